@@ -1,0 +1,249 @@
+"""The model interface every provider implements, and the stream events it yields.
+
+A model streams one assistant reply for a context. It never raises for a
+provider failure: the stream ends with an `ErrorEvent` carrying an assistant
+message whose `stop_reason` is `error`. Cancellation is the caller's: the
+agent loop cancels the task that iterates the stream and keeps the last
+`partial` as an `aborted` message, so providers only need to let
+`asyncio.CancelledError` through.
+"""
+
+from __future__ import annotations
+
+import abc
+from collections.abc import AsyncIterator, Sequence
+from dataclasses import KW_ONLY, dataclass, field
+from pathlib import Path
+from typing import Any, Literal
+
+from ._messages import AgentMessage, AssistantMessage, PiModel, ToolCall
+
+__all__ = [
+    "THINKING_LEVELS",
+    "ApiKind",
+    "AssistantMessageEvent",
+    "DoneEvent",
+    "ErrorEvent",
+    "LlmContext",
+    "Model",
+    "ModelInfo",
+    "ModelPrices",
+    "StartEvent",
+    "StreamOptions",
+    "TextDeltaEvent",
+    "TextEndEvent",
+    "TextStartEvent",
+    "ThinkingDeltaEvent",
+    "ThinkingEndEvent",
+    "ThinkingLevel",
+    "ThinkingStartEvent",
+    "ToolCallDeltaEvent",
+    "ToolCallEndEvent",
+    "ToolCallStartEvent",
+    "ToolDefinition",
+]
+
+ThinkingLevel = Literal["off", "minimal", "low", "medium", "high", "xhigh"]
+"""How much the model should reason; `off` sends no reasoning option."""
+
+THINKING_LEVELS: tuple[ThinkingLevel, ...] = ("off", "minimal", "low", "medium", "high", "xhigh")
+
+ApiKind = Literal["openai-responses", "openai-chat", "anthropic", "scripted"]
+"""The wire format a model speaks."""
+
+
+@dataclass(frozen=True)
+class ModelPrices:
+    """Prices in USD per million tokens."""
+
+    input: float = 0.0
+    output: float = 0.0
+    cache_read: float = 0.0
+    cache_write: float = 0.0
+
+
+@dataclass(frozen=True)
+class ModelInfo:
+    """A registry entry: what a model is, where it lives and what it can do."""
+
+    provider: str
+    """Provider name, such as `openai`, `anthropic`, `scripted` or a custom one."""
+    id: str
+    """Model id within the provider."""
+    api: ApiKind
+    _: KW_ONLY
+    name: str = ""
+    """Human-readable name; defaults to the id."""
+    context_window: int = 128_000
+    """Tokens the model accepts in one request."""
+    max_tokens: int = 16_384
+    """Most tokens the model produces in one reply."""
+    reasoning: bool = False
+    """Whether the model supports thinking levels above `off`."""
+    supports_xhigh: bool = False
+    """Whether `xhigh` is offered (otherwise it clamps to `high`)."""
+    input: tuple[str, ...] = ("text",)
+    """Input modalities: `text`, `image`."""
+    prices: ModelPrices = field(default_factory=ModelPrices)
+    base_url: str | None = None
+    """Endpoint override; `None` uses the provider's default or its environment variable."""
+    api_key_env: str | None = None
+    """Environment variable holding the API key; `None` when no key is needed."""
+
+    @property
+    def ref(self) -> str:
+        """The model ref `provider/id`."""
+        return f"{self.provider}/{self.id}"
+
+
+@dataclass(frozen=True)
+class ToolDefinition:
+    """A tool as offered to the model."""
+
+    name: str
+    description: str
+    parameters: dict[str, Any]
+    """JSON Schema of the arguments object."""
+
+
+@dataclass
+class LlmContext:
+    """What one request sends: system prompt, conversation and tools.
+
+    `messages` holds only `user`, `assistant` and `toolResult` messages: the
+    agent loop converts custom, bash and summary messages to user messages
+    before a request (Pi's `convertToLlm`).
+    """
+
+    system_prompt: str
+    messages: Sequence[AgentMessage]
+    tools: Sequence[ToolDefinition] = ()
+
+
+@dataclass
+class StreamOptions:
+    """Per-request options beyond the context."""
+
+    _: KW_ONLY
+    thinking: ThinkingLevel = "off"
+    """Already clamped to what the model supports."""
+    max_tokens: int | None = None
+    """Reply cap; `None` means `min(model.max_tokens, 32000)`."""
+    session_id: str | None = None
+    """The session making the request (providers may use it as a cache key)."""
+    agent_name: str | None = None
+    """The managed agent's label or name, `None` for a lead or unmanaged session."""
+    cwd: Path | None = None
+    """The session's working directory (the scripted model looks for scripts there)."""
+    previous_response: AssistantMessage | None = None
+    """The newest assistant message from this same model on the session's branch,
+    including ones no longer in the context (after compaction or a dropped retry).
+    Providers that keep state across requests (the scripted model's cursor) read it."""
+
+
+# --- stream events (Pi's AssistantMessageEvent) ----------------------------
+
+
+class _StreamEvent(PiModel):
+    partial: AssistantMessage
+    """The message as accumulated so far."""
+
+
+class StartEvent(_StreamEvent):
+    type: Literal["start"] = "start"
+
+
+class TextStartEvent(_StreamEvent):
+    type: Literal["text_start"] = "text_start"
+    content_index: int
+
+
+class TextDeltaEvent(_StreamEvent):
+    type: Literal["text_delta"] = "text_delta"
+    content_index: int
+    delta: str
+
+
+class TextEndEvent(_StreamEvent):
+    type: Literal["text_end"] = "text_end"
+    content_index: int
+    content: str
+
+
+class ThinkingStartEvent(_StreamEvent):
+    type: Literal["thinking_start"] = "thinking_start"
+    content_index: int
+
+
+class ThinkingDeltaEvent(_StreamEvent):
+    type: Literal["thinking_delta"] = "thinking_delta"
+    content_index: int
+    delta: str
+
+
+class ThinkingEndEvent(_StreamEvent):
+    type: Literal["thinking_end"] = "thinking_end"
+    content_index: int
+    content: str
+
+
+class ToolCallStartEvent(_StreamEvent):
+    type: Literal["toolcall_start"] = "toolcall_start"
+    content_index: int
+
+
+class ToolCallDeltaEvent(_StreamEvent):
+    type: Literal["toolcall_delta"] = "toolcall_delta"
+    content_index: int
+    delta: str
+    """A fragment of the arguments' JSON text."""
+
+
+class ToolCallEndEvent(_StreamEvent):
+    type: Literal["toolcall_end"] = "toolcall_end"
+    content_index: int
+    tool_call: ToolCall
+
+
+class DoneEvent(PiModel):
+    """The reply finished: `reason` is `stop`, `length` or `toolUse`."""
+
+    type: Literal["done"] = "done"
+    reason: Literal["stop", "length", "toolUse"]
+    message: AssistantMessage
+
+
+class ErrorEvent(PiModel):
+    """The request failed (`error`) or was aborted (`aborted`); `error` is the message."""
+
+    type: Literal["error"] = "error"
+    reason: Literal["error", "aborted"]
+    error: AssistantMessage
+
+
+AssistantMessageEvent = (
+    StartEvent
+    | TextStartEvent
+    | TextDeltaEvent
+    | TextEndEvent
+    | ThinkingStartEvent
+    | ThinkingDeltaEvent
+    | ThinkingEndEvent
+    | ToolCallStartEvent
+    | ToolCallDeltaEvent
+    | ToolCallEndEvent
+    | DoneEvent
+    | ErrorEvent
+)
+
+
+class Model(abc.ABC):
+    """One model of one provider, ready to stream replies."""
+
+    def __init__(self, info: ModelInfo) -> None:
+        self.info = info
+
+    @abc.abstractmethod
+    def stream(self, context: LlmContext, options: StreamOptions) -> AsyncIterator[AssistantMessageEvent]:
+        """Stream one reply. Ends with exactly one `DoneEvent` or `ErrorEvent`; never raises
+        for provider failures (only `asyncio.CancelledError` passes through)."""
