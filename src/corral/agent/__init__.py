@@ -1,5 +1,69 @@
 """The agent loop, its events, system prompt assembly and built-in tools."""
 
+from ._errors import AgentBusyError, AgentError, CompactionError
+from ._events import (
+    AgentEndEvent,
+    AgentEvent,
+    AgentSettledEvent,
+    AgentStartEvent,
+    AutoRetryEndEvent,
+    AutoRetryStartEvent,
+    CompactionEndEvent,
+    CompactionReason,
+    CompactionResult,
+    CompactionStartEvent,
+    MessageEndEvent,
+    MessageStartEvent,
+    MessageUpdateEvent,
+    QueueUpdateEvent,
+    ToolExecutionEndEvent,
+    ToolExecutionResult,
+    ToolExecutionStartEvent,
+    ToolExecutionUpdateEvent,
+    TurnEndEvent,
+    TurnStartEvent,
+)
+from ._session import AgentSession, StreamingBehavior
+from ._stats import ContextUsage, SessionStats, TokenStats
+from ._system_prompt import build_system_prompt, find_context_files
 from ._tool import AgentTool, ToolError, ToolResult, ToolUpdate
+from ._validation import ToolArgumentsError, validate_tool_arguments
 
-__all__ = ["AgentTool", "ToolError", "ToolResult", "ToolUpdate"]
+__all__ = [
+    "AgentBusyError",
+    "AgentEndEvent",
+    "AgentError",
+    "AgentEvent",
+    "AgentSession",
+    "AgentSettledEvent",
+    "AgentStartEvent",
+    "AgentTool",
+    "AutoRetryEndEvent",
+    "AutoRetryStartEvent",
+    "CompactionEndEvent",
+    "CompactionError",
+    "CompactionReason",
+    "CompactionResult",
+    "CompactionStartEvent",
+    "ContextUsage",
+    "MessageEndEvent",
+    "MessageStartEvent",
+    "MessageUpdateEvent",
+    "QueueUpdateEvent",
+    "SessionStats",
+    "StreamingBehavior",
+    "TokenStats",
+    "ToolArgumentsError",
+    "ToolError",
+    "ToolExecutionEndEvent",
+    "ToolExecutionResult",
+    "ToolExecutionStartEvent",
+    "ToolExecutionUpdateEvent",
+    "ToolResult",
+    "ToolUpdate",
+    "TurnEndEvent",
+    "TurnStartEvent",
+    "build_system_prompt",
+    "find_context_files",
+    "validate_tool_arguments",
+]

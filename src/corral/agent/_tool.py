@@ -67,7 +67,9 @@ class AgentTool(abc.ABC):
     """Bullets added to the system prompt's guidelines while the tool is active."""
 
     @abc.abstractmethod
-    async def execute(self, call_id: str, params: dict[str, Any], on_update: ToolUpdate | None = None) -> ToolResult:
+    async def execute(
+        self, call_id: str, params: dict[str, Any], on_update: ToolUpdate | None = None
+    ) -> ToolResult:
         """Run the tool. `params` have been validated against `parameters`."""
 
     def definition(self) -> ToolDefinition:

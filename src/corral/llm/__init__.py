@@ -1,5 +1,7 @@
 """Models: refs, registry, providers, the scripted model, thinking levels, usage and cost."""
 
+from ._cost import calculate_cost, usage_with_total
+from ._errors import LlmError, MissingApiKeyError, ModelRefError, ScriptError, UnknownModelError
 from ._messages import (
     AgentMessage,
     AgentMessageAdapter,
@@ -47,8 +49,18 @@ from ._model import (
     ToolCallStartEvent,
     ToolDefinition,
 )
+from ._refs import ModelRef, parse_model_ref
+from ._registry import BUILTIN_MODELS, ModelRegistry
+from ._retry import RETRYABLE_ERROR_PATTERN, RetryPolicy, is_retryable_error
+from ._script_format import Script, ScriptStep, find_script, list_script_names, load_script_file
+from ._scripted import SCRIPT_CURSOR_FIELD, SCRIPT_LIST_FIELD, ScriptedModel
+from ._thinking import available_thinking_levels, clamp_thinking_level, supports_xhigh
 
 __all__ = [
+    "BUILTIN_MODELS",
+    "RETRYABLE_ERROR_PATTERN",
+    "SCRIPT_CURSOR_FIELD",
+    "SCRIPT_LIST_FIELD",
     "THINKING_LEVELS",
     "AgentMessage",
     "AgentMessageAdapter",
@@ -65,10 +77,20 @@ __all__ = [
     "ErrorEvent",
     "ImageContent",
     "LlmContext",
+    "LlmError",
+    "MissingApiKeyError",
     "Model",
     "ModelInfo",
     "ModelPrices",
+    "ModelRef",
+    "ModelRefError",
+    "ModelRegistry",
     "PiModel",
+    "RetryPolicy",
+    "Script",
+    "ScriptError",
+    "ScriptStep",
+    "ScriptedModel",
     "StartEvent",
     "StopReason",
     "StreamOptions",
@@ -87,9 +109,20 @@ __all__ = [
     "ToolCallStartEvent",
     "ToolDefinition",
     "ToolResultMessage",
+    "UnknownModelError",
     "Usage",
     "UserContent",
     "UserMessage",
+    "available_thinking_levels",
+    "calculate_cost",
+    "clamp_thinking_level",
+    "find_script",
+    "is_retryable_error",
+    "list_script_names",
+    "load_script_file",
     "now_ms",
+    "parse_model_ref",
+    "supports_xhigh",
     "to_json_dict",
+    "usage_with_total",
 ]

@@ -14,7 +14,17 @@ from __future__ import annotations
 
 from typing import Annotated, Any, Literal
 
-from pydantic import BaseModel, ConfigDict, Discriminator, Field, Tag, TypeAdapter
+from pydantic import (
+    BaseModel,
+    ConfigDict,
+    Discriminator,
+    Field,
+    SerializationInfo,
+    SerializerFunctionWrapHandler,
+    Tag,
+    TypeAdapter,
+    model_serializer,
+)
 from pydantic.alias_generators import to_camel
 
 __all__ = [
@@ -56,14 +66,31 @@ class PiModel(BaseModel):
         ser_json_inf_nan="constants",
     )
 
+    @model_serializer(mode="wrap")
+    def _omit_absent_optionals(self, handler: SerializerFunctionWrapHandler, info: SerializationInfo) -> Any:
+        # With `context={"pi_json": True}` (what `to_json_dict` passes), a field
+        # whose value is `None` and that was never set is omitted (JavaScript
+        # `undefined`); every other field, defaults included, is written.
+        data = handler(self)
+        context = info.context
+        if not (isinstance(context, dict) and context.get("pi_json")) or not isinstance(data, dict):
+            return data
+        fields_set = self.model_fields_set
+        for name, field in type(self).model_fields.items():
+            if name not in fields_set and getattr(self, name, None) is None:
+                data.pop(field.alias or name if info.by_alias else name, None)
+        return data
+
 
 def to_json_dict(model: BaseModel) -> dict[str, Any]:
     """The JSON form of a persisted shape: Pi's field names, absent optionals omitted.
 
-    Fields that were never set are omitted; a field set explicitly (even to
-    `None`, like a root entry's `parentId`) is written.
+    Every field with a value is written, defaults included (`role`, `type`,
+    `timestamp`, `usage`, ...). An optional field that is `None` and was never
+    set is omitted (JavaScript `undefined`); a field set explicitly to `None`
+    (like a root entry's `parentId`) is written.
     """
-    return model.model_dump(mode="json", by_alias=True, exclude_unset=True)
+    return model.model_dump(mode="json", by_alias=True, context={"pi_json": True})
 
 
 def now_ms() -> int:

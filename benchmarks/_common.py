@@ -1,0 +1,37 @@
+"""Shared helpers for the benchmark scripts: environment facts and summary statistics."""
+
+from __future__ import annotations
+
+import platform
+import sqlite3
+import statistics
+import sys
+from typing import Any
+
+
+def environment(script: str) -> dict[str, Any]:
+    """Facts that make a figure comparable: Python, SQLite, platform, CPU count, script."""
+    import os
+
+    return {
+        "python": sys.version.split()[0],
+        "sqlite": sqlite3.sqlite_version,
+        "platform": platform.platform(),
+        "cpus": os.cpu_count(),
+        "script": script,
+    }
+
+
+def summary_ms(samples_s: list[float]) -> dict[str, float]:
+    """Mean, standard deviation, p50 and p95 of samples given in seconds, in milliseconds."""
+    ordered = sorted(samples_s)
+    ms = [s * 1000 for s in ordered]
+    p95_index = min(len(ms) - 1, max(0, round(0.95 * (len(ms) - 1))))
+    return {
+        "n": len(ms),
+        "mean_ms": round(statistics.fmean(ms), 3),
+        "stdev_ms": round(statistics.stdev(ms), 3) if len(ms) > 1 else 0.0,
+        "p50_ms": round(statistics.median(ms), 3),
+        "p95_ms": round(ms[p95_index], 3),
+        "min_ms": round(ms[0], 3),
+    }

@@ -1,0 +1,1 @@
+"""The `corral` command line: thin commands over the substrate (and later the host)."""

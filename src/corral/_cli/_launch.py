@@ -1,0 +1,156 @@
+"""Turn command-line choices into a ready `AgentSession`.
+
+Shared by `corral run` in every mode (and later the TUI), so the rules for
+picking the session, the model and the thinking level live in one place:
+
+* session: `--session <path|id prefix>` opens that file (a path that does not
+  exist is an error), `--continue` opens this directory's newest session
+  (or starts one), `--no-session` keeps everything in memory, otherwise a new
+  session file is created;
+* model: `--model`, else the model the opened session last used, else the
+  `default_model` setting; with none of them it is an error that says what
+  to set;
+* thinking: `--thinking`, else the `:level` suffix of the model ref, else the
+  opened session's level, else the `default_thinking` setting — clamped to
+  what the model supports.
+"""
+
+from __future__ import annotations
+
+import sys
+from dataclasses import KW_ONLY, dataclass
+from pathlib import Path
+
+from corral.agent import AgentSession, build_system_prompt
+from corral.agent.tools import ALL_TOOL_NAMES, create_builtin_tools
+from corral.errors import UsageError
+from corral.llm import (
+    LlmError,
+    ModelInfo,
+    ModelRegistry,
+    ThinkingLevel,
+    clamp_thinking_level,
+    parse_model_ref,
+)
+from corral.session import SessionManager, find_recent_session, resolve_session_arg
+from corral.settings import Settings, load_settings
+
+__all__ = ["LaunchOptions", "Launched", "launch_session"]
+
+NO_MODEL_HINT = (
+    "no model configured: pass --model provider/model (`corral models` lists them), "
+    "set default_model in settings.toml, or set OPENAI_API_KEY or ANTHROPIC_API_KEY "
+    "(offline: --model scripted/demo)"
+)
+
+
+@dataclass
+class LaunchOptions:
+    """What the user chose on the command line."""
+
+    cwd: Path
+    _: KW_ONLY
+    model: str | None = None
+    thinking: ThinkingLevel | None = None
+    session: str | None = None
+    continue_recent: bool = False
+    no_session: bool = False
+    tools: list[str] | None = None
+    """Tool names to activate; `None` means all built-in tools."""
+
+
+@dataclass
+class Launched:
+    """A ready agent session and what it was built from."""
+
+    agent: AgentSession
+    session: SessionManager
+    settings: Settings
+    registry: ModelRegistry
+    model_info: ModelInfo
+
+
+def _open_session(opts: LaunchOptions) -> SessionManager:
+    chosen = sum([opts.session is not None, opts.continue_recent, opts.no_session])
+    if chosen > 1:
+        raise UsageError("choose one of --session, --continue and --no-session")
+    if opts.no_session:
+        return SessionManager.create(opts.cwd, persist=False)
+    if opts.session is not None:
+        return SessionManager.open(resolve_session_arg(opts.session, opts.cwd))
+    if opts.continue_recent:
+        recent = find_recent_session(opts.cwd)
+        if recent is not None:
+            return SessionManager.open(recent)
+    return SessionManager.create(opts.cwd)
+
+
+def _default_model_ref(registry: ModelRegistry, settings: Settings) -> str:
+    if settings.default_model:
+        return settings.default_model
+    for info in registry.available_models():
+        if info.provider in ("openai", "anthropic"):
+            return info.ref
+    raise UsageError(NO_MODEL_HINT)
+
+
+def launch_session(opts: LaunchOptions) -> Launched:
+    """Build the agent session the options describe.
+
+    Raises:
+        CorralError: for anything the user can fix (the message says how).
+    """
+    cwd = opts.cwd.expanduser().resolve()
+    if not cwd.is_dir():
+        raise UsageError(f"--cwd {opts.cwd}: not a directory")
+    opts.cwd = cwd
+    settings = load_settings(cwd)
+    registry = ModelRegistry(settings)
+    session = _open_session(opts)
+    try:
+        restored = session.build_context()
+        ref_text = opts.model
+        if ref_text is None and restored.model is not None:
+            candidate = f"{restored.model.provider}/{restored.model.model_id}"
+            try:
+                registry.api_key_for(registry.resolve(candidate))
+                ref_text = candidate
+            except LlmError as exc:
+                print(
+                    f"corral: warning: the session's model is not usable ({exc}); using the default",
+                    file=sys.stderr,
+                )
+        if ref_text is None:
+            ref_text = _default_model_ref(registry, settings)
+        ref = parse_model_ref(ref_text)
+        info = registry.resolve(ref)
+        registry.api_key_for(info)  # fails early, naming the variable to set
+        model = registry.create_model(info, cwd=cwd)
+
+        has_history = bool(session.entries)
+        level: ThinkingLevel = (
+            opts.thinking
+            or ref.thinking
+            or (restored.thinking_level if has_history else None)
+            or settings.default_thinking
+        )
+        level = clamp_thinking_level(info, level)
+
+        names = list(ALL_TOOL_NAMES) if opts.tools is None else opts.tools
+        unknown = [name for name in names if name not in ALL_TOOL_NAMES]
+        if unknown:
+            raise UsageError(f"unknown tool {unknown[0]!r}: choose from {', '.join(ALL_TOOL_NAMES)}")
+        tools = create_builtin_tools(cwd, shell_path=settings.shell_path, names=names)
+        agent = AgentSession(
+            session=session,
+            model=model,
+            thinking_level=level,
+            tools=tools,
+            cwd=cwd,
+            settings=settings,
+            system_prompt=build_system_prompt(cwd=cwd, tools=tools),
+        )
+    except BaseException:
+        session.close()
+        raise
+    return Launched(agent=agent, session=session, settings=settings, registry=registry, model_info=info)

@@ -1,0 +1,1 @@
+"""`corral demo`: a bundled sample project and the scripted run that fixes it."""

@@ -1,0 +1,472 @@
+"""One run of the agent loop: turns of model requests and tool batches.
+
+The order is Pi's (`runLoop`), with the later steering rule: steering messages
+are delivered after the whole tool batch has finished, before the next model
+request, and no tool call is skipped.
+
+1. `agent_start`, `turn_start`, then start/end for each prompt message.
+2. Take steering messages queued meanwhile as pending messages.
+3. While the last reply had tool calls or messages are pending: inject the
+   pending messages, stream the reply (an `error` or `aborted` reply ends the
+   run), run its tool calls, `turn_end`, take queued steering messages.
+4. When the loop would stop, take follow-up messages and go on with them;
+   otherwise `agent_end`.
+
+Tool calls are prepared in call order (unknown tool, schema validation), run
+concurrently, and their results enter the context in call order.
+
+Abort is task cancellation: every awaited step (the model stream, each tool,
+a retry wait, a summary request) runs as a task in `_active`; `abort()` sets
+`_aborting` and cancels them. A cancelled stream leaves its last partial
+message, which is kept with stop reason `aborted`; a cancelled tool gets an
+error result (`Command aborted` for bash, `Operation aborted` otherwise) so
+every tool call in the transcript has a result.
+"""
+
+from __future__ import annotations
+
+import asyncio
+import logging
+from collections import deque
+from collections.abc import Callable, Coroutine, Sequence
+from dataclasses import dataclass
+from typing import TYPE_CHECKING, Any, Literal, TypeVar
+
+from corral.llm import (
+    AgentMessage,
+    AssistantMessage,
+    LlmContext,
+    Model,
+    StreamOptions,
+    TextContent,
+    ThinkingLevel,
+    ToolCall,
+    ToolDefinition,
+    ToolResultMessage,
+    UserMessage,
+)
+from corral.session import convert_to_llm
+
+from ._events import (
+    AgentEndEvent,
+    AgentEvent,
+    AgentStartEvent,
+    MessageEndEvent,
+    MessageStartEvent,
+    MessageUpdateEvent,
+    QueueUpdateEvent,
+    ToolExecutionEndEvent,
+    ToolExecutionResult,
+    ToolExecutionStartEvent,
+    ToolExecutionUpdateEvent,
+    TurnEndEvent,
+    TurnStartEvent,
+)
+from ._tool import AgentTool, ToolError, ToolResult
+from ._validation import ToolArgumentsError, validate_tool_arguments
+
+if TYPE_CHECKING:
+    from corral.session import SessionManager
+
+__all__ = ["ABORTED", "Aborted", "LoopMixin", "RunAction", "RunOutcome", "message_text", "to_agent_message"]
+
+_log = logging.getLogger("corral.agent")
+
+_T = TypeVar("_T")
+
+RunAction = Literal["retry", "overflow"]
+"""What the session does after a run on its own: retry a transient error, or compact and retry."""
+
+ABORTED_REQUEST_MESSAGE = "Request was aborted"
+
+
+class Aborted:
+    """Marker: an awaited step was cancelled by `abort()`."""
+
+
+ABORTED = Aborted()
+
+
+@dataclass
+class RunOutcome:
+    """How one run ended."""
+
+    last_assistant: AssistantMessage | None
+    action: RunAction | None
+
+
+@dataclass
+class _StreamState:
+    partial: AssistantMessage | None = None
+    started: bool = False
+
+
+def message_text(message: AgentMessage) -> str:
+    """The text of a user or custom message (for queue listings)."""
+    content = getattr(message, "content", "")
+    if isinstance(content, str):
+        return content
+    return "".join(block.text for block in content if isinstance(block, TextContent))
+
+
+def _aborted_tool_text(tool_name: str, partial: ToolResult | None) -> str:
+    notice = "Command aborted" if tool_name == "bash" else "Operation aborted"
+    if partial is not None:
+        text = "".join(block.text for block in partial.content if isinstance(block, TextContent)).rstrip()
+        if text:
+            return f"{text}\n\n{notice}"
+    return notice
+
+
+class LoopMixin:
+    """The run engine of `AgentSession` (state is declared here, set up by the session)."""
+
+    _session: SessionManager
+    _model: Model
+    _thinking_level: ThinkingLevel
+    _tools: dict[str, AgentTool]
+    _messages: list[AgentMessage]
+    _steering: deque[AgentMessage]
+    _follow_up: deque[AgentMessage]
+    _steering_mode: str
+    _follow_up_mode: str
+    _listeners: list[Callable[[AgentEvent], None]]
+    _active: set[asyncio.Task[Any]]
+    _aborting: bool
+    _tool_definitions_cache: list[ToolDefinition] | None
+    _llm_cache: list[AgentMessage]
+    _llm_cache_owner: list[AgentMessage] | None
+    _llm_cache_count: int
+
+    # --- hooks implemented by the session ---------------------------------
+
+    def _system_prompt_text(self) -> str:
+        raise NotImplementedError
+
+    def _stream_options(self) -> StreamOptions:
+        raise NotImplementedError
+
+    def _decide_after_run(self, last: AssistantMessage | None) -> RunAction | None:
+        raise NotImplementedError
+
+    def _on_assistant_end(self, message: AssistantMessage) -> None:
+        raise NotImplementedError
+
+    # --- events -------------------------------------------------------------
+
+    def _emit(self, event: AgentEvent) -> None:
+        for listener in tuple(self._listeners):
+            try:
+                listener(event)
+            except Exception:
+                _log.exception("agent event listener failed on %s", event.type)
+
+    def _emit_queue_update(self) -> None:
+        self._emit(
+            QueueUpdateEvent(
+                steering=[message_text(m) for m in self._steering],
+                follow_up=[message_text(m) for m in self._follow_up],
+            )
+        )
+
+    def _end_message(self, message: AgentMessage) -> None:
+        """Persist a finished message, add it to the context and emit `message_end`."""
+        self._session.append_message(message)
+        self._messages.append(message)
+        if isinstance(message, AssistantMessage):
+            self._on_assistant_end(message)
+        self._emit(MessageEndEvent(message=message))
+
+    def _add_message(self, message: AgentMessage, added: list[AgentMessage]) -> None:
+        self._emit(MessageStartEvent(message=message))
+        self._end_message(message)
+        added.append(message)
+
+    # --- abortable steps ----------------------------------------------------
+
+    async def _await_step(self, step: Coroutine[Any, Any, _T]) -> _T | Aborted:
+        """Run `step` as a task `abort()` can cancel; `ABORTED` when it was.
+
+        Exceptions of the step propagate. If the caller itself is cancelled
+        (not by `abort()`), the step is cancelled too and the cancellation
+        propagates.
+        """
+        if self._aborting:
+            step.close()
+            return ABORTED
+        task = asyncio.ensure_future(step)
+        self._active.add(task)
+        try:
+            await asyncio.wait((task,))
+        except asyncio.CancelledError:
+            task.cancel()
+            raise
+        finally:
+            self._active.discard(task)
+        if task.cancelled():
+            return ABORTED
+        return task.result()
+
+    # --- queues ---------------------------------------------------------------
+
+    def _take(self, queue: deque[AgentMessage], mode: str) -> list[AgentMessage]:
+        if not queue:
+            return []
+        if mode == "all":
+            taken = list(queue)
+            queue.clear()
+        else:
+            taken = [queue.popleft()]
+        self._emit_queue_update()
+        return taken
+
+    # --- one run --------------------------------------------------------------
+
+    def _llm_messages(self) -> list[AgentMessage]:
+        """The context as sent to the model: `convert_to_llm`, without failed or aborted replies.
+
+        Converted incrementally: messages are only appended between requests;
+        any other change to `_messages` calls `_context_replaced()`.
+        """
+        cache = self._llm_cache
+        if self._llm_cache_owner is not self._messages or self._llm_cache_count > len(self._messages):
+            cache.clear()
+            self._llm_cache_owner = self._messages
+            self._llm_cache_count = 0
+        fresh = self._messages[self._llm_cache_count :]
+        if fresh:
+            for message in convert_to_llm(fresh):
+                if not (
+                    isinstance(message, AssistantMessage) and message.stop_reason in ("error", "aborted")
+                ):
+                    cache.append(message)
+            self._llm_cache_count = len(self._messages)
+        return list(cache)
+
+    def _context_replaced(self) -> None:
+        """Forget the converted context (after dropping or replacing messages)."""
+        self._llm_cache_owner = None
+
+    def _tool_definitions(self) -> list[ToolDefinition]:
+        if self._tool_definitions_cache is None:
+            self._tool_definitions_cache = [tool.definition() for tool in self._tools.values()]
+        return self._tool_definitions_cache
+
+    async def _run_loop(self, prompts: Sequence[AgentMessage]) -> RunOutcome:
+        added: list[AgentMessage] = []
+        last: AssistantMessage | None = None
+        self._emit(AgentStartEvent())
+        self._emit(TurnStartEvent())
+        for message in prompts:
+            self._add_message(message, added)
+        pending = self._take(self._steering, self._steering_mode)
+        first_turn = True
+        while True:
+            more_tool_calls = True
+            while more_tool_calls or pending:
+                if not first_turn:
+                    self._emit(TurnStartEvent())
+                first_turn = False
+                for message in pending:
+                    self._add_message(message, added)
+                pending = []
+                last = await self._stream_reply()
+                added.append(last)
+                if last.stop_reason in ("error", "aborted"):
+                    self._emit(TurnEndEvent(message=last, tool_results=[]))
+                    return self._end_run(added, last)
+                calls = last.tool_calls
+                more_tool_calls = bool(calls)
+                results = await self._execute_tools(calls) if calls else []
+                added.extend(results)
+                self._emit(TurnEndEvent(message=last, tool_results=results))
+                if self._aborting:
+                    return self._end_run(added, last)
+                pending = self._take(self._steering, self._steering_mode)
+            pending = self._take(self._follow_up, self._follow_up_mode)
+            if not pending:
+                break
+        return self._end_run(added, last)
+
+    def _end_run(self, added: list[AgentMessage], last: AssistantMessage | None) -> RunOutcome:
+        action = None if self._aborting else self._decide_after_run(last)
+        self._emit(AgentEndEvent(messages=added, will_retry=action is not None))
+        return RunOutcome(last_assistant=last, action=action)
+
+    # --- the model request ----------------------------------------------------
+
+    async def _consume_stream(
+        self, context: LlmContext, options: StreamOptions, state: _StreamState
+    ) -> AssistantMessage | None:
+        async for event in self._model.stream(context, options):
+            kind = event.type
+            if kind == "done":
+                return event.message  # type: ignore[union-attr]
+            if kind == "error":
+                return event.error  # type: ignore[union-attr]
+            partial: AssistantMessage = event.partial  # type: ignore[union-attr]
+            state.partial = partial
+            if not state.started:
+                state.started = True
+                self._emit(MessageStartEvent(message=partial))
+            if kind != "start":
+                self._emit(MessageUpdateEvent(message=partial, assistant_message_event=event))
+        return None
+
+    def _blank_reply(self, stop_reason: Literal["error", "aborted"], error_message: str) -> AssistantMessage:
+        info = self._model.info
+        return AssistantMessage(
+            api=info.api,
+            provider=info.provider,
+            model=info.id,
+            stop_reason=stop_reason,
+            error_message=error_message,
+        )
+
+    async def _stream_reply(self) -> AssistantMessage:
+        context = LlmContext(
+            system_prompt=self._system_prompt_text(),
+            messages=self._llm_messages(),
+            tools=self._tool_definitions(),
+        )
+        state = _StreamState()
+        try:
+            outcome = await self._await_step(self._consume_stream(context, self._stream_options(), state))
+        except Exception as exc:
+            _log.exception("model stream raised")
+            outcome = self._blank_reply("error", str(exc) or type(exc).__name__)
+        if isinstance(outcome, Aborted):
+            if state.partial is not None:
+                final = state.partial.model_copy(
+                    update={"stop_reason": "aborted", "error_message": ABORTED_REQUEST_MESSAGE}
+                )
+            else:
+                final = self._blank_reply("aborted", ABORTED_REQUEST_MESSAGE)
+        elif outcome is None:
+            final = self._blank_reply("error", "The model's stream ended without a final message")
+        else:
+            final = outcome
+        if not state.started:
+            self._emit(MessageStartEvent(message=final))
+        self._end_message(final)
+        return final
+
+    # --- tools ------------------------------------------------------------------
+
+    async def _run_tool(
+        self,
+        call: ToolCall,
+        tool: AgentTool,
+        args: dict[str, Any],
+        partials: dict[int, ToolResult],
+        abort_texts: dict[int, str],
+        index: int,
+    ) -> ToolResult:
+        def on_update(partial: ToolResult) -> None:
+            partials[index] = partial
+            self._emit(
+                ToolExecutionUpdateEvent(
+                    tool_call_id=call.id,
+                    tool_name=call.name,
+                    args=call.arguments,
+                    partial_result=ToolExecutionResult(
+                        content=list(partial.content), details=partial.details
+                    ),
+                )
+            )
+
+        try:
+            result = await tool.execute(call.id, args, on_update)
+        except asyncio.CancelledError as exc:
+            from .tools import aborted_output
+
+            text = aborted_output(exc)
+            if text is not None:
+                abort_texts[index] = text
+            raise
+        except ToolError as exc:
+            result = ToolResult.text(str(exc), details=exc.details, is_error=True)
+        except Exception as exc:
+            result = ToolResult.text(str(exc) or type(exc).__name__, is_error=True)
+        self._emit_tool_end(call, result)
+        return result
+
+    def _emit_tool_end(self, call: ToolCall, result: ToolResult) -> None:
+        self._emit(
+            ToolExecutionEndEvent(
+                tool_call_id=call.id,
+                tool_name=call.name,
+                result=ToolExecutionResult(content=list(result.content), details=result.details),
+                is_error=result.is_error,
+            )
+        )
+
+    def _prepare_tool(self, call: ToolCall) -> tuple[AgentTool, dict[str, Any]] | ToolResult:
+        tool = self._tools.get(call.name)
+        if tool is None:
+            return ToolResult.text(f"Tool {call.name} not found", is_error=True)
+        try:
+            return tool, validate_tool_arguments(call.name, tool.parameters, call.arguments)
+        except ToolArgumentsError as exc:
+            return ToolResult.text(str(exc), is_error=True)
+
+    async def _execute_tools(self, calls: list[ToolCall]) -> list[ToolResultMessage]:
+        results: list[ToolResult | None] = [None] * len(calls)
+        tasks: dict[int, asyncio.Task[ToolResult]] = {}
+        partials: dict[int, ToolResult] = {}
+        abort_texts: dict[int, str] = {}
+        for index, call in enumerate(calls):
+            self._emit(
+                ToolExecutionStartEvent(tool_call_id=call.id, tool_name=call.name, args=call.arguments)
+            )
+            prepared = self._prepare_tool(call)
+            if isinstance(prepared, ToolResult):
+                results[index] = prepared
+                self._emit_tool_end(call, prepared)
+            elif not self._aborting:
+                tool, args = prepared
+                tasks[index] = asyncio.ensure_future(
+                    self._run_tool(call, tool, args, partials, abort_texts, index)
+                )
+        if tasks:
+            self._active.update(tasks.values())
+            try:
+                await asyncio.wait(tasks.values())
+            except asyncio.CancelledError:
+                for task in tasks.values():
+                    task.cancel()
+                raise
+            finally:
+                self._active.difference_update(tasks.values())
+
+        messages: list[ToolResultMessage] = []
+        for index, call in enumerate(calls):
+            result = results[index]
+            if result is None:
+                ran = tasks.get(index)
+                if ran is None or ran.cancelled():
+                    text = abort_texts.get(index) or _aborted_tool_text(call.name, partials.get(index))
+                    result = ToolResult.text(text, is_error=True)
+                    self._emit_tool_end(call, result)
+                else:
+                    result = ran.result()
+            fields: dict[str, Any] = {
+                "tool_call_id": call.id,
+                "tool_name": call.name,
+                "content": list(result.content),
+                "is_error": result.is_error,
+            }
+            if result.details is not None:
+                fields["details"] = result.details
+            message = ToolResultMessage(**fields)
+            self._emit(MessageStartEvent(message=message))
+            self._end_message(message)
+            messages.append(message)
+        return messages
+
+
+def to_agent_message(value: str | AgentMessage) -> AgentMessage:
+    """A prompt, steering or follow-up value as a message (text becomes a user message)."""
+    if isinstance(value, str):
+        return UserMessage(content=value)
+    return value

@@ -1,0 +1,173 @@
+"""System prompt assembly, in Pi's order.
+
+1. The base prompt: corral's own wording, the active tools and guidelines;
+   replaced by `custom_prompt`, else by the project's `.corral/SYSTEM.md`,
+   else by `<config>/SYSTEM.md`.
+2. The append text: `append`, else the project's `.corral/APPEND_SYSTEM.md`,
+   else `<config>/APPEND_SYSTEM.md`.
+3. `# Project Context`: the global `<config>/AGENTS.md` (or `CLAUDE.md`), then
+   one file per directory from the filesystem root down to `cwd`
+   (`AGENTS.md` preferred over `CLAUDE.md`), each under `## <path>`.
+4. `Current date: YYYY-MM-DD` and `Current working directory: <cwd>`.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Sequence
+from datetime import datetime
+from pathlib import Path
+
+from corral._paths import config_home
+
+from ._tool import AgentTool
+
+__all__ = ["build_system_prompt", "find_context_files"]
+
+_CONTEXT_FILE_NAMES = ("AGENTS.md", "CLAUDE.md")
+
+
+def _read_text(path: Path) -> str | None:
+    try:
+        return path.read_text(encoding="utf-8")
+    except (OSError, UnicodeDecodeError):
+        return None
+
+
+def _first_existing(*candidates: Path) -> str | None:
+    for candidate in candidates:
+        if candidate.is_file():
+            text = _read_text(candidate)
+            if text is not None:
+                return text
+    return None
+
+
+def find_context_files(cwd: Path, global_config_dir: Path) -> list[tuple[Path, str]]:
+    """The context files for `cwd`: global first, then root→cwd, at most one per directory.
+
+    Returns:
+        `(path, text)` pairs in prompt order; unreadable files are skipped.
+    """
+    found: list[tuple[Path, str]] = []
+    seen: set[Path] = set()
+
+    def take_from(directory: Path) -> None:
+        for name in _CONTEXT_FILE_NAMES:
+            candidate = directory / name
+            if candidate.is_file():
+                resolved = candidate.resolve()
+                if resolved in seen:
+                    return
+                text = _read_text(candidate)
+                if text is not None:
+                    seen.add(resolved)
+                    found.append((candidate, text))
+                    return
+
+    take_from(global_config_dir)
+    cwd = cwd.resolve()
+    for directory in [*reversed(cwd.parents), cwd]:
+        take_from(directory)
+    return found
+
+
+def _tool_line(tool: AgentTool) -> str | None:
+    snippet = tool.prompt_snippet
+    if not snippet:
+        lines = tool.description.strip().splitlines()
+        snippet = lines[0] if lines else ""
+    return f"- {tool.name}: {snippet}" if snippet else None
+
+
+def _guidelines(tools: Sequence[AgentTool]) -> list[str]:
+    names = {tool.name for tool in tools}
+    has_search = bool(names & {"grep", "find", "ls"})
+    lines: list[str] = []
+    if "bash" in names and not has_search:
+        lines.append("Use bash for file operations such as ls, rg and find")
+    if "bash" in names and has_search:
+        lines.append(
+            "Prefer the grep, find and ls tools to bash for exploring files (faster, and they respect .gitignore)"
+        )
+    if "read" in names and "edit" in names:
+        lines.append(
+            "Read a file with the read tool before editing it; do not use cat or sed to look at files"
+        )
+    if "edit" in names:
+        lines.append("Use edit for precise changes; the old text must match the file exactly")
+    if "write" in names:
+        lines.append("Use write only to create new files or to rewrite a file completely")
+    if "edit" in names or "write" in names:
+        lines.append(
+            "When you report what you changed, write it as plain text; do not print files with cat or bash"
+        )
+    for tool in tools:
+        for guideline in tool.prompt_guidelines:
+            if guideline not in lines:
+                lines.append(guideline)
+    lines.append("Keep your answers concise")
+    lines.append("Show file paths clearly whenever you work with files")
+    return lines
+
+
+def _base_prompt(tools: Sequence[AgentTool]) -> str:
+    tool_lines = [line for line in (_tool_line(t) for t in tools) if line]
+    tools_text = "\n".join(tool_lines) if tool_lines else "(none)"
+    guidelines = "\n".join(f"- {g}" for g in _guidelines(tools))
+    return (
+        "You are an expert coding assistant operating inside corral, a system that runs teams of coding "
+        "agents. You help by reading files, running commands, editing code and writing new files, using the "
+        "tools below.\n\n"
+        f"Available tools:\n{tools_text}\n\n"
+        "Other tools may appear in the tool list as well; use them as their descriptions say.\n\n"
+        f"Guidelines:\n{guidelines}"
+    )
+
+
+def build_system_prompt(
+    *,
+    cwd: Path,
+    tools: Sequence[AgentTool],
+    global_config_dir: Path | None = None,
+    now: datetime | None = None,
+    custom_prompt: str | None = None,
+    append: str | None = None,
+) -> str:
+    """Assemble the system prompt for a session in `cwd` with `tools` active.
+
+    Args:
+        cwd: The session's working directory (project files are looked up there).
+        tools: The active tools, in the order they are offered.
+        global_config_dir: The user configuration directory (default `corral._paths.config_home()`).
+        now: The date to state (default: today, local time).
+        custom_prompt: Replaces the base prompt (and any `SYSTEM.md`).
+        append: Appended after the base prompt (replaces any `APPEND_SYSTEM.md`).
+
+    Returns:
+        The prompt text.
+    """
+    config_dir = global_config_dir if global_config_dir is not None else config_home()
+    project_dir = cwd / ".corral"
+    base = custom_prompt
+    if base is None:
+        base = _first_existing(project_dir / "SYSTEM.md", config_dir / "SYSTEM.md")
+    if base is None:
+        base = _base_prompt(tools)
+    parts = [base.rstrip("\n")]
+
+    append_text = append
+    if append_text is None:
+        append_text = _first_existing(project_dir / "APPEND_SYSTEM.md", config_dir / "APPEND_SYSTEM.md")
+    if append_text and append_text.strip():
+        parts.append(append_text.strip("\n"))
+
+    context_files = find_context_files(cwd, config_dir)
+    if context_files:
+        sections = ["# Project Context", "Project-specific instructions and guidelines:"]
+        for path, text in context_files:
+            sections.append(f"## {path}\n\n{text.strip()}")
+        parts.append("\n\n".join(sections))
+
+    date = (now or datetime.now()).strftime("%Y-%m-%d")
+    parts.append(f"Current date: {date}\nCurrent working directory: {cwd}")
+    return "\n\n".join(parts) + "\n"

@@ -1,0 +1,220 @@
+"""The `corral` command.
+
+Commands stay thin: parse, build what the substrate needs, call it, render.
+Every user error is one line on stderr and exit code 2 (see `main`).
+"""
+
+from __future__ import annotations
+
+import asyncio
+import sys
+from enum import StrEnum
+from pathlib import Path
+from typing import Annotated
+
+import typer
+
+from corral import __version__
+
+app = typer.Typer(
+    name="corral",
+    help="Teams of coding agents that a lead controls.",
+    no_args_is_help=False,
+    add_completion=False,
+    pretty_exceptions_enable=False,
+    rich_markup_mode=None,
+)
+
+
+class Mode(StrEnum):
+    text = "text"
+    json = "json"
+    rpc = "rpc"
+
+
+class Thinking(StrEnum):
+    off = "off"
+    minimal = "minimal"
+    low = "low"
+    medium = "medium"
+    high = "high"
+    xhigh = "xhigh"
+
+
+def _version(value: bool) -> None:
+    if value:
+        print(f"corral {__version__}")
+        raise typer.Exit(0)
+
+
+@app.callback(invoke_without_command=True)
+def _root(
+    ctx: typer.Context,
+    version: Annotated[
+        bool, typer.Option("--version", callback=_version, is_eager=True, help="Print the version and exit.")
+    ] = False,
+) -> None:
+    """Teams of coding agents that a lead controls."""
+    if ctx.invoked_subcommand is None:
+        print(ctx.get_help())
+
+
+ModelOpt = Annotated[
+    str | None, typer.Option("--model", "-m", help="Model ref provider/model[:thinking], e.g. openai/gpt-5.")
+]
+ThinkingOpt = Annotated[Thinking | None, typer.Option("--thinking", help="Thinking level.")]
+SessionOpt = Annotated[
+    str | None, typer.Option("--session", help="Open this session: a .jsonl path or an id prefix.")
+]
+ContinueOpt = Annotated[
+    bool, typer.Option("--continue", "-c", help="Continue this directory's newest session.")
+]
+NoSessionOpt = Annotated[bool, typer.Option("--no-session", help="Keep the session in memory only.")]
+CwdOpt = Annotated[Path | None, typer.Option("--cwd", help="Working directory (default: the current one).")]
+
+
+@app.command()
+def run(
+    prompt: Annotated[str | None, typer.Option("--prompt", "-p", help="The prompt to run.")] = None,
+    mode: Annotated[
+        Mode, typer.Option("--mode", help="text (final answer), json (event lines) or rpc.")
+    ] = Mode.text,
+    model: ModelOpt = None,
+    thinking: ThinkingOpt = None,
+    session: SessionOpt = None,
+    continue_: ContinueOpt = False,
+    no_session: NoSessionOpt = False,
+    cwd: CwdOpt = None,
+    tools: Annotated[
+        str | None, typer.Option("--tools", help="Comma-separated tool names to activate.")
+    ] = None,
+    no_tools: Annotated[bool, typer.Option("--no-tools", help="Activate no tools.")] = False,
+) -> None:
+    """Run the agent headless: print the answer, stream events as JSON, or serve RPC on stdin."""
+    from corral._cli._launch import LaunchOptions, launch_session
+    from corral._cli._modes import run_json_mode, run_print_mode, run_rpc_mode, stdin_stream
+    from corral.errors import UsageError
+
+    if mode is not Mode.rpc and prompt is None:
+        raise UsageError("give a prompt with -p PROMPT, or use --mode rpc")
+    if mode is Mode.rpc and prompt is not None:
+        raise UsageError("--mode rpc takes prompts on stdin, not -p")
+    if tools is not None and no_tools:
+        raise UsageError("choose --tools or --no-tools, not both")
+    tool_names = [] if no_tools else ([t.strip() for t in tools.split(",") if t.strip()] if tools else None)
+    options = LaunchOptions(
+        cwd=cwd or Path.cwd(),
+        model=model,
+        thinking=thinking.value if thinking else None,  # type: ignore[arg-type]
+        session=session,
+        continue_recent=continue_,
+        no_session=no_session,
+        tools=tool_names,
+    )
+    launched = launch_session(options)
+
+    async def main() -> int:
+        if mode is Mode.rpc:
+            return await run_rpc_mode(launched.agent, stdin=stdin_stream(), out=sys.stdout)
+        assert prompt is not None
+        if mode is Mode.json:
+            return await run_json_mode(launched.agent, prompt, out=sys.stdout, err=sys.stderr)
+        return await run_print_mode(launched.agent, prompt, out=sys.stdout, err=sys.stderr)
+
+    try:
+        code = asyncio.run(main())
+    finally:
+        launched.session.close()
+    raise typer.Exit(code)
+
+
+@app.command()
+def models(
+    json_: Annotated[bool, typer.Option("--json", help="Print details as JSON.")] = False,
+    all_: Annotated[
+        bool, typer.Option("--all", help="Include models whose credentials are missing.")
+    ] = False,
+    cwd: CwdOpt = None,
+) -> None:
+    """List the models usable with the current settings and credentials."""
+    import json
+
+    from corral.llm import ModelRegistry
+    from corral.settings import load_settings
+
+    registry = ModelRegistry(load_settings((cwd or Path.cwd()).resolve()))
+    infos = registry.all_models() if all_ else registry.available_models()
+    if json_:
+        rows = [
+            {
+                "ref": info.ref,
+                "provider": info.provider,
+                "id": info.id,
+                "api": info.api,
+                "name": info.name or info.id,
+                "contextWindow": info.context_window,
+                "maxTokens": info.max_tokens,
+                "reasoning": info.reasoning,
+                "input": list(info.input),
+                "cost": {
+                    "input": info.prices.input,
+                    "output": info.prices.output,
+                    "cacheRead": info.prices.cache_read,
+                    "cacheWrite": info.prices.cache_write,
+                },
+            }
+            for info in infos
+        ]
+        print(json.dumps(rows, indent=2))
+        return
+    for info in infos:
+        print(info.ref)
+
+
+@app.command()
+def demo(
+    keep: Annotated[bool, typer.Option("--keep", help="Keep the temporary project directory.")] = False,
+) -> None:
+    """Run an offline scripted agent that fixes a bug in a sample project with real tools."""
+    from corral._cli._demo import run_demo
+
+    raise typer.Exit(asyncio.run(run_demo(out=sys.stdout, keep=keep)))
+
+
+def main(argv: list[str] | None = None) -> int:
+    """Entry point: run the CLI, turning user errors into one line on stderr and exit code 2."""
+    from typer._click.exceptions import ClickException, NoArgsIsHelpError
+    from typer.exceptions import Abort, Exit
+
+    from corral.errors import CorralError
+
+    command = typer.main.get_command(app)
+    args = sys.argv[1:] if argv is None else argv
+    try:
+        result = command.main(args=args, prog_name="corral", standalone_mode=False)
+    except Exit as exc:
+        return exc.exit_code
+    except NoArgsIsHelpError as exc:
+        print(exc.format_message(), file=sys.stderr)
+        return 2
+    except ClickException as exc:
+        message = " ".join(exc.format_message().split())
+        print(f"corral: error: {message}", file=sys.stderr)
+        return 2
+    except CorralError as exc:
+        message = " ".join(str(exc).split())
+        print(f"corral: error: {message}", file=sys.stderr)
+        return 2
+    except (Abort, KeyboardInterrupt):
+        print("corral: interrupted", file=sys.stderr)
+        return 130
+    return result if isinstance(result, int) else 0
+
+
+def console_main() -> None:
+    """The `corral` console script."""
+    sys.exit(main())
+
+
+if __name__ == "__main__":  # pragma: no cover
+    console_main()

@@ -1,0 +1,337 @@
+"""Our context and options, in pydantic-ai's terms.
+
+`to_model_messages` turns an `LlmContext` into pydantic-ai `ModelMessage`s
+(consecutive user and tool-result messages share one `ModelRequest`, each
+assistant message becomes a `ModelResponse`); `to_request_parameters` offers
+the tools; `to_model_settings` maps the thinking level and reply cap.
+
+Assistant messages travel between providers the way Pi's `transformMessages`
+does: errored and aborted replies are left out, a tool call that never got a
+result gets a synthetic error result, and thinking is sent back as thinking
+(with its signature) only to the provider and API that produced it; for any
+other it becomes plain text, or is dropped when empty or redacted.
+
+For the OpenAI Responses API a thinking block's signature is the reasoning
+item as JSON (`{"type": "reasoning", "id": ..., "encrypted_content": ...}`),
+as Pi stores it, so the item id and the encrypted reasoning both round-trip.
+"""
+
+from __future__ import annotations
+
+import base64
+import json
+from collections.abc import Sequence
+from typing import Any, cast
+
+from pydantic_ai.messages import (
+    BinaryContent,
+    ModelMessage,
+    ModelRequest,
+    ModelRequestPart,
+    ModelResponse,
+    ModelResponsePart,
+    SystemPromptPart,
+    TextPart,
+    ThinkingPart,
+    ToolCallPart,
+    ToolReturnPart,
+    UserPromptPart,
+)
+from pydantic_ai.messages import (
+    UserContent as PaiUserContent,
+)
+from pydantic_ai.models import ModelRequestParameters
+from pydantic_ai.settings import ModelSettings
+from pydantic_ai.tools import ToolDefinition as PaiToolDefinition
+
+from corral.llm._messages import (
+    AgentMessage,
+    AssistantMessage,
+    ImageContent,
+    TextContent,
+    ThinkingContent,
+    ToolCall,
+    ToolResultMessage,
+    UserMessage,
+)
+from corral.llm._model import LlmContext, ModelInfo, StreamOptions, ThinkingLevel, ToolDefinition
+
+__all__ = [
+    "ANTHROPIC_THINKING_BUDGETS",
+    "DEFAULT_MAX_TOKENS_CAP",
+    "NO_RESULT_TEXT",
+    "pi_api_name",
+    "responses_reasoning_signature",
+    "to_model_messages",
+    "to_model_settings",
+    "to_request_parameters",
+]
+
+DEFAULT_MAX_TOKENS_CAP = 32_000
+"""`max_tokens` defaults to `min(model.max_tokens, 32000)`."""
+
+ANTHROPIC_THINKING_BUDGETS: dict[ThinkingLevel, int] = {
+    "minimal": 1024,
+    "low": 2048,
+    "medium": 8192,
+    "high": 16384,
+    "xhigh": 16384,
+}
+"""Thinking budgets (tokens) for Anthropic models without adaptive thinking; `xhigh` clamps to `high`."""
+
+_MIN_OUTPUT_TOKENS = 1024
+"""Output room kept beside a thinking budget when the model's cap squeezes them."""
+
+NO_RESULT_TEXT = "No result provided"
+"""The synthetic result sent for a tool call that never got one."""
+
+_PI_API_NAMES = {
+    "openai-responses": "openai-responses",
+    "openai-chat": "openai-completions",
+    "anthropic": "anthropic-messages",
+}
+
+
+def pi_api_name(info: ModelInfo) -> str:
+    """The `api` recorded on assistant messages: Pi's name for the wire API."""
+    return _PI_API_NAMES.get(info.api, info.api)
+
+
+def responses_reasoning_signature(item_id: str | None, encrypted: str | None) -> str | None:
+    """The thinking signature stored for an OpenAI Responses reasoning item."""
+    if item_id is None and encrypted is None:
+        return None
+    item: dict[str, Any] = {"type": "reasoning", "id": item_id, "summary": []}
+    if encrypted is not None:
+        item["encrypted_content"] = encrypted
+    return json.dumps(item, separators=(",", ":"))
+
+
+def _parse_responses_signature(signature: str) -> tuple[str | None, str | None]:
+    try:
+        item = json.loads(signature)
+    except ValueError:
+        return None, signature
+    if not isinstance(item, dict):
+        return None, signature
+    item_id = item.get("id")
+    encrypted = item.get("encrypted_content")
+    return (
+        item_id if isinstance(item_id, str) else None,
+        encrypted if isinstance(encrypted, str) else None,
+    )
+
+
+# --- messages ---------------------------------------------------------------
+
+
+def _image(block: ImageContent) -> BinaryContent:
+    return BinaryContent(data=base64.b64decode(block.data), media_type=block.mime_type)
+
+
+def _user_part(message: UserMessage) -> UserPromptPart | None:
+    if isinstance(message.content, str):
+        return UserPromptPart(message.content)
+    items: list[PaiUserContent] = []
+    for block in message.content:
+        if isinstance(block, TextContent):
+            items.append(block.text)
+        else:
+            items.append(_image(block))
+    if not items:
+        return None
+    return UserPromptPart(items)
+
+
+def _tool_return_part(message: ToolResultMessage) -> ToolReturnPart:
+    images = [block for block in message.content if isinstance(block, ImageContent)]
+    text = message.text
+    content: Any = [*([text] if text else []), *(_image(block) for block in images)] if images else text
+    return ToolReturnPart(
+        tool_name=message.tool_name,
+        content=content,
+        tool_call_id=message.tool_call_id,
+        outcome="failed" if message.is_error else "success",
+    )
+
+
+class _Converter:
+    """Builds the pydantic-ai history for one model (`info`) talking through `pai_provider`."""
+
+    def __init__(self, info: ModelInfo, pai_provider: str) -> None:
+        self.info = info
+        self.pai_provider = pai_provider
+        self.api = pi_api_name(info)
+        self.messages: list[ModelMessage] = []
+        self.parts: list[ModelRequestPart] = []
+        self.open_calls: dict[str, str] = {}
+        """Tool calls of the last assistant message still waiting for a result: id → name."""
+
+    def flush(self) -> None:
+        if self.parts:
+            self.messages.append(ModelRequest(parts=self.parts))
+            self.parts = []
+
+    def close_open_calls(self) -> None:
+        for call_id, name in self.open_calls.items():
+            self.parts.append(ToolReturnPart(name, NO_RESULT_TEXT, call_id, outcome="failed"))
+        self.open_calls = {}
+
+    def same_source(self, message: AssistantMessage) -> bool:
+        return message.provider == self.info.provider and message.api == self.api
+
+    def assistant(self, message: AssistantMessage) -> None:
+        if message.stop_reason in ("error", "aborted"):
+            return
+        same = self.same_source(message)
+        parts: list[ModelResponsePart] = []
+        for block in message.content:
+            if isinstance(block, TextContent):
+                if block.text:
+                    parts.append(TextPart(block.text))
+            elif isinstance(block, ThinkingContent):
+                parts.extend(self._thinking(block, same))
+            else:
+                parts.append(self._tool_call(block, same))
+        if not parts:
+            return
+        self.close_open_calls()
+        self.flush()
+        self.messages.append(
+            ModelResponse(
+                parts=parts,
+                model_name=message.model or None,
+                provider_name=self.pai_provider if same else None,
+            )
+        )
+        self.open_calls = {block.id: block.name for block in message.tool_calls}
+
+    def _thinking(self, block: ThinkingContent, same: bool) -> list[ModelResponsePart]:
+        if not same:
+            if block.redacted or not block.thinking.strip():
+                return []
+            return [TextPart(block.thinking)]
+        signature = block.thinking_signature
+        part_id: str | None = None
+        if signature is not None and self.info.api == "openai-responses":
+            part_id, signature = _parse_responses_signature(signature)
+        if not block.thinking and signature is None:
+            return []
+        return [
+            ThinkingPart(block.thinking, id=part_id, signature=signature, provider_name=self.pai_provider)
+        ]
+
+    def _tool_call(self, block: ToolCall, same: bool) -> ToolCallPart:
+        return ToolCallPart(
+            tool_name=block.name,
+            args=dict(block.arguments),
+            tool_call_id=block.id,
+            provider_name=self.pai_provider if same else None,
+        )
+
+    def tool_result(self, message: ToolResultMessage) -> None:
+        if message.tool_call_id in self.open_calls:
+            del self.open_calls[message.tool_call_id]
+        self.parts.append(_tool_return_part(message))
+
+    def user(self, message: UserMessage) -> None:
+        self.close_open_calls()
+        part = _user_part(message)
+        if part is not None:
+            self.parts.append(part)
+
+
+def to_model_messages(context: LlmContext, info: ModelInfo, pai_provider: str) -> list[ModelMessage]:
+    """The conversation as pydantic-ai messages, system prompt first.
+
+    Args:
+        context: The request's system prompt and messages (`user`, `assistant`, `toolResult`).
+        info: The model the request goes to (decides whether thinking keeps its signature).
+        pai_provider: pydantic-ai's provider name for that model (`openai`, `anthropic`).
+
+    Returns:
+        Alternating `ModelRequest` / `ModelResponse` messages; never empty.
+    """
+    converter = _Converter(info, pai_provider)
+    if context.system_prompt:
+        converter.parts.append(SystemPromptPart(context.system_prompt))
+    messages: Sequence[AgentMessage] = context.messages
+    for message in messages:
+        if isinstance(message, UserMessage):
+            converter.user(message)
+        elif isinstance(message, AssistantMessage):
+            converter.assistant(message)
+        elif isinstance(message, ToolResultMessage):
+            converter.tool_result(message)
+        else:
+            # The agent loop converts other roles before a request; anything left is sent as user text.
+            text = getattr(message, "content", None) or getattr(message, "summary", None) or ""
+            converter.user(UserMessage(content=text if isinstance(text, str | list) else str(text)))
+    converter.close_open_calls()
+    converter.flush()
+    if not converter.messages:
+        converter.messages.append(ModelRequest(parts=[UserPromptPart("")]))
+    return converter.messages
+
+
+def to_request_parameters(tools: Sequence[ToolDefinition]) -> ModelRequestParameters:
+    """The tools offered, as pydantic-ai function tools (schemas sent as given, not strict)."""
+    return ModelRequestParameters(
+        function_tools=[
+            PaiToolDefinition(
+                name=tool.name,
+                parameters_json_schema=dict(tool.parameters),
+                description=tool.description,
+                strict=False,
+            )
+            for tool in tools
+        ],
+        allow_text_output=True,
+    )
+
+
+# --- settings ---------------------------------------------------------------
+
+
+def to_model_settings(
+    info: ModelInfo, options: StreamOptions, *, adaptive_thinking: bool = False
+) -> ModelSettings:
+    """pydantic-ai model settings for one request.
+
+    Retries are off (the agent loop retries), `max_tokens` defaults to
+    `min(info.max_tokens, 32000)`, and the thinking level maps per API: OpenAI
+    gets `reasoning_effort` = the level (Responses also asks for a reasoning
+    summary); Anthropic gets a thinking budget with `max_tokens` raised by it
+    (capped at the model's limit), or adaptive thinking at that effort on
+    models that only accept adaptive thinking.
+
+    Args:
+        info: The model.
+        options: The request's options (`thinking` already clamped).
+        adaptive_thinking: Whether the Anthropic model wants adaptive thinking instead of budgets.
+    """
+    max_tokens = (
+        options.max_tokens if options.max_tokens is not None else min(info.max_tokens, DEFAULT_MAX_TOKENS_CAP)
+    )
+    settings: dict[str, Any] = {"max_retries": 0}
+    level = options.thinking
+    if info.api in ("openai-responses", "openai-chat"):
+        if level != "off":
+            effort = level if (level != "xhigh" or info.supports_xhigh) else "high"
+            settings["openai_reasoning_effort"] = effort
+            if info.api == "openai-responses":
+                settings["openai_reasoning_summary"] = "auto"
+        if info.api == "openai-responses" and options.session_id and info.provider == "openai":
+            settings["openai_prompt_cache_key"] = options.session_id
+    elif info.api == "anthropic" and level != "off":
+        if adaptive_thinking:
+            settings["thinking"] = level
+        else:
+            budget = ANTHROPIC_THINKING_BUDGETS[level]
+            max_tokens = min(max_tokens + budget, info.max_tokens)
+            if max_tokens <= budget:
+                budget = max(0, max_tokens - _MIN_OUTPUT_TOKENS)
+            if budget >= _MIN_OUTPUT_TOKENS:
+                settings["anthropic_thinking"] = {"type": "enabled", "budget_tokens": budget}
+    settings["max_tokens"] = max_tokens
+    return cast(ModelSettings, settings)

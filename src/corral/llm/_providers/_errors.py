@@ -1,0 +1,68 @@
+"""Provider failures as one-line error messages.
+
+Every exception from pydantic-ai, the OpenAI and Anthropic SDKs or the HTTP
+stack ends here and becomes the `error_message` of an assistant message with
+`stop_reason="error"`. The line keeps what the agent loop's classifiers look
+for: the HTTP status first (`429`, `503`, …), then the provider's own
+message (`overloaded`, `prompt is too long`, `maximum context length`, …),
+then the error type or code when the provider sent one.
+"""
+
+from __future__ import annotations
+
+import json
+from typing import Any
+
+__all__ = ["error_message"]
+
+_MAX_LEN = 2000
+
+
+def _one_line(text: str) -> str:
+    line = " ".join(text.split())
+    return line if len(line) <= _MAX_LEN else line[: _MAX_LEN - 1] + "…"
+
+
+def _body_message(body: Any) -> tuple[str | None, str | None]:
+    """The provider's message and error type/code from an error body, when it has them."""
+    if isinstance(body, str | bytes):
+        try:
+            body = json.loads(body)
+        except ValueError:
+            text = body.decode(errors="replace") if isinstance(body, bytes) else body
+            return (text or None), None
+    if not isinstance(body, dict):
+        return None, None
+    inner = body.get("error") if isinstance(body.get("error"), dict) else body
+    assert isinstance(inner, dict)
+    message = inner.get("message")
+    kind = inner.get("type") or inner.get("code")
+    return (
+        str(message) if message not in (None, "") else None,
+        str(kind) if kind not in (None, "") else None,
+    )
+
+
+def error_message(exc: BaseException) -> str:
+    """One line describing a failed request: status, provider message, error type."""
+    from pydantic_ai.exceptions import ModelAPIError, ModelHTTPError
+
+    if isinstance(exc, ModelHTTPError):
+        message, kind = _body_message(exc.body)
+        if message is None and isinstance(exc.__cause__, Exception):
+            message = str(exc.__cause__) or None
+        parts = [str(exc.status_code), message or "HTTP error"]
+        if kind and kind not in (message or ""):
+            parts.append(f"({kind})")
+        return _one_line(" ".join(parts))
+    if isinstance(exc, ModelAPIError):
+        message, kind = _body_message(exc.body)
+        text = message or exc.message
+        cause = exc.__cause__
+        if cause is not None and str(cause) and str(cause) not in text:
+            text = f"{text}: {cause}"
+        if kind and kind not in text:
+            text = f"{text} ({kind})"
+        return _one_line(f"{type(exc).__name__}: {text}")
+    text = str(exc)
+    return _one_line(f"{type(exc).__name__}: {text}" if text else type(exc).__name__)

@@ -1,0 +1,91 @@
+"""`create_provider_model`: the pydantic-ai model and provider for a registry entry."""
+
+from __future__ import annotations
+
+from typing import TYPE_CHECKING
+
+from corral.llm._model import Model, ModelInfo
+
+from ._adapter import PydanticAIModel
+
+if TYPE_CHECKING:
+    from pydantic_ai.models import Model as PaiModel
+
+__all__ = ["NO_API_KEY", "create_provider_model"]
+
+if TYPE_CHECKING:
+    import httpx2
+
+NO_API_KEY = "no-api-key"
+"""Sent when no key is configured (a local OpenAI-compatible server may need none; the SDKs insist on one)."""
+
+
+def _http_client() -> httpx2.AsyncClient:
+    """A client that keeps no idle connections.
+
+    Every connection is closed when its response is, so no socket outlives a
+    request: nothing leaks when a model is dropped without `aclose()`, and a
+    model can be used from successive event loops. The price is a new
+    connection per request, small beside a model's latency. Timeouts are
+    pydantic-ai's: 5 s to connect, 600 s per read.
+    """
+    import httpx2
+    from pydantic_ai.models import create_async_httpx2_client
+
+    return create_async_httpx2_client(limits=httpx2.Limits(max_connections=1000, max_keepalive_connections=0))
+
+
+def create_provider_model(
+    info: ModelInfo,
+    *,
+    api_key: str | None,
+    base_url: str | None,
+    streaming: bool = True,
+) -> Model:
+    """Build the model that talks to `info`'s endpoint over HTTP.
+
+    Dispatches on `info.api`: `openai-responses` → pydantic-ai's
+    `OpenAIResponsesModel`, `openai-chat` → `OpenAIChatModel`, `anthropic` →
+    `AnthropicModel`, each with its provider given `base_url` and `api_key`.
+    The key is resolved by the caller; `None` sends a placeholder rather
+    than falling back to environment variables.
+
+    Args:
+        info: The registry entry.
+        api_key: The API key (sent as `Authorization: Bearer` to OpenAI APIs, `x-api-key` to Anthropic).
+        base_url: The endpoint (`https://host/v1` for OpenAI APIs, `https://host` for Anthropic);
+            `None` uses the provider's public endpoint.
+        streaming: `False` requests plain (non-streamed) responses.
+
+    Returns:
+        A [`Model`][corral.llm.Model] whose `stream` never raises for provider failures.
+
+    Raises:
+        ValueError: `info.api` is not served over HTTP (such as `scripted`).
+    """
+    key = api_key if api_key else NO_API_KEY
+    pai_model: PaiModel
+    if info.api in ("openai-responses", "openai-chat"):
+        from pydantic_ai.providers.openai import OpenAIProvider
+
+        provider = OpenAIProvider(base_url=base_url, api_key=key, http_client=_http_client())
+        if info.api == "openai-responses":
+            from pydantic_ai.models.openai import OpenAIResponsesModel
+
+            pai_model = OpenAIResponsesModel(info.id, provider=provider)
+        else:
+            from pydantic_ai.models.openai import OpenAIChatModel
+
+            pai_model = OpenAIChatModel(info.id, provider=provider)
+    elif info.api == "anthropic":
+        from pydantic_ai.models.anthropic import AnthropicModel
+        from pydantic_ai.providers.anthropic import AnthropicProvider
+
+        pai_model = AnthropicModel(
+            info.id, provider=AnthropicProvider(api_key=key, base_url=base_url, http_client=_http_client())
+        )
+    else:
+        raise ValueError(
+            f"API {info.api!r} of {info.ref} is not an HTTP provider API; use the registry's create_model."
+        )
+    return PydanticAIModel(info, pai_model, streaming=streaming)

@@ -1,0 +1,309 @@
+"""User and project settings (TOML).
+
+Settings come from two files, both optional:
+
+1. the user file, `$XDG_CONFIG_HOME/corral/settings.toml` (else
+   `~/.config/corral/settings.toml`);
+2. the project file, the nearest `.corral/settings.toml` at or above the
+   working directory.
+
+Tables are merged key by key and the project file wins; any other value
+(lists included) from the project file replaces the user's. Keys are
+snake_case; an unknown key or a wrong value is a `SettingsError` naming the
+file and the key.
+
+Example:
+
+```toml
+default_model = "local/qwen3:8b"
+default_thinking = "low"
+
+[retry]
+max_retries = 5
+
+[providers.local]
+base_url = "http://localhost:11434/v1"
+api = "openai-chat"
+
+[[providers.local.models]]
+id = "qwen3:8b"
+context_window = 32768
+```
+"""
+
+from __future__ import annotations
+
+import shutil
+import tomllib
+from pathlib import Path
+from typing import Any, Literal
+
+from pydantic import (
+    BaseModel,
+    ConfigDict,
+    Field,
+    ValidationError,
+    ValidationInfo,
+    field_validator,
+    model_validator,
+)
+
+from corral._paths import config_home
+from corral.errors import CorralError
+from corral.llm._errors import ModelRefError
+from corral.llm._model import ThinkingLevel
+from corral.llm._refs import parse_model_ref
+
+__all__ = [
+    "BUILTIN_PROVIDER_NAMES",
+    "CompactionSettings",
+    "ModelPriceSettings",
+    "ModelSettings",
+    "ProviderSettings",
+    "RetrySettings",
+    "Settings",
+    "SettingsError",
+    "find_project_settings",
+    "load_settings",
+    "user_settings_path",
+]
+
+BUILTIN_PROVIDER_NAMES = ("anthropic", "openai", "scripted")
+"""Providers corral knows without settings; a `[providers.<name>]` block for them extends them."""
+
+QueueMode = Literal["one-at-a-time", "all"]
+
+
+class SettingsError(CorralError):
+    """A settings file is unreadable, not TOML, or holds an unknown key or a bad value."""
+
+
+class _Section(BaseModel):
+    model_config = ConfigDict(extra="forbid", frozen=True, strict=True)
+
+
+class CompactionSettings(_Section):
+    """`[compaction]`: summarise old context when it nears the model's window."""
+
+    enabled: bool = True
+    """Compact automatically (default `true`)."""
+    reserve_tokens: int = Field(default=16384, ge=0)
+    """Compact when the context exceeds `context_window - reserve_tokens` (default `16384`)."""
+    keep_recent_tokens: int = Field(default=20000, ge=0)
+    """Recent tokens kept verbatim after a compaction (default `20000`)."""
+
+
+class RetrySettings(_Section):
+    """`[retry]`: retry transient provider errors (overloaded, rate limits, 5xx …)."""
+
+    enabled: bool = True
+    """Retry automatically (default `true`)."""
+    max_retries: int = Field(default=3, ge=0)
+    """Retries after the first failure (default `3`)."""
+    base_delay_ms: int = Field(default=2000, ge=0)
+    """Delay before the first retry, doubled for each further one (default `2000`: 2 s, 4 s, 8 s)."""
+    max_delay_ms: int = Field(default=60000, ge=0)
+    """Upper bound of any delay (default `60000`)."""
+
+
+class ModelPriceSettings(_Section):
+    """`prices` of a model: USD per million tokens, each default `0`."""
+
+    input: float = Field(default=0.0, ge=0)
+    """Uncached input tokens."""
+    output: float = Field(default=0.0, ge=0)
+    """Output tokens (reasoning included)."""
+    cache_read: float = Field(default=0.0, ge=0)
+    """Input tokens read from the provider's cache."""
+    cache_write: float = Field(default=0.0, ge=0)
+    """Input tokens written to the provider's cache."""
+
+    @field_validator("input", "output", "cache_read", "cache_write", mode="before")
+    @classmethod
+    def _int_is_float(cls, value: Any) -> Any:
+        return float(value) if isinstance(value, int) and not isinstance(value, bool) else value
+
+
+def _text_only() -> list[Literal["text", "image"]]:
+    return ["text"]
+
+
+class ModelSettings(_Section):
+    """`[[providers.<name>.models]]`: one model of a provider."""
+
+    id: str = Field(min_length=1)
+    """Model id as the endpoint knows it (required); the ref is `<provider>/<id>`."""
+    name: str | None = None
+    """Human-readable name (default: the id)."""
+    context_window: int = Field(default=128000, gt=0)
+    """Tokens the model accepts in one request (default `128000`)."""
+    max_tokens: int = Field(default=16384, gt=0)
+    """Most tokens in one reply (default `16384`)."""
+    reasoning: bool = False
+    """Whether the model supports thinking levels above `off` (default `false`)."""
+    supports_xhigh: bool = False
+    """Whether the model offers the `xhigh` thinking level (default `false`)."""
+    input: list[Literal["text", "image"]] = Field(default_factory=_text_only)
+    """Input modalities (default `["text"]`; add `"image"` for vision models)."""
+    prices: ModelPriceSettings = Field(default_factory=ModelPriceSettings)
+    """USD per million tokens (default all `0`)."""
+
+
+class ProviderSettings(_Section):
+    """`[providers.<name>]`: a custom provider, or additions to `openai`, `anthropic` or `scripted`.
+
+    A custom provider (any other name) needs `base_url`. For `openai` and
+    `anthropic` every key is optional and overrides the built-in value;
+    their models are added to (or replace, by id) the built-in ones. For
+    `scripted` only `models` is allowed: entries give names, windows and
+    prices for `scripted/<id>`.
+    """
+
+    base_url: str | None = None
+    """The endpoint, e.g. `http://localhost:8000/v1` (required for a custom provider)."""
+    api_key_env: str | None = None
+    """Environment variable holding the API key (default: none needed; `OPENAI_API_KEY` and
+    `ANTHROPIC_API_KEY` for the built-ins)."""
+    api: Literal["openai-chat", "openai-responses", "anthropic"] | None = None
+    """Wire API (default `openai-chat` for a custom provider, the built-in's own otherwise)."""
+    headers: dict[str, str] = Field(default_factory=dict)
+    """Extra HTTP headers sent with every request (default none)."""
+    models: list[ModelSettings] = Field(default_factory=list)
+    """The provider's models."""
+
+
+class Settings(_Section):
+    """All settings, with their defaults. Build with [`load_settings`][corral.settings.load_settings]."""
+
+    default_model: str | None = None
+    """Model ref used when none is given, e.g. `anthropic/claude-sonnet-4-5` (default: none)."""
+    default_thinking: ThinkingLevel = "medium"
+    """Thinking level used when none is given (default `medium`; clamped to the model's levels)."""
+    compaction: CompactionSettings = Field(default_factory=CompactionSettings)
+    """`[compaction]` table."""
+    retry: RetrySettings = Field(default_factory=RetrySettings)
+    """`[retry]` table."""
+    shell_path: str | None = None
+    """Shell for the bash tool (default: `/bin/bash` if present, else `sh`)."""
+    steering_mode: QueueMode = "one-at-a-time"
+    """How queued steering messages are delivered: `one-at-a-time` (default) or `all`."""
+    follow_up_mode: QueueMode = "one-at-a-time"
+    """How queued follow-up messages are delivered: `one-at-a-time` (default) or `all`."""
+    providers: dict[str, ProviderSettings] = Field(default_factory=dict)
+    """`[providers.<name>]` tables: custom providers and their models."""
+    surfaces: list[str] = Field(default_factory=lambda: ["agent"])
+    """Tool surfaces the lead gets (default `["agent"]`)."""
+
+    @field_validator("default_model")
+    @classmethod
+    def _check_model_ref(cls, value: str | None) -> str | None:
+        if value is not None:
+            try:
+                parse_model_ref(value)
+            except ModelRefError as exc:
+                raise ValueError(str(exc)) from None
+        return value
+
+    @model_validator(mode="after")
+    def _check_providers(self, info: ValidationInfo) -> Settings:
+        if isinstance(info.context, dict) and info.context.get("partial"):
+            return self
+        for name, provider in self.providers.items():
+            if name == "scripted":
+                given = provider.model_fields_set - {"models"}
+                if given:
+                    raise ValueError(
+                        f"providers.scripted.{sorted(given)[0]}: only `models` may be set for scripted"
+                    )
+            elif name not in BUILTIN_PROVIDER_NAMES and provider.base_url is None:
+                raise ValueError(f"providers.{name}.base_url: required for a custom provider")
+        return self
+
+    def resolved_shell_path(self) -> str:
+        """The shell for the bash tool: `shell_path`, else `/bin/bash` if present, else `sh`."""
+        if self.shell_path:
+            return self.shell_path
+        return "/bin/bash" if Path("/bin/bash").exists() else (shutil.which("sh") or "sh")
+
+
+def user_settings_path() -> Path:
+    """The user settings file: `corral._paths.config_home() / "settings.toml"` (may not exist)."""
+    return config_home() / "settings.toml"
+
+
+def find_project_settings(cwd: Path) -> Path | None:
+    """The nearest `.corral/settings.toml` at or above `cwd`, or `None`."""
+    start = cwd.expanduser().resolve()
+    for directory in (start, *start.parents):
+        candidate = directory / ".corral" / "settings.toml"
+        if candidate.is_file():
+            return candidate
+    return None
+
+
+def _read_toml(path: Path) -> dict[str, Any]:
+    try:
+        with path.open("rb") as handle:
+            return tomllib.load(handle)
+    except tomllib.TOMLDecodeError as exc:
+        raise SettingsError(f"{path}: not valid TOML: {exc}") from None
+    except OSError as exc:
+        raise SettingsError(f"{path}: cannot read settings: {exc.strerror or exc}") from None
+
+
+def _describe(exc: ValidationError, source: str) -> SettingsError:
+    error = exc.errors()[0]
+    key = ".".join(str(part) for part in error["loc"])
+    if error["type"] == "extra_forbidden":
+        return SettingsError(
+            f"{source}: unknown key '{key}': remove it or check its spelling (see docs/settings.md)"
+        )
+    message = error["msg"].removeprefix("Value error, ")
+    where = f" '{key}'" if key else ""
+    return SettingsError(f"{source}: invalid value for{where}: {message}")
+
+
+def _validate(data: dict[str, Any], source: str, *, partial: bool) -> Settings:
+    try:
+        return Settings.model_validate(data, context={"partial": partial})
+    except ValidationError as exc:
+        raise _describe(exc, source) from None
+
+
+def _deep_merge(base: dict[str, Any], override: dict[str, Any]) -> dict[str, Any]:
+    merged = dict(base)
+    for key, value in override.items():
+        if isinstance(value, dict) and isinstance(merged.get(key), dict):
+            merged[key] = _deep_merge(merged[key], value)
+        else:
+            merged[key] = value
+    return merged
+
+
+def load_settings(cwd: Path | None = None) -> Settings:
+    """Load and merge the user file and the nearest project file (project wins).
+
+    Args:
+        cwd: Where to look for `.corral/settings.toml` (and above); `None`
+            means the current directory.
+
+    Raises:
+        SettingsError: a file is unreadable, not TOML, or has an unknown key
+            or a bad value; the message names the file and the key.
+    """
+    paths = [user_settings_path()]
+    project = find_project_settings(cwd if cwd is not None else Path.cwd())
+    if project is not None and project.resolve() != paths[0].resolve():
+        paths.append(project)
+    merged: dict[str, Any] = {}
+    sources: list[str] = []
+    for path in paths:
+        if not path.is_file():
+            continue
+        data = _read_toml(path)
+        _validate(data, str(path), partial=True)
+        merged = _deep_merge(merged, data)
+        sources.append(str(path))
+    if not sources:
+        return Settings()
+    return _validate(merged, " + ".join(sources), partial=False)

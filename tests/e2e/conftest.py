@@ -1,0 +1,76 @@
+"""Whole-process tests: the real `corral` command in a subprocess, with private data and config roots."""
+
+from __future__ import annotations
+
+import os
+import subprocess
+import sys
+from collections.abc import Callable
+from dataclasses import dataclass
+from pathlib import Path
+
+import pytest
+
+CORRAL = str(Path(sys.executable).with_name("corral"))
+
+
+@dataclass
+class Env:
+    root: Path
+    project: Path
+    scripts: Path
+    home: Path
+    config: Path
+    vars: dict[str, str]
+
+    def script(self, name: str, text: str) -> None:
+        (self.scripts / f"{name}.yaml").write_text(text)
+
+    def settings(self, text: str) -> None:
+        (self.config / "corral").mkdir(parents=True, exist_ok=True)
+        (self.config / "corral" / "settings.toml").write_text(text)
+
+    def sessions(self) -> list[Path]:
+        return sorted((self.home / "sessions").rglob("*.jsonl"))
+
+
+@pytest.fixture
+def cli_env(tmp_path: Path) -> Env:
+    project = tmp_path / "project"
+    scripts = tmp_path / "scripts"
+    for folder in (project, scripts):
+        folder.mkdir()
+    base = {
+        k: v for k, v in os.environ.items() if not k.startswith(("OPENAI_", "ANTHROPIC_", "CORRAL_", "XDG_"))
+    }
+    base.update(
+        CORRAL_HOME=str(tmp_path / "home"),
+        CORRAL_SCRIPTS=str(scripts),
+        XDG_CONFIG_HOME=str(tmp_path / "config"),
+        XDG_DATA_HOME=str(tmp_path / "data"),
+        HOME=str(tmp_path / "userhome"),
+    )
+    return Env(tmp_path, project, scripts, tmp_path / "home", tmp_path / "config", base)
+
+
+RunCorral = Callable[..., subprocess.CompletedProcess[str]]
+
+
+@pytest.fixture
+def corral(cli_env: Env) -> RunCorral:
+    def run(*args: str, input: str | None = None, env: dict[str, str] | None = None, timeout: float = 60):
+        merged = dict(cli_env.vars)
+        if env:
+            merged.update(env)
+        return subprocess.run(
+            [CORRAL, *args],
+            cwd=cli_env.project,
+            env=merged,
+            input=input,
+            capture_output=True,
+            text=True,
+            timeout=timeout,
+            check=False,
+        )
+
+    return run

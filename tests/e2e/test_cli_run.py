@@ -1,0 +1,260 @@
+"""`corral run` end to end with scripted models: print, JSON and RPC modes, sessions and continuation."""
+
+from __future__ import annotations
+
+import json
+import subprocess
+
+from .conftest import CORRAL, Env, RunCorral
+
+TOOL_SCRIPT = """
+steps:
+  - text: "Writing the file."
+    tool_calls:
+      - name: write
+        args: {path: notes.txt, content: "hello from the agent\\n"}
+  - text: "Checking it."
+    tool_calls:
+      - name: bash
+        args: {command: "cat notes.txt"}
+  - text: "{{ last_tool_result.exitCode }} - done, the file says hello."
+"""
+
+
+def test_print_mode_prints_the_final_text_and_runs_real_tools(corral: RunCorral, cli_env: Env) -> None:
+    cli_env.script("tools", TOOL_SCRIPT)
+    done = corral("run", "--model", "scripted/tools", "-p", "write a note")
+    assert done.returncode == 0, done.stderr
+    assert done.stdout == "0 - done, the file says hello.\n"
+    assert (cli_env.project / "notes.txt").read_text() == "hello from the agent\n"
+
+
+def test_print_mode_provider_error_exits_1_with_the_error(corral: RunCorral, cli_env: Env) -> None:
+    cli_env.script("fails", "steps:\n  - text: 'quota exceeded for this key'\n    stop: error\n")
+    done = corral("run", "--model", "scripted/fails", "-p", "hi")
+    assert done.returncode == 1
+    assert "quota exceeded for this key" in done.stderr
+    assert done.stdout == ""
+
+
+def test_session_file_is_written_in_pi_layout(corral: RunCorral, cli_env: Env) -> None:
+    cli_env.script("hi", "steps:\n  - text: hello\n")
+    assert corral("run", "--model", "scripted/hi", "-p", "hi").returncode == 0
+    [path] = cli_env.sessions()
+    project = str(cli_env.project.resolve())
+    assert path.parent.name == "--" + project.lstrip("/").replace("/", "-") + "--"
+    lines = [json.loads(line) for line in path.read_text().splitlines()]
+    assert lines[0]["type"] == "session" and lines[0]["version"] == 3 and lines[0]["cwd"] == project
+    types = [line["type"] for line in lines[1:]]
+    assert types[:2] == ["model_change", "thinking_level_change"]
+    roles = [line["message"]["role"] for line in lines if line["type"] == "message"]
+    assert roles == ["user", "assistant"]
+    assert path.stat().st_mode & 0o777 == 0o600
+
+
+def test_no_session_writes_nothing(corral: RunCorral, cli_env: Env) -> None:
+    cli_env.script("hi", "steps:\n  - text: hello\n")
+    assert corral("run", "--no-session", "--model", "scripted/hi", "-p", "hi").returncode == 0
+    assert cli_env.sessions() == []
+
+
+def test_continue_goes_on_where_the_session_stopped(corral: RunCorral, cli_env: Env) -> None:
+    cli_env.script(
+        "two",
+        "steps:\n  - text: first answer\n  - text: second answer\n"
+        "    expect: {context_contains: ['first answer', 'question one']}\n",
+    )
+    first = corral("run", "--model", "scripted/two", "-p", "question one")
+    assert first.stdout == "first answer\n"
+    second = corral("run", "--continue", "-p", "question two")  # model restored from the session
+    assert second.returncode == 0, second.stderr
+    assert second.stdout == "second answer\n"
+    assert len(cli_env.sessions()) == 1
+
+
+def test_session_by_id_prefix(corral: RunCorral, cli_env: Env) -> None:
+    cli_env.script("two", "steps:\n  - text: one\n  - text: two\n")
+    corral("run", "--model", "scripted/two", "-p", "a")
+    [path] = cli_env.sessions()
+    session_id = json.loads(path.read_text().splitlines()[0])["id"]
+    done = corral("run", "--session", session_id[:8], "-p", "b")
+    assert done.returncode == 0, done.stderr
+    assert done.stdout == "two\n"
+
+
+def test_json_mode_prints_the_header_then_events(corral: RunCorral, cli_env: Env) -> None:
+    cli_env.script("tools", TOOL_SCRIPT)
+    done = corral("run", "--mode", "json", "--model", "scripted/tools", "-p", "go")
+    assert done.returncode == 0, done.stderr
+    lines = [json.loads(line) for line in done.stdout.splitlines()]
+    assert lines[0]["type"] == "session" and lines[0]["version"] == 3
+    kinds = [line["type"] for line in lines[1:]]
+    assert kinds[0] == "agent_start"
+    assert kinds[-1] == "agent_settled"
+    assert kinds.count("agent_settled") == 1
+    assert "tool_execution_start" in kinds and "tool_execution_end" in kinds
+    ends = [line for line in lines if line["type"] == "tool_execution_end"]
+    assert [end["toolName"] for end in ends] == ["write", "bash"]
+    assert all(end["isError"] is False for end in ends)
+
+
+def _rpc(cli_env: Env, commands: list[dict], *, args: tuple[str, ...] = ()) -> list[dict]:
+    with subprocess.Popen(
+        [CORRAL, "run", "--mode", "rpc", *args],
+        cwd=cli_env.project,
+        env=cli_env.vars,
+        stdin=subprocess.PIPE,
+        stdout=subprocess.PIPE,
+        stderr=subprocess.PIPE,
+        text=True,
+    ) as proc:
+        return _drive_rpc(proc, commands)
+
+
+def _drive_rpc(proc: subprocess.Popen[str], commands: list[dict]) -> list[dict]:
+    assert proc.stdin is not None and proc.stdout is not None
+    out: list[dict] = []
+
+    def read_until(predicate) -> dict:
+        while True:
+            line = proc.stdout.readline()
+            assert line, f"rpc ended early; stderr: {proc.stderr.read() if proc.stderr else ''}"
+            obj = json.loads(line)
+            out.append(obj)
+            if predicate(obj):
+                return obj
+
+    for command in commands:
+        proc.stdin.write(json.dumps(command) + "\n")
+        proc.stdin.flush()
+        if command["type"] == "prompt":
+            read_until(lambda o: o.get("type") == "agent_settled")
+        else:
+            read_until(lambda o, c=command: o.get("type") == "response" and o.get("id") == c.get("id"))
+    proc.stdin.close()
+    assert proc.wait(timeout=30) == 0
+    return out
+
+
+def test_rpc_prompt_state_messages_and_stats(cli_env: Env) -> None:
+    cli_env.script("hi", "steps:\n  - text: hello there\n    usage: {input: 100, output: 5}\n")
+    out = _rpc(
+        cli_env,
+        [
+            {"type": "prompt", "message": "hi", "id": "p1"},
+            {"type": "get_state", "id": "s1"},
+            {"type": "get_messages", "id": "m1"},
+            {"type": "get_session_stats", "id": "t1"},
+            {"type": "bogus", "id": "b1"},
+        ],
+        args=("--model", "scripted/hi"),
+    )
+    responses = {o["id"]: o for o in out if o.get("type") == "response"}
+    assert responses["p1"] == {"type": "response", "command": "prompt", "success": True, "id": "p1"}
+    state = responses["s1"]["data"]
+    assert state["isStreaming"] is False and state["sessionId"] and state["messageCount"] == 2
+    messages = responses["m1"]["data"]["messages"]
+    assert [m["role"] for m in messages] == ["user", "assistant"]
+    assert messages[1]["content"][0]["text"] == "hello there"
+    stats = responses["t1"]["data"]
+    assert stats["tokens"]["input"] == 100 and stats["tokens"]["output"] == 5
+    assert responses["b1"]["success"] is False and "bogus" in responses["b1"]["error"]
+
+
+def test_rpc_rejects_malformed_commands_without_dying(cli_env: Env) -> None:
+    cli_env.script("hi", "steps:\n  - text: hello\n")
+    out = _rpc(
+        cli_env,
+        [{"type": "steer", "id": "x1"}, {"type": "prompt", "message": "hi", "id": "p1"}],
+        args=("--model", "scripted/hi"),
+    )
+    bad = next(o for o in out if o.get("id") == "x1")
+    assert bad["success"] is False and "message" in bad["error"]
+    assert any(o.get("type") == "agent_settled" for o in out)
+
+
+def test_rpc_abort_stops_a_slow_request(cli_env: Env) -> None:
+    cli_env.script("slow", "steps:\n  - text: never\n    delay_ms: 60000\n  - text: after abort\n")
+    with subprocess.Popen(
+        [CORRAL, "run", "--mode", "rpc", "--model", "scripted/slow"],
+        cwd=cli_env.project,
+        env=cli_env.vars,
+        stdin=subprocess.PIPE,
+        stdout=subprocess.PIPE,
+        text=True,
+    ) as proc:
+        _abort_scenario(proc)
+
+
+def _abort_scenario(proc: subprocess.Popen[str]) -> None:
+    assert proc.stdin is not None and proc.stdout is not None
+
+    def send(obj: dict) -> None:
+        proc.stdin.write(json.dumps(obj) + "\n")
+        proc.stdin.flush()
+
+    def read_until(kind: str, **match: object) -> dict:
+        while True:
+            line = proc.stdout.readline()
+            assert line
+            obj = json.loads(line)
+            if obj.get("type") == kind and all(obj.get(k) == v for k, v in match.items()):
+                return obj
+
+    send({"type": "prompt", "message": "go", "id": "p1"})
+    read_until("message_start")  # the user message; the request is now in flight
+    read_until("message_start")  # the assistant message has started streaming
+    send({"type": "abort", "id": "a1"})
+    assert read_until("response", id="a1")["success"] is True
+    send({"type": "get_messages", "id": "m1"})
+    messages = read_until("response", id="m1")["data"]["messages"]
+    assert messages[-1]["role"] == "assistant" and messages[-1]["stopReason"] == "aborted"
+    send({"type": "prompt", "message": "again", "id": "p2"})
+    read_until("agent_settled")
+    send({"type": "get_messages", "id": "m2"})
+    messages = read_until("response", id="m2")["data"]["messages"]
+    assert messages[-1]["content"][0]["text"] == "after abort"
+    proc.stdin.close()
+    assert proc.wait(timeout=30) == 0
+
+
+def test_demo_fixes_the_sample_project(corral: RunCorral) -> None:
+    done = corral("demo", timeout=120)
+    assert done.returncode == 0, done.stderr
+    assert "→ edit invoice.py" in done.stdout
+    assert "✗ Command exited with code 1" in done.stdout  # the first test run fails for real
+    assert "OK" in done.stdout  # the second run passes for real
+
+
+def test_models_lists_usable_models(corral: RunCorral) -> None:
+    without = corral("models")
+    assert without.returncode == 0
+    assert "openai/" not in without.stdout
+    with_key = corral("models", env={"OPENAI_API_KEY": "sk-test"})
+    assert "openai/gpt-5" in with_key.stdout.splitlines()
+    as_json = json.loads(corral("models", "--json", env={"OPENAI_API_KEY": "sk-test"}).stdout)
+    entry = next(row for row in as_json if row["ref"] == "openai/gpt-5")
+    assert entry["contextWindow"] > 0
+
+
+def test_custom_provider_over_http(corral: RunCorral, cli_env: Env) -> None:
+    from tests.llm.fake_server import FakeProviderServer
+
+    with FakeProviderServer() as server:
+        server.queue_text("hello from the local server")
+        cli_env.settings(
+            f"""
+[providers.local]
+base_url = "{server.base_url}/v1"
+api = "openai-chat"
+
+[[providers.local.models]]
+id = "tiny"
+context_window = 8192
+max_tokens = 1024
+"""
+        )
+        done = corral("run", "--model", "local/tiny", "-p", "hi")
+        assert done.returncode == 0, done.stderr
+        assert done.stdout == "hello from the local server\n"
+        assert server.requests[-1].body["model"] == "tiny"

@@ -1,0 +1,88 @@
+"""OpenAI-compatible Chat Completions (`openai-chat`) over HTTP against the fake server."""
+
+from __future__ import annotations
+
+import json
+import subprocess
+import sys
+from typing import Any, ClassVar
+
+from corral.llm import ApiKind, ThinkingContent, ThinkingLevel, ToolDefinition
+
+from ._provider_contract import ProviderContract, server
+
+__all__ = ["server"]
+
+
+class TestOpenAIChat(ProviderContract):
+    API: ClassVar[ApiKind] = "openai-chat"
+    PATH = "/v1/chat/completions"
+    FAIL_AFTER = 3
+    PI_API = "openai-completions"
+    SAME_SIGNATURE = "reasoning_content"
+
+    def assert_tool_offered(self, body: Any, tool: ToolDefinition) -> None:
+        assert body["tools"] == [
+            {
+                "type": "function",
+                "function": {
+                    "name": tool.name,
+                    "description": tool.description,
+                    "parameters": tool.parameters,
+                },
+            }
+        ]
+
+    def max_tokens_sent(self, body: Any) -> int:
+        return int(body["max_completion_tokens"])
+
+    def assert_thinking_signature(self, block: ThinkingContent) -> None:
+        assert block.thinking_signature is None
+
+    def assert_thinking_sent(self, body: Any, level: ThinkingLevel) -> None:
+        assert body["stream_options"] == {"include_usage": True}
+        if level == "off":
+            assert "reasoning_effort" not in body
+        else:
+            assert body["reasoning_effort"] == level
+
+    def assert_conversation_sent(self, body: Any) -> None:
+        messages = body["messages"]
+        assert messages[0] == {"role": "system", "content": "You are terse."}
+        assert messages[1]["role"] == "user"
+        assert [part["type"] for part in messages[1]["content"]] == ["text", "image_url"]
+        assistant = messages[2]
+        assert assistant["role"] == "assistant"
+        assert "Let me look." in assistant["content"]
+        assert assistant["tool_calls"] == [
+            {
+                "id": "call_1",
+                "type": "function",
+                "function": {"name": "read", "arguments": '{"path":"a.png"}'},
+            }
+        ]
+        assert messages[3]["role"] == "tool" and messages[3]["tool_call_id"] == "call_1"
+        assert "Read image file [image/png]" in messages[3]["content"]
+        # Chat Completions has no images in tool messages: the image follows in a user message.
+        users = [m for m in messages[4:] if m["role"] == "user"]
+        assert any(m["content"] == "And now?" for m in users)
+        image_parts = [
+            part
+            for m in users
+            if isinstance(m["content"], list)
+            for part in m["content"]
+            if part["type"] == "image_url"
+        ]
+        assert len(image_parts) == 1
+
+
+def test_importing_corral_llm_does_not_import_pydantic_ai() -> None:
+    code = (
+        "import json, sys, corral.llm; "
+        "print(json.dumps(sorted(m for m in sys.modules "
+        "if m.split('.')[0] in ('pydantic_ai', 'openai', 'anthropic', 'httpx2', 'httpx'))))"
+    )
+    result = subprocess.run(
+        [sys.executable, "-c", code], capture_output=True, text=True, check=True, timeout=60
+    )
+    assert json.loads(result.stdout) == []

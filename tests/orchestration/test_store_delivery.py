@@ -1,0 +1,193 @@
+"""Exactly-once at the store: atomic result + completion, delivery marked once across racing writers."""
+
+from __future__ import annotations
+
+import subprocess
+import sys
+import threading
+from collections.abc import Iterator
+from pathlib import Path
+
+import pytest
+
+from corral.orchestration import Store, StoreError
+
+from ._store_helpers import LEAD, dump, new_generation
+
+
+@pytest.fixture
+def db_path(tmp_path: Path) -> Path:
+    return tmp_path / "home" / "corral.db"
+
+
+@pytest.fixture
+def store(db_path: Path) -> Iterator[Store]:
+    with Store.open(db_path) as opened:
+        yield opened
+
+
+class _Crash(Exception):
+    """Raised by the tracer to simulate a crash between two statements."""
+
+
+def test_crash_between_result_and_completion_leaves_neither(db_path: Path) -> None:
+    armed = {"on": False}
+
+    def tracer(sql: str, _params: tuple[object, ...]) -> None:
+        if armed["on"] and sql.startswith("UPDATE generations SET phase = 'completed'"):
+            raise _Crash
+
+    with Store.open(db_path, tracer=tracer) as traced:
+        generation, task = new_generation(traced, session_id="s1")
+        before = dump(db_path)
+        armed["on"] = True
+        with pytest.raises(_Crash):
+            traced.store_result(generation.run_id, task.request_id, status="completed", text="done")
+        assert dump(db_path) == before
+        assert traced.get_result(task.request_id) is None
+        assert traced.get_generation(generation.run_id).phase == "active"  # type: ignore[union-attr]
+        armed["on"] = False
+        traced.store_result(generation.run_id, task.request_id, status="completed", text="done")
+        assert traced.get_generation(generation.run_id).phase == "completed"  # type: ignore[union-attr]
+
+
+def test_crash_after_insert_of_a_large_result_leaves_no_artifact_row(db_path: Path) -> None:
+    armed = {"on": False}
+
+    def tracer(sql: str, _params: tuple[object, ...]) -> None:
+        if armed["on"] and sql.startswith("UPDATE generations SET phase = 'completed'"):
+            raise _Crash
+
+    with Store.open(db_path, tracer=tracer) as traced:
+        generation, task = new_generation(traced, session_id="s1")
+        armed["on"] = True
+        with pytest.raises(_Crash):
+            traced.store_result(generation.run_id, task.request_id, status="completed", text="x" * 100_000)
+        assert traced.get_artifact(task.request_id) is None
+        assert not [p for p in traced.results_dir.iterdir() if p.name.endswith(".staged")]
+        armed["on"] = False
+        result = traced.store_result(
+            generation.run_id, task.request_id, status="completed", text="y" * 100_000
+        )
+        assert traced.result_text(result) == "y" * 100_000
+
+
+def test_failing_commit_rolls_back(db_path: Path) -> None:
+    armed = {"on": False}
+
+    def tracer(sql: str, _params: tuple[object, ...]) -> None:
+        if armed["on"] and sql == "COMMIT":
+            raise _Crash
+
+    with Store.open(db_path, tracer=tracer) as traced:
+        generation, task = new_generation(traced, session_id="s1")
+        armed["on"] = True
+        with pytest.raises(_Crash):
+            traced.store_result(generation.run_id, task.request_id, status="completed", text="done")
+        armed["on"] = False
+        assert traced.get_result(task.request_id) is None
+
+
+def test_mark_delivered_reports_whether_this_call_did_it(store: Store) -> None:
+    generation, task = new_generation(store, session_id="s1")
+    store.store_result(generation.run_id, task.request_id, status="completed", text="done")
+    assert store.mark_delivered(task.request_id, owner_session_id=LEAD, entry_id="entry-1") is True
+    assert store.mark_delivered(task.request_id, owner_session_id=LEAD, entry_id="entry-2") is False
+    result = store.get_result(task.request_id)
+    assert result is not None and result.delivery == "delivered" and result.delivered_entry_id == "entry-1"
+    assert store.undelivered_results(LEAD) == ()
+    assert store.finalize_generation(generation.run_id, owner_session_id=LEAD).phase == "finalized"
+
+
+def test_mark_delivered_exactly_once_across_racing_threads(store: Store, db_path: Path) -> None:
+    generation, task = new_generation(store, session_id="s1")
+    store.store_result(generation.run_id, task.request_id, status="completed", text="done")
+    racers = 6
+    barrier = threading.Barrier(racers)
+    outcomes: list[bool] = []
+    errors: list[BaseException] = []
+    lock = threading.Lock()
+
+    def race(index: int) -> None:
+        try:
+            with Store.open(db_path) as own:  # one connection per racer, like separate processes
+                barrier.wait(timeout=10)
+                did = own.mark_delivered(task.request_id, owner_session_id=LEAD, entry_id=f"entry-{index}")
+            with lock:
+                outcomes.append(did)
+        except BaseException as exc:
+            with lock:
+                errors.append(exc)
+
+    threads = [threading.Thread(target=race, args=(i,)) for i in range(racers)]
+    for thread in threads:
+        thread.start()
+    for thread in threads:
+        thread.join(timeout=30)
+    assert not errors
+    assert sorted(outcomes) == [False] * (racers - 1) + [True]
+
+
+_RACER = """
+import sys
+from pathlib import Path
+from corral.orchestration import Store
+path, request_id, entry, go = sys.argv[1:5]
+with Store.open(Path(path)) as store:
+    while not Path(go).exists():
+        pass
+    print(store.mark_delivered(request_id, owner_session_id="lead-session", entry_id=entry))
+"""
+
+
+def test_mark_delivered_exactly_once_across_processes(store: Store, db_path: Path, tmp_path: Path) -> None:
+    generation, task = new_generation(store, session_id="s1")
+    store.store_result(generation.run_id, task.request_id, status="completed", text="done")
+    go = tmp_path / "go"
+    procs = [
+        subprocess.Popen(
+            [sys.executable, "-c", _RACER, str(db_path), task.request_id, f"proc-{i}", str(go)],
+            stdout=subprocess.PIPE,
+            stderr=subprocess.PIPE,
+            text=True,
+        )
+        for i in range(2)
+    ]
+    go.touch()
+    outputs = []
+    for proc in procs:
+        out, err = proc.communicate(timeout=60)
+        assert proc.returncode == 0, err
+        outputs.append(out.strip())
+    assert sorted(outputs) == ["False", "True"]
+    result = store.get_result(task.request_id)
+    assert result is not None and result.delivered_entry_id in {"proc-0", "proc-1"}
+
+
+def test_finalize_refuses_while_the_result_is_undelivered(store: Store) -> None:
+    generation, task = new_generation(store, session_id="s1")
+    store.store_result(generation.run_id, task.request_id, status="completed", text="done")
+    with pytest.raises(Exception) as raised:
+        store.finalize_generation(generation.run_id, owner_session_id=LEAD)
+    assert getattr(raised.value, "category", None) == "target_ambiguous"
+    assert store.generation_by_label(generation.label) is not None
+
+
+def test_a_busy_writer_surfaces_as_agent_busy_not_sqlite(db_path: Path, store: Store) -> None:
+    import sqlite3
+
+    generation, _ = new_generation(store, session_id="s1")
+    blocker = sqlite3.connect(db_path, isolation_level=None)
+    try:
+        with Store.open(db_path) as other:
+            other._conn.execute("PRAGMA busy_timeout = 50")
+            blocker.execute("BEGIN IMMEDIATE")
+            with pytest.raises(Exception) as raised:
+                other.mark_presence(generation.run_id, "lost")
+        assert not isinstance(raised.value, sqlite3.Error)
+        assert getattr(raised.value, "category", None) == "agent_busy"
+    finally:
+        if blocker.in_transaction:
+            blocker.execute("ROLLBACK")
+        blocker.close()
+    assert not isinstance(StoreError("x"), sqlite3.Error)
