@@ -159,6 +159,7 @@ class SessionManager:
             read_only: Take no lock, never write (appends raise `SessionError`).
 
         Raises:
+            SessionNotFoundError: The file does not exist.
             SessionFileError: The file cannot be read or has no valid header.
             SessionLockedError: Another writer holds the file (not with `read_only`).
         """
