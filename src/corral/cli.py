@@ -139,10 +139,12 @@ def models(
     """List the models usable with the current settings and credentials."""
     import json
 
+    from corral._cli._launch import warn
     from corral.llm import ModelRegistry
     from corral.settings import load_settings
 
-    registry = ModelRegistry(load_settings((cwd or Path.cwd()).resolve()))
+    work_dir = (cwd or Path.cwd()).resolve()
+    registry = ModelRegistry(load_settings(work_dir, on_warning=warn), cwd=work_dir)
     infos = registry.all_models() if all_ else registry.available_models()
     if json_:
         rows = [

@@ -35,6 +35,7 @@ from __future__ import annotations
 
 import shutil
 import tomllib
+from collections.abc import Callable
 from pathlib import Path
 from typing import Any, Literal
 
@@ -56,6 +57,7 @@ from corral.llm._refs import parse_model_ref
 
 __all__ = [
     "BUILTIN_PROVIDER_NAMES",
+    "TRUST_REQUIRED_KEYS",
     "CompactionSettings",
     "ModelPriceSettings",
     "ModelSettings",
@@ -241,6 +243,32 @@ def find_project_settings(cwd: Path) -> Path | None:
     return None
 
 
+def _drop_untrusted_keys(
+    data: dict[str, Any], path: Path, *, trusted: bool | None, on_warning: Callable[[str], None] | None
+) -> dict[str, Any]:
+    project_dir = path.parent.parent
+    if trusted is None:
+        from corral.trust import TrustStoreError, is_trusted
+
+        try:
+            trusted = is_trusted(project_dir)
+        except TrustStoreError as exc:
+            if on_warning is not None:
+                on_warning(str(exc))
+            trusted = False
+    if trusted:
+        return data
+    kept = {key: value for key, value in data.items() if key not in TRUST_REQUIRED_KEYS}
+    if on_warning is not None:
+        for key in TRUST_REQUIRED_KEYS:
+            if key in data:
+                on_warning(
+                    f"{path}: ignoring `{key}` because the project is not trusted; "
+                    f"run `corral trust {project_dir}` if you trust it"
+                )
+    return kept
+
+
 def _read_toml(path: Path) -> dict[str, Any]:
     try:
         with path.open("rb") as handle:
@@ -280,12 +308,30 @@ def _deep_merge(base: dict[str, Any], override: dict[str, Any]) -> dict[str, Any
     return merged
 
 
-def load_settings(cwd: Path | None = None) -> Settings:
+TRUST_REQUIRED_KEYS = ("providers", "shell_path")
+"""Project-file keys that apply only once the user trusted the project (`corral trust`):
+they can send API keys to another endpoint or run another program."""
+
+
+def load_settings(
+    cwd: Path | None = None,
+    *,
+    trusted: bool | None = None,
+    on_warning: Callable[[str], None] | None = None,
+) -> Settings:
     """Load and merge the user file and the nearest project file (project wins).
+
+    A project file is part of a repository someone else may have written, so
+    its `providers` and `shell_path` keys (which could send your API keys to
+    another server or run another program) apply only when the project
+    directory — the one holding `.corral/` — is trusted; otherwise they are
+    ignored and `on_warning` is told which.
 
     Args:
         cwd: Where to look for `.corral/settings.toml` (and above); `None`
             means the current directory.
+        trusted: Whether the project is trusted; `None` asks the trust store.
+        on_warning: Called with a one-line message for each ignored key.
 
     Raises:
         SettingsError: a file is unreadable, not TOML, or has an unknown key
@@ -302,6 +348,8 @@ def load_settings(cwd: Path | None = None) -> Settings:
             continue
         data = _read_toml(path)
         _validate(data, str(path), partial=True)
+        if path is project and any(key in data for key in TRUST_REQUIRED_KEYS):
+            data = _drop_untrusted_keys(data, path, trusted=trusted, on_warning=on_warning)
         merged = _deep_merge(merged, data)
         sources.append(str(path))
     if not sources:

@@ -247,6 +247,7 @@ def test_custom_provider_over_http(corral: RunCorral, cli_env: Env) -> None:
 [providers.local]
 base_url = "{server.base_url}/v1"
 api = "openai-chat"
+headers = {{ "X-Team" = "corral" }}
 
 [[providers.local.models]]
 id = "tiny"
@@ -258,3 +259,4 @@ max_tokens = 1024
         assert done.returncode == 0, done.stderr
         assert done.stdout == "hello from the local server\n"
         assert server.requests[-1].body["model"] == "tiny"
+        assert server.requests[-1].headers["x-team"] == "corral"

@@ -10,12 +10,12 @@ from pathlib import Path
 
 import pytest
 
+from corral.errors import UsageError
 from corral.orchestration import (
     AgentDefinition,
     InvalidRequestError,
     Roster,
     ToolPolicy,
-    TrustStoreError,
     bundled_definitions_dir,
     is_delegating,
     is_trusted,
@@ -25,6 +25,7 @@ from corral.orchestration import (
     trust_store_path,
     untrust_project,
 )
+from corral.trust import TrustStoreError
 
 FIXTURES = Path(__file__).parent / "fixtures" / "defs"
 BUNDLED = ("generalist", "implementer", "researcher", "reviewer", "scout")
@@ -443,10 +444,10 @@ def test_trust_store_decides_when_trust_is_not_given(
 
 
 def test_trusting_a_missing_directory_fails(tmp_path: Path) -> None:
-    with pytest.raises(InvalidRequestError, match="no such directory"):
+    with pytest.raises(UsageError, match="no such directory"):
         trust_project(tmp_path / "missing")
     (tmp_path / "file").write_text("x")
-    with pytest.raises(InvalidRequestError, match="not a directory"):
+    with pytest.raises(UsageError, match="not a directory"):
         trust_project(tmp_path / "file")
 
 

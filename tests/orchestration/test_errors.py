@@ -19,13 +19,13 @@ from corral.orchestration.errors import (
     RollbackFailureError,
     TargetAmbiguousError,
     TargetNotFoundError,
-    TrustStoreError,
     category_for_ack,
     error_class_for,
     error_context,
     error_details,
     error_for_ack,
 )
+from corral.trust import TrustStoreError
 
 EXPECTED = {
     AgentLabelExistsError: "agent_label_exists",

@@ -35,7 +35,7 @@ from corral.llm import (
 from corral.session import SessionManager, find_recent_session, resolve_session_arg
 from corral.settings import Settings, load_settings
 
-__all__ = ["LaunchOptions", "Launched", "launch_session"]
+__all__ = ["LaunchOptions", "Launched", "launch_session", "warn"]
 
 NO_MODEL_HINT = (
     "no model configured: pass --model provider/model (`corral models` lists them), "
@@ -68,6 +68,11 @@ class Launched:
     settings: Settings
     registry: ModelRegistry
     model_info: ModelInfo
+
+
+def warn(message: str) -> None:
+    """Print a one-line warning on stderr."""
+    print(f"corral: warning: {message}", file=sys.stderr)
 
 
 def _open_session(opts: LaunchOptions) -> SessionManager:
@@ -104,8 +109,8 @@ def launch_session(opts: LaunchOptions) -> Launched:
     if not cwd.is_dir():
         raise UsageError(f"--cwd {opts.cwd}: not a directory")
     opts.cwd = cwd
-    settings = load_settings(cwd)
-    registry = ModelRegistry(settings)
+    settings = load_settings(cwd, on_warning=warn)
+    registry = ModelRegistry(settings, cwd=cwd)
     session = _open_session(opts)
     try:
         restored = session.build_context()

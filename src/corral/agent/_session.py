@@ -302,10 +302,7 @@ class AgentSession(LoopMixin):
         return message.provider == info.provider and message.model == info.id
 
     def _compaction_settings(self) -> CompactionSettings:
-        c = self._settings.compaction
-        return CompactionSettings(
-            enabled=c.enabled, reserve_tokens=c.reserve_tokens, keep_recent_tokens=c.keep_recent_tokens
-        )
+        return self._settings.compaction
 
     def _retry_policy(self) -> RetryPolicy:
         r = self._settings.retry

@@ -323,4 +323,4 @@ class ModelRegistry:
             from ._providers import create_provider_model
         except ModuleNotFoundError as exc:  # pragma: no cover - only while the providers are missing
             raise LlmError(f"{info.ref}: support for the {info.api} API is not available ({exc})") from None
-        return create_provider_model(info, api_key=api_key, base_url=base_url)
+        return create_provider_model(info, api_key=api_key, base_url=base_url, headers=self.headers_for(info))

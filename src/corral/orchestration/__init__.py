@@ -4,6 +4,8 @@ Public names are re-exported here; the implementation lives in private modules.
 `corral.orchestration.errors` is public as a module too, since surfaces catch its classes.
 """
 
+from corral.trust import TrustStoreError, is_trusted, trust_project, trust_store_path, untrust_project
+
 from ._definitions import (
     AgentDefinition,
     DefinitionIssue,
@@ -67,7 +69,6 @@ from ._records import (
 )
 from ._store import Store
 from ._store_core import StoreError, StoreVersionError, default_store_path
-from ._trust import is_trusted, trust_project, trust_store_path, untrust_project
 from .errors import (
     ERROR_CATEGORIES,
     AgentLabelExistsError,
@@ -81,7 +82,6 @@ from .errors import (
     RollbackFailureError,
     TargetAmbiguousError,
     TargetNotFoundError,
-    TrustStoreError,
     category_for_ack,
     error_class_for,
     error_context,

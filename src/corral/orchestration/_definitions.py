@@ -43,9 +43,9 @@ from corral._paths import config_home
 from corral.llm._errors import ModelRefError
 from corral.llm._model import THINKING_LEVELS, ThinkingLevel
 from corral.llm._refs import parse_model_ref
+from corral.trust import TrustStoreError, is_trusted, trust_store_path
 
-from ._trust import is_trusted, trust_store_path
-from .errors import InvalidRequestError, TrustStoreError
+from .errors import InvalidRequestError
 
 __all__ = [
     "AgentDefinition",
@@ -361,7 +361,7 @@ def load_roster(
         try:
             trust = is_trusted(cwd)
         except TrustStoreError as exc:
-            issues.append(DefinitionIssue(trust_store_path(), exc.message))
+            issues.append(DefinitionIssue(trust_store_path(), str(exc)))
             trust = False
     dirs: dict[DefinitionLayer, Path] = {
         "bundled": bundled_dir if bundled_dir is not None else bundled_definitions_dir(),

@@ -14,7 +14,6 @@ classes while the surfaces see strings:
         ├── RollbackFailureError            rollback_failure
         ├── ManagedAgentBusyError           agent_busy
         ├── InvalidRequestError             invalid_request
-        │   └── TrustStoreError             (the project trust file is unreadable or malformed)
         └── InternalFailureError            internal_failure
 
 The seed also has `not_running_inside_herdr`; corral runs its own runtimes and
@@ -50,7 +49,6 @@ __all__ = [
     "RollbackFailureError",
     "TargetAmbiguousError",
     "TargetNotFoundError",
-    "TrustStoreError",
     "category_for_ack",
     "error_class_for",
     "error_context",
@@ -239,10 +237,6 @@ class InvalidRequestError(OrchestrationError):
     """Bad fields or values, an unusable definition or file, a failed precondition or a size limit."""
 
     category: ClassVar[ErrorCategory] = "invalid_request"
-
-
-class TrustStoreError(InvalidRequestError):
-    """The project trust file cannot be read or is malformed."""
 
 
 class InternalFailureError(OrchestrationError):

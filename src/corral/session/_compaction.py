@@ -42,6 +42,7 @@ from corral.llm import (
     Usage,
     UserMessage,
 )
+from corral.settings import CompactionSettings
 
 from ._context import entry_to_message
 from ._entries import (
@@ -82,18 +83,6 @@ IMAGE_CHARS = 4800
 
 TOOL_RESULT_MAX_CHARS = 2000
 """Tool results longer than this are truncated in the text sent for summarisation."""
-
-
-@dataclass
-class CompactionSettings:
-    """When to compact and how much recent history to keep (`compaction.*` settings)."""
-
-    enabled: bool = True
-    """Whether automatic compaction runs at all."""
-    reserve_tokens: int = 16384
-    """Tokens kept free for the reply; compaction triggers above `window - reserve_tokens`."""
-    keep_recent_tokens: int = 20000
-    """Roughly how many tokens of recent history stay verbatim after compacting."""
 
 
 @dataclass(frozen=True)

@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+from collections.abc import Mapping
 from typing import TYPE_CHECKING
 
 from corral.llm._model import Model, ModelInfo
@@ -20,7 +21,7 @@ NO_API_KEY = "no-api-key"
 """Sent when no key is configured (a local OpenAI-compatible server may need none; the SDKs insist on one)."""
 
 
-def _http_client() -> httpx2.AsyncClient:
+def _http_client(headers: Mapping[str, str] | None = None) -> httpx2.AsyncClient:
     """A client that keeps no idle connections.
 
     Every connection is closed when its response is, so no socket outlives a
@@ -32,7 +33,12 @@ def _http_client() -> httpx2.AsyncClient:
     import httpx2
     from pydantic_ai.models import create_async_httpx2_client
 
-    return create_async_httpx2_client(limits=httpx2.Limits(max_connections=1000, max_keepalive_connections=0))
+    client = create_async_httpx2_client(
+        limits=httpx2.Limits(max_connections=1000, max_keepalive_connections=0)
+    )
+    if headers:
+        client.headers.update(headers)
+    return client
 
 
 def create_provider_model(
@@ -40,6 +46,7 @@ def create_provider_model(
     *,
     api_key: str | None,
     base_url: str | None,
+    headers: Mapping[str, str] | None = None,
     streaming: bool = True,
 ) -> Model:
     """Build the model that talks to `info`'s endpoint over HTTP.
@@ -55,6 +62,7 @@ def create_provider_model(
         api_key: The API key (sent as `Authorization: Bearer` to OpenAI APIs, `x-api-key` to Anthropic).
         base_url: The endpoint (`https://host/v1` for OpenAI APIs, `https://host` for Anthropic);
             `None` uses the provider's public endpoint.
+        headers: Extra HTTP headers sent with every request (from the provider's settings).
         streaming: `False` requests plain (non-streamed) responses.
 
     Returns:
@@ -68,7 +76,7 @@ def create_provider_model(
     if info.api in ("openai-responses", "openai-chat"):
         from pydantic_ai.providers.openai import OpenAIProvider
 
-        provider = OpenAIProvider(base_url=base_url, api_key=key, http_client=_http_client())
+        provider = OpenAIProvider(base_url=base_url, api_key=key, http_client=_http_client(headers))
         if info.api == "openai-responses":
             from pydantic_ai.models.openai import OpenAIResponsesModel
 
@@ -82,7 +90,8 @@ def create_provider_model(
         from pydantic_ai.providers.anthropic import AnthropicProvider
 
         pai_model = AnthropicModel(
-            info.id, provider=AnthropicProvider(api_key=key, base_url=base_url, http_client=_http_client())
+            info.id,
+            provider=AnthropicProvider(api_key=key, base_url=base_url, http_client=_http_client(headers)),
         )
     else:
         raise ValueError(

@@ -1,4 +1,4 @@
-"""Project trust: which project directories may contribute definitions (and, later, settings).
+"""Project trust: which project directories may contribute definitions and risky settings.
 
 The trust store is a small JSON file, `$XDG_CONFIG_HOME/corral/trusted-projects.json`
 (`0600`, in a `0700` directory), keyed by each project's realpath:
@@ -22,10 +22,13 @@ from pathlib import Path
 from typing import Any
 
 from corral._paths import config_home, ensure_private_dir
+from corral.errors import CorralError, UsageError
 
-from .errors import InvalidRequestError, TrustStoreError
+__all__ = ["TrustStoreError", "is_trusted", "trust_project", "trust_store_path", "untrust_project"]
 
-__all__ = ["is_trusted", "trust_project", "trust_store_path", "untrust_project"]
+
+class TrustStoreError(CorralError):
+    """The project trust file cannot be read or is malformed."""
 
 
 _TRUST_VERSION = 1
@@ -49,17 +52,15 @@ def trust_project(project: Path, *, store: Path | None = None) -> Path:
     """Trust the project directory `project`; returns its realpath.
 
     Raises:
-        InvalidRequestError: `project` is not an existing directory.
+        UsageError: `project` is not an existing directory.
         TrustStoreError: the store is malformed.
     """
     try:
         real = Path(os.path.realpath(project, strict=True))
     except OSError:
-        raise InvalidRequestError(
-            f"Cannot trust {project}: no such directory; give a project directory"
-        ) from None
+        raise UsageError(f"Cannot trust {project}: no such directory; give a project directory") from None
     if not real.is_dir():
-        raise InvalidRequestError(f"Cannot trust {project}: not a directory; give a project directory")
+        raise UsageError(f"Cannot trust {project}: not a directory; give a project directory")
     path = store or trust_store_path()
     with _trust_lock(path):
         projects = _read_trust(path)
