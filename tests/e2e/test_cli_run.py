@@ -260,3 +260,28 @@ max_tokens = 1024
         assert done.stdout == "hello from the local server\n"
         assert server.requests[-1].body["model"] == "tiny"
         assert server.requests[-1].headers["x-team"] == "corral"
+
+
+def test_corral_continues_a_session_written_by_pi(corral: RunCorral, cli_env: Env) -> None:
+    """A file written by Pi's rules (every entry type, a compaction, a branch, an unknown entry kind) is
+    continued: old lines stay byte-identical, new entries chain onto Pi's last entry."""
+    from pathlib import Path
+
+    fixture = Path(__file__).parents[1] / "session" / "fixtures" / "pi_v3_full.jsonl"
+    target = cli_env.root / "pi-session.jsonl"
+    original = fixture.read_text()
+    target.write_text(original)
+    cli_env.script(
+        "cont", "steps:\n  - text: continued by corral\n    expect: {context_contains: ['fertig']}\n"
+    )
+    done = corral("run", "--session", str(target), "--model", "scripted/cont", "-p", "go on")
+    assert done.returncode == 0, done.stderr
+    assert done.stdout == "continued by corral\n"
+    text = target.read_text()
+    assert text.startswith(original)
+    old_last_id = json.loads(original.splitlines()[-1])["id"]
+    appended = [json.loads(line) for line in text[len(original) :].splitlines()]
+    assert appended[0]["parentId"] == old_last_id
+    roles = [entry["message"]["role"] for entry in appended if entry["type"] == "message"]
+    assert roles == ["user", "assistant"]
+    assert all(len(entry["id"]) == 8 for entry in appended)

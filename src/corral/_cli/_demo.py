@@ -73,6 +73,10 @@ class _Timeline:
             lines = [line for line in text.splitlines() if line.strip()]
             if event.is_error:
                 exits = [line for line in lines if line.startswith("Command exited with code")]
+                failures = [line.split("(")[0].strip() for line in lines if line.startswith("FAIL:")]
+                reasons = [line.strip() for line in lines if "Error:" in line]
+                for detail in (*failures[:1], *reasons[-1:]):
+                    self.line(f"    ✗ {detail[:100]}")
                 self.line(f"    ✗ {exits[-1] if exits else _first_line(text)}")
             elif event.tool_name == "bash" and lines:
                 self.line(f"    ✓ {lines[-1][:100]}")
