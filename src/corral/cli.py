@@ -7,6 +7,7 @@ Every user error is one line on stderr and exit code 2 (see `main`).
 from __future__ import annotations
 
 import asyncio
+import signal
 import sys
 from enum import StrEnum
 from pathlib import Path
@@ -114,6 +115,11 @@ def run(
     launched = launch_session(options)
 
     async def main() -> int:
+        # SIGTERM aborts the run like an interrupt: the partial reply is kept
+        # (stop reason `aborted`) and the command exits 1 with the error.
+        asyncio.get_running_loop().add_signal_handler(
+            signal.SIGTERM, lambda: asyncio.ensure_future(launched.agent.abort())
+        )
         if mode is Mode.rpc:
             return await run_rpc_mode(launched.agent, stdin=stdin_stream(), out=sys.stdout)
         assert prompt is not None

@@ -285,3 +285,32 @@ def test_corral_continues_a_session_written_by_pi(corral: RunCorral, cli_env: En
     roles = [entry["message"]["role"] for entry in appended if entry["type"] == "message"]
     assert roles == ["user", "assistant"]
     assert all(len(entry["id"]) == 8 for entry in appended)
+
+
+def test_sigterm_aborts_the_run_keeps_the_partial_reply_and_exits_1(cli_env: Env) -> None:
+    import signal
+
+    cli_env.script("slow", "steps:\n  - text: never\n    delay_ms: 60000\n")
+    with subprocess.Popen(
+        [CORRAL, "run", "--mode", "json", "--model", "scripted/slow", "-p", "hi"],
+        cwd=cli_env.project,
+        env=cli_env.vars,
+        stdout=subprocess.PIPE,
+        stderr=subprocess.PIPE,
+        text=True,
+    ) as proc:
+        assert proc.stdout is not None and proc.stderr is not None
+        starts = 0
+        while starts < 2:  # the user message, then the assistant message: the request is in flight
+            line = proc.stdout.readline()
+            assert line
+            starts += json.loads(line)["type"] == "message_start"
+        proc.send_signal(signal.SIGTERM)
+        rest = proc.stdout.read()
+        assert proc.wait(timeout=30) == 1
+        assert "aborted" in proc.stderr.read()
+    ends = [json.loads(line) for line in rest.splitlines() if '"message_end"' in line]
+    assert ends[-1]["message"]["stopReason"] == "aborted"
+    [path] = cli_env.sessions()
+    last = json.loads(path.read_text().splitlines()[-1])
+    assert last["message"]["stopReason"] == "aborted"
