@@ -16,6 +16,7 @@ from ._grep import GrepTool
 from ._ls import LsTool
 from ._read import ReadTool
 from ._registry import ALL_TOOL_NAMES, DEFAULT_TOOL_NAMES, READ_ONLY_TOOL_NAMES, create_builtin_tools
+from ._sandbox import PROBE_TIMEOUT_SECONDS, CommandSandbox, ReadOnlySandbox, SandboxStatus
 from ._truncate import (
     DEFAULT_MAX_BYTES,
     DEFAULT_MAX_LINES,
@@ -34,14 +35,18 @@ __all__ = [
     "DEFAULT_MAX_LINES",
     "DEFAULT_TOOL_NAMES",
     "GREP_MAX_LINE_LENGTH",
+    "PROBE_TIMEOUT_SECONDS",
     "READ_ONLY_TOOL_NAMES",
     "BashTool",
+    "CommandSandbox",
     "EditTool",
     "FindTool",
     "GrepTool",
     "LsTool",
+    "ReadOnlySandbox",
     "ReadTool",
     "RunningProcess",
+    "SandboxStatus",
     "ToolsConfigError",
     "TruncationResult",
     "WriteTool",

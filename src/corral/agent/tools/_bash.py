@@ -30,12 +30,15 @@ import tempfile
 import time
 from dataclasses import dataclass, field, replace
 from pathlib import Path
-from typing import Any, BinaryIO
+from typing import TYPE_CHECKING, Any, BinaryIO
 
 from corral.agent._tool import AgentTool, ToolError, ToolResult, ToolUpdate
 
 from ._common import format_number, object_schema, optional_number, require_str
 from ._truncate import DEFAULT_MAX_BYTES, DEFAULT_MAX_LINES, TruncationResult, format_size, truncate_tail
+
+if TYPE_CHECKING:
+    from ._sandbox import CommandSandbox
 
 __all__ = ["BashTool", "RunningProcess", "aborted_output", "resolve_shell"]
 
@@ -275,7 +278,12 @@ class BashTool(AgentTool):
     prompt_guidelines = ()
 
     def __init__(
-        self, cwd: Path, *, shell_path: str | None = None, command_prefix: str | None = None
+        self,
+        cwd: Path,
+        *,
+        shell_path: str | None = None,
+        command_prefix: str | None = None,
+        sandbox: CommandSandbox | None = None,
     ) -> None:
         """Create the tool.
 
@@ -283,10 +291,15 @@ class BashTool(AgentTool):
             cwd: Directory commands run in.
             shell_path: Shell to use instead of bash (Pi's `shellPath` setting).
             command_prefix: Lines run before every command (Pi's `shellCommandPrefix`).
+            sandbox: Confinement every command runs in (a read agent's `ReadOnlySandbox`);
+                its description is added to the tool's.
         """
         self.cwd = Path(cwd)
         self.shell_path = shell_path
         self.command_prefix = command_prefix
+        self.sandbox = sandbox
+        if sandbox is not None:
+            self.description = f"{type(self).description} {sandbox.description}"
         self._running: dict[int, RunningProcess] = {}
 
     def running_processes(self) -> list[RunningProcess]:
@@ -312,10 +325,11 @@ class BashTool(AgentTool):
         output = _Output(on_update, loop)
         read_fd, write_fd = os.pipe()
         try:
+            argv = [shell, "-c", full_command]
+            if self.sandbox is not None:
+                argv = self.sandbox.wrap(argv, self.cwd)
             process = await asyncio.create_subprocess_exec(
-                shell,
-                "-c",
-                full_command,
+                *argv,
                 stdin=asyncio.subprocess.DEVNULL,
                 stdout=write_fd,
                 stderr=write_fd,
@@ -324,7 +338,7 @@ class BashTool(AgentTool):
             )
         except OSError as exc:
             os.close(read_fd)
-            raise ToolError(f"Failed to start {shell}: {exc.strerror or exc}") from None
+            raise ToolError(f"Failed to start {argv[0]}: {exc.strerror or exc}") from None
         finally:
             os.close(write_fd)
         self._running[process.pid] = RunningProcess(process.pid, command, call_id)

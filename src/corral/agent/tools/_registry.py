@@ -4,6 +4,7 @@ from __future__ import annotations
 
 from collections.abc import Callable, Iterable
 from pathlib import Path
+from typing import TYPE_CHECKING
 
 from corral.agent._tool import AgentTool
 
@@ -16,6 +17,9 @@ from ._ls import LsTool
 from ._read import ReadTool
 from ._write import WriteTool
 
+if TYPE_CHECKING:
+    from ._sandbox import CommandSandbox
+
 __all__ = ["ALL_TOOL_NAMES", "DEFAULT_TOOL_NAMES", "READ_ONLY_TOOL_NAMES", "create_builtin_tools"]
 
 ALL_TOOL_NAMES: tuple[str, ...] = ("read", "bash", "edit", "write", "grep", "find", "ls")
@@ -27,7 +31,11 @@ READ_ONLY_TOOL_NAMES: tuple[str, ...] = ("read", "grep", "find", "ls")
 
 
 def create_builtin_tools(
-    cwd: Path, *, shell_path: str | None = None, names: Iterable[str] | None = None
+    cwd: Path,
+    *,
+    shell_path: str | None = None,
+    names: Iterable[str] | None = None,
+    sandbox: CommandSandbox | None = None,
 ) -> list[AgentTool]:
     """New instances of the built-in tools, working in `cwd`.
 
@@ -36,6 +44,7 @@ def create_builtin_tools(
         shell_path: Shell for the bash tool (default: `/bin/bash`, else `bash` on PATH, else `sh`).
         names: Which tools, in the order given (default: all seven, in `ALL_TOOL_NAMES` order).
             Duplicates are dropped.
+        sandbox: Confinement for the bash tool's commands (a read agent's `ReadOnlySandbox`).
 
     Returns:
         One tool per name.
@@ -46,7 +55,7 @@ def create_builtin_tools(
     root = Path(cwd)
     factories: dict[str, Callable[[], AgentTool]] = {
         "read": lambda: ReadTool(root),
-        "bash": lambda: BashTool(root, shell_path=shell_path),
+        "bash": lambda: BashTool(root, shell_path=shell_path, sandbox=sandbox),
         "edit": lambda: EditTool(root),
         "write": lambda: WriteTool(root),
         "grep": lambda: GrepTool(root),
