@@ -11,6 +11,7 @@ import asyncio
 import os
 import socket
 import sys
+import tempfile
 from collections.abc import Iterator
 from pathlib import Path
 
@@ -135,6 +136,16 @@ async def test_read_agent_bash_cannot_write_in_home(sandbox: ReadOnlySandbox, pr
         marker.unlink(missing_ok=True)
 
 
+async def test_read_agent_bash_cannot_write_the_hosts_tmp(sandbox: ReadOnlySandbox, project: Path) -> None:
+    marker = Path(tempfile.gettempdir()) / f"corral-sandbox-test-{os.getpid()}"
+    ok, _ = await _run(BashTool(project, sandbox=sandbox), f"echo x > {marker}")
+    try:
+        assert not ok
+        assert not marker.exists()
+    finally:
+        marker.unlink(missing_ok=True)
+
+
 async def test_read_agent_bash_cannot_reach_the_network(
     sandbox: ReadOnlySandbox, project: Path, listener: int
 ) -> None:
@@ -159,12 +170,13 @@ async def test_read_agent_bash_can_write_its_private_temp_dir(
 ) -> None:
     tool = BashTool(project, sandbox=sandbox)
     name = f"corral-sandbox-note-{os.getpid()}-{id(tool)}"
-    ok, text = await _run(tool, f'echo scratch > "$TMPDIR/{name}" && cat /tmp/{name} && echo "$TMPDIR"')
+    ok, text = await _run(tool, f'echo scratch > "$TMPDIR/{name}" && cat "$TMPDIR/{name}" && echo "$TMPDIR"')
     assert ok, text
-    assert text == "scratch\n/tmp\n"
-    # Private: nothing reaches the host's /tmp, and the next command starts from an empty one.
-    assert not (Path("/tmp") / name).exists()
-    ok, text = await _run(tool, f"test -e /tmp/{name} && echo kept || echo gone")
+    scratch = text.splitlines()[1]
+    assert text.splitlines()[0] == "scratch" and scratch.startswith("/")
+    # Private: nothing reaches the host, and the next command starts from an empty one.
+    assert not (Path(scratch) / name).exists()
+    ok, text = await _run(tool, f'test -e "$TMPDIR/{name}" && echo kept || echo gone')
     assert ok
     assert text == "gone\n"
 

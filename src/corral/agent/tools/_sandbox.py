@@ -8,12 +8,14 @@ Here a read agent's `bash` runs inside `bwrap` (Debian package `bubblewrap`):
           --dev /dev                       a minimal /dev (null, zero, random, urandom, tty,
                                            pts, shm) instead of the host's devices
           --proc /proc                     a fresh /proc for the new pid namespace
-          --tmpfs /tmp                     the private temp dir: writable, empty, gone when
-                                           the command ends
-          --ro-bind <cwd> <cwd>            only when the cwd is under /tmp: put the project
-                                           back (read-only) over the fresh tmpfs
+          --tmpfs <scratch>                the private temp dir: writable, empty, gone when
+                                           the command ends. <scratch> is an empty 0700
+                                           directory made once per sandbox on the host, only
+                                           a mount point; the host's /tmp stays visible
+                                           (read-only), because the project or the Python
+                                           that runs it may live there
           --chdir <cwd>                    the command runs in the same path as outside
-          --setenv TMPDIR /tmp             temp files go to the private temp dir
+          --setenv TMPDIR <scratch>        temp files go to the private temp dir
           --unshare-net                    no network: a new namespace with only loopback
           --unshare-pid                    the command cannot see or signal host processes,
                                            and everything it started dies with it
@@ -28,7 +30,7 @@ Here a read agent's `bash` runs inside `bwrap` (Debian package `bubblewrap`):
           -- <argv>
 
 `ReadOnlySandbox.probe()` runs a tiny command through exactly these flags and
-checks that it worked: the command ran, /tmp was writable, and a directory
+checks that it worked: the command ran, $TMPDIR was writable, and a directory
 outside was not. When it fails (no `bwrap`, no namespaces, not Linux) the
 status says why; the caller then falls back to the read-only instruction and
 says so. Nothing here raises for an unusable sandbox.
@@ -42,6 +44,7 @@ import os
 import shutil
 import sys
 import tempfile
+import weakref
 from dataclasses import dataclass
 from pathlib import Path
 from typing import Protocol
@@ -51,7 +54,6 @@ __all__ = ["PROBE_TIMEOUT_SECONDS", "CommandSandbox", "ReadOnlySandbox", "Sandbo
 PROBE_TIMEOUT_SECONDS = 10.0
 """How long the probe command may take before the sandbox counts as not working."""
 
-_PRIVATE_TMP = "/tmp"
 _PROBE_MARK = "corral-sandbox-ok"
 _INSTALL_HINT = "install the bubblewrap package (e.g. `apt-get install bubblewrap`)"
 
@@ -78,7 +80,7 @@ class SandboxStatus:
 
 
 class ReadOnlySandbox:
-    """A bubblewrap sandbox: read-only file system, private `/tmp`, no network.
+    """A bubblewrap sandbox: read-only file system, a private writable `$TMPDIR`, no network.
 
     Args:
         bwrap: Path of the `bwrap` binary (default: `bwrap` found on `PATH`).
@@ -86,13 +88,21 @@ class ReadOnlySandbox:
 
     description = (
         "Commands run in a read-only sandbox: files can be read but not changed, "
-        "only /tmp is writable (and private), and there is no network."
+        "only $TMPDIR is writable (and private to each command), and there is no network."
     )
 
     def __init__(self, bwrap: str | None = None) -> None:
         self.bwrap: str | None = bwrap or shutil.which("bwrap")
         """The `bwrap` binary, or `None` when it is not installed."""
         self._status: SandboxStatus | None = None
+        self._scratch: str | None = None
+
+    def _scratch_mount(self) -> str:
+        """The empty host directory each command's private tmpfs is mounted on."""
+        if self._scratch is None:
+            self._scratch = tempfile.mkdtemp(prefix="corral-sandbox-tmp-")
+            weakref.finalize(self, _remove_empty_dir, self._scratch)
+        return self._scratch
 
     @property
     def status(self) -> SandboxStatus | None:
@@ -108,12 +118,9 @@ class ReadOnlySandbox:
         """
         bwrap = self.bwrap or "bwrap"
         cwd_text = os.path.abspath(cwd)
-        flags = ["--ro-bind", "/", "/", "--dev", "/dev", "--proc", "/proc", "--tmpfs", _PRIVATE_TMP]
-        real = os.path.realpath(cwd_text)
-        for path in dict.fromkeys((real, cwd_text)):
-            if _under(path, _PRIVATE_TMP):
-                flags += ["--ro-bind", real, path]
-        flags += ["--chdir", cwd_text, "--setenv", "TMPDIR", _PRIVATE_TMP]
+        scratch = self._scratch_mount()
+        flags = ["--ro-bind", "/", "/", "--dev", "/dev", "--proc", "/proc", "--tmpfs", scratch]
+        flags += ["--chdir", cwd_text, "--setenv", "TMPDIR", scratch]
         flags += ["--unshare-net", "--unshare-pid", "--unshare-ipc", "--unshare-uts"]
         flags += ["--unshare-cgroup-try", "--unshare-user-try", "--cap-drop", "ALL"]
         flags += ["--die-with-parent", "--new-session"]
@@ -122,7 +129,7 @@ class ReadOnlySandbox:
     async def probe(self) -> SandboxStatus:
         """Run a tiny command in the sandbox and check that it is enforced.
 
-        The command must run, write to the private `/tmp`, and fail to write to a
+        The command must run, write to the private `$TMPDIR`, and fail to write to a
         fresh directory outside. The result is also kept in `status`. Never raises
         for an unusable sandbox: the status says why.
         """
@@ -136,7 +143,7 @@ class ReadOnlySandbox:
             return SandboxStatus(False, f"bwrap was not found on PATH; {_INSTALL_HINT}")
         outside = Path(tempfile.mkdtemp(prefix="corral-sandbox-probe-"))
         target = outside / "written"
-        script = f'echo {_PROBE_MARK} > /tmp/probe && cat /tmp/probe && ! (echo x > "{target}") 2>/dev/null'
+        script = f'echo {_PROBE_MARK} > "$TMPDIR/probe" && cat "$TMPDIR/probe" && ! (echo x > "{target}") 2>/dev/null'
         try:
             argv = self.wrap(["/bin/sh", "-c", script], outside)
             try:
@@ -170,14 +177,15 @@ class ReadOnlySandbox:
                 )
             return SandboxStatus(
                 True,
-                f"bubblewrap sandbox works ({self.bwrap}): read-only file system, private /tmp, no network",
+                f"bubblewrap sandbox works ({self.bwrap}): read-only file system, private $TMPDIR, no network",
             )
         finally:
             shutil.rmtree(outside, ignore_errors=True)
 
 
-def _under(path: str, root: str) -> bool:
-    return path == root or path.startswith(root.rstrip("/") + "/")
+def _remove_empty_dir(path: str) -> None:
+    with contextlib.suppress(OSError):
+        os.rmdir(path)
 
 
 def _first_line(text: str) -> str:
