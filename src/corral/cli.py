@@ -189,6 +189,85 @@ def demo(
     raise typer.Exit(asyncio.run(run_demo(out=sys.stdout, keep=keep)))
 
 
+agents_app = typer.Typer(
+    name="agents",
+    help="List, show and close the managed agents of a session (the lead's view).",
+    no_args_is_help=True,
+    add_completion=False,
+    pretty_exceptions_enable=False,
+    rich_markup_mode=None,
+)
+app.add_typer(agents_app)
+
+AgentsSessionOpt = Annotated[
+    str | None,
+    typer.Option(
+        "--session", help="The lead session: a .jsonl path or an id prefix (default: the newest here)."
+    ),
+]
+AgentsJsonOpt = Annotated[bool, typer.Option("--json", help="Print JSON.")]
+
+
+@agents_app.command("list")
+def agents_list(session: AgentsSessionOpt = None, json_: AgentsJsonOpt = False, cwd: CwdOpt = None) -> None:
+    """List the session's agents (`--json`: the same records as the agent tool's `list`)."""
+    from corral._cli._agents import agents_list as run_list
+
+    raise typer.Exit(
+        asyncio.run(run_list(cwd=cwd or Path.cwd(), session=session, as_json=json_, out=sys.stdout))
+    )
+
+
+@agents_app.command("show")
+def agents_show(
+    label: Annotated[str, typer.Argument(help="The agent's label.")],
+    session: AgentsSessionOpt = None,
+    json_: AgentsJsonOpt = False,
+    cwd: CwdOpt = None,
+) -> None:
+    """Show one agent's record."""
+    from corral._cli._agents import agents_show as run_show
+
+    raise typer.Exit(
+        asyncio.run(run_show(label, cwd=cwd or Path.cwd(), session=session, as_json=json_, out=sys.stdout))
+    )
+
+
+@agents_app.command("close")
+def agents_close(
+    label: Annotated[str, typer.Argument(help="The agent's label.")],
+    session: AgentsSessionOpt = None,
+    json_: AgentsJsonOpt = False,
+    cwd: CwdOpt = None,
+) -> None:
+    """Close an agent the session owns directly (and the agents it started)."""
+    from corral._cli._agents import agents_close as run_close
+
+    raise typer.Exit(
+        asyncio.run(run_close(label, cwd=cwd or Path.cwd(), session=session, as_json=json_, out=sys.stdout))
+    )
+
+
+@app.command()
+def trust(
+    path: Annotated[Path | None, typer.Argument(help="Project directory (default: the current one).")] = None,
+) -> None:
+    """Trust a project: its `.corral/agents/` definitions and project settings take effect."""
+    from corral._cli._agents import trust as run_trust
+
+    raise typer.Exit(run_trust(path or Path.cwd(), out=sys.stdout))
+
+
+@app.command()
+def untrust(
+    path: Annotated[Path | None, typer.Argument(help="Project directory (default: the current one).")] = None,
+) -> None:
+    """Stop trusting a project."""
+    from corral._cli._agents import untrust as run_untrust
+
+    raise typer.Exit(run_untrust(path or Path.cwd(), out=sys.stdout))
+
+
 def main(argv: list[str] | None = None) -> int:
     """Entry point: run the CLI, turning user errors into one line on stderr and exit code 2."""
     from typer._click.exceptions import ClickException, NoArgsIsHelpError

@@ -195,6 +195,10 @@ class Settings(_Section):
     """`[providers.<name>]` tables: custom providers and their models."""
     surfaces: list[str] = Field(default_factory=lambda: ["agent"])
     """Tool surfaces the lead gets (default `["agent"]`)."""
+    agent_tool_style: Literal["multiplexed", "per-operation"] = "multiplexed"
+    """Shape of the agent surface: `multiplexed` (default) offers one `agent` tool with an
+    `action` field; `per-operation` offers `agent_list`, `agent_delegate`, … each with only its
+    own fields (for providers that mishandle a flattened multi-action schema)."""
 
     @field_validator("default_model")
     @classmethod

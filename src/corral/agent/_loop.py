@@ -133,6 +133,7 @@ class LoopMixin:
     _listeners: list[Callable[[AgentEvent], None]]
     _active: set[asyncio.Task[Any]]
     _aborting: bool
+    _batch_terminates: bool = False
     _tool_definitions_cache: list[ToolDefinition] | None
     _llm_cache: list[AgentMessage]
     _llm_cache_owner: list[AgentMessage] | None
@@ -277,7 +278,10 @@ class LoopMixin:
                     return self._end_run(added, last)
                 calls = last.tool_calls
                 more_tool_calls = bool(calls)
+                self._batch_terminates = False
                 results = await self._execute_tools(calls) if calls else []
+                if self._batch_terminates:
+                    more_tool_calls = False
                 added.extend(results)
                 self._emit(TurnEndEvent(message=last, tool_results=results))
                 if self._aborting:
@@ -439,6 +443,11 @@ class LoopMixin:
             finally:
                 self._active.difference_update(tasks.values())
 
+        finished = [
+            result if result is not None else _done_result(tasks.get(index))
+            for index, result in enumerate(results)
+        ]
+        self._batch_terminates = bool(finished) and all(r is not None and r.terminate for r in finished)
         messages: list[ToolResultMessage] = []
         for index, call in enumerate(calls):
             result = results[index]
@@ -463,6 +472,12 @@ class LoopMixin:
             self._end_message(message)
             messages.append(message)
         return messages
+
+
+def _done_result(task: asyncio.Task[ToolResult] | None) -> ToolResult | None:
+    if task is None or task.cancelled() or task.exception() is not None:
+        return None
+    return task.result()
 
 
 def to_agent_message(value: str | AgentMessage) -> AgentMessage:

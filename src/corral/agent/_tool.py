@@ -29,6 +29,9 @@ class ToolResult:
     details: Any = None
     """Structured data kept in the session (never sent to the model)."""
     is_error: bool = False
+    terminate: bool = False
+    """End the turn after this tool batch when every result of the batch asks for it
+    (no further model request; queued steering still starts a new turn)."""
 
     @classmethod
     def text(cls, text: str, *, details: Any = None, is_error: bool = False) -> ToolResult:

@@ -6,6 +6,8 @@ Public names are re-exported here; the implementation lives in private modules.
 
 from corral.trust import TrustStoreError, is_trusted, trust_project, trust_store_path, untrust_project
 
+from ._caller import Caller
+from ._controller import Controller
 from ._definitions import (
     AgentDefinition,
     DefinitionIssue,
@@ -22,6 +24,7 @@ from ._definitions import (
     project_definitions_dir,
     user_definitions_dir,
 )
+from ._delivery import ASK_TYPE, RESULT_TYPE
 from ._files import (
     FILES_GUIDANCE,
     FileLimits,
@@ -32,6 +35,7 @@ from ._files import (
     ResultRefResolver,
     prepare_files,
 )
+from ._host import Host
 from ._lifecycle import (
     STALE_AFTER_MS,
     AgentAction,
@@ -67,8 +71,18 @@ from ._records import (
     ResultStatus,
     StoreSnapshot,
 )
+from ._results import (
+    CloseResult,
+    DelegateResult,
+    InspectResult,
+    ListResult,
+    ReplyResult,
+    SteerResult,
+    TranscriptResult,
+)
 from ._store import Store
 from ._store_core import StoreError, StoreVersionError, default_store_path
+from ._transcript import Transcript, TranscriptBlock, read_transcript
 from .errors import (
     ERROR_CATEGORIES,
     AgentLabelExistsError,
@@ -90,8 +104,10 @@ from .errors import (
 )
 
 __all__ = [
+    "ASK_TYPE",
     "ERROR_CATEGORIES",
     "FILES_GUIDANCE",
+    "RESULT_TYPE",
     "SCHEMA_VERSION",
     "STALE_AFTER_MS",
     "AckCode",
@@ -101,10 +117,14 @@ __all__ = [
     "AgentView",
     "AskRecord",
     "AskState",
+    "Caller",
+    "CloseResult",
+    "Controller",
     "ControllerKind",
     "ControllerScope",
     "DefinitionIssue",
     "DefinitionLayer",
+    "DelegateResult",
     "DeliveryState",
     "DisplayState",
     "ErrorCategory",
@@ -112,8 +132,11 @@ __all__ = [
     "FileLimits",
     "GenerationPhase",
     "GenerationRecord",
+    "Host",
+    "InspectResult",
     "InternalFailureError",
     "InvalidRequestError",
+    "ListResult",
     "ManagedAgentBusyError",
     "MessageHeading",
     "NewGeneration",
@@ -127,6 +150,7 @@ __all__ = [
     "PromptMode",
     "PublicState",
     "RenderedMessage",
+    "ReplyResult",
     "RequestKind",
     "RequestRecord",
     "ResultArtifactRecord",
@@ -139,6 +163,7 @@ __all__ = [
     "RuntimeKind",
     "RuntimeLifecycle",
     "SkillPolicy",
+    "SteerResult",
     "Store",
     "StoreError",
     "StoreSnapshot",
@@ -146,6 +171,9 @@ __all__ = [
     "TargetAmbiguousError",
     "TargetNotFoundError",
     "ToolPolicy",
+    "Transcript",
+    "TranscriptBlock",
+    "TranscriptResult",
     "TrustStoreError",
     "bundled_definitions_dir",
     "category_for_ack",
@@ -164,6 +192,7 @@ __all__ = [
     "prepare_files",
     "project_agents",
     "project_definitions_dir",
+    "read_transcript",
     "resolve_ownership",
     "trust_project",
     "trust_store_path",

@@ -1,0 +1,72 @@
+"""Shared setup for the managed-agent benchmarks: a temp data root, a scripted lead and a host."""
+
+from __future__ import annotations
+
+import json
+import os
+import tempfile
+from collections.abc import Iterator
+from contextlib import contextmanager
+from pathlib import Path
+from typing import Any
+
+import yaml
+
+
+@contextmanager
+def data_root(script: dict[str, Any], prefix: str) -> Iterator[Path]:
+    """A temp dir with `CORRAL_HOME`, `XDG_CONFIG_HOME` and `CORRAL_SCRIPTS` pointing into it."""
+    with tempfile.TemporaryDirectory(prefix=prefix) as tmp:
+        root = Path(tmp)
+        (root / "scripts").mkdir()
+        (root / "work").mkdir()
+        (root / "scripts" / "bench.yaml").write_text(yaml.safe_dump(script))
+        saved = {k: os.environ.get(k) for k in ("CORRAL_HOME", "XDG_CONFIG_HOME", "CORRAL_SCRIPTS")}
+        os.environ.update(
+            CORRAL_HOME=str(root / "home"),
+            XDG_CONFIG_HOME=str(root / "config"),
+            CORRAL_SCRIPTS=str(root / "scripts"),
+        )
+        try:
+            yield root
+        finally:
+            for key, value in saved.items():
+                if value is None:
+                    os.environ.pop(key, None)
+                else:
+                    os.environ[key] = value
+
+
+async def start_host(root: Path) -> tuple[Any, Any, Any]:
+    """A host with a scripted lead attached: `(host, lead, caller)`."""
+    from corral.agent import AgentSession
+    from corral.llm import ModelRegistry
+    from corral.orchestration import Host, Store, load_roster
+    from corral.session import SessionManager
+    from corral.settings import Settings
+
+    work = root / "work"
+    registry = ModelRegistry(Settings(), cwd=work)
+    model = registry.create_model(registry.resolve("scripted/bench"), cwd=work)
+    session = SessionManager.create(work, sessions_root=root / "sessions")
+    lead = AgentSession(session=session, model=model, thinking_level="off", tools=[], cwd=work)
+    host = Host(
+        store=Store.open(root / "home" / "corral.db"),
+        registry=registry,
+        sessions_root=root / "sessions",
+        roster_loader=lambda cwd: load_roster(cwd, user_dir=root / "none", trust=False),
+    )
+    caller = await host.attach_lead(lead, surfaces=())
+    return host, lead, caller
+
+
+def result_counts(lead: Any) -> dict[str, int]:
+    """`corral-agent-result` entries per request id in the lead's session file."""
+    counts: dict[str, int] = {}
+    path = lead.session.path
+    for line in Path(path).read_text().splitlines():
+        entry = json.loads(line)
+        if entry.get("type") == "custom_message" and entry.get("customType") == "corral-agent-result":
+            request_id = entry["details"]["request_id"]
+            counts[request_id] = counts.get(request_id, 0) + 1
+    return counts

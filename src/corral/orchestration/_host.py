@@ -1,0 +1,429 @@
+"""The host: one per process; it owns the store, the runtime, the live sessions and delivery.
+
+The host knows which agent sessions are *owners* (the lead and live
+delegating agents: sessions that can receive deliveries) and which children
+run here. It implements the child hooks: a stored result is delivered into its
+owner's session exactly once (`_delivery`) and the generation is finalized
+after the delivery is proven; a question is delivered the same way.
+
+`attach_lead` registers the lead and runs **restart recovery** for it:
+in-process generations of its tree whose host process is gone are marked
+`lost`; undelivered results are delivered once; delivered but unfinalized
+generations are finalized. Nothing is guessed: a generation whose host may
+still be running stays as it is (its presence is `unknown` here).
+
+`wait_until_quiet(owner)` returns once the owner is idle and nothing more can
+arrive for it: no generation of its tree is starting, working or settling
+(delivery or cleanup in flight). `blocked_or_lost(owner)` names what was left
+waiting on a question or lost.
+
+The host id is a UUID per process plus the pid; both are recorded on every
+generation (`host_id`, `pid`) so a later host can prove the first one died.
+"""
+
+from __future__ import annotations
+
+import asyncio
+import contextlib
+import os
+import uuid
+from collections.abc import Callable, Iterable
+from pathlib import Path
+from typing import TYPE_CHECKING, Any
+
+from corral.agent import AgentSession, AgentSettledEvent
+from corral.orchestration._caller import Caller
+from corral.orchestration._child import RETIRED_ENTRY, ManagedChild
+from corral.orchestration._definitions import Roster, load_roster
+from corral.orchestration._delivery import deliver_ask, deliver_result
+from corral.orchestration._faults import fault_point
+from corral.orchestration._files import FileLimits
+from corral.orchestration._lifecycle import Observation, RuntimeLifecycle
+from corral.orchestration._records import AskRecord, GenerationRecord
+from corral.orchestration._store import Store
+from corral.orchestration.errors import OrchestrationError
+from corral.runtime import InProcessRuntime, RuntimeHandle
+from corral.session import SessionError, SessionManager
+
+if TYPE_CHECKING:
+    from corral.llm import ModelRegistry
+    from corral.orchestration._controller import Controller
+    from corral.settings import Settings
+
+__all__ = ["RETIRED_ENTRY", "Host"]
+
+_FINALIZE_ATTEMPTS = 50
+
+
+def _pid_alive(pid: int) -> bool:
+    try:
+        os.kill(pid, 0)
+    except ProcessLookupError:
+        return False
+    except PermissionError:
+        return True
+    return True
+
+
+class Host:
+    """One process's orchestration host.
+
+    Args:
+        store: The orchestration store (the host closes it in `aclose`).
+        registry: Model registry for children's models.
+        settings: Settings for children's sessions (`None`: defaults).
+        sessions_root: Where managed sessions are written (default: corral's sessions root).
+        roster_loader: Loads the roster for a cwd (default `load_roster(cwd)`).
+        runtime: The in-process runtime (default a new one).
+        context_retirement: Honour `contextRetirement` (retired sessions are not continued/forked).
+        file_limits: Limits for `files`.
+    """
+
+    def __init__(
+        self,
+        *,
+        store: Store,
+        registry: ModelRegistry,
+        settings: Settings | None = None,
+        sessions_root: Path | None = None,
+        roster_loader: Callable[[Path], Roster] | None = None,
+        runtime: InProcessRuntime | None = None,
+        context_retirement: bool = True,
+        file_limits: FileLimits | None = None,
+    ) -> None:
+        self.store = store
+        self.registry = registry
+        if settings is None:
+            from corral.settings import Settings as _Settings
+
+            settings = _Settings()
+        self.settings: Settings = settings
+        self.sessions_root = sessions_root
+        self.roster_loader = roster_loader or (lambda cwd: load_roster(cwd))
+        self.host_id = f"{uuid.uuid4()}"
+        self.pid = os.getpid()
+        self.runtime = runtime or InProcessRuntime(host_tag=self.host_id[:8])
+        self.context_retirement = context_retirement
+        self.file_limits = file_limits or FileLimits()
+        self.owners: dict[str, AgentSession] = {}
+        self.children: dict[str, ManagedChild] = {}
+        self.handles: dict[str, RuntimeHandle] = {}
+        self.lead_callers: dict[str, Caller] = {}
+        self._owner_unsubscribe: dict[str, Callable[[], None]] = {}
+        self._delivering: set[str] = set()
+        self._asking: set[str] = set()
+        self._tasks: set[asyncio.Task[None]] = set()
+        self._change = asyncio.Event()
+        self._closed = False
+        self.on_background_error: Callable[[BaseException], None] | None = None
+        from corral.orchestration._controller import Controller
+
+        self.controller: Controller = Controller(self)
+
+    # --- owners ------------------------------------------------------------------------------
+
+    def register_owner(self, agent: AgentSession) -> None:
+        """Make `agent` a live owner (deliveries for its session id can be made)."""
+        session_id = agent.session.session_id
+        if session_id in self.owners:
+            return
+        self.owners[session_id] = agent
+
+        def on_event(event: object) -> None:
+            if isinstance(event, AgentSettledEvent):
+                self.changed()
+
+        self._owner_unsubscribe[session_id] = agent.subscribe(on_event)
+
+    def unregister_owner(self, session_id: str) -> None:
+        """Forget a live owner."""
+        self.owners.pop(session_id, None)
+        unsubscribe = self._owner_unsubscribe.pop(session_id, None)
+        if unsubscribe is not None:
+            unsubscribe()
+
+    async def attach_lead(self, agent: AgentSession, *, surfaces: Iterable[str] = ("agent",)) -> Caller:
+        """Register the lead, give it its tool surfaces, and recover its generations.
+
+        Returns:
+            The lead's `Caller`.
+        """
+        caller = Caller.lead(agent)
+        self.register_owner(agent)
+        self.lead_callers[caller.session_id] = caller
+        self.install_surfaces(agent, caller, surfaces)
+        self.recover(caller.session_id)
+        return caller
+
+    def install_surfaces(self, agent: AgentSession, caller: Caller, surfaces: Iterable[str]) -> None:
+        """Register the controller tools of `surfaces` (seam: `corral.orchestration.surfaces.agent_tools`)."""
+        wanted = tuple(surfaces)
+        if not wanted:
+            return
+        try:
+            from corral.orchestration import surfaces as surface_pkg
+        except ImportError:  # pragma: no cover - the surfaces package ships with corral
+            return
+        factory: Any = getattr(surface_pkg, "agent_tools", None)
+        if factory is None:
+            return
+        for tool in factory(self, caller):
+            agent.register_tool(tool)
+
+    # --- change notification ---------------------------------------------------------------
+
+    def changed(self) -> None:
+        """Wake everything that waits for a state change (quiet checks, waiting children)."""
+        self._change.set()
+        self._change = asyncio.Event()
+        for child in self.children.values():
+            child.wake()
+
+    async def _next_change(self) -> None:
+        await self._change.wait()
+
+    # --- child hooks -------------------------------------------------------------------------------
+
+    def result_stored(self, run_id: str, request_id: str) -> None:
+        """Child hook: deliver the durable result of `request_id`."""
+        self._spawn(self._deliver_and_finalize(request_id))
+        self.changed()
+
+    def ask_created(self, run_id: str, ask: AskRecord) -> None:
+        """Child hook: deliver the question to the owner."""
+        self._spawn(self._deliver_ask(run_id, ask.ask_id))
+        self.changed()
+
+    def _spawn(self, coro: Any) -> None:
+        task: asyncio.Task[None] = asyncio.get_running_loop().create_task(coro)
+        self._tasks.add(task)
+
+        def done(t: asyncio.Task[None]) -> None:
+            self._tasks.discard(t)
+            if not t.cancelled() and t.exception() is not None and self.on_background_error is not None:
+                self.on_background_error(t.exception())  # type: ignore[arg-type]
+            self.changed()
+
+        task.add_done_callback(done)
+
+    async def _deliver_and_finalize(self, request_id: str) -> None:
+        if request_id in self._delivering:
+            return
+        self._delivering.add(request_id)
+        try:
+            result = self.store.get_result(request_id)
+            if result is None:
+                return
+            generation = self.store.get_generation(result.run_id)
+            if generation is None:
+                return
+            if result.delivery == "pending":
+                owner = self.owners.get(result.owner_session_id)
+                if owner is None:
+                    return  # delivered when the owner is attached again
+                await deliver_result(
+                    self.store, owner, generation, result, retired=self.is_retired(generation)
+                )
+            fault_point("before_cleanup")
+            await self._finalize(generation)
+        finally:
+            self._delivering.discard(request_id)
+
+    async def _finalize(self, generation: GenerationRecord) -> None:
+        """Tear down a generation whose result was delivered (retried while children finish)."""
+        child = self.children.get(generation.run_id)
+        if child is not None:
+            await child.finished.wait()
+        for _attempt in range(_FINALIZE_ATTEMPTS):
+            current = self.store.get_generation(generation.run_id)
+            if current is None or current.phase == "finalized":
+                break
+            try:
+                self.store.finalize_generation(
+                    generation.run_id, owner_session_id=generation.owner_session_id
+                )
+                break
+            except OrchestrationError:
+                await self._next_change()
+        self.release(generation.run_id)
+
+    def release(self, run_id: str) -> None:
+        """Drop the in-memory parts of a finished generation (closing its session file)."""
+        child = self.children.pop(run_id, None)
+        handle = self.handles.pop(run_id, None)
+        if handle is not None:
+            self.runtime.forget(handle)
+        if child is not None:
+            self.unregister_owner(child.agent.session.session_id)
+            if not child.agent.session.is_persisted:
+                with contextlib.suppress(Exception):
+                    child.agent.session.flush()
+            child.agent.session.close()
+
+    async def _deliver_ask(self, run_id: str, ask_id: str) -> None:
+        if ask_id in self._asking:
+            return
+        self._asking.add(ask_id)
+        try:
+            ask = self.store.get_ask(ask_id)
+            generation = self.store.get_generation(run_id)
+            if ask is None or generation is None or ask.state != "pending" or ask.delivered_entry_id:
+                return
+            owner = self.owners.get(generation.owner_session_id)
+            if owner is not None:
+                await deliver_ask(self.store, owner, generation, ask)
+        finally:
+            self._asking.discard(ask_id)
+
+    # --- recovery ------------------------------------------------------------------------------------
+
+    def tree(self, owner_session_id: str) -> list[GenerationRecord]:
+        """Live generations owned by `owner_session_id`, transitively (by session id)."""
+        live = self.store.generations()
+        found: list[GenerationRecord] = []
+        owners = {owner_session_id}
+        changed = True
+        while changed:
+            changed = False
+            for generation in live:
+                if generation.owner_session_id in owners and generation not in found:
+                    found.append(generation)
+                    owners.add(generation.session_id)
+                    changed = True
+        return found
+
+    def host_gone(self, generation: GenerationRecord) -> bool:
+        """Whether the in-process host that ran `generation` is proven gone."""
+        if generation.runtime_kind != "inprocess" or generation.run_id in self.children:
+            return False
+        if generation.host_id == self.host_id:
+            return True  # ours, but no longer running here
+        if generation.host_id is None or generation.pid is None:
+            return generation.phase == "starting" and generation.pid is None and generation.host_id is None
+        return generation.pid == self.pid or not _pid_alive(generation.pid)
+
+    def recover(self, owner_session_id: str) -> None:
+        """Restart recovery for one owner session (see the module docstring)."""
+        for generation in self.tree(owner_session_id):
+            if (
+                generation.presence != "lost"
+                and generation.phase in ("starting", "active")
+                and self.host_gone(generation)
+            ):
+                self.store.mark_presence(
+                    generation.run_id,
+                    "lost",
+                    diagnostic=f"host process {generation.pid} of this in-process agent is gone",
+                )
+        for generation in self.tree(owner_session_id):
+            if generation.owner_session_id != owner_session_id:
+                continue
+            if generation.phase == "completed" and generation.completed_request_id is not None:
+                self._spawn(self._deliver_and_finalize(generation.completed_request_id))
+            elif generation.phase == "active" and generation.run_id in self.children:
+                ask = self.store.pending_ask(generation.run_id)
+                if ask is not None and ask.delivered_entry_id is None:
+                    self._spawn(self._deliver_ask(generation.run_id, ask.ask_id))
+        self.changed()
+
+    # --- observation ----------------------------------------------------------------------------------
+
+    def observe(self, generation: GenerationRecord) -> Observation:
+        """Runtime evidence for the lifecycle projection."""
+        path = generation.session_path
+        ready = False
+        if path:
+            with contextlib.suppress(OSError):
+                stat = Path(path).stat()
+                ready = stat.st_size > 0 and Path(path).is_file()
+        child = self.children.get(generation.run_id)
+        handle = self.handles.get(generation.run_id)
+        if child is not None and handle is not None:
+            presence = self.runtime.presence(handle)
+            if presence == "lost" and generation.phase in ("completed", "finalized"):
+                presence = "live"  # finished normally; cleanup is converging
+            lifecycle: RuntimeLifecycle = "working" if child.busy else "idle"
+            if generation.phase == "starting":
+                lifecycle = "working"
+            return Observation(presence=presence, lifecycle=lifecycle, transcript_ready=ready)
+        if generation.presence == "lost" or self.host_gone(generation):
+            return Observation(presence="lost", lifecycle="unknown", transcript_ready=ready)
+        return Observation(presence="unknown", lifecycle="unknown", transcript_ready=ready)
+
+    def is_retired(self, generation: GenerationRecord) -> bool:
+        """Whether the generation's session was retired after context pressure (and retirement is on)."""
+        if not self.context_retirement:
+            return False
+        child = self.children.get(generation.run_id)
+        if child is not None:
+            entries = child.agent.session.entries
+        elif generation.session_path and Path(generation.session_path).is_file():
+            try:
+                with SessionManager.open(Path(generation.session_path), read_only=True) as saved:
+                    entries = saved.entries
+            except SessionError:
+                return False
+        else:
+            return False
+        return any(getattr(entry, "custom_type", None) == RETIRED_ENTRY for entry in entries)
+
+    # --- quiet --------------------------------------------------------------------------------------------
+
+    def _quiet(self, owner_session_id: str) -> bool:
+        owner = self.owners.get(owner_session_id)
+        if owner is not None and not owner.is_idle:
+            return False
+        if self._tasks:
+            return False
+        for generation in self.tree(owner_session_id):
+            child = self.children.get(generation.run_id)
+            if generation.presence == "lost" or child is None:
+                if generation.phase == "completed" and generation.owner_session_id in self.owners:
+                    return False  # delivery to a live owner is still due
+                continue
+            if child.finished.is_set() and generation.phase in ("starting", "active"):
+                continue  # ended without a result: lost
+            if generation.phase == "starting":
+                return False
+            if generation.phase == "active" and (child.busy or not child.waiting):
+                return False
+            if generation.phase == "completed":
+                return False
+        return True
+
+    async def wait_until_quiet(self, owner_session_id: str) -> None:
+        """Return once the owner is settled and nothing more can arrive for it."""
+        while True:
+            change = self._change
+            if self._quiet(owner_session_id):
+                return
+            await change.wait()
+
+    def blocked_or_lost(self, owner_session_id: str) -> list[GenerationRecord]:
+        """Generations of the owner's tree left waiting on a question or lost."""
+        out: list[GenerationRecord] = []
+        for generation in self.tree(owner_session_id):
+            if (
+                generation.presence == "lost"
+                or self.host_gone(generation)
+                or self.store.pending_ask(generation.run_id) is not None
+            ):
+                out.append(generation)
+        return out
+
+    # --- shutdown -------------------------------------------------------------------------------------------
+
+    async def aclose(self) -> None:
+        """Stop every child and background task, release sessions, close the store."""
+        if self._closed:
+            return
+        self._closed = True
+        for task in list(self._tasks):
+            task.cancel()
+        for task in list(self._tasks):
+            with contextlib.suppress(BaseException):
+                await task
+        await self.runtime.stop_all()
+        for run_id in list(self.children):
+            self.release(run_id)
+        self.store.close()

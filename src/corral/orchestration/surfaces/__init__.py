@@ -1,0 +1,131 @@
+"""Tool surfaces over the orchestration core: the `agent` tool, the per-operation tools, `ask_owner`.
+
+A surface validates a call, calls one controller method and shapes the
+result; it holds no state and runs no SQL. `agent_tools` gives a controller
+(the lead, or a delegating agent) its agent surface in the style the
+settings choose; `ask_owner_tool` gives a managed agent its question tool.
+"""
+
+from __future__ import annotations
+
+from typing import TYPE_CHECKING, Any, Protocol
+
+from corral.orchestration._caller import Caller
+
+from ._agent_tool import AGENT_TOOL_DESCRIPTION, MultiplexedAgentTool, agent_tool_schema
+from ._ask_owner import ASK_OWNER_SENT_TEXT, AskOwnerTool, ask_owner_schema
+from ._core import (
+    DELEGATION_GUIDANCE_TYPE,
+    AgentController,
+    AskOwnerOutcome,
+    SurfaceTool,
+    TurnGuide,
+    error_result,
+)
+from ._operation_tools import OperationTool, operation_tool_schema, operation_tools
+from ._params import (
+    ACTION_FIELDS,
+    ACTIONS,
+    LABEL_PATTERN,
+    ActionName,
+    ActionParams,
+    AskOwnerParams,
+    CloseParams,
+    ContinueParams,
+    DelegateParams,
+    InspectParams,
+    InterruptParams,
+    ListParams,
+    ReplyParams,
+    SteerParams,
+    TranscriptParams,
+    parse_action,
+    parse_ask_owner,
+)
+from ._render import DELEGATION_GUIDANCE, render_error, render_result
+
+if TYPE_CHECKING:
+    from corral.agent import AgentSession
+    from corral.settings import Settings
+
+__all__ = [
+    "ACTIONS",
+    "ACTION_FIELDS",
+    "AGENT_TOOL_DESCRIPTION",
+    "ASK_OWNER_SENT_TEXT",
+    "DELEGATION_GUIDANCE",
+    "DELEGATION_GUIDANCE_TYPE",
+    "LABEL_PATTERN",
+    "ActionName",
+    "ActionParams",
+    "AgentController",
+    "AskOwnerOutcome",
+    "AskOwnerParams",
+    "AskOwnerTool",
+    "CloseParams",
+    "ContinueParams",
+    "DelegateParams",
+    "InspectParams",
+    "InterruptParams",
+    "ListParams",
+    "MultiplexedAgentTool",
+    "OperationTool",
+    "ReplyParams",
+    "SteerParams",
+    "SurfaceHost",
+    "SurfaceTool",
+    "TranscriptParams",
+    "TurnGuide",
+    "agent_tool_schema",
+    "agent_tools",
+    "ask_owner_schema",
+    "ask_owner_tool",
+    "error_result",
+    "operation_tool_schema",
+    "operation_tools",
+    "parse_action",
+    "parse_ask_owner",
+    "render_error",
+    "render_result",
+]
+
+
+class SurfaceHost(Protocol):
+    """What the surfaces need from the host."""
+
+    @property
+    def controller(self) -> AgentController:
+        """The orchestration controller."""
+        ...
+
+    @property
+    def settings(self) -> Settings:
+        """The effective settings (`agent_tool_style` picks the surface)."""
+        ...
+
+
+def agent_tools(host: SurfaceHost, caller: Caller) -> list[SurfaceTool]:
+    """The agent surface for `caller`: the `agent` tool, or the nine `agent_<action>` tools.
+
+    Args:
+        host: Gives the controller and the settings.
+        caller: The controller session the tools act for.
+
+    Returns:
+        The tools to register on the caller's agent session.
+    """
+    guide = TurnGuide()
+    if host.settings.agent_tool_style == "per-operation":
+        return list(operation_tools(host.controller, caller, guide))
+    return [MultiplexedAgentTool(host.controller, caller, guide)]
+
+
+def ask_owner_tool(host: SurfaceHost, agent_ctx: Any, agent: AgentSession) -> AskOwnerTool:
+    """The `ask_owner` tool of one managed agent.
+
+    Args:
+        host: Gives the controller.
+        agent_ctx: The controller's handle on the agent's generation (passed to `Controller.ask_owner`).
+        agent: The managed agent's session (its last assistant message proves the call is alone).
+    """
+    return AskOwnerTool(host.controller, agent_ctx, agent)

@@ -1,0 +1,135 @@
+"""The runtime protocol: where a generation's agent session runs.
+
+A runtime starts a managed agent from a `LaunchSpec`, answers whether it is
+still there (`presence`), shows what it did recently (`recent_output`) and
+which processes it runs (`process_evidence`), and stops it. The core talks to
+every runtime through this protocol only, so a terminal (tmux) runtime slots
+in beside the in-process one without changes to the controller.
+
+A runtime never imports the controller: an in-process launch carries a
+`ChildProgram` (an object the core builds) and the runtime only drives it.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Mapping
+from dataclasses import KW_ONLY, dataclass, field
+from pathlib import Path
+from typing import Literal, Protocol, runtime_checkable
+
+__all__ = [
+    "ChildProgram",
+    "LaunchSpec",
+    "PresenceVerdict",
+    "ProcessEvidence",
+    "RecentOutput",
+    "Runtime",
+    "RuntimeError_",
+    "RuntimeHandle",
+]
+
+PresenceVerdict = Literal["live", "lost", "unknown"]
+"""`live`: running; `lost`: proven absent; `unknown`: cannot be told (fail closed)."""
+
+
+class RuntimeError_(Exception):
+    """A runtime could not start, observe or stop an agent."""
+
+
+@dataclass(frozen=True, slots=True)
+class ProcessEvidence:
+    """One process an agent is running (advisory evidence for `inspect`)."""
+
+    pid: int
+    """Process id (for the bash tool: the shell, also its process group)."""
+    argv0: str
+    """The program (at most 256 bytes)."""
+    cmdline: str
+    """The command line (at most 4 KiB)."""
+
+
+@dataclass(frozen=True, slots=True)
+class RecentOutput:
+    """Recent activity of an agent rendered as text lines."""
+
+    text: str
+    """The last lines, tail-bounded to the byte cap."""
+    truncated: bool
+    """True only when the byte cap cut something."""
+
+
+@runtime_checkable
+class ChildProgram(Protocol):
+    """What an in-process runtime runs: the managed child built by the core."""
+
+    async def run(self) -> None:
+        """Run the agent until its assignment ends (or it is cancelled)."""
+
+    def activity_lines(self) -> list[str]:
+        """Recent activity as text lines, oldest first."""
+
+    def running_processes(self) -> list[ProcessEvidence]:
+        """Processes the agent's tools are running now."""
+
+
+@dataclass(frozen=True, slots=True)
+class LaunchSpec:
+    """What a runtime needs to start one generation."""
+
+    run_id: str
+    """The generation's run id."""
+    label: str
+    """Its label (for names and diagnostics)."""
+    cwd: Path
+    """Working directory."""
+    session_id: str
+    """The agent session id."""
+    _: KW_ONLY
+    session_path: Path | None = None
+    """The session file."""
+    program: ChildProgram | None = None
+    """In-process runtimes: the child to run."""
+    argv: tuple[str, ...] = ()
+    """Process runtimes: the worker command line."""
+    env: Mapping[str, str] = field(default_factory=dict)
+    """Process runtimes: extra environment."""
+
+
+@dataclass(frozen=True, slots=True)
+class RuntimeHandle:
+    """A started generation as its runtime knows it."""
+
+    runtime_id: str
+    """Stable runtime identity (like a pane id); recorded as the generation's `pane_id`."""
+    kind: str
+    """The runtime kind (`inprocess`, `tmux`)."""
+    run_id: str
+    """The generation it runs."""
+
+
+class Runtime(Protocol):
+    """Where managed agents run."""
+
+    kind: str
+    """`inprocess`, `tmux`, …"""
+
+    async def start(self, spec: LaunchSpec) -> RuntimeHandle:
+        """Start the agent described by `spec`.
+
+        Raises:
+            RuntimeError_: The agent could not be started.
+        """
+
+    def presence(self, handle: RuntimeHandle) -> PresenceVerdict:
+        """Whether the agent is running, proven gone, or unknown."""
+
+    def recent_output(
+        self, handle: RuntimeHandle, *, lines: int = 80, max_bytes: int = 16384
+    ) -> RecentOutput:
+        """The agent's recent activity: the last `lines` lines, then the last `max_bytes` bytes."""
+
+    def process_evidence(self, handle: RuntimeHandle) -> list[ProcessEvidence]:
+        """Processes the agent runs now (best effort)."""
+
+    async def stop(self, handle: RuntimeHandle) -> None:
+        """Stop the agent and wait until it is gone."""

@@ -1,0 +1,113 @@
+"""Randomized crash test: SIGKILL the host at injected delivery points, restart, prove exactly-once.
+
+Each chain runs `crash_driver.py` repeatedly on one data root; every run but
+the last is killed at a random fault point (`after_result_row`,
+`after_owner_append`, `before_cleanup`, on a random hit). The last run has no
+faults. Then every durable result must be delivered, and the lead's session
+must hold exactly one `corral-agent-result` entry per result (none for
+anything else). Two chains run in parallel; together they cover at least
+100 crash points.
+"""
+
+from __future__ import annotations
+
+import json
+import os
+import random
+import signal
+import subprocess
+import sys
+from concurrent.futures import ThreadPoolExecutor
+from pathlib import Path
+
+import yaml
+
+from corral.orchestration import RESULT_TYPE, Store
+
+DRIVER = Path(__file__).with_name("crash_driver.py")
+POINTS = ("after_result_row", "after_owner_append", "before_cleanup")
+AGENTS_PER_RUN = 3
+CRASHES_PER_CHAIN = 52
+CHAINS = 2
+
+
+def _env(root: Path, faults: str | None) -> dict[str, str]:
+    env = {k: v for k, v in os.environ.items() if k != "CORRAL_FAULTS"}
+    env.update(
+        CORRAL_HOME=str(root / "home"),
+        XDG_CONFIG_HOME=str(root / "config"),
+        CORRAL_SCRIPTS=str(root / "scripts"),
+        PYTHONPATH=str(Path(__file__).resolve().parents[2]),
+    )
+    if faults:
+        env["CORRAL_FAULTS"] = faults
+    return env
+
+
+def _run(root: Path, count: int, faults: str | None) -> subprocess.CompletedProcess[str]:
+    return subprocess.run(
+        [sys.executable, str(DRIVER), str(root), str(count)],
+        env=_env(root, faults),
+        capture_output=True,
+        text=True,
+        timeout=60,
+        check=False,
+    )
+
+
+def _chain(root: Path, seed: int) -> tuple[int, list[str]]:
+    rng = random.Random(seed)
+    root.mkdir()
+    (root / "scripts").mkdir()
+    script = {
+        "steps": [{"text": "noted"}],
+        "on_exhausted": "repeat_last",
+        "agents": {"*": [{"text": "agent result"}]},
+    }
+    (root / "scripts" / "crash.yaml").write_text(yaml.safe_dump(script))
+    crashes = 0
+    problems: list[str] = []
+    total = 0
+    for _ in range(CRASHES_PER_CHAIN):
+        total += AGENTS_PER_RUN
+        point = f"{rng.choice(POINTS)}:{rng.randint(1, AGENTS_PER_RUN)}"
+        done = _run(root, total, point)
+        if done.returncode == -signal.SIGKILL:
+            crashes += 1
+        elif done.returncode != 0:
+            problems.append(f"{point}: exit {done.returncode}: {done.stderr[-2000:]}")
+    final = _run(root, total, None)
+    if final.returncode != 0 or "done" not in final.stdout:
+        problems.append(f"final run failed: {final.returncode}: {final.stderr[-2000:]}")
+    return crashes, problems
+
+
+def _check(root: Path) -> None:
+    lead_path = Path((root / "lead.txt").read_text())
+    counts: dict[str, int] = {}
+    for line in lead_path.read_text().splitlines():
+        entry = json.loads(line)
+        if entry.get("type") == "custom_message" and entry.get("customType") == RESULT_TYPE:
+            request_id = entry["details"]["request_id"]
+            counts[request_id] = counts.get(request_id, 0) + 1
+    with Store.open(root / "home" / "corral.db") as store:
+        generations = store.generations(include_finalized=True)
+        results = [store.get_result(g.completed_request_id) for g in generations if g.completed_request_id]
+        stored = {r.request_id: r for r in results if r is not None}
+        for generation in generations:
+            assert generation.phase == "finalized" or generation.presence == "lost", generation
+    assert stored, "no results were stored"
+    assert all(r.delivery == "delivered" for r in stored.values())
+    assert set(counts) == set(stored), set(counts) ^ set(stored)
+    assert all(n == 1 for n in counts.values()), {k: n for k, n in counts.items() if n != 1}
+
+
+def test_crash_points_deliver_exactly_once(tmp_path: Path) -> None:
+    seed = random.randrange(1 << 30)
+    with ThreadPoolExecutor(CHAINS) as pool:
+        outcomes = list(pool.map(lambda i: _chain(tmp_path / f"chain{i}", seed + i), range(CHAINS)))
+    problems = [p for _, found in outcomes for p in found]
+    assert not problems, (seed, problems[:3])
+    assert sum(crashes for crashes, _ in outcomes) >= 100, (seed, [c for c, _ in outcomes])
+    for index in range(CHAINS):
+        _check(tmp_path / f"chain{index}")
