@@ -90,6 +90,10 @@ def run(
         str | None, typer.Option("--tools", help="Comma-separated tool names to activate.")
     ] = None,
     no_tools: Annotated[bool, typer.Option("--no-tools", help="Activate no tools.")] = False,
+    surfaces: Annotated[
+        str | None,
+        typer.Option("--surfaces", help="Comma-separated tool surfaces for the lead (default: the setting)."),
+    ] = None,
 ) -> None:
     """Run the agent headless: print the answer, stream events as JSON, or serve RPC on stdin."""
     from corral._cli._launch import LaunchOptions, launch_session
@@ -111,6 +115,7 @@ def run(
         continue_recent=continue_,
         no_session=no_session,
         tools=tool_names,
+        surfaces=None if surfaces is None else [s.strip() for s in surfaces.split(",") if s.strip()],
     )
     launched = launch_session(options)
 
@@ -120,12 +125,16 @@ def run(
         asyncio.get_running_loop().add_signal_handler(
             signal.SIGTERM, lambda: asyncio.ensure_future(launched.agent.abort())
         )
-        if mode is Mode.rpc:
-            return await run_rpc_mode(launched.agent, stdin=stdin_stream(), out=sys.stdout)
-        assert prompt is not None
-        if mode is Mode.json:
-            return await run_json_mode(launched.agent, prompt, out=sys.stdout, err=sys.stderr)
-        return await run_print_mode(launched.agent, prompt, out=sys.stdout, err=sys.stderr)
+        try:
+            await launched.attach_host()
+            if mode is Mode.rpc:
+                return await run_rpc_mode(launched, stdin=stdin_stream(), out=sys.stdout)
+            assert prompt is not None
+            if mode is Mode.json:
+                return await run_json_mode(launched, prompt, out=sys.stdout, err=sys.stderr)
+            return await run_print_mode(launched, prompt, out=sys.stdout, err=sys.stderr)
+        finally:
+            await launched.aclose()
 
     try:
         code = asyncio.run(main())

@@ -20,6 +20,7 @@ from __future__ import annotations
 import sys
 from dataclasses import KW_ONLY, dataclass
 from pathlib import Path
+from typing import TYPE_CHECKING
 
 from corral.agent import AgentSession, build_system_prompt
 from corral.agent.tools import ALL_TOOL_NAMES, create_builtin_tools
@@ -34,6 +35,12 @@ from corral.llm import (
 )
 from corral.session import SessionManager, find_recent_session, resolve_session_arg
 from corral.settings import Settings, load_settings
+
+if TYPE_CHECKING:
+    from corral.orchestration import Host
+
+SURFACE_NAMES = ("agent",)
+"""Surfaces `corral run` can give the lead today (teams arrives with the teams surface)."""
 
 __all__ = ["LaunchOptions", "Launched", "launch_session", "warn"]
 
@@ -57,6 +64,8 @@ class LaunchOptions:
     no_session: bool = False
     tools: list[str] | None = None
     """Tool names to activate; `None` means all built-in tools."""
+    surfaces: list[str] | None = None
+    """Tool surfaces for the lead; `None` means the `surfaces` setting."""
 
 
 @dataclass
@@ -68,6 +77,55 @@ class Launched:
     settings: Settings
     registry: ModelRegistry
     model_info: ModelInfo
+    surfaces: list[str]
+    """The orchestration surfaces the lead gets (empty: a plain coding agent)."""
+    host: Host | None = None
+    """The orchestration host, once `attach_host` ran (only when `surfaces` is not empty)."""
+
+    async def attach_host(self) -> None:
+        """Open the store, give the lead its surfaces and recover its managed agents.
+
+        Undelivered results of a resumed session are delivered now; generations
+        whose host process died are marked lost.
+        """
+        if not self.surfaces or self.host is not None:
+            return
+        from corral.orchestration import Host, Store, default_store_path
+
+        self.host = Host(
+            store=Store.open(default_store_path()), registry=self.registry, settings=self.settings
+        )
+        await self.host.attach_lead(self.agent, surfaces=self.surfaces)
+
+    async def wait_until_quiet(self) -> None:
+        """Return once the lead is idle and nothing more can arrive for it (results, questions)."""
+        if self.host is not None:
+            await self.host.wait_until_quiet(self.session.session_id)
+        else:
+            await self.agent.wait_for_idle()
+
+    def left_waiting(self) -> list[str]:
+        """One line per managed agent left blocked on a question or lost."""
+        if self.host is None:
+            return []
+        lines = []
+        for generation in self.host.blocked_or_lost(self.session.session_id):
+            state = "lost" if generation.presence == "lost" or self.host.host_gone(generation) else "blocked"
+            what = (
+                "is waiting for your reply"
+                if state == "blocked"
+                else "was lost before it finished (its transcript and `close` remain)"
+            )
+            lines.append(
+                f"agent {generation.label} ({generation.definition}) {what}; "
+                f"resume with `corral run --session {self.session.session_id} -p ...` or see `corral agents list`"
+            )
+        return lines
+
+    async def aclose(self) -> None:
+        """Stop managed agents that run in this process and close the store."""
+        if self.host is not None:
+            await self.host.aclose()
 
 
 def warn(message: str) -> None:
@@ -146,6 +204,12 @@ def launch_session(opts: LaunchOptions) -> Launched:
         if unknown:
             raise UsageError(f"unknown tool {unknown[0]!r}: choose from {', '.join(ALL_TOOL_NAMES)}")
         tools = create_builtin_tools(cwd, shell_path=settings.shell_path, names=names)
+        surfaces = list(settings.surfaces if opts.surfaces is None else opts.surfaces)
+        for surface in surfaces:
+            if surface not in SURFACE_NAMES:
+                raise UsageError(
+                    f"unknown surface {surface!r}: choose from {', '.join(SURFACE_NAMES)} (or none with --surfaces '')"
+                )
         agent = AgentSession(
             session=session,
             model=model,
@@ -158,4 +222,6 @@ def launch_session(opts: LaunchOptions) -> Launched:
     except BaseException:
         session.close()
         raise
-    return Launched(agent=agent, session=session, settings=settings, registry=registry, model_info=info)
+    return Launched(
+        agent=agent, session=session, settings=settings, registry=registry, model_info=info, surfaces=surfaces
+    )

@@ -19,6 +19,8 @@ from corral.agent import AgentBusyError, AgentEvent, AgentSession
 from corral.errors import CorralError
 from corral.llm import AssistantMessage, to_json_dict
 
+from ._launch import Launched
+
 __all__ = ["run_json_mode", "run_print_mode", "run_rpc_mode"]
 
 
@@ -38,9 +40,23 @@ def _final_exit(agent: AgentSession, err: TextIO) -> int:
     return 0
 
 
-async def run_print_mode(agent: AgentSession, prompt: str, *, out: TextIO, err: TextIO) -> int:
-    """Run one prompt and print the final assistant text. Exit 1 on a provider error or abort."""
-    await agent.prompt(prompt)
+async def _run_headless(launched: Launched, prompt: str, err: TextIO) -> None:
+    """Run the prompt, then keep going while managed agents can still deliver to the lead."""
+    await launched.agent.prompt(prompt)
+    await launched.wait_until_quiet()
+    for line in launched.left_waiting():
+        print(f"corral: {line}", file=err)
+
+
+async def run_print_mode(launched: Launched, prompt: str, *, out: TextIO, err: TextIO) -> int:
+    """Run one prompt and print the final assistant text. Exit 1 on a provider error or abort.
+
+    With managed agents, the command ends when the lead is settled and nothing
+    more can arrive for it; agents left waiting on a question or lost are named
+    on stderr.
+    """
+    agent = launched.agent
+    await _run_headless(launched, prompt, err)
     code = _final_exit(agent, err)
     if code == 0:
         last = _last_assistant(agent)
@@ -65,13 +81,14 @@ def _event_json(event: AgentEvent) -> dict[str, Any]:
     return to_json_dict(event)
 
 
-async def run_json_mode(agent: AgentSession, prompt: str, *, out: TextIO, err: TextIO) -> int:
+async def run_json_mode(launched: Launched, prompt: str, *, out: TextIO, err: TextIO) -> int:
     """Print the session header, then every event of the run as one JSON line."""
+    agent = launched.agent
     writer = _LineWriter(out)
     writer.write(to_json_dict(agent.session.header))
     unsubscribe = agent.subscribe(lambda event: writer.write(_event_json(event)))
     try:
-        await agent.prompt(prompt)
+        await _run_headless(launched, prompt, err)
     finally:
         unsubscribe()
     return _final_exit(agent, err)
@@ -219,8 +236,9 @@ class _RpcInputError(CorralError):
     """A malformed RPC command."""
 
 
-async def run_rpc_mode(agent: AgentSession, *, stdin: Any, out: TextIO) -> int:
-    """Serve JSON-lines commands from `stdin` until it closes, then wait for the agent to go idle."""
+async def run_rpc_mode(launched: Launched, *, stdin: Any, out: TextIO) -> int:
+    """Serve JSON-lines commands from `stdin` until it closes, then wait until nothing more can arrive."""
+    agent = launched.agent
     writer = _LineWriter(out)
     server = _RpcServer(agent, writer)
     unsubscribe = agent.subscribe(lambda event: writer.write(_event_json(event)))
@@ -233,7 +251,7 @@ async def run_rpc_mode(agent: AgentSession, *, stdin: Any, out: TextIO) -> int:
             await server.handle(line)
         if server.runs:
             await asyncio.gather(*server.runs, return_exceptions=True)
-        await agent.wait_for_idle()
+        await launched.wait_until_quiet()
     finally:
         unsubscribe()
     return 0
