@@ -224,6 +224,19 @@ def test_demo_fixes_the_sample_project(corral: RunCorral) -> None:
     assert "→ edit invoice.py" in done.stdout
     assert "✗ Command exited with code 1" in done.stdout  # the first test run fails for real
     assert "OK" in done.stdout  # the second run passes for real
+    team = done.stdout.split("Act 2")[1]
+    for line in (
+        "lead → delegate scout as scout",
+        "lead → delegate reviewer as reviewer",
+        "lead → steer scout",
+        "reviewer asks the lead",
+        "lead → reply reviewer",
+        "result from reviewer (completed)",
+        "result from scout (completed)",
+        "2 results delivered to the lead, each exactly once.",
+    ):
+        assert line in team, team
+    assert "✗" not in team
 
 
 def test_models_lists_usable_models(corral: RunCorral) -> None:

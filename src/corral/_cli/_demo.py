@@ -18,7 +18,7 @@ from pathlib import Path
 from typing import Any, TextIO
 
 from corral.agent import AgentEvent, MessageEndEvent, ToolExecutionEndEvent, ToolExecutionStartEvent
-from corral.llm import AssistantMessage, TextContent, ThinkingContent
+from corral.llm import AssistantMessage, CustomMessage, TextContent, ThinkingContent
 
 from ._launch import LaunchOptions, launch_session
 
@@ -84,15 +84,75 @@ class _Timeline:
                 self.line(f"    ✓ {_first_line(text)}")
 
 
+class _TeamTimeline(_Timeline):
+    """The lead's view of its team: delegations and controls, questions, delivered results."""
+
+    def __call__(self, event: AgentEvent) -> None:
+        if isinstance(event, ToolExecutionStartEvent) and event.tool_name == "agent":
+            args = event.args
+            action = args.get("action")
+            if action == "delegate":
+                self.line(
+                    f"lead → delegate {args.get('definition')} as {args.get('label')}: {args.get('task')}"
+                )
+            elif action in ("steer", "reply", "interrupt"):
+                self.line(f"lead → {action} {args.get('agent')}: {args.get('message')}")
+            else:
+                self.line(f"lead → {action}")
+        elif isinstance(event, ToolExecutionEndEvent) and event.tool_name == "agent" and event.is_error:
+            text = "".join(b.text for b in event.result.content if isinstance(b, TextContent))
+            self.line(f"    ✗ {_first_line(text)}")
+        elif isinstance(event, MessageEndEvent) and isinstance(event.message, CustomMessage):
+            message = event.message
+            details = message.details if isinstance(message.details, dict) else {}
+            if message.custom_type == "corral-agent-ask":
+                self.line(f"{details.get('agent')} asks the lead: {details.get('question')}")
+            elif message.custom_type == "corral-agent-result":
+                body = message.content if isinstance(message.content, str) else ""
+                text = body.split("\n", 1)[1].strip() if "\n" in body else body
+                self.line(
+                    f"result from {details.get('agent')} ({details.get('status')}): {_first_line(text, 160)}"
+                )
+        elif isinstance(event, MessageEndEvent) and isinstance(event.message, AssistantMessage):
+            text = event.message.text.strip()
+            if text:
+                self.line(f"lead: {_first_line(text, 160)}")
+
+
+async def _team_act(workdir: Path, out: TextIO) -> int:
+    out.write("\nAct 2 — a lead runs a team: two managed agents, a question, a steer, two results\n\n")
+    launched = launch_session(LaunchOptions(cwd=workdir, model="scripted/demo-team", surfaces=["agent"]))
+    try:
+        await launched.attach_host()
+        timeline = _TeamTimeline(out)
+        launched.agent.subscribe(timeline)
+        timeline.line("user: Check the invoice fix with a scout and a reviewer.")
+        await launched.agent.prompt("Check the invoice fix with a scout and a reviewer.")
+        await launched.wait_until_quiet()
+        results = [
+            m
+            for m in launched.agent.messages
+            if isinstance(m, CustomMessage) and m.custom_type == "corral-agent-result"
+        ]
+        out.write(f"\n{len(results)} results delivered to the lead, each exactly once.\n")
+        return 0 if len(results) == 2 else 1
+    finally:
+        await launched.aclose()
+        launched.session.close()
+
+
 async def run_demo(*, out: TextIO, keep: bool = False) -> int:
     """Run the demo and print its timeline. Returns the process exit code."""
     workdir = Path(tempfile.mkdtemp(prefix="corral-demo-"))
     os.environ["CORRAL_DEMO_PYTHON"] = sys.executable
+    # The demo's sessions and agent store live with the copied project, not in your data root.
+    os.environ["CORRAL_HOME"] = str(workdir / ".corral-home")
     try:
         _copy_sample(workdir)
         out.write("corral demo — a scripted agent fixes a failing test with real tools\n")
         out.write(f"project: {workdir} (a copy of the bundled sample)\n")
         out.write("model:   scripted/demo (decisions scripted; every tool runs for real)\n\n")
+        out.write("Act 1 — one agent fixes a failing test\n\n")
         launched = launch_session(LaunchOptions(cwd=workdir, model="scripted/demo", no_session=True))
         timeline = _Timeline(out)
         launched.agent.subscribe(timeline)
@@ -110,9 +170,10 @@ async def run_demo(*, out: TextIO, keep: bool = False) -> int:
             f"done: {stats.tool_calls} tool calls, {stats.assistant_messages} model replies, "
             f"{stats.tokens.total} tokens (estimated by the scripted model)\n"
         )
+        code = await _team_act(workdir, out)
         if keep:
             out.write(f"the fixed project is kept at {workdir}\n")
-        return 0
+        return code
     finally:
         if not keep:
             shutil.rmtree(workdir, ignore_errors=True)
