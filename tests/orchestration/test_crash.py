@@ -2,7 +2,8 @@
 
 Each chain runs `crash_driver.py` repeatedly on one data root; every run but
 the last is killed at a random fault point (`after_result_row`,
-`after_owner_append`, `before_cleanup`, on a random hit). The last run has no
+`after_owner_append`, `before_cleanup`, on a random hit; now and then
+`after_task_ack`, which leaves a generation `lost`). The last run has no
 faults. Then every durable result must be delivered, and the lead's session
 must hold exactly one `corral-agent-result` entry per result (none for
 anything else). Two chains run in parallel; together they cover at least
@@ -25,7 +26,8 @@ import yaml
 from corral.orchestration import RESULT_TYPE, Store
 
 DRIVER = Path(__file__).with_name("crash_driver.py")
-POINTS = ("after_result_row", "after_owner_append", "before_cleanup")
+POINTS = ("after_result_row", "after_owner_append", "before_cleanup", "after_task_ack")
+WEIGHTS = (2, 2, 2, 1)
 AGENTS_PER_RUN = 3
 CRASHES_PER_CHAIN = 52
 CHAINS = 2
@@ -70,7 +72,7 @@ def _chain(root: Path, seed: int) -> tuple[int, list[str]]:
     total = 0
     for _ in range(CRASHES_PER_CHAIN):
         total += AGENTS_PER_RUN
-        point = f"{rng.choice(POINTS)}:{rng.randint(1, AGENTS_PER_RUN)}"
+        point = f"{rng.choices(POINTS, weights=WEIGHTS)[0]}:{rng.randint(1, AGENTS_PER_RUN)}"
         done = _run(root, total, point)
         if done.returncode == -signal.SIGKILL:
             crashes += 1

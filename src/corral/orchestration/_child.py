@@ -152,6 +152,7 @@ class ManagedChild:
             self.store.record_ack(self.run_id, self.task.request_id, accepted=True)
             self.acknowledged.set()
             self.hooks.changed()
+            fault_point("after_task_ack")
             await self.agent.prompt(self.task.payload, streaming_behavior="steer")
             if await self._settle():
                 self._finish()
