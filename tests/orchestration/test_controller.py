@@ -253,3 +253,33 @@ async def test_retired_session_cannot_be_continued_or_forked(env: Path) -> None:
         assert again.session_id == first.session_id
         await t.quiet()
         assert len(t.lead_entries(RESULT_TYPE)) == 2
+
+
+@pytest.mark.parametrize("kind", ["missing", "directory", "fifo", "dangling-symlink", "result-ref"])
+async def test_bad_files_on_delegate_fail_invalid_request_and_change_nothing(env: Path, kind: str) -> None:
+    import os
+
+    write_script(env, "team", {"steps": [{"text": "noted"}], "on_exhausted": "repeat_last"})
+    async with team(env, "team") as t:
+        cwd = t.caller.cwd
+        target = {
+            "missing": "absent.txt",
+            "directory": "adir",
+            "fifo": "apipe",
+            "dangling-symlink": "alink",
+            "result-ref": "result:00000000-0000-4000-8000-000000000000",
+        }[kind]
+        (cwd / "adir").mkdir(exist_ok=True)
+        if not (cwd / "apipe").exists():
+            os.mkfifo(cwd / "apipe")
+        if not (cwd / "alink").is_symlink():
+            (cwd / "alink").symlink_to(cwd / "gone.txt")
+        from dataclasses import replace
+
+        before = replace(t.host.store.snapshot(), taken_at=0)
+        with pytest.raises(InvalidRequestError):
+            await t.controller.delegate(
+                t.caller, DelegateParams(definition="scout", task="x", files=[target])
+            )
+        assert replace(t.host.store.snapshot(), taken_at=0) == before
+        assert t.host.store.generations() == ()
