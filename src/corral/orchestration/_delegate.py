@@ -36,7 +36,7 @@ from corral.orchestration.errors import (
     error_context,
 )
 from corral.runtime import LaunchSpec
-from corral.session import CustomEntry, CustomMessageEntry, SessionError, SessionManager
+from corral.session import CustomEntry, CustomMessageEntry, SessionError, SessionManager, fork_from
 
 if TYPE_CHECKING:
     from corral.orchestration._host import Host
@@ -287,14 +287,12 @@ class DelegateMixin:
             )
 
     def _fork_session(self, source: Path, cwd: Path, definition: str) -> SessionManager:
-        with SessionManager.open(source, read_only=True) as saved:
-            entries = saved.entries
-        return SessionManager._with_entries(
-            os.fspath(cwd),
-            entries,
+        return fork_from(
+            source,
+            cwd,
             sessions_root=self.host.sessions_root or _paths.sessions_root(),
-            parent_session=os.fspath(source),
             header_extra=managed_header(definition, None),
+            write_now=False,
         )
 
     def _owned_sessions(self, caller: Caller) -> dict[str, tuple[Path, str, str]]:

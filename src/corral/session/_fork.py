@@ -11,7 +11,9 @@ label are re-linked to the entry before it.
 from __future__ import annotations
 
 import os
+from collections.abc import Mapping
 from pathlib import Path
+from typing import Any
 
 from corral import _paths
 from corral.llm import TextContent, UserMessage
@@ -157,12 +159,16 @@ def fork_from(
     target_cwd: Path,
     *,
     sessions_root: Path | None = None,
+    header_extra: Mapping[str, Any] | None = None,
+    write_now: bool = True,
 ) -> SessionManager:
     """Copy every entry of a session file, ids unchanged, into a new session of `target_cwd`.
 
     Used to continue another project's session here. The new header has a new
-    id, `cwd = target_cwd` and `parentSession` = the source; the file is
-    written at once and the leaf is the last entry.
+    id, `cwd = target_cwd`, `parentSession` = the source and any `header_extra`
+    fields; the leaf is the last entry. The file is written at once unless
+    `write_now` is false (then on the first append or `flush()`, as for a new
+    session — the orchestration uses this to add its own entries first).
 
     Raises:
         SessionNotFoundError: The source file does not exist.
@@ -178,6 +184,8 @@ def fork_from(
         entries,
         sessions_root=sessions_root if sessions_root is not None else _paths.sessions_root(),
         parent_session=os.fspath(source_path),
+        header_extra=header_extra,
     )
-    new._write_new_file()
+    if write_now:
+        new._write_new_file()
     return new
