@@ -283,3 +283,37 @@ async def test_bad_files_on_delegate_fail_invalid_request_and_change_nothing(env
             )
         assert replace(t.host.store.snapshot(), taken_at=0) == before
         assert t.host.store.generations() == ()
+
+
+async def test_a_delivered_result_is_addressable_as_a_file_reference(env: Path) -> None:
+    write_script(
+        env,
+        "team",
+        {
+            "steps": [{"text": "noted"}],
+            "on_exhausted": "repeat_last",
+            "agents": {
+                "first": [{"text": "The answer is 42."}],
+                "second": [
+                    {
+                        "text": "I can see the first result.",
+                        "expect": {"context_contains": ["The answer is 42.", '<file name="result:']},
+                    }
+                ],
+            },
+        },
+    )
+    async with team(env, "team") as t:
+        first = await t.controller.delegate(
+            t.caller, DelegateParams(definition="scout", label="first", task="Find the answer")
+        )
+        await t.quiet()
+        ref = f"result:{first.to_details()['request_id']}"
+        await t.controller.delegate(
+            t.caller, DelegateParams(definition="scout", label="second", task="Use it", files=[ref])
+        )
+        await t.quiet()
+        results = t.lead_entries(RESULT_TYPE)
+        assert [r["details"]["agent"] for r in results] == ["first", "second"]
+        assert results[1]["details"]["status"] == "completed"  # the expectation held
+        assert "I can see the first result." in results[1]["content"]
