@@ -258,7 +258,7 @@ def test_custom_provider_over_http(corral: RunCorral, cli_env: Env) -> None:
         cli_env.settings(
             f"""
 [providers.local]
-base_url = "{server.base_url}/v1"
+base_url = "{server.base_url}"
 api = "openai-chat"
 headers = {{ "X-Team" = "corral" }}
 
@@ -327,3 +327,32 @@ def test_sigterm_aborts_the_run_keeps_the_partial_reply_and_exits_1(cli_env: Env
     [path] = cli_env.sessions()
     last = json.loads(path.read_text().splitlines()[-1])
     assert last["message"]["stopReason"] == "aborted"
+
+
+def test_openai_responses_over_http_runs_tools_and_retries_a_transient_error(
+    corral: RunCorral, cli_env: Env
+) -> None:
+    """The real provider path end to end: OPENAI_BASE_URL/OPENAI_API_KEY, a tool call executed for
+    real, the tool result sent back, a 503 retried (the retry delay is the settings' base delay)."""
+    from tests.llm.fake_server import FakeProviderServer
+
+    (cli_env.project / "hello.txt").write_text("hi from disk\n")
+    cli_env.settings("[retry]\nbase_delay_ms = 10\n")
+    with FakeProviderServer() as server:
+        server.queue_tool_call("read", {"path": "hello.txt"})
+        server.queue_error(503, "service unavailable")
+        server.queue_text("The file says hi.")
+        done = corral(
+            "run",
+            "--model",
+            "openai/gpt-5",
+            "-p",
+            "read hello.txt",
+            env={"OPENAI_API_KEY": "sk-test", "OPENAI_BASE_URL": server.base_url},
+        )
+        assert done.returncode == 0, done.stderr
+        assert done.stdout == "The file says hi.\n"
+        paths = [r.path for r in server.requests]
+        assert paths == ["/v1/responses"] * 3
+        assert server.requests[0].headers["authorization"] == "Bearer sk-test"
+        assert "hi from disk" in json.dumps(server.requests[1].body)  # the tool result went back
