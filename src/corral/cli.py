@@ -54,10 +54,35 @@ def _root(
     version: Annotated[
         bool, typer.Option("--version", callback=_version, is_eager=True, help="Print the version and exit.")
     ] = False,
+    model: ModelOpt = None,
+    thinking: ThinkingOpt = None,
+    session: SessionOpt = None,
+    continue_: ContinueOpt = False,
+    surfaces: Annotated[
+        str | None,
+        typer.Option("--surfaces", help="Comma-separated tool surfaces for the lead (default: the setting)."),
+    ] = None,
 ) -> None:
-    """Teams of coding agents that a lead controls."""
-    if ctx.invoked_subcommand is None:
-        print(ctx.get_help())
+    """Teams of coding agents that a lead controls. With no command: open the terminal app here."""
+    if ctx.invoked_subcommand is not None:
+        return
+    from corral._cli._launch import LaunchOptions
+
+    try:
+        from corral.tui import run_app
+    except ImportError as exc:  # pragma: no cover - textual ships as a dependency
+        from corral.errors import UsageError
+
+        raise UsageError(f"the terminal app needs textual ({exc}); pip install 'corral' again") from exc
+    options = LaunchOptions(
+        Path.cwd(),
+        model=model,
+        thinking=thinking.value if thinking else None,  # type: ignore[arg-type]
+        session=session,
+        continue_recent=continue_,
+        surfaces=None if surfaces is None else [s.strip() for s in surfaces.split(",") if s.strip()],
+    )
+    raise typer.Exit(run_app(options))
 
 
 ModelOpt = Annotated[
@@ -257,6 +282,16 @@ def agents_close(
     )
 
 
+@agents_app.command("reap")
+def agents_reap(
+    dry_run: Annotated[bool, typer.Option("--dry-run", help="Only report the orphan panes.")] = False,
+) -> None:
+    """Report and kill tmux panes whose agent is finalized or unknown to the store (never live agents)."""
+    from corral._cli._worker import reap
+
+    raise typer.Exit(asyncio.run(reap(out=sys.stdout, dry_run=dry_run)))
+
+
 @app.command()
 def trust(
     path: Annotated[Path | None, typer.Argument(help="Project directory (default: the current one).")] = None,
@@ -275,6 +310,18 @@ def untrust(
     from corral._cli._agents import untrust as run_untrust
 
     raise typer.Exit(run_untrust(path or Path.cwd(), out=sys.stdout))
+
+
+@app.command(hidden=True)
+def worker(
+    run_id: Annotated[str, typer.Option("--run-id", help="The generation to run.")],
+    store: Annotated[Path, typer.Option("--store", help="The orchestration store (SQLite file).")],
+    launch: Annotated[Path, typer.Option("--launch", help="The launch file the host wrote.")],
+) -> None:
+    """Run one managed agent in this terminal (what a tmux pane runs; started by the host)."""
+    from corral._cli._worker import main as run_worker
+
+    raise typer.Exit(run_worker(["--run-id", run_id, "--store", str(store), "--launch", str(launch)]))
 
 
 def main(argv: list[str] | None = None) -> int:

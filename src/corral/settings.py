@@ -187,6 +187,10 @@ class Settings(_Section):
     """`[retry]` table."""
     shell_path: str | None = None
     """Shell for the bash tool (default: `/bin/bash` if present, else `sh`)."""
+    runtime: Literal["inprocess", "tmux"] = "inprocess"
+    """Where managed agents run when their definition names no `runtime`: `inprocess` (default, tasks
+    of the host process) or `tmux` (worker processes in panes of a private tmux server that outlive the
+    host; see `docs/runtimes.md`)."""
     steering_mode: QueueMode = "one-at-a-time"
     """How queued steering messages are delivered: `one-at-a-time` (default) or `all`."""
     follow_up_mode: QueueMode = "one-at-a-time"

@@ -164,7 +164,7 @@ class Controller(DelegateMixin):
         request = self.host.store.submit_request(
             generation.run_id, owner_session_id=caller.session_id, kind=kind, text=text
         )
-        self._hand_over(generation, request.request_id, kind)
+        await self._hand_over(generation, request.request_id, kind)
         return SteerResult(
             "steer" if kind == "steer" else "interrupt",
             label,
@@ -174,10 +174,31 @@ class Controller(DelegateMixin):
             generation.active_request_id or "",
         )
 
-    def _hand_over(self, generation: GenerationRecord, request_id: str, kind: str) -> None:
-        """Give the recorded request to the child and raise the error of a rejected ack."""
+    async def _hand_over(self, generation: GenerationRecord, request_id: str, kind: str) -> None:
+        """Give the recorded request to the child and raise the error of a rejected ack.
+
+        A tmux worker takes the request from the store; this waits for its acknowledgement.
+        """
         child = self.host.children.get(generation.run_id)
         request = self.host.store.get_request(request_id)
+        if child is None and request is not None and generation.run_id in self.host.tmux_runs:
+            acked_tmux = await self.host.await_ack(generation.run_id, request_id)
+            if acked_tmux is None or not acked_tmux.acknowledged:
+                raise ManagedAgentBusyError(
+                    f"Agent {generation.label} has not acknowledged its {kind} yet; it stays queued.",
+                    ids=self._ids(generation),
+                    next_action="Do not submit the same intent again; wait and refresh with `list`.",
+                )
+            self.host.changed()
+            if acked_tmux.accepted is False:
+                raise error_for_ack(
+                    acked_tmux.ack_code or "delivery",
+                    acked_tmux.ack_message or f"Agent {generation.label} rejected the {kind}.",
+                    operation=kind,
+                    ids=self._ids(generation),
+                    next_action=_REFRESH,
+                )
+            return
         if child is None or request is None:
             raise TargetNotFoundError(
                 f"Agent {generation.label} is not running in this host; its {kind} stays unacknowledged.",
@@ -210,7 +231,7 @@ class Controller(DelegateMixin):
             request = self.host.store.answer_ask(
                 generation.run_id, owner_session_id=caller.session_id, ask_id=ask.ask_id, text=text
             )
-            self._hand_over(generation, request.request_id, "reply")
+            await self._hand_over(generation, request.request_id, "reply")
             return ReplyResult(
                 params.agent,
                 generation.definition,
@@ -285,6 +306,7 @@ class Controller(DelegateMixin):
                     f"Agent {params.agent} is not a live agent of this host; inspect needs a live agent.",
                     ids=self._ids(generation),
                 )
+            await host.runtime.prepare_evidence(handle)
             output = host.runtime.recent_output(handle, lines=80, max_bytes=16384)
             processes = host.runtime.process_evidence(handle)
             captured_at = int(time.time() * 1000)

@@ -14,6 +14,7 @@ import contextlib
 import os
 import re
 from collections.abc import Sequence
+from dataclasses import asdict, dataclass
 from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
@@ -23,26 +24,37 @@ from corral.agent.tools import ALL_TOOL_NAMES, create_builtin_tools
 from corral.llm import Model, ThinkingLevel, parse_model_ref
 from corral.orchestration._caller import Caller
 from corral.orchestration._child import RETIRED_ENTRY, AskOwnerTool, ManagedChild
-from corral.orchestration._definitions import AgentDefinition, is_delegating, leaf_projection
+from corral.orchestration._definitions import AgentDefinition, RuntimeKind, is_delegating, leaf_projection
 from corral.orchestration._delivery import RESULT_TYPE
 from corral.orchestration._files import prepare_files
 from corral.orchestration._records import GenerationRecord, NewGeneration, RequestRecord
 from corral.orchestration._results import DelegateResult
+from corral.orchestration._worker import worker_argv, worker_env, write_launch_file
 from corral.orchestration.errors import (
+    InternalFailureError,
     InvalidRequestError,
     ManagedAgentBusyError,
     OrchestrationError,
     PaneNotReadyError,
+    RollbackFailureError,
     error_context,
 )
-from corral.runtime import LaunchSpec
+from corral.runtime import LaunchSpec, PaneNotReady, RollbackFailed, RuntimeError_, RuntimeHandle
 from corral.session import CustomEntry, CustomMessageEntry, SessionError, SessionManager, fork_from
 
 if TYPE_CHECKING:
     from corral.orchestration._host import Host
     from corral.orchestration.surfaces import ContinueParams, DelegateParams
+    from corral.settings import Settings
 
-__all__ = ["DEFINITION_ENTRY", "DelegateMixin", "managed_header"]
+__all__ = [
+    "DEFINITION_ENTRY",
+    "DelegateMixin",
+    "ManagedAgentSpec",
+    "build_managed_agent",
+    "managed_agent_spec",
+    "managed_header",
+]
 
 DEFINITION_ENTRY = "corral-agent-definition"
 _UUID = re.compile(r"^[0-9a-f]{8}-[0-9a-f]{4}-[0-9a-f]{4}-[0-9a-f]{4}-[0-9a-f]{12}$")
@@ -74,6 +86,73 @@ def _tool_names(defn: AgentDefinition) -> list[str]:
     else:
         names = builtin
     return [name for name in names if name not in policy.exclude_tools]
+
+
+@dataclass(frozen=True, slots=True)
+class ManagedAgentSpec:
+    """What builds a managed agent's session, in plain data (a tmux worker reads it from a file)."""
+
+    label: str
+    definition: str
+    model_ref: str
+    thinking: ThinkingLevel
+    tool_names: tuple[str, ...]
+    body: str
+    system_prompt_mode: str
+
+    def to_json(self) -> dict[str, Any]:
+        """A JSON-able dict (`from_json` reads it back)."""
+        data = asdict(self)
+        data["tool_names"] = list(self.tool_names)
+        return data
+
+    @classmethod
+    def from_json(cls, data: dict[str, Any]) -> ManagedAgentSpec:
+        """The spec written by `to_json`."""
+        return cls(**{**data, "tool_names": tuple(data["tool_names"])})
+
+
+def managed_agent_spec(
+    defn: AgentDefinition, label: str, model: Model, thinking: ThinkingLevel
+) -> ManagedAgentSpec:
+    """The spec of a managed agent of definition `defn` on `model`."""
+    return ManagedAgentSpec(
+        label=label,
+        definition=defn.name,
+        model_ref=f"{model.info.provider}/{model.info.id}",
+        thinking=thinking,
+        tool_names=tuple(_tool_names(defn)),
+        body=defn.body.strip(),
+        system_prompt_mode=defn.system_prompt_mode,
+    )
+
+
+def build_managed_agent(
+    spec: ManagedAgentSpec, *, session: SessionManager, model: Model, cwd: Path, settings: Settings
+) -> AgentSession:
+    """The managed agent's `AgentSession` (tools, system prompt); used in-process and by the tmux worker."""
+    tools: list[AgentTool] = create_builtin_tools(
+        cwd, shell_path=settings.shell_path, names=list(spec.tool_names)
+    )
+    guidance = _MANAGED_GUIDANCE.format(label=spec.label, definition=spec.definition)
+    body = spec.body
+    replace = spec.system_prompt_mode == "replace"
+    system_prompt = build_system_prompt(
+        cwd=cwd,
+        tools=tools,
+        custom_prompt=body if replace and body else None,
+        append="\n\n".join(part for part in (body if not replace else "", guidance) if part),
+    )
+    return AgentSession(
+        session=session,
+        model=model,
+        thinking_level=spec.thinking,
+        tools=tools,
+        cwd=cwd,
+        settings=settings,
+        system_prompt=system_prompt,
+        agent_name=spec.label,
+    )
 
 
 def _definition_entry(session: SessionManager) -> dict[str, Any] | None:
@@ -123,6 +202,7 @@ class DelegateMixin:
             task_text = self._render(caller, params.files, "Task", params.task)
             model, thinking = self._model_for(defn, caller.model_ref, caller.thinking_level, cwd)
             delegating = caller.scope == "lead" and is_delegating(defn)
+            runtime_kind = self._runtime_for(defn, delegating=delegating)
             if fork_source is not None:
                 session = self._fork_session(fork_source, cwd, defn.name)
             else:
@@ -141,6 +221,7 @@ class DelegateMixin:
                         session_path=None if session.path is None else str(session.path),
                         parent_run_id=caller.run_id if caller.scope == "managed-agent" else None,
                         delegating=delegating,
+                        runtime_kind=runtime_kind,
                     )
                 )
             except BaseException:
@@ -213,6 +294,9 @@ class DelegateMixin:
                     session_path=str(path),
                     parent_run_id=caller.run_id if caller.scope == "managed-agent" else None,
                     delegating=caller.scope == "lead" and is_delegating(defn),
+                    runtime_kind=self._runtime_for(
+                        defn, delegating=caller.scope == "lead" and is_delegating(defn)
+                    ),
                 )
             )
             try:
@@ -228,6 +312,11 @@ class DelegateMixin:
             )
 
     # --- shared -----------------------------------------------------------------------------------
+
+    def _runtime_for(self, defn: AgentDefinition, *, delegating: bool) -> RuntimeKind:
+        """The definition's `runtime`, else the `runtime` setting; delegating agents run in-process."""
+        kind: RuntimeKind = defn.runtime or self.host.settings.runtime
+        return "inprocess" if delegating else kind
 
     def _allowed(self, caller: Caller) -> tuple[str, ...] | None:
         if caller.scope == "lead":
@@ -341,32 +430,13 @@ class DelegateMixin:
     ) -> DelegateResult:
         host = self.host
         cwd = Path(generation.cwd)
+        if generation.runtime_kind == "tmux":
+            return await self._launch_tmux(
+                action, caller, generation, task, session, model, thinking, defn, timeout_ms
+            )
         try:
-            tools: list[AgentTool] = create_builtin_tools(
-                cwd,
-                shell_path=host.settings.shell_path,
-                names=_tool_names(defn),
-            )
-            guidance = _MANAGED_GUIDANCE.format(label=generation.label, definition=defn.name)
-            body = defn.body.strip()
-            system_prompt = build_system_prompt(
-                cwd=cwd,
-                tools=tools,
-                custom_prompt=body if defn.system_prompt_mode == "replace" and body else None,
-                append="\n\n".join(
-                    part for part in (body if defn.system_prompt_mode != "replace" else "", guidance) if part
-                ),
-            )
-            agent = AgentSession(
-                session=session,
-                model=model,
-                thinking_level=thinking,
-                tools=tools,
-                cwd=cwd,
-                settings=host.settings,
-                system_prompt=system_prompt,
-                agent_name=generation.label,
-            )
+            spec = managed_agent_spec(defn, generation.label, model, thinking)
+            agent = build_managed_agent(spec, session=session, model=model, cwd=cwd, settings=host.settings)
             session.flush()
             child = ManagedChild(
                 store=host.store,
@@ -448,6 +518,113 @@ class DelegateMixin:
             run_id=generation.run_id,
         )
 
+    async def _launch_tmux(
+        self,
+        action: Any,
+        caller: Caller,
+        generation: GenerationRecord,
+        task: RequestRecord,
+        session: SessionManager,
+        model: Model,
+        thinking: ThinkingLevel,
+        defn: AgentDefinition,
+        timeout_ms: int | None,
+    ) -> DelegateResult:
+        """Start the generation as a `corral worker` in a tmux pane and wait for its readiness record."""
+        host = self.host
+        cwd = Path(generation.cwd)
+        spec = managed_agent_spec(defn, generation.label, model, thinking)
+        handle: RuntimeHandle | None = None
+        try:
+            session.flush()
+            session_path = session.path
+            session.close()  # the worker owns the session file from here on
+            if session_path is None:
+                raise InternalFailureError(
+                    f"Agent {generation.label} has no session file to hand to its worker."
+                )
+            tmux = host.tmux_runtime()
+            launch = write_launch_file(
+                tmux.socket.parent,
+                generation.run_id,
+                {
+                    "spec": spec.to_json(),
+                    "settings": host.settings.model_dump(mode="json"),
+                    "contextRetirement": host.context_retirement,
+                    "heartbeat": str(tmux.heartbeat_path(generation.run_id)),
+                },
+            )
+            handle = await tmux.start(
+                LaunchSpec(
+                    generation.run_id,
+                    generation.label,
+                    cwd,
+                    generation.session_id,
+                    session_path=session_path,
+                    argv=worker_argv(generation.run_id, host.store.path, launch),
+                    env=worker_env(),
+                )
+            )
+            host.track_tmux(generation.run_id, handle, pid=None)
+            generation = host.store.record_started(
+                generation.run_id,
+                session_path=str(session_path),
+                host_id=host.host_id,
+                pane_id=handle.runtime_id,
+            )
+        except BaseException as exc:
+            await self._rollback(generation, caller)
+            if isinstance(exc, OrchestrationError):
+                exc.rollback_occurred = True
+                raise
+            if isinstance(exc, RuntimeError_):
+                raise PaneNotReadyError(
+                    f"Agent {generation.label} could not be started in tmux: {exc}",
+                    rollback_occurred=True,
+                    ids={"label": generation.label},
+                ) from None
+            raise
+        budget = (timeout_ms or _DEFAULT_STARTUP_MS) / 1000
+        run_id = generation.run_id
+
+        def ready() -> bool:
+            current = host.store.get_generation(run_id)
+            return current is not None and current.pid is not None and current.phase != "starting"
+
+        try:
+            await tmux.wait_ready(handle, ready, timeout=budget)
+        except (PaneNotReady, RollbackFailed) as exc:
+            host.untrack_tmux(run_id)
+            with contextlib.suppress(OrchestrationError):
+                host.store.finalize_generation(run_id, owner_session_id=caller.session_id)
+            cause = exc.primary if isinstance(exc, RollbackFailed) else exc
+            diagnostic = cause.diagnostic if isinstance(cause, PaneNotReady) else ""
+            primary = PaneNotReadyError(
+                f"Agent {generation.label} did not become ready in its tmux pane: {cause}",
+                rollback_occurred=True,
+                ids={"label": generation.label, "paneId": handle.runtime_id},
+                details={"startupDiagnostic": diagnostic},
+            )
+            if isinstance(exc, RollbackFailed):
+                raise RollbackFailureError.from_failures(primary, exc.cleanup, operation=action) from None
+            raise primary from None
+        current = host.store.get_generation(run_id)
+        if current is not None:
+            generation = current
+            host.tmux_runtime().adopt(handle, generation.pid)
+        host.changed()
+        return DelegateResult(
+            action,
+            agent=generation.label,
+            definition=generation.definition,
+            owner_session_id=generation.owner_session_id,
+            pane_id=generation.pane_id,
+            session_id=generation.session_id,
+            session_path=generation.session_path,
+            request_id=task.request_id,
+            run_id=generation.run_id,
+        )
+
     def _ask_owner_tool(self, child: ManagedChild, agent: AgentSession, prepare: Any) -> AgentTool:
         """The surfaces' `ask_owner` tool when available, else the core's thin one."""
         try:
@@ -466,6 +643,7 @@ class DelegateMixin:
             host.store.finalize_generation(generation.run_id, owner_session_id=caller.session_id)
         if generation.run_id in host.children:
             host.release(generation.run_id)
+        host.untrack_tmux(generation.run_id)
 
 
 def _same_file(given: Path, actual: Path, base: Path) -> bool:

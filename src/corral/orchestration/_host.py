@@ -39,10 +39,18 @@ from corral.orchestration._delivery import deliver_ask, deliver_result
 from corral.orchestration._faults import fault_point
 from corral.orchestration._files import FileLimits
 from corral.orchestration._lifecycle import Observation, RuntimeLifecycle
-from corral.orchestration._records import AskRecord, GenerationRecord
+from corral.orchestration._records import AskRecord, GenerationRecord, RequestRecord
 from corral.orchestration._store import Store
 from corral.orchestration.errors import OrchestrationError
-from corral.runtime import InProcessRuntime, RuntimeHandle
+from corral.runtime import (
+    InProcessRuntime,
+    LaunchSpec,
+    PresenceVerdict,
+    ProcessEvidence,
+    RecentOutput,
+    RuntimeHandle,
+    TmuxRuntime,
+)
 from corral.session import SessionError, SessionManager
 
 if TYPE_CHECKING:
@@ -50,9 +58,11 @@ if TYPE_CHECKING:
     from corral.orchestration._controller import Controller
     from corral.settings import Settings
 
-__all__ = ["RETIRED_ENTRY", "Host"]
+__all__ = ["RETIRED_ENTRY", "Host", "Runtimes"]
 
 _FINALIZE_ATTEMPTS = 50
+_WATCH_S = 0.05
+_ACK_POLL_S = 0.02
 
 
 def _pid_alive(pid: int) -> bool:
@@ -63,6 +73,76 @@ def _pid_alive(pid: int) -> bool:
     except PermissionError:
         return True
     return True
+
+
+class Runtimes:
+    """The host's runtimes behind one face: in-process always, tmux when first needed.
+
+    Calls taking a handle go to the runtime of `handle.kind`; `start` with a
+    `program` is in-process. `stop_all` stops in-process agents only: tmux
+    agents outlive their host.
+    """
+
+    def __init__(self, inprocess: InProcessRuntime, tmux_socket: Path | None = None) -> None:
+        self.inprocess = inprocess
+        self._tmux: TmuxRuntime | None = None
+        self._tmux_socket = tmux_socket
+
+    @property
+    def tmux(self) -> TmuxRuntime:
+        """The tmux runtime (created on first use)."""
+        if self._tmux is None:
+            self._tmux = TmuxRuntime(socket=self._tmux_socket)
+        return self._tmux
+
+    @property
+    def has_tmux(self) -> bool:
+        """Whether the tmux runtime was used."""
+        return self._tmux is not None
+
+    def _for(self, handle: RuntimeHandle) -> InProcessRuntime | TmuxRuntime:
+        return self.tmux if handle.kind == "tmux" else self.inprocess
+
+    async def start(self, spec: LaunchSpec) -> RuntimeHandle:
+        """Start in-process when `spec.program` is set, else in tmux."""
+        if spec.program is not None:
+            return await self.inprocess.start(spec)
+        return await self.tmux.start(spec)
+
+    def owns(self, handle: RuntimeHandle) -> bool:
+        """Whether the in-process runtime started `handle`."""
+        return self.inprocess.owns(handle)
+
+    def presence(self, handle: RuntimeHandle) -> PresenceVerdict:
+        """The handle's runtime's verdict."""
+        return self._for(handle).presence(handle)
+
+    async def prepare_evidence(self, handle: RuntimeHandle) -> None:
+        """Capture evidence before `recent_output`/`process_evidence` (tmux); nothing in-process."""
+        if handle.kind == "tmux":
+            await self.tmux.prepare_evidence(handle)
+
+    def recent_output(
+        self, handle: RuntimeHandle, *, lines: int = 80, max_bytes: int = 16384
+    ) -> RecentOutput:
+        """The handle's runtime's recent output."""
+        return self._for(handle).recent_output(handle, lines=lines, max_bytes=max_bytes)
+
+    def process_evidence(self, handle: RuntimeHandle) -> list[ProcessEvidence]:
+        """The handle's runtime's process evidence."""
+        return self._for(handle).process_evidence(handle)
+
+    async def stop(self, handle: RuntimeHandle) -> None:
+        """Stop through the handle's runtime."""
+        await self._for(handle).stop(handle)
+
+    def forget(self, handle: RuntimeHandle) -> None:
+        """Drop bookkeeping of a finished agent."""
+        self._for(handle).forget(handle)
+
+    async def stop_all(self) -> None:
+        """Stop every in-process agent (host shutdown); tmux agents keep running."""
+        await self.inprocess.stop_all()
 
 
 class Host:
@@ -77,6 +157,7 @@ class Host:
         runtime: The in-process runtime (default a new one).
         context_retirement: Honour `contextRetirement` (retired sessions are not continued/forked).
         file_limits: Limits for `files`.
+        tmux_socket: The tmux runtime's server socket (default under the data root).
     """
 
     def __init__(
@@ -90,6 +171,7 @@ class Host:
         runtime: InProcessRuntime | None = None,
         context_retirement: bool = True,
         file_limits: FileLimits | None = None,
+        tmux_socket: Path | None = None,
     ) -> None:
         self.store = store
         self.registry = registry
@@ -102,7 +184,7 @@ class Host:
         self.roster_loader = roster_loader or (lambda cwd: load_roster(cwd))
         self.host_id = f"{uuid.uuid4()}"
         self.pid = os.getpid()
-        self.runtime = runtime or InProcessRuntime(host_tag=self.host_id[:8])
+        self.runtime = Runtimes(runtime or InProcessRuntime(host_tag=self.host_id[:8]), tmux_socket)
         self.context_retirement = context_retirement
         self.file_limits = file_limits or FileLimits()
         self.owners: dict[str, AgentSession] = {}
@@ -115,6 +197,10 @@ class Host:
         self._tasks: set[asyncio.Task[None]] = set()
         self._change = asyncio.Event()
         self._closed = False
+        self.tmux_runs: set[str] = set()
+        """Generations running in tmux panes that this host watches."""
+        self._watcher: asyncio.Task[None] | None = None
+        self._watch_signature: object = None
         self.on_background_error: Callable[[BaseException], None] | None = None
         from corral.orchestration._controller import Controller
 
@@ -275,6 +361,96 @@ class Host:
         finally:
             self._asking.discard(ask_id)
 
+    # --- tmux generations ------------------------------------------------------------------------------
+
+    def tmux_runtime(self) -> TmuxRuntime:
+        """The tmux runtime (its private server starts with the first pane)."""
+        return self.runtime.tmux
+
+    def track_tmux(self, run_id: str, handle: RuntimeHandle, *, pid: int | None) -> None:
+        """Watch a tmux generation: discover its results and asks through the store."""
+        self.runtime.tmux.adopt(handle, pid)
+        self.handles[run_id] = handle
+        self.tmux_runs.add(run_id)
+        if self._watcher is None or self._watcher.done():
+            self._watcher = asyncio.get_running_loop().create_task(self._watch(), name="corral-tmux-watch")
+
+    def untrack_tmux(self, run_id: str) -> None:
+        """Stop watching a tmux generation."""
+        if run_id in self.tmux_runs:
+            self.tmux_runs.discard(run_id)
+            handle = self.handles.pop(run_id, None)
+            if handle is not None:
+                self.runtime.forget(handle)
+
+    async def _watch(self) -> None:
+        """Poll the store for tmux generations' results and asks and deliver them (same routines)."""
+        while self.tmux_runs and not self._closed:
+            try:
+                await self.runtime.tmux.refresh()
+                self._watch_once()
+            except Exception as exc:  # pragma: no cover - surfaced to the embedder
+                if self.on_background_error is not None:
+                    self.on_background_error(exc)
+            await asyncio.sleep(_WATCH_S)
+
+    def _watch_once(self) -> None:
+        signature: list[object] = []
+        for run_id in sorted(self.tmux_runs):
+            generation = self.store.get_generation(run_id)
+            if generation is None or generation.phase == "finalized":
+                self.untrack_tmux(run_id)
+                signature.append(run_id)
+                continue
+            handle = self.handles.get(run_id)
+            presence = self.runtime.presence(handle) if handle is not None else "unknown"
+            if (
+                presence == "lost"
+                and generation.presence != "lost"
+                and generation.phase in ("starting", "active")
+                and generation.pid is not None
+            ):
+                with contextlib.suppress(OrchestrationError):
+                    generation = self.store.mark_presence(
+                        run_id,
+                        "lost",
+                        diagnostic=f"tmux pane {generation.pane_id} or worker {generation.pid} is gone",
+                    )
+            if (
+                generation.phase == "completed"
+                and generation.completed_request_id is not None
+                and generation.completed_request_id not in self._delivering
+                and generation.owner_session_id in self.owners
+            ):
+                self._spawn(self._deliver_and_finalize(generation.completed_request_id))
+            ask = self.store.pending_ask(run_id)
+            if (
+                ask is not None
+                and ask.delivered_entry_id is None
+                and ask.ask_id not in self._asking
+                and generation.owner_session_id in self.owners
+            ):
+                self._spawn(self._deliver_ask(run_id, ask.ask_id))
+            acked = sum(1 for request in self.store.requests(run_id) if request.acknowledged)
+            signature.append(
+                (run_id, generation.phase, generation.presence, generation.pid, presence, ask, acked)
+            )
+        if signature != self._watch_signature:
+            self._watch_signature = signature
+            self.changed()
+
+    async def await_ack(self, run_id: str, request_id: str, *, timeout: float = 30.0) -> RequestRecord | None:
+        """Wait until the worker acknowledged `request_id` (tmux: requests go through the store)."""
+        loop = asyncio.get_running_loop()
+        deadline = loop.time() + timeout
+        while True:
+            request = self.store.get_request(request_id)
+            if request is None or request.acknowledged:
+                return request
+            if loop.time() >= deadline or run_id not in self.tmux_runs:
+                return request
+            await asyncio.sleep(_ACK_POLL_S)
+
     # --- recovery ------------------------------------------------------------------------------------
 
     def tree(self, owner_session_id: str) -> list[GenerationRecord]:
@@ -316,6 +492,16 @@ class Host:
                     diagnostic=f"host process {generation.pid} of this in-process agent is gone",
                 )
         for generation in self.tree(owner_session_id):
+            if (
+                generation.runtime_kind == "tmux"
+                and generation.pane_id is not None
+                and generation.presence != "lost"
+                and generation.phase in ("starting", "active", "completed")
+                and generation.run_id not in self.tmux_runs
+            ):
+                handle = RuntimeHandle(runtime_id=generation.pane_id, kind="tmux", run_id=generation.run_id)
+                self.track_tmux(generation.run_id, handle, pid=generation.pid)
+        for generation in self.tree(owner_session_id):
             if generation.owner_session_id != owner_session_id:
                 continue
             if generation.phase == "completed" and generation.completed_request_id is not None:
@@ -338,6 +524,8 @@ class Host:
                 ready = stat.st_size > 0 and Path(path).is_file()
         child = self.children.get(generation.run_id)
         handle = self.handles.get(generation.run_id)
+        if generation.run_id in self.tmux_runs and handle is not None:
+            return self._observe_tmux(generation, handle, ready)
         if child is not None and handle is not None:
             presence = self.runtime.presence(handle)
             if presence == "lost" and generation.phase in ("completed", "finalized"):
@@ -349,6 +537,17 @@ class Host:
         if generation.presence == "lost" or self.host_gone(generation):
             return Observation(presence="lost", lifecycle="unknown", transcript_ready=ready)
         return Observation(presence="unknown", lifecycle="unknown", transcript_ready=ready)
+
+    def _observe_tmux(self, generation: GenerationRecord, handle: RuntimeHandle, ready: bool) -> Observation:
+        presence = self.runtime.presence(handle)
+        if presence == "lost" and generation.phase in ("completed", "finalized"):
+            presence = "live"  # finished normally; cleanup is converging
+        lifecycle: RuntimeLifecycle = "working"
+        if generation.phase == "completed":
+            lifecycle = "done"
+        elif generation.phase == "active" and self.store.pending_ask(generation.run_id) is not None:
+            lifecycle = "idle"
+        return Observation(presence=presence, lifecycle=lifecycle, transcript_ready=ready)
 
     def is_retired(self, generation: GenerationRecord) -> bool:
         """Whether the generation's session was retired after context pressure (and retirement is on)."""
@@ -377,6 +576,16 @@ class Host:
             return False
         for generation in self.tree(owner_session_id):
             child = self.children.get(generation.run_id)
+            if generation.run_id in self.tmux_runs and generation.presence != "lost":
+                if generation.phase in ("starting", "completed"):
+                    return False
+                if generation.phase == "active":
+                    ask = self.store.pending_ask(generation.run_id)
+                    if ask is None:
+                        return False  # working
+                    if ask.delivered_entry_id is None and generation.owner_session_id in self.owners:
+                        return False  # its question is still to be delivered
+                continue
             if generation.presence == "lost" or child is None:
                 if generation.phase == "completed" and generation.owner_session_id in self.owners:
                     return False  # delivery to a live owner is still due
@@ -418,6 +627,10 @@ class Host:
         if self._closed:
             return
         self._closed = True
+        if self._watcher is not None:
+            self._watcher.cancel()
+            with contextlib.suppress(BaseException):
+                await self._watcher
         for task in list(self._tasks):
             task.cancel()
         for task in list(self._tasks):

@@ -15,16 +15,23 @@ from ._base import (
     RuntimeHandle,
 )
 from ._inprocess import InProcessRuntime, bound_output
+from ._tmux import HEARTBEAT_STALE_S, PaneInfo, PaneNotReady, RollbackFailed, TmuxRuntime, default_socket
 
 __all__ = [
+    "HEARTBEAT_STALE_S",
     "ChildProgram",
     "InProcessRuntime",
     "LaunchSpec",
+    "PaneInfo",
+    "PaneNotReady",
     "PresenceVerdict",
     "ProcessEvidence",
     "RecentOutput",
+    "RollbackFailed",
     "Runtime",
     "RuntimeError_",
     "RuntimeHandle",
+    "TmuxRuntime",
     "bound_output",
+    "default_socket",
 ]

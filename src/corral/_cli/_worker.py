@@ -1,0 +1,313 @@
+"""`corral worker`: the process in a tmux pane that runs one generation's agent.
+
+It opens the shared store, loads its generation and task, builds the agent
+exactly as the in-process path does (`build_managed_agent` from the launch
+file the host wrote), and records its readiness (its pid and `$TMUX_PANE`)
+before running the assignment through the same `ManagedChild`. Requests
+(`steer`, `interrupt`, `reply`) arrive through the store: it polls every
+`POLL_S` seconds and acknowledges each one through `ManagedChild.accept`. A
+heartbeat file is touched about once a second. The terminal shows a live
+view: streamed assistant text, tool calls and results in brief, and a state
+line. The worker exits once its generation is finalized (delivered and torn
+down by a host, or closed), or when its agent ended without a result (lost).
+
+Run as `python -m corral._cli._worker --run-id … --store … --launch …`
+(what the pane runs: no CLI imports) or `corral worker …`.
+"""
+
+from __future__ import annotations
+
+import argparse
+import asyncio
+import contextlib
+import json
+import os
+import sys
+import time
+from pathlib import Path
+from typing import Any, TextIO
+
+from corral.agent import (
+    AgentSettledEvent,
+    MessageEndEvent,
+    MessageUpdateEvent,
+    ToolExecutionEndEvent,
+    ToolExecutionStartEvent,
+)
+from corral.llm import AssistantMessage, ModelRegistry
+from corral.orchestration._child import AskOwnerTool, ManagedChild
+from corral.orchestration._delegate import ManagedAgentSpec, build_managed_agent
+from corral.orchestration._files import prepare_files
+from corral.orchestration._records import AskRecord
+from corral.orchestration._store import Store
+from corral.orchestration.errors import OrchestrationError
+from corral.session import SessionManager
+from corral.settings import Settings
+
+__all__ = ["POLL_S", "main", "run_worker"]
+
+POLL_S = 0.05
+"""How often the worker reads its requests and generation from the store."""
+_HEARTBEAT_S = 1.0
+_BRIEF = 160
+
+
+class WorkerError(Exception):
+    """The worker cannot run its generation (bad arguments, no such generation)."""
+
+
+def _brief(text: str) -> str:
+    flat = " ".join(text.split())
+    return flat if len(flat) <= _BRIEF else flat[: _BRIEF - 1] + "…"
+
+
+class _Hooks:
+    """Child hooks in a worker: the host discovers results and asks through the store."""
+
+    def __init__(self) -> None:
+        self.child: ManagedChild | None = None
+
+    def result_stored(self, run_id: str, request_id: str) -> None:
+        """Nothing to do: the host polls for durable results."""
+
+    def ask_created(self, run_id: str, ask: AskRecord) -> None:
+        """Nothing to do: the host polls for pending asks."""
+
+    def changed(self) -> None:
+        """Let the child re-check whether it can finish."""
+        if self.child is not None:
+            self.child.wake()
+
+
+class _View:
+    """The pane's live view: streamed text, tools in brief, a state line."""
+
+    def __init__(self, out: TextIO, label: str) -> None:
+        self.out = out
+        self.label = label
+        self._streaming = False
+
+    def line(self, text: str) -> None:
+        if self._streaming:
+            self.out.write("\n")
+            self._streaming = False
+        self.out.write(text + "\n")
+        self.out.flush()
+
+    def state(self, text: str) -> None:
+        self.line(f"── {self.label}: {text} ──")
+
+    def on_event(self, event: object) -> None:
+        if isinstance(event, MessageUpdateEvent):
+            delta = getattr(event.assistant_message_event, "delta", None)
+            if getattr(event.assistant_message_event, "type", "") == "text_delta" and isinstance(delta, str):
+                self.out.write(delta)
+                self.out.flush()
+                self._streaming = True
+        elif isinstance(event, MessageEndEvent) and isinstance(event.message, AssistantMessage):
+            if self._streaming:
+                self.line("")
+        elif isinstance(event, ToolExecutionStartEvent):
+            self.line(f"→ {event.tool_name} {_brief(json.dumps(event.args, ensure_ascii=False))}")
+        elif isinstance(event, ToolExecutionEndEvent):
+            text = " ".join(getattr(part, "text", "") for part in event.result.content)
+            marker = " [error]" if event.is_error else ""
+            self.line(f"← {event.tool_name}{marker}: {_brief(text)}")
+        elif isinstance(event, AgentSettledEvent):
+            self.state("idle")
+
+
+async def run_worker(run_id: str, store_path: Path, launch_path: Path, *, out: TextIO = sys.stdout) -> int:
+    """Run generation `run_id` until it is finalized; the exit code (0: done, 1: lost).
+
+    Raises:
+        WorkerError: The launch file or the generation cannot be loaded.
+    """
+    try:
+        launch: dict[str, Any] = json.loads(launch_path.read_text(encoding="utf-8"))
+        spec = ManagedAgentSpec.from_json(launch["spec"])
+        settings = Settings.model_validate_json(json.dumps(launch.get("settings", {})))
+    except (OSError, ValueError, KeyError, TypeError) as exc:
+        raise WorkerError(f"cannot read launch file {launch_path}: {exc}") from None
+    store = Store.open(store_path)
+    try:
+        generation = store.get_generation(run_id)
+        if generation is None or generation.session_path is None:
+            raise WorkerError(f"no live generation {run_id} with a session file in {store_path}")
+        task = next((r for r in store.requests(run_id) if r.kind == "task"), None)
+        if task is None:
+            raise WorkerError(f"generation {run_id} has no task request")
+        view = _View(out, generation.label)
+        view.state(f"starting (run {run_id[:8]}, pane {os.environ.get('TMUX_PANE', '?')})")
+        cwd = Path(generation.cwd)
+        registry = ModelRegistry(settings, cwd=cwd)
+        model = registry.create_model(registry.resolve(spec.model_ref), cwd=cwd)
+        session = SessionManager.open(Path(generation.session_path))
+        agent = build_managed_agent(spec, session=session, model=model, cwd=cwd, settings=settings)
+        hooks = _Hooks()
+        child = ManagedChild(
+            store=store,
+            agent=agent,
+            generation=generation,
+            task=task,
+            hooks=hooks,
+            delegating=False,
+            context_retirement=bool(launch.get("contextRetirement", True)),
+        )
+        hooks.child = child
+
+        def prepare_question(question: str, files: list[str] | None) -> str:
+            return prepare_files(files, cwd=cwd).render("Question", question).text
+
+        agent.register_tool(AskOwnerTool(child, prepare_question))
+        agent.subscribe(view.on_event)
+        heartbeat = Path(launch["heartbeat"]) if launch.get("heartbeat") else None
+        store.record_started(run_id, pid=os.getpid(), pane_id=os.environ.get("TMUX_PANE") or None)
+        try:
+            return await _serve(store, child, view, heartbeat)
+        finally:
+            session.close()
+    finally:
+        store.close()
+
+
+def _touch(path: Path) -> None:
+    with contextlib.suppress(OSError):
+        fd = os.open(path, os.O_WRONLY | os.O_CREAT, 0o600)
+        os.close(fd)
+        os.utime(path)
+
+
+async def _serve(store: Store, child: ManagedChild, view: _View, heartbeat: Path | None) -> int:
+    run_id = child.run_id
+    running = asyncio.get_running_loop().create_task(child.run())
+    seen: set[str] = set()
+    last_beat = 0.0
+    shown = ""
+    try:
+        while True:
+            now = time.monotonic()
+            if heartbeat is not None and now - last_beat >= _HEARTBEAT_S:
+                _touch(heartbeat)
+                last_beat = now
+            generation = store.get_generation(run_id)
+            if generation is None or generation.phase == "finalized":
+                view.state("finalized; exiting")
+                return 0
+            if running.done() and generation.phase in ("starting", "active"):
+                view.state("ended without a result (lost)")
+                return 1
+            if generation.phase == "active":
+                for request in store.requests(run_id):
+                    if request.kind == "task" or request.acknowledged or request.request_id in seen:
+                        continue
+                    seen.add(request.request_id)
+                    view.line(f"⇐ {request.kind}: {_brief(request.payload)}")
+                    with contextlib.suppress(OrchestrationError):
+                        child.accept(request)
+            state: str = generation.phase
+            if generation.phase == "active" and store.pending_ask(run_id) is not None:
+                state = "waiting for the owner's reply"
+            elif generation.phase == "completed":
+                state = "result stored; waiting for delivery"
+            if state != shown:
+                shown = state
+                view.state(state)
+            child.wake()
+            await asyncio.sleep(POLL_S)
+    finally:
+        if not running.done():
+            running.cancel()
+            with contextlib.suppress(BaseException):
+                await running
+
+
+async def reap(*, out: TextIO, dry_run: bool = False) -> int:
+    """`corral agents reap`: report (and unless `dry_run`, kill) orphan panes of the private tmux server.
+
+    Returns 0 when nothing is left orphaned, 1 when a pane could not be reaped or tmux failed.
+    """
+    from corral.orchestration._store_core import default_store_path
+    from corral.orchestration._worker import find_orphans, reap_orphans
+    from corral.runtime import RuntimeError_, TmuxRuntime
+
+    tmux = TmuxRuntime()
+    store = Store.open(default_store_path())
+    try:
+        if dry_run:
+            orphans = await find_orphans(store, tmux)
+            if orphans is None:
+                print(f"cannot list the panes of the tmux server at {tmux.socket}", file=out)
+                return 1
+            for orphan in orphans:
+                print(
+                    f"orphan {orphan.pane.pane_id} pid {orphan.pane.pid} {orphan.pane.title!r}: {orphan.reason}",
+                    file=out,
+                )
+            print(f"{len(orphans)} orphan pane(s)", file=out)
+            return 0
+        try:
+            reaped, errors = await reap_orphans(store, tmux)
+        except RuntimeError_ as exc:
+            print(str(exc), file=out)
+            return 1
+        for orphan in reaped:
+            print(
+                f"reaped {orphan.pane.pane_id} pid {orphan.pane.pid} {orphan.pane.title!r}: {orphan.reason}",
+                file=out,
+            )
+        for pane_id, error in errors.items():
+            print(f"not reaped {pane_id}: {error}", file=out)
+        print(f"{len(reaped)} orphan pane(s) reaped", file=out)
+        return 1 if errors else 0
+    finally:
+        store.close()
+
+
+def _close_own_pane() -> None:
+    """Remove this worker's pane after a clean exit.
+
+    tmux's `remain-on-exit failed` keeps a pane whose exit status it has not
+    read yet when the terminal closes first; closing the pane explicitly leaves
+    no dead pane behind. Kept panes are the failed workers' diagnostics.
+    """
+    pane = os.environ.get("TMUX_PANE")
+    socket = os.environ.get("TMUX", "").split(",")[0]
+    if not pane or not socket:
+        return
+    import subprocess
+
+    with contextlib.suppress(OSError, subprocess.SubprocessError):
+        subprocess.run(
+            ["tmux", "-S", socket, "kill-pane", "-t", pane],
+            stdin=subprocess.DEVNULL,
+            stdout=subprocess.DEVNULL,
+            stderr=subprocess.DEVNULL,
+            timeout=10,
+            check=False,
+        )
+
+
+def main(argv: list[str] | None = None) -> int:
+    """Parse the worker's arguments and run it; the process exit code."""
+    parser = argparse.ArgumentParser(
+        prog="corral worker", description="Run one managed agent (in a tmux pane)."
+    )
+    parser.add_argument("--run-id", required=True)
+    parser.add_argument("--store", required=True, type=Path)
+    parser.add_argument("--launch", required=True, type=Path)
+    args = parser.parse_args(argv)
+    try:
+        code = asyncio.run(run_worker(args.run_id, args.store, args.launch))
+        if code == 0:
+            _close_own_pane()
+        return code
+    except WorkerError as exc:
+        print(f"corral worker: {exc}", file=sys.stderr)
+        return 2
+    except KeyboardInterrupt:
+        return 130
+
+
+if __name__ == "__main__":
+    sys.exit(main())

@@ -1,0 +1,161 @@
+"""Pure presentation helpers for the TUI: state words, rows, footer text.
+
+Nothing here imports Textual, so the rules for what the screen says are plain
+functions over host records and agent statistics, tested without an app.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Mapping
+from dataclasses import KW_ONLY, dataclass
+from typing import Any
+
+__all__ = [
+    "CONTEXT_DANGER_PERCENT",
+    "CONTEXT_WARN_PERCENT",
+    "LARGE_LOG_LINES",
+    "STATE_GLYPHS",
+    "ActivityRow",
+    "CostSummary",
+    "activity_row",
+    "context_level",
+    "format_context",
+    "format_cost",
+    "format_elapsed",
+    "format_tokens",
+    "summarize_args",
+]
+
+CONTEXT_WARN_PERCENT = 75.0
+"""Context usage at or above this shows a warning."""
+CONTEXT_DANGER_PERCENT = 90.0
+"""Context usage at or above this shows an error-coloured warning."""
+LARGE_LOG_LINES = 8
+"""Tool output longer than this is collapsed to its first lines until expanded."""
+
+STATE_GLYPHS: Mapping[str, str] = {
+    "working": "●",
+    "blocked": "◐",
+    "settling": "◌",
+    "starting": "◌",
+    "queued": "◌",
+    "unknown": "?",
+    "lost": "×",
+}
+"""The glyph shown before each state word (the word is always shown too)."""
+
+
+def format_elapsed(ms: int | None) -> str:
+    """`42s`, `3m05s`, `1h02m`; `-` when unknown."""
+    if ms is None or ms < 0:
+        return "-"
+    seconds = ms // 1000
+    if seconds < 60:
+        return f"{seconds}s"
+    minutes, seconds = divmod(seconds, 60)
+    if minutes < 60:
+        return f"{minutes}m{seconds:02d}s"
+    hours, minutes = divmod(minutes, 60)
+    return f"{hours}h{minutes:02d}m"
+
+
+def format_tokens(tokens: int | None) -> str:
+    """`950`, `12.3k`, `1.2M`; `-` when unknown."""
+    if tokens is None:
+        return "-"
+    if tokens < 1000:
+        return str(tokens)
+    if tokens < 1_000_000:
+        return f"{tokens / 1000:.1f}k"
+    return f"{tokens / 1_000_000:.1f}M"
+
+
+def context_level(percent: float | None) -> str:
+    """`ok`, `warn` (≥75%) or `danger` (≥90%)."""
+    if percent is None or percent < CONTEXT_WARN_PERCENT:
+        return "ok"
+    return "danger" if percent >= CONTEXT_DANGER_PERCENT else "warn"
+
+
+def format_context(percent: float | None, window: int | None) -> str:
+    """`ctx 12% of 200k`, with `⚠` from 75%; `ctx ?` when unknown."""
+    if window is None:
+        return "ctx ?"
+    if percent is None:
+        return f"ctx ? of {format_tokens(window)}"
+    mark = "⚠ " if context_level(percent) != "ok" else ""
+    return f"{mark}ctx {percent:.0f}% of {format_tokens(window)}"
+
+
+@dataclass(frozen=True, slots=True)
+class CostSummary:
+    """The combined recorded cost of the lead and its agents."""
+
+    total: float
+    """USD over every session that has reported usage."""
+    _: KW_ONLY
+    incomplete: bool = False
+    """True while some usage is still missing (a reply streaming, an agent not observable here)."""
+
+
+def format_cost(summary: CostSummary) -> str:
+    """`$0.012`, or `$0.012+ (incomplete)` while usage is missing."""
+    text = f"${summary.total:.3f}"
+    return f"{text}+ (incomplete)" if summary.incomplete else text
+
+
+@dataclass(frozen=True, slots=True)
+class ActivityRow:
+    """One managed agent as the activity card shows it."""
+
+    label: str
+    definition: str
+    state: str
+    _: KW_ONLY
+    elapsed: str = "-"
+    tokens: str = "-"
+    progress: str = ""
+    stale: bool = False
+
+    @property
+    def glyph(self) -> str:
+        """The state's glyph (`·` for a state without one)."""
+        return STATE_GLYPHS.get(self.state, "·")
+
+
+def activity_row(
+    record: Mapping[str, Any],
+    *,
+    started_at_ms: int | None,
+    now_ms: int,
+    progress: str = "",
+) -> ActivityRow:
+    """Build a row from a controller `list` record.
+
+    Args:
+        record: One record of `controller.list(...).agents`.
+        started_at_ms: When the generation started (Unix ms), for the elapsed time.
+        now_ms: The current time (Unix ms).
+        progress: The latest progress line seen from the agent, if any.
+    """
+    elapsed = None if started_at_ms is None else max(0, now_ms - started_at_ms)
+    return ActivityRow(
+        str(record.get("agent", "?")),
+        str(record.get("agent_definition", "?")),
+        str(record.get("state", "unknown")),
+        elapsed=format_elapsed(elapsed),
+        tokens=format_tokens(record.get("tokens")),
+        progress=progress,
+        stale=bool(record.get("stale", False)),
+    )
+
+
+def summarize_args(args: Mapping[str, Any], *, limit: int = 60) -> str:
+    """A one-line summary of tool arguments (`path=README.md command=ls`)."""
+    parts = []
+    for key, value in args.items():
+        text = value if isinstance(value, str) else repr(value)
+        text = " ".join(str(text).split())
+        parts.append(f"{key}={text}")
+    line = " ".join(parts)
+    return line if len(line) <= limit else line[: limit - 1] + "…"

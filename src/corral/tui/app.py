@@ -1,0 +1,676 @@
+"""The Textual app: the lead chat, the editor, the activity card and the footer.
+
+How data flows:
+
+* The lead's `AgentSession` events arrive through `subscribe` and are posted
+  to the app as `LeadEvent` messages; handlers only render them.
+* Host changes arrive the same way: one worker awaits the host's change
+  notification and posts `HostChanged`; the activity card and the footer's
+  combined cost refresh on it. Managed agents' own events (their latest tool
+  call or reply) arrive as `AgentProgress` messages. No timer polls the store;
+  a one-second `set_interval` clock only re-renders elapsed times.
+* Everything that waits on the host or the model runs in a `@work` worker.
+"""
+
+from __future__ import annotations
+
+import time
+from collections.abc import Callable
+from pathlib import Path
+from typing import TYPE_CHECKING, Any, ClassVar
+
+from textual import on, work
+from textual.app import App, ComposeResult
+from textual.binding import Binding, BindingType
+from textual.containers import Vertical
+from textual.message import Message
+from textual.widgets import Button, Static
+
+from corral._cli._launch import Launched, LaunchOptions, launch_session
+from corral.agent import (
+    AgentEvent,
+    MessageEndEvent,
+    ToolExecutionStartEvent,
+)
+from corral.errors import CorralError
+from corral.llm import (
+    AssistantMessage,
+    ThinkingLevel,
+    available_thinking_levels,
+    parse_model_ref,
+)
+from corral.tui._format import ActivityRow, CostSummary, activity_row, summarize_args
+from corral.tui.screens import AgentsScreen, FollowScreen, PickerScreen
+from corral.tui.widgets import (
+    ActivityCard,
+    ChatLog,
+    Editor,
+    StatusFooter,
+    UserCard,
+)
+
+if TYPE_CHECKING:
+    from corral.orchestration import Host
+
+__all__ = ["COMMANDS", "DEMO_MODEL", "AgentProgress", "CorralApp", "HostChanged", "LeadEvent", "run_app"]
+
+DEMO_MODEL = "scripted/demo"
+"""The offline model the app offers when no model is configured."""
+
+COMMANDS: dict[str, str] = {
+    "/agents": "status table of the managed agents",
+    "/model": "switch the lead's model (/model provider/model, or pick from a list)",
+    "/thinking": "set the thinking level (/thinking high, or pick)",
+    "/compact": "compact the lead's context (optional instructions)",
+    "/resume": "open another session of this directory",
+    "/trust": "trust this project (its definitions and settings take effect)",
+    "/help": "list the commands and keys",
+    "/quit": "leave the app",
+}
+"""Every slash command and what it does."""
+
+REFRESH_S = 0.15
+"""At most one activity-card refresh per this many seconds (bursts of changes coalesce)."""
+
+
+class LeadEvent(Message):
+    """An event of the lead's `AgentSession`."""
+
+    def __init__(self, event: AgentEvent) -> None:
+        super().__init__()
+        self.event = event
+
+
+class HostChanged(Message):
+    """The host's state changed (a generation started, settled, asked, delivered …)."""
+
+
+class AgentProgress(Message):
+    """A managed agent did something worth a progress line."""
+
+    def __init__(self, run_id: str, text: str) -> None:
+        super().__init__()
+        self.run_id = run_id
+        self.text = text
+
+
+class SetupCard(Vertical):
+    """Shown when no model is configured: what to set, and the offline demo model."""
+
+    def __init__(self, message: str) -> None:
+        super().__init__(id="setup")
+        self.message = message
+
+    def compose(self) -> ComposeResult:
+        yield Static(self.message, id="setup-message")
+        yield Static(
+            f"Set one of those and restart, or try the offline model {DEMO_MODEL} "
+            f"(also: /model {DEMO_MODEL}).",
+            id="setup-hint",
+        )
+        yield Button(f"Use {DEMO_MODEL}", id="use-demo", variant="primary")
+
+
+class CorralApp(App[int]):
+    """The corral terminal app.
+
+    Args:
+        options: The same session and model choices as `corral run`.
+        launcher: Builds the lead session (tests may wrap it).
+        clock: Unix time in seconds, for elapsed times.
+    """
+
+    CSS_PATH = "app.tcss"
+    TITLE = "corral"
+    BINDINGS: ClassVar[list[BindingType]] = [
+        Binding("escape", "interrupt", "Interrupt the lead", show=False),
+        Binding("ctrl+o", "toggle_logs", "Expand logs", show=False),
+        Binding("ctrl+c", "quit", "Quit", show=False, priority=True),
+    ]
+
+    def __init__(
+        self,
+        options: LaunchOptions,
+        *,
+        launcher: Callable[[LaunchOptions], Launched] = launch_session,
+        clock: Callable[[], float] = time.time,
+    ) -> None:
+        super().__init__()
+        self.options = options
+        self.launcher = launcher
+        self.clock = clock
+        self.launched: Launched | None = None
+        self.setup_error: str | None = None
+        self._unsubscribe: Callable[[], None] | None = None
+        self._records: list[dict[str, Any]] = []
+        self._started: dict[str, int | None] = {}
+        self._run_ids: dict[str, str] = {}
+        self._progress: dict[str, str] = {}
+        self._child_costs: dict[str, float] = {}
+        self._child_subscriptions: dict[str, Callable[[], None]] = {}
+        self.rows: list[ActivityRow] = []
+        self._refresh_pending = False
+        # The main screen's widgets, held directly: `query_one` searches the
+        # *active* screen, which may be the follow view or a dialog.
+        self._chat = ChatLog()
+        self._editor = Editor()
+        self._activity = ActivityCard()
+        self._footer = StatusFooter()
+
+    # --- layout --------------------------------------------------------------------------------
+
+    def compose(self) -> ComposeResult:
+        yield self._chat
+        yield self._editor
+        yield self._activity
+        yield self._footer
+
+    @property
+    def chat(self) -> ChatLog:
+        """The lead's transcript widget."""
+        return self._chat
+
+    @property
+    def editor(self) -> Editor:
+        """The prompt editor."""
+        return self._editor
+
+    async def on_mount(self) -> None:
+        self.editor.focus()
+        self.set_interval(1.0, self._tick)
+        await self._open(self.options)
+
+    async def on_unmount(self) -> None:
+        await self._close()
+
+    # --- launching ----------------------------------------------------------------------------
+
+    async def _open(self, options: LaunchOptions) -> None:
+        try:
+            launched = self.launcher(options)
+        except CorralError as exc:
+            self.setup_error = str(exc)
+            await self.chat.mount(SetupCard(str(exc)))
+            self._render_footer()
+            return
+        self.setup_error = None
+        self.options = options
+        self.launched = launched
+
+        def forward(event: AgentEvent) -> None:
+            self.post_message(LeadEvent(event))
+
+        self._unsubscribe = launched.agent.subscribe(forward)
+        await self.chat.load(launched.agent.messages)
+        self._render_footer()
+        self._attach_host()
+
+    async def _close(self) -> None:
+        launched, self.launched = self.launched, None
+        if launched is None:
+            return
+        if self._unsubscribe is not None:
+            self._unsubscribe()
+            self._unsubscribe = None
+        for unsubscribe in self._child_subscriptions.values():
+            unsubscribe()
+        self._child_subscriptions.clear()
+        self.workers.cancel_group(self, "host")
+        try:
+            await launched.agent.abort()
+            await launched.aclose()
+        finally:
+            launched.session.close()
+
+    async def _reopen(self, options: LaunchOptions) -> None:
+        await self._close()
+        await self.chat.reset()
+        self._records.clear()
+        self._child_costs.clear()
+        self._progress.clear()
+        self._activity.show_rows([])
+        await self._open(options)
+
+    @work(group="host", exclusive=True)
+    async def _attach_host(self) -> None:
+        launched = self.launched
+        if launched is None:
+            return
+        try:
+            await launched.attach_host()
+        except CorralError as exc:
+            self.notice(f"agents unavailable: {exc}", kind="error")
+            return
+        host = launched.host
+        if host is None:
+            return
+        self.post_message(HostChanged())
+        while True:
+            await host._next_change()
+            self.post_message(HostChanged())
+
+    # --- lead events ---------------------------------------------------------------------------
+
+    def notice(self, text: str, *, kind: str = "info") -> None:
+        """Add a note to the chat."""
+        self.chat.notice(text, kind=kind)
+
+    async def on_lead_event(self, message: LeadEvent) -> None:
+        event = message.event
+        await self.chat.apply(event)
+        if isinstance(event, MessageEndEvent) or event.type in (
+            "agent_start",
+            "agent_settled",
+            "compaction_end",
+        ):
+            self._render_footer()
+
+    # --- editor and keys ---------------------------------------------------------------------
+
+    async def on_editor_submitted(self, message: Editor.Submitted) -> None:
+        text = message.text
+        if text.startswith("/"):
+            await self._command(text)
+            return
+        launched = self.launched
+        if launched is None:
+            self.notice("No model yet: " + (self.setup_error or "choose one with /model"), kind="error")
+            return
+        agent = launched.agent
+        if agent.is_idle:
+            self._prompt(text)
+            return
+        label = "steer" if message.kind == "send" else "follow-up"
+        card = UserCard(text, queued=f"{label} queued")
+        card.add_class("queued")
+        self.chat.queued[text] = card
+        self.chat.add(card)
+        if message.kind == "send":
+            agent.steer(text)
+        else:
+            agent.follow_up(text)
+
+    def on_editor_navigate_requested(self, _message: Editor.NavigateRequested) -> None:
+        """Down with an empty editor: follow the first agent of the activity card."""
+        host, launched = self.host, self.launched
+        if host is None or launched is None or not self.rows:
+            return
+        caller = host.lead_callers.get(launched.session.session_id)
+        if caller is None:
+            return
+        self.push_screen(
+            FollowScreen(
+                host,
+                caller,
+                [row.label for row in self.rows],
+                states={row.label: row.state for row in self.rows},
+            ),
+            self._back_to_lead,
+        )
+
+    def _back_to_lead(self, _result: None) -> None:
+        self.editor.focus()
+
+    @work(group="lead")
+    async def _prompt(self, text: str) -> None:
+        launched = self.launched
+        if launched is None:
+            return
+        try:
+            await launched.agent.prompt(text, streaming_behavior="steer")
+        except CorralError as exc:
+            self.notice(str(exc), kind="error")
+        self._render_footer()
+
+    def action_interrupt(self) -> None:
+        """Escape: interrupt the lead's current model request or tool."""
+        launched = self.launched
+        if launched is None or launched.agent.is_idle:
+            return
+        self.notice("interrupting the lead …")
+        self._abort()
+
+    @work(group="abort")
+    async def _abort(self) -> None:
+        if self.launched is not None:
+            await self.launched.agent.abort()
+
+    def action_toggle_logs(self) -> None:
+        """Expand or collapse every large tool log."""
+        self.chat.action_toggle_logs()
+
+    @on(Button.Pressed, "#use-demo")
+    async def _use_demo(self) -> None:
+        await self._switch_to_demo()
+
+    async def _switch_to_demo(self) -> None:
+        for card in self._chat.query(SetupCard):
+            await card.remove()
+        options = LaunchOptions(
+            self.options.cwd,
+            model=DEMO_MODEL,
+            thinking=self.options.thinking,
+            session=self.options.session,
+            continue_recent=self.options.continue_recent,
+            no_session=self.options.no_session,
+            tools=self.options.tools,
+            surfaces=self.options.surfaces,
+        )
+        await self._reopen(options)
+        if self.launched is not None:
+            self.notice(f"using {DEMO_MODEL}: an offline scripted model")
+        self.editor.focus()
+
+    # --- commands ---------------------------------------------------------------------------
+
+    async def _command(self, line: str) -> None:
+        name, _, arg = line.partition(" ")
+        arg = arg.strip()
+        if name == "/help":
+            lines = [f"{cmd}  {desc}" for cmd, desc in COMMANDS.items()]
+            self.notice("\n".join(lines))
+            return
+        if name == "/quit":
+            await self.action_quit()
+            return
+        if name == "/trust":
+            self._trust()
+            return
+        if name == "/model":
+            await self._model_command(arg)
+            return
+        if name == "/resume":
+            self._resume_command()
+            return
+        launched = self.launched
+        if name in COMMANDS and launched is None:
+            self.notice(f"{name} needs a model first: " + (self.setup_error or ""), kind="error")
+            return
+        if name == "/agents":
+            self._show_agents()
+        elif name == "/thinking":
+            self._thinking_command(arg)
+        elif name == "/compact":
+            self._compact(arg or None)
+        else:
+            self.notice(f"unknown command {name}: /help lists them", kind="error")
+
+    def _trust(self) -> None:
+        from corral.trust import trust_project
+
+        cwd = self.options.cwd.expanduser().resolve()
+        trust_project(cwd)
+        self.notice(f"trusted {cwd}: its .corral/agents/ definitions and project settings take effect")
+
+    async def _model_command(self, arg: str) -> None:
+        launched = self.launched
+        if launched is None:
+            if arg == DEMO_MODEL or not arg:
+                await self._switch_to_demo()
+            else:
+                await self._reopen_with_model(arg)
+            return
+        if arg:
+            self._set_model(arg)
+            return
+        refs = [info.ref for info in launched.registry.available_models()]
+        if launched.model_info.ref not in refs:
+            refs.insert(0, launched.model_info.ref)
+        self.push_screen(
+            PickerScreen("Model", [(ref, ref) for ref in refs], current=launched.model_info.ref),
+            lambda ref: self._set_model(ref) if ref else None,
+        )
+
+    async def _reopen_with_model(self, ref: str) -> None:
+        options = LaunchOptions(
+            self.options.cwd,
+            model=ref,
+            session=self.options.session,
+            continue_recent=self.options.continue_recent,
+            no_session=self.options.no_session,
+            tools=self.options.tools,
+            surfaces=self.options.surfaces,
+        )
+        for card in self._chat.query(SetupCard):
+            await card.remove()
+        await self._reopen(options)
+
+    def _set_model(self, ref: str) -> None:
+        launched = self.launched
+        if launched is None:
+            return
+        try:
+            parsed = parse_model_ref(ref)
+            info = launched.registry.resolve(parsed)
+            launched.registry.api_key_for(info)
+            model = launched.registry.create_model(info, cwd=self.options.cwd)
+        except CorralError as exc:
+            self.notice(f"/model: {exc}", kind="error")
+            return
+        launched.agent.set_model(model)
+        launched.model_info = info
+        if parsed.thinking is not None:
+            launched.agent.set_thinking_level(parsed.thinking)
+        self.notice(f"model: {info.ref} (thinking {launched.agent.thinking_level})")
+        self._render_footer()
+
+    def _thinking_command(self, arg: str) -> None:
+        launched = self.launched
+        assert launched is not None
+        levels = available_thinking_levels(launched.model_info)
+        if arg:
+            if arg not in levels:
+                self.notice(
+                    f"/thinking: {arg!r} is not a level of {launched.model_info.ref}; choose from "
+                    + ", ".join(levels),
+                    kind="error",
+                )
+                return
+            self._set_thinking(arg)  # type: ignore[arg-type]
+            return
+        self.push_screen(
+            PickerScreen(
+                "Thinking level", [(lv, lv) for lv in levels], current=launched.agent.thinking_level
+            ),
+            lambda level: self._set_thinking(level) if level else None,  # type: ignore[arg-type]
+        )
+
+    def _set_thinking(self, level: ThinkingLevel) -> None:
+        launched = self.launched
+        if launched is None:
+            return
+        launched.agent.set_thinking_level(level)
+        self.notice(f"thinking: {launched.agent.thinking_level}")
+        self._render_footer()
+
+    @work(group="lead")
+    async def _compact(self, instructions: str | None) -> None:
+        launched = self.launched
+        if launched is None:
+            return
+        self.notice("compacting …")
+        try:
+            entry = await launched.agent.compact(instructions)
+        except CorralError as exc:
+            self.notice(f"/compact: {exc}", kind="error")
+            return
+        self.notice(f"compacted: {entry.tokens_before} tokens summarised")
+        self._render_footer()
+
+    def _resume_command(self) -> None:
+        from corral.session import list_sessions
+
+        cwd = self.options.cwd.expanduser().resolve()
+        sessions = list_sessions(cwd)
+        current = self.launched.session.session_id if self.launched is not None else None
+        choices = [
+            (
+                str(info.path),
+                f"{info.modified:%Y-%m-%d %H:%M}  {info.name or info.first_message[:60] or '(empty)'}"
+                f"  [{info.id[:8]}]",
+            )
+            for info in sessions
+            if info.id != current
+        ]
+        if not choices:
+            self.notice("/resume: no other session in this directory")
+            return
+
+        async def chosen(path: str | None) -> None:
+            if path is None:
+                return
+            options = LaunchOptions(
+                cwd,
+                model=self.options.model,
+                session=path,
+                tools=self.options.tools,
+                surfaces=self.options.surfaces,
+            )
+            await self._reopen(options)
+            self.notice(f"resumed {Path(path).name}")
+
+        self.push_screen(PickerScreen("Resume a session", choices), chosen)
+
+    @work(group="agents")
+    async def _show_agents(self) -> None:
+        records = await self._list_records()
+        await self.push_screen(AgentsScreen(records))
+
+    # --- host: activity card and cost -------------------------------------------------------
+
+    @property
+    def host(self) -> Host | None:
+        """The orchestration host, once attached."""
+        return None if self.launched is None else self.launched.host
+
+    async def _list_records(self) -> list[dict[str, Any]]:
+        host, launched = self.host, self.launched
+        if host is None or launched is None:
+            return []
+        from corral.orchestration.surfaces import ListParams
+
+        caller = host.lead_callers.get(launched.session.session_id)
+        if caller is None:
+            return []
+        return list((await host.controller.list(caller, ListParams())).agents)
+
+    def on_host_changed(self, _message: HostChanged) -> None:
+        self._schedule_refresh()
+
+    def _schedule_refresh(self) -> None:
+        """Coalesce bursts of host changes and agent progress into one refresh per `REFRESH_S`."""
+        if self._refresh_pending:
+            return
+        self._refresh_pending = True
+        self.set_timer(REFRESH_S, self._refresh_activity)
+
+    @work(group="activity", exclusive=True)
+    async def _refresh_activity(self) -> None:
+        self._refresh_pending = False
+        host, launched = self.host, self.launched
+        if host is None or launched is None:
+            return
+        caller = host.lead_callers.get(launched.session.session_id)
+        if caller is None:
+            return
+        # The controller's projection (the same views `list` renders), without
+        # `list`'s definition roster, which reads the definition files each time.
+        records: list[dict[str, Any]] = []
+        for view in host.controller.views(caller):
+            generation = view.generation
+            records.append(
+                {
+                    "agent": generation.label,
+                    "agent_definition": generation.definition,
+                    "state": view.state,
+                    "tokens": generation.tokens,
+                    "stale": view.stale,
+                }
+            )
+            self._started[generation.label] = generation.started_at or generation.created_at
+            self._run_ids[generation.label] = generation.run_id
+        self._records = records
+        for run_id, child in host.children.items():
+            if run_id not in self._child_subscriptions:
+                # Cost so far once; later replies add their own cost (see `_child_listener`).
+                self._child_costs[run_id] = child.agent.stats().cost
+                self._child_subscriptions[run_id] = child.agent.subscribe(self._child_listener(run_id))
+        self._render_activity()
+        self._render_footer()
+
+    def _child_listener(self, run_id: str) -> Callable[[AgentEvent], None]:
+        def listener(event: AgentEvent) -> None:
+            if isinstance(event, ToolExecutionStartEvent):
+                self.post_message(AgentProgress(run_id, f"{event.tool_name} {summarize_args(event.args)}"))
+            elif isinstance(event, MessageEndEvent) and isinstance(event.message, AssistantMessage):
+                self._child_costs[run_id] = (
+                    self._child_costs.get(run_id, 0.0) + event.message.usage.cost.total
+                )
+                lines = [line for line in event.message.text.splitlines() if line.strip()]
+                if lines:
+                    self.post_message(AgentProgress(run_id, lines[-1][:80]))
+
+        return listener
+
+    def on_agent_progress(self, message: AgentProgress) -> None:
+        self._progress[message.run_id] = message.text
+        self._schedule_refresh()
+
+    def _tick(self) -> None:
+        if self._records:
+            self._render_activity()
+
+    def _render_activity(self) -> None:
+        now = int(self.clock() * 1000)
+        self.rows = [
+            activity_row(
+                record,
+                started_at_ms=self._started.get(str(record.get("agent"))),
+                now_ms=now,
+                progress=self._progress.get(self._run_ids.get(str(record.get("agent")), ""), ""),
+            )
+            for record in self._records
+        ]
+        self._activity.show_rows(self.rows)
+
+    def cost_summary(self) -> CostSummary:
+        """The combined cost of the lead and its agents (incomplete while usage is missing)."""
+        launched = self.launched
+        if launched is None:
+            return CostSummary(0.0)
+        total = launched.agent.stats().cost
+        incomplete = launched.agent.is_streaming
+        host = self.host
+        for record in self._records:
+            run_id = self._run_ids.get(str(record.get("agent")))
+            if run_id is None or run_id not in self._child_costs:
+                incomplete = True
+                continue
+            child = host.children.get(run_id) if host is not None else None
+            if child is not None and child.agent.is_streaming:
+                incomplete = True
+        total += sum(self._child_costs.values())
+        return CostSummary(total, incomplete=incomplete)
+
+    def _render_footer(self) -> None:
+        footer = self._footer
+        launched = self.launched
+        if launched is None:
+            footer.update("no model configured · /model " + DEMO_MODEL + " for the offline demo")
+            return
+        usage = launched.agent.context_usage()
+        footer.show(
+            model_ref=launched.model_info.ref,
+            thinking=launched.agent.thinking_level,
+            percent=None if usage is None else usage.percent,
+            window=None if usage is None else usage.context_window,
+            cost=self.cost_summary(),
+            busy=not launched.agent.is_idle,
+        )
+
+
+def run_app(options: LaunchOptions) -> int:
+    """Open the app in this terminal; returns the exit code."""
+    app = CorralApp(options)
+    result = app.run()
+    return result if isinstance(result, int) else 0

@@ -1,0 +1,93 @@
+"""Modal screens: the `/agents` status table and a generic picker (models, thinking levels, sessions)."""
+
+from __future__ import annotations
+
+from collections.abc import Mapping, Sequence
+from typing import Any, ClassVar
+
+from textual.app import ComposeResult
+from textual.binding import Binding, BindingType
+from textual.containers import Vertical
+from textual.screen import ModalScreen
+from textual.widgets import DataTable, Label, OptionList
+from textual.widgets.option_list import Option
+
+from corral.tui._format import format_tokens
+
+__all__ = ["AgentsScreen", "PickerScreen"]
+
+AGENT_COLUMNS = ("agent", "definition", "state", "tokens", "actions", "last activity")
+
+
+class AgentsScreen(ModalScreen[None]):
+    """`/agents`: one row per visible managed agent, from the controller's `list` records."""
+
+    BINDINGS: ClassVar[list[BindingType]] = [
+        Binding("escape", "dismiss", "Close"),
+        Binding("q", "dismiss", "Close"),
+    ]
+
+    def __init__(self, records: Sequence[Mapping[str, Any]]) -> None:
+        super().__init__()
+        self.records = list(records)
+
+    def compose(self) -> ComposeResult:
+        with Vertical(classes="modal"):
+            yield Label(f"Agents ({len(self.records)})  ·  Escape closes", classes="modal-title")
+            table: DataTable[str] = DataTable(id="agents-table", cursor_type="row", zebra_stripes=True)
+            table.add_columns(*AGENT_COLUMNS)
+            for record in self.records:
+                state = str(record.get("state", "unknown"))
+                if record.get("stale"):
+                    state += " ⚠"
+                table.add_row(
+                    str(record.get("agent", "?")),
+                    str(record.get("agent_definition", "?")),
+                    state,
+                    format_tokens(record.get("tokens")),
+                    ", ".join(record.get("available_actions", [])),
+                    "-" if record.get("last_activity_at") is None else "recent",
+                )
+            if not self.records:
+                yield Label("No managed agents in this session.", id="agents-empty")
+            yield table
+
+    def action_dismiss(self) -> None:  # type: ignore[override]
+        self.dismiss(None)
+
+
+class PickerScreen(ModalScreen[str | None]):
+    """Pick one of `choices`; dismisses with the chosen value, or `None` on Escape."""
+
+    BINDINGS: ClassVar[list[BindingType]] = [Binding("escape", "cancel", "Cancel")]
+
+    def __init__(self, title: str, choices: Sequence[tuple[str, str]], *, current: str | None = None) -> None:
+        """Args:
+        title: The heading.
+        choices: `(value, label)` pairs, in order.
+        current: The value to highlight first.
+        """
+        super().__init__()
+        self.title_text = title
+        self.choices = list(choices)
+        self.current = current
+
+    def compose(self) -> ComposeResult:
+        with Vertical(classes="modal"):
+            yield Label(self.title_text, classes="modal-title")
+            options = OptionList(*(Option(label, id=value) for value, label in self.choices), id="picker")
+            yield options
+
+    def on_mount(self) -> None:
+        picker = self.query_one("#picker", OptionList)
+        picker.focus()
+        values = [value for value, _ in self.choices]
+        if self.current in values:
+            picker.highlighted = values.index(self.current)
+
+    def on_option_list_option_selected(self, event: OptionList.OptionSelected) -> None:
+        event.stop()
+        self.dismiss(event.option.id)
+
+    def action_cancel(self) -> None:
+        self.dismiss(None)

@@ -1,0 +1,28 @@
+"""The TUI's widgets."""
+
+from ._chat import (
+    AgentAskCard,
+    AgentResultCard,
+    AssistantCard,
+    ChatLog,
+    NoticeCard,
+    ThinkingBlock,
+    ToolCard,
+    UserCard,
+)
+from ._editor import Editor
+from ._status import ActivityCard, StatusFooter
+
+__all__ = [
+    "ActivityCard",
+    "AgentAskCard",
+    "AgentResultCard",
+    "AssistantCard",
+    "ChatLog",
+    "Editor",
+    "NoticeCard",
+    "StatusFooter",
+    "ThinkingBlock",
+    "ToolCard",
+    "UserCard",
+]

@@ -1,0 +1,298 @@
+"""The lead chat: one card per message, tool call, thinking block and delivered agent event.
+
+Cards only render; the app decides what to show by feeding them agent events.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Sequence
+from typing import Any, ClassVar
+
+from rich.text import Text
+from textual.binding import BindingType
+from textual.containers import Vertical, VerticalScroll
+from textual.widgets import Collapsible, Markdown, Static
+
+from corral.agent import (
+    AgentEvent,
+    MessageEndEvent,
+    MessageStartEvent,
+    MessageUpdateEvent,
+    ToolExecutionEndEvent,
+    ToolExecutionStartEvent,
+)
+from corral.llm import (
+    AssistantMessage,
+    CustomMessage,
+    TextContent,
+    ThinkingContent,
+    ToolResultMessage,
+    UserMessage,
+)
+from corral.tui._format import LARGE_LOG_LINES, summarize_args
+
+RESULT_TYPE = "corral-agent-result"
+"""`custom_type` of a delivered managed-agent result."""
+ASK_TYPE = "corral-agent-ask"
+"""`custom_type` of a delivered managed-agent question."""
+
+__all__ = [
+    "AgentAskCard",
+    "AgentResultCard",
+    "AssistantCard",
+    "ChatLog",
+    "NoticeCard",
+    "ThinkingBlock",
+    "ToolCard",
+    "UserCard",
+    "content_text",
+]
+
+
+class UserCard(Static):
+    """A message the user sent."""
+
+    def __init__(self, text: str, *, queued: str | None = None) -> None:
+        prefix = f"[{queued}] " if queued else ""
+        super().__init__(Text(prefix + text), classes="user")
+
+
+class NoticeCard(Static):
+    """A one-line note from the app (command results, errors, hints)."""
+
+    def __init__(self, text: str, *, kind: str = "info") -> None:
+        super().__init__(Text(text), classes=f"notice {kind}")
+
+
+class ThinkingBlock(Collapsible):
+    """The model's reasoning, dimmed and collapsible (collapsed once the reply is complete)."""
+
+    def __init__(self) -> None:
+        self._body = Static("", classes="thinking-text")
+        super().__init__(self._body, title="thinking", collapsed=False, classes="thinking")
+
+    def set_text(self, text: str) -> None:
+        """Replace the reasoning text."""
+        self._body.update(Text(text))
+
+
+class AssistantCard(Vertical):
+    """One assistant reply: optional thinking, then Markdown text, then an error line if it failed."""
+
+    def __init__(self) -> None:
+        super().__init__(classes="assistant")
+        self.text = ""
+        self.thinking = ""
+        self._thinking: ThinkingBlock | None = None
+        self._markdown: Markdown | None = None
+        self._error: Static | None = None
+
+    async def show(self, *, text: str, thinking: str, error: str | None = None, done: bool = False) -> None:
+        """Render the reply so far (waits until the Markdown is laid out, so updates never overlap)."""
+        if thinking and thinking != self.thinking:
+            if self._thinking is None:
+                self._thinking = ThinkingBlock()
+                await self.mount(self._thinking, before=0 if self.children else None)
+            self._thinking.set_text(thinking)
+        self.thinking = thinking
+        if text and text != self.text:
+            if self._markdown is None:
+                self._markdown = Markdown(text, classes="reply")
+                await self.mount(self._markdown)
+            else:
+                await self._markdown.update(text)
+        self.text = text
+        if done and self._thinking is not None:
+            self._thinking.collapsed = True
+        if error and self._error is None:
+            self._error = Static(Text(error), classes="error")
+            await self.mount(self._error)
+
+
+class ToolCard(Static):
+    """A tool call and its result: one line, output collapsed beyond `LARGE_LOG_LINES` lines."""
+
+    def __init__(self, call_id: str, name: str, args: dict[str, Any]) -> None:
+        super().__init__(classes="tool running")
+        self.call_id = call_id
+        self.tool_name = name
+        self.args = args
+        self.output = ""
+        self.is_error = False
+        self.done = False
+        self.expanded = False
+        self._render_card()
+
+    @property
+    def is_large(self) -> bool:
+        """True when the output has more lines than are shown collapsed."""
+        return len(self.output.splitlines()) > LARGE_LOG_LINES
+
+    def set_result(self, output: str, *, is_error: bool) -> None:
+        """Show the finished result."""
+        self.output = output
+        self.is_error = is_error
+        self.done = True
+        self.set_class(False, "running")
+        self.set_class(is_error, "failed")
+        self._render_card()
+
+    def set_expanded(self, expanded: bool) -> None:
+        """Show the whole output (`True`) or only its first lines."""
+        self.expanded = expanded
+        self._render_card()
+
+    def _render_card(self) -> None:
+        mark = "…" if not self.done else ("✗" if self.is_error else "✓")
+        text = Text(f"{mark} {self.tool_name} ", style="bold")
+        text.append(summarize_args(self.args), style="dim")
+        lines = self.output.splitlines()
+        shown = lines if self.expanded or not self.is_large else lines[:LARGE_LOG_LINES]
+        for line in shown:
+            text.append("\n  " + line)
+        if len(shown) < len(lines):
+            text.append(f"\n  … {len(lines) - len(shown)} more lines (l to expand)", style="italic dim")
+        self.update(text)
+
+
+class AgentResultCard(Static):
+    """A managed agent's result, delivered into the lead."""
+
+    def __init__(self, text: str, details: Any) -> None:
+        label = details.get("agent") if isinstance(details, dict) else None
+        title = f"◆ result from {label}" if label else "◆ agent result"
+        body = Text(title + "\n", style="bold")
+        body.append(text)
+        super().__init__(body, classes="agent-result")
+
+
+class AgentAskCard(Static):
+    """A managed agent's question (`ask_owner`), delivered into the lead."""
+
+    def __init__(self, text: str, details: Any) -> None:
+        label = details.get("agent") if isinstance(details, dict) else None
+        title = f"? question from {label}" if label else "? agent question"
+        body = Text(title + "\n", style="bold")
+        body.append(text)
+        super().__init__(body, classes="agent-ask")
+
+
+class ChatLog(VerticalScroll):
+    """A scrolling transcript (the lead's, or a followed agent's) built from agent events.
+
+    Focusable so `l` can expand tool logs. It follows the bottom while scrolled
+    there; scrolling up stops following until End (or scrolling back down).
+    """
+
+    BINDINGS: ClassVar[list[BindingType]] = [("l", "toggle_logs", "Expand logs")]
+
+    can_focus = True
+
+    def __init__(self, *, id: str = "chat") -> None:
+        super().__init__(id=id)
+        self.logs_expanded = False
+        self.queued: dict[str, UserCard] = {}
+        """Messages shown as queued (steer or follow-up), by text, until the agent takes them."""
+        self._assistant: AssistantCard | None = None
+        self._tools: dict[str, ToolCard] = {}
+
+    def on_mount(self) -> None:
+        # Anchored: stays at the bottom as cards arrive and grow, until the user
+        # scrolls up; scrolling back to the bottom resumes following.
+        self.anchor()
+
+    def add(self, card: Static | Vertical | VerticalScroll) -> None:
+        """Append a card (the view follows it while anchored at the bottom)."""
+        self.mount(card)
+
+    def notice(self, text: str, *, kind: str = "info") -> None:
+        """Add a note from the app."""
+        self.add(NoticeCard(text, kind=kind))
+
+    def action_toggle_logs(self) -> None:
+        """Expand or collapse every large tool log."""
+        self.logs_expanded = not self.logs_expanded
+        for card in self.query(ToolCard):
+            card.set_expanded(self.logs_expanded)
+
+    async def reset(self) -> None:
+        """Remove every card."""
+        await self.remove_children()
+        self.queued.clear()
+        self._assistant = None
+        self._tools.clear()
+
+    async def load(self, messages: Sequence[Any]) -> None:
+        """Render a saved transcript."""
+        for message in messages:
+            self.render_start(message)
+            if isinstance(message, AssistantMessage):
+                await self.render_assistant(message, done=True)
+                for call in message.tool_calls:
+                    self._add_tool(call.id, call.name, call.arguments)
+            elif isinstance(message, ToolResultMessage):
+                card = self._tools.get(message.tool_call_id)
+                if card is not None:
+                    card.set_result(message.text, is_error=message.is_error)
+
+    def render_start(self, message: Any) -> None:
+        """Render a message entering the context."""
+        if isinstance(message, UserMessage):
+            text = content_text(message.content)
+            queued = self.queued.pop(text, None)
+            if queued is not None:
+                queued.remove_class("queued")
+                queued.update(text)
+            else:
+                self.add(UserCard(text))
+        elif isinstance(message, CustomMessage) and message.display:
+            text = content_text(message.content)
+            if message.custom_type == RESULT_TYPE:
+                self.add(AgentResultCard(text, message.details))
+            elif message.custom_type == ASK_TYPE:
+                self.add(AgentAskCard(text, message.details))
+            else:
+                self.notice(text)
+        elif isinstance(message, AssistantMessage):
+            self._assistant = AssistantCard()
+            self.add(self._assistant)
+
+    async def render_assistant(self, message: AssistantMessage, *, done: bool) -> None:
+        """Render the assistant reply so far."""
+        if self._assistant is None:
+            self._assistant = AssistantCard()
+            self.add(self._assistant)
+        thinking = "".join(b.thinking for b in message.content if isinstance(b, ThinkingContent))
+        error = None
+        if done and message.stop_reason in ("error", "aborted"):
+            error = f"{message.stop_reason}: {message.error_message or ''}".rstrip(": ")
+        await self._assistant.show(text=message.text, thinking=thinking, error=error, done=done)
+
+    def _add_tool(self, call_id: str, name: str, args: dict[str, Any]) -> None:
+        card = ToolCard(call_id, name, args)
+        card.set_expanded(self.logs_expanded)
+        self._tools[call_id] = card
+        self.add(card)
+
+    async def apply(self, event: AgentEvent) -> None:
+        """Render one agent event."""
+        if isinstance(event, MessageStartEvent):
+            self.render_start(event.message)
+        elif isinstance(event, MessageUpdateEvent):
+            await self.render_assistant(event.message, done=False)
+        elif isinstance(event, MessageEndEvent):
+            if isinstance(event.message, AssistantMessage):
+                await self.render_assistant(event.message, done=True)
+        elif isinstance(event, ToolExecutionStartEvent):
+            self._add_tool(event.tool_call_id, event.tool_name, event.args)
+        elif isinstance(event, ToolExecutionEndEvent):
+            card = self._tools.get(event.tool_call_id)
+            if card is not None:
+                card.set_result(content_text(event.result.content), is_error=event.is_error)
+
+
+def content_text(content: str | Sequence[Any]) -> str:
+    """The text of a message's content (text blocks joined; images skipped)."""
+    if isinstance(content, str):
+        return content
+    return "".join(block.text for block in content if isinstance(block, TextContent))
