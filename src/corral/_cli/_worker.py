@@ -35,12 +35,14 @@ from corral.agent import (
     ToolExecutionStartEvent,
 )
 from corral.llm import AssistantMessage, ModelRegistry
-from corral.orchestration._child import AskOwnerTool, ManagedChild
+from corral.orchestration._child import ManagedChild
+from corral.orchestration._controller import OwnerQuestions
 from corral.orchestration._delegate import ManagedAgentSpec, build_managed_agent
-from corral.orchestration._files import prepare_files
+from corral.orchestration._files import FileLimits
 from corral.orchestration._records import AskRecord
 from corral.orchestration._store import Store
 from corral.orchestration.errors import OrchestrationError
+from corral.orchestration.surfaces import AskOwnerTool
 from corral.session import SessionManager
 from corral.settings import Settings
 
@@ -156,10 +158,8 @@ async def run_worker(run_id: str, store_path: Path, launch_path: Path, *, out: T
         )
         hooks.child = child
 
-        def prepare_question(question: str, files: list[str] | None) -> str:
-            return prepare_files(files, cwd=cwd).render("Question", question).text
-
-        agent.register_tool(AskOwnerTool(child, prepare_question))
+        # The same ask_owner as in-process agents, recording into the shared store.
+        agent.register_tool(AskOwnerTool(OwnerQuestions(store, FileLimits()), child, agent))
         agent.subscribe(view.on_event)
         heartbeat = Path(launch["heartbeat"]) if launch.get("heartbeat") else None
         store.record_started(run_id, pid=os.getpid(), pane_id=os.environ.get("TMUX_PANE") or None)

@@ -21,20 +21,15 @@ import collections
 import contextlib
 import json
 import time
-from collections.abc import Callable
-from typing import Any, Protocol
+from typing import Protocol
 
 from corral.agent import (
     AgentSession,
     AgentSettledEvent,
-    AgentTool,
     CompactionStartEvent,
     MessageEndEvent,
-    ToolError,
     ToolExecutionEndEvent,
     ToolExecutionStartEvent,
-    ToolResult,
-    ToolUpdate,
     TurnEndEvent,
     TurnStartEvent,
 )
@@ -46,7 +41,7 @@ from corral.orchestration._store import Store
 from corral.orchestration.errors import ManagedAgentBusyError, OrchestrationError
 from corral.runtime import ProcessEvidence
 
-__all__ = ["ASK_OWNER_TOOL", "RETIRED_ENTRY", "AskOwnerTool", "ChildHooks", "ManagedChild"]
+__all__ = ["ASK_OWNER_TOOL", "RETIRED_ENTRY", "ChildHooks", "ManagedChild"]
 
 ASK_OWNER_TOOL = "ask_owner"
 RETIRED_ENTRY = "corral-agent-context-retired"
@@ -74,7 +69,6 @@ class ChildHooks(Protocol):
         """Something the quiet check depends on changed."""
 
 
-QuestionPreparer = Callable[[str, list[str] | None], str]
 """Renders `ask_owner`'s question with its `files` (from the agent's cwd)."""
 
 
@@ -120,7 +114,6 @@ class ManagedChild:
         """Idle and waiting for a reply or for direct agents (re-checked after every settle)."""
         self._queued: list[str] = []
         self._replacement: str | None = None
-        self._last_assistant: AssistantMessage | None = None
         self._lines: collections.deque[str] = collections.deque(maxlen=_ACTIVITY_LINES)
         self._last_activity_ms = 0
         self._unsubscribe = agent.subscribe(self._on_event)
@@ -287,20 +280,6 @@ class ManagedChild:
 
     # --- ask_owner --------------------------------------------------------------------------------
 
-    def ask(self, call_id: str, question: str) -> AskRecord:
-        """Record a question for the owner (the tool checked it is the turn's only call)."""
-        last = self._last_assistant
-        calls = last.tool_calls if last is not None else []
-        if len(calls) != 1 or calls[0].id != call_id:
-            raise ToolError(
-                "ask_owner must be the only and final tool call of its turn; call it alone, "
-                "after the other tools have returned."
-            )
-        try:
-            return self.record_ask(question)
-        except ManagedAgentBusyError as exc:
-            raise ToolError(f"ask_owner is not possible: {exc.message}") from None
-
     def record_ask(self, question: str) -> AskRecord:
         """Record a prepared question for the active assignment and have the host deliver it.
 
@@ -335,7 +314,6 @@ class ManagedChild:
     def _on_event(self, event: object) -> None:
         if isinstance(event, MessageEndEvent) and isinstance(event.message, AssistantMessage):
             message = event.message
-            self._last_assistant = message
             if message.text.strip():
                 self._lines.extend(
                     f"assistant: {_brief(line)}" for line in message.text.strip().splitlines()[-20:]
@@ -371,53 +349,3 @@ class ManagedChild:
         self._last_activity_ms = now
         with contextlib.suppress(OrchestrationError):
             self.store.record_activity(self.run_id, at=now)
-
-
-class AskOwnerTool(AgentTool):
-    """`ask_owner`: ask the owner a question and wait for the reply (managed agents only).
-
-    A thin tool over `ManagedChild.ask`; the surfaces package may replace it with
-    its own class using the same child.
-    """
-
-    name = ASK_OWNER_TOOL
-    label = "Ask owner"
-    description = (
-        "Ask your owner a question you cannot answer yourself, then stop: the reply arrives as a new "
-        "message. Call it alone, as the only and final tool call of your turn. Do not guess instead."
-    )
-    parameters: dict[str, Any] = {  # noqa: RUF012 - the tool's schema
-        "type": "object",
-        "properties": {
-            "question": {"type": "string", "description": "The question, self-contained."},
-            "files": {"type": "array", "items": {"type": "string"}, "description": "Evidence files."},
-        },
-        "required": ["question"],
-        "additionalProperties": False,
-    }
-    prompt_snippet = "ask_owner: ask your owner a question (alone, as the last call of a turn)"
-
-    def __init__(self, child: ManagedChild, prepare: QuestionPreparer) -> None:
-        self._child = child
-        self._prepare = prepare
-
-    async def execute(
-        self, call_id: str, params: dict[str, Any], on_update: ToolUpdate | None = None
-    ) -> ToolResult:
-        """Record the question; the turn ends here."""
-        question = params.get("question")
-        if not isinstance(question, str) or not question.strip():
-            raise ToolError("question must contain non-whitespace text.")
-        files = params.get("files")
-        try:
-            text = self._prepare(question, files if isinstance(files, list) else None)
-        except OrchestrationError as exc:
-            raise ToolError(exc.message) from None
-        ask = self._child.ask(call_id, text)
-        return ToolResult(
-            ToolResult.text(
-                "Question sent to your owner. Stop now; the reply will arrive as a new message."
-            ).content,
-            details={"askId": ask.ask_id, "assignmentRequestId": ask.request_id},
-            terminate=True,
-        )

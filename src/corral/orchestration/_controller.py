@@ -47,7 +47,9 @@ from corral.orchestration.errors import (
 )
 
 if TYPE_CHECKING:
+    from corral.orchestration._files import FileLimits
     from corral.orchestration._host import Host
+    from corral.orchestration._store import Store
     from corral.orchestration.surfaces import (
         AskOwnerParams,
         CloseParams,
@@ -59,7 +61,7 @@ if TYPE_CHECKING:
         TranscriptParams,
     )
 
-__all__ = ["AskOutcome", "Controller"]
+__all__ = ["AskOutcome", "Controller", "OwnerQuestions"]
 
 
 @dataclass(frozen=True)
@@ -73,20 +75,50 @@ class AskOutcome:
 _REFRESH = "Refresh with `list` and use only the listed actions."
 
 
+class OwnerQuestions:
+    """Records a managed agent's questions (`ask_owner`, §4.4) in the store.
+
+    The one routine behind `ask_owner` for every runtime: the host's controller
+    uses it for in-process agents and a tmux worker for its own agent; the
+    owner's host then delivers the question once.
+    """
+
+    def __init__(self, store: Store, limits: FileLimits) -> None:
+        self.store = store
+        self.limits = limits
+
+    def resolve_result_ref(self, request_id: str) -> Path | str | None:
+        """`result:<request-id>` → the durable result artifact file (created on first use)."""
+        result = self.store.get_result(request_id)
+        if result is None or result.status != "completed":
+            return None
+        return self.store.materialize_artifact(request_id).path
+
+    async def ask_owner(self, agent_ctx: ManagedChild, params: AskOwnerParams) -> AskOutcome:
+        """Prepare the question's files from the agent's cwd and record it for the active assignment."""
+        with error_context("ask_owner"):
+            prepared = prepare_files(
+                None if params.files is None else list(params.files),
+                cwd=Path(agent_ctx.generation.cwd),
+                limits=self.limits,
+                resolve_result_ref=self.resolve_result_ref,
+            )
+            ask = agent_ctx.record_ask(prepared.render("Question", params.question).text)
+            return AskOutcome(ask.ask_id, ask.request_id)
+
+
 class Controller(DelegateMixin):
     """The orchestration core's actions (one instance per host)."""
 
     def __init__(self, host: Host) -> None:
         self.host = host
+        self.questions = OwnerQuestions(host.store, host.file_limits)
 
     # --- helpers ---------------------------------------------------------------------------------
 
     def resolve_result_ref(self, request_id: str) -> Path | str | None:
         """`result:<request-id>` → the durable result artifact file (created on first use)."""
-        result = self.host.store.get_result(request_id)
-        if result is None or result.status != "completed":
-            return None
-        return self.host.store.materialize_artifact(request_id).path
+        return self.questions.resolve_result_ref(request_id)
 
     def views(self, caller: Caller) -> tuple[AgentView, ...]:
         """The lifecycle projection of everything `caller` may see, from one store snapshot."""
@@ -366,16 +398,7 @@ class Controller(DelegateMixin):
 
     async def ask_owner(self, agent_ctx: ManagedChild, params: AskOwnerParams) -> AskOutcome:
         """Record a managed agent's question (`ask_owner`, §4.4); the host delivers it to the owner once."""
-        with error_context("ask_owner"):
-            cwd = Path(agent_ctx.generation.cwd)
-            prepared = prepare_files(
-                None if params.files is None else list(params.files),
-                cwd=cwd,
-                limits=self.host.file_limits,
-                resolve_result_ref=self.resolve_result_ref,
-            )
-            ask = agent_ctx.record_ask(prepared.render("Question", params.question).text)
-            return AskOutcome(ask.ask_id, ask.request_id)
+        return await self.questions.ask_owner(agent_ctx, params)
 
     # --- dispatch -------------------------------------------------------------------------------------------
 

@@ -23,7 +23,7 @@ from corral.agent import AgentSession, AgentTool, build_system_prompt
 from corral.agent.tools import ALL_TOOL_NAMES, create_builtin_tools
 from corral.llm import Model, ThinkingLevel, parse_model_ref
 from corral.orchestration._caller import Caller
-from corral.orchestration._child import RETIRED_ENTRY, AskOwnerTool, ManagedChild
+from corral.orchestration._child import RETIRED_ENTRY, ManagedChild
 from corral.orchestration._definitions import AgentDefinition, RuntimeKind, is_delegating, leaf_projection
 from corral.orchestration._delivery import RESULT_TYPE
 from corral.orchestration._files import prepare_files
@@ -448,16 +448,9 @@ class DelegateMixin:
                 context_retirement=host.context_retirement,
             )
 
-            def prepare_question(question: str, files: list[str] | None) -> str:
-                prepared = prepare_files(
-                    files,
-                    cwd=cwd,
-                    limits=host.file_limits,
-                    resolve_result_ref=host.controller.resolve_result_ref,
-                )
-                return prepared.render("Question", question).text
+            from corral.orchestration.surfaces import ask_owner_tool  # the surfaces import the core
 
-            agent.register_tool(self._ask_owner_tool(child, agent, prepare_question))
+            agent.register_tool(ask_owner_tool(host, child, agent))
             if generation.delegating:
                 child_caller = Caller(
                     agent,
@@ -624,15 +617,6 @@ class DelegateMixin:
             request_id=task.request_id,
             run_id=generation.run_id,
         )
-
-    def _ask_owner_tool(self, child: ManagedChild, agent: AgentSession, prepare: Any) -> AgentTool:
-        """The surfaces' `ask_owner` tool when available, else the core's thin one."""
-        try:
-            from corral.orchestration.surfaces import ask_owner_tool
-        except ImportError:  # pragma: no cover - the surfaces ship with corral
-            return AskOwnerTool(child, prepare)
-        tool: AgentTool = ask_owner_tool(self.host, child, agent)
-        return tool
 
     async def _rollback(self, generation: GenerationRecord, caller: Caller) -> None:
         host = self.host

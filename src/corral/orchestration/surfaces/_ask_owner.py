@@ -16,7 +16,7 @@ from corral.agent import AgentTool, ToolResult, ToolUpdate
 from corral.llm import AssistantMessage, ToolDefinition
 from corral.orchestration.errors import InvalidRequestError
 
-from ._core import PASS_THROUGH_SCHEMA, AgentController, error_result, field_schema
+from ._core import PASS_THROUGH_SCHEMA, OwnerQuestionRecorder, error_result, field_schema
 from ._params import parse_ask_owner
 
 if TYPE_CHECKING:
@@ -61,7 +61,7 @@ class AskOwnerTool(AgentTool):
     parameters = PASS_THROUGH_SCHEMA
     prompt_snippet = "ask_owner: ask your owner a question and wait for the answer"
 
-    def __init__(self, controller: AgentController, agent_ctx: Any, agent: AgentSession) -> None:
+    def __init__(self, controller: OwnerQuestionRecorder, agent_ctx: Any, agent: AgentSession) -> None:
         self._controller = controller
         self._agent_ctx = agent_ctx
         self._agent = agent

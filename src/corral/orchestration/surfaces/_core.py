@@ -137,6 +137,14 @@ class AgentController(Protocol):
         ...
 
 
+class OwnerQuestionRecorder(Protocol):
+    """What the `ask_owner` tool needs: the controller, or a tmux worker's `OwnerQuestions`."""
+
+    async def ask_owner(self, agent_ctx: Any, params: AskOwnerParams) -> AskOwnerOutcome:
+        """Record the question of the agent behind `agent_ctx`."""
+        ...
+
+
 def output_dir() -> Path:
     """Where full texts of truncated tool results are kept: `<data root>/tool-output` (0700)."""
     return corral_home() / "tool-output"
