@@ -499,17 +499,7 @@ class DelegateMixin:
                 ids={"label": generation.label},
             )
         host.changed()
-        return DelegateResult(
-            action,
-            agent=generation.label,
-            definition=generation.definition,
-            owner_session_id=generation.owner_session_id,
-            pane_id=generation.pane_id,
-            session_id=generation.session_id,
-            session_path=generation.session_path,
-            request_id=task.request_id,
-            run_id=generation.run_id,
-        )
+        return _delegate_result(action, generation, task)
 
     async def _launch_tmux(
         self,
@@ -606,17 +596,7 @@ class DelegateMixin:
             generation = current
             host.tmux_runtime().adopt(handle, generation.pid)
         host.changed()
-        return DelegateResult(
-            action,
-            agent=generation.label,
-            definition=generation.definition,
-            owner_session_id=generation.owner_session_id,
-            pane_id=generation.pane_id,
-            session_id=generation.session_id,
-            session_path=generation.session_path,
-            request_id=task.request_id,
-            run_id=generation.run_id,
-        )
+        return _delegate_result(action, generation, task)
 
     async def _rollback(self, generation: GenerationRecord, caller: Caller) -> None:
         host = self.host
@@ -638,3 +618,18 @@ def _same_file(given: Path, actual: Path, base: Path) -> bool:
         return os.path.realpath(path) == os.path.realpath(actual)
     except OSError:
         return False
+
+
+def _delegate_result(action: Any, generation: GenerationRecord, task: RequestRecord) -> DelegateResult:
+    """The `delegate`/`continue` result of a started, acknowledged generation."""
+    return DelegateResult(
+        action,
+        agent=generation.label,
+        definition=generation.definition,
+        owner_session_id=generation.owner_session_id,
+        pane_id=generation.pane_id,
+        session_id=generation.session_id,
+        session_path=generation.session_path,
+        request_id=task.request_id,
+        run_id=generation.run_id,
+    )

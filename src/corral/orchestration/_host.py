@@ -265,7 +265,8 @@ class Host:
         for child in self.children.values():
             child.wake()
 
-    async def _next_change(self) -> None:
+    async def wait_for_change(self) -> None:
+        """Return at the next state change (a delivery, a settle, a child's progress); for front ends."""
         await self._change.wait()
 
     # --- child hooks -------------------------------------------------------------------------------
@@ -330,7 +331,7 @@ class Host:
                 )
                 break
             except OrchestrationError:
-                await self._next_change()
+                await self.wait_for_change()
         self.release(generation.run_id)
 
     def release(self, run_id: str) -> None:

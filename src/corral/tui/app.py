@@ -246,7 +246,7 @@ class CorralApp(App[int]):
             return
         self.post_message(HostChanged())
         while True:
-            await host._next_change()
+            await host.wait_for_change()
             self.post_message(HostChanged())
 
     # --- lead events ---------------------------------------------------------------------------
