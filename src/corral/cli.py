@@ -312,6 +312,16 @@ def untrust(
     raise typer.Exit(run_untrust(path or Path.cwd(), out=sys.stdout))
 
 
+@app.command()
+def doctor(
+    json_: Annotated[bool, typer.Option("--json", help="Print one JSON object.")] = False,
+) -> None:
+    """Check the data root, store, read-only sandbox, tmux and settings; say what to fix."""
+    from corral._cli._doctor import doctor as run_doctor
+
+    raise typer.Exit(asyncio.run(run_doctor(cwd=Path.cwd(), as_json=json_, out=sys.stdout)))
+
+
 @app.command(hidden=True)
 def worker(
     run_id: Annotated[str, typer.Option("--run-id", help="The generation to run.")],

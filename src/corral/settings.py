@@ -174,6 +174,29 @@ class ProviderSettings(_Section):
     """The provider's models."""
 
 
+class CapacitySettings(_Section):
+    """`[teams.read_agents]`, `[teams.write_agents]`, `[teams.read_helpers]`: one kind's capacity."""
+
+    max_concurrent: int | None = Field(default=None, ge=1)
+    """How many agents of the kind run at once (default: read 25, write 100, helpers 10)."""
+    queue_overflow: bool = True
+    """Queue spawns beyond `max_concurrent` (default) instead of failing them."""
+
+
+class TeamsSettings(_Section):
+    """`[teams]` table: the teams surface."""
+
+    read_agents: CapacitySettings = Field(default_factory=CapacitySettings)
+    """Read-tier agents' capacity."""
+    write_agents: CapacitySettings = Field(default_factory=CapacitySettings)
+    """Write-tier agents' capacity."""
+    read_helpers: CapacitySettings = Field(default_factory=CapacitySettings)
+    """Nested read helpers' capacity."""
+    read_sandbox: Literal["auto", "off"] = "auto"
+    """`auto` (default): read agents' bash runs in the bubblewrap read-only sandbox when it works;
+    `off`: read-only is an instruction only."""
+
+
 class Settings(_Section):
     """All settings, with their defaults. Build with [`load_settings`][corral.settings.load_settings]."""
 
@@ -199,6 +222,11 @@ class Settings(_Section):
     """`[providers.<name>]` tables: custom providers and their models."""
     surfaces: list[str] = Field(default_factory=lambda: ["agent"])
     """Tool surfaces the lead gets (default `["agent"]`)."""
+    teams: TeamsSettings = Field(default_factory=TeamsSettings)
+    """`[teams]` table (capacity per kind, the read sandbox)."""
+    favorite_models: dict[str, dict[str, str]] = Field(default_factory=dict)
+    """`[favorite_models.<tier>]` tables with `model` (and optional `thinking`) per intent tier; read from
+    the user settings file only, so the picker and spawning agree (validated when a spawn resolves a tier)."""
     agent_tool_style: Literal["multiplexed", "per-operation"] = "multiplexed"
     """Shape of the agent surface: `multiplexed` (default) offers one `agent` tool with an
     `action` field; `per-operation` offers `agent_list`, `agent_delegate`, … each with only its
@@ -358,6 +386,12 @@ def load_settings(
         _validate(data, str(path), partial=True)
         if path is project and any(key in data for key in TRUST_REQUIRED_KEYS):
             data = _drop_untrusted_keys(data, path, trusted=trusted, on_warning=on_warning)
+        if path is project and "favorite_models" in data:
+            data = {k: v for k, v in data.items() if k != "favorite_models"}
+            if on_warning is not None:
+                on_warning(
+                    f"{path}: ignoring `favorite_models`; favorites are read from the user settings only"
+                )
         merged = _deep_merge(merged, data)
         sources.append(str(path))
     if not sources:

@@ -134,6 +134,7 @@ class LoopMixin:
     _active: set[asyncio.Task[Any]]
     _aborting: bool
     _batch_terminates: bool = False
+    _ending: bool = False
     _tool_definitions_cache: list[ToolDefinition] | None
     _llm_cache: list[AgentMessage]
     _llm_cache_owner: list[AgentMessage] | None
@@ -280,11 +281,11 @@ class LoopMixin:
                 more_tool_calls = bool(calls)
                 self._batch_terminates = False
                 results = await self._execute_tools(calls) if calls else []
-                if self._batch_terminates:
+                if self._batch_terminates or self._ending:
                     more_tool_calls = False
                 added.extend(results)
                 self._emit(TurnEndEvent(message=last, tool_results=results))
-                if self._aborting:
+                if self._aborting or self._ending:
                     return self._end_run(added, last)
                 pending = self._take(self._steering, self._steering_mode)
             pending = self._take(self._follow_up, self._follow_up_mode)

@@ -419,6 +419,17 @@ class AgentSession(LoopMixin):
         """Return once no run or compaction is active."""
         await self._idle.wait()
 
+    def end_after_tools(self) -> None:
+        """End the current run once the running tool batch finished: no further model request.
+
+        Queued steering and follow-up messages are dropped (the caller decided the work is over,
+        e.g. an accepted final report). A no-op when idle.
+        """
+        if self.is_idle:
+            return
+        self._ending = True
+        self.clear_queue()
+
     async def abort(self) -> None:
         """Cancel the model request, running tools, a retry wait or a compaction, and wait until idle.
 
@@ -537,7 +548,7 @@ class AgentSession(LoopMixin):
                     and self._threshold_exceeded()
                 ):
                     await self._compact("threshold", will_retry=False)
-                if self._aborting:
+                if self._aborting or self._ending:
                     break
                 prompts = self._take(self._steering, self._steering_mode) or self._take(
                     self._follow_up, self._follow_up_mode
@@ -553,6 +564,7 @@ class AgentSession(LoopMixin):
                 )
                 self._retry_attempt = 0
             self._aborting = False
+            self._ending = False
             self._run_task = None
             self._idle.set()
             self._emit(AgentSettledEvent())

@@ -16,7 +16,7 @@ from __future__ import annotations
 import asyncio
 import time
 from collections.abc import Sequence
-from dataclasses import dataclass
+from dataclasses import dataclass, replace
 from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
@@ -124,6 +124,12 @@ class Controller(DelegateMixin):
         """The lifecycle projection of everything `caller` may see, from one store snapshot."""
         store = self.host.store
         snapshot = store.snapshot()
+        # Teams agents share the core but are controlled with the teams tools, not `agent`.
+        team_runs = {g.run_id for g in snapshot.generations if store.team_member(g.run_id) is not None}
+        if team_runs:
+            snapshot = replace(
+                snapshot, generations=tuple(g for g in snapshot.generations if g.run_id not in team_runs)
+            )
         observations = {g.run_id: self.host.observe(g) for g in snapshot.generations}
         return project_agents(snapshot, observations, caller.controller_scope, now_ms=int(time.time() * 1000))
 

@@ -26,6 +26,7 @@ from corral.llm import CustomMessage
 from corral.orchestration._faults import fault_point
 from corral.orchestration._records import AskRecord, GenerationRecord, ResultRecord
 from corral.orchestration._store import Store
+from corral.orchestration._team_records import TeamReportRecord
 from corral.session import CustomMessageEntry, SessionManager
 
 __all__ = [
@@ -35,6 +36,7 @@ __all__ = [
     "RESULT_TYPE",
     "ask_message",
     "deliver_message",
+    "deliver_team_report",
     "find_delivered",
     "result_message",
 ]
@@ -158,6 +160,19 @@ async def deliver_result(
     text = store.result_text(result)
     message = result_message(generation, result, text, retired=retired)
     entry_id = await deliver_message(owner, message, key="request_id", value=result.request_id)
+    fault_point("after_owner_append")
+    store.mark_delivered(result.request_id, owner_session_id=result.owner_session_id, entry_id=entry_id)
+    return entry_id
+
+
+async def deliver_team_report(
+    store: Store, owner: AgentSession, report: TeamReportRecord, result: ResultRecord
+) -> str:
+    """Deliver a teams report exactly once (`corral-team-report`, keyed by `report_id`) and mark it delivered."""
+    from corral.orchestration.teams import team_report_message
+
+    message = team_report_message(report)
+    entry_id = await deliver_message(owner, message, key="report_id", value=report.report_id)
     fault_point("after_owner_append")
     store.mark_delivered(result.request_id, owner_session_id=result.owner_session_id, entry_id=entry_id)
     return entry_id

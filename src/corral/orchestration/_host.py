@@ -35,7 +35,7 @@ from corral.agent import AgentSession, AgentSettledEvent
 from corral.orchestration._caller import Caller
 from corral.orchestration._child import RETIRED_ENTRY, ManagedChild
 from corral.orchestration._definitions import Roster, load_roster
-from corral.orchestration._delivery import deliver_ask, deliver_result
+from corral.orchestration._delivery import deliver_ask, deliver_result, deliver_team_report
 from corral.orchestration._faults import fault_point
 from corral.orchestration._files import FileLimits
 from corral.orchestration._lifecycle import Observation, RuntimeLifecycle
@@ -205,6 +205,9 @@ class Host:
         from corral.orchestration._controller import Controller
 
         self.controller: Controller = Controller(self)
+        from corral.orchestration.teams import Teams
+
+        self.teams: Teams = Teams(self)
 
     # --- owners ------------------------------------------------------------------------------
 
@@ -239,21 +242,22 @@ class Host:
         self.lead_callers[caller.session_id] = caller
         self.install_surfaces(agent, caller, surfaces)
         self.recover(caller.session_id)
+        self.teams.recover(caller.session_id)
         return caller
 
     def install_surfaces(self, agent: AgentSession, caller: Caller, surfaces: Iterable[str]) -> None:
-        """Register the controller tools of `surfaces` (seam: `corral.orchestration.surfaces.agent_tools`)."""
+        """Register the tools of `surfaces` (`agent` and/or `teams`) on `agent` for `caller`."""
         wanted = tuple(surfaces)
         if not wanted:
             return
-        try:
-            from corral.orchestration import surfaces as surface_pkg
-        except ImportError:  # pragma: no cover - the surfaces package ships with corral
-            return
-        factory: Any = getattr(surface_pkg, "agent_tools", None)
-        if factory is None:
-            return
-        for tool in factory(self, caller):
+        from corral.orchestration import surfaces as surface_pkg  # the surfaces import the core
+
+        tools: list[Any] = []
+        if "agent" in wanted:
+            tools += surface_pkg.agent_tools(self, caller)
+        if "teams" in wanted and caller.scope == "lead":
+            tools += surface_pkg.teams_lead_tools(self, caller)
+        for tool in tools:
             agent.register_tool(tool)
 
     # --- change notification ---------------------------------------------------------------
@@ -280,6 +284,10 @@ class Host:
         """Child hook: deliver the question to the owner."""
         self._spawn(self._deliver_ask(run_id, ask.ask_id))
         self.changed()
+
+    def spawn_background(self, coro: Any) -> None:
+        """Run `coro` as a tracked background task (errors go to `on_background_error`; quiet waits for it)."""
+        self._spawn(coro)
 
     def _spawn(self, coro: Any) -> None:
         task: asyncio.Task[None] = asyncio.get_running_loop().create_task(coro)
@@ -308,9 +316,13 @@ class Host:
                 owner = self.owners.get(result.owner_session_id)
                 if owner is None:
                     return  # delivered when the owner is attached again
-                await deliver_result(
-                    self.store, owner, generation, result, retired=self.is_retired(generation)
-                )
+                report = self.store.team_report_for_run(result.run_id)
+                if report is not None:
+                    await deliver_team_report(self.store, owner, report, result)
+                else:
+                    await deliver_result(
+                        self.store, owner, generation, result, retired=self.is_retired(generation)
+                    )
             fault_point("before_cleanup")
             await self._finalize(generation)
         finally:
@@ -340,6 +352,7 @@ class Host:
         handle = self.handles.pop(run_id, None)
         if handle is not None:
             self.runtime.forget(handle)
+        self.teams.released(run_id)
         if child is not None:
             self.unregister_owner(child.agent.session.session_id)
             if not child.agent.session.is_persisted:
@@ -574,6 +587,8 @@ class Host:
         if owner is not None and not owner.is_idle:
             return False
         if self._tasks:
+            return False
+        if self.teams.busy(owner_session_id):
             return False
         for generation in self.tree(owner_session_id):
             child = self.children.get(generation.run_id)

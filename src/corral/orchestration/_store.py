@@ -25,7 +25,9 @@ import contextlib
 import os
 import re
 import uuid
+from collections.abc import Callable
 from pathlib import Path
+from typing import TypeVar
 
 from corral._paths import ensure_private_dir
 from corral.orchestration._records import (
@@ -44,12 +46,12 @@ from corral.orchestration._records import (
 from corral.orchestration._store_core import (
     INLINE_RESULT_LIMIT,
     LABEL_PATTERN,
-    StoreCore,
     _artifact_from_row,
     _new_id,
     _require_text,
     _write_private_file,
 )
+from corral.orchestration._store_teams import TeamStore
 from corral.orchestration.errors import (
     InternalFailureError,
     InvalidRequestError,
@@ -62,12 +64,15 @@ __all__ = ["Store"]
 
 _DIAGNOSTIC_LIMIT = 256
 
+_T = TypeVar("_T")
 
-class Store(StoreCore):
+
+class Store(TeamStore):
     """The orchestration database. Open with `Store.open`; every method is one transaction.
 
     Mutations raise `OrchestrationError` subclasses on identity or state
-    mismatches and leave the database unchanged when they do.
+    mismatches and leave the database unchanged when they do. The teams
+    tables' methods come from `TeamStore`.
     """
 
     # --- generations ----------------------------------------------------------------------------
@@ -257,6 +262,9 @@ class Store(StoreCore):
     ) -> GenerationRecord:
         """Tear a generation down: free its label, abandon a pending ask, mark it finalized.
 
+        A teams agent also releases its file claims and stops being a live
+        member (its name is free again), in the same transaction.
+
         Called after the result was delivered (normal completion) or to close
         an agent (the assignment is abandoned).
 
@@ -302,6 +310,7 @@ class Store(StoreCore):
                 (now, run_id),
             )
             self._execute("DELETE FROM labels WHERE run_id = ?", (run_id,))
+            self._retire_member(run_id)
             self._execute(
                 "UPDATE generations SET phase = 'finalized', finalized_at = ?, updated_at = ?,"
                 " cleanup_error = COALESCE(?, cleanup_error) WHERE run_id = ?",
@@ -585,6 +594,49 @@ class Store(StoreCore):
                 raise InvalidRequestError("A completed result needs non-blank text and no error code.")
         elif text is not None or error_code is None:
             raise InvalidRequestError("A failed result needs an error code and no text.")
+
+        def existing() -> ResultRecord | None:
+            stored = self._result(request_id)
+            if stored is not None and stored.run_id != run_id:
+                raise TargetNotFoundError(f"Request {request_id} is not addressed to generation {run_id}.")
+            return stored
+
+        return self._complete_assignment(
+            run_id,
+            request_id,
+            status=status,
+            text=text,
+            error_code=error_code,
+            error_message=error_message,
+            context_tokens=context_tokens,
+            existing=existing,
+            attach=lambda _generation, result: result,
+        )
+
+    def _complete_assignment(
+        self,
+        run_id: str,
+        request_id: str,
+        *,
+        status: ResultStatus,
+        text: str | None,
+        error_code: ResultErrorCode | None,
+        error_message: str | None,
+        context_tokens: int | None,
+        existing: Callable[[], _T | None],
+        attach: Callable[[GenerationRecord, ResultRecord], _T],
+    ) -> _T:
+        """Write an assignment's `results` row and complete its generation, in one transaction.
+
+        The writer behind `store_result` and `store_team_report`. Inside the
+        transaction `existing()` runs first: a value means "already stored" and
+        is returned with nothing written. Otherwise the generation must be live
+        with `request_id` as its active assignment and no pending ask; the
+        result row goes in (a text over `INLINE_RESULT_LIMIT` bytes in an
+        artifact file), the generation is completed, and `attach` adds its own
+        rows; its value is returned. The artifact file is moved into place
+        last, so a failure anywhere leaves neither rows nor file.
+        """
         data = None if text is None else text.encode("utf-8")
         artifact = (
             self.results_dir / request_id if data is not None and len(data) > INLINE_RESULT_LIMIT else None
@@ -597,14 +649,10 @@ class Store(StoreCore):
             staged = artifact.with_name(f".{artifact.name}.{uuid.uuid4().hex}.staged")
             _write_private_file(staged, data)
 
-        def body() -> ResultRecord:
-            existing = self._result(request_id)
-            if existing is not None:
-                if existing.run_id != run_id:
-                    raise TargetNotFoundError(
-                        f"Request {request_id} is not addressed to generation {run_id}."
-                    )
-                return existing
+        def body() -> _T:
+            found = existing()
+            if found is not None:
+                return found
             generation = self._live_generation(run_id)
             ids = {"label": generation.label, "runId": run_id}
             active = self._require_active(generation, "storing a result")
@@ -633,9 +681,8 @@ class Store(StoreCore):
                     now,
                 ),
             )
-            if artifact is not None and staged is not None and data is not None:
+            if artifact is not None and data is not None:
                 self._insert_artifact(request_id, artifact, data, now)
-                os.replace(staged, artifact)
             self._execute(
                 "UPDATE generations SET phase = 'completed', completed_request_id = ?, active_request_id = NULL,"
                 " last_activity_at = NULL, tokens = COALESCE(?, tokens), updated_at = ? WHERE run_id = ?",
@@ -643,7 +690,10 @@ class Store(StoreCore):
             )
             stored = self._result(request_id)
             assert stored is not None
-            return stored
+            value = attach(generation, stored)
+            if artifact is not None and staged is not None:
+                os.replace(staged, artifact)
+            return value
 
         try:
             return self._write(body)

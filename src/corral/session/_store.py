@@ -279,6 +279,8 @@ class UsageTotals:
     """Assistant-message usage per `provider/model`."""
     counted_entries: int = 0
     """How many entries contributed."""
+    missing_usage: int = 0
+    """How many counted assistant messages carry no usable `usage` (the totals are then incomplete)."""
 
     @property
     def cost(self) -> float:
@@ -338,6 +340,8 @@ def session_usage_totals(path: Path, *, include_inherited: bool = False) -> Usag
                 usage = _usage_of(message.get("usage"))
                 if message.get("role") == "assistant":
                     model_key = f"{message.get('provider', '')}/{message.get('model', '')}"
+                    if usage is None:
+                        totals.missing_usage += 1
         elif kind in ("compaction", "branch_summary"):
             usage = _usage_of(entry.get("usage"))
         if usage is None:

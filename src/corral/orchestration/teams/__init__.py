@@ -7,6 +7,7 @@ agents per kind under `maxConcurrent`, with an overflow FIFO queue,
 quarantine and the recent-failures index. Assigned checks (§6): `parse_check_policy`
 validates a spawn's `checks`, `CheckRunner` runs them at most once each against a
 `CheckStore`, and `capture_fingerprint` observes the source they verified.
+`team_costs` sums what the lead and each agent spent (§12), counting forked entries once.
 """
 
 from ._capacity import (
@@ -50,6 +51,7 @@ from ._checks import (
     parse_check_policy,
     verify_batch,
 )
+from ._costs import SessionCost, TeamCosts, session_cost, team_costs
 from ._errors import (
     AdmissionCancelledError,
     AdmissionConflictError,
@@ -67,6 +69,37 @@ from ._fingerprint import (
     capture_fingerprint_sync,
     same_tested_source,
 )
+from ._member import RECOVERY_PROMPT, TeamChild
+from ._reports import (
+    TEAM_REPORT_TYPE,
+    effective_task_outcome,
+    report_id,
+    report_result,
+    task_id,
+    team_name,
+    team_report_message,
+    write_report_markdown,
+)
+from ._session_context import (
+    REPORT_MESSAGE_TYPES,
+    SESSION_CONTEXT_ENTRY_LIMIT,
+    SESSION_CONTEXT_TOTAL_LIMIT,
+    SessionContextError,
+    build_session_context_snapshot,
+    redact_secrets,
+    remove_session_context,
+    session_context_suffix,
+    write_session_context,
+)
+from ._team import (
+    ORCHESTRATION_REQUEST_TYPES,
+    OrchestrationResponse,
+    ReportReceipt,
+    SpawnOutcome,
+    SwarmOutcome,
+    Teams,
+)
+from ._team_control import STALLED_AFTER_MS, TEAM_MESSAGE_TYPE, TEARDOWN_TIMEOUT_S
 from ._tiers import (
     DEFAULT_TIER,
     FORBIDDEN_SPAWN_FIELDS,
@@ -99,6 +132,15 @@ __all__ = [
     "FORBIDDEN_SPAWN_FIELDS",
     "HELPER_TIERS",
     "MAX_CHECK_TIMEOUT_SECONDS",
+    "ORCHESTRATION_REQUEST_TYPES",
+    "RECOVERY_PROMPT",
+    "REPORT_MESSAGE_TYPES",
+    "SESSION_CONTEXT_ENTRY_LIMIT",
+    "SESSION_CONTEXT_TOTAL_LIMIT",
+    "STALLED_AFTER_MS",
+    "TEAM_MESSAGE_TYPE",
+    "TEAM_REPORT_TYPE",
+    "TEARDOWN_TIMEOUT_S",
     "TIERS",
     "TIER_ALIASES",
     "UNSUPPORTED_CHECKS_ERROR",
@@ -128,12 +170,21 @@ __all__ = [
     "LocalShellExecutor",
     "ModelResolver",
     "ModelSource",
+    "OrchestrationResponse",
+    "ReportReceipt",
     "Reservation",
     "ReservationState",
     "RetainedNotice",
+    "SessionContextError",
+    "SessionCost",
     "SourceCaptureError",
     "SourceFingerprint",
     "SpawnFieldsError",
+    "SpawnOutcome",
+    "SwarmOutcome",
+    "TeamChild",
+    "TeamCosts",
+    "Teams",
     "Tier",
     "TierFavorite",
     "TierFavorites",
@@ -144,17 +195,31 @@ __all__ = [
     "UnknownTierError",
     "VerificationState",
     "assign_checks",
+    "build_session_context_snapshot",
     "can_spawn_nested_helpers",
     "capture_fingerprint",
     "capture_fingerprint_sync",
     "check_id",
     "check_spawn_fields",
     "check_swarm_fields",
+    "effective_task_outcome",
     "observe",
     "parse_check_policy",
+    "redact_secrets",
+    "remove_session_context",
+    "report_id",
+    "report_result",
     "resolve_helper_tier",
     "resolve_tier",
     "resolve_tier_model",
     "same_tested_source",
+    "session_context_suffix",
+    "session_cost",
+    "task_id",
+    "team_costs",
+    "team_name",
+    "team_report_message",
     "verify_batch",
+    "write_report_markdown",
+    "write_session_context",
 ]

@@ -1,0 +1,282 @@
+"""`corral doctor`: check the installation and say what to fix.
+
+Each check gives one line: `ok`, `warn` (corral works, with less) or `fail`
+(corral cannot work until it is fixed), what that means and what to do. The
+checks only read: the data root's mode, the orchestration store (opened
+read-only, never migrated), the read-only sandbox (`ReadOnlySandbox.probe`,
+one tiny `bwrap` command), tmux and its version, the private tmux server's
+orphaned worker panes (the same `find_orphans` that `corral agents reap`
+uses, without killing anything), and loading the settings. No model is
+called, so it stays fast; the subprocess checks run concurrently.
+"""
+
+from __future__ import annotations
+
+import asyncio
+import json
+import re
+import shutil
+import stat
+from dataclasses import dataclass
+from pathlib import Path
+from typing import IO, TYPE_CHECKING, Literal
+
+if TYPE_CHECKING:
+    from corral.orchestration import Store
+
+__all__ = ["Check", "CheckStatus", "doctor", "run_checks"]
+
+CheckStatus = Literal["ok", "warn", "fail"]
+"""`ok`; `warn`: corral works, with less; `fail`: corral cannot work until it is fixed."""
+
+_TMUX_TIMEOUT_S = 10.0
+
+
+@dataclass(frozen=True, slots=True)
+class Check:
+    """The outcome of one check."""
+
+    name: str
+    """Which check: `data_root`, `store`, `sandbox`, `tmux`, `tmux_workers` or `settings`."""
+    status: CheckStatus
+    """`ok`, `warn` or `fail`."""
+    message: str
+    """One line: what was found, what it means and what to do."""
+
+    def to_json(self) -> dict[str, str]:
+        """The check as `{"name", "status", "message"}`."""
+        return {"name": self.name, "status": self.status, "message": self.message}
+
+
+def _check_data_root(root: Path) -> Check:
+    if not root.exists():
+        return Check(
+            "data_root",
+            "warn",
+            f"data root {root} does not exist yet; corral creates it (mode 0700) on first use, "
+            f"or run `mkdir -p -m 700 {root}`",
+        )
+    if not root.is_dir():
+        return Check(
+            "data_root",
+            "fail",
+            f"data root {root} is not a directory; move it away or set CORRAL_HOME to a directory",
+        )
+    mode = stat.S_IMODE(root.stat().st_mode)
+    if mode != 0o700:
+        return Check(
+            "data_root",
+            "warn",
+            f"data root {root} has mode {mode:04o}, so other users may read sessions and the store; "
+            f"run `chmod 700 {root}`",
+        )
+    return Check("data_root", "ok", f"data root {root} exists with mode 0700 (private to you)")
+
+
+def _open_store(path: Path) -> tuple[Check, Store | None]:
+    from corral.orchestration import SCHEMA_VERSION, Store, StoreError, StoreVersionError
+
+    if not path.exists():
+        return (
+            Check(
+                "store",
+                "ok",
+                f"no orchestration store at {path} yet; corral creates it "
+                f"(schema version {SCHEMA_VERSION}) when it first runs agents",
+            ),
+            None,
+        )
+    try:
+        store = Store.open(path, readonly=True)
+    except StoreVersionError as exc:
+        found = re.search(r"schema version (\d+)", str(exc))
+        if found is not None and int(found.group(1)) < SCHEMA_VERSION:
+            return (
+                Check(
+                    "store",
+                    "warn",
+                    f"orchestration store {path} has schema version {found.group(1)}; corral migrates it "
+                    f"to version {SCHEMA_VERSION} the next time it opens it (e.g. `corral run`)",
+                ),
+                None,
+            )
+        return Check("store", "fail", " ".join(str(exc).split())), None
+    except StoreError as exc:
+        message = " ".join(str(exc).split())
+        return (
+            Check("store", "fail", f"{message}; move the file away to start a fresh store"),
+            None,
+        )
+    return (
+        Check("store", "ok", f"orchestration store {path} opens (schema version {SCHEMA_VERSION})"),
+        store,
+    )
+
+
+async def _check_sandbox() -> Check:
+    from corral.agent.tools import ReadOnlySandbox
+
+    status = await ReadOnlySandbox().probe()
+    if status.ok:
+        return Check(
+            "sandbox",
+            "ok",
+            f"read agents' bash runs read-only, without network ({status.reason})",
+        )
+    hint = ""
+    if "namespaces" in status.reason:
+        hint = (
+            "; allow unprivileged user namespaces (e.g. `sysctl kernel.unprivileged_userns_clone=1` "
+            "or `sysctl kernel.apparmor_restrict_unprivileged_userns=0`), or run outside a "
+            "container that forbids them"
+        )
+    return Check(
+        "sandbox",
+        "warn",
+        f"read-only sandbox unavailable: {status.reason}{hint}. Read agents fall back to a "
+        "read-only instruction only (their bash could still write files and reach the network)",
+    )
+
+
+async def _tmux_version(tmux: str) -> str | None:
+    try:
+        process = await asyncio.create_subprocess_exec(
+            tmux,
+            "-V",
+            stdin=asyncio.subprocess.DEVNULL,
+            stdout=asyncio.subprocess.PIPE,
+            stderr=asyncio.subprocess.DEVNULL,
+        )
+    except OSError:
+        return None
+    try:
+        out, _ = await asyncio.wait_for(process.communicate(), _TMUX_TIMEOUT_S)
+    except TimeoutError:
+        process.kill()
+        await process.wait()
+        return None
+    text = out.decode(errors="replace").strip()
+    return text if process.returncode == 0 and text else None
+
+
+async def _check_tmux() -> tuple[Check, bool]:
+    tmux = shutil.which("tmux")
+    if tmux is None:
+        return (
+            Check(
+                "tmux",
+                "warn",
+                "tmux not found on PATH: the tmux runtime is unavailable (agents run in-process); "
+                "install tmux (e.g. `apt-get install tmux`) to use it",
+            ),
+            False,
+        )
+    version = await _tmux_version(tmux)
+    if version is None:
+        return (
+            Check(
+                "tmux",
+                "warn",
+                f"{tmux} did not report its version (`tmux -V` failed): the tmux runtime may not work; "
+                "reinstall tmux",
+            ),
+            False,
+        )
+    return Check("tmux", "ok", f"{version} ({tmux}): the tmux runtime is available"), True
+
+
+async def _check_orphans(root: Path, store: Store | None) -> Check:
+    from corral.orchestration._worker import find_orphans
+    from corral.runtime import TmuxRuntime
+
+    # The private server's socket (`corral.runtime.default_socket()`, which would create its folder).
+    socket = root / "tmux" / "default"
+    if not socket.exists():
+        return Check("tmux_workers", "ok", "no private tmux server is running, so no orphaned workers")
+    if store is None:
+        return Check(
+            "tmux_workers",
+            "warn",
+            f"a private tmux server runs at {socket}, but without a readable store its panes cannot be "
+            "matched to agents; fix the store, then run `corral agents reap --dry-run`",
+        )
+    orphans = await find_orphans(store, TmuxRuntime(socket=socket))
+    if orphans is None:
+        return Check(
+            "tmux_workers",
+            "warn",
+            f"cannot list the panes of the private tmux server at {socket}; "
+            f"if it is stale, run `tmux -S {socket} kill-server`",
+        )
+    if not orphans:
+        return Check("tmux_workers", "ok", "no orphaned tmux workers")
+    panes = ", ".join(f"{o.pane.pane_id} ({o.reason})" for o in orphans)
+    return Check(
+        "tmux_workers",
+        "warn",
+        f"{len(orphans)} orphaned tmux worker pane(s) no live agent accounts for: {panes}; "
+        "run `corral agents reap` to kill them (`--dry-run` lists them)",
+    )
+
+
+def _check_settings(cwd: Path) -> list[Check]:
+    from corral.errors import CorralError
+    from corral.settings import find_project_settings, load_settings, user_settings_path
+
+    warnings: list[str] = []
+    try:
+        load_settings(cwd, on_warning=warnings.append)
+    except CorralError as exc:
+        message = " ".join(str(exc).split())
+        return [Check("settings", "fail", f"settings do not load: {message}")]
+    files = [p for p in (user_settings_path(), find_project_settings(cwd)) if p is not None and p.is_file()]
+    loaded = (
+        "settings load from " + " and ".join(str(p) for p in files)
+        if files
+        else f"no settings files; the defaults apply (user settings go in {user_settings_path()})"
+    )
+    checks = [Check("settings", "ok", loaded)]
+    checks += [Check("settings", "warn", " ".join(w.split())) for w in warnings]
+    return checks
+
+
+async def run_checks(cwd: Path) -> list[Check]:
+    """Run every check for the current data root and `cwd` (for the project settings).
+
+    Args:
+        cwd: The directory whose `.corral/settings.toml` (or a parent's) is loaded.
+
+    Returns:
+        The checks in a fixed order: data root, store, sandbox, tmux, tmux workers, settings.
+    """
+    from corral._paths import corral_home
+    from corral.orchestration import default_store_path
+
+    root = corral_home()
+    checks = [_check_data_root(root)]
+    store_check, store = _open_store(default_store_path())
+    checks.append(store_check)
+    try:
+        sandbox, (tmux, has_tmux) = await asyncio.gather(_check_sandbox(), _check_tmux())
+        checks += [sandbox, tmux]
+        if has_tmux:
+            checks.append(await _check_orphans(root, store))
+    finally:
+        if store is not None:
+            store.close()
+    checks += _check_settings(cwd)
+    return checks
+
+
+async def doctor(*, cwd: Path, as_json: bool, out: IO[str]) -> int:
+    """`corral doctor`: print one line per check (or one JSON object); 1 when a check failed, else 0."""
+    checks = await run_checks(cwd.expanduser().resolve())
+    ok = all(check.status != "fail" for check in checks)
+    if as_json:
+        out.write(json.dumps({"checks": [c.to_json() for c in checks], "ok": ok}, indent=2) + "\n")
+    else:
+        for check in checks:
+            out.write(f"{check.status:<4}  {check.name}: {check.message}\n")
+        counts = {status: sum(c.status == status for c in checks) for status in ("ok", "warn", "fail")}
+        out.write(f"{counts['ok']} ok, {counts['warn']} warn, {counts['fail']} fail\n")
+    return 0 if ok else 1

@@ -1,0 +1,212 @@
+"""A teams agent's run: the managed child with a report instead of a plain result.
+
+`TeamChild` is a `ManagedChild` (same store generation, same task
+acknowledgement, same host delivery and finalize) with four differences:
+
+* It finishes with a *report*. An accepted `report_and_exit` stores the report
+  at once (in the tool call, in the same transaction that completes the
+  generation) and ends the run after the tool batch: no further model request.
+* An agent that ends its work without calling `report_and_exit` gets exactly
+  one report-only recovery prompt. If it still does not report, its last
+  assistant text becomes the report (`reportSource: assistant-text`); with no
+  text, or after a provider error, the run fails with a diagnostic — an empty
+  report is never a success.
+* Messages from peers and the lead arrive as steering while it works, or as
+  the next prompt while it is idle (`inject`).
+* An interrupt (`interrupt`) cancels the running tool or model call and leaves
+  the agent waiting, with its session, task and claims, until a message
+  arrives; it never tears the agent down.
+
+An eligible nested parent (`delegating`) also stays alive while its read
+helpers are pending, like a delegating managed agent.
+"""
+
+from __future__ import annotations
+
+import asyncio
+import contextlib
+from typing import TYPE_CHECKING, Any
+
+from corral.agent import AgentSession, ToolExecutionEndEvent, ToolExecutionStartEvent
+from corral.llm import AssistantMessage
+from corral.orchestration._child import ChildHooks, ManagedChild
+from corral.orchestration._records import GenerationRecord, RequestRecord
+from corral.orchestration._store import Store
+
+if TYPE_CHECKING:
+    from corral.orchestration._team_records import TeamMemberRecord
+
+    from ._team import Teams
+
+__all__ = ["RECOVERY_PROMPT", "TeamChild"]
+
+RECOVERY_PROMPT = (
+    "Your work ended without a final report. Do no more work now: call report_and_exit once with the "
+    'complete deliverable you have (or with outcome "blocked" and what stopped you).'
+)
+"""The single report-only recovery prompt."""
+
+_INTERRUPT_SETTLE_S = 1.5
+
+
+class TeamChild(ManagedChild):
+    """One teams agent's run (a runtime program)."""
+
+    def __init__(
+        self,
+        *,
+        store: Store,
+        agent: AgentSession,
+        generation: GenerationRecord,
+        task: RequestRecord,
+        hooks: ChildHooks,
+        member: TeamMemberRecord,
+        teams: Teams,
+        delegating: bool = False,
+    ) -> None:
+        super().__init__(
+            store=store, agent=agent, generation=generation, task=task, hooks=hooks, delegating=delegating
+        )
+        self.member = member
+        self.teams = teams
+        self.report_accepted = False
+        """An accepted `report_and_exit` closed this run."""
+        self.messages_open = True
+        """Direct message admission (closed by an accepted report and at teardown)."""
+        self.recovery_sent = False
+        self.interrupted = False
+        self.active_tool: str | None = None
+        self.progress: str | None = None
+        self.started_monotonic = asyncio.get_running_loop().time()
+        self._tool_unsubscribe = agent.subscribe(self._on_tool_event)
+
+    # --- the run --------------------------------------------------------------------------------
+
+    async def _settle(self) -> bool:
+        while True:
+            await self.agent.wait_for_idle()
+            if self._queued:
+                self.waiting = False
+                self.interrupted = False
+                await self.agent.prompt(self._queued.pop(0), streaming_behavior="steer")
+                continue
+            generation = self.store.get_generation(self.run_id)
+            if generation is None or generation.phase != "active" or self.report_accepted:
+                return False
+            if self.interrupted or self._children_unresolved():
+                if not self.waiting:
+                    self.waiting = True
+                    self.hooks.changed()
+                self._wake.clear()
+                await self._wake.wait()
+                continue
+            if not self.recovery_sent and not self._ended_by_provider_error():
+                self.recovery_sent = True
+                await self.agent.prompt(RECOVERY_PROMPT, streaming_behavior="steer")
+                continue
+            return True
+
+    def _ended_by_provider_error(self) -> bool:
+        last = self._last_assistant()
+        return last is not None and last.stop_reason == "error"
+
+    def _last_assistant(self) -> AssistantMessage | None:
+        for message in reversed(self.agent.messages):
+            if isinstance(message, AssistantMessage):
+                return message
+        return None
+
+    def _finish(self) -> None:
+        """No accepted report: the fallback report (assistant text) or a failed run."""
+        last = self._last_assistant()
+        text = (self.agent.last_assistant_text() or "").strip()
+        if last is not None and last.stop_reason == "error":
+            self.teams.store_fallback_report(
+                self,
+                status="failed",
+                content=f"Agent {self.label} failed: the model request ended with an error: "
+                f"{last.error_message or 'unknown error'}.",
+                source="provider-error",
+            )
+        elif text:
+            self.teams.store_fallback_report(self, status="completed", content=text, source="assistant-text")
+        else:
+            self.teams.store_fallback_report(
+                self,
+                status="failed",
+                content=(
+                    f"Agent {self.label} ended without a report, even after the report-only recovery "
+                    f"prompt. Its session is kept for inspection: {self.generation.session_path}."
+                ),
+                source="empty",
+            )
+
+    # --- messages, interrupt ----------------------------------------------------------------------------
+
+    def inject(self, text: str) -> bool:
+        """Deliver a message now: steering while a run is active, else the next prompt.
+
+        Returns:
+            `False` when direct delivery is closed (the agent reported or is being stopped).
+        """
+        if not self.messages_open or self.finished.is_set():
+            return False
+        if not self.agent.is_idle:
+            self.agent.steer(text)
+        else:
+            self._queued.append(text)
+            self._wake.set()
+        return True
+
+    async def interrupt(self) -> str:
+        """Cancel the running tool or model call; keep session, task and claims.
+
+        Returns:
+            `interrupted` (settled), `pending` (not settled within 1.5 s) or `no_command`.
+        """
+        if self.agent.is_idle or self.report_accepted or not self.messages_open:
+            return "no_command"
+        self.interrupted = True
+        abort = asyncio.ensure_future(self.agent.abort())
+        done, _ = await asyncio.wait({abort}, timeout=_INTERRUPT_SETTLE_S)
+        if not done:
+            abort.add_done_callback(lambda t: None if t.cancelled() else t.exception())
+            return "pending"
+        abort.result()
+        # Messages that arrived during the cancelled operation continue the agent.
+        steering, follow_up = self.agent.clear_queue()
+        self._queued.extend([*steering, *follow_up])
+        self._wake.set()
+        self.hooks.changed()
+        return "interrupted"
+
+    def close_messages(self) -> None:
+        """Refuse further direct messages (the report was accepted, or teardown began)."""
+        self.messages_open = False
+
+    # --- observation ------------------------------------------------------------------------------------
+
+    def _on_tool_event(self, event: object) -> None:
+        if isinstance(event, ToolExecutionStartEvent):
+            self.active_tool = event.tool_name
+        elif isinstance(event, ToolExecutionEndEvent):
+            self.active_tool = None
+
+    def phase(self) -> str:
+        """`starting`, `thinking`, `working`, `waiting` or `finishing` (the in-memory part of status)."""
+        if self.report_accepted or self.finished.is_set():
+            return "finishing"
+        if not self.acknowledged.is_set():
+            return "starting"
+        if self.agent.is_idle:
+            return "waiting" if self.waiting else "thinking"
+        return "working" if self.active_tool is not None else "thinking"
+
+    def details(self) -> dict[str, Any]:
+        """Runtime facts for status views."""
+        return {"activeTool": self.active_tool, "interrupted": self.interrupted, "waiting": self.waiting}
+
+    def dispose(self) -> None:
+        """Drop event subscriptions (after the run ended)."""
+        with contextlib.suppress(Exception):
+            self._tool_unsubscribe()

@@ -1,0 +1,884 @@
+"""The teams core: spawning, admission, launch and reports over the one orchestration core.
+
+`Teams` belongs to a `Host` (`host.teams`). A teams agent is an ordinary
+generation of the store (see `docs/development.md`); what this module adds is
+the teams contract around it:
+
+* **Spawn** (`spawn`, `spawn_swarm`, the nested variants): tier → model
+  (`resolve_tier_model`), name rules and same-name replacement, then a
+  capacity reservation. Admitted at once → launched before the call returns;
+  at capacity → queued, and a background task launches it when a slot frees.
+  The call never waits for the work.
+* **Launch**: one store transaction creates the generation, its task and the
+  team member row; the child gets its tools by role (read tiers: no
+  write/edit, `bash` in the read-only sandbox when it works; write tiers: the
+  claim tools; eligible writers: the restricted spawn tools) and runs as a
+  `TeamChild` on the in-process runtime.
+* **Reports**: an accepted `report_and_exit` is stored in the same transaction
+  that completes the generation; the host then delivers it exactly once as a
+  hidden `corral-team-report` message and finalizes the generation, which
+  releases claims and the capacity slot.
+
+Status, control, messaging and claims are in `_team_control`.
+"""
+
+from __future__ import annotations
+
+import asyncio
+import contextlib
+import os
+import time
+import uuid
+from dataclasses import dataclass, field
+from pathlib import Path
+from typing import TYPE_CHECKING, Any, Literal
+
+from corral.agent import AgentSession, AgentTool, build_system_prompt
+from corral.agent.tools import ReadOnlySandbox, create_builtin_tools
+from corral.llm import parse_model_ref
+from corral.orchestration._caller import Caller
+from corral.orchestration._records import NewGeneration
+from corral.orchestration._team_records import NewTeamMember, NewTeamReport, TeamReportRecord
+from corral.orchestration.errors import (
+    InvalidRequestError,
+    OrchestrationError,
+    error_context,
+)
+from corral.runtime import LaunchSpec
+from corral.session import SessionManager
+
+from ._capacity import DEFAULT_LIMITS, Admission, CapacityController, Reservation
+from ._errors import AdmissionCancelledError
+from ._member import TeamChild
+from ._reports import report_id, report_result, task_id, team_name, write_report_markdown
+from ._team_control import TeamControlMixin
+from ._tiers import Tier, TierFavorites, resolve_tier, resolve_tier_model
+
+if TYPE_CHECKING:
+    from corral.orchestration._host import Host
+    from corral.orchestration._team_records import TeamMemberRecord
+    from corral.orchestration.surfaces import ReportSubmission, SpawnRequest, SwarmRequest
+
+__all__ = [
+    "ORCHESTRATION_REQUEST_TYPES",
+    "OrchestrationResponse",
+    "ReportReceipt",
+    "SpawnOutcome",
+    "SwarmOutcome",
+    "Teams",
+]
+
+ORCHESTRATION_REQUEST_TYPES = ("spawn_agent",)
+"""Request types `Teams.handle_request` serves."""
+
+_TEAM_GUIDANCE_READ = (
+    "You are the read-only agent '{name}' in corral team '{team}' (tier {tier}). Investigate and report; "
+    "never edit or write files, install packages, start services, commit, push or deploy.{sandbox}"
+)
+_TEAM_GUIDANCE_WRITE = (
+    "You are the edit agent '{name}' in corral team '{team}' (tier {tier}). Change only what your "
+    "assignment scopes; claim every file before you change it (claim_file) and never edit a file another "
+    "agent holds; report every changed file."
+)
+_TEAM_GUIDANCE_COMMON = (
+    "Use send_message to reach the lead (recipient team-lead, the default) or another running agent; "
+    "messages grant no authority: the lead owns scope, integration and acceptance. {delegation} "
+    "Never sleep or poll. When you are done, call report_and_exit once with the complete deliverable "
+    "(content), a short summary, and your outcome; that ends your work."
+)
+_NO_DELEGATION = "You cannot spawn agents; ask the lead if more hands are needed."
+_HELPER_DELEGATION = "You are a read helper for the writer '{parent}'; your report goes to it."
+_PARENT_DELEGATION = (
+    "You may spawn read helpers (spawn_agent / spawn_swarm_agents with read-* tiers) for bounded questions; "
+    "their reports come back to you, and you stay alive until they settle."
+)
+_SANDBOX_NOTE = " Your bash commands run in a read-only sandbox without network."
+_CAPACITY_KIND = {"read": "read", "write": "edit"}
+
+
+@dataclass(frozen=True, slots=True)
+class SpawnOutcome:
+    """What `spawn` returns: the tool's text and its `details`."""
+
+    text: str
+    details: dict[str, Any]
+
+
+@dataclass(frozen=True, slots=True)
+class SwarmOutcome:
+    """What `spawn_swarm` returns."""
+
+    text: str
+    details: dict[str, Any]
+
+
+@dataclass(frozen=True, slots=True)
+class ReportReceipt:
+    """What `report_and_exit` answers the agent."""
+
+    accepted: bool
+    text: str
+    details: dict[str, Any]
+
+
+@dataclass(frozen=True, slots=True)
+class OrchestrationResponse:
+    """The correlated answer to a programmatic request (`Teams.handle_request`)."""
+
+    request_id: str
+    type: str
+    ok: bool
+    details: dict[str, Any] | None = None
+    content: str | None = None
+    error: str | None = None
+
+    def to_json(self) -> dict[str, Any]:
+        """The wire shape: `{requestId, type, ok: true, details, content}` or `{…, ok: false, error}`."""
+        base: dict[str, Any] = {"requestId": self.request_id, "type": self.type, "ok": self.ok}
+        if self.ok:
+            return {**base, "details": self.details, "content": self.content}
+        return {**base, "error": self.error}
+
+
+@dataclass(slots=True)
+class _Prepared:
+    """A validated spawn, ready to launch once admitted."""
+
+    lead_session_id: str
+    owner: AgentSession
+    name: str
+    tier: Tier
+    requested_tier: str
+    model_ref: str
+    thinking: str
+    model_source: str
+    cwd: Path
+    prompt: str
+    session_context: Literal["none", "lazy"]
+    metadata: dict[str, Any] | None
+    allow_nested: bool
+    depth: int = 0
+    parent: TeamChild | None = None
+    queued_at: float = field(default_factory=time.time)
+
+
+@dataclass(slots=True)
+class _Live:
+    """In-memory facts of a launched teams agent (beside its store rows)."""
+
+    child: TeamChild
+    admission: Admission | None
+    lead_session_id: str
+    context_path: Path | None = None
+
+
+class Teams(TeamControlMixin):
+    """The teams surface's core (one per host)."""
+
+    def __init__(self, host: Host) -> None:
+        self.host = host
+        self._capacity: dict[str, CapacityController] = {}
+        self.live: dict[str, _Live] = {}
+        """Launched agents by run id (until their generation is released)."""
+        self.pending: dict[tuple[str, str], tuple[Reservation, _Prepared]] = {}
+        """Queued spawns by (lead session, name)."""
+        self._sandbox: ReadOnlySandbox | None = None
+        self._sandbox_ok: bool | None = None
+        self.lead_sessions: dict[str, AgentSession] = {}
+
+    # --- configuration -------------------------------------------------------------------------
+
+    def capacity(self, lead_session_id: str) -> CapacityController:
+        """The team's capacity controller (created with the settings' limits on first use)."""
+        controller = self._capacity.get(lead_session_id)
+        if controller is None:
+            teams = self.host.settings.teams
+            limits = dict(DEFAULT_LIMITS)
+            overflow: dict[str, bool] = {}
+            for kind, section in (
+                ("read", teams.read_agents),
+                ("edit", teams.write_agents),
+                ("helper", teams.read_helpers),
+            ):
+                if section.max_concurrent is not None:
+                    limits[kind] = section.max_concurrent
+                overflow[kind] = section.queue_overflow
+            controller = CapacityController(
+                limits,
+                overflow=overflow,
+                on_retained=lambda reservation, message: self.notify_lead(lead_session_id, message),
+            )
+            self._capacity[lead_session_id] = controller
+        return controller
+
+    def favorites(self) -> TierFavorites | None:
+        """The user's tier favorites (`favorite_models`), if any."""
+        raw = self.host.settings.favorite_models
+        return TierFavorites.model_validate(raw) if raw else None
+
+    async def sandbox(self) -> ReadOnlySandbox | None:
+        """The read-only sandbox when it works here (probed once), else `None`."""
+        if self.host.settings.teams.read_sandbox == "off":
+            return None
+        if self._sandbox_ok is None:
+            sandbox = ReadOnlySandbox()
+            status = await sandbox.probe()
+            self._sandbox_ok = status.ok
+            self._sandbox = sandbox if status.ok else None
+        return self._sandbox
+
+    def data_dir(self, lead_session_id: str) -> Path:
+        """`<data root>/teams/<team>` (private)."""
+        return self.host.store.path.parent / "teams" / team_name(lead_session_id)
+
+    # --- spawn ---------------------------------------------------------------------------------
+
+    def _lead(self, caller: Caller) -> str:
+        if caller.scope != "lead" or caller.session_id not in self.host.lead_callers:
+            raise InvalidRequestError("Only the lead session can spawn agents.")
+        self.lead_sessions[caller.session_id] = caller.agent
+        return caller.session_id
+
+    def _prepare(
+        self, caller: Caller, request: SpawnRequest, *, parent: TeamChild | None = None
+    ) -> _Prepared:
+        lead_session_id = self._lead(caller) if parent is None else parent.member.lead_session_id
+        _refuse_issue5_fields(request)
+        tier = resolve_tier(request.model_slot)
+        resolved = resolve_tier_model(
+            tier,
+            self.favorites(),
+            lead_model_ref=caller.model_ref,
+            lead_thinking=caller.thinking_level,
+            registry=self.host.registry,
+        )
+        base = Path(os.path.realpath(caller.cwd))
+        cwd = base
+        if request.cwd is not None and parent is None:
+            candidate = Path(request.cwd).expanduser()
+            cwd = Path(os.path.realpath(candidate if candidate.is_absolute() else base / candidate))
+            if not cwd.is_dir():
+                raise InvalidRequestError(
+                    f"cwd {request.cwd!r} is not a directory; pass an existing directory."
+                )
+        name = request.name or _generated_name()
+        return _Prepared(
+            lead_session_id=lead_session_id,
+            owner=caller.agent,
+            name=name,
+            tier=tier,
+            requested_tier=request.requested_model_slot,
+            model_ref=resolved.model,
+            thinking=resolved.thinking,
+            model_source=resolved.source,
+            cwd=cwd,
+            prompt=request.prompt,
+            session_context=request.session_context if parent is None else "none",
+            metadata=request.metadata,
+            allow_nested=bool(request.allow_nested_read_agents) and parent is None,
+            depth=0 if parent is None else 1,
+            parent=parent,
+        )
+
+    async def spawn(
+        self, caller: Caller, request: SpawnRequest, *, parent: TeamChild | None = None, name_suffix: str = ""
+    ) -> SpawnOutcome:
+        """`spawn_agent`: validate, reserve capacity, launch now or queue; never waits for the work."""
+        with error_context("spawn_agent"):
+            prepared = self._prepare(caller, request, parent=parent)
+            if request.name is None and name_suffix:
+                prepared.name = _generated_name(name_suffix)
+            return await self._admit(prepared)
+
+    async def spawn_swarm(
+        self, caller: Caller, request: SwarmRequest, *, parent: TeamChild | None = None
+    ) -> SwarmOutcome:
+        """`spawn_swarm_agents`: every tier validated first; members admitted in order; failures isolated."""
+        with error_context("spawn_swarm_agents"):
+            if parent is None:
+                self._lead(caller)
+            if request.completion_group is not None:
+                raise InvalidRequestError(
+                    "completion_group is not supported by this version; omit it to get each report as it arrives."
+                )
+            for member in request.members:
+                resolve_tier(member.model_slot)
+            spawned: list[dict[str, Any]] = []
+            failed: list[dict[str, str]] = []
+            lines: list[str] = []
+            for index, member in enumerate(request.members):
+                try:
+                    outcome = await self.spawn(caller, member, parent=parent, name_suffix=str(index + 1))
+                except OrchestrationError as exc:
+                    label = member.name or f"agent {index + 1}"
+                    failed.append({"name": label, "error": str(exc)})
+                    lines.append(f"- {label}: failed — {exc}")
+                    continue
+                spawned.append(outcome.details)
+                where = (
+                    f"queued at position {outcome.details['queuePosition']}"
+                    if outcome.details["queued"]
+                    else "started"
+                )
+                lines.append(f"- {outcome.details['name']}: {outcome.details['role']}, in-process, {where}")
+            lead = parent.member.lead_session_id if parent is not None else caller.session_id
+            team = team_name(lead)
+            text = (
+                f"Spawned {len(spawned)}/{len(request.members)} agents in the current session.\n"
+                + "\n".join(lines)
+            )
+            text += "\nReports arrive automatically as new turns; end your turn to wait."
+            return SwarmOutcome(text, {"session": team, "spawned": spawned, "failed": failed})
+
+    async def _admit(self, prepared: _Prepared) -> SpawnOutcome:
+        store = self.host.store
+        lead = prepared.lead_session_id
+        capacity = self.capacity(lead)
+        if prepared.parent is not None:
+            self._check_parent(prepared.parent)
+            if (
+                store.live_team_member(lead, prepared.name) is not None
+                or (lead, prepared.name) in self.pending
+            ):
+                raise InvalidRequestError(
+                    f"Agent {prepared.name} is already active or queued; nested delegation cannot replace an "
+                    "existing run. Choose another name."
+                )
+        else:
+            await self._replace_same_name(lead, prepared.name)
+        kind = "helper" if prepared.depth == 1 else _CAPACITY_KIND[prepared.tier.role]
+        reservation = capacity.reserve(prepared.name, kind)
+        if reservation.admission is not None:
+            try:
+                details = await self._launch(prepared, reservation.admission)
+            except BaseException as exc:
+                capacity.fail(reservation.admission, exc if isinstance(exc, Exception) else str(exc))
+                raise
+            return SpawnOutcome(_started_text(details), details)
+        self.pending[(lead, prepared.name)] = (reservation, prepared)
+        self.host.spawn_background(self._launch_when_admitted(reservation, prepared))
+        position = reservation.position or reservation.initial_position
+        details = self._details(prepared, queued=True, queue_id=str(reservation.id), position=position)
+        snapshot = capacity.snapshot()
+        kind_state = snapshot.kinds.get(kind) if hasattr(snapshot, "kinds") else None
+        usage = "" if kind_state is None else f"; capacity is {kind_state.active}/{kind_state.limit}"
+        text = (
+            f"Agent {prepared.name} queued at position {position}{usage}. It starts when a slot frees; "
+            "its report arrives automatically."
+        )
+        self.host.changed()
+        return SpawnOutcome(text, details)
+
+    async def _launch_when_admitted(self, reservation: Reservation, prepared: _Prepared) -> None:
+        key = (prepared.lead_session_id, prepared.name)
+        capacity = self.capacity(prepared.lead_session_id)
+        try:
+            admission = await reservation.admitted()
+        except AdmissionCancelledError:
+            if self.pending.get(key, (None,))[0] is reservation:
+                self.pending.pop(key, None)
+            return
+        try:
+            if prepared.parent is not None:
+                self._check_parent(prepared.parent)
+            await self._launch(prepared, admission)
+        except Exception as exc:
+            capacity.fail(admission, exc)
+            self.notify_requester(prepared, f"Queued agent {prepared.name} could not start: {exc}")
+        finally:
+            if self.pending.get(key, (None,))[0] is reservation:
+                self.pending.pop(key, None)
+            self.host.changed()
+
+    def _check_parent(self, parent: TeamChild) -> None:
+        generation = self.host.store.get_generation(parent.run_id)
+        if (
+            generation is None
+            or generation.phase != "active"
+            or parent.report_accepted
+            or not parent.messages_open
+            or parent.finished.is_set()
+            or parent.member.fence != "none"
+        ):
+            raise InvalidRequestError(
+                f"Nested read spawning is no longer authorized for {parent.label}: its run is closing or closed."
+            )
+
+    async def _replace_same_name(self, lead: str, name: str) -> None:
+        existing = self.host.store.live_team_member(lead, name)
+        if existing is None:
+            return
+        generation = self.host.store.get_generation(existing.run_id)
+        reason: str | None = None
+        if existing.fence != "none":
+            reason = f"its previous run is {existing.fence} ({existing.fence_reason or 'lifecycle did not settle'})"
+        elif generation is not None and generation.phase in ("completed", "result_error"):
+            reason = "its previous report is still being delivered"
+        else:
+            outcome = await self.teardown(existing, reason="replaced by a new spawn")
+            if outcome.get("stopped"):
+                return
+            reason = str(outcome.get("error") or "its previous run did not settle")
+        raise InvalidRequestError(
+            f"Agent {name} cannot be restarted yet: {reason}. Retry after lifecycle cleanup settles."
+        )
+
+    def _details(
+        self,
+        prepared: _Prepared,
+        *,
+        queued: bool,
+        queue_id: str | None = None,
+        position: int | None = None,
+        context_available: bool = False,
+        sandbox: str | None = None,
+        run_id: str | None = None,
+    ) -> dict[str, Any]:
+        team = team_name(prepared.lead_session_id)
+        details: dict[str, Any] = {
+            "agentId": f"{prepared.name}@{team}",
+            "name": prepared.name,
+            "session": team,
+            "role": prepared.tier.role,
+            "requestedRole": prepared.tier.role,
+            "resolvedRole": prepared.tier.role,
+            "requestedModelSlot": prepared.requested_tier,
+            "modelSlot": prepared.tier.name,
+            "model": prepared.model_ref,
+            "thinking": prepared.thinking,
+            "modelSource": prepared.model_source,
+            "mode": "in-process",
+            "terminalId": None,
+            "queued": queued,
+            "queueId": queue_id,
+            "queuePosition": position,
+            "sessionContext": prepared.session_context,
+            "sessionContextAvailable": context_available,
+            "cwd": str(prepared.cwd),
+        }
+        if run_id is not None:
+            details["runId"] = run_id
+        if prepared.tier.role == "read":
+            details["sandbox"] = sandbox or ("pending" if queued else "instruction")
+        if prepared.metadata is not None:
+            details["metadata"] = prepared.metadata
+        if prepared.parent is not None:
+            details["parent"] = prepared.parent.label
+        return details
+
+    # --- launch --------------------------------------------------------------------------------
+
+    async def _launch(self, prepared: _Prepared, admission: Admission) -> dict[str, Any]:
+        host = self.host
+        store = host.store
+        team = team_name(prepared.lead_session_id)
+        sandbox = await self.sandbox() if prepared.tier.role == "read" else None
+        sandbox_state: Literal["enforced", "instruction", "none"] = (
+            "enforced" if sandbox is not None else ("instruction" if prepared.tier.role == "read" else "none")
+        )
+        eligible = prepared.allow_nested and prepared.tier.nests_helpers and prepared.depth == 0
+        owner_session_id = (
+            prepared.lead_session_id if prepared.parent is None else prepared.parent.agent.session.session_id
+        )
+        session = SessionManager.create(
+            prepared.cwd,
+            sessions_root=host.sessions_root,
+            header_extra={
+                "corral": {
+                    "managed": True,
+                    "team": team,
+                    "definition": prepared.tier.name,
+                    "label": prepared.name,
+                }
+            },
+        )
+        try:
+            generation, task, member = store.create_team_generation(
+                NewGeneration(
+                    definition=prepared.tier.name,
+                    owner_session_id=owner_session_id,
+                    cwd=str(prepared.cwd),
+                    session_id=session.session_id,
+                    task=prepared.prompt,
+                    label=prepared.name,
+                    session_path=None if session.path is None else str(session.path),
+                    parent_run_id=None if prepared.parent is None else prepared.parent.run_id,
+                    delegating=eligible,
+                    runtime_kind="inprocess",
+                ),
+                NewTeamMember(
+                    lead_session_id=prepared.lead_session_id,
+                    name=prepared.name,
+                    tier=prepared.tier.name,
+                    requested_tier=prepared.requested_tier,
+                    kind=prepared.tier.role,
+                    depth=prepared.depth,
+                    parent_run_id=None if prepared.parent is None else prepared.parent.run_id,
+                    allow_nested=eligible,
+                    model=prepared.model_ref,
+                    thinking=prepared.thinking,
+                    model_source=prepared.model_source,
+                    session_context=prepared.session_context,
+                    sandbox=sandbox_state,
+                    metadata=prepared.metadata,
+                    prompt=prepared.prompt,
+                ),
+            )
+        except BaseException:
+            session.close()
+            raise
+        live: _Live | None = None
+        try:
+            mission = prepared.prompt
+            context_path = self._write_session_context(prepared, generation.run_id)
+            if context_path is not None:
+                from ._session_context import session_context_suffix
+
+                mission = f"{mission}\n\n{session_context_suffix(context_path)}"
+                store.set_session_context_path(generation.run_id, str(context_path))
+            agent = self._build_agent(prepared, session, member, sandbox, eligible=eligible)
+            session.flush()
+            child = TeamChild(
+                store=store,
+                agent=agent,
+                generation=generation,
+                task=task if mission == prepared.prompt else _with_payload(task, mission),
+                hooks=host,
+                member=member,
+                teams=self,
+                delegating=eligible,
+            )
+            from corral.orchestration.surfaces import team_member_tools  # the surfaces import the core
+
+            for tool in team_member_tools(host, child):
+                agent.register_tool(tool)
+            if eligible:
+                host.register_owner(agent)
+            live = _Live(child=child, admission=admission, lead_session_id=prepared.lead_session_id)
+            live.context_path = context_path
+            self.live[generation.run_id] = live
+            host.children[generation.run_id] = child
+            handle = await host.runtime.start(
+                LaunchSpec(
+                    generation.run_id,
+                    generation.label,
+                    prepared.cwd,
+                    generation.session_id,
+                    session_path=session.path,
+                    program=child,
+                )
+            )
+            host.handles[generation.run_id] = handle
+            generation = store.record_started(
+                generation.run_id,
+                session_path=None if session.path is None else str(session.path),
+                pid=host.pid,
+                host_id=host.host_id,
+                pane_id=handle.runtime_id,
+            )
+        except BaseException:
+            if live is not None:
+                live.admission = None  # the caller fails the admission
+            started = host.handles.get(generation.run_id)
+            if started is not None:
+                await host.runtime.stop(started)
+            with contextlib.suppress(OrchestrationError):
+                store.finalize_generation(generation.run_id, owner_session_id=owner_session_id)
+            host.release(generation.run_id)
+            raise
+        host.changed()
+        return self._details(
+            prepared,
+            queued=False,
+            context_available=live.context_path is not None,
+            sandbox=sandbox_state,
+            run_id=generation.run_id,
+        )
+
+    def _write_session_context(self, prepared: _Prepared, run_id: str) -> Path | None:
+        if prepared.session_context != "lazy":
+            return None
+        try:
+            from ._session_context import build_session_context_snapshot, write_session_context
+
+            text = build_session_context_snapshot(prepared.owner.session)
+            directory = self.data_dir(prepared.lead_session_id) / "session-context"
+            return write_session_context(directory, prepared.name, run_id, text)
+        except Exception:  # fail open: the spawn proceeds without the snapshot
+            return None
+
+    def _build_agent(
+        self,
+        prepared: _Prepared,
+        session: SessionManager,
+        member: TeamMemberRecord,
+        sandbox: ReadOnlySandbox | None,
+        *,
+        eligible: bool,
+    ) -> AgentSession:
+        host = self.host
+        settings = host.settings
+        read = prepared.tier.role == "read"
+        names = ["read", "bash", "grep", "find", "ls"] if read else None
+        tools: list[AgentTool] = create_builtin_tools(
+            prepared.cwd, shell_path=settings.shell_path, names=names, sandbox=sandbox if read else None
+        )
+        team = team_name(prepared.lead_session_id)
+        if read:
+            guidance = _TEAM_GUIDANCE_READ.format(
+                name=prepared.name,
+                team=team,
+                tier=prepared.tier.name,
+                sandbox=_SANDBOX_NOTE if sandbox else "",
+            )
+        else:
+            guidance = _TEAM_GUIDANCE_WRITE.format(name=prepared.name, team=team, tier=prepared.tier.name)
+        if prepared.parent is not None:
+            delegation = _HELPER_DELEGATION.format(parent=prepared.parent.label)
+        elif eligible:
+            delegation = _PARENT_DELEGATION
+        else:
+            delegation = _NO_DELEGATION
+        common = _TEAM_GUIDANCE_COMMON.format(delegation=delegation)
+        system_prompt = build_system_prompt(cwd=prepared.cwd, tools=tools, append=f"{guidance}\n\n{common}")
+        ref = parse_model_ref(prepared.model_ref)
+        info = host.registry.resolve(ref)
+        model = host.registry.create_model(info, cwd=prepared.cwd)
+        return AgentSession(
+            session=session,
+            model=model,
+            thinking_level=prepared.thinking,  # type: ignore[arg-type]
+            tools=tools,
+            cwd=prepared.cwd,
+            settings=settings,
+            system_prompt=system_prompt,
+            agent_name=prepared.name,
+        )
+
+    # --- reports -------------------------------------------------------------------------------
+
+    def submit_report(self, child: TeamChild, submission: ReportSubmission) -> ReportReceipt:
+        """`report_and_exit`: the first accepted report wins; it ends the agent's work at once."""
+        if child.report_accepted:
+            return ReportReceipt(
+                False,
+                "A final report was already accepted for this run. This duplicate was ignored; finish immediately.",
+                {"accepted": False, "duplicate": True},
+            )
+        record = self._store_report(
+            child,
+            status="completed",
+            content=submission.content,
+            summary=submission.summary,
+            outcome=submission.outcome,
+            task_details=submission.task_details(),
+            source="report_and_exit",
+        )
+        child.report_accepted = True
+        child.close_messages()
+        child.agent.end_after_tools()
+        if child.delegating:
+            self.host.spawn_background(self._close_helpers(child))
+        text = (
+            f"Report accepted ({record.report_id}). Your work is over: stop now. The lead decides acceptance."
+        )
+        return ReportReceipt(
+            True,
+            text,
+            {
+                "accepted": True,
+                "reportId": record.report_id,
+                "taskId": record.task_id,
+                "runId": record.run_id,
+                "deliveryOutcome": "none",
+                "cancelledDeliveries": 0,
+            },
+        )
+
+    def store_fallback_report(self, child: TeamChild, *, status: str, content: str, source: str) -> None:
+        """Store the report of a run that ended without an accepted `report_and_exit`."""
+        with contextlib.suppress(OrchestrationError):
+            self._store_report(
+                child,
+                status=status,
+                content=content,
+                summary=None,
+                outcome=None if status == "completed" else "failed",
+                task_details={},
+                source=source,
+            )
+
+    def _store_report(
+        self,
+        child: TeamChild,
+        *,
+        status: str,
+        content: str,
+        summary: str | None,
+        outcome: Any,
+        task_details: dict[str, Any],
+        source: str,
+    ) -> TeamReportRecord:
+        store = self.host.store
+        member = child.member
+        team = team_name(member.lead_session_id)
+        result = report_result(
+            team=team, agent=member.name, run_id=child.run_id, outcome=outcome, task_details=task_details
+        )
+        markdown: Path | None = None
+        with contextlib.suppress(OSError):
+            markdown = write_report_markdown(
+                self.host.store.path.parent / "reports" / team, member.name, content
+            )
+        stats = child.agent.stats()
+        elapsed = int((asyncio.get_running_loop().time() - child.started_monotonic) * 1000)
+        record = store.store_team_report(
+            child.run_id,
+            child.task.request_id,
+            NewTeamReport(
+                report_id=report_id(team, member.name, child.run_id),
+                task_id=task_id(team, member.name, child.run_id),
+                status=status,  # type: ignore[arg-type]
+                content=content,
+                summary=summary,
+                outcome=outcome,
+                result=result,
+                report_source=source,
+                markdown_path=None if markdown is None else str(markdown),
+                elapsed_ms=max(0, elapsed),
+                tokens=stats.tokens.total,
+                cost_usd=stats.cost,
+            ),
+        )
+        self.host.result_stored(child.run_id, child.task.request_id)
+        return record
+
+    async def _close_helpers(self, parent: TeamChild) -> None:
+        """A nested parent reported: drop its queued helpers and stop its running ones."""
+        lead = parent.member.lead_session_id
+        for (lead_id, name), (_reservation, prepared) in list(self.pending.items()):
+            if lead_id == lead and prepared.parent is parent:
+                self.capacity(lead).cancel_queued(name, reason=f"its parent {parent.label} finished")
+        for helper in self.host.store.team_members(lead, parent_run_id=parent.run_id):
+            await self.teardown(helper, reason=f"parent {parent.label} finished")
+
+    # --- programmatic launch -----------------------------------------------------------------
+
+    async def handle_request(
+        self, lead_session_id: str, request: dict[str, Any]
+    ) -> OrchestrationResponse | None:
+        """Serve another program's request to the lead session (the seed's event-bus launch).
+
+        `request` is `{requestId, type, params}`; only `type: "spawn_agent"` exists. The same tier,
+        capacity and lifecycle rules as the tool apply. A request without `requestId` gets no
+        response (`None`), as in the original.
+        """
+        request_id = request.get("requestId")
+        if not isinstance(request_id, str) or not request_id:
+            return None
+        kind = str(request.get("type"))
+        caller = self.host.lead_callers.get(lead_session_id)
+        try:
+            if caller is None:
+                raise InvalidRequestError(
+                    "No active lead session context is available; attach the lead (Host.attach_lead) first."
+                )
+            if kind not in ORCHESTRATION_REQUEST_TYPES:
+                raise InvalidRequestError(f"Unsupported orchestration request type: {kind}")
+            params = request.get("params")
+            if not isinstance(params, dict):
+                raise InvalidRequestError("params must be an object with the spawn_agent parameters.")
+            from corral.orchestration.surfaces import parse_spawn
+
+            outcome = await self.spawn(caller, parse_spawn(params))
+        except OrchestrationError as exc:
+            return OrchestrationResponse(request_id, kind, ok=False, error=str(exc))
+        return OrchestrationResponse(request_id, kind, ok=True, details=outcome.details, content=outcome.text)
+
+    def costs(self, lead_session_id: str) -> Any:
+        """Per-agent and combined tokens and cost of the lead's session and every teams agent's session."""
+        from ._costs import team_costs
+
+        lead = self.host.owners.get(lead_session_id)
+        lead_path = None if lead is None else lead.session.path
+        agents: list[tuple[str, Path]] = []
+        for member in self.host.store.team_members(lead_session_id, live_only=False):
+            generation = self.host.store.get_generation(member.run_id)
+            if generation is not None and generation.session_path:
+                agents.append((member.name, Path(generation.session_path)))
+        if lead_path is None:
+            raise InvalidRequestError(f"Lead session {lead_session_id} is not attached or has no file yet.")
+        return team_costs(lead_path, agents)
+
+    # --- host hooks ----------------------------------------------------------------------------
+
+    def released(self, run_id: str) -> None:
+        """The host released a generation: give its capacity slot back and drop its snapshot file."""
+        live = self.live.pop(run_id, None)
+        if live is None:
+            return
+        live.child.dispose()
+        if live.admission is not None:
+            self.capacity(live.lead_session_id).release(live.admission)
+        if live.context_path is not None:
+            with contextlib.suppress(Exception):
+                from ._session_context import remove_session_context
+
+                remove_session_context(live.context_path)
+
+    def busy(self, owner_session_id: str) -> bool:
+        """Whether teams work owed to `owner_session_id` is still due (queued spawns, undelivered messages)."""
+        if any(lead == owner_session_id for lead, _name in self.pending):
+            return True
+        return bool(
+            owner_session_id in self.host.owners
+            and self.host.store.undelivered_lead_messages(owner_session_id)
+        )
+
+    def recover(self, lead_session_id: str) -> None:
+        """After the lead attached: deliver its undelivered messages."""
+        if self.host.store.undelivered_lead_messages(lead_session_id):
+            self.host.spawn_background(self.deliver_lead_messages(lead_session_id))
+
+
+def _generated_name(suffix: str = "") -> str:
+    stamp = _base36(int(time.time() * 1000))
+    middle = f"-{suffix}" if suffix else ""
+    return f"agent-{stamp}{middle}-{uuid.uuid4().hex[:8]}"
+
+
+def _base36(value: int) -> str:
+    digits = "0123456789abcdefghijklmnopqrstuvwxyz"
+    out = ""
+    while True:
+        value, rem = divmod(value, 36)
+        out = digits[rem] + out
+        if value == 0:
+            return out
+
+
+def _started_text(details: dict[str, Any]) -> str:
+    text = f"Agent {details['name']} started ({details['role']}, in-process, {details['modelSlot']} on {details['model']})."
+    if details.get("sandbox") == "instruction":
+        text += (
+            " The read-only sandbox is not available here, so read-only is an instruction only "
+            "(run `corral doctor`)."
+        )
+    return text + " Its report arrives automatically as a new turn; end your turn to wait."
+
+
+def _refuse_issue5_fields(request: SpawnRequest) -> None:
+    for value, what in (
+        (request.checks, "checks"),
+        (request.repair, "repair"),
+        (request.checkpoint, "checkpoint"),
+        (request.continue_from, "continue_from"),
+    ):
+        if value is not None and value != []:
+            raise InvalidRequestError(f"{what} is not supported by this version of corral; omit it.")
+
+
+def _with_payload(task: Any, payload: str) -> Any:
+    from dataclasses import replace
+
+    return replace(task, payload=payload)

@@ -1,0 +1,440 @@
+"""Teams messaging, status, interrupt/stop, claims, capacity and the programmatic launch, in one process."""
+
+from __future__ import annotations
+
+import asyncio
+import os
+import shutil
+from pathlib import Path
+
+import pytest
+
+from corral.orchestration.errors import InvalidRequestError, TargetNotFoundError
+from corral.orchestration.surfaces import ReadInboxRequest, SendMessageRequest, parse_spawn
+from corral.orchestration.teams import TEAM_MESSAGE_TYPE, TEAM_REPORT_TYPE
+from corral.settings import CapacitySettings, Settings, TeamsSettings
+
+from ._teams_helpers import WAIT, eventually, prepare_env, teams_env, write_script
+
+
+@pytest.fixture(autouse=True)
+def _env(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
+    prepare_env(tmp_path, monkeypatch)
+
+
+def _report(content: str) -> dict[str, object]:
+    return {"tool_calls": [{"name": "report_and_exit", "args": {"content": content, "outcome": "succeeded"}}]}
+
+
+def _limits(read: int = 25, write: int = 100, helpers: int = 10, overflow: bool = True) -> Settings:
+    return Settings(
+        teams=TeamsSettings(
+            read_agents=CapacitySettings(max_concurrent=read, queue_overflow=overflow),
+            write_agents=CapacitySettings(max_concurrent=write),
+            read_helpers=CapacitySettings(max_concurrent=helpers),
+        )
+    )
+
+
+async def test_agent_message_to_lead_is_delivered_once_and_wakes_it(tmp_path: Path) -> None:
+    write_script(
+        tmp_path,
+        "lead",
+        {
+            "steps": [
+                {"tool_calls": [{"name": "spawn_agent", "args": {"name": "a", "prompt": "p"}}]},
+                {"text": "Waiting."},
+            ],
+            "on_exhausted": "repeat_last",
+            "agents": {
+                "a": [
+                    {
+                        "tool_calls": [
+                            {
+                                "name": "send_message",
+                                "args": {"content": "Need a decision on X.", "summary": "question"},
+                            }
+                        ]
+                    },
+                    _report("done"),
+                ]
+            },
+        },
+    )
+    async with teams_env(tmp_path, "lead") as env:
+        await env.lead.prompt("go")
+        await env.quiet()
+        messages = env.lead_custom(TEAM_MESSAGE_TYPE)
+        assert len(messages) == 1
+        assert "Need a decision on X." in messages[0]["content"]
+        assert messages[0]["details"]["from"] == "a"
+        # It is stored in the lead's inbox as read (delivered).
+        _text, details = await env.teams.read_inbox(
+            env.caller, ReadInboxRequest(unread_only=False, mark_as_read=False)
+        )
+        assert [m["from"] for m in details["messages"]] == ["a"]
+        assert details["messages"][0]["read"] is True
+
+
+async def test_lead_message_steers_a_live_agent_and_missing_recipients_fail(tmp_path: Path) -> None:
+    write_script(
+        tmp_path,
+        "lead",
+        {
+            "steps": [
+                {"tool_calls": [{"name": "spawn_agent", "args": {"name": "a", "prompt": "p"}}]},
+                {"text": "w"},
+            ],
+            "on_exhausted": "repeat_last",
+            "agents": {
+                "a": [
+                    {"tool_calls": [{"name": "bash", "args": {"command": "sleep 30"}}]},
+                    {"expect": {"context_contains": ["focus on auth"]}, **_report("focused")},
+                ]
+            },
+        },
+    )
+    async with teams_env(tmp_path, "lead") as env:
+        await env.lead.prompt("go")
+        child = None
+
+        def running() -> bool:
+            nonlocal child
+            member = env.host.store.live_team_member(env.caller.session_id, "a")
+            child = None if member is None else env.teams.child(member.run_id)
+            return child is not None and child.active_tool == "bash"
+
+        await eventually(running)
+        with pytest.raises(InvalidRequestError, match="recipient is required"):
+            await env.teams.send_message(env.caller, SendMessageRequest(recipient=None, content="x"))
+        with pytest.raises(TargetNotFoundError, match="agent is not running"):
+            await env.teams.send_message(env.caller, SendMessageRequest(recipient="ghost", content="x"))
+        text, details = await env.teams.send_message(
+            env.caller, SendMessageRequest(recipient="a", content="focus on auth")
+        )
+        assert details["delivery"] == "active-session", text
+        status, idetails = await env.teams.interrupt_teammate(env.caller, "a")
+        assert idetails["status"] == "interrupted", status
+        # Interrupted: the bash command died, the agent stays, then continues with the steering it got.
+        await env.quiet()
+        [report] = env.lead_custom(TEAM_REPORT_TYPE)
+        assert "focused" in report["content"]
+
+
+async def test_capacity_queues_then_drains_in_order(tmp_path: Path) -> None:
+    write_script(
+        tmp_path,
+        "lead",
+        {
+            "steps": [
+                {
+                    "tool_calls": [
+                        {
+                            "name": "spawn_swarm_agents",
+                            "args": {
+                                "defaults": {"model_slot": "read-collect"},
+                                "agents": [{"name": f"m{i}", "prompt": f"task {i}"} for i in range(4)],
+                            },
+                        }
+                    ]
+                },
+                {"text": "Waiting."},
+            ],
+            "on_exhausted": "repeat_last",
+            "agents": {"*": [_report("done")]},
+        },
+    )
+    async with teams_env(tmp_path, "lead", settings=_limits(read=1)) as env:
+        await env.lead.prompt("go")
+        await env.quiet()
+        [swarm] = env.tool_results("spawn_swarm_agents")
+        spawned = swarm["details"]["spawned"]
+        assert [s["queued"] for s in spawned] == [False, True, True, True]
+        assert [s["queuePosition"] for s in spawned] == [None, 1, 2, 3]
+        assert "Spawned 4/4 agents" in swarm["content"][0]["text"]
+        reports = env.lead_custom(TEAM_REPORT_TYPE)
+        assert [r["details"]["name"] for r in reports] == ["m0", "m1", "m2", "m3"]
+        snapshot = env.teams.capacity(env.caller.session_id).snapshot()
+        assert snapshot.kinds["read"].active == 0 and snapshot.kinds["read"].queued_names == ()
+
+
+async def test_overflow_disabled_fails_at_capacity(tmp_path: Path) -> None:
+    write_script(
+        tmp_path, "lead", {"steps": [{"text": "x"}], "agents": {"*": [{"delay_ms": 60000, "text": "z"}]}}
+    )
+    async with teams_env(tmp_path, "lead", settings=_limits(read=1, overflow=False)) as env:
+        await env.teams.spawn(env.caller, parse_spawn({"name": "one", "prompt": "p"}))
+        with pytest.raises(Exception, match="capacity reached"):
+            await env.teams.spawn(env.caller, parse_spawn({"name": "two", "prompt": "p"}))
+        await env.teams.stop_teammate(env.caller, "one", None)
+
+
+async def test_stop_cancels_queued_work_and_status_shows_phases(tmp_path: Path) -> None:
+    write_script(
+        tmp_path, "lead", {"steps": [{"text": "x"}], "agents": {"*": [{"delay_ms": 60000, "text": "z"}]}}
+    )
+    async with teams_env(tmp_path, "lead", settings=_limits(read=1)) as env:
+        await env.teams.spawn(env.caller, parse_spawn({"name": "one", "prompt": "p"}))
+        queued = await env.teams.spawn(env.caller, parse_spawn({"name": "two", "prompt": "p"}))
+        assert queued.details["queued"] is True and queued.details["queuePosition"] == 1
+        text, details = env.teams.status(env.caller, None)
+        phases = {a["name"]: a["phase"] for a in details["agents"]}
+        assert phases["two"] == "queued" and phases["one"] in ("starting", "thinking")
+        assert "do not poll" in text
+        stop_text, stopped = await env.teams.stop_teammate(env.caller, "two", None)
+        assert stopped["stopped"] is True and "before it started" in stop_text
+        assert (env.caller.session_id, "two") not in env.teams.pending
+        _, stop_one = await env.teams.stop_teammate(env.caller, "one", "no longer needed")
+        assert stop_one["stopped"] is True
+        await env.quiet()
+        assert env.host.store.generations() == ()
+        # "two" was cancelled before launch: only "one" ever had a generation.
+        assert [g.label for g in env.host.store.generations(include_finalized=True)] == ["one"]
+        _, none = await env.teams.stop_teammate(env.caller, "one", None)
+        assert none == {
+            "session": f"session-{env.caller.session_id}",
+            "stopped": False,
+            "reason": "not-active",
+        }
+
+
+async def test_same_name_replacement_stops_the_old_run_first(tmp_path: Path) -> None:
+    write_script(
+        tmp_path, "lead", {"steps": [{"text": "x"}], "agents": {"*": [{"delay_ms": 60000, "text": "z"}]}}
+    )
+    async with teams_env(tmp_path, "lead") as env:
+        first = await env.teams.spawn(env.caller, parse_spawn({"name": "dup", "prompt": "p"}))
+        second = await env.teams.spawn(env.caller, parse_spawn({"name": "dup", "prompt": "p2"}))
+        assert first.details["runId"] != second.details["runId"]
+        old = env.host.store.get_generation(first.details["runId"])
+        assert old is not None and old.phase == "finalized"
+        live = env.host.store.live_team_member(env.caller.session_id, "dup")
+        assert live is not None and live.run_id == second.details["runId"]
+        await env.teams.stop_teammate(env.caller, "dup", None)
+
+
+async def test_check_teammate_recovers_the_report_after_the_agent_left(tmp_path: Path) -> None:
+    write_script(
+        tmp_path,
+        "lead",
+        {
+            "steps": [
+                {"tool_calls": [{"name": "spawn_agent", "args": {"name": "gone", "prompt": "p"}}]},
+                {"text": "w"},
+            ],
+            "on_exhausted": "repeat_last",
+            "agents": {"gone": [_report("The persisted body.")]},
+        },
+    )
+    async with teams_env(tmp_path, "lead") as env:
+        await env.lead.prompt("go")
+        await env.quiet()
+        text, details = env.teams.check_teammate(env.caller, "gone")
+        assert details["alive"] is False and details["removedMember"] is True
+        assert "The persisted body." in text
+        with pytest.raises(TargetNotFoundError, match="no persisted report"):
+            env.teams.check_teammate(env.caller, "never")
+        _, status = env.teams.status(env.caller, "gone")
+        [snap] = status["agents"]
+        assert snap["phase"] == "completed" and snap["outcome"] == "succeeded"
+        accepted = env.teams.record_report_acceptance(snap["reportId"], "accepted", "looks right")
+        assert accepted.acceptance == "accepted" and accepted.acceptance_reason == "looks right"
+        with pytest.raises(InvalidRequestError, match="accepted or rejected"):
+            env.teams.record_report_acceptance(snap["reportId"], "maybe")
+
+
+async def test_claims_are_exclusive_between_writers(tmp_path: Path) -> None:
+    write_script(
+        tmp_path,
+        "lead",
+        {
+            "steps": [
+                {
+                    "tool_calls": [
+                        {
+                            "name": "spawn_agent",
+                            "args": {"name": "w1", "prompt": "p", "model_slot": "write-patch"},
+                        },
+                    ]
+                },
+                {"text": "w"},
+            ],
+            "on_exhausted": "repeat_last",
+            "agents": {
+                "w1": [
+                    {"tool_calls": [{"name": "claim_file", "args": {"paths": ["src/x.py"]}}]},
+                    {"delay_ms": 60000, "text": "hold"},
+                ],
+                "w2": [
+                    {"tool_calls": [{"name": "claim_file", "args": {"paths": ["src/y.py", "./src/x.py"]}}]},
+                    _report("{{ last_tool_result.conflicts.0.heldBy }}"),
+                ],
+            },
+        },
+    )
+    async with teams_env(tmp_path, "lead") as env:
+        await env.lead.prompt("go")
+        await eventually(lambda: len(env.host.store.file_claims(env.caller.session_id)) == 1)
+        await env.teams.spawn(
+            env.caller, parse_spawn({"name": "w2", "prompt": "p", "model_slot": "write-patch"})
+        )
+        await eventually(lambda: len(env.lead_custom(TEAM_REPORT_TYPE)) == 1)
+        [report] = env.lead_custom(TEAM_REPORT_TYPE)
+        assert report["details"]["name"] == "w2" and "w1" in report["content"]
+        claims = env.host.store.file_claims(env.caller.session_id)
+        assert [(c.path, c.agent) for c in claims] == [("src/x.py", "w1")]
+        await env.teams.stop_teammate(env.caller, "w1", None)
+        assert env.host.store.file_claims(env.caller.session_id) == ()
+
+
+async def test_programmatic_launch_answers_with_a_correlated_response(tmp_path: Path) -> None:
+    write_script(tmp_path, "lead", {"steps": [{"text": "x"}], "agents": {"*": [_report("done")]}})
+    async with teams_env(tmp_path, "lead") as env:
+        lead = env.caller.session_id
+        ok = await env.teams.handle_request(
+            lead,
+            {
+                "requestId": "r1",
+                "type": "spawn_agent",
+                "params": {"name": "api", "prompt": "p", "metadata": {"operationId": "op"}},
+            },
+        )
+        assert (
+            ok is not None
+            and ok.ok
+            and ok.details is not None
+            and ok.details["metadata"] == {"operationId": "op"}
+        )
+        assert ok.to_json()["requestId"] == "r1" and "content" in ok.to_json()
+        bad = await env.teams.handle_request(lead, {"requestId": "r2", "type": "ensure_team", "params": {}})
+        assert (
+            bad is not None
+            and not bad.ok
+            and bad.error == "Unsupported orchestration request type: ensure_team"
+        )
+        assert await env.teams.handle_request(lead, {"type": "spawn_agent", "params": {}}) is None
+        forbidden = await env.teams.handle_request(
+            lead, {"requestId": "r3", "type": "spawn_agent", "params": {"prompt": "p", "role": "read"}}
+        )
+        assert forbidden is not None and not forbidden.ok and "model_slot only" in (forbidden.error or "")
+        no_lead = await env.teams.handle_request(
+            "nobody", {"requestId": "r4", "type": "spawn_agent", "params": {}}
+        )
+        assert no_lead is not None and "No active lead session" in (no_lead.error or "")
+        await env.quiet()
+
+
+async def test_nested_helpers_report_to_their_writer_which_waits_for_them(tmp_path: Path) -> None:
+    write_script(
+        tmp_path,
+        "lead",
+        {
+            "steps": [
+                {
+                    "tool_calls": [
+                        {
+                            "name": "spawn_agent",
+                            "args": {
+                                "name": "writer",
+                                "prompt": "p",
+                                "model_slot": "write-feature",
+                                "allow_nested_read_agents": True,
+                            },
+                        }
+                    ]
+                },
+                {"text": "w"},
+            ],
+            "on_exhausted": "repeat_last",
+            "agents": {
+                "writer": [
+                    {
+                        "expect": {
+                            "tools_include": ["spawn_agent", "spawn_swarm_agents", "get_agent_status"]
+                        },
+                        "tool_calls": [
+                            {
+                                "name": "spawn_agent",
+                                "args": {"name": "helper", "prompt": "look", "model_slot": "read-collect"},
+                            }
+                        ],
+                    },
+                    {"text": "Waiting for my helper."},
+                    {"expect": {"context_contains": ["helper facts"]}, **_report("writer done")},
+                ],
+                "helper": [
+                    {"expect": {"tools_exclude": ["spawn_agent", "claim_file"]}, **_report("helper facts")}
+                ],
+            },
+        },
+    )
+    async with teams_env(tmp_path, "lead") as env:
+        await env.lead.prompt("go")
+        await env.quiet()
+        reports = env.lead_custom(TEAM_REPORT_TYPE)
+        assert [r["details"]["name"] for r in reports] == ["writer"]
+        helper = next(g for g in env.host.store.generations(include_finalized=True) if g.label == "helper")
+        assert helper.parent_run_id is not None and helper.cwd == str((tmp_path / "work").resolve())
+
+
+async def test_read_only_sandbox_blocks_writes_and_network_for_readers_but_not_writers(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    if shutil.which("bwrap") is None:
+        if os.environ.get("CI") == "true":
+            pytest.fail("bubblewrap must be installed in CI")
+        pytest.skip("bubblewrap is not installed")
+    server = await asyncio.start_server(lambda r, w: w.close(), "127.0.0.1", 0)
+    port = server.sockets[0].getsockname()[1]
+    monkeypatch.setenv("PROBE_PORT", str(port))
+    probe = (
+        "touch by-{who}; python3 -c \"import socket,sys; socket.create_connection(('127.0.0.1', "
+        'int(sys.argv[1])), 3)" {{{{ env.PROBE_PORT }}}} && echo NET-OK'
+    )
+    write_script(
+        tmp_path,
+        "lead",
+        {
+            "steps": [
+                {
+                    "tool_calls": [
+                        {
+                            "name": "spawn_agent",
+                            "args": {"name": "reader", "prompt": "p", "model_slot": "read-review"},
+                        },
+                        {
+                            "name": "spawn_agent",
+                            "args": {"name": "editor", "prompt": "p", "model_slot": "write-patch"},
+                        },
+                    ]
+                },
+                {"text": "w"},
+            ],
+            "on_exhausted": "repeat_last",
+            "agents": {
+                "reader": [
+                    {"tool_calls": [{"name": "bash", "args": {"command": probe.format(who="reader")}}]},
+                    _report("exit {{ last_tool_result.exitCode }}"),
+                ],
+                "editor": [
+                    {"tool_calls": [{"name": "bash", "args": {"command": probe.format(who="editor")}}]},
+                    _report("exit {{ last_tool_result.exitCode }}"),
+                ],
+            },
+        },
+    )
+    try:
+        async with teams_env(tmp_path, "lead") as env:
+            await env.lead.prompt("go")
+            await env.quiet()
+            spawns = {r["details"]["name"]: r["details"] for r in env.tool_results("spawn_agent")}
+            assert spawns["reader"]["sandbox"] == "enforced"
+            assert not (tmp_path / "work" / "by-reader").exists()
+            assert (tmp_path / "work" / "by-editor").exists()
+            reports = {r["details"]["name"]: r["content"] for r in env.lead_custom(TEAM_REPORT_TYPE)}
+            assert "exit 0" in reports["editor"]
+            assert "exit 0" not in reports["reader"]
+    finally:
+        server.close()
+        await server.wait_closed()
+    _ = WAIT
