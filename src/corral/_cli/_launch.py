@@ -39,7 +39,7 @@ from corral.settings import Settings, load_settings
 if TYPE_CHECKING:
     from corral.orchestration import Host
 
-SURFACE_NAMES = ("agent",)
+SURFACE_NAMES = ("agent", "teams")
 """Surfaces `corral run` can give the lead today (teams arrives with the teams surface)."""
 
 __all__ = ["LaunchOptions", "Launched", "launch_session", "warn"]

@@ -125,7 +125,7 @@ class Controller(DelegateMixin):
         store = self.host.store
         snapshot = store.snapshot()
         # Teams agents share the core but are controlled with the teams tools, not `agent`.
-        team_runs = {g.run_id for g in snapshot.generations if store.team_member(g.run_id) is not None}
+        team_runs = store.team_run_ids()
         if team_runs:
             snapshot = replace(
                 snapshot, generations=tuple(g for g in snapshot.generations if g.run_id not in team_runs)

@@ -266,6 +266,12 @@ class TeamStore(StoreCore):
 
         return self._write(body)
 
+    def team_run_ids(self) -> frozenset[str]:
+        """Run ids of every generation that belongs to a team (the `agent` surface hides them)."""
+        return self._read(
+            lambda: frozenset(row["run_id"] for row in self._all("SELECT run_id FROM team_members"))
+        )
+
     def team_member(self, run_id: str) -> TeamMemberRecord | None:
         """The membership of run `run_id` (live or not), or `None`."""
         return self._read(lambda: self._team_member(run_id))

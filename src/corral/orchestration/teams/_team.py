@@ -37,6 +37,7 @@ from corral.agent import AgentSession, AgentTool, build_system_prompt
 from corral.agent.tools import ReadOnlySandbox, create_builtin_tools
 from corral.llm import parse_model_ref
 from corral.orchestration._caller import Caller
+from corral.orchestration._faults import fault_point
 from corral.orchestration._records import NewGeneration
 from corral.orchestration._team_records import NewTeamMember, NewTeamReport, TeamReportRecord
 from corral.orchestration.errors import (
@@ -750,6 +751,7 @@ class Teams(TeamControlMixin):
                 cost_usd=stats.cost,
             ),
         )
+        fault_point("after_result_row")
         self.host.result_stored(child.run_id, child.task.request_id)
         return record
 

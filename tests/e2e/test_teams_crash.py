@@ -1,0 +1,81 @@
+"""A host SIGKILLed around a teams report's delivery: on restart each stored report reaches the lead once."""
+
+from __future__ import annotations
+
+import json
+from pathlib import Path
+
+import pytest
+
+from corral.orchestration import Store
+from corral.orchestration.teams import TEAM_REPORT_TYPE
+
+from .conftest import Env, RunCorral
+
+SCRIPT = """
+steps:
+  - tool_calls:
+      - name: spawn_swarm_agents
+        args:
+          defaults: {model_slot: read-collect}
+          agents:
+            - {name: a, prompt: "task a"}
+            - {name: b, prompt: "task b"}
+            - {name: c, prompt: "task c"}
+  - text: "Waiting for reports."
+on_exhausted: repeat_last
+agents:
+  "*":
+    - tool_calls:
+        - name: report_and_exit
+          args: {content: "report body", outcome: succeeded}
+"""
+
+
+def _lead_session(env: Env) -> Path:
+    for path in env.sessions():
+        header = json.loads(path.read_text().splitlines()[0])
+        if not (header.get("corral") or {}).get("managed"):
+            return path
+    raise AssertionError("no lead session")
+
+
+@pytest.mark.parametrize(
+    "fault",
+    [
+        "after_result_row:1",
+        "after_result_row:2",
+        "after_owner_append:1",
+        "after_owner_append:2",
+        "before_cleanup:1",
+    ],
+)
+def test_teams_reports_are_delivered_exactly_once_across_a_crash(
+    cli_env: Env, corral: RunCorral, fault: str
+) -> None:
+    cli_env.script("lead", SCRIPT)
+    first = corral(
+        "run", "--surfaces", "teams", "--model", "scripted/lead", "-p", "go", env={"CORRAL_FAULTS": fault}
+    )
+    assert first.returncode == -9, (first.returncode, first.stderr)
+    lead = _lead_session(cli_env)
+    second = corral(
+        "run", "--surfaces", "teams", "--model", "scripted/lead", "--session", str(lead), "-p", "continue"
+    )
+    assert second.returncode in (0, 1), second.stderr
+    entries = [json.loads(line) for line in lead.read_text().splitlines()[1:]]
+    delivered = [
+        e["details"]["report_id"]
+        for e in entries
+        if e.get("type") == "custom_message" and e.get("customType") == TEAM_REPORT_TYPE
+    ]
+    with Store.open(cli_env.home / "corral.db") as store:
+        reports = [r for r in store.team_reports(lead_session_id=entries_session(lead))]
+        assert reports, "at least one report was stored before the crash"
+        assert sorted(delivered) == sorted(r.report_id for r in reports)
+        assert len(delivered) == len(set(delivered))
+        assert all(r.delivery == "delivered" for r in reports)
+
+
+def entries_session(lead: Path) -> str:
+    return str(json.loads(lead.read_text().splitlines()[0])["id"])
