@@ -438,3 +438,95 @@ async def test_read_only_sandbox_blocks_writes_and_network_for_readers_but_not_w
         server.close()
         await server.wait_closed()
     _ = WAIT
+
+
+async def test_peers_message_each_other_and_failed_admissions_show_in_status(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    write_script(
+        tmp_path,
+        "lead",
+        {
+            "steps": [{"text": "x"}],
+            "on_exhausted": "repeat_last",
+            "agents": {
+                "listener": [
+                    {"tool_calls": [{"name": "bash", "args": {"command": "sleep 20"}}]},
+                    {"expect": {"context_contains": ["hello from talker"]}, **_report("heard it")},
+                ],
+                "talker": [
+                    {
+                        "tool_calls": [
+                            {
+                                "name": "send_message",
+                                "args": {"recipient": "listener", "content": "hello from talker"},
+                            }
+                        ]
+                    },
+                    _report("{{ last_tool_result.delivery }}"),
+                ],
+            },
+        },
+    )
+    async with teams_env(tmp_path, "lead", settings=_limits(read=2)) as env:
+        await env.teams.spawn(env.caller, parse_spawn({"name": "listener", "prompt": "p"}))
+
+        def listening() -> bool:
+            member = env.host.store.live_team_member(env.caller.session_id, "listener")
+            child = None if member is None else env.teams.child(member.run_id)
+            return child is not None and child.active_tool == "bash"
+
+        await eventually(listening)
+        await env.teams.spawn(env.caller, parse_spawn({"name": "talker", "prompt": "p"}))
+        await eventually(lambda: len(env.lead_custom(TEAM_REPORT_TYPE)) == 1)
+        [talker] = env.lead_custom(TEAM_REPORT_TYPE)
+        assert "active-session" in talker["content"]
+        await env.teams.interrupt_teammate(env.caller, "listener")
+        await eventually(lambda: len(env.lead_custom(TEAM_REPORT_TYPE)) == 2)
+        # A queued spawn whose launch fails is dropped, recorded, and visible in status.
+        await env.teams.spawn(env.caller, parse_spawn({"name": "blocker", "prompt": "p"}))
+
+        def broken(*args: object, **kwargs: object) -> object:
+            raise RuntimeError("model runtime unavailable")
+
+        await env.teams.spawn(env.caller, parse_spawn({"name": "other", "prompt": "p"}))
+        monkeypatch.setattr(env.teams, "_build_agent", broken)
+        queued = await env.teams.spawn(env.caller, parse_spawn({"name": "doomed", "prompt": "p"}))
+        assert queued.details["queued"] is True
+        await env.teams.stop_teammate(env.caller, "blocker", None)
+        await eventually(lambda: bool(env.teams.capacity(env.caller.session_id).failures()))
+        _, status = env.teams.status(env.caller, "doomed")
+        [snap] = status["agents"]
+        assert snap["phase"] == "failed" and "model runtime unavailable" in snap["error"]
+        await env.quiet()
+        notices = [m["content"] for m in env.lead_custom(TEAM_MESSAGE_TYPE)]
+        assert any("doomed could not start" in n for n in notices)
+        await env.teams.stop_teammate(env.caller, "other", None)
+
+
+async def test_favorites_choose_the_model_and_sandbox_off_falls_back_to_an_instruction(
+    tmp_path: Path,
+) -> None:
+    write_script(tmp_path, "lead", {"steps": [{"text": "x"}]})
+    write_script(tmp_path, "fav", {"steps": [_report("from the favorite")]})
+    settings = Settings(
+        favorite_models={"read-collect": {"model": "scripted/fav", "thinking": "low"}},
+        teams=TeamsSettings(read_sandbox="off"),
+    )
+    async with teams_env(tmp_path, "lead", settings=settings) as env:
+        outcome = await env.teams.spawn(
+            env.caller, parse_spawn({"prompt": "p", "model_slot": "reading-fast"})
+        )
+        details = outcome.details
+        assert details["modelSource"] == "favorite" and details["model"] == "scripted/fav"
+        assert details["modelSlot"] == "read-collect" and details["requestedModelSlot"] == "reading-fast"
+        assert details["sandbox"] == "instruction" and "instruction only" in outcome.text
+        assert details["name"].startswith("agent-")
+        await env.quiet()
+        [report] = env.lead_custom(TEAM_REPORT_TYPE)
+        assert "from the favorite" in report["content"]
+        inherited = await env.teams.spawn(
+            env.caller, parse_spawn({"prompt": "p", "model_slot": "read-review"})
+        )
+        assert inherited.details["modelSource"] == "lead" and inherited.details["model"] == "scripted/lead"
+        await env.teams.stop_teammate(env.caller, inherited.details["name"], None)
