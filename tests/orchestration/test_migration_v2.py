@@ -20,7 +20,7 @@ from typing import Any
 import pytest
 
 from corral.orchestration import NewGeneration, NewTeamMember, Store
-from corral.orchestration._migrations import MIGRATIONS, apply_migrations, schema_version
+from corral.orchestration._migrations import MIGRATIONS, SCHEMA_VERSION, apply_migrations, schema_version
 from corral.orchestration._store_core import INLINE_RESULT_LIMIT
 
 from ._store_helpers import LEAD, new_generation
@@ -109,7 +109,7 @@ def test_v1_database_migrates_keeping_every_row_and_reference(v1_path: Path) -> 
     assert [row[0] for row in _rows(v1_path)["generations"]] == order_before
     conn = _connect(v1_path)
     try:
-        assert schema_version(conn) == 2
+        assert schema_version(conn) == SCHEMA_VERSION
         assert conn.execute("PRAGMA foreign_key_check").fetchall() == []
         for table in ("labels", "requests", "asks", "results"):
             parents = {row[2] for row in conn.execute(f"PRAGMA foreign_key_list({table})")}

@@ -280,7 +280,28 @@ def _v2(conn: sqlite3.Connection) -> None:
     _run_script(conn, _V2_TEAMS)
 
 
-MIGRATIONS: tuple[Migration, ...] = (_v1, _v2)
+def _v3(conn: sqlite3.Connection) -> None:
+    """Version 3: assigned checks, repair ledgers, spawn assignment columns (`_schema_checks`)."""
+    from corral.orchestration import _schema_checks
+
+    _schema_checks.migrate(conn)
+
+
+def _v4(conn: sqlite3.Connection) -> None:
+    """Version 4: completion groups (`_schema_groups`)."""
+    from corral.orchestration import _schema_groups
+
+    _schema_groups.migrate(conn)
+
+
+def _v5(conn: sqlite3.Connection) -> None:
+    """Version 5: specialist checkpoints (`_schema_checkpoints`)."""
+    from corral.orchestration import _schema_checkpoints
+
+    _schema_checkpoints.migrate(conn)
+
+
+MIGRATIONS: tuple[Migration, ...] = (_v1, _v2, _v3, _v4, _v5)
 """Every step, in order; `MIGRATIONS[i]` takes version `i` to `i + 1`."""
 
 SCHEMA_VERSION = len(MIGRATIONS)

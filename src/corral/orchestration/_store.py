@@ -43,6 +43,8 @@ from corral.orchestration._records import (
     ResultRecord,
     ResultStatus,
 )
+from corral.orchestration._store_checkpoints import CheckpointsStore
+from corral.orchestration._store_checks import ChecksStore
 from corral.orchestration._store_core import (
     INLINE_RESULT_LIMIT,
     LABEL_PATTERN,
@@ -51,6 +53,7 @@ from corral.orchestration._store_core import (
     _require_text,
     _write_private_file,
 )
+from corral.orchestration._store_groups import GroupsStore
 from corral.orchestration._store_teams import TeamStore
 from corral.orchestration.errors import (
     InternalFailureError,
@@ -67,7 +70,7 @@ _DIAGNOSTIC_LIMIT = 256
 _T = TypeVar("_T")
 
 
-class Store(TeamStore):
+class Store(TeamStore, ChecksStore, GroupsStore, CheckpointsStore):
     """The orchestration database. Open with `Store.open`; every method is one transaction.
 
     Mutations raise `OrchestrationError` subclasses on identity or state

@@ -92,14 +92,12 @@ from ._session_context import (
     write_session_context,
 )
 from ._team import (
-    ORCHESTRATION_REQUEST_TYPES,
-    OrchestrationResponse,
-    ReportReceipt,
     SpawnOutcome,
     SwarmOutcome,
     Teams,
 )
 from ._team_control import STALLED_AFTER_MS, TEAM_MESSAGE_TYPE, TEARDOWN_TIMEOUT_S
+from ._team_reports import ORCHESTRATION_REQUEST_TYPES, OrchestrationResponse, ReportReceipt
 from ._tiers import (
     DEFAULT_TIER,
     FORBIDDEN_SPAWN_FIELDS,
