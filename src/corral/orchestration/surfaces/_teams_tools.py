@@ -41,7 +41,8 @@ if TYPE_CHECKING:
 
 __all__ = ["TEAMS_LEAD_TOOL_NAMES", "TeamsTool", "team_member_tools", "teams_lead_tools"]
 
-Handler = Callable[[dict[str, Any]], Awaitable[ToolResult]]
+Handler = Callable[[str, dict[str, Any]], Awaitable[ToolResult]]
+"""A tool's body: `(call_id, params) -> result` (the call id is the runtime's submission id)."""
 
 _DESCRIPTIONS: dict[str, str] = {
     "spawn_agent": (
@@ -127,7 +128,7 @@ class TeamsTool(AgentTool):
     ) -> ToolResult:
         """Run the handler; errors become error results naming what to do."""
         try:
-            return await self._handler(params)
+            return await self._handler(call_id, params)
         except asyncio.CancelledError:
             raise
         except Exception as exc:
@@ -142,45 +143,45 @@ def teams_lead_tools(host: Host, caller: Caller) -> list[AgentTool]:
     """The teams surface of the lead."""
     teams: Teams = host.teams
 
-    async def spawn(params: dict[str, Any]) -> ToolResult:
+    async def spawn(call_id: str, params: dict[str, Any]) -> ToolResult:
         outcome = await teams.spawn(caller, parse_spawn(params))
         return ToolResult.text(outcome.text, details=outcome.details)
 
-    async def swarm(params: dict[str, Any]) -> ToolResult:
-        outcome = await teams.spawn_swarm(caller, parse_swarm(params))
+    async def swarm(call_id: str, params: dict[str, Any]) -> ToolResult:
+        outcome = await teams.spawn_swarm(caller, parse_swarm(params), submission_id=call_id)
         return ToolResult.text(outcome.text, details=outcome.details)
 
-    async def status(params: dict[str, Any]) -> ToolResult:
+    async def status(call_id: str, params: dict[str, Any]) -> ToolResult:
         return _result(teams.status(caller, parse_status(params).agent_name))
 
-    async def check(params: dict[str, Any]) -> ToolResult:
+    async def check(call_id: str, params: dict[str, Any]) -> ToolResult:
         return _result(
             teams.check_teammate(caller, parse_agent_name(params, tool="check_teammate").agent_name)
         )
 
-    async def interrupt(params: dict[str, Any]) -> ToolResult:
+    async def interrupt(call_id: str, params: dict[str, Any]) -> ToolResult:
         name = parse_agent_name(params, tool="interrupt_teammate").agent_name
         return _result(await teams.interrupt_teammate(caller, name))
 
-    async def stop(params: dict[str, Any]) -> ToolResult:
+    async def stop(call_id: str, params: dict[str, Any]) -> ToolResult:
         request = parse_stop(params)
         return _result(await teams.stop_teammate(caller, request.agent_name, request.reason))
 
-    async def send(params: dict[str, Any]) -> ToolResult:
+    async def send(call_id: str, params: dict[str, Any]) -> ToolResult:
         return _result(await teams.send_message(caller, parse_send_message(params, lead=True)))
 
-    async def inbox(params: dict[str, Any]) -> ToolResult:
+    async def inbox(call_id: str, params: dict[str, Any]) -> ToolResult:
         return _result(await teams.read_inbox(caller, parse_read_inbox(params, lead=True)))
 
-    async def report(params: dict[str, Any]) -> ToolResult:
+    async def report(call_id: str, params: dict[str, Any]) -> ToolResult:
         raise InvalidRequestError(
             "report_and_exit is for spawned agents; the lead answers the user directly."
         )
 
-    async def claim(params: dict[str, Any]) -> ToolResult:
+    async def claim(call_id: str, params: dict[str, Any]) -> ToolResult:
         raise InvalidRequestError("Leads should use list_file_claims; claims are for edit agents.")
 
-    async def claims(params: dict[str, Any]) -> ToolResult:
+    async def claims(call_id: str, params: dict[str, Any]) -> ToolResult:
         parse_list_claims(params)
         return _result(teams.list_file_claims(caller))
 
@@ -207,14 +208,14 @@ def team_member_tools(host: Host, child: TeamChild) -> list[AgentTool]:
     teams: Teams = host.teams
     member = child.member
 
-    async def send(params: dict[str, Any]) -> ToolResult:
+    async def send(call_id: str, params: dict[str, Any]) -> ToolResult:
         return _result(await teams.send_message(child, parse_send_message(params, lead=False)))
 
-    async def inbox(params: dict[str, Any]) -> ToolResult:
+    async def inbox(call_id: str, params: dict[str, Any]) -> ToolResult:
         return _result(await teams.read_inbox(child, parse_read_inbox(params, lead=False)))
 
-    async def report(params: dict[str, Any]) -> ToolResult:
-        receipt = teams.submit_report(child, parse_report(params))
+    async def report(call_id: str, params: dict[str, Any]) -> ToolResult:
+        receipt = await teams.submit_report(child, parse_report(params), submission_id=call_id)
         return ToolResult(
             [*ToolResult.text(receipt.text).content], details=receipt.details, terminate=receipt.accepted
         )
@@ -226,13 +227,13 @@ def team_member_tools(host: Host, child: TeamChild) -> list[AgentTool]:
     ]
     if member.kind == "write":
 
-        async def claim(params: dict[str, Any]) -> ToolResult:
+        async def claim(call_id: str, params: dict[str, Any]) -> ToolResult:
             return _result(teams.claim_files(child, parse_claim(params, tool="claim_file").paths))
 
-        async def release(params: dict[str, Any]) -> ToolResult:
+        async def release(call_id: str, params: dict[str, Any]) -> ToolResult:
             return _result(teams.release_files(child, parse_claim(params, tool="release_file").paths))
 
-        async def claims(params: dict[str, Any]) -> ToolResult:
+        async def claims(call_id: str, params: dict[str, Any]) -> ToolResult:
             parse_list_claims(params)
             return _result(teams.list_file_claims(child))
 
@@ -244,15 +245,15 @@ def team_member_tools(host: Host, child: TeamChild) -> list[AgentTool]:
     if child.delegating and member.depth == 0:
         helper_caller = Caller(child.agent, scope="managed-agent", run_id=child.run_id, label=child.label)
 
-        async def spawn(params: dict[str, Any]) -> ToolResult:
+        async def spawn(call_id: str, params: dict[str, Any]) -> ToolResult:
             outcome = await teams.spawn(helper_caller, parse_nested_spawn(params), parent=child)
             return ToolResult.text(outcome.text, details=outcome.details)
 
-        async def swarm(params: dict[str, Any]) -> ToolResult:
+        async def swarm(call_id: str, params: dict[str, Any]) -> ToolResult:
             outcome = await teams.spawn_swarm(helper_caller, parse_nested_swarm(params), parent=child)
             return ToolResult.text(outcome.text, details=outcome.details)
 
-        async def status(params: dict[str, Any]) -> ToolResult:
+        async def status(call_id: str, params: dict[str, Any]) -> ToolResult:
             return _result(teams.status(child, parse_status(params).agent_name))
 
         nested = (

@@ -104,7 +104,8 @@ class TeamChild(ManagedChild):
                 self.recovery_sent = True
                 await self.agent.prompt(RECOVERY_PROMPT, streaming_behavior="steer")
                 continue
-            return True
+            await self.teams.finish_without_report(self)
+            return False
 
     def _ended_by_provider_error(self) -> bool:
         last = self._last_assistant()
@@ -116,30 +117,23 @@ class TeamChild(ManagedChild):
                 return message
         return None
 
-    def _finish(self) -> None:
-        """No accepted report: the fallback report (assistant text) or a failed run."""
+    def fallback_report(self) -> tuple[str, str, str]:
+        """`(status, content, source)` of a run that ended without an accepted report."""
         last = self._last_assistant()
         text = (self.agent.last_assistant_text() or "").strip()
         if last is not None and last.stop_reason == "error":
-            self.teams.store_fallback_report(
-                self,
-                status="failed",
-                content=f"Agent {self.label} failed: the model request ended with an error: "
-                f"{last.error_message or 'unknown error'}.",
-                source="provider-error",
+            content = (
+                f"Agent {self.label} failed: the model request ended with an error: "
+                f"{last.error_message or 'unknown error'}."
             )
-        elif text:
-            self.teams.store_fallback_report(self, status="completed", content=text, source="assistant-text")
-        else:
-            self.teams.store_fallback_report(
-                self,
-                status="failed",
-                content=(
-                    f"Agent {self.label} ended without a report, even after the report-only recovery "
-                    f"prompt. Its session is kept for inspection: {self.generation.session_path}."
-                ),
-                source="empty",
-            )
+            return "failed", content, "provider-error"
+        if text:
+            return "completed", text, "assistant-text"
+        content = (
+            f"Agent {self.label} ended without a report, even after the report-only recovery "
+            f"prompt. Its session is kept for inspection: {self.generation.session_path}."
+        )
+        return "failed", content, "empty"
 
     # --- messages, interrupt ----------------------------------------------------------------------------
 

@@ -254,7 +254,12 @@ class Teams(TeamReportsMixin, TeamControlMixin):
             return await self._admit(prepared)
 
     async def spawn_swarm(
-        self, caller: Caller, request: SwarmRequest, *, parent: TeamChild | None = None
+        self,
+        caller: Caller,
+        request: SwarmRequest,
+        *,
+        parent: TeamChild | None = None,
+        submission_id: str | None = None,
     ) -> SwarmOutcome:
         """`spawn_swarm_agents`: every tier validated first; members admitted in order; failures isolated."""
         with error_context("spawn_swarm_agents"):

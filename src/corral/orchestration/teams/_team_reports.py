@@ -81,7 +81,9 @@ class TeamReportsMixin:
 
     # --- reports -------------------------------------------------------------------------------
 
-    def submit_report(self, child: TeamChild, submission: ReportSubmission) -> ReportReceipt:
+    async def submit_report(
+        self, child: TeamChild, submission: ReportSubmission, *, submission_id: str
+    ) -> ReportReceipt:
         """`report_and_exit`: the first accepted report wins; it ends the agent's work at once."""
         if child.report_accepted:
             return ReportReceipt(
@@ -119,8 +121,9 @@ class TeamReportsMixin:
             },
         )
 
-    def store_fallback_report(self, child: TeamChild, *, status: str, content: str, source: str) -> None:
+    async def finish_without_report(self, child: TeamChild) -> None:
         """Store the report of a run that ended without an accepted `report_and_exit`."""
+        status, content, source = child.fallback_report()
         with contextlib.suppress(OrchestrationError):
             self._store_report(
                 child,
