@@ -218,13 +218,14 @@ def _abort_scenario(proc: subprocess.Popen[str]) -> None:
     assert proc.wait(timeout=30) == 0
 
 
-def test_demo_fixes_the_sample_project(corral: RunCorral) -> None:
-    done = corral("demo", timeout=120)
+def test_demo_fixes_the_sample_project(corral: RunCorral, cli_env: Env) -> None:
+    # TMPDIR puts the demo's project copy in this test's directory, so `--keep` leaves it here to inspect.
+    done = corral("demo", "--keep", env={"TMPDIR": str(cli_env.root)}, timeout=120)
     assert done.returncode == 0, done.stderr
     assert "→ edit invoice.py" in done.stdout
     assert "✗ Command exited with code 1" in done.stdout  # the first test run fails for real
     assert "OK" in done.stdout  # the second run passes for real
-    team = done.stdout.split("Act 2")[1]
+    team, teams = done.stdout.split("Act 2")[1].split("Act 3")
     for line in (
         "lead → delegate scout as scout",
         "lead → delegate reviewer as reviewer",
@@ -237,6 +238,32 @@ def test_demo_fixes_the_sample_project(corral: RunCorral) -> None:
     ):
         assert line in team, team
     assert "✗" not in team
+    for line in (
+        "lead → spawn correctness (read-review)",
+        "lead → spawn tests (read-review)",
+        "lead → spawn write-patch (write-patch)",
+        "correctness → read invoice.py",
+        'tests → grep "def test_" in test_invoice.py',
+        "write-patch → claim_file invoice.py",
+        "write-patch claimed invoice.py",
+        "write-patch → edit invoice.py",
+        "✓ write-patch: OK",  # the edit agent ran the real tests after its patch
+        "report from correctness (succeeded, 2 findings)",
+        "report from tests (succeeded, 1 finding)",
+        "report from write-patch (succeeded, 0 findings, changed invoice.py)",
+        "3 reports delivered to the lead, each exactly once; changed: invoice.py; no file claims left.",
+    ):
+        assert line in teams, teams
+    assert "✗" not in teams
+    # The edit agent claimed the file before it edited it, and its report came after both.
+    assert (
+        teams.index("write-patch claimed")
+        < teams.index("write-patch → edit")
+        < teams.index("report from write-patch")
+    )
+    [kept] = [p for p in cli_env.root.glob("corral-demo-*") if p.is_dir()]
+    assert "net = max(subtotal(lines) - discount, 0.0)" in (kept / "invoice.py").read_text()
+    assert "return round(net * (1 + tax_rate), 2)" in (kept / "invoice.py").read_text()  # act 1's fix
 
 
 def test_models_lists_usable_models(corral: RunCorral) -> None:

@@ -40,7 +40,7 @@ if TYPE_CHECKING:
     from corral.orchestration import Host
 
 SURFACE_NAMES = ("agent", "teams")
-"""Surfaces `corral run` can give the lead today (teams arrives with the teams surface)."""
+"""Surfaces `corral run` can give the lead: `agent` (managed agents) and `teams` (a team of spawned agents)."""
 
 __all__ = ["LaunchOptions", "Launched", "launch_session", "warn"]
 
