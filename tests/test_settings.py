@@ -202,3 +202,23 @@ def test_shell_path_default_and_override() -> None:
     assert Settings(shell_path="/usr/bin/zsh").resolved_shell_path() == "/usr/bin/zsh"
     default = Settings().resolved_shell_path()
     assert default == "/bin/bash" if Path("/bin/bash").exists() else default.endswith("sh")
+
+
+def test_untrusted_project_cannot_turn_off_the_read_sandbox_or_set_favorites(
+    user_dir: Path, project: Path
+) -> None:
+    write(
+        project / ".corral" / "settings.toml",
+        '[teams]\nread_sandbox = "off"\n[teams.read_agents]\nmax_concurrent = 3\n'
+        '[favorite_models.read-review]\nmodel = "scripted/x"\n',
+    )
+    warnings: list[str] = []
+    settings = load_settings(project, on_warning=warnings.append)
+    assert settings.teams.read_sandbox == "auto"
+    assert settings.teams.read_agents.max_concurrent == 3  # harmless keys still apply
+    assert settings.favorite_models == {}
+    assert any("teams.read_sandbox" in w and "corral trust" in w for w in warnings)
+    assert any("favorite_models" in w for w in warnings)
+    trusted = load_settings(project, trusted=True)
+    assert trusted.teams.read_sandbox == "off"
+    assert trusted.favorite_models == {}  # favorites come from the user file only

@@ -279,6 +279,24 @@ def find_project_settings(cwd: Path) -> Path | None:
     return None
 
 
+def _has_key(data: dict[str, Any], dotted: str) -> bool:
+    head, _, rest = dotted.partition(".")
+    if head not in data:
+        return False
+    return not rest or (isinstance(data[head], dict) and _has_key(data[head], rest))
+
+
+def _without_key(data: dict[str, Any], dotted: str) -> dict[str, Any]:
+    head, _, rest = dotted.partition(".")
+    if head not in data:
+        return data
+    if not rest:
+        return {k: v for k, v in data.items() if k != head}
+    if not isinstance(data[head], dict):
+        return data
+    return {**data, head: _without_key(data[head], rest)}
+
+
 def _drop_untrusted_keys(
     data: dict[str, Any], path: Path, *, trusted: bool | None, on_warning: Callable[[str], None] | None
 ) -> dict[str, Any]:
@@ -294,10 +312,12 @@ def _drop_untrusted_keys(
             trusted = False
     if trusted:
         return data
-    kept = {key: value for key, value in data.items() if key not in TRUST_REQUIRED_KEYS}
+    kept = data
+    for key in TRUST_REQUIRED_KEYS:
+        kept = _without_key(kept, key)
     if on_warning is not None:
         for key in TRUST_REQUIRED_KEYS:
-            if key in data:
+            if _has_key(data, key):
                 on_warning(
                     f"{path}: ignoring `{key}` because the project is not trusted; "
                     f"run `corral trust {project_dir}` if you trust it"
@@ -344,9 +364,10 @@ def _deep_merge(base: dict[str, Any], override: dict[str, Any]) -> dict[str, Any
     return merged
 
 
-TRUST_REQUIRED_KEYS = ("providers", "shell_path")
+TRUST_REQUIRED_KEYS = ("providers", "shell_path", "teams.read_sandbox")
 """Project-file keys that apply only once the user trusted the project (`corral trust`):
-they can send API keys to another endpoint or run another program."""
+they can send API keys to another endpoint, run another program, or turn off the
+read agents' sandbox."""
 
 
 def load_settings(
@@ -384,7 +405,7 @@ def load_settings(
             continue
         data = _read_toml(path)
         _validate(data, str(path), partial=True)
-        if path is project and any(key in data for key in TRUST_REQUIRED_KEYS):
+        if path is project and any(_has_key(data, key) for key in TRUST_REQUIRED_KEYS):
             data = _drop_untrusted_keys(data, path, trusted=trusted, on_warning=on_warning)
         if path is project and "favorite_models" in data:
             data = {k: v for k, v in data.items() if k != "favorite_models"}

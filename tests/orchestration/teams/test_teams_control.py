@@ -530,3 +530,90 @@ async def test_favorites_choose_the_model_and_sandbox_off_falls_back_to_an_instr
         )
         assert inherited.details["modelSource"] == "lead" and inherited.details["model"] == "scripted/lead"
         await env.teams.stop_teammate(env.caller, inherited.details["name"], None)
+
+
+async def test_a_bad_favorite_is_one_line_and_a_helper_name_is_not_replaced(tmp_path: Path) -> None:
+    write_script(tmp_path, "lead", {"steps": [{"text": "x"}]})
+    settings = Settings(favorite_models={"read-review": {"model": "scripted/x", "bogus": "y"}})
+    async with teams_env(tmp_path, "lead", settings=settings) as env:
+        with pytest.raises(Exception, match=r"^favorite_models\.read-review\.bogus: .*user settings file\.$"):
+            await env.teams.spawn(env.caller, parse_spawn({"prompt": "p"}))
+
+
+async def test_teams_errors_point_to_teams_tools(tmp_path: Path) -> None:
+    write_script(
+        tmp_path,
+        "lead",
+        {
+            "steps": [
+                {
+                    "tool_calls": [
+                        {"name": "stop_teammate", "args": {"agent_name": "x"}},
+                        {"name": "check_teammate", "args": {"agent_name": "ghost"}},
+                    ]
+                },
+                {"text": "done"},
+            ]
+        },
+    )
+    async with teams_env(tmp_path, "lead") as env:
+        await env.lead.prompt("go")
+        [result] = env.tool_results("check_teammate")
+        text = result["content"][0]["text"]
+        assert text.startswith("check_teammate failed (target_not_found)")
+        assert "get_agent_status" in text and "Call list" not in text
+
+
+async def test_queued_helpers_keep_their_writer_alive(tmp_path: Path) -> None:
+    write_script(
+        tmp_path,
+        "lead",
+        {
+            "steps": [
+                {
+                    "tool_calls": [
+                        {
+                            "name": "spawn_agent",
+                            "args": {
+                                "name": "writer",
+                                "prompt": "p",
+                                "model_slot": "write-critical",
+                                "allow_nested_read_agents": True,
+                            },
+                        }
+                    ]
+                },
+                {"text": "w"},
+            ],
+            "on_exhausted": "repeat_last",
+            "agents": {
+                "writer": [
+                    {
+                        "tool_calls": [
+                            {
+                                "name": "spawn_swarm_agents",
+                                "args": {
+                                    "agents": [{"name": "h1", "prompt": "a"}, {"name": "h2", "prompt": "b"}]
+                                },
+                            }
+                        ]
+                    },
+                    {"text": "Waiting for helpers."},
+                    {"text": "Still waiting."},
+                    {
+                        "expect": {"context_contains": ["facts from h1", "facts from h2"]},
+                        **_report("writer done"),
+                    },
+                ],
+                "h1": [_report("facts from h1")],
+                "h2": [_report("facts from h2")],
+            },
+        },
+    )
+    async with teams_env(tmp_path, "lead", settings=_limits(helpers=1)) as env:
+        await env.lead.prompt("go")
+        await env.quiet()
+        [report] = env.lead_custom(TEAM_REPORT_TYPE)
+        assert report["details"]["name"] == "writer" and "writer done" in report["content"]
+        stored = env.host.store.team_report(report["details"]["report_id"])
+        assert stored is not None and stored.report_source == "report_and_exit"

@@ -22,6 +22,7 @@ from __future__ import annotations
 import asyncio
 import os
 import uuid
+from collections.abc import Mapping
 from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any, Protocol
@@ -176,16 +177,20 @@ def shape_text(text: str, details: dict[str, Any], *, stem: str, directory: Path
     )
 
 
-def error_result(exc: BaseException, operation: str) -> ToolResult:
+def error_result(
+    exc: BaseException, operation: str, *, next_actions: Mapping[str, str] | None = None
+) -> ToolResult:
     """The one mapping from an exception to the surface's error result.
 
     `details` is `{ok: false, error}` with the structured error of
     `error_details`; the error gets a default `nextAction` for its category
-    when the raiser gave none. The text says what failed and what to do.
+    (from `next_actions`, default the agent surface's) when the raiser gave
+    none. The text says what failed and what to do.
     """
     error = error_details(exc, operation=operation)
-    if "nextAction" not in error and error["category"] in DEFAULT_NEXT_ACTIONS:
-        error["nextAction"] = DEFAULT_NEXT_ACTIONS[error["category"]]
+    defaults = DEFAULT_NEXT_ACTIONS if next_actions is None else next_actions
+    if "nextAction" not in error and error["category"] in defaults:
+        error["nextAction"] = defaults[error["category"]]
     return ToolResult.text(render_error(error), details={"ok": False, "error": error}, is_error=True)
 
 

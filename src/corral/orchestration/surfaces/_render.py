@@ -197,17 +197,42 @@ def render_result(details: Mapping[str, Any]) -> str:
     return f"agent {action}: done."
 
 
+_TEAMS_OPERATIONS = frozenset(
+    {
+        "spawn_agent",
+        "spawn_swarm_agents",
+        "get_agent_status",
+        "check_teammate",
+        "interrupt_teammate",
+        "stop_teammate",
+        "send_message",
+        "read_inbox",
+        "report_and_exit",
+        "claim_file",
+        "release_file",
+        "list_file_claims",
+    }
+)
+"""Teams tools: their errors are named by the tool, with teams-specific next actions."""
+
+
 def render_error(error: Mapping[str, Any]) -> str:
     """The text of a failed action: what failed, why, and what to do next."""
     category = _value(error, "category")
     operation = _value(error, "operation")
-    subject = operation if operation in ("ask_owner", "agent") else f"agent {operation}"
+    subject = (
+        operation
+        if operation in ("ask_owner", "agent") or operation in _TEAMS_OPERATIONS
+        else f"agent {operation}"
+    )
     lines = [f"{subject} failed ({category}): {_value(error, 'message')}"]
     for key in ("primary", "cleanup"):
         part = error.get(key)
         if isinstance(part, Mapping):
             lines.append(f"{key}: {part.get('category')}: {part.get('message')}")
-    next_action = error.get("nextAction") or DEFAULT_NEXT_ACTIONS.get(category)
+    next_action = error.get("nextAction") or (
+        None if operation in _TEAMS_OPERATIONS else DEFAULT_NEXT_ACTIONS.get(category)
+    )
     if next_action:
         lines.append(f"Next: {next_action}")
     return "\n".join(lines)

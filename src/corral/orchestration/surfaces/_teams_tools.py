@@ -39,7 +39,13 @@ if TYPE_CHECKING:
     from corral.orchestration._host import Host
     from corral.orchestration.teams import TeamChild, Teams
 
-__all__ = ["TEAMS_LEAD_TOOL_NAMES", "TeamsTool", "team_member_tools", "teams_lead_tools"]
+__all__ = [
+    "TEAMS_LEAD_TOOL_NAMES",
+    "TEAMS_NEXT_ACTIONS",
+    "TeamsTool",
+    "team_member_tools",
+    "teams_lead_tools",
+]
 
 Handler = Callable[[str, dict[str, Any]], Awaitable[ToolResult]]
 """A tool's body: `(call_id, params) -> result` (the call id is the runtime's submission id)."""
@@ -87,6 +93,14 @@ _DESCRIPTIONS: dict[str, str] = {
     "list_file_claims": "List every file claim of the team.",
 }
 
+TEAMS_NEXT_ACTIONS: dict[str, str] = {
+    "invalid_request": "Fix the fields the message names and call again.",
+    "target_not_found": "Call get_agent_status once for the current names; use an exact name from it.",
+    "agent_busy": "Do not poll: end your turn and wait for reports, or stop the agent if it is no longer needed.",
+    "target_ambiguous": "Call get_agent_status once; act only on an agent whose state is clear.",
+}
+"""What to do next, per error category, for the teams tools."""
+
 TEAMS_LEAD_TOOL_NAMES: tuple[str, ...] = (
     "spawn_agent",
     "spawn_swarm_agents",
@@ -132,7 +146,7 @@ class TeamsTool(AgentTool):
         except asyncio.CancelledError:
             raise
         except Exception as exc:
-            return error_result(exc, self.name)
+            return error_result(exc, self.name, next_actions=TEAMS_NEXT_ACTIONS)
 
 
 def _result(pair: tuple[str, dict[str, Any]]) -> ToolResult:

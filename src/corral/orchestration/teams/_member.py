@@ -93,7 +93,7 @@ class TeamChild(ManagedChild):
             generation = self.store.get_generation(self.run_id)
             if generation is None or generation.phase != "active" or self.report_accepted:
                 return False
-            if self.interrupted or self._children_unresolved():
+            if self.interrupted or self._children_unresolved() or self.teams.pending_helpers(self):
                 if not self.waiting:
                     self.waiting = True
                     self.hooks.changed()

@@ -32,6 +32,8 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import TYPE_CHECKING, Any, Literal
 
+from pydantic import ValidationError
+
 from corral.agent import AgentSession, AgentTool, build_system_prompt
 from corral.agent.tools import ReadOnlySandbox, create_builtin_tools
 from corral.llm import parse_model_ref
@@ -47,7 +49,7 @@ from corral.runtime import LaunchSpec
 from corral.session import SessionManager
 
 from ._capacity import DEFAULT_LIMITS, Admission, CapacityController, Reservation
-from ._errors import AdmissionCancelledError
+from ._errors import AdmissionCancelledError, TierModelError
 from ._member import TeamChild
 from ._reports import team_name
 from ._team_control import TeamControlMixin
@@ -175,9 +177,26 @@ class Teams(TeamReportsMixin, TeamControlMixin):
         return controller
 
     def favorites(self) -> TierFavorites | None:
-        """The user's tier favorites (`favorite_models`), if any."""
+        """The user's tier favorites (`favorite_models`), if any.
+
+        Raises:
+            TierModelError: the favorites do not validate (one line naming the first problem).
+        """
         raw = self.host.settings.favorite_models
-        return TierFavorites.model_validate(raw) if raw else None
+        if not raw:
+            return None
+        try:
+            return TierFavorites.model_validate(raw)
+        except ValidationError as exc:
+            first = exc.errors()[0]
+            where = ".".join(str(part) for part in first["loc"])
+            raise TierModelError(
+                f"favorite_models.{where}: {first['msg']}; fix it in your user settings file."
+            ) from None
+
+    def pending_helpers(self, parent: TeamChild) -> bool:
+        """Whether queued read helpers of `parent` still wait for a slot (they keep it alive)."""
+        return any(prepared.parent is parent for _reservation, prepared in self.pending.values())
 
     async def sandbox(self) -> ReadOnlySandbox | None:
         """The read-only sandbox when it works here (probed once), else `None`."""
@@ -322,7 +341,8 @@ class Teams(TeamReportsMixin, TeamControlMixin):
             except BaseException as exc:
                 capacity.fail(reservation.admission, exc if isinstance(exc, Exception) else str(exc))
                 raise
-            return SpawnOutcome(_started_text(details), details)
+            sandbox_off = self.host.settings.teams.read_sandbox == "off"
+            return SpawnOutcome(_started_text(details, sandbox_off=sandbox_off), details)
         self.pending[(lead, prepared.name)] = (reservation, prepared)
         self.host.spawn_background(self._launch_when_admitted(reservation, prepared))
         position = reservation.position or reservation.initial_position
@@ -376,6 +396,10 @@ class Teams(TeamReportsMixin, TeamControlMixin):
         existing = self.host.store.live_team_member(lead, name)
         if existing is None:
             return
+        if existing.depth != 0:
+            raise InvalidRequestError(
+                f"Agent {name} is a running read helper of another agent; choose another name."
+            )
         generation = self.host.store.get_generation(existing.run_id)
         reason: str | None = None
         if existing.fence != "none":
@@ -670,9 +694,11 @@ def _base36(value: int) -> str:
             return out
 
 
-def _started_text(details: dict[str, Any]) -> str:
+def _started_text(details: dict[str, Any], *, sandbox_off: bool = False) -> str:
     text = f"Agent {details['name']} started ({details['role']}, in-process, {details['modelSlot']} on {details['model']})."
-    if details.get("sandbox") == "instruction":
+    if details.get("sandbox") == "instruction" and sandbox_off:
+        text += " Read-only is an instruction only: the read sandbox is turned off (teams.read_sandbox)."
+    elif details.get("sandbox") == "instruction":
         text += (
             " The read-only sandbox is not available here, so read-only is an instruction only "
             "(run `corral doctor`)."

@@ -3,7 +3,7 @@
 * `submit_report` is `report_and_exit`: the first accepted report wins; it is
   stored in the same transaction that completes the generation, and the run
   ends after the tool batch (no further model request).
-* `store_fallback_report` covers a run that ended without an accepted report
+* `finish_without_report` covers a run that ended without an accepted report
   (after the single recovery prompt): its assistant text, or a failed report.
 * `handle_request` is the programmatic launch (the seed's event-bus request)
   and `costs` the per-agent and combined cost of a team.
@@ -124,6 +124,8 @@ class TeamReportsMixin:
     async def finish_without_report(self, child: TeamChild) -> None:
         """Store the report of a run that ended without an accepted `report_and_exit`."""
         status, content, source = child.fallback_report()
+        if child.delegating:
+            await self._close_helpers(child)
         with contextlib.suppress(OrchestrationError):
             self._store_report(
                 child,
