@@ -292,6 +292,35 @@ def agents_reap(
     raise typer.Exit(asyncio.run(reap(out=sys.stdout, dry_run=dry_run)))
 
 
+checkpoints_app = typer.Typer(
+    name="checkpoints",
+    help="List or delete the saved specialist checkpoints (continue_from ids).",
+    no_args_is_help=True,
+    add_completion=False,
+    pretty_exceptions_enable=False,
+    rich_markup_mode=None,
+)
+app.add_typer(checkpoints_app)
+
+
+@checkpoints_app.command("list")
+def checkpoints_list() -> None:
+    """List every checkpoint: id | agent | tier | ready|expired | expires <ISO>, or id | deleted|expired."""
+    from corral._cli._checkpoints import checkpoints_list as run_list
+
+    raise typer.Exit(run_list(out=sys.stdout, err=sys.stderr))
+
+
+@checkpoints_app.command("delete")
+def checkpoints_delete(
+    checkpoint_id: Annotated[str, typer.Argument(help="The exact checkpoint:<64 hex> id.")],
+) -> None:
+    """Delete a checkpoint for good: future continuations cannot load it (reports stay)."""
+    from corral._cli._checkpoints import checkpoints_delete as run_delete
+
+    raise typer.Exit(run_delete(checkpoint_id, out=sys.stdout))
+
+
 @app.command()
 def trust(
     path: Annotated[Path | None, typer.Argument(help="Project directory (default: the current one).")] = None,

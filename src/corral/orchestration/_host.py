@@ -202,6 +202,9 @@ class Host:
         self._watcher: asyncio.Task[None] | None = None
         self._watch_signature: object = None
         self.on_background_error: Callable[[BaseException], None] | None = None
+        self.warnings: list[str] = []
+        """Warnings for the person at the front end (e.g. an unconfirmed wake after a restart)."""
+        self.on_warning: Callable[[str], None] | None = None
         from corral.orchestration._controller import Controller
 
         self.controller: Controller = Controller(self)
@@ -285,6 +288,12 @@ class Host:
         self._spawn(self._deliver_ask(run_id, ask.ask_id))
         self.changed()
 
+    def warn(self, text: str) -> None:
+        """Record a warning for the front end (and tell `on_warning`, when set)."""
+        self.warnings.append(text)
+        if self.on_warning is not None:
+            self.on_warning(text)
+
     def spawn_background(self, coro: Any) -> None:
         """Run `coro` as a tracked background task (errors go to `on_background_error`; quiet waits for it)."""
         self._spawn(coro)
@@ -317,7 +326,10 @@ class Host:
                 if owner is None:
                     return  # delivered when the owner is attached again
                 report = self.store.team_report_for_run(result.run_id)
-                if report is not None:
+                member = None if report is None else self.store.team_member(result.run_id)
+                if report is not None and member is not None and member.slot_id is not None:
+                    await self.teams.deliver_grouped(report, result)
+                elif report is not None:
                     await deliver_team_report(self.store, owner, report, result)
                 else:
                     await deliver_result(

@@ -46,6 +46,7 @@ from corral.orchestration._team_records import (
     _check_choice,
     _check_member,
     _check_report,
+    _encode_assignments,
     _encode_json,
     _unique_claim_paths,
     normalize_claim_path,
@@ -96,7 +97,17 @@ def _member_from_row(row: _Row) -> TeamMemberRecord:
         fence=row["fence"],
         fence_reason=row["fence_reason"],
         created_at=row["created_at"],
+        assigned_checks=_json_column(row["assigned_checks"]),
+        repair_policy=_json_column(row["repair_policy"]),
+        checkpoint_policy=_json_column(row["checkpoint_policy"]),
+        continue_from=row["continue_from"],
+        group_id=row["group_id"],
+        slot_id=row["slot_id"],
     )
+
+
+def _json_column(text: str | None) -> Any:
+    return None if text is None else json.loads(text)
 
 
 def _report_from_row(row: _Row) -> TeamReportRecord:
@@ -196,6 +207,7 @@ class TeamStore(StoreCore):
             TargetAmbiguousError: The session is represented more than once.
         """
         metadata = _check_member(new, member)
+        checks, repair, checkpoint = _encode_assignments(member)
 
         def body() -> tuple[GenerationRecord, RequestRecord, TeamMemberRecord]:
             if new.parent_run_id is not None:
@@ -237,7 +249,8 @@ class TeamStore(StoreCore):
             self._execute(
                 "INSERT INTO team_members (run_id, lead_session_id, name, tier, requested_tier, kind, depth,"
                 " parent_run_id, allow_nested, model, thinking, model_source, session_context, sandbox,"
-                " metadata, prompt, created_at) VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?)",
+                " metadata, prompt, created_at, assigned_checks, repair_policy, checkpoint_policy, continue_from,"
+                " group_id, slot_id) VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?)",
                 (
                     run_id,
                     member.lead_session_id,
@@ -256,6 +269,12 @@ class TeamStore(StoreCore):
                     metadata,
                     member.prompt,
                     now,
+                    checks,
+                    repair,
+                    checkpoint,
+                    member.continue_from,
+                    member.group_id,
+                    member.slot_id,
                 ),
             )
             generation = self._generation(run_id)
@@ -587,13 +606,18 @@ class TeamStore(StoreCore):
         return self._write(body) if mark_as_read else self._read(body)
 
     def undelivered_lead_messages(self, lead_session_id: str) -> tuple[TeamMessageRecord, ...]:
-        """Messages to `team-lead` neither read nor delivered into the lead's session, oldest first."""
+        """Messages to `team-lead` neither read nor delivered into the lead's session, oldest first.
+
+        Inbox copies of completion-group indexes are left out: their group wake delivers them.
+        """
         return self._read(
             lambda: tuple(
                 _message_from_row(row)
                 for row in self._all(
                     "SELECT * FROM team_messages WHERE lead_session_id = ? AND recipient = ?"
-                    " AND read_at IS NULL ORDER BY created_at, rowid",
+                    " AND read_at IS NULL AND message_id NOT IN"
+                    " (SELECT message_id FROM completion_group_deliveries WHERE message_id IS NOT NULL)"
+                    " ORDER BY created_at, rowid",
                     (lead_session_id, TEAM_LEAD),
                 )
             )

@@ -115,6 +115,18 @@ class NewTeamMember:
     """`lazy` when the member gets a snapshot of the lead's branch."""
     metadata: dict[str, Any] | None = None
     """Free-form integration metadata (JSON object); never grants authority."""
+    assigned_checks: list[dict[str, Any]] | None = None
+    """The assigned check policy as normalized (`CheckSpec.to_json` of each check), or `None`."""
+    repair_policy: dict[str, Any] | None = None
+    """`{"maxAttempts": n}` when bounded repair is enabled, or `None`."""
+    checkpoint_policy: dict[str, Any] | None = None
+    """The checkpoint policy (JSON object), or `None`."""
+    continue_from: str | None = None
+    """The checkpoint id this member continues from, or `None`."""
+    group_id: str | None = None
+    """The completion group the member reports into, or `None`."""
+    slot_id: str | None = None
+    """Its slot in that group, or `None`."""
 
 
 @dataclass(frozen=True, slots=True)
@@ -163,6 +175,19 @@ class TeamMemberRecord:
     """Why it is quarantined."""
     created_at: int
     """Row creation time (ms)."""
+    _: KW_ONLY
+    assigned_checks: list[dict[str, Any]] | None = None
+    """The assigned check policy as normalized at spawn, or `None`."""
+    repair_policy: dict[str, Any] | None = None
+    """`{"maxAttempts": n}`, or `None` without repair."""
+    checkpoint_policy: dict[str, Any] | None = None
+    """The checkpoint policy, or `None`."""
+    continue_from: str | None = None
+    """The checkpoint id the member continues from, or `None`."""
+    group_id: str | None = None
+    """The completion group, or `None`."""
+    slot_id: str | None = None
+    """The member's slot in it, or `None`."""
 
 
 @dataclass(frozen=True, slots=True)
@@ -427,7 +452,41 @@ def _check_member(new: NewGeneration, member: NewTeamMember) -> str | None:
         raise InvalidRequestError(
             "A lead-spawned member is owned by its lead session; pass the lead session id."
         )
+    for text, what in (
+        (member.continue_from, "continue_from"),
+        (member.group_id, "group id"),
+        (member.slot_id, "slot id"),
+    ):
+        if text is not None:
+            _require_text(text, what)
+    if (member.group_id is None) != (member.slot_id is None):
+        raise InvalidRequestError("A grouped member needs both its group id and its slot id.")
     return None if member.metadata is None else _encode_json(member.metadata, "metadata")
+
+
+def _encode_assignments(member: NewTeamMember) -> tuple[str | None, str | None, str | None]:
+    """The JSON columns of a member's spawn assignments: checks (array), repair and checkpoint (objects)."""
+    checks: str | None = None
+    if member.assigned_checks is not None:
+        if not isinstance(member.assigned_checks, list) or not all(
+            isinstance(item, dict) for item in member.assigned_checks
+        ):
+            raise InvalidRequestError(
+                "assigned_checks must be a list of check objects; pass the normalized policy."
+            )
+        try:
+            checks = json.dumps(
+                member.assigned_checks, ensure_ascii=False, allow_nan=False, separators=(",", ":")
+            )
+        except (TypeError, ValueError) as exc:
+            raise InvalidRequestError(f"assigned_checks is not JSON-serializable ({exc}).") from exc
+    repair = None if member.repair_policy is None else _encode_json(member.repair_policy, "repair_policy")
+    checkpoint = (
+        None
+        if member.checkpoint_policy is None
+        else _encode_json(member.checkpoint_policy, "checkpoint_policy")
+    )
+    return checks, repair, checkpoint
 
 
 def _check_report(run_id: str, report: NewTeamReport) -> str:

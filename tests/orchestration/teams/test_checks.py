@@ -1,20 +1,22 @@
-"""Assigned checks: policy, identity, durable records, real execution and verification (§6.1–6.5)."""
+"""Assigned checks: policy, identity, store-backed records, real execution and verification (§6.1–6.5)."""
 
 from __future__ import annotations
 
 import asyncio
-import contextlib
 import dataclasses
 import hashlib
 import json
 import os
+import sqlite3
 import stat
-from collections.abc import Mapping
+import sys
+from collections.abc import Iterator
 from pathlib import Path
 
 import pytest
 
-from corral.orchestration import InvalidRequestError
+from corral.orchestration import InvalidRequestError, Store, StoreError
+from corral.orchestration._check_store_records import CheckRow
 from corral.orchestration.teams import (
     CANCELLED_VERIFICATION_ERROR,
     UNSUPPORTED_CHECKS_ERROR,
@@ -34,6 +36,7 @@ from corral.orchestration.teams import (
     verify_batch,
 )
 
+from ._check_helpers import Member, add_member, failing_tracer, raw
 from ._git_helpers import make_repo
 
 WAIT = 10.0
@@ -55,16 +58,37 @@ def out(tmp_path: Path) -> Path:
 
 
 @pytest.fixture
-def runner(tmp_path: Path) -> CheckRunner:
-    return CheckRunner(CheckStore(tmp_path / "checks"), executor=LocalShellExecutor())
+def db_path(tmp_path: Path) -> Path:
+    return tmp_path / "home" / "corral.db"
+
+
+@pytest.fixture
+def store(db_path: Path) -> Iterator[Store]:
+    with Store.open(db_path) as opened:
+        yield opened
+
+
+@pytest.fixture
+def member(store: Store) -> Member:
+    return add_member(store)
+
+
+@pytest.fixture
+def runner(store: Store, tmp_path: Path) -> CheckRunner:
+    return CheckRunner(CheckStore(store, tmp_path / "checks"), executor=LocalShellExecutor())
 
 
 def _check(
-    repo: Path, command: str, *, name: str = "test", timeout: float = 10, attempt: int = 1
+    member: Member, repo: Path, command: str, *, name: str = "test", timeout: float = 10, attempt: int = 1
 ) -> AssignedCheck:
     (spec,) = parse_check_policy([{"name": name, "command": command, "timeoutSeconds": timeout}])
     (check,) = assign_checks(
-        [spec], task_id="task:team:agent:run-1", run_id="run-1", report_id=REPORT, cwd=repo, attempt=attempt
+        [spec],
+        task_id=member.task_id,
+        run_id=member.run_id,
+        report_id=member.report_id,
+        cwd=repo,
+        attempt=attempt,
     )
     return check
 
@@ -191,38 +215,41 @@ def test_assignment_binding_follows_json_stringify(tmp_path: Path) -> None:
 # -- running checks for real -------------------------------------------------------
 
 
-async def test_passing_check_is_recorded_with_its_log(runner: CheckRunner, repo: Path) -> None:
-    run = await runner.run(_check(repo, "echo hello; echo oops >&2"))
+async def test_passing_check_is_recorded_with_its_log(
+    runner: CheckRunner, member: Member, repo: Path, tmp_path: Path
+) -> None:
+    run = await runner.run(_check(member, repo, "echo hello; echo oops >&2"))
     record = run.record
     assert run.claimed
     assert record.state == "passed"
     assert record.exit_code == 0
     assert record.error is None
     assert record.source_before == record.source_after
-    assert record.completed_at is not None
+    assert record.completed_at is not None and record.completed_at >= record.started_at
     log = Path(record.log_path)
+    assert log == tmp_path / "checks" / f"{record.check_id.removeprefix('check:')}.log"
     assert log.read_text() == "hello\noops\n"
     assert record.log_bytes == len("hello\noops\n")
-    path = runner.store.record_path(record.check_id)
-    assert stat.S_IMODE(path.stat().st_mode) == 0o600
     assert stat.S_IMODE(log.stat().st_mode) == 0o600
-    assert stat.S_IMODE(path.parent.stat().st_mode) == 0o700
+    assert stat.S_IMODE(log.parent.stat().st_mode) == 0o700
     assert runner.store.read(record.check_id) == record
+    assert record.to_json()["startedAt"].endswith("Z")
 
 
-async def test_failing_check_keeps_its_exit_code(runner: CheckRunner, repo: Path) -> None:
-    record = (await runner.run(_check(repo, "echo broken; exit 3"))).record
+async def test_failing_check_keeps_its_exit_code(runner: CheckRunner, member: Member, repo: Path) -> None:
+    record = (await runner.run(_check(member, repo, "echo broken; exit 3"))).record
     assert record.state == "failed"
     assert record.exit_code == 3
     assert Path(record.log_path).read_text() == "broken\n"
+    assert runner.store.read(record.check_id) == record
 
 
 async def test_timeout_kills_the_process_group_with_a_grandchild(
-    runner: CheckRunner, repo: Path, out: Path
+    runner: CheckRunner, member: Member, repo: Path, out: Path
 ) -> None:
     pid_file = out / "grandchild.pid"
     command = f"sleep 60 & echo $! > {pid_file}; echo started; wait"
-    record = (await runner.run(_check(repo, command, timeout=0.5))).record
+    record = (await runner.run(_check(member, repo, command, timeout=0.5))).record
     assert record.state == "timed-out"
     assert record.exit_code is None
     assert record.error == "Check command timed out after 0.5 seconds."
@@ -231,14 +258,14 @@ async def test_timeout_kills_the_process_group_with_a_grandchild(
 
 
 async def test_cancel_event_kills_the_command_and_settles_cancelled(
-    runner: CheckRunner, repo: Path, out: Path
+    runner: CheckRunner, member: Member, repo: Path, out: Path
 ) -> None:
     fifo = out / "started"
     os.mkfifo(fifo)
     pid_file = out / "grandchild.pid"
     cancel = asyncio.Event()
     command = f"sleep 60 & echo $! > {pid_file}; echo started > {fifo}; wait; exit 0"
-    task = asyncio.create_task(runner.run(_check(repo, command), cancel=cancel))
+    task = asyncio.create_task(runner.run(_check(member, repo, command), cancel=cancel))
     assert await _wait_readable(fifo) == b"started\n"
     cancel.set()
     record = (await asyncio.wait_for(task, WAIT)).record
@@ -249,12 +276,12 @@ async def test_cancel_event_kills_the_command_and_settles_cancelled(
 
 
 async def test_task_cancellation_settles_the_record_then_propagates(
-    runner: CheckRunner, repo: Path, out: Path
+    runner: CheckRunner, member: Member, repo: Path, out: Path
 ) -> None:
     fifo = out / "started"
     os.mkfifo(fifo)
     pid_file = out / "grandchild.pid"
-    check = _check(repo, f"sleep 60 & echo $! > {pid_file}; echo started > {fifo}; wait")
+    check = _check(member, repo, f"sleep 60 & echo $! > {pid_file}; echo started > {fifo}; wait")
     task = asyncio.create_task(runner.run(check))
     await _wait_readable(fifo)
     task.cancel()
@@ -266,54 +293,85 @@ async def test_task_cancellation_settles_the_record_then_propagates(
     await _wait_exited(int(pid_file.read_text()))
 
 
-async def test_runtime_without_a_local_shell_is_unsupported(tmp_path: Path, repo: Path, out: Path) -> None:
-    runner = CheckRunner(CheckStore(tmp_path / "checks"), executor=None)
-    record = (await runner.run(_check(repo, f"touch {out / 'ran'}"))).record
+async def test_runtime_without_a_local_shell_is_unsupported(
+    store: Store, member: Member, tmp_path: Path, repo: Path, out: Path
+) -> None:
+    runner = CheckRunner(CheckStore(store, tmp_path / "checks"), executor=None)
+    record = (await runner.run(_check(member, repo, f"touch {out / 'ran'}"))).record
     assert record.state == "unsupported"
     assert record.error == UNSUPPORTED_CHECKS_ERROR
     assert not (out / "ran").exists()
 
 
-async def test_missing_custom_shell_is_unsupported(tmp_path: Path, repo: Path) -> None:
+async def test_missing_custom_shell_is_unsupported(
+    store: Store, member: Member, tmp_path: Path, repo: Path
+) -> None:
     executor = LocalShellExecutor(str(tmp_path / "no-such-shell"))
-    runner = CheckRunner(CheckStore(tmp_path / "checks"), executor=executor)
-    assert (await runner.run(_check(repo, "true"))).record.state == "unsupported"
+    runner = CheckRunner(CheckStore(store, tmp_path / "checks"), executor=executor)
+    assert (await runner.run(_check(member, repo, "true"))).record.state == "unsupported"
 
 
 async def test_uncapturable_source_is_an_error_and_runs_nothing(
-    runner: CheckRunner, tmp_path: Path, out: Path
+    runner: CheckRunner, member: Member, tmp_path: Path, out: Path
 ) -> None:
     plain = tmp_path / "plain"
     plain.mkdir()
-    record = (await runner.run(_check(plain, f"touch {out / 'ran'}"))).record
+    record = (await runner.run(_check(member, plain, f"touch {out / 'ran'}"))).record
     assert record.state == "error"
     assert record.error is not None and "not inside a Git repository" in record.error
     assert not (out / "ran").exists()
 
 
-async def test_command_killed_by_a_signal_is_an_error(runner: CheckRunner, repo: Path) -> None:
-    record = (await runner.run(_check(repo, "kill -9 $$"))).record
+async def test_command_killed_by_a_signal_is_an_error(
+    runner: CheckRunner, member: Member, repo: Path
+) -> None:
+    record = (await runner.run(_check(member, repo, "kill -9 $$"))).record
     assert record.state == "error"
     assert record.exit_code is None
     assert record.error == "Check command exited without a known exit code (killed by SIGKILL)."
 
 
-async def test_claim_is_durable_before_the_command_runs(runner: CheckRunner, repo: Path, out: Path) -> None:
-    check = _check(repo, "true")
+_READ_ROW = (
+    "import json, sqlite3, sys; "
+    "row = sqlite3.connect(sys.argv[1]).execute("
+    "'SELECT state, claim_token, completed_at FROM team_checks WHERE check_id = ?', (sys.argv[2],)).fetchone(); "
+    "print(json.dumps(row))"
+)
+
+
+async def test_claim_is_committed_before_the_command_runs(
+    runner: CheckRunner, member: Member, repo: Path, out: Path, db_path: Path
+) -> None:
     seen = out / "seen.json"
-    path = runner.store.record_path(check.check_id)
-    check = dataclasses.replace(check, command=f"cat {path} > {seen}")
-    record = (await runner.run(check)).record
-    observed = json.loads(seen.read_text())
-    assert observed["state"] == "claimed"
-    assert "completedAt" not in observed
-    assert observed["claimToken"] == record.claim_token
+    identity = check_id(member.report_id, "test", 1)
+    command = f'{sys.executable} -c "{_READ_ROW}" {db_path} {identity} > {seen}'
+    record = (await runner.run(_check(member, repo, command))).record
+    assert json.loads(seen.read_text()) == ["claimed", record.claim_token, None]  # seen by another process
     assert record.state == "passed"
 
 
-async def test_duplicate_is_never_rerun(runner: CheckRunner, repo: Path, out: Path) -> None:
+@pytest.mark.parametrize("fragment", ["INSERT INTO team_checks", "COMMIT"])
+async def test_a_claim_that_fails_to_commit_runs_nothing(
+    member: Member, db_path: Path, repo: Path, out: Path, tmp_path: Path, fragment: str
+) -> None:
+    ran = out / "ran"
+    check = _check(member, repo, f"touch {ran}")
+    with Store.open(db_path, tracer=failing_tracer(fragment)) as faulty:
+        runner = CheckRunner(CheckStore(faulty, tmp_path / "checks"), executor=LocalShellExecutor())
+        with pytest.raises(StoreError, match="disk I/O error"):
+            await runner.run(check)
+        batch = await runner.run_all([check])
+    assert not ran.exists()
+    assert not Path(runner.store.log_path(check.check_id)).exists()
+    with Store.open(db_path) as clean:
+        assert clean.get_check(check.check_id) is None
+    assert batch.verification.state == "failed"  # a batch reports the failed claim and stops
+    assert batch.records == {check.check_id: None}
+
+
+async def test_duplicate_is_never_rerun(runner: CheckRunner, member: Member, repo: Path, out: Path) -> None:
     counter = out / "counter"
-    check = _check(repo, f"echo run >> {counter}; exit 1")
+    check = _check(member, repo, f"echo run >> {counter}; exit 1")
     first = await runner.run(check)
     second = await runner.run(check)
     assert counter.read_text() == "run\n"
@@ -322,38 +380,45 @@ async def test_duplicate_is_never_rerun(runner: CheckRunner, repo: Path, out: Pa
     assert second.record.state == "failed"
 
 
-async def test_same_identity_with_another_assignment_is_refused(runner: CheckRunner, repo: Path) -> None:
-    await runner.run(_check(repo, "true"))
+async def test_same_identity_with_another_assignment_is_refused(
+    runner: CheckRunner, member: Member, repo: Path, out: Path
+) -> None:
+    await runner.run(_check(member, repo, "true"))
     with pytest.raises(
         CheckIdentityError, match=r"^Check identity is already bound to another assignment\.$"
     ):
-        await runner.run(_check(repo, "false"))
+        await runner.run(_check(member, repo, f"touch {out / 'ran'}"))
+    assert not (out / "ran").exists()
 
 
-async def test_lingering_claim_is_never_replayed(runner: CheckRunner, repo: Path, out: Path) -> None:
+async def test_lingering_claim_is_never_replayed(
+    runner: CheckRunner, member: Member, repo: Path, out: Path
+) -> None:
     counter = out / "counter"
-    check = _check(repo, f"echo run >> {counter}")
+    check = _check(member, repo, f"echo run >> {counter}")
     runner.store.claim(check)  # as if the host died after claiming
     run = await runner.run(check)
     assert not run.claimed
     assert run.record.state == "claimed"
     assert not counter.exists()
-    batch = await runner.run_all([check, _check(repo, f"echo other >> {counter}", name="other")])
+    batch = await runner.run_all([check, _check(member, repo, f"echo other >> {counter}", name="other")])
     assert batch.verification.state == "pending"
     assert not counter.exists()  # stopped at the lingering claim
 
 
-async def test_check_that_changes_its_own_source_is_stale(runner: CheckRunner, repo: Path) -> None:
-    record = (await runner.run(_check(repo, "echo edited >> a.txt"))).record
+async def test_check_that_changes_its_own_source_is_stale(
+    runner: CheckRunner, member: Member, repo: Path
+) -> None:
+    record = (await runner.run(_check(member, repo, "echo edited >> a.txt"))).record
     assert record.state == "stale"
     assert record.exit_code == 0
     assert record.source_before != record.source_after
 
 
 async def test_passed_check_is_observed_stale_without_rewriting_history(
-    runner: CheckRunner, repo: Path
+    runner: CheckRunner, member: Member, repo: Path
 ) -> None:
-    check = _check(repo, "true")
+    check = _check(member, repo, "true")
     passed = (await runner.run(check)).record
     assert (await runner.observe_current(passed)).state == "passed"
     (repo / "a.txt").write_text("changed after the check\n")
@@ -376,11 +441,15 @@ def test_observe_with_a_failed_capture_is_stale_with_the_reason(tmp_path: Path) 
     assert observe(failed, None) == failed
 
 
-async def test_scoped_check_ignores_changes_outside_its_inputs(runner: CheckRunner, repo: Path) -> None:
+async def test_scoped_check_ignores_changes_outside_its_inputs(
+    runner: CheckRunner, member: Member, repo: Path
+) -> None:
     (repo / "src").mkdir()
     (repo / "src" / "m.py").write_text("x = 1\n")
     (spec,) = parse_check_policy([{"name": "s", "command": "true", "timeoutSeconds": 5, "inputs": ["src"]}])
-    (check,) = assign_checks([spec], task_id="t", run_id="r", report_id=REPORT, cwd=repo)
+    (check,) = assign_checks(
+        [spec], task_id=member.task_id, run_id=member.run_id, report_id=member.report_id, cwd=repo
+    )
     passed = (await runner.run(check)).record
     assert passed.state == "passed"
     assert passed.source_after is not None and passed.source_after.inputs == ("src",)
@@ -393,46 +462,51 @@ async def test_scoped_check_ignores_changes_outside_its_inputs(runner: CheckRunn
 # -- batches ----------------------------------------------------------------------
 
 
-async def test_batch_of_passing_checks_is_passed(runner: CheckRunner, repo: Path) -> None:
-    checks = [_check(repo, "true", name="a"), _check(repo, "exit 0", name="b")]
+async def test_batch_of_passing_checks_is_passed(runner: CheckRunner, member: Member, repo: Path) -> None:
+    checks = [_check(member, repo, "true", name="a"), _check(member, repo, "exit 0", name="b")]
     batch = await runner.run_all(checks)
     assert batch.verification.state == "passed"
     assert batch.verification.check_ids == tuple(c.check_id for c in checks)
-    evidence = await runner.read_evidence(
-        batch.verification.check_ids, task_id=checks[0].task_id, run_id="run-1"
-    )
+    ids = batch.verification.check_ids
+    evidence = await runner.read_evidence(ids, task_id=member.task_id, run_id=member.run_id)
     assert evidence.verification.state == "passed"
     (repo / "a.txt").write_text("moved on\n")
-    evidence = await runner.read_evidence(
-        batch.verification.check_ids, task_id=checks[0].task_id, run_id="run-1"
-    )
+    evidence = await runner.read_evidence(ids, task_id=member.task_id, run_id=member.run_id)
     assert evidence.verification.state == "stale"
 
 
-async def test_batch_with_a_failure_is_failed_and_runs_every_check(runner: CheckRunner, repo: Path) -> None:
-    batch = await runner.run_all([_check(repo, "exit 1", name="a"), _check(repo, "true", name="b")])
+async def test_batch_with_a_failure_is_failed_and_runs_every_check(
+    runner: CheckRunner, member: Member, repo: Path
+) -> None:
+    batch = await runner.run_all(
+        [_check(member, repo, "exit 1", name="a"), _check(member, repo, "true", name="b")]
+    )
     assert batch.verification.state == "failed"
     assert [r.state for r in batch.records.values() if r is not None] == ["failed", "passed"]
 
 
-async def test_cancelled_batch_is_failed_with_the_contract_message(runner: CheckRunner, repo: Path) -> None:
+async def test_cancelled_batch_is_failed_with_the_contract_message(
+    runner: CheckRunner, member: Member, repo: Path
+) -> None:
     cancel = asyncio.Event()
     cancel.set()
-    checks = [_check(repo, "true", name="a"), _check(repo, "true", name="b")]
+    checks = [_check(member, repo, "true", name="a"), _check(member, repo, "true", name="b")]
     batch = await runner.run_all(checks, cancel=cancel)
     assert batch.verification.state == "failed"
     assert batch.verification.error == CANCELLED_VERIFICATION_ERROR
     assert all(record is None for record in batch.records.values())
 
 
-async def test_evidence_from_another_run_or_missing_is_refused(runner: CheckRunner, repo: Path) -> None:
-    check = _check(repo, "true")
+async def test_evidence_from_another_run_or_missing_is_refused(
+    runner: CheckRunner, member: Member, repo: Path
+) -> None:
+    check = _check(member, repo, "true")
     await runner.run(check)
     with pytest.raises(CheckRecordError, match="belongs to another task or run"):
         await runner.read_evidence([check.check_id], task_id=check.task_id, run_id="run-2")
-    missing = check_id(REPORT, "never-ran", 1)
+    missing = check_id(member.report_id, "never-ran", 1)
     with pytest.raises(CheckRecordError, match="is unavailable"):
-        await runner.read_evidence([missing], task_id=check.task_id, run_id="run-1")
+        await runner.read_evidence([missing], task_id=check.task_id, run_id=member.run_id)
 
 
 def _settled(tmp_path: Path, state: str) -> CheckRecord:
@@ -443,15 +517,14 @@ def _settled(tmp_path: Path, state: str) -> CheckRecord:
         make_repo(repo, {"f.txt": "f\n"})
     source = capture_fingerprint_sync(repo)
     check = AssignedCheck("t", "r", REPORT, f"c-{state}", "true", str(repo), 1, 1)
-    store = CheckStore(tmp_path / "fixture-checks")
     return CheckRecord(
         check.check_id,
         "token",
         check,
         state,  # type: ignore[arg-type]
-        "2026-01-01T00:00:00.000Z",
-        str(store.log_path(check.check_id)),
-        completed_at=None if state == "claimed" else "2026-01-01T00:00:01.000Z",
+        1_000,
+        str(tmp_path / "checks" / f"{check.check_id.removeprefix('check:')}.log"),
+        completed_at=None if state == "claimed" else 2_000,
         source_before=source,
         source_after=source,
         exit_code=0 if state in ("passed", "stale") else 1,
@@ -487,50 +560,108 @@ def test_batch_verification_rules(tmp_path: Path, states: list[str | None], expe
 # -- records ----------------------------------------------------------------------
 
 
-def test_record_json_round_trips(tmp_path: Path) -> None:
+def _row(record: CheckRecord, **changes: object) -> CheckRow:
+    row = CheckRow(
+        check_id=record.check_id,
+        run_id=record.assignment.run_id,
+        report_id=record.assignment.report_id,
+        name=record.assignment.name,
+        attempt=record.assignment.attempt,
+        assignment=record.assignment.to_json(),
+        binding=record.assignment.binding(),
+        claim_token=record.claim_token,
+        state=record.state,
+        started_at=record.started_at,
+        completed_at=record.completed_at,
+        source_before=None if record.source_before is None else record.source_before.to_json(),
+        source_after=None if record.source_after is None else record.source_after.to_json(),
+        exit_code=record.exit_code,
+        log_path=record.log_path,
+        log_bytes=record.log_bytes,
+        error=record.error,
+    )
+    return dataclasses.replace(row, **changes)  # type: ignore[arg-type]
+
+
+def test_record_round_trips_through_its_row(tmp_path: Path) -> None:
     record = _settled(tmp_path, "passed")
-    data = json.loads(json.dumps(record.to_json()))
+    assert CheckRecord.from_row(_row(record)) == record
+    data = record.to_json()
     assert data["version"] == 1 and data["exitCode"] == 0
-    assert CheckRecord.from_json(data) == record
+    assert data["startedAt"] == "1970-01-01T00:00:01.000Z"
+    assert data["completedAt"] == "1970-01-01T00:00:02.000Z"
 
 
 @pytest.mark.parametrize(
     ("change", "message"),
     [
-        ({"checkId": "check:" + "0" * 64}, "does not match its assignment"),
-        ({"completedAt": None}, "completedAt exactly when"),
-        ({"exitCode": 1}, "a passed check needs"),
+        ({"check_id": "check:" + "0" * 64}, "does not match its assignment"),
+        ({"completed_at": None}, "completedAt exactly when"),
+        ({"exit_code": 1}, "a passed check needs"),
         ({"error": "x"}, "a passed check needs"),
-        ({"state": "bogus"}, "unknown check state"),
-        ({"version": 2}, "unsupported check record version"),
+        ({"binding": "[]"}, "binding is not its assignment"),
+        ({"log_path": "/elsewhere/x.log"}, "named <64 hex>.log"),
+        ({"assignment": {"name": "only"}}, "identity field"),
     ],
 )
-def test_record_invariants_are_enforced_on_parse(
-    tmp_path: Path, change: Mapping[str, object], message: str
+def test_record_invariants_are_enforced_on_read(
+    tmp_path: Path, change: dict[str, object], message: str
 ) -> None:
-    data = {**_settled(tmp_path, "passed").to_json(), **change}
-    data = {key: value for key, value in data.items() if value is not None}
-    with pytest.raises(ValueError, match=message):
-        CheckRecord.from_json(data)
+    row = _row(_settled(tmp_path, "passed"), **change)
+    with pytest.raises(CheckRecordError, match=message):
+        CheckRecord.from_row(row)
 
 
-async def test_corrupt_record_file_is_reported_not_rerun(runner: CheckRunner, repo: Path, out: Path) -> None:
-    check = _check(repo, f"touch {out / 'ran'}")
-    path = runner.store.record_path(check.check_id)
-    path.parent.mkdir(mode=0o700, parents=True)
-    path.write_text("{not json")
+async def test_corrupt_stored_record_is_reported_not_rerun(
+    runner: CheckRunner, member: Member, repo: Path, out: Path, db_path: Path
+) -> None:
+    check = _check(member, repo, f"touch {out / 'ran'}")
+    forged = dataclasses.replace(check, attempt=2).to_json()  # an attempt-2 assignment under the attempt-1 id
+    conn = raw(db_path)
+    try:
+        conn.execute(
+            "INSERT INTO team_checks (check_id, run_id, report_id, name, attempt, assignment, binding, claim_token,"
+            " state, started_at, log_path) VALUES (?, ?, ?, ?, 2, ?, ?, ?, 'claimed', 1, ?)",
+            (
+                check.check_id,
+                member.run_id,
+                member.report_id,
+                check.name,
+                json.dumps(forged),
+                check.binding(),
+                "0" * 36,
+                str(runner.store.log_path(check.check_id)),
+            ),
+        )
+    finally:
+        conn.close()
     with pytest.raises(CheckRecordError, match="Corrupt check record"):
         await runner.run(check)
     assert not (out / "ran").exists()
 
 
-def test_log_path_must_sit_beside_the_record(tmp_path: Path) -> None:
-    store = CheckStore(tmp_path / "checks")
-    record = _settled(tmp_path, "failed")
-    with contextlib.suppress(FileExistsError):
-        store.directory.mkdir(mode=0o700)
-    path = store.record_path(record.check_id)
-    moved = dataclasses.replace(record, log_path=str(tmp_path / "elsewhere.log"))
-    path.write_text(json.dumps(moved.to_json()))
-    with pytest.raises(CheckRecordError, match=r"\.log"):
-        store.read(record.check_id)
+def test_log_path_must_be_named_after_the_check(member: Member, db_path: Path, tmp_path: Path) -> None:
+    check = AssignedCheck(member.task_id, member.run_id, member.report_id, "t", "true", str(tmp_path), 1, 1)
+    conn = raw(db_path)
+    try:
+        with pytest.raises(sqlite3.IntegrityError, match="CHECK constraint"):
+            conn.execute(
+                "INSERT INTO team_checks (check_id, run_id, report_id, name, attempt, assignment, binding,"
+                " claim_token, state, started_at, log_path) VALUES (?, ?, ?, 't', 1, ?, ?, ?, 'claimed', 1, ?)",
+                (
+                    check.check_id,
+                    member.run_id,
+                    member.report_id,
+                    json.dumps(check.to_json()),
+                    check.binding(),
+                    "0" * 36,
+                    str(tmp_path / "elsewhere.log"),
+                ),
+            )
+    finally:
+        conn.close()
+
+
+def test_policy_errors_are_invalid_requests() -> None:
+    with pytest.raises(InvalidRequestError):
+        CheckSpec("t", "true", 0)

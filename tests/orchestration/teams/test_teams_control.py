@@ -177,7 +177,7 @@ async def test_stop_cancels_queued_work_and_status_shows_phases(tmp_path: Path) 
         await env.teams.spawn(env.caller, parse_spawn({"name": "one", "prompt": "p"}))
         queued = await env.teams.spawn(env.caller, parse_spawn({"name": "two", "prompt": "p"}))
         assert queued.details["queued"] is True and queued.details["queuePosition"] == 1
-        text, details = env.teams.status(env.caller, None)
+        text, details = await env.teams.status(env.caller, None)
         phases = {a["name"]: a["phase"] for a in details["agents"]}
         assert phases["two"] == "queued" and phases["one"] in ("starting", "thinking")
         assert "do not poll" in text
@@ -229,12 +229,12 @@ async def test_check_teammate_recovers_the_report_after_the_agent_left(tmp_path:
     async with teams_env(tmp_path, "lead") as env:
         await env.lead.prompt("go")
         await env.quiet()
-        text, details = env.teams.check_teammate(env.caller, "gone")
+        text, details = await env.teams.check_teammate(env.caller, "gone")
         assert details["alive"] is False and details["removedMember"] is True
         assert "The persisted body." in text
         with pytest.raises(TargetNotFoundError, match="no persisted report"):
-            env.teams.check_teammate(env.caller, "never")
-        _, status = env.teams.status(env.caller, "gone")
+            await env.teams.check_teammate(env.caller, "never")
+        _, status = await env.teams.status(env.caller, "gone")
         [snap] = status["agents"]
         assert snap["phase"] == "completed" and snap["outcome"] == "succeeded"
         accepted = env.teams.record_report_acceptance(snap["reportId"], "accepted", "looks right")
@@ -495,7 +495,7 @@ async def test_peers_message_each_other_and_failed_admissions_show_in_status(
         assert queued.details["queued"] is True
         await env.teams.stop_teammate(env.caller, "blocker", None)
         await eventually(lambda: bool(env.teams.capacity(env.caller.session_id).failures()))
-        _, status = env.teams.status(env.caller, "doomed")
+        _, status = await env.teams.status(env.caller, "doomed")
         [snap] = status["agents"]
         assert snap["phase"] == "failed" and "model runtime unavailable" in snap["error"]
         await env.quiet()

@@ -47,7 +47,7 @@ async def test_a_teardown_that_does_not_settle_is_quarantined_and_fences_the_nam
         assert "quarantined" in text
         member = env.host.store.team_member(first.details["runId"])
         assert member is not None and member.fence == "quarantined" and member.live
-        _, status = env.teams.status(env.caller, "stuck")
+        _, status = await env.teams.status(env.caller, "stuck")
         assert status["agents"][0]["phase"] == "quarantined"
         with pytest.raises(InvalidRequestError, match="cannot be restarted yet"):
             await env.teams.spawn(env.caller, parse_spawn({"name": "stuck", "prompt": "again"}))

@@ -166,12 +166,11 @@ def teams_lead_tools(host: Host, caller: Caller) -> list[AgentTool]:
         return ToolResult.text(outcome.text, details=outcome.details)
 
     async def status(call_id: str, params: dict[str, Any]) -> ToolResult:
-        return _result(teams.status(caller, parse_status(params).agent_name))
+        return _result(await teams.status(caller, parse_status(params).agent_name))
 
     async def check(call_id: str, params: dict[str, Any]) -> ToolResult:
-        return _result(
-            teams.check_teammate(caller, parse_agent_name(params, tool="check_teammate").agent_name)
-        )
+        name = parse_agent_name(params, tool="check_teammate").agent_name
+        return _result(await teams.check_teammate(caller, name))
 
     async def interrupt(call_id: str, params: dict[str, Any]) -> ToolResult:
         name = parse_agent_name(params, tool="interrupt_teammate").agent_name
@@ -268,7 +267,7 @@ def team_member_tools(host: Host, child: TeamChild) -> list[AgentTool]:
             return ToolResult.text(outcome.text, details=outcome.details)
 
         async def status(call_id: str, params: dict[str, Any]) -> ToolResult:
-            return _result(teams.status(child, parse_status(params).agent_name))
+            return _result(await teams.status(child, parse_status(params).agent_name))
 
         nested = (
             "Read helpers only (canonical read-* tiers); they share your cwd, report back to you, and you stay "

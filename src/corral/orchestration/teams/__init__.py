@@ -6,7 +6,9 @@
 agents per kind under `maxConcurrent`, with an overflow FIFO queue,
 quarantine and the recent-failures index. Assigned checks (§6): `parse_check_policy`
 validates a spawn's `checks`, `CheckRunner` runs them at most once each against a
-`CheckStore`, and `capture_fingerprint` observes the source they verified.
+`CheckStore` (rows of the orchestration store, logs as files), and `capture_fingerprint`
+observes the source they verified. `Verifier` is what the teams core calls on a report:
+checks, optional bounded repair (§7, `parse_repair_policy`), observation and fencing.
 `team_costs` sums what the lead and each agent spent (§12), counting forked entries once.
 """
 
@@ -32,6 +34,25 @@ from ._check_records import (
     CheckStore,
     check_id,
 )
+from ._checkpoint_records import (
+    MAX_CHECKPOINT_BYTES,
+    CheckpointAuthor,
+    CheckpointError,
+    CheckpointEvidence,
+    CheckpointFinding,
+    CheckpointPolicy,
+    CheckpointPolicyError,
+    CheckpointRecord,
+    CheckpointRecordError,
+    CheckpointReport,
+    RetiredCheckpoint,
+    check_checkpoint_prompt,
+    check_report_fields,
+    checkpoint_id,
+    parse_checkpoint_policy,
+    parse_checkpoint_ref,
+)
+from ._checkpoints import NO_CHECKPOINTS_MESSAGE, Checkpoints, Revalidation
 from ._checks import (
     CANCELLED_VERIFICATION_ERROR,
     MAX_CHECK_TIMEOUT_SECONDS,
@@ -48,7 +69,9 @@ from ._checks import (
     VerificationState,
     assign_checks,
     observe,
+    observe_current,
     parse_check_policy,
+    read_evidence,
     verify_batch,
 )
 from ._costs import SessionCost, TeamCosts, session_cost, team_costs
@@ -69,7 +92,19 @@ from ._fingerprint import (
     capture_fingerprint_sync,
     same_tested_source,
 )
+from ._groups import GROUP_MESSAGE_TYPE, CompletionGroups, parse_completion_group
 from ._member import RECOVERY_PROMPT, TeamChild
+from ._repair import (
+    RepairController,
+    RepairOutcome,
+    RepairPolicyError,
+    RepairResult,
+    RepairState,
+    RepairUnresolvedError,
+    repair_controller_id,
+    repair_request_id,
+    submission_signature,
+)
 from ._reports import (
     TEAM_REPORT_TYPE,
     effective_task_outcome,
@@ -119,6 +154,7 @@ from ._tiers import (
     resolve_tier,
     resolve_tier_model,
 )
+from ._verification import VerificationDecision, Verifier, parse_repair_policy
 
 __all__ = [
     "CANCELLED_VERIFICATION_ERROR",
@@ -128,8 +164,11 @@ __all__ = [
     "FAILED_ADMISSION_HISTORY",
     "FINGERPRINT_VERSION",
     "FORBIDDEN_SPAWN_FIELDS",
+    "GROUP_MESSAGE_TYPE",
     "HELPER_TIERS",
+    "MAX_CHECKPOINT_BYTES",
     "MAX_CHECK_TIMEOUT_SECONDS",
+    "NO_CHECKPOINTS_MESSAGE",
     "ORCHESTRATION_REQUEST_TYPES",
     "RECOVERY_PROMPT",
     "REPORT_MESSAGE_TYPES",
@@ -163,16 +202,35 @@ __all__ = [
     "CheckState",
     "CheckStore",
     "CheckVerification",
+    "CheckpointAuthor",
+    "CheckpointError",
+    "CheckpointEvidence",
+    "CheckpointFinding",
+    "CheckpointPolicy",
+    "CheckpointPolicyError",
+    "CheckpointRecord",
+    "CheckpointRecordError",
+    "CheckpointReport",
+    "Checkpoints",
+    "CompletionGroups",
     "FailedAdmission",
     "KindSnapshot",
     "LocalShellExecutor",
     "ModelResolver",
     "ModelSource",
     "OrchestrationResponse",
+    "RepairController",
+    "RepairOutcome",
+    "RepairPolicyError",
+    "RepairResult",
+    "RepairState",
+    "RepairUnresolvedError",
     "ReportReceipt",
     "Reservation",
     "ReservationState",
     "RetainedNotice",
+    "RetiredCheckpoint",
+    "Revalidation",
     "SessionContextError",
     "SessionCost",
     "SourceCaptureError",
@@ -191,20 +249,33 @@ __all__ = [
     "TierModelError",
     "TierName",
     "UnknownTierError",
+    "VerificationDecision",
     "VerificationState",
+    "Verifier",
     "assign_checks",
     "build_session_context_snapshot",
     "can_spawn_nested_helpers",
     "capture_fingerprint",
     "capture_fingerprint_sync",
+    "check_checkpoint_prompt",
     "check_id",
+    "check_report_fields",
     "check_spawn_fields",
     "check_swarm_fields",
+    "checkpoint_id",
     "effective_task_outcome",
     "observe",
+    "observe_current",
     "parse_check_policy",
+    "parse_checkpoint_policy",
+    "parse_checkpoint_ref",
+    "parse_completion_group",
+    "parse_repair_policy",
+    "read_evidence",
     "redact_secrets",
     "remove_session_context",
+    "repair_controller_id",
+    "repair_request_id",
     "report_id",
     "report_result",
     "resolve_helper_tier",
@@ -213,6 +284,7 @@ __all__ = [
     "same_tested_source",
     "session_context_suffix",
     "session_cost",
+    "submission_signature",
     "task_id",
     "team_costs",
     "team_name",

@@ -1,39 +1,40 @@
-"""Assigned-check identity, records and their durable files.
+"""Assigned-check identity, records, and their home in the orchestration store.
 
 A check's identity is `check:` + SHA-256 of `JSON.stringify([reportId, name,
 attempt])` (§6.2 of the teams notes), so one report's check at one attempt
-has exactly one record. Records live as `<64 hex>.json` in a private
-directory (0700, files 0600), the full log beside it as `<64 hex>.log`.
+has exactly one record. Records are rows of the store's `team_checks` table
+(`Store.claim_check` / `finish_check`, one SQLite transaction each, the store
+running `synchronous = FULL`); the full log of a check stays a file,
+`<team checks dir>/<64 hex>.log` (dir 0700, file 0600, exclusive create).
 
-Writes are durable: a temp file made with exclusive create (0600), written,
-fsynced, renamed over the target, then the directory and its ancestors are
-fsynced. Claim and finish run under one `flock` on `.lock` in the directory,
-so two processes never both claim one identity. The record types are plain
-dataclasses with `to_json`/`from_json`; the SQLite store will take the rows
-over later without changing their shape.
+`CheckStore` binds the store to one team's log directory: `claim` writes the
+durable `claimed` row before anything may run (a duplicate with the same
+binding returns the stored record; another binding is refused), `finish`
+settles it with the claim token. Every record read back is checked against
+the invariants SQLite cannot express (the id is its assignment's hash, the
+log is named after the id).
 """
 
 from __future__ import annotations
 
-import contextlib
-import errno
-import fcntl
 import hashlib
 import json
 import math
 import os
-import uuid
-from collections.abc import Iterator, Mapping
+from collections.abc import Mapping, Sequence
 from dataclasses import KW_ONLY, dataclass
 from datetime import UTC, datetime
 from decimal import Decimal
 from pathlib import Path
-from typing import Any, Literal, get_args
+from typing import TYPE_CHECKING, Any, Literal
 
 from corral._paths import ensure_private_dir
-from corral.orchestration.errors import InternalFailureError, InvalidRequestError
+from corral.orchestration._check_store_records import CheckIdentityError, CheckRecordError, CheckRow
 
 from ._fingerprint import SourceFingerprint, same_tested_source
+
+if TYPE_CHECKING:
+    from corral.orchestration._store import Store
 
 __all__ = [
     "CHECK_RECORD_VERSION",
@@ -51,16 +52,7 @@ CHECK_RECORD_VERSION = 1
 
 CheckState = Literal["claimed", "passed", "failed", "cancelled", "timed-out", "stale", "unsupported", "error"]
 """Where a check stands; `claimed` is the only unsettled state."""
-_STATES: frozenset[str] = frozenset(get_args(CheckState))
 _CHECK_PREFIX = "check:"
-
-
-class CheckRecordError(InternalFailureError):
-    """A stored check record is unreadable or breaks an invariant; inspect the named file."""
-
-
-class CheckIdentityError(InvalidRequestError):
-    """A check identity is already bound to a different assignment."""
 
 
 def _json(value: Any) -> str:
@@ -107,9 +99,25 @@ def check_id(report_id: str, name: str, attempt: int) -> str:
     return _CHECK_PREFIX + hashlib.sha256(payload.encode("utf-8")).hexdigest()
 
 
-def now_iso() -> str:
-    """The current time as an ISO-8601 UTC string with milliseconds (`Date.toISOString`)."""
-    return datetime.now(UTC).isoformat(timespec="milliseconds").replace("+00:00", "Z")
+def check_hex(identity: str) -> str:
+    """The 64 hex digits of a check id.
+
+    Raises:
+        CheckRecordError: `identity` is not `check:<64 lowercase hex>`.
+    """
+    hex_part = identity.removeprefix(_CHECK_PREFIX)
+    if (
+        not identity.startswith(_CHECK_PREFIX)
+        or len(hex_part) != 64
+        or any(c not in "0123456789abcdef" for c in hex_part)
+    ):
+        raise CheckRecordError(f"Malformed check id {identity!r}; check ids are check:<64 hex>.")
+    return hex_part
+
+
+def iso_time(ms: int) -> str:
+    """Unix milliseconds as an ISO-8601 UTC string (`Date.toISOString`)."""
+    return datetime.fromtimestamp(ms / 1000, UTC).isoformat(timespec="milliseconds").replace("+00:00", "Z")
 
 
 @dataclass(frozen=True, slots=True)
@@ -218,13 +226,13 @@ class CheckRecord:
     """What was assigned."""
     state: CheckState
     """Where the check stands."""
-    started_at: str
-    """ISO-8601 UTC time of the claim."""
+    started_at: int
+    """When the check was claimed (Unix ms)."""
     log_path: str
-    """The full log: the record's path with `.log` instead of `.json`."""
+    """The full log: `<team checks dir>/<64 hex>.log`."""
     _: KW_ONLY
-    completed_at: str | None = None
-    """ISO-8601 UTC time the check settled; `None` exactly while `claimed`."""
+    completed_at: int | None = None
+    """When the check settled (Unix ms); `None` exactly while `claimed`."""
     source_before: SourceFingerprint | None = None
     """The source observed before the command ran."""
     source_after: SourceFingerprint | None = None
@@ -239,17 +247,17 @@ class CheckRecord:
     """Record format version."""
 
     def to_json(self) -> dict[str, Any]:
-        """The JSON object (camelCase keys; optional fields only when set)."""
+        """The `CheckRecord` JSON object (camelCase keys, ISO-8601 times; optional fields only when set)."""
         data: dict[str, Any] = {
             "version": self.version,
             "checkId": self.check_id,
             "claimToken": self.claim_token,
             "assignment": self.assignment.to_json(),
             "state": self.state,
-            "startedAt": self.started_at,
+            "startedAt": iso_time(self.started_at),
         }
         if self.completed_at is not None:
-            data["completedAt"] = self.completed_at
+            data["completedAt"] = iso_time(self.completed_at)
         if self.source_before is not None:
             data["sourceBefore"] = self.source_before.to_json()
         if self.source_after is not None:
@@ -263,66 +271,48 @@ class CheckRecord:
         return data
 
     @classmethod
-    def from_json(cls, data: Mapping[str, Any], *, record_path: Path | None = None) -> CheckRecord:
-        """Parse and check a stored record.
-
-        Args:
-            data: The JSON object.
-            record_path: Where it was read from; its log path must be this path with `.log`.
+    def from_row(cls, row: CheckRow) -> CheckRecord:
+        """The record of a stored row, checked against every invariant of §6.2.
 
         Raises:
-            ValueError: A field is malformed or an invariant of §6.2 does not hold.
+            CheckRecordError: The row is malformed or breaks an invariant (the message names it).
         """
-        if data.get("version") != CHECK_RECORD_VERSION:
-            raise ValueError(f"unsupported check record version {data.get('version')!r}")
-        assignment_data = data.get("assignment")
-        if not isinstance(assignment_data, Mapping):
-            raise ValueError("check record has no assignment")
-        assignment = AssignedCheck.from_json(assignment_data)
-        state = data.get("state")
-        if state not in _STATES:
-            raise ValueError(f"unknown check state {state!r}")
-        for key in ("checkId", "claimToken", "startedAt", "logPath"):
-            if not isinstance(data.get(key), str):
-                raise ValueError(f"check record field {key} is missing or not a string")
-        completed_at = data.get("completedAt")
-        error = data.get("error")
-        exit_code = data.get("exitCode")
-        log_bytes = data.get("logBytes", 0)
-        if completed_at is not None and not isinstance(completed_at, str):
-            raise ValueError("check record completedAt is not a string")
-        if error is not None and not isinstance(error, str):
-            raise ValueError("check record error is not a string")
-        if exit_code is not None and type(exit_code) is not int:
-            raise ValueError("check record exitCode is not an integer")
-        if type(log_bytes) is not int or log_bytes < 0:
-            raise ValueError("check record logBytes is not a non-negative integer")
-        before = data.get("sourceBefore")
-        after = data.get("sourceAfter")
-        record = cls(
-            data["checkId"],
-            data["claimToken"],
-            assignment,
-            state,
-            data["startedAt"],
-            data["logPath"],
-            completed_at=completed_at,
-            source_before=SourceFingerprint.from_json(before) if isinstance(before, Mapping) else None,
-            source_after=SourceFingerprint.from_json(after) if isinstance(after, Mapping) else None,
-            exit_code=exit_code,
-            log_bytes=log_bytes,
-            error=error,
-        )
-        record.validate(record_path=record_path)
+        try:
+            assignment = AssignedCheck.from_json(row.assignment)
+            if assignment.binding() != row.binding:
+                raise ValueError("the stored binding is not its assignment's")
+            record = cls(
+                row.check_id,
+                row.claim_token,
+                assignment,
+                row.state,
+                row.started_at,
+                row.log_path,
+                completed_at=row.completed_at,
+                source_before=None
+                if row.source_before is None
+                else SourceFingerprint.from_json(row.source_before),
+                source_after=None
+                if row.source_after is None
+                else SourceFingerprint.from_json(row.source_after),
+                exit_code=row.exit_code,
+                log_bytes=row.log_bytes,
+                error=row.error,
+            )
+            record.validate()
+        except ValueError as exc:
+            raise CheckRecordError(
+                f"Corrupt check record {row.check_id}: {exc}; inspect its row in team_checks."
+            ) from None
         return record
 
-    def validate(self, *, record_path: Path | None = None) -> None:
+    def validate(self) -> None:
         """Check the record's invariants (§6.2).
 
         Raises:
-            ValueError: The id is not the assignment's, `claimed` and `completedAt` disagree,
+            ValueError: The id is not the assignment's, `claimed` and `completed_at` disagree,
                 a `passed` record lacks exit 0 / matching sources or has an error, or the log
-                path is not the record path with `.log`.
+                is not named `<64 hex>.log` after the id.
         """
         if self.check_id != self.assignment.check_id:
             raise ValueError("check id does not match its assignment")
@@ -336,114 +326,52 @@ class CheckRecord:
             and same_tested_source(self.source_before, self.source_after)
         ):
             raise ValueError("a passed check needs exit code 0, no error and matching source identities")
-        if record_path is not None and self.log_path != str(record_path.with_suffix(".log")):
-            raise ValueError("check log path is not the record path with .log")
+        if Path(self.log_path).name != f"{self.check_id.removeprefix(_CHECK_PREFIX)}.log":
+            raise ValueError("check log path is not named <64 hex>.log after the check id")
 
 
-def _fsync_dirs(directory: Path) -> None:
-    """fsync `directory` and each ancestor; ancestors we may not open are skipped."""
-    for index, path in enumerate((directory, *directory.parents)):
-        try:
-            fd = os.open(path, os.O_RDONLY | os.O_DIRECTORY)
-        except PermissionError:
-            if index == 0:
-                raise
-            continue
-        try:
-            os.fsync(fd)
-        except OSError as exc:
-            if exc.errno != errno.EINVAL:
-                raise
-        finally:
-            os.close(fd)
+def read_check_records(store: Store, identities: Sequence[str]) -> dict[str, CheckRecord | None]:
+    """Each id's stored record (`None` when missing), in the given order, read in one transaction.
 
-
-def write_durable(path: Path, data: bytes) -> None:
-    """Replace `path` with `data` durably: exclusive temp file 0600, fsync, rename, fsync directories."""
-    temp = path.with_name(f".{path.name}.{uuid.uuid4().hex}.tmp")
-    fd = os.open(temp, os.O_WRONLY | os.O_CREAT | os.O_EXCL, 0o600)
-    try:
-        try:
-            view = memoryview(data)
-            while view:
-                view = view[os.write(fd, view) :]
-            os.fsync(fd)
-        finally:
-            os.close(fd)
-        os.replace(temp, path)
-    except BaseException:
-        with contextlib.suppress(FileNotFoundError):
-            os.unlink(temp)
-        raise
-    _fsync_dirs(path.parent)
+    Raises:
+        CheckRecordError: A stored row breaks an invariant.
+    """
+    rows = store.get_checks(identities)
+    return {key: (CheckRecord.from_row(rows[key]) if key in rows else None) for key in identities}
 
 
 class CheckStore:
-    """Check records and logs as files in one private directory.
+    """One team's check records (rows of the orchestration store) and log files (a private directory).
 
-    All methods block (file locks, fsync); async callers run them with `asyncio.to_thread`.
+    Methods block briefly (one SQLite transaction each); that is how the rest of
+    the teams core uses the store too.
     """
 
-    def __init__(self, directory: str | os.PathLike[str]) -> None:
-        """Use `directory` (created 0700 on first write) for records, logs and the lock file."""
+    def __init__(self, store: Store, directory: str | os.PathLike[str]) -> None:
+        """Bind `store` to the team's checks directory (created 0700 before the first claim)."""
+        self.store = store
         self.directory = Path(directory)
 
-    def record_path(self, check_id: str) -> Path:
-        """`<directory>/<64 hex>.json` for `check_id`.
+    def log_path(self, identity: str) -> Path:
+        """`<directory>/<64 hex>.log` for `identity`.
 
         Raises:
-            CheckRecordError: `check_id` is not `check:<64 lowercase hex>`.
+            CheckRecordError: `identity` is not `check:<64 lowercase hex>`.
         """
-        hex_part = check_id.removeprefix(_CHECK_PREFIX)
-        if (
-            not check_id.startswith(_CHECK_PREFIX)
-            or len(hex_part) != 64
-            or any(c not in "0123456789abcdef" for c in hex_part)
-        ):
-            raise CheckRecordError(f"Malformed check id {check_id!r}; check ids are check:<64 hex>.")
-        return self.directory / f"{hex_part}.json"
+        return self.directory / f"{check_hex(identity)}.log"
 
-    def log_path(self, check_id: str) -> Path:
-        """`<directory>/<64 hex>.log` for `check_id`."""
-        return self.record_path(check_id).with_suffix(".log")
-
-    @contextlib.contextmanager
-    def _locked(self) -> Iterator[None]:
-        ensure_private_dir(self.directory)
-        fd = os.open(self.directory / ".lock", os.O_RDWR | os.O_CREAT, 0o600)
-        try:
-            fcntl.flock(fd, fcntl.LOCK_EX)
-            yield
-        finally:
-            os.close(fd)
-
-    def read(self, check_id: str) -> CheckRecord | None:
-        """The stored record for `check_id`, or `None` if there is none.
+    def read(self, identity: str) -> CheckRecord | None:
+        """The stored record of `identity`, or `None` if there is none.
 
         Raises:
-            CheckRecordError: The file is unreadable, not JSON or breaks an invariant.
+            CheckRecordError: The stored row breaks an invariant.
         """
-        path = self.record_path(check_id)
-        try:
-            raw = path.read_bytes()
-        except FileNotFoundError:
-            return None
-        except OSError as exc:
-            raise CheckRecordError(f"Cannot read check record {path}: {exc.strerror or exc}") from None
-        try:
-            data = json.loads(raw)
-            if not isinstance(data, Mapping):
-                raise ValueError("not a JSON object")
-            record = CheckRecord.from_json(data, record_path=path)
-        except ValueError as exc:
-            raise CheckRecordError(f"Corrupt check record {path}: {exc}; inspect or remove it.") from None
-        if record.check_id != check_id:
-            raise CheckRecordError(f"Check record {path} holds another check id; inspect or remove it.")
-        return record
+        row = self.store.get_check(identity)
+        return None if row is None else CheckRecord.from_row(row)
 
-    def _write(self, record: CheckRecord) -> None:
-        path = self.record_path(record.check_id)
-        write_durable(path, (_json(record.to_json()) + "\n").encode("utf-8"))
+    def read_many(self, identities: Sequence[str]) -> dict[str, CheckRecord | None]:
+        """Each id's record (`None` when missing), in the given order, read in one transaction."""
+        return read_check_records(self.store, identities)
 
     def claim(self, assignment: AssignedCheck) -> tuple[CheckRecord, bool]:
         """Claim `assignment`'s check id, durably, before anything runs.
@@ -455,31 +383,22 @@ class CheckStore:
         Raises:
             CheckIdentityError: The id is stored with a different assignment binding.
             CheckRecordError: The stored record is corrupt.
-            OSError: The claim could not be made durable; nothing may run.
+            OrchestrationError: The claim could not be made durable; nothing may run.
         """
         identity = assignment.check_id
-        with self._locked():
-            existing = self.read(identity)
-            if existing is not None:
-                if existing.assignment.binding() != assignment.binding():
-                    raise CheckIdentityError("Check identity is already bound to another assignment.")
-                return existing, False
-            record = CheckRecord(
-                identity,
-                str(uuid.uuid4()),
-                assignment,
-                "claimed",
-                now_iso(),
-                str(self.log_path(identity)),
-            )
-            self._write(record)
-            return record, True
+        log = self.log_path(identity)
+        ensure_private_dir(self.directory)
+        row, fresh = self.store.claim_check(
+            identity, assignment=assignment.to_json(), binding=assignment.binding(), log_path=str(log)
+        )
+        return CheckRecord.from_row(row), fresh
 
     def finish(self, settled: CheckRecord) -> CheckRecord:
         """Store a settled record over its claim, keyed by the claim token.
 
         Returns:
-            `settled`, or the stored record unchanged when it is already settled.
+            The stored settled record (completion time from the store), or the stored record
+            unchanged when it had already settled.
 
         Raises:
             CheckRecordError: The record is missing, its claim token differs, or `settled`
@@ -488,16 +407,17 @@ class CheckStore:
         if settled.state == "claimed":
             raise CheckRecordError(f"Cannot finish check {settled.check_id} in state claimed.")
         try:
-            settled.validate(record_path=self.record_path(settled.check_id))
+            settled.validate()
         except ValueError as exc:
             raise CheckRecordError(f"Refusing to store check {settled.check_id}: {exc}.") from None
-        with self._locked():
-            stored = self.read(settled.check_id)
-            if stored is None:
-                raise CheckRecordError(f"Check record {settled.check_id} disappeared before it settled.")
-            if stored.claim_token != settled.claim_token:
-                raise CheckRecordError(f"Check {settled.check_id} is claimed by another token.")
-            if stored.state != "claimed":
-                return stored
-            self._write(settled)
-            return settled
+        row = self.store.finish_check(
+            settled.check_id,
+            claim_token=settled.claim_token,
+            state=settled.state,
+            source_before=None if settled.source_before is None else settled.source_before.to_json(),
+            source_after=None if settled.source_after is None else settled.source_after.to_json(),
+            exit_code=settled.exit_code,
+            log_bytes=settled.log_bytes,
+            error=settled.error,
+        )
+        return CheckRecord.from_row(row)

@@ -2,10 +2,11 @@
 
 Running one check (§6.3 of the teams notes):
 
-1. Claim the check id durably (`CheckStore.claim`). A duplicate (same
-   assignment binding) returns the stored record, re-observed against the
-   current source, and runs nothing; a record still `claimed` after a crash is
-   never replayed.
+1. Claim the check id durably (`CheckStore.claim`: a `claimed` row in the
+   orchestration store, committed before anything runs; if the claim cannot
+   be committed, nothing runs). A duplicate (same assignment binding) returns
+   the stored record, re-observed against the current source, and runs
+   nothing; a record still `claimed` after a crash is never replayed.
 2. Create the log (exclusive create, 0600). Without a local shell executor the
    check is `unsupported`; there is no fallback runner.
 3. Capture the source before, run the command through the shell in the
@@ -36,12 +37,13 @@ import dataclasses
 import math
 import os
 import signal
+import time
 from collections.abc import Mapping, Sequence
 from dataclasses import KW_ONLY, dataclass
-from typing import Any, Literal, Protocol
+from typing import TYPE_CHECKING, Any, Literal, Protocol
 
 from corral.agent.tools import resolve_shell
-from corral.orchestration.errors import InvalidRequestError
+from corral.orchestration.errors import InvalidRequestError, OrchestrationError
 
 from ._check_records import (
     AssignedCheck,
@@ -50,9 +52,12 @@ from ._check_records import (
     CheckState,
     CheckStore,
     js_number,
-    now_iso,
+    read_check_records,
 )
 from ._fingerprint import SourceCaptureError, SourceFingerprint, capture_fingerprint, same_tested_source
+
+if TYPE_CHECKING:
+    from corral.orchestration._store import Store
 
 __all__ = [
     "CANCELLED_VERIFICATION_ERROR",
@@ -70,7 +75,9 @@ __all__ = [
     "VerificationState",
     "assign_checks",
     "observe",
+    "observe_current",
     "parse_check_policy",
+    "read_evidence",
     "verify_batch",
 ]
 
@@ -378,6 +385,21 @@ def observe(
     return dataclasses.replace(record, state="stale", error=reason)
 
 
+async def observe_current(record: CheckRecord) -> CheckRecord:
+    """`observe` a record against the source as it is now (scoped like the check); never writes."""
+    if record.state != "passed":
+        return record
+    try:
+        current = await capture_fingerprint(record.assignment.cwd, record.assignment.inputs)
+    except SourceCaptureError as exc:
+        return observe(record, None, error=str(exc))
+    return observe(record, current)
+
+
+def _now_ms() -> int:
+    return time.time_ns() // 1_000_000
+
+
 @dataclass(frozen=True, slots=True)
 class CheckVerification:
     """The verification of a report's batch of checks."""
@@ -466,14 +488,7 @@ class CheckRunner:
 
     async def observe_current(self, record: CheckRecord) -> CheckRecord:
         """`observe` the record against the source as it is now (scoped like the check)."""
-        if record.state != "passed":
-            return record
-        inputs = record.assignment.inputs
-        try:
-            current = await capture_fingerprint(record.assignment.cwd, inputs)
-        except SourceCaptureError as exc:
-            return observe(record, None, error=str(exc))
-        return observe(record, current)
+        return await observe_current(record)
 
     async def run(self, check: AssignedCheck, *, cancel: asyncio.Event | None = None) -> CheckRun:
         """Run one check unless its id was claimed before.
@@ -489,27 +504,24 @@ class CheckRunner:
         Raises:
             CheckIdentityError: The id is bound to another assignment.
             CheckRecordError: The stored record is corrupt or the claim was lost.
-            OSError: The claim could not be made durable (nothing ran).
+            OrchestrationError: The claim could not be committed (nothing ran).
             asyncio.CancelledError: The task was cancelled; the record settled as `cancelled` first.
         """
-        record, fresh = await asyncio.to_thread(self.store.claim, check)
+        record, fresh = self.store.claim(check)
         if not fresh:
-            return CheckRun(await self.observe_current(record), claimed=False)
-        settle: asyncio.Future[CheckRecord] | None = None
+            return CheckRun(await observe_current(record), claimed=False)
         try:
             settled = await self._execute(record, cancel)
         except asyncio.CancelledError:
-            settled = self._settle_cancelled(record)
-            settle = asyncio.ensure_future(asyncio.to_thread(self._finish, settled))
-            await asyncio.shield(settle)
+            self._finish(self._settle_cancelled(record))
             raise
-        return CheckRun(await asyncio.to_thread(self._finish, settled), claimed=True)
+        return CheckRun(self._finish(settled), claimed=True)
 
     def _settle_cancelled(self, record: CheckRecord) -> CheckRecord:
         return dataclasses.replace(
             record,
             state="cancelled",
-            completed_at=now_iso(),
+            completed_at=_now_ms(),
             exit_code=None,
             error="Check command was cancelled.",
         )
@@ -524,7 +536,7 @@ class CheckRunner:
 
     async def _execute(self, record: CheckRecord, cancel: asyncio.Event | None) -> CheckRecord:
         def settled(state: CheckState, **fields: Any) -> CheckRecord:
-            return dataclasses.replace(record, state=state, completed_at=now_iso(), **fields)
+            return dataclasses.replace(record, state=state, completed_at=_now_ms(), **fields)
 
         check = record.assignment
         try:
@@ -594,37 +606,57 @@ class CheckRunner:
     async def run_all(
         self, checks: Sequence[AssignedCheck], *, cancel: asyncio.Event | None = None
     ) -> CheckBatch:
-        """Run a policy's checks in order, stopping early on a lingering claim or cancellation.
+        """Run a policy's checks in order, stopping early on a lingering claim, cancellation or store error.
+
+        A claim the store refuses or cannot commit (another binding, a database failure) runs
+        nothing and stops the batch; the verification is then `failed` with that error.
 
         Returns:
             Every check's record (`None` for checks not reached) and the batch verification.
         """
         records: dict[str, CheckRecord | None] = {check.check_id: None for check in checks}
+        failure: str | None = None
         for check in checks:
             if cancel is not None and cancel.is_set():
                 break
-            result = await self.run(check, cancel=cancel)
+            try:
+                result = await self.run(check, cancel=cancel)
+            except OrchestrationError as exc:
+                failure = str(exc)
+                break
             records[check.check_id] = result.record
             if result.record.state == "claimed":
                 break
         cancelled = cancel is not None and cancel.is_set()
         cancelled = cancelled or any(r is not None and r.state == "cancelled" for r in records.values())
-        return CheckBatch(records, verify_batch(records, cancelled=cancelled))
+        verification = verify_batch(records, cancelled=cancelled)
+        if failure is not None:
+            verification = CheckVerification("failed", verification.check_ids, error=failure)
+        return CheckBatch(records, verification)
 
     async def read_evidence(self, check_ids: Sequence[str], *, task_id: str, run_id: str) -> CheckBatch:
-        """Read a report's check records, re-observed against the current source.
+        """Read a report's check records, re-observed against the current source; never writes.
 
         Raises:
             CheckRecordError: A referenced record is missing, corrupt or belongs to another task or run.
         """
-        records: dict[str, CheckRecord | None] = {}
-        for identity in check_ids:
-            record = await asyncio.to_thread(self.store.read, identity)
-            if record is None:
-                raise CheckRecordError(
-                    f"Check record {identity} is unavailable; inspect {self.store.record_path(identity)}."
-                )
-            if record.assignment.task_id != task_id or record.assignment.run_id != run_id:
-                raise CheckRecordError(f"Check record {identity} belongs to another task or run.")
-            records[identity] = await self.observe_current(record)
-        return CheckBatch(records, verify_batch(records))
+        return await read_evidence(self.store.store, check_ids, task_id=task_id, run_id=run_id)
+
+
+async def read_evidence(store: Store, check_ids: Sequence[str], *, task_id: str, run_id: str) -> CheckBatch:
+    """Read check records by id, check they belong to the task and run, and re-observe them; never writes.
+
+    Raises:
+        CheckRecordError: A referenced record is missing, corrupt or belongs to another task or run.
+    """
+    stored = read_check_records(store, check_ids)
+    records: dict[str, CheckRecord | None] = {}
+    for identity, record in stored.items():
+        if record is None:
+            raise CheckRecordError(
+                f"Check record {identity} is unavailable; inspect team_checks in {store.path}."
+            )
+        if record.assignment.task_id != task_id or record.assignment.run_id != run_id:
+            raise CheckRecordError(f"Check record {identity} belongs to another task or run.")
+        records[identity] = await observe_current(record)
+    return CheckBatch(records, verify_batch(records))

@@ -75,12 +75,22 @@ class TeamChild(ManagedChild):
         """Direct message admission (closed by an accepted report and at teardown)."""
         self.recovery_sent = False
         self.interrupted = False
+        self.plain_submissions = 0
+        """Plain-text final answers verified so far (each is a repair submission)."""
         self.active_tool: str | None = None
         self.progress: str | None = None
         self.started_monotonic = asyncio.get_running_loop().time()
         self._tool_unsubscribe = agent.subscribe(self._on_tool_event)
 
     # --- the run --------------------------------------------------------------------------------
+
+    async def run(self) -> None:
+        """The managed child's run; a run that dies without a report settles its group slot."""
+        try:
+            await super().run()
+        except Exception as exc:
+            self.teams.run_lost(self, f"the agent's run failed: {type(exc).__name__}: {exc}")
+            raise
 
     async def _settle(self) -> bool:
         while True:
@@ -104,7 +114,8 @@ class TeamChild(ManagedChild):
                 self.recovery_sent = True
                 await self.agent.prompt(RECOVERY_PROMPT, streaming_behavior="steer")
                 continue
-            await self.teams.finish_without_report(self)
+            if await self.teams.finish_without_report(self):
+                continue
             return False
 
     def _ended_by_provider_error(self) -> bool:
@@ -173,6 +184,11 @@ class TeamChild(ManagedChild):
         self._wake.set()
         self.hooks.changed()
         return "interrupted"
+
+    def queue_prompt(self, text: str) -> None:
+        """Give the agent `text` as its next prompt (a repair turn after plain-text reporting)."""
+        self._queued.append(text)
+        self._wake.set()
 
     def close_messages(self) -> None:
         """Refuse further direct messages (the report was accepted, or teardown began)."""

@@ -49,12 +49,24 @@ from corral.runtime import LaunchSpec
 from corral.session import SessionManager
 
 from ._capacity import DEFAULT_LIMITS, Admission, CapacityController, Reservation
+from ._checkpoint_records import (
+    CheckpointPolicy,
+    CheckpointRecord,
+    check_checkpoint_prompt,
+    parse_checkpoint_policy,
+    parse_checkpoint_ref,
+)
+from ._checkpoints import Checkpoints
+from ._checks import CheckSpec, parse_check_policy
 from ._errors import AdmissionCancelledError, TierModelError
+from ._fingerprint import SourceFingerprint
+from ._groups import CompletionGroups, parse_completion_group
 from ._member import TeamChild
 from ._reports import team_name
 from ._team_control import TeamControlMixin
 from ._team_reports import TeamReportsMixin
 from ._tiers import Tier, TierFavorites, resolve_tier, resolve_tier_model
+from ._verification import Verifier, parse_repair_policy
 
 if TYPE_CHECKING:
     from corral.orchestration._host import Host
@@ -125,6 +137,12 @@ class _Prepared:
     depth: int = 0
     parent: TeamChild | None = None
     queued_at: float = field(default_factory=time.time)
+    group_id: str | None = None
+    slot_id: str | None = None
+    checkpoint: CheckpointPolicy | None = None
+    continue_from: str | None = None
+    checks: tuple[CheckSpec, ...] = ()
+    max_repair_attempts: int = 0
 
 
 @dataclass(slots=True)
@@ -135,6 +153,9 @@ class _Live:
     admission: Admission | None
     lead_session_id: str
     context_path: Path | None = None
+    source_before: SourceFingerprint | None = None
+    parent_checkpoint: CheckpointRecord | None = None
+    prompt: str = ""
 
 
 class Teams(TeamReportsMixin, TeamControlMixin):
@@ -150,6 +171,9 @@ class Teams(TeamReportsMixin, TeamControlMixin):
         self._sandbox: ReadOnlySandbox | None = None
         self._sandbox_ok: bool | None = None
         self.lead_sessions: dict[str, AgentSession] = {}
+        self.groups = CompletionGroups(host.store)
+        self.checkpoints = Checkpoints(host.store)
+        self.verifier = Verifier(host.store, logs_dir=lambda lead: self.data_dir(lead) / "checks")
 
     # --- configuration -------------------------------------------------------------------------
 
@@ -225,7 +249,12 @@ class Teams(TeamReportsMixin, TeamControlMixin):
         self, caller: Caller, request: SpawnRequest, *, parent: TeamChild | None = None
     ) -> _Prepared:
         lead_session_id = self._lead(caller) if parent is None else parent.member.lead_session_id
-        _refuse_issue5_fields(request)
+        checks: tuple[CheckSpec, ...] = ()
+        max_repair_attempts = 0
+        if parent is None and request.checks is not None:
+            checks = parse_check_policy(request.checks)
+        if parent is None and request.repair is not None:
+            max_repair_attempts = parse_repair_policy(request.repair, checks=checks)
         tier = resolve_tier(request.model_slot)
         resolved = resolve_tier_model(
             tier,
@@ -244,6 +273,18 @@ class Teams(TeamReportsMixin, TeamControlMixin):
                     f"cwd {request.cwd!r} is not a directory; pass an existing directory."
                 )
         name = request.name or _generated_name()
+        checkpoint: CheckpointPolicy | None = None
+        continue_from: str | None = None
+        if parent is None and request.checkpoint is not None:
+            checkpoint = parse_checkpoint_policy(request.checkpoint)
+            check_checkpoint_prompt(request.prompt)
+        if parent is None and request.continue_from is not None:
+            continue_from = parse_checkpoint_ref(request.continue_from)
+            record = self.checkpoints.load(continue_from)
+            checkpoint = self.checkpoints.inherited_policy(record, checkpoint)
+            check_checkpoint_prompt(request.prompt)
+            # The name is a prefix: a continuation is always a fresh recipient and run.
+            name = f"{request.name or 'continuation'}-{uuid.uuid4()}"
         return _Prepared(
             lead_session_id=lead_session_id,
             owner=caller.agent,
@@ -260,16 +301,32 @@ class Teams(TeamReportsMixin, TeamControlMixin):
             allow_nested=bool(request.allow_nested_read_agents) and parent is None,
             depth=0 if parent is None else 1,
             parent=parent,
+            checkpoint=checkpoint,
+            continue_from=continue_from,
+            checks=checks,
+            max_repair_attempts=max_repair_attempts,
         )
 
     async def spawn(
-        self, caller: Caller, request: SpawnRequest, *, parent: TeamChild | None = None, name_suffix: str = ""
+        self,
+        caller: Caller,
+        request: SpawnRequest,
+        *,
+        parent: TeamChild | None = None,
+        name: str | None = None,
+        slot: tuple[str, str] | None = None,
     ) -> SpawnOutcome:
-        """`spawn_agent`: validate, reserve capacity, launch now or queue; never waits for the work."""
+        """`spawn_agent`: validate, reserve capacity, launch now or queue; never waits for the work.
+
+        `name` replaces a generated name (swarms choose members' names up front); `slot` is the
+        member's `(group id, slot id)` in a completion group.
+        """
         with error_context("spawn_agent"):
             prepared = self._prepare(caller, request, parent=parent)
-            if request.name is None and name_suffix:
-                prepared.name = _generated_name(name_suffix)
+            if request.name is None and name is not None and prepared.continue_from is None:
+                prepared.name = name
+            if slot is not None:
+                prepared.group_id, prepared.slot_id = slot
             return await self._admit(prepared)
 
     async def spawn_swarm(
@@ -284,22 +341,40 @@ class Teams(TeamReportsMixin, TeamControlMixin):
         with error_context("spawn_swarm_agents"):
             if parent is None:
                 self._lead(caller)
+            policy = None
             if request.completion_group is not None:
-                raise InvalidRequestError(
-                    "completion_group is not supported by this version; omit it to get each report as it arrives."
-                )
+                if parent is not None:
+                    raise InvalidRequestError("Nested read helpers cannot form a completion group.")
+                policy = parse_completion_group(request.completion_group)
             for member in request.members:
                 resolve_tier(member.model_slot)
+            lead = parent.member.lead_session_id if parent is not None else caller.session_id
+            team = team_name(lead)
+            names = [m.name or _generated_name(str(i + 1)) for i, m in enumerate(request.members)]
+            slots: list[tuple[str, str] | None] = [None] * len(names)
+            group_id: str | None = None
+            if policy is not None:
+                handle = self.groups.create(
+                    lead_session_id=lead,
+                    team=team,
+                    submission_id=submission_id or uuid.uuid4().hex,
+                    policy=policy,
+                    members=names,
+                )
+                group_id = handle.group_id
+                slots = [(handle.group_id, slot_id) for slot_id in handle.slot_ids]
             spawned: list[dict[str, Any]] = []
             failed: list[dict[str, str]] = []
             lines: list[str] = []
             for index, member in enumerate(request.members):
+                slot = slots[index]
                 try:
-                    outcome = await self.spawn(caller, member, parent=parent, name_suffix=str(index + 1))
+                    outcome = await self.spawn(caller, member, parent=parent, name=names[index], slot=slot)
                 except OrchestrationError as exc:
-                    label = member.name or f"agent {index + 1}"
-                    failed.append({"name": label, "error": str(exc)})
-                    lines.append(f"- {label}: failed — {exc}")
+                    failed.append({"name": names[index], "error": str(exc)})
+                    lines.append(f"- {names[index]}: failed — {exc}")
+                    if slot is not None:
+                        self.groups.settled(slot[1], "rejected", str(exc))
                     continue
                 spawned.append(outcome.details)
                 where = (
@@ -308,14 +383,25 @@ class Teams(TeamReportsMixin, TeamControlMixin):
                     else "started"
                 )
                 lines.append(f"- {outcome.details['name']}: {outcome.details['role']}, in-process, {where}")
-            lead = parent.member.lead_session_id if parent is not None else caller.session_id
-            team = team_name(lead)
+            details: dict[str, Any] = {"session": team, "spawned": spawned, "failed": failed}
             text = (
                 f"Spawned {len(spawned)}/{len(request.members)} agents in the current session.\n"
                 + "\n".join(lines)
             )
+            if group_id is not None and policy is not None:
+                self.groups.seal(group_id)
+                details["completionGroup"] = {"groupId": group_id, "delivery": policy.delivery}
+                self.host.spawn_background(self.deliver_group_wakes(lead))
+                when = (
+                    "once every member settled"
+                    if policy.delivery == "all-settled"
+                    else "as each member settles"
+                )
+                text += (
+                    f"\nCompletion group {group_id}: compact indexes arrive {when} (urgent results early)."
+                )
             text += "\nReports arrive automatically as new turns; end your turn to wait."
-            return SwarmOutcome(text, {"session": team, "spawned": spawned, "failed": failed})
+            return SwarmOutcome(text, details)
 
     async def _admit(self, prepared: _Prepared) -> SpawnOutcome:
         store = self.host.store
@@ -344,6 +430,8 @@ class Teams(TeamReportsMixin, TeamControlMixin):
             sandbox_off = self.host.settings.teams.read_sandbox == "off"
             return SpawnOutcome(_started_text(details, sandbox_off=sandbox_off), details)
         self.pending[(lead, prepared.name)] = (reservation, prepared)
+        if prepared.slot_id is not None:
+            self.groups.queued(prepared.slot_id, str(reservation.id))
         self.host.spawn_background(self._launch_when_admitted(reservation, prepared))
         position = reservation.position or reservation.initial_position
         details = self._details(prepared, queued=True, queue_id=str(reservation.id), position=position)
@@ -362,9 +450,13 @@ class Teams(TeamReportsMixin, TeamControlMixin):
         capacity = self.capacity(prepared.lead_session_id)
         try:
             admission = await reservation.admitted()
-        except AdmissionCancelledError:
+        except AdmissionCancelledError as exc:
             if self.pending.get(key, (None,))[0] is reservation:
                 self.pending.pop(key, None)
+            if prepared.slot_id is not None:
+                with contextlib.suppress(OrchestrationError):
+                    self.groups.settled(prepared.slot_id, "cancelled", str(exc), queue_id=str(reservation.id))
+                    self.host.spawn_background(self.deliver_group_wakes(prepared.lead_session_id))
             return
         try:
             if prepared.parent is not None:
@@ -372,6 +464,10 @@ class Teams(TeamReportsMixin, TeamControlMixin):
             await self._launch(prepared, admission)
         except Exception as exc:
             capacity.fail(admission, exc)
+            if prepared.slot_id is not None:
+                with contextlib.suppress(OrchestrationError):
+                    self.groups.settled(prepared.slot_id, "rejected", str(exc), queue_id=str(reservation.id))
+                    self.host.spawn_background(self.deliver_group_wakes(prepared.lead_session_id))
             self.notify_requester(prepared, f"Queued agent {prepared.name} could not start: {exc}")
         finally:
             if self.pending.get(key, (None,))[0] is reservation:
@@ -514,6 +610,16 @@ class Teams(TeamReportsMixin, TeamControlMixin):
                     sandbox=sandbox_state,
                     metadata=prepared.metadata,
                     prompt=prepared.prompt,
+                    group_id=prepared.group_id,
+                    slot_id=prepared.slot_id,
+                    checkpoint_policy=None if prepared.checkpoint is None else prepared.checkpoint.to_json(),
+                    assigned_checks=[spec.to_json() for spec in prepared.checks] or None,
+                    repair_policy=(
+                        {"maxAttempts": prepared.max_repair_attempts}
+                        if prepared.max_repair_attempts
+                        else None
+                    ),
+                    continue_from=prepared.continue_from,
                 ),
             )
         except BaseException:
@@ -521,7 +627,18 @@ class Teams(TeamReportsMixin, TeamControlMixin):
             raise
         live: _Live | None = None
         try:
+            if prepared.slot_id is not None:
+                self.groups.running(prepared.slot_id, generation.run_id)
             mission = prepared.prompt
+            source_before: SourceFingerprint | None = None
+            parent_checkpoint: CheckpointRecord | None = None
+            if prepared.checkpoint is not None:
+                source_before = await self.checkpoints.capture_before(prepared.cwd, prepared.checkpoint)
+            if prepared.continue_from is not None:
+                parent_checkpoint = self.checkpoints.load(prepared.continue_from)
+                mission = await self.checkpoints.continuation_prompt(
+                    parent_checkpoint, cwd=prepared.cwd, prompt=prepared.prompt, source_before=source_before
+                )
             context_path = self._write_session_context(prepared, generation.run_id)
             if context_path is not None:
                 from ._session_context import session_context_suffix
@@ -546,8 +663,15 @@ class Teams(TeamReportsMixin, TeamControlMixin):
                 agent.register_tool(tool)
             if eligible:
                 host.register_owner(agent)
-            live = _Live(child=child, admission=admission, lead_session_id=prepared.lead_session_id)
-            live.context_path = context_path
+            live = _Live(
+                child=child,
+                admission=admission,
+                lead_session_id=prepared.lead_session_id,
+                context_path=context_path,
+                source_before=source_before,
+                parent_checkpoint=parent_checkpoint,
+                prompt=prepared.prompt,
+            )
             self.live[generation.run_id] = live
             host.children[generation.run_id] = child
             handle = await host.runtime.start(
@@ -673,7 +797,10 @@ class Teams(TeamReportsMixin, TeamControlMixin):
         )
 
     def recover(self, lead_session_id: str) -> None:
-        """After the lead attached: deliver its undelivered messages."""
+        """After the lead attached: settle its completion groups, deliver undelivered messages and indexes."""
+        for warning in [*self.checkpoints.retire_expired(), *self.recover_groups(lead_session_id)]:
+            self.host.warn(warning)
+        self.host.spawn_background(self.deliver_group_wakes(lead_session_id))
         if self.host.store.undelivered_lead_messages(lead_session_id):
             self.host.spawn_background(self.deliver_lead_messages(lead_session_id))
 
@@ -704,17 +831,6 @@ def _started_text(details: dict[str, Any], *, sandbox_off: bool = False) -> str:
             "(run `corral doctor`)."
         )
     return text + " Its report arrives automatically as a new turn; end your turn to wait."
-
-
-def _refuse_issue5_fields(request: SpawnRequest) -> None:
-    for value, what in (
-        (request.checks, "checks"),
-        (request.repair, "repair"),
-        (request.checkpoint, "checkpoint"),
-        (request.continue_from, "continue_from"),
-    ):
-        if value is not None and value != []:
-            raise InvalidRequestError(f"{what} is not supported by this version of corral; omit it.")
 
 
 def _with_payload(task: Any, payload: str) -> Any:

@@ -18,7 +18,7 @@ from __future__ import annotations
 import asyncio
 import contextlib
 import time
-from typing import TYPE_CHECKING, Any
+from typing import TYPE_CHECKING, Any, Literal
 
 from corral.agent import AgentSession
 from corral.llm import CustomMessage
@@ -27,7 +27,7 @@ from corral.orchestration._delivery import deliver_message
 from corral.orchestration._store_teams import TEAM_LEAD, normalize_claim_path
 from corral.orchestration.errors import InvalidRequestError, OrchestrationError, TargetNotFoundError
 
-from ._reports import effective_task_outcome, team_name
+from ._reports import effective_task_outcome, report_id, team_name
 
 if TYPE_CHECKING:
     from corral.orchestration._host import Host
@@ -35,8 +35,10 @@ if TYPE_CHECKING:
     from corral.orchestration.surfaces import ReadInboxRequest, SendMessageRequest
 
     from ._capacity import CapacityController
+    from ._groups import CompletionGroups
     from ._member import TeamChild
     from ._team import _Live, _Prepared
+    from ._verification import Verifier
 
 __all__ = ["TEAM_MESSAGE_TYPE", "TEARDOWN_TIMEOUT_S", "TeamControlMixin"]
 
@@ -58,6 +60,12 @@ class TeamControlMixin:
     live: dict[str, _Live]
     pending: dict[tuple[str, str], tuple[Any, _Prepared]]
     lead_sessions: dict[str, AgentSession]
+    groups: CompletionGroups
+    verifier: Verifier
+
+    if TYPE_CHECKING:
+
+        async def deliver_group_wakes(self, lead_session_id: str) -> None: ...
 
     def capacity(self, lead_session_id: str) -> CapacityController:  # pragma: no cover - in Teams
         raise NotImplementedError
@@ -223,6 +231,9 @@ class TeamControlMixin:
         live = self.live.get(run_id)
         if live is not None:
             live.child.close_messages()
+        if member.assigned_checks:
+            # Kill running checks and make further repair attempts impossible (durably).
+            self.verifier.cancel(report_id(team_name(member.lead_session_id), member.name, run_id))
         for helper in store.team_members(member.lead_session_id, parent_run_id=run_id):
             await self.teardown(helper, reason=f"parent {member.name} stopped")
         handle = host.handles.get(run_id)
@@ -235,6 +246,17 @@ class TeamControlMixin:
                 store.set_team_fence(run_id, fence="quarantined", reason="teardown timed out")
                 self.capacity(member.lead_session_id).quarantine(member.name)
                 host.spawn_background(self._deferred_finalize(member, stopping))
+        problem = self.verifier.unresolved(run_id) if settled and member.assigned_checks else None
+        if problem is not None:
+            store.set_team_fence(run_id, fence="quarantined", reason=problem[:200])
+            self.capacity(member.lead_session_id).quarantine(member.name)
+            return {
+                "stopped": False,
+                "blocked": True,
+                "quarantined": True,
+                "teardown": {"status": "cleanup_failed", "reason": reason},
+                "error": problem,
+            }
         if not settled:
             return {
                 "stopped": False,
@@ -245,10 +267,24 @@ class TeamControlMixin:
             }
         return self._finalize_run(member, reason)
 
+    def run_lost(self, child: TeamChild, reason: str) -> None:
+        """A run ended without a report (it raised): its completion-group slot is interrupted."""
+        self._settle_slot(child.member, "interrupted", reason)
+
+    def _settle_slot(
+        self, member: TeamMemberRecord, status: Literal["cancelled", "interrupted"], reason: str
+    ) -> None:
+        if member.slot_id is None or self.host.store.team_report_for_run(member.run_id) is not None:
+            return
+        with contextlib.suppress(OrchestrationError):
+            self.groups.settled(member.slot_id, status, reason, run_id=member.run_id)
+            self.host.spawn_background(self.deliver_group_wakes(member.lead_session_id))
+
     def _finalize_run(self, member: TeamMemberRecord, reason: str) -> dict[str, Any]:
         store = self.host.store
         generation = store.get_generation(member.run_id)
         released: tuple[str, ...] = ()
+        self._settle_slot(member, "cancelled", reason)
         try:
             if generation is not None and generation.phase != "finalized":
                 released = tuple(
@@ -344,7 +380,7 @@ class TeamControlMixin:
 
     # --- status -----------------------------------------------------------------------------------
 
-    def status(self, scope: Caller | TeamChild, agent_name: str | None) -> tuple[str, dict[str, Any]]:
+    async def status(self, scope: Caller | TeamChild, agent_name: str | None) -> tuple[str, dict[str, Any]]:
         """`get_agent_status`: one read-only snapshot of the scope's agents."""
         store = self.host.store
         now = int(time.time() * 1000)
@@ -370,7 +406,7 @@ class TeamControlMixin:
         active_names = set()
         for member in members:
             active_names.add(member.name)
-            snapshots.append(self._member_snapshot(member, now))
+            snapshots.append(await self._member_snapshot(member, now))
         capacity = self.capacity(lead)
         for name, prepared in queued:
             active_names.add(name)
@@ -399,7 +435,7 @@ class TeamControlMixin:
             if report.name not in active_names:
                 recent[report.name] = report
         for report in sorted(recent.values(), key=lambda r: r.created_at)[-RECENT_COMPLETIONS:]:
-            snapshots.append(_report_snapshot(report, now))
+            snapshots.append(_report_snapshot(report, now, await self._observed(report)))
         if agent_name is not None:
             snapshots = [s for s in snapshots if s["name"] == agent_name]
             if not snapshots:
@@ -412,7 +448,17 @@ class TeamControlMixin:
         text = "\n\n".join(_render_snapshot(s) for s in snapshots) + "\n\n" + _STATUS_FOOTER
         return text, {"session": team_name(lead), "agents": snapshots}
 
-    def _member_snapshot(self, member: TeamMemberRecord, now: int) -> dict[str, Any]:
+    async def _observed(self, report: TeamReportRecord) -> dict[str, Any]:
+        """The report's result with verification and repair observed now (stale checks show)."""
+        verification = report.result.get("verification") or {}
+        if verification.get("state", "not-requested") == "not-requested" and "repair" not in report.result:
+            return report.result
+        try:
+            return await self.verifier.observe(report.result)
+        except OrchestrationError as exc:
+            return {**report.result, "verification": {"state": "failed", "error": str(exc)}}
+
+    async def _member_snapshot(self, member: TeamMemberRecord, now: int) -> dict[str, Any]:
         store = self.host.store
         generation = store.get_generation(member.run_id)
         child = self.child(member.run_id)
@@ -444,12 +490,12 @@ class TeamControlMixin:
         snapshot["phase"] = phase
         report = store.team_report_for_run(member.run_id)
         if report is not None:
-            snapshot.update(_report_facts(report))
+            snapshot.update(_report_facts(report, await self._observed(report)))
         return snapshot
 
     # --- check_teammate ---------------------------------------------------------------------------
 
-    def check_teammate(self, caller: Caller, name: str) -> tuple[str, dict[str, Any]]:
+    async def check_teammate(self, caller: Caller, name: str) -> tuple[str, dict[str, Any]]:
         """`check_teammate`: health of a live agent, or the persisted report after it left."""
         store = self.host.store
         lead = self._lead_id(caller)
@@ -459,6 +505,18 @@ class TeamControlMixin:
             if not reports:
                 raise TargetNotFoundError(f"Agent {name} not found and no persisted report is available.")
             report = reports[-1]
+            observed = await self._observed(report)
+            check_ids = (observed.get("verification") or {}).get("checkIds") or []
+            checks = [
+                {
+                    "checkId": r.check_id,
+                    "name": r.assignment.name,
+                    "state": r.state,
+                    "exitCode": r.exit_code,
+                    "logPath": r.log_path,
+                }
+                for r in self.verifier.records(check_ids)
+            ]
             text = (
                 f"Agent {name} is no longer running. Its latest report, recovered from the store "
                 f"({report.report_id}{', ' + report.markdown_path if report.markdown_path else ''}):\n\n"
@@ -469,8 +527,9 @@ class TeamControlMixin:
                 "alive": False,
                 "health": report.status,
                 "removedMember": True,
-                "completedReport": _report_facts(report) | {"report": report.content},
+                "completedReport": _report_facts(report, observed) | {"report": report.content},
                 "reportPath": report.markdown_path,
+                "checks": checks,
             }
         child = self.child(member.run_id)
         generation = store.get_generation(member.run_id)
@@ -579,13 +638,13 @@ def _is_helper_report(store: Any, report: TeamReportRecord) -> bool:
     return member is not None and member.depth != 0
 
 
-def _report_facts(report: TeamReportRecord) -> dict[str, Any]:
-    verification = report.result.get("verification") or {"state": "not-requested"}
-    return {
+def _report_facts(report: TeamReportRecord, observed: dict[str, Any]) -> dict[str, Any]:
+    verification = observed.get("verification") or {"state": "not-requested"}
+    facts = {
         "taskId": report.task_id,
         "reportId": report.report_id,
         "outcome": report.outcome,
-        "effectiveOutcome": effective_task_outcome(report.result),
+        "effectiveOutcome": effective_task_outcome(observed),
         "verification": verification,
         "acceptance": {
             "state": report.acceptance,
@@ -594,16 +653,19 @@ def _report_facts(report: TeamReportRecord) -> dict[str, Any]:
         "summary": report.summary,
         "reportStatus": report.status,
     }
+    if observed.get("repair") is not None:
+        facts["repair"] = observed["repair"]
+    return facts
 
 
-def _report_snapshot(report: TeamReportRecord, now: int) -> dict[str, Any]:
+def _report_snapshot(report: TeamReportRecord, now: int, observed: dict[str, Any]) -> dict[str, Any]:
     return {
         "name": report.name,
         "role": report.kind,
         "phase": "completed" if report.status == "completed" else "failed",
         "runId": report.run_id,
         "completedAgeMs": now - report.created_at,
-        **_report_facts(report),
+        **_report_facts(report, observed),
     }
 
 

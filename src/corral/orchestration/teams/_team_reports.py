@@ -17,19 +17,27 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
+from corral.orchestration._delivery import deliver_message
 from corral.orchestration._faults import fault_point
 from corral.orchestration._team_records import NewTeamReport, TeamReportRecord
 from corral.orchestration.errors import InvalidRequestError, OrchestrationError
 
+from ._checkpoint_records import check_report_fields, checkpoint_id, parse_checkpoint_policy
+from ._checks import parse_check_policy
 from ._reports import report_id, report_result, task_id, team_name, write_report_markdown
+from ._verification import VerificationDecision
 
 if TYPE_CHECKING:
     from corral.orchestration._host import Host
+    from corral.orchestration._records import ResultRecord
     from corral.orchestration._team_records import TeamMemberRecord
     from corral.orchestration.surfaces import ReportSubmission, SpawnRequest
 
     from ._capacity import CapacityController
+    from ._checkpoints import Checkpoints
+    from ._groups import CompletionGroups
     from ._member import TeamChild
+    from ._verification import Verifier
 
 __all__ = ["ORCHESTRATION_REQUEST_TYPES", "OrchestrationResponse", "ReportReceipt", "TeamReportsMixin"]
 
@@ -70,6 +78,10 @@ class TeamReportsMixin:
 
     host: Host
     pending: dict[tuple[str, str], Any]
+    groups: CompletionGroups
+    checkpoints: Checkpoints
+    verifier: Verifier
+    live: dict[str, Any]
 
     if TYPE_CHECKING:
 
@@ -79,17 +91,52 @@ class TeamReportsMixin:
 
         async def spawn(self, caller: Any, request: SpawnRequest) -> Any: ...
 
+        def notify_lead(self, lead_session_id: str, text: str) -> None: ...
+
     # --- reports -------------------------------------------------------------------------------
 
     async def submit_report(
         self, child: TeamChild, submission: ReportSubmission, *, submission_id: str
     ) -> ReportReceipt:
-        """`report_and_exit`: the first accepted report wins; it ends the agent's work at once."""
+        """`report_and_exit`: assigned checks first; the first accepted report wins and ends the work.
+
+        With bounded repair, a failed verification that may still be repaired is *not* accepted:
+        the receipt carries the repair request and the agent keeps working.
+        """
         if child.report_accepted:
             return ReportReceipt(
                 False,
                 "A final report was already accepted for this run. This duplicate was ignored; finish immediately.",
                 {"accepted": False, "duplicate": True},
+            )
+        task_details = submission.task_details()
+        if child.member.checkpoint_policy is not None:
+            check_report_fields(task_details)
+        signed = {
+            "content": submission.content,
+            "summary": submission.summary,
+            "outcome": submission.outcome,
+            **task_details,
+        }
+        decision = await self._verify(
+            child, submission_id=submission_id, signed=signed, outcome=submission.outcome
+        )
+        if decision is not None and not decision.accepted:
+            text = (
+                "Report not accepted yet: an assigned check failed and a repair attempt is available.\n"
+                f"{decision.receipt_text()}\n"
+                "Fix the cause within your assignment's scope, then call report_and_exit again. If you cannot "
+                '(e.g. the fix needs edits a read agent may not make), report with outcome "blocked".'
+            )
+            return ReportReceipt(
+                False,
+                text,
+                {
+                    "accepted": False,
+                    "repairRequest": decision.repair_request,
+                    "verification": decision.verification,
+                    "repair": decision.repair,
+                },
             )
         record = self._store_report(
             child,
@@ -97,8 +144,9 @@ class TeamReportsMixin:
             content=submission.content,
             summary=submission.summary,
             outcome=submission.outcome,
-            task_details=submission.task_details(),
+            task_details=task_details,
             source="report_and_exit",
+            decision=decision,
         )
         child.report_accepted = True
         child.close_messages()
@@ -108,22 +156,65 @@ class TeamReportsMixin:
         text = (
             f"Report accepted ({record.report_id}). Your work is over: stop now. The lead decides acceptance."
         )
-        return ReportReceipt(
-            True,
-            text,
-            {
-                "accepted": True,
-                "reportId": record.report_id,
-                "taskId": record.task_id,
-                "runId": record.run_id,
-                "deliveryOutcome": "none",
-                "cancelledDeliveries": 0,
-            },
+        details: dict[str, Any] = {
+            "accepted": True,
+            "reportId": record.report_id,
+            "taskId": record.task_id,
+            "runId": record.run_id,
+            "deliveryOutcome": "none",
+            "cancelledDeliveries": 0,
+        }
+        if decision is not None:
+            details["verification"] = decision.verification
+            if decision.repair is not None:
+                details["repair"] = decision.repair
+        return ReportReceipt(True, text, details)
+
+    async def _verify(
+        self, child: TeamChild, *, submission_id: str, signed: dict[str, Any], outcome: str | None
+    ) -> VerificationDecision | None:
+        """Run the run's assigned checks (and repair bookkeeping); `None` when it has none."""
+        member = child.member
+        if not member.assigned_checks:
+            return None
+        team = team_name(member.lead_session_id)
+        repair = member.repair_policy or {}
+        return await self.verifier.verify(
+            lead_session_id=member.lead_session_id,
+            task_id=task_id(team, member.name, child.run_id),
+            report_id=report_id(team, member.name, child.run_id),
+            run_id=child.run_id,
+            cwd=Path(child.generation.cwd),
+            checks=parse_check_policy(member.assigned_checks),
+            max_attempts=int(repair.get("maxAttempts", 0)),
+            submission_id=submission_id,
+            task_details=signed,
+            outcome=outcome,
         )
 
-    async def finish_without_report(self, child: TeamChild) -> None:
-        """Store the report of a run that ended without an accepted `report_and_exit`."""
+    async def finish_without_report(self, child: TeamChild) -> bool:
+        """A run ended without an accepted `report_and_exit`: verify and store its fallback report.
+
+        Returns:
+            `True` when a repair turn was queued instead (the run goes on).
+        """
         status, content, source = child.fallback_report()
+        decision = None
+        if status == "completed":
+            child.plain_submissions += 1
+            decision = await self._verify(
+                child,
+                submission_id=f"plain-text:{child.plain_submissions}",
+                signed={"content": content, "summary": None, "outcome": None},
+                outcome=None,
+            )
+            if decision is not None and not decision.accepted:
+                child.queue_prompt(
+                    "An assigned check failed and a repair attempt is available.\n"
+                    f"{decision.receipt_text()}\n"
+                    "Fix the cause within your assignment's scope, then give your final answer again."
+                )
+                return True
         if child.delegating:
             await self._close_helpers(child)
         with contextlib.suppress(OrchestrationError):
@@ -135,7 +226,9 @@ class TeamReportsMixin:
                 outcome=None if status == "completed" else "failed",
                 task_details={},
                 source=source,
+                decision=decision,
             )
+        return False
 
     def _store_report(
         self,
@@ -147,6 +240,7 @@ class TeamReportsMixin:
         outcome: Any,
         task_details: dict[str, Any],
         source: str,
+        decision: VerificationDecision | None = None,
     ) -> TeamReportRecord:
         store = self.host.store
         member = child.member
@@ -154,6 +248,12 @@ class TeamReportsMixin:
         result = report_result(
             team=team, agent=member.name, run_id=child.run_id, outcome=outcome, task_details=task_details
         )
+        if member.checkpoint_policy is not None:
+            result["checkpointId"] = checkpoint_id(team, member.name, child.run_id)
+        if decision is not None:
+            result["verification"] = decision.verification
+            if decision.repair is not None:
+                result["repair"] = decision.repair
         markdown: Path | None = None
         with contextlib.suppress(OSError):
             markdown = write_report_markdown(
@@ -180,8 +280,41 @@ class TeamReportsMixin:
             ),
         )
         fault_point("after_result_row")
-        self.host.result_stored(child.run_id, child.task.request_id)
+        self._after_report(child, record)
         return record
+
+    def _after_report(self, child: TeamChild, record: TeamReportRecord) -> None:
+        """Save the run's checkpoint (when assigned), then let the host deliver the report."""
+        if child.member.checkpoint_policy is None:
+            self.host.result_stored(child.run_id, child.task.request_id)
+            return
+        self.host.spawn_background(self._save_checkpoint_then_deliver(child, record))
+
+    async def _save_checkpoint_then_deliver(self, child: TeamChild, record: TeamReportRecord) -> None:
+        member = child.member
+        live = self.live.get(child.run_id)
+        try:
+            if live is None or live.source_before is None or member.checkpoint_policy is None:
+                raise InvalidRequestError("the source observed at admission is not available")
+            await self.checkpoints.record(
+                team=team_name(member.lead_session_id),
+                agent=member.name,
+                run_id=child.run_id,
+                model_slot=member.tier,
+                cwd=Path(child.generation.cwd),
+                prompt=live.prompt,
+                policy=parse_checkpoint_policy(member.checkpoint_policy),
+                parent=live.parent_checkpoint,
+                report=record,
+                source_before=live.source_before,
+            )
+        except Exception as exc:
+            self.notify_lead(
+                member.lead_session_id,
+                f"Checkpoint {record.result.get('checkpointId')} of agent {member.name} was not saved: {exc}",
+            )
+        finally:
+            self.host.result_stored(child.run_id, child.task.request_id)
 
     async def _close_helpers(self, parent: TeamChild) -> None:
         """A nested parent reported: drop its queued helpers and stop its running ones."""
@@ -191,6 +324,47 @@ class TeamReportsMixin:
                 self.capacity(lead).cancel_queued(name, reason=f"its parent {parent.label} finished")
         for helper in self.host.store.team_members(lead, parent_run_id=parent.run_id):
             await self.teardown(helper, reason=f"parent {parent.label} finished")
+
+    # --- completion groups ---------------------------------------------------------------------
+
+    async def deliver_grouped(self, report: TeamReportRecord, result: ResultRecord) -> None:
+        """A grouped member's stored report: hand it to its group journal, then deliver what is due.
+
+        Once the journal holds the report (durably), the core result counts as delivered (entry
+        `group:<slot>`), so the run finalizes and frees its slot; the group owns the lead delivery.
+        """
+        member = self.host.store.team_member(report.run_id)
+        if member is None or member.slot_id is None:  # pragma: no cover - callers check
+            return
+        self.groups.reported(member.slot_id, report)
+        self.host.store.mark_delivered(
+            result.request_id, owner_session_id=result.owner_session_id, entry_id=f"group:{member.slot_id}"
+        )
+        await self.deliver_group_wakes(member.lead_session_id)
+
+    async def deliver_group_wakes(self, lead_session_id: str) -> None:
+        """Send every planned group index to the lead once; a reserved wake is never sent again."""
+        lead = self.host.owners.get(lead_session_id)
+        if lead is None:
+            return
+        for delivery in self.groups.reserve_wakes(lead_session_id):
+            try:
+                entry_id = await deliver_message(
+                    lead, self.groups.message(delivery), key="delivery_id", value=delivery.delivery_id
+                )
+            except Exception as exc:
+                self.groups.wake_failed(delivery.delivery_id, f"{type(exc).__name__}: {exc}")
+                raise
+            self.groups.observed(delivery.delivery_id, entry_id)
+        self.host.changed()
+
+    def recover_groups(self, lead_session_id: str) -> list[str]:
+        """After a restart: confirm wakes found in the lead's session; warn about unconfirmed ones."""
+        lead = self.host.owners.get(lead_session_id)
+        if lead is None:
+            return []
+        delivered = self.groups.find_wakes(lead_session_id, lead.session.entries)
+        return self.groups.recover(lead_session_id, delivered=delivered)
 
     # --- programmatic launch -----------------------------------------------------------------
 

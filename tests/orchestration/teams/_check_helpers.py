@@ -1,0 +1,89 @@
+"""A real store with teams members for the check, repair and verification tests."""
+
+from __future__ import annotations
+
+import os
+import sqlite3
+from collections.abc import Callable
+from dataclasses import dataclass
+from pathlib import Path
+from typing import Any
+
+from corral.orchestration import NewGeneration, NewTeamMember, Store
+from corral.orchestration.teams import report_id, task_id, team_name
+
+LEAD = "lead-checks"
+"""The lead session (team) of every member made here."""
+
+
+@dataclass(frozen=True)
+class Member:
+    """A teams member of `LEAD` with its report identity."""
+
+    run_id: str
+    name: str
+    task_id: str
+    report_id: str
+
+
+def add_member(store: Store, name: str = "worker", **fields: Any) -> Member:
+    """Create a live, acknowledged teams member (a write agent) and return its report identity."""
+    generation, task, _ = store.create_team_generation(
+        NewGeneration(
+            definition="write-feature",
+            owner_session_id=LEAD,
+            cwd="/work/project",
+            session_id=f"session-{name}-{len(store.team_members(LEAD, live_only=False))}",
+            task="Fix the module.",
+            label=name,
+        ),
+        NewTeamMember(
+            lead_session_id=LEAD,
+            name=name,
+            tier="write-feature",
+            requested_tier="write-feature",
+            kind="write",
+            model="scripted/echo",
+            thinking="off",
+            model_source="lead",
+            sandbox="none",
+            prompt="Fix the module.",
+            **fields,
+        ),
+    )
+    store.record_ack(generation.run_id, task.request_id, accepted=True)
+    team = team_name(LEAD)
+    return Member(
+        generation.run_id,
+        name,
+        task_id(team, name, generation.run_id),
+        report_id(team, name, generation.run_id),
+    )
+
+
+def raw(db_path: Path) -> sqlite3.Connection:
+    """A raw autocommit connection (to forge rows or prove constraints)."""
+    conn = sqlite3.connect(db_path, isolation_level=None)
+    conn.execute("PRAGMA foreign_keys = ON")
+    return conn
+
+
+def failing_tracer(fragment: str) -> Callable[[str, tuple[object, ...]], None]:
+    """A store tracer that fails (like a disk I/O error) before each statement containing `fragment`."""
+
+    def tracer(sql: str, params: tuple[object, ...]) -> None:
+        del params
+        if fragment in sql:
+            raise sqlite3.OperationalError(f"disk I/O error (injected before {fragment})")
+
+    return tracer
+
+
+def counter_lines(path: Path) -> list[str]:
+    """The lines a check command appended to `path` (none when it never ran)."""
+    return path.read_text().splitlines() if path.exists() else []
+
+
+def mode(path: Path) -> int:
+    """Permission bits of `path`."""
+    return os.stat(path).st_mode & 0o777

@@ -1,0 +1,149 @@
+"""Assigned checks and bounded repair through the teams surface, with real git repos and commands."""
+
+from __future__ import annotations
+
+from pathlib import Path
+
+import pytest
+
+from corral.orchestration.surfaces import parse_spawn
+from corral.orchestration.teams import TEAM_REPORT_TYPE
+
+from ._git_helpers import make_repo
+from ._teams_helpers import prepare_env, teams_env, write_script
+
+
+@pytest.fixture(autouse=True)
+def _env(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
+    prepare_env(tmp_path, monkeypatch)
+    make_repo(tmp_path / "work", {"app.py": "VALUE = 1\n"})
+
+
+CHECK = [{"name": "fixed", "command": "grep -q 'VALUE = 2' app.py", "timeoutSeconds": 20}]
+
+
+def _report(content: str, outcome: str = "succeeded") -> dict[str, object]:
+    return {"tool_calls": [{"name": "report_and_exit", "args": {"content": content, "outcome": outcome}}]}
+
+
+async def test_a_failed_check_gets_one_repair_attempt_and_then_passes(tmp_path: Path) -> None:
+    write_script(
+        tmp_path,
+        "lead",
+        {
+            "steps": [{"text": "x"}],
+            "on_exhausted": "repeat_last",
+            "agents": {
+                "fixer": [
+                    _report("Done (not really)."),
+                    {
+                        "expect": {"context_contains": ["repair attempt is available", "fixed"]},
+                        "tool_calls": [
+                            {"name": "write", "args": {"path": "app.py", "content": "VALUE = 2\n"}}
+                        ],
+                    },
+                    _report("Fixed: VALUE is 2."),
+                ]
+            },
+        },
+    )
+    async with teams_env(tmp_path, "lead") as env:
+        await env.teams.spawn(
+            env.caller,
+            parse_spawn(
+                {
+                    "name": "fixer",
+                    "prompt": "Set VALUE to 2.",
+                    "model_slot": "write-patch",
+                    "checks": CHECK,
+                    "repair": {"maxAttempts": 1},
+                }
+            ),
+        )
+        await env.quiet()
+        [entry] = env.lead_custom(TEAM_REPORT_TYPE)
+        details = entry["details"]
+        assert details["verification"]["state"] == "passed"
+        assert details["outcome"] == "succeeded" and details["effective_outcome"] == "succeeded"
+        report = env.host.store.team_report(details["report_id"])
+        assert report is not None and report.content == "Fixed: VALUE is 2."
+        assert report.result["repair"]["state"] == "repaired" and report.result["repair"]["attemptsUsed"] == 1
+
+
+async def test_exhausted_repair_keeps_the_outcome_and_adds_an_effective_blocker(tmp_path: Path) -> None:
+    write_script(
+        tmp_path,
+        "lead",
+        {
+            "steps": [{"text": "x"}],
+            "on_exhausted": "repeat_last",
+            "agents": {"stubborn": [_report("Attempt one."), _report("Attempt two.")]},
+        },
+    )
+    async with teams_env(tmp_path, "lead") as env:
+        await env.teams.spawn(
+            env.caller,
+            parse_spawn(
+                {
+                    "name": "stubborn",
+                    "prompt": "p",
+                    "model_slot": "write-patch",
+                    "checks": CHECK,
+                    "repair": {"maxAttempts": 1},
+                }
+            ),
+        )
+        await env.quiet()
+        [entry] = env.lead_custom(TEAM_REPORT_TYPE)
+        details = entry["details"]
+        assert details["verification"]["state"] == "failed"
+        assert details["outcome"] == "succeeded" and details["effective_outcome"] == "blocked"
+        report = env.host.store.team_report(details["report_id"])
+        assert report is not None and report.result["repair"]["state"] == "exhausted"
+        _, status = await env.teams.status(env.caller, "stubborn")
+        assert status["agents"][0]["effectiveOutcome"] == "blocked"
+        _, checked = await env.teams.check_teammate(env.caller, "stubborn")
+        assert checked["checks"] and all(Path(c["logPath"]).is_file() for c in checked["checks"])
+
+
+async def test_without_repair_a_failed_check_does_not_block_the_report_and_passes_go_stale(
+    tmp_path: Path,
+) -> None:
+    write_script(
+        tmp_path,
+        "lead",
+        {
+            "steps": [{"text": "x"}],
+            "on_exhausted": "repeat_last",
+            "agents": {"reader": [_report("Read it.")], "writer": [_report("w")]},
+        },
+    )
+    async with teams_env(tmp_path, "lead") as env:
+        await env.teams.spawn(env.caller, parse_spawn({"name": "reader", "prompt": "p", "checks": CHECK}))
+        passing = [{"name": "exists", "command": "test -f app.py", "timeoutSeconds": 20}]
+        await env.teams.spawn(env.caller, parse_spawn({"name": "writer", "prompt": "p", "checks": passing}))
+        await env.quiet()
+        by_name = {e["details"]["name"]: e["details"] for e in env.lead_custom(TEAM_REPORT_TYPE)}
+        assert by_name["reader"]["verification"]["state"] == "failed"
+        assert by_name["reader"]["effective_outcome"] == "succeeded"
+        assert by_name["writer"]["verification"]["state"] == "passed"
+        (tmp_path / "work" / "app.py").write_text("VALUE = 3\n")  # the source changes after the check passed
+        _, status = await env.teams.status(env.caller, "writer")
+        assert status["agents"][0]["verification"]["state"] == "stale"
+        stored = env.host.store.team_report(by_name["writer"]["report_id"])
+        assert stored is not None and stored.result["verification"]["state"] == "passed"  # history kept
+
+
+async def test_checks_are_validated_and_repair_needs_checks(tmp_path: Path) -> None:
+    write_script(tmp_path, "lead", {"steps": [{"text": "x"}]})
+    async with teams_env(tmp_path, "lead") as env:
+        with pytest.raises(Exception, match="Repair policy requires explicitly assigned checks"):
+            await env.teams.spawn(env.caller, parse_spawn({"prompt": "p", "repair": {"maxAttempts": 1}}))
+        with pytest.raises(Exception, match="Invalid assigned check policy"):
+            await env.teams.spawn(
+                env.caller,
+                parse_spawn(
+                    {"prompt": "p", "checks": [{"name": "a", "command": "true", "timeoutSeconds": 0}]}
+                ),
+            )
+        assert env.host.store.generations(include_finalized=True) == ()
