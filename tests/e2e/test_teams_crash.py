@@ -79,3 +79,43 @@ def test_teams_reports_are_delivered_exactly_once_across_a_crash(
 
 def entries_session(lead: Path) -> str:
     return str(json.loads(lead.read_text().splitlines()[0])["id"])
+
+
+GROUP_SCRIPT = SCRIPT.replace(
+    "          defaults: {model_slot: read-collect}",
+    "          completion_group: {delivery: all-settled}\n          defaults: {model_slot: read-collect}",
+)
+
+
+@pytest.mark.parametrize("fault", ["after_result_row:2", "after_owner_append:1", "before_cleanup:1"])
+def test_a_grouped_swarm_settles_after_a_crash_without_inventing_success(
+    cli_env: Env, corral: RunCorral, fault: str
+) -> None:
+    cli_env.script("lead", GROUP_SCRIPT)
+    first = corral(
+        "run", "--surfaces", "teams", "--model", "scripted/lead", "-p", "go", env={"CORRAL_FAULTS": fault}
+    )
+    assert first.returncode == -9, (first.returncode, first.stderr)
+    lead = _lead_session(cli_env)
+    second = corral(
+        "run", "--surfaces", "teams", "--model", "scripted/lead", "--session", str(lead), "-p", "continue"
+    )
+    assert second.returncode in (0, 1), second.stderr
+    entries = [json.loads(line) for line in lead.read_text().splitlines()[1:]]
+    indexes = [
+        e for e in entries if e.get("type") == "custom_message" and e.get("customType") == "corral-team-group"
+    ]
+    assert [e for e in entries if e.get("customType") == TEAM_REPORT_TYPE] == []
+    settled = [e for e in indexes if e["details"]["kind"] == "settled"]
+    assert len(settled) <= 1
+    assert len({e["details"]["delivery_id"] for e in indexes}) == len(indexes)  # each index once
+    if settled:
+        text = settled[0]["content"]
+        with Store.open(cli_env.home / "corral.db") as store:
+            reported = {r.name for r in store.team_reports(lead_session_id=entries_session(lead))}
+        for name in ("a", "b", "c"):
+            # a member that never reported is interrupted, never shown as succeeded
+            assert name in text
+        assert text.count('"status": "reported"') + text.count('"status":"reported"') == len(reported)
+    else:
+        assert "warning" in second.stderr

@@ -44,6 +44,9 @@ async def _run_headless(launched: Launched, prompt: str, err: TextIO) -> None:
     """Run the prompt, then keep going while managed agents can still deliver to the lead."""
     await launched.agent.prompt(prompt)
     await launched.wait_until_quiet()
+    if launched.host is not None:
+        for warning in launched.host.warnings:
+            print(f"corral: warning: {warning}", file=err)
     for line in launched.left_waiting():
         print(f"corral: {line}", file=err)
 

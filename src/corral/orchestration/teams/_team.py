@@ -797,7 +797,29 @@ class Teams(TeamReportsMixin, TeamControlMixin):
         )
 
     def recover(self, lead_session_id: str) -> None:
-        """After the lead attached: settle its completion groups, deliver undelivered messages and indexes."""
+        """After the lead attached: settle its completion groups, deliver undelivered messages and indexes.
+
+        A grouped member whose in-process host is proven gone (the host marked it `lost`) and that
+        left no report is settled `interrupted`: its work is never restarted and never counted as
+        success, but its group can settle.
+        """
+        store = self.host.store
+        for member in store.team_members(lead_session_id):
+            generation = store.get_generation(member.run_id)
+            if (
+                member.slot_id is not None
+                and generation is not None
+                and generation.presence == "lost"
+                and store.team_report_for_run(member.run_id) is None
+            ):
+                with contextlib.suppress(OrchestrationError):
+                    self.groups.settled(
+                        member.slot_id,
+                        "interrupted",
+                        f"Agent {member.name}'s process ended without a report "
+                        f"({generation.diagnostic or 'host gone'}); no work was restarted.",
+                        run_id=member.run_id,
+                    )
         for warning in [*self.checkpoints.retire_expired(), *self.recover_groups(lead_session_id)]:
             self.host.warn(warning)
         self.host.spawn_background(self.deliver_group_wakes(lead_session_id))

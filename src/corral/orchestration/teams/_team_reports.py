@@ -355,6 +355,7 @@ class TeamReportsMixin:
             except Exception as exc:
                 self.groups.wake_failed(delivery.delivery_id, f"{type(exc).__name__}: {exc}")
                 raise
+            fault_point("after_owner_append")
             self.groups.observed(delivery.delivery_id, entry_id)
         self.host.changed()
 
