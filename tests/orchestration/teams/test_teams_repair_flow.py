@@ -147,3 +147,33 @@ async def test_checks_are_validated_and_repair_needs_checks(tmp_path: Path) -> N
                 ),
             )
         assert env.host.store.generations(include_finalized=True) == ()
+
+
+async def test_a_trusted_integration_binds_checks_through_the_programmatic_launch(tmp_path: Path) -> None:
+    write_script(
+        tmp_path,
+        "lead",
+        {"steps": [{"text": "x"}], "on_exhausted": "repeat_last", "agents": {"*": [_report("done")]}},
+    )
+    async with teams_env(tmp_path, "lead") as env:
+        response = await env.teams.handle_request(
+            env.caller.session_id,
+            {
+                "requestId": "r1",
+                "type": "spawn_agent",
+                "params": {"name": "api", "prompt": "p", "checks": CHECK},
+            },
+        )
+        assert response is not None and response.ok, response
+        await env.quiet()
+        [entry] = env.lead_custom(TEAM_REPORT_TYPE)
+        assert entry["details"]["verification"]["state"] == "failed"
+        bad = await env.teams.handle_request(
+            env.caller.session_id,
+            {
+                "requestId": "r2",
+                "type": "spawn_agent",
+                "params": {"prompt": "p", "continueFrom": "checkpoint:nope"},
+            },
+        )
+        assert bad is not None and not bad.ok

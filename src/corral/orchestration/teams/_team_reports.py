@@ -393,6 +393,10 @@ class TeamReportsMixin:
             params = request.get("params")
             if not isinstance(params, dict):
                 raise InvalidRequestError("params must be an object with the spawn_agent parameters.")
+            # A trusted integration may bind checks, repair and a continuation (`continueFrom`).
+            params = {
+                ("continue_from" if key == "continueFrom" else key): value for key, value in params.items()
+            }
             from corral.orchestration.surfaces import parse_spawn
 
             outcome = await self.spawn(caller, parse_spawn(params))
