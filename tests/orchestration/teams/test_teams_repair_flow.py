@@ -177,3 +177,31 @@ async def test_a_trusted_integration_binds_checks_through_the_programmatic_launc
             },
         )
         assert bad is not None and not bad.ok
+
+
+async def test_stop_cancels_a_running_check_and_the_run_finalizes(tmp_path: Path) -> None:
+    slow = [{"name": "slow", "command": "sleep 30", "timeoutSeconds": 60}]
+    write_script(
+        tmp_path,
+        "lead",
+        {"steps": [{"text": "x"}], "on_exhausted": "repeat_last", "agents": {"*": [_report("done")]}},
+    )
+    async with teams_env(tmp_path, "lead") as env:
+        spawned = await env.teams.spawn(
+            env.caller,
+            parse_spawn({"name": "waiter", "prompt": "p", "checks": slow, "repair": {"maxAttempts": 1}}),
+        )
+        run_id = spawned.details["runId"]
+
+        def checking() -> bool:
+            return bool(env.host.store.claimed_checks(run_id))
+
+        from ._teams_helpers import eventually
+
+        await eventually(checking)
+        text, details = await env.teams.stop_teammate(env.caller, "waiter", None)
+        assert details["stopped"] is True, text
+        assert env.host.store.claimed_checks(run_id) == ()
+        assert env.lead_custom(TEAM_REPORT_TYPE) == []
+        generation = env.host.store.get_generation(run_id)
+        assert generation is not None and generation.phase == "finalized"

@@ -33,6 +33,7 @@ records observed now, never from what a report cached.
 from __future__ import annotations
 
 import asyncio
+import contextlib
 import dataclasses
 import hashlib
 import json
@@ -349,7 +350,17 @@ class RepairController:
         stage = reservation.stage
         if not reservation.created or stage is None or stage.state != "running":
             return await self._decide(ledger, stage, task_id=task_id)
-        ids, records, failure = await self._run_plan(ledger, stage, assignments, cancel)
+        try:
+            ids, records, failure = await self._run_plan(ledger, stage, assignments, cancel)
+        except asyncio.CancelledError:
+            # Shutdown cancelled the submission: the runner settled its checks as cancelled; settle
+            # the stage too (cancelling the ledger) so cleanup is not fenced by a stage left running.
+            cancel.set()
+            with contextlib.suppress(OrchestrationError):
+                self._store.finish_repair_stage(
+                    key, token=stage.token, state="cancelled", check_ids=list(stage.check_ids), cancel=True
+                )
+            raise
         aborted = cancel.is_set() or any(r is not None and r.state == "cancelled" for r in records.values())
         verification = verify_batch(records, cancelled=aborted)
         if failure is not None and verification.state != "pending":
