@@ -4,6 +4,9 @@ from __future__ import annotations
 
 import json
 import subprocess
+from pathlib import Path
+
+import pytest
 
 from .conftest import CORRAL, Env, RunCorral
 
@@ -225,7 +228,8 @@ def test_demo_fixes_the_sample_project(corral: RunCorral, cli_env: Env) -> None:
     assert "→ edit invoice.py" in done.stdout
     assert "✗ Command exited with code 1" in done.stdout  # the first test run fails for real
     assert "OK" in done.stdout  # the second run passes for real
-    team, teams = done.stdout.split("Act 2")[1].split("Act 3")
+    team, rest = done.stdout.split("Act 2")[1].split("Act 3")
+    teams, verify = rest.split("Act 4")
     for line in (
         "lead → delegate scout as scout",
         "lead → delegate reviewer as reviewer",
@@ -264,6 +268,97 @@ def test_demo_fixes_the_sample_project(corral: RunCorral, cli_env: Env) -> None:
     [kept] = [p for p in cli_env.root.glob("corral-demo-*") if p.is_dir()]
     assert "net = max(subtotal(lines) - discount, 0.0)" in (kept / "invoice.py").read_text()
     assert "return round(net * (1 + tax_rate), 2)" in (kept / "invoice.py").read_text()  # act 1's fix
+    _assert_verification_act(verify, kept)
+
+
+def _assert_verification_act(verify: str, kept: Path) -> None:
+    """Act 4: a failed check refuses the first report, one repair makes it pass; one index for three."""
+    for line in (
+        "project: now a git repository (one commit) with an acceptance test, test_rounding.py",
+        "lead → spawn round-subtotal (write-patch, check unit-tests: python -m unittest -q, repair ≤1)",
+        "round-subtotal → report_and_exit: not accepted, verification failed",
+        "✗ check unit-tests failed: exit code 1",
+        "repair requested (attempt 1 of 1): round-subtotal must make the check pass, then report again",
+        "round-subtotal → read the log of check unit-tests",
+        "round-subtotal reads: AssertionError: 0 != 0.3",  # the real unittest failure from the real log
+        "round-subtotal → report_and_exit: accepted, verification passed, repair repaired",
+        "report from round-subtotal (succeeded, 0 findings, verification passed, repair repaired, "
+        "changed invoice.py)",
+        "lead → spawn a completion group of 3 (all-settled delivery)",
+        "readme → report_and_exit: accepted, held for the group's index",
+        "group index reaches the lead (settled): 1 index for 3 members, one wake",
+        "· coverage (reported, succeeded): 4 tests, rounding included",
+        "1 report with verification passed, repair repaired; 1 index for 3 members reached the lead.",
+    ):
+        assert line in verify, verify
+    assert verify.count("✗") == 1  # only the failed check
+    assert (
+        verify.index("not accepted")
+        < verify.index("repair requested")
+        < verify.index("read the log")
+        < verify.index("accepted, verification passed")
+        < verify.index("report from round-subtotal")
+        < verify.index("spawn a completion group")
+    )
+    for name in ("callers", "readme", "coverage"):  # grouped reports reach the lead only in the index
+        assert "held for the group's index" in verify.split(f"{name} → report_and_exit")[1].splitlines()[0]
+        assert f"report from {name}" not in verify
+    [log_line] = [line for line in verify.splitlines() if "log: " in line]
+    log = kept / log_line.split("log: ")[1].strip()
+    assert log.parent.name == "checks" and log.stat().st_mode & 0o777 == 0o600
+    assert "AssertionError: 0 != 0.3" in log.read_text()
+    assert (
+        "return round(sum(quantity * price for _name, quantity, price in lines), 2)"
+        in (kept / "invoice.py").read_text()
+    )
+    commits = subprocess.run(
+        ["git", "-C", str(kept), "rev-list", "--count", "HEAD"], capture_output=True, text=True, check=True
+    )
+    assert commits.stdout.strip() == "1"
+
+
+def _bundled_script(name: str) -> dict:
+    import yaml
+
+    import corral.llm
+
+    return yaml.safe_load((Path(corral.llm.__file__).parent / "scripts" / f"{name}.yaml").read_text())
+
+
+def test_demo_exits_1_when_the_repair_does_not_make_the_check_pass(corral: RunCorral, cli_env: Env) -> None:
+    """The bundled act 4 with an edit agent that reports again without fixing: the repair is exhausted."""
+    import yaml
+
+    script = _bundled_script("demo-verify")
+    steps = script["agents"]["round-subtotal"]
+    script["agents"]["round-subtotal"] = [steps[0], steps[1], steps[1]]  # wrong patch, report, report again
+    cli_env.script("demo-verify", yaml.safe_dump(script))  # CORRAL_SCRIPTS comes before the bundled scripts
+    done = corral("demo", env={"TMPDIR": str(cli_env.root)}, timeout=120)
+    assert done.returncode == 1, done.stdout
+    verify = done.stdout.split("Act 4 —")[1]
+    assert (
+        "report from round-subtotal (succeeded (effective blocked), 0 findings, verification failed, "
+        "repair exhausted" in verify
+    )
+    assert "1 report with verification failed, repair exhausted; 1 index for 3 members" in verify
+    assert "Act 4 did not hold" in verify
+    assert not list(cli_env.root.glob("corral-demo-*"))  # without --keep the copy is removed
+
+
+async def test_demo_act_4_is_skipped_with_a_clear_line_without_git(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    import io
+    import shutil
+
+    from corral._cli import _demo
+
+    which = shutil.which
+    monkeypatch.setattr(_demo.shutil, "which", lambda cmd, *a, **k: None if cmd == "git" else which(cmd))
+    out = io.StringIO()
+    assert await _demo._verify_act(tmp_path, out) == 0
+    assert "Act 4 skipped: git is not installed" in out.getvalue()
+    assert not (tmp_path / ".git").exists() and not (tmp_path / "test_rounding.py").exists()
 
 
 def test_models_lists_usable_models(corral: RunCorral) -> None:

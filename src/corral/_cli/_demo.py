@@ -1,9 +1,14 @@
-"""`corral demo`: scripted agents work on a copied sample project, in three acts.
+"""`corral demo`: scripted agents work on a copied sample project, in four acts.
 
 Act 1: one agent fixes a failing test (`scripted/demo`). Act 2: a lead with
 the `agent` surface delegates to a scout and a reviewer (`scripted/demo-team`).
 Act 3: a lead with the `teams` surface runs a review swarm of two read agents
 and one edit agent that claims the file it patches (`scripted/demo-teams`).
+Act 4 (verification, `scripted/demo-verify`): the project becomes a git
+repository with an acceptance test; an edit agent spawned with an assigned
+check and one repair attempt has its first report refused by the failing
+check, repairs its patch and reports with verification `passed`; then a
+grouped read swarm reaches the lead as one compact index.
 
 Everything runs for real — the tools read and edit real files and `bash`
 runs the real test suite in a temporary directory; only the models'
@@ -19,18 +24,20 @@ from __future__ import annotations
 
 import asyncio
 import contextlib
+import json
 import os
 import shutil
 import sys
 import tempfile
 import time
+from collections.abc import Awaitable, Callable
 from importlib import resources
 from pathlib import Path
 from typing import TYPE_CHECKING, Any, TextIO
 
 from corral.agent import AgentEvent, MessageEndEvent, ToolExecutionEndEvent, ToolExecutionStartEvent
 from corral.llm import AssistantMessage, CustomMessage, TextContent, ThinkingContent
-from corral.orchestration.teams import TEAM_REPORT_TYPE
+from corral.orchestration.teams import GROUP_MESSAGE_TYPE, TEAM_REPORT_TYPE
 
 from ._launch import Launched, LaunchOptions, launch_session
 
@@ -62,6 +69,13 @@ def _first_line(text: str, limit: int = 100) -> str:
     return ""
 
 
+def _failure_lines(lines: list[str]) -> tuple[str, ...]:
+    """The first failed test (`FAIL: name`) and the last error line of a unittest run's output."""
+    failures = [line.split("(")[0].strip() for line in lines if line.startswith("FAIL:")]
+    reasons = [line.strip() for line in lines if "Error:" in line]
+    return (*failures[:1], *reasons[-1:])
+
+
 class _Timeline:
     def __init__(self, out: TextIO) -> None:
         self.out = out
@@ -88,9 +102,7 @@ class _Timeline:
             lines = [line for line in text.splitlines() if line.strip()]
             if event.is_error:
                 exits = [line for line in lines if line.startswith("Command exited with code")]
-                failures = [line.split("(")[0].strip() for line in lines if line.startswith("FAIL:")]
-                reasons = [line.strip() for line in lines if "Error:" in line]
-                for detail in (*failures[:1], *reasons[-1:]):
+                for detail in _failure_lines(lines):
                     self.line(f"    ✗ {detail[:100]}")
                 self.line(f"    ✗ {exits[-1] if exits else _first_line(text)}")
             elif event.tool_name == "bash" and lines:
@@ -156,35 +168,59 @@ async def _team_act(workdir: Path, out: TextIO) -> int:
         launched.session.close()
 
 
-def _spawned(tool: str, args: dict[str, Any]) -> list[tuple[str, str, str]]:
-    """`(name, tier, prompt)` of each agent a `spawn_agent`/`spawn_swarm_agents` call asks for."""
+def _spawned(tool: str, args: dict[str, Any]) -> list[dict[str, Any]]:
+    """The fields of each agent a `spawn_agent`/`spawn_swarm_agents` call asks for (swarm defaults merged)."""
     if tool == "spawn_agent":
-        members = [args]
-    else:
-        raw_defaults, raw_agents = args.get("defaults"), args.get("agents")
-        defaults: dict[str, Any] = raw_defaults if isinstance(raw_defaults, dict) else {}
-        agents: list[Any] = raw_agents if isinstance(raw_agents, list) else []
-        members = [{**defaults, **agent} for agent in agents if isinstance(agent, dict)]
-    return [
-        (str(m.get("name", "?")), str(m.get("model_slot") or "read-review"), str(m.get("prompt", "")))
-        for m in members
+        return [args]
+    raw_defaults, raw_agents = args.get("defaults"), args.get("agents")
+    defaults: dict[str, Any] = raw_defaults if isinstance(raw_defaults, dict) else {}
+    agents: list[Any] = raw_agents if isinstance(raw_agents, list) else []
+    return [{**defaults, **agent} for agent in agents if isinstance(agent, dict)]
+
+
+def _policies(member: dict[str, Any]) -> str:
+    """`, check NAME: COMMAND…, repair ≤N` for a spawn with assigned checks; empty without."""
+    checks = member.get("checks")
+    parts = [
+        f"check {check.get('name')}: {str(check.get('command', '')).replace(sys.executable, 'python')}"
+        for check in (checks if isinstance(checks, list) else ())
+        if isinstance(check, dict)
     ]
+    repair = member.get("repair")
+    if isinstance(repair, dict) and repair.get("maxAttempts"):
+        parts.append(f"repair ≤{repair['maxAttempts']}")
+    return "".join(f", {part}" for part in parts)
 
 
 class _TeamsTimeline(_Timeline):
-    """The lead's view of a teams run: spawns, reports as they arrive (outcome, findings), its replies."""
+    """The lead's view of a teams run: spawns, reports and group indexes as they arrive, its replies."""
 
-    def __init__(self, out: TextIO, host: Host) -> None:
+    def __init__(self, out: TextIO, host: Host, root: Path) -> None:
         super().__init__(out)
         self.host = host
+        self.root = root
+
+    def relative(self, text: str) -> str:
+        """`text` with the project directory left out of the paths in it, and `python` for the interpreter."""
+        return text.replace(f"{self.root}{os.sep}", "").replace(sys.executable, "python")
 
     def __call__(self, event: AgentEvent) -> None:
         if isinstance(event, ToolExecutionStartEvent) and event.tool_name in (
             "spawn_agent",
             "spawn_swarm_agents",
         ):
-            for name, tier, prompt in _spawned(event.tool_name, event.args):
-                self.line(f"lead → spawn {name} ({tier}): {_first_line(prompt, 160)}")
+            group = event.args.get("completion_group")
+            members = _spawned(event.tool_name, event.args)
+            if isinstance(group, dict):
+                self.line(
+                    f"lead → spawn a completion group of {len(members)} ({group.get('delivery')} delivery)"
+                )
+            for member in members:
+                tier = member.get("model_slot") or "read-review"
+                self.line(
+                    f"lead → spawn {member.get('name', '?')} ({tier}{_policies(member)}): "
+                    f"{_first_line(str(member.get('prompt', '')), 160)}"
+                )
         elif isinstance(event, ToolExecutionEndEvent) and event.is_error:
             text = "".join(b.text for b in event.result.content if isinstance(b, TextContent))
             self.line(f"    ✗ lead {event.tool_name}: {_first_line(text)}")
@@ -192,6 +228,8 @@ class _TeamsTimeline(_Timeline):
             message = event.message
             if message.custom_type == TEAM_REPORT_TYPE and isinstance(message.details, dict):
                 self._report(message.details)
+            elif message.custom_type == GROUP_MESSAGE_TYPE and isinstance(message.details, dict):
+                self._index(message.details)
         elif isinstance(event, MessageEndEvent) and isinstance(event.message, AssistantMessage):
             text = event.message.text.strip()
             if text:
@@ -203,18 +241,51 @@ class _TeamsTimeline(_Timeline):
         result: dict[str, Any] = record.result if record is not None else {}
         findings = len(result.get("findings") or ())
         facts = [str(details.get("outcome")), f"{findings} finding{'' if findings == 1 else 's'}"]
+        effective = details.get("effective_outcome")
+        if effective is not None and effective != details.get("outcome"):
+            facts[0] += f" (effective {effective})"
+        verification = result.get("verification")
+        if isinstance(verification, dict) and verification.get("state", "not-requested") != "not-requested":
+            facts.append(f"verification {verification['state']}")
+        repair = result.get("repair")
+        if isinstance(repair, dict):
+            facts.append(f"repair {repair.get('state')}")
         if result.get("changedPaths"):
             facts.append("changed " + ", ".join(result["changedPaths"]))
         summary = record.summary if record is not None and record.summary else ""
         self.line(f"report from {name} ({', '.join(facts)}): {summary}".rstrip(": "))
 
+    def _index(self, details: dict[str, Any]) -> None:
+        """A completion group's compact index reached the lead: one wake for the members it covers."""
+        count = len(details.get("slot_ids") or ())
+        self.line(
+            f"group index reaches the lead ({details.get('kind')}): 1 index for {count} "
+            f"member{'' if count == 1 else 's'}, one wake"
+        )
+        delivery = self.host.store.group_delivery(str(details.get("delivery_id")))
+        try:
+            index = json.loads(delivery.index) if delivery is not None else {}
+        except ValueError:
+            index = {}
+        for member in index.get("members") or ():
+            facts = ", ".join(
+                str(fact) for fact in (member.get("status"), member.get("outcome")) if fact is not None
+            )
+            summary = f": {_first_line(str(member['summary']), 120)}" if member.get("summary") else ""
+            self.line(f"    · {member.get('name')} ({facts}){summary}")
+
 
 class _MemberTimeline:
-    """One spawned agent's tool calls, its claims and any tool error, on the shared timeline."""
+    """One spawned agent's tool calls, its claims, its checks and repair, any tool error, on the timeline."""
 
-    def __init__(self, timeline: _Timeline, name: str) -> None:
+    def __init__(self, timeline: _TeamsTimeline, name: str, *, grouped: bool = False) -> None:
         self.timeline = timeline
         self.name = name
+        self.grouped = grouped
+        self.logs: dict[str, str] = {}
+        """Log path → check name, from the repair requests this agent got."""
+        self.log_reads: set[str] = set()
+        """Tool call ids of `read` calls on a check's log (their failure lines are shown)."""
 
     def __call__(self, event: AgentEvent) -> None:
         if isinstance(event, ToolExecutionStartEvent) and event.tool_name != "report_and_exit":
@@ -223,16 +294,19 @@ class _MemberTimeline:
                 brief = ", ".join(str(path) for path in args["paths"])
             elif event.tool_name == "grep":
                 brief = f'"{args.get("pattern")}" in {args.get("path", ".")}'
+            elif event.tool_name == "read" and args.get("path") in self.logs:
+                brief = f"the log of check {self.logs[args['path']]}"
+                self.log_reads.add(event.tool_call_id)
             else:
-                brief = _brief_args(event.tool_name, args)
+                brief = self.timeline.relative(_brief_args(event.tool_name, args))
             self.timeline.line(f"  {self.name} → {event.tool_name} {brief}")
         elif isinstance(event, ToolExecutionEndEvent):
             text = "".join(b.text for b in event.result.content if isinstance(b, TextContent))
             details = event.result.details if isinstance(event.result.details, dict) else {}
             if event.is_error:
-                self.timeline.line(
-                    f"    ✗ {self.name}: {_first_line(text.replace(sys.executable, 'python'))}"
-                )
+                self.timeline.line(f"    ✗ {self.name}: {_first_line(self.timeline.relative(text))}")
+            elif event.tool_name == "report_and_exit":
+                self._receipt(details)
             elif event.tool_name == "claim_file" and details.get("granted"):
                 self.timeline.line(f"  {self.name} claimed {', '.join(details['granted'])}")
             elif event.tool_name == "claim_file":
@@ -241,36 +315,70 @@ class _MemberTimeline:
                 lines = [line for line in text.splitlines() if line.strip()]
                 if lines:
                     self.timeline.line(f"    ✓ {self.name}: {lines[-1][:100]}")
+            elif event.tool_call_id in self.log_reads:
+                for detail in _failure_lines(text.splitlines()):
+                    self.timeline.line(f"    {self.name} reads: {detail[:100]}")
+
+    def _receipt(self, details: dict[str, Any]) -> None:
+        """What `report_and_exit` answered: a repair request, an accepted verified report, a grouped one."""
+        request = details.get("repairRequest")
+        verification = details.get("verification")
+        state = verification.get("state") if isinstance(verification, dict) else None
+        if isinstance(request, dict):
+            self.timeline.line(f"  {self.name} → report_and_exit: not accepted, verification {state}")
+            for check in request.get("checks") or ():
+                log = str(check.get("logPath"))
+                self.logs[log] = str(check.get("name"))
+                self.timeline.line(
+                    f"    ✗ check {check.get('name')} {check.get('state')}: exit code {check.get('exitCode')}"
+                )
+                self.timeline.line(f"      log: {self.timeline.relative(log)}")
+            repair = details.get("repair")
+            limit = repair.get("maxAttempts") if isinstance(repair, dict) else "?"
+            self.timeline.line(
+                f"  repair requested (attempt {request.get('attempt')} of {limit}): {self.name} must make the "
+                "check pass, then report again"
+            )
+        elif details.get("accepted"):
+            repair = details.get("repair")
+            facts = [f"verification {state}"] if state not in (None, "not-requested") else []
+            if isinstance(repair, dict):
+                facts.append(f"repair {repair.get('state')}")
+            if self.grouped:
+                facts.append("held for the group's index")
+            if facts:
+                self.timeline.line(f"  {self.name} → report_and_exit: accepted, {', '.join(facts)}")
 
 
-async def _follow_members(host: Host, timeline: _Timeline) -> None:
+async def _follow_members(host: Host, timeline: _TeamsTimeline) -> None:
     """Subscribe a `_MemberTimeline` to every agent the host starts, until cancelled."""
     seen: set[str] = set()
     while True:
         for run_id, child in list(host.children.items()):
             if run_id not in seen:
                 seen.add(run_id)
-                child.agent.subscribe(_MemberTimeline(timeline, child.label))
+                member = getattr(child, "member", None)
+                grouped = getattr(member, "group_id", None) is not None
+                child.agent.subscribe(_MemberTimeline(timeline, child.label, grouped=grouped))
         await host.wait_for_change()
 
 
-async def _teams_act(workdir: Path, out: TextIO) -> int:
-    out.write("\nAct 3 — teams: a review swarm of two read agents and an edit agent report to the lead\n\n")
-    launched = launch_session(LaunchOptions(cwd=workdir, model="scripted/demo-teams", surfaces=["teams"]))
+async def _teams_session(workdir: Path, model: str, act: Callable[[Launched, Host], Awaitable[int]]) -> int:
+    """Run `act` with a lead on `model` that has the `teams` surface, in `workdir`; close it after."""
+    launched = launch_session(LaunchOptions(cwd=workdir, model=model, surfaces=["teams"]))
     try:
         await launched.attach_host()
         assert launched.host is not None
-        return await _run_teams_act(launched, launched.host, out)
+        return await act(launched, launched.host)
     finally:
         await launched.aclose()
         launched.session.close()
 
 
-async def _run_teams_act(launched: Launched, host: Host, out: TextIO) -> int:
-    timeline = _TeamsTimeline(out, host)
+async def _drive(launched: Launched, host: Host, timeline: _TeamsTimeline, prompt: str) -> None:
+    """Prompt the lead and follow it and every agent it spawns until the whole team is quiet."""
     launched.agent.subscribe(timeline)
     follower = asyncio.ensure_future(_follow_members(host, timeline))
-    prompt = "Review invoice.py with a swarm, and guard total() against large discounts."
     try:
         timeline.line(f"user: {prompt}")
         await launched.agent.prompt(prompt)
@@ -279,11 +387,31 @@ async def _run_teams_act(launched: Launched, host: Host, out: TextIO) -> int:
         follower.cancel()
         with contextlib.suppress(asyncio.CancelledError):
             await follower
-    delivered = [
-        m.details.get("report_id")
+
+
+def _custom_details(launched: Launched, custom_type: str) -> list[dict[str, Any]]:
+    """The `details` of each `custom_type` message in the lead's context, oldest first."""
+    return [
+        m.details
         for m in launched.agent.messages
-        if isinstance(m, CustomMessage) and m.custom_type == TEAM_REPORT_TYPE and isinstance(m.details, dict)
+        if isinstance(m, CustomMessage) and m.custom_type == custom_type and isinstance(m.details, dict)
     ]
+
+
+async def _teams_act(workdir: Path, out: TextIO) -> int:
+    out.write("\nAct 3 — teams: a review swarm of two read agents and an edit agent report to the lead\n\n")
+
+    async def act(launched: Launched, host: Host) -> int:
+        timeline = _TeamsTimeline(out, host, workdir)
+        prompt = "Review invoice.py with a swarm, and guard total() against large discounts."
+        await _drive(launched, host, timeline, prompt)
+        return _teams_outcome(launched, host, out)
+
+    return await _teams_session(workdir, "scripted/demo-teams", act)
+
+
+def _teams_outcome(launched: Launched, host: Host, out: TextIO) -> int:
+    delivered = [details.get("report_id") for details in _custom_details(launched, TEAM_REPORT_TYPE)]
     records = [host.store.team_report(str(report_id)) for report_id in delivered]
     changed = sorted({path for r in records if r is not None for path in r.result.get("changedPaths", ())})
     claims = host.store.file_claims(launched.session.session_id)
@@ -302,6 +430,109 @@ async def _run_teams_act(launched: Launched, host: Host, out: TextIO) -> int:
     return 0 if ok else 1
 
 
+_ROUNDING_TEST = """\
+import unittest
+
+from invoice import subtotal
+
+
+class RoundingTest(unittest.TestCase):
+    def test_subtotal_is_rounded_to_cents(self) -> None:
+        self.assertEqual(subtotal([("pen", 3, 0.1)]), 0.3)
+"""
+"""Act 4's acceptance test: 3 × 0.1 sums to 0.30000000000000004, which must read 0.3."""
+
+_GITIGNORE = ".corral-home/\n__pycache__/\n"
+"""The demo's data root and Python's caches stay out of the source the checks fingerprint."""
+
+_GIT_CONFIG = (
+    "-c",
+    "init.defaultBranch=main",
+    "-c",
+    "user.name=corral demo",
+    "-c",
+    "user.email=demo@corral.invalid",
+    "-c",
+    "commit.gpgsign=false",
+)
+
+
+async def _make_repository(workdir: Path) -> str | None:
+    """Add the acceptance test, then `git init` and commit the project; returns why that failed, else `None`."""
+    (workdir / "test_rounding.py").write_text(_ROUNDING_TEST)
+    (workdir / ".gitignore").write_text(_GITIGNORE)
+    steps = (("init", "-q"), ("add", "-A"), ("commit", "-q", "--no-verify", "-m", "the project before act 4"))
+    for args in steps:
+        process = await asyncio.create_subprocess_exec(
+            "git",
+            *_GIT_CONFIG,
+            *args,
+            cwd=workdir,
+            stdin=asyncio.subprocess.DEVNULL,
+            stdout=asyncio.subprocess.DEVNULL,
+            stderr=asyncio.subprocess.PIPE,
+        )
+        _, stderr = await process.communicate()
+        if process.returncode != 0:
+            reason = _first_line(stderr.decode(errors="replace")) or f"exit code {process.returncode}"
+            return f"git {args[0]}: {reason}"
+    return None
+
+
+async def _verify_act(workdir: Path, out: TextIO) -> int:
+    out.write(
+        "\nAct 4 — verification: an assigned check sends an edit agent back to repair its patch; "
+        "a grouped swarm reports in one index\n\n"
+    )
+    if shutil.which("git") is None:
+        out.write(
+            "Act 4 skipped: git is not installed, and assigned checks fingerprint the source with git.\n"
+        )
+        return 0
+    error = await _make_repository(workdir)
+    if error is not None:
+        out.write(f"Act 4 failed: the project could not become a git repository ({error}).\n")
+        return 1
+    out.write("project: now a git repository (one commit) with an acceptance test, test_rounding.py\n\n")
+
+    async def act(launched: Launched, host: Host) -> int:
+        timeline = _TeamsTimeline(out, host, workdir)
+        prompt = "Round subtotal() to cents under the test suite as its check, then audit the project."
+        await _drive(launched, host, timeline, prompt)
+        return _verify_outcome(launched, host, out)
+
+    return await _teams_session(workdir, "scripted/demo-verify", act)
+
+
+def _verify_outcome(launched: Launched, host: Host, out: TextIO) -> int:
+    """Act 4 holds when the edit agent's one report passed after a repair and the swarm sent one index."""
+    reports = _custom_details(launched, TEAM_REPORT_TYPE)
+    records = [host.store.team_report(str(details.get("report_id"))) for details in reports]
+    result: dict[str, Any] = records[0].result if len(records) == 1 and records[0] is not None else {}
+    states = tuple(
+        part.get("state") if isinstance(part, dict) else None
+        for part in (result.get("verification"), result.get("repair"))
+    )
+    indexes = _custom_details(launched, GROUP_MESSAGE_TYPE)
+    members = sum(len(details.get("slot_ids") or ()) for details in indexes)
+    out.write(
+        f"\n{len(reports)} report{'' if len(reports) == 1 else 's'} with verification {states[0]}, "
+        f"repair {states[1]}; {len(indexes)} {'index' if len(indexes) == 1 else 'indexes'} for "
+        f"{members} members reached the lead.\n"
+    )
+    ok = (
+        states == ("passed", "repaired")
+        and [details.get("kind") for details in indexes] == ["settled"]
+        and members == 3
+    )
+    if not ok:
+        out.write(
+            "Act 4 did not hold: it needs verification passed and repair repaired, and one settled index "
+            "for 3 members.\n"
+        )
+    return 0 if ok else 1
+
+
 async def run_demo(*, out: TextIO, keep: bool = False) -> int:
     """Run the demo and print its timeline. Returns the process exit code."""
     workdir = Path(tempfile.mkdtemp(prefix="corral-demo-"))
@@ -313,7 +544,7 @@ async def run_demo(*, out: TextIO, keep: bool = False) -> int:
         out.write("corral demo — a scripted agent fixes a failing test with real tools\n")
         out.write(f"project: {workdir} (a copy of the bundled sample)\n")
         out.write(
-            "models:  scripted/demo, demo-team, demo-teams (decisions scripted; every tool runs for real)\n\n"
+            "models:  scripted/demo, demo-team, demo-teams, demo-verify (decisions scripted; every tool runs for real)\n\n"
         )
         out.write("Act 1 — one agent fixes a failing test\n\n")
         launched = launch_session(LaunchOptions(cwd=workdir, model="scripted/demo", no_session=True))
@@ -336,6 +567,8 @@ async def run_demo(*, out: TextIO, keep: bool = False) -> int:
         code = await _team_act(workdir, out)
         if code == 0:
             code = await _teams_act(workdir, out)
+        if code == 0:
+            code = await _verify_act(workdir, out)
         if keep:
             out.write(f"the fixed project is kept at {workdir}\n")
         return code

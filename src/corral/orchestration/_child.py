@@ -117,6 +117,10 @@ class ManagedChild:
         self._lines: collections.deque[str] = collections.deque(maxlen=_ACTIVITY_LINES)
         self._last_activity_ms = 0
         self._unsubscribe = agent.subscribe(self._on_event)
+        self.handing_off = False
+        """Being moved to another runtime (`_handoff`): the run ends at its next settle, storing nothing."""
+        self.resume_prompt: str | None = None
+        """Set for a moved run (the tmux worker): `run` prompts this instead of acknowledging the task."""
 
     @property
     def run_id(self) -> str:
@@ -137,16 +141,34 @@ class ManagedChild:
         """Re-check whether the assignment can finish (after a change elsewhere)."""
         self._wake.set()
 
+    def begin_handoff(self) -> None:
+        """Stop at the next settle without a result (the run moves elsewhere); see `take_pending`."""
+        self.handing_off = True
+        self._wake.set()
+
+    def take_pending(self) -> list[str]:
+        """Remove and return prompts not yet sent (an interrupt replacement, queued steers and replies)."""
+        pending = [] if self._replacement is None else [self._replacement]
+        pending += self._queued
+        self._replacement = None
+        self._queued = []
+        return pending
+
     # --- the runtime program -----------------------------------------------------------------
 
     async def run(self) -> None:
-        """Acknowledge the task, work on it, and store its result."""
+        """Acknowledge the task, work on it, and store its result.
+
+        A moved run (`resume_prompt` set) does not acknowledge or resend the task: it prompts
+        `resume_prompt` once and goes on like any run.
+        """
         try:
-            self.store.record_ack(self.run_id, self.task.request_id, accepted=True)
+            if self.resume_prompt is None:
+                self.store.record_ack(self.run_id, self.task.request_id, accepted=True)
             self.acknowledged.set()
             self.hooks.changed()
             fault_point("after_task_ack")
-            await self.agent.prompt(self.task.payload, streaming_behavior="steer")
+            await self.agent.prompt(self.resume_prompt or self.task.payload, streaming_behavior="steer")
             if await self._settle():
                 self._finish()
         except asyncio.CancelledError:
@@ -169,6 +191,8 @@ class ManagedChild:
         """Keep the assignment going until it may finish; `False` if it ended elsewhere (closed)."""
         while True:
             await self.agent.wait_for_idle()
+            if self.handing_off:
+                return False
             if self._replacement is not None:
                 self.waiting = False
                 text, self._replacement = self._replacement, None
@@ -244,6 +268,8 @@ class ManagedChild:
         generation = self.store.get_generation(self.run_id)
         if generation is None or generation.phase != "active" or self.finished.is_set():
             return "idle", f"Agent {self.label} has no active assignment."
+        if self.handing_off:
+            return "busy", f"Agent {self.label} is moving to a terminal pane; retry in a moment."
         ask = self.store.pending_ask(self.run_id)
         if request.kind == "reply":
             if ask is None or ask.ask_id != request.ask_id:

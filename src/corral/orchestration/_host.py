@@ -56,6 +56,7 @@ from corral.session import SessionError, SessionManager
 if TYPE_CHECKING:
     from corral.llm import ModelRegistry
     from corral.orchestration._controller import Controller
+    from corral.orchestration._handoff import HandoffResult
     from corral.settings import Settings
 
 __all__ = ["RETIRED_ENTRY", "Host", "Runtimes"]
@@ -461,9 +462,18 @@ class Host:
             signature.append(
                 (run_id, generation.phase, generation.presence, generation.pid, presence, ask, acked)
             )
+        from corral.orchestration._handoff import relay_lead_messages
+
+        relay_lead_messages(self)  # `team-lead` messages that tmux teams agents stored
         if signature != self._watch_signature:
             self._watch_signature = signature
             self.changed()
+
+    async def handoff(self, run_id: str) -> HandoffResult:
+        """Move the live in-process agent `run_id` into a tmux pane at a safe point (see `_handoff`)."""
+        from corral.orchestration._handoff import handoff
+
+        return await handoff(self, run_id)
 
     async def await_ack(self, run_id: str, request_id: str, *, timeout: float = 30.0) -> RequestRecord | None:
         """Wait until the worker acknowledged `request_id` (tmux: requests go through the store)."""

@@ -209,6 +209,40 @@ class Store(TeamStore, ChecksStore, GroupsStore, CheckpointsStore):
 
         return self._write(body)
 
+    def transfer_runtime(self, run_id: str, *, owner_session_id: str, host_id: str) -> GenerationRecord:
+        """Move a live in-process generation to the tmux runtime (a handoff), in one transaction.
+
+        Re-checks that it is live, `inprocess`, `active`, not lost, owned by `owner_session_id` and
+        run by host `host_id`; then records `runtime_kind='tmux'` and clears `pid`, `host_id` and
+        `pane_id` for the worker's readiness record.
+
+        Raises:
+            TargetNotFoundError: No live generation `run_id` of that owner.
+            ManagedAgentBusyError: It is not an active, live in-process assignment of that host.
+        """
+
+        def body() -> GenerationRecord:
+            generation = self._live_generation(run_id, owner_session_id)
+            if (
+                generation.runtime_kind != "inprocess"
+                or generation.phase != "active"
+                or generation.presence != "live"
+                or generation.host_id != host_id
+            ):
+                raise ManagedAgentBusyError(
+                    f"Agent {generation.label} is not an active in-process agent of this host "
+                    f"({generation.runtime_kind}, {generation.phase}, {generation.presence}).",
+                    ids={"label": generation.label, "runId": run_id},
+                )
+            self._execute(
+                "UPDATE generations SET runtime_kind = 'tmux', pid = NULL, host_id = NULL, pane_id = NULL,"
+                " updated_at = ? WHERE run_id = ?",
+                (self._clock(), run_id),
+            )
+            return self._reload(run_id)
+
+        return self._write(body)
+
     def record_activity(self, run_id: str, *, at: int | None = None, tokens: int | None = None) -> None:
         """Record progress of an active assignment (and the latest context token count).
 

@@ -186,7 +186,14 @@ class TmuxRuntime:
             )
         except OSError as exc:
             return 127, "", f"cannot run {self.tmux}: {exc}"
-        out, err = await process.communicate()
+        try:
+            out, err = await process.communicate()
+        except asyncio.CancelledError:
+            # A cancelled caller must not leave the tmux client (and its pipes) behind.
+            with contextlib.suppress(ProcessLookupError):
+                process.kill()
+            await asyncio.shield(process.wait())
+            raise
         code = process.returncode if process.returncode is not None else 1
         return code, out.decode(errors="replace"), err.decode(errors="replace").strip()
 

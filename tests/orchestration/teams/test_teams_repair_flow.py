@@ -205,3 +205,50 @@ async def test_stop_cancels_a_running_check_and_the_run_finalizes(tmp_path: Path
         assert env.lead_custom(TEAM_REPORT_TYPE) == []
         generation = env.host.store.get_generation(run_id)
         assert generation is not None and generation.phase == "finalized"
+
+
+async def test_the_lead_sees_the_effective_blocker_and_why_a_policy_is_invalid(tmp_path: Path) -> None:
+    write_script(
+        tmp_path,
+        "lead",
+        {
+            "steps": [
+                {
+                    "tool_calls": [
+                        {
+                            "name": "spawn_agent",
+                            "args": {
+                                "prompt": "p",
+                                "checks": [{"name": "x", "command": "true", "timeoutSeconds": -1}],
+                            },
+                        }
+                    ]
+                },
+                {"text": "ok"},
+            ],
+            "on_exhausted": "repeat_last",
+            "agents": {"stubborn": [_report("Attempt one."), _report("Attempt two.")]},
+        },
+    )
+    async with teams_env(tmp_path, "lead") as env:
+        await env.lead.prompt("go")
+        [bad] = env.tool_results("spawn_agent")
+        text = bad["content"][0]["text"]
+        assert "Invalid assigned check policy." in text and "reason:" in text
+        await env.teams.spawn(
+            env.caller,
+            parse_spawn(
+                {
+                    "name": "stubborn",
+                    "prompt": "p",
+                    "model_slot": "write-patch",
+                    "checks": CHECK,
+                    "repair": {"maxAttempts": 1},
+                }
+            ),
+        )
+        await env.quiet()
+        [entry] = env.lead_custom(TEAM_REPORT_TYPE)
+        assert "outcome=succeeded (effective: blocked)" in entry["content"]
+        status_text, _ = await env.teams.status(env.caller, "stubborn")
+        assert "succeeded (effective: blocked)" in status_text

@@ -160,6 +160,12 @@ class ReadOnlySandbox:
                 )
             try:
                 stdout, stderr = await asyncio.wait_for(process.communicate(), PROBE_TIMEOUT_SECONDS)
+            except asyncio.CancelledError:
+                # Never leave the probe (and its pipes) behind when the caller is cancelled.
+                with contextlib.suppress(ProcessLookupError):
+                    os.killpg(process.pid, 9)
+                await asyncio.shield(process.wait())
+                raise
             except TimeoutError:
                 with contextlib.suppress(ProcessLookupError):
                     os.killpg(process.pid, 9)

@@ -226,6 +226,9 @@ def render_error(error: Mapping[str, Any]) -> str:
         else f"agent {operation}"
     )
     lines = [f"{subject} failed ({category}): {_value(error, 'message')}"]
+    details = error.get("details")
+    if isinstance(details, Mapping) and isinstance(details.get("reason"), str):
+        lines.append(f"reason: {details['reason']}")
     for key in ("primary", "cleanup"):
         part = error.get(key)
         if isinstance(part, Mapping):

@@ -95,6 +95,8 @@ class TeamChild(ManagedChild):
     async def _settle(self) -> bool:
         while True:
             await self.agent.wait_for_idle()
+            if self.handing_off:
+                return False
             if self._queued:
                 self.waiting = False
                 self.interrupted = False

@@ -137,9 +137,12 @@ def team_report_message(report: TeamReportRecord) -> CustomMessage:
     if report.acceptance_reason:
         acceptance["reason"] = report.acceptance_reason
     verification = _verification(report.result)
+    outcome: str = report.outcome or "unspecified"
+    if effective is not None and effective != report.outcome:
+        outcome += f" (effective: {effective})"
     head = (
         f"Report from agent {report.name} ({report.tier}) · status={report.status} · "
-        f"outcome={report.outcome or 'unspecified'} · verification={verification['state']} · "
+        f"outcome={outcome} · verification={verification['state']} · "
         f"acceptance={report.acceptance} · report={report.report_id}"
     )
     parts = [head]

@@ -24,6 +24,7 @@ Status, control, messaging and claims are in `_team_control`.
 
 from __future__ import annotations
 
+import asyncio
 import contextlib
 import os
 import time
@@ -170,6 +171,7 @@ class Teams(TeamReportsMixin, TeamControlMixin):
         """Queued spawns by (lead session, name)."""
         self._sandbox: ReadOnlySandbox | None = None
         self._sandbox_ok: bool | None = None
+        self._sandbox_lock = asyncio.Lock()
         self.lead_sessions: dict[str, AgentSession] = {}
         self.groups = CompletionGroups(host.store)
         self.checkpoints = Checkpoints(host.store)
@@ -227,10 +229,12 @@ class Teams(TeamReportsMixin, TeamControlMixin):
         if self.host.settings.teams.read_sandbox == "off":
             return None
         if self._sandbox_ok is None:
-            sandbox = ReadOnlySandbox()
-            status = await sandbox.probe()
-            self._sandbox_ok = status.ok
-            self._sandbox = sandbox if status.ok else None
+            async with self._sandbox_lock:  # one probe, however many launches ask at once
+                if self._sandbox_ok is None:
+                    sandbox = ReadOnlySandbox()
+                    status = await sandbox.probe()
+                    self._sandbox = sandbox if status.ok else None
+                    self._sandbox_ok = status.ok
         return self._sandbox
 
     def data_dir(self, lead_session_id: str) -> Path:
@@ -820,7 +824,9 @@ class Teams(TeamReportsMixin, TeamControlMixin):
                         f"({generation.diagnostic or 'host gone'}); no work was restarted.",
                         run_id=member.run_id,
                     )
-        for warning in [*self.checkpoints.retire_expired(), *self.recover_groups(lead_session_id)]:
+        # Group recovery interrupts unadmitted slots: only for groups no live part of this process owns.
+        groups_warnings = [] if lead_session_id in self.lead_sessions else self.recover_groups(lead_session_id)
+        for warning in [*self.checkpoints.retire_expired(), *groups_warnings]:
             self.host.warn(warning)
         self.host.spawn_background(self.deliver_group_wakes(lead_session_id))
         if self.host.store.undelivered_lead_messages(lead_session_id):

@@ -682,8 +682,12 @@ def _render_snapshot(snapshot: dict[str, Any]) -> str:
     if "reportId" in snapshot:
         verification = snapshot.get("verification") or {}
         acceptance = snapshot.get("acceptance") or {}
+        outcome = snapshot.get("outcome") or "unspecified"
+        effective = snapshot.get("effectiveOutcome")
+        if effective and effective != snapshot.get("outcome"):
+            outcome += f" (effective: {effective})"
         lines.append(
-            f"  task: {snapshot.get('outcome') or 'unspecified'}; verification: "
+            f"  task: {outcome}; verification: "
             f"{verification.get('state', 'not-requested')}; acceptance: {acceptance.get('state', 'pending')}"
         )
     if snapshot.get("summary"):
