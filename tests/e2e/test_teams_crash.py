@@ -119,3 +119,79 @@ def test_a_grouped_swarm_settles_after_a_crash_without_inventing_success(
         assert text.count('"status": "reported"') + text.count('"status":"reported"') == len(reported)
     else:
         assert "warning" in second.stderr
+
+
+CHECK_SCRIPT = """
+steps:
+  - tool_calls:
+      - name: spawn_agent
+        args:
+          name: fixer
+          prompt: "Make the check pass."
+          model_slot: write-patch
+          checks: [{name: unit, command: "grep -q fixed app.txt", timeoutSeconds: 30}]
+          repair: {maxAttempts: 1}
+  - text: "Waiting for the report."
+on_exhausted: repeat_last
+agents:
+  fixer:
+    - tool_calls: [{name: report_and_exit, args: {content: "first try", outcome: succeeded}}]
+    - tool_calls: [{name: write, args: {path: app.txt, content: "fixed"}}]
+    - tool_calls: [{name: report_and_exit, args: {content: "second try", outcome: succeeded}}]
+"""
+
+
+def _git_project(project: Path) -> None:
+    import subprocess
+
+    (project / "app.txt").write_text("broken\\n")
+    for args in (
+        ["init", "-q"],
+        ["add", "-A"],
+        ["-c", "user.name=t", "-c", "user.email=t@t", "commit", "-qm", "init"],
+    ):
+        subprocess.run(["git", *args], cwd=project, check=True, capture_output=True)
+
+
+@pytest.mark.parametrize(
+    "fault",
+    [
+        "after_check_claim:1",
+        "before_check_finish:1",
+        "after_check_claim:2",
+        "before_check_finish:2",
+        "after_result_row:1",
+    ],
+)
+def test_a_crash_during_a_check_never_reruns_it_or_consumes_an_attempt_twice(
+    cli_env: Env, corral: RunCorral, fault: str
+) -> None:
+    _git_project(cli_env.project)
+    cli_env.script("lead", CHECK_SCRIPT)
+    first = corral(
+        "run", "--surfaces", "teams", "--model", "scripted/lead", "-p", "go", env={"CORRAL_FAULTS": fault}
+    )
+    assert first.returncode == -9, (first.returncode, first.stderr)
+    with Store.open(cli_env.home / "corral.db") as store:
+        [member] = store.team_members(
+            lead_session_id=entries_session(_lead_session(cli_env)), live_only=False
+        )
+        checks_before = {c.check_id: c.state for c in store.claimed_checks(member.run_id)}
+        ledgers_before = [
+            (len(l.stages), [s.state for s in l.stages]) for l in store.repair_ledgers(member.run_id)
+        ]
+    lead = _lead_session(cli_env)
+    second = corral(
+        "run", "--surfaces", "teams", "--model", "scripted/lead", "--session", str(lead), "-p", "continue"
+    )
+    assert second.returncode in (0, 1), second.stderr
+    with Store.open(cli_env.home / "corral.db") as store:
+        # A claimed check is never replayed; the ledger gains no stage after the restart.
+        assert {c.check_id: c.state for c in store.claimed_checks(member.run_id)} == checks_before
+        assert [
+            (len(l.stages), [s.state for s in l.stages]) for l in store.repair_ledgers(member.run_id)
+        ] == ledgers_before
+        reports = store.team_reports(lead_session_id=member.lead_session_id)
+    entries = [json.loads(line) for line in lead.read_text().splitlines()[1:]]
+    delivered = [e["details"]["report_id"] for e in entries if e.get("customType") == TEAM_REPORT_TYPE]
+    assert sorted(delivered) == sorted(r.report_id for r in reports)  # stored reports reach the lead once

@@ -43,6 +43,7 @@ from dataclasses import KW_ONLY, dataclass
 from typing import TYPE_CHECKING, Any, Literal, Protocol
 
 from corral.agent.tools import resolve_shell
+from corral.orchestration._faults import fault_point
 from corral.orchestration.errors import InvalidRequestError, OrchestrationError
 
 from ._check_records import (
@@ -510,11 +511,13 @@ class CheckRunner:
         record, fresh = self.store.claim(check)
         if not fresh:
             return CheckRun(await observe_current(record), claimed=False)
+        fault_point("after_check_claim")
         try:
             settled = await self._execute(record, cancel)
         except asyncio.CancelledError:
             self._finish(self._settle_cancelled(record))
             raise
+        fault_point("before_check_finish")
         return CheckRun(self._finish(settled), claimed=True)
 
     def _settle_cancelled(self, record: CheckRecord) -> CheckRecord:
