@@ -118,33 +118,9 @@ class Store(TeamStore, ChecksStore, GroupsStore, CheckpointsStore):
             self._check_session_free(new)
             label = self._choose_label(new)
             now = self._clock()
-            run_id, request_id = _new_id(), _new_id()
-            self._execute(
-                "INSERT INTO generations (run_id, label, definition, owner_session_id, parent_run_id,"
-                " parent_label, delegating, cwd, session_id, session_path, runtime_kind, created_at,"
-                " updated_at) VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?)",
-                (
-                    run_id,
-                    label,
-                    new.definition,
-                    new.owner_session_id,
-                    new.parent_run_id,
-                    None if parent is None else parent.label,
-                    int(new.delegating),
-                    new.cwd,
-                    new.session_id,
-                    new.session_path,
-                    new.runtime_kind,
-                    now,
-                    now,
-                ),
-            )
+            run_id, request_id = self._insert_generation(new, label=label, parent=parent, now=now)
             self._execute(
                 "INSERT INTO labels (label, run_id, claimed_at) VALUES (?, ?, ?)", (label, run_id, now)
-            )
-            self._execute(
-                "INSERT INTO requests (request_id, run_id, kind, payload, created_at) VALUES (?, ?, 'task', ?, ?)",
-                (request_id, run_id, new.task, now),
             )
             generation = self._generation(run_id)
             request = self._request(request_id)

@@ -538,6 +538,41 @@ class StoreCore:
             f"Unable to choose agent label for definition {new.definition}; pass an explicit label."
         )
 
+    def _insert_generation(
+        self, new: NewGeneration, *, label: str, parent: GenerationRecord | None, now: int
+    ) -> tuple[str, str]:
+        """Insert a generation row and its single `task` request (inside the caller's transaction).
+
+        Returns:
+            `(run_id, request_id)`.
+        """
+        run_id, request_id = _new_id(), _new_id()
+        self._execute(
+            "INSERT INTO generations (run_id, label, definition, owner_session_id, parent_run_id,"
+            " parent_label, delegating, cwd, session_id, session_path, runtime_kind, created_at,"
+            " updated_at) VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?)",
+            (
+                run_id,
+                label,
+                new.definition,
+                new.owner_session_id,
+                new.parent_run_id,
+                None if parent is None else parent.label,
+                int(new.delegating),
+                new.cwd,
+                new.session_id,
+                new.session_path,
+                new.runtime_kind,
+                now,
+                now,
+            ),
+        )
+        self._execute(
+            "INSERT INTO requests (request_id, run_id, kind, payload, created_at) VALUES (?, ?, 'task', ?, ?)",
+            (request_id, run_id, new.task, now),
+        )
+        return run_id, request_id
+
     def _owned_request(self, run_id: str, request_id: str) -> RequestRecord:
         generation = self._live_generation(run_id)
         request = self._request(request_id)

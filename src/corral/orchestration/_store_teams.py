@@ -221,31 +221,7 @@ class TeamStore(StoreCore):
                     ids={"label": member.name},
                 )
             now = self._clock()
-            run_id, request_id = _new_id(), _new_id()
-            self._execute(
-                "INSERT INTO generations (run_id, label, definition, owner_session_id, parent_run_id,"
-                " parent_label, delegating, cwd, session_id, session_path, runtime_kind, created_at,"
-                " updated_at) VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?)",
-                (
-                    run_id,
-                    member.name,
-                    new.definition,
-                    new.owner_session_id,
-                    new.parent_run_id,
-                    None if parent is None else parent.label,
-                    int(new.delegating),
-                    new.cwd,
-                    new.session_id,
-                    new.session_path,
-                    new.runtime_kind,
-                    now,
-                    now,
-                ),
-            )
-            self._execute(
-                "INSERT INTO requests (request_id, run_id, kind, payload, created_at) VALUES (?, ?, 'task', ?, ?)",
-                (request_id, run_id, new.task, now),
-            )
+            run_id, request_id = self._insert_generation(new, label=member.name, parent=parent, now=now)
             self._execute(
                 "INSERT INTO team_members (run_id, lead_session_id, name, tier, requested_tier, kind, depth,"
                 " parent_run_id, allow_nested, model, thinking, model_source, session_context, sandbox,"

@@ -197,23 +197,23 @@ def render_result(details: Mapping[str, Any]) -> str:
     return f"agent {action}: done."
 
 
-_TEAMS_OPERATIONS = frozenset(
-    {
-        "spawn_agent",
-        "spawn_swarm_agents",
-        "get_agent_status",
-        "check_teammate",
-        "interrupt_teammate",
-        "stop_teammate",
-        "send_message",
-        "read_inbox",
-        "report_and_exit",
-        "claim_file",
-        "release_file",
-        "list_file_claims",
-    }
+TEAMS_TOOL_NAMES: tuple[str, ...] = (
+    "spawn_agent",
+    "spawn_swarm_agents",
+    "get_agent_status",
+    "check_teammate",
+    "interrupt_teammate",
+    "stop_teammate",
+    "send_message",
+    "read_inbox",
+    "report_and_exit",
+    "claim_file",
+    "release_file",
+    "list_file_claims",
 )
-"""Teams tools: their errors are named by the tool, with teams-specific next actions."""
+"""The teams tools, in the lead's order; their errors are named by the tool, with teams next actions."""
+
+_TEAMS_OPERATIONS = frozenset(TEAMS_TOOL_NAMES)
 
 
 def render_error(error: Mapping[str, Any]) -> str:

@@ -19,6 +19,7 @@ from corral.orchestration._caller import Caller
 from corral.orchestration.errors import InvalidRequestError
 
 from ._core import PASS_THROUGH_SCHEMA, error_result
+from ._render import TEAMS_TOOL_NAMES
 from ._teams_params import (
     TEAMS_SCHEMAS,
     parse_agent_name,
@@ -101,20 +102,7 @@ TEAMS_NEXT_ACTIONS: dict[str, str] = {
 }
 """What to do next, per error category, for the teams tools."""
 
-TEAMS_LEAD_TOOL_NAMES: tuple[str, ...] = (
-    "spawn_agent",
-    "spawn_swarm_agents",
-    "get_agent_status",
-    "check_teammate",
-    "interrupt_teammate",
-    "stop_teammate",
-    "send_message",
-    "read_inbox",
-    "report_and_exit",
-    "claim_file",
-    "release_file",
-    "list_file_claims",
-)
+TEAMS_LEAD_TOOL_NAMES: tuple[str, ...] = TEAMS_TOOL_NAMES
 """The teams tools registered on the lead, in order."""
 
 
