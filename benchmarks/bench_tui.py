@@ -1,8 +1,11 @@
-"""TUI responsiveness with many managed agents streaming.
+"""TUI responsiveness with many agents streaming.
 
 Opens the real app headless (Textual's `run_test`), has the lead delegate
 `--agents` scripted agents that keep working (each step waits `--step-ms` and
-runs a tool), then types into the editor while they run. Reports:
+runs a tool), then types into the editor while they run. `--surface agent`
+(default) delegates managed agents with the `agent` tool; `--surface teams`
+spawns teams read agents with one `spawn_swarm_agents` call (capacity raised
+so none queue). Reports:
 
 * keystroke echo: time from posting one key event to the editor until its text shows it
   (target: under 50 ms with 50 agents);
@@ -28,22 +31,32 @@ from typing import Any
 from _common import environment, summary_ms
 
 
-def _script(agents: int, steps: int, step_ms: int) -> str:
+def _script(agents: int, steps: int, step_ms: int, surface: str) -> str:
     lines = ["steps:", '  - text: "Delegating."', "    tool_calls:"]
-    for index in range(agents):
+    if surface == "teams" and agents:
+        members = ", ".join(f"{{name: a{i}, model_slot: read-collect, prompt: work}}" for i in range(agents))
+        lines.append(f"      - {{name: spawn_swarm_agents, args: {{agents: [{members}]}}}}")
+    for index in range(agents if surface == "agent" else 0):
         lines.append(
             f"      - {{name: agent, args: {{action: delegate, definition: scout, label: a{index}, task: work}}}}"
         )
+    if not agents:
+        lines[-2:] = []
     lines += ['  - text: "Waiting."', "on_exhausted: repeat_last", "agents:", '  "*":']
     for _ in range(steps):
         lines += [
             f'    - {{text: "step", delay_ms: {step_ms}, tool_calls: [{{name: ls, args: {{path: .}}}}]}}'
         ]
-    lines.append('    - {text: "done"}')
+    if surface == "teams":
+        lines.append('    - {tool_calls: [{name: report_and_exit, args: {content: "done"}}]}')
+    else:
+        lines.append('    - {text: "done"}')
     return "\n".join(lines) + "\n"
 
 
-async def _measure(root: Path, agents: int, keys: int, steps: int, step_ms: int) -> dict[str, Any]:
+async def _measure(
+    root: Path, agents: int, keys: int, steps: int, step_ms: int, surface: str = "agent"
+) -> dict[str, Any]:
     from textual import events
 
     from corral._cli._launch import LaunchOptions
@@ -53,10 +66,10 @@ async def _measure(root: Path, agents: int, keys: int, steps: int, step_ms: int)
     scripts = root / "scripts"
     scripts.mkdir(exist_ok=True)
     name = f"bench{agents}"
-    (scripts / f"{name}.yaml").write_text(_script(agents, steps, step_ms))
+    (scripts / f"{name}.yaml").write_text(_script(agents, steps, step_ms, surface))
     project = root / f"project{agents}"
     project.mkdir()
-    app = CorralApp(LaunchOptions(project, model=f"scripted/{name}"))
+    app = CorralApp(LaunchOptions(project, model=f"scripted/{name}", surfaces=[surface]))
     refreshes: list[float] = []
     original = ActivityCard.show_rows
 
@@ -74,7 +87,7 @@ async def _measure(root: Path, agents: int, keys: int, steps: int, step_ms: int)
                 deadline = time.perf_counter() + 60
                 while len(app.rows) < agents and time.perf_counter() < deadline:
                     await pilot.pause()
-            working = sum(1 for row in app.rows if row.state == "working")
+            working = sum(1 for row in app.rows if row.state in ("working", "thinking"))
             refreshes.clear()
             cpu0, wall0 = time.process_time(), time.perf_counter()
             echo: list[float] = []
@@ -91,6 +104,7 @@ async def _measure(root: Path, agents: int, keys: int, steps: int, step_ms: int)
             window = wall1 - wall0
             return {
                 "agents": agents,
+                "surface": surface,
                 "working_at_start": working,
                 "echo": summary_ms(echo),
                 "activity_refreshes_per_s": round(len(refreshes) / window, 2),
@@ -107,6 +121,12 @@ def main() -> int:
     parser.add_argument("--keys", type=int, default=100, help="keystrokes measured (default 100)")
     parser.add_argument("--steps", type=int, default=40, help="scripted steps per agent (default 40)")
     parser.add_argument("--step-ms", type=int, default=100, help="latency per agent step (default 100)")
+    parser.add_argument(
+        "--surface",
+        choices=("agent", "teams"),
+        default="agent",
+        help="how the lead delegates (default agent)",
+    )
     args = parser.parse_args()
     root = Path(tempfile.mkdtemp(prefix="corral-bench-tui-"))
     os.environ.update(
@@ -114,9 +134,12 @@ def main() -> int:
         CORRAL_SCRIPTS=str(root / "scripts"),
         XDG_CONFIG_HOME=str(root / "config"),
     )
+    settings = root / "config" / "corral" / "settings.toml"
+    settings.parent.mkdir(parents=True)
+    settings.write_text(f"[teams.read_agents]\nmax_concurrent = {max(args.agents, 1)}\n")
     try:
-        baseline = asyncio.run(_measure(root, 0, args.keys, args.steps, args.step_ms))
-        loaded = asyncio.run(_measure(root, args.agents, args.keys, args.steps, args.step_ms))
+        baseline = asyncio.run(_measure(root, 0, args.keys, args.steps, args.step_ms, args.surface))
+        loaded = asyncio.run(_measure(root, args.agents, args.keys, args.steps, args.step_ms, args.surface))
     finally:
         shutil.rmtree(root, ignore_errors=True)
     print(

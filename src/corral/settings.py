@@ -33,6 +33,7 @@ context_window = 32768
 
 from __future__ import annotations
 
+import re
 import shutil
 import tomllib
 from collections.abc import Callable
@@ -58,6 +59,7 @@ from corral.llm._refs import parse_model_ref
 __all__ = [
     "BUILTIN_PROVIDER_NAMES",
     "TRUST_REQUIRED_KEYS",
+    "ActivityColorsSettings",
     "CompactionSettings",
     "ModelPriceSettings",
     "ModelSettings",
@@ -197,6 +199,47 @@ class TeamsSettings(_Section):
     `off`: read-only is an instruction only."""
 
 
+_COLOR_PATTERN = (
+    r"^(#[0-9a-fA-F]{6}|#[0-9a-fA-F]{3}|[a-z][a-z0-9_]*|rgb\(\s*\d{1,3}\s*,\s*\d{1,3}\s*,\s*\d{1,3}\s*\))$"
+)
+"""A colour: `#rrggbb`, `#rgb`, a colour name (`blue`, `bright_red`, `grey50`) or `rgb(r, g, b)`."""
+
+
+class ActivityColorsSettings(_Section):
+    """`[activity_colors]`: the terminal app's palette for agent activity (unset: the theme's default).
+
+    Each key is a colour (`#rrggbb`, `#rgb`, a name such as `blue`, or `rgb(r, g, b)`). Unset keys
+    follow the app's theme: blue names, gold models, light-yellow thinking levels, pink tier shades
+    (lighter for lower tiers), grey messages, the theme's warning and error colours.
+    """
+
+    names: str | None = None
+    """Agent names (default blue)."""
+    model: str | None = None
+    """Model references (default gold)."""
+    thinking: str | None = None
+    """Thinking levels (default light yellow)."""
+    tier: list[str] | None = Field(default=None, min_length=1, max_length=4)
+    """Tier shades from level 1 (`read-collect`, `write-patch`) to level 4 (`*-critical`); a shorter list
+    repeats its last colour (default four pink shades)."""
+    text: str | None = None
+    """Progress and other row text (default: the theme's text colour)."""
+    messages: str | None = None
+    """Message cards and secondary details (default grey)."""
+    warning: str | None = None
+    """Warnings: context at 75%, stale or stalled agents (default: the theme's warning colour)."""
+    error: str | None = None
+    """Errors: context at 90%, quarantined agents (default: the theme's error colour)."""
+
+    @field_validator("names", "model", "thinking", "tier", "text", "messages", "warning", "error")
+    @classmethod
+    def _check_colors(cls, value: str | list[str] | None) -> str | list[str] | None:
+        for color in [value] if isinstance(value, str) else value or ():
+            if not re.match(_COLOR_PATTERN, color):
+                raise ValueError(f"{color!r} is not a colour (use #rrggbb, #rgb, a name or rgb(r, g, b))")
+        return value
+
+
 class Settings(_Section):
     """All settings, with their defaults. Build with [`load_settings`][corral.settings.load_settings]."""
 
@@ -227,6 +270,8 @@ class Settings(_Section):
     favorite_models: dict[str, dict[str, str]] = Field(default_factory=dict)
     """`[favorite_models.<tier>]` tables with `model` (and optional `thinking`) per intent tier; read from
     the user settings file only, so the picker and spawning agree (validated when a spawn resolves a tier)."""
+    activity_colors: ActivityColorsSettings = Field(default_factory=ActivityColorsSettings)
+    """`[activity_colors]` table: the terminal app's activity palette (unset keys follow the theme)."""
     agent_tool_style: Literal["multiplexed", "per-operation"] = "multiplexed"
     """Shape of the agent surface: `multiplexed` (default) offers one `agent` tool with an
     `action` field; `per-operation` offers `agent_list`, `agent_delegate`, … each with only its

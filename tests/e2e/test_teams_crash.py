@@ -178,7 +178,7 @@ def test_a_crash_during_a_check_never_reruns_it_or_consumes_an_attempt_twice(
         )
         checks_before = {c.check_id: c.state for c in store.claimed_checks(member.run_id)}
         ledgers_before = [
-            (len(l.stages), [s.state for s in l.stages]) for l in store.repair_ledgers(member.run_id)
+            (len(ledger.stages), [s.state for s in ledger.stages]) for ledger in store.repair_ledgers(member.run_id)
         ]
     lead = _lead_session(cli_env)
     second = corral(
@@ -189,7 +189,7 @@ def test_a_crash_during_a_check_never_reruns_it_or_consumes_an_attempt_twice(
         # A claimed check is never replayed; the ledger gains no stage after the restart.
         assert {c.check_id: c.state for c in store.claimed_checks(member.run_id)} == checks_before
         assert [
-            (len(l.stages), [s.state for s in l.stages]) for l in store.repair_ledgers(member.run_id)
+            (len(ledger.stages), [s.state for s in ledger.stages]) for ledger in store.repair_ledgers(member.run_id)
         ] == ledgers_before
         reports = store.team_reports(lead_session_id=member.lead_session_id)
     entries = [json.loads(line) for line in lead.read_text().splitlines()[1:]]

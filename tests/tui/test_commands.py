@@ -14,7 +14,7 @@ from corral.tui.app import SetupCard
 from corral.tui.screens import AgentsScreen, PickerScreen
 from corral.tui.widgets import AssistantCard, NoticeCard, StatusFooter, UserCard
 
-from .conftest import SIZE, TuiEnv, type_text, wait_until
+from .conftest import SIZE, TuiEnv, wait_until
 
 
 def _idle(app: CorralApp) -> bool:
@@ -26,7 +26,8 @@ def _notices(app: CorralApp) -> list[str]:
 
 
 async def _command(pilot: object, text: str) -> None:
-    await type_text(pilot, text)  # type: ignore[arg-type]
+    """Put `text` in the editor at once (typing is tested in test_chat) and send it."""
+    pilot.app.editor.load_text(text)  # type: ignore[attr-defined]
     await pilot.press("enter")  # type: ignore[attr-defined]
 
 

@@ -1,4 +1,4 @@
-"""SVG snapshots of the chat and the activity card (fixed size, scripted model, fixed clock).
+"""SVG snapshots: the chat, the activity card, the follow view and the tier picker (fixed size and clock).
 
 Update only after reading the report: `pytest tests/tui/test_snapshots.py --snapshot-update`.
 """
@@ -12,7 +12,7 @@ from textual.app import App, ComposeResult
 from textual.pilot import Pilot
 
 from corral.tui import CorralApp
-from corral.tui._format import ActivityRow
+from corral.tui._format import ActivityRow, RowKind
 from corral.tui.widgets import ActivityCard, Editor, StatusFooter
 
 from .conftest import SIZE, TuiEnv, type_text, wait_until
@@ -52,7 +52,7 @@ def test_chat_snapshot(tui_env: TuiEnv, snap_compare: Any) -> None:
 
 
 class ActivityApp(App[None]):
-    """The activity card and footer alone, with rows in several states."""
+    """The activity card and footer alone: managed rows and teams rows in several states."""
 
     CSS_PATH = str(TCSS)
 
@@ -63,6 +63,12 @@ class ActivityApp(App[None]):
     def on_mount(self) -> None:
         from corral.tui._format import CostSummary
 
+        def team(name: str, tier: str, state: str, **fields: Any) -> ActivityRow:
+            kind: RowKind = "read" if tier.startswith("read-") else "write"
+            return ActivityRow(
+                name, tier, state, kind=kind, model="scripted/demo", thinking="medium", **fields
+            )
+
         self.query_one(ActivityCard).show_rows(
             [
                 ActivityRow(
@@ -71,10 +77,55 @@ class ActivityApp(App[None]):
                 ActivityRow(
                     "reviewer", "reviewer", "blocked", elapsed="42s", tokens="3.1k", progress="asked"
                 ),
-                ActivityRow("fixer", "implementer", "settling", elapsed="2m10s", tokens="40.0k"),
-                ActivityRow("helper", "generalist", "starting", elapsed="0s"),
                 ActivityRow("old", "researcher", "lost", elapsed="9m00s", tokens="1.0k", stale=True),
-                ActivityRow("remote", "scout", "unknown", elapsed="-", stale=True),
+                team(
+                    "scan",
+                    "read-collect",
+                    "working",
+                    elapsed="12s",
+                    tokens="2.1k tok (1%)",
+                    context_percent=1.0,
+                    progress="bash command=pytest -q",
+                ),
+                team(
+                    "review",
+                    "read-review",
+                    "thinking",
+                    elapsed="40s",
+                    tokens="151.0k tok (76%)",
+                    context_percent=76.0,
+                    progress="waiting for model response",
+                ),
+                team(
+                    "fix",
+                    "write-feature",
+                    "waiting",
+                    elapsed="2m10s",
+                    tokens="40.2k tok (20%)",
+                    context_percent=20.0,
+                    helpers=2,
+                    progress="waiting",
+                ),
+                team(
+                    "audit",
+                    "read-critical",
+                    "stalled",
+                    elapsed="16m00s",
+                    tokens="? tok",
+                    stale=True,
+                    progress="no activity for 15m10s",
+                ),
+                team(
+                    "migrate",
+                    "write-critical",
+                    "quarantined",
+                    elapsed="3m00s",
+                    tokens="181.0k tok (91%)",
+                    context_percent=91.0,
+                    stale=True,
+                    progress="teardown timed out",
+                ),
+                team("later", "write-patch", "queued", elapsed="5s", progress="queued at position 1"),
             ]
         )
         self.query_one(StatusFooter).show(
@@ -88,7 +139,43 @@ class ActivityApp(App[None]):
 
 
 def test_activity_card_snapshot(snap_compare: Any) -> None:
-    assert snap_compare(ActivityApp(), terminal_size=(100, 12))
+    assert snap_compare(ActivityApp(), terminal_size=(130, 13))
+
+
+class PickerApp(App[None]):
+    """The tier picker over a fixed list of models and favorites."""
+
+    CSS_PATH = str(TCSS)
+
+    def on_mount(self) -> None:
+        from corral.llm import ModelRegistry
+        from corral.settings import Settings
+        from corral.tui.screens import TierPickerScreen
+
+        registry = ModelRegistry(Settings(), environ={})
+        refs = (
+            "scripted/demo",
+            "anthropic/claude-sonnet-4-5",
+            "openai/gpt-5",
+            "openai/gpt-5.2",
+            "openai/gpt-4.1",
+        )
+        self.push_screen(
+            TierPickerScreen(
+                [registry.resolve(ref) for ref in refs],
+                {
+                    "read-review": {"model": "anthropic/claude-sonnet-4-5", "thinking": "high"},
+                    "write-patch": {"model": "openai/gpt-5.2", "thinking": "xhigh"},
+                },
+                lead_model="scripted/demo",
+                lead_thinking="medium",
+                available=frozenset({"scripted/demo"}),
+            )
+        )
+
+
+def test_tier_picker_snapshot(snap_compare: Any) -> None:
+    assert snap_compare(PickerApp(), press=["down", "right"], terminal_size=SIZE)
 
 
 def test_follow_view_snapshot(tui_env: TuiEnv, snap_compare: Any) -> None:

@@ -8,7 +8,7 @@ from __future__ import annotations
 
 from collections.abc import Mapping
 from dataclasses import KW_ONLY, dataclass
-from typing import Any
+from typing import Any, Literal
 
 __all__ = [
     "CONTEXT_DANGER_PERCENT",
@@ -17,9 +17,11 @@ __all__ = [
     "STATE_GLYPHS",
     "ActivityRow",
     "CostSummary",
+    "RowKind",
     "activity_row",
     "context_level",
     "format_context",
+    "format_context_tokens",
     "format_cost",
     "format_elapsed",
     "format_tokens",
@@ -41,6 +43,12 @@ STATE_GLYPHS: Mapping[str, str] = {
     "queued": "◌",
     "unknown": "?",
     "lost": "×",
+    "thinking": "◑",
+    "waiting": "◐",
+    "finishing": "◌",
+    "stalled": "!",
+    "stopping": "◌",
+    "quarantined": "×",
 }
 """The glyph shown before each state word (the word is always shown too)."""
 
@@ -87,6 +95,13 @@ def format_context(percent: float | None, window: int | None) -> str:
     return f"{mark}ctx {percent:.0f}% of {format_tokens(window)}"
 
 
+def format_context_tokens(tokens: int | None, percent: float | None) -> str:
+    """A teams row's current context: `0 tok (0%)`, `12.3k tok (6%)`; `? tok` after a compaction."""
+    if tokens is None or percent is None:
+        return "? tok"
+    return f"{format_tokens(tokens)} tok ({percent:.0f}%)"
+
+
 @dataclass(frozen=True, slots=True)
 class CostSummary:
     """The combined recorded cost of the lead and its agents."""
@@ -104,18 +119,42 @@ def format_cost(summary: CostSummary) -> str:
     return f"{text}+ (incomplete)" if summary.incomplete else text
 
 
+RowKind = Literal["managed", "read", "write"]
+"""A managed agent (`agent` surface), or a teams read or edit agent."""
+
+
 @dataclass(frozen=True, slots=True)
 class ActivityRow:
-    """One managed agent as the activity card shows it."""
+    """One agent as the activity card shows it (a managed agent, or a teams agent)."""
 
     label: str
+    """Managed label or teams name."""
     definition: str
+    """Managed definition, or the teams tier."""
     state: str
+    """State word (managed: `working`, `blocked`, …; teams: `thinking`, `waiting`, `queued`, …)."""
     _: KW_ONLY
     elapsed: str = "-"
     tokens: str = "-"
+    """Managed: total tokens (`12.3k`); teams: current context (`12.3k tok (6%)`, `? tok` after compaction)."""
     progress: str = ""
     stale: bool = False
+    kind: RowKind = "managed"
+    run_id: str | None = None
+    """The run (`None` for a queued teams agent, which has none yet)."""
+    model: str = ""
+    """Teams: `provider/model`."""
+    thinking: str = ""
+    """Teams: thinking level."""
+    context_percent: float | None = None
+    """Teams: current context usage in percent (`None` when unknown)."""
+    helpers: int = 0
+    """Teams writer: its active depth-1 read helpers."""
+
+    @property
+    def is_team(self) -> bool:
+        """Whether this is a teams agent."""
+        return self.kind != "managed"
 
     @property
     def glyph(self) -> str:

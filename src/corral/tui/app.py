@@ -39,7 +39,11 @@ from corral.llm import (
     available_thinking_levels,
     parse_model_ref,
 )
+from corral.settings import ActivityColorsSettings
+from corral.tui._app_favorites import FavoritesMixin
 from corral.tui._format import ActivityRow, CostSummary, activity_row, summarize_args
+from corral.tui._palette import ActivityPalette, resolve_palette
+from corral.tui._teams import team_rows
 from corral.tui.screens import AgentsScreen, FollowScreen, PickerScreen
 from corral.tui.widgets import (
     ActivityCard,
@@ -59,6 +63,7 @@ DEMO_MODEL = "scripted/demo"
 
 COMMANDS: dict[str, str] = {
     "/agents": "status table of the managed agents",
+    "/agents-favorite-models": "tier picker; or set <tier> <provider/model> [thinking], clear <tier>, clear",
     "/model": "switch the lead's model (/model provider/model, or pick from a list)",
     "/thinking": "set the thinking level (/thinking high, or pick)",
     "/compact": "compact the lead's context (optional instructions)",
@@ -86,12 +91,14 @@ class HostChanged(Message):
 
 
 class AgentProgress(Message):
-    """A managed agent did something worth a progress line."""
+    """A managed or teams agent did something worth a progress line."""
 
-    def __init__(self, run_id: str, text: str) -> None:
+    def __init__(self, run_id: str, text: str, kind: str = "tool") -> None:
         super().__init__()
         self.run_id = run_id
         self.text = text
+        self.kind = kind
+        """`tool` (a tool call started) or `reply` (the last line of a reply)."""
 
 
 class SetupCard(Vertical):
@@ -111,7 +118,7 @@ class SetupCard(Vertical):
         yield Button(f"Use {DEMO_MODEL}", id="use-demo", variant="primary")
 
 
-class CorralApp(App[int]):
+class CorralApp(FavoritesMixin, App[int]):
     """The corral terminal app.
 
     Args:
@@ -145,10 +152,13 @@ class CorralApp(App[int]):
         self._records: list[dict[str, Any]] = []
         self._started: dict[str, int | None] = {}
         self._run_ids: dict[str, str] = {}
-        self._progress: dict[str, str] = {}
+        self._progress: dict[str, tuple[str, str]] = {}
         self._child_costs: dict[str, float] = {}
         self._child_subscriptions: dict[str, Callable[[], None]] = {}
         self.rows: list[ActivityRow] = []
+        """The activity card's rows: managed agents, then teams agents, then queued teams spawns."""
+        self.palette: ActivityPalette = resolve_palette(ActivityColorsSettings())
+        """The `activityColors` palette (settings and theme)."""
         self._refresh_pending = False
         # The main screen's widgets, held directly: `query_one` searches the
         # *active* screen, which may be the follow view or a dialog.
@@ -178,7 +188,21 @@ class CorralApp(App[int]):
     async def on_mount(self) -> None:
         self.editor.focus()
         self.set_interval(1.0, self._tick)
+        self.theme_changed_signal.subscribe(self, lambda _theme: self._apply_palette())
         await self._open(self.options)
+
+    def _apply_palette(self) -> None:
+        """Resolve the `activityColors` palette for the settings and the current theme."""
+        settings = self.launched.settings.activity_colors if self.launched is not None else None
+        theme = self.current_theme
+        self.palette = resolve_palette(
+            settings or ActivityColorsSettings(), dark=theme.dark, warning=theme.warning, error=theme.error
+        )
+        self._activity.palette = self.palette
+        self._chat.palette = self.palette
+        if isinstance(self.screen, FollowScreen):
+            self.screen.set_palette(self.palette)
+        self._activity.show_rows(self.rows)
 
     async def on_unmount(self) -> None:
         await self._close()
@@ -201,6 +225,7 @@ class CorralApp(App[int]):
             self.post_message(LeadEvent(event))
 
         self._unsubscribe = launched.agent.subscribe(forward)
+        self._apply_palette()
         await self.chat.load(launched.agent.messages)
         self._render_footer()
         self._attach_host()
@@ -298,15 +323,7 @@ class CorralApp(App[int]):
         caller = host.lead_callers.get(launched.session.session_id)
         if caller is None:
             return
-        self.push_screen(
-            FollowScreen(
-                host,
-                caller,
-                [row.label for row in self.rows],
-                states={row.label: row.state for row in self.rows},
-            ),
-            self._back_to_lead,
-        )
+        self.push_screen(FollowScreen(host, caller, self.rows, palette=self.palette), self._back_to_lead)
 
     def _back_to_lead(self, _result: None) -> None:
         self.editor.focus()
@@ -388,6 +405,8 @@ class CorralApp(App[int]):
             return
         if name == "/agents":
             self._show_agents()
+        elif name == "/agents-favorite-models":
+            self.favorites_command(arg)
         elif name == "/thinking":
             self._thinking_command(arg)
         elif name == "/compact":
@@ -608,30 +627,39 @@ class CorralApp(App[int]):
                 )
                 lines = [line for line in event.message.text.splitlines() if line.strip()]
                 if lines:
-                    self.post_message(AgentProgress(run_id, lines[-1][:80]))
+                    self.post_message(AgentProgress(run_id, lines[-1][:80], "reply"))
+            elif event.type in ("agent_start", "agent_settled", "tool_execution_end"):
+                self.post_message(HostChanged())  # a teams agent's phase changed
 
         return listener
 
     def on_agent_progress(self, message: AgentProgress) -> None:
-        self._progress[message.run_id] = message.text
+        self._progress[message.run_id] = (message.kind, message.text)
         self._schedule_refresh()
 
     def _tick(self) -> None:
-        if self._records:
+        if self.rows:
             self._render_activity()
 
     def _render_activity(self) -> None:
         now = int(self.clock() * 1000)
-        self.rows = [
+        rows = [
             activity_row(
                 record,
                 started_at_ms=self._started.get(str(record.get("agent"))),
                 now_ms=now,
-                progress=self._progress.get(self._run_ids.get(str(record.get("agent")), ""), ""),
+                progress=self._progress.get(self._run_ids.get(str(record.get("agent")), ""), ("", ""))[1],
             )
             for record in self._records
         ]
+        host, launched = self.host, self.launched
+        if host is not None and launched is not None and "teams" in launched.surfaces:
+            rows.extend(team_rows(host, launched.session.session_id, now_ms=now, progress=self._progress))
+        self.rows = rows
         self._activity.show_rows(self.rows)
+        for screen in self.screen_stack:
+            if isinstance(screen, FollowScreen):
+                screen.update_rows(self.rows)
 
     def cost_summary(self) -> CostSummary:
         """The combined cost of the lead and its agents (incomplete while usage is missing)."""
@@ -648,6 +676,12 @@ class CorralApp(App[int]):
                 continue
             child = host.children.get(run_id) if host is not None else None
             if child is not None and child.agent.is_streaming:
+                incomplete = True
+        for row in self.rows:
+            if not row.is_team or row.run_id is None:
+                continue
+            child = host.children.get(row.run_id) if host is not None else None
+            if row.run_id not in self._child_costs or (child is not None and child.agent.is_streaming):
                 incomplete = True
         total += sum(self._child_costs.values())
         return CostSummary(total, incomplete=incomplete)

@@ -1,16 +1,23 @@
-"""The follow view: one managed agent's transcript, live, with its controls.
+"""The follow view: one agent's transcript, live, with its controls.
 
 Opened with Down from an empty editor. Navigation follows the activity card's
-row order (agents still finishing stay reachable while they have a row). The
-screen renders and posts; the controls call the host's controller, which
-checks ownership and state as it does for the `agent` tool.
+row order; the app keeps the screen's rows current (`update_rows`), new agents
+are appended and agents that left the card (finishing, stopped) stay
+reachable. Controls on a managed agent call the host's controller, which
+checks ownership and state as it does for the `agent` tool; on a teams agent
+they call the teams core as the lead's own tools do: `send_message` (`m`),
+`interrupt_teammate` (`i`) and `stop_teammate` (`x`, after which the lead
+gets a hidden notice with the teardown's outcome).
 """
 
 from __future__ import annotations
 
+import asyncio
 from collections.abc import Callable, Sequence
+from dataclasses import replace
 from typing import TYPE_CHECKING, ClassVar
 
+from rich.text import Text
 from textual import work
 from textual.app import ComposeResult
 from textual.binding import Binding, BindingType
@@ -20,6 +27,9 @@ from textual.widgets import Input, Static
 
 from corral.agent import AgentEvent
 from corral.errors import CorralError
+from corral.tui._format import ActivityRow
+from corral.tui._palette import DARK_DEFAULTS, ActivityPalette, tier_level
+from corral.tui._teams import stop_notice
 from corral.tui.widgets import ChatLog
 
 if TYPE_CHECKING:
@@ -41,9 +51,9 @@ class FollowScreen(Screen[None]):
     Args:
         host: The orchestration host.
         caller: The lead's caller (controls are checked against it).
-        labels: Agent labels in activity-row order.
+        rows: The activity card's rows, in order.
         index: The selected agent.
-        states: Each label's state word, for the header and the reply box.
+        palette: The `activityColors` palette.
     """
 
     BINDINGS: ClassVar[list[BindingType]] = [
@@ -76,24 +86,62 @@ class FollowScreen(Screen[None]):
         self,
         host: Host,
         caller: Caller,
-        labels: Sequence[str],
+        rows: Sequence[ActivityRow],
         *,
         index: int = 0,
-        states: dict[str, str] | None = None,
+        palette: ActivityPalette = DARK_DEFAULTS,
     ) -> None:
         super().__init__()
         self.host = host
         self.caller = caller
-        self.labels = list(labels)
+        self.rows = list(rows)
+        """The agents to navigate, in activity-row order (departed ones stay)."""
         self.index = index
-        self.states = dict(states or {})
+        self.palette = palette
         self._unsubscribe: Callable[[], None] | None = None
+        self._shown_run: str | None = None
+        self._show_lock = asyncio.Lock()
+        self._ready = False
         self.last_error: str | None = None
+
+    @property
+    def labels(self) -> list[str]:
+        """The agents' labels (teams names), in navigation order."""
+        return [row.label for row in self.rows]
+
+    @property
+    def states(self) -> dict[str, str]:
+        """Each agent's latest state word."""
+        return {row.label: row.state for row in self.rows}
+
+    @property
+    def row(self) -> ActivityRow:
+        """The followed agent's row."""
+        return self.rows[self.index]
 
     @property
     def label(self) -> str:
         """The followed agent's label."""
-        return self.labels[self.index]
+        return self.row.label
+
+    def update_rows(self, rows: Sequence[ActivityRow]) -> None:
+        """Take the card's latest rows: update known agents, append new ones, keep departed ones."""
+        key = _key
+        fresh = {key(row): row for row in rows}
+        known = {key(row) for row in self.rows}
+        self.rows = [fresh.get(key(row)) or _departed(row) for row in self.rows]
+        self.rows += [row for row in rows if key(row) not in known]
+        self._render_header()
+        started = self.row.run_id is not None and self.row.run_id != self._shown_run
+        if self._ready and self.is_current and started:
+            self.run_worker(self._show(), group="follow-show", exclusive=True)
+
+    def set_palette(self, palette: ActivityPalette) -> None:
+        """Use another palette (the theme changed)."""
+        self.palette = palette
+        for log in self.query("#follow-log").results(ChatLog):
+            log.palette = palette
+        self._render_header()
 
     @property
     def transcript(self) -> ChatLog:
@@ -116,6 +164,8 @@ class FollowScreen(Screen[None]):
         yield Static(HINT, id="follow-hint")
 
     async def on_mount(self) -> None:
+        self.transcript.palette = self.palette
+        self._ready = True
         await self._show()
 
     async def on_unmount(self) -> None:
@@ -126,28 +176,65 @@ class FollowScreen(Screen[None]):
             self._unsubscribe()
             self._unsubscribe = None
 
-    def _run_id(self, label: str) -> str | None:
+    def _run_id(self, row: ActivityRow) -> str | None:
+        if row.run_id is not None or row.is_team:
+            return row.run_id
         for generation in self.host.tree(self.caller.session_id):
-            if generation.label == label:
+            if generation.label == row.label:
                 return generation.run_id
         return None
 
+    def _render_header(self) -> None:
+        headers = self.query("#follow-header").results(Static)
+        header = next(headers, None)
+        if header is None:  # not composed yet, or being removed
+            return
+        row, palette = self.row, self.palette
+        text = Text()
+        text.append(row.label, style=f"bold {palette.names}".strip())
+        text.append(f" · {row.state}")
+        if row.is_team:
+            text.append(" · ")
+            text.append(row.definition, style=palette.tier_color(tier_level(row.definition)))
+            text.append(" · ")
+            text.append(row.model, style=palette.model)
+            text.append("/", style="dim")
+            text.append(row.thinking, style=palette.thinking)
+            text.append(f" · {row.elapsed} · {row.tokens}")
+            if row.helpers:
+                text.append(f" · +{row.helpers} helpers")
+        text.append(f"   ({self.index + 1} of {len(self.rows)})")
+        header.update(text)
+
     async def _show(self) -> None:
+        # One at a time: navigation and a queued agent that starts may both ask to show.
+        async with self._show_lock:
+            await self._show_row(self.row)
+
+    async def _show_row(self, row: ActivityRow) -> None:
+        run_id = self._run_id(row)
+        self._shown_run = run_id
         self._detach()
         log = self.transcript
         await log.reset()
-        label = self.label
-        state = self.states.get(label, "unknown")
-        self.query_one("#follow-header", Static).update(
-            f"{label} · {state}   ({self.index + 1} of {len(self.labels)})"
-        )
-        run_id = self._run_id(label)
+        label, state = row.label, row.state
+        self._render_header()
         child = self.host.children.get(run_id) if run_id is not None else None
         if child is None:
-            log.notice(
-                f"{label} is not running in this process ({state}); "
-                "`corral agents show` and the agent tool's transcript action still read it."
-            )
+            if row.state == "queued":
+                log.notice(f"{label} is queued: it starts when a slot frees ({row.progress}).")
+            elif row.is_team and state == "finished":
+                log.notice(
+                    f"{label} has left the team: it reported or was stopped; "
+                    "a report, if any, is in the lead's chat."
+                )
+            elif row.is_team:
+                log.notice(f"{label} is {state}: {row.progress or 'its run is not in this process'}.")
+            else:
+                log.notice(
+                    f"{label} is not running in this process ({state}); "
+                    "`corral agents show` and the agent tool's transcript action still read it."
+                )
             return
         await log.load(child.agent.messages)
         log.anchor()
@@ -224,7 +311,7 @@ class FollowScreen(Screen[None]):
         """`m`: write a message (a reply, when the agent waits on a question)."""
         if self.composer.display:
             return
-        blocked = self.states.get(self.label) == "blocked"
+        blocked = not self.row.is_team and self.row.state == "blocked"
         self.composer.placeholder = (
             f"Reply to {self.label}'s question (Enter sends, Esc cancels)"
             if blocked
@@ -240,15 +327,21 @@ class FollowScreen(Screen[None]):
         if not text:
             return
         self.composer.value = ""
-        self._send(self.label, text)
+        self._send(self.row, text)
 
     @work(group="follow-control")
-    async def _send(self, label: str, draft: str) -> None:
-        from corral.orchestration.surfaces import ReplyParams, SteerParams
+    async def _send(self, row: ActivityRow, draft: str) -> None:
+        from corral.orchestration.surfaces import ReplyParams, SendMessageRequest, SteerParams
 
         controller = self.host.controller
+        label = row.label
         try:
-            if self.states.get(label) == "blocked":
+            if row.is_team:
+                _text, details = await self.host.teams.send_message(
+                    self.caller, SendMessageRequest(recipient=label, content=draft, summary="From the user")
+                )
+                self.transcript.notice(f"message sent to {label} ({details.get('delivery', 'inbox')})")
+            elif row.state == "blocked":
                 await controller.reply(self.caller, ReplyParams(agent=label, message=draft))
                 self.transcript.notice(f"replied to {label}")
             else:
@@ -269,8 +362,15 @@ class FollowScreen(Screen[None]):
             return
         from corral.orchestration.surfaces import InterruptParams
 
-        label = self.label
+        row = self.row
+        label = row.label
         try:
+            if row.is_team:
+                text, details = await self.host.teams.interrupt_teammate(self.caller, label)
+                ok = details.get("status") in ("interrupted", "pending")
+                self.last_error = None if ok else text
+                self.transcript.notice(text, kind="info" if ok else "error")
+                return
             await self.host.controller.interrupt(
                 self.caller, InterruptParams(agent=label, message=INTERRUPT_MESSAGE)
             )
@@ -287,11 +387,35 @@ class FollowScreen(Screen[None]):
             return
         from corral.orchestration.surfaces import CloseParams
 
-        label = self.label
+        row = self.row
+        label = row.label
         try:
+            if row.is_team:
+                await self._stop_teammate(label)
+                return
             await self.host.controller.close(self.caller, CloseParams(agent=label))
         except CorralError as exc:
             self.last_error = str(exc)
             self.transcript.notice(f"stop failed: {exc}", kind="error")
             return
         self.transcript.notice(f"stopped {label}")
+
+    async def _stop_teammate(self, name: str) -> None:
+        """`x` on a teams agent: `stop_teammate`, then a hidden notice to the lead (teardown included)."""
+        text, details = await self.host.teams.stop_teammate(
+            self.caller, name, "stopped by the user from the terminal"
+        )
+        stopped = bool(details.get("stopped"))
+        self.last_error = None if stopped else text
+        self.transcript.notice(text, kind="info" if stopped else "error")
+        if stopped or "teardown" in details:
+            self.host.teams.notify_lead(self.caller.session_id, stop_notice(name, text, details))
+
+
+def _key(row: ActivityRow) -> tuple[bool, str]:
+    return (row.is_team, row.label)
+
+
+def _departed(row: ActivityRow) -> ActivityRow:
+    """A teams agent that left the card: `finished` (a managed agent keeps its last state)."""
+    return replace(row, state="finished", progress="") if row.is_team else row

@@ -29,7 +29,9 @@ from corral.llm import (
     ToolResultMessage,
     UserMessage,
 )
+from corral.orchestration.teams import TEAM_MESSAGE_TYPE, TEAM_REPORT_TYPE
 from corral.tui._format import LARGE_LOG_LINES, summarize_args
+from corral.tui._palette import DARK_DEFAULTS, ActivityPalette
 
 RESULT_TYPE = "corral-agent-result"
 """`custom_type` of a delivered managed-agent result."""
@@ -42,6 +44,8 @@ __all__ = [
     "AssistantCard",
     "ChatLog",
     "NoticeCard",
+    "TeamMessageCard",
+    "TeamReportCard",
     "ThinkingBlock",
     "ToolCard",
     "UserCard",
@@ -177,6 +181,70 @@ class AgentAskCard(Static):
         super().__init__(body, classes="agent-ask")
 
 
+_REPORT_FOOTER = "The agent has exited; do not stop it."
+
+
+class TeamReportCard(Vertical):
+    """A teams report (`corral-team-report`): name, outcome, verification, acceptance and summary,
+    with the full report collapsed below (click `report` to expand)."""
+
+    def __init__(self, text: str, details: Any, *, palette: ActivityPalette = DARK_DEFAULTS) -> None:
+        facts = details if isinstance(details, dict) else {}
+        self.agent_name = str(facts.get("name") or "agent")
+        self.outcome = str(facts.get("effective_outcome") or facts.get("outcome") or "unspecified")
+        verification = facts.get("verification")
+        self.verification = (
+            str(verification.get("state")) if isinstance(verification, dict) else "not-requested"
+        )
+        acceptance = facts.get("acceptance")
+        self.acceptance = str(acceptance.get("state")) if isinstance(acceptance, dict) else "pending"
+        self.status = str(facts.get("status") or "completed")
+        parts = text.split("\n\n")
+        self.summary = ""
+        body = parts[1:]
+        if body and body[0].startswith("Summary: "):
+            self.summary = body.pop(0).removeprefix("Summary: ").strip()
+        if body and body[-1].startswith(_REPORT_FOOTER):
+            body.pop()
+        self.body = "\n\n".join(body).strip()
+        if not self.summary:
+            first = next((line for line in self.body.splitlines() if line.strip()), "")
+            self.summary = first[:100]
+        head = Text("◆ report from ", style="bold")
+        head.append(self.agent_name, style=f"bold {palette.names}")
+        if facts.get("tier"):
+            head.append(f" ({facts['tier']})", style="dim")
+        if self.status != "completed":
+            head.append(f"  {self.status}", style=f"bold {palette.error}")
+        head.append("\n")
+        outcome_style = {"succeeded": "green", "blocked": palette.warning, "failed": palette.error}
+        head.append("outcome ")
+        head.append(self.outcome, style=f"bold {outcome_style.get(self.outcome, '')}".strip())
+        head.append(f" · verification {self.verification} · acceptance {self.acceptance}", style="dim")
+        if self.summary:
+            head.append("\n" + self.summary)
+        self._body = Static(Text(self.body), classes="team-report-body")
+        self.collapsible = Collapsible(self._body, title="report", collapsed=True)
+        super().__init__(Static(head, classes="team-report-head"), self.collapsible, classes="team-report")
+
+
+class TeamMessageCard(Static):
+    """A message from a teams agent (or a notice from corral) to the lead (`corral-team-message`)."""
+
+    def __init__(self, text: str, details: Any, *, palette: ActivityPalette = DARK_DEFAULTS) -> None:
+        facts = details if isinstance(details, dict) else {}
+        sender = str(facts.get("from") or "agent")
+        summary = facts.get("summary")
+        _, _, content = text.partition("\n\n")
+        title = Text("✉ message from ", style="bold")
+        title.append(sender, style=f"bold {palette.names}")
+        if summary:
+            title.append(f" — {summary}", style="dim")
+        title.append("\n")
+        title.append(content or text, style=palette.messages)
+        super().__init__(title, classes="team-message")
+
+
 class ChatLog(VerticalScroll):
     """A scrolling transcript (the lead's, or a followed agent's) built from agent events.
 
@@ -195,6 +263,8 @@ class ChatLog(VerticalScroll):
         """Messages shown as queued (steer or follow-up), by text, until the agent takes them."""
         self._assistant: AssistantCard | None = None
         self._tools: dict[str, ToolCard] = {}
+        self.palette: ActivityPalette = DARK_DEFAULTS
+        """The `activityColors` palette for team cards."""
 
     def on_mount(self) -> None:
         # Anchored: stays at the bottom as cards arrive and grow, until the user
@@ -210,10 +280,12 @@ class ChatLog(VerticalScroll):
         self.add(NoticeCard(text, kind=kind))
 
     def action_toggle_logs(self) -> None:
-        """Expand or collapse every large tool log."""
+        """Expand or collapse every large tool log and every teams report's body."""
         self.logs_expanded = not self.logs_expanded
         for card in self.query(ToolCard):
             card.set_expanded(self.logs_expanded)
+        for report in self.query(TeamReportCard):
+            report.collapsible.collapsed = not self.logs_expanded
 
     async def reset(self) -> None:
         """Remove every card."""
@@ -245,6 +317,10 @@ class ChatLog(VerticalScroll):
                 queued.update(text)
             else:
                 self.add(UserCard(text))
+        elif isinstance(message, CustomMessage) and message.custom_type == TEAM_REPORT_TYPE:
+            self.add(TeamReportCard(content_text(message.content), message.details, palette=self.palette))
+        elif isinstance(message, CustomMessage) and message.custom_type == TEAM_MESSAGE_TYPE:
+            self.add(TeamMessageCard(content_text(message.content), message.details, palette=self.palette))
         elif isinstance(message, CustomMessage) and message.display:
             text = content_text(message.content)
             if message.custom_type == RESULT_TYPE:
