@@ -3,7 +3,12 @@
 It opens the shared store, loads its generation and task, builds the agent
 exactly as the in-process path does (`build_managed_agent` from the launch
 file the host wrote), and records its readiness (its pid and `$TMUX_PANE`)
-before running the assignment through the same `ManagedChild`. Requests
+before running the assignment through the same `ManagedChild`. In resume
+mode (a launch file with `resume`, written by a handoff) it continues a
+generation moved out of its host: the agent is rebuilt from the host's exact
+system prompt, model and tools, a teams agent gets its member tools over a
+worker-local `Teams`, and the run prompts the handoff note once instead of
+acknowledging the task. Requests
 (`steer`, `interrupt`, `reply`) arrive through the store: it polls every
 `POLL_S` seconds and acknowledges each one through `ManagedChild.accept`. A
 heartbeat file is touched about once a second. The terminal shows a live
@@ -24,22 +29,25 @@ import json
 import os
 import sys
 import time
+from collections.abc import Callable
 from pathlib import Path
 from typing import Any, TextIO
 
 from corral.agent import (
+    AgentSession,
     AgentSettledEvent,
     MessageEndEvent,
     MessageUpdateEvent,
     ToolExecutionEndEvent,
     ToolExecutionStartEvent,
 )
-from corral.llm import AssistantMessage, ModelRegistry
+from corral.agent.tools import ReadOnlySandbox, create_builtin_tools
+from corral.llm import AssistantMessage, ModelRegistry, parse_model_ref
 from corral.orchestration._child import ManagedChild
 from corral.orchestration._controller import OwnerQuestions
 from corral.orchestration._delegate import ManagedAgentSpec, build_managed_agent
 from corral.orchestration._files import FileLimits
-from corral.orchestration._records import AskRecord
+from corral.orchestration._records import AskRecord, GenerationRecord, RequestRecord
 from corral.orchestration._store import Store
 from corral.orchestration.errors import OrchestrationError
 from corral.orchestration.surfaces import AskOwnerTool
@@ -122,12 +130,16 @@ class _View:
 async def run_worker(run_id: str, store_path: Path, launch_path: Path, *, out: TextIO = sys.stdout) -> int:
     """Run generation `run_id` until it is finalized; the exit code (0: done, 1: lost).
 
+    A launch file with a `resume` section (written by a handoff) continues a moved generation:
+    the task is neither acknowledged nor sent again; the agent gets the handoff prompt once.
+
     Raises:
         WorkerError: The launch file or the generation cannot be loaded.
     """
     try:
         launch: dict[str, Any] = json.loads(launch_path.read_text(encoding="utf-8"))
-        spec = ManagedAgentSpec.from_json(launch["spec"])
+        resume: dict[str, Any] | None = launch.get("resume")
+        spec = None if resume is not None else ManagedAgentSpec.from_json(launch["spec"])
         settings = Settings.model_validate_json(json.dumps(launch.get("settings", {})))
     except (OSError, ValueError, KeyError, TypeError) as exc:
         raise WorkerError(f"cannot read launch file {launch_path}: {exc}") from None
@@ -140,35 +152,130 @@ async def run_worker(run_id: str, store_path: Path, launch_path: Path, *, out: T
         if task is None:
             raise WorkerError(f"generation {run_id} has no task request")
         view = _View(out, generation.label)
-        view.state(f"starting (run {run_id[:8]}, pane {os.environ.get('TMUX_PANE', '?')})")
+        mode = "resuming" if resume is not None else "starting"
+        view.state(f"{mode} (run {run_id[:8]}, pane {os.environ.get('TMUX_PANE', '?')})")
         cwd = Path(generation.cwd)
         registry = ModelRegistry(settings, cwd=cwd)
-        model = registry.create_model(registry.resolve(spec.model_ref), cwd=cwd)
         session = SessionManager.open(Path(generation.session_path))
-        agent = build_managed_agent(spec, session=session, model=model, cwd=cwd, settings=settings)
-        hooks = _Hooks()
-        child = ManagedChild(
+        try:
+            hooks = _Hooks()
+            inbox: Callable[[], None] | None = None
+            if resume is not None:
+                child, inbox = await _resumed_child(
+                    resume, store, generation, task, session, registry, settings, hooks, view
+                )
+                child.context_retirement = bool(launch.get("contextRetirement", True))
+            else:
+                assert spec is not None
+                model = registry.create_model(registry.resolve(spec.model_ref), cwd=cwd)
+                agent = build_managed_agent(spec, session=session, model=model, cwd=cwd, settings=settings)
+                child = ManagedChild(
+                    store=store,
+                    agent=agent,
+                    generation=generation,
+                    task=task,
+                    hooks=hooks,
+                    delegating=False,
+                    context_retirement=bool(launch.get("contextRetirement", True)),
+                )
+                # The same ask_owner as in-process agents, recording into the shared store.
+                agent.register_tool(AskOwnerTool(OwnerQuestions(store, FileLimits()), child, agent))
+            hooks.child = child
+            child.agent.subscribe(view.on_event)
+            heartbeat = Path(launch["heartbeat"]) if launch.get("heartbeat") else None
+            store.record_started(run_id, pid=os.getpid(), pane_id=os.environ.get("TMUX_PANE") or None)
+            return await _serve(store, child, view, heartbeat, inbox)
+        finally:
+            session.close()
+    finally:
+        store.close()
+
+
+async def _resumed_child(
+    resume: dict[str, Any],
+    store: Store,
+    generation: GenerationRecord,
+    task: RequestRecord,
+    session: SessionManager,
+    registry: ModelRegistry,
+    settings: Settings,
+    hooks: _Hooks,
+    view: _View,
+) -> tuple[ManagedChild, Callable[[], None] | None]:
+    """Rebuild a moved agent exactly as its host had it (system prompt, model, tools) and its child.
+
+    A teams agent gets its member tools from the same code as in-process (`team_member_tools`),
+    over a `Teams` of a worker-local host on the same store; messages sent to it arrive in its
+    store inbox and the returned poller brings them into the session.
+    """
+    cwd = Path(generation.cwd)
+    model = registry.create_model(registry.resolve(parse_model_ref(resume["model"])), cwd=cwd)
+    sandbox: ReadOnlySandbox | None = None
+    if resume.get("sandbox"):
+        sandbox = ReadOnlySandbox()
+        status = await sandbox.probe()
+        if not status.ok:  # fail closed: a read agent never continues without its sandbox
+            raise WorkerError(f"the read-only sandbox does not work here: {status.reason}")
+    tools = create_builtin_tools(cwd, shell_path=settings.shell_path, names=resume["tools"], sandbox=sandbox)
+    agent = AgentSession(
+        session=session,
+        model=model,
+        thinking_level=resume["thinking"],
+        tools=tools,
+        cwd=cwd,
+        settings=settings,
+        system_prompt=resume["systemPrompt"],
+        agent_name=generation.label,
+    )
+    child: ManagedChild
+    inbox: Callable[[], None] | None = None
+    if resume.get("team"):
+        from corral.orchestration._host import Host
+        from corral.orchestration.surfaces import team_member_tools
+        from corral.orchestration.teams import TeamChild
+
+        member = store.team_member(generation.run_id)
+        if member is None:
+            raise WorkerError(f"generation {generation.run_id} is not a teams agent")
+
+        class _WorkerHost(Host):
+            """Reports and messages are stored; the owner's host delivers them (it polls the store)."""
+
+            def result_stored(self, run_id: str, request_id: str) -> None:
+                hooks.changed()
+
+        local = _WorkerHost(store=store, registry=registry, settings=settings)
+        team_child = TeamChild(
             store=store,
             agent=agent,
             generation=generation,
             task=task,
             hooks=hooks,
-            delegating=False,
-            context_retirement=bool(launch.get("contextRetirement", True)),
+            member=member,
+            teams=local.teams,
         )
-        hooks.child = child
+        for tool in team_member_tools(local, team_child):
+            agent.register_tool(tool)
+        child = team_child
 
-        # The same ask_owner as in-process agents, recording into the shared store.
-        agent.register_tool(AskOwnerTool(OwnerQuestions(store, FileLimits()), child, agent))
-        agent.subscribe(view.on_event)
-        heartbeat = Path(launch["heartbeat"]) if launch.get("heartbeat") else None
-        store.record_started(run_id, pid=os.getpid(), pane_id=os.environ.get("TMUX_PANE") or None)
-        try:
-            return await _serve(store, child, view, heartbeat)
-        finally:
-            session.close()
-    finally:
-        store.close()
+        def poll_inbox() -> None:
+            if not team_child.messages_open or team_child.finished.is_set():
+                return
+            lead, name = member.lead_session_id, member.name
+            if not store.read_team_inbox(lead, name, unread_only=True, mark_as_read=False):
+                return
+            for message in store.read_team_inbox(lead, name, unread_only=True, mark_as_read=True):
+                view.line(f"⇐ message from {message.sender}: {_brief(message.content)}")
+                summary = f" ({message.summary})" if message.summary else ""
+                team_child.inject(f"Message from {message.sender}{summary}:\n{message.content}")
+
+        inbox = poll_inbox
+    else:
+        child = ManagedChild(store=store, agent=agent, generation=generation, task=task, hooks=hooks)
+        if resume.get("askOwner"):
+            agent.register_tool(AskOwnerTool(OwnerQuestions(store, FileLimits()), child, agent))
+    child.resume_prompt = str(resume["prompt"])
+    return child, inbox
 
 
 def _touch(path: Path) -> None:
@@ -178,7 +285,13 @@ def _touch(path: Path) -> None:
         os.utime(path)
 
 
-async def _serve(store: Store, child: ManagedChild, view: _View, heartbeat: Path | None) -> int:
+async def _serve(
+    store: Store,
+    child: ManagedChild,
+    view: _View,
+    heartbeat: Path | None,
+    inbox: Callable[[], None] | None = None,
+) -> int:
     run_id = child.run_id
     running = asyncio.get_running_loop().create_task(child.run())
     seen: set[str] = set()
@@ -198,6 +311,8 @@ async def _serve(store: Store, child: ManagedChild, view: _View, heartbeat: Path
                 view.state("ended without a result (lost)")
                 return 1
             if generation.phase == "active":
+                if inbox is not None:
+                    inbox()
                 for request in store.requests(run_id):
                     if request.kind == "task" or request.acknowledged or request.request_id in seen:
                         continue

@@ -35,6 +35,7 @@ from ._files import (
     ResultRefResolver,
     prepare_files,
 )
+from ._handoff import HandoffResult
 from ._host import Host
 from ._lifecycle import (
     STALE_AFTER_MS,
@@ -157,6 +158,7 @@ __all__ = [
     "FileLimits",
     "GenerationPhase",
     "GenerationRecord",
+    "HandoffResult",
     "Host",
     "InspectResult",
     "InternalFailureError",

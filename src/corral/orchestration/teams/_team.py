@@ -825,7 +825,9 @@ class Teams(TeamReportsMixin, TeamControlMixin):
                         run_id=member.run_id,
                     )
         # Group recovery interrupts unadmitted slots: only for groups no live part of this process owns.
-        groups_warnings = [] if lead_session_id in self.lead_sessions else self.recover_groups(lead_session_id)
+        groups_warnings = (
+            [] if lead_session_id in self.lead_sessions else self.recover_groups(lead_session_id)
+        )
         for warning in [*self.checkpoints.retire_expired(), *groups_warnings]:
             self.host.warn(warning)
         self.host.spawn_background(self.deliver_group_wakes(lead_session_id))

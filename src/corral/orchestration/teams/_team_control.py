@@ -78,9 +78,18 @@ class TeamControlMixin:
         return caller.session_id
 
     def child(self, run_id: str) -> TeamChild | None:
-        """The live in-process run of `run_id`, if any."""
+        """The live in-process run of `run_id`, if any (a run moved to a tmux pane has none)."""
         live = self.live.get(run_id)
-        return None if live is None else live.child
+        return None if live is None or live.child.handing_off else live.child
+
+    def _moved(self, generation: Any) -> bool:
+        """Whether `generation` runs on in a tmux pane (moved by a handoff) and is not proven gone."""
+        return bool(
+            generation is not None
+            and generation.runtime_kind == "tmux"
+            and generation.phase == "active"
+            and generation.presence != "lost"
+        )
 
     def notify_lead(self, lead_session_id: str, text: str) -> None:
         """Send the lead a message from corral itself (stored, then delivered once)."""
@@ -360,6 +369,19 @@ class TeamControlMixin:
         member = self.host.store.live_team_member(lead, name)
         child = None if member is None else self.child(member.run_id)
         base: dict[str, Any] = {"session": team, "agentName": name}
+        if (
+            member is not None
+            and child is None
+            and self._moved(self.host.store.get_generation(member.run_id))
+        ):
+            return (
+                f"Agent {name} runs in a tmux pane, where interrupt is not supported; use send_message or stop_teammate.",
+                {
+                    **base,
+                    "status": "unsupported",
+                    "reason": "tmux-runtime",
+                },
+            )
         if member is None or child is None:
             return f"Agent {name} is not active in this session.", {**base, "status": "not_found"}
         base.update(agentKind=member.kind, lifecycleRunId=member.run_id, mechanism="agent-session-abort")
@@ -471,6 +493,9 @@ class TeamControlMixin:
         }
         if member.fence == "quarantined":
             phase = "quarantined"
+        elif child is None and self._moved(generation):
+            phase = "working"
+            snapshot["paneId"] = generation.pane_id if generation is not None else None
         elif child is None:
             phase = "finishing" if generation is not None and generation.phase == "completed" else "stalled"
             if generation is not None and generation.presence == "lost":
@@ -534,9 +559,11 @@ class TeamControlMixin:
         child = self.child(member.run_id)
         generation = store.get_generation(member.run_id)
         unread = len(store.read_team_inbox(lead, name, unread_only=True, mark_as_read=False))
-        alive = child is not None and not child.finished.is_set()
+        alive = (child is not None and not child.finished.is_set()) or self._moved(generation)
         if member.fence == "quarantined":
             health = "quarantined"
+        elif child is None and alive:
+            health = "healthy"  # runs in a tmux pane
         elif not alive:
             health = "dead"
         elif child is not None and not child.messages_open:

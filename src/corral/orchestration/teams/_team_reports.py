@@ -256,7 +256,10 @@ class TeamReportsMixin:
                 result["repair"] = decision.repair
         elif member.assigned_checks:
             # Checks were assigned but never ran: the run ended without a report to verify.
-            result["verification"] = {"state": "failed", "error": "The run ended without a report; no check ran."}
+            result["verification"] = {
+                "state": "failed",
+                "error": "The run ended without a report; no check ran.",
+            }
         markdown: Path | None = None
         with contextlib.suppress(OSError):
             markdown = write_report_markdown(
