@@ -208,3 +208,69 @@ def test_follow_view_snapshot(tui_env: TuiEnv, snap_compare: Any) -> None:
         await pilot.pause()
 
     assert snap_compare(app, terminal_size=SIZE, run_before=run_before)
+
+
+class CardsApp(App[None]):
+    """The lead's chat with a delivered teams report (one collapsed, one expanded) and a message card."""
+
+    CSS_PATH = str(TCSS)
+
+    def compose(self) -> ComposeResult:
+        from corral.tui.widgets import ChatLog
+
+        yield ChatLog()
+
+    async def on_mount(self) -> None:
+        from corral.llm import CustomMessage, UserMessage
+        from corral.orchestration.teams import TEAM_MESSAGE_TYPE, TEAM_REPORT_TYPE
+        from corral.tui.widgets import ChatLog, TeamReportCard
+
+        def report(
+            name: str, tier: str, outcome: str, verification: str, summary: str, body: str
+        ) -> CustomMessage:
+            return CustomMessage(
+                custom_type=TEAM_REPORT_TYPE,
+                content=f"Report from {name}.\n\nSummary: {summary}\n\n{body}",
+                details={
+                    "name": name,
+                    "tier": tier,
+                    "outcome": outcome,
+                    "verification": {"state": verification},
+                    "acceptance": {"state": "pending"},
+                },
+                timestamp=0,
+            )
+
+        chat = self.query_one(ChatLog)
+        await chat.load(
+            [
+                UserMessage(content="Review the auth module and fix the token check.", timestamp=0),
+                CustomMessage(
+                    custom_type=TEAM_MESSAGE_TYPE,
+                    content="Message from scan.\n\nShould I also check the session cookies?",
+                    details={"from": "scan", "summary": "scope question"},
+                    timestamp=0,
+                ),
+                report(
+                    "scan",
+                    "read-review",
+                    "succeeded",
+                    "not-requested",
+                    "two findings in auth/token.py",
+                    "F1 token.py:12 compares with ==.\nF2 token.py:40 never checks expiry.",
+                ),
+                report(
+                    "fix",
+                    "write-feature",
+                    "blocked",
+                    "failed",
+                    "expiry check added; one test still fails",
+                    "Changed auth/token.py.\npytest -q: 1 failed, 41 passed.",
+                ),
+            ]
+        )
+        chat.query(TeamReportCard).last().collapsible.collapsed = False
+
+
+def test_chat_report_and_message_cards_snapshot(snap_compare: Any) -> None:
+    assert snap_compare(CardsApp(), terminal_size=SIZE)

@@ -7,7 +7,7 @@ word follows `get_agent_status`'s phase rules: `quarantined` while a teardown
 did not settle, `stopping` once message admission closed, `stalled` after
 15 minutes without activity (or when the run is gone), else the run's own
 phase (`starting`, `thinking`, `working`, `waiting`, `finishing`); a queued
-spawn is `queued`. Nested read helpers are not rows: a writer's row counts its
+spawn is `queued`; an agent handed off to a tmux pane (`h`) is `working` there. Nested read helpers are not rows: a writer's row counts its
 active ones as `+N`.
 """
 
@@ -23,7 +23,7 @@ if TYPE_CHECKING:
     from corral.orchestration import GenerationRecord, Host
     from corral.orchestration._team_records import TeamMemberRecord
 
-__all__ = ["TEAM_STATES", "Progress", "stop_notice", "team_phase", "team_rows"]
+__all__ = ["TEAM_STATES", "Progress", "moved_to_pane", "stop_notice", "team_phase", "team_rows"]
 
 TEAM_STATES = (
     "starting",
@@ -58,6 +58,9 @@ def team_phase(
     if member.fence == "quarantined":
         return "quarantined", member.fence_reason or "its teardown did not settle"
     if child is None:
+        if moved_to_pane(generation):
+            assert generation is not None
+            return "working", f"in tmux pane {generation.pane_id or '?'} (handed off)"
         if generation is None or generation.phase in ("completed", "result_error"):
             return "finishing", "sending report"
         return "stalled", (generation.diagnostic if generation is not None else None) or "its run is gone"
@@ -76,6 +79,16 @@ def team_phase(
     if phase == "working":
         return phase, f"using {child.active_tool}" if child.active_tool else "working"
     return phase, "waiting for model response"
+
+
+def moved_to_pane(generation: GenerationRecord | None) -> bool:
+    """Whether `generation` runs on in a tmux pane (handed off, `h`) and is not known to be lost."""
+    return (
+        generation is not None
+        and generation.runtime_kind == "tmux"
+        and generation.phase == "active"
+        and generation.presence != "lost"
+    )
 
 
 def _active_helpers(host: Host, members: tuple[TeamMemberRecord, ...]) -> dict[str, int]:

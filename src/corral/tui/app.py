@@ -40,11 +40,12 @@ from corral.llm import (
     parse_model_ref,
 )
 from corral.settings import ActivityColorsSettings
+from corral.tui._app_commands import AgentCommandsMixin
 from corral.tui._app_favorites import FavoritesMixin
 from corral.tui._format import ActivityRow, CostSummary, activity_row, summarize_args
 from corral.tui._palette import ActivityPalette, resolve_palette
 from corral.tui._teams import team_rows
-from corral.tui.screens import AgentsScreen, FollowScreen, PickerScreen
+from corral.tui.screens import FollowScreen, PickerScreen
 from corral.tui.widgets import (
     ActivityCard,
     ChatLog,
@@ -62,8 +63,11 @@ DEMO_MODEL = "scripted/demo"
 """The offline model the app offers when no model is configured."""
 
 COMMANDS: dict[str, str] = {
-    "/agents": "status table of the managed agents",
+    "/agents": "status tables of the managed and teams agents",
     "/agents-favorite-models": "tier picker; or set <tier> <provider/model> [thinking], clear <tier>, clear",
+    "/agents-checkpoints": "list specialist checkpoints; delete <checkpoint id> retires one",
+    "/agents-extensions": "the tools spawned agents get (corral has no extensions)",
+    "/onboard": "ask the lead to recommend tier models for your set-up (changes only when you approve)",
     "/model": "switch the lead's model (/model provider/model, or pick from a list)",
     "/thinking": "set the thinking level (/thinking high, or pick)",
     "/compact": "compact the lead's context (optional instructions)",
@@ -118,7 +122,7 @@ class SetupCard(Vertical):
         yield Button(f"Use {DEMO_MODEL}", id="use-demo", variant="primary")
 
 
-class CorralApp(FavoritesMixin, App[int]):
+class CorralApp(AgentCommandsMixin, FavoritesMixin, App[int]):
     """The corral terminal app.
 
     Args:
@@ -404,9 +408,15 @@ class CorralApp(FavoritesMixin, App[int]):
             self.notice(f"{name} needs a model first: " + (self.setup_error or ""), kind="error")
             return
         if name == "/agents":
-            self._show_agents()
+            self.show_agents()
         elif name == "/agents-favorite-models":
             self.favorites_command(arg)
+        elif name == "/agents-checkpoints":
+            self.checkpoints_command(arg)
+        elif name == "/agents-extensions":
+            self.extensions_command(arg)
+        elif name == "/onboard":
+            self.onboard_command(arg)
         elif name == "/thinking":
             self._thinking_command(arg)
         elif name == "/compact":
@@ -549,11 +559,6 @@ class CorralApp(FavoritesMixin, App[int]):
             self.notice(f"resumed {Path(path).name}")
 
         self.push_screen(PickerScreen("Resume a session", choices), chosen)
-
-    @work(group="agents")
-    async def _show_agents(self) -> None:
-        records = await self._list_records()
-        await self.push_screen(AgentsScreen(records))
 
     # --- host: activity card and cost -------------------------------------------------------
 

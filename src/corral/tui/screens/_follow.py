@@ -7,7 +7,8 @@ reachable. Controls on a managed agent call the host's controller, which
 checks ownership and state as it does for the `agent` tool; on a teams agent
 they call the teams core as the lead's own tools do: `send_message` (`m`),
 `interrupt_teammate` (`i`) and `stop_teammate` (`x`, after which the lead
-gets a hidden notice with the teardown's outcome).
+gets a hidden notice with the teardown's outcome). `h` hands either kind off
+to a tmux pane (`Host.handoff`); its row goes on, the agent now running there.
 """
 
 from __future__ import annotations
@@ -29,20 +30,20 @@ from corral.agent import AgentEvent
 from corral.errors import CorralError
 from corral.tui._format import ActivityRow
 from corral.tui._palette import DARK_DEFAULTS, ActivityPalette, tier_level
-from corral.tui._teams import stop_notice
+from corral.tui._teams import moved_to_pane, stop_notice
 from corral.tui.widgets import ChatLog
 
 if TYPE_CHECKING:
-    from corral.orchestration import Caller, Host
+    from corral.orchestration import Caller, HandoffResult, Host
 
-__all__ = ["FollowScreen"]
+__all__ = ["FollowScreen", "handoff_line"]
 
 INTERRUPT_MESSAGE = (
     "The owner interrupted your current operation from the terminal; continue your assignment."
 )
 """The replacement prompt `i` sends (the controller's interrupt continues the assignment with it)."""
 
-HINT = "↑↓ agent · ←→ cycle · PgUp PgDn Home End · l logs · m message · i interrupt · x stop · Esc back"
+HINT = "↑↓ ←→ agents · PgUp/Dn Home/End · l logs · m message · i interrupt · x stop · h tmux · Esc back"
 
 
 class FollowScreen(Screen[None]):
@@ -70,6 +71,7 @@ class FollowScreen(Screen[None]):
         Binding("m", "compose", "Message", show=False),
         Binding("i", "interrupt", "Interrupt", show=False),
         Binding("x", "stop", "Stop", show=False),
+        Binding("h", "handoff", "Hand off to tmux", show=False),
     ]
 
     AUTO_FOCUS = None
@@ -103,6 +105,8 @@ class FollowScreen(Screen[None]):
         self._show_lock = asyncio.Lock()
         self._ready = False
         self.last_error: str | None = None
+        self.last_handoff: HandoffResult | None = None
+        """The outcome of the latest `h`."""
 
     @property
     def labels(self) -> list[str]:
@@ -221,7 +225,14 @@ class FollowScreen(Screen[None]):
         self._render_header()
         child = self.host.children.get(run_id) if run_id is not None else None
         if child is None:
-            if row.state == "queued":
+            generation = self.host.store.get_generation(run_id) if run_id is not None else None
+            if moved_to_pane(generation):
+                assert generation is not None
+                log.notice(
+                    f"{label} runs in tmux pane {generation.pane_id or '?'} now (handed off); "
+                    "watch it there. Its result or report still comes to the lead."
+                )
+            elif row.state == "queued":
                 log.notice(f"{label} is queued: it starts when a slot frees ({row.progress}).")
             elif row.is_team and state == "finished":
                 log.notice(
@@ -400,6 +411,31 @@ class FollowScreen(Screen[None]):
             return
         self.transcript.notice(f"stopped {label}")
 
+    @work(group="follow-control")
+    async def action_handoff(self) -> None:
+        """`h`: move the agent into a tmux pane at a safe point; the row goes on there."""
+        if self.composer.display:
+            return
+        row = self.row
+        run_id = self._run_id(row)
+        if run_id is None:
+            self.last_error = f"{row.label} has not started"
+            self.transcript.notice(f"handoff: {self.last_error}; nothing to move.", kind="error")
+            return
+        self.transcript.notice(f"handing {row.label} off to a tmux pane …")
+        try:
+            result = await self.host.handoff(run_id)
+        except CorralError as exc:
+            self.last_error = str(exc)
+            self.transcript.notice(f"handoff failed: {exc}", kind="error")
+            return
+        self.last_handoff = result
+        moved = result.status == "moved"
+        self.transcript.notice(handoff_line(result), kind="info" if moved else "error")
+        if moved and self._shown_run == run_id:
+            self._detach()  # its in-process run ended; the pane has it now
+        self.last_error = None if moved else result.message
+
     async def _stop_teammate(self, name: str) -> None:
         """`x` on a teams agent: `stop_teammate`, then a hidden notice to the lead (teardown included)."""
         text, details = await self.host.teams.stop_teammate(
@@ -410,6 +446,15 @@ class FollowScreen(Screen[None]):
         self.transcript.notice(text, kind="info" if stopped else "error")
         if stopped or "teardown" in details:
             self.host.teams.notify_lead(self.caller.session_id, stop_notice(name, text, details))
+
+
+def handoff_line(result: HandoffResult) -> str:
+    """The outcome line of `h`: `moved`, `refused` (nothing changed) or `failed` (the agent is lost)."""
+    if result.status == "moved":
+        return f"handoff: {result.message}"
+    if result.status == "refused":
+        return f"handoff refused ({result.reason}): {result.message} Nothing changed."
+    return f"handoff failed ({result.reason}): {result.message}"
 
 
 def _key(row: ActivityRow) -> tuple[bool, str]:

@@ -1,4 +1,4 @@
-"""Modal screens: the `/agents` status table and a generic picker (models, thinking levels, sessions)."""
+"""Modal screens: the `/agents` status tables and a generic picker (models, thinking levels, sessions)."""
 
 from __future__ import annotations
 
@@ -14,26 +14,58 @@ from textual.widgets.option_list import Option
 
 from corral.tui._format import format_tokens
 
-__all__ = ["AgentsScreen", "PickerScreen"]
+__all__ = ["AgentsScreen", "PickerScreen", "team_status_row"]
 
 AGENT_COLUMNS = ("agent", "definition", "state", "tokens", "actions", "last activity")
 
 
+TEAM_COLUMNS = ("agent", "tier", "phase", "outcome", "verification", "acceptance", "summary / detail")
+
+
+def team_status_row(snapshot: Mapping[str, Any]) -> tuple[str, ...]:
+    """One `/agents` teams row from a `get_agent_status` snapshot (live, queued or a recent completion)."""
+    phase = str(snapshot.get("phase", "?"))
+    outcome = verification = acceptance = "-"
+    if "reportId" in snapshot:
+        outcome = str(snapshot.get("outcome") or "unspecified")
+        effective = snapshot.get("effectiveOutcome")
+        if effective and effective != snapshot.get("outcome"):
+            outcome += f" (effective {effective})"
+        verification = str((snapshot.get("verification") or {}).get("state", "not-requested"))
+        acceptance = str((snapshot.get("acceptance") or {}).get("state", "pending"))
+    if phase == "queued" and snapshot.get("queuePosition"):
+        detail = f"queued at position {snapshot['queuePosition']}"
+    elif snapshot.get("paneId"):
+        detail = f"in tmux pane {snapshot['paneId']}"
+    else:
+        detail = str(
+            snapshot.get("summary")
+            or snapshot.get("error")
+            or snapshot.get("progress")
+            or (f"using {snapshot['activeTool']}" if snapshot.get("activeTool") else "")
+        )
+    tier = str(snapshot.get("modelSlot") or snapshot.get("role") or "-")
+    return (str(snapshot.get("name", "?")), tier, phase, outcome, verification, acceptance, detail)
+
+
 class AgentsScreen(ModalScreen[None]):
-    """`/agents`: one row per visible managed agent, from the controller's `list` records."""
+    """`/agents`: the managed agents (the controller's `list` records), then the teams agents
+    (`get_agent_status` snapshots: live, queued, and recent completions with their outcome)."""
 
     BINDINGS: ClassVar[list[BindingType]] = [
         Binding("escape", "dismiss", "Close"),
         Binding("q", "dismiss", "Close"),
     ]
 
-    def __init__(self, records: Sequence[Mapping[str, Any]]) -> None:
+    def __init__(self, records: Sequence[Mapping[str, Any]], teams: Sequence[Mapping[str, Any]] = ()) -> None:
         super().__init__()
         self.records = list(records)
+        self.teams = list(teams)
 
     def compose(self) -> ComposeResult:
         with Vertical(classes="modal"):
-            yield Label(f"Agents ({len(self.records)})  ·  Escape closes", classes="modal-title")
+            count = len(self.records) + len(self.teams)
+            yield Label(f"Agents ({count})  ·  Escape closes", classes="modal-title")
             table: DataTable[str] = DataTable(id="agents-table", cursor_type="row", zebra_stripes=True)
             table.add_columns(*AGENT_COLUMNS)
             for record in self.records:
@@ -48,9 +80,17 @@ class AgentsScreen(ModalScreen[None]):
                     ", ".join(record.get("available_actions", [])),
                     "-" if record.get("last_activity_at") is None else "recent",
                 )
-            if not self.records:
-                yield Label("No managed agents in this session.", id="agents-empty")
-            yield table
+            if not self.records and not self.teams:
+                yield Label("No agents in this session.", id="agents-empty")
+            if self.records or not self.teams:
+                yield table
+            if self.teams:
+                yield Label("teams agents", classes="modal-subtitle")
+                teams: DataTable[str] = DataTable(id="teams-table", cursor_type="row", zebra_stripes=True)
+                teams.add_columns(*TEAM_COLUMNS)
+                for snapshot in self.teams:
+                    teams.add_row(*team_status_row(snapshot))
+                yield teams
 
     def action_dismiss(self) -> None:  # type: ignore[override]
         self.dismiss(None)

@@ -1,0 +1,191 @@
+"""The app's agent commands: `/agents`, `/agents-checkpoints`, `/agents-extensions`, `/onboard`.
+
+They read the host's public state (the controller's records, `teams.status`,
+`teams.checkpoints`, `teams.sandbox`) and change nothing but what the user
+asked for: `/agents-checkpoints delete <id>` retires one checkpoint, and
+`/onboard` sends the lead one prompt (the recommendation it asks for changes
+nothing until the user runs the commands).
+"""
+
+from __future__ import annotations
+
+from typing import TYPE_CHECKING, Any
+
+from textual import work
+
+from corral.errors import CorralError
+from corral.orchestration.teams import NO_CHECKPOINTS_MESSAGE, TIERS
+from corral.settings import find_project_settings, user_settings_path
+from corral.tui._favorites import FavoritesError, read_favorites
+from corral.tui._onboard import (
+    ONBOARD_USAGE,
+    SandboxState,
+    extensions_text,
+    onboard_inventory,
+    onboard_prompt,
+)
+from corral.tui.screens import AgentsScreen
+
+if TYPE_CHECKING:
+    from textual.app import App
+
+    from corral._cli._launch import Launched
+    from corral.orchestration import Caller, Host
+
+    _AppBase = App[int]
+else:
+    _AppBase = object
+
+__all__ = ["CHECKPOINTS_USAGE", "AgentCommandsMixin"]
+
+CHECKPOINTS_USAGE = "usage: /agents-checkpoints [list] | /agents-checkpoints delete <checkpoint id>"
+
+
+class AgentCommandsMixin(_AppBase):
+    """`/agents`, `/agents-checkpoints`, `/agents-extensions` and `/onboard` for `CorralApp`."""
+
+    if TYPE_CHECKING:
+        launched: Launched | None
+
+        @property
+        def host(self) -> Host | None: ...
+
+        def notice(self, text: str, *, kind: str = "info") -> None: ...
+
+        def _prompt(self, text: str) -> object: ...
+
+        async def _list_records(self) -> list[dict[str, Any]]: ...
+
+    def _lead_caller(self, command: str) -> tuple[Host, Caller] | None:
+        """The host and the lead's caller; a notice (and `None`) when there is no orchestration host."""
+        host, launched = self.host, self.launched
+        caller = None
+        if host is not None and launched is not None:
+            caller = host.lead_callers.get(launched.session.session_id)
+        if host is None or caller is None:
+            self.notice(
+                f"{command} needs the lead's orchestration host: start with --surfaces teams "
+                "(or agent,teams), or wait until it is attached",
+                kind="error",
+            )
+            return None
+        return host, caller
+
+    # --- /agents -------------------------------------------------------------------------------
+
+    @work(group="agents")
+    async def show_agents(self) -> None:
+        """`/agents`: managed agents and teams agents (live, queued and recent completions)."""
+        records = await self._list_records()
+        teams: list[dict[str, Any]] = []
+        host, launched = self.host, self.launched
+        if host is not None and launched is not None and "teams" in launched.surfaces:
+            caller = host.lead_callers.get(launched.session.session_id)
+            if caller is not None:
+                try:
+                    _text, details = await host.teams.status(caller, None)
+                except CorralError as exc:
+                    self.notice(f"/agents: teams status unavailable: {exc}", kind="error")
+                else:
+                    teams = list(details.get("agents") or [])
+        await self.push_screen(AgentsScreen(records, teams))
+
+    # --- /agents-checkpoints --------------------------------------------------------------------
+
+    def checkpoints_command(self, arg: str) -> None:
+        """`/agents-checkpoints [list] | delete <checkpoint id>` (the lead's host; other input: usage)."""
+        words = arg.split()
+        if words not in ([], ["list"]) and not (len(words) == 2 and words[0] == "delete"):
+            self.notice(CHECKPOINTS_USAGE, kind="error")
+            return
+        found = self._lead_caller("/agents-checkpoints")
+        if found is None:
+            return
+        checkpoints = found[0].teams.checkpoints
+        if words and words[0] == "delete":
+            try:
+                self.notice(checkpoints.delete(words[1]))
+            except CorralError as exc:
+                self.notice(f"/agents-checkpoints: {exc}", kind="error")
+            return
+        try:
+            lines, warnings = checkpoints.list_entries()
+        except CorralError as exc:
+            self.notice(f"/agents-checkpoints: {exc}", kind="error")
+            return
+        self.notice("\n".join(lines or [NO_CHECKPOINTS_MESSAGE]))
+        for warning in warnings:
+            self.notice(warning, kind="error")
+
+    # --- /agents-extensions ---------------------------------------------------------------------
+
+    @work(group="agents")
+    async def extensions_command(self, arg: str) -> None:
+        """`/agents-extensions [list]`: corral has no extensions; show each kind's fixed tool set."""
+        if arg not in ("", "list"):
+            self.notice(
+                f"/agents-extensions {arg}: corral has no extension system, so there is nothing to "
+                "select; /agents-extensions lists the tools spawned agents get",
+                kind="error",
+            )
+            return
+        writers = [name for name, tier in TIERS.items() if tier.nests_helpers]
+        self.notice(extensions_text(await self._sandbox_state(), writer_tiers=writers))
+
+    async def _sandbox_state(self) -> SandboxState:
+        """The read sandbox: the host's own probe when attached, else the probe `corral doctor` runs."""
+        launched, host = self.launched, self.host
+        setting = launched.settings.teams.read_sandbox if launched is not None else "auto"
+        if setting == "off":
+            return setting, None, "teams.read_sandbox = off"
+        if host is not None:
+            sandbox = await host.teams.sandbox()
+            if sandbox is not None:  # the host's probe proved it works
+                status = sandbox.status
+                return setting, True, status.reason if status is not None else "it works here"
+        from corral.agent.tools import ReadOnlySandbox
+
+        status = await ReadOnlySandbox().probe()
+        return setting, status.ok, status.reason
+
+    # --- /onboard -------------------------------------------------------------------------------
+
+    @work(group="agents")
+    async def onboard_command(self, arg: str) -> None:
+        """`/onboard`: gather the set-up and ask the lead for a read-only recommendation."""
+        launched = self.launched
+        if launched is None:
+            return
+        if arg:
+            self.notice(ONBOARD_USAGE, kind="error")
+            return
+        if not launched.agent.is_idle:
+            self.notice(
+                "/onboard: the lead is working; wait for the current turn to finish, then run it again"
+            )
+            return
+        try:
+            favorites = read_favorites(user_settings_path())
+            inventory = onboard_inventory(
+                lead_model=launched.model_info,
+                lead_thinking=launched.agent.thinking_level,
+                models=launched.registry.available_models(),
+                favorites=favorites,
+                surfaces=launched.surfaces,
+                sandbox=await self._sandbox_state(),
+                user_settings=user_settings_path(),
+                project_settings=find_project_settings(launched.agent.cwd),
+            )
+            prompt = onboard_prompt(inventory)
+        except (CorralError, FavoritesError, OSError) as exc:
+            self.notice(f"/onboard: could not gather the inventory ({exc}); nothing was sent", kind="error")
+            return
+        if not launched.agent.is_idle:  # the lead woke while the probe ran
+            self.notice(
+                "/onboard: the lead is working; wait for the current turn to finish, then run it again"
+            )
+            return
+        self.notice(
+            "/onboard: asking the lead for a recommendation (read-only; nothing changes until you run its commands)"
+        )
+        self._prompt(prompt)
