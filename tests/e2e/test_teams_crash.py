@@ -178,7 +178,8 @@ def test_a_crash_during_a_check_never_reruns_it_or_consumes_an_attempt_twice(
         )
         checks_before = {c.check_id: c.state for c in store.claimed_checks(member.run_id)}
         ledgers_before = [
-            (len(ledger.stages), [s.state for s in ledger.stages]) for ledger in store.repair_ledgers(member.run_id)
+            (len(ledger.stages), [s.state for s in ledger.stages])
+            for ledger in store.repair_ledgers(member.run_id)
         ]
     lead = _lead_session(cli_env)
     second = corral(
@@ -189,9 +190,57 @@ def test_a_crash_during_a_check_never_reruns_it_or_consumes_an_attempt_twice(
         # A claimed check is never replayed; the ledger gains no stage after the restart.
         assert {c.check_id: c.state for c in store.claimed_checks(member.run_id)} == checks_before
         assert [
-            (len(ledger.stages), [s.state for s in ledger.stages]) for ledger in store.repair_ledgers(member.run_id)
+            (len(ledger.stages), [s.state for s in ledger.stages])
+            for ledger in store.repair_ledgers(member.run_id)
         ] == ledgers_before
         reports = store.team_reports(lead_session_id=member.lead_session_id)
     entries = [json.loads(line) for line in lead.read_text().splitlines()[1:]]
     delivered = [e["details"]["report_id"] for e in entries if e.get("customType") == TEAM_REPORT_TYPE]
     assert sorted(delivered) == sorted(r.report_id for r in reports)  # stored reports reach the lead once
+
+
+CHECKPOINT_SCRIPT = """
+steps:
+  - tool_calls:
+      - name: spawn_agent
+        args:
+          name: auth-review
+          prompt: "Review app.txt."
+          checkpoint: {inputs: ["app.txt"]}
+  - text: "Waiting for the report."
+on_exhausted: repeat_last
+agents:
+  auth-review:
+    - tool_calls:
+        - name: report_and_exit
+          args: {content: "Reviewed.", outcome: succeeded, findings: [{id: F1, text: "ok", evidence: ["app.txt:1"]}]}
+"""
+
+
+def test_a_checkpoint_is_still_saved_when_the_host_dies_right_after_the_report(
+    cli_env: Env, corral: RunCorral
+) -> None:
+    _git_project(cli_env.project)
+    cli_env.script("lead", CHECKPOINT_SCRIPT)
+    first = corral(
+        "run",
+        "--surfaces",
+        "teams",
+        "--model",
+        "scripted/lead",
+        "-p",
+        "go",
+        env={"CORRAL_FAULTS": "after_result_row:1"},
+    )
+    assert first.returncode == -9, (first.returncode, first.stderr)
+    with Store.open(cli_env.home / "corral.db") as store:
+        [report] = store.team_reports(lead_session_id=entries_session(_lead_session(cli_env)))
+        checkpoint_id = report.result["checkpointId"]
+        assert store.get_checkpoint(checkpoint_id) is None  # the crash came before it was saved
+    lead = _lead_session(cli_env)
+    second = corral(
+        "run", "--surfaces", "teams", "--model", "scripted/lead", "--session", str(lead), "-p", "continue"
+    )
+    assert second.returncode in (0, 1), second.stderr
+    listed = corral("checkpoints", "list")
+    assert listed.returncode == 0 and checkpoint_id in listed.stdout and "ready" in listed.stdout

@@ -301,7 +301,15 @@ def _v5(conn: sqlite3.Connection) -> None:
     _schema_checkpoints.migrate(conn)
 
 
-MIGRATIONS: tuple[Migration, ...] = (_v1, _v2, _v3, _v4, _v5)
+def _v6(conn: sqlite3.Connection) -> None:
+    """Version 6: a checkpointed member's admission-time source observation, kept durably so its
+    checkpoint can still be saved after a host restart."""
+    conn.execute(
+        "ALTER TABLE team_members ADD COLUMN checkpoint_source TEXT CHECK (checkpoint_source IS NULL OR json_valid(checkpoint_source))"
+    )
+
+
+MIGRATIONS: tuple[Migration, ...] = (_v1, _v2, _v3, _v4, _v5, _v6)
 """Every step, in order; `MIGRATIONS[i]` takes version `i` to `i + 1`."""
 
 SCHEMA_VERSION = len(MIGRATIONS)

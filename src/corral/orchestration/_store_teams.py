@@ -103,6 +103,7 @@ def _member_from_row(row: _Row) -> TeamMemberRecord:
         continue_from=row["continue_from"],
         group_id=row["group_id"],
         slot_id=row["slot_id"],
+        checkpoint_source=_json_column(row["checkpoint_source"]),
     )
 
 
@@ -331,6 +332,27 @@ class TeamStore(StoreCore):
                     ids={"label": member.name, "runId": run_id},
                 )
             self._execute("UPDATE team_members SET session_context_path = ? WHERE run_id = ?", (path, run_id))
+
+        self._write(body)
+
+    def set_checkpoint_source(self, run_id: str, source: dict[str, Any]) -> None:
+        """Keep a checkpointed member's admission-time source observation (set once).
+
+        Raises:
+            InvalidRequestError: The member has no checkpoint policy, or a different source is stored.
+            TargetNotFoundError: `run_id` is not a teams agent.
+        """
+        text = json.dumps(source, separators=(",", ":"), sort_keys=True)
+
+        def body() -> None:
+            member = self._require_member(run_id)
+            if member.checkpoint_policy is None:
+                raise InvalidRequestError(f"Agent {member.name} has no checkpoint policy.")
+            if member.checkpoint_source is not None:
+                if json.dumps(member.checkpoint_source, separators=(",", ":"), sort_keys=True) != text:
+                    raise InvalidRequestError(f"Agent {member.name}'s checkpoint source is already recorded.")
+                return
+            self._execute("UPDATE team_members SET checkpoint_source = ? WHERE run_id = ?", (text, run_id))
 
         self._write(body)
 

@@ -188,6 +188,8 @@ class TeamMemberRecord:
     """The completion group, or `None`."""
     slot_id: str | None = None
     """The member's slot in it, or `None`."""
+    checkpoint_source: dict[str, Any] | None = None
+    """For a checkpointed member: the source observed at admission (a `SourceFingerprint` as JSON)."""
 
 
 @dataclass(frozen=True, slots=True)

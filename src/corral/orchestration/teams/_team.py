@@ -638,6 +638,7 @@ class Teams(TeamReportsMixin, TeamControlMixin):
             parent_checkpoint: CheckpointRecord | None = None
             if prepared.checkpoint is not None:
                 source_before = await self.checkpoints.capture_before(prepared.cwd, prepared.checkpoint)
+                store.set_checkpoint_source(generation.run_id, source_before.to_json())
             if prepared.continue_from is not None:
                 parent_checkpoint = self.checkpoints.load(prepared.continue_from)
                 mission = await self.checkpoints.continuation_prompt(
@@ -830,6 +831,11 @@ class Teams(TeamReportsMixin, TeamControlMixin):
         )
         for warning in [*self.checkpoints.retire_expired(), *groups_warnings]:
             self.host.warn(warning)
+        for report in store.team_reports(lead_session_id):
+            checkpoint = report.result.get("checkpointId")
+            if isinstance(checkpoint, str) and store.get_checkpoint(checkpoint) is None:
+                # The host died between storing the report and saving its checkpoint.
+                self.host.spawn_background(self.save_checkpoint(report))
         self.host.spawn_background(self.deliver_group_wakes(lead_session_id))
         if self.host.store.undelivered_lead_messages(lead_session_id):
             self.host.spawn_background(self.deliver_lead_messages(lead_session_id))

@@ -24,6 +24,7 @@ from corral.orchestration.errors import InvalidRequestError, OrchestrationError
 
 from ._checkpoint_records import check_report_fields, checkpoint_id, parse_checkpoint_policy
 from ._checks import parse_check_policy
+from ._fingerprint import SourceFingerprint
 from ._reports import report_id, report_result, task_id, team_name, write_report_markdown
 from ._verification import VerificationDecision
 
@@ -34,6 +35,7 @@ if TYPE_CHECKING:
     from corral.orchestration.surfaces import ReportSubmission, SpawnRequest
 
     from ._capacity import CapacityController
+    from ._checkpoint_records import CheckpointRecord
     from ._checkpoints import Checkpoints
     from ._groups import CompletionGroups
     from ._member import TeamChild
@@ -297,30 +299,58 @@ class TeamReportsMixin:
         self.host.spawn_background(self._save_checkpoint_then_deliver(child, record))
 
     async def _save_checkpoint_then_deliver(self, child: TeamChild, record: TeamReportRecord) -> None:
-        member = child.member
-        live = self.live.get(child.run_id)
         try:
-            if live is None or live.source_before is None or member.checkpoint_policy is None:
-                raise InvalidRequestError("the source observed at admission is not available")
-            await self.checkpoints.record(
-                team=team_name(member.lead_session_id),
-                agent=member.name,
-                run_id=child.run_id,
-                model_slot=member.tier,
-                cwd=Path(child.generation.cwd),
-                prompt=live.prompt,
-                policy=parse_checkpoint_policy(member.checkpoint_policy),
-                parent=live.parent_checkpoint,
-                report=record,
-                source_before=live.source_before,
-            )
-        except Exception as exc:
-            self.notify_lead(
-                member.lead_session_id,
-                f"Checkpoint {record.result.get('checkpointId')} of agent {member.name} was not saved: {exc}",
+            live = self.live.get(child.run_id)
+            await self.save_checkpoint(
+                record,
+                source_before=None if live is None else live.source_before,
+                parent=None if live is None else live.parent_checkpoint,
             )
         finally:
             self.host.result_stored(child.run_id, child.task.request_id)
+
+    async def save_checkpoint(
+        self,
+        record: TeamReportRecord,
+        *,
+        source_before: SourceFingerprint | None = None,
+        parent: CheckpointRecord | None = None,
+    ) -> None:
+        """Save the checkpoint of a checkpointed run's stored report (also after a restart).
+
+        The admission-time source observation comes from memory or, after a restart, from the
+        member row; a failure is told to the lead, never raised (the report itself is delivered).
+        """
+        member = self.host.store.team_member(record.run_id)
+        try:
+            if member is None or member.checkpoint_policy is None:
+                raise InvalidRequestError("the run has no checkpoint policy")
+            if source_before is None and member.checkpoint_source is not None:
+                source_before = SourceFingerprint.from_json(member.checkpoint_source)
+            if source_before is None:
+                raise InvalidRequestError("the source observed at admission is not available")
+            if parent is None and member.continue_from is not None:
+                with contextlib.suppress(OrchestrationError):
+                    parent = self.checkpoints.load(member.continue_from)
+            generation = self.host.store.get_generation(record.run_id)
+            await self.checkpoints.record(
+                team=team_name(member.lead_session_id),
+                agent=member.name,
+                run_id=record.run_id,
+                model_slot=member.tier,
+                cwd=Path(generation.cwd if generation is not None else "."),
+                prompt=member.prompt,
+                policy=parse_checkpoint_policy(member.checkpoint_policy),
+                parent=parent,
+                report=record,
+                source_before=source_before,
+            )
+        except Exception as exc:
+            lead = record.lead_session_id
+            self.notify_lead(
+                lead,
+                f"Checkpoint {record.result.get('checkpointId')} of agent {record.name} was not saved: {exc}",
+            )
 
     async def _close_helpers(self, parent: TeamChild) -> None:
         """A nested parent reported: drop its queued helpers and stop its running ones."""
