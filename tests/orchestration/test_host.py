@@ -6,6 +6,7 @@ from pathlib import Path
 
 import pytest
 
+from corral.agent.tools import BashTool
 from corral.llm import ModelRegistry
 from corral.orchestration import RESULT_TYPE, Host, ManagedAgentBusyError, Store, load_roster
 from corral.orchestration.surfaces import (
@@ -90,9 +91,15 @@ async def test_recovery_delivers_an_undelivered_result_once(env: Path) -> None:
 
 
 async def test_busy_owner_gets_result_as_steering_once(env: Path) -> None:
+    gate = env / "work" / "go"
     script = {
         "steps": [
-            {"text": "lead is busy", "delay_ms": 300},
+            {
+                "text": "lead is busy",
+                "tool_calls": [
+                    {"name": "bash", "args": {"command": f"while [ ! -f {gate} ]; do sleep 0.01; done"}}
+                ],
+            },
             {"text": "lead saw it", "expect": {"last_user_contains": "Agent result"}},
         ],
         "on_exhausted": "repeat_last",
@@ -102,15 +109,19 @@ async def test_busy_owner_gets_result_as_steering_once(env: Path) -> None:
     async with team(env, "team") as t:
         import asyncio
 
+        t.lead.register_tool(BashTool(env / "work"))
         run = asyncio.ensure_future(t.lead.prompt("work on something"))
         await eventually(lambda: not t.lead.is_idle)
         await t.controller.delegate(t.caller, DelegateParams(definition="scout", task="x"))
+        # The lead's tool batch is still running: the result must be queued as steering.
+        await eventually(lambda: t.lead.pending_message_count == 1)
+        gate.write_text("")
         await t.quiet()
         await run
         entries = t.lead_entries(RESULT_TYPE)
         assert len(entries) == 1
         texts = [m for m in t.lead.messages if getattr(m, "role", "") == "assistant"]
-        assert texts[-1].text == "lead saw it"
+        assert [m.text for m in texts] == ["lead is busy", "lead saw it"]
 
 
 async def test_agent_task_failure_is_lost_not_completion(env: Path, monkeypatch: pytest.MonkeyPatch) -> None:

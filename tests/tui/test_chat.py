@@ -2,12 +2,20 @@
 
 from __future__ import annotations
 
+import shlex
+from pathlib import Path
+
 from textual.widgets import Markdown
 
 from corral.tui import CorralApp
 from corral.tui.widgets import AssistantCard, ChatLog, Editor, NoticeCard, ThinkingBlock, ToolCard, UserCard
 
 from .conftest import SIZE, TuiEnv, type_text, wait_until
+
+
+def _wait_for(gate: Path) -> str:
+    """A shell command that keeps the lead's tool batch running until the test creates `gate`."""
+    return f"while [ ! -e {shlex.quote(str(gate))} ]; do sleep 0.01; done"
 
 
 def _idle(app: CorralApp) -> bool:
@@ -63,13 +71,13 @@ async def test_large_tool_log_is_collapsed_until_l_expands_it(tui_env: TuiEnv) -
 
 
 async def test_enter_while_the_lead_works_queues_a_steer(tui_env: TuiEnv) -> None:
+    gate = tui_env.root / "go"
     model = tui_env.script(
         "steer",
         "steps:\n"
         '  - text: "Reading."\n'
-        "    delay_ms: 1500\n"
         "    tool_calls:\n"
-        "      - {name: read, args: {path: README.md}}\n"
+        f"      - {{name: bash, args: {{command: {_wait_for(gate)!r}}}}}\n"
         '  - text: "Steered."\n'
         "    expect: {last_user_contains: 'also check tests'}\n",
     )
@@ -83,17 +91,21 @@ async def test_enter_while_the_lead_works_queues_a_steer(tui_env: TuiEnv) -> Non
         queued = app.query(UserCard).last()
         assert queued.has_class("queued")
         assert "steer queued" in str(queued.render())
+        gate.touch()  # the tool batch ends only now, so the steer was queued while the lead worked
         await wait_until(pilot, lambda: any(c.text == "Steered." for c in app.query(AssistantCard)))
         await wait_until(pilot, lambda: not queued.has_class("queued"))
         assert str(queued.render()) == "also check tests"
 
 
 async def test_alt_enter_while_the_lead_works_queues_a_follow_up(tui_env: TuiEnv) -> None:
+    gate = tui_env.root / "go"
     model = tui_env.script(
         "follow",
         "steps:\n"
         '  - text: "First answer."\n'
-        "    delay_ms: 1500\n"
+        "    tool_calls:\n"
+        f"      - {{name: bash, args: {{command: {_wait_for(gate)!r}}}}}\n"
+        '  - text: "Done."\n'
         '  - text: "Followed up."\n'
         "    expect: {last_user_contains: 'and then'}\n",
     )
@@ -105,8 +117,9 @@ async def test_alt_enter_while_the_lead_works_queues_a_follow_up(tui_env: TuiEnv
         await type_text(pilot, "and then")
         await pilot.press("alt+enter")
         assert "follow-up queued" in str(app.query(UserCard).last().render())
+        gate.touch()
         await wait_until(pilot, lambda: any(c.text == "Followed up." for c in app.query(AssistantCard)))
-        assert [c.text for c in app.query(AssistantCard)] == ["First answer.", "Followed up."]
+        assert [c.text for c in app.query(AssistantCard)] == ["First answer.", "Done.", "Followed up."]
 
 
 async def test_escape_interrupts_the_lead(tui_env: TuiEnv) -> None:

@@ -19,16 +19,16 @@ WAIT_S = 30.0
 SCRIPT = """\
 steps:
   - text: "Delegating to a scout."
-    delay_ms: 800
     tool_calls:
-      - {name: agent, args: {action: delegate, definition: scout, label: scout, task: "Find the README."}}
+      - {name: agent, args: {action: delegate, definition: implementer, label: scout, task: "Find the README."}}
+      - {name: bash, args: {command: "while [ ! -e ../lead-go ]; do sleep 0.01; done"}}
   - text: "Steered: I will also check the tests."
     expect: {last_user_contains: "also the tests"}
   - text: "Got the scout's result."
 on_exhausted: repeat_last
 agents:
   scout:
-    - {text: "Searching.", delay_ms: 1500, tool_calls: [{name: ls, args: {path: .}}]}
+    - {text: "Searching.", tool_calls: [{name: bash, args: {command: "while [ ! -e ../scout-go ]; do sleep 0.01; done; ls"}}]}
     - {text: "The README is README.md at the top."}
 """
 
@@ -103,7 +103,11 @@ async def test_delegation_steer_and_delivered_result_in_a_real_terminal(
     _tmux(tmux_socket, "send-keys", "-t", "tui", "-l", "also the tests")
     _tmux(tmux_socket, "send-keys", "-t", "tui", "Enter")
     await _screen_shows(tmux_socket, "steer queued")
+    # Gates, not delays: the lead's tool batch ends only once the steer is queued, and the
+    # scout finishes only after the steered turn, so the order on screen is fixed.
+    (tmp_path / "lead-go").touch()
     await _screen_shows(tmux_socket, "Steered: I will also check the tests.")
+    (tmp_path / "scout-go").touch()
     screen = await _screen_shows(tmux_socket, "result from scout", "Got the scout's result.")
     assert "README.md at the top" in screen
     _tmux(tmux_socket, "send-keys", "-t", "tui", "C-c")

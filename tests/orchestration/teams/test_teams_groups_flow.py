@@ -9,7 +9,7 @@ import pytest
 
 from corral.orchestration.teams import GROUP_MESSAGE_TYPE, TEAM_REPORT_TYPE
 
-from ._teams_helpers import prepare_env, teams_env, write_script
+from ._teams_helpers import eventually, prepare_env, teams_env, write_script
 
 
 @pytest.fixture(autouse=True)
@@ -87,21 +87,32 @@ async def test_immediate_group_sends_a_member_index_each_and_urgent_results_come
 
 
 async def test_an_urgent_member_wakes_early_in_an_all_settled_group(tmp_path: Path) -> None:
+    gate = tmp_path / "go"
+    held = {
+        "tool_calls": [{"name": "bash", "args": {"command": f"while [ ! -e {gate} ]; do sleep 0.01; done"}}]
+    }
+    swarm = _swarm("all-settled", 3)
+    members = swarm["args"]["agents"]  # type: ignore[index]
+    for member in members[1:]:
+        member["model_slot"] = "write-feature"  # an unsandboxed bash sees the gate file
     write_script(
         tmp_path,
         "lead",
         {
-            "steps": [{"tool_calls": [_swarm("all-settled", 3)]}, {"text": "Waiting."}],
+            "steps": [{"tool_calls": [swarm]}, {"text": "Waiting."}],
             "on_exhausted": "repeat_last",
             "agents": {
                 "m0": [_report("cannot proceed", outcome="blocked")],
-                "m1": [{"delay_ms": 300, "text": "slow"}, _report("ok")],
-                "m2": [{"delay_ms": 300, "text": "slow"}, _report("ok")],
+                "m1": [held, _report("ok")],
+                "m2": [held, _report("ok")],
             },
         },
     )
     async with teams_env(tmp_path, "lead") as env:
         await env.lead.prompt("go")
+        # m1 and m2 are held until the urgent wake reached the lead's session.
+        await eventually(lambda: len(env.lead_custom(GROUP_MESSAGE_TYPE)) == 1)
+        gate.touch()
         await env.quiet()
         entries = env.lead_custom(GROUP_MESSAGE_TYPE)
         kinds = [e["details"]["kind"] for e in entries]
