@@ -33,7 +33,7 @@ from corral.orchestration.surfaces import (
     ReplyParams,
     SteerParams,
 )
-from corral.runtime import LaunchSpec
+from corral.runtime import LaunchSpec, TmuxRuntime
 from corral.settings import Settings
 from tests.runtime._tmux_fixtures import tmux_socket
 
@@ -291,3 +291,135 @@ async def test_a_killed_worker_is_lost_and_its_dead_pane_is_closed(env: Path, tm
         await t.quiet()  # a lost agent no longer keeps its owner busy
         await t.controller.close(t.caller, CloseParams(agent="scout"))
         assert _panes(tmux_socket) == []
+
+
+async def _run_driver_until_killed(env: Path, socket: Path, fault: str, *args: str) -> Path:
+    """Run the host driver with `CORRAL_FAULTS=fault`; it must die by SIGKILL there. The lead's path."""
+    driver = Path(__file__).parents[1] / "runtime" / "tmux_host_driver.py"
+    process = await asyncio.create_subprocess_exec(
+        sys.executable,
+        str(driver),
+        str(env),
+        str(socket),
+        *args,
+        stdout=asyncio.subprocess.PIPE,
+        env={**os.environ, "CORRAL_FAULTS": fault},
+    )
+    try:
+        out, _ = await asyncio.wait_for(process.communicate(), WAIT)
+    finally:
+        with contextlib.suppress(ProcessLookupError):
+            process.kill()
+    assert process.returncode == -signal.SIGKILL, out
+    return Path((env / "lead.txt").read_text())
+
+
+def _gated_builder(env: Path) -> dict[str, object]:
+    """A user-defined `builder` (bash, no delegation) that works, runs a gated command, then answers."""
+    agents = env / "config" / "agents"
+    agents.mkdir(parents=True, exist_ok=True)
+    (agents / "builder.md").write_text(
+        "---\nname: builder\ndescription: Runs commands.\ntools: [read, bash]\n---\nRun what you are asked.\n"
+    )
+    gate = env / "work" / "go"
+    command = f"while [ ! -e {gate} ]; do sleep 0.01; done"
+    return {
+        **LEAD,
+        "agents": {
+            "*": [
+                {"text": "working", "delay_ms": 60000},
+                {"tool_calls": [{"name": "bash", "args": {"command": command}}]},
+                {"text": "Finished in the pane."},
+            ]
+        },
+    }
+
+
+@contextlib.asynccontextmanager
+async def _next_host(env: Path, socket: Path, lead_path: Path) -> AsyncIterator[Team]:
+    host = _host(env, socket)
+    lead = make_lead(env, "team", sessions_root=env / "sessions", session_path=lead_path)
+    try:
+        caller = await host.attach_lead(lead, surfaces=())
+        yield Team(host, lead, caller, env, env / "sessions")
+    finally:
+        await host.aclose()
+        lead.session.close()
+
+
+async def test_a_host_killed_between_handoff_transfer_and_pane_start_leaves_a_lost_closable_agent(
+    env: Path, tmux_socket: Path
+) -> None:
+    write_script(env, "team", {**LEAD, "agents": {"*": [{"text": "working", "delay_ms": 60000}]}})
+    lead_path = await _run_driver_until_killed(
+        env, tmux_socket, "after_runtime_transfer", "--handoff", "scout"
+    )
+    store = Store.open(env / "home" / "corral.db")
+    try:
+        stuck = store.generation_by_label("scout")
+        assert stuck is not None and stuck.runtime_kind == "tmux" and stuck.pane_id is None
+        assert stuck.presence != "lost"  # what the dead host left: neither running nor settled
+    finally:
+        store.close()
+    async with _next_host(env, tmux_socket, lead_path) as t:
+        generation = t.host.store.generation_by_label("scout")
+        assert generation is not None and generation.presence == "lost"
+        assert generation.diagnostic is not None and "no pane runs its worker" in generation.diagnostic
+        listed = (await t.controller.list(t.caller, ListParams())).to_details()["agents"]
+        assert [(a["agent"], a["state"]) for a in listed] == [("scout", "lost")]
+        await t.quiet()  # a lost agent keeps nobody waiting
+        await t.controller.close(t.caller, CloseParams(agent="scout"))
+        assert t.host.store.generation_by_label("scout") is None
+        assert _panes(tmux_socket) == []
+        assert t.lead_entries(RESULT_TYPE) == []
+
+
+@pytest.mark.parametrize("handoff", [True, False], ids=["handoff", "tmux-start"])
+async def test_a_worker_whose_pane_was_never_recorded_is_adopted_by_the_next_host_and_delivers_once(
+    env: Path, tmux_socket: Path, handoff: bool
+) -> None:
+    write_script(env, "team", _gated_builder(env))
+    if not handoff:  # a fresh tmux start has no slow in-process call to move out of
+        script = _gated_builder(env)
+        script["agents"]["*"] = script["agents"]["*"][1:]  # type: ignore[index]
+        write_script(env, "team", script)
+    flags = ("--handoff",) if handoff else ()
+    lead_path = await _run_driver_until_killed(
+        env, tmux_socket, "before_pane_recorded", *flags, "--definition", "builder", "builder"
+    )
+    store = Store.open(env / "home" / "corral.db")
+    try:  # before any host adopts it, its worker is no orphan: reaping must not kill it
+        assert await find_orphans(store, TmuxRuntime(socket=tmux_socket)) == []
+    finally:
+        store.close()
+    async with _next_host(env, tmux_socket, lead_path) as t:
+        generation = t.host.store.generation_by_label("builder")
+        assert generation is not None and generation.presence != "lost"
+        assert generation.pane_id is not None and generation.host_id == t.host.host_id
+        assert generation.run_id in t.host.tmux_runs
+        assert [p.split()[0] for p in _panes(tmux_socket)] == [generation.pane_id]
+        (env / "work" / "go").touch()
+        await t.quiet()
+        results = t.lead_entries(RESULT_TYPE)
+        assert len(results) == 1 and "Finished in the pane." in results[0]["content"]
+        await _until(lambda: _panes(tmux_socket) == [])  # the worker exited once finalized
+
+
+async def test_an_unrecorded_pane_is_left_alone_with_a_warning_when_tmux_cannot_list_panes(
+    env: Path, tmux_socket: Path
+) -> None:
+    write_script(env, "team", {**LEAD, "agents": {"*": [{"text": "working", "delay_ms": 60000}]}})
+    lead_path = await _run_driver_until_killed(
+        env, tmux_socket, "after_runtime_transfer", "--handoff", "scout"
+    )
+    host = _host(env, tmux_socket)
+    host.runtime.tmux.tmux = "corral-no-such-tmux"  # the inventory fails: nothing is proven
+    lead = make_lead(env, "team", sessions_root=env / "sessions", session_path=lead_path)
+    try:
+        await host.attach_lead(lead, surfaces=())
+        generation = host.store.generation_by_label("scout")
+        assert generation is not None and generation.presence != "lost" and generation.pane_id is None
+        assert any("scout" in w and "never recorded" in w for w in host.warnings), host.warnings
+    finally:
+        await host.aclose()
+        lead.session.close()

@@ -1,14 +1,16 @@
-"""A host process for the tmux restart test: delegates agents on the tmux runtime, then waits to be killed.
+"""A host process for the tmux restart tests: starts agents on tmux, then waits to be killed.
 
-Usage: `python tmux_host_driver.py <dir> <socket> <label>...`. It writes the lead's
-session path to `<dir>/lead.txt`, delegates one `scout` per label, prints
-`started` and then waits (the test kills it with SIGKILL).
+Usage: `python tmux_host_driver.py <dir> <socket> [--handoff] [--definition NAME] <label>...`.
+It writes the lead's session path to `<dir>/lead.txt` and delegates one agent
+per label: on the tmux runtime, or (`--handoff`) in-process and then moved to
+a pane with `Host.handoff`. It prints `started` and then waits (the test kills
+it with SIGKILL, or `CORRAL_FAULTS` kills it at a fault point on the way).
 """
 
 from __future__ import annotations
 
+import argparse
 import asyncio
-import sys
 from pathlib import Path
 
 from corral.agent import AgentSession
@@ -19,7 +21,7 @@ from corral.session import SessionManager
 from corral.settings import Settings
 
 
-async def main(root: Path, socket: Path, labels: list[str]) -> None:
+async def main(root: Path, socket: Path, labels: list[str], *, definition: str, handoff: bool) -> None:
     work = root / "work"
     sessions = root / "sessions"
     session = SessionManager.create(work, sessions_root=sessions)
@@ -32,19 +34,32 @@ async def main(root: Path, socket: Path, labels: list[str]) -> None:
     host = Host(
         store=Store.open(root / "home" / "corral.db"),
         registry=registry,
-        settings=Settings(runtime="tmux"),
+        settings=Settings() if handoff else Settings(runtime="tmux"),
         sessions_root=sessions,
         roster_loader=lambda cwd: load_roster(cwd, user_dir=root / "config" / "agents", trust=False),
         tmux_socket=socket,
     )
     caller = await host.attach_lead(lead, surfaces=())
     for label in labels:
-        await host.controller.delegate(
-            caller, DelegateParams(definition="scout", task=f"do {label}", label=label)
+        started = await host.controller.delegate(
+            caller, DelegateParams(definition=definition, task=f"do {label}", label=label)
         )
+        while handoff:
+            moved = await host.handoff(started.run_id)
+            if (moved.status, moved.reason) != ("refused", "not_active"):
+                assert moved.status == "moved", moved.message
+                break
+            await asyncio.sleep(0.01)  # not yet in its first model call
     print("started", flush=True)
     await asyncio.Event().wait()
 
 
 if __name__ == "__main__":
-    asyncio.run(main(Path(sys.argv[1]), Path(sys.argv[2]), sys.argv[3:]))
+    parser = argparse.ArgumentParser()
+    parser.add_argument("root", type=Path)
+    parser.add_argument("socket", type=Path)
+    parser.add_argument("labels", nargs="+")
+    parser.add_argument("--handoff", action="store_true")
+    parser.add_argument("--definition", default="scout")
+    args = parser.parse_args()
+    asyncio.run(main(args.root, args.socket, args.labels, definition=args.definition, handoff=args.handoff))

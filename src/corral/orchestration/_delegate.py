@@ -26,6 +26,7 @@ from corral.orchestration._caller import Caller
 from corral.orchestration._child import RETIRED_ENTRY, ManagedChild
 from corral.orchestration._definitions import AgentDefinition, RuntimeKind, is_delegating, leaf_projection
 from corral.orchestration._delivery import RESULT_TYPE
+from corral.orchestration._faults import fault_point
 from corral.orchestration._files import prepare_files
 from corral.orchestration._records import GenerationRecord, NewGeneration, RequestRecord
 from corral.orchestration._results import DelegateResult
@@ -431,9 +432,13 @@ class DelegateMixin:
         host = self.host
         cwd = Path(generation.cwd)
         if generation.runtime_kind == "tmux":
-            return await self._launch_tmux(
-                action, caller, generation, task, session, model, thinking, defn, timeout_ms
-            )
+            host.placing.add(generation.run_id)  # its pane is not recorded yet: no recovery may settle it
+            try:
+                return await self._launch_tmux(
+                    action, caller, generation, task, session, model, thinking, defn, timeout_ms
+                )
+            finally:
+                host.placing.discard(generation.run_id)
         try:
             spec = managed_agent_spec(defn, generation.label, model, thinking)
             agent = build_managed_agent(spec, session=session, model=model, cwd=cwd, settings=host.settings)
@@ -548,6 +553,7 @@ class DelegateMixin:
                     env=worker_env(),
                 )
             )
+            fault_point("before_pane_recorded")
             host.track_tmux(generation.run_id, handle, pid=None)
             generation = host.store.record_started(
                 generation.run_id,

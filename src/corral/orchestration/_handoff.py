@@ -36,6 +36,7 @@ from pathlib import Path
 from typing import TYPE_CHECKING, Any, Literal
 
 from corral.agent.tools import ALL_TOOL_NAMES, BashTool
+from corral.orchestration._faults import fault_point
 from corral.orchestration._worker import worker_argv, worker_env, write_launch_file
 from corral.orchestration.errors import OrchestrationError
 from corral.runtime import LaunchSpec, PaneNotReady, RollbackFailed, RuntimeError_, RuntimeHandle
@@ -214,10 +215,12 @@ async def _handoff(host: Host, run_id: str, ready_timeout: float) -> HandoffResu
     # --- transfer and start the worker ---
     tmux = host.tmux_runtime()
     started: RuntimeHandle | None = None
+    host.placing.add(run_id)  # until the pane is recorded, recovery must not settle this generation
     try:
         if session_path is None:
             raise RuntimeError_(f"agent {label} has no session file to hand to its worker")
         store.transfer_runtime(run_id, owner_session_id=generation.owner_session_id, host_id=host.host_id)
+        fault_point("after_runtime_transfer")
         launch = write_launch_file(
             tmux.socket.parent,
             run_id,
@@ -239,6 +242,7 @@ async def _handoff(host: Host, run_id: str, ready_timeout: float) -> HandoffResu
                 env=worker_env(),
             )
         )
+        fault_point("before_pane_recorded")
         host.track_tmux(run_id, started, pid=None)
         store.record_started(
             run_id, session_path=str(session_path), host_id=host.host_id, pane_id=started.runtime_id
@@ -248,6 +252,8 @@ async def _handoff(host: Host, run_id: str, ready_timeout: float) -> HandoffResu
             with contextlib.suppress(RuntimeError_):
                 await tmux.stop(started)
         return _lost(host, child, generation, "start_failed", f"the worker could not start: {exc}", None)
+    finally:
+        host.placing.discard(run_id)
 
     def ready() -> bool:
         now = store.get_generation(run_id)

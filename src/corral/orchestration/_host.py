@@ -48,6 +48,7 @@ from corral.runtime import (
     PresenceVerdict,
     ProcessEvidence,
     RecentOutput,
+    RuntimeError_,
     RuntimeHandle,
     TmuxRuntime,
 )
@@ -200,6 +201,8 @@ class Host:
         self._closed = False
         self.tmux_runs: set[str] = set()
         """Generations running in tmux panes that this host watches."""
+        self.placing: set[str] = set()
+        """Tmux generations this host is starting or moving right now (no pane recorded yet)."""
         self._watcher: asyncio.Task[None] | None = None
         self._watch_signature: object = None
         self.on_background_error: Callable[[BaseException], None] | None = None
@@ -246,6 +249,7 @@ class Host:
         self.lead_callers[caller.session_id] = caller
         self.install_surfaces(agent, caller, surfaces)
         self.recover(caller.session_id)
+        await self.recover_unplaced(caller.session_id)
         self.teams.recover(caller.session_id)
         return caller
 
@@ -547,6 +551,51 @@ class Host:
                 if ask is not None and ask.delivered_entry_id is None:
                     self._spawn(self._deliver_ask(generation.run_id, ask.ask_id))
         self.changed()
+
+    async def recover_unplaced(self, owner_session_id: str) -> None:
+        """Settle tmux generations whose host died before it recorded their pane.
+
+        The store says `tmux` from the moment a tmux start or a handoff begins, but the pane id
+        is recorded only once the pane exists. For a generation left in between, the pane
+        inventory decides: a pane whose worker runs this generation is adopted (recorded and
+        watched like any tmux agent); no such pane proves the worker never started, and the
+        generation is marked `lost` so it can be closed. When tmux cannot list its panes nothing
+        is proven and nothing changes (a warning says so).
+        """
+        unplaced = [
+            generation
+            for generation in self.tree(owner_session_id)
+            if generation.runtime_kind == "tmux"
+            and generation.pane_id is None
+            and generation.presence != "lost"
+            and generation.phase in ("starting", "active")
+            and generation.run_id not in self.placing
+        ]
+        tmux = self.runtime.tmux
+        for generation in unplaced:
+            run_id = generation.run_id
+            try:
+                pane = await tmux.pane_running(("--run-id", run_id))
+            except RuntimeError_ as exc:
+                self.warn(
+                    f"Agent {generation.label}: its tmux pane was never recorded and {exc}; left as it is."
+                )
+                return
+            if run_id in self.placing:
+                continue  # a start of this host got there meanwhile
+            with contextlib.suppress(OrchestrationError):
+                if pane is None:
+                    self.store.mark_presence(
+                        run_id,
+                        "lost",
+                        diagnostic="its host stopped while starting it in tmux, and no pane runs its worker",
+                    )
+                    continue
+                self.store.record_started(run_id, host_id=self.host_id, pane_id=pane.pane_id)
+                handle = RuntimeHandle(runtime_id=pane.pane_id, kind="tmux", run_id=run_id)
+                self.track_tmux(run_id, handle, pid=pane.pid)
+        if unplaced:
+            self.changed()
 
     # --- observation ----------------------------------------------------------------------------------
 

@@ -12,7 +12,9 @@ the start-up short.
 
 Orphans: a pane of the private server whose generation is finalized, or that
 no live generation of the store names, is reported by `find_orphans` and
-removed by `reap_orphans` (identity-proven, never silently).
+removed by `reap_orphans` (identity-proven, never silently). A worker whose
+host died before recording its pane is named by its command line
+(`--run-id`), so it is no orphan: the next host adopts it.
 """
 
 from __future__ import annotations
@@ -104,8 +106,20 @@ async def find_orphans(store: Store, tmux: TmuxRuntime) -> list[Orphan] | None:
         for g in store.generations(include_finalized=True)
         if g.runtime_kind == "tmux" and g.pane_id and g.phase == "finalized"
     }
+    # A live generation whose host died before recording its pane: its worker is no orphan.
+    unrecorded: set[str] = set()
+    for placing in store.generations():
+        if placing.runtime_kind == "tmux" and placing.pane_id is None:
+            try:
+                pane = await tmux.pane_running(("--run-id", placing.run_id))
+            except RuntimeError_:
+                return None
+            if pane is not None:
+                unrecorded.add(pane.pane_id)
     orphans: list[Orphan] = []
     for pane in panes:
+        if pane.pane_id in unrecorded:
+            continue
         generation = live.get(pane.pane_id)
         if generation is not None and (generation.pid is None or generation.pid == pane.pid):
             continue

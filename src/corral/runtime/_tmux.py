@@ -26,7 +26,7 @@ import hashlib
 import os
 import re
 import time
-from collections.abc import Callable
+from collections.abc import Callable, Sequence
 from dataclasses import dataclass
 from pathlib import Path
 
@@ -446,6 +446,34 @@ class TmuxRuntime:
             PaneInfo(pane_id, pane.pid, pane.dead, titles.get(pane_id, ""), pane.session)
             for pane_id, pane in sorted(self._inventory.items())
         ]
+
+    async def pane_running(self, argv_fragment: Sequence[str]) -> PaneInfo | None:
+        """The live pane whose process, or a process below it, has `argv_fragment` in its argv.
+
+        This finds a worker whose pane was never recorded because its host died right after
+        starting it; the pane id alone proves nothing then, the command line does.
+
+        Raises:
+            RuntimeError_: tmux could not list the panes (nothing can be proven absent).
+        """
+        panes = await self.panes()
+        if panes is None:
+            raise RuntimeError_(f"cannot list the panes of the tmux server at {self.socket}")
+        wanted = b"\0" + b"\0".join(part.encode() for part in argv_fragment) + b"\0"
+        children: dict[int, list[int]] | None = None
+        for pane in panes:
+            if pane.dead:
+                continue
+            pending = [pane.pid]
+            while pending:
+                pid = pending.pop()
+                raw = _read_proc(pid, "cmdline")
+                if raw is not None and wanted in b"\0" + raw:
+                    return pane
+                if children is None:
+                    children = _children_map()
+                pending.extend(children.get(pid, []))
+        return None
 
     async def kill_pane(self, pane: PaneInfo) -> None:
         """Kill `pane` after proving it still runs `pane.pid`; wait until it is gone.
