@@ -27,6 +27,20 @@ app = typer.Typer(
 )
 
 
+def _command_group(name: str, help_text: str) -> typer.Typer:
+    """A `corral <name> …` sub-command group, registered on `app`."""
+    group = typer.Typer(
+        name=name,
+        help=help_text,
+        no_args_is_help=True,
+        add_completion=False,
+        pretty_exceptions_enable=False,
+        rich_markup_mode=None,
+    )
+    app.add_typer(group)
+    return group
+
+
 class Mode(StrEnum):
     text = "text"
     json = "json"
@@ -223,15 +237,9 @@ def demo(
     raise typer.Exit(asyncio.run(run_demo(out=sys.stdout, keep=keep)))
 
 
-agents_app = typer.Typer(
-    name="agents",
-    help="List, show and close the managed agents of a session (the lead's view).",
-    no_args_is_help=True,
-    add_completion=False,
-    pretty_exceptions_enable=False,
-    rich_markup_mode=None,
+agents_app = _command_group(
+    "agents", "List, show and close the managed agents of a session (the lead's view)."
 )
-app.add_typer(agents_app)
 
 AgentsSessionOpt = Annotated[
     str | None,
@@ -292,15 +300,9 @@ def agents_reap(
     raise typer.Exit(asyncio.run(reap(out=sys.stdout, dry_run=dry_run)))
 
 
-checkpoints_app = typer.Typer(
-    name="checkpoints",
-    help="List or delete the saved specialist checkpoints (continue_from ids).",
-    no_args_is_help=True,
-    add_completion=False,
-    pretty_exceptions_enable=False,
-    rich_markup_mode=None,
+checkpoints_app = _command_group(
+    "checkpoints", "List or delete the saved specialist checkpoints (continue_from ids)."
 )
-app.add_typer(checkpoints_app)
 
 
 @checkpoints_app.command("list")
@@ -319,6 +321,34 @@ def checkpoints_delete(
     from corral._cli._checkpoints import checkpoints_delete as run_delete
 
     raise typer.Exit(run_delete(checkpoint_id, out=sys.stdout))
+
+
+checks_app = _command_group(
+    "checks", "List or resolve assigned checks left claimed by a corral process that died."
+)
+
+
+@checks_app.command("list")
+def checks_list() -> None:
+    """List unresolved checks: id | agent | check (attempt) | claimed <ISO> | process alive|gone | log."""
+    from corral._cli._checks import checks_list as run_list
+
+    raise typer.Exit(run_list(out=sys.stdout))
+
+
+@checks_app.command("resolve")
+def checks_resolve(
+    check_id: Annotated[str, typer.Argument(help="The exact check:<64 hex> id from `corral checks list`.")],
+    reason: Annotated[str | None, typer.Option("--reason", help="A note kept in the check's record.")] = None,
+    force: Annotated[
+        bool,
+        typer.Option("--force", help="Resolve although the agent's process id still exists (reused pid)."),
+    ] = False,
+) -> None:
+    """Settle a check whose process died as `error` (never rerun), so its agent can be stopped."""
+    from corral._cli._checks import checks_resolve as run_resolve
+
+    raise typer.Exit(run_resolve(check_id, reason=reason, force=force, out=sys.stdout))
 
 
 @app.command()

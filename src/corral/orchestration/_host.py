@@ -51,6 +51,7 @@ from corral.runtime import (
     RuntimeError_,
     RuntimeHandle,
     TmuxRuntime,
+    pid_alive,
 )
 from corral.session import SessionError, SessionManager
 
@@ -65,16 +66,6 @@ __all__ = ["RETIRED_ENTRY", "Host", "Runtimes"]
 _FINALIZE_ATTEMPTS = 50
 _WATCH_S = 0.05
 _ACK_POLL_S = 0.02
-
-
-def _pid_alive(pid: int) -> bool:
-    try:
-        os.kill(pid, 0)
-    except ProcessLookupError:
-        return False
-    except PermissionError:
-        return True
-    return True
 
 
 class Runtimes:
@@ -516,7 +507,7 @@ class Host:
             return True  # ours, but no longer running here
         if generation.host_id is None or generation.pid is None:
             return generation.phase == "starting" and generation.pid is None and generation.host_id is None
-        return generation.pid == self.pid or not _pid_alive(generation.pid)
+        return generation.pid == self.pid or not pid_alive(generation.pid)
 
     def recover(self, owner_session_id: str) -> None:
         """Restart recovery for one owner session (see the module docstring)."""

@@ -240,17 +240,67 @@ class ChecksStore(StoreCore):
 
         return self._read(body)
 
-    def claimed_checks(self, run_id: str) -> tuple[CheckRow, ...]:
-        """The run's checks still `claimed` (unresolved executions), oldest first."""
+    def claimed_checks(self, run_id: str | None = None) -> tuple[CheckRow, ...]:
+        """The run's checks still `claimed` (unresolved executions), oldest first; every run's with `None`."""
+        where, params = ("run_id = ? AND ", (run_id,)) if run_id is not None else ("", ())
         return self._read(
             lambda: tuple(
                 _check_from_row(row)
                 for row in self._all(
-                    "SELECT * FROM team_checks WHERE run_id = ? AND state = 'claimed' ORDER BY started_at, rowid",
-                    (run_id,),
+                    f"SELECT * FROM team_checks WHERE {where}state = 'claimed' ORDER BY started_at, rowid",
+                    params,
                 )
             )
         )
+
+    def abandon_check(self, check_id: str, *, error: str) -> CheckRow:
+        """Settle a `claimed` check whose process died as `error`, by hand, in one transaction.
+
+        The command is never run again. Every repair stage of the run still `running` is settled
+        `cancelled`, and its ledgers take no further attempt (§7.5 cancellation), since the run
+        that would have made them is gone.
+        The caller proves the claiming process is gone first.
+
+        Raises:
+            TargetNotFoundError: No check `check_id`.
+            InvalidRequestError: It already settled, or `error` is empty.
+        """
+        if not error.strip():
+            raise InvalidRequestError("Abandoning a check needs a reason.")
+
+        def body() -> CheckRow:
+            stored = self._check_row(check_id)
+            if stored is None:
+                raise TargetNotFoundError(
+                    f"No check {check_id}; `corral checks list` shows the unresolved ones."
+                )
+            if stored.state != "claimed":
+                raise InvalidRequestError(
+                    f"Check {check_id} already settled ({stored.state}); nothing to resolve."
+                )
+            now = self._clock()
+            self._execute(
+                "UPDATE team_checks SET state = 'error', completed_at = ?, error = ?"
+                " WHERE check_id = ? AND state = 'claimed'",
+                (max(now, stored.started_at), error, check_id),
+            )
+            for ledger_row in self._all(
+                "SELECT controller_id FROM team_repair_ledgers WHERE run_id = ?", (stored.run_id,)
+            ):
+                ledger = self._require_ledger(ledger_row["controller_id"])
+                for stage in ledger.stages:
+                    if stage.state == "running":
+                        self._execute(
+                            "UPDATE team_repair_stages SET state = 'cancelled', updated_at = ?"
+                            " WHERE controller_id = ? AND token = ?",
+                            (max(now, stage.created_at), ledger.controller_id, stage.token),
+                        )
+                self._cancel_ledger(self._require_ledger(ledger.controller_id), now)
+            settled = self._check_row(check_id)
+            assert settled is not None
+            return settled
+
+        return self._write(body)
 
     # --- repair ledgers -----------------------------------------------------------------------------
 

@@ -1,7 +1,7 @@
 """Runtimes: where managed agents run, behind one protocol (`Runtime`).
 
-The in-process runtime runs each agent as an asyncio task of the host; a
-terminal runtime comes later and implements the same protocol.
+The in-process runtime runs each agent as an asyncio task of the host; the
+tmux runtime runs it as a `corral worker` in a pane of a private tmux server.
 """
 
 from ._base import (
@@ -15,7 +15,15 @@ from ._base import (
     RuntimeHandle,
 )
 from ._inprocess import InProcessRuntime, bound_output
-from ._tmux import HEARTBEAT_STALE_S, PaneInfo, PaneNotReady, RollbackFailed, TmuxRuntime, default_socket
+from ._tmux import (
+    HEARTBEAT_STALE_S,
+    PaneInfo,
+    PaneNotReady,
+    RollbackFailed,
+    TmuxRuntime,
+    default_socket,
+    pid_alive,
+)
 
 __all__ = [
     "HEARTBEAT_STALE_S",
@@ -34,4 +42,5 @@ __all__ = [
     "TmuxRuntime",
     "bound_output",
     "default_socket",
+    "pid_alive",
 ]

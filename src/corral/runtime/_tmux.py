@@ -107,7 +107,8 @@ def _workspace_name(cwd: Path) -> str:
     return f"{name[:40]}-{hashlib.sha1(str(cwd).encode()).hexdigest()[:6]}"
 
 
-def _pid_alive(pid: int) -> bool:
+def pid_alive(pid: int) -> bool:
+    """Whether process `pid` exists (a process of another user counts as alive)."""
     try:
         os.kill(pid, 0)
     except ProcessLookupError:
@@ -327,7 +328,7 @@ class TmuxRuntime:
             return "lost"
         if expected is not None and pane.pid != expected:
             return "lost"  # the pane id now names another process: ours is gone
-        if not _pid_alive(pane.pid):
+        if not pid_alive(pane.pid):
             return "lost"
         heartbeat = self._heartbeats.get(handle.runtime_id)
         if heartbeat is not None:
@@ -420,7 +421,7 @@ class TmuxRuntime:
         while True:
             await self.refresh()
             pane_gone = self._inventory is not None and handle.runtime_id not in self._inventory
-            process_gone = expected is None or not _pid_alive(expected)
+            process_gone = expected is None or not pid_alive(expected)
             if pane_gone and process_gone:
                 break
             if time.monotonic() >= deadline:

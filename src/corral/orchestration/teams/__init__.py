@@ -24,6 +24,7 @@ from ._capacity import (
     ReservationState,
     RetainedNotice,
 )
+from ._check_admin import UnresolvedCheck, abandon_check, abandoned_error, unresolved_checks
 from ._check_records import (
     CHECK_RECORD_VERSION,
     AssignedCheck,
@@ -249,9 +250,12 @@ __all__ = [
     "TierModelError",
     "TierName",
     "UnknownTierError",
+    "UnresolvedCheck",
     "VerificationDecision",
     "VerificationState",
     "Verifier",
+    "abandon_check",
+    "abandoned_error",
     "assign_checks",
     "build_session_context_snapshot",
     "can_spawn_nested_helpers",
@@ -289,6 +293,7 @@ __all__ = [
     "team_costs",
     "team_name",
     "team_report_message",
+    "unresolved_checks",
     "verify_batch",
     "write_report_markdown",
     "write_session_context",

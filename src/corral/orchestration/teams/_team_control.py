@@ -308,6 +308,11 @@ class TeamControlMixin:
                 "error": str(exc),
             }
         self.host.release(member.run_id)
+        if member.fence != "none" or self.capacity(member.lead_session_id).is_quarantined(member.name):
+            # A quarantined run settled after all (e.g. its abandoned check was resolved by hand).
+            with contextlib.suppress(OrchestrationError):
+                self.host.store.set_team_fence(member.run_id, fence="none", reason=None)
+            self.capacity(member.lead_session_id).clear_quarantine(member.name)
         self.host.changed()
         return {
             "stopped": True,
@@ -318,11 +323,7 @@ class TeamControlMixin:
     async def _deferred_finalize(self, member: TeamMemberRecord, stopping: asyncio.Future[None]) -> None:
         with contextlib.suppress(BaseException):
             await stopping
-        outcome = self._finalize_run(member, "deferred cleanup after quarantine")
-        if outcome.get("stopped"):
-            with contextlib.suppress(OrchestrationError):
-                self.host.store.set_team_fence(member.run_id, fence="none", reason=None)
-            self.capacity(member.lead_session_id).clear_quarantine(member.name)
+        self._finalize_run(member, "deferred cleanup after quarantine")  # lifts the fence once finalized
 
     async def stop_teammate(
         self, caller: Caller, name: str, reason: str | None
