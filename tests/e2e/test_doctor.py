@@ -25,6 +25,7 @@ from tests.runtime._tmux_fixtures import kill_server, require_tmux
 from .conftest import Env, RunCorral
 
 NAMES = ["data_root", "store", "sandbox", "tmux", "tmux_workers", "settings"]
+"""Without a store; with one, `checks` follows `store`."""
 
 
 def _private_home(env: Env) -> None:
@@ -134,6 +135,25 @@ def test_an_existing_store_reports_its_schema_version(cli_env: Env, corral: RunC
     store = _check(report, "store")
     assert store["status"] == "ok"
     assert f"(schema version {SCHEMA_VERSION})" in store["message"]
+    assert _check(report, "checks")["status"] == "ok"
+
+
+def test_a_check_left_claimed_by_a_dead_process_warns_and_names_the_way_out(
+    cli_env: Env, corral: RunCorral, tmp_path: Path
+) -> None:
+    from tests.orchestration.teams._check_helpers import add_member, dead_pid, stuck_check
+
+    _private_home(cli_env)
+    with Store.open(cli_env.home / "corral.db") as store:
+        member = add_member(store, "fixer")
+        store.record_started(member.run_id, pid=dead_pid())
+        stuck_check(store, tmp_path, run_id=member.run_id, task=member.task_id, report=member.report_id)
+
+    code, report = _report(corral)
+
+    checks = _check(report, "checks")
+    assert checks["status"] == "warn" and code == 0
+    assert "unit of fixer" in checks["message"] and "corral checks resolve <id>" in checks["message"]
 
 
 def test_a_store_from_a_newer_corral_fails_with_exit_1(cli_env: Env, corral: RunCorral) -> None:

@@ -6,7 +6,8 @@ checks only read: the data root's mode, the orchestration store (opened
 read-only, never migrated), the read-only sandbox (`ReadOnlySandbox.probe`,
 one tiny `bwrap` command), tmux and its version, the private tmux server's
 orphaned worker panes (the same `find_orphans` that `corral agents reap`
-uses, without killing anything), and loading the settings. No model is
+uses, without killing anything), assigned checks left `claimed` by a process
+that died (`corral checks list`), and loading the settings. No model is
 called, so it stays fast; the subprocess checks run concurrently.
 """
 
@@ -37,7 +38,7 @@ class Check:
     """The outcome of one check."""
 
     name: str
-    """Which check: `data_root`, `store`, `sandbox`, `tmux`, `tmux_workers` or `settings`."""
+    """Which check: `data_root`, `store`, `checks`, `sandbox`, `tmux`, `tmux_workers` or `settings`."""
     status: CheckStatus
     """`ok`, `warn` or `fail`."""
     message: str
@@ -185,6 +186,23 @@ async def _check_tmux() -> tuple[Check, bool]:
     return Check("tmux", "ok", f"{version} ({tmux}): the tmux runtime is available"), True
 
 
+def _check_unresolved_checks(store: Store) -> Check:
+    from corral.orchestration.teams import unresolved_checks
+
+    found = unresolved_checks(store)
+    orphaned = [item for item in found if not item.process_alive]
+    if not orphaned:
+        running = f" ({len(found)} running now)" if found else ""
+        return Check("checks", "ok", f"no assigned check is left claimed by a process that died{running}")
+    names = ", ".join(f"{item.check.name} of {item.agent or item.check.run_id}" for item in orphaned)
+    return Check(
+        "checks",
+        "warn",
+        f"{len(orphaned)} assigned check(s) were left claimed by a corral process that died ({names}); "
+        "their agents stay fenced: read the logs (`corral checks list`), then `corral checks resolve <id>`",
+    )
+
+
 async def _check_orphans(root: Path, store: Store | None) -> Check:
     from corral.orchestration._worker import find_orphans
     from corral.runtime import TmuxRuntime
@@ -247,7 +265,7 @@ async def run_checks(cwd: Path) -> list[Check]:
         cwd: The directory whose `.corral/settings.toml` (or a parent's) is loaded.
 
     Returns:
-        The checks in a fixed order: data root, store, sandbox, tmux, tmux workers, settings.
+        The checks in a fixed order: data root, store, checks, sandbox, tmux, tmux workers, settings.
     """
     from corral._paths import corral_home
     from corral.orchestration import default_store_path
@@ -257,6 +275,8 @@ async def run_checks(cwd: Path) -> list[Check]:
     store_check, store = _open_store(default_store_path())
     checks.append(store_check)
     try:
+        if store is not None:
+            checks.append(_check_unresolved_checks(store))
         sandbox, (tmux, has_tmux) = await asyncio.gather(_check_sandbox(), _check_tmux())
         checks += [sandbox, tmux]
         if has_tmux:

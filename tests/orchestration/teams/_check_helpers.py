@@ -4,6 +4,7 @@ from __future__ import annotations
 
 import os
 import sqlite3
+import subprocess
 from collections.abc import Callable
 from dataclasses import dataclass
 from pathlib import Path
@@ -87,3 +88,20 @@ def counter_lines(path: Path) -> list[str]:
 def mode(path: Path) -> int:
     """Permission bits of `path`."""
     return os.stat(path).st_mode & 0o777
+
+
+def dead_pid() -> int:
+    """The pid of a process that has exited (what a crashed corral leaves in the store)."""
+    child = subprocess.Popen(["true"])
+    child.wait()
+    return child.pid
+
+
+def stuck_check(store: Store, tmp_path: Path, *, run_id: str, task: str, report: str) -> str:
+    """Claim the run's `unit` check as a process that died while it ran would have left it; its id."""
+    from corral.orchestration.teams import CheckStore, assign_checks, parse_check_policy
+
+    checks = parse_check_policy([{"name": "unit", "command": "true", "timeoutSeconds": 10}])
+    (assigned,) = assign_checks(checks, task_id=task, run_id=run_id, report_id=report, cwd=tmp_path)
+    CheckStore(store, tmp_path / "logs").claim(assigned)
+    return assigned.check_id

@@ -3,7 +3,6 @@
 from __future__ import annotations
 
 import os
-import subprocess
 from collections.abc import Iterator
 from pathlib import Path
 
@@ -12,11 +11,8 @@ import pytest
 from corral.orchestration import InvalidRequestError, ManagedAgentBusyError, Store, TargetNotFoundError
 from corral.orchestration.surfaces import parse_spawn
 from corral.orchestration.teams import (
-    CheckStore,
     abandon_check,
-    assign_checks,
     check_id,
-    parse_check_policy,
     repair_controller_id,
     report_id,
     task_id,
@@ -25,10 +21,8 @@ from corral.orchestration.teams import (
 )
 from corral.orchestration.teams._repair import RepairController
 
-from ._check_helpers import LEAD, Member, add_member
+from ._check_helpers import LEAD, Member, add_member, dead_pid, stuck_check
 from ._teams_helpers import prepare_env, teams_env, write_script
-
-CHECKS = parse_check_policy([{"name": "unit", "command": "true", "timeoutSeconds": 10}])
 
 
 @pytest.fixture
@@ -37,20 +31,7 @@ def store(tmp_path: Path) -> Iterator[Store]:
         yield opened
 
 
-def _dead_pid() -> int:
-    child = subprocess.Popen(["true"])
-    child.wait()
-    return child.pid
-
-
-def _stuck_check(store: Store, tmp_path: Path, *, run_id: str, task: str, report: str) -> str:
-    """Claim the run's `unit` check as a process that then died would have left it."""
-    (assigned,) = assign_checks(CHECKS, task_id=task, run_id=run_id, report_id=report, cwd=tmp_path)
-    CheckStore(store, tmp_path / "logs").claim(assigned)
-    return assigned.check_id
-
-
-def _member_with_stuck_check(store: Store, tmp_path: Path, *, pid: int) -> tuple[Member, str]:
+def _member_withstuck_check(store: Store, tmp_path: Path, *, pid: int) -> tuple[Member, str]:
     member = add_member(store)
     store.record_started(member.run_id, pid=pid)
     store.reserve_repair_stage(
@@ -65,15 +46,15 @@ def _member_with_stuck_check(store: Store, tmp_path: Path, *, pid: int) -> tuple
         cancel_first=False,
         check_ids=lambda attempt: [check_id(member.report_id, "unit", attempt)],
     )
-    stuck = _stuck_check(store, tmp_path, run_id=member.run_id, task=member.task_id, report=member.report_id)
+    stuck = stuck_check(store, tmp_path, run_id=member.run_id, task=member.task_id, report=member.report_id)
     return member, stuck
 
 
 def test_a_claimed_check_of_a_dead_process_is_listed_then_settled_as_error_with_its_running_stage(
     store: Store, tmp_path: Path
 ) -> None:
-    pid = _dead_pid()
-    member, stuck = _member_with_stuck_check(store, tmp_path, pid=pid)
+    pid = dead_pid()
+    member, stuck = _member_withstuck_check(store, tmp_path, pid=pid)
     assert RepairController(store).unresolved(member.run_id) is not None
     [listed] = unresolved_checks(store)
     assert (listed.check.check_id, listed.agent, listed.lead_session_id) == (stuck, member.name, LEAD)
@@ -96,7 +77,7 @@ def test_a_claimed_check_of_a_dead_process_is_listed_then_settled_as_error_with_
 def test_a_check_whose_agent_process_exists_is_not_abandoned_unless_forced(
     store: Store, tmp_path: Path
 ) -> None:
-    member, stuck = _member_with_stuck_check(store, tmp_path, pid=os.getpid())
+    member, stuck = _member_withstuck_check(store, tmp_path, pid=os.getpid())
     [listed] = unresolved_checks(store)
     assert listed.process_alive
     with pytest.raises(ManagedAgentBusyError, match=f"process {os.getpid()}"):
@@ -133,7 +114,7 @@ async def test_after_resolving_the_stuck_check_stop_frees_the_name_and_the_file_
         store = env.host.store
         store.claim_files(lead, run_id=run_id, agent="fixer", paths=["app.txt"])
         team = team_name(lead)
-        stuck = _stuck_check(
+        stuck = stuck_check(
             store,
             tmp_path,
             run_id=run_id,
