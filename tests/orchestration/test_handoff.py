@@ -8,6 +8,7 @@ import itertools
 import json
 import subprocess
 from collections.abc import AsyncIterator, Callable
+from datetime import datetime
 from pathlib import Path
 from typing import Any
 
@@ -25,6 +26,7 @@ from corral.settings import Settings
 from tests.runtime._tmux_fixtures import tmux_socket
 
 from ._host_helpers import WAIT, Team, make_lead, prepare_env, write_script
+from .teams._git_helpers import make_repo
 
 __all__ = ["tmux_socket"]
 
@@ -214,6 +216,46 @@ async def test_a_teams_agent_moved_with_a_file_claim_keeps_it_and_reports_once(
             if e.get("type") == "message" and e["message"].get("toolName") == "list_file_claims"
         ]
         assert len(tool_results) == 1 and "a.txt: w1" in json.dumps(tool_results[0])
+
+
+async def test_a_checkpointed_teams_agent_moves_and_its_host_saves_the_checkpoint_before_the_report(
+    env: Path, tmux_socket: Path, model_calls: dict[str, list[object]]
+) -> None:
+    make_repo(env / "work", {"auth/token.py": "CHECK = True\n"})
+    finding = {"id": "F1", "text": "tokens are checked", "evidence": ["auth/token.py:1"]}
+    report = {"content": "Auth reviewed.", "outcome": "succeeded", "findings": [finding]}
+    agent = [
+        SLOW,
+        {
+            "tool_calls": [{"name": "report_and_exit", "args": report}],
+            "expect": {"last_user_contains": HANDOFF_PROMPT},
+        },
+        {"text": "bye"},
+    ]
+    write_script(env, "team", {**LEAD, "agents": {"auth": agent}})
+    async with host_team(env, tmux_socket, "team", surfaces=("teams",)) as t:
+        spawned = await t.host.teams.spawn(
+            t.caller,
+            parse_spawn({"name": "auth", "prompt": "Review auth.", "checkpoint": {"inputs": ["auth"]}}),
+        )
+        run_id = spawned.details["runId"]
+        await _until(lambda: len(model_calls.get("auth", [])) >= 1)
+
+        moved = await t.host.handoff(run_id)
+
+        assert moved.status == "moved", moved.message
+        await t.quiet()
+        [delivered] = t.lead_entries(TEAM_REPORT_TYPE)
+        stored = t.host.store.team_report(delivered["details"]["report_id"])
+        assert stored is not None and stored.run_id == run_id
+        record = t.host.teams.checkpoints.load(stored.result["checkpointId"])
+        assert record.author.run_id == run_id and [f.id for f in record.findings] == ["F1"]
+        # Saved by the owner's host before the report reached the lead (never after it).
+        saved = t.host.store.get_checkpoint(stored.result["checkpointId"])
+        assert saved is not None
+        delivered_at = datetime.fromisoformat(delivered["timestamp"].replace("Z", "+00:00"))
+        assert saved.created_at <= delivered_at.timestamp() * 1000
+        assert len(t.lead_entries(TEAM_REPORT_TYPE)) == 1
 
 
 async def test_a_moved_teams_agent_shows_working_takes_messages_from_the_store_and_stop_teammate_stops_it(

@@ -245,6 +245,7 @@ async def _resumed_child(
                 hooks.changed()
 
         local = _WorkerHost(store=store, registry=registry, settings=settings)
+        local.delivers_reports = False  # the owner's host saves a checkpoint, then delivers
         team_child = TeamChild(
             store=store,
             agent=agent,

@@ -6,8 +6,9 @@ go on in a `corral worker` process; nothing is re-acknowledged or re-sent.
 1. **Refuse** (nothing changes) unless tmux is there and the generation is an
    active, live in-process agent of this host that does not delegate, is not a
    nested helper, has no pending question or unacknowledged request, and (a
-   teams agent) has no running check, no accepted report and no checkpoint
-   policy.
+   teams agent) has no running check and no accepted report. A checkpointed
+   teams agent moves too: its owner's host saves the checkpoint before it
+   delivers the report the worker stored.
 2. **Safe point**: the child is marked `handing_off` (requests are answered
    `busy`, messages go to the store inbox), its model or tool call is aborted
    like an interrupt, and its run ends at the settle — storing nothing,
@@ -68,7 +69,7 @@ class HandoffResult:
     reason: str
     """A short code: `moved`, or why it was refused (`tmux_unavailable`, `not_inprocess`, `not_active`,
     `delegating`, `nested_helper`, `ask_pending`, `request_pending`, `check_running`, `report_accepted`,
-    `checkpoint`, `stopping`, `finished`) or failed (`not_settled`, `start_failed`, `pane_not_ready`,
+    `stopping`, `finished`) or failed (`not_settled`, `start_failed`, `pane_not_ready`,
     `rollback_failure`)."""
     message: str
     """One line for the person."""
@@ -144,8 +145,6 @@ def _refusal(host: Host, run_id: str) -> tuple[str, str] | None:
             return "check_running", f"Agent {label} has an assigned check running; wait for it."
         if store.team_report_for_run(run_id) is not None or (team_child and team_child.report_accepted):
             return "report_accepted", f"Agent {label} already reported; its report is being delivered."
-        if member.checkpoint_policy is not None:
-            return "checkpoint", f"Agent {label} records a checkpoint, which its host must capture."
         if member.fence != "none" or (team_child is not None and not team_child.messages_open):
             return "stopping", f"Agent {label} is being stopped."
     return None

@@ -192,6 +192,8 @@ class Host:
         self._closed = False
         self.tmux_runs: set[str] = set()
         """Generations running in tmux panes that this host watches."""
+        self.delivers_reports = True
+        """Whether this host delivers its teams agents' reports (a tmux worker's local host does not)."""
         self.placing: set[str] = set()
         """Tmux generations this host is starting or moving right now (no pane recorded yet)."""
         self._watcher: asyncio.Task[None] | None = None
@@ -323,6 +325,8 @@ class Host:
                     return  # delivered when the owner is attached again
                 report = self.store.team_report_for_run(result.run_id)
                 member = None if report is None else self.store.team_member(result.run_id)
+                if report is not None:
+                    await self.teams.ensure_checkpoint(report)  # e.g. stored by a tmux worker
                 if report is not None and member is not None and member.slot_id is not None:
                     await self.teams.deliver_grouped(report, result)
                 elif report is not None:

@@ -175,6 +175,8 @@ class Teams(TeamReportsMixin, TeamControlMixin):
         self.lead_sessions: dict[str, AgentSession] = {}
         self.groups = CompletionGroups(host.store)
         self.checkpoints = Checkpoints(host.store)
+        self.checkpoint_saves: dict[str, asyncio.Future[None]] = {}
+        """Checkpoint saves in flight, by run (`ensure_checkpoint`)."""
         self.verifier = Verifier(host.store, logs_dir=lambda lead: self.data_dir(lead) / "checks")
 
     # --- configuration -------------------------------------------------------------------------
@@ -835,7 +837,7 @@ class Teams(TeamReportsMixin, TeamControlMixin):
             checkpoint = report.result.get("checkpointId")
             if isinstance(checkpoint, str) and store.get_checkpoint(checkpoint) is None:
                 # The host died between storing the report and saving its checkpoint.
-                self.host.spawn_background(self.save_checkpoint(report))
+                self.host.spawn_background(self.ensure_checkpoint(report))
         self.host.spawn_background(self.deliver_group_wakes(lead_session_id))
         if self.host.store.undelivered_lead_messages(lead_session_id):
             self.host.spawn_background(self.deliver_lead_messages(lead_session_id))

@@ -84,6 +84,7 @@ class TeamReportsMixin:
     checkpoints: Checkpoints
     verifier: Verifier
     live: dict[str, Any]
+    checkpoint_saves: dict[str, asyncio.Future[None]]
 
     if TYPE_CHECKING:
 
@@ -292,8 +293,12 @@ class TeamReportsMixin:
         return record
 
     def _after_report(self, child: TeamChild, record: TeamReportRecord) -> None:
-        """Save the run's checkpoint (when assigned), then let the host deliver the report."""
-        if child.member.checkpoint_policy is None:
+        """Save the run's checkpoint (when assigned), then let the host deliver the report.
+
+        A tmux worker's local host stores the report only: the owner's host saves the checkpoint
+        right before it delivers the report (`ensure_checkpoint`), so there is one saver.
+        """
+        if child.member.checkpoint_policy is None or not self.host.delivers_reports:
             self.host.result_stored(child.run_id, child.task.request_id)
             return
         self.host.spawn_background(self._save_checkpoint_then_deliver(child, record))
@@ -301,13 +306,37 @@ class TeamReportsMixin:
     async def _save_checkpoint_then_deliver(self, child: TeamChild, record: TeamReportRecord) -> None:
         try:
             live = self.live.get(child.run_id)
-            await self.save_checkpoint(
+            await self.ensure_checkpoint(
                 record,
                 source_before=None if live is None else live.source_before,
                 parent=None if live is None else live.parent_checkpoint,
             )
         finally:
             self.host.result_stored(child.run_id, child.task.request_id)
+
+    async def ensure_checkpoint(
+        self,
+        record: TeamReportRecord,
+        *,
+        source_before: SourceFingerprint | None = None,
+        parent: CheckpointRecord | None = None,
+    ) -> None:
+        """Save the report's checkpoint unless it is saved already; one save per run at a time.
+
+        Called before a checkpointed report is delivered (in-process, from a tmux worker, after a
+        restart), so the lead never gets a `checkpointId` it cannot continue from yet.
+        """
+        checkpoint = record.result.get("checkpointId")
+        if not isinstance(checkpoint, str) or self.host.store.get_checkpoint(checkpoint) is not None:
+            return
+        saving = self.checkpoint_saves.get(record.run_id)
+        if saving is None:
+            saving = asyncio.ensure_future(
+                self.save_checkpoint(record, source_before=source_before, parent=parent)
+            )
+            self.checkpoint_saves[record.run_id] = saving
+            saving.add_done_callback(lambda _done: self.checkpoint_saves.pop(record.run_id, None))
+        await asyncio.shield(saving)
 
     async def save_checkpoint(
         self,
