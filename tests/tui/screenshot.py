@@ -64,6 +64,8 @@ async def main(out: Path) -> None:
         folder.mkdir()
     (project / "README.md").write_text("# sample\n")
     (scripts / "lead.yaml").write_text(LEAD)
+    (root / "config" / "corral").mkdir(parents=True)
+    (root / "config" / "corral" / "settings.toml").write_text("")  # no /onboard hint: not a new installation
     for name in ("OPENAI_API_KEY", "ANTHROPIC_API_KEY", "OPENAI_BASE_URL"):
         os.environ.pop(name, None)
     os.environ.update(

@@ -31,6 +31,7 @@ steps:
 
 def test_chat_snapshot(tui_env: TuiEnv, snap_compare: Any) -> None:
     model = tui_env.script("chat", CHAT)
+    tui_env.settings("")  # not a new installation: no /onboard hint in the picture
     app = tui_env.app(model)
 
     async def run_before(pilot: Pilot[int]) -> None:

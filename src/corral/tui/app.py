@@ -42,6 +42,7 @@ from corral.llm import (
 from corral.settings import ActivityColorsSettings
 from corral.tui._app_commands import AgentCommandsMixin
 from corral.tui._app_favorites import FavoritesMixin
+from corral.tui._first_run import ONBOARD_HINT, is_new_installation
 from corral.tui._format import ActivityRow, CostSummary, activity_row, summarize_args
 from corral.tui._palette import ActivityPalette, resolve_palette
 from corral.tui._teams import team_rows
@@ -193,7 +194,11 @@ class CorralApp(AgentCommandsMixin, FavoritesMixin, App[int]):
         self.editor.focus()
         self.set_interval(1.0, self._tick)
         self.theme_changed_signal.subscribe(self, lambda _theme: self._apply_palette())
+        new_installation = is_new_installation()  # before the lead's session can be written
         await self._open(self.options)
+        launched = self.launched
+        if new_installation and launched is not None and not launched.session.is_persisted:
+            self.notice(ONBOARD_HINT)  # skipped without a model: the setup card comes first
 
     def _apply_palette(self) -> None:
         """Resolve the `activityColors` palette for the settings and the current theme."""
