@@ -1,6 +1,6 @@
 """Meta-tests for conventions a reviewer would otherwise police: layering and public exports.
 
-Layers, lowest first: base (`errors`, `_paths`) ← `llm` and `settings` ← `session` ← `agent` (the substrate)
+Layers, lowest first: base (`errors`, `_paths`, `_units`) ← `llm` and `settings` ← `session` ← `agent` (the substrate)
 ← `orchestration`, `runtime` (the core) ← `tui`, `cli`, `_cli` (front ends). A module may import only from
 its own layer or below; `sqlite3` belongs to the store alone.
 """
@@ -18,6 +18,7 @@ SRC = Path(__file__).resolve().parents[1] / "src" / "corral"
 RANK = {
     "errors": 0,
     "_paths": 0,
+    "_units": 0,
     "settings": 1,
     "llm": 1,
     "session": 2,

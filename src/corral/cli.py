@@ -238,7 +238,7 @@ def demo(
 
 
 agents_app = _command_group(
-    "agents", "List, show and close the managed agents of a session (the lead's view)."
+    "agents", "List and show a session's agents (managed and teams); close managed ones (the lead's view)."
 )
 
 AgentsSessionOpt = Annotated[
@@ -251,12 +251,24 @@ AgentsJsonOpt = Annotated[bool, typer.Option("--json", help="Print JSON.")]
 
 
 @agents_app.command("list")
-def agents_list(session: AgentsSessionOpt = None, json_: AgentsJsonOpt = False, cwd: CwdOpt = None) -> None:
-    """List the session's agents (`--json`: the same records as the agent tool's `list`)."""
+def agents_list(
+    session: AgentsSessionOpt = None,
+    json_: AgentsJsonOpt = False,
+    teams: Annotated[
+        bool,
+        typer.Option(
+            "--teams", help="Only the teams agents (with --json: their get_agent_status snapshots)."
+        ),
+    ] = False,
+    cwd: CwdOpt = None,
+) -> None:
+    """List the session's managed agents, then its teams agents (`--json`: the agent tool's `list` records)."""
     from corral._cli._agents import agents_list as run_list
 
     raise typer.Exit(
-        asyncio.run(run_list(cwd=cwd or Path.cwd(), session=session, as_json=json_, out=sys.stdout))
+        asyncio.run(
+            run_list(cwd=cwd or Path.cwd(), session=session, as_json=json_, out=sys.stdout, teams=teams)
+        )
     )
 
 
@@ -267,7 +279,7 @@ def agents_show(
     json_: AgentsJsonOpt = False,
     cwd: CwdOpt = None,
 ) -> None:
-    """Show one agent's record."""
+    """Show one agent: a managed agent's record, or a teams agent's status and report."""
     from corral._cli._agents import agents_show as run_show
 
     raise typer.Exit(
@@ -282,7 +294,7 @@ def agents_close(
     json_: AgentsJsonOpt = False,
     cwd: CwdOpt = None,
 ) -> None:
-    """Close an agent the session owns directly (and the agents it started)."""
+    """Close a managed agent the session owns directly (and the agents it started); not teams agents."""
     from corral._cli._agents import agents_close as run_close
 
     raise typer.Exit(

@@ -6,16 +6,28 @@ read and act through the same `Host`/`Controller` as the `agent` tool, so
 `list --json` prints exactly the records the `list` action returns. They
 never run the lead's loop and never deliver results (the lead does that when
 it resumes).
+
+Teams agents (`spawn_agent`, `spawn_swarm_agents`) come from the same status
+function as the `get_agent_status` tool (`host.teams.status`), so the shell,
+the tool and the terminal app agree on phases. The shell's host runs none of
+the agents, so where that function's answer depends on holding the run in
+memory the shell decides from the store instead: a run in another live corral
+process is `working` (like a run in a tmux pane; `stalled` after 15 minutes
+without activity), a run whose host is gone is `lost`. Members that left
+without a report (the status function no longer lists them) are added as
+`stopped` or `lost`. Queued spawns exist only in a live host and never show.
 """
 
 from __future__ import annotations
 
 import json
+import time
 from collections.abc import Awaitable, Callable
 from dataclasses import dataclass
 from pathlib import Path
 from typing import IO, TYPE_CHECKING, Any, TypeVar, cast
 
+from corral._units import format_elapsed
 from corral.errors import UsageError
 
 if TYPE_CHECKING:
@@ -25,6 +37,9 @@ if TYPE_CHECKING:
 __all__ = ["agents_close", "agents_list", "agents_show", "trust", "untrust"]
 
 _T = TypeVar("_T")
+
+_RECENT_FINISHED = 20
+"""How many agents that left without a report are listed (as `get_agent_status` lists reports)."""
 
 
 @dataclass(frozen=True)
@@ -85,6 +100,176 @@ async def _records(host: Host, caller: Caller) -> list[dict[str, Any]]:
     return list(result.agents)
 
 
+@dataclass(frozen=True)
+class _Agents:
+    managed: list[dict[str, Any]]
+    """The `list` action's records."""
+    teams: list[dict[str, Any]]
+    """The teams agents' status snapshots, as the shell sees them."""
+
+
+def _agents(*, managed: bool, teams: bool) -> Callable[[Host, Caller], Awaitable[_Agents]]:
+    """A host action reading only the kinds asked for (`--json` alone never touches the teams core)."""
+
+    async def read(host: Host, caller: Caller) -> _Agents:
+        return _Agents(
+            await _records(host, caller) if managed else [],
+            await _team_snapshots(host, caller) if teams else [],
+        )
+
+    return read
+
+
+# --- teams agents ----------------------------------------------------------------------------------
+
+
+async def _team_snapshots(host: Host, caller: Caller) -> list[dict[str, Any]]:
+    """The lead's teams agents: `get_agent_status`'s snapshots, settled for a host that runs none of them."""
+    # The teams tools answer the attached lead only; this host acts as that lead, read-only.
+    host.lead_callers.setdefault(caller.session_id, caller)
+    _text, details = await host.teams.status(caller, None)
+    store = host.store
+    now = int(time.time() * 1000)
+    snapshots: list[dict[str, Any]] = [dict(s) for s in details.get("agents") or []]
+    for snapshot in snapshots:
+        member = store.team_member(snapshot["runId"]) if snapshot.get("runId") else None
+        if member is None:
+            continue
+        snapshot.setdefault("modelSlot", member.tier)
+        snapshot.setdefault("model", member.model)
+        if member.live:
+            snapshot["elapsedMs"] = max(0, now - member.created_at)
+            _settle_elsewhere(host, snapshot, now)
+    snapshots.extend(_left_without_report(host, caller.session_id, {s["name"] for s in snapshots}, now))
+    return snapshots
+
+
+def _settle_elsewhere(host: Host, snapshot: dict[str, Any], now: int) -> None:
+    """Decide a live member's phase the status function could only call `stalled` (no run in this host)."""
+    from corral.orchestration.teams import STALLED_AFTER_MS
+
+    if snapshot.get("phase") != "stalled":
+        return
+    generation = host.store.get_generation(snapshot["runId"])
+    if generation is None:
+        return
+    if generation.presence == "lost" or host.host_gone(generation):
+        snapshot["phase"] = "lost"
+        snapshot["error"] = generation.diagnostic or f"its host process {generation.pid or '?'} is gone"
+    elif generation.runtime_kind == "inprocess":
+        activity = generation.last_activity_at
+        if activity is not None:
+            snapshot["activityAgeMs"] = now - activity
+        snapshot["phase"] = (
+            "stalled" if activity is not None and now - activity > STALLED_AFTER_MS else "working"
+        )
+        snapshot["progress"] = f"runs in corral process {generation.pid}"
+
+
+def _left_without_report(host: Host, lead_session_id: str, shown: set[str], now: int) -> list[dict[str, Any]]:
+    """The latest run of each name not shown yet that left without a report: `stopped` or `lost`."""
+    store = host.store
+    latest: dict[str, dict[str, Any]] = {}
+    for member in store.team_members(lead_session_id, live_only=False):
+        if member.depth != 0 or member.live or member.name in shown:
+            continue
+        if store.team_report_for_run(member.run_id) is not None:
+            continue
+        generation = store.get_generation(member.run_id)
+        lost = generation is not None and generation.presence == "lost"
+        snapshot: dict[str, Any] = {
+            "name": member.name,
+            "role": member.kind,
+            "modelSlot": member.tier,
+            "model": member.model,
+            "runId": member.run_id,
+            "phase": "lost" if lost else "stopped",
+        }
+        if generation is not None and generation.finalized_at is not None:
+            snapshot["completedAgeMs"] = max(0, now - generation.finalized_at)
+        if generation is not None and generation.diagnostic:
+            snapshot["error"] = generation.diagnostic
+        latest.pop(member.name, None)  # keep insertion order by the newest run
+        latest[member.name] = snapshot
+    return list(latest.values())[-_RECENT_FINISHED:]
+
+
+def _when(snapshot: dict[str, Any]) -> str:
+    if snapshot.get("completedAgeMs") is not None:
+        return f"finished {format_elapsed(snapshot['completedAgeMs'])} ago"
+    if snapshot.get("elapsedMs") is not None:
+        return format_elapsed(snapshot["elapsedMs"])
+    return "-"
+
+
+def _outcome(snapshot: dict[str, Any]) -> str:
+    if "reportId" not in snapshot:
+        return "-"
+    outcome = str(snapshot.get("outcome") or "unspecified")
+    effective = snapshot.get("effectiveOutcome")
+    if effective and effective != snapshot.get("outcome"):
+        outcome += f" (effective: {effective})"
+    return outcome
+
+
+def _team_line(snapshot: dict[str, Any]) -> str:
+    fields = (
+        snapshot["name"],
+        snapshot.get("modelSlot") or snapshot.get("role") or "-",
+        snapshot.get("phase") or "-",
+        _when(snapshot),
+        _outcome(snapshot),
+        snapshot.get("runId") or "-",
+    )
+    return "\t".join(str(f) for f in fields)
+
+
+@dataclass(frozen=True)
+class _Report:
+    content: str
+    path: str | None
+
+
+def _team_show_text(snapshot: dict[str, Any], report: _Report | None) -> str:
+    lines = [
+        f"name: {snapshot['name']}",
+        "kind: teams agent",
+        f"tier: {snapshot.get('modelSlot') or '-'} ({snapshot.get('role', '?')})",
+        f"state: {snapshot.get('phase')}",
+        f"run id: {snapshot.get('runId') or '-'}",
+        f"model: {snapshot.get('model') or '-'}",
+    ]
+    if snapshot.get("completedAgeMs") is not None:
+        lines.append(f"finished: {format_elapsed(snapshot['completedAgeMs'])} ago")
+    elif snapshot.get("elapsedMs") is not None:
+        lines.append(f"elapsed: {format_elapsed(snapshot['elapsedMs'])}")
+    if snapshot.get("activityAgeMs") is not None:
+        lines.append(f"last activity: {format_elapsed(snapshot['activityAgeMs'])} ago")
+    for key, label in (("progress", "progress"), ("activeTool", "tool"), ("paneId", "pane")):
+        if snapshot.get(key):
+            lines.append(f"{label}: {snapshot[key]}")
+    if "reportId" in snapshot:
+        verification = snapshot.get("verification") or {}
+        acceptance = snapshot.get("acceptance") or {}
+        lines += [
+            f"outcome: {_outcome(snapshot)}",
+            f"verification: {verification.get('state', 'not-requested')}",
+            f"acceptance: {acceptance.get('state', 'pending')}",
+            f"report: {snapshot['reportId']}",
+        ]
+    if snapshot.get("summary"):
+        lines.append(f"summary: {snapshot['summary']}")
+    if snapshot.get("error"):
+        lines.append(f"error: {snapshot['error']}")
+    if report is not None:
+        where = f" ({report.path})" if report.path else ""
+        lines += ["", f"Report{where}:", report.content]
+    return "\n".join(lines)
+
+
+# --- commands ---------------------------------------------------------------------------------------
+
+
 def _line(record: dict[str, Any]) -> str:
     actions = ", ".join(record.get("available_actions") or []) or "none"
     label = record.get("agent") or "(unattributed)"
@@ -92,44 +277,88 @@ def _line(record: dict[str, Any]) -> str:
     return f"{label}{parent}\t{record.get('state')}\t{record.get('agent_definition', '')}\t{actions}"
 
 
-async def agents_list(*, cwd: Path, session: str | None, as_json: bool, out: IO[str]) -> int:
-    """Print the lead's agents: a JSON array of `list` records, or one line per agent."""
-    records = await _with_host(cwd, session, _records)
+async def agents_list(
+    *, cwd: Path, session: str | None, as_json: bool, out: IO[str], teams: bool = False
+) -> int:
+    """Print the lead's agents: managed ones, then teams ones, one line each.
+
+    Args:
+        cwd: The directory whose newest session is the lead (unless `session`).
+        session: The lead session (a path or id prefix), or `None`.
+        as_json: Print JSON: the `list` action's records (a JSON array), or with `teams` the teams
+            agents' status snapshots (a JSON array).
+        out: Where to print.
+        teams: Only the teams agents.
+    """
+    wanted = _agents(managed=not teams, teams=teams or not as_json)
+    agents = await _with_host(cwd, session, wanted)
     if as_json:
-        out.write(json.dumps(records, indent=2) + "\n")
-    elif not records:
-        out.write("No agents.\n")
-    else:
-        for record in records:
-            out.write(_line(record) + "\n")
+        out.write(json.dumps(agents.teams if teams else agents.managed, indent=2) + "\n")
+        return 0
+    lines = [] if teams else [_line(r) for r in agents.managed]
+    lines += [_team_line(s) for s in agents.teams]
+    if not lines:
+        out.write("No teams agents.\n" if teams else "No agents.\n")
+    for line in lines:
+        out.write(line + "\n")
     return 0
 
 
 async def agents_show(label: str, *, cwd: Path, session: str | None, as_json: bool, out: IO[str]) -> int:
-    """Print one agent's `list` record."""
+    """Print one agent: a managed agent's `list` record, else a teams agent's status (and its report)."""
     from corral.orchestration import TargetNotFoundError
 
-    records = await _with_host(cwd, session, _records)
-    found = next((r for r in records if r.get("agent") == label), None)
-    if found is None:
+    async def find(
+        host: Host, caller: Caller
+    ) -> tuple[dict[str, Any] | None, dict[str, Any] | None, _Report | None]:
+        records = await _records(host, caller)
+        found = next((r for r in records if r.get("agent") == label), None)
+        if found is not None:
+            return found, None, None
+        snapshot = next((s for s in await _team_snapshots(host, caller) if s.get("name") == label), None)
+        stored = None
+        if snapshot is not None and snapshot.get("runId"):
+            stored = host.store.team_report_for_run(snapshot["runId"])
+        report = None if stored is None else _Report(stored.content, stored.markdown_path)
+        return None, snapshot, report
+
+    found, snapshot, report = await _with_host(cwd, session, find)
+    if found is not None:
+        if as_json:
+            out.write(json.dumps(found, indent=2) + "\n")
+        else:
+            for key, value in found.items():
+                shown = ", ".join(value) if isinstance(value, list) else value
+                out.write(f"{key}: {shown}\n")
+        return 0
+    if snapshot is None:
         raise TargetNotFoundError(
             f"no agent {label} in this session's tree; run `corral agents list` for the labels",
             operation="show",
         )
     if as_json:
-        out.write(json.dumps(found, indent=2) + "\n")
+        shown = dict(snapshot)
+        if report is not None:
+            shown |= {"report": report.content, "reportPath": report.path}
+        out.write(json.dumps(shown, indent=2) + "\n")
     else:
-        for key, value in found.items():
-            shown = ", ".join(value) if isinstance(value, list) else value
-            out.write(f"{key}: {shown}\n")
+        out.write(_team_show_text(snapshot, report) + "\n")
     return 0
 
 
 async def agents_close(label: str, *, cwd: Path, session: str | None, as_json: bool, out: IO[str]) -> int:
-    """Close one agent (and its agents) the lead owns directly."""
+    """Close one agent (and its agents) the lead owns directly; teams agents are refused."""
+    from corral.orchestration import InvalidRequestError
     from corral.orchestration.surfaces import CloseParams, render_result
 
     async def close(host: Host, caller: Caller) -> dict[str, Any]:
+        managed = any(r.get("agent") == label for r in await _records(host, caller))
+        if not managed and any(s.get("name") == label for s in await _team_snapshots(host, caller)):
+            raise InvalidRequestError(
+                f"{label} is a teams agent and close handles managed agents only; "
+                "have the lead stop it with stop_teammate",
+                operation="close",
+            )
         result = await host.controller.close(caller, CloseParams(agent=label))
         return result.to_details()
 

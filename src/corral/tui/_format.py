@@ -10,6 +10,8 @@ from collections.abc import Mapping
 from dataclasses import KW_ONLY, dataclass
 from typing import Any, Literal
 
+from corral._units import format_elapsed
+
 __all__ = [
     "CONTEXT_DANGER_PERCENT",
     "CONTEXT_WARN_PERCENT",
@@ -51,20 +53,6 @@ STATE_GLYPHS: Mapping[str, str] = {
     "quarantined": "×",
 }
 """The glyph shown before each state word (the word is always shown too)."""
-
-
-def format_elapsed(ms: int | None) -> str:
-    """`42s`, `3m05s`, `1h02m`; `-` when unknown."""
-    if ms is None or ms < 0:
-        return "-"
-    seconds = ms // 1000
-    if seconds < 60:
-        return f"{seconds}s"
-    minutes, seconds = divmod(seconds, 60)
-    if minutes < 60:
-        return f"{minutes}m{seconds:02d}s"
-    hours, minutes = divmod(minutes, 60)
-    return f"{hours}h{minutes:02d}m"
 
 
 def format_tokens(tokens: int | None) -> str:

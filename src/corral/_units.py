@@ -1,0 +1,19 @@
+"""Small human-readable units shared by the front ends (the CLI and the terminal app)."""
+
+from __future__ import annotations
+
+__all__ = ["format_elapsed"]
+
+
+def format_elapsed(ms: int | None) -> str:
+    """`42s`, `3m05s`, `1h02m`; `-` when unknown."""
+    if ms is None or ms < 0:
+        return "-"
+    seconds = ms // 1000
+    if seconds < 60:
+        return f"{seconds}s"
+    minutes, seconds = divmod(seconds, 60)
+    if minutes < 60:
+        return f"{minutes}m{seconds:02d}s"
+    hours, minutes = divmod(minutes, 60)
+    return f"{hours}h{minutes:02d}m"
