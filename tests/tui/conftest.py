@@ -13,7 +13,7 @@ from textual.pilot import Pilot
 from corral._cli._launch import LaunchOptions
 from corral.tui import CorralApp
 
-WAIT_S = 15.0
+WAIT_S = 30.0  # a ceiling for waits on the app; generous for a loaded CI machine
 SIZE = (100, 30)
 
 

@@ -6,6 +6,7 @@ from collections.abc import Sequence
 
 import pytest
 from textual.widgets import Collapsible
+from textual.widgets._collapsible import CollapsibleTitle
 
 from corral.llm import AssistantMessage, CustomMessage
 from corral.orchestration.teams import TEAM_MESSAGE_TYPE
@@ -260,7 +261,7 @@ async def test_reports_and_messages_render_as_cards(tui_env: TuiEnv) -> None:
         assert "every function is tested" in card.body and "do not stop it" not in card.body
         collapsible = card.query_one(Collapsible)
         assert collapsible.collapsed
-        # The lead answers each delivery; click once the chat stopped growing under the pointer.
+        # The lead answers each delivery; expand the report once it answered both.
         await wait_until(
             pilot,
             lambda: (
@@ -270,9 +271,12 @@ async def test_reports_and_messages_render_as_cards(tui_env: TuiEnv) -> None:
                 and sum(isinstance(m, CustomMessage) for m in app.launched.agent.messages) == 2
             ),
         )
-        await pilot.pause()
-        await pilot.click("TeamReportCard CollapsibleTitle")
+        # Expand it from its title with the keyboard: a click at screen coordinates can land on
+        # another widget while the chat still lays out under load.
+        card.query_one(CollapsibleTitle).focus()
+        await pilot.press("enter")
         await wait_until(pilot, lambda: not collapsible.collapsed)
+        app.editor.focus()
         await pilot.press("ctrl+o")  # expands every log and report body; again collapses them
         await pilot.press("ctrl+o")
         assert collapsible.collapsed
