@@ -59,6 +59,7 @@ if TYPE_CHECKING:
     from corral.llm import ModelRegistry
     from corral.orchestration._controller import Controller
     from corral.orchestration._handoff import HandoffResult
+    from corral.orchestration.teams import Teams
     from corral.settings import Settings
 
 __all__ = ["RETIRED_ENTRY", "Host", "Runtimes"]
@@ -205,9 +206,7 @@ class Host:
         from corral.orchestration._controller import Controller
 
         self.controller: Controller = Controller(self)
-        from corral.orchestration.teams import Teams
-
-        self.teams: Teams = Teams(self)
+        self._teams: Teams | None = None
 
     # --- owners ------------------------------------------------------------------------------
 
@@ -243,8 +242,22 @@ class Host:
         self.install_surfaces(agent, caller, surfaces)
         self.recover(caller.session_id)
         await self.recover_unplaced(caller.session_id)
-        self.teams.recover(caller.session_id)
+        if self._teams is not None or self.store.has_team_state(caller.session_id):
+            self.teams.recover(caller.session_id)
         return caller
+
+    @property
+    def teams(self) -> Teams:
+        """The teams core (`corral.orchestration.teams.Teams`), made on first use.
+
+        A lead without the teams surface and without teams state never imports it, which keeps
+        `corral run`'s start-up short.
+        """
+        if self._teams is None:
+            from corral.orchestration.teams import Teams
+
+            self._teams = Teams(self)
+        return self._teams
 
     def install_surfaces(self, agent: AgentSession, caller: Caller, surfaces: Iterable[str]) -> None:
         """Register the tools of `surfaces` (`agent` and/or `teams`) on `agent` for `caller`."""
@@ -364,7 +377,8 @@ class Host:
         handle = self.handles.pop(run_id, None)
         if handle is not None:
             self.runtime.forget(handle)
-        self.teams.released(run_id)
+        if self._teams is not None:
+            self._teams.released(run_id)
         if child is not None:
             self.unregister_owner(child.agent.session.session_id)
             if not child.agent.session.is_persisted:
@@ -654,7 +668,7 @@ class Host:
             return False
         if self._tasks:
             return False
-        if self.teams.busy(owner_session_id):
+        if self._teams is not None and self._teams.busy(owner_session_id):
             return False
         for generation in self.tree(owner_session_id):
             child = self.children.get(generation.run_id)

@@ -603,6 +603,23 @@ class TeamStore(StoreCore):
 
         return self._write(body) if mark_as_read else self._read(body)
 
+    def has_team_state(self, lead_session_id: str) -> bool:
+        """Whether the teams core has anything to recover for this lead: members, messages or checkpoints.
+
+        Checkpoints count for any lead, since their expiry is retired at a lead's attach.
+        """
+
+        def body() -> bool:
+            row = self._one(
+                "SELECT EXISTS (SELECT 1 FROM team_members WHERE lead_session_id = ?)"
+                " OR EXISTS (SELECT 1 FROM team_messages WHERE lead_session_id = ?)"
+                " OR EXISTS (SELECT 1 FROM checkpoints WHERE state = 'ready') AS found",
+                (lead_session_id, lead_session_id),
+            )
+            return row is not None and bool(row["found"])
+
+        return self._read(body)
+
     def undelivered_lead_messages(self, lead_session_id: str) -> tuple[TeamMessageRecord, ...]:
         """Messages to `team-lead` neither read nor delivered into the lead's session, oldest first.
 

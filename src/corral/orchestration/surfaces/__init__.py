@@ -43,28 +43,29 @@ from ._params import (
     parse_ask_owner,
 )
 from ._render import DELEGATION_GUIDANCE, render_error, render_result
-from ._teams_params import (
-    TEAMS_SCHEMAS,
-    AgentNameRequest,
-    Artifact,
-    ClaimRequest,
-    Finding,
-    ReadInboxRequest,
-    ReportSubmission,
-    SendMessageRequest,
-    SpawnRequest,
-    StatusRequest,
-    StopRequest,
-    SwarmRequest,
-    parse_report,
-    parse_spawn,
-    parse_swarm,
-)
-from ._teams_tools import TEAMS_LEAD_TOOL_NAMES, TeamsTool, team_member_tools, teams_lead_tools
 
 if TYPE_CHECKING:
     from corral.agent import AgentSession
     from corral.settings import Settings
+
+    from ._teams_params import (
+        TEAMS_SCHEMAS,
+        AgentNameRequest,
+        Artifact,
+        ClaimRequest,
+        Finding,
+        ReadInboxRequest,
+        ReportSubmission,
+        SendMessageRequest,
+        SpawnRequest,
+        StatusRequest,
+        StopRequest,
+        SwarmRequest,
+        parse_report,
+        parse_spawn,
+        parse_swarm,
+    )
+    from ._teams_tools import TEAMS_LEAD_TOOL_NAMES, TeamsTool, team_member_tools, teams_lead_tools
 
 __all__ = [
     "ACTIONS",
@@ -166,3 +167,39 @@ def ask_owner_tool(host: SurfaceHost, agent_ctx: Any, agent: AgentSession) -> As
         agent: The managed agent's session (its last assistant message proves the call is alone).
     """
     return AskOwnerTool(host.controller, agent_ctx, agent)
+
+
+# The teams surface's names load on first use: a lead with only the `agent` surface never pays for
+# the teams core's import (it is most of `corral run`'s start-up otherwise).
+_LAZY = {
+    "AgentNameRequest": "_teams_params",
+    "Artifact": "_teams_params",
+    "ClaimRequest": "_teams_params",
+    "Finding": "_teams_params",
+    "ReadInboxRequest": "_teams_params",
+    "ReportSubmission": "_teams_params",
+    "SendMessageRequest": "_teams_params",
+    "SpawnRequest": "_teams_params",
+    "StatusRequest": "_teams_params",
+    "StopRequest": "_teams_params",
+    "SwarmRequest": "_teams_params",
+    "TEAMS_LEAD_TOOL_NAMES": "_teams_tools",
+    "TEAMS_SCHEMAS": "_teams_params",
+    "TeamsTool": "_teams_tools",
+    "parse_report": "_teams_params",
+    "parse_spawn": "_teams_params",
+    "parse_swarm": "_teams_params",
+    "team_member_tools": "_teams_tools",
+    "teams_lead_tools": "_teams_tools",
+}
+
+
+def __getattr__(name: str) -> Any:
+    module = _LAZY.get(name)
+    if module is None:
+        raise AttributeError(f"module {__name__!r} has no attribute {name!r}")
+    import importlib
+
+    value = getattr(importlib.import_module(f"{__name__}.{module}"), name)
+    globals()[name] = value
+    return value

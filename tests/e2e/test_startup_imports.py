@@ -1,0 +1,40 @@
+"""Start-up cost: a lead with only the `agent` surface never imports the teams core."""
+
+from __future__ import annotations
+
+import subprocess
+import sys
+
+import pytest
+
+from .conftest import Env
+
+CODE = """\
+import sys
+from corral.cli import main
+code = main(['run', '--model', 'scripted/hello', '--no-session', '-p', 'hi', *sys.argv[1:]])
+print('teams core imported' if 'corral.orchestration.teams' in sys.modules else 'teams core not imported')
+raise SystemExit(code)
+"""
+
+
+@pytest.mark.parametrize(
+    ("flags", "expected"),
+    [((), "teams core not imported"), (("--surfaces", "agent,teams"), "teams core imported")],
+    ids=["agent-surface", "teams-surface"],
+)
+def test_the_teams_core_loads_only_for_a_lead_that_uses_it(
+    cli_env: Env, flags: tuple[str, ...], expected: str
+) -> None:
+    cli_env.script("hello", 'steps:\n  - text: "hello"\n')
+    done = subprocess.run(
+        [sys.executable, "-c", CODE, *flags],
+        cwd=cli_env.project,
+        env=cli_env.vars,
+        capture_output=True,
+        text=True,
+        timeout=60,
+        check=False,
+    )
+    assert done.returncode == 0, done.stderr
+    assert done.stdout.splitlines()[-1] == expected
