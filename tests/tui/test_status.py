@@ -151,7 +151,7 @@ async def test_activity_card_tracks_agents_and_results_arrive_as_cards(
         await type_text(pilot, "split the work")
         await pilot.press("enter")
         await wait_until(pilot, lambda: ("reviewer", "reviewer", "blocked") in seen)
-        assert ("scout", "scout", "working") in seen
+        await wait_until(pilot, lambda: ("scout", "scout", "working") in seen)
         assert card.display
         await wait_until(pilot, lambda: bool(app.query(AgentAskCard)))
         assert "Style too?" in str(app.query_one(AgentAskCard).render())

@@ -119,6 +119,14 @@ async def test_teams_agents_are_activity_rows_with_tier_model_state_tokens_and_h
     app = _team_app(tui_env)
     async with app.run_test(size=SIZE) as pilot:
         await _spawn(app, pilot)
+        await wait_until(  # scan answered its first request (its context is known) and was shown busy
+            pilot,
+            lambda: (
+                (scan := _row(app, "scan")) is not None
+                and scan.tokens.endswith("%)")
+                and bool({("scan", "working"), ("scan", "thinking")} & seen)
+            ),
+        )
         model = app.options.model
         scan, fix, later = _row(app, "scan"), _row(app, "fix"), _row(app, "later")
         assert scan is not None and fix is not None and later is not None
