@@ -8,7 +8,9 @@ How data flows:
   notification and posts `HostChanged`; the activity card and the footer's
   combined cost refresh on it. Managed agents' own events (their latest tool
   call or reply) arrive as `AgentProgress` messages. No timer polls the store;
-  a one-second `set_interval` clock only re-renders elapsed times.
+  a one-second `set_interval` clock only re-renders elapsed times. The
+  activity card animates its progress phrases (fade, dots) on the app's
+  `clock` with its own light timer (see `corral.tui.widgets._status`).
 * Everything that waits on the host or the model runs in a `@work` worker.
 """
 
@@ -129,7 +131,7 @@ class CorralApp(AgentCommandsMixin, FavoritesMixin, App[int]):
     Args:
         options: The same session and model choices as `corral run`.
         launcher: Builds the lead session (tests may wrap it).
-        clock: Unix time in seconds, for elapsed times.
+        clock: Unix time in seconds, for elapsed times and the activity card's animation.
     """
 
     CSS_PATH = "app.tcss"
@@ -169,7 +171,7 @@ class CorralApp(AgentCommandsMixin, FavoritesMixin, App[int]):
         # *active* screen, which may be the follow view or a dialog.
         self._chat = ChatLog()
         self._editor = Editor()
-        self._activity = ActivityCard()
+        self._activity = ActivityCard(clock=clock)
         self._footer = StatusFooter()
 
     # --- layout --------------------------------------------------------------------------------
