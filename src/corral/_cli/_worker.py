@@ -241,11 +241,12 @@ async def _resumed_child(
         class _WorkerHost(Host):
             """Reports and messages are stored; the owner's host delivers them (it polls the store)."""
 
+            delivers_reports = False  # the owner's host saves a report's checkpoint, then delivers it
+
             def result_stored(self, run_id: str, request_id: str) -> None:
                 hooks.changed()
 
         local = _WorkerHost(store=store, registry=registry, settings=settings)
-        local.delivers_reports = False  # the owner's host saves a checkpoint, then delivers
         team_child = TeamChild(
             store=store,
             agent=agent,

@@ -48,7 +48,6 @@ from corral.runtime import (
     PresenceVerdict,
     ProcessEvidence,
     RecentOutput,
-    RuntimeError_,
     RuntimeHandle,
     TmuxRuntime,
     pid_alive,
@@ -154,6 +153,9 @@ class Host:
         tmux_socket: The tmux runtime's server socket (default under the data root).
     """
 
+    delivers_reports = True
+    """Whether this host delivers its teams agents' reports (a tmux worker's local host does not)."""
+
     def __init__(
         self,
         *,
@@ -193,8 +195,6 @@ class Host:
         self._closed = False
         self.tmux_runs: set[str] = set()
         """Generations running in tmux panes that this host watches."""
-        self.delivers_reports = True
-        """Whether this host delivers its teams agents' reports (a tmux worker's local host does not)."""
         self.placing: set[str] = set()
         """Tmux generations this host is starting or moving right now (no pane recorded yet)."""
         self._watcher: asyncio.Task[None] | None = None
@@ -580,18 +580,22 @@ class Host:
             and generation.phase in ("starting", "active")
             and generation.run_id not in self.placing
         ]
+        if not unplaced:
+            return
         tmux = self.runtime.tmux
+        panes = await tmux.panes()
+        if panes is None:
+            labels = ", ".join(g.label for g in unplaced)
+            self.warn(
+                f"Agents {labels}: their tmux panes were never recorded and the panes of the tmux server "
+                f"at {tmux.socket} cannot be listed; left as they are."
+            )
+            return
         for generation in unplaced:
             run_id = generation.run_id
-            try:
-                pane = await tmux.pane_running(("--run-id", run_id))
-            except RuntimeError_ as exc:
-                self.warn(
-                    f"Agent {generation.label}: its tmux pane was never recorded and {exc}; left as it is."
-                )
-                return
             if run_id in self.placing:
                 continue  # a start of this host got there meanwhile
+            pane = tmux.pane_running(panes, ("--run-id", run_id))
             with contextlib.suppress(OrchestrationError):
                 if pane is None:
                     self.store.mark_presence(
@@ -603,8 +607,7 @@ class Host:
                 self.store.record_started(run_id, host_id=self.host_id, pane_id=pane.pane_id)
                 handle = RuntimeHandle(runtime_id=pane.pane_id, kind="tmux", run_id=run_id)
                 self.track_tmux(run_id, handle, pid=pane.pid)
-        if unplaced:
-            self.changed()
+        self.changed()
 
     # --- observation ----------------------------------------------------------------------------------
 

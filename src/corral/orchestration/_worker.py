@@ -107,15 +107,12 @@ async def find_orphans(store: Store, tmux: TmuxRuntime) -> list[Orphan] | None:
         if g.runtime_kind == "tmux" and g.pane_id and g.phase == "finalized"
     }
     # A live generation whose host died before recording its pane: its worker is no orphan.
-    unrecorded: set[str] = set()
-    for placing in store.generations():
-        if placing.runtime_kind == "tmux" and placing.pane_id is None:
-            try:
-                pane = await tmux.pane_running(("--run-id", placing.run_id))
-            except RuntimeError_:
-                return None
-            if pane is not None:
-                unrecorded.add(pane.pane_id)
+    unrecorded = {
+        pane.pane_id
+        for placing in store.generations()
+        if placing.runtime_kind == "tmux" and placing.pane_id is None
+        if (pane := tmux.pane_running(panes, ("--run-id", placing.run_id))) is not None
+    }
     orphans: list[Orphan] = []
     for pane in panes:
         if pane.pane_id in unrecorded:

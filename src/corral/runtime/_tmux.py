@@ -448,18 +448,13 @@ class TmuxRuntime:
             for pane_id, pane in sorted(self._inventory.items())
         ]
 
-    async def pane_running(self, argv_fragment: Sequence[str]) -> PaneInfo | None:
-        """The live pane whose process, or a process below it, has `argv_fragment` in its argv.
+    def pane_running(self, panes: Sequence[PaneInfo], argv_fragment: Sequence[str]) -> PaneInfo | None:
+        """The live pane of `panes` whose process, or a process below it, has `argv_fragment` in its argv.
 
         This finds a worker whose pane was never recorded because its host died right after
-        starting it; the pane id alone proves nothing then, the command line does.
-
-        Raises:
-            RuntimeError_: tmux could not list the panes (nothing can be proven absent).
+        starting it; the pane id alone proves nothing then, the command line does. `panes` is
+        one inventory (`panes()`), so several lookups cost one tmux call.
         """
-        panes = await self.panes()
-        if panes is None:
-            raise RuntimeError_(f"cannot list the panes of the tmux server at {self.socket}")
         wanted = b"\0" + b"\0".join(part.encode() for part in argv_fragment) + b"\0"
         children: dict[int, list[int]] | None = None
         for pane in panes:

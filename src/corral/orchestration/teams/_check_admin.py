@@ -50,21 +50,20 @@ def abandoned_error(reason: str | None) -> str:
 
 def unresolved_checks(store: Store) -> list[UnresolvedCheck]:
     """Every `claimed` check of the store, oldest first."""
-    found: list[UnresolvedCheck] = []
-    for row in store.claimed_checks():
-        member = store.team_member(row.run_id)
-        generation = store.get_generation(row.run_id)
-        pid = None if generation is None or generation.phase == "finalized" else generation.pid
-        found.append(
-            UnresolvedCheck(
-                check=row,
-                agent=None if member is None else member.name,
-                lead_session_id=None if member is None else member.lead_session_id,
-                pid=pid,
-                process_alive=pid is not None and pid_alive(pid),
-            )
-        )
-    return found
+    return [_unresolved(store, row) for row in store.claimed_checks()]
+
+
+def _unresolved(store: Store, row: CheckRow) -> UnresolvedCheck:
+    member = store.team_member(row.run_id)
+    generation = store.get_generation(row.run_id)
+    pid = None if generation is None or generation.phase == "finalized" else generation.pid
+    return UnresolvedCheck(
+        check=row,
+        agent=None if member is None else member.name,
+        lead_session_id=None if member is None else member.lead_session_id,
+        pid=pid,
+        process_alive=pid is not None and pid_alive(pid),
+    )
 
 
 def abandon_check(store: Store, check_id: str, *, reason: str | None = None, force: bool = False) -> CheckRow:
@@ -81,10 +80,11 @@ def abandon_check(store: Store, check_id: str, *, reason: str | None = None, for
         InvalidRequestError: It already settled.
         ManagedAgentBusyError: The agent's process still exists, so the check may be running.
     """
-    current = next((u for u in unresolved_checks(store) if u.check.check_id == check_id), None)
-    if current is None and store.get_check(check_id) is None:
+    row = store.get_check(check_id)
+    if row is None:
         raise TargetNotFoundError(f"No check {check_id}; `corral checks list` shows the unresolved ones.")
-    if current is not None and current.process_alive and not force:
+    current = _unresolved(store, row)
+    if row.state == "claimed" and current.process_alive and not force:
         raise ManagedAgentBusyError(
             f"Check {check_id} may still be running: process {current.pid} of agent "
             f"{current.agent or current.check.run_id} exists. Stop that corral first; pass --force only "
