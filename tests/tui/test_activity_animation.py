@@ -19,7 +19,6 @@ from corral.tui.widgets._status import (
     PhraseAnimator,
     PhraseFrame,
     render_activity,
-    row_key,
 )
 
 from .conftest import SIZE, TuiEnv, type_text, wait_until
@@ -147,7 +146,7 @@ def test_managed_working_rows_animate_and_no_phrase_shows_nothing() -> None:
     lines = text.plain.splitlines()
     assert lines[1].endswith("  grep pattern=tax..")
     assert not lines[2].endswith(".") and not lines[3].endswith(".")
-    assert animator.frames(rows, T0)[row_key(rows[1])] == PhraseFrame("", "shown", 0)
+    assert animator.frames(rows, T0)[rows[1].key] == PhraseFrame("", "shown", 0)
 
 
 def test_a_change_mid_fade_fades_what_is_on_screen_and_a_new_phrase_from_none_only_reveals() -> None:

@@ -359,7 +359,7 @@ async def test_h_on_a_queued_agent_moves_nothing(tui_env: TuiEnv, monkeypatch: p
 async def test_a_handed_off_teams_agent_stays_a_working_row_in_its_pane(tui_env: TuiEnv) -> None:
     from dataclasses import replace
 
-    from corral.tui._teams import moved_to_pane, team_phase
+    from corral.tui._teams import team_phase
 
     app = tui_env.app(tui_env.script("team", TEAM), surfaces=["teams"])
     async with app.run_test(size=SIZE) as pilot:
@@ -368,9 +368,9 @@ async def test_a_handed_off_teams_agent_stays_a_working_row_in_its_pane(tui_env:
         assert host is not None and launched is not None
         [member] = [m for m in host.store.team_members(launched.session.session_id) if m.name == "scan"]
         generation = host.store.get_generation(member.run_id)
-        assert generation is not None and not moved_to_pane(generation)
+        assert generation is not None and not generation.runs_in_pane
         moved = replace(generation, runtime_kind="tmux", pane_id="%7", pid=None)
-        assert moved_to_pane(moved) and not moved_to_pane(replace(moved, presence="lost"))
+        assert moved.runs_in_pane and not replace(moved, presence="lost").runs_in_pane
         live = host.teams.live.pop(member.run_id)  # as after the move: no in-process run
         try:
             assert team_phase(host, member, now_ms=0, generation=moved) == (

@@ -160,6 +160,11 @@ class GenerationRecord:
         """Whether the generation is not finalized (it still holds its label)."""
         return self.phase != "finalized"
 
+    @property
+    def runs_in_pane(self) -> bool:
+        """Whether it works on in a tmux pane (e.g. moved there by a handoff) and is not known to be lost."""
+        return self.runtime_kind == "tmux" and self.phase == "active" and self.presence != "lost"
+
 
 @dataclass(frozen=True, slots=True)
 class RequestRecord:

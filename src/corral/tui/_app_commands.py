@@ -16,7 +16,7 @@ from textual import work
 from corral.errors import CorralError
 from corral.orchestration.teams import NO_CHECKPOINTS_MESSAGE, TIERS
 from corral.settings import find_project_settings, user_settings_path
-from corral.tui._favorites import FavoritesError, read_favorites
+from corral.tui._favorites import read_favorites
 from corral.tui._onboard import (
     ONBOARD_USAGE,
     SandboxState,
@@ -177,7 +177,7 @@ class AgentCommandsMixin(_AppBase):
                 project_settings=find_project_settings(launched.agent.cwd),
             )
             prompt = onboard_prompt(inventory)
-        except (CorralError, FavoritesError, OSError) as exc:
+        except (CorralError, OSError) as exc:
             self.notice(f"/onboard: could not gather the inventory ({exc}); nothing was sent", kind="error")
             return
         if not launched.agent.is_idle:  # the lead woke while the probe ran

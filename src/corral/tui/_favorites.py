@@ -25,7 +25,14 @@ from typing import Any, Literal, cast
 
 from corral._paths import ensure_private_dir
 from corral.errors import CorralError
-from corral.llm import THINKING_LEVELS, LlmError, ModelInfo, ThinkingLevel, available_thinking_levels
+from corral.llm import (
+    THINKING_LEVELS,
+    LlmError,
+    ModelInfo,
+    ThinkingLevel,
+    available_thinking_levels,
+    clamp_thinking_level,
+)
 from corral.orchestration.teams import TIERS, TierName, UnknownTierError, resolve_tier
 
 __all__ = [
@@ -73,8 +80,6 @@ USAGE = (
 
 def default_thinking(tier: TierName, info: ModelInfo) -> ThinkingLevel:
     """The tier's calibrated level if the model offers it, else the nearest it offers."""
-    from corral.llm import clamp_thinking_level
-
     return clamp_thinking_level(info, TIERS[tier].default_thinking)
 
 
@@ -145,17 +150,25 @@ def read_favorites(path: Path) -> Favorites:
     return out
 
 
-def _load(path: Path) -> dict[str, Any]:
+def _read(path: Path) -> str:
+    """The file's text (`""` when it does not exist)."""
     try:
-        text = path.read_text(encoding="utf-8")
+        return path.read_text(encoding="utf-8")
     except FileNotFoundError:
-        return {}
+        return ""
     except OSError as exc:
         raise FavoritesError(f"{path}: cannot read it ({exc.strerror})") from None
+
+
+def _parse(path: Path, text: str) -> dict[str, Any]:
     try:
         return tomllib.loads(text)
     except tomllib.TOMLDecodeError as exc:
         raise FavoritesError(f"{path}: not valid TOML ({exc}); fix it before saving favorites") from None
+
+
+def _load(path: Path) -> dict[str, Any]:
+    return _parse(path, _read(path))
 
 
 def render_favorites(favorites: Mapping[str, Mapping[str, str]]) -> str:
@@ -199,11 +212,8 @@ def write_favorites(path: Path, favorites: Mapping[str, Mapping[str, str]]) -> N
         FavoritesError: The file is not valid TOML, or the result would not hold exactly
             the same other settings (nothing is written then).
     """
-    before = _load(path)
-    try:
-        text = path.read_text(encoding="utf-8")
-    except FileNotFoundError:
-        text = ""
+    text = _read(path)
+    before = _parse(path, text)
     kept = _without_favorites(text.splitlines(keepends=True))
     body = "".join(kept)
     if body and not body.endswith("\n"):

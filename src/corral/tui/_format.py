@@ -149,6 +149,11 @@ class ActivityRow:
         """The state's glyph (`·` for a state without one)."""
         return STATE_GLYPHS.get(self.state, "·")
 
+    @property
+    def key(self) -> str:
+        """The row's stable identity across refreshes: teams or managed, and the label."""
+        return f"{'team' if self.is_team else 'managed'}/{self.label}"
+
 
 def activity_row(
     record: Mapping[str, Any],

@@ -16,8 +16,9 @@ from collections.abc import Mapping, Sequence
 from pathlib import Path
 from typing import Any
 
+from corral.agent.tools import ALL_TOOL_NAMES
 from corral.llm import ModelInfo, available_thinking_levels
-from corral.orchestration.teams import TIERS
+from corral.orchestration.teams import READ_TIER_TOOL_NAMES, TIERS
 
 __all__ = ["ONBOARD_USAGE", "SandboxState", "extensions_text", "onboard_inventory", "onboard_prompt"]
 
@@ -27,8 +28,6 @@ SandboxState = tuple[str, bool | None, str]
 """`(setting, works, reason)`: the `teams.read_sandbox` setting (`auto`/`off`), whether the probe proved
 the sandbox works here (`None` when it was not probed because the setting is `off`), and the probe's line."""
 
-_READ_BUILTINS = ("read", "bash", "grep", "find", "ls")
-_WRITE_BUILTINS = ("read", "bash", "edit", "write", "grep", "find", "ls")
 _MEMBER_TOOLS = ("send_message", "read_inbox", "report_and_exit")
 _CLAIM_TOOLS = ("claim_file", "release_file", "list_file_claims")
 _NESTED_TOOLS = ("spawn_agent", "spawn_swarm_agents", "get_agent_status")
@@ -128,14 +127,14 @@ def extensions_text(sandbox: SandboxState, *, writer_tiers: Sequence[str]) -> st
         bash = "bash (NOT sandboxed: teams.read_sandbox = off; read-only by instruction only)"
     else:
         bash = f"bash (NOT sandboxed: {reason}; read-only by instruction only)"
-    read_tools = ", ".join(bash if name == "bash" else name for name in _READ_BUILTINS)
+    read_tools = ", ".join(bash if name == "bash" else name for name in READ_TIER_TOOL_NAMES)
     return "\n".join(
         [
             "/agents-extensions: corral has no extension system, so there is nothing to select or share;",
             "every spawned teams agent gets a fixed tool set by kind:",
             f"  read agents (read-*): {read_tools}",
             f"    + {', '.join(_MEMBER_TOOLS)}",
-            f"  write agents (write-*): {', '.join(_WRITE_BUILTINS)}",
+            f"  write agents (write-*): {', '.join(ALL_TOOL_NAMES)}",
             f"    + {', '.join(_MEMBER_TOOLS)}, {', '.join(_CLAIM_TOOLS)}",
             f"  eligible writers ({', '.join(writer_tiers)} spawned with allow_nested_read_agents: true)",
             f"    + {', '.join(_NESTED_TOOLS)} (read helpers only)",

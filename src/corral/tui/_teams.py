@@ -23,20 +23,7 @@ if TYPE_CHECKING:
     from corral.orchestration import GenerationRecord, Host
     from corral.orchestration._team_records import TeamMemberRecord
 
-__all__ = ["TEAM_STATES", "Progress", "moved_to_pane", "stop_notice", "team_phase", "team_rows"]
-
-TEAM_STATES = (
-    "starting",
-    "thinking",
-    "working",
-    "waiting",
-    "finishing",
-    "stalled",
-    "stopping",
-    "quarantined",
-    "queued",
-)
-"""Every state word a teams row can show."""
+__all__ = ["Progress", "stop_notice", "team_phase", "team_rows"]
 
 Progress = Mapping[str, tuple[str, str]]
 """Latest progress per run id: `(kind, text)`, kind `tool` (a tool call) or `reply` (a reply's last line)."""
@@ -58,8 +45,7 @@ def team_phase(
     if member.fence == "quarantined":
         return "quarantined", member.fence_reason or "its teardown did not settle"
     if child is None:
-        if moved_to_pane(generation):
-            assert generation is not None
+        if generation is not None and generation.runs_in_pane:
             return "working", f"in tmux pane {generation.pane_id or '?'} (handed off)"
         if generation is None or generation.phase in ("completed", "result_error"):
             return "finishing", "sending report"
@@ -79,16 +65,6 @@ def team_phase(
     if phase == "working":
         return phase, f"using {child.active_tool}" if child.active_tool else "working"
     return phase, "waiting for model response"
-
-
-def moved_to_pane(generation: GenerationRecord | None) -> bool:
-    """Whether `generation` runs on in a tmux pane (handed off, `h`) and is not known to be lost."""
-    return (
-        generation is not None
-        and generation.runtime_kind == "tmux"
-        and generation.phase == "active"
-        and generation.presence != "lost"
-    )
 
 
 def _active_helpers(host: Host, members: tuple[TeamMemberRecord, ...]) -> dict[str, int]:

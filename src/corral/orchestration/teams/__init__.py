@@ -128,6 +128,7 @@ from ._session_context import (
     write_session_context,
 )
 from ._team import (
+    READ_TIER_TOOL_NAMES,
     SpawnOutcome,
     SwarmOutcome,
     Teams,
@@ -171,6 +172,7 @@ __all__ = [
     "MAX_CHECK_TIMEOUT_SECONDS",
     "NO_CHECKPOINTS_MESSAGE",
     "ORCHESTRATION_REQUEST_TYPES",
+    "READ_TIER_TOOL_NAMES",
     "RECOVERY_PROMPT",
     "REPORT_MESSAGE_TYPES",
     "SESSION_CONTEXT_ENTRY_LIMIT",

@@ -74,7 +74,10 @@ if TYPE_CHECKING:
     from corral.orchestration._team_records import TeamMemberRecord
     from corral.orchestration.surfaces import SpawnRequest, SwarmRequest
 
-__all__ = ["SpawnOutcome", "SwarmOutcome", "Teams"]
+__all__ = ["READ_TIER_TOOL_NAMES", "SpawnOutcome", "SwarmOutcome", "Teams"]
+
+READ_TIER_TOOL_NAMES: tuple[str, ...] = ("read", "bash", "grep", "find", "ls")
+"""The built-in tools of a read tier's agent (its `bash` in the read-only sandbox where it works)."""
 
 
 _TEAM_GUIDANCE_READ = (
@@ -742,7 +745,7 @@ class Teams(TeamReportsMixin, TeamControlMixin):
         host = self.host
         settings = host.settings
         read = prepared.tier.role == "read"
-        names = ["read", "bash", "grep", "find", "ls"] if read else None
+        names = list(READ_TIER_TOOL_NAMES) if read else None
         tools: list[AgentTool] = create_builtin_tools(
             prepared.cwd, shell_path=settings.shell_path, names=names, sandbox=sandbox if read else None
         )

@@ -31,6 +31,7 @@ from ._reports import effective_task_outcome, report_id, team_name
 
 if TYPE_CHECKING:
     from corral.orchestration._host import Host
+    from corral.orchestration._records import GenerationRecord
     from corral.orchestration._team_records import TeamMemberRecord, TeamMessageRecord, TeamReportRecord
     from corral.orchestration.surfaces import ReadInboxRequest, SendMessageRequest
 
@@ -81,15 +82,6 @@ class TeamControlMixin:
         """The live in-process run of `run_id`, if any (a run moved to a tmux pane has none)."""
         live = self.live.get(run_id)
         return None if live is None or live.child.handing_off else live.child
-
-    def _moved(self, generation: Any) -> bool:
-        """Whether `generation` runs on in a tmux pane (moved by a handoff) and is not proven gone."""
-        return bool(
-            generation is not None
-            and generation.runtime_kind == "tmux"
-            and generation.phase == "active"
-            and generation.presence != "lost"
-        )
 
     def notify_lead(self, lead_session_id: str, text: str) -> None:
         """Send the lead a message from corral itself (stored, then delivered once)."""
@@ -373,7 +365,7 @@ class TeamControlMixin:
         if (
             member is not None
             and child is None
-            and self._moved(self.host.store.get_generation(member.run_id))
+            and _runs_in_pane(self.host.store.get_generation(member.run_id))
         ):
             return (
                 f"Agent {name} runs in a tmux pane, where interrupt is not supported; use send_message or stop_teammate.",
@@ -494,7 +486,7 @@ class TeamControlMixin:
         }
         if member.fence == "quarantined":
             phase = "quarantined"
-        elif child is None and self._moved(generation):
+        elif child is None and _runs_in_pane(generation):
             phase = "working"
             snapshot["paneId"] = generation.pane_id if generation is not None else None
         elif child is None:
@@ -560,7 +552,7 @@ class TeamControlMixin:
         child = self.child(member.run_id)
         generation = store.get_generation(member.run_id)
         unread = len(store.read_team_inbox(lead, name, unread_only=True, mark_as_read=False))
-        alive = (child is not None and not child.finished.is_set()) or self._moved(generation)
+        alive = (child is not None and not child.finished.is_set()) or _runs_in_pane(generation)
         if member.fence == "quarantined":
             health = "quarantined"
         elif child is None and alive:
@@ -723,3 +715,7 @@ def _render_snapshot(snapshot: dict[str, Any]) -> str:
     if snapshot.get("error"):
         lines.append(f"  error: {snapshot['error']}")
     return "\n".join(lines)
+
+
+def _runs_in_pane(generation: GenerationRecord | None) -> bool:
+    return generation is not None and generation.runs_in_pane

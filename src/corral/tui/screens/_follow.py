@@ -30,7 +30,7 @@ from corral.agent import AgentEvent
 from corral.errors import CorralError
 from corral.tui._format import ActivityRow
 from corral.tui._palette import DARK_DEFAULTS, ActivityPalette, tier_level
-from corral.tui._teams import moved_to_pane, stop_notice
+from corral.tui._teams import stop_notice
 from corral.tui.widgets import ChatLog
 
 if TYPE_CHECKING:
@@ -114,11 +114,6 @@ class FollowScreen(Screen[None]):
         return [row.label for row in self.rows]
 
     @property
-    def states(self) -> dict[str, str]:
-        """Each agent's latest state word."""
-        return {row.label: row.state for row in self.rows}
-
-    @property
     def row(self) -> ActivityRow:
         """The followed agent's row."""
         return self.rows[self.index]
@@ -130,11 +125,10 @@ class FollowScreen(Screen[None]):
 
     def update_rows(self, rows: Sequence[ActivityRow]) -> None:
         """Take the card's latest rows: update known agents, append new ones, keep departed ones."""
-        key = _key
-        fresh = {key(row): row for row in rows}
-        known = {key(row) for row in self.rows}
-        self.rows = [fresh.get(key(row)) or _departed(row) for row in self.rows]
-        self.rows += [row for row in rows if key(row) not in known]
+        fresh = {row.key: row for row in rows}
+        known = {row.key for row in self.rows}
+        self.rows = [fresh.get(row.key) or _departed(row) for row in self.rows]
+        self.rows += [row for row in rows if row.key not in known]
         self._render_header()
         started = self.row.run_id is not None and self.row.run_id != self._shown_run
         if self._ready and self.is_current and started:
@@ -226,8 +220,7 @@ class FollowScreen(Screen[None]):
         child = self.host.children.get(run_id) if run_id is not None else None
         if child is None:
             generation = self.host.store.get_generation(run_id) if run_id is not None else None
-            if moved_to_pane(generation):
-                assert generation is not None
+            if generation is not None and generation.runs_in_pane:
                 log.notice(
                     f"{label} runs in tmux pane {generation.pane_id or '?'} now (handed off); "
                     "watch it there. Its result or report still comes to the lead."
@@ -455,10 +448,6 @@ def handoff_line(result: HandoffResult) -> str:
     if result.status == "refused":
         return f"handoff refused ({result.reason}): {result.message} Nothing changed."
     return f"handoff failed ({result.reason}): {result.message}"
-
-
-def _key(row: ActivityRow) -> tuple[bool, str]:
-    return (row.is_team, row.label)
 
 
 def _departed(row: ActivityRow) -> ActivityRow:

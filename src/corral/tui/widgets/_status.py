@@ -43,7 +43,6 @@ __all__ = [
     "PhraseStage",
     "StatusFooter",
     "render_activity",
-    "row_key",
 ]
 
 FADE_OUT_S = 0.3
@@ -98,11 +97,6 @@ class StatusFooter(Static):
         self.update(text)
 
 
-def row_key(row: ActivityRow) -> str:
-    """A row's stable identity for its animation: teams or managed, and the label."""
-    return f"{'team' if row.is_team else 'managed'}/{row.label}"
-
-
 @dataclass(frozen=True, slots=True)
 class PhraseFrame:
     """What a row's progress phrase looks like at one instant."""
@@ -141,7 +135,7 @@ class PhraseAnimator:
         """Note the rows' phrases at `now`: a changed phrase starts a fade; gone rows are forgotten."""
         seen: set[str] = set()
         for row in rows:
-            key = row_key(row)
+            key = row.key
             seen.add(key)
             track = self._tracks.get(key)
             if track is None:
@@ -160,7 +154,7 @@ class PhraseAnimator:
 
     def frame(self, row: ActivityRow, now: float) -> PhraseFrame:
         """What `row`'s phrase looks like at `now` (as if first seen, for a row `observe` never saw)."""
-        track = self._tracks.get(row_key(row))
+        track = self._tracks.get(row.key)
         if track is None:
             track = _Track(row.progress, "", now, now)
         if now < track.fade_until:
@@ -173,8 +167,8 @@ class PhraseAnimator:
         return PhraseFrame(track.phrase, "shown", dots)
 
     def frames(self, rows: Sequence[ActivityRow], now: float) -> dict[str, PhraseFrame]:
-        """Every row's frame at `now`, by `row_key`."""
-        return {row_key(row): self.frame(row, now) for row in rows}
+        """Every row's frame at `now`, by `ActivityRow.key`."""
+        return {row.key: self.frame(row, now) for row in rows}
 
 
 class ActivityCard(Static):
@@ -198,7 +192,7 @@ class ActivityCard(Static):
         """The `activityColors` palette (the app sets it from the settings and the theme)."""
         self.clock = clock
         self.frames: dict[str, PhraseFrame] | None = None
-        """The phrase frames last drawn, by `row_key` (`None` without a clock or over `MAX_ROWS`)."""
+        """The phrase frames last drawn, by `ActivityRow.key` (`None` without a clock or over `MAX_ROWS`)."""
         self._animator = PhraseAnimator()
         self.display = False
 
@@ -280,7 +274,7 @@ def render_activity(
         rows: The rows, in order.
         palette: The `activityColors` palette.
         max_rows: Beyond this many rows, one aggregate line instead.
-        frames: Each row's phrase frame by `row_key` (fade and dots); a row without one shows
+        frames: Each row's phrase frame by `ActivityRow.key` (fade and dots); a row without one shows
             its phrase plainly.
     """
     phrase_style = f"italic {palette.text}".strip()
@@ -303,7 +297,7 @@ def render_activity(
             text.append(f" {row.elapsed:>6}  {row.tokens:>6} tok")
         if row.stale and row.state not in ("quarantined",):
             text.append("  ⚠ stale", style=f"bold {palette.warning}")
-        frame = None if frames is None else frames.get(row_key(row))
+        frame = None if frames is None else frames.get(row.key)
         if frame is None:
             frame = PhraseFrame(row.progress, "shown", 0)
         if frame.text:
