@@ -32,14 +32,11 @@ from corral.errors import UsageError
 
 if TYPE_CHECKING:
     from corral.agent import AgentSession
-    from corral.orchestration import Caller, Host
+    from corral.orchestration import Caller, Host, TeamReportRecord
 
 __all__ = ["agents_close", "agents_list", "agents_show", "trust", "untrust"]
 
 _T = TypeVar("_T")
-
-_RECENT_FINISHED = 20
-"""How many agents that left without a report are listed (as `get_agent_status` lists reports)."""
 
 
 @dataclass(frozen=True)
@@ -168,6 +165,8 @@ def _settle_elsewhere(host: Host, snapshot: dict[str, Any], now: int) -> None:
 
 def _left_without_report(host: Host, lead_session_id: str, shown: set[str], now: int) -> list[dict[str, Any]]:
     """The latest run of each name not shown yet that left without a report: `stopped` or `lost`."""
+    from corral.orchestration.teams import RECENT_COMPLETIONS
+
     store = host.store
     latest: dict[str, dict[str, Any]] = {}
     for member in store.team_members(lead_session_id, live_only=False):
@@ -191,7 +190,7 @@ def _left_without_report(host: Host, lead_session_id: str, shown: set[str], now:
             snapshot["error"] = generation.diagnostic
         latest.pop(member.name, None)  # keep insertion order by the newest run
         latest[member.name] = snapshot
-    return list(latest.values())[-_RECENT_FINISHED:]
+    return list(latest.values())[-RECENT_COMPLETIONS:]
 
 
 def _when(snapshot: dict[str, Any]) -> str:
@@ -224,13 +223,7 @@ def _team_line(snapshot: dict[str, Any]) -> str:
     return "\t".join(str(f) for f in fields)
 
 
-@dataclass(frozen=True)
-class _Report:
-    content: str
-    path: str | None
-
-
-def _team_show_text(snapshot: dict[str, Any], report: _Report | None) -> str:
+def _team_show_text(snapshot: dict[str, Any], report: TeamReportRecord | None) -> str:
     lines = [
         f"name: {snapshot['name']}",
         "kind: teams agent",
@@ -262,7 +255,7 @@ def _team_show_text(snapshot: dict[str, Any], report: _Report | None) -> str:
     if snapshot.get("error"):
         lines.append(f"error: {snapshot['error']}")
     if report is not None:
-        where = f" ({report.path})" if report.path else ""
+        where = f" ({report.markdown_path})" if report.markdown_path else ""
         lines += ["", f"Report{where}:", report.content]
     return "\n".join(lines)
 
@@ -310,16 +303,15 @@ async def agents_show(label: str, *, cwd: Path, session: str | None, as_json: bo
 
     async def find(
         host: Host, caller: Caller
-    ) -> tuple[dict[str, Any] | None, dict[str, Any] | None, _Report | None]:
+    ) -> tuple[dict[str, Any] | None, dict[str, Any] | None, TeamReportRecord | None]:
         records = await _records(host, caller)
         found = next((r for r in records if r.get("agent") == label), None)
         if found is not None:
             return found, None, None
         snapshot = next((s for s in await _team_snapshots(host, caller) if s.get("name") == label), None)
-        stored = None
+        report = None
         if snapshot is not None and snapshot.get("runId"):
-            stored = host.store.team_report_for_run(snapshot["runId"])
-        report = None if stored is None else _Report(stored.content, stored.markdown_path)
+            report = host.store.team_report_for_run(snapshot["runId"])
         return None, snapshot, report
 
     found, snapshot, report = await _with_host(cwd, session, find)
@@ -339,7 +331,7 @@ async def agents_show(label: str, *, cwd: Path, session: str | None, as_json: bo
     if as_json:
         shown = dict(snapshot)
         if report is not None:
-            shown |= {"report": report.content, "reportPath": report.path}
+            shown |= {"report": report.content, "reportPath": report.markdown_path}
         out.write(json.dumps(shown, indent=2) + "\n")
     else:
         out.write(_team_show_text(snapshot, report) + "\n")

@@ -30,14 +30,14 @@ import shutil
 import sys
 import tempfile
 import time
-from collections.abc import Awaitable, Callable
+from collections.abc import Callable
 from importlib import resources
 from pathlib import Path
 from typing import TYPE_CHECKING, Any, TextIO
 
 from corral.agent import AgentEvent, MessageEndEvent, ToolExecutionEndEvent, ToolExecutionStartEvent
 from corral.llm import AssistantMessage, CustomMessage, TextContent, ThinkingContent
-from corral.orchestration.teams import GROUP_MESSAGE_TYPE, TEAM_REPORT_TYPE
+from corral.orchestration.teams import GROUP_MESSAGE_TYPE, TEAM_REPORT_TYPE, TeamChild
 
 from ._launch import Launched, LaunchOptions, launch_session
 
@@ -357,19 +357,28 @@ async def _follow_members(host: Host, timeline: _TeamsTimeline) -> None:
         for run_id, child in list(host.children.items()):
             if run_id not in seen:
                 seen.add(run_id)
-                member = getattr(child, "member", None)
-                grouped = getattr(member, "group_id", None) is not None
+                grouped = isinstance(child, TeamChild) and child.member.group_id is not None
                 child.agent.subscribe(_MemberTimeline(timeline, child.label, grouped=grouped))
         await host.wait_for_change()
 
 
-async def _teams_session(workdir: Path, model: str, act: Callable[[Launched, Host], Awaitable[int]]) -> int:
-    """Run `act` with a lead on `model` that has the `teams` surface, in `workdir`; close it after."""
+async def _teams_session(
+    workdir: Path,
+    out: TextIO,
+    *,
+    model: str,
+    prompt: str,
+    outcome: Callable[[Launched, Host, TextIO], int],
+) -> int:
+    """Prompt a lead on `model` with the `teams` surface in `workdir`, follow the team until it is
+    quiet, and return `outcome`'s verdict; close the lead after."""
     launched = launch_session(LaunchOptions(cwd=workdir, model=model, surfaces=["teams"]))
     try:
         await launched.attach_host()
-        assert launched.host is not None
-        return await act(launched, launched.host)
+        host = launched.host
+        assert host is not None
+        await _drive(launched, host, _TeamsTimeline(out, host, workdir), prompt)
+        return outcome(launched, host, out)
     finally:
         await launched.aclose()
         launched.session.close()
@@ -400,14 +409,13 @@ def _custom_details(launched: Launched, custom_type: str) -> list[dict[str, Any]
 
 async def _teams_act(workdir: Path, out: TextIO) -> int:
     out.write("\nAct 3 — teams: a review swarm of two read agents and an edit agent report to the lead\n\n")
-
-    async def act(launched: Launched, host: Host) -> int:
-        timeline = _TeamsTimeline(out, host, workdir)
-        prompt = "Review invoice.py with a swarm, and guard total() against large discounts."
-        await _drive(launched, host, timeline, prompt)
-        return _teams_outcome(launched, host, out)
-
-    return await _teams_session(workdir, "scripted/demo-teams", act)
+    return await _teams_session(
+        workdir,
+        out,
+        model="scripted/demo-teams",
+        prompt="Review invoice.py with a swarm, and guard total() against large discounts.",
+        outcome=_teams_outcome,
+    )
 
 
 def _teams_outcome(launched: Launched, host: Host, out: TextIO) -> int:
@@ -494,14 +502,13 @@ async def _verify_act(workdir: Path, out: TextIO) -> int:
         out.write(f"Act 4 failed: the project could not become a git repository ({error}).\n")
         return 1
     out.write("project: now a git repository (one commit) with an acceptance test, test_rounding.py\n\n")
-
-    async def act(launched: Launched, host: Host) -> int:
-        timeline = _TeamsTimeline(out, host, workdir)
-        prompt = "Round subtotal() to cents under the test suite as its check, then audit the project."
-        await _drive(launched, host, timeline, prompt)
-        return _verify_outcome(launched, host, out)
-
-    return await _teams_session(workdir, "scripted/demo-verify", act)
+    return await _teams_session(
+        workdir,
+        out,
+        model="scripted/demo-verify",
+        prompt="Round subtotal() to cents under the test suite as its check, then audit the project.",
+        outcome=_verify_outcome,
+    )
 
 
 def _verify_outcome(launched: Launched, host: Host, out: TextIO) -> int:

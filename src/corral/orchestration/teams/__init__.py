@@ -133,7 +133,7 @@ from ._team import (
     SwarmOutcome,
     Teams,
 )
-from ._team_control import STALLED_AFTER_MS, TEAM_MESSAGE_TYPE, TEARDOWN_TIMEOUT_S
+from ._team_control import RECENT_COMPLETIONS, STALLED_AFTER_MS, TEAM_MESSAGE_TYPE, TEARDOWN_TIMEOUT_S
 from ._team_reports import ORCHESTRATION_REQUEST_TYPES, OrchestrationResponse, ReportReceipt
 from ._tiers import (
     DEFAULT_TIER,
@@ -173,6 +173,7 @@ __all__ = [
     "NO_CHECKPOINTS_MESSAGE",
     "ORCHESTRATION_REQUEST_TYPES",
     "READ_TIER_TOOL_NAMES",
+    "RECENT_COMPLETIONS",
     "RECOVERY_PROMPT",
     "REPORT_MESSAGE_TYPES",
     "SESSION_CONTEXT_ENTRY_LIMIT",
