@@ -14,6 +14,7 @@ active ones as `+N`.
 from __future__ import annotations
 
 from collections.abc import Mapping
+from dataclasses import dataclass
 from typing import TYPE_CHECKING, Any
 
 from corral.orchestration.teams import STALLED_AFTER_MS
@@ -23,7 +24,7 @@ if TYPE_CHECKING:
     from corral.orchestration import GenerationRecord, Host
     from corral.orchestration._team_records import TeamMemberRecord
 
-__all__ = ["Progress", "stop_notice", "team_phase", "team_rows"]
+__all__ = ["Progress", "TeamSnapshot", "stop_notice", "team_phase", "team_rows"]
 
 Progress = Mapping[str, tuple[str, str]]
 """Latest progress per run id: `(kind, text)`, kind `tool` (a tool call) or `reply` (a reply's last line)."""
@@ -78,17 +79,46 @@ def _active_helpers(host: Host, members: tuple[TeamMemberRecord, ...]) -> dict[s
     return counts
 
 
-def team_rows(host: Host, lead_session_id: str, *, now_ms: int, progress: Progress) -> list[ActivityRow]:
+@dataclass(frozen=True, slots=True)
+class TeamSnapshot:
+    """The lead's teams members and their generations as read from the store at one refresh.
+
+    The app reads it when the host changes, not on its one-second clock; only when an active
+    member's recorded activity is old enough to make it `stalled` is the store read again, since
+    the child records activity without notifying anyone.
+    """
+
+    lead_session_id: str
+    members: tuple[TeamMemberRecord, ...]
+    generations: dict[str, GenerationRecord]
+
+    @classmethod
+    def read(cls, host: Host, lead_session_id: str) -> TeamSnapshot:
+        """Read the members and generations of `lead_session_id` (two store queries)."""
+        members = host.store.team_members(lead_session_id)
+        generations = {g.run_id: g for g in host.store.generations(owner_session_id=lead_session_id)}
+        return cls(lead_session_id, members, generations)
+
+    def may_stall(self, now_ms: int) -> bool:
+        """Whether some member's recorded activity is older than the stall limit at `now_ms`."""
+        return any(
+            g.last_activity_at is not None and now_ms - g.last_activity_at > STALLED_AFTER_MS
+            for g in self.generations.values()
+            if g.phase == "active"
+        )
+
+
+def team_rows(host: Host, snapshot: TeamSnapshot, *, now_ms: int, progress: Progress) -> list[ActivityRow]:
     """The lead's teams agents, oldest first, then its queued spawns (helpers are not rows).
 
     Args:
-        host: The orchestration host.
-        lead_session_id: The lead (the team).
+        host: The orchestration host (live runs and queued spawns, in memory).
+        snapshot: The members and generations read from the store.
         now_ms: The current time (Unix ms), for elapsed times and stalls.
         progress: The latest tool call or reply line seen per run.
     """
-    members = host.store.team_members(lead_session_id)
-    generations = {g.run_id: g for g in host.store.generations(owner_session_id=lead_session_id)}
+    members, generations = snapshot.members, snapshot.generations
+    lead_session_id = snapshot.lead_session_id
     helpers = _active_helpers(host, members)
     rows: list[ActivityRow] = []
     for member in members:

@@ -47,7 +47,7 @@ from corral.tui._app_favorites import FavoritesMixin
 from corral.tui._first_run import ONBOARD_HINT, is_new_installation
 from corral.tui._format import ActivityRow, CostSummary, activity_row, summarize_args
 from corral.tui._palette import ActivityPalette, resolve_palette
-from corral.tui._teams import team_rows
+from corral.tui._teams import TeamSnapshot, team_rows
 from corral.tui.screens import FollowScreen, PickerScreen
 from corral.tui.widgets import (
     ActivityCard,
@@ -167,6 +167,8 @@ class CorralApp(AgentCommandsMixin, FavoritesMixin, App[int]):
         self.palette: ActivityPalette = resolve_palette(ActivityColorsSettings())
         """The `activityColors` palette (settings and theme)."""
         self._refresh_pending = False
+        self._team_snapshot: TeamSnapshot | None = None
+        """The teams rows' store reads, kept between refreshes (the clock only re-renders)."""
         # The main screen's widgets, held directly: `query_one` searches the
         # *active* screen, which may be the follow view or a dialog.
         self._chat = ChatLog()
@@ -621,6 +623,7 @@ class CorralApp(AgentCommandsMixin, FavoritesMixin, App[int]):
             self._started[generation.label] = generation.started_at or generation.created_at
             self._run_ids[generation.label] = generation.run_id
         self._records = records
+        self._team_snapshot = None  # read again for this refresh
         for run_id, child in host.children.items():
             if run_id not in self._child_subscriptions:
                 # Cost so far once; later replies add their own cost (see `_child_listener`).
@@ -666,7 +669,10 @@ class CorralApp(AgentCommandsMixin, FavoritesMixin, App[int]):
         ]
         host, launched = self.host, self.launched
         if host is not None and launched is not None and "teams" in launched.surfaces:
-            rows.extend(team_rows(host, launched.session.session_id, now_ms=now, progress=self._progress))
+            snapshot = self._team_snapshot
+            if snapshot is None or snapshot.may_stall(now):
+                snapshot = self._team_snapshot = TeamSnapshot.read(host, launched.session.session_id)
+            rows.extend(team_rows(host, snapshot, now_ms=now, progress=self._progress))
         self.rows = rows
         self._activity.show_rows(self.rows)
         for screen in self.screen_stack:
