@@ -232,16 +232,15 @@ async def _resumed_child(
     if resume.get("team"):
         from corral.orchestration._host import Host
         from corral.orchestration.surfaces import team_member_tools
-        from corral.orchestration.teams import TeamChild
+        from corral.orchestration.teams import TeamChild, member_message_text
 
         member = store.team_member(generation.run_id)
         if member is None:
             raise WorkerError(f"generation {generation.run_id} is not a teams agent")
 
         class _WorkerHost(Host):
-            """Reports and messages are stored; the owner's host delivers them (it polls the store)."""
-
-            delivers_reports = False  # the owner's host saves a report's checkpoint, then delivers it
+            """Reports and messages are stored; the owner's host delivers them (it polls the store) and
+            saves a checkpointed report's checkpoint first."""
 
             def result_stored(self, run_id: str, request_id: str) -> None:
                 hooks.changed()
@@ -268,8 +267,7 @@ async def _resumed_child(
                 return
             for message in store.read_team_inbox(lead, name, unread_only=True, mark_as_read=True):
                 view.line(f"⇐ message from {message.sender}: {_brief(message.content)}")
-                summary = f" ({message.summary})" if message.summary else ""
-                team_child.inject(f"Message from {message.sender}{summary}:\n{message.content}")
+                team_child.inject(member_message_text(message.sender, message.summary, message.content))
 
         inbox = poll_inbox
     else:

@@ -141,7 +141,7 @@ def _refusal(host: Host, run_id: str) -> tuple[str, str] | None:
         from corral.orchestration.teams import TeamChild
 
         team_child = child if isinstance(child, TeamChild) else None
-        if store.claimed_checks(run_id) or host.teams.verifier.unresolved(run_id) is not None:
+        if host.teams.verifier.unresolved(run_id) is not None:  # a claimed check or a running stage
             return "check_running", f"Agent {label} has an assigned check running; wait for it."
         if store.team_report_for_run(run_id) is not None or (team_child and team_child.report_accepted):
             return "report_accepted", f"Agent {label} already reported; its report is being delivered."

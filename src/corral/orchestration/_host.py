@@ -153,9 +153,6 @@ class Host:
         tmux_socket: The tmux runtime's server socket (default under the data root).
     """
 
-    delivers_reports = True
-    """Whether this host delivers its teams agents' reports (a tmux worker's local host does not)."""
-
     def __init__(
         self,
         *,
@@ -339,7 +336,7 @@ class Host:
                 report = self.store.team_report_for_run(result.run_id)
                 member = None if report is None else self.store.team_member(result.run_id)
                 if report is not None:
-                    await self.teams.ensure_checkpoint(report)  # e.g. stored by a tmux worker
+                    await self.teams.ensure_checkpoint(report)
                 if report is not None and member is not None and member.slot_id is not None:
                     await self.teams.deliver_grouped(report, result)
                 elif report is not None:
@@ -475,9 +472,10 @@ class Host:
             signature.append(
                 (run_id, generation.phase, generation.presence, generation.pid, presence, ask, acked)
             )
-        from corral.orchestration._handoff import relay_lead_messages
+        if self._teams is not None:  # a tmux teams agent means its lead attached the teams core
+            from corral.orchestration._handoff import relay_lead_messages
 
-        relay_lead_messages(self)  # `team-lead` messages that tmux teams agents stored
+            relay_lead_messages(self)  # `team-lead` messages that tmux teams agents stored
         if signature != self._watch_signature:
             self._watch_signature = signature
             self.changed()

@@ -100,17 +100,14 @@ async def find_orphans(store: Store, tmux: TmuxRuntime) -> list[Orphan] | None:
     panes = await tmux.panes()
     if panes is None:
         return None
-    live = {g.pane_id: g for g in store.generations() if g.runtime_kind == "tmux" and g.pane_id}
-    ended = {
-        g.pane_id: g
-        for g in store.generations(include_finalized=True)
-        if g.runtime_kind == "tmux" and g.pane_id and g.phase == "finalized"
-    }
+    tmux_generations = [g for g in store.generations(include_finalized=True) if g.runtime_kind == "tmux"]
+    live = {g.pane_id: g for g in tmux_generations if g.pane_id and g.phase != "finalized"}
+    ended = {g.pane_id: g for g in tmux_generations if g.pane_id and g.phase == "finalized"}
     # A live generation whose host died before recording its pane: its worker is no orphan.
     unrecorded = {
         pane.pane_id
-        for placing in store.generations()
-        if placing.runtime_kind == "tmux" and placing.pane_id is None
+        for placing in tmux_generations
+        if placing.pane_id is None and placing.phase != "finalized"
         if (pane := tmux.pane_running(panes, ("--run-id", placing.run_id))) is not None
     }
     orphans: list[Orphan] = []

@@ -133,7 +133,13 @@ from ._team import (
     SwarmOutcome,
     Teams,
 )
-from ._team_control import RECENT_COMPLETIONS, STALLED_AFTER_MS, TEAM_MESSAGE_TYPE, TEARDOWN_TIMEOUT_S
+from ._team_control import (
+    RECENT_COMPLETIONS,
+    STALLED_AFTER_MS,
+    TEAM_MESSAGE_TYPE,
+    TEARDOWN_TIMEOUT_S,
+    member_message_text,
+)
 from ._team_reports import ORCHESTRATION_REQUEST_TYPES, OrchestrationResponse, ReportReceipt
 from ._tiers import (
     DEFAULT_TIER,
@@ -271,6 +277,7 @@ __all__ = [
     "check_swarm_fields",
     "checkpoint_id",
     "effective_task_outcome",
+    "member_message_text",
     "observe",
     "observe_current",
     "parse_check_policy",

@@ -159,7 +159,6 @@ class _Live:
     context_path: Path | None = None
     source_before: SourceFingerprint | None = None
     parent_checkpoint: CheckpointRecord | None = None
-    prompt: str = ""
 
 
 class Teams(TeamReportsMixin, TeamControlMixin):
@@ -680,7 +679,6 @@ class Teams(TeamReportsMixin, TeamControlMixin):
                 context_path=context_path,
                 source_before=source_before,
                 parent_checkpoint=parent_checkpoint,
-                prompt=prepared.prompt,
             )
             self.live[generation.run_id] = live
             host.children[generation.run_id] = child

@@ -41,13 +41,20 @@ if TYPE_CHECKING:
     from ._team import _Live, _Prepared
     from ._verification import Verifier
 
-__all__ = ["TEAM_MESSAGE_TYPE", "TEARDOWN_TIMEOUT_S", "TeamControlMixin"]
+__all__ = ["TEAM_MESSAGE_TYPE", "TEARDOWN_TIMEOUT_S", "TeamControlMixin", "member_message_text"]
 
 TEAM_MESSAGE_TYPE = "corral-team-message"
 """`customType` of a message from an agent to the lead."""
 TEARDOWN_TIMEOUT_S = 2.5
 STALLED_AFTER_MS = 15 * 60 * 1000
 RECENT_COMPLETIONS = 20
+
+
+def member_message_text(sender: str, summary: str | None, content: str) -> str:
+    """How a message reaches a teams agent's conversation (in-process, or from its store inbox)."""
+    return f"Message from {sender}" + (f" ({summary})" if summary else "") + f":\n{content}"
+
+
 _STATUS_FOOTER = (
     "Reports arrive automatically as new turns. End this turn to wait. Use get_agent_status once for a "
     "current snapshot; do not poll."
@@ -157,11 +164,7 @@ class TeamControlMixin:
             raise TargetNotFoundError(f"Cannot send message to {recipient}: agent is not running.")
         child = self.child(member.run_id)
         direct = child is not None and child.messages_open and not child.finished.is_set()
-        text = (
-            f"Message from {sender_name}"
-            + (f" ({request.summary})" if request.summary else "")
-            + f":\n{request.content}"
-        )
+        text = member_message_text(sender_name, request.summary, request.content)
         store.add_team_message(
             lead,
             recipient=recipient,

@@ -289,50 +289,29 @@ class TeamReportsMixin:
             ),
         )
         fault_point("after_result_row")
-        self._after_report(child, record)
+        # The host delivers it; a checkpointed report's checkpoint is saved first (`ensure_checkpoint`).
+        self.host.result_stored(child.run_id, child.task.request_id)
         return record
 
-    def _after_report(self, child: TeamChild, record: TeamReportRecord) -> None:
-        """Save the run's checkpoint (when assigned), then let the host deliver the report.
-
-        A tmux worker's local host stores the report only: the owner's host saves the checkpoint
-        right before it delivers the report (`ensure_checkpoint`), so there is one saver.
-        """
-        if child.member.checkpoint_policy is None or not self.host.delivers_reports:
-            self.host.result_stored(child.run_id, child.task.request_id)
-            return
-        self.host.spawn_background(self._save_checkpoint_then_deliver(child, record))
-
-    async def _save_checkpoint_then_deliver(self, child: TeamChild, record: TeamReportRecord) -> None:
-        try:
-            live = self.live.get(child.run_id)
-            await self.ensure_checkpoint(
-                record,
-                source_before=None if live is None else live.source_before,
-                parent=None if live is None else live.parent_checkpoint,
-            )
-        finally:
-            self.host.result_stored(child.run_id, child.task.request_id)
-
-    async def ensure_checkpoint(
-        self,
-        record: TeamReportRecord,
-        *,
-        source_before: SourceFingerprint | None = None,
-        parent: CheckpointRecord | None = None,
-    ) -> None:
+    async def ensure_checkpoint(self, record: TeamReportRecord) -> None:
         """Save the report's checkpoint unless it is saved already; one save per run at a time.
 
-        Called before a checkpointed report is delivered (in-process, from a tmux worker, after a
-        restart), so the lead never gets a `checkpointId` it cannot continue from yet.
+        The host calls it before it delivers any teams report (stored in-process, by a tmux
+        worker, or before a restart), so the lead never gets a `checkpointId` it cannot continue
+        from yet. A run still live here lends its admission-time source and parent checkpoint.
         """
         checkpoint = record.result.get("checkpointId")
         if not isinstance(checkpoint, str) or self.host.store.get_checkpoint(checkpoint) is not None:
             return
         saving = self.checkpoint_saves.get(record.run_id)
         if saving is None:
+            live = self.live.get(record.run_id)
             saving = asyncio.ensure_future(
-                self.save_checkpoint(record, source_before=source_before, parent=parent)
+                self.save_checkpoint(
+                    record,
+                    source_before=None if live is None else live.source_before,
+                    parent=None if live is None else live.parent_checkpoint,
+                )
             )
             self.checkpoint_saves[record.run_id] = saving
             saving.add_done_callback(lambda _done: self.checkpoint_saves.pop(record.run_id, None))
