@@ -138,14 +138,11 @@ class AgentCommandsMixin(_AppBase):
         setting = launched.settings.teams.read_sandbox if launched is not None else "auto"
         if setting == "off":
             return setting, None, "teams.read_sandbox = off"
-        if host is not None:
-            sandbox = await host.teams.sandbox()
-            if sandbox is not None:  # the host's probe proved it works
-                status = sandbox.status
-                return setting, True, status.reason if status is not None else "it works here"
-        from corral.agent.tools import ReadOnlySandbox
+        status = await host.teams.sandbox_status() if host is not None else None
+        if status is None:  # no host (or it has not decided): probe as `corral doctor` does
+            from corral.agent.tools import ReadOnlySandbox
 
-        status = await ReadOnlySandbox().probe()
+            status = await ReadOnlySandbox().probe()
         return setting, status.ok, status.reason
 
     # --- /onboard -------------------------------------------------------------------------------

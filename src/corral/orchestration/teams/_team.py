@@ -36,7 +36,7 @@ from typing import TYPE_CHECKING, Any, Literal
 from pydantic import ValidationError
 
 from corral.agent import AgentSession, AgentTool, build_system_prompt
-from corral.agent.tools import ReadOnlySandbox, create_builtin_tools
+from corral.agent.tools import ReadOnlySandbox, SandboxStatus, create_builtin_tools
 from corral.llm import parse_model_ref
 from corral.orchestration._caller import Caller
 from corral.orchestration._records import NewGeneration
@@ -172,7 +172,7 @@ class Teams(TeamReportsMixin, TeamControlMixin):
         self.pending: dict[tuple[str, str], tuple[Reservation, _Prepared]] = {}
         """Queued spawns by (lead session, name)."""
         self._sandbox: ReadOnlySandbox | None = None
-        self._sandbox_ok: bool | None = None
+        self._sandbox_status: SandboxStatus | None = None
         self._sandbox_lock = asyncio.Lock()
         self.lead_sessions: dict[str, AgentSession] = {}
         self.groups = CompletionGroups(host.store)
@@ -230,16 +230,21 @@ class Teams(TeamReportsMixin, TeamControlMixin):
 
     async def sandbox(self) -> ReadOnlySandbox | None:
         """The read-only sandbox when it works here (probed once), else `None`."""
+        status = await self.sandbox_status()
+        return self._sandbox if status is not None and status.ok else None
+
+    async def sandbox_status(self) -> SandboxStatus | None:
+        """The read-only sandbox's probe result (probed once); `None` when `teams.read_sandbox` is off."""
         if self.host.settings.teams.read_sandbox == "off":
             return None
-        if self._sandbox_ok is None:
+        if self._sandbox_status is None:
             async with self._sandbox_lock:  # one probe, however many launches ask at once
-                if self._sandbox_ok is None:
+                if self._sandbox_status is None:
                     sandbox = ReadOnlySandbox()
                     status = await sandbox.probe()
                     self._sandbox = sandbox if status.ok else None
-                    self._sandbox_ok = status.ok
-        return self._sandbox
+                    self._sandbox_status = status
+        return self._sandbox_status
 
     def data_dir(self, lead_session_id: str) -> Path:
         """`<data root>/teams/<team>` (private)."""
