@@ -78,16 +78,25 @@ def make_lead(
 
 @contextlib.asynccontextmanager
 async def team(
-    tmp: Path, script: str, *, session_path: Path | None = None, surfaces: tuple[str, ...] = ()
+    tmp: Path,
+    script: str,
+    *,
+    session_path: Path | None = None,
+    surfaces: tuple[str, ...] = (),
+    settings: Settings | None = None,
+    tmux_socket: Path | None = None,
 ) -> AsyncIterator[Team]:
+    """A host on the store under `tmp` with a scripted lead attached (tmux on `tmux_socket`)."""
     sessions_root = tmp / "sessions"
     store = Store.open(tmp / "home" / "corral.db")
     registry = ModelRegistry(Settings(), cwd=tmp / "work")
     host = Host(
         store=store,
         registry=registry,
+        settings=settings,
         sessions_root=sessions_root,
         roster_loader=lambda cwd: load_roster(cwd, user_dir=tmp / "config" / "agents", trust=False),
+        tmux_socket=tmux_socket,
     )
     errors: list[BaseException] = []
     host.on_background_error = errors.append

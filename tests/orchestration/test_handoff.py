@@ -2,12 +2,10 @@
 
 from __future__ import annotations
 
-import asyncio
 import contextlib
 import itertools
 import json
 import subprocess
-from collections.abc import AsyncIterator, Callable
 from datetime import datetime
 from pathlib import Path
 from typing import Any
@@ -15,17 +13,16 @@ from typing import Any
 import pytest
 
 from corral.agent import AgentSession, MessageStartEvent
-from corral.llm import AssistantMessage, ModelRegistry
-from corral.orchestration import RESULT_TYPE, Host, Store, _delegate, load_roster
+from corral.llm import AssistantMessage
+from corral.orchestration import RESULT_TYPE, _delegate
 from corral.orchestration._handoff import HANDOFF_PROMPT
 from corral.orchestration._records import NewGeneration
 from corral.orchestration._worker import worker_env
 from corral.orchestration.surfaces import DelegateParams, SendMessageRequest, parse_spawn
 from corral.orchestration.teams import TEAM_REPORT_TYPE, AssignedCheck, Teams
-from corral.settings import Settings
 from tests.runtime._tmux_fixtures import tmux_socket
 
-from ._host_helpers import WAIT, Team, make_lead, prepare_env, write_script
+from ._host_helpers import Team, eventually, prepare_env, team, write_script
 from .teams._git_helpers import make_repo
 
 __all__ = ["tmux_socket"]
@@ -38,38 +35,6 @@ SLOW = {"text": "working", "delay_ms": 60000}
 def env(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> Path:
     prepare_env(tmp_path, monkeypatch)
     return tmp_path
-
-
-@contextlib.asynccontextmanager
-async def host_team(
-    env: Path, socket: Path, script: str, surfaces: tuple[str, ...] = ()
-) -> AsyncIterator[Team]:
-    host = Host(
-        store=Store.open(env / "home" / "corral.db"),
-        registry=ModelRegistry(Settings(), cwd=env / "work"),
-        settings=Settings(),  # in-process by default: agents start in the host
-        sessions_root=env / "sessions",
-        roster_loader=lambda cwd: load_roster(cwd, user_dir=env / "config" / "agents", trust=False),
-        tmux_socket=socket,
-    )
-    errors: list[BaseException] = []
-    host.on_background_error = errors.append
-    lead = make_lead(env, script, sessions_root=env / "sessions")
-    caller = await host.attach_lead(lead, surfaces=surfaces)
-    try:
-        yield Team(host, lead, caller, env, env / "sessions")
-    finally:
-        await host.aclose()
-        lead.session.close()
-    assert not errors, errors
-
-
-async def _until(check: Callable[[], bool]) -> None:
-    async def loop() -> None:
-        while not check():
-            await asyncio.sleep(0.02)
-
-    await asyncio.wait_for(loop(), WAIT)
 
 
 @pytest.fixture
@@ -131,9 +96,9 @@ async def test_a_managed_agent_moved_mid_work_continues_its_session_in_a_pane_an
 ) -> None:
     agent = [SLOW, {"text": "Finished in the pane.", "expect": {"last_user_contains": HANDOFF_PROMPT}}]
     write_script(env, "team", {**LEAD, "agents": {"*": agent}})
-    async with host_team(env, tmux_socket, "team") as t:
+    async with team(env, "team", tmux_socket=tmux_socket) as t:
         started = await t.controller.delegate(t.caller, DelegateParams(definition="scout", task="Survey"))
-        await _until(lambda: len(model_calls.get("scout", [])) >= 1)  # in its slow model call
+        await eventually(lambda: len(model_calls.get("scout", [])) >= 1)  # in its slow model call
         assert started.session_path is not None
         session_path = Path(started.session_path)
         before = _entries(session_path)
@@ -149,7 +114,7 @@ async def test_a_managed_agent_moved_mid_work_continues_its_session_in_a_pane_an
         await t.quiet()
         results = t.lead_entries(RESULT_TYPE)
         assert len(results) == 1 and "Finished in the pane." in results[0]["content"]
-        await _until(lambda: moved.pane_id not in _panes(tmux_socket))  # the worker exited when finalized
+        await eventually(lambda: moved.pane_id not in _panes(tmux_socket))  # the worker exited when finalized
         assert len(t.lead_entries(RESULT_TYPE)) == 1
         # The same session file: what was written before the move is unchanged, and every later
         # entry (the aborted reply, the handoff prompt, the worker's answer) chains onto it.
@@ -185,13 +150,15 @@ async def test_a_teams_agent_moved_with_a_file_claim_keeps_it_and_reports_once(
         {"text": "bye"},
     ]
     write_script(env, "team", {**LEAD, "agents": {"w1": agent}})
-    async with host_team(env, tmux_socket, "team", surfaces=("teams",)) as t:
+    async with team(env, "team", surfaces=("teams",), tmux_socket=tmux_socket) as t:
         spawned = await t.host.teams.spawn(
             t.caller, parse_spawn({"name": "w1", "prompt": "Patch a.txt", "model_slot": "write-patch"})
         )
         run_id = spawned.details["runId"]
         store = t.host.store
-        await _until(lambda: len(model_calls.get("w1", [])) >= 2)  # claimed, and now in its slow model call
+        await eventually(
+            lambda: len(model_calls.get("w1", [])) >= 2
+        )  # claimed, and now in its slow model call
 
         moved = await t.host.handoff(run_id)
 
@@ -204,7 +171,7 @@ async def test_a_teams_agent_moved_with_a_file_claim_keeps_it_and_reports_once(
         await t.quiet()
         reports = t.lead_entries(TEAM_REPORT_TYPE)
         assert len(reports) == 1 and "Patched a.txt" in reports[0]["content"]
-        await _until(lambda: moved.pane_id not in _panes(tmux_socket))
+        await eventually(lambda: moved.pane_id not in _panes(tmux_socket))
         assert len(t.lead_entries(TEAM_REPORT_TYPE)) == 1
         assert store.file_claims(t.caller.session_id) == ()  # released when the run was finalized
         # The worker's list_file_claims saw the claim it kept.
@@ -233,13 +200,13 @@ async def test_a_checkpointed_teams_agent_moves_and_its_host_saves_the_checkpoin
         {"text": "bye"},
     ]
     write_script(env, "team", {**LEAD, "agents": {"auth": agent}})
-    async with host_team(env, tmux_socket, "team", surfaces=("teams",)) as t:
+    async with team(env, "team", surfaces=("teams",), tmux_socket=tmux_socket) as t:
         spawned = await t.host.teams.spawn(
             t.caller,
             parse_spawn({"name": "auth", "prompt": "Review auth.", "checkpoint": {"inputs": ["auth"]}}),
         )
         run_id = spawned.details["runId"]
-        await _until(lambda: len(model_calls.get("auth", [])) >= 1)
+        await eventually(lambda: len(model_calls.get("auth", [])) >= 1)
 
         moved = await t.host.handoff(run_id)
 
@@ -262,10 +229,10 @@ async def test_a_moved_teams_agent_shows_working_takes_messages_from_the_store_a
     env: Path, tmux_socket: Path, model_calls: dict[str, list[object]]
 ) -> None:
     write_script(env, "team", {**LEAD, "agents": {"r1": [SLOW, SLOW]}})
-    async with host_team(env, tmux_socket, "team", surfaces=("teams",)) as t:
+    async with team(env, "team", surfaces=("teams",), tmux_socket=tmux_socket) as t:
         spawned = await t.host.teams.spawn(t.caller, parse_spawn({"name": "r1", "prompt": "Look"}))
         run_id = spawned.details["runId"]
-        await _until(lambda: len(model_calls.get("r1", [])) >= 1)
+        await eventually(lambda: len(model_calls.get("r1", [])) >= 1)
         moved = await t.host.handoff(run_id)
         assert moved.status == "moved", moved.message
         teams = t.host.teams
@@ -282,7 +249,7 @@ async def test_a_moved_teams_agent_shows_working_takes_messages_from_the_store_a
             inbox = t.host.store.read_team_inbox(lead, "r1", unread_only=False, mark_as_read=False)
             return [(m.content, m.read_at is not None) for m in inbox] == [("Also check b.txt", True)]
 
-        await _until(taken)
+        await eventually(taken)
         text, details = await teams.stop_teammate(t.caller, "r1", "enough")
         assert details["stopped"] is True, text
         assert moved.pane_id not in _panes(tmux_socket)
@@ -298,11 +265,11 @@ async def test_handoff_is_refused_without_changes_for_a_pending_ask_a_running_ch
         "w1": [SLOW],
     }
     write_script(env, "team", {**LEAD, "agents": agents})
-    async with host_team(env, tmux_socket, "team", surfaces=("teams",)) as t:
+    async with team(env, "team", surfaces=("teams",), tmux_socket=tmux_socket) as t:
         store = t.host.store
         # A pending question to the owner.
         asking = await t.controller.delegate(t.caller, DelegateParams(definition="scout", task="Decide"))
-        await _until(lambda: store.pending_ask(asking.run_id) is not None)
+        await eventually(lambda: store.pending_ask(asking.run_id) is not None)
         before = _snapshot(t, asking.run_id)
         refused = await t.host.handoff(asking.run_id)
         assert (refused.status, refused.reason) == ("refused", "ask_pending")
@@ -312,7 +279,7 @@ async def test_handoff_is_refused_without_changes_for_a_pending_ask_a_running_ch
             t.caller, parse_spawn({"name": "w1", "prompt": "p", "model_slot": "write-patch"})
         )
         run_id = spawned.details["runId"]
-        await _until(lambda: len(model_calls.get("w1", [])) >= 1)
+        await eventually(lambda: len(model_calls.get("w1", [])) >= 1)
         check = AssignedCheck("task-1", run_id, "report-1", "unit", "true", str(env / "work"), 5, 1)
         store.claim_check(
             check.check_id,
@@ -360,9 +327,9 @@ async def test_a_worker_that_cannot_start_leaves_the_agent_lost_with_a_diagnosti
     monkeypatch.setattr(
         "corral.orchestration._handoff.worker_env", lambda: {**worker_env(), "CORRAL_SCRIPTS": str(empty)}
     )
-    async with host_team(env, tmux_socket, "team") as t:
+    async with team(env, "team", tmux_socket=tmux_socket) as t:
         started = await t.controller.delegate(t.caller, DelegateParams(definition="scout", task="Survey"))
-        await _until(lambda: len(model_calls.get("scout", [])) >= 1)
+        await eventually(lambda: len(model_calls.get("scout", [])) >= 1)
 
         failed = await t.host.handoff(started.run_id)
 

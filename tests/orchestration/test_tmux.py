@@ -8,7 +8,6 @@ import os
 import signal
 import subprocess
 import sys
-from collections.abc import AsyncIterator
 from pathlib import Path
 
 import pytest
@@ -37,11 +36,12 @@ from corral.runtime import LaunchSpec, TmuxRuntime
 from corral.settings import Settings
 from tests.runtime._tmux_fixtures import tmux_socket
 
-from ._host_helpers import WAIT, Team, make_lead, prepare_env, write_script
+from ._host_helpers import WAIT, Team, eventually, make_lead, prepare_env, team, write_script
 
 __all__ = ["tmux_socket"]
 
 LEAD = {"steps": [{"text": "noted"}], "on_exhausted": "repeat_last"}
+TMUX = Settings(runtime="tmux")
 
 
 @pytest.fixture
@@ -54,26 +54,11 @@ def _host(env: Path, socket: Path) -> Host:
     return Host(
         store=Store.open(env / "home" / "corral.db"),
         registry=ModelRegistry(Settings(), cwd=env / "work"),
-        settings=Settings(runtime="tmux"),
+        settings=TMUX,
         sessions_root=env / "sessions",
         roster_loader=lambda cwd: load_roster(cwd, user_dir=env / "config" / "agents", trust=False),
         tmux_socket=socket,
     )
-
-
-@contextlib.asynccontextmanager
-async def tmux_team(env: Path, socket: Path, script: str) -> AsyncIterator[Team]:
-    host = _host(env, socket)
-    errors: list[BaseException] = []
-    host.on_background_error = errors.append
-    lead = make_lead(env, script, sessions_root=env / "sessions")
-    caller = await host.attach_lead(lead, surfaces=())
-    try:
-        yield Team(host, lead, caller, env, env / "sessions")
-    finally:
-        await host.aclose()
-        lead.session.close()
-    assert not errors, errors
 
 
 def _panes(socket: Path) -> list[str]:
@@ -97,17 +82,9 @@ def _screen(socket: Path, pane_id: str) -> str:
     ).stdout.strip()
 
 
-async def _until(check: object) -> None:
-    async def loop() -> None:
-        while not check():  # type: ignore[operator]
-            await asyncio.sleep(0.02)
-
-    await asyncio.wait_for(loop(), WAIT)
-
-
 async def test_delegate_runs_in_a_pane_and_the_result_is_delivered_once(env: Path, tmux_socket: Path) -> None:
     write_script(env, "team", {**LEAD, "agents": {"*": [{"text": "Found 3 files."}]}})
-    async with tmux_team(env, tmux_socket, "team") as t:
+    async with team(env, "team", settings=TMUX, tmux_socket=tmux_socket) as t:
         started = await t.controller.delegate(t.caller, DelegateParams(definition="scout", task="Look"))
         generation = t.host.store.get_generation(started.run_id)
         assert generation is not None and generation.runtime_kind == "tmux"
@@ -117,7 +94,9 @@ async def test_delegate_runs_in_a_pane_and_the_result_is_delivered_once(env: Pat
         results = t.lead_entries(RESULT_TYPE)
         assert len(results) == 1 and "Found 3 files." in results[0]["content"]
         try:
-            await _until(lambda: not any(p.startswith(f"{generation.pane_id} ") for p in _panes(tmux_socket)))
+            await eventually(
+                lambda: not any(p.startswith(f"{generation.pane_id} ") for p in _panes(tmux_socket))
+            )
         except TimeoutError:
             pytest.fail(
                 f"the worker did not exit after finalization:\n{_screen(tmux_socket, generation.pane_id)}"
@@ -133,7 +112,7 @@ async def test_ask_reply_steer_and_interrupt_go_through_the_store(env: Path, tmu
         {"text": "Switched to C.", "expect": {"last_user_contains": "Owner interrupt"}},
     ]
     write_script(env, "team", {**LEAD, "agents": {"*": agent}})
-    async with tmux_team(env, tmux_socket, "team") as t:
+    async with team(env, "team", settings=TMUX, tmux_socket=tmux_socket) as t:
         started = await t.controller.delegate(t.caller, DelegateParams(definition="scout", task="Decide"))
         await t.quiet()  # blocked on its question, which was delivered to the lead
         asks = t.lead_entries(ASK_TYPE)
@@ -153,7 +132,7 @@ async def test_ask_reply_steer_and_interrupt_go_through_the_store(env: Path, tmu
 
 async def test_inspect_reads_the_pane_and_close_kills_it(env: Path, tmux_socket: Path) -> None:
     write_script(env, "team", {**LEAD, "agents": {"*": [{"text": "slow", "delay_ms": 60000}]}})
-    async with tmux_team(env, tmux_socket, "team") as t:
+    async with team(env, "team", settings=TMUX, tmux_socket=tmux_socket) as t:
         started = await t.controller.delegate(t.caller, DelegateParams(definition="scout", task="Wait"))
         generation = t.host.store.get_generation(started.run_id)
         assert generation is not None and generation.pid is not None
@@ -181,7 +160,7 @@ async def test_a_worker_that_cannot_start_fails_pane_not_ready_with_its_diagnost
     monkeypatch.setattr(
         "corral.orchestration._delegate.worker_env", lambda: {**worker_env(), "CORRAL_SCRIPTS": str(empty)}
     )
-    async with tmux_team(env, tmux_socket, "team") as t:
+    async with team(env, "team", settings=TMUX, tmux_socket=tmux_socket) as t:
         with pytest.raises(PaneNotReadyError) as caught:
             await t.controller.delegate(
                 t.caller, DelegateParams(definition="scout", task="x", timeout_ms=20000)
@@ -226,7 +205,7 @@ async def test_host_sigkill_agents_keep_working_and_the_resumed_host_delivers_on
             generation = store.generation_by_label("fast")
             return generation is not None and generation.phase == "completed"
 
-        await _until(fast_completed)
+        await eventually(fast_completed)
     finally:
         store.close()
     assert len(_panes(tmux_socket)) == 2  # both workers outlived their host
@@ -236,7 +215,8 @@ async def test_host_sigkill_agents_keep_working_and_the_resumed_host_delivers_on
     try:
         caller = await host.attach_lead(lead, surfaces=())
         team_ = Team(host, lead, caller, env, env / "sessions")
-        await _until(lambda: len(team_.lead_entries(RESULT_TYPE)) == 1)
+        await eventually(lambda: len(team_.lead_entries(RESULT_TYPE)) == 1)
+        await host.tmux_runtime().refresh()  # presence comes from the latest pane inventory
         listed = (await host.controller.list(caller, ListParams())).to_details()["agents"]
         assert [a["agent"] for a in listed] == ["slow"]
         assert listed[0]["state"] == "working" and "steer" in listed[0]["available_actions"]
@@ -244,7 +224,7 @@ async def test_host_sigkill_agents_keep_working_and_the_resumed_host_delivers_on
         request = host.store.get_request(steered.request_id)
         assert request is not None and request.accepted is True
         await host.controller.close(caller, CloseParams(agent="slow"))
-        await _until(lambda: _panes(tmux_socket) == [])
+        await eventually(lambda: _panes(tmux_socket) == [])
         results = team_.lead_entries(RESULT_TYPE)
         assert len(results) == 1 and "fast result" in results[0]["content"]
     finally:
@@ -256,7 +236,7 @@ async def test_orphan_panes_are_reported_and_reaped_but_live_agents_are_not(
     env: Path, tmux_socket: Path
 ) -> None:
     write_script(env, "team", {**LEAD, "agents": {"*": [{"text": "slow", "delay_ms": 60000}]}})
-    async with tmux_team(env, tmux_socket, "team") as t:
+    async with team(env, "team", settings=TMUX, tmux_socket=tmux_socket) as t:
         started = await t.controller.delegate(t.caller, DelegateParams(definition="scout", task="Wait"))
         tmux = t.host.tmux_runtime()
         stray = await tmux.start(LaunchSpec("not-a-run", "stray", env / "work", "sid", argv=("sleep", "60")))
@@ -275,7 +255,7 @@ async def test_orphan_panes_are_reported_and_reaped_but_live_agents_are_not(
 
 async def test_a_killed_worker_is_lost_and_its_dead_pane_is_closed(env: Path, tmux_socket: Path) -> None:
     write_script(env, "team", {**LEAD, "agents": {"*": [{"text": "slow", "delay_ms": 60000}]}})
-    async with tmux_team(env, tmux_socket, "team") as t:
+    async with team(env, "team", settings=TMUX, tmux_socket=tmux_socket) as t:
         started = await t.controller.delegate(t.caller, DelegateParams(definition="scout", task="Wait"))
         generation = t.host.store.get_generation(started.run_id)
         assert generation is not None and generation.pid is not None
@@ -285,7 +265,7 @@ async def test_a_killed_worker_is_lost_and_its_dead_pane_is_closed(env: Path, tm
             current = t.host.store.get_generation(started.run_id)
             return current is not None and current.presence == "lost"
 
-        await _until(lost)
+        await eventually(lost)
         record = (await t.controller.list(t.caller, ListParams())).to_details()["agents"][0]
         assert record["state"] == "lost" and "steer" not in record["available_actions"]
         await t.quiet()  # a lost agent no longer keeps its owner busy
@@ -335,18 +315,6 @@ def _gated_builder(env: Path) -> dict[str, object]:
     }
 
 
-@contextlib.asynccontextmanager
-async def _next_host(env: Path, socket: Path, lead_path: Path) -> AsyncIterator[Team]:
-    host = _host(env, socket)
-    lead = make_lead(env, "team", sessions_root=env / "sessions", session_path=lead_path)
-    try:
-        caller = await host.attach_lead(lead, surfaces=())
-        yield Team(host, lead, caller, env, env / "sessions")
-    finally:
-        await host.aclose()
-        lead.session.close()
-
-
 async def test_a_host_killed_between_handoff_transfer_and_pane_start_leaves_a_lost_closable_agent(
     env: Path, tmux_socket: Path
 ) -> None:
@@ -361,7 +329,7 @@ async def test_a_host_killed_between_handoff_transfer_and_pane_start_leaves_a_lo
         assert stuck.presence != "lost"  # what the dead host left: neither running nor settled
     finally:
         store.close()
-    async with _next_host(env, tmux_socket, lead_path) as t:
+    async with team(env, "team", settings=TMUX, tmux_socket=tmux_socket, session_path=lead_path) as t:
         generation = t.host.store.generation_by_label("scout")
         assert generation is not None and generation.presence == "lost"
         assert generation.diagnostic is not None and "no pane runs its worker" in generation.diagnostic
@@ -392,7 +360,7 @@ async def test_a_worker_whose_pane_was_never_recorded_is_adopted_by_the_next_hos
         assert await find_orphans(store, TmuxRuntime(socket=tmux_socket)) == []
     finally:
         store.close()
-    async with _next_host(env, tmux_socket, lead_path) as t:
+    async with team(env, "team", settings=TMUX, tmux_socket=tmux_socket, session_path=lead_path) as t:
         generation = t.host.store.generation_by_label("builder")
         assert generation is not None and generation.presence != "lost"
         assert generation.pane_id is not None and generation.host_id == t.host.host_id
@@ -402,7 +370,7 @@ async def test_a_worker_whose_pane_was_never_recorded_is_adopted_by_the_next_hos
         await t.quiet()
         results = t.lead_entries(RESULT_TYPE)
         assert len(results) == 1 and "Finished in the pane." in results[0]["content"]
-        await _until(lambda: _panes(tmux_socket) == [])  # the worker exited once finalized
+        await eventually(lambda: _panes(tmux_socket) == [])  # the worker exited once finalized
 
 
 async def test_an_unrecorded_pane_is_left_alone_with_a_warning_when_tmux_cannot_list_panes(
