@@ -11,55 +11,14 @@ import json
 import stat
 from pathlib import Path
 
-from corral.llm import AssistantMessage, TextContent, UserMessage
-from corral.orchestration import NewGeneration, Store
-from corral.session import SessionManager
-
+from ._seed import lead_session, managed_agent
 from .conftest import Env, RunCorral
 
 
-def _lead_session(env: Env) -> str:
-    session = SessionManager.create(env.project, sessions_root=env.home / "sessions")
-    session.append_message(UserMessage(content="Split the work."))
-    session.append_message(
-        AssistantMessage(
-            content=[TextContent(text="Delegated.")],
-            api="scripted",
-            provider="scripted",
-            model="m",
-            stop_reason="stop",
-        )
-    )
-    session_id = session.session_id
-    session.close()
-    return session_id
-
-
-def _agent(env: Env, owner: str, label: str, *, lost: bool = False) -> str:
-    store = Store.open(env.home / "corral.db")
-    try:
-        generation, task = store.create_generation(
-            NewGeneration(
-                definition="scout",
-                owner_session_id=owner,
-                cwd=str(env.project),
-                session_id=f"child-{label}",
-                task="Map the repo.",
-                label=label,
-            )
-        )
-        store.record_ack(generation.run_id, task.request_id, accepted=True)
-        if lost:
-            store.mark_presence(generation.run_id, "lost")
-        return generation.run_id
-    finally:
-        store.close()
-
-
 def test_list_json_prints_the_list_action_records(cli_env: Env, corral: RunCorral) -> None:
-    owner = _lead_session(cli_env)
-    _agent(cli_env, owner, "scout", lost=True)
-    _agent(cli_env, "someone-else", "other")
+    owner = lead_session(cli_env)
+    managed_agent(cli_env, owner, "scout", lost=True)
+    managed_agent(cli_env, "someone-else", "other")
     done = corral("agents", "list", "--json")
     assert done.returncode == 0, done.stderr
     records = json.loads(done.stdout)
@@ -77,7 +36,7 @@ def test_list_json_prints_the_list_action_records(cli_env: Env, corral: RunCorra
 
 
 def test_list_with_no_agents_is_an_empty_array(cli_env: Env, corral: RunCorral) -> None:
-    _lead_session(cli_env)
+    lead_session(cli_env)
     done = corral("agents", "list", "--json")
     assert done.returncode == 0, done.stderr
     assert json.loads(done.stdout) == []
@@ -92,16 +51,16 @@ def test_list_without_a_session_is_one_line_error(cli_env: Env, corral: RunCorra
 
 
 def test_session_option_selects_the_lead(cli_env: Env, corral: RunCorral) -> None:
-    first = _lead_session(cli_env)
-    _agent(cli_env, first, "scout")
-    _lead_session(cli_env)  # a newer session without agents
+    first = lead_session(cli_env)
+    managed_agent(cli_env, first, "scout")
+    lead_session(cli_env)  # a newer session without agents
     done = corral("agents", "list", "--json", "--session", first[:8])
     assert [r["agent"] for r in json.loads(done.stdout)] == ["scout"]
 
 
 def test_show_prints_one_record_or_fails_cleanly(cli_env: Env, corral: RunCorral) -> None:
-    owner = _lead_session(cli_env)
-    _agent(cli_env, owner, "scout")
+    owner = lead_session(cli_env)
+    managed_agent(cli_env, owner, "scout")
     done = corral("agents", "show", "scout", "--json")
     assert done.returncode == 0, done.stderr
     assert json.loads(done.stdout)["agent"] == "scout"
@@ -113,8 +72,8 @@ def test_show_prints_one_record_or_fails_cleanly(cli_env: Env, corral: RunCorral
 
 
 def test_close_removes_a_lost_agent(cli_env: Env, corral: RunCorral) -> None:
-    owner = _lead_session(cli_env)
-    _agent(cli_env, owner, "scout", lost=True)
+    owner = lead_session(cli_env)
+    managed_agent(cli_env, owner, "scout", lost=True)
     done = corral("agents", "close", "scout", "--json")
     assert done.returncode == 0, done.stderr
     assert json.loads(done.stdout) == {
@@ -129,8 +88,8 @@ def test_close_removes_a_lost_agent(cli_env: Env, corral: RunCorral) -> None:
 def test_close_of_an_unprovable_agent_fails_with_its_category_message(
     cli_env: Env, corral: RunCorral
 ) -> None:
-    owner = _lead_session(cli_env)
-    _agent(cli_env, owner, "scout")  # never started by any host: presence cannot be proven
+    owner = lead_session(cli_env)
+    managed_agent(cli_env, owner, "scout")  # never started by any host: presence cannot be proven
     done = corral("agents", "close", "scout")
     assert done.returncode == 2
     assert "cannot be closed safely" in done.stderr

@@ -13,10 +13,9 @@ import os
 import time
 from pathlib import Path
 
-from corral.llm import AssistantMessage, TextContent, UserMessage
 from corral.orchestration import NewGeneration, NewTeamMember, Store
-from corral.session import SessionManager
 
+from ._seed import lead_session, managed_agent
 from .conftest import Env, RunCorral
 
 REPORT_AND_STOP = """
@@ -85,22 +84,6 @@ def _run_lead(env: Env, corral: RunCorral, script: str, *, faults: str | None = 
     return _lead_id(env)
 
 
-def _managed_agent(env: Env, owner: str, label: str) -> None:
-    with Store.open(env.home / "corral.db") as store:
-        generation, task = store.create_generation(
-            NewGeneration(
-                definition="scout",
-                owner_session_id=owner,
-                cwd=str(env.project),
-                session_id=f"child-{label}",
-                task="Map the repo.",
-                label=label,
-            )
-        )
-        store.record_ack(generation.run_id, task.request_id, accepted=True)
-        store.mark_presence(generation.run_id, "lost")
-
-
 def test_list_shows_reported_and_stopped_teams_agents_after_the_managed_ones(
     cli_env: Env, corral: RunCorral
 ) -> None:
@@ -121,7 +104,7 @@ def test_list_shows_reported_and_stopped_teams_agents_after_the_managed_ones(
 
     # The managed agents' JSON stays the `list` action's array; teams agents are not mixed into it.
     assert json.loads(corral("agents", "list", "--json").stdout) == []
-    _managed_agent(cli_env, lead, "scout")
+    managed_agent(cli_env, lead, "scout", lost=True)
     both = corral("agents", "list")
     lines = both.stdout.splitlines()
     assert lines[0].startswith("scout\tlost\tscout\t")
@@ -218,19 +201,7 @@ def _running_elsewhere(env: Env, lead: str, name: str, *, minutes_ago: int) -> s
 
 
 def test_agents_of_another_live_process_are_working_or_stalled(cli_env: Env, corral: RunCorral) -> None:
-    session = SessionManager.create(cli_env.project, sessions_root=cli_env.home / "sessions")
-    session.append_message(UserMessage(content="Split the work."))
-    session.append_message(
-        AssistantMessage(
-            content=[TextContent(text="Spawned.")],
-            api="scripted",
-            provider="scripted",
-            model="m",
-            stop_reason="stop",
-        )
-    )
-    lead = session.session_id
-    session.close()
+    lead = lead_session(cli_env)
     fresh = _running_elsewhere(cli_env, lead, "fresh", minutes_ago=0)
     _running_elsewhere(cli_env, lead, "old", minutes_ago=20)
     rows = _fields(corral("agents", "list").stdout)
