@@ -204,11 +204,9 @@ def _when(snapshot: dict[str, Any]) -> str:
 def _outcome(snapshot: dict[str, Any]) -> str:
     if "reportId" not in snapshot:
         return "-"
-    outcome = str(snapshot.get("outcome") or "unspecified")
-    effective = snapshot.get("effectiveOutcome")
-    if effective and effective != snapshot.get("outcome"):
-        outcome += f" (effective: {effective})"
-    return outcome
+    from corral.orchestration.teams import outcome_label
+
+    return outcome_label(snapshot.get("outcome"), snapshot.get("effectiveOutcome"))
 
 
 def _team_line(snapshot: dict[str, Any]) -> str:

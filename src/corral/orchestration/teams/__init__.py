@@ -109,6 +109,7 @@ from ._repair import (
 from ._reports import (
     TEAM_REPORT_TYPE,
     effective_task_outcome,
+    outcome_label,
     report_id,
     report_result,
     task_id,
@@ -280,6 +281,7 @@ __all__ = [
     "member_message_text",
     "observe",
     "observe_current",
+    "outcome_label",
     "parse_check_policy",
     "parse_checkpoint_policy",
     "parse_checkpoint_ref",

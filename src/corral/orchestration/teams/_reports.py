@@ -30,6 +30,7 @@ __all__ = [
     "TEAM_REPORT_TYPE",
     "ReportOutcome",
     "effective_task_outcome",
+    "outcome_label",
     "report_id",
     "report_result",
     "task_id",
@@ -99,6 +100,12 @@ def effective_task_outcome(result: dict[str, Any]) -> str | None:
     return outcome if isinstance(outcome, str) else None
 
 
+def outcome_label(outcome: str | None, effective: str | None) -> str:
+    """`succeeded`, or `succeeded (effective: blocked)` when the effective outcome differs."""
+    label = outcome or "unspecified"
+    return label + (f" (effective: {effective})" if effective and effective != outcome else "")
+
+
 def write_report_markdown(directory: Path, agent: str, content: str) -> Path:
     """Write the full report to `<directory>/<agent>.md`, then `-v2.md`, … never overwriting (0600)."""
     ensure_private_dir(directory)
@@ -137,9 +144,7 @@ def team_report_message(report: TeamReportRecord) -> CustomMessage:
     if report.acceptance_reason:
         acceptance["reason"] = report.acceptance_reason
     verification = _verification(report.result)
-    outcome: str = report.outcome or "unspecified"
-    if effective is not None and effective != report.outcome:
-        outcome += f" (effective: {effective})"
+    outcome = outcome_label(report.outcome, effective)
     head = (
         f"Report from agent {report.name} ({report.tier}) · status={report.status} · "
         f"outcome={outcome} · verification={verification['state']} · "

@@ -27,7 +27,7 @@ from corral.orchestration._delivery import deliver_message
 from corral.orchestration._store_teams import TEAM_LEAD, normalize_claim_path
 from corral.orchestration.errors import InvalidRequestError, OrchestrationError, TargetNotFoundError
 
-from ._reports import effective_task_outcome, report_id, team_name
+from ._reports import effective_task_outcome, outcome_label, report_id, team_name
 
 if TYPE_CHECKING:
     from corral.orchestration._host import Host
@@ -705,10 +705,7 @@ def _render_snapshot(snapshot: dict[str, Any]) -> str:
     if "reportId" in snapshot:
         verification = snapshot.get("verification") or {}
         acceptance = snapshot.get("acceptance") or {}
-        outcome = snapshot.get("outcome") or "unspecified"
-        effective = snapshot.get("effectiveOutcome")
-        if effective and effective != snapshot.get("outcome"):
-            outcome += f" (effective: {effective})"
+        outcome = outcome_label(snapshot.get("outcome"), snapshot.get("effectiveOutcome"))
         lines.append(
             f"  task: {outcome}; verification: "
             f"{verification.get('state', 'not-requested')}; acceptance: {acceptance.get('state', 'pending')}"
