@@ -85,7 +85,9 @@ from ._store import Store
 from ._store_core import StoreError, StoreVersionError, default_store_path
 from ._team_records import (
     TEAM_LEAD,
+    TEAM_MESSAGE_TYPE,
     TEAM_NAME_PATTERN,
+    TEAM_REPORT_TYPE,
     AcceptanceState,
     ClaimOutcome,
     FileClaimRecord,
@@ -132,7 +134,9 @@ __all__ = [
     "SCHEMA_VERSION",
     "STALE_AFTER_MS",
     "TEAM_LEAD",
+    "TEAM_MESSAGE_TYPE",
     "TEAM_NAME_PATTERN",
+    "TEAM_REPORT_TYPE",
     "AcceptanceState",
     "AckCode",
     "AgentAction",

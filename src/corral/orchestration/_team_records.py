@@ -30,7 +30,9 @@ from corral.orchestration.errors import InvalidRequestError
 
 __all__ = [
     "TEAM_LEAD",
+    "TEAM_MESSAGE_TYPE",
     "TEAM_NAME_PATTERN",
+    "TEAM_REPORT_TYPE",
     "AcceptanceState",
     "ClaimOutcome",
     "FileClaimRecord",
@@ -48,6 +50,11 @@ __all__ = [
     "TeamReportStatus",
     "normalize_claim_path",
 ]
+
+TEAM_REPORT_TYPE = "corral-team-report"
+"""`customType` of the hidden message that brings a teams report to the lead."""
+TEAM_MESSAGE_TYPE = "corral-team-message"
+"""`customType` of a message from a teams agent to the lead."""
 
 TEAM_NAME_PATTERN = re.compile(r"^[A-Za-z0-9_-]{1,128}$")
 """What a teams name must look like (match it with `fullmatch`)."""

@@ -21,6 +21,7 @@ from urllib.parse import quote
 
 from corral._paths import ensure_private_dir
 from corral.llm import CustomMessage
+from corral.orchestration._team_records import TEAM_REPORT_TYPE
 
 if TYPE_CHECKING:
     from corral.orchestration._team_records import TeamReportRecord
@@ -39,8 +40,6 @@ __all__ = [
     "write_report_markdown",
 ]
 
-TEAM_REPORT_TYPE = "corral-team-report"
-"""`customType` of the hidden message that brings a report to the lead."""
 
 REPORT_RESULT_VERSION = 1
 

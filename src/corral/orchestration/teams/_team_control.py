@@ -25,6 +25,7 @@ from corral.llm import CustomMessage
 from corral.orchestration._caller import Caller
 from corral.orchestration._delivery import deliver_message
 from corral.orchestration._store_teams import TEAM_LEAD, normalize_claim_path
+from corral.orchestration._team_records import TEAM_MESSAGE_TYPE
 from corral.orchestration.errors import InvalidRequestError, OrchestrationError, TargetNotFoundError
 
 from ._reports import effective_task_outcome, outcome_label, report_id, team_name
@@ -43,8 +44,6 @@ if TYPE_CHECKING:
 
 __all__ = ["TEAM_MESSAGE_TYPE", "TEARDOWN_TIMEOUT_S", "TeamControlMixin", "member_message_text"]
 
-TEAM_MESSAGE_TYPE = "corral-team-message"
-"""`customType` of a message from an agent to the lead."""
 TEARDOWN_TIMEOUT_S = 2.5
 STALLED_AFTER_MS = 15 * 60 * 1000
 RECENT_COMPLETIONS = 20
