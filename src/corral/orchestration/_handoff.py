@@ -84,20 +84,7 @@ async def handoff(host: Host, run_id: str, *, ready_timeout: float = _DEFAULT_RE
     The work runs as a host background task, so cancelling the caller never leaves a half-moved
     agent, and the owner is not reported quiet while the move is in flight.
     """
-    done: asyncio.Future[HandoffResult] = asyncio.get_running_loop().create_future()
-
-    async def body() -> None:
-        try:
-            outcome = await _handoff(host, run_id, ready_timeout)
-        except BaseException as exc:
-            if not done.done():
-                done.set_exception(exc)
-            raise
-        if not done.done():
-            done.set_result(outcome)
-
-    host.spawn_background(body())
-    return await asyncio.shield(done)
+    return await asyncio.shield(host.spawn_background(_handoff(host, run_id, ready_timeout)))
 
 
 def _refusal(host: Host, run_id: str) -> tuple[str, str] | None:

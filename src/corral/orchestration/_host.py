@@ -27,9 +27,9 @@ import asyncio
 import contextlib
 import os
 import uuid
-from collections.abc import Callable, Iterable
+from collections.abc import Callable, Coroutine, Iterable
 from pathlib import Path
-from typing import TYPE_CHECKING, Any
+from typing import TYPE_CHECKING, Any, TypeVar
 
 from corral.agent import AgentSession, AgentSettledEvent
 from corral.orchestration._caller import Caller
@@ -62,6 +62,8 @@ if TYPE_CHECKING:
     from corral.settings import Settings
 
 __all__ = ["RETIRED_ENTRY", "Host", "Runtimes"]
+
+_T = TypeVar("_T")
 
 _FINALIZE_ATTEMPTS = 50
 _WATCH_S = 0.05
@@ -187,7 +189,7 @@ class Host:
         self._owner_unsubscribe: dict[str, Callable[[], None]] = {}
         self._delivering: set[str] = set()
         self._asking: set[str] = set()
-        self._tasks: set[asyncio.Task[None]] = set()
+        self._tasks: set[asyncio.Task[Any]] = set()
         self._change = asyncio.Event()
         self._closed = False
         self.tmux_runs: set[str] = set()
@@ -302,21 +304,22 @@ class Host:
         if self.on_warning is not None:
             self.on_warning(text)
 
-    def spawn_background(self, coro: Any) -> None:
+    def spawn_background(self, coro: Coroutine[Any, Any, _T]) -> asyncio.Task[_T]:
         """Run `coro` as a tracked background task (errors go to `on_background_error`; quiet waits for it)."""
-        self._spawn(coro)
+        return self._spawn(coro)
 
-    def _spawn(self, coro: Any) -> None:
-        task: asyncio.Task[None] = asyncio.get_running_loop().create_task(coro)
+    def _spawn(self, coro: Coroutine[Any, Any, _T]) -> asyncio.Task[_T]:
+        task = asyncio.get_running_loop().create_task(coro)
         self._tasks.add(task)
 
-        def done(t: asyncio.Task[None]) -> None:
+        def done(t: asyncio.Task[_T]) -> None:
             self._tasks.discard(t)
             if not t.cancelled() and t.exception() is not None and self.on_background_error is not None:
                 self.on_background_error(t.exception())  # type: ignore[arg-type]
             self.changed()
 
         task.add_done_callback(done)
+        return task
 
     async def _deliver_and_finalize(self, request_id: str) -> None:
         if request_id in self._delivering:
