@@ -37,11 +37,25 @@ def sessions_root() -> Path:
 
 
 def ensure_private_dir(path: Path) -> Path:
-    """Create `path` (and missing parents) with mode `0700`; tighten it if it exists.
+    """Create `path` and its missing parents with mode `0700`; tighten `path` if it exists.
 
-    Returns the path. Parents that already exist are left as they are.
+    Every directory this creates is `0700` whatever the umask (`mkdir -p`
+    would give the parents the umask's mode). Parents that already exist are
+    left as they are. Returns the path.
     """
-    path.mkdir(mode=0o700, parents=True, exist_ok=True)
+    missing: list[Path] = []
+    current = path
+    while not current.exists() and current.parent != current:
+        missing.append(current)
+        current = current.parent
+    for directory in reversed(missing):
+        try:
+            directory.mkdir(mode=0o700)
+        except FileExistsError:
+            if not directory.is_dir():
+                raise
+            continue
+        directory.chmod(0o700)
     if path.stat().st_mode & 0o077:
         path.chmod(0o700)
     return path

@@ -17,10 +17,16 @@ import typer
 
 from corral import __version__
 
+_HELP_OPTIONS = {"help_option_names": ["-h", "--help"]}
+
 app = typer.Typer(
     name="corral",
-    help="Teams of coding agents that a lead controls.",
+    help=(
+        "Teams of coding agents that a lead controls. "
+        "Bare `corral` (no command) opens the terminal app in the current directory."
+    ),
     no_args_is_help=False,
+    context_settings=_HELP_OPTIONS,
     add_completion=False,
     pretty_exceptions_enable=False,
     rich_markup_mode=None,
@@ -33,6 +39,7 @@ def _command_group(name: str, help_text: str) -> typer.Typer:
         name=name,
         help=help_text,
         no_args_is_help=True,
+        context_settings=_HELP_OPTIONS,
         add_completion=False,
         pretty_exceptions_enable=False,
         rich_markup_mode=None,
@@ -113,9 +120,34 @@ NoSessionOpt = Annotated[bool, typer.Option("--no-session", help="Keep the sessi
 CwdOpt = Annotated[Path | None, typer.Option("--cwd", help="Working directory (default: the current one).")]
 
 
+def _prompt_text(prompt: str | None) -> str:
+    """The prompt: `-p TEXT`; `-p -` or no `-p` with a piped stdin reads standard input."""
+    from corral.errors import UsageError
+
+    if prompt is not None and prompt != "-":
+        return prompt
+    if sys.stdin is None or (prompt is None and sys.stdin.isatty()):
+        raise UsageError("give a prompt with -p PROMPT (or pipe it on stdin), or use --mode rpc")
+    data = sys.stdin.buffer.read()
+    try:
+        text = data.decode("utf-8")
+    except UnicodeDecodeError as exc:
+        raise UsageError(f"the prompt on stdin is not UTF-8 text (byte {exc.start})") from None
+    if not text.strip():
+        raise UsageError("the prompt on stdin is empty: pipe some text, or give -p PROMPT")
+    return text
+
+
 @app.command()
 def run(
-    prompt: Annotated[str | None, typer.Option("--prompt", "-p", help="The prompt to run.")] = None,
+    prompt: Annotated[
+        str | None,
+        typer.Option(
+            "--prompt",
+            "-p",
+            help="The prompt to run; `-` reads it from stdin (as does a piped stdin without -p).",
+        ),
+    ] = None,
     mode: Annotated[
         Mode, typer.Option("--mode", help="text (final answer), json (event lines) or rpc.")
     ] = Mode.text,
@@ -139,10 +171,10 @@ def run(
     from corral._cli._modes import run_json_mode, run_print_mode, run_rpc_mode, stdin_stream
     from corral.errors import UsageError
 
-    if mode is not Mode.rpc and prompt is None:
-        raise UsageError("give a prompt with -p PROMPT, or use --mode rpc")
     if mode is Mode.rpc and prompt is not None:
         raise UsageError("--mode rpc takes prompts on stdin, not -p")
+    if mode is not Mode.rpc:
+        prompt = _prompt_text(prompt)
     if tools is not None and no_tools:
         raise UsageError("choose --tools or --no-tools, not both")
     tool_names = [] if no_tools else ([t.strip() for t in tools.split(",") if t.strip()] if tools else None)
@@ -158,12 +190,19 @@ def run(
     )
     launched = launch_session(options)
 
+    aborts: set[asyncio.Future[None]] = set()
+
+    def terminate() -> None:
+        launched.terminated = True
+        task = asyncio.ensure_future(launched.agent.abort())
+        aborts.add(task)
+        task.add_done_callback(aborts.discard)
+
     async def main() -> int:
-        # SIGTERM aborts the run like an interrupt: the partial reply is kept
-        # (stop reason `aborted`) and the command exits 1 with the error.
-        asyncio.get_running_loop().add_signal_handler(
-            signal.SIGTERM, lambda: asyncio.ensure_future(launched.agent.abort())
-        )
+        # SIGTERM aborts the run like an interrupt — during a model request or
+        # a tool call alike: the partial reply is kept (stop reason `aborted`)
+        # and the command exits 1, printing no answer.
+        asyncio.get_running_loop().add_signal_handler(signal.SIGTERM, terminate)
         try:
             await launched.attach_host()
             if mode is Mode.rpc:

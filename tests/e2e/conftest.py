@@ -67,6 +67,7 @@ def corral(cli_env: Env) -> RunCorral:
             cwd=cli_env.project,
             env=merged,
             input=input,
+            stdin=subprocess.DEVNULL if input is None else None,  # never the test runner's stdin
             capture_output=True,
             text=True,
             timeout=timeout,
@@ -74,3 +75,14 @@ def corral(cli_env: Env) -> RunCorral:
         )
 
     return run
+
+
+def wait_until(check: Callable[[], bool], timeout: float = 30.0, what: str = "the condition") -> None:
+    """Poll `check` until it holds; fail the test after `timeout` seconds."""
+    import time
+
+    deadline = time.monotonic() + timeout
+    while not check():
+        if time.monotonic() > deadline:
+            pytest.fail(f"timed out waiting for {what}")
+        time.sleep(0.01)

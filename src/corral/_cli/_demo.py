@@ -540,6 +540,22 @@ def _verify_outcome(launched: Launched, host: Host, out: TextIO) -> int:
     return 0 if ok else 1
 
 
+def _what_next(kept: Path | None, out: TextIO) -> None:
+    """What a newcomer can try after the demo: their own project, the offline tour, the demo's run in the app."""
+    out.write("\nWhat to try next:\n")
+    out.write("  cd your/project && corral         the terminal app on your own project\n")
+    out.write('  corral run --model scripted/tour -p "show me around"\n')
+    out.write("                                    an offline tour of any directory (no API key needed)\n")
+    out.write("  corral models                     the models your API keys unlock (the default is marked)\n")
+    if kept is None:
+        out.write("  corral demo --keep                keep the demo project to open its runs in the app\n")
+    else:
+        out.write(f"  cd {kept} && CORRAL_HOME={kept / '.corral-home'} corral --continue\n")
+        out.write(
+            "                                    open the demo's last run in the app (/resume for the others)\n"
+        )
+
+
 async def run_demo(*, out: TextIO, keep: bool = False) -> int:
     """Run the demo and print its timeline. Returns the process exit code."""
     workdir = Path(tempfile.mkdtemp(prefix="corral-demo-"))
@@ -578,6 +594,8 @@ async def run_demo(*, out: TextIO, keep: bool = False) -> int:
             code = await _verify_act(workdir, out)
         if keep:
             out.write(f"the fixed project is kept at {workdir}\n")
+        if code == 0:
+            _what_next(workdir if keep else None, out)
         return code
     finally:
         if not keep:

@@ -81,6 +81,8 @@ class Launched:
     """The orchestration surfaces the lead gets (empty: a plain coding agent)."""
     host: Host | None = None
     """The orchestration host, once `attach_host` ran (only when `surfaces` is not empty)."""
+    terminated: bool = False
+    """SIGTERM arrived: the run was aborted, whatever its last message says."""
 
     async def attach_host(self) -> None:
         """Open the store, give the lead its surfaces and recover its managed agents.

@@ -31,8 +31,14 @@ def _last_assistant(agent: AgentSession) -> AssistantMessage | None:
     return None
 
 
-def _final_exit(agent: AgentSession, err: TextIO) -> int:
-    last = _last_assistant(agent)
+def _final_exit(launched: Launched, err: TextIO) -> int:
+    """1 (naming the reason on stderr) when the run ended in an error, an abort or SIGTERM; else 0."""
+    if launched.terminated:
+        # A SIGTERM during a tool call leaves the tool-calling reply as the last one;
+        # it is not an answer.
+        print("corral: aborted (SIGTERM)", file=err)
+        return 1
+    last = _last_assistant(launched.agent)
     if last is not None and last.stop_reason in ("error", "aborted"):
         reason = last.error_message or ("aborted" if last.stop_reason == "aborted" else "provider error")
         print(f"corral: {reason}", file=err)
@@ -60,7 +66,7 @@ async def run_print_mode(launched: Launched, prompt: str, *, out: TextIO, err: T
     """
     agent = launched.agent
     await _run_headless(launched, prompt, err)
-    code = _final_exit(agent, err)
+    code = _final_exit(launched, err)
     if code == 0:
         last = _last_assistant(agent)
         text = last.text if last is not None else ""
@@ -94,7 +100,7 @@ async def run_json_mode(launched: Launched, prompt: str, *, out: TextIO, err: Te
         await _run_headless(launched, prompt, err)
     finally:
         unsubscribe()
-    return _final_exit(agent, err)
+    return _final_exit(launched, err)
 
 
 def _stdin_lines(loop: asyncio.AbstractEventLoop, queue: asyncio.Queue[str | None], stream: Any) -> None:
