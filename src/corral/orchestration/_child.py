@@ -6,7 +6,9 @@ assignment going until it can finish: a pending interrupt replacement or
 reply is sent as the next prompt; a pending `ask_owner` question or (for a
 delegating agent) unresolved direct agents keep it waiting. When nothing is
 left, the result is the latest assistant text (none → `failed` /
-`empty_result`), stored durably (the store marks the generation completed in
+`empty_result`; when the last model request failed — a provider error such as a
+401, retries exhausted, a scripted template that could not be filled — the
+error message says so and quotes the provider), stored durably (the store marks the generation completed in
 the same transaction), and the host is told so it can deliver it.
 
 Requests (`steer`, `interrupt`, `reply`) reach the child through
@@ -226,9 +228,27 @@ class ManagedChild:
                     return True
         return False
 
+    def _last_assistant(self) -> AssistantMessage | None:
+        for message in reversed(self.agent.messages):
+            if isinstance(message, AssistantMessage):
+                return message
+        return None
+
+    def _empty_result_message(self) -> str:
+        """Why there is no text: the provider's error when the last model request failed."""
+        last = self._last_assistant()
+        if last is not None and last.stop_reason == "error":
+            return f"Agent {self.label} failed: the model request ended with an error: {last.error_message or 'unknown error'}"
+        return "Agent produced no assistant text"
+
     def _finish(self) -> None:
         request_id = self.task.request_id
-        text = (self.agent.last_assistant_text() or "").strip()
+        last = self._last_assistant()
+        text = (
+            ""
+            if last is not None and last.stop_reason == "error"
+            else (self.agent.last_assistant_text() or "").strip()
+        )
         usage = self.agent.context_usage()
         tokens = usage.tokens if usage is not None else None
         try:
@@ -242,7 +262,7 @@ class ManagedChild:
                     request_id,
                     status="failed",
                     error_code="empty_result",
-                    error_message="Agent produced no assistant text",
+                    error_message=self._empty_result_message(),
                     context_tokens=tokens,
                 )
         except OrchestrationError as exc:

@@ -28,7 +28,6 @@ import contextlib
 from typing import TYPE_CHECKING, Any
 
 from corral.agent import AgentSession, ToolExecutionEndEvent, ToolExecutionStartEvent
-from corral.llm import AssistantMessage
 from corral.orchestration._child import ChildHooks, ManagedChild
 from corral.orchestration._records import GenerationRecord, RequestRecord
 from corral.orchestration._store import Store
@@ -123,12 +122,6 @@ class TeamChild(ManagedChild):
     def _ended_by_provider_error(self) -> bool:
         last = self._last_assistant()
         return last is not None and last.stop_reason == "error"
-
-    def _last_assistant(self) -> AssistantMessage | None:
-        for message in reversed(self.agent.messages):
-            if isinstance(message, AssistantMessage):
-                return message
-        return None
 
     def fallback_report(self) -> tuple[str, str, str]:
         """`(status, content, source)` of a run that ended without an accepted report."""
