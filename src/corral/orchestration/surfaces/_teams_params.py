@@ -378,6 +378,9 @@ def _null_is_empty(value: Any) -> Any:
 
 _Text = Annotated[str, Strict(), BeforeValidator(_non_blank)]
 _Ident = Annotated[str, Strict(), BeforeValidator(_non_blank), AfterValidator(str.strip)]
+_Teammate = Annotated[_Ident, AfterValidator(_name)]
+"""A teammate named by the lead (`check_teammate`, `interrupt_teammate`, `stop_teammate`): checked like
+a spawned name (characters, length, not `team-lead`)."""
 _Label = Annotated[Annotated[str, Strict()] | None, BeforeValidator(_blank_is_none)]
 _Name = Annotated[str, Strict(), AfterValidator(_name)]
 _Bool = Annotated[bool, Strict(), BeforeValidator(_bool_text)]
@@ -471,11 +474,11 @@ class _ReportParams(_Params):
 
 
 class _AgentNameParams(_Params):
-    agent_name: _Ident
+    agent_name: _Teammate
 
 
 class _StopParams(_Params):
-    agent_name: _Ident
+    agent_name: _Teammate
     reason: _Label = None
 
 

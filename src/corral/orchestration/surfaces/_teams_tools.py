@@ -151,7 +151,7 @@ def teams_lead_tools(host: Host, caller: Caller) -> list[AgentTool]:
 
     async def swarm(call_id: str, params: dict[str, Any]) -> ToolResult:
         outcome = await teams.spawn_swarm(caller, parse_swarm(params), submission_id=call_id)
-        return ToolResult.text(outcome.text, details=outcome.details)
+        return ToolResult.text(outcome.text, details=outcome.details, is_error=outcome.failed)
 
     async def status(call_id: str, params: dict[str, Any]) -> ToolResult:
         return _result(await teams.status(caller, parse_status(params).agent_name))
@@ -252,7 +252,7 @@ def team_member_tools(host: Host, child: TeamChild) -> list[AgentTool]:
 
         async def swarm(call_id: str, params: dict[str, Any]) -> ToolResult:
             outcome = await teams.spawn_swarm(helper_caller, parse_nested_swarm(params), parent=child)
-            return ToolResult.text(outcome.text, details=outcome.details)
+            return ToolResult.text(outcome.text, details=outcome.details, is_error=outcome.failed)
 
         async def status(call_id: str, params: dict[str, Any]) -> ToolResult:
             return _result(await teams.status(child, parse_status(params).agent_name))

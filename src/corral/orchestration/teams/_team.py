@@ -119,6 +119,8 @@ class SwarmOutcome:
 
     text: str
     details: dict[str, Any]
+    failed: bool = False
+    """Every member failed to spawn: the tool result is an error."""
 
 
 @dataclass(slots=True)
@@ -413,6 +415,9 @@ class Teams(TeamReportsMixin, TeamControlMixin):
                 text += (
                     f"\nCompletion group {group_id}: compact indexes arrive {when} (urgent results early)."
                 )
+            if not spawned:
+                text += "\nNo agent was started: fix the errors above and call spawn_swarm_agents again."
+                return SwarmOutcome(text, details, failed=True)
             text += "\nReports arrive automatically as new turns; end your turn to wait."
             return SwarmOutcome(text, details)
 

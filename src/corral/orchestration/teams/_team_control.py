@@ -319,12 +319,33 @@ class TeamControlMixin:
             await stopping
         self._finalize_run(member, "deferred cleanup after quarantine")  # lifts the fence once finalized
 
+    def _require_known(self, lead: str, name: str) -> None:
+        """Refuse a name this lead never spawned (no queued request, member or report by that name).
+
+        Raises:
+            TargetNotFoundError: naming the lead's agents, so the model can correct the call.
+        """
+        store = self.host.store
+        if (lead, name) in self.pending:
+            return
+        members = store.team_members(lead, live_only=False)
+        if any(member.name == name for member in members) or store.team_reports(lead, name=name, limit=1):
+            return
+        known = sorted({member.name for member in members if member.depth == 0})
+        hint = f" This session's agents: {', '.join(known)}." if known else " This session has no agents yet."
+        raise TargetNotFoundError(f"No agent named {name} in this session.{hint}")
+
     async def stop_teammate(
         self, caller: Caller, name: str, reason: str | None
     ) -> tuple[str, dict[str, Any]]:
-        """`stop_teammate`: cancel a queued request, or stop the whole agent."""
+        """`stop_teammate`: cancel a queued request, or stop the whole agent.
+
+        Raises:
+            TargetNotFoundError: the lead never had an agent called `name`.
+        """
         lead = self._lead_id(caller)
         team = team_name(lead)
+        self._require_known(lead, name)
         if (lead, name) in self.pending:
             self.capacity(lead).cancel_queued(name, reason=reason or "stopped by the lead")
             self.pending.pop((lead, name), None)
@@ -358,9 +379,14 @@ class TeamControlMixin:
         )
 
     async def interrupt_teammate(self, caller: Caller, name: str) -> tuple[str, dict[str, Any]]:
-        """`interrupt_teammate`: cancel the running tool or model call; the agent stays."""
+        """`interrupt_teammate`: cancel the running tool or model call; the agent stays.
+
+        Raises:
+            TargetNotFoundError: the lead never had an agent called `name`.
+        """
         lead = self._lead_id(caller)
         team = team_name(lead)
+        self._require_known(lead, name)
         member = self.host.store.live_team_member(lead, name)
         child = None if member is None else self.child(member.run_id)
         base: dict[str, Any] = {"session": team, "agentName": name}
