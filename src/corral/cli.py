@@ -152,6 +152,12 @@ def run(
         Mode, typer.Option("--mode", help="text (final answer), json (event lines) or rpc.")
     ] = Mode.text,
     model: ModelOpt = None,
+    provider: Annotated[
+        str | None,
+        typer.Option(
+            "--provider", help="The provider of --model, as Pi spells it: --provider openai --model gpt-5."
+        ),
+    ] = None,
     thinking: ThinkingOpt = None,
     session: SessionOpt = None,
     continue_: ContinueOpt = False,
@@ -168,7 +174,7 @@ def run(
 ) -> None:
     """Run the agent headless: print the answer, stream events as JSON, or serve RPC on stdin."""
     from corral._cli._launch import LaunchOptions, launch_session
-    from corral._cli._modes import run_json_mode, run_print_mode, run_rpc_mode, stdin_stream
+    from corral._cli._modes import run_json_mode, run_print_mode
     from corral.errors import UsageError
 
     if mode is Mode.rpc and prompt is not None:
@@ -177,6 +183,8 @@ def run(
         prompt = _prompt_text(prompt)
     if tools is not None and no_tools:
         raise UsageError("choose --tools or --no-tools, not both")
+    if provider is not None:
+        model = _provider_model(provider, model)
     tool_names = [] if no_tools else ([t.strip() for t in tools.split(",") if t.strip()] if tools else None)
     options = LaunchOptions(
         cwd=cwd or Path.cwd(),
@@ -199,14 +207,18 @@ def run(
         task.add_done_callback(aborts.discard)
 
     async def main() -> int:
-        # SIGTERM aborts the run like an interrupt — during a model request or
-        # a tool call alike: the partial reply is kept (stop reason `aborted`)
-        # and the command exits 1, printing no answer.
-        asyncio.get_running_loop().add_signal_handler(signal.SIGTERM, terminate)
+        if mode is not Mode.rpc:
+            # SIGTERM aborts the run like an interrupt — during a model request or
+            # a tool call alike: the partial reply is kept (stop reason `aborted`)
+            # and the command exits 1, printing no answer. (RPC mode handles its
+            # signals itself: it exits 143 like Pi.)
+            asyncio.get_running_loop().add_signal_handler(signal.SIGTERM, terminate)
         try:
             await launched.attach_host()
             if mode is Mode.rpc:
-                return await run_rpc_mode(launched, stdin=stdin_stream(), out=sys.stdout)
+                from corral._cli._rpc import run_rpc_mode
+
+                return await run_rpc_mode(launched, stdin_fd=sys.stdin.fileno(), out=sys.stdout)
             assert prompt is not None
             if mode is Mode.json:
                 return await run_json_mode(launched, prompt, out=sys.stdout, err=sys.stderr)
@@ -219,6 +231,21 @@ def run(
     finally:
         launched.session.close()
     raise typer.Exit(code)
+
+
+def _provider_model(provider: str, model: str | None) -> str:
+    """`--provider P --model M` (Pi's pair of flags) as corral's model ref `P/M`."""
+    from corral.errors import UsageError
+
+    if not provider.strip() or "/" in provider:
+        raise UsageError(
+            f"--provider {provider!r}: give a provider name such as openai, anthropic or scripted"
+        )
+    if model is None:
+        raise UsageError(
+            f"--provider {provider} needs --model MODEL_ID (or --model {provider}/MODEL_ID alone)"
+        )
+    return model if model.startswith(f"{provider}/") else f"{provider}/{model}"
 
 
 @app.command()

@@ -153,7 +153,13 @@ def test_rpc_prompt_state_messages_and_stats(cli_env: Env) -> None:
         args=("--model", "scripted/hi"),
     )
     responses = {o["id"]: o for o in out if o.get("type") == "response"}
-    assert responses["p1"] == {"type": "response", "command": "prompt", "success": True, "id": "p1"}
+    assert responses["p1"] == {
+        "type": "response",
+        "command": "prompt",
+        "success": True,
+        "data": {"disposition": "started"},
+        "id": "p1",
+    }
     state = responses["s1"]["data"]
     assert state["isStreaming"] is False and state["sessionId"] and state["messageCount"] == 2
     messages = responses["m1"]["data"]["messages"]

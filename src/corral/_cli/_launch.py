@@ -18,15 +18,16 @@ picking the session, the model and the thinking level live in one place:
 from __future__ import annotations
 
 import sys
-from dataclasses import KW_ONLY, dataclass
+from dataclasses import KW_ONLY, dataclass, field
 from pathlib import Path
 from typing import TYPE_CHECKING
 
 from corral.agent import AgentSession, build_system_prompt
 from corral.agent.tools import ALL_TOOL_NAMES, create_builtin_tools
-from corral.errors import UsageError
+from corral.errors import CorralError, UsageError
 from corral.llm import (
     LlmError,
+    Model,
     ModelInfo,
     ModelRegistry,
     ThinkingLevel,
@@ -79,10 +80,64 @@ class Launched:
     model_info: ModelInfo
     surfaces: list[str]
     """The orchestration surfaces the lead gets (empty: a plain coding agent)."""
+    tool_names: list[str] = field(default_factory=lambda: list(ALL_TOOL_NAMES))
+    """The built-in tools the agent was given."""
+    cwd: Path = field(default_factory=Path.cwd)
+    """The working directory the tools run in."""
     host: Host | None = None
     """The orchestration host, once `attach_host` ran (only when `surfaces` is not empty)."""
     terminated: bool = False
     """SIGTERM arrived: the run was aborted, whatever its last message says."""
+
+    async def replace_session(self, session: SessionManager) -> None:
+        """Continue in another session (RPC `new_session`, `switch_session`, `fork`, `clone`).
+
+        The new agent keeps the current model (a session that recorded a usable
+        model gets that one back), the thinking level (a recorded level wins),
+        the tools and the surfaces. The current agent must be idle, and with
+        surfaces nothing may still be able to arrive for its session; the old
+        session is closed.
+
+        Raises:
+            UsageError: the agent is busy or the lead still has agents that can deliver to it.
+        """
+        old = self.agent
+        if not old.is_idle:
+            session.close()
+            raise UsageError(
+                "the agent is busy: abort it or wait for agent_settled before switching sessions"
+            )
+        if self.host is not None and not self.host.can_detach(old.session.session_id):
+            session.close()
+            raise UsageError(
+                "this session's agents are still working and will report to it: wait until they "
+                "finish (or close them with `corral agents close`) before switching sessions"
+            )
+        try:
+            restored = session.build_context()
+            model = old.model
+            if restored.model is not None:
+                ref = f"{restored.model.provider}/{restored.model.model_id}"
+                if (restored.model.provider, restored.model.model_id) != (model.info.provider, model.info.id):
+                    try:
+                        info = self.registry.resolve(ref)
+                        self.registry.api_key_for(info)
+                        model = self.registry.create_model(info, cwd=self.cwd)
+                    except CorralError as exc:
+                        warn(f"the session's model is not usable ({exc}); keeping {model.info.ref}")
+            level = restored.thinking_level if session.entries else old.thinking_level
+            agent = _build_agent(session, model, level, self.tool_names, self.settings, self.cwd)
+        except BaseException:
+            session.close()
+            raise
+        if self.host is not None:
+            self.host.detach_lead(old.session.session_id)
+        self.agent, previous = agent, self.session
+        self.session = session
+        self.model_info = model.info
+        previous.close()
+        if self.host is not None:
+            await self.host.attach_lead(agent, surfaces=self.surfaces)
 
     async def attach_host(self) -> None:
         """Open the store, give the lead its surfaces and recover its managed agents.
@@ -205,25 +260,43 @@ def launch_session(opts: LaunchOptions) -> Launched:
         unknown = [name for name in names if name not in ALL_TOOL_NAMES]
         if unknown:
             raise UsageError(f"unknown tool {unknown[0]!r}: choose from {', '.join(ALL_TOOL_NAMES)}")
-        tools = create_builtin_tools(cwd, shell_path=settings.shell_path, names=names)
         surfaces = list(settings.surfaces if opts.surfaces is None else opts.surfaces)
         for surface in surfaces:
             if surface not in SURFACE_NAMES:
                 raise UsageError(
                     f"unknown surface {surface!r}: choose from {', '.join(SURFACE_NAMES)} (or none with --surfaces '')"
                 )
-        agent = AgentSession(
-            session=session,
-            model=model,
-            thinking_level=level,
-            tools=tools,
-            cwd=cwd,
-            settings=settings,
-            system_prompt=build_system_prompt(cwd=cwd, tools=tools),
-        )
+        agent = _build_agent(session, model, level, names, settings, cwd)
     except BaseException:
         session.close()
         raise
     return Launched(
-        agent=agent, session=session, settings=settings, registry=registry, model_info=info, surfaces=surfaces
+        agent=agent,
+        session=session,
+        settings=settings,
+        registry=registry,
+        model_info=info,
+        surfaces=surfaces,
+        tool_names=names,
+        cwd=cwd,
+    )
+
+
+def _build_agent(
+    session: SessionManager,
+    model: Model,
+    level: ThinkingLevel,
+    tool_names: list[str],
+    settings: Settings,
+    cwd: Path,
+) -> AgentSession:
+    tools = create_builtin_tools(cwd, shell_path=settings.shell_path, names=tool_names)
+    return AgentSession(
+        session=session,
+        model=model,
+        thinking_level=level,
+        tools=tools,
+        cwd=cwd,
+        settings=settings,
+        system_prompt=build_system_prompt(cwd=cwd, tools=tools),
     )

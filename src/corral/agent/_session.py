@@ -26,6 +26,7 @@ from typing import TYPE_CHECKING, Any, Literal
 from corral.llm import (
     AgentMessage,
     AssistantMessage,
+    BashExecutionMessage,
     CustomMessage,
     Model,
     RetryPolicy,
@@ -65,7 +66,7 @@ from ._tool import AgentTool
 
 if TYPE_CHECKING:
     from corral.session import CompactionEntry, SessionManager
-    from corral.settings import Settings
+    from corral.settings import QueueMode, Settings
 
 __all__ = ["AgentSession", "StreamingBehavior"]
 
@@ -142,6 +143,8 @@ class AgentSession(LoopMixin):
         self._overflow_recovered = False
         self._latest_by_model: dict[tuple[str, str], AssistantMessage] = {}
         self._usage_unknown = False
+        self._retry_wait: asyncio.Task[Any] | None = None
+        self._pending_bash: list[BashExecutionMessage] = []
 
         is_new = not session.entries
         context = session.build_context()
@@ -473,6 +476,61 @@ class AgentSession(LoopMixin):
             self._thinking_level = clamped
             self._session.append_thinking_level_change(clamped)
 
+    # --- queue modes, automatic compaction and retry (this session only) -----------------
+
+    def set_steering_mode(self, mode: QueueMode) -> None:
+        """How queued steering is delivered from now on: `one-at-a-time` or `all`."""
+        self._steering_mode = mode
+
+    def set_follow_up_mode(self, mode: QueueMode) -> None:
+        """How queued follow-ups are delivered from now on: `one-at-a-time` or `all`."""
+        self._follow_up_mode = mode
+
+    def set_auto_compaction(self, enabled: bool) -> None:
+        """Turn compaction near the context window (and on overflow) on or off for this session."""
+        compaction = self._settings.compaction.model_copy(update={"enabled": enabled})
+        self._settings = self._settings.model_copy(update={"compaction": compaction})
+
+    @property
+    def auto_retry_enabled(self) -> bool:
+        """Whether transient provider errors are retried automatically."""
+        return self._settings.retry.enabled
+
+    def set_auto_retry(self, enabled: bool) -> None:
+        """Turn automatic retries of transient provider errors on or off for this session."""
+        retry = self._settings.retry.model_copy(update={"enabled": enabled})
+        self._settings = self._settings.model_copy(update={"retry": retry})
+
+    @property
+    def is_retrying(self) -> bool:
+        """Whether the session is waiting to retry a failed request."""
+        return self._retry_wait is not None
+
+    def abort_retry(self) -> bool:
+        """Cancel a pending retry wait: the run ends with the error. False when none is pending."""
+        if self._retry_wait is None:
+            return False
+        self._retry_wait.cancel()
+        return True
+
+    def record_bash_execution(self, message: BashExecutionMessage) -> None:
+        """Add a command the user ran (`!cmd`, RPC `bash`) to the session and the context.
+
+        While a run is active it is held and added once the session settles, so a
+        tool call and its result are never separated (Pi's rule).
+        """
+        if self.is_streaming:
+            self._pending_bash.append(message)
+            return
+        self._session.append_message(message)
+        self._messages.append(message)
+
+    def _flush_pending_bash(self) -> None:
+        pending, self._pending_bash = self._pending_bash, []
+        for message in pending:
+            self._session.append_message(message)
+            self._messages.append(message)
+
     # --- context usage and stats -------------------------------------------------------
 
     def context_usage(self) -> ContextUsage | None:
@@ -565,6 +623,7 @@ class AgentSession(LoopMixin):
                 self._retry_attempt = 0
             self._aborting = False
             self._ending = False
+            self._flush_pending_bash()
             self._run_task = None
             self._idle.set()
             self._emit(AgentSettledEvent())
@@ -592,7 +651,11 @@ class AgentSession(LoopMixin):
         self._drop_last_error()
 
         async def wait() -> None:
-            await self._sleep(delay_ms / 1000)
+            self._retry_wait = asyncio.current_task()
+            try:
+                await self._sleep(delay_ms / 1000)
+            finally:
+                self._retry_wait = None
 
         return await self._await_step(wait()) is not ABORTED
 

@@ -700,6 +700,29 @@ class Host:
                 return False
         return True
 
+    def has_live_agents(self, owner_session_id: str) -> bool:
+        """Whether the owner's tree has an agent still running here or in tmux (waiting ones included)."""
+        for generation in self.tree(owner_session_id):
+            child = self.children.get(generation.run_id)
+            if child is not None and not child.finished.is_set():
+                return True
+            if (
+                generation.run_id in self.tmux_runs
+                and generation.presence != "lost"
+                and generation.phase in ("starting", "active", "completed")
+            ):
+                return True
+        return False
+
+    def can_detach(self, owner_session_id: str) -> bool:
+        """Whether the lead can leave its session now: quiet, and no agent of its tree still runs."""
+        return self._quiet(owner_session_id) and not self.has_live_agents(owner_session_id)
+
+    def detach_lead(self, owner_session_id: str) -> None:
+        """Forget a lead that moves to another session (see `can_detach`); its records stay in the store."""
+        self.unregister_owner(owner_session_id)
+        self.lead_callers.pop(owner_session_id, None)
+
     async def wait_until_quiet(self, owner_session_id: str) -> None:
         """Return once the owner is settled and nothing more can arrive for it."""
         while True:

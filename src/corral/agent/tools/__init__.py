@@ -8,7 +8,14 @@ and `find` are pure Python and honour `.gitignore`. Build a set with
 `create_builtin_tools(cwd)`.
 """
 
-from ._bash import BashTool, RunningProcess, aborted_output, resolve_shell
+from ._bash import (
+    BashTool,
+    RunningProcess,
+    UserCommandResult,
+    aborted_output,
+    resolve_shell,
+    run_user_command,
+)
 from ._common import ToolsConfigError, expand_path, resolve_read_path, resolve_to_cwd
 from ._edit import EditTool, fuzzy_normalize, generate_diff
 from ._find import FindTool
@@ -49,6 +56,7 @@ __all__ = [
     "SandboxStatus",
     "ToolsConfigError",
     "TruncationResult",
+    "UserCommandResult",
     "WriteTool",
     "aborted_output",
     "create_builtin_tools",
@@ -59,6 +67,7 @@ __all__ = [
     "resolve_read_path",
     "resolve_shell",
     "resolve_to_cwd",
+    "run_user_command",
     "truncate_head",
     "truncate_line",
     "truncate_tail",

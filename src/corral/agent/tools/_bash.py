@@ -33,6 +33,7 @@ from pathlib import Path
 from typing import TYPE_CHECKING, Any, BinaryIO
 
 from corral.agent._tool import AgentTool, ToolError, ToolResult, ToolUpdate
+from corral.llm import TextContent
 
 from ._common import format_number, object_schema, optional_number, require_str
 from ._truncate import DEFAULT_MAX_BYTES, DEFAULT_MAX_LINES, TruncationResult, format_size, truncate_tail
@@ -40,7 +41,14 @@ from ._truncate import DEFAULT_MAX_BYTES, DEFAULT_MAX_LINES, TruncationResult, f
 if TYPE_CHECKING:
     from ._sandbox import CommandSandbox
 
-__all__ = ["BashTool", "RunningProcess", "aborted_output", "resolve_shell"]
+__all__ = [
+    "BashTool",
+    "RunningProcess",
+    "UserCommandResult",
+    "aborted_output",
+    "resolve_shell",
+    "run_user_command",
+]
 
 KILL_GRACE_SECONDS = 2.0
 """How long a process group gets between SIGTERM and SIGKILL."""
@@ -391,6 +399,65 @@ class BashTool(AgentTool):
         if code:
             raise ToolError(_append_status(text, f"Command exited with code {code}"), details=details)
         return ToolResult.text(text, details=details)
+
+
+@dataclass(frozen=True)
+class UserCommandResult:
+    """A command the user ran (Pi's `BashResult`): the output without the status line the model gets."""
+
+    output: str
+    """Merged stdout and stderr, tail-truncated with Pi's notice (empty when there was none)."""
+    exit_code: int | None
+    """The shell's exit code; `None` when it was cancelled or killed by a signal."""
+    cancelled: bool
+    truncated: bool
+    full_output_path: str | None
+
+
+def _strip_status(text: str, status: str) -> str:
+    return text.removesuffix(f"\n\n{status}") if text != status else ""
+
+
+async def run_user_command(tool: BashTool, command: str, *, call_id: str = "user") -> UserCommandResult:
+    """Run `command` with `tool` (its shell, prefix, cwd, truncation) for the user, not the model.
+
+    Cancelling the caller cancels the command (its process group is killed) and
+    returns the output so far with `cancelled` set.
+    """
+    try:
+        result = await tool.execute(call_id, {"command": command})
+    except ToolError as exc:
+        details = exc.details if isinstance(exc.details, dict) else {}
+        code = details.get("exitCode")
+        text = str(exc)
+        if isinstance(code, int) and code > 0:
+            text = _strip_status(text, f"Command exited with code {code}")
+        elif isinstance(code, int) and code < 0:
+            text = text.rsplit("\n\nCommand was killed by signal ", 1)[0]
+            if text.startswith("Command was killed by signal "):
+                text = ""
+            code = None
+        return UserCommandResult(
+            output=text,
+            exit_code=code if isinstance(code, int) else None,
+            cancelled=False,
+            truncated="truncation" in details,
+            full_output_path=details.get("fullOutputPath"),
+        )
+    except asyncio.CancelledError as exc:
+        text = _strip_status(aborted_output(exc) or "", "Command aborted")
+        return UserCommandResult(
+            output=text, exit_code=None, cancelled=True, truncated=False, full_output_path=None
+        )
+    details = result.details if isinstance(result.details, dict) else {}
+    text = "".join(block.text for block in result.content if isinstance(block, TextContent))
+    return UserCommandResult(
+        output="" if text == "(no output)" else text,
+        exit_code=details.get("exitCode", 0),
+        cancelled=False,
+        truncated="truncation" in details,
+        full_output_path=details.get("fullOutputPath"),
+    )
 
 
 async def _drain(output: _Output) -> None:
