@@ -172,6 +172,13 @@ class ProviderSettings(_Section):
     """Wire API (default `openai-chat` for a custom provider, the built-in's own otherwise)."""
     headers: dict[str, str] = Field(default_factory=dict)
     """Extra HTTP headers sent with every request (default none)."""
+    max_tokens_field: Literal["max_tokens", "max_completion_tokens", "both"] | None = None
+    """Which Chat Completions field carries the reply cap (default `max_completion_tokens` for
+    `openai`, `max_tokens` for a custom provider: llama.cpp, Ollama, vLLM and LM Studio read only
+    that one; `both` sends the two, for servers that accept either)."""
+    stream: bool = True
+    """Stream replies (default `true`); `false` asks for whole responses, which some local servers
+    need to call tools or to report a context overflow."""
     models: list[ModelSettings] = Field(default_factory=list)
     """The provider's models."""
 

@@ -53,6 +53,9 @@ class FakeToolCall:
     arguments: dict[str, Any]
     id: str | None = None
     """Call id; generated (`call_<n>` / `toolu_<n>`) when `None`."""
+    raw_arguments: str | None = None
+    """Chat Completions only: send this text as the arguments instead of `arguments` as JSON
+    (for arguments that are not valid JSON)."""
 
 
 @dataclass
@@ -97,6 +100,12 @@ class FakeReply:
     """Send the text deltas this many times (a long slow stream)."""
     fail_after: int | None = None
     """Stream this many events, then the API's in-stream error event (with `error_message`) and stop."""
+    no_usage: bool = False
+    """Chat Completions only: report no usage (no usage chunk; `usage: null` in a plain reply), as
+    some local servers do."""
+    repeat_tool_name: bool = False
+    """Chat Completions only: repeat each tool call's id and name in every arguments chunk, as
+    llama.cpp's server does."""
 
 
 @dataclass
@@ -300,6 +309,10 @@ class _Builder:
         self.calls = [
             (call.id or f"{prefix}_{serial}_{i}", call.name, call.arguments)
             for i, call in enumerate(reply.tool_calls)
+        ]
+        self.chat_args = [
+            call.raw_arguments if call.raw_arguments is not None else json.dumps(call.arguments)
+            for call in reply.tool_calls
         ]
 
     def plain(self) -> Any:
@@ -527,8 +540,8 @@ class _Builder:
             message["reasoning_content"] = self.thinking
         if self.calls:
             message["tool_calls"] = [
-                {"id": cid, "type": "function", "function": {"name": name, "arguments": json.dumps(args)}}
-                for cid, name, args in self.calls
+                {"id": cid, "type": "function", "function": {"name": name, "arguments": text}}
+                for (cid, name, _), text in zip(self.calls, self.chat_args, strict=True)
             ]
         return {
             "id": f"chatcmpl-{self.serial}",
@@ -538,7 +551,7 @@ class _Builder:
             "choices": [
                 {"index": 0, "message": message, "finish_reason": self._chat_finish(), "logprobs": None}
             ],
-            "usage": self._chat_usage(),
+            "usage": None if self.reply.no_usage else self._chat_usage(),
         }
 
     def _chat_events(self) -> Iterator[tuple[str | None, Any]]:
@@ -556,7 +569,7 @@ class _Builder:
             yield chunk({"reasoning_content": delta})
         for delta in self.text_deltas:
             yield chunk({"content": delta})
-        for index, (cid, name, args) in enumerate(self.calls):
+        for index, (cid, name, _args) in enumerate(self.calls):
             yield chunk(
                 {
                     "tool_calls": [
@@ -569,9 +582,22 @@ class _Builder:
                     ]
                 }
             )
-            for part in _split_json(args):
-                yield chunk({"tool_calls": [{"index": index, "function": {"arguments": part}}]})
+            text = self.chat_args[index]
+            third = max(1, len(text) // 3)
+            for start in range(0, len(text), third):
+                call: dict[str, Any] = {
+                    "index": index,
+                    "function": {"arguments": text[start : start + third]},
+                }
+                if self.reply.repeat_tool_name:
+                    call["id"] = cid
+                    call["type"] = "function"
+                    call["function"]["name"] = name
+                yield chunk({"tool_calls": [call]})
         yield chunk({}, self._chat_finish())
+        if self.reply.no_usage:
+            yield None, "[DONE]"
+            return
         yield (
             None,
             {

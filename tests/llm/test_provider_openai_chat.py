@@ -34,7 +34,7 @@ class TestOpenAIChat(ProviderContract):
         ]
 
     def max_tokens_sent(self, body: Any) -> int:
-        return int(body["max_completion_tokens"])
+        return int(body["max_tokens"])
 
     def assert_thinking_signature(self, block: ThinkingContent) -> None:
         assert block.thinking_signature is None

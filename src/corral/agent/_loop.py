@@ -410,6 +410,13 @@ class LoopMixin:
         tool = self._tools.get(call.name)
         if tool is None:
             return ToolResult.text(f"Tool {call.name} not found", is_error=True)
+        if call.raw_arguments is not None:
+            return ToolResult.text(
+                f"The arguments of this {call.name} call are not a valid JSON object, so it did not run. "
+                f"Arguments received: {call.raw_arguments}\n"
+                "Call the tool again with its arguments as one JSON object matching its schema.",
+                is_error=True,
+            )
         try:
             return tool, validate_tool_arguments(call.name, tool.parameters, call.arguments)
         except ToolArgumentsError as exc:

@@ -147,6 +147,9 @@ class ToolCall(PiModel):
     """The parsed JSON arguments."""
     thought_signature: str | None = None
     """Provider signature attached to the call (opaque)."""
+    raw_arguments: str | None = None
+    """The arguments text exactly as received, set only when it is not a JSON object (then
+    `arguments` is empty and the call gets an error result quoting this text instead of running)."""
 
 
 UserContent = Annotated[TextContent | ImageContent, Field(discriminator="type")]

@@ -25,6 +25,7 @@ __all__ = [
     "DoneEvent",
     "ErrorEvent",
     "LlmContext",
+    "MaxTokensField",
     "Model",
     "ModelInfo",
     "ModelPrices",
@@ -50,6 +51,10 @@ THINKING_LEVELS: tuple[ThinkingLevel, ...] = ("off", "minimal", "low", "medium",
 
 ApiKind = Literal["openai-responses", "openai-chat", "anthropic", "scripted"]
 """The wire format a model speaks."""
+
+MaxTokensField = Literal["max_tokens", "max_completion_tokens", "both"]
+"""Which Chat Completions field carries the reply cap: OpenAI's `max_completion_tokens`, the older
+`max_tokens` that llama.cpp, Ollama, vLLM and LM Studio read, or both."""
 
 
 @dataclass(frozen=True)
@@ -89,11 +94,24 @@ class ModelInfo:
     """Endpoint override; `None` uses the provider's default or its environment variable."""
     api_key_env: str | None = None
     """Environment variable holding the API key; `None` when no key is needed."""
+    max_tokens_field: MaxTokensField | None = None
+    """Where an `openai-chat` request puts the reply cap; `None` picks by provider
+    (`max_completion_tokens` for `openai`, `max_tokens` for any other)."""
+    stream: bool = True
+    """Stream replies; `False` asks for whole responses (for servers that only call tools
+    or report errors properly without streaming)."""
 
     @property
     def ref(self) -> str:
         """The model ref `provider/id`."""
         return f"{self.provider}/{self.id}"
+
+    @property
+    def reply_cap_field(self) -> MaxTokensField:
+        """`max_tokens_field`, or the provider's default when unset."""
+        if self.max_tokens_field is not None:
+            return self.max_tokens_field
+        return "max_completion_tokens" if self.provider == "openai" else "max_tokens"
 
 
 @dataclass(frozen=True)

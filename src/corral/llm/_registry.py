@@ -132,6 +132,8 @@ def _from_settings(
         ),
         base_url=provider_settings.base_url,
         api_key_env=api_key_env,
+        max_tokens_field=provider_settings.max_tokens_field,
+        stream=provider_settings.stream,
     )
     return _with_xhigh(info)
 
@@ -181,6 +183,8 @@ class ModelRegistry:
                     api=api,
                     base_url=provider.base_url or info.base_url,
                     api_key_env=provider.api_key_env or info.api_key_env,
+                    max_tokens_field=provider.max_tokens_field or info.max_tokens_field,
+                    stream=provider.stream,
                 )
         for entry in provider.models:
             models[entry.id] = _from_settings(name, api, entry, provider)

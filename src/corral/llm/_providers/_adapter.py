@@ -134,7 +134,8 @@ class _Translator:
         if isinstance(delta, ToolCallPartDelta):
             block = self.partial.content[self.open[index].content_index]
             assert isinstance(block, ToolCall)
-            if delta.tool_name_delta:
+            # Some servers (llama.cpp) repeat the whole name in every chunk: keep it once.
+            if delta.tool_name_delta and delta.tool_name_delta != block.name:
                 block.name += delta.tool_name_delta
             if delta.tool_call_id:
                 block.id = delta.tool_call_id
@@ -160,14 +161,14 @@ class _Translator:
                 self._thinking_meta(index, part.id, part.signature)
                 del self.open[index]
             return [ThinkingEndEvent(partial=self.partial, content_index=ci, content=block.thinking)]
+        args = opened.args
         if isinstance(part, ToolCallPart):
             block.id = part.tool_call_id
-            block.name = part.tool_name
-            block.arguments = _parse_arguments(
-                _args_text(part.args) if part.args is not None else opened.args
-            )
-        else:
-            block.arguments = _parse_arguments(opened.args)
+            # pydantic-ai concatenates a repeated name ("lsls"); the name built in `delta` is right.
+            block.name = block.name or part.tool_name
+            if part.args is not None:
+                args = _args_text(part.args)
+        block.arguments, block.raw_arguments = _parse_arguments(args)
         return [ToolCallEndEvent(partial=self.partial, content_index=ci, tool_call=block)]
 
     def finish(self) -> list[AssistantMessageEvent]:
@@ -228,14 +229,15 @@ def _args_text(args: object) -> str:
     return json.dumps(args, default=str)
 
 
-def _parse_arguments(args: str) -> dict[str, Any]:
-    if not args:
-        return {}
+def _parse_arguments(args: str) -> tuple[dict[str, Any], str | None]:
+    """The arguments object, and the raw text when it is not a JSON object (never silently `{}`)."""
+    if not args.strip():
+        return {}, None
     try:
         value = json.loads(args)
     except ValueError:
-        return {}
-    return value if isinstance(value, dict) else {}
+        return {}, args
+    return (value, None) if isinstance(value, dict) else ({}, args)
 
 
 def _parse_partial_arguments(text: str, current: dict[str, Any]) -> dict[str, Any]:

@@ -299,7 +299,8 @@ def to_model_settings(
     """pydantic-ai model settings for one request.
 
     Retries are off (the agent loop retries), `max_tokens` defaults to
-    `min(info.max_tokens, 32000)`, and the thinking level maps per API: OpenAI
+    `min(info.max_tokens, 32000)` (Chat Completions sends it in the model's `reply_cap_field`;
+    `both` adds `max_tokens` beside `max_completion_tokens`), and the thinking level maps per API: OpenAI
     gets `reasoning_effort` = the level (Responses also asks for a reasoning
     summary); Anthropic gets a thinking budget with `max_tokens` raised by it
     (capped at the model's limit), or adaptive thinking at that effort on
@@ -334,4 +335,6 @@ def to_model_settings(
             if budget >= _MIN_OUTPUT_TOKENS:
                 settings["anthropic_thinking"] = {"type": "enabled", "budget_tokens": budget}
     settings["max_tokens"] = max_tokens
+    if info.api == "openai-chat" and info.reply_cap_field == "both":
+        settings["extra_body"] = {"max_tokens": max_tokens}
     return cast(ModelSettings, settings)

@@ -47,7 +47,7 @@ def create_provider_model(
     api_key: str | None,
     base_url: str | None,
     headers: Mapping[str, str] | None = None,
-    streaming: bool = True,
+    streaming: bool | None = None,
 ) -> Model:
     """Build the model that talks to `info`'s endpoint over HTTP.
 
@@ -63,7 +63,7 @@ def create_provider_model(
         base_url: The endpoint (`https://host/v1` for OpenAI APIs, `https://host` for Anthropic);
             `None` uses the provider's public endpoint.
         headers: Extra HTTP headers sent with every request (from the provider's settings).
-        streaming: `False` requests plain (non-streamed) responses.
+        streaming: `False` requests plain (non-streamed) responses; `None` follows `info.stream`.
 
     Returns:
         A [`Model`][corral.llm.Model] whose `stream` never raises for provider failures.
@@ -83,8 +83,13 @@ def create_provider_model(
             pai_model = OpenAIResponsesModel(info.id, provider=provider)
         else:
             from pydantic_ai.models.openai import OpenAIChatModel
+            from pydantic_ai.profiles.openai import OpenAIModelProfile
 
-            pai_model = OpenAIChatModel(info.id, provider=provider)
+            # `max_tokens` servers get the cap in `max_tokens`; `both` adds it to the body (`_convert`).
+            profile = OpenAIModelProfile(
+                openai_chat_supports_max_completion_tokens=info.reply_cap_field != "max_tokens"
+            )
+            pai_model = OpenAIChatModel(info.id, provider=provider, profile=profile)
     elif info.api == "anthropic":
         from pydantic_ai.models.anthropic import AnthropicModel
         from pydantic_ai.providers.anthropic import AnthropicProvider
@@ -97,4 +102,4 @@ def create_provider_model(
         raise ValueError(
             f"API {info.api!r} of {info.ref} is not an HTTP provider API; use the registry's create_model."
         )
-    return PydanticAIModel(info, pai_model, streaming=streaming)
+    return PydanticAIModel(info, pai_model, streaming=info.stream if streaming is None else streaming)
