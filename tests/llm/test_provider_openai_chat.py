@@ -37,7 +37,8 @@ class TestOpenAIChat(ProviderContract):
         return int(body["max_tokens"])
 
     def assert_thinking_signature(self, block: ThinkingContent) -> None:
-        assert block.thinking_signature is None
+        # Like Pi: the signature of Chat Completions reasoning is the field it arrived in.
+        assert block.thinking_signature == "reasoning_content"
 
     def assert_thinking_sent(self, body: Any, level: ThinkingLevel) -> None:
         assert body["stream_options"] == {"include_usage": True}
@@ -53,7 +54,10 @@ class TestOpenAIChat(ProviderContract):
         assert [part["type"] for part in messages[1]["content"]] == ["text", "image_url"]
         assistant = messages[2]
         assert assistant["role"] == "assistant"
-        assert "Let me look." in assistant["content"]
+        assert "Let me look." in json.dumps(assistant["content"])
+        # Reasoning goes back in its own field, never as <think> text in the content.
+        assert assistant["reasoning_content"] == "I should read the file."
+        assert "I should read the file." not in json.dumps(assistant["content"])
         assert assistant["tool_calls"] == [
             {
                 "id": "call_1",

@@ -251,7 +251,7 @@ def launch_session(opts: LaunchOptions) -> Launched:
         level: ThinkingLevel = (
             opts.thinking
             or ref.thinking
-            or (restored.thinking_level if has_history else None)
+            or (restored.thinking_level if has_history and restored.thinking_level_set else None)
             or settings.default_thinking
         )
         level = clamp_thinking_level(info, level)

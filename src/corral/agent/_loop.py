@@ -491,5 +491,6 @@ def _done_result(task: asyncio.Task[ToolResult] | None) -> ToolResult | None:
 def to_agent_message(value: str | AgentMessage) -> AgentMessage:
     """A prompt, steering or follow-up value as a message (text becomes a user message)."""
     if isinstance(value, str):
-        return UserMessage(content=value)
+        # An array of blocks, as Pi writes a prompt.
+        return UserMessage(content=[TextContent(text=value)])
     return value

@@ -51,8 +51,13 @@ __all__ = [
     "to_json_dict",
 ]
 
-StopReason = Literal["stop", "length", "toolUse", "error", "aborted"]
-"""Why an assistant message ended. `error` and `aborted` carry `error_message`."""
+StopReason = Literal["stop", "length", "toolUse", "error", "aborted", "pending", "deferred"]
+"""Why an assistant message ended. `error` and `aborted` carry `error_message`.
+
+`pending` and `deferred` are written by Pi 1.x (a reply whose tool calls wait
+for something outside the turn); corral reads them and replays such messages
+like any other completed reply, but never produces them.
+"""
 
 
 class PiModel(BaseModel):

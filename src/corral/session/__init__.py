@@ -48,6 +48,7 @@ from ._entries import (
     BaseEntry,
     BranchSummaryEntry,
     CompactionEntry,
+    ContextEditEntry,
     CustomEntry,
     CustomMessageEntry,
     LabelEntry,
@@ -58,6 +59,7 @@ from ._entries import (
     SessionInfoEntry,
     ThinkingLevelChangeEntry,
     UnknownEntry,
+    UsageEntry,
     entry_to_json,
     parse_entry,
 )
@@ -68,6 +70,7 @@ from ._errors import (
     SessionFileError,
     SessionLockedError,
     SessionNotFoundError,
+    SessionWriteError,
 )
 from ._file import encode_cwd, read_tail_entries
 from ._fork import clone, fork, fork_from
@@ -97,6 +100,7 @@ __all__ = [
     "CompactionEntry",
     "CompactionPreparation",
     "CompactionSettings",
+    "ContextEditEntry",
     "ContextEstimate",
     "CustomEntry",
     "CustomMessageEntry",
@@ -119,8 +123,10 @@ __all__ = [
     "SessionManager",
     "SessionNotFoundError",
     "SessionTreeNode",
+    "SessionWriteError",
     "ThinkingLevelChangeEntry",
     "UnknownEntry",
+    "UsageEntry",
     "UsageTotals",
     "bash_execution_to_text",
     "build_session_context",

@@ -16,6 +16,7 @@ from dataclasses import KW_ONLY, dataclass, field
 
 from corral.llm import (
     AgentMessage,
+    AgentMessageAdapter,
     AssistantMessage,
     BashExecutionMessage,
     BranchSummaryMessage,
@@ -30,6 +31,8 @@ from corral.llm import (
 from ._entries import (
     BranchSummaryEntry,
     CompactionEntry,
+    ContextEditEntry,
+    ContextEditReplacement,
     CustomMessageEntry,
     MessageEntry,
     ModelChangeEntry,
@@ -80,7 +83,9 @@ class SessionContext:
     """The conversation, oldest first (before `convert_to_llm`)."""
     _: KW_ONLY
     thinking_level: ThinkingLevel = "off"
-    """The last thinking level set on the path (`off` when none)."""
+    """The last thinking level set on the path (`off` when none; Pi 1.x's `max` reads as `xhigh`)."""
+    thinking_level_set: bool = False
+    """Whether the path sets a thinking level at all (else a resumed session takes the default)."""
     model: ModelSelection | None = None
     """The last model on the path (from model changes and assistant messages)."""
 
@@ -222,8 +227,10 @@ def build_session_context(
     """
     path = path_to(entries, leaf_id, by_id=by_id)
     thinking_level: ThinkingLevel = "off"
+    level_set = False
     model_source: ModelChangeEntry | AssistantMessage | None = None
     compaction_index = -1
+    edits: dict[str, ContextEditReplacement | None] | None = None
     # One pass: settings, model and messages; messages restart after each compaction.
     messages: list[AgentMessage] = []
     append = messages.append
@@ -235,7 +242,13 @@ def build_session_context(
             if type(message) is AssistantMessage:
                 model_source = message
         elif kind is ThinkingLevelChangeEntry:
-            thinking_level = entry.thinking_level  # type: ignore[union-attr]
+            level = entry.thinking_level  # type: ignore[union-attr]
+            thinking_level = "xhigh" if level == "max" else level  # type: ignore[assignment]
+            level_set = True
+        elif kind is ContextEditEntry:
+            if edits is None:
+                edits = {}
+            edits[entry.target_id] = entry.replacement  # type: ignore[union-attr]
         elif kind is ModelChangeEntry:
             model_source = entry  # type: ignore[assignment]
         elif kind is CompactionEntry:
@@ -251,8 +264,13 @@ def build_session_context(
         model = ModelSelection(model_source.provider, model_source.model_id)
     elif isinstance(model_source, AssistantMessage):
         model = ModelSelection(model_source.provider, model_source.model)
+    if edits is not None:
+        # Messages are rebuilt from the path with the edits applied (rare: Pi 1.x files only).
+        return _edited_context(path, compaction_index, edits, thinking_level, level_set, model)
     if compaction_index < 0:
-        return SessionContext(messages, thinking_level=thinking_level, model=model)
+        return SessionContext(
+            messages, thinking_level=thinking_level, thinking_level_set=level_set, model=model
+        )
 
     compaction = path[compaction_index]
     assert isinstance(compaction, CompactionEntry)
@@ -272,7 +290,66 @@ def build_session_context(
                 _messages_of(path[index:compaction_index], context)
                 break
     context.extend(messages)
-    return SessionContext(context, thinking_level=thinking_level, model=model)
+    return SessionContext(context, thinking_level=thinking_level, thinking_level_set=level_set, model=model)
+
+
+def _edited_message(entry: SessionEntry, replacement: ContextEditReplacement) -> AgentMessage | None:
+    """The message of `entry` with its content replaced as a `context_edit` says (Pi 1.x)."""
+    message = entry_to_message(entry)
+    if message is None:
+        return None
+    content: object = replacement.content
+    if isinstance(message, AssistantMessage | ToolResultMessage) and isinstance(content, str):
+        content = [{"type": "text", "text": content}]
+    data = message.model_dump(by_alias=True)
+    data["content"] = content
+    try:
+        return AgentMessageAdapter.validate_python(data)
+    except ValueError:
+        # A replacement corral cannot read leaves the original in place.
+        return message
+
+
+def _edited_context(
+    path: Sequence[SessionEntry],
+    compaction_index: int,
+    edits: Mapping[str, ContextEditReplacement | None],
+    thinking_level: ThinkingLevel,
+    level_set: bool,
+    model: ModelSelection | None,
+) -> SessionContext:
+    """The context of `path` with Pi 1.x `context_edit`s applied (the newest edit per target wins)."""
+    emitted: list[SessionEntry] = []
+    context: list[AgentMessage] = []
+    if compaction_index >= 0:
+        compaction = path[compaction_index]
+        assert isinstance(compaction, CompactionEntry)
+        context.append(
+            CompactionSummaryMessage(
+                summary=compaction.summary,
+                tokens_before=compaction.tokens_before,
+                timestamp=iso_to_ms(compaction.timestamp),
+            )
+        )
+        if compaction.retained_tail is not None:
+            context.extend(compaction.retained_tail)
+        else:
+            for index in range(compaction_index - 1, -1, -1):
+                if path[index].id == compaction.first_kept_entry_id:
+                    emitted.extend(path[index:compaction_index])
+                    break
+    emitted.extend(path[compaction_index + 1 :])
+    for entry in emitted:
+        if entry.id in edits:
+            replacement = edits[entry.id]
+            if replacement is None:
+                continue
+            message = _edited_message(entry, replacement)
+        else:
+            message = entry_to_message(entry)
+        if message is not None:
+            context.append(message)
+    return SessionContext(context, thinking_level=thinking_level, thinking_level_set=level_set, model=model)
 
 
 def bash_execution_to_text(message: BashExecutionMessage) -> str:

@@ -9,6 +9,12 @@ Entries of a type this module does not know, or of a known type whose fields
 do not validate, load as [`UnknownEntry`][corral.session.UnknownEntry] and
 are written back verbatim; fields this module does not know are kept on every
 entry (`extra="allow"`), so files written by a newer Pi or corral round-trip.
+
+A `message` entry holding a value this module does not know (a content block
+of a newer kind, an unknown stop reason) is not dropped whole: it loads with
+only the unknown part degraded (the block left out, the stop reason read as
+`stop`), so the rest of the message stays in the model's context, and it is
+written back exactly as it was read.
 """
 
 from __future__ import annotations
@@ -18,7 +24,7 @@ from collections.abc import Container, Mapping
 from datetime import UTC, datetime
 from typing import Any, Literal
 
-from pydantic import ValidationError
+from pydantic import PrivateAttr, ValidationError
 
 from corral.llm import AgentMessage, PiModel, ThinkingLevel, Usage, UserContent, to_json_dict
 
@@ -26,6 +32,7 @@ __all__ = [
     "BaseEntry",
     "BranchSummaryEntry",
     "CompactionEntry",
+    "ContextEditEntry",
     "CustomEntry",
     "CustomMessageEntry",
     "LabelEntry",
@@ -36,6 +43,7 @@ __all__ = [
     "SessionInfoEntry",
     "ThinkingLevelChangeEntry",
     "UnknownEntry",
+    "UsageEntry",
     "entry_class",
     "entry_to_json",
     "iso_now",
@@ -109,6 +117,8 @@ class BaseEntry(PiModel):
     """Id of the entry this one follows; `None` for a root. Always written."""
     timestamp: str = ""
     """When the entry was appended, ISO string."""
+    _raw: dict[str, Any] | None = PrivateAttr(default=None)
+    """The line as read, when loading had to degrade part of it (written back instead)."""
 
 
 class MessageEntry(BaseEntry):
@@ -123,8 +133,8 @@ class ThinkingLevelChangeEntry(BaseEntry):
     """The thinking level changed; not sent to the model."""
 
     type: Literal["thinking_level_change"] = "thinking_level_change"
-    thinking_level: ThinkingLevel
-    """The new level."""
+    thinking_level: ThinkingLevel | Literal["max"]
+    """The new level. `max` is Pi 1.x's top level; corral runs it as `xhigh`, clamped to the model."""
 
 
 class ModelChangeEntry(BaseEntry):
@@ -215,6 +225,39 @@ class SessionInfoEntry(BaseEntry):
     """The session's display name."""
 
 
+class ContextEditReplacement(PiModel):
+    """What a `context_edit` puts in place of its target's content."""
+
+    content: str | list[Any]
+    """The new content: text, or content blocks of the target's kind."""
+
+
+class ContextEditEntry(BaseEntry):
+    """Pi 1.x: replace (or, with `replacement` null, hide) an earlier message in the model's context.
+
+    The target entry itself is never changed; the newest edit of a target on
+    the current path wins. Not sent to the model itself.
+    """
+
+    type: Literal["context_edit"] = "context_edit"
+    target_id: str
+    """Id of the edited `message` or `custom_message` entry (on the same path)."""
+    replacement: ContextEditReplacement | None = None
+    """The new content; `None` leaves the target out of the context."""
+
+
+class UsageEntry(BaseEntry):
+    """Pi 1.x: spend of a model call outside the conversation (cache warming, ...); never sent to the model."""
+
+    type: Literal["usage"] = "usage"
+    kind: str = ""
+    """What the call was for, such as `cache_warm`."""
+    provider: str = ""
+    model: str = ""
+    usage: Usage | None = None
+    note: str | None = None
+
+
 class UnknownEntry(BaseEntry):
     """An entry of a type corral does not know (or that did not validate), kept verbatim."""
 
@@ -229,6 +272,8 @@ SessionEntry = (
     | CustomMessageEntry
     | LabelEntry
     | SessionInfoEntry
+    | ContextEditEntry
+    | UsageEntry
     | UnknownEntry
 )
 """Any entry of a session file (the header excluded)."""
@@ -243,6 +288,8 @@ _ENTRY_TYPES: dict[str, type[BaseEntry]] = {
     "custom_message": CustomMessageEntry,
     "label": LabelEntry,
     "session_info": SessionInfoEntry,
+    "context_edit": ContextEditEntry,
+    "usage": UsageEntry,
 }
 
 
@@ -274,17 +321,69 @@ def parse_entry(obj: Mapping[str, Any]) -> SessionEntry:
             return cls.model_validate(obj)  # type: ignore[return-value]
         except ValidationError:
             pass
+        degraded = _degraded_message(obj) if kind == "message" else None
+        if degraded is not None:
+            try:
+                entry = MessageEntry.model_validate(degraded)
+            except ValidationError:
+                pass
+            else:
+                entry._raw = dict(obj)
+                return entry
     try:
         return UnknownEntry.model_validate(obj)
     except ValidationError as exc:
         raise ValueError(f"not a session entry: {exc.error_count()} invalid field(s)") from exc
 
 
+_KNOWN_BLOCKS: dict[str, frozenset[str]] = {
+    "user": frozenset({"text", "image"}),
+    "assistant": frozenset({"text", "thinking", "toolCall"}),
+    "toolResult": frozenset({"text", "image"}),
+    "custom": frozenset({"text", "image"}),
+}
+_KNOWN_STOP_REASONS = frozenset({"stop", "length", "toolUse", "error", "aborted", "pending", "deferred"})
+
+
+def _degraded_message(obj: Mapping[str, Any]) -> dict[str, Any] | None:
+    """A copy of a `message` entry with the values corral does not know left out, or `None`.
+
+    Content blocks of an unknown kind are dropped, an unknown stop reason reads
+    as `stop`; `None` when there is nothing to degrade (the message is broken
+    in some other way).
+    """
+    message = obj.get("message")
+    if not isinstance(message, dict):
+        return None
+    role = message.get("role")
+    changed = dict(message)
+    known = _KNOWN_BLOCKS.get(role) if isinstance(role, str) else None
+    content = message.get("content")
+    if known is not None and isinstance(content, list):
+        kept = [block for block in content if isinstance(block, dict) and block.get("type") in known]
+        if len(kept) != len(content):
+            changed["content"] = kept
+    if role == "assistant" and message.get("stopReason") not in _KNOWN_STOP_REASONS:
+        changed["stopReason"] = "stop"
+    if changed == message:
+        return None
+    out = dict(obj)
+    out["message"] = changed
+    return out
+
+
 def entry_to_json(entry: SessionEntry | BaseEntry) -> dict[str, Any]:
     """The JSON form of an entry, with `type`, `id`, `parentId`, `timestamp` first.
 
-    `parentId` is always written, `null` for a root.
+    `parentId` is always written, `null` for a root. An entry that loading had
+    to degrade is written as it was read (with its current `id` and `parentId`).
     """
+    raw = entry._raw
+    if raw is not None:
+        kept = dict(raw)
+        kept["id"] = entry.id
+        kept["parentId"] = entry.parent_id
+        return kept
     data = to_json_dict(entry)
     out: dict[str, Any] = {
         "type": entry.type,

@@ -5,6 +5,7 @@ CorralError
     ├── SessionFileError       a file is not a readable session (bad header, unreadable)
     ├── SessionNotFoundError   a path or id prefix names no session (or several)
     ├── SessionLockedError     another writer holds the file's lock
+    ├── SessionWriteError      an append or write failed (disk full, I/O error); nothing was recorded
     ├── EntryNotFoundError     an entry id is not in the session
     └── InvalidEntryError      an entry or message cannot be used that way (also a ValueError)
 """
@@ -20,6 +21,7 @@ __all__ = [
     "SessionFileError",
     "SessionLockedError",
     "SessionNotFoundError",
+    "SessionWriteError",
 ]
 
 
@@ -37,6 +39,10 @@ class SessionNotFoundError(SessionError):
 
 class SessionLockedError(SessionError):
     """Another writer holds the session file's advisory lock."""
+
+
+class SessionWriteError(SessionError):
+    """Writing to a session file failed (no space, I/O error); the entry was not recorded."""
 
 
 class EntryNotFoundError(SessionError, KeyError):

@@ -8,6 +8,13 @@ between corral and Pi both ways).
 Lines are compact JSON (`{"a":1}`, non-ASCII kept), one entry per line. A
 file is read line by line; lines that are not JSON objects are skipped, but
 the first line must be a `session` header with a string `id`.
+
+A file whose last line has no newline (a power cut or full disk mid-write, or
+a Pi 0.73 file) is repaired before anything is appended to it
+([`repair_torn_tail`][corral.session._file.repair_torn_tail]): a complete
+JSON line is just terminated; a torn fragment is moved to a sidecar file
+next to the session (`<file>.torn-<n>`) and cut off, so the next entry starts
+on a line of its own and follows the last valid entry.
 """
 
 from __future__ import annotations
@@ -35,6 +42,7 @@ __all__ = [
     "LoadedSession",
     "RawSession",
     "acquire_lock",
+    "check_header",
     "dumps_line",
     "encode_cwd",
     "iter_session_files",
@@ -45,6 +53,7 @@ __all__ = [
     "read_header",
     "read_raw_session",
     "read_tail_entries",
+    "repair_torn_tail",
     "session_dir",
     "session_file_name",
     "write_all",
@@ -71,9 +80,21 @@ def session_file_name(timestamp: str, session_id: str) -> str:
     return re.sub(r"[:.]", "-", timestamp) + f"_{session_id}.jsonl"
 
 
+_LONE_SURROGATE = re.compile("[\ud800-\udfff]")
+
+
 def dumps_line(obj: dict[str, Any]) -> bytes:
-    """One JSONL line as JavaScript's `JSON.stringify` writes it, with the newline."""
-    return (json.dumps(obj, ensure_ascii=False, separators=(",", ":")) + "\n").encode("utf-8")
+    """One JSONL line as JavaScript's `JSON.stringify` writes it, with the newline.
+
+    A lone UTF-16 surrogate (read from a Pi file, or from a tool's undecodable
+    output) is written as its `\\udXXX` escape, as JavaScript does, so the
+    line stays valid UTF-8.
+    """
+    text = json.dumps(obj, ensure_ascii=False, separators=(",", ":")) + "\n"
+    try:
+        return text.encode("utf-8")
+    except UnicodeEncodeError:
+        return _LONE_SURROGATE.sub(lambda m: f"\\u{ord(m.group()):04x}", text).encode("utf-8")
 
 
 def _loads(line: bytes) -> dict[str, Any] | None:
@@ -86,6 +107,26 @@ def _loads(line: bytes) -> dict[str, Any] | None:
 
 def _valid_header(obj: dict[str, Any] | None) -> bool:
     return obj is not None and obj.get("type") == "session" and isinstance(obj.get("id"), str)
+
+
+def check_header(header: dict[str, Any], path: Path, *, read_only: bool) -> None:
+    """Refuse a header corral cannot work with.
+
+    Raises:
+        SessionFileError: The header has no string `cwd`, or (unless
+            `read_only`) its version is newer than the one corral writes.
+    """
+    version = header.get("version")
+    if not read_only and isinstance(version, int | float) and version > CURRENT_VERSION:
+        raise SessionFileError(
+            f"{path} is a version {version} session file, newer than this corral writes "
+            f"(version {CURRENT_VERSION}); upgrade corral to continue it, or open it read-only to view it"
+        )
+    if not isinstance(header.get("cwd"), str):
+        raise SessionFileError(
+            f"{path} has a session header without a 'cwd' (the directory the session belongs to); "
+            'add the absolute directory as "cwd" to its first line'
+        )
 
 
 @dataclass
@@ -269,6 +310,72 @@ def write_atomic(path: Path, lines: Iterable[dict[str, Any]]) -> None:
         with contextlib.suppress(OSError):
             os.unlink(tmp_name)
         raise
+
+
+def repair_torn_tail(fd: int, path: Path) -> Path | None:
+    """Make a session file end with a newline before anything is appended to it.
+
+    A last line without its newline that is a complete JSON object (Pi 0.73
+    writes files that way) gets the newline. Anything else after the last
+    newline is a torn write: its bytes are saved to a sidecar file
+    (`<file>.torn-<n>`, mode 0600, fsynced) and the file is cut back to the
+    last newline. Call with the writer's lock held.
+
+    Args:
+        fd: The locked, writable descriptor of `path`.
+        path: The session file.
+
+    Returns:
+        The sidecar file, when a fragment was moved there.
+
+    Raises:
+        SessionFileError: The file could not be read or repaired (nothing was cut then).
+    """
+    try:
+        size = os.fstat(fd).st_size
+        if size == 0:
+            return None
+        with path.open("rb") as handle:
+            window = min(size, 1 << 16)
+            handle.seek(size - window)
+            tail = handle.read(window)
+            if tail.endswith(b"\n"):
+                return None
+            cut = tail.rfind(b"\n")
+            while cut < 0 and window < size:
+                window = min(size, window * 4)
+                handle.seek(size - window)
+                tail = handle.read(window)
+                cut = tail.rfind(b"\n")
+        start = size - window + cut + 1
+        fragment = tail[cut + 1 :]
+        if _loads(fragment) is not None:
+            write_all(fd, b"\n")
+            return None
+        if cut < 0:
+            return None  # no complete line at all: not a session file, nothing to keep apart
+        sidecar = _free_sidecar(path)
+        side_fd = os.open(sidecar, os.O_WRONLY | os.O_CREAT | os.O_EXCL | os.O_CLOEXEC, FILE_MODE)
+        try:
+            write_all(side_fd, fragment)
+            os.fsync(side_fd)
+        finally:
+            os.close(side_fd)
+        os.ftruncate(fd, start)
+        os.fsync(fd)
+    except OSError as exc:
+        raise SessionFileError(
+            f"cannot repair the torn last line of {path}: {exc.strerror or exc}; free some space and open it again"
+        ) from exc
+    return sidecar
+
+
+def _free_sidecar(path: Path) -> Path:
+    for n in range(1, 10_000):
+        candidate = path.with_name(f"{path.name}.torn-{n}")
+        if not candidate.exists():
+            return candidate
+    return path.with_name(f"{path.name}.torn-{os.getpid()}-{os.urandom(4).hex()}")
 
 
 def acquire_lock(path: Path, *, create: bool) -> int:

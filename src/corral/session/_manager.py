@@ -11,10 +11,16 @@ sessions use it so the orchestrator can find the file at once), and
 A writer holds an exclusive advisory lock (`flock`) on the file for as long
 as it has the file open; a second writer, in this process or another, gets
 `SessionLockedError`. Readers open with `read_only=True` and take no lock.
+
+A write that fails (disk full, I/O error) raises `SessionWriteError` and
+records nothing: the file is cut back to where it was and the entry is not
+added in memory either, so the session and its file stay in step. Opening a
+file for writing first repairs a torn last line (see `repair_torn_tail`).
 """
 
 from __future__ import annotations
 
+import contextlib
 import os
 import uuid
 from collections.abc import Mapping
@@ -54,11 +60,20 @@ from ._entries import (
     iso_now,
     new_entry_id,
 )
-from ._errors import EntryNotFoundError, InvalidEntryError, SessionError, SessionNotFoundError
+from ._errors import (
+    EntryNotFoundError,
+    InvalidEntryError,
+    SessionError,
+    SessionNotFoundError,
+    SessionWriteError,
+)
 from ._file import (
     acquire_lock,
+    check_header,
     dumps_line,
     load_session,
+    read_header,
+    repair_torn_tail,
     session_dir,
     session_file_name,
     write_all,
@@ -108,6 +123,8 @@ class SessionManager:
         self._read_only = read_only
         self._fd = fd
         self._closed = False
+        self.torn_fragment: Path | None = None
+        """The sidecar file a torn last line was moved to when the file was opened, if any."""
 
     # --- construction -------------------------------------------------------
 
@@ -169,12 +186,25 @@ class SessionManager:
                 f"session file {path} does not exist; check the path or pass a session id"
             )
         fd = -1
+        torn: Path | None = None
+        first = read_header(path)
+        if first is not None:
+            check_header(first, path, read_only=read_only)
         if not read_only:
             fd = acquire_lock(path, create=False)
         try:
+            if fd >= 0:
+                torn = repair_torn_tail(fd, path)
             loaded = load_session(path)
+            check_header(loaded.header, path, read_only=read_only)
             if loaded.migrated_lines is not None and not read_only:
-                write_atomic(path, loaded.migrated_lines)
+                try:
+                    write_atomic(path, loaded.migrated_lines)
+                except OSError as exc:
+                    raise SessionWriteError(
+                        f"cannot rewrite {path} in the current format: {exc.strerror or exc}; "
+                        "free some space, or open it read-only"
+                    ) from exc
                 # The rename replaced the file our descriptor (and lock) points at.
                 os.close(fd)
                 fd = -1
@@ -185,7 +215,9 @@ class SessionManager:
             if fd >= 0:
                 os.close(fd)
             raise
-        return cls(header, entries, path=path, on_disk=True, read_only=read_only, fd=fd)
+        manager = cls(header, entries, path=path, on_disk=True, read_only=read_only, fd=fd)
+        manager.torn_fragment = torn
+        return manager
 
     # --- properties ---------------------------------------------------------
 
@@ -240,8 +272,10 @@ class SessionManager:
     def name(self) -> str | None:
         """The session's name: the latest `session_info` entry's."""
         for entry in reversed(self._entries):
-            if isinstance(entry, SessionInfoEntry) and entry.name:
-                return entry.name
+            if isinstance(entry, SessionInfoEntry):
+                # Like Pi, the latest entry decides: an empty name clears it.
+                name = (entry.name or "").strip()
+                return name or None
         return None
 
     def get_entry(self, entry_id: str) -> SessionEntry | None:
@@ -267,34 +301,79 @@ class SessionManager:
         if self._read_only:
             raise SessionError(f"session {self._path} was opened read-only; open it without read_only")
         typed: SessionEntry = entry  # type: ignore[assignment]
+        if self._path is not None and self._on_disk:
+            # Written first: an entry that is not on disk is not in the session either.
+            self._write_line(dumps_line(entry_to_json(typed)))
+        previous_leaf = self._leaf_id
         self._entries.append(typed)
         self._by_id[entry.id] = typed
         self._leaf_id = entry.id
-        if self._path is None:
-            return
-        if self._on_disk:
-            write_all(self._ensure_fd(), dumps_line(entry_to_json(typed)))
-        elif isinstance(entry, MessageEntry) and isinstance(entry.message, AssistantMessage):
-            self.flush()
+        if (
+            self._path is not None
+            and not self._on_disk
+            and isinstance(entry, MessageEntry)
+            and isinstance(entry.message, AssistantMessage)
+        ):
+            try:
+                self.flush()
+            except BaseException:
+                self._entries.pop()
+                del self._by_id[entry.id]
+                self._leaf_id = previous_leaf
+                raise
+
+    def _write_line(self, line: bytes) -> None:
+        """Append one line; on failure cut the file back to where it was and raise `SessionWriteError`."""
+        fd = self._ensure_fd()
+        try:
+            size = os.fstat(fd).st_size
+            write_all(fd, line)
+        except OSError as exc:
+            with contextlib.suppress(OSError, UnboundLocalError):
+                os.ftruncate(fd, size)
+            raise SessionWriteError(
+                f"cannot append to session file {self._path}: {exc.strerror or exc}; "
+                "the entry was not recorded (free some space and retry)"
+            ) from exc
 
     def _ensure_fd(self) -> int:
         if self._fd < 0:
             assert self._path is not None
-            self._fd = acquire_lock(self._path, create=True)
+            try:
+                self._fd = acquire_lock(self._path, create=True)
+            except OSError as exc:
+                raise SessionWriteError(
+                    f"cannot create session file {self._path}: {exc.strerror or exc}"
+                ) from exc
         return self._fd
 
     def flush(self) -> None:
         """Write the header and all buffered entries now, if they are not on disk yet.
 
         Does nothing for an in-memory session or once the file exists.
+
+        Raises:
+            SessionWriteError: The file could not be written (it is removed again;
+                the entries stay buffered for the next attempt).
         """
         if self._path is None or self._on_disk or self._read_only:
             return
         fd = self._ensure_fd()
         lines = [dumps_line(to_json_dict(self._header))]
         lines.extend(dumps_line(entry_to_json(entry)) for entry in self._entries)
-        os.ftruncate(fd, 0)
-        write_all(fd, b"".join(lines))
+        try:
+            os.ftruncate(fd, 0)
+            write_all(fd, b"".join(lines))
+        except OSError as exc:
+            # Leave no partial file behind; the next flush creates it afresh.
+            with contextlib.suppress(OSError):
+                os.unlink(self._path)
+            os.close(fd)
+            self._fd = -1
+            raise SessionWriteError(
+                f"cannot write session file {self._path}: {exc.strerror or exc}; "
+                "nothing was written (free some space and retry)"
+            ) from exc
         self._on_disk = True
 
     def close(self) -> None:
@@ -418,8 +497,12 @@ class SessionManager:
         return entry
 
     def append_session_info(self, name: str) -> SessionInfoEntry:
-        """Name the session (the latest name wins)."""
-        entry = SessionInfoEntry(name=name, **self._base())
+        """Name the session (the latest name wins; an empty name clears it).
+
+        Line breaks become spaces and surrounding blanks are trimmed, as Pi does.
+        """
+        cleaned = " ".join(name.splitlines()).strip()
+        entry = SessionInfoEntry(name=cleaned, **self._base())
         self._append(entry)
         return entry
 

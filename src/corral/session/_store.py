@@ -105,8 +105,10 @@ def _session_info(path: Path) -> SessionInfo | None:
     last_activity = 0
     for entry in raw.entries:
         kind = entry.get("type")
-        if kind == "session_info" and isinstance(entry.get("name"), str) and entry["name"]:
-            name = entry["name"]
+        if kind == "session_info":
+            # The latest entry decides; an empty (or missing) name clears it, as in Pi.
+            value = entry.get("name")
+            name = value.strip() or None if isinstance(value, str) else None
         if kind != "message":
             continue
         message = entry.get("message")

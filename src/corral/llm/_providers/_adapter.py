@@ -205,6 +205,11 @@ class _Translator:
             block.thinking_signature = responses_reasoning_signature(
                 part_id or current_id, signature or current_sig
             )
+        elif self.info.api == "openai-chat":
+            # Chat Completions reasoning has no signature; like Pi, record the field it
+            # arrived in (`reasoning_content`, `reasoning`) so it goes back in that field.
+            if part_id and part_id != "content":
+                block.thinking_signature = part_id
         elif signature:
             block.thinking_signature = signature
 

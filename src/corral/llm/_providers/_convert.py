@@ -8,8 +8,20 @@ the tools; `to_model_settings` maps the thinking level and reply cap.
 Assistant messages travel between providers the way Pi's `transformMessages`
 does: errored and aborted replies are left out, a tool call that never got a
 result gets a synthetic error result, and thinking is sent back as thinking
-(with its signature) only to the provider and API that produced it; for any
-other it becomes plain text, or is dropped when empty or redacted.
+only to the model (provider, API and model id) that produced it; for any other
+it becomes plain text, or is dropped when empty or redacted. For the same
+model, thinking is replayed in the provider's own form, as Pi's providers do:
+Chat Completions puts the joined reasoning in the field named by the first
+block's signature (`reasoning_content`, `reasoning`, ...) and sends nothing
+when there is none (never `<think>` tags in the visible text); Anthropic sends
+a signed `thinking` block, or the reasoning as text when unsigned; Responses
+sends the stored reasoning item.
+
+Failed tool results reach OpenAI models as the plain text of the result (as
+Pi sends them); only Anthropic, which has an error flag, marks them failed.
+Text a JSON encoder cannot send (lone UTF-16 surrogates, from a tool's
+invalid output or a file written by Pi) is dropped before it reaches a
+provider, like Pi's `sanitizeSurrogates`.
 
 For the OpenAI Responses API a thinking block's signature is the reasoning
 item as JSON (`{"type": "reasoning", "id": ..., "encrypted_content": ...}`),
@@ -20,8 +32,9 @@ from __future__ import annotations
 
 import base64
 import json
+import re
 from collections.abc import Sequence
-from typing import Any, cast
+from typing import Any, Literal, cast
 
 from pydantic_ai.messages import (
     BinaryContent,
@@ -62,6 +75,7 @@ __all__ = [
     "NO_RESULT_TEXT",
     "pi_api_name",
     "responses_reasoning_signature",
+    "sanitize_surrogates",
     "to_model_messages",
     "to_model_settings",
     "to_request_parameters",
@@ -124,6 +138,23 @@ def _parse_responses_signature(signature: str) -> tuple[str | None, str | None]:
 
 # --- messages ---------------------------------------------------------------
 
+_LONE_SURROGATE = re.compile("[\ud800-\udfff]")
+
+
+def sanitize_surrogates(text: str) -> str:
+    """`text` without lone UTF-16 surrogates (which no JSON encoder can send as UTF-8)."""
+    return _LONE_SURROGATE.sub("", text) if _LONE_SURROGATE.search(text) else text
+
+
+def _sanitize_value(value: Any) -> Any:
+    if isinstance(value, str):
+        return sanitize_surrogates(value)
+    if isinstance(value, dict):
+        return {sanitize_surrogates(str(k)): _sanitize_value(v) for k, v in value.items()}
+    if isinstance(value, list):
+        return [_sanitize_value(item) for item in value]
+    return value
+
 
 def _image(block: ImageContent) -> BinaryContent:
     return BinaryContent(data=base64.b64decode(block.data), media_type=block.mime_type)
@@ -131,11 +162,11 @@ def _image(block: ImageContent) -> BinaryContent:
 
 def _user_part(message: UserMessage) -> UserPromptPart | None:
     if isinstance(message.content, str):
-        return UserPromptPart(message.content)
+        return UserPromptPart(sanitize_surrogates(message.content))
     items: list[PaiUserContent] = []
     for block in message.content:
         if isinstance(block, TextContent):
-            items.append(block.text)
+            items.append(sanitize_surrogates(block.text))
         else:
             items.append(_image(block))
     if not items:
@@ -143,15 +174,17 @@ def _user_part(message: UserMessage) -> UserPromptPart | None:
     return UserPromptPart(items)
 
 
-def _tool_return_part(message: ToolResultMessage) -> ToolReturnPart:
+def _tool_return_part(message: ToolResultMessage, *, error_flag: bool) -> ToolReturnPart:
     images = [block for block in message.content if isinstance(block, ImageContent)]
-    text = message.text
+    text = sanitize_surrogates(message.text)
     content: Any = [*([text] if text else []), *(_image(block) for block in images)] if images else text
     return ToolReturnPart(
         tool_name=message.tool_name,
         content=content,
         tool_call_id=message.tool_call_id,
-        outcome="failed" if message.is_error else "success",
+        # pydantic-ai wraps a failed result as `{"error": ...}` where the API has no error
+        # flag; Pi sends the plain text there, so only Anthropic's is_error marks it.
+        outcome="failed" if message.is_error and error_flag else "success",
     )
 
 
@@ -172,25 +205,41 @@ class _Converter:
             self.messages.append(ModelRequest(parts=self.parts))
             self.parts = []
 
+    @property
+    def error_flag(self) -> bool:
+        """Whether the API marks failed tool results (Anthropic's `is_error`)."""
+        return self.info.api == "anthropic"
+
     def close_open_calls(self) -> None:
+        outcome: Literal["failed", "success"] = "failed" if self.error_flag else "success"
         for call_id, name in self.open_calls.items():
-            self.parts.append(ToolReturnPart(name, NO_RESULT_TEXT, call_id, outcome="failed"))
+            self.parts.append(ToolReturnPart(name, NO_RESULT_TEXT, call_id, outcome=outcome))
         self.open_calls = {}
 
     def same_source(self, message: AssistantMessage) -> bool:
-        return message.provider == self.info.provider and message.api == self.api
+        """Pi's `isSameModel`: the reply came from this provider, API and model id."""
+        return (
+            message.provider == self.info.provider
+            and message.api == self.api
+            and message.model == self.info.id
+        )
 
     def assistant(self, message: AssistantMessage) -> None:
         if message.stop_reason in ("error", "aborted"):
             return
         same = self.same_source(message)
         parts: list[ModelResponsePart] = []
+        chat_thinking = same and self.info.api == "openai-chat"
         for block in message.content:
             if isinstance(block, TextContent):
                 if block.text:
-                    parts.append(TextPart(block.text))
+                    parts.append(TextPart(sanitize_surrogates(block.text)))
             elif isinstance(block, ThinkingContent):
-                parts.extend(self._thinking(block, same))
+                if chat_thinking:
+                    parts.extend(self._chat_thinking(message))
+                    chat_thinking = False
+                elif not (same and self.info.api == "openai-chat"):
+                    parts.extend(self._thinking(block, same))
             else:
                 parts.append(self._tool_call(block, same))
         if not parts:
@@ -206,25 +255,39 @@ class _Converter:
         )
         self.open_calls = {block.id: block.name for block in message.tool_calls}
 
+    def _chat_thinking(self, message: AssistantMessage) -> list[ModelResponsePart]:
+        """Chat Completions: all thinking joined into the field the first block's signature names."""
+        blocks = [block for block in message.content if isinstance(block, ThinkingContent)]
+        field = blocks[0].thinking_signature
+        if not field:
+            return []
+        text = sanitize_surrogates("\n".join(block.thinking for block in blocks))
+        # pydantic-ai sends a ThinkingPart whose id is a field name in that field.
+        return [ThinkingPart(text, id=field, provider_name=self.pai_provider)]
+
     def _thinking(self, block: ThinkingContent, same: bool) -> list[ModelResponsePart]:
+        thinking = sanitize_surrogates(block.thinking)
         if not same:
-            if block.redacted or not block.thinking.strip():
+            if block.redacted or not thinking.strip():
                 return []
-            return [TextPart(block.thinking)]
+            return [TextPart(thinking)]
         signature = block.thinking_signature
+        if self.info.api == "anthropic":
+            if not thinking.strip() and not block.redacted:
+                return []
+            if not signature or not signature.strip():
+                return [] if block.redacted else [TextPart(thinking)]
         part_id: str | None = None
         if signature is not None and self.info.api == "openai-responses":
             part_id, signature = _parse_responses_signature(signature)
-        if not block.thinking and signature is None:
+        if not thinking and signature is None:
             return []
-        return [
-            ThinkingPart(block.thinking, id=part_id, signature=signature, provider_name=self.pai_provider)
-        ]
+        return [ThinkingPart(thinking, id=part_id, signature=signature, provider_name=self.pai_provider)]
 
     def _tool_call(self, block: ToolCall, same: bool) -> ToolCallPart:
         return ToolCallPart(
             tool_name=block.name,
-            args=dict(block.arguments),
+            args=_sanitize_value(dict(block.arguments)),
             tool_call_id=block.id,
             provider_name=self.pai_provider if same else None,
         )
@@ -232,7 +295,7 @@ class _Converter:
     def tool_result(self, message: ToolResultMessage) -> None:
         if message.tool_call_id in self.open_calls:
             del self.open_calls[message.tool_call_id]
-        self.parts.append(_tool_return_part(message))
+        self.parts.append(_tool_return_part(message, error_flag=self.error_flag))
 
     def user(self, message: UserMessage) -> None:
         self.close_open_calls()
@@ -254,7 +317,7 @@ def to_model_messages(context: LlmContext, info: ModelInfo, pai_provider: str) -
     """
     converter = _Converter(info, pai_provider)
     if context.system_prompt:
-        converter.parts.append(SystemPromptPart(context.system_prompt))
+        converter.parts.append(SystemPromptPart(sanitize_surrogates(context.system_prompt)))
     messages: Sequence[AgentMessage] = context.messages
     for message in messages:
         if isinstance(message, UserMessage):
