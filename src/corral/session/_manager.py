@@ -22,6 +22,7 @@ from __future__ import annotations
 
 import contextlib
 import os
+import re
 import uuid
 from collections.abc import Mapping
 from dataclasses import dataclass, field
@@ -501,7 +502,7 @@ class SessionManager:
 
         Line breaks become spaces and surrounding blanks are trimmed, as Pi does.
         """
-        cleaned = " ".join(name.splitlines()).strip()
+        cleaned = re.sub(r"[\r\n]+", " ", name).strip()
         entry = SessionInfoEntry(name=cleaned, **self._base())
         self._append(entry)
         return entry
