@@ -7,6 +7,7 @@ Every user error is one line on stderr and exit code 2 (see `main`).
 from __future__ import annotations
 
 import asyncio
+import shutil
 import signal
 import sys
 from enum import StrEnum
@@ -173,7 +174,7 @@ def run(
     ] = None,
 ) -> None:
     """Run the agent headless: print the answer, stream events as JSON, or serve RPC on stdin."""
-    from corral._cli._launch import LaunchOptions, launch_session
+    from corral._cli._launch import LaunchOptions, announce_default_model, launch_session
     from corral._cli._modes import run_json_mode, run_print_mode
     from corral.errors import UsageError
 
@@ -197,6 +198,7 @@ def run(
         surfaces=None if surfaces is None else [s.strip() for s in surfaces.split(",") if s.strip()],
     )
     launched = launch_session(options)
+    announce_default_model(launched, remember=not no_session)
 
     aborts: set[asyncio.Future[None]] = set()
 
@@ -226,10 +228,15 @@ def run(
         finally:
             await launched.aclose()
 
+    # --no-session writes no file at all: the store and the managed agents' sessions live in a
+    # private temporary data root for this run, removed when it ends.
+    scratch = _scratch_data_root() if no_session else None
     try:
         code = asyncio.run(main())
     finally:
         launched.session.close()
+        if scratch is not None:
+            shutil.rmtree(scratch, ignore_errors=True)
     raise typer.Exit(code)
 
 
@@ -256,20 +263,25 @@ def models(
     ] = False,
     cwd: CwdOpt = None,
 ) -> None:
-    """List the models usable with the current settings and credentials."""
+    """List the models usable with the current settings and credentials; `(default)` marks the one
+    the lead gets without --model."""
     import json
 
     from corral._cli._launch import warn
-    from corral.llm import ModelRegistry
+    from corral.llm import ModelRegistry, parse_model_ref
     from corral.settings import load_settings
 
     work_dir = (cwd or Path.cwd()).resolve()
     registry = ModelRegistry(load_settings(work_dir, on_warning=warn), cwd=work_dir)
     infos = registry.all_models() if all_ else registry.available_models()
+    default_ref = registry.default_model_ref()
+    default = None if default_ref is None else parse_model_ref(default_ref)
+    default_key = None if default is None else (default.provider, default.model_id)
     if json_:
         rows = [
             {
                 "ref": info.ref,
+                "default": (info.provider, info.id) == default_key,
                 "provider": info.provider,
                 "id": info.id,
                 "api": info.api,
@@ -290,7 +302,7 @@ def models(
         print(json.dumps(rows, indent=2))
         return
     for info in infos:
-        print(info.ref)
+        print(info.ref + ("  (default)" if (info.provider, info.id) == default_key else ""))
 
 
 @app.command()

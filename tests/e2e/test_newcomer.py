@@ -3,10 +3,12 @@ SIGTERM during a tool, `make demo`, private data directories."""
 
 from __future__ import annotations
 
+import json
 import os
 import shutil
 import signal
 import subprocess
+import sys
 from pathlib import Path
 
 import pytest
@@ -112,3 +114,116 @@ def test_demo_ends_with_what_to_try_next_and_every_data_directory_is_private(
     assert {"reports", "teams", "sessions"} <= {p.name for p in directories}
     loose = {str(p): oct(p.stat().st_mode & 0o777) for p in directories if p.stat().st_mode & 0o777 != 0o700}
     assert loose == {}
+
+
+def test_default_model_per_provider_is_announced_once_and_marked_in_models(
+    corral: RunCorral, cli_env: Env
+) -> None:
+    """Only an Anthropic key: the lead runs on the documented default, not the alphabetically first."""
+    key = {"ANTHROPIC_API_KEY": "sk-ant-test"}
+    state = '{"type": "get_state"}\n'
+
+    def model_of(done: subprocess.CompletedProcess[str]) -> str:
+        assert done.returncode == 0, done.stderr
+        response = json.loads(done.stdout.splitlines()[0])
+        return f"{response['data']['model']['provider']}/{response['data']['model']['id']}"
+
+    ephemeral = corral("run", "--mode", "rpc", "--no-session", input=state, env=key)
+    assert model_of(ephemeral) == "anthropic/claude-opus-4-6"
+    assert "using the default model anthropic/claude-opus-4-6" in ephemeral.stderr
+    assert not cli_env.home.exists()  # --no-session remembers nothing
+    first = corral("run", "--mode", "rpc", input=state, env=key)
+    assert model_of(first) == "anthropic/claude-opus-4-6"
+    assert "using the default model anthropic/claude-opus-4-6" in first.stderr
+    again = corral("run", "--mode", "rpc", input=state, env=key)
+    assert model_of(again) == "anthropic/claude-opus-4-6"
+    assert "default model" not in again.stderr  # said once
+
+    openai_only = corral("run", "--mode", "rpc", input=state, env={"OPENAI_API_KEY": "sk-test"})
+    assert model_of(openai_only) == "openai/gpt-5.2"
+    assert "using the default model openai/gpt-5.2" in openai_only.stderr  # a new default is said again
+
+    listed = corral("models", env=key)
+    assert "anthropic/claude-opus-4-6  (default)" in listed.stdout.splitlines()
+    assert sum("(default)" in line for line in listed.stdout.splitlines()) == 1
+    rows = json.loads(corral("models", "--json", env=key).stdout)
+    assert [row["ref"] for row in rows if row["default"]] == ["anthropic/claude-opus-4-6"]
+
+    cli_env.settings('default_model = "anthropic/claude-haiku-4-5"\n')
+    listed = corral("models", env=key)
+    assert "anthropic/claude-haiku-4-5  (default)" in listed.stdout.splitlines()
+    chosen = corral("run", "--mode", "rpc", input=state, env=key)
+    assert model_of(chosen) == "anthropic/claude-haiku-4-5"
+    assert "default model" not in chosen.stderr  # a model the user chose is not announced
+
+
+def _assistant_texts(stdout: str) -> list[str]:
+    texts = []
+    for line in stdout.splitlines():
+        event = json.loads(line)
+        if event.get("type") == "message_end" and event["message"]["role"] == "assistant":
+            texts.append(
+                "".join(b.get("text", "") for b in event["message"]["content"] if b["type"] == "text")
+            )
+    return texts
+
+
+def _results(stdout: str) -> list[str]:
+    """The delivered agent results the lead received (their text)."""
+    found = []
+    for line in stdout.splitlines():
+        event = json.loads(line)
+        message = event.get("message") or {}
+        if event.get("type") == "message_end" and message.get("customType") == "corral-agent-result":
+            found.append(
+                message["content"] if isinstance(message["content"], str) else str(message["content"])
+            )
+    return found
+
+
+def test_the_offline_tour_works_in_any_directory_and_every_hint_points_at_it(
+    corral: RunCorral, cli_env: Env
+) -> None:
+    no_model = corral("run", "-p", "hi")
+    assert no_model.returncode == 2 and "--model scripted/tour" in no_model.stderr
+    (cli_env.project / "NOTES.md").write_text("# Notes\nTODO: write the intro\n")
+    done = corral("run", "--mode", "json", "--model", "scripted/tour", "-p", "show me around")
+    assert done.returncode == 0, done.stderr
+    texts = _assistant_texts(done.stdout)
+    # not a git repository: the tour says so instead of claiming success
+    assert "Not everything worked" in texts[1] and "not a git repository" in texts[1]
+    assert texts[2] == "Both scouts are working; I'll wait for their results."
+    results = _results(done.stdout)
+    assert len(results) == 2
+    docs = next(r for r in results if "agent=tour-docs" in r)
+    todos = next(r for r in results if "agent=tour-todos" in r)
+    assert "status=completed" in docs and "NOTES.md" in docs
+    assert "NOTES.md:2: TODO: write the intro" in todos
+    assert texts[-1].startswith("Both scouts delivered their results")
+    assert not (cli_env.project / ".git").exists() and sorted(p.name for p in cli_env.project.iterdir()) == [
+        "NOTES.md"
+    ]  # it only read
+
+    if shutil.which("git") is not None:
+        subprocess.run(["git", "init", "-q", str(cli_env.project)], check=True)
+        in_git = corral("run", "--mode", "json", "--model", "scripted/tour", "-p", "show me around")
+        assert in_git.returncode == 0, in_git.stderr
+        assert _assistant_texts(in_git.stdout)[1].startswith("Both commands worked; git says:\n## ")
+
+    plain = corral(
+        "run", "--mode", "json", "--model", "scripted/tour", "--surfaces", "", "-p", "show me around"
+    )
+    assert plain.returncode == 0, plain.stderr
+    plain_texts = _assistant_texts(plain.stdout)
+    assert plain_texts[-1].startswith("I could not start the scouts")  # no claim of agents working
+    assert _results(plain.stdout) == []
+
+
+def test_the_demo_script_outside_the_demo_claims_no_fix(corral: RunCorral, cli_env: Env) -> None:
+    """`scripted/demo` in a project without the sample's invoice.py: every tool fails, and it says so."""
+    done = corral(
+        "run", "--model", "scripted/demo", "-p", "fix it", env={"CORRAL_DEMO_PYTHON": sys.executable}
+    )
+    assert done.returncode == 0, done.stderr
+    assert done.stdout.startswith("Not fixed: the test run above still fails")
+    assert "all 3 tests pass" not in done.stdout

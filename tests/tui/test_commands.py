@@ -181,7 +181,7 @@ async def test_no_model_says_what_to_set_and_offers_the_demo_model(tui_env: TuiE
         assert any(t.startswith("No model yet") for t in _notices(app))
         await pilot.click("#use-demo")
         await wait_until(pilot, lambda: app.launched is not None)
-        assert app.query_one(StatusFooter).model_ref == "scripted/demo"
+        assert app.query_one(StatusFooter).model_ref == "scripted/tour"
         assert not app.query(SetupCard)
 
 

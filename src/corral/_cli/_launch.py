@@ -8,8 +8,9 @@ picking the session, the model and the thinking level live in one place:
   (or starts one), `--no-session` keeps everything in memory, otherwise a new
   session file is created;
 * model: `--model`, else the model the opened session last used, else the
-  `default_model` setting; with none of them it is an error that says what
-  to set;
+  `default_model` setting, else the default model of the first built-in
+  provider whose key is set (`DEFAULT_MODELS`); with none of them it is an
+  error that says what to set;
 * thinking: `--thinking`, else the `:level` suffix of the model ref, else the
   opened session's level, else the `default_thinking` setting — clamped to
   what the model supports.
@@ -17,11 +18,14 @@ picking the session, the model and the thinking level live in one place:
 
 from __future__ import annotations
 
+import contextlib
+import os
 import sys
 from dataclasses import KW_ONLY, dataclass, field
 from pathlib import Path
-from typing import TYPE_CHECKING
+from typing import TYPE_CHECKING, Literal
 
+from corral._paths import corral_home, ensure_private_dir
 from corral.agent import AgentSession, build_system_prompt
 from corral.agent.tools import ALL_TOOL_NAMES, create_builtin_tools
 from corral.errors import CorralError, UsageError
@@ -43,13 +47,16 @@ if TYPE_CHECKING:
 SURFACE_NAMES = ("agent", "teams")
 """Surfaces `corral run` can give the lead: `agent` (managed agents) and `teams` (a team of spawned agents)."""
 
-__all__ = ["LaunchOptions", "Launched", "launch_session", "warn"]
+__all__ = ["LaunchOptions", "Launched", "announce_default_model", "launch_session", "warn"]
 
 NO_MODEL_HINT = (
     "no model configured: pass --model provider/model (`corral models` lists them), "
-    "set default_model in settings.toml, or set OPENAI_API_KEY or ANTHROPIC_API_KEY "
-    "(offline: --model scripted/demo)"
+    "set default_model in settings.toml, or set ANTHROPIC_API_KEY or OPENAI_API_KEY "
+    "(offline, in any directory: --model scripted/tour)"
 )
+
+ModelSource = Literal["flag", "session", "setting", "default"]
+"""Where the lead's model came from: `--model`, the opened session, `default_model`, or `DEFAULT_MODELS`."""
 
 
 @dataclass
@@ -78,6 +85,7 @@ class Launched:
     settings: Settings
     registry: ModelRegistry
     model_info: ModelInfo
+    model_source: ModelSource
     surfaces: list[str]
     """The orchestration surfaces the lead gets (empty: a plain coding agent)."""
     tool_names: list[str] = field(default_factory=lambda: list(ALL_TOOL_NAMES))
@@ -205,13 +213,44 @@ def _open_session(opts: LaunchOptions) -> SessionManager:
     return SessionManager.create(opts.cwd)
 
 
-def _default_model_ref(registry: ModelRegistry, settings: Settings) -> str:
-    if settings.default_model:
-        return settings.default_model
-    for info in registry.available_models():
-        if info.provider in ("openai", "anthropic"):
-            return info.ref
-    raise UsageError(NO_MODEL_HINT)
+def _default_model_ref(registry: ModelRegistry) -> str:
+    ref = registry.default_model_ref()
+    if ref is None:
+        raise UsageError(NO_MODEL_HINT)
+    return ref
+
+
+DEFAULT_NOTICE_FILE = "default-model"
+"""Under the data root: the built-in default model the user was last told about."""
+
+
+def announce_default_model(launched: Launched, *, remember: bool) -> None:
+    """Say on stderr which built-in default model the lead runs on, the first time it is chosen.
+
+    The ref is remembered in `$CORRAL_HOME/default-model` (unless `remember` is false, as with
+    `--no-session`, which writes nothing), so the line appears once per data root and again
+    only when the default changes.
+    """
+    if launched.model_source != "default":
+        return
+    ref = launched.model_info.ref
+    marker = corral_home() / DEFAULT_NOTICE_FILE
+    try:
+        if marker.read_text(encoding="utf-8").strip() == ref:
+            return
+    except (OSError, UnicodeDecodeError):
+        pass
+    print(
+        f"corral: using the default model {ref} (its API key is set); "
+        "choose another with --model or default_model in settings.toml (`corral models` lists them)",
+        file=sys.stderr,
+    )
+    if remember:
+        with contextlib.suppress(OSError):
+            ensure_private_dir(marker.parent)
+            fd = os.open(marker, os.O_WRONLY | os.O_CREAT | os.O_TRUNC, 0o600)
+            with os.fdopen(fd, "w", encoding="utf-8") as handle:
+                handle.write(ref + "\n")
 
 
 def launch_session(opts: LaunchOptions) -> Launched:
@@ -230,18 +269,21 @@ def launch_session(opts: LaunchOptions) -> Launched:
     try:
         restored = session.build_context()
         ref_text = opts.model
+        source: ModelSource = "flag"
         if ref_text is None and restored.model is not None:
             candidate = f"{restored.model.provider}/{restored.model.model_id}"
             try:
                 registry.api_key_for(registry.resolve(candidate))
                 ref_text = candidate
+                source = "session"
             except LlmError as exc:
                 print(
                     f"corral: warning: the session's model is not usable ({exc}); using the default",
                     file=sys.stderr,
                 )
         if ref_text is None:
-            ref_text = _default_model_ref(registry, settings)
+            ref_text = _default_model_ref(registry)
+            source = "setting" if settings.default_model else "default"
         ref = parse_model_ref(ref_text)
         info = registry.resolve(ref)
         registry.api_key_for(info)  # fails early, naming the variable to set
@@ -276,6 +318,7 @@ def launch_session(opts: LaunchOptions) -> Launched:
         settings=settings,
         registry=registry,
         model_info=info,
+        model_source=source,
         surfaces=surfaces,
         tool_names=names,
         cwd=cwd,

@@ -51,7 +51,7 @@ from ._model import (
     ToolDefinition,
 )
 from ._refs import ModelRef, parse_model_ref
-from ._registry import BUILTIN_MODELS, ModelRegistry
+from ._registry import BUILTIN_MODELS, DEFAULT_MODELS, ModelRegistry
 from ._retry import RETRYABLE_ERROR_PATTERN, RetryPolicy, is_retryable_error
 from ._script_format import Script, ScriptStep, find_script, list_script_names, load_script_file
 from ._scripted import SCRIPT_CURSOR_FIELD, SCRIPT_LIST_FIELD, ScriptedModel
@@ -59,6 +59,7 @@ from ._thinking import available_thinking_levels, clamp_thinking_level, supports
 
 __all__ = [
     "BUILTIN_MODELS",
+    "DEFAULT_MODELS",
     "RETRYABLE_ERROR_PATTERN",
     "SCRIPT_CURSOR_FIELD",
     "SCRIPT_LIST_FIELD",

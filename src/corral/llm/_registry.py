@@ -27,7 +27,7 @@ from ._thinking import supports_xhigh
 if TYPE_CHECKING:
     from corral.settings import ModelSettings, ProviderSettings, Settings
 
-__all__ = ["BUILTIN_MODELS", "ModelRegistry"]
+__all__ = ["BUILTIN_MODELS", "DEFAULT_MODELS", "ModelRegistry"]
 
 _HINT = "run `corral models` to list the models you can use"
 
@@ -108,6 +108,11 @@ BUILTIN_MODELS: tuple[ModelInfo, ...] = tuple(
     )
 )
 """The models corral knows without settings."""
+
+DEFAULT_MODELS: dict[str, str] = {"anthropic": "claude-opus-4-6", "openai": "gpt-5.2"}
+"""Each built-in provider's default model (its current most capable one), in the order they are
+tried when neither `--model`, the session nor the `default_model` setting chooses: the first
+provider whose API key is set gives the lead its model."""
 
 
 def _from_settings(
@@ -264,6 +269,18 @@ class ModelRegistry:
     def available_models(self) -> list[ModelInfo]:
         """The models usable now: those whose API key is set or that need none (scripted ones always)."""
         return [info for info in self.all_models() if self.has_credentials(info)]
+
+    def default_model_ref(self) -> str | None:
+        """The model used when none is chosen: the `default_model` setting (as written, a
+        `:thinking` suffix included), else the first built-in provider's `DEFAULT_MODELS` entry
+        whose API key is set, else `None`."""
+        if self._settings.default_model:
+            return self._settings.default_model
+        for provider, model_id in DEFAULT_MODELS.items():
+            info = self._models.get(provider, {}).get(model_id)
+            if info is not None and self.has_credentials(info):
+                return info.ref
+        return None
 
     def has_credentials(self, info: ModelInfo) -> bool:
         """Whether the model needs no API key or its environment variable is set."""

@@ -52,7 +52,7 @@ TEMPLATE_RE = re.compile(r"\{\{\s*([^{}]*?)\s*\}\}")
 """`{{ root.path }}` placeholders in `text` and `args` strings."""
 
 _ENV_NAME_RE = re.compile(r"^[A-Za-z_][A-Za-z0-9_]*$")
-_TEMPLATE_ROOTS = ("last_tool_result", "last_custom", "env")
+_TEMPLATE_ROOTS = ("last_tool_result", "last_custom", "env", "last_tool_output")
 
 
 class _Strict(BaseModel):
@@ -92,6 +92,8 @@ class ScriptExpect(_Strict):
     """These tool names are offered."""
     tools_exclude: list[str] = Field(default_factory=list)
     """These tool names are not offered."""
+    tools_ok: bool | None = None
+    """`true`: the request answers tool calls and every result succeeded; `false`: one failed."""
 
     @field_validator("context_contains", "context_excludes", "tools_include", "tools_exclude", mode="before")
     @classmethod
@@ -113,9 +115,14 @@ def _strings(value: Any, where: str) -> Iterator[tuple[str, str]]:
 def parse_template(expression: str) -> tuple[str, list[str]]:
     """Split `root.a.b` into the root and its path; `ValueError` when it is not a known form."""
     root, *path = expression.split(".")
-    if root not in _TEMPLATE_ROOTS or any(not part for part in path):
+    if (
+        root not in _TEMPLATE_ROOTS
+        or any(not part for part in path)
+        or (root == "last_tool_output" and bool(path))
+    ):
         raise ValueError(
-            f"unknown template '{{{{ {expression} }}}}': use last_tool_result.<path>, last_custom.<path> or env.<NAME>"
+            f"unknown template '{{{{ {expression} }}}}': use last_tool_result.<path>, last_custom.<path>, "
+            "env.<NAME> or last_tool_output"
         )
     if root == "env" and (len(path) != 1 or not _ENV_NAME_RE.match(path[0])):
         raise ValueError(f"template '{{{{ {expression} }}}}' must be env.<NAME> with one variable name")
@@ -141,6 +148,8 @@ class ScriptStep(_Strict):
     """With `stop: error`: make the error transient (it matches the retry pattern)."""
     expect: ScriptExpect | None = None
     """Checks on the request."""
+    otherwise: ScriptStep | None = None
+    """Answers the request instead when `expect` fails (needs `expect`); may have its own."""
 
     @model_validator(mode="after")
     def _check(self) -> ScriptStep:
@@ -153,6 +162,8 @@ class ScriptStep(_Strict):
                 raise ValueError("a step with `stop: error` cannot have tool_calls")
         elif self.error_retryable:
             raise ValueError("`error_retryable` needs `stop: error`")
+        if self.otherwise is not None and self.expect is None:
+            raise ValueError("`otherwise` needs `expect` (it answers when an expectation fails)")
         places: list[tuple[str, str]] = []
         if self.text is not None:
             places.append(("text", self.text))

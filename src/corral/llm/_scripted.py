@@ -370,8 +370,18 @@ class ScriptedModel(Model):
         step = steps[index]
         where = f"{label}[{index}]"
         try:
-            if step.expect is not None:
-                _check_expectations(step, context)
+            # A failed expectation falls through to the step's `otherwise` (if any), which
+            # answers in its place; without one the request fails.
+            while step.expect is not None:
+                try:
+                    _check_expectations(step, context)
+                except _RequestFailure:
+                    if step.otherwise is None:
+                        raise
+                    step = step.otherwise
+                    where += ".otherwise"
+                    continue
+                break
             text = self._render_text(step.text, context) if step.text is not None else None
             calls = self._tool_calls(step, context, cursor, list_key, options.session_id)
         except _RequestFailure as exc:
@@ -480,6 +490,8 @@ def _check_expectations(step: ScriptStep, context: LlmContext) -> None:
                     f"expectation context_excludes {_show(unwanted)} failed: it occurs in a {role} message: "
                     f"{_show(_window(text, unwanted))}"
                 )
+    if expect.tools_ok is not None:
+        _check_tools_ok(expect.tools_ok, context)
     offered = [tool.name for tool in context.tools]
     for name in expect.tools_include:
         if name not in offered:
@@ -489,6 +501,29 @@ def _check_expectations(step: ScriptStep, context: LlmContext) -> None:
     for name in expect.tools_exclude:
         if name in offered:
             raise _RequestFailure(f"expectation tools_exclude {_show(name)} failed: the tool is offered")
+
+
+def _check_tools_ok(wanted: bool, context: LlmContext) -> None:
+    """`tools_ok`: the tool results after the newest assistant message all succeeded (or one failed)."""
+    results: list[ToolResultMessage] = []
+    for message in reversed(context.messages):
+        if isinstance(message, AssistantMessage):
+            break
+        if isinstance(message, ToolResultMessage):
+            results.append(message)
+    if not results:
+        raise _RequestFailure(
+            f"expectation tools_ok {str(wanted).lower()} failed: the request answers no tool calls"
+        )
+    failed = [result for result in reversed(results) if result.is_error]
+    if wanted and failed:
+        first = failed[0]
+        raise _RequestFailure(
+            f"expectation tools_ok true failed: {first.tool_name} failed with "
+            f"{_show(_content_text(first.content).strip())}"
+        )
+    if not wanted and not failed:
+        raise _RequestFailure(f"expectation tools_ok false failed: all {len(results)} tool results succeeded")
 
 
 # --- templates ---------------------------------------------------------------------
@@ -505,6 +540,11 @@ def _lookup(root: str, path: list[str], context: LlmContext, environ: Mapping[st
                 f"template {{{{ {expression} }}}}: the environment variable {path[0]} is not set"
             )
         return value
+    if root == "last_tool_output":
+        newest = next((m for m in reversed(context.messages) if isinstance(m, ToolResultMessage)), None)
+        if newest is None:
+            raise _RequestFailure("template {{ last_tool_output }}: the request has no tool result")
+        return _content_text(newest.content).strip()
     role = "toolResult" if root == "last_tool_result" else "custom"
     source = next((m for m in reversed(context.messages) if m.role == role), None)
     if source is None and role == "custom":

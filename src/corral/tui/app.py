@@ -62,8 +62,8 @@ if TYPE_CHECKING:
 
 __all__ = ["COMMANDS", "DEMO_MODEL", "AgentProgress", "CorralApp", "HostChanged", "LeadEvent", "run_app"]
 
-DEMO_MODEL = "scripted/demo"
-"""The offline model the app offers when no model is configured."""
+DEMO_MODEL = "scripted/tour"
+"""The offline model the app offers when no model is configured: a guided tour of any directory."""
 
 COMMANDS: dict[str, str] = {
     "/agents": "status tables of the managed and teams agents",
@@ -118,7 +118,8 @@ class SetupCard(Vertical):
     def compose(self) -> ComposeResult:
         yield Static(self.message, id="setup-message")
         yield Static(
-            f"Set one of those and restart, or try the offline model {DEMO_MODEL} "
+            f"Set one of those and restart, or take the offline tour with {DEMO_MODEL}: a scripted "
+            f"lead that looks around this directory with real tools and delegates two agents "
             f"(also: /model {DEMO_MODEL}).",
             id="setup-hint",
         )
@@ -388,7 +389,7 @@ class CorralApp(AgentCommandsMixin, FavoritesMixin, App[int]):
         )
         await self._reopen(options)
         if self.launched is not None:
-            self.notice(f"using {DEMO_MODEL}: an offline scripted model")
+            self.notice(f"using {DEMO_MODEL}: an offline scripted model; send any message to start the tour")
         self.editor.focus()
 
     # --- commands ---------------------------------------------------------------------------
@@ -708,11 +709,11 @@ class CorralApp(AgentCommandsMixin, FavoritesMixin, App[int]):
         footer = self._footer
         launched = self.launched
         if launched is None:
-            footer.update("no model configured · /model " + DEMO_MODEL + " for the offline demo")
+            footer.update("no model configured · /model " + DEMO_MODEL + " for the offline tour")
             return
         usage = launched.agent.context_usage()
         footer.show(
-            model_ref=launched.model_info.ref,
+            model_ref=launched.model_info.ref + (" (default)" if launched.model_source == "default" else ""),
             thinking=launched.agent.thinking_level,
             percent=None if usage is None else usage.percent,
             window=None if usage is None else usage.context_window,
