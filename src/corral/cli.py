@@ -240,6 +240,16 @@ def run(
     raise typer.Exit(code)
 
 
+def _scratch_data_root() -> Path:
+    """A fresh 0700 temporary directory that becomes `CORRAL_HOME` for the rest of this process."""
+    import os
+    import tempfile
+
+    root = Path(tempfile.mkdtemp(prefix="corral-no-session-"))
+    os.environ["CORRAL_HOME"] = str(root)
+    return root
+
+
 def _provider_model(provider: str, model: str | None) -> str:
     """`--provider P --model M` (Pi's pair of flags) as corral's model ref `P/M`."""
     from corral.errors import UsageError
