@@ -105,3 +105,63 @@ def test_diff_elides_distant_context() -> None:
         " 14 l14",
         "    ...",
     ]
+
+
+# --- Pi's edits[] form ---------------------------------------------------------
+
+
+async def test_edits_array_applies_every_replacement_against_the_original(tmp_path: Path) -> None:
+    (tmp_path / "f.py").write_text("a = 1\nb = 2\nc = 3\n")
+    result = await EditTool(tmp_path).execute(
+        "c",
+        {
+            "path": "f.py",
+            "edits": [{"oldText": "c = 3", "newText": "c = 30"}, {"oldText": "a = 1", "newText": "a = 10"}],
+        },
+    )
+    assert text_of(result) == "Successfully replaced 2 block(s) in f.py."
+    assert (tmp_path / "f.py").read_text() == "a = 10\nb = 2\nc = 30\n"
+    assert details_of(result)["firstChangedLine"] == 1
+
+
+async def test_edits_as_json_string_single_object_and_legacy_pair(tmp_path: Path) -> None:
+    path = tmp_path / "f.txt"
+    path.write_text("one two three")
+    tool = EditTool(tmp_path)
+    await tool.execute("c", {"path": "f.txt", "edits": '[{"oldText": "one", "newText": "1"}]'})
+    await tool.execute("c", {"path": "f.txt", "edits": {"oldText": "two", "newText": "2"}})
+    await tool.execute(
+        "c",
+        {"path": "f.txt", "edits": [{"oldText": "three", "newText": "3"}], "oldText": "1", "newText": "I"},
+    )
+    assert path.read_text() == "I 2 3"
+
+
+async def test_a_failing_edit_leaves_the_file_untouched(tmp_path: Path) -> None:
+    path = tmp_path / "f.txt"
+    path.write_text("alpha beta gamma")
+    tool = EditTool(tmp_path)
+    with pytest.raises(ToolError, match=r"^Could not find the text of edits\[1\] in f\.txt"):
+        await tool.execute(
+            "c",
+            {
+                "path": "f.txt",
+                "edits": [{"oldText": "alpha", "newText": "A"}, {"oldText": "zeta", "newText": "Z"}],
+            },
+        )
+    with pytest.raises(ToolError, match=r"^edits\[0\] and edits\[1\] overlap in f\.txt"):
+        await tool.execute(
+            "c",
+            {
+                "path": "f.txt",
+                "edits": [
+                    {"oldText": "alpha beta", "newText": "x"},
+                    {"oldText": "beta gamma", "newText": "y"},
+                ],
+            },
+        )
+    with pytest.raises(ToolError, match=r"edits must contain at least one replacement"):
+        await tool.execute("c", {"path": "f.txt", "edits": []})
+    with pytest.raises(ToolError, match=r"^edits\[0\]\.oldText must not be empty in f\.txt"):
+        await tool.execute("c", {"path": "f.txt", "edits": [{"oldText": "", "newText": "x"}]})
+    assert path.read_text() == "alpha beta gamma"

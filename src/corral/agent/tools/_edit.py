@@ -1,4 +1,12 @@
-"""The `edit` tool: replace one unique piece of text in a file, and show the diff.
+"""The `edit` tool: replace unique pieces of text in a file, and show the diff.
+
+Two argument forms are accepted, as in Pi: the single `{path, oldText,
+newText}` and Pi's `{path, edits: [{oldText, newText}, ...]}` (also an
+`edits` sent as a JSON string or as one object, and top-level
+`oldText`/`newText` next to `edits`, which join the list). Every `oldText` is
+matched against the original file, not after earlier edits; the matched
+regions must be unique and must not overlap; all edits are applied at once
+or none is (the file is untouched when any fails).
 
 Matching follows Pi. A UTF-8 byte-order mark is set aside, line endings are
 normalised to `\\n` (and the file's own ending, `\\r\\n` or `\\n`, restored on
@@ -21,6 +29,8 @@ from __future__ import annotations
 
 import asyncio
 import difflib
+import itertools
+import json
 import re
 import unicodedata
 from dataclasses import dataclass
@@ -169,8 +179,20 @@ class EditTool(AgentTool):
                 "description": "Exact text to find and replace (must match exactly)",
             },
             "newText": {"type": "string", "description": "New text to replace the old text with"},
+            "edits": {
+                "type": "array",
+                "description": (
+                    "Several replacements in one call, instead of oldText/newText. Each oldText is "
+                    "matched against the original file and must be unique and not overlap another."
+                ),
+                "items": {
+                    "type": "object",
+                    "properties": {"oldText": {"type": "string"}, "newText": {"type": "string"}},
+                    "required": ["oldText", "newText"],
+                },
+            },
         },
-        ["path", "oldText", "newText"],
+        ["path"],
     )
     prompt_snippet = "Make surgical edits to files (find exact text and replace)"
     prompt_guidelines = ("Use edit for precise changes (the old text must match exactly and be unique).",)
@@ -188,13 +210,54 @@ class EditTool(AgentTool):
     ) -> ToolResult:
         """Apply the replacement; runs in a worker thread so a cancel never leaves half a file."""
         path = require_str(params, "path")
-        old_text = require_str(params, "oldText")
-        new_text = require_str(params, "newText")
+        edits, multi = _edit_list(params)
         absolute = resolve_to_cwd(path, self.cwd)
-        return await asyncio.to_thread(_edit, absolute, path, old_text, new_text)
+        return await asyncio.to_thread(_edit, absolute, path, edits, multi)
 
 
-def _edit(absolute: Path, path: str, old_text: str, new_text: str) -> ToolResult:
+def _edit_list(params: dict[str, Any]) -> tuple[list[tuple[str, str]], bool]:
+    """The replacements asked for, and whether they came as Pi's `edits[]` form."""
+    raw = params.get("edits")
+    if isinstance(raw, str):
+        # Some models send the array as a JSON string.
+        try:
+            raw = json.loads(raw)
+        except ValueError:
+            raise ToolError(
+                "Edit tool input is invalid. edits must be an array of {oldText, newText}."
+            ) from None
+    if isinstance(raw, dict):
+        raw = [raw]
+    if raw is None:
+        return [(require_str(params, "oldText"), require_str(params, "newText"))], False
+    if not isinstance(raw, list):
+        raise ToolError("Edit tool input is invalid. edits must be an array of {oldText, newText}.")
+    edits: list[tuple[str, str]] = []
+    for index, item in enumerate(raw):
+        if not isinstance(item, dict):
+            raise ToolError(f"Edit tool input is invalid. edits[{index}] must be an object.")
+        old_text, new_text = item.get("oldText"), item.get("newText")
+        if not isinstance(old_text, str) or not isinstance(new_text, str):
+            raise ToolError(f"Edit tool input is invalid. edits[{index}] needs string oldText and newText.")
+        edits.append((old_text, new_text))
+    legacy_old, legacy_new = params.get("oldText"), params.get("newText")
+    if isinstance(legacy_old, str) and isinstance(legacy_new, str):
+        edits.append((legacy_old, legacy_new))
+    if not edits:
+        raise ToolError("Edit tool input is invalid. edits must contain at least one replacement.")
+    return edits, True
+
+
+def _find(content: str, fuzzy_content: str, old: str) -> tuple[int, bool]:
+    """Where `old` is: exact first, else in the fuzzy form (index, fuzzy?); -1 when absent."""
+    index = content.find(old)
+    if index >= 0:
+        return index, False
+    fuzzy_old = fuzzy_normalize(old)
+    return (fuzzy_content.find(fuzzy_old) if fuzzy_old else -1), True
+
+
+def _edit(absolute: Path, path: str, edits: list[tuple[str, str]], multi: bool) -> ToolResult:
     try:
         raw = absolute.read_bytes().decode("utf-8", "replace")
     except (FileNotFoundError, IsADirectoryError, NotADirectoryError):
@@ -205,31 +268,47 @@ def _edit(absolute: Path, path: str, old_text: str, new_text: str) -> ToolResult
     content = raw[len(bom) :]
     ending = _detect_line_ending(content)
     content = _to_lf(content)
-    old = _to_lf(old_text)
-    new = _to_lf(new_text)
-    if not old:
-        raise ToolError(f"oldText must not be empty in {path}. Give the exact text to replace.")
-    base = content
-    index = content.find(old)
-    length = len(old)
+    pairs = [(_to_lf(old), _to_lf(new)) for old, new in edits]
+    label = (lambda i: f"edits[{i}].oldText") if multi else (lambda i: "oldText")
+    for i, (old, _) in enumerate(pairs):
+        if not old:
+            raise ToolError(f"{label(i)} must not be empty in {path}. Give the exact text to replace.")
     fuzzy_content = fuzzy_normalize(content)
-    fuzzy_old = fuzzy_normalize(old)
-    if index < 0:
-        index = fuzzy_content.find(fuzzy_old) if fuzzy_old else -1
+    found = [_find(content, fuzzy_content, old) for old, _ in pairs]
+    for i, (index, _) in enumerate(found):
         if index < 0:
+            what = "the exact text" if not multi else f"the text of edits[{i}]"
             raise ToolError(
-                f"Could not find the exact text in {path}. "
+                f"Could not find {what} in {path}. "
                 "The old text must match exactly including all whitespace and newlines."
             )
-        base = fuzzy_content
-        length = len(fuzzy_old)
-    occurrences = fuzzy_content.count(fuzzy_old) if fuzzy_old else 1
-    if occurrences > 1:
-        raise ToolError(
-            f"Found {occurrences} occurrences of the text in {path}. "
-            "The text must be unique. Please provide more context to make it unique."
-        )
-    updated = base[:index] + new + base[index + length :]
+    # When any edit needed the fuzzy form, every edit is applied to that form (as Pi does).
+    use_fuzzy = any(fuzzy for _, fuzzy in found)
+    base = fuzzy_content if use_fuzzy else content
+    spans: list[tuple[int, int, str, int]] = []
+    for i, (old, new) in enumerate(pairs):
+        fuzzy_old = fuzzy_normalize(old)
+        occurrences = fuzzy_content.count(fuzzy_old) if fuzzy_old else 1
+        if occurrences > 1:
+            which = f" (edits[{i}])" if multi else ""
+            raise ToolError(
+                f"Found {occurrences} occurrences of the text in {path}{which}. "
+                "The text must be unique. Please provide more context to make it unique."
+            )
+        needle = fuzzy_old if use_fuzzy else old
+        index = base.find(needle)
+        if index < 0:
+            index, needle = base.find(fuzzy_old), fuzzy_old
+        spans.append((index, index + len(needle), new, i))
+    spans.sort()
+    for (_, end_a, _, i), (start_b, _, _, j) in itertools.pairwise(spans):
+        if start_b < end_a:
+            raise ToolError(
+                f"edits[{i}] and edits[{j}] overlap in {path}. Merge them into one edit or target disjoint regions."
+            )
+    updated = base
+    for start, end, new, _ in reversed(spans):
+        updated = updated[:start] + new + updated[end:]
     if updated == base:
         raise ToolError(
             f"No changes made to {path}. The replacement produced identical content. "
@@ -241,6 +320,9 @@ def _edit(absolute: Path, path: str, old_text: str, new_text: str) -> ToolResult
     except OSError as exc:
         raise ToolError(f"Cannot write {path}: {exc.strerror or exc}") from None
     diff, first_changed = generate_diff(content, updated)
-    return ToolResult.text(
-        f"Successfully replaced text in {path}.", details={"diff": diff, "firstChangedLine": first_changed}
+    message = (
+        f"Successfully replaced {len(edits)} block(s) in {path}."
+        if multi
+        else f"Successfully replaced text in {path}."
     )
+    return ToolResult.text(message, details={"diff": diff, "firstChangedLine": first_changed})
