@@ -201,9 +201,21 @@ class TeamsSettings(_Section):
     """Write-tier agents' capacity."""
     read_helpers: CapacitySettings = Field(default_factory=CapacitySettings)
     """Nested read helpers' capacity."""
-    read_sandbox: Literal["auto", "off"] = "auto"
-    """`auto` (default): read agents' bash runs in the bubblewrap read-only sandbox when it works;
-    `off`: read-only is an instruction only."""
+    # --- the read agents' sandbox (docs/security.md) ---
+    read_sandbox: Literal["auto", "required", "off"] = "auto"
+    """`auto` (default): read agents' bash runs in the bubblewrap sandbox when it works, else unconfined
+    with a warning; `required`: a read spawn fails when the sandbox does not work; `off`: read-only is
+    an instruction only."""
+    sandbox_env_passthrough: list[str] = Field(default_factory=list)
+    """Environment variable names a read agent's bash keeps although the secret denylist would drop them."""
+    sandbox_read_paths: list[str] = Field(default_factory=list)
+    """Extra directories (toolchains, e.g. `~/.rustup`) a read agent's bash sees read-only."""
+    sandbox_tmp_mib: int = Field(default=512, ge=1)
+    """Size cap of a read agent's private temp dir, in MiB (default 512)."""
+    sandbox_max_processes: int = Field(default=256, ge=8)
+    """Processes (and threads) one sandboxed command may run at once (default 256)."""
+    sandbox_memory_mib: int = Field(default=4096, ge=64)
+    """Data memory each process of a sandboxed command may use, in MiB (default 4096)."""
 
 
 _COLOR_PATTERN = (
@@ -416,10 +428,16 @@ def _deep_merge(base: dict[str, Any], override: dict[str, Any]) -> dict[str, Any
     return merged
 
 
-TRUST_REQUIRED_KEYS = ("providers", "shell_path", "teams.read_sandbox")
+TRUST_REQUIRED_KEYS = (
+    "providers",
+    "shell_path",
+    "teams.read_sandbox",
+    "teams.sandbox_env_passthrough",
+    "teams.sandbox_read_paths",
+)
 """Project-file keys that apply only once the user trusted the project (`corral trust`):
-they can send API keys to another endpoint, run another program, or turn off the
-read agents' sandbox."""
+they can send API keys to another endpoint, run another program, or weaken the
+read agents' sandbox (turn it off, hand it secrets, show it more files)."""
 
 
 def load_settings(

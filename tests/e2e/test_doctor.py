@@ -81,7 +81,10 @@ def test_sandbox_line_reflects_whether_the_sandbox_works_here(cli_env: Env, corr
     sandbox = _check(report, "sandbox")
     if works:
         assert sandbox["status"] == "ok"
-        assert "read agents' bash runs read-only, without network" in sandbox["message"]
+        assert (
+            "read agents' bash runs confined" in sandbox["message"]
+            and "no home, sockets or network" in sandbox["message"]
+        )
     else:
         assert sandbox["status"] == "warn"
         assert "fall back to a read-only instruction" in sandbox["message"]

@@ -122,7 +122,7 @@ async def _check_sandbox() -> Check:
         return Check(
             "sandbox",
             "ok",
-            f"read agents' bash runs read-only, without network ({status.reason})",
+            f"read agents' bash runs confined ({status.reason})",
         )
     hint = ""
     if "namespaces" in status.reason:
@@ -135,7 +135,8 @@ async def _check_sandbox() -> Check:
         "sandbox",
         "warn",
         f"read-only sandbox unavailable: {status.reason}{hint}. Read agents fall back to a "
-        "read-only instruction only (their bash could still write files and reach the network)",
+        "read-only instruction only (their bash could still write files, reach the network and read "
+        'your secrets); set teams.read_sandbox = "required" to refuse them instead',
     )
 
 

@@ -41,12 +41,17 @@ def _final_exit(launched: Launched, err: TextIO) -> int:
 
 
 async def _run_headless(launched: Launched, prompt: str, err: TextIO) -> None:
-    """Run the prompt, then keep going while managed agents can still deliver to the lead."""
+    """Run the prompt, then keep going while managed agents can still deliver to the lead.
+
+    Host warnings are printed to `err` as they happen (those from before the prompt first).
+    """
+    host = launched.host
+    if host is not None:
+        for warning in host.warnings:
+            print(f"corral: warning: {warning}", file=err)
+        host.on_warning = lambda warning: print(f"corral: warning: {warning}", file=err, flush=True)
     await launched.agent.prompt(prompt)
     await launched.wait_until_quiet()
-    if launched.host is not None:
-        for warning in launched.host.warnings:
-            print(f"corral: warning: {warning}", file=err)
     for line in launched.left_waiting():
         print(f"corral: {line}", file=err)
 

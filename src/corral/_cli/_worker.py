@@ -41,7 +41,7 @@ from corral.agent import (
     ToolExecutionEndEvent,
     ToolExecutionStartEvent,
 )
-from corral.agent.tools import ReadOnlySandbox, create_builtin_tools
+from corral.agent.tools import ReadOnlySandbox, create_builtin_tools, read_sandbox_policy
 from corral.llm import AssistantMessage, ModelRegistry, parse_model_ref
 from corral.orchestration._child import ManagedChild
 from corral.orchestration._controller import OwnerQuestions
@@ -212,7 +212,7 @@ async def _resumed_child(
     model = registry.create_model(registry.resolve(parse_model_ref(resume["model"])), cwd=cwd)
     sandbox: ReadOnlySandbox | None = None
     if resume.get("sandbox"):
-        sandbox = ReadOnlySandbox()
+        sandbox = ReadOnlySandbox(policy=read_sandbox_policy(settings))
         status = await sandbox.probe()
         if not status.ok:  # fail closed: a read agent never continues without its sandbox
             raise WorkerError(f"the read-only sandbox does not work here: {status.reason}")

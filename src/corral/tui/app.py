@@ -283,6 +283,9 @@ class CorralApp(AgentCommandsMixin, FavoritesMixin, App[int]):
         host = launched.host
         if host is None:
             return
+        for warning in host.warnings:  # e.g. a read agent running unconfined, recovery notes
+            self.notice(warning, kind="warning")
+        host.on_warning = lambda warning: self.notice(warning, kind="warning")
         self.post_message(HostChanged())
         while True:
             await host.wait_for_change()

@@ -1,28 +1,49 @@
-"""The read-only bash sandbox (bubblewrap) with real processes: what a read agent's bash can and cannot do.
+"""The read agents' bash sandbox (bubblewrap) with real processes: every channel a command could use.
 
-With `CI=true` these tests must run: a sandbox that does not work there is a failure,
-not a skip. Elsewhere they skip, with the probe's reason, only when the probe says the
-sandbox cannot work on this machine.
+Each attack is also tried without the sandbox where that is safe, so a test proves its channel
+is real before proving the sandbox closes it. With `CI=true` these tests must run: a sandbox that
+does not work there is a failure, not a skip. Elsewhere they skip, with the probe's reason, only
+when the probe says the sandbox cannot work on this machine.
 """
 
 from __future__ import annotations
 
 import asyncio
 import os
+import shutil
 import socket
+import subprocess
 import sys
 import tempfile
+import threading
 from collections.abc import Iterator
 from pathlib import Path
 
 import pytest
 
 from corral.agent import ToolError
-from corral.agent.tools import BashTool, ReadOnlySandbox, SandboxStatus, create_builtin_tools
+from corral.agent.tools import (
+    BashTool,
+    ReadOnlySandbox,
+    SandboxLimits,
+    SandboxPolicy,
+    SandboxStatus,
+    create_builtin_tools,
+    sandbox_environment,
+)
 
 from .conftest import details_of, text_of
 
-WAIT = 10.0
+WAIT = 30.0
+PYTHON = os.path.realpath(sys.executable)
+"""The interpreter as the sandbox sees it (its install is bound read-only; a venv's is not needed)."""
+
+
+def _require_sandbox(status: SandboxStatus) -> None:
+    if not status.ok:
+        if os.environ.get("CI") == "true":
+            pytest.fail(f"CI=true but the read-only sandbox does not work here: {status.reason}")
+        pytest.skip(f"the read-only sandbox cannot work here: {status.reason}")
 
 
 @pytest.fixture(scope="module")
@@ -32,11 +53,35 @@ def sandbox_status() -> SandboxStatus:
 
 @pytest.fixture
 def sandbox(sandbox_status: SandboxStatus) -> ReadOnlySandbox:
-    if not sandbox_status.ok:
-        if os.environ.get("CI") == "true":
-            pytest.fail(f"CI=true but the read-only sandbox does not work here: {sandbox_status.reason}")
-        pytest.skip(f"the read-only sandbox cannot work here: {sandbox_status.reason}")
+    _require_sandbox(sandbox_status)
     return ReadOnlySandbox()
+
+
+@pytest.fixture
+def short_tmp() -> Iterator[Path]:
+    """A short private directory (Unix socket paths must stay under 108 bytes)."""
+    path = Path(tempfile.mkdtemp(prefix="cs-"))
+    try:
+        yield path
+    finally:
+        shutil.rmtree(path, ignore_errors=True)
+
+
+@pytest.fixture
+def user_home(short_tmp: Path, monkeypatch: pytest.MonkeyPatch) -> Path:
+    """A fake `$HOME` with credentials, and `$CORRAL_HOME` inside it (as the default layout has)."""
+    home = short_tmp / "home"
+    (home / ".ssh").mkdir(parents=True)
+    (home / ".ssh" / "id_rsa").write_text("-----BEGIN FAKE PRIVATE KEY-----\n")
+    (home / ".aws").mkdir()
+    (home / ".aws" / "credentials").write_text("aws_secret_access_key = FAKEAWSSECRET\n")
+    (home / ".netrc").write_text("machine example.com password FAKENETRC\n")
+    corral_home = home / ".local" / "share" / "corral"
+    corral_home.mkdir(parents=True)
+    (corral_home / "corral.db").write_text("FAKE-STORE-CONTENT\n")
+    monkeypatch.setenv("HOME", str(home))
+    monkeypatch.setenv("CORRAL_HOME", str(corral_home))
+    return home
 
 
 @pytest.fixture
@@ -48,8 +93,21 @@ def project(tmp_path: Path) -> Path:
 
 
 @pytest.fixture
+def home_project(user_home: Path) -> Path:
+    """A git project under the fake `$HOME` (so the credentials are inside a bound directory's reach)."""
+    root = user_home / "project"
+    root.mkdir()
+    (root / "README.md").write_text("hello from the project\n")
+    git = ["git", "-C", str(root), "-c", "user.name=t", "-c", "user.email=t@t"]
+    subprocess.run([*git[:3], "init", "-q"], check=True)
+    subprocess.run([*git, "add", "README.md"], check=True)
+    subprocess.run([*git, "commit", "-q", "-m", "first"], check=True)
+    return root
+
+
+@pytest.fixture
 def listener() -> Iterator[int]:
-    """A TCP listener on 127.0.0.1 that accepts in the background; yields its port."""
+    """A TCP listener on 127.0.0.1; yields its port."""
     server = socket.create_server(("127.0.0.1", 0))
     server.setblocking(False)
     try:
@@ -58,24 +116,71 @@ def listener() -> Iterator[int]:
         server.close()
 
 
+class _UnixServer:
+    """A Unix socket server on a thread that counts the connections it accepts."""
+
+    def __init__(self, path: Path) -> None:
+        self.path = path
+        self.accepted = 0
+        self._server = socket.socket(socket.AF_UNIX)
+        self._server.bind(str(path))
+        self._server.listen()
+        self._server.settimeout(0.2)
+        self._stop = threading.Event()
+        self._thread = threading.Thread(target=self._serve, daemon=True)
+        self._thread.start()
+
+    def _serve(self) -> None:
+        while not self._stop.is_set():
+            try:
+                conn, _ = self._server.accept()
+            except TimeoutError:
+                continue
+            except OSError:
+                return
+            self.accepted += 1
+            conn.close()
+
+    def close(self) -> None:
+        self._stop.set()
+        self._thread.join(5)
+        self._server.close()
+
+
 def _connect_command(port: int) -> str:
     code = f"import socket; socket.create_connection(('127.0.0.1', {port}), timeout=5).close(); print('connected')"
-    return f'{sys.executable} -c "{code}"'
+    return f'{PYTHON} -c "{code}"'
 
 
-async def _run(tool: BashTool, command: str) -> tuple[bool, str]:
+def _unix_connect_command(path: Path) -> str:
+    code = f"import socket; s = socket.socket(socket.AF_UNIX); s.connect('{path}'); print('connected')"
+    return f'{PYTHON} -c "{code}"'
+
+
+async def _run(tool: BashTool, command: str, timeout: float | None = None) -> tuple[bool, str]:
     """(succeeded, text) of one bash call; a failing command is a `ToolError`."""
+    params: dict[str, object] = {"command": command}
+    if timeout is not None:
+        params["timeout"] = timeout
     try:
-        result = await asyncio.wait_for(tool.execute("c", {"command": command}), WAIT)
+        result = await asyncio.wait_for(tool.execute("c", params), WAIT + (timeout or 0))
     except ToolError as exc:
         return False, str(exc)
     return True, text_of(result)
 
 
+async def _host_alive(tool: BashTool) -> None:
+    ok, text = await _run(tool, "echo alive")
+    assert ok and text == "alive\n", text
+
+
+# --- probe and command line ---------------------------------------------------------------------
+
+
 async def test_probe_reports_a_working_sandbox(sandbox: ReadOnlySandbox) -> None:
     status = await sandbox.probe()
     assert status.ok
-    assert "read-only" in status.reason
+    assert "read-only" in status.reason and "512 MiB" in status.reason
     assert sandbox.status == status
 
 
@@ -104,14 +209,54 @@ async def test_probe_catches_a_sandbox_that_does_not_enforce_read_only(tmp_path:
     assert not status.ok
 
 
-def test_wrap_keeps_the_cwd_path_and_ends_with_the_command(tmp_path: Path) -> None:
+def test_wrap_builds_the_view_instead_of_binding_the_root(tmp_path: Path) -> None:
     argv = ReadOnlySandbox("/usr/bin/bwrap").wrap(["/bin/bash", "-c", "ls"], tmp_path)
     assert argv[0] == "/usr/bin/bwrap"
-    assert argv[-4:] == ["--", "/bin/bash", "-c", "ls"]
-    chdir = argv.index("--chdir")
-    assert argv[chdir + 1] == str(tmp_path)
-    for flag in ("--unshare-net", "--die-with-parent", "--new-session"):
+    assert argv[-3:] == ["/bin/bash", "-c", "ls"]
+    assert argv[argv.index("--chdir") + 1] == str(tmp_path)
+    for flag in ("--unshare-net", "--unshare-pid", "--die-with-parent", "--new-session"):
         assert flag in argv
+    binds = [argv[i + 2] for i, flag in enumerate(argv) if flag in ("--ro-bind", "--bind")]
+    assert "/" not in binds and "/tmp" not in binds and "/run" not in binds
+    assert str(Path.home()) not in binds
+    capped = [argv[i + 3] for i, flag in enumerate(argv) if flag == "--size" and argv[i + 2] == "--tmpfs"]
+    assert capped == ["/dev/shm", "/tmp"]
+    assert all(argv[i + 1] == str(512 * 1024 * 1024) for i, flag in enumerate(argv) if flag == "--size")
+
+
+def test_wrap_refuses_a_working_directory_that_would_show_every_socket(tmp_path: Path) -> None:
+    with pytest.raises(ValueError, match="cannot show /"):
+        ReadOnlySandbox("/usr/bin/bwrap").wrap(["ls"], Path("/"))
+
+
+def test_environment_drops_secrets_and_keeps_what_the_user_passes_through() -> None:
+    environ = {
+        "PATH": "/usr/bin",
+        "HOME": "/home/u",
+        "ANTHROPIC_API_KEY": "a",
+        "MY_SERVICE_API_KEY": "b",
+        "GITHUB_TOKEN": "c",
+        "DB_PASSWORD": "d",
+        "AWS_SECRET_ACCESS_KEY": "e",
+        "AWS_PROFILE": "f",
+        "SSH_AUTH_SOCK": "/tmp/ssh-x/agent",
+        "CUSTOM_PROVIDER_KEY": "g",
+        "NPM_TOKEN": "h",
+        "CLIENT_SECRET_VALUE": "i",
+        "LANG": "C.UTF-8",
+    }
+    policy = SandboxPolicy(secret_env=("CUSTOM_PROVIDER_KEY",), env_passthrough=("NPM_TOKEN",))
+    env = sandbox_environment(policy, environ)
+    assert env == {
+        "PATH": "/usr/bin",
+        "HOME": "/home/u",
+        "LANG": "C.UTF-8",
+        "NPM_TOKEN": "h",
+        "TMPDIR": "/tmp",
+    }
+
+
+# --- writes -------------------------------------------------------------------------------------
 
 
 async def test_read_agent_bash_cannot_write_in_the_project(sandbox: ReadOnlySandbox, project: Path) -> None:
@@ -122,28 +267,141 @@ async def test_read_agent_bash_cannot_write_in_the_project(sandbox: ReadOnlySand
     assert not (project / "created.txt").exists()
     ok, _ = await _run(tool, "rm README.md")
     assert not ok
+    ok, _ = await _run(tool, f"{PYTHON} -c \"open('py.txt', 'w').write('x')\"")
+    assert not ok
+    assert not (project / "py.txt").exists()
     assert (project / "README.md").read_text() == "hello from the project\n"
 
 
-async def test_read_agent_bash_cannot_write_in_home(sandbox: ReadOnlySandbox, project: Path) -> None:
-    home = Path.home()
-    marker = home / f".corral-sandbox-test-{os.getpid()}"
-    ok, _ = await _run(BashTool(project, sandbox=sandbox), f"echo x > {marker}")
-    try:
-        assert not ok
-        assert not marker.exists()
-    finally:
-        marker.unlink(missing_ok=True)
+async def test_read_agent_bash_cannot_commit(sandbox: ReadOnlySandbox, home_project: Path) -> None:
+    head = subprocess.run(
+        ["git", "-C", str(home_project), "rev-parse", "HEAD"], capture_output=True, text=True, check=True
+    ).stdout
+    tool = BashTool(home_project, sandbox=sandbox)
+    ok, text = await _run(tool, "git log --oneline | cat")
+    assert ok and "first" in text, text  # git itself works: reading history is what read agents do
+    ok, text = await _run(
+        tool, "echo more >> README.md; git -c user.name=x -c user.email=x@x commit -q --allow-empty -m pwned"
+    )
+    assert not ok
+    after = subprocess.run(
+        ["git", "-C", str(home_project), "rev-parse", "HEAD"], capture_output=True, text=True, check=True
+    ).stdout
+    assert after == head
+    assert (home_project / "README.md").read_text() == "hello from the project\n"
 
 
-async def test_read_agent_bash_cannot_write_the_hosts_tmp(sandbox: ReadOnlySandbox, project: Path) -> None:
-    marker = Path(tempfile.gettempdir()) / f"corral-sandbox-test-{os.getpid()}"
-    ok, _ = await _run(BashTool(project, sandbox=sandbox), f"echo x > {marker}")
+async def test_read_agent_bash_cannot_write_in_home(
+    sandbox: ReadOnlySandbox, project: Path, user_home: Path
+) -> None:
+    marker = user_home / "planted"
+    tool = BashTool(project, sandbox=sandbox)
+    ok, text = await _run(tool, f"echo x > {marker}")
+    assert not ok, text
+    assert not marker.exists()
+    for elsewhere in ("/planted", "/dev/planted", "/usr/planted", "/etc/planted"):  # nor anywhere else
+        ok, text = await _run(tool, f"echo x > {elsewhere}")
+        assert not ok and "Read-only file system" in text, (elsewhere, text)
+
+
+async def test_read_agent_bash_writes_to_tmp_stay_private(sandbox: ReadOnlySandbox, project: Path) -> None:
+    host_tmp = Path(tempfile.gettempdir())
+    before = set(host_tmp.glob("corral-sandbox-tmp-*"))
+    marker = host_tmp / f"corral-sandbox-test-{os.getpid()}"
+    ok, text = await _run(BashTool(project, sandbox=sandbox), f"echo x > {marker} && cat {marker}")
     try:
-        assert not ok
-        assert not marker.exists()
+        assert ok and text == "x\n", text  # /tmp inside is the private tmpfs…
+        assert not marker.exists()  # …and nothing reaches the host's
     finally:
         marker.unlink(missing_ok=True)
+    assert set(host_tmp.glob("corral-sandbox-tmp-*")) <= before  # no scratch dirs made on the host
+
+
+async def test_read_agent_bash_can_write_its_private_temp_dir(
+    sandbox: ReadOnlySandbox, project: Path
+) -> None:
+    tool = BashTool(project, sandbox=sandbox)
+    ok, text = await _run(tool, 'echo scratch > "$TMPDIR/note" && cat "$TMPDIR/note" && echo "$TMPDIR"')
+    assert ok, text
+    assert text == "scratch\n/tmp\n"
+    ok, text = await _run(tool, 'test -e "$TMPDIR/note" && echo kept || echo gone')
+    assert ok
+    assert text == "gone\n"  # private to each command
+
+
+async def test_read_agent_bash_can_read_the_project(sandbox: ReadOnlySandbox, project: Path) -> None:
+    ok, text = await _run(BashTool(project, sandbox=sandbox), "pwd; cat README.md")
+    assert ok, text
+    assert text == f"{project}\nhello from the project\n"
+
+
+async def test_edit_agent_bash_can_write(project: Path) -> None:
+    ok, text = await _run(BashTool(project), "echo written > created.txt")
+    assert ok, text
+    assert (project / "created.txt").read_text() == "written\n"
+
+
+# --- sockets, network, processes ----------------------------------------------------------------
+
+
+@pytest.mark.skipif(shutil.which("tmux") is None and os.environ.get("CI") != "true", reason="needs tmux")
+async def test_read_agent_bash_cannot_drive_a_tmux_server(
+    sandbox: ReadOnlySandbox, home_project: Path, user_home: Path, short_tmp: Path
+) -> None:
+    # The user's own server (default socket directory) and corral's private one under $CORRAL_HOME.
+    user_server = f"corral-sbx-{os.getpid()}"
+    corral_socket = Path(os.environ["CORRAL_HOME"]) / "tmux" / "corral"
+    corral_socket.parent.mkdir(mode=0o700)
+    servers = [["tmux", "-L", user_server], ["tmux", "-S", str(corral_socket)]]
+    for server in servers:
+        subprocess.run([*server, "new-session", "-d", "sleep 600"], check=True)
+    try:
+        for i, server in enumerate(servers):
+            marker = short_tmp / f"pwned-{i}"
+            command = " ".join([*server, "new-window", f"'touch {marker}'"])
+            ok, text = await _run(BashTool(home_project, sandbox=sandbox), command)
+            assert not ok, text
+            outside_ok, outside = await _run(BashTool(home_project), command)  # the channel is real
+            assert outside_ok, outside
+            assert await _wait_for(marker.exists), "the unconfined control never ran"
+            marker.unlink()
+            ok, text = await _run(BashTool(home_project, sandbox=sandbox), command)
+            assert not ok
+            assert not marker.exists()
+    finally:
+        for server in servers:
+            subprocess.run([*server, "kill-server"], check=False, capture_output=True)
+
+
+async def _wait_for(check: object, timeout: float = 10.0) -> bool:
+    assert callable(check)
+    loop = asyncio.get_running_loop()
+    deadline = loop.time() + timeout
+    while loop.time() < deadline:
+        if check():
+            return True
+        await asyncio.sleep(0.05)
+    return bool(check())
+
+
+async def test_read_agent_bash_cannot_connect_to_unix_sockets(
+    sandbox: ReadOnlySandbox, home_project: Path, short_tmp: Path
+) -> None:
+    # One server in the host's temp dir (not in the view) and one inside the project (in the view:
+    # only the seccomp filter stops it).
+    servers = [_UnixServer(short_tmp / "srv.sock"), _UnixServer(home_project / "in-project.sock")]
+    try:
+        for server in servers:
+            outside_ok, outside = await _run(BashTool(home_project), _unix_connect_command(server.path))
+            assert outside_ok and "connected" in outside, outside
+            assert await _wait_for(lambda server=server: server.accepted == 1)
+            ok, text = await _run(BashTool(home_project, sandbox=sandbox), _unix_connect_command(server.path))
+            assert not ok
+            assert "connected" not in text
+            assert server.accepted == 1
+    finally:
+        for server in servers:
+            server.close()
 
 
 async def test_read_agent_bash_cannot_reach_the_network(
@@ -159,32 +417,99 @@ async def test_read_agent_bash_cannot_reach_the_network(
     assert "Connection refused" in inside or "unreachable" in inside
 
 
-async def test_read_agent_bash_can_read_the_project(sandbox: ReadOnlySandbox, project: Path) -> None:
-    ok, text = await _run(BashTool(project, sandbox=sandbox), "pwd; cat README.md")
-    assert ok, text
-    assert text == f"{project}\nhello from the project\n"
+async def test_read_agent_bash_cannot_signal_host_processes(sandbox: ReadOnlySandbox, project: Path) -> None:
+    victim = subprocess.Popen(["sleep", "60"])
+    try:
+        ok, _ = await _run(BashTool(project, sandbox=sandbox), f"kill -9 {victim.pid}")
+        assert not ok
+        assert victim.poll() is None
+    finally:
+        victim.kill()
+        victim.wait()
 
 
-async def test_read_agent_bash_can_write_its_private_temp_dir(
-    sandbox: ReadOnlySandbox, project: Path
+# --- secrets ------------------------------------------------------------------------------------
+
+
+async def test_read_agent_bash_cannot_read_credentials_or_corral_data(
+    sandbox: ReadOnlySandbox, home_project: Path, user_home: Path
 ) -> None:
+    corral_home = Path(os.environ["CORRAL_HOME"])
+    command = (
+        f"cat {user_home}/.ssh/id_rsa {user_home}/.aws/credentials {user_home}/.netrc "
+        f"{corral_home}/corral.db; ls -a {user_home} {user_home}/.ssh; cat ../.ssh/id_rsa"
+    )
+    _, outside = await _run(BashTool(home_project), command)
+    assert "FAKE PRIVATE KEY" in outside and "FAKE-STORE-CONTENT" in outside  # the files are real
+    _, text = await _run(BashTool(home_project, sandbox=sandbox), command)
+    for secret in ("FAKE PRIVATE KEY", "FAKEAWSSECRET", "FAKENETRC", "FAKE-STORE-CONTENT", "id_rsa\n"):
+        assert secret not in text, text
+
+
+async def test_read_agent_bash_does_not_get_secret_variables(
+    sandbox_status: SandboxStatus, project: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    _require_sandbox(sandbox_status)
+    monkeypatch.setenv("MY_SERVICE_API_KEY", "sk-fake-service-key")
+    monkeypatch.setenv("LOCAL_LLM_KEY", "fake-provider-key")
+    monkeypatch.setenv("KEPT_TOKEN", "fake-kept-token")
+    policy = SandboxPolicy(secret_env=("LOCAL_LLM_KEY",), env_passthrough=("KEPT_TOKEN",))
+    ok, text = await _run(BashTool(project, sandbox=ReadOnlySandbox(policy=policy)), "env")
+    assert ok, text
+    assert "sk-fake-service-key" not in text and "fake-provider-key" not in text
+    assert "KEPT_TOKEN=fake-kept-token" in text
+    _, outside = await _run(BashTool(project), "env")
+    assert "sk-fake-service-key" in outside  # the unconfined bash (write agents, the lead) keeps them
+
+
+# --- limits -------------------------------------------------------------------------------------
+
+
+async def test_filling_the_temp_dir_past_its_cap_is_a_clear_error(
+    sandbox_status: SandboxStatus, project: Path
+) -> None:
+    _require_sandbox(sandbox_status)
+    sandbox = ReadOnlySandbox(policy=SandboxPolicy(limits=SandboxLimits(tmp_mib=8)))
     tool = BashTool(project, sandbox=sandbox)
-    name = f"corral-sandbox-note-{os.getpid()}-{id(tool)}"
-    ok, text = await _run(tool, f'echo scratch > "$TMPDIR/{name}" && cat "$TMPDIR/{name}" && echo "$TMPDIR"')
-    assert ok, text
-    scratch = text.splitlines()[1]
-    assert text.splitlines()[0] == "scratch" and scratch.startswith("/")
-    # Private: nothing reaches the host, and the next command starts from an empty one.
-    assert not (Path(scratch) / name).exists()
-    ok, text = await _run(tool, f'test -e "$TMPDIR/{name}" && echo kept || echo gone')
-    assert ok
-    assert text == "gone\n"
+    ok, text = await _run(tool, "dd if=/dev/zero of=/tmp/fill bs=1M count=64")
+    assert not ok
+    assert "the private temp dir is full (8 MiB" in text
+    await _host_alive(tool)
 
 
-async def test_edit_agent_bash_can_write(project: Path) -> None:
-    ok, text = await _run(BashTool(project), "echo written > created.txt")
-    assert ok, text
-    assert (project / "created.txt").read_text() == "written\n"
+async def test_a_process_flood_stops_at_the_limit(sandbox_status: SandboxStatus, project: Path) -> None:
+    _require_sandbox(sandbox_status)
+    sandbox = ReadOnlySandbox(policy=SandboxPolicy(limits=SandboxLimits(max_processes=32)))
+    tool = BashTool(project, sandbox=sandbox)
+    flood = (
+        "import os, sys, time\n"
+        "n = 0\n"
+        "try:\n"
+        "    while n < 2000:\n"
+        "        if os.fork() == 0:\n"
+        "            time.sleep(60)\n"
+        "            os._exit(0)\n"
+        "        n += 1\n"
+        "except OSError as exc:\n"
+        '    sys.exit("stopped after %d: %s" % (n, exc.strerror))\n'
+    )
+    ok, text = await _run(tool, f"{PYTHON} -c '{flood}'", timeout=20)
+    assert not ok
+    assert "stopped after" in text and "Resource temporarily unavailable" in text
+    started = int(text.split("stopped after ")[1].split(":")[0])
+    assert started < 32
+    assert "at most 32 processes" in text
+    assert tool.running_processes() == []
+    await _host_alive(tool)  # and the flood died with its command
+
+
+async def test_memory_over_the_limit_is_a_clear_error(sandbox_status: SandboxStatus, project: Path) -> None:
+    _require_sandbox(sandbox_status)
+    sandbox = ReadOnlySandbox(policy=SandboxPolicy(limits=SandboxLimits(memory_mib=256)))
+    tool = BashTool(project, sandbox=sandbox)
+    ok, text = await _run(tool, f"{PYTHON} -c 'bytearray(1024 * 1024 * 1024)'")
+    assert not ok
+    assert "MemoryError" in text and "256 MiB of memory per process" in text
 
 
 async def test_sandboxed_timeout_kills_the_whole_sandbox(sandbox: ReadOnlySandbox, project: Path) -> None:

@@ -23,7 +23,19 @@ from ._grep import GrepTool
 from ._ls import LsTool
 from ._read import ReadTool
 from ._registry import ALL_TOOL_NAMES, DEFAULT_TOOL_NAMES, READ_ONLY_TOOL_NAMES, create_builtin_tools
-from ._sandbox import PROBE_TIMEOUT_SECONDS, CommandSandbox, ReadOnlySandbox, SandboxStatus
+from ._sandbox import (
+    CREDENTIAL_PATHS,
+    DENIED_ENV_PATTERNS,
+    PROBE_TIMEOUT_SECONDS,
+    CommandSandbox,
+    ReadOnlySandbox,
+    SandboxCommand,
+    SandboxLimits,
+    SandboxPolicy,
+    SandboxStatus,
+    read_sandbox_policy,
+    sandbox_environment,
+)
 from ._truncate import (
     DEFAULT_MAX_BYTES,
     DEFAULT_MAX_LINES,
@@ -38,9 +50,11 @@ from ._write import WriteTool
 
 __all__ = [
     "ALL_TOOL_NAMES",
+    "CREDENTIAL_PATHS",
     "DEFAULT_MAX_BYTES",
     "DEFAULT_MAX_LINES",
     "DEFAULT_TOOL_NAMES",
+    "DENIED_ENV_PATTERNS",
     "GREP_MAX_LINE_LENGTH",
     "PROBE_TIMEOUT_SECONDS",
     "READ_ONLY_TOOL_NAMES",
@@ -53,6 +67,9 @@ __all__ = [
     "ReadOnlySandbox",
     "ReadTool",
     "RunningProcess",
+    "SandboxCommand",
+    "SandboxLimits",
+    "SandboxPolicy",
     "SandboxStatus",
     "ToolsConfigError",
     "TruncationResult",
@@ -64,10 +81,12 @@ __all__ = [
     "format_size",
     "fuzzy_normalize",
     "generate_diff",
+    "read_sandbox_policy",
     "resolve_read_path",
     "resolve_shell",
     "resolve_to_cwd",
     "run_user_command",
+    "sandbox_environment",
     "truncate_head",
     "truncate_line",
     "truncate_tail",

@@ -39,7 +39,7 @@ from ._common import format_number, object_schema, optional_number, require_str
 from ._truncate import DEFAULT_MAX_BYTES, DEFAULT_MAX_LINES, TruncationResult, format_size, truncate_tail
 
 if TYPE_CHECKING:
-    from ._sandbox import CommandSandbox
+    from ._sandbox import CommandSandbox, SandboxCommand
 
 __all__ = [
     "BashTool",
@@ -331,21 +331,30 @@ class BashTool(AgentTool):
         full_command = f"{self.command_prefix}\n{command}" if self.command_prefix else command
         loop = asyncio.get_running_loop()
         output = _Output(on_update, loop)
+        argv = [shell, "-c", full_command]
+        confined: SandboxCommand | None = None
+        if self.sandbox is not None:
+            try:
+                confined = self.sandbox.prepare(argv, self.cwd)
+            except (OSError, ValueError) as exc:
+                raise ToolError(f"Cannot run the command in the sandbox: {exc}") from None
+            argv = confined.argv
         read_fd, write_fd = os.pipe()
         try:
-            argv = [shell, "-c", full_command]
-            if self.sandbox is not None:
-                argv = self.sandbox.wrap(argv, self.cwd)
             process = await asyncio.create_subprocess_exec(
                 *argv,
                 stdin=asyncio.subprocess.DEVNULL,
                 stdout=write_fd,
                 stderr=write_fd,
                 cwd=self.cwd,
+                env=None if confined is None else confined.env,
+                pass_fds=() if confined is None else confined.pass_fds,
                 start_new_session=True,
             )
         except OSError as exc:
             os.close(read_fd)
+            if confined is not None:
+                confined.close()
             raise ToolError(f"Failed to start {argv[0]}: {exc.strerror or exc}") from None
         finally:
             os.close(write_fd)
@@ -356,6 +365,11 @@ class BashTool(AgentTool):
                 lambda: _PipeReader(output), os.fdopen(read_fd, "rb", 0)
             )
             return await self._supervise(process, output, timeout)
+        except ToolError as exc:
+            note = self.sandbox.explain(str(exc)) if self.sandbox is not None else None
+            if note is None:
+                raise
+            raise ToolError(_append_status(str(exc), note), details=exc.details) from None
         finally:
             if process.returncode is None:
                 # Left early (cancelled before supervision began, or an unexpected error): no orphans.
@@ -364,6 +378,8 @@ class BashTool(AgentTool):
             if transport is not None:
                 transport.close()
             output.finish()
+            if confined is not None:
+                confined.close()
 
     async def _supervise(
         self, process: asyncio.subprocess.Process, output: _Output, timeout: float | None

@@ -1,71 +1,280 @@
-"""An enforced read-only sandbox for the `bash` tool of read agents, built on bubblewrap.
+"""An enforced sandbox for the `bash` tool of read agents, built on bubblewrap.
 
-In the original, a read agent's "read-only" nature was only an instruction.
-Here a read agent's `bash` runs inside `bwrap` (Debian package `bubblewrap`):
+In the original, a read agent's "read-only" nature was only an instruction. Here
+a read agent's `bash` runs inside `bwrap` (Debian package `bubblewrap`), and what
+the command can see and do is decided by a [`SandboxPolicy`][corral.agent.tools.SandboxPolicy]:
 
-    bwrap --ro-bind / /                    the whole file system, read-only (recursively,
-                                           so every submount is read-only too)
-          --dev /dev                       a minimal /dev (null, zero, random, urandom, tty,
-                                           pts, shm) instead of the host's devices
-          --proc /proc                     a fresh /proc for the new pid namespace
-          --tmpfs <scratch>                the private temp dir: writable, empty, gone when
-                                           the command ends. <scratch> is an empty 0700
-                                           directory made once per sandbox on the host, only
-                                           a mount point; the host's /tmp stays visible
-                                           (read-only), because the project or the Python
-                                           that runs it may live there
-          --chdir <cwd>                    the command runs in the same path as outside
-          --setenv TMPDIR <scratch>        temp files go to the private temp dir
-          --unshare-net                    no network: a new namespace with only loopback
-          --unshare-pid                    the command cannot see or signal host processes,
-                                           and everything it started dies with it
-          --unshare-ipc --unshare-uts      no shared IPC objects or host name changes
-          --unshare-cgroup-try             a private cgroup view where the kernel allows it
-          --unshare-user-try               a user namespace where available (an unprivileged
-                                           bwrap creates one anyway; as root it is optional)
-          --cap-drop ALL                   no capabilities, even as root inside a container
-          --die-with-parent                the sandbox dies when the `bwrap` the tool runs
-                                           is killed (timeouts, aborts kill its group)
-          --new-session                    no access to the controlling terminal (TIOCSTI)
-          -- <argv>
+* **A built file-system view, not the host's.** The sandbox root is an empty
+  tmpfs. Into it go, read-only: the system directories (`/usr`, `/bin`, `/sbin`,
+  `/lib*`, `/etc`, `/opt`, `/nix`), the Python running corral, the directories on
+  `PATH`, the policy's extra read paths, and the project (the git work tree
+  holding the working directory, with its git common directory, else the working
+  directory itself). `/tmp`, `/run`, `/var`, `/home`, `$HOME`,
+  `$XDG_RUNTIME_DIR` and `$CORRAL_HOME` are not there, so the Unix sockets that
+  live in them (tmux servers, corral's own tmux server, docker, ssh-agent,
+  D-Bus, X11) cannot even be named. Credential files and directories (`~/.ssh`,
+  `~/.aws`, … see `CREDENTIAL_PATHS`), corral's data and config directories and
+  `/etc`'s secrets are covered by empty read-only mounts wherever a bound
+  directory would show them (e.g. a project under `$HOME`).
+* **No Unix sockets at all.** A seccomp filter makes `socket(AF_UNIX, …)` fail
+  with `EACCES`, so a socket file that sits inside a bound directory (a project's
+  `.git/fsmonitor--daemon.ipc`, say) is unreachable too. `socketpair` still
+  works. The filter also refuses system calls of a foreign architecture (32-bit
+  binaries on a 64-bit host) and the x32 ABI, which could otherwise bypass it.
+* **A private, size-capped `/tmp`.** A tmpfs of `tmp_mib` MiB, empty for each
+  command and gone after it; `$TMPDIR` is `/tmp`. Nothing is created on the host.
+  `/dev/shm` is a second such tmpfs; the rest of `/dev` (bwrap's minimal one) and
+  the root are read-only.
+* **Namespaces.** `--unshare-net` (no network; only a private loopback),
+  `--unshare-pid` (no signals to or view of host processes; everything the
+  command starts dies with it), `--unshare-ipc`, `--unshare-uts`, a user and a
+  cgroup namespace where the kernel allows, `--cap-drop ALL`, `--new-session` (no
+  TIOCSTI into the terminal), `--die-with-parent`.
+* **Limits.** Inside the sandbox a tiny Python launcher sets `RLIMIT_NPROC`
+  (`max_processes`), `RLIMIT_DATA` (`memory_mib`, per process) and no core files
+  before it execs the command. The kernel never applies `RLIMIT_NPROC` to real
+  root, so when corral runs as root each command also gets its own `pids` cgroup
+  (v1 or v2) with `pids.max`; a leftover cgroup of a killed host is removed the
+  next time one is made.
+* **A scrubbed environment.** Provider key variables and every name matching
+  `DENIED_ENV_PATTERNS` (`*_API_KEY`, `*_TOKEN`, `*_SECRET*`, `AWS_*`,
+  `SSH_AUTH_SOCK`, …) are removed, except names the policy passes through.
 
-`ReadOnlySandbox.probe()` runs a tiny command through exactly these flags and
-checks that it worked: the command ran, $TMPDIR was writable, and a directory
-outside was not. When it fails (no `bwrap`, no namespaces, not Linux) the
-status says why; the caller then falls back to the read-only instruction and
-says so. Nothing here raises for an unusable sandbox.
+`ReadOnlySandbox.probe()` runs a tiny command through exactly this and checks that
+it worked: the command ran, `$TMPDIR` was writable, and the working directory was
+not. When it fails (no `bwrap`, no namespaces, not Linux) the status says why;
+nothing here raises for an unusable sandbox.
+
+The builder is policy-driven so a later write sandbox (the project writable, the
+rest read-only) reuses it by setting `SandboxPolicy.writable_project`.
 """
 
 from __future__ import annotations
 
 import asyncio
 import contextlib
+import errno
+import fnmatch
+import itertools
 import os
+import platform
 import shutil
+import struct
 import sys
 import tempfile
-import weakref
-from dataclasses import dataclass
+from collections.abc import Callable, Iterable, Mapping
+from dataclasses import dataclass, field
 from pathlib import Path
-from typing import Protocol
+from typing import TYPE_CHECKING, Protocol
 
-__all__ = ["PROBE_TIMEOUT_SECONDS", "CommandSandbox", "ReadOnlySandbox", "SandboxStatus"]
+from corral._paths import config_home, corral_home
+
+if TYPE_CHECKING:
+    from corral.settings import Settings
+
+__all__ = [
+    "CREDENTIAL_PATHS",
+    "DENIED_ENV_PATTERNS",
+    "PROBE_TIMEOUT_SECONDS",
+    "CommandSandbox",
+    "ReadOnlySandbox",
+    "SandboxCommand",
+    "SandboxLimits",
+    "SandboxPolicy",
+    "SandboxStatus",
+    "read_sandbox_policy",
+    "sandbox_environment",
+]
 
 PROBE_TIMEOUT_SECONDS = 10.0
 """How long the probe command may take before the sandbox counts as not working."""
 
+DENIED_ENV_PATTERNS: tuple[str, ...] = (
+    "*_API_KEY",
+    "*_APIKEY",
+    "*_API_TOKEN",
+    "*_TOKEN",
+    "*_TOKEN_*",
+    "*_SECRET*",
+    "*_PASSWORD*",
+    "*_PASSWD*",
+    "*_CREDENTIAL*",
+    "*_PRIVATE_KEY*",
+    "*_ACCESS_KEY*",
+    "*_AUTH",
+    "ANTHROPIC_*",
+    "OPENAI_*",
+    "AWS_*",
+    "AZURE_*",
+    "GOOGLE_APPLICATION_CREDENTIALS",
+    "CORRAL_*",
+    "SSH_AUTH_SOCK",
+    "SSH_AGENT_PID",
+    "GPG_AGENT_INFO",
+    "DBUS_SESSION_BUS_ADDRESS",
+    "XDG_RUNTIME_DIR",
+    "DISPLAY",
+    "WAYLAND_DISPLAY",
+    "XAUTHORITY",
+    "TMUX",
+    "TMUX_PANE",
+    "DOCKER_HOST",
+    "DOCKER_CONFIG",
+    "KUBECONFIG",
+    "NETRC",
+)
+"""Environment variables a read agent's command never gets (matched case-insensitively, shell-style)."""
+
+CREDENTIAL_PATHS: tuple[str, ...] = (
+    ".ssh",
+    ".aws",
+    ".gnupg",
+    ".config/gh",
+    ".config/hub",
+    ".config/gcloud",
+    ".config/op",
+    ".config/git/credentials",
+    ".config/rclone",
+    ".config/google-chrome",
+    ".config/chromium",
+    ".mozilla",
+    ".azure",
+    ".kube",
+    ".docker",
+    ".netrc",
+    ".git-credentials",
+    ".npmrc",
+    ".pypirc",
+    ".pgpass",
+    ".vault-token",
+    ".password-store",
+    ".terraform.d",
+    ".cargo/credentials",
+    ".cargo/credentials.toml",
+    ".local/share/keyrings",
+)
+"""Paths under `$HOME` that are never visible in the sandbox, even when a bound directory holds them."""
+
+_SYSTEM_DIRS = ("/usr", "/bin", "/sbin", "/lib", "/lib32", "/lib64", "/libx32", "/etc", "/opt", "/nix")
+_ETC_SECRETS = (
+    "/etc/shadow",
+    "/etc/shadow-",
+    "/etc/gshadow",
+    "/etc/gshadow-",
+    "/etc/ssh",
+    "/etc/ssl/private",
+    "/etc/security/opasswd",
+)
+_SANDBOX_TMP = "/tmp"
 _PROBE_MARK = "corral-sandbox-ok"
 _INSTALL_HINT = "install the bubblewrap package (e.g. `apt-get install bubblewrap`)"
+_CGROUP_PREFIX = "corral-sandbox-"
+
+# Inside the sandbox: set the limits, then become the command. `-I -S`: nothing from the project or
+# the environment can change what this runs.
+_LAUNCHER = (
+    "import os, resource, sys\n"
+    "n, d = int(sys.argv[1]), int(sys.argv[2])\n"
+    "resource.setrlimit(resource.RLIMIT_NPROC, (n, n))\n"
+    "resource.setrlimit(resource.RLIMIT_DATA, (d, d))\n"
+    "resource.setrlimit(resource.RLIMIT_CORE, (0, 0))\n"
+    "os.execv(sys.argv[3], sys.argv[3:])\n"
+)
+
+
+@dataclass(frozen=True, slots=True, kw_only=True)
+class SandboxLimits:
+    """Resource caps for one sandboxed command."""
+
+    tmp_mib: int = 512
+    """Size of the private `/tmp` (MiB)."""
+    max_processes: int = 256
+    """Processes and threads the command may have at once."""
+    memory_mib: int = 4096
+    """Data memory (heap and private writable mappings) each process may use (MiB)."""
+
+
+@dataclass(frozen=True, slots=True, kw_only=True)
+class SandboxPolicy:
+    """What a sandboxed command can see and do; the one input of the bubblewrap builder."""
+
+    writable_project: bool = False
+    """Bind the project writable (the seam for a write sandbox); read agents: `False`."""
+    read_paths: tuple[Path, ...] = ()
+    """Extra directories bound read-only (toolchains outside the system directories)."""
+    hidden_paths: tuple[Path, ...] = ()
+    """Extra paths never visible, besides `CREDENTIAL_PATHS`, `$CORRAL_HOME` and corral's config."""
+    secret_env: tuple[str, ...] = ()
+    """Extra variable names always removed (the providers' key variables)."""
+    env_passthrough: tuple[str, ...] = ()
+    """Variable names kept even though they match `DENIED_ENV_PATTERNS` or `secret_env`."""
+    limits: SandboxLimits = field(default_factory=SandboxLimits)
+    """Resource caps."""
+
+
+def read_sandbox_policy(settings: Settings) -> SandboxPolicy:
+    """The read agents' policy from the `[teams]` sandbox settings (and the providers' key variables)."""
+    teams = settings.teams
+    keys = {"ANTHROPIC_API_KEY", "OPENAI_API_KEY"}
+    keys.update(p.api_key_env for p in settings.providers.values() if p.api_key_env)
+    return SandboxPolicy(
+        read_paths=tuple(Path(p).expanduser() for p in teams.sandbox_read_paths),
+        secret_env=tuple(sorted(keys)),
+        env_passthrough=tuple(teams.sandbox_env_passthrough),
+        limits=SandboxLimits(
+            tmp_mib=teams.sandbox_tmp_mib,
+            max_processes=teams.sandbox_max_processes,
+            memory_mib=teams.sandbox_memory_mib,
+        ),
+    )
+
+
+def sandbox_environment(policy: SandboxPolicy, environ: Mapping[str, str] | None = None) -> dict[str, str]:
+    """`environ` (default `os.environ`) without the secrets the policy keeps out, with `TMPDIR=/tmp`."""
+    source = os.environ if environ is None else environ
+    keep = set(policy.env_passthrough)
+    secret = {name.upper() for name in policy.secret_env}
+
+    def denied(name: str) -> bool:
+        upper = name.upper()
+        return upper in secret or any(fnmatch.fnmatchcase(upper, p) for p in DENIED_ENV_PATTERNS)
+
+    env = {k: v for k, v in source.items() if k in keep or not denied(k)}
+    env["TMPDIR"] = _SANDBOX_TMP
+    return env
+
+
+@dataclass(slots=True)
+class SandboxCommand:
+    """A command ready to start confined: its argv, environment and inherited fds; `close()` after it ends."""
+
+    argv: list[str]
+    """The full command line (`bwrap … -- <launcher> <argv>`)."""
+    env: dict[str, str]
+    """The environment to start it with (secrets removed)."""
+    pass_fds: tuple[int, ...] = ()
+    """File descriptors the child must inherit (the seccomp filter)."""
+    _cleanups: list[Callable[[], None]] = field(default_factory=list)
+
+    def close(self) -> None:
+        """Release what was made for the command (fds, its cgroup); call once it has ended."""
+        while self._cleanups:
+            with contextlib.suppress(OSError):
+                self._cleanups.pop()()
 
 
 class CommandSandbox(Protocol):
-    """Something that rewrites a command line so it runs confined (what `BashTool` accepts)."""
+    """Something that makes a command line run confined (what `BashTool` accepts)."""
 
     description: str
     """One sentence for the tool description, telling the model what the confinement allows."""
 
-    def wrap(self, argv: list[str], cwd: Path) -> list[str]:
-        """The command line that runs `argv` in `cwd` inside the sandbox."""
+    def prepare(self, argv: list[str], cwd: Path) -> SandboxCommand:
+        """The confined command that runs `argv` in `cwd`."""
+        ...
+
+    def explain(self, output: str) -> str | None:
+        """A line naming the limit a failed command most likely hit, from its output (else `None`)."""
         ...
 
 
@@ -80,57 +289,131 @@ class SandboxStatus:
 
 
 class ReadOnlySandbox:
-    """A bubblewrap sandbox: read-only file system, a private writable `$TMPDIR`, no network.
+    """The bubblewrap sandbox of read agents (see the module docstring for what it confines).
 
     Args:
         bwrap: Path of the `bwrap` binary (default: `bwrap` found on `PATH`).
+        policy: What commands can see and do (default: `SandboxPolicy()`, read-only).
     """
 
-    description = (
-        "Commands run in a read-only sandbox: files can be read but not changed, "
-        "only $TMPDIR is writable (and private to each command), and there is no network."
-    )
-
-    def __init__(self, bwrap: str | None = None) -> None:
+    def __init__(self, bwrap: str | None = None, *, policy: SandboxPolicy | None = None) -> None:
         self.bwrap: str | None = bwrap or shutil.which("bwrap")
         """The `bwrap` binary, or `None` when it is not installed."""
+        self.policy = policy or SandboxPolicy()
+        """What commands can see and do."""
         self._status: SandboxStatus | None = None
-        self._scratch: str | None = None
-
-    def _scratch_mount(self) -> str:
-        """The empty host directory each command's private tmpfs is mounted on."""
-        if self._scratch is None:
-            self._scratch = tempfile.mkdtemp(prefix="corral-sandbox-tmp-")
-            weakref.finalize(self, _remove_empty_dir, self._scratch)
-        return self._scratch
+        self._seccomp = _unix_socket_filter()
+        self._cgroups = _PidsCgroups.find() if os.geteuid() == 0 else None
+        limits = self.policy.limits
+        self.description = (
+            "Commands run in a read-only sandbox: the project and system directories can be read but not changed, "
+            f"only $TMPDIR (/tmp, private to each command, {limits.tmp_mib} MiB) is writable, there is no "
+            f"network and no access to other processes, at most {limits.max_processes} processes and "
+            f"{limits.memory_mib} MiB of memory per process; home directories, credentials and secret "
+            "environment variables are not available."
+        )
+        """One sentence for the tool description."""
 
     @property
     def status(self) -> SandboxStatus | None:
         """The result of the last `probe()`, or `None` before the first."""
         return self._status
 
-    def wrap(self, argv: list[str], cwd: Path) -> list[str]:
-        """The `bwrap` command line that runs `argv` in `cwd`, confined (flags in the module docstring).
+    def prepare(self, argv: list[str], cwd: Path) -> SandboxCommand:
+        """The confined command that runs `argv` in `cwd` (what the module docstring describes).
 
         Args:
             argv: The command and its arguments.
-            cwd: The working directory; the command sees it at the same path, read-only.
+            cwd: The working directory; the command sees it at the same path.
+        """
+        limits = self.policy.limits
+        if self.bwrap is None or not os.access(self.bwrap, os.X_OK):
+            raise FileNotFoundError(
+                f"bwrap is not installed ({self.bwrap or 'not on PATH'}); {_INSTALL_HINT}"
+            )
+        command = SandboxCommand(self.wrap(argv, cwd), sandbox_environment(self.policy))
+        if self._seccomp is not None:
+            fd = os.memfd_create("corral-seccomp", os.MFD_CLOEXEC)
+            command._cleanups.append(lambda: os.close(fd))
+            os.write(fd, self._seccomp)
+            os.lseek(fd, 0, os.SEEK_SET)
+            command.pass_fds = (fd,)
+            bwrap_end = command.argv.index("--")
+            command.argv[bwrap_end:bwrap_end] = ["--seccomp", str(fd)]
+        if self._cgroups is not None:
+            procs, remove = self._cgroups.create(limits.max_processes)
+            command._cleanups.append(remove)
+            # The shell joins the cgroup, then becomes bwrap: nothing starts outside the limit.
+            command.argv = ["/bin/sh", "-c", 'echo $$ > "$0" && exec "$@"', procs, *command.argv]
+        return command
+
+    def wrap(self, argv: list[str], cwd: Path) -> list[str]:
+        """The `bwrap` command line for `argv` in `cwd`, without the seccomp filter and cgroup `prepare` adds.
+
+        Raises:
+            ValueError: `cwd` is `/` or holds `/tmp`, `/run` or a home directory (it cannot be shown
+                without what the sandbox hides).
         """
         bwrap = self.bwrap or "bwrap"
+        policy = self.policy
+        limits = policy.limits
         cwd_text = os.path.abspath(cwd)
-        scratch = self._scratch_mount()
-        flags = ["--ro-bind", "/", "/", "--dev", "/dev", "--proc", "/proc", "--tmpfs", scratch]
-        flags += ["--chdir", cwd_text, "--setenv", "TMPDIR", scratch]
-        flags += ["--unshare-net", "--unshare-pid", "--unshare-ipc", "--unshare-uts"]
+        project = _project_root(Path(cwd_text))
+        _check_bindable(project)
+        flags = ["--unshare-net", "--unshare-pid", "--unshare-ipc", "--unshare-uts"]
         flags += ["--unshare-cgroup-try", "--unshare-user-try", "--cap-drop", "ALL"]
         flags += ["--die-with-parent", "--new-session"]
-        return [bwrap, *flags, "--", *argv]
+        view = _View()
+        for directory in _SYSTEM_DIRS:
+            view.system(directory)
+        flags += view.take()
+        size = str(limits.tmp_mib * 1024 * 1024)
+        flags += ["--dev", "/dev", "--size", size, "--tmpfs", "/dev/shm", "--remount-ro", "/dev"]
+        flags += ["--proc", "/proc", "--size", size, "--tmpfs", _SANDBOX_TMP]
+        flags += ["--dir", "/var", "--symlink", "../tmp", "/var/tmp"]
+        for extra in _toolchain_dirs(policy.read_paths):
+            view.bind(extra)
+        for git_dir in _git_dirs(project):
+            view.bind(git_dir)
+        view.bind(project, writable=policy.writable_project)
+        for hidden in _hidden_paths(policy.hidden_paths):
+            view.mask(hidden)
+        flags += view.take()
+        flags += ["--remount-ro", "/"]  # the root tmpfs (the mount points' parents) is not writable either
+        flags += ["--chdir", cwd_text, "--setenv", "TMPDIR", _SANDBOX_TMP]
+        python = os.path.realpath(sys.executable)
+        launcher = [python, "-I", "-S", "-c", _LAUNCHER]
+        launcher += [str(limits.max_processes), str(limits.memory_mib * 1024 * 1024)]
+        return [bwrap, *flags, "--", *launcher, *argv]
+
+    def explain(self, output: str) -> str | None:
+        """A line naming the sandbox limit a failed command most likely hit (from its output)."""
+        limits = self.policy.limits
+        lowered = output.lower()
+        if "no space left on device" in lowered or "disk quota exceeded" in lowered:
+            return (
+                f"Sandbox limit: the private temp dir is full ({limits.tmp_mib} MiB, "
+                "setting teams.sandbox_tmp_mib)."
+            )
+        if "resource temporarily unavailable" in lowered or "fork: retry" in lowered:
+            return (
+                f"Sandbox limit: at most {limits.max_processes} processes "
+                "(setting teams.sandbox_max_processes)."
+            )
+        if "cannot allocate memory" in lowered or "memoryerror" in lowered or "out of memory" in lowered:
+            return (
+                f"Sandbox limit: at most {limits.memory_mib} MiB of memory per process "
+                "(setting teams.sandbox_memory_mib)."
+            )
+        if "permission denied" in lowered and "socket" in lowered:
+            return "Sandbox: Unix sockets and the network are not available to read agents."
+        return None
 
     async def probe(self) -> SandboxStatus:
         """Run a tiny command in the sandbox and check that it is enforced.
 
-        The command must run, write to the private `$TMPDIR`, and fail to write to a
-        fresh directory outside. The result is also kept in `status`. Never raises
+        The command must run, write to the private `$TMPDIR`, and fail to write to its
+        (fresh) working directory. The result is also kept in `status`. Never raises
         for an unusable sandbox: the status says why.
         """
         self._status = await self._probe()
@@ -141,17 +424,24 @@ class ReadOnlySandbox:
             return SandboxStatus(False, f"the bubblewrap sandbox needs Linux (this is {sys.platform})")
         if self.bwrap is None:
             return SandboxStatus(False, f"bwrap was not found on PATH; {_INSTALL_HINT}")
+        _remove_old_scratch_dirs()
         outside = Path(tempfile.mkdtemp(prefix="corral-sandbox-probe-"))
         target = outside / "written"
         script = f'echo {_PROBE_MARK} > "$TMPDIR/probe" && cat "$TMPDIR/probe" && ! (echo x > "{target}") 2>/dev/null'
+        command: SandboxCommand | None = None
         try:
-            argv = self.wrap(["/bin/sh", "-c", script], outside)
+            try:
+                command = self.prepare(["/bin/sh", "-c", script], outside)
+            except OSError as exc:
+                return SandboxStatus(False, f"the sandbox cannot be prepared: {exc}")
             try:
                 process = await asyncio.create_subprocess_exec(
-                    *argv,
+                    *command.argv,
                     stdin=asyncio.subprocess.DEVNULL,
                     stdout=asyncio.subprocess.PIPE,
                     stderr=asyncio.subprocess.PIPE,
+                    env=command.env,
+                    pass_fds=command.pass_fds,
                     start_new_session=True,
                 )
             except OSError as exc:
@@ -181,17 +471,233 @@ class ReadOnlySandbox:
                     False,
                     f"bwrap cannot create the sandbox here ({detail}); user namespaces may be disabled",
                 )
+            limits = self.policy.limits
+            extras = "" if self._seccomp is not None else "; no seccomp filter for this architecture"
             return SandboxStatus(
                 True,
-                f"bubblewrap sandbox works ({self.bwrap}): read-only file system, private $TMPDIR, no network",
+                f"bubblewrap sandbox works ({self.bwrap}): read-only project and system, no home, "
+                f"sockets or network, private {limits.tmp_mib} MiB $TMPDIR, "
+                f"{limits.max_processes} processes{extras}",
             )
         finally:
+            if command is not None:
+                command.close()
             shutil.rmtree(outside, ignore_errors=True)
 
 
-def _remove_empty_dir(path: str) -> None:
+# --- the file-system view ---------------------------------------------------------------------
+
+
+class _View:
+    """The bind and mask flags of the file-system view, with what is bound (host real path → sandbox path)."""
+
+    def __init__(self) -> None:
+        self.flags: list[str] = []
+        self.bound: list[tuple[Path, Path]] = []
+
+    def system(self, directory: str) -> None:
+        if os.path.islink(directory):  # merged /usr: /bin -> usr/bin
+            self.flags += ["--symlink", os.readlink(directory), directory]
+        elif os.path.isdir(directory):
+            self.flags += ["--ro-bind", directory, directory]
+            self.bound.append((Path(os.path.realpath(directory)), Path(directory)))
+
+    def take(self) -> list[str]:
+        """The flags added since the last `take` (mount order matters, so they come in batches)."""
+        taken, self.flags = self.flags, []
+        return taken
+
+    def shown(self, path: Path) -> bool:
+        real = Path(os.path.realpath(path))
+        return any(real.is_relative_to(source) for source, _ in self.bound)
+
+    def bind(self, path: Path, *, writable: bool = False) -> None:
+        if not writable and self.shown(path):
+            return
+        self.flags += ["--bind" if writable else "--ro-bind", os.path.realpath(path), str(path)]
+        self.bound.append((Path(os.path.realpath(path)), path))
+
+    def mask(self, hidden: Path) -> None:
+        """Cover `hidden` wherever a bound directory shows it: an empty read-only dir, or /dev/null."""
+        if not os.path.lexists(hidden):
+            return
+        real = Path(os.path.realpath(hidden))
+        is_dir = real.is_dir()
+        for source, dest in list(self.bound):
+            if real == source or not real.is_relative_to(source):
+                continue
+            where = str(dest / real.relative_to(source))
+            if is_dir:
+                self.flags += ["--tmpfs", where, "--remount-ro", where]
+            else:
+                self.flags += ["--ro-bind", "/dev/null", where]
+
+
+def _socket_roots() -> list[Path]:
+    """Directories where sockets live: never bound, nor anything above them."""
+    roots = [Path(p) for p in ("/tmp", "/var/tmp", "/run", "/var/run", "/dev/shm")]
+    runtime = os.environ.get("XDG_RUNTIME_DIR")
+    if runtime:
+        roots.append(Path(runtime))
+    return [Path(os.path.realpath(root)) for root in roots]
+
+
+def _check_bindable(project: Path) -> None:
+    """Refuse a project directory that would show every socket or every home directory."""
+    real = Path(os.path.realpath(project))
+    home = Path(os.path.realpath(Path.home()))
+    for root in [*_socket_roots(), home]:
+        if root.is_relative_to(real) and not (root == home == real):
+            raise ValueError(
+                f"the read sandbox cannot show {project} (it contains {root}); "
+                "run the agent in a project directory"
+            )
+
+
+def _project_root(cwd: Path) -> Path:
+    """The git work tree holding `cwd` (not `$HOME` or above), else `cwd`."""
+    home = Path.home().resolve()
+    for candidate in (cwd, *cwd.parents):
+        if candidate.resolve() == home or home.is_relative_to(candidate.resolve()):
+            break
+        if (candidate / ".git").exists():
+            return candidate
+    return cwd
+
+
+def _git_dirs(project: Path) -> list[Path]:
+    """The git common directory of a linked work tree (its `.git` is a file), so `git` works inside."""
+    dot_git = project / ".git"
+    if not dot_git.is_file():
+        return []
+    try:
+        text = dot_git.read_text(errors="replace").strip()
+    except OSError:
+        return []
+    if not text.startswith("gitdir:"):
+        return []
+    git_dir = (project / text.removeprefix("gitdir:").strip()).resolve()
+    common = git_dir
     with contextlib.suppress(OSError):
-        os.rmdir(path)
+        common = (git_dir / (git_dir / "commondir").read_text().strip()).resolve()
+    return [common] if common.is_dir() else []
+
+
+def _toolchain_dirs(extra: Iterable[Path]) -> list[Path]:
+    """The Python running corral, the `PATH` directories and `extra`, minus any that hold what stays hidden."""
+    candidates = [Path(sys.prefix), Path(sys.base_prefix), Path(sys.exec_prefix), *extra]
+    candidates += [Path(p) for p in os.environ.get("PATH", "").split(os.pathsep) if p]
+    above = [*_socket_roots(), Path(os.path.realpath(Path.home())), Path(os.path.realpath(corral_home()))]
+    chosen: list[Path] = []
+    for candidate in candidates:
+        if not candidate.is_absolute() or not candidate.is_dir() or candidate in chosen:
+            continue
+        real = Path(os.path.realpath(candidate))
+        if not any(root.is_relative_to(real) for root in above):
+            chosen.append(candidate)
+    return chosen
+
+
+def _hidden_paths(extra: Iterable[Path]) -> list[Path]:
+    home = Path.home()
+    hidden = [home / relative for relative in CREDENTIAL_PATHS]
+    hidden += [corral_home(), config_home(), *(Path(p) for p in _ETC_SECRETS), *extra]
+    return hidden
+
+
+# --- seccomp: no AF_UNIX sockets ----------------------------------------------------------------
+
+_AUDIT_ARCH = {"x86_64": (0xC000003E, 41), "aarch64": (0xC00000B7, 198)}
+"""`platform.machine()` → (AUDIT_ARCH_*, the `socket` system call's number)."""
+
+
+def _unix_socket_filter() -> bytes | None:
+    """A classic-BPF seccomp program: `socket(AF_UNIX, …)` fails with EACCES; foreign ABIs with ENOSYS."""
+    arch = _AUDIT_ARCH.get(platform.machine())
+    if arch is None or not sys.platform.startswith("linux"):
+        return None
+    audit_arch, socket_nr = arch
+    ld, jeq, jge, ret = 0x20, 0x15, 0x35, 0x06
+    allow, deny_socket = 0x7FFF0000, 0x00050000 | errno.EACCES
+    deny_abi = 0x00050000 | errno.ENOSYS
+    program = [
+        (ld, 0, 0, 4),  # 0: arch
+        (jeq, 1, 0, audit_arch),  # 1: native → 3
+        (ret, 0, 0, deny_abi),  # 2
+        (ld, 0, 0, 0),  # 3: system call number
+        (jge, 4, 0, 0x40000000),  # 4: x32 ABI → 9
+        (jeq, 0, 2, socket_nr),  # 5: socket → 6, else → 8
+        (ld, 0, 0, 16),  # 6: args[0] (low 32 bits): the domain
+        (jeq, 2, 0, 1),  # 7: AF_UNIX → 10
+        (ret, 0, 0, allow),  # 8
+        (ret, 0, 0, deny_abi),  # 9
+        (ret, 0, 0, deny_socket),  # 10
+    ]
+    return b"".join(struct.pack("=HBBI", *insn) for insn in program)
+
+
+# --- cgroups: a process limit that also binds root ----------------------------------------------
+
+
+class _PidsCgroups:
+    """Per-command `pids` cgroups under a writable v1 or v2 hierarchy (used when corral runs as root)."""
+
+    _counter = itertools.count()
+
+    def __init__(self, parent: Path) -> None:
+        self.parent = parent
+
+    @classmethod
+    def find(cls) -> _PidsCgroups | None:
+        v1 = Path("/sys/fs/cgroup/pids")
+        v2 = Path("/sys/fs/cgroup")
+        for parent in (v1, v2):
+            if parent == v2:
+                try:
+                    if "pids" not in (v2 / "cgroup.controllers").read_text().split():
+                        continue
+                    if "pids" not in (v2 / "cgroup.subtree_control").read_text().split():
+                        (v2 / "cgroup.subtree_control").write_text("+pids")
+                except OSError:
+                    continue
+            if (parent / "cgroup.procs").exists() and os.access(parent, os.W_OK):
+                found = cls(parent)
+                found.remove_stale()
+                return found
+        return None
+
+    def remove_stale(self) -> None:
+        """Remove empty cgroups left by hosts that were killed."""
+        for stale in self.parent.glob(f"{_CGROUP_PREFIX}*"):
+            with contextlib.suppress(OSError):
+                if not (stale / "cgroup.procs").read_text().strip():
+                    stale.rmdir()
+
+    def create(self, max_processes: int) -> tuple[str, Callable[[], None]]:
+        """A new cgroup with `pids.max`: its `cgroup.procs` path and its remover."""
+        path = self.parent / f"{_CGROUP_PREFIX}{os.getpid()}-{next(self._counter)}"
+        path.mkdir(mode=0o700)
+        try:
+            (path / "pids.max").write_text(str(max_processes))
+        except OSError:
+            path.rmdir()
+            raise
+        return str(path / "cgroup.procs"), lambda: _remove_cgroup(path)
+
+
+def _remove_cgroup(path: Path) -> None:
+    # The pid namespace ends with bwrap, so the cgroup is empty or about to be; a busy one is
+    # left for `remove_stale`.
+    with contextlib.suppress(OSError):
+        path.rmdir()
+
+
+def _remove_old_scratch_dirs() -> None:
+    """Empty `corral-sandbox-tmp-*` mount points earlier versions left in the host's temp dir."""
+    for old in Path(tempfile.gettempdir()).glob("corral-sandbox-tmp-*"):
+        with contextlib.suppress(OSError):
+            if old.stat().st_uid == os.geteuid():
+                old.rmdir()
 
 
 def _first_line(text: str) -> str:

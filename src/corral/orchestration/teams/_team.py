@@ -36,7 +36,7 @@ from typing import TYPE_CHECKING, Any, Literal
 from pydantic import ValidationError
 
 from corral.agent import AgentSession, AgentTool, build_system_prompt
-from corral.agent.tools import ReadOnlySandbox, SandboxStatus, create_builtin_tools
+from corral.agent.tools import ReadOnlySandbox, SandboxStatus, create_builtin_tools, read_sandbox_policy
 from corral.llm import parse_model_ref
 from corral.orchestration._caller import Caller
 from corral.orchestration._records import NewGeneration
@@ -176,6 +176,7 @@ class Teams(TeamReportsMixin, TeamControlMixin):
         self._sandbox: ReadOnlySandbox | None = None
         self._sandbox_status: SandboxStatus | None = None
         self._sandbox_lock = asyncio.Lock()
+        self._warned_unconfined = False
         self.lead_sessions: dict[str, AgentSession] = {}
         self.groups = CompletionGroups(host.store)
         self.checkpoints = Checkpoints(host.store)
@@ -242,11 +243,37 @@ class Teams(TeamReportsMixin, TeamControlMixin):
         if self._sandbox_status is None:
             async with self._sandbox_lock:  # one probe, however many launches ask at once
                 if self._sandbox_status is None:
-                    sandbox = ReadOnlySandbox()
+                    sandbox = ReadOnlySandbox(policy=read_sandbox_policy(self.host.settings))
                     status = await sandbox.probe()
                     self._sandbox = sandbox if status.ok else None
                     self._sandbox_status = status
         return self._sandbox_status
+
+    async def read_sandbox(self, name: str) -> ReadOnlySandbox | None:
+        """The sandbox for read agent `name`'s bash, or `None` (unconfined: warned about once).
+
+        Raises:
+            InvalidRequestError: `teams.read_sandbox = "required"` and the sandbox does not work here.
+        """
+        mode = self.host.settings.teams.read_sandbox
+        sandbox = await self.sandbox()
+        if sandbox is not None or mode == "off":
+            return sandbox
+        reason = self._sandbox_status.reason if self._sandbox_status is not None else "not probed"
+        if mode == "required":
+            raise InvalidRequestError(
+                f"Read agent {name} was not started: the read-only sandbox is required "
+                f'(teams.read_sandbox = "required") but does not work here: {reason}. '
+                "Fix it (see `corral doctor`) or set teams.read_sandbox to auto."
+            )
+        if not self._warned_unconfined:
+            self._warned_unconfined = True
+            self.host.warn(
+                f"read agent {name} runs UNCONFINED (its bash can write files, use the network and "
+                f"read your secrets): the read-only sandbox does not work here: {reason}. "
+                'Set teams.read_sandbox = "required" to refuse instead; see `corral doctor`.'
+            )
+        return None
 
     def data_dir(self, lead_session_id: str) -> Path:
         """`<data root>/teams/<team>` (private)."""
@@ -422,6 +449,8 @@ class Teams(TeamReportsMixin, TeamControlMixin):
             return SwarmOutcome(text, details)
 
     async def _admit(self, prepared: _Prepared) -> SpawnOutcome:
+        if prepared.tier.role == "read" and self.host.settings.teams.read_sandbox == "required":
+            await self.read_sandbox(prepared.name)  # refuses before anything changes
         store = self.host.store
         lead = prepared.lead_session_id
         capacity = self.capacity(lead)
@@ -578,7 +607,7 @@ class Teams(TeamReportsMixin, TeamControlMixin):
         host = self.host
         store = host.store
         team = team_name(prepared.lead_session_id)
-        sandbox = await self.sandbox() if prepared.tier.role == "read" else None
+        sandbox = await self.read_sandbox(prepared.name) if prepared.tier.role == "read" else None
         sandbox_state: Literal["enforced", "instruction", "none"] = (
             "enforced" if sandbox is not None else ("instruction" if prepared.tier.role == "read" else "none")
         )
