@@ -269,10 +269,10 @@ def _edit(absolute: Path, path: str, edits: list[tuple[str, str]], multi: bool) 
     ending = _detect_line_ending(content)
     content = _to_lf(content)
     pairs = [(_to_lf(old), _to_lf(new)) for old, new in edits]
-    label = (lambda i: f"edits[{i}].oldText") if multi else (lambda i: "oldText")
     for i, (old, _) in enumerate(pairs):
         if not old:
-            raise ToolError(f"{label(i)} must not be empty in {path}. Give the exact text to replace.")
+            label = f"edits[{i}].oldText" if multi else "oldText"
+            raise ToolError(f"{label} must not be empty in {path}. Give the exact text to replace.")
     fuzzy_content = fuzzy_normalize(content)
     found = [_find(content, fuzzy_content, old) for old, _ in pairs]
     for i, (index, _) in enumerate(found):
