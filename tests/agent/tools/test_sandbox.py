@@ -535,3 +535,39 @@ async def test_create_builtin_tools_passes_the_sandbox_to_bash(
     assert isinstance(plain, BashTool)
     assert plain.sandbox is None
     assert "sandbox" not in plain.description
+
+
+# --- leftovers of killed hosts ------------------------------------------------------------------
+
+
+async def test_probe_removes_scratch_dirs_earlier_versions_left_in_the_hosts_temp_dir(
+    sandbox: ReadOnlySandbox,
+) -> None:
+    leftover = Path(tempfile.mkdtemp(prefix="corral-sandbox-tmp-"))  # what a killed host left behind
+    try:
+        assert (await sandbox.probe()).ok
+        assert not leftover.exists()
+    finally:
+        shutil.rmtree(leftover, ignore_errors=True)
+
+
+@pytest.mark.skipif(os.geteuid() != 0, reason="pids cgroups are made only when corral runs as root")
+async def test_as_root_stale_pids_cgroups_are_removed_and_ours_end_with_their_command(
+    sandbox_status: SandboxStatus, project: Path
+) -> None:
+    _require_sandbox(sandbox_status)
+    parents = [Path("/sys/fs/cgroup/pids"), Path("/sys/fs/cgroup")]
+    parent = next((p for p in parents if (p / "cgroup.procs").exists() and os.access(p, os.W_OK)), None)
+    if parent is None:
+        if os.environ.get("CI") == "true":
+            pytest.fail("CI=true, running as root, but no writable pids cgroup hierarchy")
+        pytest.skip("no writable pids cgroup hierarchy")
+    stale = parent / "corral-sandbox-999999-0"
+    stale.mkdir(exist_ok=True)
+    sandbox = ReadOnlySandbox(policy=SandboxPolicy(limits=SandboxLimits(max_processes=40)))
+    assert not stale.exists()  # an empty cgroup of a killed host is gone
+    # (test_a_process_flood_stops_at_the_limit proves the limit holds: as root only the cgroup can.)
+    ok, text = await _run(BashTool(project, sandbox=sandbox), "true")
+    assert ok, text
+    ours = sorted(parent.glob(f"corral-sandbox-{os.getpid()}-*"))
+    assert ours == []  # removed once the command ended

@@ -30,9 +30,9 @@ the command can see and do is decided by a [`SandboxPolicy`][corral.agent.tools.
   command starts dies with it), `--unshare-ipc`, `--unshare-uts`, a user and a
   cgroup namespace where the kernel allows, `--cap-drop ALL`, `--new-session` (no
   TIOCSTI into the terminal), `--die-with-parent`.
-* **Limits.** Inside the sandbox a tiny Python launcher sets `RLIMIT_NPROC`
-  (`max_processes`), `RLIMIT_DATA` (`memory_mib`, per process) and no core files
-  before it execs the command. The kernel never applies `RLIMIT_NPROC` to real
+* **Limits.** Inside the sandbox `prlimit` (util-linux; else a tiny Python
+  launcher) sets `RLIMIT_NPROC` (`max_processes`), `RLIMIT_DATA` (`memory_mib`,
+  per process) and no core files before it execs the command. The kernel never applies `RLIMIT_NPROC` to real
   root, so when corral runs as root each command also gets its own `pids` cgroup
   (v1 or v2) with `pids.max`; a leftover cgroup of a killed host is removed the
   next time one is made.
@@ -304,6 +304,8 @@ class ReadOnlySandbox:
         self._status: SandboxStatus | None = None
         self._seccomp = _unix_socket_filter()
         self._cgroups = _PidsCgroups.find() if os.geteuid() == 0 else None
+        # util-linux's `prlimit` sets the limits in about a millisecond; Python takes tens.
+        self._prlimit = shutil.which("prlimit", path="/usr/bin:/bin")
         limits = self.policy.limits
         self.description = (
             "Commands run in a read-only sandbox: the project and system directories can be read but not changed, "
@@ -381,9 +383,12 @@ class ReadOnlySandbox:
         flags += view.take()
         flags += ["--remount-ro", "/"]  # the root tmpfs (the mount points' parents) is not writable either
         flags += ["--chdir", cwd_text, "--setenv", "TMPDIR", _SANDBOX_TMP]
-        python = os.path.realpath(sys.executable)
-        launcher = [python, "-I", "-S", "-c", _LAUNCHER]
-        launcher += [str(limits.max_processes), str(limits.memory_mib * 1024 * 1024)]
+        data = limits.memory_mib * 1024 * 1024
+        if self._prlimit is not None:
+            launcher = [self._prlimit, f"--nproc={limits.max_processes}", f"--data={data}", "--core=0", "--"]
+        else:
+            python = os.path.realpath(sys.executable)
+            launcher = [python, "-I", "-S", "-c", _LAUNCHER, str(limits.max_processes), str(data)]
         return [bwrap, *flags, "--", *launcher, *argv]
 
     def explain(self, output: str) -> str | None:
