@@ -1,7 +1,8 @@
 """Meta-tests for conventions a reviewer would otherwise police: layering and public exports.
 
 Layers, lowest first: base (`errors`, `_paths`, `_units`) ← `llm` and `settings` ← `session` ← `agent` (the substrate)
-← `orchestration`, `runtime` (the core) ← `tui`, `cli`, `_cli` (front ends). A module may import only from
+← `orchestration`, `runtime` (the core) ← `tui`, `cli`, `_cli`, `lead` (the Python API and the composition root),
+`_mcp` (front ends) ← the package's `__init__` (a façade that loads the Python API on first use). A module may import only from
 its own layer or below; `sqlite3` belongs to the store alone.
 """
 
@@ -29,7 +30,9 @@ RANK = {
     "cli": 5,
     "_cli": 5,
     "_demo": 5,
-    "__init__": 0,
+    "lead": 5,
+    "_mcp": 5,
+    "__init__": 6,
 }
 
 
@@ -85,7 +88,7 @@ def test_sqlite_only_in_the_store() -> None:
     assert offenders == []
 
 
-@pytest.mark.parametrize("package", ["corral.llm", "corral.session", "corral.agent", "corral.agent.tools"])
+@pytest.mark.parametrize("package", ["corral.llm", "corral.session", "corral.agent", "corral.agent.tools", "corral.lead"])
 def test_all_matches_public_names(package: str) -> None:
     module = importlib.import_module(package)
     exported = list(module.__all__)  # ruff's RUF022 keeps it sorted

@@ -1,3 +1,46 @@
-"""corral: teams of coding agents that a lead controls."""
+"""corral: teams of coding agents that a lead controls.
+
+The Python API (`open_lead` and its types, docs/python-api.md) is loaded on
+first use, so `import corral` and `corral --help` stay fast.
+"""
+
+from __future__ import annotations
+
+import importlib
+from typing import TYPE_CHECKING, Any
+
+if TYPE_CHECKING:
+    from corral.lead import (
+        AgentHandle,
+        AgentRow,
+        ItemKind,
+        Lead,
+        LeadCallError,
+        LeadItem,
+        ToolOutcome,
+        open_lead,
+    )
 
 __version__ = "0.1.0"
+
+__all__ = [
+    "AgentHandle",
+    "AgentRow",
+    "ItemKind",
+    "Lead",
+    "LeadCallError",
+    "LeadItem",
+    "ToolOutcome",
+    "__version__",
+    "open_lead",
+]
+
+_API = frozenset(__all__) - {"__version__"}
+
+
+def __getattr__(name: str) -> Any:
+    if name not in _API:
+        raise AttributeError(f"module 'corral' has no attribute {name!r}")
+    value = getattr(importlib.import_module("corral.lead"), name)
+    globals()[name] = value
+    return value

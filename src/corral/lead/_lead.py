@@ -1,0 +1,442 @@
+"""`open_lead` and `Lead`: a program leads a corral team.
+
+A `Lead` is one lead session with its host, built by the composition root
+(`_compose.launch_session` with `program=True`, then `attach_host`), exactly
+as `corral run` builds its lead. The program calls the lead's tools by name
+(`call`): the same tool objects a model would call, so arguments, results,
+errors and categories are the model's. What reaches the lead arrives as
+items (`_items`), persisted in the lead's session before anything returns
+them.
+
+Two ways to read items:
+
+* `next_item` returns each item once per open lead, starting with what
+  arrives after the lead was opened (results recovered on reopen included);
+* `items(after=entry_id)` replays what the session holds after a cursor, so a
+  program that crashed resumes where it left off. Whatever `items` yields is
+  not returned again by `next_item`.
+
+`save_cursor`/`saved_cursor` keep a durable bookmark in the lead's session (a
+`corral-lead-cursor` custom entry): `corral mcp`'s `wait` resumes from it.
+"""
+
+from __future__ import annotations
+
+import asyncio
+import contextlib
+import os
+import uuid
+from collections.abc import AsyncIterator, Sequence
+from dataclasses import KW_ONLY, dataclass
+from pathlib import Path
+from typing import TYPE_CHECKING, Any
+
+from corral.agent import (
+    AgentTool,
+    MessageEndEvent,
+    ToolArgumentsError,
+    ToolError,
+    ToolResult,
+    validate_tool_arguments,
+)
+from corral.errors import UsageError
+from corral.llm import CustomMessage, TextContent, ToolDefinition
+from corral.session import CustomEntry
+
+from ._compose import Launched, LaunchOptions, launch_session
+from ._handles import AgentHandle, AgentRow, LeadCallError
+from ._items import ITEM_TYPES, ItemLog, LeadItem
+
+if TYPE_CHECKING:
+    from corral.orchestration import Caller, Host
+
+__all__ = ["CURSOR_TYPE", "Lead", "ToolOutcome", "open_lead"]
+
+CURSOR_TYPE = "corral-lead-cursor"
+"""`customType` of the durable cursor entry (`data: {"after": entry_id}`)."""
+
+
+@dataclass(frozen=True)
+class ToolOutcome:
+    """What a tool returned: exactly what a model calling it would get."""
+
+    ok: bool
+    """`False` when the tool answered with an error (the model would see `isError`)."""
+    text: str
+    """The result text the model reads."""
+    _: KW_ONLY
+    details: dict[str, Any] | None = None
+    """The structured details (`{ok: false, error: {category, message, ...}}` on an error)."""
+
+    @property
+    def category(self) -> str | None:
+        """The error category of a failed call (`invalid_request`, `target_not_found`, …), else `None`."""
+        if self.ok or not isinstance(self.details, dict):
+            return None
+        error = self.details.get("error")
+        if isinstance(error, dict) and isinstance(error.get("category"), str):
+            return str(error["category"])
+        return "invalid_request"
+
+
+class _SilentGuide:
+    """A program lead without a model needs no delegation guidance in its session."""
+
+    def send_once(self, caller: Caller, call_id: str) -> None:
+        """Nothing: there is no model to guide."""
+
+
+class Lead:
+    """One open lead session; made by `open_lead`."""
+
+    def __init__(self, launched: Launched) -> None:
+        self._launched = launched
+        self._log = ItemLog(launched.session)
+        self._position = len(self._log)
+        self._arrived = asyncio.Event()
+        self._tools: dict[str, AgentTool] = {}
+        self._unsubscribe = launched.agent.subscribe(self._on_event)
+
+    # --- identity ------------------------------------------------------------------------------
+
+    @property
+    def session_id(self) -> str:
+        """The lead session's id (`open_lead(session=...)` reopens it)."""
+        return self._launched.session.session_id
+
+    @property
+    def session_path(self) -> Path:
+        """The lead session's file."""
+        path = self._launched.session.path
+        assert path is not None  # a program lead's session is always persisted
+        return path
+
+    @property
+    def cwd(self) -> Path:
+        """The lead's working directory."""
+        return self._launched.agent.cwd
+
+    @property
+    def surfaces(self) -> tuple[str, ...]:
+        """The tool surfaces the lead has (`agent`, `teams`)."""
+        return tuple(self._launched.surfaces)
+
+    @property
+    def has_model(self) -> bool:
+        """Whether `prompt` can run a turn (the lead was opened with a model)."""
+        return self._launched.has_model
+
+    @property
+    def host(self) -> Host:
+        """The orchestration host (for front ends built on the API, such as `corral mcp`)."""
+        host = self._launched.host
+        assert host is not None
+        return host
+
+    @property
+    def warnings(self) -> list[str]:
+        """Warnings of the host for the person at the front end (e.g. after a recovery)."""
+        return list(self.host.warnings)
+
+    # --- tools ---------------------------------------------------------------------------------
+
+    def _install_tools(self) -> None:
+        from corral.orchestration import surfaces as surface_pkg
+        from corral.orchestration.surfaces import TurnGuide
+
+        host, caller = self.host, self._launched.caller
+        assert caller is not None
+        guide: Any = TurnGuide() if self.has_model else _SilentGuide()
+        tools: list[AgentTool] = []
+        if "agent" in self.surfaces:
+            tools.append(surface_pkg.MultiplexedAgentTool(host.controller, caller, guide))
+            tools.extend(surface_pkg.operation_tools(host.controller, caller, guide))
+        if "teams" in self.surfaces:
+            tools.extend(surface_pkg.teams_lead_tools(host, caller))
+        self._tools = {tool.name: tool for tool in tools}
+
+    @property
+    def tool_names(self) -> tuple[str, ...]:
+        """Every tool `call` accepts: `agent`, the nine `agent_*` tools, the teams tools."""
+        return tuple(self._tools)
+
+    def tool_definitions(self) -> list[ToolDefinition]:
+        """Name, description and JSON schema of each tool, as a model is offered them."""
+        return [tool.definition() for tool in self._tools.values()]
+
+    async def call(self, tool_name: str, args: dict[str, Any] | None = None) -> ToolOutcome:
+        """Call one of the lead's tools by name, as the lead's model would.
+
+        Args:
+            tool_name: `agent`, `agent_<action>` or a teams tool (see `tool_names`).
+            args: The tool's JSON arguments.
+
+        Returns:
+            The tool's answer; a bad call is an answer too (`ok=False`, with its category).
+        """
+        tool = self._tools.get(tool_name)
+        if tool is None:
+            known = ", ".join(self._tools)
+            message = f"Tool {tool_name} not found (this lead has: {known})"
+            error = {"category": "invalid_request", "message": message}
+            return ToolOutcome(False, message, details={"ok": False, "error": error})
+        try:
+            checked = validate_tool_arguments(tool_name, tool.parameters, {} if args is None else args)
+        except ToolArgumentsError as exc:
+            error = {"category": "invalid_request", "message": str(exc)}
+            return ToolOutcome(False, str(exc), details={"ok": False, "error": error})
+        try:
+            result = await tool.execute(f"call-{uuid.uuid4().hex[:16]}", checked)
+        except ToolError as exc:
+            result = ToolResult.text(str(exc), details=exc.details, is_error=True)
+        text = "".join(part.text for part in result.content if isinstance(part, TextContent))
+        details = result.details if isinstance(result.details, dict) else None
+        return ToolOutcome(not result.is_error, text, details=details)
+
+    async def _call_ok(self, tool_name: str, args: dict[str, Any]) -> dict[str, Any]:
+        outcome = await self.call(tool_name, args)
+        if not outcome.ok:
+            raise LeadCallError(tool_name, outcome.text, category=outcome.category, details=outcome.details)
+        return outcome.details or {}
+
+    # --- items ---------------------------------------------------------------------------------
+
+    def _on_event(self, event: object) -> None:
+        if (
+            isinstance(event, MessageEndEvent)
+            and isinstance(event.message, CustomMessage)
+            and event.message.custom_type in ITEM_TYPES
+        ):
+            self._arrived.set()
+            self._arrived = asyncio.Event()
+
+    @staticmethod
+    async def _arrival(arrived: asyncio.Event, deadline: float | None) -> bool:
+        """Wait until `arrived` is set (an item arrived); `False` when the deadline passed first."""
+        loop = asyncio.get_running_loop()
+        remaining = None if deadline is None else deadline - loop.time()
+        if remaining is not None and remaining <= 0:
+            return False
+        try:
+            await asyncio.wait_for(arrived.wait(), remaining)
+        except TimeoutError:
+            return False
+        return True
+
+    def _deadline(self, timeout: float | None) -> float | None:
+        return None if timeout is None else asyncio.get_running_loop().time() + max(0.0, timeout)
+
+    async def next_item(self, timeout: float | None = None) -> LeadItem | None:
+        """The next item delivered to the lead, waiting up to `timeout` seconds (`None`: no limit).
+
+        Each item is returned once per open lead, and only after it is persisted in the
+        lead's session. Returns `None` when nothing arrived in time.
+        """
+        deadline = self._deadline(timeout)
+        while True:
+            arrived = self._arrived
+            item = self._log.at(self._position)
+            if item is not None:
+                self._position += 1
+                return item
+            if not await self._arrival(arrived, deadline):
+                return None
+
+    def _start(self, after: str | None) -> int:
+        index = self._log.position_after(after)
+        if index is None:
+            raise UsageError(
+                f"no item {after!r} in lead session {self.session_id}: pass the entry_id of an item "
+                "this session returned, or None to start from its first item"
+            )
+        return index
+
+    async def items(self, after: str | None = None) -> AsyncIterator[LeadItem]:
+        """Every item the lead's session holds after the item `after` (`None`: from the first).
+
+        Replays persisted items (it does not wait for new ones); `next_item` will not return
+        them again.
+
+        Raises:
+            UsageError: `after` is not the entry id of an item of this session.
+        """
+        index = self._start(after)
+        while (item := self._log.at(index)) is not None:
+            index += 1
+            self._position = max(self._position, index)
+            yield item
+
+    async def collect(self, after: str | None = None, *, timeout: float | None = None) -> list[LeadItem]:
+        """Every item after `after`, waiting up to `timeout` seconds for at least one.
+
+        Raises:
+            UsageError: `after` is not the entry id of an item of this session.
+        """
+        index = self._start(after)
+        deadline = self._deadline(timeout)
+        while True:
+            arrived = self._arrived
+            found = self._log.refresh()[index:]
+            if found:
+                self._position = max(self._position, index + len(found))
+                return list(found)
+            if not await self._arrival(arrived, deadline):
+                return []
+
+    def save_cursor(self, entry_id: str | None) -> None:
+        """Record durably (in the lead's session) that items up to `entry_id` were handed on."""
+        if entry_id is not None:
+            self._start(entry_id)
+        self._launched.session.append_custom(CURSOR_TYPE, {"after": entry_id})
+
+    def saved_cursor(self) -> str | None:
+        """The last cursor `save_cursor` recorded in this session (`None`: none yet)."""
+        for entry in reversed(self._launched.session.entries):
+            if isinstance(entry, CustomEntry) and entry.custom_type == CURSOR_TYPE:
+                data = entry.data if isinstance(entry.data, dict) else {}
+                after = data.get("after")
+                return after if isinstance(after, str) else None
+        return None
+
+    async def wait_quiet(self, timeout: float | None = None) -> bool:
+        """Wait until nothing more can arrive without the program acting (all agents settled,
+        idle on a question, or lost). Returns `False` when `timeout` passed first."""
+        try:
+            await asyncio.wait_for(self.host.wait_until_quiet(self.session_id), timeout)
+        except TimeoutError:
+            return False
+        return True
+
+    # --- a model turn ----------------------------------------------------------------------------
+
+    async def prompt(self, text: str) -> str:
+        """Run one lead turn on the lead's model and return its final text.
+
+        Raises:
+            UsageError: the lead was opened without a model.
+        """
+        if not self.has_model:
+            raise UsageError(
+                "this lead has no model: open it with open_lead(model='provider/model') to prompt"
+            )
+        agent = self._launched.agent
+        await agent.wait_for_idle()
+        await agent.prompt(text)
+        return agent.last_assistant_text() or ""
+
+    # --- typed conveniences -----------------------------------------------------------------------
+
+    async def delegate(
+        self,
+        definition: str,
+        task: str,
+        *,
+        label: str | None = None,
+        cwd: str | None = None,
+        files: Sequence[str] | None = None,
+    ) -> AgentHandle:
+        """Start a managed agent (`agent` action `delegate`) and return its handle.
+
+        Raises:
+            LeadCallError: the call failed (its `category` says why).
+        """
+        args: dict[str, Any] = {"action": "delegate", "definition": definition, "task": task}
+        if label is not None:
+            args["label"] = label
+        if cwd is not None:
+            args["cwd"] = cwd
+        if files is not None:
+            args["files"] = list(files)
+        details = await self._call_ok("agent", args)
+        return AgentHandle(
+            self,
+            str(details["agent"]),
+            request_id=str(details["request_id"]),
+            session_id=details.get("session_id"),
+        )
+
+    def agent(self, label: str) -> AgentHandle:
+        """A handle on an existing agent (its `result` is the next result of that agent)."""
+        return AgentHandle(self, label, request_id=None, after=len(self._log))
+
+    async def agents(self) -> list[AgentRow]:
+        """The agents this lead can see (`agent` action `list`), as typed rows."""
+        details = await self._call_ok("agent", {"action": "list"})
+        return [AgentRow.from_record(record) for record in details.get("agents", [])]
+
+    async def result_of(self, handle: AgentHandle, timeout: float | None = None) -> LeadItem:
+        """The result item of `handle`'s request (see `AgentHandle.result`)."""
+        deadline = self._deadline(timeout)
+        while True:
+            arrived = self._arrived
+            for item in self._log.refresh()[handle.after :]:
+                if item.kind in ("result", "report") and handle.matches(item):
+                    return item
+            if not await self._arrival(arrived, deadline):
+                raise TimeoutError(f"no result from agent {handle.label} within {timeout} s")
+
+    # --- closing -----------------------------------------------------------------------------------
+
+    async def aclose(self) -> None:
+        """Stop the agents running in this process, close the store and the session."""
+        self._unsubscribe()
+        try:
+            await self._launched.aclose()
+        finally:
+            self._launched.session.close()
+
+
+@contextlib.asynccontextmanager
+async def open_lead(
+    cwd: str | os.PathLike[str] = ".",
+    *,
+    session: str | os.PathLike[str] | None = None,
+    continue_recent: bool = False,
+    model: str | None = None,
+    surfaces: Sequence[str] = ("agent",),
+    home: str | os.PathLike[str] | None = None,
+) -> AsyncIterator[Lead]:
+    """Open a lead session for a program: `async with corral.open_lead() as lead: ...`.
+
+    Args:
+        cwd: The lead's working directory (agents' relative `cwd` and `files` resolve there).
+        session: Reopen this lead session (a path, an id or an id prefix) and recover it like
+            `corral run --session`: undelivered results are delivered once, agents whose host
+            died are marked lost.
+        continue_recent: Reopen this directory's newest session (like `--continue`).
+        model: The lead's model, needed only for `prompt`; `None`: the program is the lead.
+        surfaces: The tool surfaces: `agent` and/or `teams`.
+        home: The data root (sets `CORRAL_HOME` for this process; default: the usual one).
+
+    Raises:
+        CorralError: for anything the caller can fix (the message says how).
+    """
+    if home is not None:
+        os.environ["CORRAL_HOME"] = os.fspath(Path(home).expanduser().resolve())
+    if not surfaces:
+        raise UsageError("choose at least one surface: 'agent' and/or 'teams'")
+    options = LaunchOptions(
+        Path(cwd),
+        model=model,
+        session=None if session is None else os.fspath(session),
+        continue_recent=continue_recent,
+        surfaces=list(surfaces),
+        program=True,
+    )
+    launched = launch_session(options)
+    lead: Lead | None = None
+    try:
+        launched.session.flush()  # the file exists from the start, so `session=` finds it
+        lead = Lead(launched)
+        await launched.attach_host()
+        lead._install_tools()
+    except BaseException:
+        if lead is not None:
+            await lead.aclose()
+        else:
+            launched.session.close()
+        raise
+    try:
+        yield lead
+    finally:
+        await lead.aclose()
