@@ -218,13 +218,9 @@ async def test_teams_tools_through_call(api_env: ApiEnv) -> None:
         parts = [await _item(lead, "report"), await _item(lead, "report")]
         assert sorted(part.text.split()[3] for part in parts) == ["p1", "p2"]
         stopped = await lead.call("stop_teammate", {"agent_name": "nobody"})
-        assert stopped.ok and stopped.details is not None and stopped.details["reason"] == "not-active"
+        assert not stopped.ok and stopped.category == "target_not_found"
         interrupted = await lead.call("interrupt_teammate", {"agent_name": "nobody"})
-        assert (
-            interrupted.ok
-            and interrupted.details is not None
-            and interrupted.details["status"] == "not_found"
-        )
+        assert not interrupted.ok and interrupted.category == "target_not_found"
 
 
 async def test_each_item_once_and_replay_from_a_cursor(api_env: ApiEnv) -> None:
