@@ -56,6 +56,8 @@ def ensure_private_dir(path: Path) -> Path:
                 raise
             continue
         directory.chmod(0o700)
+    if not path.is_dir():
+        raise NotADirectoryError(20, "Not a directory", str(path))
     if path.stat().st_mode & 0o077:
         path.chmod(0o700)
     return path

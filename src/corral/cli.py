@@ -88,8 +88,9 @@ def _root(
     """Teams of coding agents that a lead controls. With no command: open the terminal app here."""
     if ctx.invoked_subcommand is not None:
         return
-    from corral._cli._launch import LaunchOptions
+    from corral._cli._launch import LaunchOptions, check_data_root
 
+    check_data_root()
     try:
         from corral.tui import run_app
     except ImportError as exc:  # pragma: no cover - textual ships as a dependency
@@ -174,7 +175,7 @@ def run(
     ] = None,
 ) -> None:
     """Run the agent headless: print the answer, stream events as JSON, or serve RPC on stdin."""
-    from corral._cli._launch import LaunchOptions, announce_default_model, launch_session
+    from corral._cli._launch import LaunchOptions, announce_default_model, check_data_root, launch_session
     from corral._cli._modes import run_json_mode, run_print_mode
     from corral.errors import UsageError
 
@@ -197,6 +198,8 @@ def run(
         tools=tool_names,
         surfaces=None if surfaces is None else [s.strip() for s in surfaces.split(",") if s.strip()],
     )
+    if not no_session:
+        check_data_root()
     launched = launch_session(options)
     announce_default_model(launched, remember=not no_session)
 
@@ -352,6 +355,9 @@ def agents_list(
 ) -> None:
     """List the session's managed agents, then its teams agents (`--json`: the agent tool's `list` records)."""
     from corral._cli._agents import agents_list as run_list
+    from corral._cli._launch import check_data_root
+
+    check_data_root()
 
     raise typer.Exit(
         asyncio.run(
@@ -369,6 +375,9 @@ def agents_show(
 ) -> None:
     """Show one agent: a managed agent's record, or a teams agent's status and report."""
     from corral._cli._agents import agents_show as run_show
+    from corral._cli._launch import check_data_root
+
+    check_data_root()
 
     raise typer.Exit(
         asyncio.run(run_show(label, cwd=cwd or Path.cwd(), session=session, as_json=json_, out=sys.stdout))
@@ -384,6 +393,9 @@ def agents_close(
 ) -> None:
     """Close a managed agent the session owns directly (and the agents it started); not teams agents."""
     from corral._cli._agents import agents_close as run_close
+    from corral._cli._launch import check_data_root
+
+    check_data_root()
 
     raise typer.Exit(
         asyncio.run(run_close(label, cwd=cwd or Path.cwd(), session=session, as_json=json_, out=sys.stdout))

@@ -282,7 +282,9 @@ class Settings(_Section):
     """How queued follow-up messages are delivered: `one-at-a-time` (default) or `all`."""
     providers: dict[str, ProviderSettings] = Field(default_factory=dict)
     """`[providers.<name>]` tables: custom providers and their models."""
-    surfaces: list[str] = Field(default_factory=lambda: ["agent"])
+    surfaces: list[Literal["agent", "teams"]] = Field(
+        default_factory=lambda: list[Literal["agent", "teams"]](["agent"])
+    )
     """Tool surfaces the lead gets (default `["agent"]`)."""
     teams: TeamsSettings = Field(default_factory=TeamsSettings)
     """`[teams]` table (capacity per kind, the read sandbox)."""
@@ -395,6 +397,8 @@ def _read_toml(path: Path) -> dict[str, Any]:
             return tomllib.load(handle)
     except tomllib.TOMLDecodeError as exc:
         raise SettingsError(f"{path}: not valid TOML: {exc}") from None
+    except UnicodeDecodeError as exc:
+        raise SettingsError(f"{path}: not UTF-8 text (byte {exc.start}): save the file as UTF-8") from None
     except OSError as exc:
         raise SettingsError(f"{path}: cannot read settings: {exc.strerror or exc}") from None
 

@@ -227,3 +227,105 @@ def test_the_demo_script_outside_the_demo_claims_no_fix(corral: RunCorral, cli_e
     assert done.returncode == 0, done.stderr
     assert done.stdout.startswith("Not fixed: the test run above still fails")
     assert "all 3 tests pass" not in done.stdout
+
+
+def _one_line_error(done: subprocess.CompletedProcess[str], *needles: str) -> None:
+    assert done.returncode == 2, (done.stdout, done.stderr)
+    lines = done.stderr.strip().splitlines()
+    assert len(lines) == 1 and "Traceback" not in done.stderr, done.stderr
+    for needle in needles:
+        assert needle in lines[0], lines[0]
+
+
+def _bad_roots(root: Path) -> dict[str, Path]:
+    a_file = root / "a-file"
+    a_file.write_text("not a directory\n")
+    db_dir = root / "db-dir"
+    (db_dir / "corral.db").mkdir(parents=True)
+    roots = {"a file": a_file, "uncreatable": a_file / "below-a-file", "corral.db a directory": db_dir}
+    if os.geteuid() != 0:  # root writes anywhere
+        read_only = root / "read-only"
+        read_only.mkdir(mode=0o500)
+        roots["unwritable"] = read_only
+    return roots
+
+
+def test_bad_data_root_settings_and_scripts_are_one_line_errors(corral: RunCorral, cli_env: Env) -> None:
+    cli_env.script("hi", "steps:\n  - text: hello\n")
+    for what, root in _bad_roots(cli_env.root).items():
+        env = {"CORRAL_HOME": str(root)}
+        _one_line_error(corral("run", "--model", "scripted/hi", "-p", "x", env=env), "data root", str(root))
+        _one_line_error(corral("agents", "list", env=env), "data root")
+        # --no-session uses no data root at all, so a broken one does not matter
+        ephemeral = corral("run", "--no-session", "--model", "scripted/hi", "-p", "x", env=env)
+        assert (ephemeral.returncode, ephemeral.stdout, ephemeral.stderr) == (0, "hello\n", ""), what
+
+    cli_env.script("deep", "steps: " + "[" * 3000 + "]" * 3000 + "\n")
+    for args in (("-p", "x"), ("--no-session", "-p", "x")):
+        _one_line_error(corral("run", "--model", "scripted/deep", *args), "deep.yaml", "nested")
+
+    (cli_env.config / "corral").mkdir(parents=True)
+    settings = cli_env.config / "corral" / "settings.toml"
+    settings.write_bytes(b'default_model = "caf\xe9"\n')
+    for args in (("-p", "x"), ("--no-session", "-p", "x")):
+        _one_line_error(corral("run", "--model", "scripted/hi", *args), str(settings), "UTF-8")
+    settings.write_text('surfaces = ["bogus"]\n')
+    _one_line_error(corral("run", "--model", "scripted/hi", "-p", "x"), str(settings), "surfaces")
+
+
+def test_no_session_writes_no_file_at_all(corral: RunCorral, cli_env: Env) -> None:
+    """Not the session, not the store, not the managed agents' sessions: the data root stays absent."""
+    scratch = cli_env.root / "tmp"
+    scratch.mkdir()
+    done = corral(
+        "run",
+        "--no-session",
+        "--model",
+        "scripted/tour",
+        "-p",
+        "show me around",
+        env={"TMPDIR": str(scratch)},
+    )
+    assert done.returncode == 0, done.stderr
+    assert done.stdout.startswith("Both scouts delivered their results")  # the agents ran
+    assert not cli_env.home.exists()
+    assert list(scratch.iterdir()) == []  # the run's private store is gone too
+
+
+def test_json_mode_into_a_closed_pipe_exits_quietly(cli_env: Env) -> None:
+    cli_env.script(
+        "chatty", "steps:\n  - text: one\n    tool_calls: [{name: ls, args: {path: .}}]\n  - text: two\n"
+    )
+    with subprocess.Popen(
+        f"{CORRAL} run --mode json --model scripted/chatty -p hi | head -1",
+        shell=True,
+        cwd=cli_env.project,
+        env=cli_env.vars,
+        stdout=subprocess.PIPE,
+        stderr=subprocess.PIPE,
+        text=True,
+        executable="/bin/bash",
+    ) as proc:
+        out, err = proc.communicate(timeout=60)
+    assert json.loads(out)["type"] == "session"
+    assert err == ""
+
+
+def test_a_down_endpoint_fails_naming_the_url(corral: RunCorral, cli_env: Env) -> None:
+    import socket
+
+    with socket.socket() as probe:  # a port nothing listens on
+        probe.bind(("127.0.0.1", 0))
+        port = probe.getsockname()[1]
+    url = f"http://127.0.0.1:{port}/v1"
+    cli_env.settings("[retry]\nbase_delay_ms = 10\n")
+    done = corral(
+        "run",
+        "--model",
+        "openai/gpt-5",
+        "-p",
+        "hi",
+        env={"OPENAI_API_KEY": "sk-test", "OPENAI_BASE_URL": url},
+    )
+    assert done.returncode == 1
+    assert f"cannot reach {url}" in done.stderr and "Traceback" not in done.stderr

@@ -326,6 +326,24 @@ def _parse_text(path: Path, text: str) -> Any:
         raise ScriptError(f"{path}: not valid YAML{where}: {problem}", path=path) from None
 
 
+MAX_NESTING = 64
+"""How deeply lists and mappings may nest in a script file."""
+_TOO_DEEP = object()
+
+
+def _too_deep(data: Any) -> bool:
+    """Whether `data` nests lists/mappings more than `MAX_NESTING` levels (checked without recursion)."""
+    stack: list[tuple[Any, int]] = [(data, 0)]
+    while stack:
+        value, depth = stack.pop()
+        if isinstance(value, dict | list):
+            if depth >= MAX_NESTING:
+                return True
+            items = value.values() if isinstance(value, dict) else value
+            stack.extend((item, depth + 1) for item in items)
+    return False
+
+
 def load_script_file(path: Path) -> Script:
     """Read and validate one script file.
 
@@ -339,7 +357,14 @@ def load_script_file(path: Path) -> Script:
     except (OSError, UnicodeDecodeError) as exc:
         reason = exc.strerror if isinstance(exc, OSError) and exc.strerror else str(exc)
         raise ScriptError(f"{path}: cannot read script: {reason}", path=path) from None
-    data = _parse_text(path, text)
+    try:
+        data = _parse_text(path, text)
+    except RecursionError:
+        data = _TOO_DEEP
+    if data is _TOO_DEEP or _too_deep(data):
+        raise ScriptError(
+            f"{path}: nested more than {MAX_NESTING} levels deep: flatten the script", path=path
+        )
     if data is None:
         raise ScriptError(f"{path}: the script is empty: it needs a `steps:` list", path=path)
     if not isinstance(data, dict):

@@ -52,7 +52,7 @@ from ._convert import (
     to_model_settings,
     to_request_parameters,
 )
-from ._errors import error_message
+from ._errors import error_message, unreachable_endpoint
 
 if TYPE_CHECKING:
     from pydantic_ai.messages import ModelResponse, ModelResponsePart, ModelResponseStreamEvent
@@ -368,6 +368,9 @@ class PydanticAIModel(Model):
         if failure is not None or response is None:
             partial.stop_reason = "error"
             partial.error_message = error_message(failure) if failure is not None else "No response"
+            unreachable = None if failure is None else unreachable_endpoint(failure, self.pai_model.base_url)
+            if unreachable is not None:
+                partial.error_message = f"{partial.error_message.rstrip('.')}: {unreachable}"
             yield ErrorEvent(reason="error", error=partial)
             return
         reason: Literal["stop", "length", "toolUse"]

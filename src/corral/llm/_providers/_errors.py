@@ -13,7 +13,7 @@ from __future__ import annotations
 import json
 from typing import Any
 
-__all__ = ["error_message"]
+__all__ = ["error_message", "unreachable_endpoint"]
 
 _MAX_LEN = 2000
 
@@ -66,3 +66,16 @@ def error_message(exc: BaseException) -> str:
         return _one_line(f"{type(exc).__name__}: {text}")
     text = str(exc)
     return _one_line(f"{type(exc).__name__}: {text}" if text else type(exc).__name__)
+
+
+_CONNECT_FAILURES = ("ConnectError", "ConnectTimeout", "APIConnectionError", "APITimeoutError")
+
+
+def unreachable_endpoint(exc: BaseException, base_url: str | None) -> str | None:
+    """`cannot reach <url>` when the request never got a connection to the endpoint, else `None`."""
+    seen: BaseException | None = exc
+    while seen is not None:
+        if type(seen).__name__ in _CONNECT_FAILURES:
+            return f"cannot reach {base_url or 'the provider'} (is the server running? check its base_url)"
+        seen = seen.__cause__ or seen.__context__
+    return None
