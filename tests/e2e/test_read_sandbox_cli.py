@@ -1,7 +1,7 @@
 """`corral run` with a read agent that attacks its sandbox: every channel tried, none open, the host alive.
 
 A scripted lead spawns a read-tier agent of the teams surface; the agent's script runs the
-attacks through its real `bash` tool (bubblewrap, seccomp, limits), then reports. The test
+attacks through its real `bash` tool (bubblewrap, seccomp, limits) and its `read` tool, then reports. The test
 checks the world afterwards — markers never written, servers never reached, secrets never
 in the transcript — and that `corral run` ended normally. With `CI=true` these tests run:
 missing bubblewrap or tmux is a failure there, not a skip.
@@ -129,13 +129,15 @@ def _attacks(servers: _Servers, markers: Path, home: Path) -> list[tuple[str, bo
     ]
 
 
-def _attack_script(attacks: list[tuple[str, bool]]) -> str:
-    steps = "\n".join(
-        "    - tool_calls: ["
-        + json.dumps({"name": "bash", "args": {"command": command, "timeout": 60}})
-        + "]"
-        for command, _ in attacks
-    )
+def _reads(home: Path, corral_home: Path) -> list[str]:
+    """Paths the agent tries to open with its `read` tool (in corral's own process)."""
+    return [f"{home}/.ssh/id_rsa", f"{corral_home}/corral.db", "/proc/self/environ"]
+
+
+def _attack_script(attacks: list[tuple[str, bool]], reads: list[str]) -> str:
+    calls = [{"name": "bash", "args": {"command": command, "timeout": 60}} for command, _ in attacks]
+    calls += [{"name": "read", "args": {"path": path}} for path in reads]
+    steps = "\n".join("    - tool_calls: [" + json.dumps(call) + "]" for call in calls)
     return f"""
 steps:
   - text: "Sending a reader."
@@ -192,7 +194,8 @@ def test_a_read_agents_attacks_through_every_channel_fail_and_the_host_survives(
     servers = _Servers(short_tmp, corral_home)
     attacks = _attacks(servers, markers, home)
     try:
-        cli_env.script("lead", _attack_script(attacks))
+        reads = _reads(home, corral_home)
+        cli_env.script("lead", _attack_script(attacks, reads))
         done = corral(
             "run",
             "--surfaces",
@@ -219,7 +222,9 @@ def test_a_read_agents_attacks_through_every_channel_fail_and_the_host_survives(
     assert subprocess.run([*git[:3], "rev-parse", "HEAD"], capture_output=True, text=True).stdout == head
 
     results = _tool_results(corral_home)
-    assert len(results) == len(attacks) + 1, results  # + report_and_exit
+    assert len(results) == len(attacks) + len(reads) + 1, results  # + report_and_exit
+    for path, (text, is_error) in zip(reads, results[len(attacks) :], strict=False):
+        assert is_error and "not available to read agents" in text, (path, text)
     for (command, fails), (text, is_error) in zip(attacks, results, strict=False):
         assert is_error == fails, (command, text)
     by_command = dict(zip((command for command, _ in attacks), (text for text, _ in results), strict=False))

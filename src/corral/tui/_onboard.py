@@ -25,7 +25,7 @@ __all__ = ["ONBOARD_USAGE", "SandboxState", "extensions_text", "onboard_inventor
 ONBOARD_USAGE = "/onboard takes no arguments: it gathers your set-up and asks the lead for a recommendation."
 
 SandboxState = tuple[str, bool | None, str]
-"""`(setting, works, reason)`: the `teams.read_sandbox` setting (`auto`/`off`), whether the probe proved
+"""`(setting, works, reason)`: the `teams.read_sandbox` setting (`auto`/`required`/`off`), whether the probe proved
 the sandbox works here (`None` when it was not probed because the setting is `off`), and the probe's line."""
 
 _MEMBER_TOOLS = ("send_message", "read_inbox", "report_and_exit")
@@ -122,9 +122,13 @@ def extensions_text(sandbox: SandboxState, *, writer_tiers: Sequence[str]) -> st
     """What `/agents-extensions` shows: corral has no extensions; the fixed tools each kind of agent gets."""
     setting, works, reason = sandbox
     if works:
-        bash = "bash (sandboxed: read-only file system, private $TMPDIR, no network)"
+        bash = (
+            "bash (sandboxed: read-only file system, private $TMPDIR, no network, sockets, home or secrets)"
+        )
     elif setting == "off":
         bash = "bash (NOT sandboxed: teams.read_sandbox = off; read-only by instruction only)"
+    elif setting == "required":
+        bash = f"bash (sandbox required but not working: {reason}; read spawns are refused)"
     else:
         bash = f"bash (NOT sandboxed: {reason}; read-only by instruction only)"
     read_tools = ", ".join(bash if name == "bash" else name for name in READ_TIER_TOOL_NAMES)

@@ -335,6 +335,20 @@ async def test_read_agent_bash_can_read_the_project(sandbox: ReadOnlySandbox, pr
     assert text == f"{project}\nhello from the project\n"
 
 
+async def test_a_writable_project_policy_opens_only_the_project(
+    sandbox_status: SandboxStatus, home_project: Path, user_home: Path
+) -> None:
+    # The seam a later write sandbox uses: the same builder, the project bound writable.
+    _require_sandbox(sandbox_status)
+    tool = BashTool(home_project, sandbox=ReadOnlySandbox(policy=SandboxPolicy(writable_project=True)))
+    ok, text = await _run(tool, "echo written > created.txt")
+    assert ok, text
+    assert (home_project / "created.txt").read_text() == "written\n"
+    ok, text = await _run(tool, f"echo x > {user_home}/planted; cat {user_home}/.ssh/id_rsa")
+    assert not ok
+    assert not (user_home / "planted").exists() and "FAKE PRIVATE KEY" not in text
+
+
 async def test_edit_agent_bash_can_write(project: Path) -> None:
     ok, text = await _run(BashTool(project), "echo written > created.txt")
     assert ok, text
@@ -562,12 +576,67 @@ async def test_as_root_stale_pids_cgroups_are_removed_and_ours_end_with_their_co
         if os.environ.get("CI") == "true":
             pytest.fail("CI=true, running as root, but no writable pids cgroup hierarchy")
         pytest.skip("no writable pids cgroup hierarchy")
-    stale = parent / "corral-sandbox-999999-0"
+    dead = subprocess.Popen(["true"])
+    dead.wait()  # a pid that no longer runs: the "killed host"
+    stale = parent / f"corral-sandbox-{dead.pid}-0"
     stale.mkdir(exist_ok=True)
-    sandbox = ReadOnlySandbox(policy=SandboxPolicy(limits=SandboxLimits(max_processes=40)))
-    assert not stale.exists()  # an empty cgroup of a killed host is gone
-    # (test_a_process_flood_stops_at_the_limit proves the limit holds: as root only the cgroup can.)
-    ok, text = await _run(BashTool(project, sandbox=sandbox), "true")
-    assert ok, text
-    ours = sorted(parent.glob(f"corral-sandbox-{os.getpid()}-*"))
-    assert ours == []  # removed once the command ended
+    live = parent / f"corral-sandbox-{os.getppid()}-0"  # a live host's cgroup is left alone
+    live.mkdir(exist_ok=True)
+    try:
+        sandbox = ReadOnlySandbox(policy=SandboxPolicy(limits=SandboxLimits(max_processes=40)))
+        assert not stale.exists()
+        assert live.exists()
+        # (test_a_process_flood_stops_at_the_limit proves the limit holds: as root only the cgroup can.)
+        before = set(parent.glob(f"corral-sandbox-{os.getpid()}-*"))
+        tool = BashTool(project, sandbox=sandbox)
+        ok, text = await _run(tool, "sleep 30 & sleep 30 & echo started", timeout=2)
+        assert ok, text
+        await _wait_for(lambda: sandbox.sweep() == 0)
+        assert set(parent.glob(f"corral-sandbox-{os.getpid()}-*")) <= before  # its cgroup went with it
+    finally:
+        live.rmdir()
+        stale.rmdir() if stale.exists() else None
+
+
+# --- the in-process read tools see what bash sees -----------------------------------------------
+
+
+async def test_read_agents_read_tools_cannot_open_what_the_sandbox_hides(
+    sandbox: ReadOnlySandbox, user_home: Path
+) -> None:
+    # The agent works in $HOME itself, the worst case: every credential path is under its project.
+    (user_home / "README.md").write_text("home readme FAKE-VISIBLE\n")
+    (user_home / "link-to-key").symlink_to(user_home / ".ssh" / "id_rsa")
+    corral_db = Path(os.environ["CORRAL_HOME"]) / "corral.db"
+    tools = {tool.name: tool for tool in create_builtin_tools(user_home, sandbox=sandbox)}
+    ok = await tools["read"].execute("c", {"path": "README.md"})
+    assert "FAKE-VISIBLE" in text_of(ok)
+    for path in (".ssh/id_rsa", "link-to-key", str(corral_db), "/proc/self/environ", "/etc/shadow", ".netrc"):
+        with pytest.raises(ToolError, match="not available to read agents"):
+            await tools["read"].execute("c", {"path": path})
+    for name, params in (("ls", {"path": ".ssh"}), ("find", {"pattern": "*", "path": ".aws"})):
+        with pytest.raises(ToolError, match="not available to read agents"):
+            await tools[name].execute("c", params)
+    found = text_of(await tools["grep"].execute("c", {"pattern": "FAKE"}))
+    assert "FAKE-VISIBLE" in found
+    assert "PRIVATE KEY" not in found and "FAKEAWSSECRET" not in found and "FAKENETRC" not in found
+    assert "FAKE-STORE-CONTENT" not in found
+    listed = text_of(await tools["find"].execute("c", {"pattern": "**/*"}))
+    assert "README.md" in listed and "id_rsa" not in listed and "corral.db" not in listed
+    # The same tools without a sandbox (write agents, the lead) open anything the user can.
+    plain = {tool.name: tool for tool in create_builtin_tools(user_home)}
+    assert "FAKE PRIVATE KEY" in text_of(await plain["read"].execute("c", {"path": ".ssh/id_rsa"}))
+
+
+async def test_read_agents_read_tools_cannot_leave_the_project(
+    sandbox: ReadOnlySandbox, home_project: Path, user_home: Path, short_tmp: Path
+) -> None:
+    outside = short_tmp / "outside.txt"
+    outside.write_text("outside\n")
+    tools = {tool.name: tool for tool in create_builtin_tools(home_project, sandbox=sandbox)}
+    for path in (str(outside), str(user_home / ".aws" / "credentials"), "../.netrc"):
+        with pytest.raises(ToolError, match="not available to read agents"):
+            await tools["read"].execute("c", {"path": path})
+    with pytest.raises(ToolError, match="not available to read agents"):
+        await tools["grep"].execute("c", {"pattern": "x", "path": str(user_home)})
+    assert text_of(await tools["read"].execute("c", {"path": "/etc/os-release"}))  # the system is readable

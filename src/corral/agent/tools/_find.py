@@ -12,13 +12,18 @@ from __future__ import annotations
 import asyncio
 import threading
 from pathlib import Path
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
 from corral.agent._tool import AgentTool, ToolError, ToolResult, ToolUpdate
 
 from ._common import object_schema, optional_int, optional_str, require_str, resolve_to_cwd
 from ._truncate import DEFAULT_MAX_BYTES, format_size, truncate_head
 from ._walk import WalkCancelled, glob_matcher, walk
+
+if TYPE_CHECKING:
+    from collections.abc import Callable
+
+    from ._sandbox import ReadGuard
 
 __all__ = ["FindTool"]
 
@@ -55,13 +60,15 @@ class FindTool(AgentTool):
     prompt_snippet = "Find files by glob pattern (respects .gitignore)"
     prompt_guidelines = ()
 
-    def __init__(self, cwd: Path) -> None:
+    def __init__(self, cwd: Path, *, guard: ReadGuard | None = None) -> None:
         """Create the tool.
 
         Args:
             cwd: Directory that relative paths are resolved against.
+            guard: What it may open (a read agent's: the sandbox's view); `None`: anything.
         """
         self.cwd = Path(cwd)
+        self.guard = guard
 
     async def execute(
         self, call_id: str, params: dict[str, Any], on_update: ToolUpdate | None = None
@@ -69,15 +76,20 @@ class FindTool(AgentTool):
         """Run the search in a worker thread; a cancel stops it at the next directory."""
         pattern = require_str(params, "pattern")
         root = resolve_to_cwd(optional_str(params, "path") or ".", self.cwd)
+        if self.guard is not None:
+            self.guard.check(root)
+        skip = None if self.guard is None else self.guard.walk_skip(root)
         limit = max(1, optional_int(params, "limit") or DEFAULT_FIND_LIMIT)
         cancel = threading.Event()
         try:
-            return await asyncio.to_thread(_find, root, pattern, limit, cancel)
+            return await asyncio.to_thread(_find, root, pattern, limit, cancel, skip)
         finally:
             cancel.set()
 
 
-def _find(root: Path, pattern: str, limit: int, cancel: threading.Event) -> ToolResult:
+def _find(
+    root: Path, pattern: str, limit: int, cancel: threading.Event, skip: Callable[[str], bool] | None
+) -> ToolResult:
     if not root.exists():
         raise ToolError(f"Path not found: {root}")
     if not root.is_dir():
@@ -85,7 +97,7 @@ def _find(root: Path, pattern: str, limit: int, cancel: threading.Event) -> Tool
     matches = glob_matcher(pattern)
     results: list[str] = []
     try:
-        for entry in walk(root, cancel=cancel):
+        for entry in walk(root, cancel=cancel, skip=skip):
             if matches(entry.rel):
                 results.append(entry.rel + "/" if entry.is_dir else entry.rel)
                 if len(results) >= limit:

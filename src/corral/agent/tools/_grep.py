@@ -15,15 +15,18 @@ from __future__ import annotations
 import asyncio
 import re
 import threading
-from collections.abc import Iterator
+from collections.abc import Callable, Iterator
 from pathlib import Path
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
 from corral.agent._tool import AgentTool, ToolError, ToolResult, ToolUpdate
 
 from ._common import object_schema, optional_bool, optional_int, optional_str, require_str, resolve_to_cwd
 from ._truncate import DEFAULT_MAX_BYTES, GREP_MAX_LINE_LENGTH, format_size, truncate_head, truncate_line
 from ._walk import WalkCancelled, glob_matcher, walk
+
+if TYPE_CHECKING:
+    from ._sandbox import ReadGuard
 
 __all__ = ["GrepTool"]
 
@@ -75,21 +78,27 @@ class GrepTool(AgentTool):
         "Prefer grep, find and ls over bash for exploring files (faster, respects .gitignore).",
     )
 
-    def __init__(self, cwd: Path) -> None:
+    def __init__(self, cwd: Path, *, guard: ReadGuard | None = None) -> None:
         """Create the tool.
 
         Args:
             cwd: Directory that relative paths are resolved against.
+            guard: What it may open (a read agent's: the sandbox's view); `None`: anything.
         """
         self.cwd = Path(cwd)
+        self.guard = guard
 
     async def execute(
         self, call_id: str, params: dict[str, Any], on_update: ToolUpdate | None = None
     ) -> ToolResult:
         """Run the search in a worker thread; a cancel stops it at the next file."""
         pattern = require_str(params, "pattern")
+        root = resolve_to_cwd(optional_str(params, "path") or ".", self.cwd)
+        if self.guard is not None:
+            self.guard.check(root)
         search = _Search(
-            root=resolve_to_cwd(optional_str(params, "path") or ".", self.cwd),
+            root=root,
+            skip=None if self.guard is None else self.guard.walk_skip(root),
             pattern=pattern,
             glob=optional_str(params, "glob"),
             ignore_case=optional_bool(params, "ignoreCase"),
@@ -108,6 +117,7 @@ class _Search:
         self,
         *,
         root: Path,
+        skip: Callable[[str], bool] | None,
         pattern: str,
         glob: str | None,
         ignore_case: bool,
@@ -116,6 +126,7 @@ class _Search:
         limit: int,
     ) -> None:
         self.root = root
+        self.skip = skip
         flags = re.IGNORECASE if ignore_case else 0
         try:
             self.regex = re.compile(re.escape(pattern) if literal else pattern, flags)
@@ -176,7 +187,7 @@ class _Search:
             if lines is not None:
                 yield self.root.name, lines
             return
-        for entry in walk(self.root, cancel=self.cancel):
+        for entry in walk(self.root, cancel=self.cancel, skip=self.skip):
             if not entry.is_file or (self.glob is not None and not self.glob(entry.rel)):
                 continue
             lines = _read_lines(entry.path)

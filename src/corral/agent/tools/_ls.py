@@ -5,12 +5,15 @@ from __future__ import annotations
 import asyncio
 import os
 from pathlib import Path
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
 from corral.agent._tool import AgentTool, ToolError, ToolResult, ToolUpdate
 
 from ._common import object_schema, optional_int, optional_str, resolve_to_cwd
 from ._truncate import DEFAULT_MAX_BYTES, format_size, truncate_head
+
+if TYPE_CHECKING:
+    from ._sandbox import ReadGuard
 
 __all__ = ["LsTool"]
 
@@ -45,19 +48,23 @@ class LsTool(AgentTool):
     prompt_snippet = "List directory contents"
     prompt_guidelines = ()
 
-    def __init__(self, cwd: Path) -> None:
+    def __init__(self, cwd: Path, *, guard: ReadGuard | None = None) -> None:
         """Create the tool.
 
         Args:
             cwd: Directory that relative paths are resolved against.
+            guard: What it may open (a read agent's: the sandbox's view); `None`: anything.
         """
         self.cwd = Path(cwd)
+        self.guard = guard
 
     async def execute(
         self, call_id: str, params: dict[str, Any], on_update: ToolUpdate | None = None
     ) -> ToolResult:
         """List the directory in a worker thread."""
         directory = resolve_to_cwd(optional_str(params, "path") or ".", self.cwd)
+        if self.guard is not None:
+            self.guard.check(directory)
         limit = optional_int(params, "limit")
         return await asyncio.to_thread(_ls, directory, DEFAULT_LS_LIMIT if limit is None else max(1, limit))
 

@@ -5,7 +5,7 @@ from __future__ import annotations
 import asyncio
 import base64
 from pathlib import Path
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
 from corral.agent._tool import AgentTool, ToolError, ToolResult, ToolUpdate
 from corral.llm import ImageContent, TextContent
@@ -13,6 +13,9 @@ from corral.llm import ImageContent, TextContent
 from ._common import object_schema, optional_int, require_str, resolve_read_path
 from ._images import MAX_IMAGE_BYTES, MAX_IMAGE_SIDE, detect_image_mime, image_size
 from ._truncate import DEFAULT_MAX_BYTES, DEFAULT_MAX_LINES, format_size, truncate_head, utf8_len
+
+if TYPE_CHECKING:
+    from ._sandbox import ReadGuard
 
 __all__ = ["ReadTool"]
 
@@ -40,13 +43,15 @@ class ReadTool(AgentTool):
     prompt_snippet = "Read file contents"
     prompt_guidelines = ("Use read to examine files before editing them; do not use cat or sed for this.",)
 
-    def __init__(self, cwd: Path) -> None:
+    def __init__(self, cwd: Path, *, guard: ReadGuard | None = None) -> None:
         """Create the tool.
 
         Args:
             cwd: Directory that relative paths are resolved against.
+            guard: What it may open (a read agent's: the sandbox's view); `None`: anything.
         """
         self.cwd = Path(cwd)
+        self.guard = guard
 
     async def execute(
         self, call_id: str, params: dict[str, Any], on_update: ToolUpdate | None = None
@@ -59,6 +64,8 @@ class ReadTool(AgentTool):
 
     def _read(self, path: str, offset: int | None, limit: int | None) -> ToolResult:
         absolute = resolve_read_path(path, self.cwd)
+        if self.guard is not None:
+            self.guard.check(absolute)
         try:
             data = absolute.read_bytes()
         except FileNotFoundError:

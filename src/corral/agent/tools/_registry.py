@@ -44,23 +44,26 @@ def create_builtin_tools(
         shell_path: Shell for the bash tool (default: `/bin/bash`, else `bash` on PATH, else `sh`).
         names: Which tools, in the order given (default: all seven, in `ALL_TOOL_NAMES` order).
             Duplicates are dropped.
-        sandbox: Confinement for the bash tool's commands (a read agent's `ReadOnlySandbox`).
+        sandbox: Confinement for the bash tool's commands (a read agent's `ReadOnlySandbox`); the
+            `read`, `grep`, `find` and `ls` tools then open only what its view shows (`read_guard`).
 
     Returns:
         One tool per name.
 
     Raises:
         ToolsConfigError: A name is not a built-in tool.
+        ValueError: `sandbox` cannot show `cwd` (`/`, or a directory holding `/tmp` or the homes).
     """
     root = Path(cwd)
+    guard = None if sandbox is None else sandbox.read_guard(root)
     factories: dict[str, Callable[[], AgentTool]] = {
-        "read": lambda: ReadTool(root),
+        "read": lambda: ReadTool(root, guard=guard),
         "bash": lambda: BashTool(root, shell_path=shell_path, sandbox=sandbox),
         "edit": lambda: EditTool(root),
         "write": lambda: WriteTool(root),
-        "grep": lambda: GrepTool(root),
-        "find": lambda: FindTool(root),
-        "ls": lambda: LsTool(root),
+        "grep": lambda: GrepTool(root, guard=guard),
+        "find": lambda: FindTool(root, guard=guard),
+        "ls": lambda: LsTool(root, guard=guard),
     }
     chosen = ALL_TOOL_NAMES if names is None else tuple(dict.fromkeys(names))
     unknown = [name for name in chosen if name not in factories]

@@ -68,6 +68,7 @@ from pathlib import Path
 from typing import TYPE_CHECKING, Protocol
 
 from corral._paths import config_home, corral_home
+from corral.agent._tool import ToolError
 
 if TYPE_CHECKING:
     from corral.settings import Settings
@@ -77,6 +78,7 @@ __all__ = [
     "DENIED_ENV_PATTERNS",
     "PROBE_TIMEOUT_SECONDS",
     "CommandSandbox",
+    "ReadGuard",
     "ReadOnlySandbox",
     "SandboxCommand",
     "SandboxLimits",
@@ -277,6 +279,10 @@ class CommandSandbox(Protocol):
         """A line naming the limit a failed command most likely hit, from its output (else `None`)."""
         ...
 
+    def read_guard(self, cwd: Path) -> ReadGuard:
+        """What the in-process read tools working in `cwd` may open (the same view as the commands)."""
+        ...
+
 
 @dataclass(frozen=True, slots=True)
 class SandboxStatus:
@@ -360,27 +366,14 @@ class ReadOnlySandbox:
         policy = self.policy
         limits = policy.limits
         cwd_text = os.path.abspath(cwd)
-        project = _project_root(Path(cwd_text))
-        _check_bindable(project)
+        view = _View(policy, Path(cwd_text))
         flags = ["--unshare-net", "--unshare-pid", "--unshare-ipc", "--unshare-uts"]
         flags += ["--unshare-cgroup-try", "--unshare-user-try", "--cap-drop", "ALL"]
-        flags += ["--die-with-parent", "--new-session"]
-        view = _View()
-        for directory in _SYSTEM_DIRS:
-            view.system(directory)
-        flags += view.take()
+        flags += ["--die-with-parent", "--new-session", *view.system_flags]
         size = str(limits.tmp_mib * 1024 * 1024)
         flags += ["--dev", "/dev", "--size", size, "--tmpfs", "/dev/shm", "--remount-ro", "/dev"]
         flags += ["--proc", "/proc", "--size", size, "--tmpfs", _SANDBOX_TMP]
-        flags += ["--dir", "/var", "--symlink", "../tmp", "/var/tmp"]
-        for extra in _toolchain_dirs(policy.read_paths):
-            view.bind(extra)
-        for git_dir in _git_dirs(project):
-            view.bind(git_dir)
-        view.bind(project, writable=policy.writable_project)
-        for hidden in _hidden_paths(policy.hidden_paths):
-            view.mask(hidden)
-        flags += view.take()
+        flags += ["--dir", "/var", "--symlink", "../tmp", "/var/tmp", *view.flags]
         flags += ["--remount-ro", "/"]  # the root tmpfs (the mount points' parents) is not writable either
         flags += ["--chdir", cwd_text, "--setenv", "TMPDIR", _SANDBOX_TMP]
         data = limits.memory_mib * 1024 * 1024
@@ -390,6 +383,22 @@ class ReadOnlySandbox:
             python = os.path.realpath(sys.executable)
             launcher = [python, "-I", "-S", "-c", _LAUNCHER, str(limits.max_processes), str(data)]
         return [bwrap, *flags, "--", *launcher, *argv]
+
+    def sweep(self) -> int:
+        """Remove the per-command cgroups that were still emptying when their command ended.
+
+        Returns how many are still busy (always 0 when corral does not run as root). Each new
+        command sweeps too, so calling this is only needed to be sure nothing is left.
+        """
+        return 0 if self._cgroups is None else self._cgroups.sweep()
+
+    def read_guard(self, cwd: Path) -> ReadGuard:
+        """The guard for a read agent's in-process tools working in `cwd`: they see what its `bash` sees.
+
+        Raises:
+            ValueError: `cwd` cannot be shown (as for `wrap`).
+        """
+        return ReadGuard(_View(self.policy, Path(os.path.abspath(cwd))))
 
     def explain(self, output: str) -> str | None:
         """A line naming the sandbox limit a failed command most likely hit (from its output)."""
@@ -494,48 +503,95 @@ class ReadOnlySandbox:
 
 
 class _View:
-    """The bind and mask flags of the file-system view, with what is bound (host real path → sandbox path)."""
+    """The file-system view for one working directory: its bind and mask flags, in mount order.
 
-    def __init__(self) -> None:
-        self.flags: list[str] = []
+    `bound` pairs each host real path with where it appears; `hidden` holds the real paths the
+    masks cover. The read agents' path guard asks the same object, so the tools that run in
+    corral's own process see exactly what `bash` sees.
+    """
+
+    def __init__(self, policy: SandboxPolicy, cwd: Path) -> None:
         self.bound: list[tuple[Path, Path]] = []
+        self.hidden: list[Path] = []
+        self.system_flags: list[str] = []
+        self.flags: list[str] = []
+        project = _project_root(cwd)
+        _check_bindable(project)
+        for directory in _SYSTEM_DIRS:
+            self._system(directory)
+        for extra in _toolchain_dirs(policy.read_paths):
+            self._bind(extra)
+        for git_dir in _git_dirs(project):
+            self._bind(git_dir)
+        self._bind(project, writable=policy.writable_project)
+        for hidden in _hidden_paths(policy.hidden_paths):
+            self._mask(hidden)
 
-    def system(self, directory: str) -> None:
+    def _system(self, directory: str) -> None:
         if os.path.islink(directory):  # merged /usr: /bin -> usr/bin
-            self.flags += ["--symlink", os.readlink(directory), directory]
+            self.system_flags += ["--symlink", os.readlink(directory), directory]
         elif os.path.isdir(directory):
-            self.flags += ["--ro-bind", directory, directory]
+            self.system_flags += ["--ro-bind", directory, directory]
             self.bound.append((Path(os.path.realpath(directory)), Path(directory)))
 
-    def take(self) -> list[str]:
-        """The flags added since the last `take` (mount order matters, so they come in batches)."""
-        taken, self.flags = self.flags, []
-        return taken
-
-    def shown(self, path: Path) -> bool:
+    def shows(self, path: Path | str) -> bool:
+        """Whether the host path `path` (symlinks resolved) is visible in the view."""
         real = Path(os.path.realpath(path))
-        return any(real.is_relative_to(source) for source, _ in self.bound)
+        return any(real.is_relative_to(source) for source, _ in self.bound) and not any(
+            real.is_relative_to(hidden) for hidden in self.hidden
+        )
 
-    def bind(self, path: Path, *, writable: bool = False) -> None:
-        if not writable and self.shown(path):
+    def _bind(self, path: Path, *, writable: bool = False) -> None:
+        if not writable and self.shows(path):
             return
         self.flags += ["--bind" if writable else "--ro-bind", os.path.realpath(path), str(path)]
         self.bound.append((Path(os.path.realpath(path)), path))
 
-    def mask(self, hidden: Path) -> None:
+    def _mask(self, hidden: Path) -> None:
         """Cover `hidden` wherever a bound directory shows it: an empty read-only dir, or /dev/null."""
         if not os.path.lexists(hidden):
             return
         real = Path(os.path.realpath(hidden))
         is_dir = real.is_dir()
         for source, dest in list(self.bound):
-            if real == source or not real.is_relative_to(source):
+            if not real.is_relative_to(source):
                 continue
             where = str(dest / real.relative_to(source))
             if is_dir:
                 self.flags += ["--tmpfs", where, "--remount-ro", where]
             else:
                 self.flags += ["--ro-bind", "/dev/null", where]
+        self.hidden.append(real)
+
+
+class ReadGuard:
+    """What the read agents' in-process tools (`read`, `grep`, `find`, `ls`) may open: the sandbox's view."""
+
+    def __init__(self, view: _View) -> None:
+        self._view = view
+
+    def check(self, path: Path) -> None:
+        """Raise `ToolError` unless `path` is visible in the sandbox.
+
+        Raises:
+            ToolError: The path is outside the view or hidden (credentials, `$HOME`, corral's data).
+        """
+        if not self._view.shows(path):
+            raise ToolError(
+                f"{path} is not available to read agents: they see only the project, the system and "
+                "toolchain directories (credentials, home directories, temp dirs and corral's data are "
+                "hidden; see docs/security.md)."
+            )
+
+    def walk_skip(self, root: Path) -> Callable[[str], bool] | None:
+        """For a walk from `root` (which never follows links): the hidden paths under it, or `None`."""
+        real_root = Path(os.path.realpath(root))
+        inside = {
+            os.path.join(root, hidden.relative_to(real_root))
+            for hidden in self._view.hidden
+            if hidden.is_relative_to(real_root)
+        }
+        return inside.__contains__ if inside else None
 
 
 def _socket_roots() -> list[Path]:
@@ -651,6 +707,7 @@ class _PidsCgroups:
 
     def __init__(self, parent: Path) -> None:
         self.parent = parent
+        self._pending: set[Path] = set()
 
     @classmethod
     def find(cls) -> _PidsCgroups | None:
@@ -672,14 +729,17 @@ class _PidsCgroups:
         return None
 
     def remove_stale(self) -> None:
-        """Remove empty cgroups left by hosts that were killed."""
+        """Remove the cgroups of corral processes that are gone (a killed host leaves its last ones)."""
         for stale in self.parent.glob(f"{_CGROUP_PREFIX}*"):
+            owner = stale.name.removeprefix(_CGROUP_PREFIX).split("-")[0]
+            if not owner.isdigit() or _alive(int(owner)):
+                continue
             with contextlib.suppress(OSError):
-                if not (stale / "cgroup.procs").read_text().strip():
-                    stale.rmdir()
+                stale.rmdir()
 
     def create(self, max_processes: int) -> tuple[str, Callable[[], None]]:
         """A new cgroup with `pids.max`: its `cgroup.procs` path and its remover."""
+        self.sweep()
         path = self.parent / f"{_CGROUP_PREFIX}{os.getpid()}-{next(self._counter)}"
         path.mkdir(mode=0o700)
         try:
@@ -687,14 +747,36 @@ class _PidsCgroups:
         except OSError:
             path.rmdir()
             raise
-        return str(path / "cgroup.procs"), lambda: _remove_cgroup(path)
+        return str(path / "cgroup.procs"), lambda: self._remove(path)
+
+    def _remove(self, path: Path) -> None:
+        # The pid namespace ends with bwrap, but its last processes may still be exiting: a busy
+        # cgroup is retried by the next `create` or `sweep`.
+        try:
+            path.rmdir()
+        except FileNotFoundError:
+            pass
+        except OSError:
+            self._pending.add(path)
+
+    def sweep(self) -> int:
+        """Retry removing this process's cgroups that were still busy; how many remain."""
+        for path in list(self._pending):
+            with contextlib.suppress(OSError):
+                path.rmdir()
+            if not path.exists():
+                self._pending.discard(path)
+        return len(self._pending)
 
 
-def _remove_cgroup(path: Path) -> None:
-    # The pid namespace ends with bwrap, so the cgroup is empty or about to be; a busy one is
-    # left for `remove_stale`.
-    with contextlib.suppress(OSError):
-        path.rmdir()
+def _alive(pid: int) -> bool:
+    try:
+        os.kill(pid, 0)
+    except ProcessLookupError:
+        return False
+    except PermissionError:
+        return True
+    return True
 
 
 def _remove_old_scratch_dirs() -> None:

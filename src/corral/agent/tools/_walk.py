@@ -107,19 +107,30 @@ def _ignored(rules: list[_Rules], path: str, is_dir: bool) -> bool:
     return verdict
 
 
-def walk(root: Path, *, cancel: threading.Event | None = None) -> Iterator[WalkEntry]:
+def walk(
+    root: Path, *, cancel: threading.Event | None = None, skip: Callable[[str], bool] | None = None
+) -> Iterator[WalkEntry]:
     """Entries under `root` (not `root` itself), honouring `.gitignore`, skipping `.git`.
+
+    Args:
+        root: Where to start.
+        cancel: Set to stop the walk (it raises `WalkCancelled`).
+        skip: Paths (as `os.path.join(root, rel)`) to leave out, with everything under them.
 
     Raises:
         WalkCancelled: `cancel` was set.
     """
     top = str(root)
     base_rules = _ancestor_rules(top)
-    yield from _walk_dir(top, "", base_rules, cancel)
+    yield from _walk_dir(top, "", base_rules, cancel, skip)
 
 
 def _walk_dir(
-    directory: str, rel: str, rules: list[_Rules], cancel: threading.Event | None
+    directory: str,
+    rel: str,
+    rules: list[_Rules],
+    cancel: threading.Event | None,
+    skip: Callable[[str], bool] | None,
 ) -> Iterator[WalkEntry]:
     if cancel is not None and cancel.is_set():
         raise WalkCancelled
@@ -139,12 +150,12 @@ def _walk_dir(
             is_file = entry.is_file(follow_symlinks=False)
         except OSError:
             continue
-        if _ignored(rules, entry.path, is_dir):
+        if _ignored(rules, entry.path, is_dir) or (skip is not None and skip(entry.path)):
             continue
         child_rel = f"{rel}{entry.name}"
         yield WalkEntry(entry.path, child_rel, is_dir, is_file)
         if is_dir:
-            yield from _walk_dir(entry.path, child_rel + "/", rules, cancel)
+            yield from _walk_dir(entry.path, child_rel + "/", rules, cancel, skip)
 
 
 def _expand_braces(pattern: str) -> list[str]:

@@ -449,8 +449,13 @@ class Teams(TeamReportsMixin, TeamControlMixin):
             return SwarmOutcome(text, details)
 
     async def _admit(self, prepared: _Prepared) -> SpawnOutcome:
-        if prepared.tier.role == "read" and self.host.settings.teams.read_sandbox == "required":
-            await self.read_sandbox(prepared.name)  # refuses before anything changes
+        if prepared.tier.role == "read":  # refuse before anything changes
+            sandbox = await self.read_sandbox(prepared.name)
+            if sandbox is not None:
+                try:
+                    sandbox.read_guard(prepared.cwd)
+                except ValueError as exc:
+                    raise InvalidRequestError(f"Read agent {prepared.name} was not started: {exc}.") from None
         store = self.host.store
         lead = prepared.lead_session_id
         capacity = self.capacity(lead)
