@@ -37,49 +37,35 @@ PROMPT_ARGS = ("--provider", "local", "--model", "tiny", "-p", "next question")
 CORRAL_ARGS = ("--surfaces", "", "--tools", "read,bash,edit,write")
 """Pi's four default tools, no orchestration surface: the same offer as Pi's."""
 
-_CONTEXT = {
-    # Issue 12 item 5: thinking is replayed as visible <think> text, not as Pi's reasoning field.
-    'messages[2].content: Pi "Reading both." / corral "<think>\\nTwo reads.\\n</think>\\n\\nReading both."',
-    'messages[2].reasoning_content: only Pi sends it ("Two reads.")',
-    # Issue 12 item 6: a failed tool result is sent as a JSON object string, not Pi's plain text.
-    "messages[4].content: Pi \"ENOENT: no such file or directory, access '@CWD@/missing.txt'\" / corral "
-    '"{\\"error\\":\\"ENOENT: no such file or directory, access \'@CWD@/missing.txt\'\\"}"',
-    # Issue 12 item 8: the new prompt is sent as a string, not Pi's content array.
-    'messages[7].content: Pi [{"text": "next question", "type": "text"}] / corral "next question"',
-    # Issue 12 item 12: corral's edit tool still offers the single oldText/newText form, not Pi's edits[].
-    'tools.edit.function.parameters.properties.newText: only corral sends it ({"type": "string"})',
-    'tools.edit.function.parameters.properties.oldText: only corral sends it ({"type": "string"})',
-    'tools.edit.function.parameters.required: Pi ["path", "edits"] / corral ["path", "oldText", "newText"]',
-}
-_PROVIDER = {
+_COMMON = {
     # corral's Chat Completions provider (pydantic-ai's OpenAI client) versus Pi's pi-ai:
     "store: only Pi sends it (false)",
     'tool_choice: only corral sends it ("auto")',
     "tools.bash.function.parameters.additionalProperties: only corral sends it (false)",
     "tools.read.function.parameters.additionalProperties: only corral sends it (false)",
     "tools.write.function.parameters.additionalProperties: only corral sends it (false)",
+    # A custom provider's default `max_tokens_field` is `max_tokens`; Pi's openai-completions sends
+    # `max_completion_tokens` (settings: `max_tokens_field = "max_completion_tokens"` matches it).
+    "max_completion_tokens: only Pi sends it (1024)",
+    "max_tokens: only corral sends it (1024)",
+    # corral's edit tool takes Pi's edits[] or the single oldText/newText pair, so only `path` is required.
+    'tools.edit.function.parameters.required: Pi ["path", "edits"] / corral ["path"]',
+    'tools.edit.function.parameters.properties.newText: only corral sends it ({"type": "string"})',
+    'tools.edit.function.parameters.properties.oldText: only corral sends it ({"type": "string"})',
 }
 KNOWN_DIFFERENCES: dict[str, set[str]] = {
-    "0.73.1": _CONTEXT
-    | _PROVIDER
+    "0.73.1": _COMMON
     | {
         # Pi 0.73 sends the system prompt of a reasoning model as `developer` (1.x as `system`, like corral),
-        # and marks each tool `strict: false`.
+        # marks each tool `strict: false`, and closes the edits[] items.
         'messages[0].role: Pi "developer" / corral "system"',
         "tools.bash.function.strict: only Pi sends it (false)",
         "tools.edit.function.strict: only Pi sends it (false)",
         "tools.read.function.strict: only Pi sends it (false)",
         "tools.write.function.strict: only Pi sends it (false)",
-        'tools.edit.function.parameters.properties.edits: only Pi sends it ({"items": {"additionalProperties": '
-        'false, "properties": {"newText": {"description": "Replacement ...)',
+        "tools.edit.function.parameters.properties.edits.items.additionalProperties: only Pi sends it (false)",
     },
-    "1.6.0": _CONTEXT
-    | _PROVIDER
-    | {
-        "tools.edit.function.parameters.additionalProperties: only corral sends it (false)",
-        'tools.edit.function.parameters.properties.edits: only Pi sends it ({"items": {"properties": {"newText": '
-        '{"description": "Replacement text for this targeted edit.", ...)',
-    },
+    "1.6.0": _COMMON | {"tools.edit.function.parameters.additionalProperties: only corral sends it (false)"},
 }
 """Where corral's request still differs from Pi's for the fixture (path: what Pi sends / what corral sends).
 
@@ -114,6 +100,17 @@ def _diff(path: str, pi: Any, corral: Any, out: set[str]) -> None:
         out.add(f"{path}: Pi {_short(pi)} / corral {_short(corral)}")
 
 
+def _drop_descriptions(schema: Any) -> None:
+    if isinstance(schema, dict):
+        if isinstance(schema.get("description"), str):
+            del schema["description"]
+        for value in schema.values():
+            _drop_descriptions(value)
+    elif isinstance(schema, list):
+        for value in schema:
+            _drop_descriptions(value)
+
+
 def _comparable(body: dict[str, Any], cwd: Path) -> dict[str, Any]:
     """The request without what each program writes itself (the system prompt text, tool descriptions),
     tools keyed by name, and the test's directory spelled `@CWD@`."""
@@ -125,9 +122,7 @@ def _comparable(body: dict[str, Any], cwd: Path) -> dict[str, Any]:
     for tool in body.pop("tools", []):
         function = tool.get("function", {})
         function.pop("description", None)
-        for schema in function.get("parameters", {}).get("properties", {}).values():
-            if isinstance(schema, dict):
-                schema.pop("description", None)
+        _drop_descriptions(function.get("parameters"))
         tools[function.get("name", "?")] = tool
     body["tools"] = tools
     return body
