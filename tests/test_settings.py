@@ -7,7 +7,14 @@ from pathlib import Path
 import pytest
 
 from corral.errors import CorralError
-from corral.settings import Settings, SettingsError, find_project_settings, load_settings
+from corral.settings import (
+    UNTRUSTED_PROJECT_KEYS,
+    Settings,
+    SettingsError,
+    find_project_settings,
+    load_settings,
+)
+from corral.trust import TrustStoreError, trust_project, trust_store_path
 
 
 @pytest.fixture
@@ -63,6 +70,7 @@ def test_project_overrides_user_and_tables_merge(user_dir: Path, project: Path) 
         'default_model = "openai/gpt-5"\ndefault_thinking = "low"\n[retry]\nmax_retries = 5\nbase_delay_ms = 100\n',
     )
     write(project / ".corral" / "settings.toml", 'default_thinking = "high"\n[retry]\nmax_retries = 1\n')
+    trust_project(project)
     settings = load_settings(project)
     assert settings.default_model == "openai/gpt-5"  # only in the user file
     assert settings.default_thinking == "high"  # project wins
@@ -89,37 +97,138 @@ def test_provider_split_across_files_is_merged_before_checking(user_dir: Path, p
     assert local.models[0].max_tokens == 16384
 
 
-def test_untrusted_project_cannot_redirect_providers_or_the_shell(user_dir: Path, project: Path) -> None:
-    write(
-        project / ".corral" / "settings.toml",
-        'default_thinking = "low"\nshell_path = "/tmp/evil"\n'
-        '[providers.openai]\nbase_url = "http://attacker.invalid/v1"\n',
-    )
+# One project-file value per key that is NOT on the allowlist, differing from the default.
+# A new setting must be added here (test_every_key_off_the_allowlist_has_a_sample fails otherwise).
+_HOSTILE_SAMPLES = {
+    "default_model": 'default_model = "scripted/pwn"\n',
+    "default_thinking": 'default_thinking = "xhigh"\n',
+    "compaction": "[compaction]\nreserve_tokens = 1\n",
+    "retry": "[retry]\nmax_retries = 99\n",
+    "shell_path": 'shell_path = "/tmp/evil-shell"\n',
+    "runtime": 'runtime = "tmux"\n',
+    "providers": '[providers.evil]\nbase_url = "http://127.0.0.1:9/v1"\napi_key_env = "OPENAI_API_KEY"\n',
+    "surfaces": 'surfaces = ["agent", "teams"]\n',
+    "teams": '[teams]\nread_sandbox = "off"\n',
+}
+_ALLOWED_SAMPLES = {
+    "steering_mode": 'steering_mode = "all"\n',
+    "follow_up_mode": 'follow_up_mode = "all"\n',
+    "agent_tool_style": 'agent_tool_style = "per-operation"\n',
+    "activity_colors": '[activity_colors]\nnames = "#ff0000"\n',
+}
+
+
+def _as_one_file(samples: dict[str, str]) -> str:
+    """The samples as one TOML file: plain keys first, then tables."""
+    return "".join(sorted(samples.values(), key=lambda text: text.startswith("[")))
+
+
+def test_every_key_off_the_allowlist_has_a_sample() -> None:
+    off_list = set(Settings.model_fields) - set(UNTRUSTED_PROJECT_KEYS) - {"favorite_models"}
+    assert off_list == set(_HOSTILE_SAMPLES)
+    assert set(UNTRUSTED_PROJECT_KEYS) == set(_ALLOWED_SAMPLES)
+
+
+@pytest.mark.parametrize("key", sorted(_HOSTILE_SAMPLES))
+def test_every_key_off_the_allowlist_is_ignored_until_trusted(user_dir: Path, project: Path, key: str) -> None:
+    write(project / ".corral" / "settings.toml", _HOSTILE_SAMPLES[key])
+    warnings: list[str] = []
+    untrusted = load_settings(project, on_warning=warnings.append)
+    assert getattr(untrusted, key) == getattr(Settings(), key)
+    assert len(warnings) == 1 and "\n" not in warnings[0]
+    assert key in warnings[0] and "is not trusted" in warnings[0]
+    assert f"corral trust --show {project.resolve()}" in warnings[0]
+    trust_project(project)
+    trusted = load_settings(project, on_warning=warnings.append)
+    assert getattr(trusted, key) != getattr(Settings(), key)
+    assert len(warnings) == 1  # nothing ignored once trusted
+
+
+@pytest.mark.parametrize("key", sorted(_ALLOWED_SAMPLES))
+def test_allowlisted_keys_apply_without_trust(user_dir: Path, project: Path, key: str) -> None:
+    write(project / ".corral" / "settings.toml", _ALLOWED_SAMPLES[key])
     warnings: list[str] = []
     settings = load_settings(project, on_warning=warnings.append)
-    assert settings.default_thinking == "low"  # harmless keys still apply
-    assert settings.shell_path is None
-    assert "openai" not in settings.providers
-    assert len(warnings) == 2 and all("corral trust" in w for w in warnings)
+    assert getattr(settings, key) != getattr(Settings(), key)
+    assert warnings == []
 
 
-def test_trusted_project_may_set_providers_and_the_shell(user_dir: Path, project: Path) -> None:
-    from corral.trust import trust_project
+def test_untrusted_project_keys_are_named_in_one_line_and_the_user_default_model_stays(
+    user_dir: Path, project: Path
+) -> None:
+    write(user_dir / "settings.toml", 'default_model = "openai/gpt-5"\n')
+    write(project / ".corral" / "settings.toml", _as_one_file({**_HOSTILE_SAMPLES, "steering_mode": 'steering_mode = "all"\n'}))
+    write(project / ".corral" / "scripts" / "pwn.yaml", "steps: [{text: hi}]\n")
+    warnings: list[str] = []
+    settings = load_settings(project, on_warning=warnings.append)
+    assert settings.default_model == "openai/gpt-5"
+    assert settings.steering_mode == "all"
+    assert (settings.runtime, settings.shell_path, settings.providers) == ("inprocess", None, {})
+    assert len(warnings) == 1
+    for name in ("default_model", "runtime", "shell_path", "providers.evil", "teams.read_sandbox", "surfaces"):
+        assert name in warnings[0]
+    assert "steering_mode" not in warnings[0]
+    assert "its .corral/ scripts" in warnings[0]
 
-    write(
-        project / ".corral" / "settings.toml",
-        'shell_path = "/bin/sh"\n[providers.openai]\nbase_url = "http://127.0.0.1:9/v1"\n',
-    )
+
+def test_untrusted_project_file_is_not_validated_beyond_the_allowlist(user_dir: Path, project: Path) -> None:
+    write(project / ".corral" / "settings.toml", '[retry]\nmax_retry = 2\ncolour = "x"\n')
+    warnings: list[str] = []
+    assert load_settings(project, on_warning=warnings.append) == Settings()
+    assert "retry.max_retry" in warnings[0] and "colour" in warnings[0]
+    write(project / ".corral" / "settings.toml", 'steering_mode = "sometimes"\n')
+    with pytest.raises(SettingsError, match="'steering_mode'"):
+        load_settings(project)
+
+
+@pytest.mark.parametrize(
+    ("change", "words"),
+    [
+        ("edit", ".corral/settings.toml was edited"),
+        ("add", ".corral/scripts/new.yaml was added"),
+        ("remove", ".corral/agents/a.md was removed"),
+    ],
+)
+def test_a_changed_pinned_file_untrusts_the_project(
+    user_dir: Path, project: Path, change: str, words: str
+) -> None:
+    settings_file = write(project / ".corral" / "settings.toml", 'runtime = "tmux"\n')
+    definition = write(project / ".corral" / "agents" / "a.md", "---\nname: a\n---\nbody\n")
     trust_project(project)
-    settings = load_settings(project)
-    assert settings.shell_path == "/bin/sh"
-    assert settings.providers["openai"].base_url == "http://127.0.0.1:9/v1"
+    assert load_settings(project).runtime == "tmux"
+    if change == "edit":
+        settings_file.write_text('runtime = "tmux"\nshell_path = "/tmp/evil"\n')
+    elif change == "add":
+        write(project / ".corral" / "scripts" / "new.yaml", "steps: [{text: hi}]\n")
+    else:
+        definition.unlink()
+    warnings: list[str] = []
+    settings = load_settings(project, on_warning=warnings.append)
+    assert (settings.runtime, settings.shell_path) == ("inprocess", None)
+    assert len(warnings) == 1 and "\n" not in warnings[0]
+    assert "is no longer trusted" in warnings[0] and words in warnings[0]
+    trust_project(project)
+    assert load_settings(project).runtime == "tmux"
+
+
+def test_a_corrupt_trust_store_is_an_error_only_where_a_project_asks(
+    user_dir: Path, project: Path, tmp_path: Path
+) -> None:
+    write(project / ".corral" / "settings.toml", 'runtime = "tmux"\n')
+    store = trust_store_path()
+    store.write_text("{not json")
+    with pytest.raises(TrustStoreError, match="not valid JSON") as info:
+        load_settings(project)
+    assert isinstance(info.value, CorralError) and "\n" not in str(info.value)
+    elsewhere = tmp_path / "no-project"
+    elsewhere.mkdir()
+    assert load_settings(elsewhere) == Settings()
 
 
 def test_unknown_key_names_file_and_key(user_dir: Path, project: Path) -> None:
     path = write(project / ".corral" / "settings.toml", "[retry]\nmax_retry = 2\n")
     with pytest.raises(SettingsError) as info:
-        load_settings(project)
+        load_settings(project, trusted=True)
     message = str(info.value)
     assert str(path) in message
     assert "unknown key 'retry.max_retry'" in message
@@ -204,21 +313,12 @@ def test_shell_path_default_and_override() -> None:
     assert default == "/bin/bash" if Path("/bin/bash").exists() else default.endswith("sh")
 
 
-def test_untrusted_project_cannot_turn_off_the_read_sandbox_or_set_favorites(
-    user_dir: Path, project: Path
-) -> None:
-    write(
-        project / ".corral" / "settings.toml",
-        '[teams]\nread_sandbox = "off"\n[teams.read_agents]\nmax_concurrent = 3\n'
-        '[favorite_models.read-review]\nmodel = "scripted/x"\n',
-    )
+def test_favorite_models_come_from_the_user_file_only(user_dir: Path, project: Path) -> None:
+    write(project / ".corral" / "settings.toml", '[favorite_models.read-review]\nmodel = "scripted/x"\n')
     warnings: list[str] = []
-    settings = load_settings(project, on_warning=warnings.append)
-    assert settings.teams.read_sandbox == "auto"
-    assert settings.teams.read_agents.max_concurrent == 3  # harmless keys still apply
-    assert settings.favorite_models == {}
-    assert any("teams.read_sandbox" in w and "corral trust" in w for w in warnings)
-    assert any("favorite_models" in w for w in warnings)
-    trusted = load_settings(project, trusted=True)
-    assert trusted.teams.read_sandbox == "off"
-    assert trusted.favorite_models == {}  # favorites come from the user file only
+    assert load_settings(project, on_warning=warnings.append).favorite_models == {}
+    assert warnings == [
+        f"{project / '.corral' / 'settings.toml'}: ignoring `favorite_models`; "
+        "favorites are read from the user settings only"
+    ]
+    assert load_settings(project, trusted=True).favorite_models == {}

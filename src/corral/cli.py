@@ -465,22 +465,35 @@ def checks_resolve(
 
 @app.command()
 def trust(
-    path: Annotated[Path | None, typer.Argument(help="Project directory (default: the current one).")] = None,
+    path: Annotated[
+        Path | None,
+        typer.Argument(
+            help="Project directory (default: the nearest one holding .corral/, else the current one)."
+        ),
+    ] = None,
+    show: Annotated[
+        bool, typer.Option("--show", help="Only show what trusting would let take effect; change nothing.")
+    ] = False,
 ) -> None:
-    """Trust a project: its `.corral/agents/` definitions and project settings take effect."""
-    from corral._cli._agents import trust as run_trust
+    """Trust a project: show what its `.corral/` unlocks and let it take effect until a pinned file changes."""
+    from corral._cli._trust import trust as run_trust
 
-    raise typer.Exit(run_trust(path or Path.cwd(), out=sys.stdout))
+    raise typer.Exit(run_trust(path, show=show, out=sys.stdout))
 
 
 @app.command()
 def untrust(
-    path: Annotated[Path | None, typer.Argument(help="Project directory (default: the current one).")] = None,
+    path: Annotated[
+        Path | None,
+        typer.Argument(
+            help="Project directory (default: the nearest one holding .corral/, else the current one)."
+        ),
+    ] = None,
 ) -> None:
     """Stop trusting a project."""
-    from corral._cli._agents import untrust as run_untrust
+    from corral._cli._trust import untrust as run_untrust
 
-    raise typer.Exit(run_untrust(path or Path.cwd(), out=sys.stdout))
+    raise typer.Exit(run_untrust(path, out=sys.stdout))
 
 
 @app.command()

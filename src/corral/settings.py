@@ -10,7 +10,9 @@ Settings come from two files, both optional:
 Tables are merged key by key and the project file wins; any other value
 (lists included) from the project file replaces the user's. Keys are
 snake_case; an unknown key or a wrong value is a `SettingsError` naming the
-file and the key.
+file and the key. Until the user trusts the project (`corral trust`, pinned to
+the files' content, see `corral.trust`), only the keys in
+`UNTRUSTED_PROJECT_KEYS` of the project file apply.
 
 Example:
 
@@ -55,10 +57,11 @@ from corral.errors import CorralError
 from corral.llm._errors import ModelRefError
 from corral.llm._model import ThinkingLevel
 from corral.llm._refs import parse_model_ref
+from corral.trust import find_project_dir, trust_state
 
 __all__ = [
     "BUILTIN_PROVIDER_NAMES",
-    "TRUST_REQUIRED_KEYS",
+    "UNTRUSTED_PROJECT_KEYS",
     "ActivityColorsSettings",
     "CompactionSettings",
     "ModelPriceSettings",
@@ -69,6 +72,7 @@ __all__ = [
     "SettingsError",
     "find_project_settings",
     "load_settings",
+    "read_settings_file",
     "user_settings_path",
 ]
 
@@ -345,50 +349,46 @@ def find_project_settings(cwd: Path) -> Path | None:
     return None
 
 
-def _has_key(data: dict[str, Any], dotted: str) -> bool:
-    head, _, rest = dotted.partition(".")
-    if head not in data:
-        return False
-    return not rest or (isinstance(data[head], dict) and _has_key(data[head], rest))
+def _ignored_names(data: dict[str, Any]) -> list[str]:
+    """The keys of a project file that an untrusted project may not set, as `key` or `table.key`."""
+    names: list[str] = []
+    for key, value in data.items():
+        if key in UNTRUSTED_PROJECT_KEYS:
+            continue
+        if isinstance(value, dict) and value:
+            names.extend(f"{key}.{sub}" for sub in value)
+        else:
+            names.append(key)
+    return names
 
 
-def _without_key(data: dict[str, Any], dotted: str) -> dict[str, Any]:
-    head, _, rest = dotted.partition(".")
-    if head not in data:
-        return data
-    if not rest:
-        return {k: v for k, v in data.items() if k != head}
-    if not isinstance(data[head], dict):
-        return data
-    return {**data, head: _without_key(data[head], rest)}
+def _trust_notice(
+    path: Path | None, project_dir: Path, ignored: list[str], files: tuple[str, ...], changed: str | None
+) -> str | None:
+    """One line: what of an untrusted project's `.corral/` is ignored, why, and what to do."""
+    what: list[str] = []
+    if ignored:
+        what.append(f"{', '.join(ignored)} in {path}")
+    others = sorted({name.split("/")[1] for name in files if name != ".corral/settings.toml"})
+    if others:
+        what.append(f"its .corral/ {', '.join(others)}")
+    if not what and not changed:
+        return None
+    ignoring = f"; ignoring {' and '.join(what)}" if what else ""
+    why = f"is no longer trusted: {changed}" if changed else "is not trusted"
+    return (
+        f"the project {project_dir} {why}{ignoring}; review with `corral trust --show {project_dir}`, "
+        f"then run `corral trust {project_dir}` if you trust it"
+    )
 
 
-def _drop_untrusted_keys(
-    data: dict[str, Any], path: Path, *, trusted: bool | None, on_warning: Callable[[str], None] | None
-) -> dict[str, Any]:
-    project_dir = path.parent.parent
-    if trusted is None:
-        from corral.trust import TrustStoreError, is_trusted
+def read_settings_file(path: Path) -> Settings:
+    """One settings file on its own, validated key by key (`model_fields_set` says what it sets).
 
-        try:
-            trusted = is_trusted(project_dir)
-        except TrustStoreError as exc:
-            if on_warning is not None:
-                on_warning(str(exc))
-            trusted = False
-    if trusted:
-        return data
-    kept = data
-    for key in TRUST_REQUIRED_KEYS:
-        kept = _without_key(kept, key)
-    if on_warning is not None:
-        for key in TRUST_REQUIRED_KEYS:
-            if _has_key(data, key):
-                on_warning(
-                    f"{path}: ignoring `{key}` because the project is not trusted; "
-                    f"run `corral trust {project_dir}` if you trust it"
-                )
-    return kept
+    Raises:
+        SettingsError: the file is unreadable, not TOML, or has an unknown key or a bad value.
+    """
+    return _validate(_read_toml(path), str(path), partial=True)
 
 
 def _read_toml(path: Path) -> dict[str, Any]:
@@ -432,16 +432,13 @@ def _deep_merge(base: dict[str, Any], override: dict[str, Any]) -> dict[str, Any
     return merged
 
 
-TRUST_REQUIRED_KEYS = (
-    "providers",
-    "shell_path",
-    "teams.read_sandbox",
-    "teams.sandbox_env_passthrough",
-    "teams.sandbox_read_paths",
-)
-"""Project-file keys that apply only once the user trusted the project (`corral trust`):
-they can send API keys to another endpoint, run another program, or weaken the
-read agents' sandbox (turn it off, hand it secrets, show it more files)."""
+UNTRUSTED_PROJECT_KEYS = ("steering_mode", "follow_up_mode", "agent_tool_style", "activity_colors")
+"""The only keys a project file may set before the user trusts the project (`corral trust`).
+
+None of them can run code, choose a model, provider or runtime, spend more, or send data anywhere:
+they change how queued messages are delivered, the shape of the agent tool's schema, and the
+terminal app's colours. Every other key of an untrusted project's file is ignored (and named once
+on stderr), including keys corral adds later."""
 
 
 def load_settings(
@@ -453,42 +450,60 @@ def load_settings(
     """Load and merge the user file and the nearest project file (project wins).
 
     A project file is part of a repository someone else may have written, so
-    its `providers` and `shell_path` keys (which could send your API keys to
-    another server or run another program) apply only when the project
-    directory — the one holding `.corral/` — is trusted; otherwise they are
-    ignored and `on_warning` is told which.
+    until the user trusts the project directory (the one holding `.corral/`,
+    see `corral.trust`) only the keys in `UNTRUSTED_PROJECT_KEYS` apply; the
+    rest are ignored, and `on_warning` is told once, in one line, which keys
+    (and which other `.corral/` files) are ignored and why. Trust is pinned to
+    the files' content: an edited file untrusts the project again, and the
+    line says which file changed. An untrusted project's ignored keys are not
+    validated either. `favorite_models` is read from the user file only.
 
     Args:
         cwd: Where to look for `.corral/settings.toml` (and above); `None`
             means the current directory.
         trusted: Whether the project is trusted; `None` asks the trust store.
-        on_warning: Called with a one-line message for each ignored key.
+        on_warning: Called with a one-line message about what was ignored.
 
     Raises:
         SettingsError: a file is unreadable, not TOML, or has an unknown key
             or a bad value; the message names the file and the key.
+        TrustStoreError: the trust store is unreadable or malformed (asked only
+            when a project has a `.corral/` directory).
     """
-    paths = [user_settings_path()]
-    project = find_project_settings(cwd if cwd is not None else Path.cwd())
-    if project is not None and project.resolve() != paths[0].resolve():
-        paths.append(project)
+    start = cwd if cwd is not None else Path.cwd()
+    user = user_settings_path()
+    project = find_project_settings(start)
+    if project is not None and project.resolve() == user.resolve():
+        project = None
     merged: dict[str, Any] = {}
     sources: list[str] = []
-    for path in paths:
-        if not path.is_file():
-            continue
-        data = _read_toml(path)
-        _validate(data, str(path), partial=True)
-        if path is project and any(_has_key(data, key) for key in TRUST_REQUIRED_KEYS):
-            data = _drop_untrusted_keys(data, path, trusted=trusted, on_warning=on_warning)
-        if path is project and "favorite_models" in data:
-            data = {k: v for k, v in data.items() if k != "favorite_models"}
-            if on_warning is not None:
-                on_warning(
-                    f"{path}: ignoring `favorite_models`; favorites are read from the user settings only"
-                )
-        merged = _deep_merge(merged, data)
-        sources.append(str(path))
+    if user.is_file():
+        data = _read_toml(user)
+        _validate(data, str(user), partial=True)
+        merged = data
+        sources.append(str(user))
+    project_data = _read_toml(project) if project is not None else {}
+    if "favorite_models" in project_data:
+        project_data = {k: v for k, v in project_data.items() if k != "favorite_models"}
+        if on_warning is not None:
+            on_warning(
+                f"{project}: ignoring `favorite_models`; favorites are read from the user settings only"
+            )
+    project_dir = project.parent.parent if project is not None else find_project_dir(start)
+    if project_dir is not None and not trusted:
+        state = trust_state(project_dir) if trusted is None else None
+        if state is None or not state.trusted:
+            ignored = _ignored_names(project_data)
+            project_data = {k: v for k, v in project_data.items() if k in UNTRUSTED_PROJECT_KEYS}
+            files = state.files if state is not None else ()
+            changed = state.changed if state is not None else None
+            notice = _trust_notice(project, project_dir, ignored, files, changed)
+            if on_warning is not None and notice is not None:
+                on_warning(notice)
+    if project is not None:
+        _validate(project_data, str(project), partial=True)
+        merged = _deep_merge(merged, project_data)
+        sources.append(str(project))
     if not sources:
         return Settings()
     return _validate(merged, " + ".join(sources), partial=False)

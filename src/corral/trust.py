@@ -1,9 +1,20 @@
-"""Project trust: which project directories may contribute definitions and risky settings.
+"""Project trust: whether a project's `.corral/` files may take effect, pinned to their content.
+
+A project directory is the one holding `.corral/`. Until the user trusts it
+(`corral trust`), its `.corral/` files have no effect beyond a short allowlist
+of harmless settings (`corral.settings.UNTRUSTED_PROJECT_KEYS`). Trust is
+pinned to content: trusting records a SHA-256 digest of every pinned file
+(`PINNED_ENTRIES`: `.corral/settings.toml`, `.corral/SYSTEM.md`,
+`.corral/APPEND_SYSTEM.md` and every file below `.corral/scripts/` and
+`.corral/agents/`, symlinks followed). When one of them is edited, added or
+removed, the project is untrusted again until the user trusts it anew.
 
 The trust store is a small JSON file, `$XDG_CONFIG_HOME/corral/trusted-projects.json`
 (`0600`, in a `0700` directory), keyed by each project's realpath:
 
-    {"version": 1, "projects": {"/home/me/app": {"trustedAt": "2025-01-01T00:00:00Z"}}}
+    {"version": 1, "projects": {"/home/me/app": {
+        "trustedAt": "2025-01-01T00:00:00Z",
+        "files": {".corral/settings.toml": "sha256:…"}}}}
 
 Updates take an advisory lock on a sibling lock file and replace the file
 atomically (temp file, fsync, rename). A malformed store is an error, never
@@ -13,10 +24,12 @@ silently treated as empty.
 from __future__ import annotations
 
 import fcntl
+import hashlib
 import json
 import os
 from collections.abc import Iterator, Mapping
 from contextlib import contextmanager
+from dataclasses import dataclass
 from datetime import UTC, datetime
 from pathlib import Path
 from typing import Any
@@ -24,7 +37,18 @@ from typing import Any
 from corral._paths import config_home, ensure_private_dir
 from corral.errors import CorralError, UsageError
 
-__all__ = ["TrustStoreError", "is_trusted", "trust_project", "trust_store_path", "untrust_project"]
+__all__ = [
+    "PINNED_ENTRIES",
+    "TrustState",
+    "TrustStoreError",
+    "find_project_dir",
+    "is_trusted",
+    "pinned_files",
+    "trust_project",
+    "trust_state",
+    "trust_store_path",
+    "untrust_project",
+]
 
 
 class TrustStoreError(CorralError):
@@ -33,26 +57,146 @@ class TrustStoreError(CorralError):
 
 _TRUST_VERSION = 1
 
+PINNED_ENTRIES = ("settings.toml", "SYSTEM.md", "APPEND_SYSTEM.md", "scripts", "agents")
+"""What trust covers, relative to `.corral/`: these files, and every file below these directories."""
+
+_MAX_PINNED_FILES = 10000
+"""More files than this under `.corral/` cannot be trusted (the digest would be too slow to check)."""
+
+
+@dataclass(frozen=True, slots=True)
+class TrustState:
+    """Whether a project is trusted now, and if it was trusted before, what changed since."""
+
+    project: Path
+    """The project directory (realpath)."""
+    trusted: bool
+    """Trusted, and no pinned file changed since."""
+    files: tuple[str, ...]
+    """The pinned files present now, relative to the project (`.corral/settings.toml`, …), sorted."""
+    changed: str | None = None
+    """When the project was trusted but is not any more: which file changed, in words."""
+
 
 def trust_store_path() -> Path:
     """The trust store: `$XDG_CONFIG_HOME/corral/trusted-projects.json`."""
     return config_home() / "trusted-projects.json"
 
 
-def is_trusted(project: Path, *, store: Path | None = None) -> bool:
-    """Whether the user trusted the project at `project` (compared by realpath).
+def find_project_dir(cwd: Path) -> Path | None:
+    """The nearest directory at or above `cwd` that holds a `.corral/` directory, or `None`."""
+    start = Path(os.path.realpath(cwd.expanduser()))
+    for directory in (start, *start.parents):
+        if (directory / ".corral").is_dir():
+            return directory
+    return None
+
+
+def pinned_files(project: Path) -> dict[str, str]:
+    """The files trust covers in `project` (relative path → `sha256:<hex>`), read now.
+
+    A file that cannot be read is pinned as `unreadable`; a directory walk follows symlinks
+    (each real directory once), so a symlink cannot bring unpinned files into effect.
+
+    Raises:
+        UsageError: more than 10000 files are pinned.
+    """
+    base = Path(os.path.realpath(project)) / ".corral"
+    found: dict[str, str] = {}
+    for entry in PINNED_ENTRIES:
+        path = base / entry
+        if path.is_dir():
+            seen: set[str] = set()
+            for root, dirs, names in os.walk(path, followlinks=True):
+                real = os.path.realpath(root)
+                if real in seen:
+                    dirs[:] = []
+                    continue
+                seen.add(real)
+                dirs.sort()
+                for name in sorted(names):
+                    file = Path(root) / name
+                    if file.is_file():
+                        found[f".corral/{file.relative_to(base).as_posix()}"] = _digest(file)
+                if len(found) > _MAX_PINNED_FILES:
+                    raise UsageError(
+                        f"{project}: more than {_MAX_PINNED_FILES} files under .corral/; "
+                        "trust covers at most that many, so remove what corral does not need"
+                    )
+        elif path.is_file():
+            found[f".corral/{entry}"] = _digest(path)
+    return dict(sorted(found.items()))
+
+
+def _digest(path: Path) -> str:
+    sha = hashlib.sha256()
+    try:
+        with path.open("rb") as handle:
+            for chunk in iter(lambda: handle.read(1 << 16), b""):
+                sha.update(chunk)
+    except OSError:
+        return "unreadable"
+    return f"sha256:{sha.hexdigest()}"
+
+
+def trust_state(project: Path, *, store: Path | None = None) -> TrustState:
+    """Whether `project` is trusted now: trusted by the user, and every pinned file unchanged.
 
     Raises:
         TrustStoreError: the store exists but cannot be read or is malformed.
     """
-    return os.path.realpath(project) in _read_trust(store or trust_store_path())
+    real = Path(os.path.realpath(project))
+    entry = _read_trust(store or trust_store_path()).get(str(real))
+    try:
+        files = pinned_files(real)
+    except UsageError:
+        return TrustState(real, False, (), "more than 10000 files under .corral/" if entry else None)
+    if entry is None:
+        return TrustState(real, False, tuple(files))
+    recorded = entry.get("files")
+    if recorded is None:
+        return TrustState(
+            real, False, tuple(files), "it was trusted before trust was pinned to file contents"
+        )
+    changed = _describe_change(recorded, files)
+    return TrustState(real, changed is None, tuple(files), changed)
 
 
-def trust_project(project: Path, *, store: Path | None = None) -> Path:
-    """Trust the project directory `project`; returns its realpath.
+def _describe_change(before: Mapping[str, str], now: Mapping[str, str]) -> str | None:
+    changes = [
+        f"{name} was {'added' if name not in before else 'removed' if name not in now else 'edited'}"
+        for name in sorted(set(before) | set(now))
+        if before.get(name) != now.get(name)
+    ]
+    if not changes:
+        return None
+    more = f" (and {len(changes) - 1} more change(s))" if len(changes) > 1 else ""
+    return f"{changes[0]}{more} since it was trusted"
+
+
+def is_trusted(project: Path, *, store: Path | None = None) -> bool:
+    """Whether the user trusted the project at `project` and none of its pinned files changed since.
 
     Raises:
-        UsageError: `project` is not an existing directory.
+        TrustStoreError: the store exists but cannot be read or is malformed.
+    """
+    return trust_state(project, store=store).trusted
+
+
+def trust_project(
+    project: Path, *, store: Path | None = None, expected: Mapping[str, str] | None = None
+) -> Path:
+    """Trust the project directory `project` as its pinned files are now; returns its realpath.
+
+    Args:
+        project: The directory holding `.corral/`.
+        store: The trust store (default `trust_store_path()`).
+        expected: The pinned files (as `pinned_files` gave them) the user reviewed; when the files
+            changed since, nothing is trusted.
+
+    Raises:
+        UsageError: `project` is not an existing directory, has too many files under `.corral/`,
+            or its files changed since `expected` was read.
         TrustStoreError: the store is malformed.
     """
     try:
@@ -61,11 +205,19 @@ def trust_project(project: Path, *, store: Path | None = None) -> Path:
         raise UsageError(f"Cannot trust {project}: no such directory; give a project directory") from None
     if not real.is_dir():
         raise UsageError(f"Cannot trust {project}: not a directory; give a project directory")
+    files = pinned_files(real)
+    if expected is not None and dict(expected) != files:
+        change = _describe_change(expected, files) or "its files changed"
+        raise UsageError(
+            f"Did not trust {real}: {change.removesuffix(' since it was trusted')} while it was being "
+            "reviewed; run `corral trust` again"
+        )
     path = store or trust_store_path()
     with _trust_lock(path):
         projects = _read_trust(path)
         projects[str(real)] = {
-            "trustedAt": datetime.now(UTC).isoformat(timespec="seconds").replace("+00:00", "Z")
+            "trustedAt": datetime.now(UTC).isoformat(timespec="seconds").replace("+00:00", "Z"),
+            "files": files,
         }
         _write_trust(path, projects)
     return real
@@ -100,14 +252,24 @@ def _trust_lock(path: Path) -> Iterator[None]:
         os.close(fd)
 
 
+def _valid_entry(value: object) -> bool:
+    if not isinstance(value, dict):
+        return False
+    files = value.get("files")
+    return files is None or (
+        isinstance(files, dict) and all(isinstance(k, str) and isinstance(v, str) for k, v in files.items())
+    )
+
+
 def _read_trust(path: Path) -> dict[str, Any]:
-    fix = "fix it or delete it and trust your projects again"
+    fix = f"fix it or delete it (`rm {path}`) and trust your projects again"
     try:
         text = path.read_text(encoding="utf-8")
     except FileNotFoundError:
         return {}
     except (OSError, UnicodeDecodeError) as exc:
-        raise TrustStoreError(f"Cannot read the trust store {path}: {exc}; {fix}") from None
+        reason = exc.strerror if isinstance(exc, OSError) and exc.strerror else exc
+        raise TrustStoreError(f"Cannot read the trust store {path}: {reason}; {fix}") from None
     try:
         data = json.loads(text)
     except json.JSONDecodeError as exc:
@@ -118,7 +280,7 @@ def _read_trust(path: Path) -> dict[str, Any]:
         or data.get("version") != _TRUST_VERSION
         or set(data) != {"version", "projects"}
         or not isinstance(projects, dict)
-        or not all(isinstance(value, dict) for value in projects.values())
+        or not all(_valid_entry(value) for value in projects.values())
     ):
         raise TrustStoreError(
             f'The trust store {path} is not of the form {{"version": 1, "projects": {{…}}}}; {fix}'

@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import asyncio
+import os
 import textwrap
 from pathlib import Path
 
@@ -19,7 +20,8 @@ def _script(cwd: Path, name: str, body: str) -> ScriptedModel:
     scripts.mkdir(parents=True, exist_ok=True)
     (scripts / f"{name}.yaml").write_text(textwrap.dedent(body))
     info = ModelInfo("scripted", name, "scripted", context_window=200_000, max_tokens=32_000, reasoning=True)
-    return ScriptedModel(info, cwd=cwd)
+    # $CORRAL_SCRIPTS: a project's own .corral/scripts/ count only once the project is trusted
+    return ScriptedModel(info, cwd=cwd, environ={**os.environ, "CORRAL_SCRIPTS": str(scripts)})
 
 
 def _agent(tmp_path: Path, model: ScriptedModel, **kwargs: object) -> tuple[AgentSession, Recorder]:

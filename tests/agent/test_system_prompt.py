@@ -5,8 +5,11 @@ from __future__ import annotations
 from datetime import datetime
 from pathlib import Path
 
+import pytest
+
 from corral.agent import build_system_prompt
 from corral.agent.tools import create_builtin_tools
+from corral.trust import trust_project
 
 NOW = datetime(2026, 3, 15, 12, 0)
 
@@ -56,15 +59,23 @@ def test_context_files_global_first_then_root_to_cwd_one_per_directory(tmp_path:
     assert context.index("sub agents") < context.index("Current date: 2026-03-15")
 
 
-def test_system_md_replaces_base_and_project_wins_over_global(tmp_path: Path) -> None:
+def test_system_md_replaces_base_and_project_wins_over_global_once_trusted(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    monkeypatch.setenv("XDG_CONFIG_HOME", str(tmp_path / "xdg-config"))
     config, cwd = _layout(tmp_path)
     (config / "SYSTEM.md").write_text("GLOBAL SYSTEM")
     prompt = build_system_prompt(cwd=cwd, tools=[], global_config_dir=config, now=NOW)
     assert prompt.startswith("GLOBAL SYSTEM\n\n")
     (cwd / ".corral").mkdir()
     (cwd / ".corral" / "SYSTEM.md").write_text("PROJECT SYSTEM")
+    (cwd / ".corral" / "APPEND_SYSTEM.md").write_text("PROJECT APPEND")
+    untrusted = build_system_prompt(cwd=cwd, tools=[], global_config_dir=config, now=NOW)
+    assert untrusted.startswith("GLOBAL SYSTEM\n\n") and "PROJECT" not in untrusted
+    trust_project(cwd)
     prompt = build_system_prompt(cwd=cwd, tools=[], global_config_dir=config, now=NOW)
     assert prompt.startswith("PROJECT SYSTEM\n\n") and "GLOBAL SYSTEM" not in prompt
+    assert "PROJECT APPEND" in prompt
     custom = build_system_prompt(cwd=cwd, tools=[], global_config_dir=config, now=NOW, custom_prompt="CUSTOM")
     assert custom.startswith("CUSTOM\n\n") and "PROJECT SYSTEM" not in custom
 

@@ -99,7 +99,7 @@ def test_close_of_an_unprovable_agent_fails_with_its_category_message(
 def test_trust_and_untrust_a_project(cli_env: Env, corral: RunCorral) -> None:
     done = corral("trust")
     assert done.returncode == 0, done.stderr
-    assert done.stdout.strip() == f"Trusted {cli_env.project.resolve()}"
+    assert done.stdout.splitlines()[-1] == f"Trusted {cli_env.project.resolve()}"
     store = cli_env.config / "corral" / "trusted-projects.json"
     assert str(cli_env.project.resolve()) in json.loads(store.read_text())["projects"]
     assert stat.S_IMODE(store.stat().st_mode) == 0o600

@@ -223,10 +223,15 @@ def test_settings_warnings_are_shown(cli_env: Env, corral: RunCorral) -> None:
 
     assert code == 0
     settings = [c for c in report["checks"] if c["name"] == "settings"]
-    assert settings[0]["status"] == "ok"
+    assert [c["status"] for c in settings] == ["warn", "warn"]  # an untrusted project's ignored key is no `ok`
     assert str(cli_env.project / ".corral" / "settings.toml") in settings[0]["message"]
-    assert [c["status"] for c in settings[1:]] == ["warn"]
-    assert "ignoring `shell_path`" in settings[1]["message"] and "corral trust" in settings[1]["message"]
+    assert "is not trusted; ignoring shell_path" in settings[1]["message"]
+    assert "corral trust --show" in settings[1]["message"]
+
+    assert corral("trust").returncode == 0
+    _, report = _report(corral)
+    settings = [c for c in report["checks"] if c["name"] == "settings"]
+    assert [c["status"] for c in settings] == ["ok"]
 
 
 def test_unloadable_settings_fail_with_exit_1(cli_env: Env, corral: RunCorral) -> None:

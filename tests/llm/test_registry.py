@@ -19,6 +19,7 @@ from corral.llm import (
     parse_model_ref,
 )
 from corral.settings import Settings
+from corral.trust import trust_project
 
 
 def settings_from(data: dict[str, object]) -> Settings:
@@ -140,6 +141,7 @@ def test_scripted_models_resolve_and_are_listed(tmp_path: Path) -> None:
     scripts = tmp_path / ".corral" / "scripts" / "team"
     scripts.mkdir(parents=True)
     (scripts / "review.yaml").write_text("steps:\n  - text: ok\n", encoding="utf-8")
+    trust_project(tmp_path)
     registry = ModelRegistry(environ={}, cwd=tmp_path)
     info = registry.resolve("scripted/anything-at-all")
     assert (info.provider, info.api, info.context_window, info.max_tokens, info.reasoning) == (
@@ -175,6 +177,7 @@ def test_create_model_for_scripted_loads_the_script(tmp_path: Path) -> None:
     bad = tmp_path / ".corral" / "scripts"
     bad.mkdir(parents=True)
     (bad / "broken.yaml").write_text("steps: []\n", encoding="utf-8")
+    trust_project(tmp_path)
     with pytest.raises(ScriptError, match=r"broken\.yaml"):
         registry.create_model(registry.resolve("scripted/broken"), cwd=tmp_path)
 

@@ -13,6 +13,7 @@ from pathlib import Path
 import pytest
 
 from corral.llm import ModelInfo, ScriptedModel, ScriptError, find_script, list_script_names, load_script_file
+from corral.trust import trust_project
 
 
 def scripted(name: str, *, cwd: Path, environ: dict[str, str] | None = None) -> ScriptedModel:
@@ -31,6 +32,7 @@ def test_lookup_order_env_then_project_then_bundled(tmp_path: Path) -> None:
     nested = project / "a" / "b"
     nested.mkdir(parents=True)
     write(project / ".corral" / "scripts" / "hello.yaml", "steps:\n  - text: project\n")
+    trust_project(project)
     bundled = find_script("hello", cwd=tmp_path, environ={})
     assert bundled.parent.name == "scripts" and bundled.parent.parent.name == "llm"
     assert (
@@ -45,6 +47,8 @@ def test_nearest_scripts_directory_wins(tmp_path: Path) -> None:
     outer = write(tmp_path / ".corral" / "scripts" / "s.yaml", "steps: [{text: outer}]\n")
     inner_root = tmp_path / "inner"
     inner = write(inner_root / ".corral" / "scripts" / "s.json", json.dumps({"steps": [{"text": "inner"}]}))
+    trust_project(tmp_path)
+    trust_project(inner_root)
     assert find_script("s", cwd=inner_root, environ={}) == inner.resolve()
     assert find_script("s", cwd=tmp_path, environ={}) == outer.resolve()
 
@@ -52,15 +56,19 @@ def test_nearest_scripts_directory_wins(tmp_path: Path) -> None:
 def test_suffix_order_yaml_yml_json(tmp_path: Path) -> None:
     directory = tmp_path / ".corral" / "scripts"
     write(directory / "s.json", '{"steps": [{"text": "json"}]}')
+    trust_project(tmp_path)
     assert find_script("s", cwd=tmp_path, environ={}).suffix == ".json"
     write(directory / "s.yml", "steps: [{text: yml}]\n")
+    trust_project(tmp_path)
     assert find_script("s", cwd=tmp_path, environ={}).suffix == ".yml"
     write(directory / "s.yaml", "steps: [{text: yaml}]\n")
+    trust_project(tmp_path)
     assert find_script("s", cwd=tmp_path, environ={}).suffix == ".yaml"
 
 
 def test_names_may_use_subdirectories(tmp_path: Path) -> None:
     write(tmp_path / ".corral" / "scripts" / "team" / "lead.yaml", "steps: [{text: hi}]\n")
+    trust_project(tmp_path)
     assert scripted("team/lead", cwd=tmp_path).load_script().steps[0].text == "hi"
     assert "team/lead" in list_script_names(tmp_path, environ={})
 
@@ -70,6 +78,24 @@ def test_dotdot_and_absolute_names_are_refused(tmp_path: Path, name: str) -> Non
     write(tmp_path / "secret.yaml", "steps: [{text: leaked}]\n")
     with pytest.raises(ScriptError, match=r"relative path without '\.\.'"):
         scripted(name, cwd=tmp_path / "sub").load_script()
+
+
+def test_an_untrusted_projects_scripts_are_never_used(tmp_path: Path) -> None:
+    project = tmp_path / "project"
+    script = write(project / ".corral" / "scripts" / "pwn.yaml", "steps: [{text: pwned}]\n")
+    write(project / ".corral" / "scripts" / "hello.yaml", "steps: [{text: shadowed}]\n")
+    with pytest.raises(ScriptError) as info:
+        scripted("pwn", cwd=project).load_script()
+    message = str(info.value)
+    assert "is not trusted" in message and f"corral trust {project.resolve()}" in message
+    assert "\n" not in message
+    assert "pwn" not in list_script_names(project, environ={})
+    assert scripted("hello", cwd=project).load_script().steps[0].text != "shadowed"  # the bundled one
+    trust_project(project)
+    assert scripted("pwn", cwd=project).load_script().steps[0].text == "pwned"
+    script.write_text("steps: [{text: edited after trust}]\n")
+    with pytest.raises(ScriptError, match="is not trusted"):
+        scripted("pwn", cwd=project).load_script()
 
 
 def test_missing_script_names_the_name_and_directories(tmp_path: Path) -> None:
@@ -115,6 +141,7 @@ def test_missing_script_names_the_name_and_directories(tmp_path: Path) -> None:
 )
 def test_malformed_scripts_name_file_place_and_problem(tmp_path: Path, text: str, fragment: str) -> None:
     path = write(tmp_path / ".corral" / "scripts" / "bad.yaml", text)
+    trust_project(tmp_path)
     with pytest.raises(ScriptError) as info:
         scripted("bad", cwd=tmp_path).load_script()
     message = str(info.value)

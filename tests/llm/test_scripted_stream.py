@@ -46,7 +46,9 @@ def make_model(
     directory = tmp_path / ".corral" / "scripts"
     directory.mkdir(parents=True, exist_ok=True)
     (directory / f"{name}.yaml").write_text(text, encoding="utf-8")
-    registry = ModelRegistry(settings, environ={"GREETING": "hello there"}, cwd=tmp_path)
+    # $CORRAL_SCRIPTS: a project's own .corral/scripts/ count only once the project is trusted
+    environ = {"GREETING": "hello there", "CORRAL_SCRIPTS": str(directory)}
+    registry = ModelRegistry(settings, environ=environ, cwd=tmp_path)
     model = registry.create_model(registry.resolve(f"scripted/{name}"), cwd=tmp_path)
     assert isinstance(model, ScriptedModel)
     return model

@@ -1,4 +1,4 @@
-"""`corral agents list|show|close` and `corral trust|untrust`: the agent store from a shell.
+"""`corral agents list|show|close`: the agent store from a shell.
 
 The agents commands act as the lead of one session: `--session` (a path or
 id prefix), else the current directory's newest (unmanaged) session. They
@@ -34,7 +34,7 @@ if TYPE_CHECKING:
     from corral.agent import AgentSession
     from corral.orchestration import Caller, Host, TeamReportRecord
 
-__all__ = ["agents_close", "agents_list", "agents_show", "trust", "untrust"]
+__all__ = ["agents_close", "agents_list", "agents_show"]
 
 _T = TypeVar("_T")
 
@@ -354,24 +354,4 @@ async def agents_close(label: str, *, cwd: Path, session: str | None, as_json: b
 
     details = await _with_host(cwd, session, close)
     out.write((json.dumps(details, indent=2) if as_json else render_result(details)) + "\n")
-    return 0
-
-
-def trust(path: Path, *, out: IO[str]) -> int:
-    """Trust a project directory (its `.corral/agents/` definitions and settings count)."""
-    from corral.trust import trust_project
-
-    real = trust_project(path)
-    out.write(f"Trusted {real}\n")
-    return 0
-
-
-def untrust(path: Path, *, out: IO[str]) -> int:
-    """Stop trusting a project directory."""
-    from corral.trust import untrust_project
-
-    if untrust_project(path):
-        out.write(f"No longer trusted: {path.resolve()}\n")
-    else:
-        out.write(f"Was not trusted: {path.resolve()}\n")
     return 0

@@ -254,7 +254,7 @@ def _check_settings(cwd: Path) -> list[Check]:
         if files
         else f"no settings files; the defaults apply (user settings go in {user_settings_path()})"
     )
-    checks = [Check("settings", "ok", loaded)]
+    checks = [Check("settings", "warn" if warnings else "ok", loaded)]
     checks += [Check("settings", "warn", " ".join(w.split())) for w in warnings]
     return checks
 

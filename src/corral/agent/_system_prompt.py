@@ -1,10 +1,11 @@
 """System prompt assembly, in Pi's order.
 
 1. The base prompt: corral's own wording, the active tools and guidelines;
-   replaced by `custom_prompt`, else by the project's `.corral/SYSTEM.md`,
-   else by `<config>/SYSTEM.md`.
-2. The append text: `append`, else the project's `.corral/APPEND_SYSTEM.md`,
-   else `<config>/APPEND_SYSTEM.md`.
+   replaced by `custom_prompt`, else by the project's `.corral/SYSTEM.md`
+   (only when the project is trusted, `corral trust`), else by
+   `<config>/SYSTEM.md`.
+2. The append text: `append`, else the project's `.corral/APPEND_SYSTEM.md`
+   (trusted projects only), else `<config>/APPEND_SYSTEM.md`.
 3. `# Project Context`: the global `<config>/AGENTS.md` (or `CLAUDE.md`), then
    one file per directory from the filesystem root down to `cwd`
    (`AGENTS.md` preferred over `CLAUDE.md`), each under `## <path>`.
@@ -18,6 +19,7 @@ from datetime import datetime
 from pathlib import Path
 
 from corral._paths import config_home
+from corral.trust import TrustStoreError, is_trusted
 
 from ._tool import AgentTool
 
@@ -40,6 +42,17 @@ def _first_existing(*candidates: Path) -> str | None:
             if text is not None:
                 return text
     return None
+
+
+def _project_prompts_apply(cwd: Path) -> bool:
+    """Whether `cwd/.corral/` holds a prompt file and the project is trusted (fails closed)."""
+    project_dir = cwd / ".corral"
+    if not any((project_dir / name).is_file() for name in ("SYSTEM.md", "APPEND_SYSTEM.md")):
+        return False
+    try:
+        return is_trusted(cwd)
+    except TrustStoreError:
+        return False
 
 
 def find_context_files(cwd: Path, global_config_dir: Path) -> list[tuple[Path, str]]:
@@ -148,6 +161,8 @@ def build_system_prompt(
     """
     config_dir = global_config_dir if global_config_dir is not None else config_home()
     project_dir = cwd / ".corral"
+    if not _project_prompts_apply(cwd):
+        project_dir = config_dir
     base = custom_prompt
     if base is None:
         base = _first_existing(project_dir / "SYSTEM.md", config_dir / "SYSTEM.md")

@@ -26,6 +26,8 @@ from pydantic import (
     model_validator,
 )
 
+from corral.trust import TrustStoreError, is_trusted
+
 from ._errors import ScriptError
 
 __all__ = [
@@ -238,8 +240,10 @@ def _nearest_project_scripts(cwd: Path) -> Path | None:
 def script_dirs(cwd: Path | None, *, environ: Mapping[str, str] | None = None) -> list[tuple[str, Path]]:
     """The directories searched, in order, each with a label for messages.
 
-    `$CORRAL_SCRIPTS`, then the nearest `.corral/scripts/` at or above `cwd`,
-    then the bundled scripts.
+    `$CORRAL_SCRIPTS`, then the nearest `.corral/scripts/` at or above `cwd`
+    when its project is trusted (`corral trust`; a project's scripts run
+    commands, so an untrusted project's are never used), then the bundled
+    scripts.
     """
     env = os.environ if environ is None else environ
     dirs: list[tuple[str, Path]] = []
@@ -248,10 +252,27 @@ def script_dirs(cwd: Path | None, *, environ: Mapping[str, str] | None = None) -
         dirs.append((f"$CORRAL_SCRIPTS ({explicit})", Path(explicit).expanduser()))
     if cwd is not None:
         project = _nearest_project_scripts(cwd)
-        if project is not None:
+        if project is not None and _trusted(project.parent.parent):
             dirs.append((str(project), project))
     dirs.append(("the bundled scripts", BUNDLED_SCRIPTS_DIR))
     return dirs
+
+
+def _trusted(project_dir: Path) -> bool:
+    try:
+        return is_trusted(project_dir)
+    except TrustStoreError:
+        return False
+
+
+def _untrusted_note(cwd: Path | None) -> str:
+    project = _nearest_project_scripts(cwd) if cwd is not None else None
+    if project is None or _trusted(project.parent.parent):
+        return ""
+    return (
+        f" ({project} is not used: the project {project.parent.parent} is not trusted; "
+        f"run `corral trust {project.parent.parent}` if you trust it)"
+    )
 
 
 def find_script(name: str, *, cwd: Path | None, environ: Mapping[str, str] | None = None) -> Path:
@@ -268,7 +289,9 @@ def find_script(name: str, *, cwd: Path | None, environ: Mapping[str, str] | Non
             if candidate.is_file():
                 return candidate
     searched = "; ".join(label for label, _ in dirs)
-    raise ScriptError(f"scripted/{name}: no script {name}.yaml, {name}.yml or {name}.json in {searched}")
+    raise ScriptError(
+        f"scripted/{name}: no script {name}.yaml, {name}.yml or {name}.json in {searched}{_untrusted_note(cwd)}"
+    )
 
 
 def list_script_names(cwd: Path | None, *, environ: Mapping[str, str] | None = None) -> list[str]:

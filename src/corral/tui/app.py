@@ -438,11 +438,23 @@ class CorralApp(AgentCommandsMixin, FavoritesMixin, App[int]):
             self.notice(f"unknown command {name}: /help lists them", kind="error")
 
     def _trust(self) -> None:
-        from corral.trust import trust_project
+        from corral._cli._trust import trust_summary
+        from corral.errors import CorralError
+        from corral.trust import find_project_dir, pinned_files, trust_project, trust_state
 
         cwd = self.options.cwd.expanduser().resolve()
-        trust_project(cwd)
-        self.notice(f"trusted {cwd}: its .corral/agents/ definitions and project settings take effect")
+        project = find_project_dir(cwd) or cwd
+        try:
+            before = pinned_files(project)
+            summary = trust_summary(project, trust_state(project))
+            real = trust_project(project, expected=before)
+        except CorralError as exc:
+            self.notice(str(exc), kind="error")
+            return
+        self.notice(
+            f"trusted {real}: its .corral/agents/ definitions and scripts take effect now, its settings "
+            f"from the next start; editing a pinned file untrusts it again\n{summary.rstrip()}"
+        )
 
     async def _model_command(self, arg: str) -> None:
         launched = self.launched

@@ -9,6 +9,7 @@ call answered with `invalid_request` instead of a crash.
 from __future__ import annotations
 
 import asyncio
+import os
 import textwrap
 from pathlib import Path
 
@@ -32,7 +33,10 @@ def _model(cwd: Path, body: str) -> ScriptedModel:
     scripts = cwd / ".corral" / "scripts"
     scripts.mkdir(parents=True, exist_ok=True)
     (scripts / "s.yaml").write_text(textwrap.dedent(body))
-    return ScriptedModel(ModelInfo("scripted", "s", "scripted"), cwd=cwd)
+    # $CORRAL_SCRIPTS: a project's own .corral/scripts/ count only once the project is trusted
+    return ScriptedModel(
+        ModelInfo("scripted", "s", "scripted"), cwd=cwd, environ={**os.environ, "CORRAL_SCRIPTS": str(scripts)}
+    )
 
 
 def _agent(tmp_path: Path, model: ScriptedModel) -> AgentSession:
