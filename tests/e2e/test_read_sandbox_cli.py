@@ -317,3 +317,35 @@ def test_required_sandbox_refuses_the_read_spawn(corral: RunCorral, cli_env: Env
     assert not (cli_env.project / "ran-unconfined").exists()
     assert [p for p in cli_env.sessions() if '"managed"' in p.read_text().splitlines()[0]] == []
     assert "UNCONFINED" not in done.stderr
+
+
+LAZY_CONTEXT = """
+steps:
+  - text: "Sending a reader with my context."
+    tool_calls:
+      - name: spawn_agent
+        args: {name: ctx, model_slot: read-review, prompt: "Check the brief.", session_context: lazy}
+  - text: "Waiting."
+  - text: "Done."
+on_exhausted: repeat_last
+agents:
+  ctx:
+    - tool_calls: [{name: bash, args: {command: "cat HOME_DIR/teams/*/session-context/*"}}]
+    - tool_calls: [{name: bash, args: {command: "ls -a HOME_DIR; cat HOME_DIR/corral.db"}}]
+    - tool_calls:
+        - name: report_and_exit
+          args: {content: "Read it.", summary: "done", outcome: succeeded}
+"""
+
+
+def test_a_read_agent_sees_its_session_context_snapshot_and_nothing_else_of_corrals_data(
+    corral: RunCorral, cli_env: Env
+) -> None:
+    _require_tools()
+    cli_env.script("lead", LAZY_CONTEXT.replace("HOME_DIR", str(cli_env.home)))
+    done = corral("run", "--surfaces", "teams", "--model", "scripted/lead", "-p", "the brief is MARKER-7731")
+    assert done.returncode == 0, done.stderr
+    (snapshot, snapshot_error), (listing, _), _report = _tool_results(cli_env.home)
+    assert not snapshot_error and "MARKER-7731" in snapshot  # the lead's words, through the snapshot
+    assert "corral.db" not in listing.split("cat:")[0] and "sessions" not in listing
+    assert "No such file or directory" in listing  # corral.db itself is not there

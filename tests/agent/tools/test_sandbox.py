@@ -640,3 +640,21 @@ async def test_read_agents_read_tools_cannot_leave_the_project(
     with pytest.raises(ToolError, match="not available to read agents"):
         await tools["grep"].execute("c", {"pattern": "x", "path": str(user_home)})
     assert text_of(await tools["read"].execute("c", {"path": "/etc/os-release"}))  # the system is readable
+
+
+async def test_a_file_the_policy_shows_is_readable_inside_a_hidden_directory(
+    sandbox: ReadOnlySandbox, home_project: Path
+) -> None:
+    corral_home = Path(os.environ["CORRAL_HOME"])
+    snapshot = corral_home / "teams" / "session-x" / "session-context" / "agent.md"
+    snapshot.parent.mkdir(parents=True)
+    snapshot.write_text("snapshot MARKER\n")
+    shown = sandbox.with_policy(SandboxPolicy(read_files=(snapshot,)))
+    tools = {tool.name: tool for tool in create_builtin_tools(home_project, sandbox=shown)}
+    assert "MARKER" in text_of(await tools["read"].execute("c", {"path": str(snapshot)}))
+    ok, text = await _run(BashTool(home_project, sandbox=shown), f"cat {snapshot}")
+    assert ok and "MARKER" in text, text
+    with pytest.raises(ToolError, match="not available to read agents"):
+        await tools["read"].execute("c", {"path": str(corral_home / "corral.db")})
+    ok, text = await _run(BashTool(home_project, sandbox=shown), f"cat {corral_home}/corral.db")
+    assert not ok and "FAKE-STORE-CONTENT" not in text

@@ -53,6 +53,7 @@ from __future__ import annotations
 
 import asyncio
 import contextlib
+import copy
 import errno
 import fnmatch
 import itertools
@@ -210,6 +211,9 @@ class SandboxPolicy:
     """Extra variable names always removed (the providers' key variables)."""
     env_passthrough: tuple[str, ...] = ()
     """Variable names kept even though they match `DENIED_ENV_PATTERNS` or `secret_env`."""
+    read_files: tuple[Path, ...] = ()
+    """Single files shown read-only even inside a hidden directory (a read agent's session-context
+    snapshot under `$CORRAL_HOME`)."""
     limits: SandboxLimits = field(default_factory=SandboxLimits)
     """Resource caps."""
 
@@ -326,6 +330,12 @@ class ReadOnlySandbox:
     def status(self) -> SandboxStatus | None:
         """The result of the last `probe()`, or `None` before the first."""
         return self._status
+
+    def with_policy(self, policy: SandboxPolicy) -> ReadOnlySandbox:
+        """The same sandbox (binary, probe result, filter, cgroups) under another policy."""
+        derived = copy.copy(self)
+        derived.policy = policy
+        return derived
 
     def prepare(self, argv: list[str], cwd: Path) -> SandboxCommand:
         """The confined command that runs `argv` in `cwd` (what the module docstring describes).
@@ -526,6 +536,10 @@ class _View:
         self._bind(project, writable=policy.writable_project)
         for hidden in _hidden_paths(policy.hidden_paths):
             self._mask(hidden)
+        for file in policy.read_files:  # after the masks: shown even inside a hidden directory
+            if file.is_file():
+                self.flags += ["--ro-bind", os.path.realpath(file), str(file)]
+                self.bound.append((Path(os.path.realpath(file)), file))
 
     def _system(self, directory: str) -> None:
         if os.path.islink(directory):  # merged /usr: /bin -> usr/bin
@@ -535,10 +549,15 @@ class _View:
             self.bound.append((Path(os.path.realpath(directory)), Path(directory)))
 
     def shows(self, path: Path | str) -> bool:
-        """Whether the host path `path` (symlinks resolved) is visible in the view."""
+        """Whether the host path `path` (symlinks resolved) is visible in the view.
+
+        It is when a bound path holds it and no mask inside that bound path covers it.
+        """
         real = Path(os.path.realpath(path))
-        return any(real.is_relative_to(source) for source, _ in self.bound) and not any(
-            real.is_relative_to(hidden) for hidden in self.hidden
+        return any(
+            real.is_relative_to(source)
+            and not any(real.is_relative_to(h) and h.is_relative_to(source) for h in self.hidden)
+            for source, _ in self.bound
         )
 
     def _bind(self, path: Path, *, writable: bool = False) -> None:

@@ -29,7 +29,7 @@ import contextlib
 import os
 import time
 import uuid
-from dataclasses import dataclass, field
+from dataclasses import dataclass, field, replace
 from pathlib import Path
 from typing import TYPE_CHECKING, Any, Literal
 
@@ -698,6 +698,8 @@ class Teams(TeamReportsMixin, TeamControlMixin):
 
                 mission = f"{mission}\n\n{session_context_suffix(context_path)}"
                 store.set_session_context_path(generation.run_id, str(context_path))
+            if sandbox is not None and context_path is not None:  # its snapshot lives under $CORRAL_HOME
+                sandbox = sandbox.with_policy(replace(sandbox.policy, read_files=(context_path,)))
             agent = self._build_agent(prepared, session, member, sandbox, eligible=eligible)
             session.flush()
             child = TeamChild(
@@ -917,6 +919,4 @@ def _started_text(details: dict[str, Any], *, sandbox_off: bool = False) -> str:
 
 
 def _with_payload(task: Any, payload: str) -> Any:
-    from dataclasses import replace
-
     return replace(task, payload=payload)
