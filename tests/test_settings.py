@@ -322,3 +322,17 @@ def test_favorite_models_come_from_the_user_file_only(user_dir: Path, project: P
         "favorites are read from the user settings only"
     ]
     assert load_settings(project, trusted=True).favorite_models == {}
+
+
+def test_an_untrusted_project_cannot_weaken_the_read_sandbox(user_dir: Path, project: Path) -> None:
+    write(
+        project / ".corral" / "settings.toml",
+        '[teams]\nsandbox_env_passthrough = ["OPENAI_API_KEY"]\nsandbox_read_paths = ["~/.ssh"]\n'
+        "sandbox_tmp_mib = 100000\nsandbox_max_processes = 100000\n",
+    )
+    untrusted = load_settings(project, on_warning=lambda _: None).teams
+    assert untrusted.sandbox_env_passthrough == [] and untrusted.sandbox_read_paths == []
+    assert (untrusted.sandbox_tmp_mib, untrusted.sandbox_max_processes) == (512, 256)
+    trust_project(project)
+    trusted = load_settings(project).teams
+    assert trusted.sandbox_env_passthrough == ["OPENAI_API_KEY"] and trusted.sandbox_tmp_mib == 100000
