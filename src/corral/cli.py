@@ -506,6 +506,48 @@ def doctor(
     raise typer.Exit(asyncio.run(run_doctor(cwd=Path.cwd(), as_json=json_, out=sys.stdout)))
 
 
+@app.command()
+def mcp(
+    session: SessionOpt = None,
+    continue_: ContinueOpt = False,
+    cwd: CwdOpt = None,
+    surfaces: Annotated[
+        str, typer.Option("--surfaces", help="Comma-separated tool surfaces: agent and/or teams.")
+    ] = "agent",
+    model: Annotated[
+        str | None, typer.Option("--model", "-m", help="The lead session's model (agents inherit it).")
+    ] = None,
+    http: Annotated[
+        str | None, typer.Option("--http", help="Serve streamable HTTP on HOST:PORT instead of stdio.")
+    ] = None,
+    allow_remote: Annotated[
+        bool, typer.Option("--allow-remote", help="Allow a non-loopback --http bind (needs a token).")
+    ] = False,
+    token: Annotated[
+        str | None,
+        typer.Option("--token", envvar="CORRAL_MCP_TOKEN", help="Bearer token HTTP clients must send."),
+    ] = None,
+) -> None:
+    """Serve a lead session over MCP (stdio by default): `claude mcp add corral -- corral mcp`."""
+    from corral.errors import UsageError
+
+    try:
+        from corral._mcp import McpOptions, serve
+    except ImportError as exc:
+        raise UsageError(f"corral mcp needs the MCP SDK ({exc}): pip install 'corral[mcp]'") from None
+    options = McpOptions(
+        cwd or Path.cwd(),
+        session=session,
+        continue_recent=continue_,
+        model=model,
+        surfaces=[s.strip() for s in surfaces.split(",") if s.strip()],
+        http=http,
+        allow_remote=allow_remote,
+        token=token,
+    )
+    raise typer.Exit(asyncio.run(serve(options)))
+
+
 @app.command(hidden=True)
 def worker(
     run_id: Annotated[str, typer.Option("--run-id", help="The generation to run.")],

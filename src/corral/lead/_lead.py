@@ -210,6 +210,10 @@ class Lead:
             self._arrived.set()
             self._arrived = asyncio.Event()
 
+    async def arrival(self) -> None:
+        """Return when the next item arrives (for front ends that watch the lead's inbox)."""
+        await self._arrived.wait()
+
     @staticmethod
     async def _arrival(arrived: asyncio.Event, deadline: float | None) -> bool:
         """Wait until `arrived` is set (an item arrived); `False` when the deadline passed first."""

@@ -1,0 +1,157 @@
+"""Run the MCP server: stdio (the default) or streamable HTTP on a loopback address.
+
+A non-loopback bind is refused unless `--allow-remote` is given together with a bearer token
+(`--token` or `CORRAL_MCP_TOKEN`); a token, when set, is required on every HTTP request.
+"""
+
+from __future__ import annotations
+
+import hmac
+import ipaddress
+import socket
+import sys
+from collections.abc import Awaitable, Callable, MutableMapping
+from dataclasses import KW_ONLY, dataclass, field
+from pathlib import Path
+from typing import Any
+
+from corral.errors import UsageError
+from corral.lead import open_lead
+
+from ._server import build_server
+
+__all__ = ["McpOptions", "parse_bind", "serve"]
+
+Scope = MutableMapping[str, Any]
+Receive = Callable[[], Awaitable[MutableMapping[str, Any]]]
+Send = Callable[[MutableMapping[str, Any]], Awaitable[None]]
+App = Callable[[Scope, Receive, Send], Awaitable[None]]
+
+
+@dataclass
+class McpOptions:
+    """What `corral mcp` was asked for."""
+
+    cwd: Path
+    _: KW_ONLY
+    session: str | None = None
+    continue_recent: bool = False
+    model: str | None = None
+    surfaces: list[str] = field(default_factory=lambda: ["agent"])
+    http: str | None = None
+    """`HOST:PORT` for streamable HTTP; `None`: stdio."""
+    allow_remote: bool = False
+    token: str | None = None
+    """Bearer token every HTTP request must carry (required for a non-loopback bind)."""
+
+
+def parse_bind(text: str) -> tuple[str, int]:
+    """`HOST:PORT` (IPv6 as `[::1]:PORT`) as a host and a port.
+
+    Raises:
+        UsageError: the text is not `HOST:PORT` with a port from 0 to 65535.
+    """
+    host, sep, port = text.rpartition(":")
+    host = host.removeprefix("[").removesuffix("]")
+    if not sep or not host or not port.isdigit() or int(port) > 65535:
+        raise UsageError(f"--http {text}: give HOST:PORT, e.g. --http 127.0.0.1:8765")
+    return host, int(port)
+
+
+def _is_loopback(host: str) -> bool:
+    if host == "localhost":
+        return True
+    try:
+        return ipaddress.ip_address(host).is_loopback
+    except ValueError:
+        return False
+
+
+def check_bind(host: str, *, allow_remote: bool, token: str | None) -> None:
+    """Refuse a non-loopback bind without `--allow-remote` and a token."""
+    if _is_loopback(host):
+        return
+    if not allow_remote:
+        raise UsageError(
+            f"--http {host}: refusing to serve beyond this machine; bind 127.0.0.1, or pass --allow-remote "
+            "with --token (or CORRAL_MCP_TOKEN)"
+        )
+    if not token:
+        raise UsageError(
+            f"--http {host} --allow-remote needs a bearer token: pass --token or set CORRAL_MCP_TOKEN"
+        )
+
+
+def _bearer_gate(app: App, token: str) -> App:
+    expected = f"Bearer {token}".encode()
+
+    async def gate(scope: Scope, receive: Receive, send: Send) -> None:
+        if scope["type"] == "http":
+            given = dict(scope.get("headers") or []).get(b"authorization", b"")
+            if not hmac.compare_digest(given, expected):
+                body = b'{"error":"unauthorized: send Authorization: Bearer <token>"}'
+                await send(
+                    {
+                        "type": "http.response.start",
+                        "status": 401,
+                        "headers": [(b"content-type", b"application/json"), (b"www-authenticate", b"Bearer")],
+                    }
+                )
+                await send({"type": "http.response.body", "body": body})
+                return
+        await app(scope, receive, send)
+
+    return gate
+
+
+def _say(text: str) -> None:
+    print(f"corral mcp: {text}", file=sys.stderr, flush=True)
+
+
+async def serve(options: McpOptions) -> int:
+    """Open the lead session and serve it until the client goes away (stdio) or the process stops (HTTP).
+
+    Raises:
+        CorralError: for anything the user can fix.
+    """
+    bind = None
+    if options.http is not None:
+        bind = parse_bind(options.http)
+        check_bind(bind[0], allow_remote=options.allow_remote, token=options.token)
+    async with open_lead(
+        options.cwd,
+        session=options.session,
+        continue_recent=options.continue_recent,
+        model=options.model,
+        surfaces=options.surfaces,
+    ) as lead:
+        for warning in lead.warnings:
+            _say(f"warning: {warning}")
+        server = build_server(lead)
+        if bind is None:
+            from mcp.server.stdio import stdio_server
+
+            _say(f"lead session {lead.session_id} ({lead.session_path}) on stdio")
+            async with stdio_server() as (read, write):
+                await server.run(read, write, server.create_initialization_options())
+            return 0
+        import uvicorn
+
+        host, port = bind
+        family = socket.AF_INET6 if ":" in host else socket.AF_INET
+        sock = socket.socket(family, socket.SOCK_STREAM)
+        sock.setsockopt(socket.SOL_SOCKET, socket.SO_REUSEADDR, 1)
+        try:
+            sock.bind((host, port))
+        except OSError as exc:
+            sock.close()
+            raise UsageError(f"--http {options.http}: cannot listen there ({exc.strerror})") from None
+        app: App = server.streamable_http_app(host=host)
+        if options.token:
+            app = _bearer_gate(app, options.token)
+        bound = sock.getsockname()[1]
+        shown = f"[{host}]" if ":" in host else host
+        _say(f"lead session {lead.session_id} ({lead.session_path}) on http://{shown}:{bound}/mcp")
+        config = uvicorn.Config(app, log_level="warning", lifespan="on")
+        await uvicorn.Server(config).serve(sockets=[sock])
+        return 0

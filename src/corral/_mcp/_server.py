@@ -1,0 +1,361 @@
+"""`corral mcp`: an MCP server over one lead session (`corral.open_lead`).
+
+The MCP client (Claude Code, Codex, Cursor, Zed, …) is the lead. Each tool is
+the lead's own tool, called through `Lead.call`, so arguments, results, errors
+and categories are exactly what a lead model gets; a result is its text plus
+`structuredContent` (the details), an error is `isError: true` whose text
+names the category. Besides the per-operation agent tools and, with the teams
+surface, the teams tools, the server adds `wait`: it returns the items
+delivered to the lead after a cursor, blocking until one arrives, and
+remembers the cursor durably in the lead's session (`Lead.save_cursor`) before
+it answers, so a server restarted with `--continue` neither repeats nor skips.
+
+Resources: `corral://agents` (the `list` records), `corral://inbox` (items not
+yet returned by `wait`; subscribers get `notifications/resources/updated` when
+one arrives) and `corral://agents/{label}/transcript`. The prompt `lead` tells
+a leading model how to work the team.
+"""
+
+from __future__ import annotations
+
+import asyncio
+import contextlib
+import json
+from collections.abc import AsyncIterator
+from dataclasses import dataclass, field
+from typing import TYPE_CHECKING, Any
+
+import mcp_types as types
+from mcp.server import Server, ServerRequestContext
+from mcp.server.session import ServerSession
+
+from corral import __version__
+from corral.errors import CorralError
+from corral.lead import Lead, LeadItem
+
+if TYPE_CHECKING:
+    from corral.llm import ToolDefinition
+
+__all__ = [
+    "AGENTS_URI",
+    "INBOX_URI",
+    "LEAD_PROMPT",
+    "MCP_AGENT_TOOLS",
+    "WAIT_DEFAULT_MS",
+    "WAIT_MAX_MS",
+    "build_server",
+]
+
+MCP_AGENT_TOOLS = (
+    "agent_list",
+    "agent_delegate",
+    "agent_continue",
+    "agent_steer",
+    "agent_interrupt",
+    "agent_reply",
+    "agent_close",
+    "agent_inspect",
+    "agent_transcript",
+)
+"""The agent surface over MCP: the per-operation tools (the multiplexed `agent` tool is not offered)."""
+
+WAIT_DEFAULT_MS = 30_000
+WAIT_MAX_MS = 300_000
+PROGRESS_EVERY_S = 5.0
+"""How often (at most) `wait` sends a progress notification while it blocks (when the client asked for
+progress); a short wait reports four times, but not more often than every half second."""
+
+AGENTS_URI = "corral://agents"
+INBOX_URI = "corral://inbox"
+TRANSCRIPT_TEMPLATE = "corral://agents/{label}/transcript"
+
+WAIT_DESCRIPTION = (
+    "Wait for what your agents deliver: results, questions (answer with agent_reply), reports, group indexes and "
+    "messages. Returns every item after the cursor `after` (an item's entry_id; omitted: after the last item "
+    "wait returned for this lead session), blocking until at least one arrives or timeoutMs passes. Call it "
+    "instead of polling agent_list; each item is returned once."
+)
+WAIT_SCHEMA: dict[str, Any] = {
+    "type": "object",
+    "properties": {
+        "timeoutMs": {
+            "type": "integer",
+            "minimum": 0,
+            "maximum": WAIT_MAX_MS,
+            "description": f"How long to block when nothing is there yet (default {WAIT_DEFAULT_MS}, max {WAIT_MAX_MS}).",
+        },
+        "after": {
+            "type": ["string", "null"],
+            "description": "Return items after this entry_id; omit to continue after the last item wait returned.",
+        },
+    },
+    "additionalProperties": False,
+}
+
+LEAD_PROMPT = """\
+You lead a corral team through the tools of the `corral` MCP server.
+
+- Start work with `agent_delegate` (a definition from `agent_list`, a self-contained task, a short label).
+  Delegate independent tasks in parallel.
+- Then call `wait`: it blocks until something arrives and returns each result, question, report or message
+  once. Do not poll `agent_list` or `agent_inspect` to see whether an agent is done.
+- An item of kind `ask` is an agent's question: answer it with `agent_reply` (agent = its label), then `wait`
+  again. Use `agent_steer` to add guidance to a working agent, `agent_interrupt` to redirect it.
+- A delivered result is final. Use `agent_continue` with the agent's session to give it follow-up work, and
+  `agent_close` for an agent you no longer need (for example one left waiting on a question).
+- Results can be long: read them fully before you answer the user.
+"""
+
+
+class WaitArgumentsError(CorralError):
+    """`wait` was called with arguments it does not take."""
+
+
+@dataclass
+class _Subscribers:
+    """Sessions subscribed to `corral://inbox`."""
+
+    sessions: list[ServerSession] = field(default_factory=list)
+
+
+def _error_result(category: str, text: str) -> types.CallToolResult:
+    details = {"ok": False, "error": {"category": category, "message": text}}
+    return types.CallToolResult(
+        content=[types.TextContent(type="text", text=f"{text} (category: {category})")],
+        structured_content=details,
+        is_error=True,
+    )
+
+
+def _item_text(item: LeadItem) -> str:
+    return f"[{item.kind} · entry_id {item.entry_id}]\n{item.text}"
+
+
+def _parse_wait(args: dict[str, Any], lead: Lead) -> tuple[float, str | None]:
+    unknown = sorted(set(args) - {"timeoutMs", "after"})
+    if unknown:
+        raise WaitArgumentsError(f"wait takes timeoutMs and after; remove {', '.join(unknown)}")
+    timeout_ms = args.get("timeoutMs", WAIT_DEFAULT_MS)
+    if (
+        isinstance(timeout_ms, bool)
+        or not isinstance(timeout_ms, int | float)
+        or not 0 <= timeout_ms <= WAIT_MAX_MS
+    ):
+        raise WaitArgumentsError(f"timeoutMs must be an integer from 0 to {WAIT_MAX_MS} (milliseconds)")
+    after = args["after"] if "after" in args else lead.saved_cursor()
+    if after is not None and (not isinstance(after, str) or not after.strip()):
+        raise WaitArgumentsError("after must be the entry_id of an item (a string) or null")
+    return float(timeout_ms) / 1000.0, after
+
+
+async def _progress(session: ServerSession, timeout: float) -> None:
+    loop = asyncio.get_running_loop()
+    start = loop.time()
+    every = min(PROGRESS_EVERY_S, max(0.5, timeout / 4))
+    while True:
+        await asyncio.sleep(every)
+        elapsed = loop.time() - start
+        await session.report_progress(elapsed, timeout, "waiting for agents")
+
+
+async def _wait(lead: Lead, args: dict[str, Any], session: ServerSession) -> types.CallToolResult:
+    timeout, after = _parse_wait(args, lead)
+    ticker = asyncio.create_task(_progress(session, timeout))
+    try:
+        items = await lead.collect(after, timeout=timeout)
+    finally:
+        ticker.cancel()
+        with contextlib.suppress(asyncio.CancelledError, Exception):
+            await ticker
+    cursor = items[-1].entry_id if items else after
+    if items:
+        lead.save_cursor(cursor)  # durable before the answer leaves: a restarted server goes on after it
+    details = {
+        "ok": True,
+        "items": [item.to_json() for item in items],
+        "cursor": cursor,
+        "timedOut": not items,
+    }
+    if items:
+        text = "\n\n".join(_item_text(item) for item in items)
+    else:
+        text = f"Nothing arrived within {int(timeout * 1000)} ms. Call wait again to keep waiting."
+    return types.CallToolResult(
+        content=[types.TextContent(type="text", text=text)], structured_content=details, is_error=False
+    )
+
+
+def _tool(definition: ToolDefinition) -> types.Tool:
+    return types.Tool(
+        name=definition.name, description=definition.description, input_schema=definition.parameters
+    )
+
+
+def build_server(lead: Lead) -> Server[Any]:
+    """The MCP server over `lead` (its tools, `wait`, resources and the `lead` prompt)."""
+    offered = [
+        definition
+        for definition in lead.tool_definitions()
+        if definition.name != "agent" and definition.name != "report_and_exit"
+    ]
+    names = {definition.name for definition in offered}
+    subscribers = _Subscribers()
+
+    async def list_tools(
+        ctx: ServerRequestContext[Any], params: types.PaginatedRequestParams | None
+    ) -> types.ListToolsResult:
+        tools = [_tool(definition) for definition in offered]
+        tools.append(types.Tool(name="wait", description=WAIT_DESCRIPTION, input_schema=WAIT_SCHEMA))
+        return types.ListToolsResult(tools=tools)
+
+    async def call_tool(
+        ctx: ServerRequestContext[Any], params: types.CallToolRequestParams
+    ) -> types.CallToolResult:
+        args = dict(params.arguments or {})
+        try:
+            if params.name == "wait":
+                return await _wait(lead, args, ctx.session)
+            if params.name not in names:
+                return _error_result(
+                    "invalid_request",
+                    f"Unknown tool {params.name!r}: call one of {', '.join(sorted(names))}, wait",
+                )
+            outcome = await lead.call(params.name, args)
+        except CorralError as exc:
+            return _error_result("invalid_request", str(exc))
+        text = outcome.text
+        if not outcome.ok and outcome.category and outcome.category not in text:
+            text = f"{text} (category: {outcome.category})"
+        return types.CallToolResult(
+            content=[types.TextContent(type="text", text=text)],
+            structured_content=outcome.details,
+            is_error=not outcome.ok,
+        )
+
+    async def list_resources(
+        ctx: ServerRequestContext[Any], params: types.PaginatedRequestParams | None
+    ) -> types.ListResourcesResult:
+        return types.ListResourcesResult(
+            resources=[
+                types.Resource(
+                    name="agents",
+                    uri=AGENTS_URI,
+                    description="The agents of this lead session (the agent_list records).",
+                    mime_type="application/json",
+                ),
+                types.Resource(
+                    name="inbox",
+                    uri=INBOX_URI,
+                    description="Items delivered to the lead that wait has not returned yet; subscribe for updates.",
+                    mime_type="application/json",
+                ),
+            ]
+        )
+
+    async def list_templates(
+        ctx: ServerRequestContext[Any], params: types.PaginatedRequestParams | None
+    ) -> types.ListResourceTemplatesResult:
+        return types.ListResourceTemplatesResult(
+            resource_templates=[
+                types.ResourceTemplate(
+                    name="transcript",
+                    uri_template=TRANSCRIPT_TEMPLATE,
+                    description="An agent's transcript (compaction-aware), by label.",
+                    mime_type="text/plain",
+                )
+            ]
+        )
+
+    async def read_resource(
+        ctx: ServerRequestContext[Any], params: types.ReadResourceRequestParams
+    ) -> types.ReadResourceResult:
+        uri = str(params.uri)
+        if uri == AGENTS_URI:
+            outcome = await lead.call("agent_list", {})
+            text, mime = json.dumps(outcome.details, ensure_ascii=False), "application/json"
+        elif uri == INBOX_URI:
+            pending = [item.to_json() async for item in lead.items(after=lead.saved_cursor())]
+            text, mime = json.dumps({"items": pending}, ensure_ascii=False), "application/json"
+        elif uri.startswith("corral://agents/") and uri.endswith("/transcript"):
+            label = uri.removeprefix("corral://agents/").removesuffix("/transcript")
+            outcome = await lead.call("agent_transcript", {"agent": label})
+            if not outcome.ok:
+                raise ValueError(outcome.text)
+            text, mime = outcome.text, "text/plain"
+        else:
+            raise ValueError(
+                f"unknown resource {uri}: read {AGENTS_URI}, {INBOX_URI} or {TRANSCRIPT_TEMPLATE}"
+            )
+        return types.ReadResourceResult(
+            contents=[types.TextResourceContents(uri=uri, mime_type=mime, text=text)]
+        )
+
+    async def subscribe(
+        ctx: ServerRequestContext[Any], params: types.SubscribeRequestParams
+    ) -> types.EmptyResult:
+        if str(params.uri) == INBOX_URI and ctx.session not in subscribers.sessions:
+            subscribers.sessions.append(ctx.session)
+        return types.EmptyResult()
+
+    async def unsubscribe(
+        ctx: ServerRequestContext[Any], params: types.UnsubscribeRequestParams
+    ) -> types.EmptyResult:
+        if str(params.uri) == INBOX_URI:
+            subscribers.sessions = [s for s in subscribers.sessions if s is not ctx.session]
+        return types.EmptyResult()
+
+    async def list_prompts(
+        ctx: ServerRequestContext[Any], params: types.PaginatedRequestParams | None
+    ) -> types.ListPromptsResult:
+        return types.ListPromptsResult(
+            prompts=[types.Prompt(name="lead", description="How to lead a corral team over these tools.")]
+        )
+
+    async def get_prompt(
+        ctx: ServerRequestContext[Any], params: types.GetPromptRequestParams
+    ) -> types.GetPromptResult:
+        if params.name != "lead":
+            raise ValueError(f"unknown prompt {params.name!r}: the prompt is 'lead'")
+        return types.GetPromptResult(
+            description="How to lead a corral team",
+            messages=[
+                types.PromptMessage(role="user", content=types.TextContent(type="text", text=LEAD_PROMPT))
+            ],
+        )
+
+    @contextlib.asynccontextmanager
+    async def lifespan(server: Server[Any]) -> AsyncIterator[dict[str, Any]]:
+        watcher = asyncio.create_task(_notify_inbox(lead, subscribers))
+        try:
+            yield {}
+        finally:
+            watcher.cancel()
+            with contextlib.suppress(asyncio.CancelledError):
+                await watcher
+
+    return Server(
+        "corral",
+        version=__version__,
+        instructions=LEAD_PROMPT,
+        lifespan=lifespan,
+        on_list_tools=list_tools,
+        on_call_tool=call_tool,
+        on_list_resources=list_resources,
+        on_list_resource_templates=list_templates,
+        on_read_resource=read_resource,
+        on_subscribe_resource=subscribe,
+        on_unsubscribe_resource=unsubscribe,
+        on_list_prompts=list_prompts,
+        on_get_prompt=get_prompt,
+    )
+
+
+async def _notify_inbox(lead: Lead, subscribers: _Subscribers) -> None:
+    """Tell subscribers of `corral://inbox` each time an item arrives."""
+    while True:
+        await lead.arrival()
+        for session in list(subscribers.sessions):
+            try:
+                await session.send_resource_updated(INBOX_URI)
+            except Exception:  # a gone client: forget it
+                subscribers.sessions = [s for s in subscribers.sessions if s is not session]
