@@ -11,8 +11,8 @@ remembers the cursor durably in the lead's session (`Lead.save_cursor`) before
 it answers, so a server restarted with `--continue` neither repeats nor skips.
 
 Resources: `corral://agents` (the `list` records), `corral://inbox` (items not
-yet returned by `wait`; subscribers get `notifications/resources/updated` when
-one arrives) and `corral://agents/{label}/transcript`. The prompt `lead` tells
+yet returned by `wait`; subscribers — `resources/subscribe` or, from protocol
+2026-07-28 on, `subscriptions/listen` — hear `resources/updated` when one arrives) and `corral://agents/{label}/transcript`. The prompt `lead` tells
 a leading model how to work the team.
 """
 
@@ -28,6 +28,7 @@ from typing import TYPE_CHECKING, Any
 import mcp_types as types
 from mcp.server import Server, ServerRequestContext
 from mcp.server.session import ServerSession
+from mcp.server.subscriptions import InMemorySubscriptionBus, ListenHandler, ResourceUpdated
 
 from corral import __version__
 from corral.errors import CorralError
@@ -113,9 +114,11 @@ class WaitArgumentsError(CorralError):
 
 @dataclass
 class _Subscribers:
-    """Sessions subscribed to `corral://inbox`."""
+    """Who hears of new items: sessions subscribed to `corral://inbox` (the handshake era's
+    `resources/subscribe`) and the bus behind `subscriptions/listen` (2026-07-28 clients)."""
 
     sessions: list[ServerSession] = field(default_factory=list)
+    bus: InMemorySubscriptionBus = field(default_factory=InMemorySubscriptionBus)
 
 
 def _error_result(category: str, text: str) -> types.CallToolResult:
@@ -347,6 +350,7 @@ def build_server(lead: Lead) -> Server[Any]:
         on_unsubscribe_resource=unsubscribe,
         on_list_prompts=list_prompts,
         on_get_prompt=get_prompt,
+        on_subscriptions_listen=ListenHandler(subscribers.bus),
     )
 
 
@@ -354,6 +358,7 @@ async def _notify_inbox(lead: Lead, subscribers: _Subscribers) -> None:
     """Tell subscribers of `corral://inbox` each time an item arrives."""
     while True:
         await lead.arrival()
+        await subscribers.bus.publish(ResourceUpdated(uri=INBOX_URI))
         for session in list(subscribers.sessions):
             try:
                 await session.send_resource_updated(INBOX_URI)

@@ -1,0 +1,68 @@
+"""`corral mcp` driven by the official MCP SDK client: private data root, scripts, the server command."""
+
+from __future__ import annotations
+
+import os
+import sys
+from collections.abc import AsyncIterator
+from contextlib import asynccontextmanager
+from dataclasses import dataclass
+from pathlib import Path
+from typing import Any
+
+import pytest
+import yaml
+
+pytest.importorskip("mcp", reason="the mcp extra is not installed (pip install -e '.[test]')")
+
+from mcp import Client
+from mcp.client.stdio import StdioServerParameters
+
+CORRAL = str(Path(sys.executable).with_name("corral"))
+WAIT_MS = 20_000
+
+
+@dataclass
+class McpEnv:
+    root: Path
+    work: Path
+    home: Path
+    vars: dict[str, str]
+
+    def script(self, agents: dict[str, list[dict[str, Any]]]) -> None:
+        """Write `scripted/team` (the agents' steps; `default_model` points at it)."""
+        script = {"steps": [{"text": "lead"}], "on_exhausted": "repeat_last", "agents": agents}
+        (self.root / "scripts" / "team.yaml").write_text(yaml.safe_dump(script))
+
+    def params(self, *args: str, env: dict[str, str] | None = None) -> StdioServerParameters:
+        """`corral mcp --cwd <work> ARGS` over stdio."""
+        merged = dict(self.vars)
+        merged.update(env or {})
+        return StdioServerParameters(command=CORRAL, args=["mcp", "--cwd", str(self.work), *args], env=merged)
+
+    @asynccontextmanager
+    async def client(
+        self, *args: str, env: dict[str, str] | None = None, **kwargs: Any
+    ) -> AsyncIterator[Client]:
+        """An SDK client connected to a fresh `corral mcp` over stdio."""
+        async with Client(self.params(*args, env=env), **kwargs) as client:
+            yield client
+
+
+@pytest.fixture
+def mcp_env(tmp_path: Path) -> McpEnv:
+    for folder in ("work", "scripts", "config/corral"):
+        (tmp_path / folder).mkdir(parents=True)
+    (tmp_path / "config" / "corral" / "settings.toml").write_text('default_model = "scripted/team"\n')
+    base = {
+        k: v for k, v in os.environ.items() if not k.startswith(("OPENAI_", "ANTHROPIC_", "CORRAL_", "XDG_"))
+    }
+    base.update(
+        CORRAL_HOME=str(tmp_path / "home"),
+        CORRAL_SCRIPTS=str(tmp_path / "scripts"),
+        XDG_CONFIG_HOME=str(tmp_path / "config"),
+        XDG_DATA_HOME=str(tmp_path / "data"),
+    )
+    env = McpEnv(tmp_path, tmp_path / "work", tmp_path / "home", base)
+    env.script({"*": [{"text": "agent result"}]})
+    return env

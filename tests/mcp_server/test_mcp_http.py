@@ -1,0 +1,83 @@
+"""`corral mcp --http`: streamable HTTP on loopback, driven by the official MCP SDK client."""
+
+from __future__ import annotations
+
+import re
+import subprocess
+from collections.abc import Iterator
+from contextlib import contextmanager
+
+import httpx2
+from mcp import Client
+from mcp.client.streamable_http import streamable_http_client
+
+from .conftest import CORRAL, WAIT_MS, McpEnv
+
+
+@contextmanager
+def _server(env: McpEnv, *args: str) -> Iterator[str]:
+    """Start `corral mcp --http 127.0.0.1:0 ARGS`; yield its URL (read from its stderr)."""
+    process = subprocess.Popen(
+        [CORRAL, "mcp", "--cwd", str(env.work), "--http", "127.0.0.1:0", *args],
+        env=env.vars,
+        stdin=subprocess.DEVNULL,
+        stdout=subprocess.DEVNULL,
+        stderr=subprocess.PIPE,
+        text=True,
+    )
+    try:
+        assert process.stderr is not None
+        line = process.stderr.readline()
+        found = re.search(r"on (http://127\.0\.0\.1:\d+/mcp)", line)
+        assert found, line + (process.stderr.read() if process.poll() is not None else "")
+        yield found.group(1)
+    finally:
+        process.terminate()
+        process.wait(timeout=30)
+        if process.stderr is not None:
+            process.stderr.close()
+
+
+async def test_delegate_and_wait_over_streamable_http(mcp_env: McpEnv) -> None:
+    with _server(mcp_env) as url:
+        async with Client(url) as client:
+            names = [tool.name for tool in (await client.list_tools()).tools]
+            assert names[0] == "agent_list" and names[-1] == "wait"
+            started = await client.call_tool("agent_delegate", {"definition": "scout", "task": "x", "label": "h1"})
+            assert not started.is_error
+            waited = await client.call_tool("wait", {"timeoutMs": WAIT_MS})
+            assert waited.structured_content is not None
+            assert [item["kind"] for item in waited.structured_content["items"]] == ["result"]
+            bad = await client.call_tool("agent_close", {"agent": "nobody"})
+            assert bad.is_error and "target_not_found" in bad.content[0].text  # type: ignore[union-attr]
+
+
+async def test_a_token_is_required_on_every_request_when_set(mcp_env: McpEnv) -> None:
+    with _server(mcp_env, "--token", "s3cret") as url:
+        async with httpx2.AsyncClient() as plain:
+            refused = await plain.post(url, json={"jsonrpc": "2.0", "id": 1, "method": "ping"})
+        assert refused.status_code == 401
+        async with (
+            httpx2.AsyncClient(headers={"Authorization": "Bearer s3cret"}) as authed,
+            Client(streamable_http_client(url, http_client=authed)) as client,  # type: ignore[arg-type]
+        ):
+            assert [tool.name for tool in (await client.list_tools()).tools][-1] == "wait"
+
+
+def test_non_loopback_binds_are_refused(mcp_env: McpEnv) -> None:
+    for args, expected in (
+        (["--http", "0.0.0.0:8765"], "refusing to serve beyond this machine"),
+        (["--http", "0.0.0.0:8765", "--allow-remote"], "needs a bearer token"),
+        (["--http", "nonsense"], "give HOST:PORT"),
+    ):
+        done = subprocess.run(
+            [CORRAL, "mcp", "--cwd", str(mcp_env.work), *args],
+            env=mcp_env.vars,
+            capture_output=True,
+            text=True,
+            timeout=60,
+            check=False,
+        )
+        assert done.returncode == 2, done.stderr
+        assert expected in done.stderr and len(done.stderr.strip().splitlines()) == 1, done.stderr
+    assert not (mcp_env.home / "sessions").exists()  # refused before anything was written
