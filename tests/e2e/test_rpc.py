@@ -368,3 +368,24 @@ def test_pis_provider_and_model_flags_are_accepted(corral: RunCorral, cli_env: E
     assert same.returncode == 0, same.stderr
     alone = corral("run", "--mode", "rpc", "--provider", "scripted", input="")
     assert alone.returncode == 2 and "--provider scripted needs --model" in alone.stderr
+
+
+def test_message_update_carries_pi_073_and_1x_fields(cli_env: Env) -> None:
+    cli_env.script(
+        "tool",
+        "steps:\n  - text: listing\n    tool_calls:\n      - {name: ls, args: {}, id: call-ls}\n"
+        "    usage: {input: 10, output: 3}\n  - text: done\n",
+    )
+    rpc = RpcProcess(cli_env, "--model", "scripted/tool")
+    try:
+        rpc.prompt_and_settle("go")
+        updates = [o for o in rpc.seen if o.get("type") == "message_update"]
+        assert updates and all("message" in u and "usage" in u for u in updates)
+        starts = [
+            u["assistantMessageEvent"]
+            for u in updates
+            if u["assistantMessageEvent"]["type"] == "toolcall_start"
+        ]
+        assert [(s["id"], s["toolName"]) for s in starts] == [("call-ls", "ls")]
+    finally:
+        rpc.kill()

@@ -10,8 +10,8 @@ from __future__ import annotations
 import json
 from typing import Any, TextIO
 
-from corral.agent import AgentEvent, AgentSession
-from corral.llm import AssistantMessage, to_json_dict
+from corral.agent import AgentEvent, AgentSession, MessageUpdateEvent
+from corral.llm import AssistantMessage, ToolCall, to_json_dict
 
 from ._launch import Launched
 
@@ -102,8 +102,28 @@ class LineWriter:
 
 
 def event_json(event: AgentEvent) -> dict[str, Any]:
-    """An agent event as its JSON line object."""
-    return to_json_dict(event)
+    """An agent event as its JSON line object.
+
+    `message_update` carries both Pi 0.73's fields (`message`, the stream event
+    with `partial`) and Pi 1.x's additions (`usage` at the top, and `id` and
+    `toolName` on `toolcall_start`), so readers written for either find theirs.
+    """
+    data = to_json_dict(event)
+    if isinstance(event, MessageUpdateEvent):
+        data["usage"] = data["message"].get("usage")
+        stream_event = data["assistantMessageEvent"]
+        index = stream_event.get("contentIndex")
+        content = event.message.content
+        if (
+            stream_event.get("type") == "toolcall_start"
+            and isinstance(index, int)
+            and 0 <= index < len(content)
+        ):
+            block = content[index]
+            if isinstance(block, ToolCall):
+                stream_event["id"] = block.id
+                stream_event["toolName"] = block.name
+    return data
 
 
 async def run_json_mode(launched: Launched, prompt: str, *, out: TextIO, err: TextIO) -> int:
