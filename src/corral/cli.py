@@ -223,7 +223,7 @@ def run(
             if mode is Mode.rpc:
                 from corral._cli._rpc import run_rpc_mode
 
-                return await run_rpc_mode(launched, stdin_fd=sys.stdin.fileno(), out=sys.stdout)
+                return await run_rpc_mode(launched, stdin_fd=_stdin_fd(), out=sys.stdout)
             assert prompt is not None
             if mode is Mode.json:
                 return await run_json_mode(launched, prompt, out=sys.stdout, err=sys.stderr)
@@ -251,6 +251,15 @@ def _scratch_data_root() -> Path:
     root = Path(tempfile.mkdtemp(prefix="corral-no-session-"))
     os.environ["CORRAL_HOME"] = str(root)
     return root
+
+
+def _stdin_fd() -> int:
+    """Standard input's descriptor for `--mode rpc`."""
+    from corral.errors import UsageError
+
+    if sys.stdin is None:
+        raise UsageError("--mode rpc reads commands on stdin, which is closed: connect a pipe or a terminal")
+    return sys.stdin.fileno()
 
 
 def _provider_model(provider: str, model: str | None) -> str:

@@ -389,3 +389,70 @@ def test_message_update_carries_pi_073_and_1x_fields(cli_env: Env) -> None:
         assert [(s["id"], s["toolName"]) for s in starts] == [("call-ls", "ls")]
     finally:
         rpc.kill()
+
+
+HOSTILE = [
+    b"[" * 100_000,
+    b'{"type": "get_state", "id": ' + b"7" * 5000 + b"}",
+    b"\xff\xfe\x80",
+    b'{"id": 1e400}',
+]
+
+
+def test_hostile_lines_leave_a_running_in_process_agent_alone(cli_env: Env) -> None:
+    """The process (the host of the lead's managed agents) survives the lines that used to kill it,
+    and an agent that was working meanwhile still delivers its result to the lead."""
+    cli_env.script(
+        "lead",
+        "steps:\n"
+        "  - text: Delegating.\n"
+        "    tool_calls:\n"
+        "      - {name: agent, args: {action: delegate, definition: generalist, label: helper, task: Wait.}}\n"
+        "  - text: Waiting for the helper.\n"
+        "  - text: 'Helper said: {{ last_custom.status }}'\n"
+        "agents:\n"
+        "  helper:\n"
+        "    - text: waiting\n"
+        "      tool_calls:\n"
+        "        - {name: bash, args: {command: 'while [ ! -f go ]; do sleep 0.05; done; echo went'}}\n"
+        "    - text: helper done\n",
+    )
+    rpc = RpcProcess(cli_env, "--model", "scripted/lead", "--surfaces", "agent")
+    try:
+        rpc.prompt_and_settle("start")
+        assert rpc.ok({"type": "get_last_assistant_text"})["text"] == "Waiting for the helper."
+        for payload in HOSTILE:
+            rpc.send_raw(payload + b"\n")
+            response = rpc.read_until(lambda o: o.get("type") == "response")
+            assert response["success"] is False and response["command"] == "parse"
+        (cli_env.project / "go").touch()  # the helper, still working, may finish now
+        rpc.read_until(lambda o: o.get("type") == "agent_settled")
+        assert rpc.ok({"type": "get_last_assistant_text"})["text"] == "Helper said: completed"
+        messages = rpc.ok({"type": "get_messages"})["messages"]
+        assert any(m["role"] == "custom" and "helper done" in json.dumps(m) for m in messages)
+        assert rpc.close() == 0
+    finally:
+        rpc.kill()
+
+
+def test_a_closed_stdin_is_a_one_line_error(cli_env: Env) -> None:
+    import os
+    import subprocess
+
+    from tests.e2e.conftest import CORRAL
+
+    cli_env.script("hello", HELLO)
+    done = subprocess.run(
+        [CORRAL, "run", "--mode", "rpc", "--model", "scripted/hello"],
+        cwd=cli_env.project,
+        env=cli_env.vars,
+        preexec_fn=lambda: os.close(0),  # the child starts without a standard input
+        capture_output=True,
+        text=True,
+        timeout=60,
+        check=False,
+    )
+    assert done.returncode == 2
+    assert done.stderr.strip() == (
+        "corral: error: --mode rpc reads commands on stdin, which is closed: connect a pipe or a terminal"
+    )
