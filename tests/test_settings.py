@@ -130,7 +130,9 @@ def test_every_key_off_the_allowlist_has_a_sample() -> None:
 
 
 @pytest.mark.parametrize("key", sorted(_HOSTILE_SAMPLES))
-def test_every_key_off_the_allowlist_is_ignored_until_trusted(user_dir: Path, project: Path, key: str) -> None:
+def test_every_key_off_the_allowlist_is_ignored_until_trusted(
+    user_dir: Path, project: Path, key: str
+) -> None:
     write(project / ".corral" / "settings.toml", _HOSTILE_SAMPLES[key])
     warnings: list[str] = []
     untrusted = load_settings(project, on_warning=warnings.append)
@@ -157,7 +159,10 @@ def test_untrusted_project_keys_are_named_in_one_line_and_the_user_default_model
     user_dir: Path, project: Path
 ) -> None:
     write(user_dir / "settings.toml", 'default_model = "openai/gpt-5"\n')
-    write(project / ".corral" / "settings.toml", _as_one_file({**_HOSTILE_SAMPLES, "steering_mode": 'steering_mode = "all"\n'}))
+    write(
+        project / ".corral" / "settings.toml",
+        _as_one_file({**_HOSTILE_SAMPLES, "steering_mode": 'steering_mode = "all"\n'}),
+    )
     write(project / ".corral" / "scripts" / "pwn.yaml", "steps: [{text: hi}]\n")
     warnings: list[str] = []
     settings = load_settings(project, on_warning=warnings.append)
@@ -165,7 +170,14 @@ def test_untrusted_project_keys_are_named_in_one_line_and_the_user_default_model
     assert settings.steering_mode == "all"
     assert (settings.runtime, settings.shell_path, settings.providers) == ("inprocess", None, {})
     assert len(warnings) == 1
-    for name in ("default_model", "runtime", "shell_path", "providers.evil", "teams.read_sandbox", "surfaces"):
+    for name in (
+        "default_model",
+        "runtime",
+        "shell_path",
+        "providers.evil",
+        "teams.read_sandbox",
+        "surfaces",
+    ):
         assert name in warnings[0]
     assert "steering_mode" not in warnings[0]
     assert "its .corral/ scripts" in warnings[0]
@@ -179,6 +191,17 @@ def test_untrusted_project_file_is_not_validated_beyond_the_allowlist(user_dir: 
     write(project / ".corral" / "settings.toml", 'steering_mode = "sometimes"\n')
     with pytest.raises(SettingsError, match="'steering_mode'"):
         load_settings(project)
+
+
+def test_an_untrusted_project_file_that_is_not_toml_is_ignored_not_fatal(
+    user_dir: Path, project: Path
+) -> None:
+    path = write(project / ".corral" / "settings.toml", "this is = = not toml\n")
+    warnings: list[str] = []
+    assert load_settings(project, on_warning=warnings.append) == Settings()
+    assert warnings[0].startswith(f"{path}: not valid TOML") and "project is not trusted" in warnings[0]
+    with pytest.raises(SettingsError, match="not valid TOML"):
+        load_settings(project, trusted=True)
 
 
 @pytest.mark.parametrize(

@@ -482,24 +482,31 @@ def load_settings(
         _validate(data, str(user), partial=True)
         merged = data
         sources.append(str(user))
-    project_data = _read_toml(project) if project is not None else {}
+    project_dir = project.parent.parent if project is not None else find_project_dir(start)
+    state = trust_state(project_dir) if project_dir is not None and trusted is None else None
+    project_trusted = bool(trusted) if state is None else state.trusted
+    try:
+        project_data = _read_toml(project) if project is not None else {}
+    except SettingsError as exc:
+        if project_trusted:
+            raise
+        project_data = {}  # an untrusted file has no effect, not even an error
+        if on_warning is not None:
+            on_warning(f"{str(exc).rstrip('.')}; ignored, as the project is not trusted")
     if "favorite_models" in project_data:
         project_data = {k: v for k, v in project_data.items() if k != "favorite_models"}
         if on_warning is not None:
             on_warning(
                 f"{project}: ignoring `favorite_models`; favorites are read from the user settings only"
             )
-    project_dir = project.parent.parent if project is not None else find_project_dir(start)
-    if project_dir is not None and not trusted:
-        state = trust_state(project_dir) if trusted is None else None
-        if state is None or not state.trusted:
-            ignored = _ignored_names(project_data)
-            project_data = {k: v for k, v in project_data.items() if k in UNTRUSTED_PROJECT_KEYS}
-            files = state.files if state is not None else ()
-            changed = state.changed if state is not None else None
-            notice = _trust_notice(project, project_dir, ignored, files, changed)
-            if on_warning is not None and notice is not None:
-                on_warning(notice)
+    if project_dir is not None and not project_trusted:
+        ignored = _ignored_names(project_data)
+        project_data = {k: v for k, v in project_data.items() if k in UNTRUSTED_PROJECT_KEYS}
+        files = state.files if state is not None else ()
+        changed = state.changed if state is not None else None
+        notice = _trust_notice(project, project_dir, ignored, files, changed)
+        if on_warning is not None and notice is not None:
+            on_warning(notice)
     if project is not None:
         _validate(project_data, str(project), partial=True)
         merged = _deep_merge(merged, project_data)

@@ -161,6 +161,22 @@ async def test_trust_command_trusts_the_project(tui_env: TuiEnv) -> None:
         assert any(t.startswith("trusted ") for t in _notices(app))
 
 
+async def test_an_untrusted_projects_ignored_keys_are_a_notice_and_trust_lists_what_it_unlocks(
+    tui_env: TuiEnv,
+) -> None:
+    (tui_env.project / ".corral").mkdir()
+    (tui_env.project / ".corral" / "settings.toml").write_text('runtime = "tmux"\nshell_path = "/tmp/evil"\n')
+    model = tui_env.script("untrusted", 'steps:\n  - text: "ok"\n')
+    app = tui_env.app(model)
+    async with app.run_test(size=SIZE) as pilot:
+        await wait_until(pilot, lambda: app.launched is not None)
+        assert app.launched is not None and app.launched.settings.runtime == "inprocess"
+        assert any("is not trusted; ignoring runtime, shell_path" in t for t in _notices(app))
+        await _command(pilot, "/trust")
+        assert is_trusted(tui_env.project)
+        assert any("runtime = tmux" in t and "shell_path = /tmp/evil" in t for t in _notices(app))
+
+
 async def test_unknown_command_and_help(tui_env: TuiEnv) -> None:
     model = tui_env.script("help", 'steps:\n  - text: "ok"\n')
     app = tui_env.app(model)

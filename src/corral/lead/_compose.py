@@ -29,6 +29,7 @@ from __future__ import annotations
 import contextlib
 import os
 import sys
+from collections.abc import Callable
 from dataclasses import KW_ONLY, dataclass, field
 from pathlib import Path
 from typing import TYPE_CHECKING, Literal
@@ -126,6 +127,9 @@ class Launched:
     """Whether the lead can take a turn (a program lead opened without a model cannot)."""
     terminated: bool = False
     """SIGTERM arrived: the run was aborted, whatever its last message says."""
+    settings_warnings: tuple[str, ...] = ()
+    """What loading the settings ignored (an untrusted project's keys, …), already printed on stderr;
+    the terminal app shows them as notices too."""
 
     async def replace_session(self, session: SessionManager) -> None:
         """Continue in another session (RPC `new_session`, `switch_session`, `fork`, `clone`).
@@ -320,11 +324,23 @@ def launch_session(opts: LaunchOptions) -> Launched:
     Raises:
         CorralError: for anything the user can fix (the message says how).
     """
+    notes: list[str] = []
+
+    def note(message: str) -> None:
+        warn(message)
+        notes.append(message)
+
+    launched = _launch_session(opts, note)
+    launched.settings_warnings = tuple(notes)
+    return launched
+
+
+def _launch_session(opts: LaunchOptions, note: Callable[[str], None]) -> Launched:
     cwd = opts.cwd.expanduser().resolve()
     if not cwd.is_dir():
         raise UsageError(f"--cwd {opts.cwd}: not a directory")
     opts.cwd = cwd
-    settings = load_settings(cwd, on_warning=warn)
+    settings = load_settings(cwd, on_warning=note)
     registry = ModelRegistry(settings, cwd=cwd)
     session = _open_session(opts)
     try:

@@ -234,6 +234,8 @@ class CorralApp(AgentCommandsMixin, FavoritesMixin, App[int]):
         self.setup_error = None
         self.options = options
         self.launched = launched
+        for warning in launched.settings_warnings:  # e.g. an untrusted project's ignored keys
+            self.notice(warning, kind="warning")
 
         def forward(event: AgentEvent) -> None:
             self.post_message(LeadEvent(event))
