@@ -27,6 +27,8 @@ __all__ = ["project_for", "trust", "trust_summary", "untrust"]
 
 _BUILTIN_KEY_ENV = {"openai": "OPENAI_API_KEY", "anthropic": "ANTHROPIC_API_KEY"}
 _BUILTIN_URL_ENV = {"openai": "OPENAI_BASE_URL", "anthropic": "ANTHROPIC_BASE_URL"}
+_SHOWN = ("default_model", "runtime", "shell_path")
+"""Settings shown with their values (the rest of a project file's keys are listed by name)."""
 
 
 def project_for(path: Path | None) -> Path:
@@ -46,16 +48,13 @@ def _settings_lines(project: Path) -> list[str]:
     given = own.model_fields_set
     merged = load_settings(project, trusted=True)
     lines: list[str] = []
-    for key in ("default_model", "runtime", "shell_path"):
+    for key in _SHOWN:
         if key in given:
             lines.append(f"  {key} = {getattr(own, key)}")
     for name in sorted(own.providers):
         lines.append(f"  provider {name}: {_provider_line(name, merged)}")
-    other = [
-        _key_name(key, own)
-        for key in sorted(given)
-        if key not in ("default_model", "runtime", "shell_path", "providers", *UNTRUSTED_PROJECT_KEYS)
-    ]
+    listed = {*_SHOWN, "providers", "favorite_models", *UNTRUSTED_PROJECT_KEYS}  # favorites: user file only
+    other = [_key_name(key, own) for key in sorted(given) if key not in listed]
     if other:
         lines.append(f"  other settings: {', '.join(other)}")
     return lines
