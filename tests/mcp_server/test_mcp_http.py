@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import json
 import re
 import subprocess
 from collections.abc import Iterator
@@ -27,9 +28,12 @@ def _server(env: McpEnv, *args: str) -> Iterator[str]:
     )
     try:
         assert process.stderr is not None
-        line = process.stderr.readline()
-        found = re.search(r"on (http://127\.0\.0\.1:\d+/mcp)", line)
-        assert found, line + (process.stderr.read() if process.poll() is not None else "")
+        seen = ""
+        while (line := process.stderr.readline()) and not (
+            found := re.search(r"serving (http://127\.0\.0\.1:\d+/mcp)", line)
+        ):
+            seen += line
+        assert line and found, seen
         yield found.group(1)
     finally:
         process.terminate()
@@ -81,3 +85,24 @@ def test_non_loopback_binds_are_refused(mcp_env: McpEnv) -> None:
         assert done.returncode == 2, done.stderr
         assert expected in done.stderr and len(done.stderr.strip().splitlines()) == 1, done.stderr
     assert not (mcp_env.home / "sessions").exists()  # refused before anything was written
+
+
+def test_a_lead_that_cannot_be_opened_ends_the_server_with_a_one_line_error(mcp_env: McpEnv) -> None:
+    initialize = {
+        "jsonrpc": "2.0",
+        "id": 1,
+        "method": "initialize",
+        "params": {"protocolVersion": "2025-06-18", "capabilities": {}, "clientInfo": {"name": "t", "version": "0"}},
+    }
+    done = subprocess.run(
+        [CORRAL, "mcp", "--cwd", str(mcp_env.work), "--session", "no-such-session"],
+        env=mcp_env.vars,
+        input=json.dumps(initialize) + "\n",
+        capture_output=True,
+        text=True,
+        timeout=60,
+        check=False,
+    )
+    assert done.returncode == 2, done.stderr
+    assert done.stderr.startswith("corral: error:") and "no-such-session" in done.stderr, done.stderr
+    assert len(done.stderr.strip().splitlines()) == 1, done.stderr

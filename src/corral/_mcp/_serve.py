@@ -6,19 +6,27 @@ A non-loopback bind is refused unless `--allow-remote` is given together with a 
 
 from __future__ import annotations
 
+import asyncio
+import contextlib
 import hmac
 import ipaddress
 import socket
 import sys
 from collections.abc import Awaitable, Callable, MutableMapping
+from contextlib import AbstractAsyncContextManager
 from dataclasses import KW_ONLY, dataclass, field
 from pathlib import Path
-from typing import Any
+from typing import TYPE_CHECKING, Any
+
+from mcp.server import Server
 
 from corral.errors import UsageError
-from corral.lead import open_lead
 
 from ._server import build_server
+from ._slot import LeadSlot, first_write_starts
+
+if TYPE_CHECKING:
+    from corral.lead import Lead
 
 __all__ = ["McpOptions", "parse_bind", "serve"]
 
@@ -109,7 +117,11 @@ def _say(text: str) -> None:
 
 
 async def serve(options: McpOptions) -> int:
-    """Open the lead session and serve it until the client goes away (stdio) or the process stops (HTTP).
+    """Serve one lead session until the client goes away (stdio) or the process stops (HTTP).
+
+    Over stdio the lead is opened once the `initialize` answer is out (see `LeadSlot`); over HTTP
+    before the server listens. Either way a lead that cannot be opened ends the server with the
+    error.
 
     Raises:
         CorralError: for anything the user can fix.
@@ -118,40 +130,74 @@ async def serve(options: McpOptions) -> int:
     if options.http is not None:
         bind = parse_bind(options.http)
         check_bind(bind[0], allow_remote=options.allow_remote, token=options.token)
-    async with open_lead(
-        options.cwd,
-        session=options.session,
-        continue_recent=options.continue_recent,
-        model=options.model,
-        surfaces=options.surfaces,
-    ) as lead:
+    if not options.surfaces:
+        raise UsageError("choose at least one surface: --surfaces agent and/or teams")
+
+    def opener() -> AbstractAsyncContextManager[Lead]:
+        from corral.lead import open_lead
+
+        return open_lead(
+            options.cwd,
+            session=options.session,
+            continue_recent=options.continue_recent,
+            model=options.model,
+            surfaces=options.surfaces,
+        )
+
+    def opened(lead: Lead) -> None:
+        where = "stdio" if bind is None else "http"
+        _say(f"lead session {lead.session_id} ({lead.session_path}) on {where}")
         for warning in lead.warnings:
             _say(f"warning: {warning}")
-        server = build_server(lead)
+
+    serving: asyncio.Task[None] | None = None
+    failure: list[BaseException] = []
+
+    def failed(exc: BaseException) -> None:
+        failure.append(exc)
+        if serving is not None:
+            serving.cancel()
+
+    slot = LeadSlot(opener, failed=failed, opened=opened)
+    server = build_server(slot)
+    try:
         if bind is None:
-            from mcp.server.stdio import stdio_server
+            serving = asyncio.create_task(_serve_stdio(server, slot))
+        else:
+            await slot.get()
+            serving = asyncio.create_task(_serve_http(server, bind, options.token))
+        with contextlib.suppress(asyncio.CancelledError):
+            await serving
+    finally:
+        await slot.aclose()
+    if failure:
+        raise failure[0]
+    return 0
 
-            _say(f"lead session {lead.session_id} ({lead.session_path}) on stdio")
-            async with stdio_server() as (read, write):
-                await server.run(read, write, server.create_initialization_options())
-            return 0
-        import uvicorn
 
-        host, port = bind
-        family = socket.AF_INET6 if ":" in host else socket.AF_INET
-        sock = socket.socket(family, socket.SOCK_STREAM)
-        sock.setsockopt(socket.SOL_SOCKET, socket.SO_REUSEADDR, 1)
-        try:
-            sock.bind((host, port))
-        except OSError as exc:
-            sock.close()
-            raise UsageError(f"--http {options.http}: cannot listen there ({exc.strerror})") from None
-        app: App = server.streamable_http_app(host=host)
-        if options.token:
-            app = _bearer_gate(app, options.token)
-        bound = sock.getsockname()[1]
-        shown = f"[{host}]" if ":" in host else host
-        _say(f"lead session {lead.session_id} ({lead.session_path}) on http://{shown}:{bound}/mcp")
-        config = uvicorn.Config(app, log_level="warning", lifespan="on")
-        await uvicorn.Server(config).serve(sockets=[sock])
-        return 0
+async def _serve_stdio(server: Server[Any], slot: LeadSlot) -> None:
+    from mcp.server.stdio import stdio_server
+
+    async with stdio_server() as (read, write):
+        await server.run(read, first_write_starts(write, slot), server.create_initialization_options())
+
+
+async def _serve_http(server: Server[Any], bind: tuple[str, int], token: str | None) -> None:
+    import uvicorn
+
+    host, port = bind
+    family = socket.AF_INET6 if ":" in host else socket.AF_INET
+    sock = socket.socket(family, socket.SOCK_STREAM)
+    sock.setsockopt(socket.SOL_SOCKET, socket.SO_REUSEADDR, 1)
+    try:
+        sock.bind((host, port))
+    except OSError as exc:
+        sock.close()
+        raise UsageError(f"--http {host}:{port}: cannot listen there ({exc.strerror})") from None
+    app: App = server.streamable_http_app(host=host)
+    if token:
+        app = _bearer_gate(app, token)
+    shown = f"[{host}]" if ":" in host else host
+    _say(f"serving http://{shown}:{sock.getsockname()[1]}/mcp")
+    config = uvicorn.Config(app, log_level="warning", lifespan="on")
+    await uvicorn.Server(config).serve(sockets=[sock])

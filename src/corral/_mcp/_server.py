@@ -32,9 +32,11 @@ from mcp.server.subscriptions import InMemorySubscriptionBus, ListenHandler, Res
 
 from corral import __version__
 from corral.errors import CorralError
-from corral.lead import Lead, LeadItem
+
+from ._slot import LeadSlot
 
 if TYPE_CHECKING:
+    from corral.lead import Lead, LeadItem
     from corral.llm import ToolDefinition
 
 __all__ = [
@@ -194,20 +196,22 @@ def _tool(definition: ToolDefinition) -> types.Tool:
     )
 
 
-def build_server(lead: Lead) -> Server[Any]:
-    """The MCP server over `lead` (its tools, `wait`, resources and the `lead` prompt)."""
-    offered = [
+def _offered(lead: Lead) -> list[ToolDefinition]:
+    return [
         definition
         for definition in lead.tool_definitions()
         if definition.name != "agent" and definition.name != "report_and_exit"
     ]
-    names = {definition.name for definition in offered}
+
+
+def build_server(slot: LeadSlot) -> Server[Any]:
+    """The MCP server over the lead in `slot` (its tools, `wait`, resources and the `lead` prompt)."""
     subscribers = _Subscribers()
 
     async def list_tools(
         ctx: ServerRequestContext[Any], params: types.PaginatedRequestParams | None
     ) -> types.ListToolsResult:
-        tools = [_tool(definition) for definition in offered]
+        tools = [_tool(definition) for definition in _offered(await slot.get())]
         tools.append(types.Tool(name="wait", description=WAIT_DESCRIPTION, input_schema=WAIT_SCHEMA))
         return types.ListToolsResult(tools=tools)
 
@@ -215,6 +219,8 @@ def build_server(lead: Lead) -> Server[Any]:
         ctx: ServerRequestContext[Any], params: types.CallToolRequestParams
     ) -> types.CallToolResult:
         args = dict(params.arguments or {})
+        lead = await slot.get()
+        names = {definition.name for definition in _offered(lead)}
         try:
             if params.name == "wait":
                 return await _wait(lead, args, ctx.session)
@@ -273,6 +279,7 @@ def build_server(lead: Lead) -> Server[Any]:
         ctx: ServerRequestContext[Any], params: types.ReadResourceRequestParams
     ) -> types.ReadResourceResult:
         uri = str(params.uri)
+        lead = await slot.get()
         if uri == AGENTS_URI:
             outcome = await lead.call("agent_list", {})
             text, mime = json.dumps(outcome.details, ensure_ascii=False), "application/json"
@@ -328,7 +335,7 @@ def build_server(lead: Lead) -> Server[Any]:
 
     @contextlib.asynccontextmanager
     async def lifespan(server: Server[Any]) -> AsyncIterator[dict[str, Any]]:
-        watcher = asyncio.create_task(_notify_inbox(lead, subscribers))
+        watcher = asyncio.create_task(_notify_inbox(slot, subscribers))
         try:
             yield {}
         finally:
@@ -354,8 +361,12 @@ def build_server(lead: Lead) -> Server[Any]:
     )
 
 
-async def _notify_inbox(lead: Lead, subscribers: _Subscribers) -> None:
+async def _notify_inbox(slot: LeadSlot, subscribers: _Subscribers) -> None:
     """Tell subscribers of `corral://inbox` each time an item arrives."""
+    try:
+        lead = await slot.get()
+    except Exception:
+        return  # the failure is reported where the lead is opened
     while True:
         await lead.arrival()
         await subscribers.bus.publish(ResourceUpdated(uri=INBOX_URI))
