@@ -328,6 +328,22 @@ def models(
 
 
 @app.command()
+def sessions(
+    all_: Annotated[
+        bool, typer.Option("--all", help="Every directory's sessions, not only this one's.")
+    ] = False,
+    json_: Annotated[bool, typer.Option("--json", help="Print JSON.")] = False,
+    cwd: CwdOpt = None,
+) -> None:
+    """List saved sessions, newest first: id, last activity, size, name (or first prompt); agents' too."""
+    from corral._cli._launch import check_data_root
+    from corral._cli._sessions import sessions_list
+
+    check_data_root()
+    raise typer.Exit(sessions_list(cwd=cwd or Path.cwd(), all_dirs=all_, as_json=json_, out=sys.stdout))
+
+
+@app.command()
 def demo(
     keep: Annotated[bool, typer.Option("--keep", help="Keep the temporary project directory.")] = False,
 ) -> None:

@@ -329,3 +329,91 @@ def test_a_down_endpoint_fails_naming_the_url(corral: RunCorral, cli_env: Env) -
     )
     assert done.returncode == 1
     assert f"cannot reach {url}" in done.stderr and "Traceback" not in done.stderr
+
+
+def test_sessions_lists_a_directory_and_every_directory(corral: RunCorral, cli_env: Env) -> None:
+    cli_env.script("hi", "steps:\n  - text: hello\n")
+    assert corral("run", "--model", "scripted/hi", "-p", "first prompt").returncode == 0
+    assert corral("run", "--model", "scripted/tour", "-p", "show me around").returncode == 0
+    listed = corral("sessions")
+    assert listed.returncode == 0, listed.stderr
+    lines = listed.stdout.splitlines()
+    assert len(lines) == 4  # two leads, two scouts
+    ids = {json.loads(p.read_text().splitlines()[0])["id"] for p in cli_env.sessions()}
+    assert {line.split()[0] for line in lines} == ids
+    assert any(line.endswith('"first prompt"') for line in lines)
+    assert sum("agent tour-docs (scout)" in line or "agent tour-todos (scout)" in line for line in lines) == 2
+    assert all(" KB" in line or " B " in line for line in lines)  # the size
+    rows = json.loads(corral("sessions", "--json").stdout)
+    assert {row["id"] for row in rows} == ids and all(row["size"] > 0 for row in rows)
+
+    elsewhere = cli_env.root / "elsewhere"
+    elsewhere.mkdir()
+    assert corral("sessions", "--cwd", str(elsewhere)).stdout.startswith("No sessions for")
+    every = corral("sessions", "--all", "--cwd", str(elsewhere)).stdout.splitlines()
+    assert len(every) == 4 and all(line.endswith(f"[{cli_env.project}]") for line in every)
+    missing = corral("run", "--model", "scripted/hi", "--session", "0000dead", "-p", "x")
+    _one_line_error(missing, "`corral sessions` lists")
+
+
+ASK_SCRIPT = """
+steps:
+  - text: "Delegating."
+    tool_calls:
+      - name: agent
+        args: {action: delegate, definition: scout, label: asker, task: "Ask me something."}
+  - text: "Waiting."
+  - text: "It asked; I will answer later."
+  - expect: {last_user_contains: "reply now"}
+    text: "Replying."
+    tool_calls:
+      - name: agent
+        args: {action: reply, agent: asker, message: "yes"}
+  - text: "{{ last_tool_output }}"
+  - text: "Closing it."
+    tool_calls:
+      - name: agent
+        args: {action: close, agent: asker}
+  - text: "Continuing it with the answer."
+    tool_calls:
+      - name: agent
+        args: {action: continue, session: "{{ env.ASKER_SESSION }}", task: "Yes, go ahead."}
+  - text: "Waiting for the continued agent."
+  - text: "The continued agent delivered."
+on_exhausted: repeat_last
+agents:
+  asker:
+    - text: "Question."
+      tool_calls:
+        - name: ask_owner
+          args: {question: "Shall I go ahead?"}
+    - expect: {last_user_contains: "Yes, go ahead."}
+      text: "Went ahead as answered."
+"""
+
+
+def test_a_question_left_by_an_in_process_agent_says_what_really_happens(
+    corral: RunCorral, cli_env: Env
+) -> None:
+    cli_env.script("ask", ASK_SCRIPT)
+    first = corral("run", "--model", "scripted/ask", "-p", "go")
+    assert first.returncode == 0, first.stderr
+    assert "runs in this process, so it is lost when this run exits" in first.stderr
+    assert "`continue` its session" in first.stderr and "resume with" not in first.stderr
+    headers = {p: json.loads(p.read_text().splitlines()[0]) for p in cli_env.sessions()}
+    lead = next(h["id"] for h in headers.values() if "corral" not in h)
+    asker = next(h["id"] for h in headers.values() if "corral" in h)
+    assert f"`continue` its session {asker}" in first.stderr
+
+    env = {"ASKER_SESSION": asker}
+    replied = corral("run", "--model", "scripted/ask", "--session", lead, "-p", "reply now", env=env)
+    assert replied.returncode == 0, replied.stderr
+    assert "was lost (the process it ran in ended), so a reply cannot reach it" in replied.stdout
+    assert f"then `continue` with session={asker}" in replied.stdout
+
+    continued = corral(
+        "run", "--mode", "json", "--model", "scripted/ask", "--session", lead, "-p", "ok", env=env
+    )
+    assert continued.returncode == 0, continued.stderr
+    [result] = _results(continued.stdout)
+    assert "agent=asker" in result and "status=completed" in result and "Went ahead as answered." in result

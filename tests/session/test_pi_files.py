@@ -124,7 +124,7 @@ def test_newer_version_is_refused_read_write_but_opens_read_only(tmp_path: Path)
     header = {"type": "session", "version": 4, "id": "x", "timestamp": "t", "cwd": "/src"}
     path = _header_file(tmp_path, header)
     before = path.read_bytes()
-    with pytest.raises(SessionFileError, match=r"version 4 session file.*open it read-only"):
+    with pytest.raises(SessionFileError, match=r"version 4 session file.*upgrade corral to continue it"):
         SessionManager.open(path)
     assert path.read_bytes() == before
     viewer = SessionManager.open(path, read_only=True)

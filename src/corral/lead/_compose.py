@@ -208,17 +208,24 @@ class Launched:
         if self.host is None:
             return []
         lines = []
+        resume = f"`corral run --session {self.session.session_id} -p ...`"
         for generation in self.host.blocked_or_lost(self.session.session_id):
             state = "lost" if generation.presence == "lost" or self.host.host_gone(generation) else "blocked"
-            what = (
-                "is waiting for your reply"
-                if state == "blocked"
-                else "was lost before it finished (its transcript and `close` remain)"
-            )
-            lines.append(
-                f"agent {generation.label} ({generation.definition}) {what}; "
-                f"resume with `corral run --session {self.session.session_id} -p ...` or see `corral agents list`"
-            )
+            who = f"agent {generation.label} ({generation.definition})"
+            if state == "blocked" and generation.runtime_kind == "inprocess":
+                # It runs in this process: it ends with this run, and a later `reply` cannot reach it.
+                lines.append(
+                    f"{who} asked a question and runs in this process, so it is lost when this run exits "
+                    f"(its question and transcript are kept): {resume} lets the lead `close` it and "
+                    f"`continue` its session {generation.session_id} with the answer"
+                )
+            elif state == "blocked":
+                lines.append(f"{who} is waiting for your reply in its own pane; reply with {resume}")
+            else:
+                lines.append(
+                    f"{who} was lost before it finished (its transcript is kept): {resume} lets the lead "
+                    f"`close` it and `continue` its session {generation.session_id}; `corral agents list` shows it"
+                )
         return lines
 
     async def aclose(self) -> None:

@@ -259,6 +259,16 @@ class Controller(DelegateMixin):
             view = self._target(caller, params.agent)
             generation = view.generation
             ask = view.pending_ask
+            if view.presence == "lost":
+                raise ManagedAgentBusyError(
+                    f"Agent {params.agent} was lost (the process it ran in ended), so a reply cannot reach "
+                    "it; its transcript and its question are kept.",
+                    ids=self._ids(generation),
+                    next_action=(
+                        f"`close` {params.agent}, then `continue` with session={generation.session_id} and "
+                        "your answer as the task: it starts again from its transcript."
+                    ),
+                )
             if "reply" not in view.available_actions or ask is None:
                 raise ManagedAgentBusyError(
                     f"Agent {params.agent} is not waiting for an owner reply.",

@@ -25,7 +25,7 @@ from corral.llm import Model, ThinkingLevel, parse_model_ref
 from corral.orchestration._caller import Caller
 from corral.orchestration._child import RETIRED_ENTRY, ManagedChild
 from corral.orchestration._definitions import AgentDefinition, RuntimeKind, is_delegating, leaf_projection
-from corral.orchestration._delivery import RESULT_TYPE
+from corral.orchestration._delivery import ASK_TYPE, RESULT_TYPE
 from corral.orchestration._faults import fault_point
 from corral.orchestration._files import prepare_files
 from corral.orchestration._records import GenerationRecord, NewGeneration, RequestRecord
@@ -154,6 +154,16 @@ def build_managed_agent(
         system_prompt=system_prompt,
         agent_name=spec.label,
     )
+
+
+def _session_path_of(session_id: str, cwd: Path) -> str | None:
+    """The file of a session given its full id (this directory's sessions first, then all), or `None`."""
+    from corral.session import resolve_session_arg
+
+    try:
+        return str(resolve_session_arg(session_id, cwd))
+    except SessionError:
+        return None
 
 
 def _definition_entry(session: SessionManager) -> dict[str, Any] | None:
@@ -386,17 +396,27 @@ class DelegateMixin:
         )
 
     def _owned_sessions(self, caller: Caller) -> dict[str, tuple[Path, str, str]]:
-        """Sessions proven owned: delivered results in the caller's history, recursively."""
+        """Sessions proven owned: delivered results in the caller's history, recursively — and
+        agents whose question (`ask_owner`) was delivered there, so an agent lost while waiting
+        for a reply can be continued with the answer."""
         found: dict[str, tuple[Path, str, str]] = {}
         frontier: list[tuple[str, list[Any]]] = [(caller.session_id, caller.agent.session.entries)]
         while frontier:
             owner_id, entries = frontier.pop()
             for entry in entries:
-                if not (isinstance(entry, CustomMessageEntry) and entry.custom_type == RESULT_TYPE):
+                if not (
+                    isinstance(entry, CustomMessageEntry) and entry.custom_type in (RESULT_TYPE, ASK_TYPE)
+                ):
                     continue
                 details = entry.details if isinstance(entry.details, dict) else {}
                 child_id, child_path = details.get("session_id"), details.get("session_path")
-                if details.get("owner_session_id") != owner_id or not child_id or not child_path:
+                if entry.custom_type == ASK_TYPE:  # asked of this owner: its history is the proof
+                    if not isinstance(child_id, str) or not _UUID.match(child_id):
+                        continue
+                    child_path = _session_path_of(child_id, caller.cwd)
+                elif details.get("owner_session_id") != owner_id:
+                    continue
+                if not child_id or not child_path:
                     continue
                 if child_id in found or child_id == caller.session_id:
                     continue

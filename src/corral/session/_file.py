@@ -120,7 +120,7 @@ def check_header(header: dict[str, Any], path: Path, *, read_only: bool) -> None
     if not read_only and isinstance(version, int | float) and version > CURRENT_VERSION:
         raise SessionFileError(
             f"{path} is a version {version} session file, newer than this corral writes "
-            f"(version {CURRENT_VERSION}); upgrade corral to continue it, or open it read-only to view it"
+            f"(version {CURRENT_VERSION}); upgrade corral to continue it (the file is unchanged)"
         )
     if not isinstance(header.get("cwd"), str):
         raise SessionFileError(
@@ -408,7 +408,8 @@ def acquire_lock(path: Path, *, create: bool) -> int:
     except BlockingIOError:
         os.close(fd)
         raise SessionLockedError(
-            f"session file {path} is in use by another writer; close that session first or open it read-only"
+            f"session file {path} is in use by another corral process (the app or a `corral run`); "
+            "close it there first, or start a new session"
         ) from None
     return fd
 

@@ -204,7 +204,7 @@ class SessionManager:
                 except OSError as exc:
                     raise SessionWriteError(
                         f"cannot rewrite {path} in the current format: {exc.strerror or exc}; "
-                        "free some space, or open it read-only"
+                        "free some space and open it again (the file is unchanged)"
                     ) from exc
                 # The rename replaced the file our descriptor (and lock) points at.
                 os.close(fd)

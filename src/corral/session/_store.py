@@ -236,7 +236,9 @@ def resolve_session_arg(arg: str, cwd: Path, *, sessions_root: Path | None = Non
             others = []
         matches = _match_prefix(others, arg)
     if not matches:
-        raise SessionNotFoundError(f"no session id starts with {arg!r}; run a session listing to see ids")
+        raise SessionNotFoundError(
+            f"no session id starts with {arg!r}: `corral sessions` lists this directory's ids (`--all`: every directory's)"
+        )
     if len(matches) > 1:
         names = ", ".join(os.fspath(p) for p in matches[:10])
         more = f" (and {len(matches) - 10} more)" if len(matches) > 10 else ""
