@@ -12,11 +12,14 @@ import signal
 import sys
 from enum import StrEnum
 from pathlib import Path
-from typing import Annotated
+from typing import TYPE_CHECKING, Annotated
 
 import typer
 
 from corral import __version__
+
+if TYPE_CHECKING:
+    from corral._cli._launch import PromptOverrides
 
 _HELP_OPTIONS = {"help_option_names": ["-h", "--help"]}
 
@@ -161,6 +164,18 @@ def run(
         ),
     ] = None,
     thinking: ThinkingOpt = None,
+    system_prompt: Annotated[
+        str | None,
+        typer.Option(
+            "--system-prompt", help="Replace the system prompt: text, or a file to read (Pi's flag)."
+        ),
+    ] = None,
+    append_system_prompt: Annotated[
+        list[str] | None,
+        typer.Option(
+            "--append-system-prompt", help="Append to the system prompt: text, or a file to read; repeatable."
+        ),
+    ] = None,
     session: SessionOpt = None,
     continue_: ContinueOpt = False,
     no_session: NoSessionOpt = False,
@@ -197,6 +212,7 @@ def run(
         no_session=no_session,
         tools=tool_names,
         surfaces=None if surfaces is None else [s.strip() for s in surfaces.split(",") if s.strip()],
+        prompt=_prompt_overrides(system_prompt, append_system_prompt),
     )
     if not no_session:
         check_data_root()
@@ -251,6 +267,35 @@ def _scratch_data_root() -> Path:
     root = Path(tempfile.mkdtemp(prefix="corral-no-session-"))
     os.environ["CORRAL_HOME"] = str(root)
     return root
+
+
+def _prompt_input(value: str, flag: str) -> str:
+    """Pi's rule for `--system-prompt` and `--append-system-prompt`: a path that exists is read, else it is the text."""
+    from corral.errors import UsageError
+
+    path = Path(value)
+    try:
+        is_path = path.exists()
+    except (OSError, ValueError):  # a name too long or with a NUL byte: text, not a path
+        return value
+    if not is_path:
+        return value
+    try:
+        return path.read_text(encoding="utf-8")
+    except (OSError, ValueError) as exc:  # unreadable, a directory, not UTF-8
+        raise UsageError(
+            f"{flag} {value}: cannot read it as a UTF-8 file ({exc}); pass the text or a readable file"
+        ) from None
+
+
+def _prompt_overrides(system: str | None, append: list[str] | None) -> PromptOverrides:
+    from corral._cli._launch import PromptOverrides
+
+    texts = [_prompt_input(value, "--append-system-prompt") for value in append or []]
+    return PromptOverrides(
+        system=None if system is None else _prompt_input(system, "--system-prompt"),
+        append="\n\n".join(texts) if texts else None,
+    )
 
 
 def _stdin_fd() -> int:

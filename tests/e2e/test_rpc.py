@@ -456,3 +456,30 @@ def test_a_closed_stdin_is_a_one_line_error(cli_env: Env) -> None:
     assert done.stderr.strip() == (
         "corral: error: --mode rpc reads commands on stdin, which is closed: connect a pipe or a terminal"
     )
+
+
+def test_pis_system_prompt_flags(corral: RunCorral, cli_env: Env) -> None:
+    """`--system-prompt` replaces the prompt and `--append-system-prompt` (text or a file, repeatable) is
+    appended, as in Pi."""
+    from tests.llm.fake_server import FakeProviderServer
+
+    (cli_env.root / "extra.md").write_text("Always answer in French.")
+    args = ("--system-prompt", "You are terse.", "--append-system-prompt", str(cli_env.root / "extra.md"))
+    args += ("--append-system-prompt", "Second.")
+    with FakeProviderServer() as server:
+        server.queue_text("ok")
+        cli_env.settings(
+            f'[providers.local]\nbase_url = "{server.base_url}"\napi = "openai-chat"\n\n'
+            '[[providers.local.models]]\nid = "tiny"\n'
+        )
+        done = corral("run", "--model", "local/tiny", "--surfaces", "", *args, "-p", "hi")
+        assert done.returncode == 0, done.stderr
+        system = server.requests[-1].body["messages"][0]
+    assert system["role"] == "system"
+    assert system["content"].startswith("You are terse.")
+    assert "Always answer in French.\n\nSecond." in system["content"]
+    assert "expert coding assistant" not in system["content"]  # the base prompt was replaced
+    folder = cli_env.root / "a-directory"
+    folder.mkdir()
+    bad = corral("run", "--model", "local/tiny", "--append-system-prompt", str(folder), "-p", "hi")
+    assert bad.returncode == 2 and "cannot read it as a UTF-8 file" in bad.stderr

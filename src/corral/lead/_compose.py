@@ -65,6 +65,7 @@ __all__ = [
     "LaunchOptions",
     "Launched",
     "ProgramLeadSession",
+    "PromptOverrides",
     "announce_default_model",
     "launch_session",
     "warn",
@@ -101,6 +102,18 @@ class LaunchOptions:
     """Tool surfaces for the lead; `None` means the `surfaces` setting."""
     program: bool = False
     """A program leads (see the module docstring): the model is optional, deliveries start no turn."""
+    prompt: PromptOverrides = field(default_factory=lambda: PromptOverrides())
+    """`--system-prompt` / `--append-system-prompt` (Pi's flags), already read."""
+
+
+@dataclass(frozen=True)
+class PromptOverrides:
+    """Pi's `--system-prompt` and `--append-system-prompt`, as text."""
+
+    system: str | None = None
+    """Replaces the base system prompt (and any `SYSTEM.md`)."""
+    append: str | None = None
+    """Appended to it (replaces any `APPEND_SYSTEM.md`)."""
 
 
 @dataclass
@@ -130,6 +143,8 @@ class Launched:
     settings_warnings: tuple[str, ...] = ()
     """What loading the settings ignored (an untrusted project's keys, …), already printed on stderr;
     the terminal app shows them as notices too."""
+    prompt: PromptOverrides = field(default_factory=lambda: PromptOverrides())
+    """The system prompt overrides the agent was built with."""
 
     async def replace_session(self, session: SessionManager) -> None:
         """Continue in another session (RPC `new_session`, `switch_session`, `fork`, `clone`).
@@ -168,7 +183,9 @@ class Launched:
                     except CorralError as exc:
                         warn(f"the session's model is not usable ({exc}); keeping {model.info.ref}")
             level = restored.thinking_level if session.entries else old.thinking_level
-            agent = _build_agent(session, model, level, self.tool_names, self.settings, self.cwd)
+            agent = _build_agent(
+                session, model, level, self.tool_names, self.settings, self.cwd, prompt=self.prompt
+            )
         except BaseException:
             session.close()
             raise
@@ -389,7 +406,9 @@ def _launch_session(opts: LaunchOptions, note: Callable[[str], None]) -> Launche
         if unknown:
             raise UsageError(f"unknown tool {unknown[0]!r}: choose from {', '.join(ALL_TOOL_NAMES)}")
         surfaces = _surfaces(opts, settings)
-        agent = _build_agent(session, model, level, names, settings, cwd, program=opts.program)
+        agent = _build_agent(
+            session, model, level, names, settings, cwd, program=opts.program, prompt=opts.prompt
+        )
     except BaseException:
         session.close()
         raise
@@ -403,6 +422,7 @@ def _launch_session(opts: LaunchOptions, note: Callable[[str], None]) -> Launche
         surfaces=surfaces,
         tool_names=names,
         cwd=cwd,
+        prompt=opts.prompt,
     )
 
 
@@ -459,7 +479,9 @@ def _build_agent(
     cwd: Path,
     *,
     program: bool = False,
+    prompt: PromptOverrides | None = None,
 ) -> AgentSession:
+    prompt = prompt or PromptOverrides()
     tools = create_builtin_tools(cwd, shell_path=settings.shell_path, names=tool_names)
     return (ProgramLeadSession if program else AgentSession)(
         session=session,
@@ -468,5 +490,7 @@ def _build_agent(
         tools=tools,
         cwd=cwd,
         settings=settings,
-        system_prompt=build_system_prompt(cwd=cwd, tools=tools),
+        system_prompt=build_system_prompt(
+            cwd=cwd, tools=tools, custom_prompt=prompt.system, append=prompt.append
+        ),
     )
