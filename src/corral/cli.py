@@ -597,6 +597,9 @@ def mcp(
         str | None,
         typer.Option("--token", envvar="CORRAL_MCP_TOKEN", help="Bearer token HTTP clients must send."),
     ] = None,
+    elicit: Annotated[
+        bool, typer.Option("--elicit", help="Ask the user agents' questions through MCP elicitation.")
+    ] = False,
 ) -> None:
     """Serve a lead session over MCP (stdio by default): `claude mcp add corral -- corral mcp`."""
     from corral.errors import UsageError
@@ -614,6 +617,7 @@ def mcp(
         http=http,
         allow_remote=allow_remote,
         token=token,
+        elicit=elicit,
     )
     raise typer.Exit(asyncio.run(serve(options)))
 

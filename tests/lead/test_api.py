@@ -217,6 +217,19 @@ async def test_teams_tools_through_call(api_env: ApiEnv) -> None:
         assert swarm.ok, swarm.text
         parts = [await _item(lead, "report"), await _item(lead, "report")]
         assert sorted(part.text.split()[3] for part in parts) == ["p1", "p2"]
+        grouped = await lead.call(
+            "spawn_swarm_agents",
+            {
+                "agents": [{"name": "g1", "prompt": "a"}, {"name": "g2", "prompt": "b"}],
+                "defaults": {"model_slot": "write-patch"},
+                "completion_group": {"delivery": "all-settled"},
+            },
+        )
+        assert grouped.ok, grouped.text
+        index = await _item(lead, "group")
+        assert "g1" in index.text and "g2" in index.text
+        released = await lead.call("release_file", {"path": "a.txt"})
+        assert not released.ok and released.category == "invalid_request"
         stopped = await lead.call("stop_teammate", {"agent_name": "nobody"})
         assert not stopped.ok and stopped.category == "target_not_found"
         interrupted = await lead.call("interrupt_teammate", {"agent_name": "nobody"})

@@ -206,3 +206,38 @@ async def test_teams_tools_when_the_teams_surface_is_on(mcp_env: McpEnv) -> None
         assert not spawned.is_error, _text(spawned)
         items = _details(await client.call_tool("wait", {"timeoutMs": WAIT_MS}))["items"]
         assert [item["kind"] for item in items] == ["report"]
+
+
+async def test_elicit_asks_the_user_and_replies_for_them(mcp_env: McpEnv) -> None:
+    from mcp.types import ElicitResult
+
+    mcp_env.script(
+        {
+            "*": [
+                {"tool_calls": [{"name": "ask_owner", "args": {"question": "Which file?"}}]},
+                {"text": "thanks", "expect": {"last_user_contains": "README.md"}},
+            ]
+        }
+    )
+    asked: list[str] = []
+
+    async def answer(context: Any, params: Any) -> ElicitResult:
+        asked.append(params.message)
+        return ElicitResult(action="accept", content={"answer": "README.md"})
+
+    async with mcp_env.client("--elicit", mode="legacy", elicitation_callback=answer) as client:
+        await client.call_tool("agent_delegate", {"definition": "scout", "task": "q", "label": "asker"})
+        first = _details(await client.call_tool("wait", {"timeoutMs": WAIT_MS}))["items"]
+        assert [item["kind"] for item in first] == ["ask"]
+        assert first[0]["details"]["elicited_answer"] == "README.md"
+        assert asked == ["Agent asker asks: Which file?"]
+        result = _details(await client.call_tool("wait", {"timeoutMs": WAIT_MS}))["items"]
+        assert [item["kind"] for item in result] == ["result"] and result[0]["text"].endswith("thanks")
+
+
+async def test_without_elicit_support_the_ask_stays_for_the_model(mcp_env: McpEnv) -> None:
+    mcp_env.script({"*": [{"tool_calls": [{"name": "ask_owner", "args": {"question": "Which file?"}}]}]})
+    async with mcp_env.client("--elicit", mode="legacy") as client:  # no elicitation callback: not capable
+        await client.call_tool("agent_delegate", {"definition": "scout", "task": "q", "label": "asker"})
+        first = _details(await client.call_tool("wait", {"timeoutMs": WAIT_MS}))["items"]
+        assert [item["kind"] for item in first] == ["ask"] and "elicited_answer" not in first[0]["details"]

@@ -51,6 +51,8 @@ class McpOptions:
     allow_remote: bool = False
     token: str | None = None
     """Bearer token every HTTP request must carry (required for a non-loopback bind)."""
+    elicit: bool = False
+    """Ask the human for answers to agents' questions through MCP elicitation, where the client can."""
 
 
 def parse_bind(text: str) -> tuple[str, int]:
@@ -159,7 +161,7 @@ async def serve(options: McpOptions) -> int:
             serving.cancel()
 
     slot = LeadSlot(opener, failed=failed, opened=opened)
-    server = build_server(slot)
+    server = build_server(slot, elicit=options.elicit)
     try:
         if bind is None:
             serving = asyncio.create_task(_serve_stdio(server, slot))

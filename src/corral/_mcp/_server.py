@@ -22,13 +22,14 @@ import asyncio
 import contextlib
 import json
 from collections.abc import AsyncIterator
-from dataclasses import dataclass, field
+from dataclasses import dataclass, field, replace
 from typing import TYPE_CHECKING, Any
 
 import mcp_types as types
 from mcp.server import Server, ServerRequestContext
 from mcp.server.session import ServerSession
 from mcp.server.subscriptions import InMemorySubscriptionBus, ListenHandler, ResourceUpdated
+from mcp.shared.exceptions import MCPError
 
 from corral import __version__
 from corral.errors import CorralError
@@ -163,7 +164,50 @@ async def _progress(session: ServerSession, timeout: float) -> None:
         await session.report_progress(elapsed, timeout, "waiting for agents")
 
 
-async def _wait(lead: Lead, args: dict[str, Any], session: ServerSession) -> types.CallToolResult:
+ELICIT_SCHEMA: dict[str, Any] = {
+    "type": "object",
+    "properties": {"answer": {"type": "string", "title": "Your answer", "description": "Sent to the agent."}},
+    "required": ["answer"],
+}
+
+
+async def _elicit(lead: Lead, item: LeadItem, ctx: ServerRequestContext[Any]) -> LeadItem:
+    """Ask the human for the answer to an `ask` item and reply with it; the item notes the answer.
+
+    Anything but an accepted, non-blank answer (declined, cancelled, no back channel) leaves the
+    item as it was, for the leading model to answer with `agent_reply`.
+    """
+    agent = item.agent
+    question = item.details.get("question")
+    if agent is None or not isinstance(question, str):
+        return item
+    try:
+        answer = await ctx.session.elicit_form(
+            f"Agent {agent} asks: {question}", ELICIT_SCHEMA, related_request_id=ctx.request_id
+        )
+    except MCPError:
+        return item
+    text = (answer.content or {}).get("answer") if answer.action == "accept" else None
+    if not isinstance(text, str) or not text.strip():
+        return item
+    replied = await lead.call("agent_reply", {"agent": agent, "message": text})
+    if not replied.ok:
+        return item
+    details = {**item.details, "elicited_answer": text}
+    return replace(
+        item, text=f"{item.text}\n\n[Answered by the user through the client: {text}]", details=details
+    )
+
+
+def _can_elicit(ctx: ServerRequestContext[Any]) -> bool:
+    capabilities = ctx.session.client_capabilities
+    return capabilities is not None and capabilities.elicitation is not None and ctx.session.can_send_request
+
+
+async def _wait(
+    lead: Lead, args: dict[str, Any], ctx: ServerRequestContext[Any], *, elicit: bool = False
+) -> types.CallToolResult:
+    session = ctx.session
     timeout, after = _parse_wait(args, lead)
     ticker = asyncio.create_task(_progress(session, timeout))
     try:
@@ -175,6 +219,8 @@ async def _wait(lead: Lead, args: dict[str, Any], session: ServerSession) -> typ
     cursor = items[-1].entry_id if items else after
     if items:
         lead.save_cursor(cursor)  # durable before the answer leaves: a restarted server goes on after it
+    if elicit and _can_elicit(ctx):
+        items = [await _elicit(lead, item, ctx) if item.kind == "ask" else item for item in items]
     details = {
         "ok": True,
         "items": [item.to_json() for item in items],
@@ -204,8 +250,12 @@ def _offered(lead: Lead) -> list[ToolDefinition]:
     ]
 
 
-def build_server(slot: LeadSlot) -> Server[Any]:
-    """The MCP server over the lead in `slot` (its tools, `wait`, resources and the `lead` prompt)."""
+def build_server(slot: LeadSlot, *, elicit: bool = False) -> Server[Any]:
+    """The MCP server over the lead in `slot` (its tools, `wait`, resources and the `lead` prompt).
+
+    With `elicit`, `wait` asks the human (MCP elicitation) for the answer to each question it
+    returns, when the client can be asked, and replies to the agent with it.
+    """
     subscribers = _Subscribers()
 
     async def list_tools(
@@ -223,7 +273,7 @@ def build_server(slot: LeadSlot) -> Server[Any]:
         names = {definition.name for definition in _offered(lead)}
         try:
             if params.name == "wait":
-                return await _wait(lead, args, ctx.session)
+                return await _wait(lead, args, ctx, elicit=elicit)
             if params.name not in names:
                 return _error_result(
                     "invalid_request",
