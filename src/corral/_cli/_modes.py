@@ -12,6 +12,8 @@ from typing import Any, TextIO
 
 from corral.agent import AgentEvent, AgentSession, MessageUpdateEvent
 from corral.llm import AssistantMessage, ToolCall, to_json_dict
+from corral.orchestration.errors import InternalFailureError
+from corral.session import SessionWriteError
 
 from ._launch import Launched
 
@@ -27,6 +29,8 @@ def _last_assistant(agent: AgentSession) -> AssistantMessage | None:
 
 def _final_exit(launched: Launched, err: TextIO) -> int:
     """1 (naming the reason on stderr) when the run ended in an error, an abort or SIGTERM; else 0."""
+    if launched.failed is not None:
+        return 1  # named on stderr when it happened, with the agents left unsettled
     if launched.terminated:
         # A SIGTERM during a tool call leaves the tool-calling reply as the last one;
         # it is not an answer.
@@ -50,10 +54,24 @@ async def _run_headless(launched: Launched, prompt: str, err: TextIO) -> None:
         for warning in host.warnings:
             print(f"corral: warning: {warning}", file=err)
         host.on_warning = lambda warning: print(f"corral: warning: {warning}", file=err, flush=True)
-    await launched.agent.prompt(prompt)
-    await launched.wait_until_quiet()
+    try:
+        await launched.agent.prompt(prompt)
+        await launched.wait_until_quiet()
+    except (SessionWriteError, InternalFailureError) as exc:
+        # A write failed (typically a full disk): stop here, and name every agent left unsettled.
+        launched.failed = str(exc)
+        print(f"corral: error: {exc}", file=err)
+        for line in launched.unsettled():
+            print(f"corral: {line}", file=err)
+        return
     for line in launched.left_waiting():
         print(f"corral: {line}", file=err)
+    # Anything else not settled now (a result that could not be delivered or stored) fails the run.
+    unsettled = launched.unsettled()
+    if unsettled:
+        launched.failed = unsettled[0]
+        for line in unsettled:
+            print(f"corral: error: {line}", file=err)
 
 
 async def run_print_mode(launched: Launched, prompt: str, *, out: TextIO, err: TextIO) -> int:

@@ -23,6 +23,7 @@ from collections.abc import Awaitable, Callable, Sequence
 from pathlib import Path
 from typing import TYPE_CHECKING, Any, Literal
 
+from corral.errors import CorralError
 from corral.llm import (
     AgentMessage,
     AssistantMessage,
@@ -754,5 +755,11 @@ class AgentSession(LoopMixin):
 
 
 def _log_failure(task: asyncio.Task[Any]) -> None:
-    if not task.cancelled() and task.exception() is not None:
-        _log.error("agent run failed", exc_info=task.exception())
+    if task.cancelled():
+        return
+    exc = task.exception()
+    if isinstance(exc, CorralError):
+        # An expected failure (a full disk, a locked session): its message says what to do.
+        _log.error("agent run failed: %s", exc)
+    elif exc is not None:
+        _log.error("agent run failed", exc_info=exc)

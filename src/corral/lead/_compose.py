@@ -139,6 +139,8 @@ class Launched:
     has_model: bool = True
     """Whether the lead can take a turn (a program lead opened without a model cannot)."""
     terminated: bool = False
+    failed: str | None = None
+    """Why the run stopped on a write failure (a full disk), when it did."""
     """SIGTERM arrived: the run was aborted, whatever its last message says."""
     settings_warnings: tuple[str, ...] = ()
     """What loading the settings ignored (an untrusted project's keys, …), already printed on stderr;
@@ -242,6 +244,24 @@ class Launched:
                 lines.append(
                     f"{who} was lost before it finished (its transcript is kept): {resume} lets the lead "
                     f"`close` it and `continue` its session {generation.session_id}; `corral agents list` shows it"
+                )
+        return lines
+
+    def unsettled(self) -> list[str]:
+        """One line per managed agent of this lead not settled (finalized) and not named by `left_waiting`."""
+        if self.host is None:
+            return []
+        lines = []
+        resume = f"resume with `corral run --session {self.session.session_id} -p ...`"
+        for generation in self.host.tree(self.session.session_id):
+            name = f"agent {generation.label} ({generation.definition})"
+            if generation.presence == "lost" or self.host.store.pending_ask(generation.run_id) is not None:
+                continue  # named by `left_waiting`
+            if generation.phase == "completed":
+                lines.append(f"{name}: its result is stored but was not delivered; {resume} to receive it")
+            elif generation.phase in ("starting", "active"):
+                lines.append(
+                    f"{name} did not finish; it stops with this run (its transcript remains, see `corral agents list`)"
                 )
         return lines
 

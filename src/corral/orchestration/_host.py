@@ -41,6 +41,7 @@ from corral.orchestration._files import FileLimits
 from corral.orchestration._lifecycle import Observation, RuntimeLifecycle
 from corral.orchestration._records import AskRecord, GenerationRecord, RequestRecord
 from corral.orchestration._store import Store
+from corral.orchestration._store_core import StoreError
 from corral.orchestration.errors import OrchestrationError
 from corral.runtime import (
     InProcessRuntime,
@@ -52,7 +53,7 @@ from corral.runtime import (
     TmuxRuntime,
     pid_alive,
 )
-from corral.session import SessionError, SessionManager
+from corral.session import SessionError, SessionManager, SessionWriteError
 
 if TYPE_CHECKING:
     from corral.llm import ModelRegistry
@@ -188,6 +189,10 @@ class Host:
         self.lead_callers: dict[str, Caller] = {}
         self._owner_unsubscribe: dict[str, Callable[[], None]] = {}
         self._delivering: set[str] = set()
+        self.undeliverable: dict[str, str] = {}
+        """Results whose delivery failed on a write error (a full disk), by request id: the reason.
+
+        They stay stored (`pending`) and are delivered once when the owner is attached again."""
         self._asking: set[str] = set()
         self._tasks: set[asyncio.Task[Any]] = set()
         self._change = asyncio.Event()
@@ -326,32 +331,42 @@ class Host:
             return
         self._delivering.add(request_id)
         try:
-            result = self.store.get_result(request_id)
-            if result is None:
-                return
-            generation = self.store.get_generation(result.run_id)
-            if generation is None:
-                return
-            if result.delivery == "pending":
-                owner = self.owners.get(result.owner_session_id)
-                if owner is None:
-                    return  # delivered when the owner is attached again
-                report = self.store.team_report_for_run(result.run_id)
-                member = None if report is None else self.store.team_member(result.run_id)
-                if report is not None:
-                    await self.teams.ensure_checkpoint(report)
-                if report is not None and member is not None and member.slot_id is not None:
-                    await self.teams.deliver_grouped(report, result)
-                elif report is not None:
-                    await deliver_team_report(self.store, owner, report, result)
-                else:
-                    await deliver_result(
-                        self.store, owner, generation, result, retired=self.is_retired(generation)
-                    )
-            fault_point("before_cleanup")
-            await self._finalize(generation)
+            await self._deliver_and_finalize_once(request_id)
+        except (SessionWriteError, StoreError) as exc:
+            # A write failed (no space, I/O error): the result stays stored and pending, and is
+            # delivered when the owner is attached again; nothing waits for it meanwhile.
+            self.undeliverable[request_id] = str(exc)
+            self.warn(
+                f"a result could not be delivered now ({exc}); it stays stored until the session resumes"
+            )
         finally:
             self._delivering.discard(request_id)
+
+    async def _deliver_and_finalize_once(self, request_id: str) -> None:
+        result = self.store.get_result(request_id)
+        if result is None:
+            return
+        generation = self.store.get_generation(result.run_id)
+        if generation is None:
+            return
+        if result.delivery == "pending":
+            owner = self.owners.get(result.owner_session_id)
+            if owner is None:
+                return  # delivered when the owner is attached again
+            report = self.store.team_report_for_run(result.run_id)
+            member = None if report is None else self.store.team_member(result.run_id)
+            if report is not None:
+                await self.teams.ensure_checkpoint(report)
+            if report is not None and member is not None and member.slot_id is not None:
+                await self.teams.deliver_grouped(report, result)
+            elif report is not None:
+                await deliver_team_report(self.store, owner, report, result)
+            else:
+                await deliver_result(
+                    self.store, owner, generation, result, retired=self.is_retired(generation)
+                )
+        fault_point("before_cleanup")
+        await self._finalize(generation)
 
     async def _finalize(self, generation: GenerationRecord) -> None:
         """Tear down a generation whose result was delivered (retried while children finish)."""
@@ -686,6 +701,8 @@ class Host:
                     if ask.delivered_entry_id is None and generation.owner_session_id in self.owners:
                         return False  # its question is still to be delivered
                 continue
+            if generation.phase == "completed" and generation.completed_request_id in self.undeliverable:
+                continue  # its delivery failed on a write error: due again on resume
             if generation.presence == "lost" or child is None:
                 if generation.phase == "completed" and generation.owner_session_id in self.owners:
                     return False  # delivery to a live owner is still due
@@ -759,7 +776,17 @@ class Host:
         for task in list(self._tasks):
             with contextlib.suppress(BaseException):
                 await task
+        stopping = list(self.children)
         await self.runtime.stop_all()
+        # Agents this host ran that had not finished die with it: record that now, so none is
+        # left `working`/`live` (best effort: on a full disk, resuming the owner records it).
+        for run_id in stopping:
+            with contextlib.suppress(OrchestrationError):
+                generation = self.store.get_generation(run_id)
+                if generation is not None and generation.phase in ("starting", "active"):
+                    self.store.mark_presence(
+                        run_id, "lost", diagnostic=f"its host process {self.pid} stopped before it finished"
+                    )
         for run_id in list(self.children):
             self.release(run_id)
         self.store.close()

@@ -1,0 +1,93 @@
+"""`corral run -p` when the disk holding `$CORRAL_HOME` fills up mid-run (a real, small tmpfs).
+
+The run must fail cleanly — no traceback, exit 1, every agent it could not
+settle named on stderr — and lose nothing: once space is freed, resuming the
+session delivers every stored result exactly once, the SQLite store passes
+its integrity check and every session file parses.
+"""
+
+from __future__ import annotations
+
+import json
+import sqlite3
+from pathlib import Path
+
+from tests.tmpfs import small_tmpfs
+
+from .conftest import Env, RunCorral
+
+_BIG = "x" * 12_000  # larger than any slack left in a file's last page
+
+# The lead's bash call waits (bounded) until the scout's reply is on disk, then fills the disk.
+TEAM = f"""
+steps:
+  - text: "Sending a scout."
+    tool_calls:
+      - name: agent
+        args: {{action: delegate, definition: scout, task: "Report."}}
+      - name: bash
+        args:
+          command: >-
+            for i in $(seq 1 600); do grep -rqs SCOUT-DONE "$CORRAL_HOME/sessions" && break; sleep 0.05; done;
+            dd if=/dev/zero of="$CORRAL_HOME/fill1" bs=64k 2>/dev/null;
+            dd if=/dev/zero of="$CORRAL_HOME/fill2" bs=1 2>/dev/null; echo filled
+  - text: "Waiting for the scout's result."
+  - text: "The scout reports: {{{{ last_custom.status }}}}."
+agents:
+  "*":
+    - text: "SCOUT-DONE {_BIG}"
+"""
+
+
+def _lines(path: Path) -> list[dict[str, object]]:
+    data = path.read_bytes()
+    assert data.endswith(b"\n"), f"{path} ends in a torn line"
+    return [json.loads(line) for line in data.split(b"\n")[:-1]]
+
+
+def test_full_disk_mid_run_fails_cleanly_and_resume_delivers_once(
+    corral: RunCorral, cli_env: Env, tmp_path: Path
+) -> None:
+    with small_tmpfs(cli_env.home, "3m") as home:
+        cli_env.script("team", TEAM)
+        cli_env.script("after", "steps:\n  - text: 'Resumed: {{ last_custom.status }}'\n")
+        done = corral("run", "--model", "scripted/team", "-p", "go")
+        assert done.returncode == 1, done.stderr
+        assert "Traceback" not in done.stderr
+        assert "No space left on device" in done.stderr
+        assert (
+            "corral: agent scout (scout)" in done.stderr
+            or "corral: error: agent scout (scout)" in done.stderr
+        )
+
+        for filler in home.glob("fill*"):
+            filler.unlink()
+        db = sqlite3.connect(home / "corral.db")
+        assert db.execute("PRAGMA integrity_check").fetchall() == [("ok",)]
+        stored = [row[0] for row in db.execute("SELECT request_id FROM results")]
+        db.close()
+        for path in cli_env.sessions():
+            _lines(path)
+        [lead] = [p for p in cli_env.sessions() if '"managed"' not in p.read_text().splitlines()[0]]
+        lead_id = json.loads(lead.read_text().splitlines()[0])["id"]
+
+        resumed = corral("run", "--session", lead_id, "--model", "scripted/after", "-p", "again")
+        assert resumed.returncode == 0, resumed.stderr
+        assert "Traceback" not in resumed.stderr
+
+        delivered = [
+            line
+            for line in _lines(lead)
+            if line["type"] == "custom_message" and line["customType"] == "corral-agent-result"
+        ]
+        assert sorted(str(line["details"]["request_id"]) for line in delivered) == sorted(stored)  # type: ignore[index]
+        db = sqlite3.connect(home / "corral.db")
+        assert db.execute("PRAGMA integrity_check").fetchall() == [("ok",)]
+        assert db.execute("SELECT count(*) FROM results WHERE delivery != 'delivered'").fetchone() == (0,)
+        stuck = db.execute(
+            "SELECT label FROM generations WHERE phase IN ('starting', 'active') AND presence = 'live'"
+        ).fetchall()
+        db.close()
+        assert stuck == []
+        for path in cli_env.sessions():
+            _lines(path)
