@@ -206,3 +206,32 @@ def test_lone_surrogates_are_written_as_escapes(tmp_path: Path) -> None:
     line = dumps_line({"text": "a\ud800b"})
     assert line == b'{"text":"a\\ud800b"}\n'
     assert json.loads(line) == {"text": "a\ud800b"}
+
+
+def test_session_stats_count_pi16_usage_entries(tmp_path: Path) -> None:
+    from corral.agent._stats import compute_session_stats
+
+    manager = SessionManager.open(_copy("pi16_context_edit.jsonl", tmp_path), read_only=True)
+    stats = compute_session_stats(manager.entries, session_file=None, session_id="x", context_usage=None)
+    # Two replies and one `usage` entry (cache warming), 10 in / 5 out each; hidden messages still count.
+    assert (stats.tokens.input, stats.tokens.output, stats.tokens.total) == (30, 15, 45)
+    assert (stats.user_messages, stats.assistant_messages, stats.total_messages) == (2, 2, 4)
+
+
+def test_migrating_a_v1_file_keeps_every_number_as_spelt(tmp_path: Path) -> None:
+    path = tmp_path / "v1.jsonl"
+    usage = (
+        '{"input":3,"output":1,"cacheRead":0,"cacheWrite":0,"totalTokens":4,'
+        '"cost":{"input":1e-7,"output":0.00001,"cacheRead":1.50,"cacheWrite":2.0,"total":1E+2}}'
+    )
+    path.write_text(
+        '{"type":"session","id":"v1-session","timestamp":"2025-01-01T00:00:00.000Z","cwd":"/src"}\n'
+        '{"type":"message","timestamp":"2025-01-01T00:00:01.000Z","message":{"role":"user","content":"q","timestamp":1}}\n'
+        '{"type":"message","timestamp":"2025-01-01T00:00:02.000Z","message":{"role":"assistant","content":[],'
+        f'"api":"a","provider":"p","model":"m","usage":{usage},"stopReason":"stop","timestamp":2.50}}}}\n'
+    )
+    SessionManager.open(path).close()
+    text = path.read_text()
+    assert '"version":3' in text and '"parentId"' in text
+    assert usage in text
+    assert '"timestamp":2.50}' in text

@@ -3,7 +3,10 @@
 Statistics cover **every entry of the session file** (all branches, including
 history summarised away by compaction), not just the in-memory context: the
 counts and token sums come from message entries, plus the `usage` recorded on
-compaction and branch-summary entries and on tool results.
+compaction and branch-summary entries, on tool results and in Pi 1.x `usage`
+entries. `totalMessages` counts message and custom-message entries of every
+role; `toolCalls` counts tool-call blocks, `toolResults` tool-result messages
+(Pi 1.6 counts the same way).
 """
 
 from __future__ import annotations
@@ -114,7 +117,9 @@ def compute_session_stats(
                     total = total + usage
         elif kind == "custom_message":
             stats.total_messages += 1
-        elif kind in ("compaction", "branch_summary"):
+        elif kind in ("compaction", "branch_summary", "usage"):
+            # Pi 1.x `usage` entries (cache warming and other calls outside the conversation)
+            # count toward the totals, as in Pi 1.6.
             usage = _extra_usage(entry)
             if usage is not None:
                 total = total + usage

@@ -83,14 +83,55 @@ def session_file_name(timestamp: str, session_id: str) -> str:
 _LONE_SURROGATE = re.compile("[\ud800-\udfff]")
 
 
+class _JsonNumber(float):
+    """A JSON number with a fraction or exponent as read from a file, remembering its spelling.
+
+    Written back with that spelling, so rewriting a file (migrating a v1 or v2
+    session) changes no number: `1e-7` stays `1e-7`, not Python's `1e-07`.
+    """
+
+    __slots__ = ("text",)
+    seen = False
+    """Whether any was read in this process (`dumps_line` only looks for them then)."""
+
+    text: str
+
+    def __new__(cls, text: str) -> _JsonNumber:
+        number = super().__new__(cls, text)
+        number.text = text
+        _JsonNumber.seen = True
+        return number
+
+
+_NUMBER_MARK = "\u0000\u0001corral-number-{}\u0001\u0000"
+
+
+def _mark_numbers(value: Any, spelled: list[str]) -> Any:
+    """`value` with every `_JsonNumber` replaced by a placeholder string (its spelling kept in `spelled`)."""
+    if isinstance(value, _JsonNumber):
+        spelled.append(value.text)
+        return _NUMBER_MARK.format(len(spelled) - 1)
+    if isinstance(value, dict):
+        return {key: _mark_numbers(item, spelled) for key, item in value.items()}
+    if isinstance(value, list):
+        return [_mark_numbers(item, spelled) for item in value]
+    return value
+
+
 def dumps_line(obj: dict[str, Any]) -> bytes:
     """One JSONL line as JavaScript's `JSON.stringify` writes it, with the newline.
 
     A lone UTF-16 surrogate (read from a Pi file, or from a tool's undecodable
     output) is written as its `\\udXXX` escape, as JavaScript does, so the
-    line stays valid UTF-8.
+    line stays valid UTF-8. Numbers read from a file keep their spelling.
     """
+    spelled: list[str] = []
+    if _JsonNumber.seen:
+        obj = _mark_numbers(obj, spelled)
     text = json.dumps(obj, ensure_ascii=False, separators=(",", ":")) + "\n"
+    for index, number in enumerate(spelled):
+        marked = json.dumps(_NUMBER_MARK.format(index), ensure_ascii=False)
+        text = text.replace(marked, number, 1)
     try:
         return text.encode("utf-8")
     except UnicodeEncodeError:
@@ -99,7 +140,7 @@ def dumps_line(obj: dict[str, Any]) -> bytes:
 
 def _loads(line: bytes) -> dict[str, Any] | None:
     try:
-        obj = json.loads(line)
+        obj = json.loads(line, parse_float=_JsonNumber)
     except ValueError:
         return None
     return obj if isinstance(obj, dict) else None
