@@ -65,6 +65,14 @@ class Thinking(StrEnum):
     medium = "medium"
     high = "high"
     xhigh = "xhigh"
+    max = "max"
+    """Pi 1.x's top level: runs as `xhigh`, clamped to the nearest level the model has."""
+
+
+def _thinking_level(thinking: Thinking | None) -> str | None:
+    if thinking is None:
+        return None
+    return "xhigh" if thinking is Thinking.max else thinking.value
 
 
 def _version(value: bool) -> None:
@@ -103,7 +111,7 @@ def _root(
     options = LaunchOptions(
         Path.cwd(),
         model=model,
-        thinking=thinking.value if thinking else None,  # type: ignore[arg-type]
+        thinking=_thinking_level(thinking),  # type: ignore[arg-type]
         session=session,
         continue_recent=continue_,
         surfaces=None if surfaces is None else [s.strip() for s in surfaces.split(",") if s.strip()],
@@ -206,7 +214,7 @@ def run(
     options = LaunchOptions(
         cwd=cwd or Path.cwd(),
         model=model,
-        thinking=thinking.value if thinking else None,  # type: ignore[arg-type]
+        thinking=_thinking_level(thinking),  # type: ignore[arg-type]
         session=session,
         continue_recent=continue_,
         no_session=no_session,

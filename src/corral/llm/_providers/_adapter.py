@@ -212,6 +212,9 @@ class _Translator:
                 block.thinking_signature = part_id
         elif signature:
             block.thinking_signature = signature
+            if part_id == "redacted_thinking":
+                # Anthropic withheld the reasoning; its data is the signature (as Pi records it).
+                block.redacted = True
 
     def _args_delta(self, index: int, text: str) -> list[AssistantMessageEvent]:
         opened = self.open[index]

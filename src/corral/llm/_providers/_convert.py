@@ -272,12 +272,15 @@ class _Converter:
                 return []
             return [TextPart(thinking)]
         signature = block.thinking_signature
-        if self.info.api == "anthropic":
-            if not thinking.strip() and not block.redacted:
-                return []
-            if not signature or not signature.strip():
-                return [] if block.redacted else [TextPart(thinking)]
         part_id: str | None = None
+        if self.info.api == "anthropic":
+            if not signature or not signature.strip():
+                # Unsigned (an interrupted stream): Pi sends the reasoning as text.
+                return [] if block.redacted or not thinking.strip() else [TextPart(thinking)]
+            if block.redacted:
+                part_id = "redacted_thinking"
+            elif not thinking.strip():
+                return []
         if signature is not None and self.info.api == "openai-responses":
             part_id, signature = _parse_responses_signature(signature)
         if not thinking and signature is None:
