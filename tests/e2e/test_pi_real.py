@@ -245,5 +245,7 @@ def test_pis_rpc_client_drives_corral(pi: PiInstall, cli_env: Env) -> None:
         assert out["steer"] == "queued"
         assert out["clearQueue"] == {"steering": ["queued steer"], "followUp": []}
         assert out["thinkingLevels"] == ["off", "minimal", "low", "medium", "high"]
+        assert out["entryTypes"][:2] == ["model_change", "thinking_level_change"]  # the new session's
+        assert out["treeRoots"] == 1 and out["treeLeafIsLast"] is True
     # RpcClient.stop() sends SIGTERM and waits 1 s: corral ended in time, with Pi's code.
     assert json.loads(exit_file.read_text()) == {"code": 143, "signal": None}

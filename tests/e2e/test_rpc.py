@@ -483,3 +483,45 @@ def test_pis_system_prompt_flags(corral: RunCorral, cli_env: Env) -> None:
     folder.mkdir()
     bad = corral("run", "--model", "local/tiny", "--append-system-prompt", str(folder), "-p", "hi")
     assert bad.returncode == 2 and "cannot read it as a UTF-8 file" in bad.stderr
+
+
+def test_get_tree_has_pis_shape(rpc: RpcProcess) -> None:
+    rpc.prompt_and_settle("one")
+    rpc.prompt_and_settle("two")
+    data = rpc.ok({"type": "get_tree"})
+    entries = rpc.ok({"type": "get_entries"})["entries"]
+    assert data["leafId"] == entries[-1]["id"]
+    chain, nodes = [], data["tree"]
+    while nodes:
+        assert len(nodes) == 1 and set(nodes[0]) == {"entry", "children"}
+        chain.append(nodes[0]["entry"])
+        nodes = nodes[0]["children"]
+    assert chain == entries  # one linear branch, in file order
+    since = rpc.ok({"type": "get_entries", "since": entries[-2]["id"]})
+    assert since == {"entries": [entries[-1]], "leafId": entries[-1]["id"]}
+
+
+def test_tree_json_nests_deeper_than_json_dumps_can(tmp_path: Path) -> None:
+    import sys
+
+    from corral._cli._rpc import tree_json
+    from corral.llm import UserMessage
+    from corral.session import SessionManager
+
+    session = SessionManager.create(tmp_path, persist=False)
+    for n in range(3000):
+        session.append_message(UserMessage(content=f"m{n}\ud800"))
+    text = tree_json(session.get_tree())
+    text.encode("utf-8")  # ASCII-escaped: even a lone surrogate stays valid
+    limit = sys.getrecursionlimit()
+    sys.setrecursionlimit(20_000)
+    try:
+        tree = json.loads(text)
+    finally:
+        sys.setrecursionlimit(limit)
+    depth = 0
+    while tree:
+        assert tree[0]["entry"]["message"]["content"] == f"m{depth}\ud800"
+        tree = tree[0]["children"]
+        depth += 1
+    assert depth == 3000

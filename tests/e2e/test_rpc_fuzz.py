@@ -32,6 +32,7 @@ COMMANDS = [
     "get_state",
     "get_messages",
     "get_entries",
+    "get_tree",
     "get_session_stats",
     "get_last_assistant_text",
     "get_commands",

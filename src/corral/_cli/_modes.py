@@ -112,6 +112,12 @@ class LineWriter:
             text.encode("utf-8")
         except UnicodeEncodeError:
             text = json.dumps(obj, ensure_ascii=True, separators=(",", ":"))
+        self.write_json_text(text)
+
+    def write_json_text(self, text: str) -> None:
+        """Write one line of JSON text built elsewhere (it must be valid, and encodable as UTF-8)."""
+        if self._broken:
+            return
         try:
             self._out.write(text + "\n")
             self._out.flush()

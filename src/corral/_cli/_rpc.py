@@ -26,7 +26,7 @@ import signal
 import sys
 import threading
 import traceback
-from collections.abc import Awaitable, Callable
+from collections.abc import Awaitable, Callable, Iterator
 from pathlib import Path
 from typing import Any, TextIO
 
@@ -43,14 +43,14 @@ from corral.llm import (
     available_thinking_levels,
     to_json_dict,
 )
-from corral.session import MessageEntry, SessionManager
+from corral.session import MessageEntry, SessionManager, SessionTreeNode
 from corral.session import clone as clone_session
 from corral.session import fork as fork_session
 
 from ._launch import Launched
 from ._modes import LineWriter, event_json
 
-__all__ = ["model_json", "parse_command", "run_rpc_mode"]
+__all__ = ["model_json", "parse_command", "run_rpc_mode", "tree_json"]
 
 _QUEUE_MODES = ("all", "one-at-a-time")
 _LONE_SURROGATE = re.compile("[\ud800-\udfff]")
@@ -169,6 +169,31 @@ def _user_text(message: UserMessage) -> str:
     if isinstance(message.content, str):
         return message.content
     return "".join(block.text for block in message.content if isinstance(block, TextContent))
+
+
+def tree_json(roots: list[SessionTreeNode]) -> str:
+    """Pi's `SessionTreeNode[]` (`{entry, children, label?}`) as JSON text, built without recursion.
+
+    ASCII-escaped, so any text the session holds (a lone surrogate included) stays valid.
+    """
+    out = ["["]
+    frames: list[tuple[Iterator[SessionTreeNode], list[bool]]] = [(iter(roots), [True])]
+    while frames:
+        siblings, first = frames[-1]
+        node = next(siblings, None)
+        if node is None:
+            frames.pop()
+            out.append("]}" if frames else "]")
+            continue
+        if not first[0]:
+            out.append(",")
+        first[0] = False
+        head: dict[str, Any] = {"entry": to_json_dict(node.entry)}
+        if node.label is not None:
+            head["label"] = node.label
+        out.append(json.dumps(head)[:-1] + ', "children": [')
+        frames.append((iter(node.children), [True]))
+    return "".join(out)
 
 
 # --- the server --------------------------------------------------------------------------------------
@@ -381,6 +406,15 @@ class RpcServer:
             entries = entries[index + 1 :]
         data = {"entries": [to_json_dict(entry) for entry in entries], "leafId": session.leaf_id}
         self.respond("get_entries", request_id, data=data)
+
+    async def cmd_get_tree(self, command: dict[str, Any], request_id: Any) -> None:
+        # Written by hand: a long linear session nests one level per entry, deeper than json.dumps goes.
+        session = self.agent.session
+        head = json.dumps({"type": "response", "command": "get_tree", "success": True})[:-1]
+        line = f'{head}, "data": {{"tree": {tree_json(session.get_tree())}, "leafId": {json.dumps(session.leaf_id)}}}'
+        if request_id is not None:
+            line += f', "id": {json.dumps(request_id)}'
+        self.writer.write_json_text(line + "}")
 
     async def cmd_get_session_stats(self, command: dict[str, Any], request_id: Any) -> None:
         self.respond("get_session_stats", request_id, data=to_json_dict(self.agent.stats()))

@@ -46,6 +46,11 @@ try {
     out.steer = (await client.steer("queued steer")) ?? null;
     out.clearQueue = await client.clearQueue();
     out.thinkingLevels = await client.getAvailableThinkingLevels();
+    const entries = await client.getEntries();
+    out.entryTypes = entries.entries.map((e) => e.type);
+    const tree = await client.getTree();
+    out.treeRoots = tree.tree.length;
+    out.treeLeafIsLast = tree.leafId === entries.entries[entries.entries.length - 1]?.id;
   }
   out.events = [...new Set(events)];
 } catch (error) {
