@@ -160,6 +160,8 @@ def test_thinking_levels(rpc: RpcProcess) -> None:
     rpc.ok({"type": "set_thinking_level", "level": "xhigh"})  # clamped to what the model has
     assert rpc.ok({"type": "get_state"})["thinkingLevel"] == "high"
     assert rpc.ok({"type": "cycle_thinking_level"}) == {"level": "off"}
+    rpc.ok({"type": "set_thinking_level", "level": "max"})  # Pi 1.x: the highest level the model has
+    assert rpc.ok({"type": "get_state"})["thinkingLevel"] == "high"
     bad = rpc.request({"type": "set_thinking_level", "level": "max!"})
     assert bad["success"] is False and "level" in bad["error"]
 

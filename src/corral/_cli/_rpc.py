@@ -471,8 +471,10 @@ class RpcServer:
 
     async def cmd_set_thinking_level(self, command: dict[str, Any], request_id: Any) -> None:
         level = command.get("level")
+        if level == "max":  # Pi 1.x's level above xhigh: the highest this model has, as Pi runs it
+            level = "xhigh"
         if level not in THINKING_LEVELS:
-            raise RpcInputError(f'"level" must be one of {", ".join(THINKING_LEVELS)}')
+            raise RpcInputError(f'"level" must be one of {", ".join(THINKING_LEVELS)} or max')
         self.agent.set_thinking_level(level)
         self.respond("set_thinking_level", request_id)
 
