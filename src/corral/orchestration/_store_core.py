@@ -120,17 +120,22 @@ def _touch_private(path: Path) -> None:
 def _write_private_file(path: Path, data: bytes) -> None:
     """Write `data` to a 0600 temp file beside `path`, fsync it, and rename it into place."""
     tmp = path.with_name(f".{path.name}.{uuid.uuid4().hex}.tmp")
-    fd = os.open(tmp, os.O_CREAT | os.O_EXCL | os.O_WRONLY, 0o600)
     try:
-        with os.fdopen(fd, "wb") as handle:
-            handle.write(data)
-            handle.flush()
-            os.fsync(handle.fileno())
-        os.replace(tmp, path)
-    except BaseException:
-        with contextlib.suppress(FileNotFoundError):
-            tmp.unlink()
-        raise
+        fd = os.open(tmp, os.O_CREAT | os.O_EXCL | os.O_WRONLY, 0o600)
+        try:
+            with os.fdopen(fd, "wb") as handle:
+                handle.write(data)
+                handle.flush()
+                os.fsync(handle.fileno())
+            os.replace(tmp, path)
+        except BaseException:
+            with contextlib.suppress(FileNotFoundError):
+                tmp.unlink()
+            raise
+    except OSError as exc:
+        raise StoreError(
+            f"Cannot write {path}: {exc.strerror or exc}; nothing was recorded (free some space and retry)."
+        ) from exc
 
 
 # --- rows → records (the one place) -------------------------------------------------------------
@@ -397,6 +402,11 @@ class StoreCore:
                 if "locked" in str(exc) or "busy" in str(exc):
                     raise ManagedAgentBusyError(
                         "The corral database is busy (another process holds the write lock); retry shortly."
+                    ) from exc
+                if "full" in str(exc):
+                    raise StoreError(
+                        f"The corral database {self._path} is out of space ({exc}); nothing was recorded. "
+                        "Free some space and retry."
                     ) from exc
                 raise StoreError(f"Corral database operation failed: {exc}") from exc
             except sqlite3.Error as exc:
