@@ -91,3 +91,24 @@ def test_full_disk_mid_run_fails_cleanly_and_resume_delivers_once(
         assert stuck == []
         for path in cli_env.sessions():
             _lines(path)
+
+
+def test_continuing_a_session_with_a_torn_last_line_warns_and_goes_on(
+    corral: RunCorral, cli_env: Env
+) -> None:
+    cli_env.script("two", "steps:\n  - text: first answer\n  - text: second answer\n")
+    assert corral("run", "--model", "scripted/two", "-p", "one").returncode == 0
+    [path] = cli_env.sessions()
+    with path.open("ab") as handle:
+        handle.write(b'{"type":"message","id":"deadbeef","parentId":')
+    done = corral("run", "--continue", "-p", "two")
+    assert done.returncode == 0, done.stderr
+    assert done.stdout == "second answer\n"
+    assert "torn line" in done.stderr and ".torn-1" in done.stderr
+    sidecar = path.with_name(path.name + ".torn-1")
+    assert sidecar.read_bytes() == b'{"type":"message","id":"deadbeef","parentId":'
+    lines = _lines(path)
+    messages = [line for line in lines if line["type"] == "message"]
+    assert [m["message"]["role"] for m in messages] == ["user", "assistant", "user", "assistant"]  # type: ignore[index]
+    # The new prompt follows the last valid entry.
+    assert messages[2]["parentId"] == lines[lines.index(messages[2]) - 1]["id"]

@@ -387,6 +387,11 @@ def _launch_session(opts: LaunchOptions, note: Callable[[str], None]) -> Launche
     settings = load_settings(cwd, on_warning=note)
     registry = ModelRegistry(settings, cwd=cwd)
     session = _open_session(opts)
+    if session.torn_fragment is not None:
+        warn(
+            f"the session file ended in a torn line (an interrupted write); its bytes were moved to "
+            f"{session.torn_fragment} and the session goes on from the last complete entry"
+        )
     try:
         if opts.program and opts.model is None:
             return _program_lead(opts, session, settings, registry)
