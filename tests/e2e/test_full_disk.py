@@ -12,31 +12,40 @@ import json
 import sqlite3
 from pathlib import Path
 
+import pytest
+
 from tests.tmpfs import small_tmpfs
 
 from .conftest import Env, RunCorral
 
 _BIG = "x" * 12_000  # larger than any slack left in a file's last page
 
-# The lead's bash call waits (bounded) until the scout's reply is on disk, then fills the disk.
-TEAM = f"""
+# The lead's bash call waits (bounded) until the scout's transcript holds the marker, then fills
+# the disk: with the marker in the scout's last reply its result is stored but cannot be delivered
+# to the lead; with the marker in its first reply the scout's own next write fails.
+_LEAD = """
 steps:
   - text: "Sending a scout."
     tool_calls:
       - name: agent
-        args: {{action: delegate, definition: scout, task: "Report."}}
+        args: {action: delegate, definition: scout, task: "Report."}
       - name: bash
         args:
           command: >-
-            for i in $(seq 1 600); do grep -rqs SCOUT-DONE "$CORRAL_HOME/sessions" && break; sleep 0.05; done;
+            for i in $(seq 1 600); do grep -rqs SCOUT-MARK "$CORRAL_HOME/sessions" && break; sleep 0.05; done;
             dd if=/dev/zero of="$CORRAL_HOME/fill1" bs=64k 2>/dev/null;
             dd if=/dev/zero of="$CORRAL_HOME/fill2" bs=1 2>/dev/null; echo filled
   - text: "Waiting for the scout's result."
-  - text: "The scout reports: {{{{ last_custom.status }}}}."
-agents:
-  "*":
-    - text: "SCOUT-DONE {_BIG}"
+  - text: "The scout reports: {{ last_custom.status }}."
 """
+SCOUTS = {
+    "result-undeliverable": f'agents:\n  "*":\n    - text: "SCOUT-MARK {_BIG}"\n',
+    "agent-write-fails": (
+        'agents:\n  "*":\n    - text: "SCOUT-MARK"\n      tool_calls:\n'
+        "        - name: read\n          args: {path: README.md}\n"
+        f'    - text: "{_BIG}"\n'
+    ),
+}
 
 
 def _lines(path: Path) -> list[dict[str, object]]:
@@ -45,11 +54,13 @@ def _lines(path: Path) -> list[dict[str, object]]:
     return [json.loads(line) for line in data.split(b"\n")[:-1]]
 
 
+@pytest.mark.parametrize("scout", sorted(SCOUTS))
 def test_full_disk_mid_run_fails_cleanly_and_resume_delivers_once(
-    corral: RunCorral, cli_env: Env, tmp_path: Path
+    corral: RunCorral, cli_env: Env, scout: str
 ) -> None:
+    (cli_env.project / "README.md").write_text("# Invoice\n")
     with small_tmpfs(cli_env.home, "3m") as home:
-        cli_env.script("team", TEAM)
+        cli_env.script("team", _LEAD + SCOUTS[scout])
         cli_env.script("after", "steps:\n  - text: 'Resumed: {{ last_custom.status }}'\n")
         done = corral("run", "--model", "scripted/team", "-p", "go")
         assert done.returncode == 1, done.stderr
