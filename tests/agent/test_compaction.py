@@ -88,7 +88,8 @@ async def test_threshold_compaction_after_a_run(harness: Harness) -> None:
     agent, rec = harness.agent(model, settings=SMALL)
     await _history(agent, model, 2)
     assert rec.of("compaction_start") == []
-    model.plan = [Reply("big", usage=_usage(1500)), Reply("the summary")]
+    # The 2,000-token window scales the 1,000-token reserve down to 500: the threshold is 1,500.
+    model.plan = [Reply("big", usage=_usage(1600)), Reply("the summary")]
     await wait(agent.prompt("push it over"))
     starts = rec.of("compaction_start")
     assert [s.reason for s in starts] == ["threshold"]

@@ -10,8 +10,14 @@ from __future__ import annotations
 import json
 from typing import Any, TextIO
 
-from corral.agent import AgentEvent, AgentSession, MessageUpdateEvent
-from corral.llm import AssistantMessage, ToolCall, to_json_dict
+from corral.agent import (
+    AgentEvent,
+    AutoRetryStartEvent,
+    MessageUpdateEvent,
+    describe_failed_reply,
+    reply_note,
+)
+from corral.llm import ToolCall, to_json_dict
 from corral.orchestration.errors import InternalFailureError
 from corral.session import SessionWriteError
 
@@ -20,15 +26,9 @@ from ._launch import Launched
 __all__ = ["LineWriter", "event_json", "run_json_mode", "run_print_mode"]
 
 
-def _last_assistant(agent: AgentSession) -> AssistantMessage | None:
-    for message in reversed(agent.messages):
-        if isinstance(message, AssistantMessage):
-            return message
-    return None
-
-
 def _final_exit(launched: Launched, err: TextIO) -> int:
-    """1 (naming the reason on stderr) when the run ended in an error, an abort or SIGTERM; else 0."""
+    """1 (naming the reason on stderr) when the run ended in an error, an abort, SIGTERM or an empty
+    reply; else 0 (a reply cut at the cap gets a one-line note)."""
     if launched.failed is not None:
         return 1  # named on stderr when it happened, with the agents left unsettled
     if launched.terminated:
@@ -36,24 +36,48 @@ def _final_exit(launched: Launched, err: TextIO) -> int:
         # it is not an answer.
         print("corral: aborted (SIGTERM)", file=err)
         return 1
-    last = _last_assistant(launched.agent)
-    if last is not None and last.stop_reason in ("error", "aborted"):
-        reason = last.error_message or ("aborted" if last.stop_reason == "aborted" else "provider error")
-        print(f"corral: {reason}", file=err)
+    agent = launched.agent
+    last = agent.last_reply
+    if last is None:
+        print("corral: the model gave no reply", file=err)
         return 1
+    if last.stop_reason in ("error", "aborted"):
+        print(f"corral: {describe_failed_reply(last, agent.model.info)}", file=err)
+        return 1
+    note = reply_note(last, agent.model.info)
+    if note is not None and last.stop_reason != "length":
+        print(f"corral: {note}", file=err)
+        return 1
+    if note is not None:
+        print(f"corral: note: {note}", file=err)
     return 0
 
 
 async def _run_headless(launched: Launched, prompt: str, err: TextIO) -> None:
     """Run the prompt, then keep going while managed agents can still deliver to the lead.
 
-    Host warnings are printed to `err` as they happen (those from before the prompt first).
+    Host warnings are printed to `err` as they happen (those from before the prompt first), and so
+    are a window mostly taken by corral's own prompt and tools and each "retrying in N s".
     """
     host = launched.host
     if host is not None:
         for warning in host.warnings:
             print(f"corral: warning: {warning}", file=err)
         host.on_warning = lambda warning: print(f"corral: warning: {warning}", file=err, flush=True)
+    overhead = launched.agent.overhead_warning_once()
+    if overhead is not None:
+        print(f"corral: warning: {overhead}", file=err)
+
+    def on_event(event: AgentEvent) -> None:
+        if isinstance(event, AutoRetryStartEvent):
+            print(
+                f"corral: {event.error_message}; retrying in {event.delay_ms / 1000:g} s "
+                f"(attempt {event.attempt} of {event.max_attempts})",
+                file=err,
+                flush=True,
+            )
+
+    unsubscribe = launched.agent.subscribe(on_event)
     try:
         await launched.agent.prompt(prompt)
         await launched.wait_until_quiet()
@@ -64,6 +88,8 @@ async def _run_headless(launched: Launched, prompt: str, err: TextIO) -> None:
         for line in launched.unsettled():
             print(f"corral: {line}", file=err)
         return
+    finally:
+        unsubscribe()
     for line in launched.left_waiting():
         print(f"corral: {line}", file=err)
     # Anything else not settled now (a result that could not be delivered or stored) fails the run.
@@ -85,7 +111,7 @@ async def run_print_mode(launched: Launched, prompt: str, *, out: TextIO, err: T
     await _run_headless(launched, prompt, err)
     code = _final_exit(launched, err)
     if code == 0:
-        last = _last_assistant(agent)
+        last = agent.last_reply
         text = last.text if last is not None else ""
         out.write(text + ("" if text.endswith("\n") else "\n"))
         out.flush()

@@ -28,6 +28,7 @@ from ._stats import ContextUsage, SessionStats, TokenStats
 from ._system_prompt import build_system_prompt, find_context_files
 from ._tool import AgentTool, ToolError, ToolResult, ToolUpdate
 from ._validation import ToolArgumentsError, validate_tool_arguments
+from ._window import ContextOverhead, describe_failed_reply, reply_note
 
 __all__ = [
     "AgentBusyError",
@@ -45,6 +46,7 @@ __all__ = [
     "CompactionReason",
     "CompactionResult",
     "CompactionStartEvent",
+    "ContextOverhead",
     "ContextUsage",
     "MessageEndEvent",
     "MessageStartEvent",
@@ -64,6 +66,8 @@ __all__ = [
     "TurnEndEvent",
     "TurnStartEvent",
     "build_system_prompt",
+    "describe_failed_reply",
     "find_context_files",
+    "reply_note",
     "validate_tool_arguments",
 ]

@@ -154,6 +154,10 @@ class LoopMixin:
     def _on_assistant_end(self, message: AssistantMessage) -> None:
         raise NotImplementedError
 
+    def _prompt_misfit(self) -> str | None:
+        """Why no request can fit the window (the system prompt and tools alone overflow it), or `None`."""
+        raise NotImplementedError
+
     # --- events -------------------------------------------------------------
 
     def _emit(self, event: AgentEvent) -> None:
@@ -329,6 +333,13 @@ class LoopMixin:
         )
 
     async def _stream_reply(self) -> AssistantMessage:
+        misfit = self._prompt_misfit()
+        if misfit is not None:
+            # Sending it would only come back as an overflow: fail now, saying why.
+            failed = self._blank_reply("error", misfit)
+            self._emit(MessageStartEvent(message=failed))
+            self._end_message(failed)
+            return failed
         context = LlmContext(
             system_prompt=self._system_prompt_text(),
             messages=self._llm_messages(),

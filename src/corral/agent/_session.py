@@ -41,6 +41,8 @@ from corral.session import (
     CompactionSettings,
     calculate_context_tokens,
     estimate_context_tokens,
+    estimate_tokens,
+    fit_compaction_settings,
     is_context_overflow,
     prepare_compaction,
     should_compact,
@@ -64,6 +66,7 @@ from ._loop import ABORTED, Aborted, LoopMixin, RunAction, message_text, to_agen
 from ._stats import ContextUsage, SessionStats, compute_session_stats
 from ._system_prompt import build_system_prompt
 from ._tool import AgentTool
+from ._window import ContextOverhead, estimate_overhead_tokens
 
 if TYPE_CHECKING:
     from corral.session import CompactionEntry, SessionManager
@@ -144,6 +147,9 @@ class AgentSession(LoopMixin):
         self._overflow_recovered = False
         self._latest_by_model: dict[tuple[str, str], AssistantMessage] = {}
         self._usage_unknown = False
+        self._overhead_tokens: int | None = None
+        self._warned_overhead = False
+        self._last_reply: AssistantMessage | None = None
         self._retry_wait: asyncio.Task[Any] | None = None
         self._pending_bash: list[BashExecutionMessage] = []
 
@@ -250,6 +256,12 @@ class AgentSession(LoopMixin):
         """The current context (after compaction: the summary and what was kept)."""
         return list(self._messages)
 
+    @property
+    def last_reply(self) -> AssistantMessage | None:
+        """The newest reply of the latest prompt's runs, even a failed one that the retry or
+        overflow handling then dropped from the context; `None` before the first."""
+        return self._last_reply
+
     def last_assistant_text(self) -> str | None:
         """The text of the newest assistant reply (an aborted empty reply is skipped)."""
         for message in reversed(self._messages):
@@ -294,8 +306,10 @@ class AgentSession(LoopMixin):
         )
 
     def _on_assistant_end(self, message: AssistantMessage) -> None:
+        self._last_reply = message
         self._latest_by_model[(message.provider, message.model)] = message
-        if _valid_usage(message):
+        if message.stop_reason not in ("error", "aborted"):
+            # A server that reports no usage leaves the estimate to the messages themselves.
             self._usage_unknown = False
         if self._retry_attempt > 0 and message.stop_reason not in ("error", "aborted"):
             self._emit(AutoRetryEndEvent(success=True, attempt=self._retry_attempt))
@@ -306,7 +320,41 @@ class AgentSession(LoopMixin):
         return message.provider == info.provider and message.model == info.id
 
     def _compaction_settings(self) -> CompactionSettings:
-        return self._settings.compaction
+        return fit_compaction_settings(self._settings.compaction, self._model.info.context_window)
+
+    def context_overhead(self) -> ContextOverhead:
+        """How much of the window corral's own system prompt and tool schemas take."""
+        if self._overhead_tokens is None:
+            self._overhead_tokens = estimate_overhead_tokens(
+                self._system_prompt_text(), self._tool_definitions()
+            )
+        info = self._model.info
+        return ContextOverhead(
+            tokens=self._overhead_tokens,
+            context_window=info.context_window,
+            model_ref=info.ref,
+            tool_count=len(self._tools),
+        )
+
+    def overhead_warning_once(self) -> str | None:
+        """`context_overhead().warning()` the first time it applies in this session object, then `None`."""
+        if self._warned_overhead:
+            return None
+        warning = self.context_overhead().warning()
+        if warning is not None:
+            self._warned_overhead = True
+        return warning
+
+    def _prompt_misfit(self) -> str | None:
+        return self.context_overhead().error()
+
+    def _context_tokens(self) -> int:
+        """The context estimate: the last reported usage plus what followed it, or, without usage,
+        the messages' estimates plus the system prompt and tool schemas."""
+        estimate = estimate_context_tokens(self._messages)
+        if estimate.last_usage_index is None:
+            return estimate.tokens + self.context_overhead().tokens
+        return estimate.tokens
 
     def _retry_policy(self) -> RetryPolicy:
         r = self._settings.retry
@@ -322,7 +370,7 @@ class AgentSession(LoopMixin):
         )
 
     def _decide_after_run(self, last: AssistantMessage | None) -> RunAction | None:
-        if last is None or last.stop_reason != "error":
+        if last is None or last.stop_reason != "error" or self._prompt_misfit() is not None:
             return None
         if self._is_overflow(last):
             if self._settings.compaction.enabled and not self._overflow_recovered:
@@ -461,6 +509,7 @@ class AgentSession(LoopMixin):
     def _tools_changed(self) -> None:
         self._tool_definitions_cache = None
         self._built_system_prompt = None
+        self._overhead_tokens = None
 
     def set_model(self, model: Model) -> None:
         """Switch the model (from the next request); records a `model_change` and re-clamps thinking."""
@@ -544,7 +593,7 @@ class AgentSession(LoopMixin):
             return None
         if self._usage_unknown:
             return ContextUsage(tokens=None, context_window=window, percent=None)
-        tokens = estimate_context_tokens(self._messages).tokens
+        tokens = self._context_tokens()
         return ContextUsage(tokens=tokens, context_window=window, percent=tokens / window * 100)
 
     def stats(self) -> SessionStats:
@@ -570,8 +619,11 @@ class AgentSession(LoopMixin):
         settings = self._compaction_settings()
         if not settings.enabled or self._usage_unknown:
             return False
-        tokens = estimate_context_tokens(self._messages).tokens
-        return should_compact(tokens, self._model.info.context_window, settings)
+        if not should_compact(self._context_tokens(), self._model.info.context_window, settings):
+            return False
+        # Compact only when there is history beyond what would be kept verbatim: otherwise
+        # nothing can be summarised (and a managed agent would be retired for nothing).
+        return sum(estimate_tokens(m) for m in self._messages) > settings.keep_recent_tokens
 
     async def _drive(self, prompts: list[AgentMessage]) -> None:
         self._retry_attempt = 0

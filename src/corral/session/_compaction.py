@@ -70,6 +70,7 @@ __all__ = [
     "estimate_context_tokens",
     "estimate_tokens",
     "find_cut_point",
+    "fit_compaction_settings",
     "format_file_operations",
     "is_context_overflow",
     "merge_split_turn_summary",
@@ -227,7 +228,12 @@ def calculate_context_tokens(usage: Usage) -> int:
 
 
 def _valid_usage(message: AgentMessage) -> Usage | None:
-    if isinstance(message, AssistantMessage) and message.stop_reason not in ("aborted", "error"):
+    """The usage of a completed reply that reported some (a server that reports none sends zeros)."""
+    if (
+        isinstance(message, AssistantMessage)
+        and message.stop_reason not in ("aborted", "error")
+        and calculate_context_tokens(message.usage) > 0
+    ):
         return message.usage
     return None
 
@@ -236,8 +242,8 @@ def estimate_context_tokens(messages: Sequence[AgentMessage]) -> ContextEstimate
     """Context size of a conversation.
 
     The context tokens of the last assistant message with valid usage (not
-    `aborted` or `error`) plus the estimates of every message after it; the
-    sum of all estimates when there is no such message.
+    `aborted` or `error`, and above zero) plus the estimates of every message
+    after it; the sum of all estimates when there is no such message.
     """
     for index in range(len(messages) - 1, -1, -1):
         usage = _valid_usage(messages[index])
@@ -247,6 +253,23 @@ def estimate_context_tokens(messages: Sequence[AgentMessage]) -> ContextEstimate
             return ContextEstimate(usage_tokens + trailing, usage_tokens, trailing, index)
     estimated = sum(estimate_tokens(m) for m in messages)
     return ContextEstimate(estimated, 0, estimated, None)
+
+
+def fit_compaction_settings(settings: CompactionSettings, context_window: int) -> CompactionSettings:
+    """The settings for a window: `reserve_tokens` and `keep_recent_tokens` each at most a quarter of it.
+
+    The defaults (16,384 and 20,000) suit windows from 80,000 tokens up and are unchanged there; on a
+    small window they would ask for compaction before the first request and keep everything verbatim.
+    """
+    if context_window <= 0:
+        return settings
+    quarter = max(1, context_window // 4)
+    return settings.model_copy(
+        update={
+            "reserve_tokens": min(settings.reserve_tokens, quarter),
+            "keep_recent_tokens": min(settings.keep_recent_tokens, quarter),
+        }
+    )
 
 
 def should_compact(context_tokens: int, context_window: int, settings: CompactionSettings) -> bool:

@@ -301,6 +301,10 @@ class CorralApp(AgentCommandsMixin, FavoritesMixin, App[int]):
 
     async def on_lead_event(self, message: LeadEvent) -> None:
         event = message.event
+        if event.type == "agent_start" and self.launched is not None:
+            warning = self.launched.agent.overhead_warning_once()
+            if warning is not None:
+                self.notice(f"warning: {warning}", kind="warning")
         await self.chat.apply(event)
         if isinstance(event, MessageEndEvent) or event.type in (
             "agent_start",

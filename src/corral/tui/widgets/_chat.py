@@ -15,11 +15,14 @@ from textual.widgets import Collapsible, Markdown, Static
 
 from corral.agent import (
     AgentEvent,
+    AutoRetryStartEvent,
+    CompactionEndEvent,
     MessageEndEvent,
     MessageStartEvent,
     MessageUpdateEvent,
     ToolExecutionEndEvent,
     ToolExecutionStartEvent,
+    reply_note,
 )
 from corral.llm import (
     AssistantMessage,
@@ -342,6 +345,9 @@ class ChatLog(VerticalScroll):
         error = None
         if done and message.stop_reason in ("error", "aborted"):
             error = f"{message.stop_reason}: {message.error_message or ''}".rstrip(": ")
+        elif done:
+            note = reply_note(message)
+            error = f"note: {note}" if note is not None else None
         await self._assistant.show(text=message.text, thinking=thinking, error=error, done=done)
 
     def _add_tool(self, call_id: str, name: str, args: dict[str, Any]) -> None:
@@ -359,6 +365,14 @@ class ChatLog(VerticalScroll):
         elif isinstance(event, MessageEndEvent):
             if isinstance(event.message, AssistantMessage):
                 await self.render_assistant(event.message, done=True)
+        elif isinstance(event, AutoRetryStartEvent):
+            seconds = event.delay_ms / 1000
+            self.notice(
+                f"retrying in {seconds:g} s (attempt {event.attempt} of {event.max_attempts})",
+                kind="warning",
+            )
+        elif isinstance(event, CompactionEndEvent) and event.error_message and not event.aborted:
+            self.notice(f"compaction ({event.reason}) failed: {event.error_message}", kind="warning")
         elif isinstance(event, ToolExecutionStartEvent):
             self._add_tool(event.tool_call_id, event.tool_name, event.args)
         elif isinstance(event, ToolExecutionEndEvent):

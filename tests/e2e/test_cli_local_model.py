@@ -1,0 +1,107 @@
+"""`corral run -p` against an OpenAI-compatible server on 127.0.0.1 (the fake one) with small windows.
+
+What a local-model user meets: an overflow that compaction cannot fix, an empty reply, a reply
+cut at the cap, corral's own tools not fitting the window — each reported as such, never exit 0
+with nothing.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Iterator
+
+import pytest
+
+from tests.llm.fake_server import FakeProviderServer, FakeReply
+
+from .conftest import Env, RunCorral
+
+
+@pytest.fixture
+def server() -> Iterator[FakeProviderServer]:
+    with FakeProviderServer() as fake:
+        yield fake
+
+
+def local_settings(cli_env: Env, server: FakeProviderServer, *, window: int) -> None:
+    cli_env.settings(
+        f"""
+default_model = "local/small"
+
+[providers.local]
+base_url = "{server.base_url}"
+
+[[providers.local.models]]
+id = "small"
+context_window = {window}
+max_tokens = 256
+"""
+    )
+
+
+def test_unrecoverable_overflow_exits_1_saying_it_does_not_fit(
+    corral: RunCorral, cli_env: Env, server: FakeProviderServer
+) -> None:
+    local_settings(cli_env, server, window=8192)
+    server.queue_error(400, "This model's maximum context length is 8192 tokens, you requested 9000 tokens")
+    done = corral("run", "--surfaces", "", "-p", "hi")
+    assert done.returncode == 1
+    assert done.stdout == ""
+    assert "no longer fits the 8,192-token context window of local/small" in done.stderr
+    assert "maximum context length is 8192 tokens" in done.stderr
+
+
+def test_overflow_after_an_answer_does_not_print_the_previous_answer(
+    corral: RunCorral, cli_env: Env, server: FakeProviderServer
+) -> None:
+    local_settings(cli_env, server, window=8192)
+    server.queue_text("the first answer")
+    assert corral("run", "--surfaces", "", "-p", "one").returncode == 0
+    server.queue_error(400, "the request exceeds the available context size, try increasing it")
+    done = corral("run", "--surfaces", "", "-c", "-p", "two")
+    assert done.returncode == 1
+    assert "the first answer" not in done.stdout
+    assert "exceeds the available context size" in done.stderr
+
+
+def test_an_empty_reply_exits_1(corral: RunCorral, cli_env: Env, server: FakeProviderServer) -> None:
+    local_settings(cli_env, server, window=8192)
+    server.queue_text("")
+    done = corral("run", "--surfaces", "", "-p", "hi")
+    assert done.returncode == 1
+    assert done.stdout == ""
+    assert "empty reply" in done.stderr
+
+
+def test_a_reply_cut_at_the_cap_prints_it_with_a_one_line_note(
+    corral: RunCorral, cli_env: Env, server: FakeProviderServer
+) -> None:
+    local_settings(cli_env, server, window=8192)
+    server.queue(FakeReply(text="the start of a long", stop="length"))
+    done = corral("run", "--surfaces", "", "-p", "hi")
+    assert done.returncode == 0, done.stderr
+    assert done.stdout == "the start of a long\n"
+    [note] = [line for line in done.stderr.splitlines() if "cut at the reply cap" in line]
+    assert "256 tokens" in note
+    assert server.requests[-1].body["max_tokens"] == 256
+
+
+def test_teams_surface_on_a_2k_window_fails_clearly_without_a_request(
+    corral: RunCorral, cli_env: Env, server: FakeProviderServer
+) -> None:
+    local_settings(cli_env, server, window=2048)
+    done = corral("run", "--surfaces", "teams", "-p", "hi")
+    assert done.returncode == 1
+    assert "more than the 2,048-token context window of local/small" in done.stderr
+    assert "--surfaces" in done.stderr
+    assert server.requests == []
+
+
+def test_tools_taking_most_of_the_window_warn_once(
+    corral: RunCorral, cli_env: Env, server: FakeProviderServer
+) -> None:
+    local_settings(cli_env, server, window=4096)
+    server.queue_text("ok")
+    done = corral("run", "-p", "hi")
+    assert done.returncode == 0, done.stderr
+    warnings = [line for line in done.stderr.splitlines() if "of the 4,096-token context window" in line]
+    assert len(warnings) == 1 and warnings[0].startswith("corral: warning: ")
