@@ -17,6 +17,7 @@ from corral.llm import (
     AssistantMessage,
     LlmContext,
     ModelRegistry,
+    StreamOptions,
     ToolCall,
     ToolResultMessage,
     UserMessage,
@@ -198,3 +199,13 @@ async def test_a_reply_without_usage_reports_zero_usage(server: FakeProviderServ
     assert reply.stop_reason == "stop"
     assert reply.usage.total_tokens == 0
     assert json.dumps(server.requests[-1].body["stream_options"]) == '{"include_usage": true}'
+
+
+async def test_tool_choice_forces_the_named_tool(server: FakeProviderServer) -> None:
+    server.queue(FakeReply(tool_calls=[FakeToolCall("echo", {"text": "hi"})]))
+    reg = registry(server)
+    model = reg.create_model(reg.resolve("local/small"))
+    context = LlmContext("be brief", [UserMessage(content="hi")], [ECHO_SCHEMA])
+    await collect(model, context, StreamOptions(tool_choice="echo"))
+    await model.aclose()  # type: ignore[attr-defined]
+    assert server.requests[-1].body["tool_choice"] == {"type": "function", "function": {"name": "echo"}}

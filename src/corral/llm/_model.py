@@ -153,6 +153,9 @@ class StreamOptions:
     """The managed agent's label or name, `None` for a lead or unmanaged session."""
     cwd: Path | None = None
     """The session's working directory (the scripted model looks for scripts there)."""
+    tool_choice: str | None = None
+    """The name of a tool the reply must call (`None`: the model decides). For callers that need
+    exactly one call; the agent loop never forces one."""
     previous_response: AssistantMessage | None = None
     """The newest assistant message from this same model on the session's branch,
     including ones no longer in the context (after compaction or a dropped retry).

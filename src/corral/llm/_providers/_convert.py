@@ -401,6 +401,16 @@ def to_model_settings(
             if budget >= _MIN_OUTPUT_TOKENS:
                 settings["anthropic_thinking"] = {"type": "enabled", "budget_tokens": budget}
     settings["max_tokens"] = max_tokens
+    extra_body: dict[str, Any] = {}
     if info.api == "openai-chat" and info.reply_cap_field == "both":
-        settings["extra_body"] = {"max_tokens": max_tokens}
+        extra_body["max_tokens"] = max_tokens
+    if options.tool_choice is not None:
+        if info.api == "openai-chat":
+            # Always the named-function form: pydantic-ai turns a choice naming every tool offered
+            # into `required`, which llama.cpp's server ignores.
+            extra_body["tool_choice"] = {"type": "function", "function": {"name": options.tool_choice}}
+        else:
+            settings["tool_choice"] = [options.tool_choice]
+    if extra_body:
+        settings["extra_body"] = extra_body
     return cast(ModelSettings, settings)
