@@ -387,3 +387,28 @@ async def test_two_leads_in_one_loop(api_env: ApiEnv) -> None:
         a, b = await asyncio.gather(one.delegate("scout", "a"), two.delegate("scout", "b"))
         assert (await a.result(timeout=WAIT)).details["owner_session_id"] == one.session_id
         assert (await b.result(timeout=WAIT)).details["owner_session_id"] == two.session_id
+
+
+async def test_teams_conveniences_and_report_acceptance(api_env: ApiEnv) -> None:
+    api_env.script({"*": [_report("done")]})
+    async with corral.open_lead(api_env.work, surfaces=("teams",)) as lead:
+        await lead.spawn("solo", "do it", model_slot="write-patch")
+        report = await _item(lead, "report")
+        report_id = report.details["report_id"]
+        with pytest.raises(corral.LeadCallError) as bad_state:
+            lead.record_report_acceptance(report_id, "maybe")
+        assert bad_state.value.category == "invalid_request"
+        with pytest.raises(corral.LeadCallError) as unknown:
+            lead.record_report_acceptance("report-nope", "accepted")
+        assert unknown.value.category == "target_not_found"
+        result = lead.record_report_acceptance(report_id, "accepted", "looks right")
+        assert result["acceptance"]["state"] == "accepted" and result["acceptance"]["reason"] == "looks right"
+        await lead.spawn_swarm(
+            [{"name": "s1", "prompt": "a"}, {"name": "s2", "prompt": "b"}],
+            defaults={"model_slot": "write-patch"},
+            completion_group={"delivery": "all-settled"},
+        )
+        assert (await _item(lead, "group")).kind == "group"
+        with pytest.raises(corral.LeadCallError) as refused:
+            await lead.spawn("bad name!", "x")
+        assert refused.value.category == "invalid_request"

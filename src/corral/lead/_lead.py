@@ -368,6 +368,65 @@ class Lead:
         details = await self._call_ok("agent", {"action": "list"})
         return [AgentRow.from_record(record) for record in details.get("agents", [])]
 
+    async def spawn(self, name: str, prompt: str, **fields: Any) -> dict[str, Any]:
+        """Spawn a teams agent (`spawn_agent`; `fields` are its other arguments, e.g. `model_slot`).
+
+        Returns the tool's details; the report arrives as an item of kind `report`.
+
+        Raises:
+            LeadCallError: the call failed (its `category` says why).
+        """
+        return await self._call_ok("spawn_agent", {"name": name, "prompt": prompt, **fields})
+
+    async def spawn_swarm(
+        self,
+        agents: Sequence[dict[str, Any]],
+        *,
+        defaults: dict[str, Any] | None = None,
+        completion_group: dict[str, Any] | None = None,
+    ) -> dict[str, Any]:
+        """Spawn several teams agents at once (`spawn_swarm_agents`); returns the tool's details.
+
+        With `completion_group` (e.g. `{"delivery": "all-settled"}`) one item of kind `group`
+        indexes their reports.
+
+        Raises:
+            LeadCallError: the call failed (its `category` says why).
+        """
+        args: dict[str, Any] = {"agents": [dict(agent) for agent in agents]}
+        if defaults is not None:
+            args["defaults"] = defaults
+        if completion_group is not None:
+            args["completion_group"] = completion_group
+        return await self._call_ok("spawn_swarm_agents", args)
+
+    def record_report_acceptance(
+        self, report_id: str, state: str, reason: str | None = None
+    ) -> dict[str, Any]:
+        """Record the lead's decision on one of its teams reports: `accepted` or `rejected`.
+
+        Returns the report's `result` with its `acceptance`.
+
+        Raises:
+            LeadCallError: no such report of this lead (`target_not_found`), or a bad state
+                (`invalid_request`); nothing is changed.
+        """
+        report = self.host.store.team_report(report_id)
+        if report is None or report.lead_session_id != self.session_id:
+            raise LeadCallError(
+                "record_report_acceptance",
+                f"No report {report_id} of this lead session; take report_id from a report item's details.",
+                category="target_not_found",
+            )
+        from corral.orchestration.errors import OrchestrationError, error_details
+
+        try:
+            record = self.host.teams.record_report_acceptance(report_id, state, reason)
+        except OrchestrationError as exc:
+            error = error_details(exc, operation="record_report_acceptance")
+            raise LeadCallError("record_report_acceptance", str(exc), category=error["category"]) from None
+        return dict(record.result)
+
     async def result_of(self, handle: AgentHandle, timeout: float | None = None) -> LeadItem:
         """The result item of `handle`'s request (see `AgentHandle.result`)."""
         deadline = self._deadline(timeout)
