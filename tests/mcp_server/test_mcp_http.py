@@ -5,6 +5,7 @@ from __future__ import annotations
 import json
 import re
 import subprocess
+import sys
 from collections.abc import Iterator
 from contextlib import contextmanager
 
@@ -106,3 +107,17 @@ def test_a_lead_that_cannot_be_opened_ends_the_server_with_a_one_line_error(mcp_
     assert done.returncode == 2, done.stderr
     assert done.stderr.startswith("corral: error:") and "no-such-session" in done.stderr, done.stderr
     assert len(done.stderr.strip().splitlines()) == 1, done.stderr
+
+
+def test_the_cli_imports_neither_the_sdk_nor_the_api_until_mcp_runs(mcp_env: McpEnv) -> None:
+    code = (
+        "import sys\n"
+        "from corral.cli import main\n"
+        "main(['--help'])\n"
+        "print(sorted(m for m in ('mcp', 'corral.lead', 'corral._mcp') if m in sys.modules))\n"
+    )
+    done = subprocess.run(
+        [sys.executable, "-c", code], env=mcp_env.vars, capture_output=True, text=True, timeout=60, check=False
+    )
+    assert done.returncode == 0, done.stderr
+    assert done.stdout.splitlines()[-1] == "[]"
