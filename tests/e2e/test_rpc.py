@@ -527,3 +527,19 @@ def test_tree_json_nests_deeper_than_json_dumps_can(tmp_path: Path) -> None:
         tree = tree[0]["children"]
         depth += 1
     assert depth == 3000
+
+
+def test_bash_while_the_agent_works_joins_the_context_after_the_run(cli_env: Env) -> None:
+    cli_env.script("slow", SLOW)
+    rpc = RpcProcess(cli_env, "--model", "scripted/slow")
+    try:
+        rpc.ok({"type": "prompt", "message": "go"})
+        rpc.read_until(lambda o: o.get("type") == "message_start" and o["message"]["role"] == "assistant")
+        assert rpc.ok({"type": "bash", "command": "echo during"})["output"] == "during\n"
+        roles = [m["role"] for m in rpc.ok({"type": "get_messages"})["messages"]]
+        assert roles == ["user"]  # held: a tool call and its result are never split
+        rpc.ok({"type": "abort"})
+        roles = [m["role"] for m in rpc.ok({"type": "get_messages"})["messages"]]
+        assert roles == ["user", "assistant", "bashExecution"]
+    finally:
+        rpc.kill()
