@@ -305,7 +305,12 @@ def test_images_are_refused_for_text_only_models_and_sent_to_image_models(cli_en
             malformed = rpc.request({"type": "prompt", "message": "look", "images": [{"data": 1}]})
             assert malformed["success"] is False and "images[0]" in malformed["error"]
             assert rpc.ok({"type": "get_state"})["messageCount"] == 0  # nothing was sent or stored
-            rpc.ok({"type": "set_model", "provider": "local", "modelId": "eyes"})
+            chosen = rpc.ok({"type": "set_model", "provider": "local", "modelId": "eyes"})
+            assert (chosen["api"], chosen["baseUrl"], chosen["input"]) == (
+                "openai-completions",
+                server.base_url,
+                ["text", "image"],
+            )
             rpc.ok({"type": "prompt", "message": "look", "images": [image]})
             rpc.read_until(lambda o: o.get("type") == "agent_settled")
             assert rpc.ok({"type": "get_last_assistant_text"})["text"] == "I see a picture"

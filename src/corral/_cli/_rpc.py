@@ -144,12 +144,16 @@ def parse_command(raw: bytes) -> dict[str, Any]:
 # --- shapes ------------------------------------------------------------------------------------------
 
 
+_PI_API_NAMES = {"openai-chat": "openai-completions", "anthropic": "anthropic-messages"}
+"""corral's API kinds by Pi's names (`openai-responses` is the same; `scripted` has no Pi counterpart)."""
+
+
 def model_json(info: ModelInfo, base_url: str | None) -> dict[str, Any]:
-    """A model in Pi's `Model` shape (`id`, `name`, `api`, `provider`, `baseUrl`, …)."""
+    """A model in Pi's `Model` shape (`id`, `name`, `api` by Pi's name, `provider`, `baseUrl`, …)."""
     return {
         "id": info.id,
         "name": info.name or info.id,
-        "api": info.api,
+        "api": _PI_API_NAMES.get(info.api, info.api),
         "provider": info.provider,
         "baseUrl": base_url or "",
         "reasoning": info.reasoning,
