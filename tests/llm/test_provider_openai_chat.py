@@ -90,3 +90,42 @@ def test_importing_corral_llm_does_not_import_pydantic_ai() -> None:
         [sys.executable, "-c", code], capture_output=True, text=True, check=True, timeout=60
     )
     assert json.loads(result.stdout) == []
+
+
+async def test_only_replies_that_reasoned_carry_the_reasoning_field(server: Any) -> None:
+    """Like Pi: a later tool-calling turn without reasoning gets no empty `reasoning_content`."""
+    from corral.llm import (
+        AssistantMessage,
+        LlmContext,
+        TextContent,
+        ToolCall,
+        ToolResultMessage,
+        UserMessage,
+    )
+
+    from ._provider_contract import READ_TOOL, collect
+
+    def reply(*content: Any) -> AssistantMessage:
+        return AssistantMessage(
+            content=list(content),
+            api="openai-completions",
+            provider="fake",
+            model=TestOpenAIChat.MODEL_ID,
+            stop_reason="toolUse",
+        )
+
+    messages = [
+        UserMessage(content="go"),
+        reply(
+            ThinkingContent(thinking="first a", thinking_signature="reasoning_content"),
+            ToolCall(id="c1", name="read", arguments={"path": "a"}),
+        ),
+        ToolResultMessage(tool_call_id="c1", tool_name="read", content=[TextContent(text="A")]),
+        reply(ToolCall(id="c2", name="read", arguments={"path": "b"})),
+        ToolResultMessage(tool_call_id="c2", tool_name="read", content=[TextContent(text="B")]),
+    ]
+    server.queue_text("ok")
+    await collect(TestOpenAIChat().model(server), LlmContext("", messages, [READ_TOOL]))
+    replies = [m for m in server.requests[0].body["messages"] if m["role"] == "assistant"]
+    assert replies[0]["reasoning_content"] == "first a"
+    assert "reasoning_content" not in replies[1]

@@ -2,8 +2,9 @@
 
 from __future__ import annotations
 
-from collections.abc import Mapping
-from typing import TYPE_CHECKING
+import functools
+from collections.abc import Mapping, Sequence
+from typing import TYPE_CHECKING, Any
 
 from corral.llm._model import Model, ModelInfo
 
@@ -19,6 +20,40 @@ if TYPE_CHECKING:
 
 NO_API_KEY = "no-api-key"
 """Sent when no key is configured (a local OpenAI-compatible server may need none; the SDKs insist on one)."""
+
+
+_THINKING_FIELDS = ("reasoning_content", "reasoning", "reasoning_text")
+
+
+@functools.cache
+def _pi_chat_model_class() -> type[Any]:
+    """pydantic-ai's Chat Completions model, minus the empty thinking fields it adds to tool-call turns.
+
+    pydantic-ai sends `reasoning_content: ""` on a tool-calling assistant turn that
+    had no reasoning when another turn of the request has some (for DeepSeek-style
+    servers); Pi sends the field only for a reply that reasoned, so corral does too.
+    """
+    from pydantic_ai.messages import ModelResponse, ThinkingPart
+    from pydantic_ai.models.openai import OpenAIChatModel
+
+    class PiChatModel(OpenAIChatModel):
+        async def _map_messages(self, messages: Sequence[Any], *args: Any, **kwargs: Any) -> Any:
+            mapped = await super()._map_messages(messages, *args, **kwargs)
+            thought = [
+                any(isinstance(part, ThinkingPart) for part in message.parts)
+                for message in messages
+                if isinstance(message, ModelResponse)
+            ]
+            replies = [item for item in mapped if item.get("role") == "assistant"]
+            if len(replies) == len(thought):
+                for item, had_thinking in zip(replies, thought, strict=True):
+                    if not had_thinking:
+                        for name in _THINKING_FIELDS:
+                            if item.get(name) == "":
+                                del item[name]  # type: ignore[misc]
+            return mapped
+
+    return PiChatModel
 
 
 def _http_client(headers: Mapping[str, str] | None = None) -> httpx2.AsyncClient:
@@ -82,14 +117,13 @@ def create_provider_model(
 
             pai_model = OpenAIResponsesModel(info.id, provider=provider)
         else:
-            from pydantic_ai.models.openai import OpenAIChatModel
             from pydantic_ai.profiles.openai import OpenAIModelProfile
 
             # `max_tokens` servers get the cap in `max_tokens`; `both` adds it to the body (`_convert`).
             profile = OpenAIModelProfile(
                 openai_chat_supports_max_completion_tokens=info.reply_cap_field != "max_tokens"
             )
-            pai_model = OpenAIChatModel(info.id, provider=provider, profile=profile)
+            pai_model = _pi_chat_model_class()(info.id, provider=provider, profile=profile)
     elif info.api == "anthropic":
         from pydantic_ai.models.anthropic import AnthropicModel
         from pydantic_ai.providers.anthropic import AnthropicProvider
