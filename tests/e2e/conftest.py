@@ -58,13 +58,19 @@ RunCorral = Callable[..., subprocess.CompletedProcess[str]]
 
 @pytest.fixture
 def corral(cli_env: Env) -> RunCorral:
-    def run(*args: str, input: str | None = None, env: dict[str, str] | None = None, timeout: float = 60):
+    def run(
+        *args: str,
+        input: str | None = None,
+        env: dict[str, str] | None = None,
+        timeout: float = 60,
+        cwd: Path | None = None,
+    ):
         merged = dict(cli_env.vars)
         if env:
             merged.update(env)
         return subprocess.run(
             [CORRAL, *args],
-            cwd=cli_env.project,
+            cwd=cwd or cli_env.project,
             env=merged,
             input=input,
             stdin=subprocess.DEVNULL if input is None else None,  # never the test runner's stdin

@@ -35,6 +35,23 @@ def _connect(path: Path) -> sqlite3.Connection:
     return conn
 
 
+class _V1Store(Store):
+    """The store as v1 wrote labels: one data-root-wide `labels` table without a lead column."""
+
+    def _choose_label(self, new: NewGeneration, lead: str) -> str:
+        if new.label is not None:
+            return new.label
+        taken = {row["label"] for row in self._all("SELECT label FROM labels")}
+        return next(
+            name
+            for name in (new.definition, *(f"{new.definition}-{i}" for i in range(2, 99)))
+            if name not in taken
+        )
+
+    def _claim_label(self, lead: str, label: str, run_id: str, now: int) -> None:
+        self._execute("INSERT INTO labels (label, run_id, claimed_at) VALUES (?, ?, ?)", (label, run_id, now))
+
+
 def _build_v1(path: Path) -> None:
     """A v1 database with rows in every v1 table, all from the store's own methods."""
     path.parent.mkdir(mode=0o700, parents=True, exist_ok=True)
@@ -42,7 +59,7 @@ def _build_v1(path: Path) -> None:
     conn.row_factory = sqlite3.Row
     conn.execute("PRAGMA journal_mode = WAL")
     assert apply_migrations(conn, MIGRATIONS[:1]) == 1
-    store = Store(conn, path=path, readonly=False, tracer=None, clock=lambda: 5_000)  # ties: rowid orders
+    store = _V1Store(conn, path=path, readonly=False, tracer=None, clock=lambda: 5_000)  # ties: rowid orders
     try:
         planner, _ = new_generation(store, session_id="p1", definition="planner", delegating=True)
         new_generation(store, session_id="c1", owner="p1", parent_run_id=planner.run_id)
@@ -69,11 +86,18 @@ def _build_v1(path: Path) -> None:
         store.close()
 
 
+_V1_COLUMNS = {"labels": "label, run_id, claimed_at"}
+
+
 def _rows(path: Path, tables: tuple[str, ...] = V1_TABLES) -> dict[str, list[tuple[Any, ...]]]:
     conn = sqlite3.connect(path)
     try:
         return {
-            table: conn.execute(f"SELECT rowid, * FROM {table} ORDER BY rowid").fetchall() for table in tables
+            # v7 adds `labels.lead_session_id`; the v1 columns must survive unchanged.
+            table: conn.execute(
+                f"SELECT rowid, {_V1_COLUMNS.get(table, '*')} FROM {table} ORDER BY rowid"
+            ).fetchall()
+            for table in tables
         }
     finally:
         conn.close()

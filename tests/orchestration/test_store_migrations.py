@@ -73,7 +73,7 @@ def test_a_failing_step_rolls_back_and_keeps_the_previous_version(conn: sqlite3.
 
 
 def test_a_newer_database_is_refused(conn: sqlite3.Connection) -> None:
-    conn.execute("PRAGMA user_version = 7")
+    conn.execute(f"PRAGMA user_version = {len(MIGRATIONS) + 1}")
     with pytest.raises(NewerSchemaError, match="newer"):
         apply_migrations(conn, MIGRATIONS)
     assert _tables(conn) == set()

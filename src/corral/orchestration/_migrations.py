@@ -309,7 +309,45 @@ def _v6(conn: sqlite3.Connection) -> None:
     )
 
 
-MIGRATIONS: tuple[Migration, ...] = (_v1, _v2, _v3, _v4, _v5, _v6)
+_V7_LABELS = f"""
+CREATE TABLE labels_v7 (
+    lead_session_id TEXT NOT NULL CHECK (length(lead_session_id) > 0),
+    label           TEXT NOT NULL CHECK ({_LABEL_CHECK.format(col="label")}),
+    run_id          TEXT NOT NULL UNIQUE REFERENCES generations (run_id),
+    claimed_at      INTEGER NOT NULL,
+    PRIMARY KEY (lead_session_id, label)
+)
+"""
+
+
+def _v7(conn: sqlite3.Connection) -> None:
+    """Version 7: labels are scoped to the lead whose tree holds them, not the whole data root.
+
+    `labels` is rebuilt with `lead_session_id` (the owner of a top-level generation, the
+    parent's owner for an agent-started one; delegation is one level deep) in the key, so
+    a live or lost `scout` of one lead no longer blocks `scout` in another. Every row is
+    kept (rowids included); the old labels were unique across the data root, so they are
+    unique per lead too.
+    """
+    conn.execute(_V7_LABELS)
+    conn.execute(
+        "INSERT INTO labels_v7 (rowid, lead_session_id, label, run_id, claimed_at)"
+        " SELECT l.rowid, COALESCE(p.owner_session_id, g.owner_session_id), l.label, l.run_id, l.claimed_at"
+        " FROM labels l JOIN generations g ON g.run_id = l.run_id"
+        " LEFT JOIN generations p ON p.run_id = g.parent_run_id"
+    )
+    kept = conn.execute("SELECT (SELECT count(*) FROM labels) - (SELECT count(*) FROM labels_v7)").fetchone()[
+        0
+    ]
+    if kept:
+        raise sqlite3.IntegrityError(
+            f"migration to schema version 7 would drop {kept} label(s) without a generation"
+        )
+    conn.execute("DROP TABLE labels")
+    conn.execute("ALTER TABLE labels_v7 RENAME TO labels")
+
+
+MIGRATIONS: tuple[Migration, ...] = (_v1, _v2, _v3, _v4, _v5, _v6, _v7)
 """Every step, in order; `MIGRATIONS[i]` takes version `i` to `i + 1`."""
 
 SCHEMA_VERSION = len(MIGRATIONS)

@@ -83,6 +83,9 @@ class Store(TeamStore, ChecksStore, GroupsStore, CheckpointsStore):
     def create_generation(self, new: NewGeneration) -> tuple[GenerationRecord, RequestRecord]:
         """Record a new generation, claim its label and record its task request, in one transaction.
 
+        Labels are scoped to the lead whose tree the generation joins (its owner, or its parent's
+        owner): another lead's live or lost label neither blocks nor reveals this one.
+
         Args:
             new: What the controller knows about the generation to start.
 
@@ -91,7 +94,7 @@ class Store(TeamStore, ChecksStore, GroupsStore, CheckpointsStore):
 
         Raises:
             InvalidRequestError: Blank fields, a bad label, or a parent that may not delegate.
-            AgentLabelExistsError: The explicit label is live, or no auto-label is free.
+            AgentLabelExistsError: The explicit label is live in this lead's tree, or no auto-label is free.
             TargetNotFoundError: `parent_run_id` names no live generation of `owner_session_id`.
             ManagedAgentBusyError: The session is already represented by a live generation.
             TargetAmbiguousError: The session is represented more than once.
@@ -116,12 +119,11 @@ class Store(TeamStore, ChecksStore, GroupsStore, CheckpointsStore):
         def body() -> tuple[GenerationRecord, RequestRecord]:
             parent = self._check_parent(new)
             self._check_session_free(new)
-            label = self._choose_label(new)
+            lead = new.owner_session_id if parent is None else parent.owner_session_id
+            label = self._choose_label(new, lead)
             now = self._clock()
             run_id, request_id = self._insert_generation(new, label=label, parent=parent, now=now)
-            self._execute(
-                "INSERT INTO labels (label, run_id, claimed_at) VALUES (?, ?, ?)", (label, run_id, now)
-            )
+            self._claim_label(lead, label, run_id, now)
             generation = self._generation(run_id)
             request = self._request(request_id)
             assert generation is not None and request is not None

@@ -523,9 +523,13 @@ class StoreCore:
                 next_action="Wait for its result, or close that agent if abandoning the work.",
             )
 
-    def _choose_label(self, new: NewGeneration) -> str:
+    def _choose_label(self, new: NewGeneration, lead: str) -> str:
+        """The label for `new` among the live labels of `lead`'s tree."""
         if new.label is not None:
-            if self._one("SELECT 1 FROM labels WHERE label = ?", (new.label,)) is not None:
+            if (
+                self._one("SELECT 1 FROM labels WHERE lead_session_id = ? AND label = ?", (lead, new.label))
+                is not None
+            ):
                 raise AgentLabelExistsError(
                     f"Agent label {new.label} is already live; choose another label or close that agent.",
                     ids={"label": new.label},
@@ -534,8 +538,8 @@ class StoreCore:
         taken = {
             row["label"]
             for row in self._all(
-                "SELECT label FROM labels WHERE label = ? OR label LIKE ? ESCAPE '\\'",
-                (new.definition, new.definition.replace("_", "\\_") + "-%"),
+                "SELECT label FROM labels WHERE lead_session_id = ? AND (label = ? OR label LIKE ? ESCAPE '\\')",
+                (lead, new.definition, new.definition.replace("_", "\\_") + "-%"),
             )
         }
         for index in range(1, _MAX_AUTO_LABEL + 1):
@@ -547,6 +551,23 @@ class StoreCore:
         raise AgentLabelExistsError(
             f"Unable to choose agent label for definition {new.definition}; pass an explicit label."
         )
+
+    def _claim_label(self, lead: str, label: str, run_id: str, now: int) -> None:
+        """Hold `label` for `run_id` in `lead`'s tree (inside the caller's transaction)."""
+        self._execute(
+            "INSERT INTO labels (lead_session_id, label, run_id, claimed_at) VALUES (?, ?, ?, ?)",
+            (lead, label, run_id, now),
+        )
+
+    def _label_scope(self, session_id: str) -> str:
+        """The lead whose labels a caller in session `session_id` sees: the owner of the live
+        top-level managed agent running in it, else the session itself (a lead)."""
+        row = self._one(
+            "SELECT owner_session_id FROM generations"
+            " WHERE session_id = ? AND phase <> 'finalized' AND parent_run_id IS NULL",
+            (session_id,),
+        )
+        return session_id if row is None else str(row["owner_session_id"])
 
     def _insert_generation(
         self, new: NewGeneration, *, label: str, parent: GenerationRecord | None, now: int
@@ -630,14 +651,28 @@ class StoreCore:
         """The generation `run_id` (finalized ones included), or `None`."""
         return self._read(lambda: self._generation(run_id))
 
-    def generation_by_label(self, label: str) -> GenerationRecord | None:
-        """The live generation holding `label`, or `None`."""
+    def generation_by_label(self, label: str, *, session_id: str | None = None) -> GenerationRecord | None:
+        """The live generation holding `label`, or `None`.
+
+        Args:
+            label: The label.
+            session_id: The caller's session: only labels of its lead's tree are seen. `None`
+                looks across every lead (the oldest claim wins; for tools and tests).
+        """
 
         def body() -> GenerationRecord | None:
-            row = self._one(
-                "SELECT g.* FROM labels l JOIN generations g ON g.run_id = l.run_id WHERE l.label = ?",
-                (label,),
-            )
+            if session_id is None:
+                row = self._one(
+                    "SELECT g.* FROM labels l JOIN generations g ON g.run_id = l.run_id WHERE l.label = ?"
+                    " ORDER BY l.claimed_at, l.rowid",
+                    (label,),
+                )
+            else:
+                row = self._one(
+                    "SELECT g.* FROM labels l JOIN generations g ON g.run_id = l.run_id"
+                    " WHERE l.lead_session_id = ? AND l.label = ?",
+                    (self._label_scope(session_id), label),
+                )
             return None if row is None else _generation_from_row(row)
 
         return self._read(body)
