@@ -407,7 +407,9 @@ def demo(
 
 
 agents_app = _command_group(
-    "agents", "List and show a session's agents (managed and teams); close managed ones (the lead's view)."
+    "agents",
+    "List and show a session's agents (managed and teams); close managed ones (the lead's view); "
+    "list the agent definitions.",
 )
 
 AgentsSessionOpt = Annotated[
@@ -442,6 +444,15 @@ def agents_list(
             run_list(cwd=cwd or Path.cwd(), session=session, as_json=json_, out=sys.stdout, teams=teams)
         )
     )
+
+
+@agents_app.command("definitions")
+def agents_definitions(json_: AgentsJsonOpt = False, cwd: CwdOpt = None) -> None:
+    """List the agent definitions here (bundled, project, user; Claude Code and Pi files too), each
+    file that could not be loaded marked INVALID with its path and the problem."""
+    from corral._cli._agents import agents_definitions as run_definitions
+
+    raise typer.Exit(run_definitions(cwd=cwd or Path.cwd(), as_json=json_, out=sys.stdout))
 
 
 @agents_app.command("show")

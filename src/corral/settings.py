@@ -295,6 +295,9 @@ class Settings(_Section):
     favorite_models: dict[str, dict[str, str]] = Field(default_factory=dict)
     """`[favorite_models.<tier>]` tables with `model` (and optional `thinking`) per intent tier; read from
     the user settings file only, so the picker and spawning agree (validated when a spawn resolves a tier)."""
+    model_aliases: dict[str, str] = Field(default_factory=dict)
+    """`[model_aliases]` table: what a Claude Code or Pi definition's `model: sonnet|opus|haiku` means here,
+    e.g. `sonnet = "anthropic/claude-sonnet-4-5"`. An alias that is not set inherits the spawner's model."""
     activity_colors: ActivityColorsSettings = Field(default_factory=ActivityColorsSettings)
     """`[activity_colors]` table: the terminal app's activity palette (unset keys follow the theme)."""
     agent_tool_style: Literal["multiplexed", "per-operation"] = "multiplexed"

@@ -24,7 +24,7 @@ from tests.runtime._tmux_fixtures import kill_server, require_tmux
 
 from .conftest import Env, RunCorral
 
-NAMES = ["data_root", "store", "sandbox", "tmux", "tmux_workers", "settings"]
+NAMES = ["data_root", "store", "sandbox", "tmux", "tmux_workers", "settings", "definitions"]
 """Without a store; with one, `checks` follows `store`."""
 
 

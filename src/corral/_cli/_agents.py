@@ -1,4 +1,8 @@
-"""`corral agents list|show|close`: the agent store from a shell.
+"""`corral agents list|show|close|definitions`: the agent store from a shell.
+
+`corral agents definitions` needs no session: it prints the definition roster of
+the directory, every definition file that could not be loaded marked INVALID
+with its path and the problem (the same roster the `list` action reads).
 
 The agents commands act as the lead of one session: `--session` (a path or
 id prefix), else the current directory's newest (unmanaged) session. They
@@ -32,9 +36,9 @@ from corral.errors import UsageError
 
 if TYPE_CHECKING:
     from corral.agent import AgentSession
-    from corral.orchestration import Caller, Host, TeamReportRecord
+    from corral.orchestration import Caller, Host, Roster, TeamReportRecord
 
-__all__ = ["agents_close", "agents_list", "agents_show"]
+__all__ = ["agents_close", "agents_definitions", "agents_list", "agents_show", "roster_here"]
 
 _T = TypeVar("_T")
 
@@ -355,3 +359,38 @@ async def agents_close(label: str, *, cwd: Path, session: str | None, as_json: b
     details = await _with_host(cwd, session, close)
     out.write((json.dumps(details, indent=2) if as_json else render_result(details)) + "\n")
     return 0
+
+
+def roster_here(cwd: Path, *, on_warning: Callable[[str], None] | None = None) -> Roster:
+    """The definition roster of `cwd` as a lead there would see it (trust, `[model_aliases]`, models).
+
+    Raises:
+        SettingsError: the settings do not load.
+    """
+    from corral.llm import ModelRegistry
+    from corral.orchestration import load_roster, model_names
+    from corral.settings import load_settings
+
+    settings = load_settings(cwd, on_warning=on_warning)
+    return load_roster(cwd, models=model_names(settings.model_aliases, ModelRegistry(settings, cwd=cwd)))
+
+
+def agents_definitions(*, cwd: Path, as_json: bool, out: IO[str]) -> int:
+    """Print the definitions of `cwd` (name, state, where from, description), then each INVALID file."""
+    from corral._cli._launch import warn
+
+    work_dir = cwd.expanduser().resolve()
+    roster = roster_here(work_dir, on_warning=warn)
+    invalid = [{"path": str(issue.path), "problem": issue.problem} for issue in roster.issues]
+    if as_json:
+        data = {"definitions": [defn.metadata() for defn in roster.definitions], "invalid": invalid}
+        out.write(json.dumps(data, indent=2) + "\n")
+        return 0
+    for defn in roster.definitions:
+        state = "enabled" if defn.enabled else f"disabled ({defn.disabled_reason or 'disabled'})"
+        where = defn.layer if defn.format == "corral" else f"{defn.layer}, {defn.format} file"
+        out.write(f"{defn.name}\t{state}\t{where}\t{defn.description}\n")
+    for item in invalid:
+        out.write(f"INVALID\t{item['path']}: {item['problem']}\n")
+    return 0
+

@@ -7,7 +7,9 @@ read-only, never migrated), the read-only sandbox (`ReadOnlySandbox.probe`,
 one tiny `bwrap` command), tmux and its version, the private tmux server's
 orphaned worker panes (the same `find_orphans` that `corral agents reap`
 uses, without killing anything), assigned checks left `claimed` by a process
-that died (`corral checks list`), and loading the settings. No model is
+that died (`corral checks list`), loading the settings, and loading the agent
+definitions (each definition file that cannot be used is a `warn` naming its
+path and the problem). No model is
 called, so it stays fast; the subprocess checks run concurrently.
 """
 
@@ -38,7 +40,8 @@ class Check:
     """The outcome of one check."""
 
     name: str
-    """Which check: `data_root`, `store`, `checks`, `sandbox`, `tmux`, `tmux_workers` or `settings`."""
+    """Which check: `data_root`, `store`, `checks`, `sandbox`, `tmux`, `tmux_workers`, `settings` or
+    `definitions`."""
     status: CheckStatus
     """`ok`, `warn` or `fail`."""
     message: str
@@ -259,6 +262,25 @@ def _check_settings(cwd: Path) -> list[Check]:
     return checks
 
 
+def _check_definitions(cwd: Path) -> list[Check]:
+    """`ok` with the roster's size, or one `warn` per definition file that could not be loaded."""
+    from corral._cli._agents import roster_here
+    from corral.errors import CorralError
+
+    try:
+        roster = roster_here(cwd)
+    except CorralError:
+        return []  # the settings check already says why
+    if not roster.issues:
+        disabled = len(roster.definitions) - len(roster.enabled())
+        extra = f" ({disabled} disabled; `corral agents definitions` says why)" if disabled else ""
+        return [Check("definitions", "ok", f"{len(roster.definitions)} agent definitions load{extra}")]
+    return [
+        Check("definitions", "warn", f"INVALID {issue.path}: {' '.join(issue.problem.split())}")
+        for issue in roster.issues
+    ]
+
+
 async def run_checks(cwd: Path) -> list[Check]:
     """Run every check for the current data root and `cwd` (for the project settings).
 
@@ -266,7 +288,8 @@ async def run_checks(cwd: Path) -> list[Check]:
         cwd: The directory whose `.corral/settings.toml` (or a parent's) is loaded.
 
     Returns:
-        The checks in a fixed order: data root, store, checks, sandbox, tmux, tmux workers, settings.
+        The checks in a fixed order: data root, store, checks, sandbox, tmux, tmux workers, settings,
+        definitions.
     """
     from corral._paths import corral_home
     from corral.orchestration import default_store_path
@@ -286,6 +309,7 @@ async def run_checks(cwd: Path) -> list[Check]:
         if store is not None:
             store.close()
     checks += _check_settings(cwd)
+    checks += _check_definitions(cwd)
     return checks
 
 

@@ -134,7 +134,7 @@ class Controller(DelegateMixin):
         return project_agents(snapshot, observations, caller.controller_scope, now_ms=int(time.time() * 1000))
 
     def _target(self, caller: Caller, label: str) -> AgentView:
-        generation = self.host.store.generation_by_label(label)
+        generation = self.host.store.generation_by_label(label, session_id=caller.session_id)
         if generation is None:
             raise TargetNotFoundError(f"No live agent {label}; refresh with `list`.", ids={"label": label})
         view = next((v for v in self.views(caller) if v.generation.run_id == generation.run_id), None)
@@ -158,8 +158,10 @@ class Controller(DelegateMixin):
         """Visible agent records and the definition roster (§2.4)."""
         with error_context("list"):
             roster = self.host.roster_loader(caller.cwd)
+            invalid: list[dict[str, str]] = []
             if caller.scope == "lead":
                 definitions = [defn.metadata() for defn in roster.definitions]
+                invalid = [{"path": str(issue.path), "problem": issue.problem} for issue in roster.issues]
             else:
                 allowed = set(caller.allowed or ())
                 definitions = [
@@ -167,7 +169,7 @@ class Controller(DelegateMixin):
                     for defn in roster.definitions
                     if defn.name in allowed and defn.enabled
                 ]
-            return ListResult([record(view) for view in self.views(caller)], definitions)
+            return ListResult([record(view) for view in self.views(caller)], definitions, invalid)
 
     # --- steer / interrupt / reply -----------------------------------------------------------------
 
@@ -358,7 +360,7 @@ class Controller(DelegateMixin):
             output = host.runtime.recent_output(handle, lines=80, max_bytes=16384)
             processes = host.runtime.process_evidence(handle)
             captured_at = int(time.time() * 1000)
-            again = host.store.generation_by_label(params.agent)
+            again = host.store.generation_by_label(params.agent, session_id=caller.session_id)
             if (
                 again is None
                 or again.run_id != generation.run_id
@@ -397,7 +399,7 @@ class Controller(DelegateMixin):
             projected = await asyncio.to_thread(
                 read_transcript, Path(generation.session_path), generation.session_id
             )
-            again = self.host.store.generation_by_label(params.agent)
+            again = self.host.store.generation_by_label(params.agent, session_id=caller.session_id)
             if again is None or again.run_id != generation.run_id:
                 raise TargetAmbiguousError(
                     "Transcript target changed while reading.", ids=self._ids(generation)

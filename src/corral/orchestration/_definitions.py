@@ -7,10 +7,19 @@ may delegate to, and a prompt (the Markdown body).
 Three layers are read, lowest first:
 
 1. bundled — `corral/orchestration/definitions/` in the package;
-2. project — `<cwd>/.corral/agents/`, counted only when the user trusted the
-   project (`trust_project`, later `corral trust`); otherwise its definitions
-   are listed disabled with the reason;
-3. user — `$XDG_CONFIG_HOME/corral/agents/`.
+2. project — `<cwd>/.claude/agents/` (Claude Code files), `<cwd>/.pi/agents/`
+   (Pi files), then `<cwd>/.corral/agents/`, counted only when the user trusted
+   the project (`is_trusted`, `corral trust`); otherwise its definitions are
+   listed disabled with the reason;
+3. user — `~/.claude/agents/`, `~/.pi/agent/agents/`, then
+   `$XDG_CONFIG_HOME/corral/agents/`.
+
+Within a layer the directories are read in that order and overlay like layers
+do, so a corral file can refine a Claude Code or Pi definition of the same
+name. Claude Code and Pi files have their own fields, which are mapped onto
+corral's (`_claude_fields`, `_pi_fields`): tool names to corral's tools, model
+aliases (`sonnet`, `opus`, `haiku`) through `ModelNames.aliases` (the
+`[model_aliases]` settings), `inherit` to no model.
 
 Every `*.md` file below a layer's directory (recursively; `*.example.md` is
 skipped) is one definition; the file name does not matter, `name` is the
@@ -40,17 +49,21 @@ from typing import Any, Literal, cast
 import yaml
 
 from corral._paths import config_home
+from corral.agent.tools import ALL_TOOL_NAMES
 from corral.llm._errors import ModelRefError
 from corral.llm._model import THINKING_LEVELS, ThinkingLevel
 from corral.llm._refs import parse_model_ref
+from corral.llm._registry import ModelRegistry
 from corral.trust import TrustStoreError, is_trusted, trust_store_path
 
 from .errors import InvalidRequestError
 
 __all__ = [
     "AgentDefinition",
+    "DefinitionFormat",
     "DefinitionIssue",
     "DefinitionLayer",
+    "ModelNames",
     "PromptMode",
     "Roster",
     "RuntimeKind",
@@ -60,11 +73,14 @@ __all__ = [
     "is_delegating",
     "leaf_projection",
     "load_roster",
+    "model_names",
     "project_definitions_dir",
     "user_definitions_dir",
 ]
 
 DefinitionLayer = Literal["bundled", "project", "user"]
+DefinitionFormat = Literal["corral", "claude", "pi"]
+"""Whose file format a definition file is in: corral's, Claude Code's or Pi's."""
 RuntimeKind = Literal["inprocess", "tmux"]
 PromptMode = Literal["append", "replace"]
 
@@ -115,6 +131,17 @@ class SkillPolicy:
         if self.no_skills is not None:
             return self.no_skills
         return not self.inherit_skills
+
+
+@dataclass(frozen=True)
+class ModelNames:
+    """What a Claude Code or Pi definition's `model` may name, as the user configured it."""
+
+    _: KW_ONLY
+    aliases: Mapping[str, str] = field(default_factory=dict)
+    """`[model_aliases]`: alias (`sonnet`, `opus`, `haiku`, …) → model ref; an unset alias inherits."""
+    known: tuple[str, ...] = ()
+    """Every `provider/id` corral knows; a Pi file's bare model id maps to the one ending in `/id`."""
 
 
 @dataclass(frozen=True)
@@ -175,6 +202,10 @@ class AgentDefinition:
     """The file of that layer."""
     sources: Mapping[DefinitionLayer, Path] = field(default_factory=dict)
     """Every contributing file by layer."""
+    format: DefinitionFormat = "corral"
+    """The format of the highest file (`claude` and `pi` files are mapped onto corral's fields)."""
+    model_alias: str | None = None
+    """The alias a Claude Code or Pi file named as its model (`sonnet`, `inherit`, …), if any."""
 
     def metadata(self) -> dict[str, Any]:
         """The roster projection for `list` and session-start instructions (fields only when set)."""
@@ -186,8 +217,12 @@ class AgentDefinition:
                 out[key] = str(self.sources[layer])
         if self.description:
             out["description"] = self.description
+        if self.format != "corral":
+            out["format"] = self.format
         if self.model is not None:
             out["model"] = self.model
+        if self.model_alias is not None:
+            out["modelAlias"] = self.model_alias
         if self.thinking is not None:
             out["thinking"] = self.thinking
         policy = self.tool_policy
@@ -334,6 +369,19 @@ def user_definitions_dir() -> Path:
     return config_home() / "agents"
 
 
+def model_names(aliases: Mapping[str, str], registry: ModelRegistry) -> ModelNames:
+    """What Claude Code and Pi files' `model` may name: the `[model_aliases]` settings and the models
+    that have credentials here (for a Pi file's bare model id)."""
+    known = tuple(f"{info.provider}/{info.id}" for info in registry.available_models())
+    return ModelNames(aliases=dict(aliases), known=known)
+
+
+def foreign_definition_dirs(base: Path, layer: DefinitionLayer) -> tuple[tuple[Path, DefinitionFormat], ...]:
+    """The Claude Code and Pi directories of a layer: `base` is the project (`cwd`) or the home directory."""
+    pi = base / ".pi" / ("agents" if layer == "project" else "agent/agents")
+    return ((base / ".claude" / "agents", "claude"), (pi, "pi"))
+
+
 # --- loading -----------------------------------------------------------------------------------
 
 
@@ -343,14 +391,20 @@ def load_roster(
     user_dir: Path | None = None,
     bundled_dir: Path | None = None,
     trust: bool | None = None,
+    home: Path | None = None,
+    models: ModelNames | None = None,
 ) -> Roster:
     """Load the effective definitions for `cwd`. Never raises for a bad definition file.
 
     Args:
-        cwd: The working directory whose `.corral/agents/` is the project layer.
+        cwd: The working directory whose `.corral/agents/` (and `.claude/agents/`,
+            `.pi/agents/`) make the project layer.
         user_dir: The user layer; defaults to `user_definitions_dir()`.
         bundled_dir: The bundled layer; defaults to the package's definitions.
         trust: Whether the project counts; `None` asks the trust store (`is_trusted(cwd)`).
+        home: Where `~/.claude/agents` and `~/.pi/agent/agents` are looked for; defaults to the
+            home directory, or to none of them when `user_dir` is given.
+        models: Model aliases and known refs for Claude Code and Pi files' `model`.
 
     Returns:
         The roster: definitions sorted by name (disabled ones included) and issues.
@@ -363,18 +417,25 @@ def load_roster(
         except TrustStoreError as exc:
             issues.append(DefinitionIssue(trust_store_path(), str(exc)))
             trust = False
-    dirs: dict[DefinitionLayer, Path] = {
-        "bundled": bundled_dir if bundled_dir is not None else bundled_definitions_dir(),
-        "project": project_dir,
-        "user": user_dir if user_dir is not None else user_definitions_dir(),
+    if home is None and user_dir is None:
+        home = Path.home()
+    real_cwd = Path(os.path.realpath(cwd))
+    dirs: dict[DefinitionLayer, list[tuple[Path, DefinitionFormat]]] = {
+        "bundled": [(bundled_dir if bundled_dir is not None else bundled_definitions_dir(), "corral")],
+        "project": [*foreign_definition_dirs(real_cwd, "project"), (project_dir, "corral")],
+        "user": [
+            *(foreign_definition_dirs(home, "user") if home is not None else ()),
+            (user_dir if user_dir is not None else user_definitions_dir(), "corral"),
+        ],
     }
+    names = models if models is not None else ModelNames()
     merged: dict[str, _Merged] = {}
     broken: dict[str, str] = {}
     untrusted: list[_Raw] = []
-    for layer in _LAYERS:
-        raws, poisoned = _read_layer(layer, dirs[layer], issues)
+    for layer, directory, fmt in [(name, d, f) for name in _LAYERS for d, f in dirs[name]]:
+        raws, poisoned = _read_layer(layer, directory, issues, fmt, names)
         if layer == "project" and not trust:
-            untrusted = raws
+            untrusted += raws
             continue
         for name, reason in poisoned.items():
             broken.setdefault(name, reason)
@@ -394,10 +455,7 @@ def load_roster(
             definitions[name] = replace(definitions[name], enabled=False, disabled_reason=reason)
     _check_agent_references(definitions, issues)
     if untrusted:
-        reason = (
-            f"the project {Path(os.path.realpath(cwd))} is not trusted; "
-            "run `corral trust` there to use its definitions"
-        )
+        reason = f"the project {real_cwd} is not trusted; run `corral trust` there to use its definitions"
         for raw in untrusted:
             if raw.name in definitions:
                 issues.append(DefinitionIssue(raw.path, f"not applied: {reason}"))
@@ -421,6 +479,8 @@ class _Raw:
     body: str
     path: Path
     layer: DefinitionLayer
+    format: DefinitionFormat = "corral"
+    model_alias: str | None = None
 
 
 @dataclass
@@ -433,13 +493,29 @@ class _Merged:
     sources: dict[DefinitionLayer, Path]
     layer: DefinitionLayer
     path: Path
+    format: DefinitionFormat = "corral"
+    model_alias: str | None = None
 
     @classmethod
     def start(cls, raw: _Raw) -> _Merged:
         fields = {key: value for key, value in raw.fields.items() if key != "bodyMode"}
-        return cls(raw.name, fields, raw.body, {raw.layer: raw.path}, raw.layer, raw.path)
+        return cls(
+            raw.name,
+            fields,
+            raw.body,
+            {raw.layer: raw.path},
+            raw.layer,
+            raw.path,
+            raw.format,
+            raw.model_alias,
+        )
 
     def overlay(self, raw: _Raw) -> None:
+        if "model" in raw.fields or raw.model_alias is not None:
+            self.model_alias = raw.model_alias
+            if "model" not in raw.fields:
+                self.fields.pop("model", None)  # `model: inherit` over a lower layer's model
+        self.format = raw.format
         mode = raw.fields.get("bodyMode", "replace")
         self.fields.update({key: value for key, value in raw.fields.items() if key != "bodyMode"})
         if raw.body:
@@ -481,6 +557,8 @@ class _Merged:
             layer=self.layer,
             path=self.path,
             sources=dict(self.sources),
+            format=self.format,
+            model_alias=self.model_alias,
         )
         tools = tool_policy.tools
         if is_delegating(defn) and tools and _DELEGATION_TOOL not in tools:
@@ -502,15 +580,19 @@ def _check_agent_references(definitions: dict[str, AgentDefinition], issues: lis
 
 
 def _read_layer(
-    layer: DefinitionLayer, directory: Path, issues: list[DefinitionIssue]
+    layer: DefinitionLayer,
+    directory: Path,
+    issues: list[DefinitionIssue],
+    fmt: DefinitionFormat = "corral",
+    models: ModelNames | None = None,
 ) -> tuple[list[_Raw], dict[str, str]]:
-    """Parse every definition file of a layer; returns the good ones and the names made unusable."""
+    """Parse every definition file of a layer's directory; returns the good ones and the names made unusable."""
     raws: list[_Raw] = []
     poisoned: dict[str, str] = {}
     by_name: dict[str, Path] = {}
     for path in _discover(directory, issues):
         try:
-            raws.append(_parse_file(path, layer))
+            raws.append(_parse_file(path, layer, fmt, models or ModelNames()))
         except _DefinitionFileError as exc:
             issues.append(DefinitionIssue(path, exc.problem))
             if exc.name is not None:
@@ -555,7 +637,7 @@ class _DefinitionFileError(Exception):
         self.name = name
 
 
-def _parse_file(path: Path, layer: DefinitionLayer) -> _Raw:
+def _parse_file(path: Path, layer: DefinitionLayer, fmt: DefinitionFormat, models: ModelNames) -> _Raw:
     text = _read_text(path)
     if text.startswith("\ufeff"):
         text = text[1:]
@@ -575,12 +657,15 @@ def _parse_file(path: Path, layer: DefinitionLayer) -> _Raw:
         )
     raw_name = data.get("name")
     name = raw_name.strip() if isinstance(raw_name, str) and raw_name.strip() else None
+    alias: str | None = None
     try:
+        if fmt != "corral":
+            data, alias = _foreign_fields(data, fmt, models)
         fields = _validate_fields(data)
     except _DefinitionFileError as exc:
         raise _DefinitionFileError(exc.problem, name) from None
     body = _absolute_body_refs("".join(lines[close + 1 :]).strip(), path.parent)
-    return _Raw(fields["name"], fields, body, path, layer)
+    return _Raw(fields["name"], fields, body, path, layer, fmt, alias)
 
 
 def _read_text(path: Path) -> str:
@@ -752,3 +837,122 @@ def _validate_fields(data: Mapping[object, object]) -> dict[str, Any]:
             raise _DefinitionFileError(f"{key} has no value; give one or remove the line")
         fields[key] = _FIELDS[key](key, value)
     return fields
+
+
+# --- Claude Code and Pi definition files ---------------------------------------------------------
+
+_CLAUDE_TOOLS: dict[str, str] = {
+    "Read": "read",
+    "Write": "write",
+    "Edit": "edit",
+    "MultiEdit": "edit",
+    "Bash": "bash",
+    "Grep": "grep",
+    "Glob": "find",
+    "LS": "ls",
+}
+"""Claude Code tools with a corral counterpart."""
+
+_CLAUDE_IGNORED_TOOLS: tuple[str, ...] = (
+    "BashOutput",
+    "ExitPlanMode",
+    "KillBash",
+    "KillShell",
+    "NotebookEdit",
+    "NotebookRead",
+    "SlashCommand",
+    "Skill",
+    "Task",
+    "TodoWrite",
+    "WebFetch",
+    "WebSearch",
+)
+"""Claude Code tools corral has no counterpart for (and `mcp__…` tools): dropped from the list."""
+
+_CLAUDE_FIELDS: tuple[str, ...] = (
+    "name",
+    "description",
+    "tools",
+    "disallowedTools",
+    "model",
+    "color",
+    "permissionMode",
+    "skills",
+)
+_PI_FIELDS: tuple[str, ...] = ("name", "description", "tools", "model", "thinking")
+_INHERIT_ALIASES: tuple[str, ...] = ("sonnet", "opus", "haiku")
+"""Claude Code's model aliases: unset in `[model_aliases]`, they inherit the spawner's model."""
+
+
+def _foreign_fields(
+    data: Mapping[object, object], fmt: DefinitionFormat, models: ModelNames
+) -> tuple[dict[str, Any], str | None]:
+    """A Claude Code or Pi frontmatter as corral fields, and the model alias it named."""
+    allowed = _CLAUDE_FIELDS if fmt == "claude" else _PI_FIELDS
+    owner = "Claude Code" if fmt == "claude" else "Pi"
+    unknown = [str(key) for key in data if key not in allowed]
+    if unknown:
+        raise _DefinitionFileError(
+            f"unknown field(s) {', '.join(sorted(unknown))} for a {owner} definition; "
+            f"allowed fields are {', '.join(allowed)}"
+        )
+    out: dict[str, Any] = {}
+    alias: str | None = None
+    for key, value in data.items():
+        assert isinstance(key, str)
+        if value is None:
+            raise _DefinitionFileError(f"{key} has no value; give one or remove the line")
+        if key in ("name", "description", "thinking"):
+            out[key] = value
+        elif key == "tools":
+            out["tools"] = list(_foreign_tools(key, value, fmt))
+        elif key == "disallowedTools":
+            out["excludeTools"] = list(_foreign_tools(key, value, fmt))
+        elif key == "skills":
+            out["skills"] = list(_string_list(key, value, comma=True))
+        elif key == "model":
+            ref, alias = _foreign_model(key, value, models)
+            if ref is not None:
+                out["model"] = ref
+        else:  # color, permissionMode: Claude Code's presentation and permission prompts
+            _string(key, value)
+    return out, alias
+
+
+def _foreign_tools(key: str, value: object, fmt: DefinitionFormat) -> tuple[str, ...]:
+    mapped: list[str] = []
+    for tool in _string_list(key, value, comma=True):
+        if fmt == "pi":
+            if tool not in ALL_TOOL_NAMES:
+                raise _DefinitionFileError(
+                    f"{key}: {tool} is not a tool corral has; use {', '.join(ALL_TOOL_NAMES)}"
+                )
+            mapped.append(tool)
+        elif tool in _CLAUDE_TOOLS:
+            mapped.append(_CLAUDE_TOOLS[tool])
+        elif tool not in _CLAUDE_IGNORED_TOOLS and not tool.startswith("mcp__"):
+            raise _DefinitionFileError(
+                f"{key}: {tool} is not a Claude Code tool corral knows; use "
+                f"{', '.join(_CLAUDE_TOOLS)} (or one corral drops: {', '.join(_CLAUDE_IGNORED_TOOLS)})"
+            )
+    return tuple(dict.fromkeys(mapped))
+
+
+def _foreign_model(key: str, value: object, models: ModelNames) -> tuple[str | None, str | None]:
+    """`(model ref or None to inherit, the alias named)` for a Claude Code or Pi `model`."""
+    text = _non_empty(key, value)
+    if text == "inherit":
+        return None, "inherit"
+    if "/" in text:
+        return _model(key, text), None
+    if text in models.aliases:
+        return _model(f"[model_aliases] {text}", models.aliases[text]), text
+    if text in _INHERIT_ALIASES:
+        return None, text
+    matches = [ref for ref in models.known if ref.split("/", 1)[-1] == text]
+    if len(matches) == 1:
+        return matches[0], text
+    raise _DefinitionFileError(
+        f"{key} {text!r} is not a model corral knows; write provider/model or inherit, "
+        f"or map it in [model_aliases] in your settings"
+    )

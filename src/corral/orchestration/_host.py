@@ -34,7 +34,7 @@ from typing import TYPE_CHECKING, Any, TypeVar
 from corral.agent import AgentSession, AgentSettledEvent
 from corral.orchestration._caller import Caller
 from corral.orchestration._child import RETIRED_ENTRY, ManagedChild
-from corral.orchestration._definitions import Roster, load_roster
+from corral.orchestration._definitions import ModelNames, Roster, load_roster, model_names
 from corral.orchestration._delivery import deliver_ask, deliver_result, deliver_team_report
 from corral.orchestration._faults import fault_point
 from corral.orchestration._files import FileLimits
@@ -177,7 +177,7 @@ class Host:
             settings = _Settings()
         self.settings: Settings = settings
         self.sessions_root = sessions_root
-        self.roster_loader = roster_loader or (lambda cwd: load_roster(cwd))
+        self.roster_loader = roster_loader or (lambda cwd: load_roster(cwd, models=self.model_names()))
         self.host_id = f"{uuid.uuid4()}"
         self.pid = os.getpid()
         self.runtime = Runtimes(runtime or InProcessRuntime(host_tag=self.host_id[:8]), tmux_socket)
@@ -213,6 +213,11 @@ class Host:
         self._teams: Teams | None = None
 
     # --- owners ------------------------------------------------------------------------------
+
+    def model_names(self) -> ModelNames:
+        """What Claude Code and Pi definition files' `model` may name: `[model_aliases]` and the
+        models that have credentials here."""
+        return model_names(self.settings.model_aliases, self.registry)
 
     def register_owner(self, agent: AgentSession) -> None:
         """Make `agent` a live owner (deliveries for its session id can be made)."""

@@ -59,15 +59,20 @@ class ListResult:
 
     agents: list[dict[str, Any]]
     agent_definitions: list[dict[str, Any]]
+    invalid_definitions: list[dict[str, str]] = field(default_factory=list)
+    """`{path, problem}` of each definition file that could not be used (the lead's view only)."""
 
     def to_details(self) -> dict[str, Any]:
-        """`{ok, action: "list", agents, agent_definitions}`."""
-        return {
+        """`{ok, action: "list", agents, agent_definitions}`, plus `invalid_definitions` when any."""
+        details: dict[str, Any] = {
             "ok": True,
             "action": "list",
             "agents": self.agents,
             "agent_definitions": self.agent_definitions,
         }
+        if self.invalid_definitions:
+            details["invalid_definitions"] = self.invalid_definitions
+        return details
 
 
 @dataclass(frozen=True)

@@ -30,7 +30,7 @@ if TYPE_CHECKING:
     from textual.app import App
 
     from corral._cli._launch import Launched
-    from corral.orchestration import Caller, Host
+    from corral.orchestration import Caller, Host, ListResult
 
     _AppBase = App[int]
 else:
@@ -54,7 +54,7 @@ class AgentCommandsMixin(_AppBase):
 
         def _prompt(self, text: str) -> object: ...
 
-        async def _list_records(self) -> list[dict[str, Any]]: ...
+        async def _list_result(self) -> ListResult | None: ...
 
     def _lead_caller(self, command: str) -> tuple[Host, Caller] | None:
         """The host and the lead's caller; a notice (and `None`) when there is no orchestration host."""
@@ -76,7 +76,9 @@ class AgentCommandsMixin(_AppBase):
     @work(group="agents")
     async def show_agents(self) -> None:
         """`/agents`: managed agents and teams agents (live, queued and recent completions)."""
-        records = await self._list_records()
+        listed = await self._list_result()
+        records = [] if listed is None else list(listed.agents)
+        invalid = [] if listed is None else list(listed.invalid_definitions)
         teams: list[dict[str, Any]] = []
         host, launched = self.host, self.launched
         if host is not None and launched is not None and "teams" in launched.surfaces:
@@ -88,7 +90,7 @@ class AgentCommandsMixin(_AppBase):
                     self.notice(f"/agents: teams status unavailable: {exc}", kind="error")
                 else:
                     teams = list(details.get("agents") or [])
-        await self.push_screen(AgentsScreen(records, teams))
+        await self.push_screen(AgentsScreen(records, teams, invalid))
 
     # --- /agents-checkpoints --------------------------------------------------------------------
 

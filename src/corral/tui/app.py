@@ -58,7 +58,7 @@ from corral.tui.widgets import (
 )
 
 if TYPE_CHECKING:
-    from corral.orchestration import Host
+    from corral.orchestration import Host, ListResult
 
 __all__ = ["COMMANDS", "DEMO_MODEL", "AgentProgress", "CorralApp", "HostChanged", "LeadEvent", "run_app"]
 
@@ -598,16 +598,17 @@ class CorralApp(AgentCommandsMixin, FavoritesMixin, App[int]):
         """The orchestration host, once attached."""
         return None if self.launched is None else self.launched.host
 
-    async def _list_records(self) -> list[dict[str, Any]]:
+    async def _list_result(self) -> ListResult | None:
+        """The lead's `list` (agents, definitions, invalid definition files); `None` without a host."""
         host, launched = self.host, self.launched
         if host is None or launched is None:
-            return []
+            return None
         from corral.orchestration.surfaces import ListParams
 
         caller = host.lead_callers.get(launched.session.session_id)
         if caller is None:
-            return []
-        return list((await host.controller.list(caller, ListParams())).agents)
+            return None
+        return await host.controller.list(caller, ListParams())
 
     def on_host_changed(self, _message: HostChanged) -> None:
         self._schedule_refresh()

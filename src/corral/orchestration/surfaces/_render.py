@@ -115,6 +115,10 @@ def render_list(details: Mapping[str, Any]) -> str:
     lines.append("Definitions: " + (", ".join(enabled) if enabled else "none"))
     if disabled:
         lines.append("Disabled definitions: " + ", ".join(disabled))
+    invalid: Sequence[Mapping[str, Any]] = details.get("invalid_definitions") or []
+    if invalid:
+        lines.append(f"Invalid definition files ({len(invalid)}; not loaded, tell the user):")
+        lines.extend(f"- INVALID {item.get('path')}: {item.get('problem')}" for item in invalid)
     return "\n".join(lines)
 
 

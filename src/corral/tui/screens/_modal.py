@@ -50,17 +50,24 @@ def team_status_row(snapshot: Mapping[str, Any]) -> tuple[str, ...]:
 
 class AgentsScreen(ModalScreen[None]):
     """`/agents`: the managed agents (the controller's `list` records), then the teams agents
-    (`get_agent_status` snapshots: live, queued, and recent completions with their outcome)."""
+    (`get_agent_status` snapshots: live, queued, and recent completions with their outcome), then
+    any definition file that could not be loaded, with its path and the problem."""
 
     BINDINGS: ClassVar[list[BindingType]] = [
         Binding("escape", "dismiss", "Close"),
         Binding("q", "dismiss", "Close"),
     ]
 
-    def __init__(self, records: Sequence[Mapping[str, Any]], teams: Sequence[Mapping[str, Any]] = ()) -> None:
+    def __init__(
+        self,
+        records: Sequence[Mapping[str, Any]],
+        teams: Sequence[Mapping[str, Any]] = (),
+        invalid: Sequence[Mapping[str, str]] = (),
+    ) -> None:
         super().__init__()
         self.records = list(records)
         self.teams = list(teams)
+        self.invalid = list(invalid)
 
     def compose(self) -> ComposeResult:
         with Vertical(classes="modal"):
@@ -91,6 +98,14 @@ class AgentsScreen(ModalScreen[None]):
                 for snapshot in self.teams:
                     teams.add_row(*team_status_row(snapshot))
                 yield teams
+            if self.invalid:
+                yield Label(
+                    f"invalid definition files ({len(self.invalid)}, not loaded)", classes="modal-subtitle"
+                )
+                for item in self.invalid:
+                    yield Label(
+                        f"INVALID {item.get('path')}: {item.get('problem')}", classes="invalid-definition"
+                    )
 
     def action_dismiss(self) -> None:  # type: ignore[override]
         self.dismiss(None)
