@@ -19,7 +19,7 @@ import typer
 from corral import __version__
 
 if TYPE_CHECKING:
-    from corral._cli._launch import PromptOverrides
+    from corral._cli._launch import LaunchOptions, PromptOverrides
 
 _HELP_OPTIONS = {"help_option_names": ["-h", "--help"]}
 
@@ -116,7 +116,30 @@ def _root(
         continue_recent=continue_,
         surfaces=None if surfaces is None else [s.strip() for s in surfaces.split(",") if s.strip()],
     )
+    _check_app_options(options)
     raise typer.Exit(run_app(options))
+
+
+def _check_app_options(options: LaunchOptions) -> None:
+    """Refuse a `--session` or `--model` the app could not open, before the app takes the terminal.
+
+    Raises:
+        CorralError: the session does not exist (or the prefix is ambiguous), or the model ref is
+            malformed or names no known model (one line, exit code 2). A known model whose key is
+            missing still opens the app, which says what to set.
+    """
+    from corral.errors import UsageError
+    from corral.llm import ModelRegistry, parse_model_ref
+    from corral.session import resolve_session_arg
+    from corral.settings import load_settings
+
+    if options.session is not None and options.continue_recent:
+        raise UsageError("choose one of --session and --continue")
+    if options.session is not None:
+        resolve_session_arg(options.session, options.cwd)
+    if options.model is not None:
+        registry = ModelRegistry(load_settings(options.cwd), cwd=options.cwd)
+        registry.resolve(parse_model_ref(options.model))
 
 
 ModelOpt = Annotated[

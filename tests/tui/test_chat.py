@@ -129,11 +129,23 @@ async def test_escape_interrupts_the_lead(tui_env: TuiEnv) -> None:
         await type_text(pilot, "go")
         await pilot.press("enter")
         await wait_until(pilot, lambda: app.launched is not None and app.launched.agent.is_streaming)
+        await type_text(pilot, "also check the tests")
+        await pilot.press("enter")  # queued as a steer while the lead works
+        assert "steer queued" in str(app.query(UserCard).last().render())
         await pilot.press("escape")
         await wait_until(pilot, lambda: _idle(app) and bool(app.query(AssistantCard)))
         await wait_until(pilot, lambda: app.query_one(AssistantCard)._error is not None)
         assert "aborted" in str(app.query_one(AssistantCard)._error.render())  # type: ignore[union-attr]
-        assert any("interrupting" in str(n.render()) for n in app.query(NoticeCard))
+        # The notice says when the interrupt is done, and the queued steer came back to the prompt
+        # instead of being delivered after the interrupt.
+        notes = lambda: [str(n.render()) for n in app.query(NoticeCard)]  # noqa: E731
+        await wait_until(pilot, lambda: any(n.startswith("lead interrupted") for n in notes()))
+        assert not any("interrupting" in n for n in notes())
+        assert app.editor.text == "also check the tests"
+        assert not any("steer queued" in str(c.render()) for c in app.query(UserCard))
+        assert app.launched is not None and app.launched.agent.pending_message_count == 0
+        users = [m for m in app.launched.agent.messages if getattr(m, "role", "") == "user"]
+        assert [m.content if isinstance(m.content, str) else m.content[0].text for m in users] == ["go"]
 
 
 async def test_editor_history_and_multi_line_input(tui_env: TuiEnv) -> None:

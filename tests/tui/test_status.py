@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import re
 from collections.abc import Sequence
 
 import pytest
@@ -154,11 +155,20 @@ async def test_activity_card_tracks_agents_and_results_arrive_as_cards(
         await wait_until(pilot, lambda: ("scout", "scout", "working") in seen)
         assert card.display
         await wait_until(pilot, lambda: bool(app.query(AgentAskCard)))
-        assert "Style too?" in str(app.query_one(AgentAskCard).render())
+        asked = str(app.query_one(AgentAskCard).render())
+        assert "Style too?" in asked
+        assert "press m, type the answer and press Enter" in asked  # how a person answers
         await wait_until(pilot, lambda: len(app.query(AgentResultCard)) == 2, timeout=30)
         texts = " ".join(str(c.render()) for c in app.query(AgentResultCard))
         assert "no findings" in texts and "README.md" in texts
-        assert "result from scout" in texts
+        # The agent, status and elapsed time lead; the ids stay behind `l`.
+        scout = next(c for c in app.query(AgentResultCard) if c.agent == "scout")
+        shown = str(scout.render())
+        assert re.match(r"◆ scout · completed · \d+s\n", shown), shown
+        assert "The code is in README.md." in shown and "request=" not in shown
+        app.chat.action_toggle_logs()
+        assert "request=" in str(scout.render())
+        app.chat.action_toggle_logs()
         await wait_until(
             pilot, lambda: any(r.progress.startswith("grep") for r in card.rows) or not card.rows
         )

@@ -51,8 +51,10 @@ from corral.tui._teams import TeamSnapshot, team_rows
 from corral.tui.screens import FollowScreen, PickerScreen
 from corral.tui.widgets import (
     ActivityCard,
+    BashCard,
     ChatLog,
     Editor,
+    NoticeCard,
     StatusFooter,
     UserCard,
 )
@@ -60,7 +62,16 @@ from corral.tui.widgets import (
 if TYPE_CHECKING:
     from corral.orchestration import Host, ListResult
 
-__all__ = ["COMMANDS", "DEMO_MODEL", "AgentProgress", "CorralApp", "HostChanged", "LeadEvent", "run_app"]
+__all__ = [
+    "COMMANDS",
+    "DEMO_MODEL",
+    "KEYS",
+    "AgentProgress",
+    "CorralApp",
+    "HostChanged",
+    "LeadEvent",
+    "run_app",
+]
 
 DEMO_MODEL = "scripted/tour"
 """The offline model the app offers when no model is configured: a guided tour of any directory."""
@@ -75,11 +86,29 @@ COMMANDS: dict[str, str] = {
     "/thinking": "set the thinking level (/thinking high, or pick)",
     "/compact": "compact the lead's context (optional instructions)",
     "/resume": "open another session of this directory",
+    "/new": "start a fresh session here (the current one stays saved; /resume reopens it)",
     "/trust": "trust this project (its definitions and settings take effect)",
     "/help": "list the commands and keys",
-    "/quit": "leave the app",
+    "/quit": "leave the app (Ctrl+C too); the session stays saved",
 }
 """Every slash command and what it does."""
+
+KEYS: dict[str, str] = {
+    "Enter": "send (while the lead works: steer it)",
+    "Alt+Enter / Ctrl+S": "send as a follow-up (delivered when the lead would stop)",
+    "Shift+Enter / Ctrl+J": "new line",
+    "Tab": "complete a /command or an @path",
+    "Up / Down": "walk the prompt history",
+    "Down (empty prompt)": "open the agents view: ↑/↓ pick, ←/→ cycle, m message (answers a question), "
+    "i interrupt, x stop, l logs, Escape back",
+    "Escape": "interrupt the lead (queued messages come back to the prompt)",
+    "l": "expand long tool logs and result ids (in the chat)",
+    "Ctrl+O": "expand or collapse every long log",
+    "Ctrl+C": "quit",
+    "@path": "attach a file to the message (its text is sent with it)",
+    "!cmd / !!cmd": "run a shell command; its output joins the lead's context (!! keeps it out)",
+}
+"""Every key and prompt prefix of the main screen (`/help` lists them)."""
 
 REFRESH_S = 0.15
 """At most one activity-card refresh per this many seconds (bursts of changes coalesce)."""
@@ -173,7 +202,7 @@ class CorralApp(AgentCommandsMixin, FavoritesMixin, App[int]):
         # The main screen's widgets, held directly: `query_one` searches the
         # *active* screen, which may be the follow view or a dialog.
         self._chat = ChatLog()
-        self._editor = Editor()
+        self._editor = Editor(commands=list(COMMANDS), cwd=options.cwd)
         self._activity = ActivityCard(clock=clock)
         self._footer = StatusFooter()
 
@@ -315,6 +344,11 @@ class CorralApp(AgentCommandsMixin, FavoritesMixin, App[int]):
 
     # --- editor and keys ---------------------------------------------------------------------
 
+    def on_editor_completions_shown(self, message: Editor.CompletionsShown) -> None:
+        shown = message.candidates[:20]
+        more = f" … and {len(message.candidates) - len(shown)} more" if len(message.candidates) > 20 else ""
+        self.notice("  ".join(shown) + more)
+
     async def on_editor_submitted(self, message: Editor.Submitted) -> None:
         text = message.text
         if text.startswith("/"):
@@ -323,6 +357,15 @@ class CorralApp(AgentCommandsMixin, FavoritesMixin, App[int]):
         launched = self.launched
         if launched is None:
             self.notice("No model yet: " + (self.setup_error or "choose one with /model"), kind="error")
+            return
+        if text.startswith("!"):
+            self._shell(text)
+            return
+        try:
+            text = self._attach_files(text)
+        except CorralError as exc:
+            self.notice(f"{exc} (nothing was sent; the text is back in the prompt)", kind="error")
+            self.editor.load_text(message.text)
             return
         agent = launched.agent
         if agent.is_idle:
@@ -362,18 +405,83 @@ class CorralApp(AgentCommandsMixin, FavoritesMixin, App[int]):
             self.notice(str(exc), kind="error")
         self._render_footer()
 
+    def _attach_files(self, text: str) -> str:
+        """The message with each `@path` naming a file attached (Pi's `@file`): the files first,
+        then the text. Words starting with `@` that name no file stay as they are.
+
+        Raises:
+            CorralError: a named file cannot be read, or the message is too large.
+        """
+        from corral.orchestration import prepare_files
+
+        cwd = self.options.cwd.expanduser()
+        paths = [word[1:] for word in text.split() if word.startswith("@") and len(word) > 1]
+        found = [path for path in dict.fromkeys(paths) if (cwd / Path(path).expanduser()).is_file()]
+        if not found:
+            return text
+        prepared = prepare_files(found, cwd=cwd)
+        rendered = prepared.render("Message", text)
+        self.notice("attached " + ", ".join(found))
+        return rendered.text
+
+    @work(group="shell")
+    async def _shell(self, line: str) -> None:
+        """`!cmd`: run `cmd` in the project's shell; the command and its output join the lead's
+        context (added after the current run, if one is going). `!!cmd` keeps it out of the context."""
+        from corral.agent.tools import BashTool, run_user_command
+        from corral.llm import BashExecutionMessage
+
+        launched = self.launched
+        excluded = line.startswith("!!")
+        command = line[2 if excluded else 1 :].strip()
+        if launched is None:
+            return
+        if not command:
+            self.notice("usage: !command runs it and adds the output to the context; !!command does not")
+            return
+        card = BashCard(command, excluded=excluded)
+        self.chat.add(card)
+        tool = BashTool(launched.cwd, shell_path=launched.settings.shell_path)
+        result = await run_user_command(tool, command)
+        message = BashExecutionMessage(
+            command=command,
+            output=result.output,
+            exit_code=result.exit_code,
+            cancelled=result.cancelled,
+            truncated=result.truncated,
+            full_output_path=result.full_output_path,
+            exclude_from_context=True if excluded else None,
+        )
+        launched.agent.record_bash_execution(message)
+        card.set_result(message)
+        self._render_footer()
+
     def action_interrupt(self) -> None:
-        """Escape: interrupt the lead's current model request or tool."""
+        """Escape: interrupt the lead's current model request or tool.
+
+        Messages queued for the lead (steers, follow-ups) are taken back into the prompt rather
+        than delivered after the interrupt; the notice says when the lead has stopped."""
         launched = self.launched
         if launched is None or launched.agent.is_idle:
             return
-        self.notice("interrupting the lead …")
-        self._abort()
+        steering, follow_up = launched.agent.clear_queue()
+        returned = [*steering, *follow_up]
+        for text in returned:
+            card = self.chat.queued.pop(text, None)
+            if card is not None:
+                card.remove()
+        if returned:
+            draft = self.editor.text.strip()
+            self.editor.load_text("\n".join([*returned, *([draft] if draft else [])]))
+        note = self.chat.notice("interrupting the lead …")
+        self._abort(note, len(returned))
 
     @work(group="abort")
-    async def _abort(self) -> None:
+    async def _abort(self, note: NoticeCard, returned: int) -> None:
         if self.launched is not None:
             await self.launched.agent.abort()
+        back = f"; {returned} queued message(s) are back in the prompt" if returned else ""
+        note.update(f"lead interrupted{back}")
 
     def action_toggle_logs(self) -> None:
         """Expand or collapse every large tool log."""
@@ -407,8 +515,14 @@ class CorralApp(AgentCommandsMixin, FavoritesMixin, App[int]):
         name, _, arg = line.partition(" ")
         arg = arg.strip()
         if name == "/help":
-            lines = [f"{cmd}  {desc}" for cmd, desc in COMMANDS.items()]
+            lines = ["Commands (Tab completes them):"]
+            lines += [f"  {cmd}  {desc}" for cmd, desc in COMMANDS.items()]
+            lines += ["Keys:"]
+            lines += [f"  {key}  {desc}" for key, desc in KEYS.items()]
             self.notice("\n".join(lines))
+            return
+        if name == "/new":
+            await self._new_session()
             return
         if name == "/quit":
             await self.action_quit()
@@ -556,6 +670,21 @@ class CorralApp(AgentCommandsMixin, FavoritesMixin, App[int]):
             return
         self.notice(f"compacted: {entry.tokens_before} tokens summarised")
         self._render_footer()
+
+    async def _new_session(self) -> None:
+        """`/new`: a fresh session in this directory with the same model, tools and surfaces."""
+        launched = self.launched
+        model = launched.model_info.ref if launched is not None else self.options.model
+        options = LaunchOptions(
+            self.options.cwd,
+            model=model,
+            thinking=launched.agent.thinking_level if launched is not None else self.options.thinking,
+            tools=self.options.tools,
+            surfaces=self.options.surfaces,
+        )
+        await self._reopen(options)
+        if self.launched is not None:
+            self.notice("new session: the previous one is saved (/resume reopens it)")
 
     def _resume_command(self) -> None:
         from corral.session import list_sessions

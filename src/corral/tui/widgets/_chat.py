@@ -13,6 +13,7 @@ from textual.binding import BindingType
 from textual.containers import Vertical, VerticalScroll
 from textual.widgets import Collapsible, Markdown, Static
 
+from corral._units import format_elapsed
 from corral.agent import (
     AgentEvent,
     AutoRetryStartEvent,
@@ -26,6 +27,7 @@ from corral.agent import (
 )
 from corral.llm import (
     AssistantMessage,
+    BashExecutionMessage,
     CustomMessage,
     TextContent,
     ThinkingContent,
@@ -42,9 +44,11 @@ ASK_TYPE = "corral-agent-ask"
 """`custom_type` of a delivered managed-agent question."""
 
 __all__ = [
+    "ANSWER_HINT",
     "AgentAskCard",
     "AgentResultCard",
     "AssistantCard",
+    "BashCard",
     "ChatLog",
     "NoticeCard",
     "TeamMessageCard",
@@ -162,25 +166,102 @@ class ToolCard(Static):
         self.update(text)
 
 
+class BashCard(Static):
+    """A shell command the user ran with `!cmd` (or `!!cmd`, kept out of the model's context)."""
+
+    def __init__(self, command: str, *, excluded: bool = False) -> None:
+        super().__init__(classes="tool bash running")
+        self.command = command
+        self.excluded = excluded
+        self.output = ""
+        self.exit_code: int | None = None
+        self.done = False
+        self._render_card()
+
+    def set_result(self, message: BashExecutionMessage) -> None:
+        """Show the command's output and exit code."""
+        self.output = message.output
+        self.exit_code = message.exit_code
+        self.done = True
+        self.set_class(False, "running")
+        self.set_class(message.cancelled or (message.exit_code or 0) != 0, "failed")
+        self._render_card()
+
+    def _render_card(self) -> None:
+        text = Text(f"$ {self.command}", style="bold")
+        if self.excluded:
+            text.append("  (not sent to the model)", style="dim")
+        elif self.done:
+            text.append("  (added to the lead's context)", style="dim")
+        lines = self.output.splitlines()
+        for line in lines[:LARGE_LOG_LINES]:
+            text.append("\n  " + line)
+        if len(lines) > LARGE_LOG_LINES:
+            text.append(f"\n  … {len(lines) - LARGE_LOG_LINES} more lines", style="italic dim")
+        if not self.done:
+            text.append("\n  running …", style="italic dim")
+        elif self.exit_code not in (0, None):
+            text.append(f"\n  exit code {self.exit_code}", style="bold")
+        self.update(text)
+
+
 class AgentResultCard(Static):
-    """A managed agent's result, delivered into the lead."""
+    """A managed agent's result, delivered into the lead: the agent, its status and elapsed time, then
+    the text. The ids (session, request) are behind `l`, like long tool logs."""
 
     def __init__(self, text: str, details: Any) -> None:
-        label = details.get("agent") if isinstance(details, dict) else None
-        title = f"◆ result from {label}" if label else "◆ agent result"
-        body = Text(title + "\n", style="bold")
-        body.append(text)
-        super().__init__(body, classes="agent-result")
+        super().__init__(classes="agent-result")
+        facts = details if isinstance(details, dict) else {}
+        self.agent = str(facts.get("agent") or "agent")
+        self.status = str(facts.get("status") or "completed")
+        elapsed = facts.get("elapsed_ms")
+        self.elapsed = format_elapsed(elapsed if isinstance(elapsed, int) else None)
+        header, _, body = text.partition("\n\n")
+        if not header.startswith("Agent result ·"):
+            header, body = "", text
+        self.ids = header
+        self.body = body.strip()
+        self.expanded = False
+        self.set_class(self.status != "completed", "failed")
+        self._render_card()
+
+    def set_expanded(self, expanded: bool) -> None:
+        """Show the ids line (`True`) or hide it."""
+        self.expanded = expanded
+        self._render_card()
+
+    def _render_card(self) -> None:
+        mark = "◆" if self.status == "completed" else "✗"
+        text = Text(f"{mark} {self.agent}", style="bold")
+        text.append(
+            f" · {self.status} · {self.elapsed}", style="bold" if self.status != "completed" else "dim"
+        )
+        text.append("\n" + self.body)
+        if self.ids and self.expanded:
+            text.append("\n" + self.ids, style="dim")
+        elif self.ids:
+            text.append("\n(l shows the session and request ids)", style="italic dim")
+        self.update(text)
+
+
+ANSWER_HINT = (
+    "To answer: press ↓ on an empty prompt to open the agents view, pick the agent with ↑/↓, "
+    "press m, type the answer and press Enter. Or tell the lead here and it replies for you."
+)
+"""How a person answers an agent's question in the app (shown on every question card)."""
 
 
 class AgentAskCard(Static):
-    """A managed agent's question (`ask_owner`), delivered into the lead."""
+    """A managed agent's question (`ask_owner`), delivered into the lead, with how to answer it."""
 
     def __init__(self, text: str, details: Any) -> None:
-        label = details.get("agent") if isinstance(details, dict) else None
+        facts = details if isinstance(details, dict) else {}
+        label = facts.get("agent")
+        question = facts.get("question")
         title = f"? question from {label}" if label else "? agent question"
         body = Text(title + "\n", style="bold")
-        body.append(text)
+        body.append(str(question) if isinstance(question, str) and question.strip() else text)
+        body.append("\n" + ANSWER_HINT, style="italic dim")
         super().__init__(body, classes="agent-ask")
 
 
@@ -278,15 +359,19 @@ class ChatLog(VerticalScroll):
         """Append a card (the view follows it while anchored at the bottom)."""
         self.mount(card)
 
-    def notice(self, text: str, *, kind: str = "info") -> None:
-        """Add a note from the app."""
-        self.add(NoticeCard(text, kind=kind))
+    def notice(self, text: str, *, kind: str = "info") -> NoticeCard:
+        """Add a note from the app; returns its card (to update it later)."""
+        card = NoticeCard(text, kind=kind)
+        self.add(card)
+        return card
 
     def action_toggle_logs(self) -> None:
-        """Expand or collapse every large tool log and every teams report's body."""
+        """Expand or collapse every large tool log, every result's ids and every teams report's body."""
         self.logs_expanded = not self.logs_expanded
         for card in self.query(ToolCard):
             card.set_expanded(self.logs_expanded)
+        for result in self.query(AgentResultCard):
+            result.set_expanded(self.logs_expanded)
         for report in self.query(TeamReportCard):
             report.collapsible.collapsed = not self.logs_expanded
 
@@ -327,7 +412,9 @@ class ChatLog(VerticalScroll):
         elif isinstance(message, CustomMessage) and message.display:
             text = content_text(message.content)
             if message.custom_type == RESULT_TYPE:
-                self.add(AgentResultCard(text, message.details))
+                card = AgentResultCard(text, message.details)
+                card.set_expanded(self.logs_expanded)
+                self.add(card)
             elif message.custom_type == ASK_TYPE:
                 self.add(AgentAskCard(text, message.details))
             else:
@@ -335,6 +422,10 @@ class ChatLog(VerticalScroll):
         elif isinstance(message, AssistantMessage):
             self._assistant = AssistantCard()
             self.add(self._assistant)
+        elif isinstance(message, BashExecutionMessage):
+            bash = BashCard(message.command, excluded=bool(message.exclude_from_context))
+            bash.set_result(message)
+            self.add(bash)
 
     async def render_assistant(self, message: AssistantMessage, *, done: bool) -> None:
         """Render the assistant reply so far."""
