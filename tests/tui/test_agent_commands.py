@@ -90,7 +90,14 @@ async def test_agents_lists_teams_agents_with_tier_phase_and_recent_outcomes(tui
         rows = {table.get_row_at(i)[0]: table.get_row_at(i) for i in range(table.row_count)}
         assert rows["scan"][:3] == ["scan", "read-review", "thinking"]
         assert rows["scan"][3:6] == ["-", "-", "-"]
-        assert rows["quick"][2:] == ["completed", "succeeded", "not-requested", "pending", "typo fixed"]
+        assert rows["quick"][1:] == [
+            "write-patch",
+            "completed",
+            "succeeded",
+            "not-requested",
+            "pending",
+            "typo fixed",
+        ]
         assert not app.screen.query("#agents-table")  # no managed agents: only the teams table
         await pilot.press("escape")
         assert not isinstance(app.screen, AgentsScreen)

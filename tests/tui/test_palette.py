@@ -71,7 +71,14 @@ def test_rows_use_the_palette_and_many_rows_collapse_to_an_aggregate() -> None:
         "13 agents: 5 working · 3 thinking · 2 waiting · 1 queued +2 states",
     ]
     managed = render_activity([ActivityRow("scout", "scout", "working")], palette).plain.splitlines()[0]
-    assert managed == "agent activity  1 active · ↓ navigate"
+    assert managed == "agent activity  1 active · 1 managed · ↓ navigate"
+    mixed = [
+        ActivityRow("scout", "scout", "working"),
+        ActivityRow("old", "scout", "lost"),
+        ActivityRow("scan", "read-review", "thinking", kind="read", run_id="r9"),
+    ]
+    header = render_activity(mixed, palette).plain.splitlines()[0]
+    assert header == "agent activity  2 active · 1 read · 0 write · 2 managed · 1 lost · ↓ navigate"
 
 
 async def test_the_app_takes_the_palette_from_settings_and_the_theme(tui_env: TuiEnv) -> None:

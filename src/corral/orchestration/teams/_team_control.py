@@ -457,6 +457,7 @@ class TeamControlMixin:
                 {
                     "name": name,
                     "role": prepared.tier.role,
+                    "modelSlot": prepared.tier.name,
                     "phase": "queued",
                     "queuePosition": capacity.queue_position(name),
                     "queuedAgeMs": int((time.time() - prepared.queued_at) * 1000),
@@ -710,6 +711,7 @@ def _report_snapshot(report: TeamReportRecord, now: int, observed: dict[str, Any
     return {
         "name": report.name,
         "role": report.kind,
+        "modelSlot": report.tier,
         "phase": "completed" if report.status == "completed" else "failed",
         "runId": report.run_id,
         "completedAgeMs": now - report.created_at,

@@ -174,7 +174,8 @@ class PhraseAnimator:
 class ActivityCard(Static):
     """Agent activity below the editor (managed and teams agents); hidden while there are none.
 
-    Header `agent activity  N active · R read · W write · ↓ navigate`, then one row per agent;
+    Header `agent activity  N active · R read · W write · M managed · ↓ navigate` (see `_header`), then one
+    row per agent;
     beyond `MAX_ROWS` rows, one aggregate line of the top four state counts (`+N states` for the rest).
 
     Args:
@@ -236,15 +237,20 @@ class ActivityCard(Static):
 
 
 def _header(rows: Sequence[ActivityRow]) -> str:
-    active = [r for r in rows if r.state != "queued"]
+    """`N active` (every row but queued and lost ones), `R read · W write` (active teams agents, when
+    there are teams agents), `M managed` (managed rows, when there are any), `L lost`, `Q queued`."""
+    active = [r for r in rows if r.state not in ("queued", "lost")]
     parts = [f"{len(active)} active"]
     if any(r.is_team for r in rows):
-        parts.append(f"{sum(1 for r in active if r.kind == 'read')} read")
-        parts.append(f"{sum(1 for r in active if r.kind == 'write')} write")
-    managed = sum(1 for r in active if not r.is_team)
-    if managed and managed != len(active):
+        parts.append(f"{sum(1 for r in active if r.is_team and r.kind == 'read')} read")
+        parts.append(f"{sum(1 for r in active if r.is_team and r.kind == 'write')} write")
+    managed = sum(1 for r in rows if not r.is_team)
+    if managed:
         parts.append(f"{managed} managed")
-    queued = len(rows) - len(active)
+    lost = sum(1 for r in rows if r.state == "lost")
+    if lost:
+        parts.append(f"{lost} lost")
+    queued = sum(1 for r in rows if r.state == "queued")
     if queued:
         parts.append(f"{queued} queued")
     return "agent activity  " + " · ".join(parts) + " · ↓ navigate"
