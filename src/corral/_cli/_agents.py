@@ -393,4 +393,3 @@ def agents_definitions(*, cwd: Path, as_json: bool, out: IO[str]) -> int:
     for item in invalid:
         out.write(f"INVALID\t{item['path']}: {item['problem']}\n")
     return 0
-
