@@ -6,7 +6,8 @@ of harmless settings (`corral.settings.UNTRUSTED_PROJECT_KEYS`). Trust is
 pinned to content: trusting records a SHA-256 digest of every pinned file
 (`PINNED_ENTRIES`: `.corral/settings.toml`, `.corral/SYSTEM.md`,
 `.corral/APPEND_SYSTEM.md` and every file below `.corral/scripts/` and
-`.corral/agents/`, symlinks followed). When one of them is edited, added or
+`.corral/agents/`, symlinks followed; and the Claude Code and Pi definitions
+in `.claude/agents/` and `.pi/agents/`). When one of them is edited, added or
 removed, the project is untrusted again until the user trusts it anew.
 
 The trust store is a small JSON file, `$XDG_CONFIG_HOME/corral/trusted-projects.json`
@@ -38,6 +39,7 @@ from corral._paths import config_home, ensure_private_dir
 from corral.errors import CorralError, UsageError
 
 __all__ = [
+    "FOREIGN_AGENT_DIRS",
     "PINNED_ENTRIES",
     "TrustState",
     "TrustStoreError",
@@ -59,6 +61,10 @@ _TRUST_VERSION = 1
 
 PINNED_ENTRIES = ("settings.toml", "SYSTEM.md", "APPEND_SYSTEM.md", "scripts", "agents")
 """What trust covers, relative to `.corral/`: these files, and every file below these directories."""
+
+FOREIGN_AGENT_DIRS = (".claude/agents", ".pi/agents")
+"""Claude Code's and Pi's project definition directories, relative to the project: pinned like
+`.corral/agents` (corral loads their definitions only in a trusted project)."""
 
 _MAX_PINNED_FILES = 10000
 """More files than this under `.corral/` cannot be trusted (the digest would be too slow to check)."""
@@ -93,7 +99,9 @@ def find_project_dir(cwd: Path) -> Path | None:
 
 
 def pinned_files(project: Path) -> dict[str, str]:
-    """The files trust covers in `project` (relative path → `sha256:<hex>`), read now.
+    """The files trust covers in `project` (relative path → `sha256:<hex>`), read now: the
+    `PINNED_ENTRIES` of `.corral/`, and the Claude Code and Pi definitions (`FOREIGN_AGENT_DIRS`),
+    which count only in a trusted project too.
 
     A file that cannot be read is pinned as `unreadable`; a directory walk follows symlinks
     (each real directory once), so a symlink cannot bring unpinned files into effect.
@@ -101,30 +109,31 @@ def pinned_files(project: Path) -> dict[str, str]:
     Raises:
         UsageError: more than 10000 files are pinned.
     """
-    base = Path(os.path.realpath(project)) / ".corral"
+    real = Path(os.path.realpath(project))
     found: dict[str, str] = {}
-    for entry in PINNED_ENTRIES:
-        path = base / entry
+    paths = [f".corral/{entry}" for entry in PINNED_ENTRIES] + list(FOREIGN_AGENT_DIRS)
+    for relative in paths:
+        path = real / relative
         if path.is_dir():
             seen: set[str] = set()
             for root, dirs, names in os.walk(path, followlinks=True):
-                real = os.path.realpath(root)
-                if real in seen:
+                real_root = os.path.realpath(root)
+                if real_root in seen:
                     dirs[:] = []
                     continue
-                seen.add(real)
+                seen.add(real_root)
                 dirs.sort()
                 for name in sorted(names):
                     file = Path(root) / name
                     if file.is_file():
-                        found[f".corral/{file.relative_to(base).as_posix()}"] = _digest(file)
+                        found[file.relative_to(real).as_posix()] = _digest(file)
                 if len(found) > _MAX_PINNED_FILES:
                     raise UsageError(
                         f"{project}: more than {_MAX_PINNED_FILES} files under .corral/; "
                         "trust covers at most that many, so remove what corral does not need"
                     )
         elif path.is_file():
-            found[f".corral/{entry}"] = _digest(path)
+            found[relative] = _digest(path)
     return dict(sorted(found.items()))
 
 

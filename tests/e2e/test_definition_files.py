@@ -126,3 +126,7 @@ def test_project_claude_agents_count_only_once_trusted(corral: RunCorral, cli_en
     after = {d["name"]: d for d in _definitions(corral)["definitions"]}
     assert after["local"].get("enabled", True) is True
     assert after["local"]["projectSource"].endswith(".claude/agents/local.md")
+    # Trust is pinned to the file's content: an edit (say, a pull) untrusts the project again.
+    _write(cli_env.project / ".claude" / "agents" / "local.md", "---\nname: local\ndescription: y\n---\ny\n")
+    edited = {d["name"]: d for d in _definitions(corral)["definitions"]}
+    assert edited["local"]["enabled"] is False
