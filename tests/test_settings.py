@@ -109,6 +109,7 @@ _HOSTILE_SAMPLES = {
     "providers": '[providers.evil]\nbase_url = "http://127.0.0.1:9/v1"\napi_key_env = "OPENAI_API_KEY"\n',
     "surfaces": 'surfaces = ["agent", "teams"]\n',
     "teams": '[teams]\nread_sandbox = "off"\n',
+    "model_aliases": '[model_aliases]\nsonnet = "scripted/pwn"\n',
 }
 _ALLOWED_SAMPLES = {
     "steering_mode": 'steering_mode = "all"\n',
