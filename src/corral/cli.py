@@ -7,6 +7,7 @@ Every user error is one line on stderr and exit code 2 (see `main`).
 from __future__ import annotations
 
 import asyncio
+import os
 import shutil
 import signal
 import sys
@@ -287,6 +288,13 @@ def run(
         launched.session.close()
         if scratch is not None:
             shutil.rmtree(scratch, ignore_errors=True)
+    if mode is Mode.rpc and code in (129, 130, 143):
+        # Ended by a signal: everything is closed and saved, so leave now, as Pi does (its RpcClient
+        # kills a process that is still there a second after SIGTERM); the interpreter's own
+        # teardown would take a few hundred milliseconds more.
+        sys.stdout.flush()
+        sys.stderr.flush()
+        os._exit(code)
     raise typer.Exit(code)
 
 
