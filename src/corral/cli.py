@@ -220,6 +220,13 @@ def run(
         str | None,
         typer.Option("--surfaces", help="Comma-separated tool surfaces for the lead (default: the setting)."),
     ] = None,
+    agents: Annotated[
+        bool,
+        typer.Option(
+            "--agents",
+            help="With --mode json: add the managed and teams agents' own events, each tagged with its agent.",
+        ),
+    ] = False,
 ) -> None:
     """Run the agent headless: print the answer, stream events as JSON, or serve RPC on stdin."""
     from corral._cli._launch import LaunchOptions, announce_default_model, check_data_root, launch_session
@@ -232,6 +239,8 @@ def run(
         prompt = _prompt_text(prompt)
     if tools is not None and no_tools:
         raise UsageError("choose --tools or --no-tools, not both")
+    if agents and mode is not Mode.json:
+        raise UsageError("--agents adds the agents' events to --mode json; use it with --mode json")
     if provider is not None:
         model = _provider_model(provider, model)
     tool_names = [] if no_tools else ([t.strip() for t in tools.split(",") if t.strip()] if tools else None)
@@ -274,7 +283,7 @@ def run(
                 return await run_rpc_mode(launched, stdin_fd=_stdin_fd(), out=sys.stdout)
             assert prompt is not None
             if mode is Mode.json:
-                return await run_json_mode(launched, prompt, out=sys.stdout, err=sys.stderr)
+                return await run_json_mode(launched, prompt, out=sys.stdout, err=sys.stderr, agents=agents)
             return await run_print_mode(launched, prompt, out=sys.stdout, err=sys.stderr)
         finally:
             await launched.aclose()

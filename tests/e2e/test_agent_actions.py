@@ -116,4 +116,4 @@ def test_agent_actions_and_error_categories_through_corral_run(cli_env: Env) -> 
     assert [m["details"]["agent"] for m in delivered] == ["worker"]
     assert delivered[0]["details"]["status"] == "completed"
     assert delivered[0]["content"].splitlines()[-1] == "The README says hello."
-    assert events[-1]["type"] == "agent_settled"
+    assert [e["type"] for e in events[-2:]] == ["agent_settled", "run_end"]

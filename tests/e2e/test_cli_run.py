@@ -93,8 +93,9 @@ def test_json_mode_prints_the_header_then_events(corral: RunCorral, cli_env: Env
     assert lines[0]["type"] == "session" and lines[0]["version"] == 3
     kinds = [line["type"] for line in lines[1:]]
     assert kinds[0] == "agent_start"
-    assert kinds[-1] == "agent_settled"
+    assert kinds[-2:] == ["agent_settled", "run_end"]
     assert kinds.count("agent_settled") == 1
+    assert lines[-1] == {"type": "run_end", "exitCode": 0}
     assert "tool_execution_start" in kinds and "tool_execution_end" in kinds
     ends = [line for line in lines if line["type"] == "tool_execution_end"]
     assert [end["toolName"] for end in ends] == ["write", "bash"]

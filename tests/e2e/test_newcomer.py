@@ -417,3 +417,58 @@ def test_a_question_left_by_an_in_process_agent_says_what_really_happens(
     assert continued.returncode == 0, continued.stderr
     [result] = _results(continued.stdout)
     assert "agent=asker" in result and "status=completed" in result and "Went ahead as answered." in result
+
+
+def test_json_mode_ends_with_run_end_and_agents_adds_the_agents_events(
+    corral: RunCorral, cli_env: Env
+) -> None:
+    done = corral("run", "--mode", "json", "--agents", "--model", "scripted/tour", "-p", "show me around")
+    assert done.returncode == 0, done.stderr
+    lines = [json.loads(line) for line in done.stdout.splitlines()]
+    assert lines[-1] == {"type": "run_end", "exitCode": 0}
+    assert [line["type"] for line in lines].count("run_end") == 1
+    lead = [line for line in lines[1:-1] if "agent" not in line]
+    # the lead settles once per wake: after its turn and after the delivered results
+    assert [e["type"] for e in lead].count("agent_settled") >= 2 and lead[-1]["type"] == "agent_settled"
+    tagged = [line for line in lines if "agent" in line]
+    labels = {line["agent"]["label"] for line in tagged}
+    assert labels == {"tour-docs", "tour-todos"}
+    assert {line["agent"]["kind"] for line in tagged} == {"managed"}
+    docs_tools = [
+        line["toolName"]
+        for line in tagged
+        if line["agent"]["label"] == "tour-docs" and line["type"] == "tool_execution_end"
+    ]
+    assert docs_tools == ["find"]
+    assert all(line["type"] != "session" for line in tagged)
+    without = corral("run", "--mode", "json", "--model", "scripted/tour", "-p", "show me around")
+    assert not any("agent" in json.loads(line) for line in without.stdout.splitlines())
+
+    cli_env.script("fails", "steps:\n  - text: boom\n    stop: error\n")
+    failed = corral("run", "--mode", "json", "--model", "scripted/fails", "-p", "x")
+    assert failed.returncode == 1
+    assert json.loads(failed.stdout.splitlines()[-1]) == {"type": "run_end", "exitCode": 1, "error": "boom"}
+    _one_line_error(corral("run", "--agents", "--model", "scripted/fails", "-p", "x"), "--agents")
+
+
+def test_json_agents_tags_teams_agents_too(corral: RunCorral, cli_env: Env) -> None:
+    for item in (REPO / "src" / "corral" / "_demo" / "sample_project").iterdir():
+        (cli_env.project / item.name).write_bytes(item.read_bytes())
+    done = corral(
+        "run",
+        "--mode",
+        "json",
+        "--agents",
+        "--surfaces",
+        "teams",
+        "--model",
+        "scripted/demo-teams",
+        "-p",
+        "review",
+        env={"CORRAL_DEMO_PYTHON": sys.executable},
+    )
+    assert done.returncode == 0, done.stderr
+    lines = [json.loads(line) for line in done.stdout.splitlines()]
+    tagged = {(line["agent"]["label"], line["agent"]["kind"]) for line in lines if "agent" in line}
+    assert tagged == {("correctness", "teams"), ("tests", "teams"), ("write-patch", "teams")}
+    assert lines[-1] == {"type": "run_end", "exitCode": 0}

@@ -7,7 +7,10 @@ header, then every agent event follows as one line.
 
 from __future__ import annotations
 
+import asyncio
+import contextlib
 import json
+from collections.abc import Callable
 from typing import Any, TextIO
 
 from corral.agent import (
@@ -26,31 +29,43 @@ from ._launch import Launched
 __all__ = ["LineWriter", "event_json", "run_json_mode", "run_print_mode"]
 
 
-def _final_exit(launched: Launched, err: TextIO) -> int:
-    """1 (naming the reason on stderr) when the run ended in an error, an abort, SIGTERM or an empty
-    reply; else 0 (a reply cut at the cap gets a one-line note)."""
+def _exit_status(launched: Launched) -> tuple[int, str | None]:
+    """`(1, reason)` when the run ended in an error, an abort, SIGTERM or an empty reply (or a
+    reply note that fails the run); else `(0, None)`."""
     if launched.failed is not None:
-        return 1  # named on stderr when it happened, with the agents left unsettled
+        return 1, launched.failed
     if launched.terminated:
         # A SIGTERM during a tool call leaves the tool-calling reply as the last one;
         # it is not an answer.
-        print("corral: aborted (SIGTERM)", file=err)
-        return 1
+        return 1, "aborted (SIGTERM)"
     agent = launched.agent
     last = agent.last_reply
     if last is None:
-        print("corral: the model gave no reply", file=err)
-        return 1
+        return 1, "the model gave no reply"
     if last.stop_reason in ("error", "aborted"):
-        print(f"corral: {describe_failed_reply(last, agent.model.info)}", file=err)
-        return 1
+        return 1, describe_failed_reply(last, agent.model.info)
     note = reply_note(last, agent.model.info)
     if note is not None and last.stop_reason != "length":
-        print(f"corral: {note}", file=err)
-        return 1
-    if note is not None:
-        print(f"corral: note: {note}", file=err)
-    return 0
+        return 1, note
+    return 0, None
+
+
+def _final_exit(launched: Launched, err: TextIO) -> int:
+    """1 (naming the reason on stderr) when the run ended in an error, an abort, SIGTERM or an empty
+    reply; else 0 (a reply cut at the cap gets a one-line note).
+
+    A failed write (`launched.failed`) was named on stderr when it happened, with the agents
+    left unsettled: it is not printed again.
+    """
+    code, reason = _exit_status(launched)
+    if reason is not None and launched.failed is None:
+        print(f"corral: {reason}", file=err)
+    last = launched.agent.last_reply
+    if code == 0 and last is not None:
+        note = reply_note(last, launched.agent.model.info)
+        if note is not None:
+            print(f"corral: note: {note}", file=err)
+    return code
 
 
 async def _run_headless(launched: Launched, prompt: str, err: TextIO) -> None:
@@ -176,14 +191,71 @@ def event_json(event: AgentEvent) -> dict[str, Any]:
     return data
 
 
-async def run_json_mode(launched: Launched, prompt: str, *, out: TextIO, err: TextIO) -> int:
-    """Print the session header, then every event of the run as one JSON line."""
+async def run_json_mode(
+    launched: Launched, prompt: str, *, out: TextIO, err: TextIO, agents: bool = False
+) -> int:
+    """Print the session header, then every event of the run as one JSON line, and last a
+    `run_end` line with the exit code (and the error, if any).
+
+    With `agents`, the events of every managed and teams agent this process runs are
+    interleaved, each with an `agent` object (`label`, `kind`, `runId`, `sessionId`).
+    """
     agent = launched.agent
     writer = LineWriter(out)
     writer.write(to_json_dict(agent.session.header))
     unsubscribe = agent.subscribe(lambda event: writer.write(event_json(event)))
+    follower = (
+        asyncio.ensure_future(_follow_agents(launched, writer))
+        if agents and launched.host is not None
+        else None
+    )
     try:
         await _run_headless(launched, prompt, err)
     finally:
         unsubscribe()
-    return _final_exit(launched, err)
+        if follower is not None:
+            follower.cancel()
+            with contextlib.suppress(asyncio.CancelledError):
+                await follower
+    code = _final_exit(launched, err)
+    _, reason = _exit_status(launched)
+    end: dict[str, Any] = {"type": "run_end", "exitCode": code}
+    if reason is not None:
+        end["error"] = reason
+    writer.write(end)
+    return code
+
+
+async def _follow_agents(launched: Launched, writer: LineWriter) -> None:
+    """Write the events of each agent the host starts, tagged with the agent, until cancelled.
+
+    The host announces a new agent (`wait_for_change`) before its first model reply can
+    arrive, so every reply and tool call of the agent is seen.
+    """
+    from corral.orchestration.teams import TeamChild
+
+    host = launched.host
+    assert host is not None
+    seen: set[str] = set()
+    unsubscribes: list[Callable[[], None]] = []
+    try:
+        while True:
+            for run_id, child in list(host.children.items()):
+                if run_id in seen:
+                    continue
+                seen.add(run_id)
+                tag = {
+                    "label": child.label,
+                    "kind": "teams" if isinstance(child, TeamChild) else "managed",
+                    "runId": run_id,
+                    "sessionId": child.agent.session.session_id,
+                }
+
+                def write(event: AgentEvent, tag: dict[str, str] = tag) -> None:
+                    writer.write({**event_json(event), "agent": tag})
+
+                unsubscribes.append(child.agent.subscribe(write))
+            await host.wait_for_change()
+    finally:
+        for unsubscribe in unsubscribes:
+            unsubscribe()
