@@ -1,0 +1,63 @@
+"""A newcomer in the terminal app (issue 13): the offline tour from the no-model card, and the
+built-in default model shown in the footer."""
+
+from __future__ import annotations
+
+import pytest
+
+from corral.llm import AssistantMessage, CustomMessage
+from corral.tui import CorralApp
+from corral.tui.app import SetupCard
+from corral.tui.widgets import StatusFooter
+
+from .conftest import SIZE, TuiEnv, wait_until
+
+
+def _results(app: CorralApp) -> list[CustomMessage]:
+    assert app.launched is not None
+    return [
+        m
+        for m in app.launched.agent.messages
+        if isinstance(m, CustomMessage) and m.custom_type == "corral-agent-result"
+    ]
+
+
+async def test_the_use_tour_button_runs_the_offline_tour_in_any_directory(tui_env: TuiEnv) -> None:
+    app = tui_env.app(None)
+    async with app.run_test(size=SIZE) as pilot:
+        card = app.query_one(SetupCard)
+        assert "scripted/tour" in card.message or "scripted/tour" in str(card.query_one("#setup-hint").render())
+        await pilot.click("#use-demo")
+        await wait_until(pilot, lambda: app.launched is not None)
+        assert app.query_one(StatusFooter).model_ref == "scripted/tour"
+        app.editor.load_text("show me around")
+        await pilot.press("enter")
+        await wait_until(pilot, lambda: len(_results(app)) == 2, timeout=60)
+        launched = app.launched
+        assert launched is not None
+        await wait_until(
+            pilot,
+            lambda: launched.agent.is_idle
+            and isinstance(launched.agent.messages[-1], AssistantMessage)
+            and launched.agent.messages[-1].text.startswith("Both scouts delivered"),
+            timeout=60,
+        )
+        texts = [m.text for m in launched.agent.messages if isinstance(m, AssistantMessage)]
+        assert texts[1].startswith("Not everything worked")  # the project is not a git repository
+        assert any("README.md" in str(r.content) for r in _results(app))
+
+
+async def test_the_footer_marks_the_built_in_default_model(
+    tui_env: TuiEnv, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    monkeypatch.setenv("ANTHROPIC_API_KEY", "sk-ant-test")
+    app = tui_env.app(None)
+    async with app.run_test(size=SIZE) as pilot:
+        await wait_until(pilot, lambda: app.launched is not None)
+        footer = app.query_one(StatusFooter)
+        assert footer.model_ref == "anthropic/claude-opus-4-6 (default)"
+        assert "anthropic/claude-opus-4-6 (default)" in str(footer.render())
+    chosen = tui_env.app("anthropic/claude-haiku-4-5")
+    async with chosen.run_test(size=SIZE) as pilot:
+        await wait_until(pilot, lambda: chosen.launched is not None)
+        assert chosen.query_one(StatusFooter).model_ref == "anthropic/claude-haiku-4-5"
