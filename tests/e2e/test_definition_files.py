@@ -7,6 +7,7 @@ from __future__ import annotations
 import json
 from pathlib import Path
 
+from ._seed import lead_session
 from .conftest import Env, RunCorral
 
 
@@ -42,6 +43,12 @@ def test_invalid_definition_files_are_listed_with_path_and_problem(corral: RunCo
     assert "thinking must be one of" in problems[str(bad)]
     text = corral("agents", "definitions").stdout
     assert f"INVALID\t{unknown}: unknown field(s) colour" in text
+
+    lead_session(cli_env)
+    agents_list = corral("agents", "list")
+    assert agents_list.returncode == 0, agents_list.stderr
+    assert agents_list.stdout.splitlines()[0] == "No agents."
+    assert f"INVALID\t{unknown}: unknown field(s) colour" in agents_list.stdout
 
     doctor = json.loads(corral("doctor", "--json").stdout)
     warnings = [c["message"] for c in doctor["checks"] if c["name"] == "definitions"]

@@ -36,7 +36,7 @@ from corral.errors import UsageError
 
 if TYPE_CHECKING:
     from corral.agent import AgentSession
-    from corral.orchestration import Caller, Host, Roster, TeamReportRecord
+    from corral.orchestration import Caller, Host, ListResult, Roster, TeamReportRecord
 
 __all__ = ["agents_close", "agents_definitions", "agents_list", "agents_show", "roster_here"]
 
@@ -95,10 +95,13 @@ async def _with_host(cwd: Path, session: str | None, action: Callable[[Host, Cal
 
 
 async def _records(host: Host, caller: Caller) -> list[dict[str, Any]]:
+    return list((await _listed(host, caller)).agents)
+
+
+async def _listed(host: Host, caller: Caller) -> ListResult:
     from corral.orchestration.surfaces import ListParams
 
-    result = await host.controller.list(caller, ListParams())
-    return list(result.agents)
+    return await host.controller.list(caller, ListParams())
 
 
 @dataclass(frozen=True)
@@ -107,15 +110,19 @@ class _Agents:
     """The `list` action's records."""
     teams: list[dict[str, Any]]
     """The teams agents' status snapshots, as the shell sees them."""
+    invalid: list[dict[str, str]]
+    """Definition files that could not be loaded (`{path, problem}`)."""
 
 
 def _agents(*, managed: bool, teams: bool) -> Callable[[Host, Caller], Awaitable[_Agents]]:
     """A host action reading only the kinds asked for (`--json` alone never touches the teams core)."""
 
     async def read(host: Host, caller: Caller) -> _Agents:
+        listed = await _listed(host, caller) if managed else None
         return _Agents(
-            await _records(host, caller) if managed else [],
+            [] if listed is None else list(listed.agents),
             await _team_snapshots(host, caller) if teams else [],
+            [] if listed is None else list(listed.invalid_definitions),
         )
 
     return read
@@ -296,6 +303,8 @@ async def agents_list(
         out.write("No teams agents.\n" if teams else "No agents.\n")
     for line in lines:
         out.write(line + "\n")
+    for item in agents.invalid:  # never silently dropped; `corral agents definitions` has the roster
+        out.write(f"INVALID\t{item['path']}: {item['problem']}\n")
     return 0
 
 
