@@ -18,6 +18,7 @@ from corral.llm import (
     LlmContext,
     ModelRegistry,
     StreamOptions,
+    TextContent,
     ToolCall,
     ToolResultMessage,
     UserMessage,
@@ -209,3 +210,22 @@ async def test_tool_choice_forces_the_named_tool(server: FakeProviderServer) -> 
     await collect(model, context, StreamOptions(tool_choice="echo"))
     await model.aclose()  # type: ignore[attr-defined]
     assert server.requests[-1].body["tool_choice"] == {"type": "function", "function": {"name": "echo"}}
+
+
+async def test_history_is_sent_in_the_plainest_shapes(server: FakeProviderServer) -> None:
+    """Text-only user content as one string; a tool-only reply with `content: ""`, not null."""
+    server.queue_text("done")
+    reg = registry(server)
+    model = reg.create_model(reg.resolve("local/small"))
+    call = ToolCall(id="call_1", name="echo", arguments={"text": "hi"})
+    history = [
+        UserMessage(content=[TextContent(text="echo hi")]),
+        AssistantMessage(content=[call], provider="local", model="small", stop_reason="toolUse"),
+        ToolResultMessage(tool_call_id="call_1", tool_name="echo", content=[TextContent(text="hi")]),
+    ]
+    await collect(model, LlmContext("be brief", history, [ECHO_SCHEMA]))
+    await model.aclose()  # type: ignore[attr-defined]
+    messages = server.requests[-1].body["messages"]
+    assert messages[1] == {"role": "user", "content": "echo hi"}
+    assert messages[2]["role"] == "assistant" and messages[2]["content"] == ""
+    assert messages[2]["tool_calls"][0]["function"]["name"] == "echo"

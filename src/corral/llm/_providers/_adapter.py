@@ -21,7 +21,7 @@ from __future__ import annotations
 import asyncio
 import json
 from collections.abc import AsyncIterator
-from dataclasses import dataclass
+from dataclasses import dataclass, replace
 from typing import TYPE_CHECKING, Any, Literal
 
 from corral.llm._messages import AssistantMessage, TextContent, ThinkingContent, ToolCall, Usage
@@ -55,7 +55,7 @@ from ._convert import (
 from ._errors import error_message, unreachable_endpoint
 
 if TYPE_CHECKING:
-    from pydantic_ai.messages import ModelResponse, ModelResponsePart, ModelResponseStreamEvent
+    from pydantic_ai.messages import ModelMessage, ModelResponse, ModelResponsePart, ModelResponseStreamEvent
     from pydantic_ai.models import Model as PaiModel
     from pydantic_ai.usage import RequestUsage
 
@@ -272,6 +272,38 @@ def normalise_usage(usage: RequestUsage) -> Usage:
     )
 
 
+def _for_compatible_server(messages: list[ModelMessage]) -> list[ModelMessage]:
+    """The history in the plainest Chat Completions shapes, which every compatible server reads.
+
+    A user message of text only is sent as one string, not a list of text parts (llama.cpp's
+    chat templates fail on lists: `can only concatenate str (not "list") to str`), and a reply
+    that only calls tools gets an empty text part, so it is sent with `content: ""` (OpenAI
+    accepts `null` there; llama-cpp-python's server rejects it). Either would make every later
+    request of the session fail.
+    """
+    from pydantic_ai.messages import ModelRequest, ModelResponse, TextPart, ToolCallPart, UserPromptPart
+
+    out: list[ModelMessage] = []
+    for message in messages:
+        if isinstance(message, ModelResponse):
+            parts = message.parts
+            if any(isinstance(p, ToolCallPart) for p in parts) and not any(
+                isinstance(p, TextPart) for p in parts
+            ):
+                message = replace(message, parts=[TextPart(""), *parts])
+        elif isinstance(message, ModelRequest):
+            request_parts = []
+            for part in message.parts:
+                if isinstance(part, UserPromptPart) and not isinstance(part.content, str):
+                    texts = [item for item in part.content if isinstance(item, str)]
+                    if len(texts) == len(part.content):
+                        part = replace(part, content="\n".join(texts))
+                request_parts.append(part)
+            message = replace(message, parts=request_parts)
+        out.append(message)
+    return out
+
+
 def _response_parts_as_events(response: ModelResponse) -> list[ModelResponseStreamEvent]:
     """A whole (non-streamed) response as start/end part events."""
     from pydantic_ai.messages import PartEndEvent, PartStartEvent
@@ -325,6 +357,8 @@ class PydanticAIModel(Model):
         failure: BaseException | None = None
         try:
             messages = to_model_messages(context, self.info, self.pai_model.system)
+            if self.info.api == "openai-chat" and self.info.provider != "openai":
+                messages = _for_compatible_server(messages)
             parameters = to_request_parameters(context.tools)
             settings = to_model_settings(self.info, options, adaptive_thinking=self._adaptive_thinking())
             if self.streaming:
