@@ -229,3 +229,21 @@ async def test_history_is_sent_in_the_plainest_shapes(server: FakeProviderServer
     assert messages[1] == {"role": "user", "content": "echo hi"}
     assert messages[2]["role"] == "assistant" and messages[2]["content"] == ""
     assert messages[2]["tool_calls"][0]["function"]["name"] == "echo"
+
+
+async def test_a_404_on_responses_names_the_url_and_the_api_setting(server: FakeProviderServer) -> None:
+    server.queue_error(404, "Not Found")
+    reply = await ask(registry(server, api="openai-responses"))
+    assert reply.stop_reason == "error"
+    message = reply.error_message or ""
+    assert message.startswith("404")
+    assert f"{server.base_url}/responses does not exist" in message
+    assert 'set api = "openai-chat" under [providers.local]' in message
+
+
+async def test_a_404_on_chat_completions_points_at_base_url(server: FakeProviderServer) -> None:
+    server.queue_error(404, "Not Found")
+    reply = await ask(registry(server))
+    message = reply.error_message or ""
+    assert f"{server.base_url}/chat/completions does not exist" in message
+    assert "check base_url under [providers.local]" in message

@@ -52,7 +52,7 @@ from ._convert import (
     to_model_settings,
     to_request_parameters,
 )
-from ._errors import error_message, unreachable_endpoint
+from ._errors import endpoint_hint, error_message, unreachable_endpoint
 
 if TYPE_CHECKING:
     from pydantic_ai.messages import ModelMessage, ModelResponse, ModelResponsePart, ModelResponseStreamEvent
@@ -406,8 +406,13 @@ class PydanticAIModel(Model):
             partial.stop_reason = "error"
             partial.error_message = error_message(failure) if failure is not None else "No response"
             unreachable = None if failure is None else unreachable_endpoint(failure, self.pai_model.base_url)
-            if unreachable is not None:
-                partial.error_message = f"{partial.error_message.rstrip('.')}: {unreachable}"
+            hint = unreachable
+            if failure is not None and hint is None:
+                hint = endpoint_hint(
+                    failure, api=self.info.api, provider=self.info.provider, base_url=self.pai_model.base_url
+                )
+            if hint is not None:
+                partial.error_message = f"{partial.error_message.rstrip('.')}: {hint}"
             yield ErrorEvent(reason="error", error=partial)
             return
         reason: Literal["stop", "length", "toolUse"]

@@ -13,7 +13,7 @@ from __future__ import annotations
 import json
 from typing import Any
 
-__all__ = ["error_message", "unreachable_endpoint"]
+__all__ = ["endpoint_hint", "error_message", "unreachable_endpoint"]
 
 _MAX_LEN = 2000
 
@@ -78,4 +78,34 @@ def unreachable_endpoint(exc: BaseException, base_url: str | None) -> str | None
         if type(seen).__name__ in _CONNECT_FAILURES:
             return f"cannot reach {base_url or 'the provider'} (is the server running? check its base_url)"
         seen = seen.__cause__ or seen.__context__
+    return None
+
+
+_PATHS = {"openai-responses": "/responses", "openai-chat": "/chat/completions", "anthropic": "/v1/messages"}
+
+
+def endpoint_hint(exc: BaseException, *, api: str, provider: str, base_url: str | None) -> str | None:
+    """What to change when the endpoint answered but not as a model API should, else `None`.
+
+    A 404 names the URL that was asked and, for the Responses API (which most local servers
+    lack), the setting that switches to Chat Completions; a stream that ended without anything
+    suggests `stream = false`, under which such servers report their errors.
+    """
+    from pydantic_ai.exceptions import ModelHTTPError, UnexpectedModelBehavior
+
+    base = (base_url or "the provider's endpoint").rstrip("/")
+    table = f"[providers.{provider}]"
+    if isinstance(exc, ModelHTTPError) and exc.status_code == 404:
+        url = f"{base}{_PATHS.get(api, '')}"
+        if api == "openai-responses":
+            return (
+                f"{url} does not exist: the server may not have the Responses API; set "
+                f'api = "openai-chat" under {table}, or check its base_url'
+            )
+        return f"{url} does not exist: check base_url under {table} (OpenAI-compatible servers end it in /v1) and the model id"
+    if isinstance(exc, UnexpectedModelBehavior) and "ended without content" in str(exc):
+        return (
+            f"{base} sent an empty reply stream (some servers report errors only unstreamed: "
+            f"try stream = false under {table})"
+        )
     return None
