@@ -139,9 +139,9 @@ class Launched:
     has_model: bool = True
     """Whether the lead can take a turn (a program lead opened without a model cannot)."""
     terminated: bool = False
+    """SIGTERM arrived: the run was aborted, whatever its last message says."""
     failed: str | None = None
     """Why the run stopped on a write failure (a full disk), when it did."""
-    """SIGTERM arrived: the run was aborted, whatever its last message says."""
     settings_warnings: tuple[str, ...] = ()
     """What loading the settings ignored (an untrusted project's keys, …), already printed on stderr;
     the terminal app shows them as notices too."""
