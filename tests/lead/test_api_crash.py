@@ -19,6 +19,7 @@ import sys
 from concurrent.futures import ThreadPoolExecutor
 from pathlib import Path
 
+import pytest
 import yaml
 
 from corral.orchestration import RESULT_TYPE, Store
@@ -93,6 +94,7 @@ def _check(root: Path) -> None:
     assert not duplicated and not lost, {"duplicated": duplicated, "lost": lost}
 
 
+@pytest.mark.timeout(600)  # 53 program starts; about 100 s on an idle 2-core machine, more under load
 def test_a_killed_program_resumes_from_its_cursor_exactly_once(tmp_path: Path) -> None:
     seed = random.randrange(1 << 30)
     with ThreadPoolExecutor(CHAINS) as pool:
