@@ -235,3 +235,39 @@ def test_migrating_a_v1_file_keeps_every_number_as_spelt(tmp_path: Path) -> None
     assert '"version":3' in text and '"parentId"' in text
     assert usage in text
     assert '"timestamp":2.50}' in text
+
+
+def test_context_edits_apply_among_the_entries_the_context_is_built_from() -> None:
+    from corral.session import CompactionEntry, build_session_context
+    from corral.session._entries import ContextEditReplacement
+
+    def msg(entry_id: str, parent: str | None, text: str) -> MessageEntry:
+        return MessageEntry(
+            id=entry_id, parent_id=parent, message=UserMessage(content=[TextContent(text=text)])
+        )
+
+    def edit(entry_id: str, parent: str, target: str, text: str) -> ContextEditEntry:
+        return ContextEditEntry(
+            id=entry_id, parent_id=parent, target_id=target, replacement=ContextEditReplacement(content=text)
+        )
+
+    entries = [
+        msg("m1", None, "summarised"),
+        msg("m2", "m1", "kept"),
+        CompactionEntry(id="c1", parent_id="m2", summary="S", first_kept_entry_id="m2", tokens_before=1),
+        edit("e1", "c1", "m1", "no effect: m1 was summarised away"),
+        edit("e2", "e1", "m2", "kept, edited"),
+        msg("m3", "e2", "after"),
+    ]
+
+    def text(message: object) -> str:
+        if not isinstance(message, UserMessage):
+            return type(message).__name__
+        content = message.content
+        return content if isinstance(content, str) else content[0].text  # type: ignore[union-attr]
+
+    assert [text(m) for m in build_session_context(entries, "m3").messages] == [
+        "CompactionSummaryMessage",
+        "kept, edited",
+        "after",
+    ]

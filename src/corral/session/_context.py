@@ -230,7 +230,7 @@ def build_session_context(
     level_set = False
     model_source: ModelChangeEntry | AssistantMessage | None = None
     compaction_index = -1
-    edits: dict[str, ContextEditReplacement | None] | None = None
+    has_edits = False
     # One pass: settings, model and messages; messages restart after each compaction.
     messages: list[AgentMessage] = []
     append = messages.append
@@ -246,9 +246,7 @@ def build_session_context(
             thinking_level = "xhigh" if level == "max" else level  # type: ignore[assignment]
             level_set = True
         elif kind is ContextEditEntry:
-            if edits is None:
-                edits = {}
-            edits[entry.target_id] = entry.replacement  # type: ignore[union-attr]
+            has_edits = True
         elif kind is ModelChangeEntry:
             model_source = entry  # type: ignore[assignment]
         elif kind is CompactionEntry:
@@ -264,9 +262,9 @@ def build_session_context(
         model = ModelSelection(model_source.provider, model_source.model_id)
     elif isinstance(model_source, AssistantMessage):
         model = ModelSelection(model_source.provider, model_source.model)
-    if edits is not None:
+    if has_edits:
         # Messages are rebuilt from the path with the edits applied (rare: Pi 1.x files only).
-        return _edited_context(path, compaction_index, edits, thinking_level, level_set, model)
+        return _edited_context(path, compaction_index, thinking_level, level_set, model)
     if compaction_index < 0:
         return SessionContext(
             messages, thinking_level=thinking_level, thinking_level_set=level_set, model=model
@@ -313,12 +311,15 @@ def _edited_message(entry: SessionEntry, replacement: ContextEditReplacement) ->
 def _edited_context(
     path: Sequence[SessionEntry],
     compaction_index: int,
-    edits: Mapping[str, ContextEditReplacement | None],
     thinking_level: ThinkingLevel,
     level_set: bool,
     model: ModelSelection | None,
 ) -> SessionContext:
-    """The context of `path` with Pi 1.x `context_edit`s applied (the newest edit per target wins)."""
+    """The context of `path` with Pi 1.x `context_edit`s applied (the newest edit per target wins).
+
+    As in Pi, the entries are chosen first (the last compaction's summary, its kept
+    range, the entries after it), then the `context_edit`s among them apply.
+    """
     emitted: list[SessionEntry] = []
     context: list[AgentMessage] = []
     if compaction_index >= 0:
@@ -339,6 +340,8 @@ def _edited_context(
                     emitted.extend(path[index:compaction_index])
                     break
     emitted.extend(path[compaction_index + 1 :])
+    # Like Pi's projection, only edits among the entries the context is built from count.
+    edits = {entry.target_id: entry.replacement for entry in emitted if isinstance(entry, ContextEditEntry)}
     for entry in emitted:
         if entry.id in edits:
             replacement = edits[entry.id]
