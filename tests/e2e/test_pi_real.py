@@ -48,6 +48,13 @@ _COMMON = {
     # `max_completion_tokens` (settings: `max_tokens_field = "max_completion_tokens"` matches it).
     "max_completion_tokens: only Pi sends it (1024)",
     "max_tokens: only corral sends it (1024)",
+    # A custom Chat Completions provider gets a text-only user message as one string (llama.cpp's chat
+    # templates fail on lists of parts); Pi sends the list. Same text, another wire form.
+    'messages[1].content: Pi [{"text": "Read notes.txt and missing.txt.", "type": "text"}] / '
+    'corral "Read notes.txt and missing.txt."',
+    'messages[6].content: Pi [{"text": "Ran `echo hi`\\n```\\nhi\\n\\n```", "type": "text"}] / '
+    'corral "Ran `echo hi`\\n```\\nhi\\n\\n```"',
+    'messages[7].content: Pi [{"text": "next question", "type": "text"}] / corral "next question"',
     # corral's edit tool takes Pi's edits[] or the single oldText/newText pair, so only `path` is required.
     'tools.edit.function.parameters.required: Pi ["path", "edits"] / corral ["path"]',
     'tools.edit.function.parameters.properties.newText: only corral sends it ({"type": "string"})',

@@ -271,3 +271,19 @@ def test_context_edits_apply_among_the_entries_the_context_is_built_from() -> No
         "kept, edited",
         "after",
     ]
+
+
+def test_an_entry_fused_onto_a_torn_line_is_still_read(tmp_path: Path) -> None:
+    path = _copy("torn_last_line.jsonl", tmp_path)
+    fused = (
+        b'{"type":"message","id":"b0000006","parentId":"b0000004","timestamp":"t",'
+        b'"message":{"role":"user","content":[{"type":"text","text":"fused"}],"timestamp":1}}\n'
+    )
+    with path.open("ab") as handle:  # what a writer without repair did: the next entry right after
+        handle.write(fused)
+    for read_only in (True, False):
+        manager = SessionManager.open(path, read_only=read_only)
+        assert [entry.id for entry in manager.entries][-2:] == ["b0000004", "b0000006"]
+        texts = [m.content[0].text for m in manager.build_context().messages]  # type: ignore[union-attr]
+        assert texts == ["first", "first answer", "second", "second answer", "fused"]
+        manager.close()

@@ -9,8 +9,10 @@ Lines are compact JSON (`{"a":1}`, non-ASCII kept), one entry per line. A
 file is read line by line; lines that are not JSON objects are skipped, but
 the first line must be a `session` header with a string `id`.
 
-A file whose last line has no newline (a power cut or full disk mid-write, or
-a Pi 0.73 file) is repaired before anything is appended to it
+A line that does not parse is skipped, except that an entry fused onto a torn
+line (written after it by a writer that did not repair the file) is still
+read. A file whose last line has no newline (a power cut or full disk
+mid-write, or a Pi 0.73 file) is repaired before anything is appended to it
 ([`repair_torn_tail`][corral.session._file.repair_torn_tail]): a complete
 JSON line is just terminated; a torn fragment is moved to a sidecar file
 next to the session (`<file>.torn-<n>`) and cut off, so the next entry starts
@@ -146,6 +148,24 @@ def _loads(line: bytes) -> dict[str, Any] | None:
     return obj if isinstance(obj, dict) else None
 
 
+_ENTRY_START = b'{"type":"'
+
+
+def _fused_entry(line: bytes) -> dict[str, Any] | None:
+    """The entry written right after a torn line and fused onto it (by a writer without repair), if any.
+
+    Such a line is `<torn fragment><whole entry>`: the whole entry is the
+    shortest... longest suffix that starts an object and parses as an entry.
+    """
+    start = line.find(_ENTRY_START, 1)
+    while start > 0:
+        obj = _loads(line[start:])
+        if obj is not None and isinstance(obj.get("id"), str) and isinstance(obj.get("type"), str):
+            return obj
+        start = line.find(_ENTRY_START, start + 1)
+    return None
+
+
 def _valid_header(obj: dict[str, Any] | None) -> bool:
     return obj is not None and obj.get("type") == "session" and isinstance(obj.get("id"), str)
 
@@ -234,6 +254,8 @@ def read_raw_session(path: Path) -> RawSession:
             if not line.strip():
                 continue
             obj = _loads(line)
+            if obj is None:
+                obj = _fused_entry(line)
             if obj is not None and isinstance(obj.get("type"), str):
                 entries.append(obj)
     raw = RawSession(header, entries)
@@ -542,6 +564,8 @@ def parse_line(line: bytes) -> SessionEntry | None:
             except ValidationError:
                 pass
     obj = _loads(line)
+    if obj is None:
+        obj = _fused_entry(line)
     if obj is None or obj.get("type") == "session":
         return None
     try:
