@@ -7,6 +7,7 @@ with nothing.
 
 from __future__ import annotations
 
+import json
 from collections.abc import Iterator
 
 import pytest
@@ -105,3 +106,53 @@ def test_tools_taking_most_of_the_window_warn_once(
     assert done.returncode == 0, done.stderr
     warnings = [line for line in done.stderr.splitlines() if "of the 4,096-token context window" in line]
     assert len(warnings) == 1 and warnings[0].startswith("corral: warning: ")
+
+
+def _doctor_endpoint(corral: RunCorral) -> list[dict[str, str]]:
+    done = corral("doctor", "--json")
+    return [c for c in json.loads(done.stdout)["checks"] if c["name"] == "endpoint"]
+
+
+def test_doctor_checks_the_endpoint_without_a_prompt(
+    corral: RunCorral, cli_env: Env, server: FakeProviderServer
+) -> None:
+    server.models = ["small", "other"]
+    local_settings(cli_env, server, window=8192)
+    checks = _doctor_endpoint(corral)
+    assert [c["status"] for c in checks] == ["ok", "ok"], checks
+    assert "lists small, other" in checks[0]["message"]
+    assert "speaks openai-chat" in checks[1]["message"]
+    # Probes only: never a conversation.
+    assert server.requests and all(not isinstance((r.body or {}).get("messages"), list) for r in server.requests)
+
+
+def test_doctor_names_a_missing_model_and_a_missing_wire_api(
+    corral: RunCorral, cli_env: Env, server: FakeProviderServer
+) -> None:
+    server.models = ["other"]
+    server.wire_apis = {"chat"}
+    cli_env.settings(
+        f"""
+[providers.local]
+base_url = "{server.base_url}"
+api = "openai-responses"
+
+[[providers.local.models]]
+id = "small"
+"""
+    )
+    checks = _doctor_endpoint(corral)
+    assert checks[0]["status"] == "warn" and "does not list small" in checks[0]["message"]
+    assert checks[1]["status"] == "fail"
+    assert f"{server.base_url}/responses does not exist" in checks[1]["message"]
+    assert 'set api = "openai-chat" under [providers.local]' in checks[1]["message"]
+
+
+def test_doctor_fails_a_down_endpoint_naming_it(corral: RunCorral, cli_env: Env) -> None:
+    with FakeProviderServer() as gone:
+        url = gone.base_url
+    cli_env.settings(f'[providers.local]\nbase_url = "{url}"\n\n[[providers.local.models]]\nid = "small"\n')
+    done = corral("doctor", "--json")
+    assert done.returncode == 1
+    [check] = [c for c in json.loads(done.stdout)["checks"] if c["name"] == "endpoint"]
+    assert check["status"] == "fail" and f"cannot reach {url}/models" in check["message"]

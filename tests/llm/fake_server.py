@@ -148,6 +148,12 @@ class _Handler(BaseHTTPRequestHandler):
             self.server.fake._track(self.connection, add=False)
 
     def do_GET(self) -> None:
+        path = self.path.partition("?")[0]
+        models = self.server.fake.models
+        if path.endswith("/models") and models is not None:
+            data = [{"id": m, "object": "model", "created": 0, "owned_by": "fake"} for m in models]
+            self._send_json(200, {"object": "list", "data": data})
+            return
         self._send_json(404, {"error": {"message": "not found", "type": "not_found"}})
 
     def do_POST(self) -> None:
@@ -177,6 +183,9 @@ class _Handler(BaseHTTPRequestHandler):
             api = "anthropic"
         else:
             self._send_json(404, {"error": {"message": f"unknown path {path}", "type": "not_found"}})
+            return
+        if api not in fake.wire_apis:
+            self._send_json(404, {"detail": "Not Found"})
             return
         reply = fake._next_reply()
         if reply is None:
@@ -734,6 +743,10 @@ class FakeProviderServer:
         """Every request received, in arrival order."""
         self.default_reply: FakeReply | None = None
         """Served when the queue is empty (else the server answers 500)."""
+        self.wire_apis: set[str] = {"responses", "chat", "anthropic"}
+        """The wire APIs served; a POST to another's path answers 404 (as a server without it)."""
+        self.models: list[str] | None = None
+        """Model ids listed by `GET …/models` (`None`: that path answers 404)."""
         self.disconnected = threading.Event()
         """Set when a client closed its connection in the middle of a stream."""
         self.disconnects = 0

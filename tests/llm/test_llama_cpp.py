@@ -141,7 +141,7 @@ def _corral(tmp_path: Path, server: llama_server.LlamaServer, *args: str) -> sub
         HOME=str(tmp_path / "userhome"),
     )
     return subprocess.run(
-        [CORRAL, "run", *args],
+        [CORRAL, *args],
         cwd=project,
         env=env,
         stdin=subprocess.DEVNULL,
@@ -201,7 +201,9 @@ async def test_a_forced_tool_call_round_trip(server: llama_server.LlamaServer, s
 def test_an_unrecoverable_overflow_exits_1_with_a_clear_message(
     server: llama_server.LlamaServer, tmp_path: Path
 ) -> None:
-    done = _corral(tmp_path, server, "--surfaces", "", "-p", "Summarise this: " + "lorem ipsum " * 1500)
+    done = _corral(
+        tmp_path, server, "run", "--surfaces", "", "-p", "Summarise this: " + "lorem ipsum " * 1500
+    )
     assert done.returncode == 1, done.stderr
     assert done.stdout == ""
     assert "no longer fits the 2,048-token context window of llamacpp/local" in done.stderr
@@ -211,7 +213,7 @@ def test_an_unrecoverable_overflow_exits_1_with_a_clear_message(
 def test_the_teams_surface_on_a_2k_window_fails_clearly(
     server: llama_server.LlamaServer, tmp_path: Path
 ) -> None:
-    done = _corral(tmp_path, server, "--surfaces", "teams", "-p", "hi")
+    done = _corral(tmp_path, server, "run", "--surfaces", "teams", "-p", "hi")
     assert done.returncode == 1
     assert done.stdout == ""
     assert "more than the 2,048-token context window of llamacpp/local" in done.stderr
@@ -220,7 +222,7 @@ def test_the_teams_surface_on_a_2k_window_fails_clearly(
 def test_a_plain_prompt_answers_through_the_documented_block(
     server: llama_server.LlamaServer, tmp_path: Path
 ) -> None:
-    done = _corral(tmp_path, server, "--surfaces", "", "-p", "Say hello.")
+    done = _corral(tmp_path, server, "run", "--surfaces", "", "-p", "Say hello.")
     assert done.returncode == 0, done.stderr
     assert done.stdout.strip()
 
@@ -243,3 +245,14 @@ async def test_usage_less_replies_keep_a_sane_context_estimate(
     assert usage.tokens >= agent.context_overhead().tokens + 3
     assert 0 < usage.tokens < WINDOW
     json.dumps(usage.model_dump())
+
+
+def test_doctor_checks_the_server_without_a_prompt(server: llama_server.LlamaServer, tmp_path: Path) -> None:
+    done = _corral(tmp_path, server, "doctor", "--json")
+    checks = [c for c in json.loads(done.stdout)["checks"] if c["name"] == "endpoint"]
+    assert [c["status"] for c in checks] == ["ok", "ok"], checks
+    assert "lists local" in checks[0]["message"]
+    assert (
+        "speaks openai-chat" in checks[1]["message"]
+        and "openai-responses" not in checks[1]["message"].split("(configured")[0]
+    )

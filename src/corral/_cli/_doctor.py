@@ -7,10 +7,11 @@ read-only, never migrated), the read-only sandbox (`ReadOnlySandbox.probe`,
 one tiny `bwrap` command), tmux and its version, the private tmux server's
 orphaned worker panes (the same `find_orphans` that `corral agents reap`
 uses, without killing anything), assigned checks left `claimed` by a process
-that died (`corral checks list`), loading the settings, and loading the agent
+that died (`corral checks list`), loading the settings, each custom provider's endpoint
+(`GET /models`, and an empty `POST` to each OpenAI wire API to see which exist), and loading the agent
 definitions (each definition file that cannot be used is a `warn` naming its
-path and the problem). No model is
-called, so it stays fast; the subprocess checks run concurrently.
+path and the problem). No prompt is
+sent, so it stays fast; the subprocess checks run concurrently.
 """
 
 from __future__ import annotations
@@ -40,8 +41,8 @@ class Check:
     """The outcome of one check."""
 
     name: str
-    """Which check: `data_root`, `store`, `checks`, `sandbox`, `tmux`, `tmux_workers`, `settings` or
-    `definitions`."""
+    """Which check: `data_root`, `store`, `checks`, `sandbox`, `tmux`, `tmux_workers`, `settings`,
+    `endpoint` or `definitions`."""
     status: CheckStatus
     """`ok`, `warn` or `fail`."""
     message: str
@@ -281,6 +282,136 @@ def _check_definitions(cwd: Path) -> list[Check]:
     ]
 
 
+_ENDPOINT_TIMEOUT_S = 5.0
+
+
+_PROBES = {
+    "openai-chat": ("/chat/completions", b'{"messages": "probe"}'),
+    "openai-responses": ("/responses", b'{"input": 0}'),
+}
+"""Each OpenAI wire API's path and a body no server takes for a prompt (an empty `{}` is one:
+llama-cpp-python answers it with a generated reply)."""
+
+
+def _http(url: str, headers: dict[str, str], data: bytes | None = None) -> tuple[int | None, bytes, str]:
+    """`(status, body, "")` for a GET (or a POST of `data`), or `(None, b"", reason)` when no HTTP answer came."""
+    import urllib.error
+    import urllib.request
+
+    request = urllib.request.Request(
+        url, data=data, method="GET" if data is None else "POST", headers=headers
+    )
+    try:
+        with urllib.request.urlopen(request, timeout=_ENDPOINT_TIMEOUT_S) as response:
+            return int(response.status), response.read(1_000_000), ""
+    except urllib.error.HTTPError as exc:
+        return exc.code, b"", ""
+    except (urllib.error.URLError, OSError, ValueError) as exc:
+        reason = getattr(exc, "reason", None) or exc
+        return None, b"", " ".join(str(reason).split())
+
+
+def _listed_models(body: bytes) -> list[str] | None:
+    try:
+        data = json.loads(body)
+    except ValueError:
+        return None
+    items = data.get("data") if isinstance(data, dict) else None
+    if not isinstance(items, list):
+        return None
+    return [str(item["id"]) for item in items if isinstance(item, dict) and "id" in item]
+
+
+async def _check_endpoint(
+    name: str, base_url: str, api: str, model_ids: list[str], key: str | None
+) -> list[Check]:
+    """Reachable, models listed, which wire API answers — without sending a prompt.
+
+    The wire APIs are probed with an empty JSON object: a server that has the endpoint rejects
+    it (400 or 422), one that lacks it answers 404.
+    """
+    base = base_url.rstrip("/")
+    table = f"[providers.{name}]"
+    headers = {"Content-Type": "application/json"}
+    if key:
+        headers["Authorization"] = f"Bearer {key}"
+    status, body, reason = await asyncio.to_thread(_http, f"{base}/models", headers)
+    if status is None:
+        return [
+            Check(
+                "endpoint",
+                "fail",
+                f"{name}: cannot reach {base}/models ({reason}); is the server running? check base_url under {table}",
+            )
+        ]
+    checks: list[Check] = []
+    listed = _listed_models(body) if status == 200 else None
+    if listed is None:
+        checks.append(
+            Check("endpoint", "warn", f"{name}: {base}/models answered HTTP {status} without a model list")
+        )
+    else:
+        missing = [m for m in model_ids if m not in listed]
+        shown = ", ".join(listed[:8]) + (" …" if len(listed) > 8 else "")
+        if missing:
+            checks.append(
+                Check(
+                    "endpoint",
+                    "warn",
+                    f"{name}: {base} answers but does not list {', '.join(missing)} (it lists: {shown or 'nothing'}); "
+                    "check the model ids (some servers serve any name)",
+                )
+            )
+        else:
+            checks.append(Check("endpoint", "ok", f"{name}: {base} answers and lists {shown or 'no models'}"))
+    if api == "anthropic":
+        return checks
+    answers: dict[str, tuple[int | None, str]] = {}
+    for wire, (path, probe) in _PROBES.items():
+        code, _, why = await asyncio.to_thread(_http, f"{base}{path}", headers, probe)
+        answers[wire] = (code, why)
+    speaks = [wire for wire, (code, _) in answers.items() if code is not None and code != 404]
+    configured, why = answers.get(api, (None, "not probed"))
+    path = _PROBES[api][0] if api in _PROBES else ""
+    if configured is None:
+        checks.append(Check("endpoint", "warn", f"{name}: {base}{path} did not answer ({why})"))
+    elif configured == 404:
+        other = next((wire for wire in speaks if wire != api), None)
+        fix = f'set api = "{other}" under {table}' if other else f"check base_url under {table}"
+        checks.append(Check("endpoint", "fail", f"{name}: {base}{path} does not exist ({api}); {fix}"))
+    else:
+        checks.append(
+            Check(
+                "endpoint",
+                "ok",
+                f"{name}: speaks {', '.join(speaks)} (configured: {api}); no prompt was sent",
+            )
+        )
+    return checks
+
+
+async def _check_endpoints(cwd: Path) -> list[Check]:
+    """One `endpoint` group per custom provider in the settings (none when they do not load)."""
+    import os
+
+    from corral.errors import CorralError
+    from corral.settings import BUILTIN_PROVIDER_NAMES, load_settings
+
+    try:
+        settings = load_settings(cwd)
+    except CorralError:
+        return []
+    checks: list[Check] = []
+    for name, provider in settings.providers.items():
+        if name in BUILTIN_PROVIDER_NAMES or provider.base_url is None:
+            continue
+        key = os.environ.get(provider.api_key_env) if provider.api_key_env else None
+        checks += await _check_endpoint(
+            name, provider.base_url, provider.api or "openai-chat", [m.id for m in provider.models], key
+        )
+    return checks
+
+
 async def run_checks(cwd: Path) -> list[Check]:
     """Run every check for the current data root and `cwd` (for the project settings).
 
@@ -289,7 +420,7 @@ async def run_checks(cwd: Path) -> list[Check]:
 
     Returns:
         The checks in a fixed order: data root, store, checks, sandbox, tmux, tmux workers, settings,
-        definitions.
+        endpoint (per custom provider), definitions.
     """
     from corral._paths import corral_home
     from corral.orchestration import default_store_path
@@ -309,6 +440,7 @@ async def run_checks(cwd: Path) -> list[Check]:
         if store is not None:
             store.close()
     checks += _check_settings(cwd)
+    checks += await _check_endpoints(cwd)
     checks += _check_definitions(cwd)
     return checks
 
