@@ -7,6 +7,7 @@ from collections.abc import Sequence
 
 import pytest
 
+from corral.llm import UserMessage
 from corral.tui import CorralApp
 from corral.tui._format import (
     ActivityRow,
@@ -75,7 +76,7 @@ async def test_footer_shows_model_thinking_and_context_warnings(tui_env: TuiEnv)
             await wait_until(
                 pilot,
                 lambda p=prompt: (
-                    _idle(app) and p in [m.role == "user" and m.content for m in app.launched.agent.messages]
+                    _idle(app) and p in [m.text for m in app.launched.agent.messages if isinstance(m, UserMessage)]
                 ),
             )  # type: ignore[union-attr]
             await pilot.pause()

@@ -169,12 +169,6 @@ def model_json(info: ModelInfo, base_url: str | None) -> dict[str, Any]:
     }
 
 
-def _user_text(message: UserMessage) -> str:
-    if isinstance(message.content, str):
-        return message.content
-    return "".join(block.text for block in message.content if isinstance(block, TextContent))
-
-
 def tree_json(roots: list[SessionTreeNode]) -> str:
     """Pi's `SessionTreeNode[]` (`{entry, children, label?}`) as JSON text, built without recursion.
 
@@ -655,7 +649,7 @@ class RpcServer:
         messages = []
         for entry in self.agent.session.entries:
             if isinstance(entry, MessageEntry) and isinstance(entry.message, UserMessage):
-                text = _user_text(entry.message)
+                text = entry.message.text
                 if text:
                     messages.append({"entryId": entry.id, "text": text})
         self.respond("get_fork_messages", request_id, data={"messages": messages})

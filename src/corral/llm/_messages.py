@@ -224,6 +224,13 @@ class UserMessage(PiModel):
     timestamp: int = Field(default_factory=now_ms)
     """Unix milliseconds."""
 
+    @property
+    def text(self) -> str:
+        """The text, whichever form the content has (image blocks left out)."""
+        if isinstance(self.content, str):
+            return self.content
+        return "".join(block.text for block in self.content if isinstance(block, TextContent))
+
 
 class AssistantMessage(PiModel):
     """A model's reply, complete or partial (`stop_reason` `aborted` or `error`)."""
