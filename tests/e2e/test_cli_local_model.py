@@ -123,7 +123,9 @@ def test_doctor_checks_the_endpoint_without_a_prompt(
     assert "lists small, other" in checks[0]["message"]
     assert "speaks openai-chat" in checks[1]["message"]
     # Probes only: never a conversation.
-    assert server.requests and all(not isinstance((r.body or {}).get("messages"), list) for r in server.requests)
+    assert server.requests and all(
+        not isinstance((r.body or {}).get("messages"), list) for r in server.requests
+    )
 
 
 def test_doctor_names_a_missing_model_and_a_missing_wire_api(
@@ -156,3 +158,29 @@ def test_doctor_fails_a_down_endpoint_naming_it(corral: RunCorral, cli_env: Env)
     assert done.returncode == 1
     [check] = [c for c in json.loads(done.stdout)["checks"] if c["name"] == "endpoint"]
     assert check["status"] == "fail" and f"cannot reach {url}/models" in check["message"]
+
+
+def test_retries_say_retrying_in_n_s_on_stderr(
+    corral: RunCorral, cli_env: Env, server: FakeProviderServer
+) -> None:
+    cli_env.settings(
+        f"""
+default_model = "local/small"
+
+[retry]
+base_delay_ms = 10
+
+[providers.local]
+base_url = "{server.base_url}"
+
+[[providers.local.models]]
+id = "small"
+"""
+    )
+    server.queue_error(503, "server overloaded")
+    server.queue_text("fine now")
+    done = corral("run", "--surfaces", "", "-p", "hi")
+    assert done.returncode == 0, done.stderr
+    assert done.stdout == "fine now\n"
+    [line] = [line for line in done.stderr.splitlines() if "retrying in" in line]
+    assert "server overloaded" in line and "retrying in 0.01 s (attempt 1 of 3)" in line
