@@ -65,7 +65,8 @@ def test_full_disk_mid_run_fails_cleanly_and_resume_delivers_once(
         done = corral("run", "--model", "scripted/team", "-p", "go")
         assert done.returncode == 1, done.stderr
         assert "Traceback" not in done.stderr
-        assert "No space left on device" in done.stderr
+        # The session file or the database ran out of space, whichever was written first.
+        assert "No space left on device" in done.stderr or "out of space" in done.stderr, done.stderr
         assert (
             "corral: agent scout (scout)" in done.stderr
             or "corral: error: agent scout (scout)" in done.stderr
