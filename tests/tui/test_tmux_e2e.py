@@ -7,6 +7,7 @@ from __future__ import annotations
 
 import asyncio
 import os
+import shlex
 import subprocess
 import sys
 from pathlib import Path
@@ -23,7 +24,7 @@ steps:
       - {name: agent, args: {action: delegate, definition: implementer, label: scout, task: "Find the README."}}
       - {name: bash, args: {command: "while [ ! -e ../lead-go ]; do sleep 0.01; done"}}
   - text: "Steered: I will also check the tests."
-    expect: {last_user_contains: "also the tests"}
+    expect: {context_contains: ["also the tests"]}  # the steer reached this request (after or before the hidden guidance)
   - text: "Got the scout's result."
 on_exhausted: repeat_last
 agents:
@@ -77,9 +78,8 @@ async def test_delegation_steer_and_delivered_result_in_a_real_terminal(
         HOME=str(tmp_path / "userhome"),
         TERM="xterm-256color",
     )
-    command = " ".join(
-        ["env", *(f"{k}={v}" for k, v in env.items() if " " not in v), CORRAL, "--model", "scripted/e2e"]
-    )
+    # tmux hands its command to a shell: quote every word (the environment may hold `;`, `#`, spaces).
+    command = shlex.join(["env", *(f"{k}={v}" for k, v in env.items()), CORRAL, "--model", "scripted/e2e"])
     _tmux(
         tmux_socket,
         "-f",
@@ -108,6 +108,6 @@ async def test_delegation_steer_and_delivered_result_in_a_real_terminal(
     (tmp_path / "lead-go").touch()
     await _screen_shows(tmux_socket, "Steered: I will also check the tests.")
     (tmp_path / "scout-go").touch()
-    screen = await _screen_shows(tmux_socket, "result from scout", "Got the scout's result.")
+    screen = await _screen_shows(tmux_socket, "scout · completed", "Got the scout's result.")
     assert "README.md at the top" in screen
     _tmux(tmux_socket, "send-keys", "-t", "tui", "C-c")
