@@ -90,7 +90,10 @@ def server(tmp_path_factory: pytest.TempPathFactory) -> Iterator[llama_server.Ll
         missing = llama_server.missing_tools()
         if missing:
             pytest.fail(f"CI cannot build llama-cpp-python: missing {', '.join(missing)}")
-        llama_server.build()
+        try:
+            llama_server.build()
+        except (SystemExit, subprocess.CalledProcessError, OSError) as exc:
+            pytest.fail(f"CI could not build the llama.cpp server: {exc}")
     log = tmp_path_factory.mktemp("llama") / "server.log"
     running = llama_server.start(log, n_ctx=WINDOW, alias="local")
     try:
