@@ -20,8 +20,11 @@ __all__ = ["fill", "small_tmpfs"]
 
 
 @contextlib.contextmanager
-def small_tmpfs(path: Path, size: str = "1m") -> Iterator[Path]:
-    """Mount a tmpfs of `size` at `path` (created) for the block; unmounted afterwards."""
+def small_tmpfs(path: Path, size: str = "1m", *, read_only: bool = False) -> Iterator[Path]:
+    """Mount a tmpfs of `size` at `path` (created) for the block; unmounted afterwards.
+
+    `read_only` mounts it `ro`: a directory nobody can write, root included.
+    """
     path.mkdir(parents=True, exist_ok=True)
     mount = shutil.which("mount")
     problem = None
@@ -31,7 +34,7 @@ def small_tmpfs(path: Path, size: str = "1m") -> Iterator[Path]:
         problem = "mounting a tmpfs needs root"
     else:
         done = subprocess.run(
-            [mount, "-t", "tmpfs", "-o", f"size={size},mode=0700", "tmpfs", str(path)],
+            [mount, "-t", "tmpfs", "-o", f"size={size},mode=0700{',ro' if read_only else ''}", "tmpfs", str(path)],
             capture_output=True,
             text=True,
             check=False,
@@ -40,7 +43,7 @@ def small_tmpfs(path: Path, size: str = "1m") -> Iterator[Path]:
             problem = f"mount -t tmpfs failed: {done.stderr.strip()}"
     if problem is not None:
         if os.environ.get("CI") == "true":
-            pytest.fail(f"full-disk tests must run in CI: {problem}")
+            pytest.fail(f"tmpfs tests must run in CI: {problem}")
         pytest.skip(problem)
     try:
         yield path

@@ -3,6 +3,7 @@ SIGTERM during a tool, `make demo`, private data directories."""
 
 from __future__ import annotations
 
+import contextlib
 import json
 import os
 import shutil
@@ -12,6 +13,8 @@ import sys
 from pathlib import Path
 
 import pytest
+
+from tests.tmpfs import small_tmpfs
 
 from .conftest import CORRAL, Env, RunCorral, wait_until
 
@@ -237,28 +240,32 @@ def _one_line_error(done: subprocess.CompletedProcess[str], *needles: str) -> No
         assert needle in lines[0], lines[0]
 
 
-def _bad_roots(root: Path) -> dict[str, Path]:
+def _bad_roots(root: Path, stack: contextlib.ExitStack) -> dict[str, Path]:
     a_file = root / "a-file"
     a_file.write_text("not a directory\n")
     db_dir = root / "db-dir"
     (db_dir / "corral.db").mkdir(parents=True)
     roots = {"a file": a_file, "uncreatable": a_file / "below-a-file", "corral.db a directory": db_dir}
-    if os.geteuid() != 0:  # root writes anywhere
-        read_only = root / "read-only"
+    read_only = root / "read-only"
+    if os.geteuid() == 0:  # root writes through mode bits: a read-only mount stops it
+        stack.enter_context(small_tmpfs(read_only, read_only=True))
+    else:
         read_only.mkdir(mode=0o500)
-        roots["unwritable"] = read_only
+    roots["unwritable"] = read_only
     return roots
 
 
 def test_bad_data_root_settings_and_scripts_are_one_line_errors(corral: RunCorral, cli_env: Env) -> None:
     cli_env.script("hi", "steps:\n  - text: hello\n")
-    for what, root in _bad_roots(cli_env.root).items():
-        env = {"CORRAL_HOME": str(root)}
-        _one_line_error(corral("run", "--model", "scripted/hi", "-p", "x", env=env), "data root", str(root))
-        _one_line_error(corral("agents", "list", env=env), "data root")
-        # --no-session uses no data root at all, so a broken one does not matter
-        ephemeral = corral("run", "--no-session", "--model", "scripted/hi", "-p", "x", env=env)
-        assert (ephemeral.returncode, ephemeral.stdout, ephemeral.stderr) == (0, "hello\n", ""), what
+    with contextlib.ExitStack() as stack:
+        roots = _bad_roots(cli_env.root, stack)
+        for what, root in roots.items():
+            env = {"CORRAL_HOME": str(root)}
+            _one_line_error(corral("run", "--model", "scripted/hi", "-p", "x", env=env), "data root", str(root))
+            _one_line_error(corral("agents", "list", env=env), "data root")
+            # --no-session uses no data root at all, so a broken one does not matter
+            ephemeral = corral("run", "--no-session", "--model", "scripted/hi", "-p", "x", env=env)
+            assert (ephemeral.returncode, ephemeral.stdout, ephemeral.stderr) == (0, "hello\n", ""), what
 
     cli_env.script("deep", "steps: " + "[" * 3000 + "]" * 3000 + "\n")
     for args in (("-p", "x"), ("--no-session", "-p", "x")):
