@@ -88,6 +88,10 @@ class _Hooks:
         if self.child is not None:
             self.child.wake()
 
+    def result_failed(self, run_id: str, message: str) -> None:
+        """Say in the pane why the run ends without a result (the host sees an unsettled run)."""
+        print(f"corral worker: run {run_id} ended without a stored result: {message}", file=sys.stderr)
+
 
 class _View:
     """The pane's live view: streamed text, tools in brief, a state line."""

@@ -40,6 +40,7 @@ from corral.llm import AssistantMessage, CustomMessage
 from corral.orchestration._faults import fault_point
 from corral.orchestration._records import AckCode, AskRecord, GenerationRecord, RequestRecord
 from corral.orchestration._store import Store
+from corral.orchestration._store_core import StoreError
 from corral.orchestration.errors import ManagedAgentBusyError, OrchestrationError
 from corral.runtime import ProcessEvidence
 
@@ -69,6 +70,9 @@ class ChildHooks(Protocol):
 
     def changed(self) -> None:
         """Something the quiet check depends on changed."""
+
+    def result_failed(self, run_id: str, message: str) -> None:
+        """No durable result could be written for the run (the store failed: a full disk); say so."""
 
 
 """Renders `ask_owner`'s question with its `files` (from the agent's cwd)."""
@@ -268,6 +272,8 @@ class ManagedChild:
         except OrchestrationError as exc:
             with contextlib.suppress(OrchestrationError):
                 self.store.record_result_error(self.run_id, request_id, message=str(exc))
+            if isinstance(exc, StoreError):  # the database itself failed: nobody else will say it
+                self.hooks.result_failed(self.run_id, str(exc))
             self.hooks.changed()
             return
         fault_point("after_result_row")

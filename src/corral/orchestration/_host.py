@@ -308,6 +308,12 @@ class Host:
         self._spawn(self._deliver_ask(run_id, ask.ask_id))
         self.changed()
 
+    def result_failed(self, run_id: str, message: str) -> None:
+        """Child hook: the run's result could not be stored; warn (the run is then left unsettled)."""
+        child = self.children.get(run_id)
+        who = f"agent {child.label}" if child is not None else f"agent run {run_id}"
+        self.warn(f"{who} ended without a stored result: {message}")
+
     def warn(self, text: str) -> None:
         """Record a warning for the front end (and tell `on_warning`, when set)."""
         self.warnings.append(text)
