@@ -1,6 +1,6 @@
 """Meta-tests for conventions a reviewer would otherwise police: layering and public exports.
 
-Layers, lowest first: base (`errors`, `_paths`, `_units`) ← `llm` and `settings` ← `session` ← `agent` (the substrate)
+Layers, lowest first: base (`errors`, `_paths`, `_units`, `_process`) ← `llm` and `settings` ← `session` ← `agent` (the substrate)
 ← `orchestration`, `runtime` (the core) ← `tui`, `cli`, `_cli`, `lead` (the Python API and the composition root),
 `_mcp` (front ends) ← the package's `__init__` (a façade that loads the Python API on first use). A module may import only from
 its own layer or below; `sqlite3` belongs to the store alone.
@@ -20,6 +20,7 @@ RANK = {
     "errors": 0,
     "_paths": 0,
     "_units": 0,
+    "_process": 0,
     "settings": 1,
     "llm": 1,
     "session": 2,

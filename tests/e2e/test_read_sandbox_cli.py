@@ -26,6 +26,7 @@ from pathlib import Path
 import pytest
 
 from corral.agent.tools import ReadOnlySandbox
+from tests.sandbox_attacks import fork_flood
 
 from .conftest import Env, RunCorral
 
@@ -100,18 +101,7 @@ def _attacks(servers: _Servers, markers: Path, home: Path) -> list[tuple[str, bo
     """(command, fails) for each attack, in the order the agent runs them."""
     unix = f"import socket; s = socket.socket(socket.AF_UNIX); s.connect('{servers.unix_path}')"
     tcp = f"import socket; socket.create_connection(('127.0.0.1', {servers.tcp_port}), timeout=5)"
-    flood = (
-        "import os, sys, time\n"
-        "n = 0\n"
-        "try:\n"
-        "    while n < 2000:\n"
-        "        if os.fork() == 0:\n"
-        "            time.sleep(60)\n"
-        "            os._exit(0)\n"
-        "        n += 1\n"
-        "except OSError as exc:\n"
-        '    sys.exit("flood stopped after %d: %s" % (n, exc.strerror))\n'
-    )
+    flood = fork_flood("flood stopped")
     return [
         (" ".join([*servers.user_tmux, "new-window", f"'touch {markers}/user-tmux'"]), True),
         (" ".join([*servers.corral_tmux, "new-window", f"'touch {markers}/corral-tmux'"]), True),

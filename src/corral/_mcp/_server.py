@@ -61,7 +61,11 @@ MCP_AGENT_TOOLS = (
     "agent_inspect",
     "agent_transcript",
 )
-"""The agent surface over MCP: the per-operation tools (the multiplexed `agent` tool is not offered)."""
+"""The agent surface over MCP: the per-operation tools (the multiplexed `agent` tool is not offered).
+
+Spelled out rather than derived from `surfaces.ACTIONS`: importing the core here would load it
+before the server answers `initialize`. tests/mcp_server pins the same names against the lead.
+"""
 
 WAIT_DEFAULT_MS = 30_000
 WAIT_MAX_MS = 300_000

@@ -4,6 +4,8 @@ The in-process runtime runs each agent as an asyncio task of the host; the
 tmux runtime runs it as a `corral worker` in a pane of a private tmux server.
 """
 
+from corral._process import pid_alive
+
 from ._base import (
     ChildProgram,
     LaunchSpec,
@@ -22,7 +24,6 @@ from ._tmux import (
     RollbackFailed,
     TmuxRuntime,
     default_socket,
-    pid_alive,
 )
 
 __all__ = [

@@ -31,6 +31,7 @@ from dataclasses import dataclass
 from pathlib import Path
 
 from corral._paths import corral_home, ensure_private_dir
+from corral._process import pid_alive
 from corral.runtime._base import (
     LaunchSpec,
     PresenceVerdict,
@@ -105,17 +106,6 @@ class PaneInfo:
 def _workspace_name(cwd: Path) -> str:
     name = re.sub(r"[^A-Za-z0-9_-]+", "-", cwd.name or "root").strip("-") or "root"
     return f"{name[:40]}-{hashlib.sha1(str(cwd).encode()).hexdigest()[:6]}"
-
-
-def pid_alive(pid: int) -> bool:
-    """Whether process `pid` exists (a process of another user counts as alive)."""
-    try:
-        os.kill(pid, 0)
-    except ProcessLookupError:
-        return False
-    except PermissionError:
-        return True
-    return True
 
 
 def _read_proc(pid: int, name: str) -> bytes | None:

@@ -31,6 +31,7 @@ from corral.agent.tools import (
     create_builtin_tools,
     sandbox_environment,
 )
+from tests.sandbox_attacks import fork_flood
 
 from .conftest import details_of, text_of
 
@@ -495,18 +496,7 @@ async def test_a_process_flood_stops_at_the_limit(sandbox_status: SandboxStatus,
     _require_sandbox(sandbox_status)
     sandbox = ReadOnlySandbox(policy=SandboxPolicy(limits=SandboxLimits(max_processes=32)))
     tool = BashTool(project, sandbox=sandbox)
-    flood = (
-        "import os, sys, time\n"
-        "n = 0\n"
-        "try:\n"
-        "    while n < 2000:\n"
-        "        if os.fork() == 0:\n"
-        "            time.sleep(60)\n"
-        "            os._exit(0)\n"
-        "        n += 1\n"
-        "except OSError as exc:\n"
-        '    sys.exit("stopped after %d: %s" % (n, exc.strerror))\n'
-    )
+    flood = fork_flood("stopped")
     ok, text = await _run(tool, f"{PYTHON} -c '{flood}'", timeout=20)
     assert not ok
     assert "stopped after" in text and "Resource temporarily unavailable" in text

@@ -69,6 +69,7 @@ from pathlib import Path
 from typing import TYPE_CHECKING, Protocol
 
 from corral._paths import config_home, corral_home
+from corral._process import pid_alive
 from corral.agent._tool import ToolError
 
 if TYPE_CHECKING:
@@ -751,7 +752,7 @@ class _PidsCgroups:
         """Remove the cgroups of corral processes that are gone (a killed host leaves its last ones)."""
         for stale in self.parent.glob(f"{_CGROUP_PREFIX}*"):
             owner = stale.name.removeprefix(_CGROUP_PREFIX).split("-")[0]
-            if not owner.isdigit() or _alive(int(owner)):
+            if not owner.isdigit() or pid_alive(int(owner)):
                 continue
             with contextlib.suppress(OSError):
                 stale.rmdir()
@@ -786,16 +787,6 @@ class _PidsCgroups:
             if not path.exists():
                 self._pending.discard(path)
         return len(self._pending)
-
-
-def _alive(pid: int) -> bool:
-    try:
-        os.kill(pid, 0)
-    except ProcessLookupError:
-        return False
-    except PermissionError:
-        return True
-    return True
 
 
 def _remove_old_scratch_dirs() -> None:
