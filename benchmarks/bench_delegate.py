@@ -32,7 +32,7 @@ SCRIPT = {"steps": [{"text": "noted"}], "on_exhausted": "repeat_last", "agents":
 
 async def _run(root: Path, iterations: int, warmup: int) -> tuple[list[float], list[float], bool]:
     from corral.agent import MessageEndEvent, MessageStartEvent
-    from corral.orchestration import _delegate
+    from corral.orchestration.agents import _delegation as _delegate
     from corral.orchestration.surfaces import DelegateParams
 
     first_request: dict[str, float] = {}

@@ -50,7 +50,9 @@ async def _in_process(root: Path, iterations: int, warmup: int) -> list[float]:
     async with corral.open_lead(root / "work") as lead:
         for index in range(warmup + iterations):
             start = time.perf_counter()
-            out = await lead.call("agent_delegate", {"definition": "scout", "task": "t", "label": f"p{index}"})
+            out = await lead.call(
+                "agent_delegate", {"definition": "scout", "task": "t", "label": f"p{index}"}
+            )
             assert out.ok, out.text
             item = await lead.next_item(timeout=WAIT_MS / 1000)
             assert item is not None and item.kind == "result"
@@ -65,8 +67,7 @@ def _server_params(root: Path, pid_file: Path) -> Any:
 
     # A tiny launcher records the server's pid (for its peak RSS), then becomes `corral mcp`.
     launcher = (
-        "import os, sys; open(sys.argv[1], 'w').write(str(os.getpid())); "
-        "os.execv(sys.argv[2], sys.argv[2:])"
+        "import os, sys; open(sys.argv[1], 'w').write(str(os.getpid())); os.execv(sys.argv[2], sys.argv[2:])"
     )
     return StdioServerParameters(
         command=sys.executable,
@@ -93,7 +94,9 @@ async def _over_mcp(root: Path, iterations: int, warmup: int, fanout: int) -> di
     async with Client(_server_params(root, pid_file)) as client:
         for index in range(warmup + iterations):
             start = time.perf_counter()
-            started = await client.call_tool("agent_delegate", {"definition": "scout", "task": "t", "label": f"m{index}"})
+            started = await client.call_tool(
+                "agent_delegate", {"definition": "scout", "task": "t", "label": f"m{index}"}
+            )
             assert not started.is_error, started.content
             waited = await client.call_tool("wait", {"timeoutMs": WAIT_MS})
             assert waited.structured_content and waited.structured_content["items"], waited.content
@@ -103,7 +106,9 @@ async def _over_mcp(root: Path, iterations: int, warmup: int, fanout: int) -> di
         rss_before = _peak_rss_kb(pid)
         start = time.perf_counter()
         for index in range(fanout):
-            started = await client.call_tool("agent_delegate", {"definition": "scout", "task": "t", "label": f"f{index}"})
+            started = await client.call_tool(
+                "agent_delegate", {"definition": "scout", "task": "t", "label": f"f{index}"}
+            )
             assert not started.is_error, started.content
         collected = 0
         while collected < fanout:
@@ -158,7 +163,9 @@ def _startup(root: Path, runs: int) -> list[float]:
 
 def main() -> int:
     parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
-    parser.add_argument("--iterations", type=int, default=30, help="timed delegate → result round trips (default 30)")
+    parser.add_argument(
+        "--iterations", type=int, default=30, help="timed delegate → result round trips (default 30)"
+    )
     parser.add_argument("--warmup", type=int, default=3, help="untimed round trips first (default 3)")
     parser.add_argument("--agents", type=int, default=50, help="agents in the fan-out run (default 50)")
     parser.add_argument("--startups", type=int, default=5, help="timed server start-ups (default 5)")

@@ -34,7 +34,15 @@ def small_tmpfs(path: Path, size: str = "1m", *, read_only: bool = False) -> Ite
         problem = "mounting a tmpfs needs root"
     else:
         done = subprocess.run(
-            [mount, "-t", "tmpfs", "-o", f"size={size},mode=0700{',ro' if read_only else ''}", "tmpfs", str(path)],
+            [
+                mount,
+                "-t",
+                "tmpfs",
+                "-o",
+                f"size={size},mode=0700{',ro' if read_only else ''}",
+                "tmpfs",
+                str(path),
+            ],
             capture_output=True,
             text=True,
             check=False,

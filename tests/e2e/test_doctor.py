@@ -223,7 +223,10 @@ def test_settings_warnings_are_shown(cli_env: Env, corral: RunCorral) -> None:
 
     assert code == 0
     settings = [c for c in report["checks"] if c["name"] == "settings"]
-    assert [c["status"] for c in settings] == ["warn", "warn"]  # an untrusted project's ignored key is no `ok`
+    assert [c["status"] for c in settings] == [
+        "warn",
+        "warn",
+    ]  # an untrusted project's ignored key is no `ok`
     assert str(cli_env.project / ".corral" / "settings.toml") in settings[0]["message"]
     assert "is not trusted; ignoring shell_path" in settings[1]["message"]
     assert "corral trust --show" in settings[1]["message"]

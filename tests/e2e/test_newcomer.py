@@ -261,7 +261,9 @@ def test_bad_data_root_settings_and_scripts_are_one_line_errors(corral: RunCorra
         roots = _bad_roots(cli_env.root, stack)
         for what, root in roots.items():
             env = {"CORRAL_HOME": str(root)}
-            _one_line_error(corral("run", "--model", "scripted/hi", "-p", "x", env=env), "data root", str(root))
+            _one_line_error(
+                corral("run", "--model", "scripted/hi", "-p", "x", env=env), "data root", str(root)
+            )
             _one_line_error(corral("agents", "list", env=env), "data root")
             # --no-session uses no data root at all, so a broken one does not matter
             ephemeral = corral("run", "--no-session", "--model", "scripted/hi", "-p", "x", env=env)

@@ -355,7 +355,7 @@ async def test_bad_options_are_usage_errors(api_env: ApiEnv) -> None:
 
 def test_item_types_match_the_cores_message_types() -> None:
     from corral.orchestration import ASK_TYPE, RESULT_TYPE, TEAM_MESSAGE_TYPE, TEAM_REPORT_TYPE
-    from corral.orchestration.teams._groups import GROUP_MESSAGE_TYPE
+    from corral.orchestration.teams.groups._groups import GROUP_MESSAGE_TYPE
 
     assert ITEM_TYPES == {
         RESULT_TYPE: "result",

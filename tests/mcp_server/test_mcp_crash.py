@@ -23,7 +23,9 @@ async def test_a_killed_server_delivers_the_result_once_after_continue(mcp_env: 
     request_id = None
     with contextlib.suppress(Exception):  # the server dies under the client: its calls fail
         async with mcp_env.client(env={"CORRAL_FAULTS": fault}) as client:
-            started = await client.call_tool("agent_delegate", {"definition": "scout", "task": "x", "label": "k1"})
+            started = await client.call_tool(
+                "agent_delegate", {"definition": "scout", "task": "x", "label": "k1"}
+            )
             request_id = started.structured_content["request_id"]  # type: ignore[index]
             seen += _items(await client.call_tool("wait", {"timeoutMs": WAIT_MS}))
             seen += _items(await client.call_tool("wait", {"timeoutMs": WAIT_MS}))  # never answered: it died

@@ -48,7 +48,9 @@ async def test_delegate_and_wait_over_streamable_http(mcp_env: McpEnv) -> None:
         async with Client(url) as client:
             names = [tool.name for tool in (await client.list_tools()).tools]
             assert names[0] == "agent_list" and names[-1] == "wait"
-            started = await client.call_tool("agent_delegate", {"definition": "scout", "task": "x", "label": "h1"})
+            started = await client.call_tool(
+                "agent_delegate", {"definition": "scout", "task": "x", "label": "h1"}
+            )
             assert not started.is_error
             waited = await client.call_tool("wait", {"timeoutMs": WAIT_MS})
             assert waited.structured_content is not None
@@ -93,7 +95,11 @@ def test_a_lead_that_cannot_be_opened_ends_the_server_with_a_one_line_error(mcp_
         "jsonrpc": "2.0",
         "id": 1,
         "method": "initialize",
-        "params": {"protocolVersion": "2025-06-18", "capabilities": {}, "clientInfo": {"name": "t", "version": "0"}},
+        "params": {
+            "protocolVersion": "2025-06-18",
+            "capabilities": {},
+            "clientInfo": {"name": "t", "version": "0"},
+        },
     }
     done = subprocess.run(
         [CORRAL, "mcp", "--cwd", str(mcp_env.work), "--session", "no-such-session"],
@@ -117,7 +123,12 @@ def test_the_cli_imports_neither_the_sdk_nor_the_api_until_mcp_runs(mcp_env: Mcp
         "print(sorted(m for m in ('mcp', 'corral.lead', 'corral._mcp') if m in sys.modules))\n"
     )
     done = subprocess.run(
-        [sys.executable, "-c", code], env=mcp_env.vars, capture_output=True, text=True, timeout=60, check=False
+        [sys.executable, "-c", code],
+        env=mcp_env.vars,
+        capture_output=True,
+        text=True,
+        timeout=60,
+        check=False,
     )
     assert done.returncode == 0, done.stderr
     assert done.stdout.splitlines()[-1] == "[]"

@@ -26,7 +26,9 @@ async def test_the_use_tour_button_runs_the_offline_tour_in_any_directory(tui_en
     app = tui_env.app(None)
     async with app.run_test(size=SIZE) as pilot:
         card = app.query_one(SetupCard)
-        assert "scripted/tour" in card.message or "scripted/tour" in str(card.query_one("#setup-hint").render())
+        assert "scripted/tour" in card.message or "scripted/tour" in str(
+            card.query_one("#setup-hint").render()
+        )
         await pilot.click("#use-demo")
         await wait_until(pilot, lambda: app.launched is not None)
         assert app.query_one(StatusFooter).model_ref == "scripted/tour"
@@ -37,9 +39,11 @@ async def test_the_use_tour_button_runs_the_offline_tour_in_any_directory(tui_en
         assert launched is not None
         await wait_until(
             pilot,
-            lambda: launched.agent.is_idle
-            and isinstance(launched.agent.messages[-1], AssistantMessage)
-            and launched.agent.messages[-1].text.startswith("Both scouts delivered"),
+            lambda: (
+                launched.agent.is_idle
+                and isinstance(launched.agent.messages[-1], AssistantMessage)
+                and launched.agent.messages[-1].text.startswith("Both scouts delivered")
+            ),
             timeout=60,
         )
         texts = [m.text for m in launched.agent.messages if isinstance(m, AssistantMessage)]

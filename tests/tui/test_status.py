@@ -76,7 +76,8 @@ async def test_footer_shows_model_thinking_and_context_warnings(tui_env: TuiEnv)
             await wait_until(
                 pilot,
                 lambda p=prompt: (
-                    _idle(app) and p in [m.text for m in app.launched.agent.messages if isinstance(m, UserMessage)]
+                    _idle(app)
+                    and p in [m.text for m in app.launched.agent.messages if isinstance(m, UserMessage)]
                 ),
             )  # type: ignore[union-attr]
             await pilot.pause()

@@ -209,7 +209,7 @@ def _check_unresolved_checks(store: Store) -> Check:
 
 
 async def _check_orphans(root: Path, store: Store | None) -> Check:
-    from corral.orchestration._worker import find_orphans
+    from corral.orchestration.host._worker import find_orphans
     from corral.runtime import TmuxRuntime
 
     # The private server's socket (`corral.runtime.default_socket()`, which would create its folder).

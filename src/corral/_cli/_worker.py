@@ -43,13 +43,13 @@ from corral.agent import (
 )
 from corral.agent.tools import ReadOnlySandbox, create_builtin_tools, read_sandbox_policy
 from corral.llm import AssistantMessage, ModelRegistry, parse_model_ref
-from corral.orchestration._child import ManagedChild
-from corral.orchestration._controller import OwnerQuestions
-from corral.orchestration._delegate import ManagedAgentSpec, build_managed_agent
-from corral.orchestration._files import FileLimits
-from corral.orchestration._records import AskRecord, GenerationRecord, RequestRecord
-from corral.orchestration._store import Store
+from corral.orchestration.agents._controller import OwnerQuestions
+from corral.orchestration.agents._delegation import ManagedAgentSpec, build_managed_agent
 from corral.orchestration.errors import OrchestrationError
+from corral.orchestration.kernel._child import ManagedChild
+from corral.orchestration.kernel._files import FileLimits
+from corral.orchestration.kernel.records import AskRecord, GenerationRecord, RequestRecord
+from corral.orchestration.store._store import Store
 from corral.orchestration.surfaces import AskOwnerTool
 from corral.session import SessionManager
 from corral.settings import Settings
@@ -234,7 +234,7 @@ async def _resumed_child(
     child: ManagedChild
     inbox: Callable[[], None] | None = None
     if resume.get("team"):
-        from corral.orchestration._host import Host
+        from corral.orchestration.host._host import Host
         from corral.orchestration.surfaces import team_member_tools
         from corral.orchestration.teams import TeamChild, member_message_text
 
@@ -346,8 +346,8 @@ async def reap(*, out: TextIO, dry_run: bool = False) -> int:
 
     Returns 0 when nothing is left orphaned, 1 when a pane could not be reaped or tmux failed.
     """
-    from corral.orchestration._store_core import default_store_path
-    from corral.orchestration._worker import find_orphans, reap_orphans
+    from corral.orchestration.host._worker import find_orphans, reap_orphans
+    from corral.orchestration.store._database import default_store_path
     from corral.runtime import RuntimeError_, TmuxRuntime
 
     tmux = TmuxRuntime()

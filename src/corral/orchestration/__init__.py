@@ -6,9 +6,8 @@ Public names are re-exported here; the implementation lives in private modules.
 
 from corral.trust import TrustStoreError, is_trusted, trust_project, trust_store_path, untrust_project
 
-from ._caller import Caller
-from ._controller import Controller
-from ._definitions import (
+from .agents._controller import Controller
+from .agents._definitions import (
     AgentDefinition,
     DefinitionIssue,
     DefinitionLayer,
@@ -26,8 +25,39 @@ from ._definitions import (
     project_definitions_dir,
     user_definitions_dir,
 )
-from ._delivery import ASK_TYPE, RESULT_TYPE
-from ._files import (
+from .agents.results import (
+    CloseResult,
+    DelegateResult,
+    InspectResult,
+    ListResult,
+    ReplyResult,
+    SteerResult,
+    TranscriptResult,
+)
+from .errors import (
+    ERROR_CATEGORIES,
+    AgentLabelExistsError,
+    ErrorCategory,
+    ErrorPart,
+    InternalFailureError,
+    InvalidRequestError,
+    ManagedAgentBusyError,
+    OrchestrationError,
+    PaneNotReadyError,
+    RollbackFailureError,
+    TargetAmbiguousError,
+    TargetNotFoundError,
+    category_for_ack,
+    error_class_for,
+    error_context,
+    error_details,
+    error_for_ack,
+)
+from .host._handoff import HandoffResult
+from .host._host import Host
+from .kernel._caller import Caller
+from .kernel._delivery import ASK_TYPE, RESULT_TYPE
+from .kernel._files import (
     FILES_GUIDANCE,
     FileLimits,
     MessageHeading,
@@ -37,9 +67,7 @@ from ._files import (
     ResultRefResolver,
     prepare_files,
 )
-from ._handoff import HandoffResult
-from ._host import Host
-from ._lifecycle import (
+from .kernel._lifecycle import (
     STALE_AFTER_MS,
     AgentAction,
     AgentView,
@@ -56,8 +84,8 @@ from ._lifecycle import (
     project_agents,
     resolve_ownership,
 )
-from ._migrations import SCHEMA_VERSION
-from ._records import (
+from .kernel._transcript import Transcript, TranscriptBlock, read_transcript
+from .kernel.records import (
     AckCode,
     AskRecord,
     AskState,
@@ -74,18 +102,10 @@ from ._records import (
     ResultStatus,
     StoreSnapshot,
 )
-from ._results import (
-    CloseResult,
-    DelegateResult,
-    InspectResult,
-    ListResult,
-    ReplyResult,
-    SteerResult,
-    TranscriptResult,
-)
-from ._store import Store
-from ._store_core import StoreError, StoreVersionError, default_store_path
-from ._team_records import (
+from .store._database import StoreError, StoreVersionError, default_store_path
+from .store._migrations import SCHEMA_VERSION
+from .store._store import Store
+from .teams.roster.records import (
     TEAM_LEAD,
     TEAM_MESSAGE_TYPE,
     TEAM_NAME_PATTERN,
@@ -106,26 +126,6 @@ from ._team_records import (
     TeamReportRecord,
     TeamReportStatus,
     normalize_claim_path,
-)
-from ._transcript import Transcript, TranscriptBlock, read_transcript
-from .errors import (
-    ERROR_CATEGORIES,
-    AgentLabelExistsError,
-    ErrorCategory,
-    ErrorPart,
-    InternalFailureError,
-    InvalidRequestError,
-    ManagedAgentBusyError,
-    OrchestrationError,
-    PaneNotReadyError,
-    RollbackFailureError,
-    TargetAmbiguousError,
-    TargetNotFoundError,
-    category_for_ack,
-    error_class_for,
-    error_context,
-    error_details,
-    error_for_ack,
 )
 
 __all__ = [

@@ -22,7 +22,7 @@ from corral.tui._format import ActivityRow, format_context_tokens, format_elapse
 
 if TYPE_CHECKING:
     from corral.orchestration import GenerationRecord, Host
-    from corral.orchestration._team_records import TeamMemberRecord
+    from corral.orchestration.teams.roster.records import TeamMemberRecord
 
 __all__ = ["Progress", "TeamSnapshot", "stop_notice", "team_phase", "team_rows"]
 

@@ -14,8 +14,7 @@ from pathlib import Path
 from typing import Any
 
 from corral.llm import AssistantMessage, CustomMessage, ToolCall
-from corral.orchestration._caller import Caller
-from corral.orchestration._results import (
+from corral.orchestration.agents.results import (
     CloseResult,
     DelegateResult,
     InspectResult,
@@ -24,6 +23,7 @@ from corral.orchestration._results import (
     SteerResult,
     TranscriptResult,
 )
+from corral.orchestration.kernel._caller import Caller
 
 TIMEOUT = 10.0
 

@@ -8,7 +8,7 @@ from typing import Any
 
 import pytest
 
-from corral.orchestration._results import ListResult
+from corral.orchestration.agents.results import ListResult
 from corral.orchestration.errors import (
     ERROR_CATEGORIES,
     ErrorPart,

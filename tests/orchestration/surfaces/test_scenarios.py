@@ -17,7 +17,7 @@ import pytest
 
 from corral.agent import AgentSession
 from corral.llm import CustomMessage, ModelInfo, ScriptedModel, ToolResultMessage
-from corral.orchestration._caller import Caller
+from corral.orchestration.kernel._caller import Caller
 from corral.orchestration.surfaces import (
     DELEGATION_GUIDANCE_TYPE,
     AskOwnerTool,
@@ -35,7 +35,9 @@ def _model(cwd: Path, body: str) -> ScriptedModel:
     (scripts / "s.yaml").write_text(textwrap.dedent(body))
     # $CORRAL_SCRIPTS: a project's own .corral/scripts/ count only once the project is trusted
     return ScriptedModel(
-        ModelInfo("scripted", "s", "scripted"), cwd=cwd, environ={**os.environ, "CORRAL_SCRIPTS": str(scripts)}
+        ModelInfo("scripted", "s", "scripted"),
+        cwd=cwd,
+        environ={**os.environ, "CORRAL_SCRIPTS": str(scripts)},
     )
 
 

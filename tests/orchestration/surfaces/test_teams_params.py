@@ -15,7 +15,7 @@ import pytest
 
 from corral.agent import validate_tool_arguments
 from corral.orchestration.errors import InvalidRequestError, error_details
-from corral.orchestration.surfaces._teams_params import (
+from corral.orchestration.surfaces.teams._wire import (
     LEAD_RECIPIENT,
     MAX_EVIDENCE_CHARS,
     MAX_INSPECTED_EVIDENCE,

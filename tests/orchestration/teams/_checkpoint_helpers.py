@@ -7,7 +7,6 @@ from pathlib import Path
 from typing import Any
 
 from corral.orchestration import Store
-from corral.orchestration._team_records import TeamReportRecord
 from corral.orchestration.teams import (
     CheckpointAuthor,
     CheckpointPolicy,
@@ -18,8 +17,9 @@ from corral.orchestration.teams import (
     report_result,
     task_id,
 )
-from corral.orchestration.teams._checkpoint_records import report_contribution
-from corral.orchestration.teams._checkpoints import build_draft
+from corral.orchestration.teams.checkpoints._checkpoints import build_draft
+from corral.orchestration.teams.checkpoints.records import report_contribution
+from corral.orchestration.teams.roster.records import TeamReportRecord
 
 TEAM = "session-lead"
 CREATED = 1_700_000_000_000

@@ -10,11 +10,9 @@ from __future__ import annotations
 
 from typing import TYPE_CHECKING, Any, Protocol
 
-from corral.orchestration._caller import Caller
+from corral.orchestration.kernel._caller import Caller
 
-from ._agent_tool import AGENT_TOOL_DESCRIPTION, MultiplexedAgentTool, agent_tool_schema
-from ._ask_owner import ASK_OWNER_SENT_TEXT, AskOwnerTool, ask_owner_schema
-from ._core import (
+from ._common import (
     DELEGATION_GUIDANCE_TYPE,
     AgentController,
     AskOwnerOutcome,
@@ -22,8 +20,11 @@ from ._core import (
     TurnGuide,
     error_result,
 )
-from ._operation_tools import OperationTool, operation_tool_schema, operation_tools
-from ._params import (
+from .agent._agent_tool import AGENT_TOOL_DESCRIPTION, MultiplexedAgentTool, agent_tool_schema
+from .agent._ask_owner import ASK_OWNER_SENT_TEXT, AskOwnerTool, ask_owner_schema
+from .agent._operation_tools import OperationTool, operation_tool_schema, operation_tools
+from .agent._render import DELEGATION_GUIDANCE, render_error, render_result
+from .agent._wire import (
     ACTION_FIELDS,
     ACTIONS,
     LABEL_PATTERN,
@@ -42,13 +43,13 @@ from ._params import (
     parse_action,
     parse_ask_owner,
 )
-from ._render import DELEGATION_GUIDANCE, render_error, render_result
 
 if TYPE_CHECKING:
     from corral.agent import AgentSession
     from corral.settings import Settings
 
-    from ._teams_params import (
+    from .teams._tools import TEAMS_LEAD_TOOL_NAMES, TeamsTool, team_member_tools, teams_lead_tools
+    from .teams._wire import (
         TEAMS_SCHEMAS,
         AgentNameRequest,
         Artifact,
@@ -65,7 +66,6 @@ if TYPE_CHECKING:
         parse_spawn,
         parse_swarm,
     )
-    from ._teams_tools import TEAMS_LEAD_TOOL_NAMES, TeamsTool, team_member_tools, teams_lead_tools
 
 __all__ = [
     "ACTIONS",
@@ -172,25 +172,25 @@ def ask_owner_tool(host: SurfaceHost, agent_ctx: Any, agent: AgentSession) -> As
 # The teams surface's names load on first use: a lead with only the `agent` surface never pays for
 # the teams core's import (it is most of `corral run`'s start-up otherwise).
 _LAZY = {
-    "AgentNameRequest": "_teams_params",
-    "Artifact": "_teams_params",
-    "ClaimRequest": "_teams_params",
-    "Finding": "_teams_params",
-    "ReadInboxRequest": "_teams_params",
-    "ReportSubmission": "_teams_params",
-    "SendMessageRequest": "_teams_params",
-    "SpawnRequest": "_teams_params",
-    "StatusRequest": "_teams_params",
-    "StopRequest": "_teams_params",
-    "SwarmRequest": "_teams_params",
-    "TEAMS_LEAD_TOOL_NAMES": "_teams_tools",
-    "TEAMS_SCHEMAS": "_teams_params",
-    "TeamsTool": "_teams_tools",
-    "parse_report": "_teams_params",
-    "parse_spawn": "_teams_params",
-    "parse_swarm": "_teams_params",
-    "team_member_tools": "_teams_tools",
-    "teams_lead_tools": "_teams_tools",
+    "AgentNameRequest": "teams._wire",
+    "Artifact": "teams._wire",
+    "ClaimRequest": "teams._wire",
+    "Finding": "teams._wire",
+    "ReadInboxRequest": "teams._wire",
+    "ReportSubmission": "teams._wire",
+    "SendMessageRequest": "teams._wire",
+    "SpawnRequest": "teams._wire",
+    "StatusRequest": "teams._wire",
+    "StopRequest": "teams._wire",
+    "SwarmRequest": "teams._wire",
+    "TEAMS_LEAD_TOOL_NAMES": "teams._tools",
+    "TEAMS_SCHEMAS": "teams._wire",
+    "TeamsTool": "teams._tools",
+    "parse_report": "teams._wire",
+    "parse_spawn": "teams._wire",
+    "parse_swarm": "teams._wire",
+    "team_member_tools": "teams._tools",
+    "teams_lead_tools": "teams._tools",
 }
 
 

@@ -28,14 +28,14 @@ import contextlib
 from typing import TYPE_CHECKING, Any
 
 from corral.agent import AgentSession, ToolExecutionEndEvent, ToolExecutionStartEvent
-from corral.orchestration._child import ChildHooks, ManagedChild
-from corral.orchestration._records import GenerationRecord, RequestRecord
-from corral.orchestration._store import Store
+from corral.orchestration.kernel._child import ChildHooks, ManagedChild
+from corral.orchestration.kernel.records import GenerationRecord, RequestRecord
+from corral.orchestration.store._store import Store
 
 if TYPE_CHECKING:
-    from corral.orchestration._team_records import TeamMemberRecord
+    from corral.orchestration.teams.roster.records import TeamMemberRecord
 
-    from ._team import Teams
+    from ._teams import Teams
 
 __all__ = ["RECOVERY_PROMPT", "TeamChild"]
 

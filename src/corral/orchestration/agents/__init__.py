@@ -1,0 +1,1 @@
+"""The `agent` tool's core: the controller, delegation, typed results, agent definitions."""

@@ -1,0 +1,1 @@
+"""The host: live runs, runtimes, launch, handoff and the tmux worker's host side."""

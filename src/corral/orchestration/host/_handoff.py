@@ -1,0 +1,332 @@
+"""Handoff: move a live in-process agent into a tmux pane at a safe point (`Host.handoff`).
+
+The same generation, session file, assignment and (for a teams agent) claims
+go on in a `corral worker` process; nothing is re-acknowledged or re-sent.
+
+1. **Refuse** (nothing changes) unless tmux is there and the generation is an
+   active, live in-process agent of this host that does not delegate, is not a
+   nested helper, has no pending question or unacknowledged request, and (a
+   teams agent) has no running check and no accepted report. A checkpointed
+   teams agent moves too: its owner's host saves the checkpoint before it
+   delivers the report the worker stored.
+2. **Safe point**: the child is marked `handing_off` (requests are answered
+   `busy`, messages go to the store inbox), its model or tool call is aborted
+   like an interrupt, and its run ends at the settle — storing nothing,
+   reporting no loss, keeping claims. Prompts it had not sent yet are carried
+   over. The session is flushed and closed (its writer lock released).
+3. **Transfer**: `Store.transfer_runtime` flips the generation to `tmux` in one
+   checked transaction, then a worker starts in a new pane in resume mode (the
+   launch file holds the agent's exact system prompt, model, thinking level
+   and built-in tools) and the host waits for its readiness record.
+4. **Failure** after the safe point cannot go back in-process (that run is
+   gone): the pane is rolled back once its identity is proven, the generation
+   is marked `lost` with a diagnostic, and the result is `failed`.
+
+From then on the host watches it as a tmux run; results, reports and
+questions arrive through the store as for any worker.
+"""
+
+from __future__ import annotations
+
+import asyncio
+import contextlib
+import shutil
+import weakref
+from dataclasses import dataclass
+from pathlib import Path
+from typing import TYPE_CHECKING, Any, Literal
+
+from corral.agent.tools import ALL_TOOL_NAMES, BashTool
+from corral.orchestration.errors import OrchestrationError
+from corral.orchestration.host._worker import worker_argv, worker_env, write_launch_file
+from corral.orchestration.kernel._faults import fault_point
+from corral.runtime import LaunchSpec, PaneNotReady, RollbackFailed, RuntimeError_, RuntimeHandle
+
+if TYPE_CHECKING:
+    from corral.orchestration.host._host import Host
+    from corral.orchestration.kernel._child import ManagedChild
+    from corral.orchestration.kernel.records import GenerationRecord
+
+__all__ = ["HANDOFF_PROMPT", "HandoffResult", "HandoffStatus", "handoff", "relay_lead_messages"]
+
+HandoffStatus = Literal["moved", "refused", "failed"]
+"""`moved`: runs in a pane now; `refused`: nothing changed; `failed`: the agent is lost."""
+
+HANDOFF_PROMPT = (
+    "You were moved to a terminal pane by your owner; continue the same assignment where you left off."
+)
+"""The one prompt a moved agent gets in its worker (before any carried-over messages)."""
+
+_SETTLE_S = 10.0
+_DEFAULT_READY_S = 60.0
+
+
+@dataclass(frozen=True, slots=True)
+class HandoffResult:
+    """What `Host.handoff` did."""
+
+    status: HandoffStatus
+    reason: str
+    """A short code: `moved`, or why it was refused (`tmux_unavailable`, `not_inprocess`, `not_active`,
+    `delegating`, `nested_helper`, `ask_pending`, `request_pending`, `check_running`, `report_accepted`,
+    `stopping`, `finished`) or failed (`not_settled`, `start_failed`, `pane_not_ready`,
+    `rollback_failure`)."""
+    message: str
+    """One line for the person."""
+    run_id: str
+    pane_id: str | None = None
+    """The new pane (`moved`)."""
+
+
+async def handoff(host: Host, run_id: str, *, ready_timeout: float = _DEFAULT_READY_S) -> HandoffResult:
+    """Move generation `run_id` from this host's in-process runtime into a tmux pane.
+
+    The work runs as a host background task, so cancelling the caller never leaves a half-moved
+    agent, and the owner is not reported quiet while the move is in flight.
+    """
+    return await asyncio.shield(host.spawn_background(_handoff(host, run_id, ready_timeout)))
+
+
+def _refusal(host: Host, run_id: str) -> tuple[str, str] | None:
+    """Why `run_id` cannot be moved now (`(reason, message)`), else `None`. Reads only."""
+    store = host.store
+    generation = store.get_generation(run_id)
+    tmux = host.runtime.tmux
+    if shutil.which(tmux.tmux) is None:
+        return "tmux_unavailable", f"tmux ({tmux.tmux}) is not installed; the agent stays in-process."
+    child = host.children.get(run_id)
+    handle = host.handles.get(run_id)
+    if generation is None or not generation.live:
+        return "not_found", f"No live agent generation {run_id}."
+    label = generation.label
+    if (
+        generation.runtime_kind != "inprocess"
+        or child is None
+        or handle is None
+        or handle.kind != "inprocess"
+        or generation.host_id != host.host_id
+    ):
+        return "not_inprocess", f"Agent {label} is not an in-process agent of this host."
+    if (
+        generation.phase != "active"
+        or generation.presence != "live"
+        or not child.acknowledged.is_set()
+        or child.finished.is_set()
+        or child.handing_off
+    ):
+        return "not_active", f"Agent {label} has no active assignment running here ({generation.phase})."
+    member = store.team_member(run_id)
+    if member is not None and member.depth != 0:
+        return "nested_helper", f"Agent {label} is a writer's read helper; helpers stay with their writer."
+    if generation.delegating or child.delegating:
+        return "delegating", f"Agent {label} may delegate; delegating agents run in-process."
+    if store.pending_ask(run_id) is not None:
+        return "ask_pending", f"Agent {label} waits for its owner's reply; reply first."
+    if any(r.kind != "task" and not r.acknowledged for r in store.requests(run_id)):
+        return "request_pending", f"Agent {label} has an unacknowledged request; retry in a moment."
+    if member is not None:
+        from corral.orchestration.teams import TeamChild
+
+        team_child = child if isinstance(child, TeamChild) else None
+        if host.teams.verifier.unresolved(run_id) is not None:  # a claimed check or a running stage
+            return "check_running", f"Agent {label} has an assigned check running; wait for it."
+        if store.team_report_for_run(run_id) is not None or (team_child and team_child.report_accepted):
+            return "report_accepted", f"Agent {label} already reported; its report is being delivered."
+        if member.fence != "none" or (team_child is not None and not team_child.messages_open):
+            return "stopping", f"Agent {label} is being stopped."
+    return None
+
+
+def _resume_description(child: ManagedChild, carried: list[str], *, team: bool) -> dict[str, Any]:
+    """What the worker needs to rebuild this exact agent (plain data for the launch file)."""
+    agent = child.agent
+    info = agent.model.info
+    tools = [tool.name for tool in agent.tools if tool.name in ALL_TOOL_NAMES]
+    sandboxed = any(isinstance(tool, BashTool) and tool.sandbox is not None for tool in agent.tools)
+    prompt = HANDOFF_PROMPT
+    if carried:
+        prompt += "\n\nMessages that arrived while you were being moved:\n\n" + "\n\n".join(carried)
+    return {
+        "model": f"{info.provider}/{info.id}",
+        "thinking": agent.thinking_level,
+        "tools": tools,
+        "sandbox": sandboxed,
+        "systemPrompt": agent.system_prompt,
+        "askOwner": any(tool.name == "ask_owner" for tool in agent.tools),
+        "team": team,
+        "prompt": prompt,
+    }
+
+
+async def _handoff(host: Host, run_id: str, ready_timeout: float) -> HandoffResult:
+    refusal = _refusal(host, run_id)
+    if refusal is not None:
+        return HandoffResult("refused", refusal[0], refusal[1], run_id)
+    store = host.store
+    child = host.children[run_id]
+    handle = host.handles[run_id]
+    generation = store.get_generation(run_id)
+    assert generation is not None
+    label = generation.label
+    team_member = store.team_member(run_id)
+    from corral.orchestration.teams import TeamChild
+
+    # --- the safe point: from here on the in-process run ends without a result ---
+    child.begin_handoff()
+    if isinstance(child, TeamChild):
+        child.close_messages()  # new messages go to its store inbox; the worker brings them in
+    try:
+        await asyncio.wait_for(asyncio.shield(_settle(child)), _SETTLE_S)
+    except TimeoutError:
+        await asyncio.wait({asyncio.ensure_future(host.runtime.stop(handle))}, timeout=_SETTLE_S)
+    if not child.finished.is_set():
+        return _lost(host, child, generation, "not_settled", "its in-process run did not stop", None)
+    steering, follow_up = child.agent.clear_queue()
+    carried = [*child.take_pending(), *steering, *follow_up]
+    session = child.agent.session
+    session_path = session.path
+    with contextlib.suppress(Exception):
+        session.flush()
+    session.close()  # the worker takes the writer lock
+    host.children.pop(run_id, None)
+    host.handles.pop(run_id, None)
+    host.runtime.forget(handle)
+    current = store.get_generation(run_id)
+    if current is not None and current.phase != "active":
+        # It finished in the same instant (a report stored by its last tool call): delivered as usual.
+        host.changed()
+        return HandoffResult(
+            "refused", "finished", f"Agent {label} finished before it could be moved.", run_id
+        )
+    # --- transfer and start the worker ---
+    tmux = host.tmux_runtime()
+    started: RuntimeHandle | None = None
+    host.placing.add(run_id)  # until the pane is recorded, recovery must not settle this generation
+    try:
+        if session_path is None:
+            raise RuntimeError_(f"agent {label} has no session file to hand to its worker")
+        store.transfer_runtime(run_id, owner_session_id=generation.owner_session_id, host_id=host.host_id)
+        fault_point("after_runtime_transfer")
+        launch = write_launch_file(
+            tmux.socket.parent,
+            run_id,
+            {
+                "resume": _resume_description(child, carried, team=team_member is not None),
+                "settings": host.settings.model_dump(mode="json"),
+                "contextRetirement": child.context_retirement,
+                "heartbeat": str(tmux.heartbeat_path(run_id)),
+            },
+        )
+        started = await tmux.start(
+            LaunchSpec(
+                run_id,
+                label,
+                Path(generation.cwd),
+                generation.session_id,
+                session_path=session_path,
+                argv=worker_argv(run_id, store.path, launch),
+                env=worker_env(),
+            )
+        )
+        fault_point("before_pane_recorded")
+        host.track_tmux(run_id, started, pid=None)
+        store.record_started(
+            run_id, session_path=str(session_path), host_id=host.host_id, pane_id=started.runtime_id
+        )
+    except (OrchestrationError, RuntimeError_, OSError) as exc:
+        if started is not None:
+            with contextlib.suppress(RuntimeError_):
+                await tmux.stop(started)
+        return _lost(host, child, generation, "start_failed", f"the worker could not start: {exc}", None)
+    finally:
+        host.placing.discard(run_id)
+
+    def ready() -> bool:
+        now = store.get_generation(run_id)
+        return now is not None and now.pid is not None
+
+    try:
+        await tmux.wait_ready(started, ready, timeout=ready_timeout)
+    except PaneNotReady as exc:
+        detail = f"the worker in pane {started.runtime_id} was not ready: {exc}\n{exc.diagnostic}"
+        return _lost(host, child, generation, "pane_not_ready", detail, None)
+    except RollbackFailed as exc:
+        detail = f"the worker was not ready ({exc.primary}) and its pane could not be removed ({exc.cleanup})"
+        return _lost(host, child, generation, "rollback_failure", detail, started.runtime_id)
+    now = store.get_generation(run_id)
+    tmux.adopt(started, None if now is None else now.pid)
+    host.changed()
+    return HandoffResult(
+        "moved",
+        "moved",
+        f"Agent {label} now runs in tmux pane {started.runtime_id}; same session and assignment.",
+        run_id,
+        pane_id=started.runtime_id,
+    )
+
+
+async def _settle(child: ManagedChild) -> None:
+    """Abort the current model or tool call (like an interrupt) and wait until the run ended."""
+    await child.agent.abort()
+    child.wake()
+    await child.finished.wait()
+
+
+def _lost(
+    host: Host,
+    child: ManagedChild,
+    generation: GenerationRecord,
+    reason: str,
+    detail: str,
+    pane_id: str | None,
+) -> HandoffResult:
+    """The in-process run is gone and no worker took over: mark the generation lost (never two runners)."""
+    run_id = generation.run_id
+    if pane_id is None:
+        host.untrack_tmux(run_id)  # the pane is gone; a kept pane stays tracked so `close` can remove it
+    diagnostic = f"handoff to tmux failed: {detail}"
+    with contextlib.suppress(OrchestrationError):
+        host.store.mark_presence(run_id, "lost", diagnostic=diagnostic)
+    from corral.orchestration.teams import TeamChild
+
+    if isinstance(child, TeamChild):
+        host.teams.run_lost(child, diagnostic)
+    host.changed()
+    return HandoffResult(
+        "failed",
+        reason,
+        f"Agent {generation.label} could not be moved and is lost: {detail}",
+        run_id,
+        pane_id=pane_id,
+    )
+
+
+# --- lead messages from moved teams agents ----------------------------------------------------------
+
+_relaying: weakref.WeakKeyDictionary[Host, set[str]] = weakref.WeakKeyDictionary()
+
+
+def relay_lead_messages(host: Host) -> None:
+    """Deliver `team-lead` messages that tmux teams agents stored (called by the host's tmux watcher).
+
+    A moved agent's `send_message` to the lead only writes the store (its worker has no lead);
+    this brings them into the lead's session with the same routine as in-process messages.
+    """
+    busy = _relaying.setdefault(host, set())
+    leads: set[str] = set()
+    for run_id in host.tmux_runs:
+        member = host.store.team_member(run_id)
+        if member is not None and member.lead_session_id in host.owners:
+            leads.add(member.lead_session_id)
+    for lead in leads - busy:
+        if not host.store.undelivered_lead_messages(lead):
+            continue
+        busy.add(lead)
+
+        async def deliver(lead_session_id: str = lead) -> None:
+            try:
+                await host.teams.deliver_lead_messages(lead_session_id)
+            finally:
+                busy.discard(lead_session_id)
+
+        host.spawn_background(deliver())

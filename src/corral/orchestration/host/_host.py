@@ -1,0 +1,803 @@
+"""The host: one per process; it owns the store, the runtime, the live sessions and delivery.
+
+The host knows which agent sessions are *owners* (the lead and live
+delegating agents: sessions that can receive deliveries) and which children
+run here. It implements the child hooks: a stored result is delivered into its
+owner's session exactly once (`_delivery`) and the generation is finalized
+after the delivery is proven; a question is delivered the same way.
+
+`attach_lead` registers the lead and runs **restart recovery** for it:
+in-process generations of its tree whose host process is gone are marked
+`lost`; undelivered results are delivered once; delivered but unfinalized
+generations are finalized. Nothing is guessed: a generation whose host may
+still be running stays as it is (its presence is `unknown` here).
+
+`wait_until_quiet(owner)` returns once the owner is idle and nothing more can
+arrive for it: no generation of its tree is starting, working or settling
+(delivery or cleanup in flight). `blocked_or_lost(owner)` names what was left
+waiting on a question or lost.
+
+The host id is a UUID per process plus the pid; both are recorded on every
+generation (`host_id`, `pid`) so a later host can prove the first one died.
+"""
+
+from __future__ import annotations
+
+import asyncio
+import contextlib
+import os
+import uuid
+from collections.abc import Callable, Coroutine, Iterable
+from pathlib import Path
+from typing import TYPE_CHECKING, Any, TypeVar
+
+from corral.agent import AgentSession, AgentSettledEvent
+from corral.orchestration.agents._definitions import ModelNames, Roster, load_roster, model_names
+from corral.orchestration.errors import OrchestrationError
+from corral.orchestration.kernel._caller import Caller
+from corral.orchestration.kernel._child import RETIRED_ENTRY, ManagedChild
+from corral.orchestration.kernel._delivery import deliver_ask, deliver_result, deliver_team_report
+from corral.orchestration.kernel._faults import fault_point
+from corral.orchestration.kernel._files import FileLimits
+from corral.orchestration.kernel._lifecycle import Observation, RuntimeLifecycle
+from corral.orchestration.kernel.records import AskRecord, GenerationRecord, RequestRecord
+from corral.orchestration.store._database import StoreError
+from corral.orchestration.store._store import Store
+from corral.runtime import (
+    InProcessRuntime,
+    LaunchSpec,
+    PresenceVerdict,
+    ProcessEvidence,
+    RecentOutput,
+    RuntimeHandle,
+    TmuxRuntime,
+    pid_alive,
+)
+from corral.session import SessionError, SessionManager, SessionWriteError
+
+if TYPE_CHECKING:
+    from corral.llm import ModelRegistry
+    from corral.orchestration.agents._controller import Controller
+    from corral.orchestration.host._handoff import HandoffResult
+    from corral.orchestration.teams import Teams
+    from corral.settings import Settings
+
+__all__ = ["RETIRED_ENTRY", "Host", "Runtimes"]
+
+_T = TypeVar("_T")
+
+_FINALIZE_ATTEMPTS = 50
+_WATCH_S = 0.05
+_ACK_POLL_S = 0.02
+
+
+class Runtimes:
+    """The host's runtimes behind one face: in-process always, tmux when first needed.
+
+    Calls taking a handle go to the runtime of `handle.kind`; `start` with a
+    `program` is in-process. `stop_all` stops in-process agents only: tmux
+    agents outlive their host.
+    """
+
+    def __init__(self, inprocess: InProcessRuntime, tmux_socket: Path | None = None) -> None:
+        self.inprocess = inprocess
+        self._tmux: TmuxRuntime | None = None
+        self._tmux_socket = tmux_socket
+
+    @property
+    def tmux(self) -> TmuxRuntime:
+        """The tmux runtime (created on first use)."""
+        if self._tmux is None:
+            self._tmux = TmuxRuntime(socket=self._tmux_socket)
+        return self._tmux
+
+    @property
+    def has_tmux(self) -> bool:
+        """Whether the tmux runtime was used."""
+        return self._tmux is not None
+
+    def _for(self, handle: RuntimeHandle) -> InProcessRuntime | TmuxRuntime:
+        return self.tmux if handle.kind == "tmux" else self.inprocess
+
+    async def start(self, spec: LaunchSpec) -> RuntimeHandle:
+        """Start in-process when `spec.program` is set, else in tmux."""
+        if spec.program is not None:
+            return await self.inprocess.start(spec)
+        return await self.tmux.start(spec)
+
+    def owns(self, handle: RuntimeHandle) -> bool:
+        """Whether the in-process runtime started `handle`."""
+        return self.inprocess.owns(handle)
+
+    def presence(self, handle: RuntimeHandle) -> PresenceVerdict:
+        """The handle's runtime's verdict."""
+        return self._for(handle).presence(handle)
+
+    async def prepare_evidence(self, handle: RuntimeHandle) -> None:
+        """Capture evidence before `recent_output`/`process_evidence` (tmux); nothing in-process."""
+        if handle.kind == "tmux":
+            await self.tmux.prepare_evidence(handle)
+
+    def recent_output(
+        self, handle: RuntimeHandle, *, lines: int = 80, max_bytes: int = 16384
+    ) -> RecentOutput:
+        """The handle's runtime's recent output."""
+        return self._for(handle).recent_output(handle, lines=lines, max_bytes=max_bytes)
+
+    def process_evidence(self, handle: RuntimeHandle) -> list[ProcessEvidence]:
+        """The handle's runtime's process evidence."""
+        return self._for(handle).process_evidence(handle)
+
+    async def stop(self, handle: RuntimeHandle) -> None:
+        """Stop through the handle's runtime."""
+        await self._for(handle).stop(handle)
+
+    def forget(self, handle: RuntimeHandle) -> None:
+        """Drop bookkeeping of a finished agent."""
+        self._for(handle).forget(handle)
+
+    async def stop_all(self) -> None:
+        """Stop every in-process agent (host shutdown); tmux agents keep running."""
+        await self.inprocess.stop_all()
+
+
+class Host:
+    """One process's orchestration host.
+
+    Args:
+        store: The orchestration store (the host closes it in `aclose`).
+        registry: Model registry for children's models.
+        settings: Settings for children's sessions (`None`: defaults).
+        sessions_root: Where managed sessions are written (default: corral's sessions root).
+        roster_loader: Loads the roster for a cwd (default `load_roster(cwd)`).
+        runtime: The in-process runtime (default a new one).
+        context_retirement: Honour `contextRetirement` (retired sessions are not continued/forked).
+        file_limits: Limits for `files`.
+        tmux_socket: The tmux runtime's server socket (default under the data root).
+    """
+
+    def __init__(
+        self,
+        *,
+        store: Store,
+        registry: ModelRegistry,
+        settings: Settings | None = None,
+        sessions_root: Path | None = None,
+        roster_loader: Callable[[Path], Roster] | None = None,
+        runtime: InProcessRuntime | None = None,
+        context_retirement: bool = True,
+        file_limits: FileLimits | None = None,
+        tmux_socket: Path | None = None,
+    ) -> None:
+        self.store = store
+        self.registry = registry
+        if settings is None:
+            from corral.settings import Settings as _Settings
+
+            settings = _Settings()
+        self.settings: Settings = settings
+        self.sessions_root = sessions_root
+        self.roster_loader = roster_loader or (lambda cwd: load_roster(cwd, models=self.model_names()))
+        self.host_id = f"{uuid.uuid4()}"
+        self.pid = os.getpid()
+        self.runtime = Runtimes(runtime or InProcessRuntime(host_tag=self.host_id[:8]), tmux_socket)
+        self.context_retirement = context_retirement
+        self.file_limits = file_limits or FileLimits()
+        self.owners: dict[str, AgentSession] = {}
+        self.children: dict[str, ManagedChild] = {}
+        self.handles: dict[str, RuntimeHandle] = {}
+        self.lead_callers: dict[str, Caller] = {}
+        self._owner_unsubscribe: dict[str, Callable[[], None]] = {}
+        self._delivering: set[str] = set()
+        self.undeliverable: dict[str, str] = {}
+        """Results whose delivery failed on a write error (a full disk), by request id: the reason.
+
+        They stay stored (`pending`) and are delivered once when the owner is attached again."""
+        self._asking: set[str] = set()
+        self._tasks: set[asyncio.Task[Any]] = set()
+        self._change = asyncio.Event()
+        self._closed = False
+        self.tmux_runs: set[str] = set()
+        """Generations running in tmux panes that this host watches."""
+        self.placing: set[str] = set()
+        """Tmux generations this host is starting or moving right now (no pane recorded yet)."""
+        self._watcher: asyncio.Task[None] | None = None
+        self._watch_signature: object = None
+        self.on_background_error: Callable[[BaseException], None] | None = None
+        self.warnings: list[str] = []
+        """Warnings for the person at the front end (e.g. an unconfirmed wake after a restart)."""
+        self.on_warning: Callable[[str], None] | None = None
+        from corral.orchestration.agents._controller import Controller
+
+        self.controller: Controller = Controller(self)
+        self._teams: Teams | None = None
+
+    # --- owners ------------------------------------------------------------------------------
+
+    def model_names(self) -> ModelNames:
+        """What Claude Code and Pi definition files' `model` may name: `[model_aliases]` and the
+        models that have credentials here."""
+        return model_names(self.settings.model_aliases, self.registry)
+
+    def register_owner(self, agent: AgentSession) -> None:
+        """Make `agent` a live owner (deliveries for its session id can be made)."""
+        session_id = agent.session.session_id
+        if session_id in self.owners:
+            return
+        self.owners[session_id] = agent
+
+        def on_event(event: object) -> None:
+            if isinstance(event, AgentSettledEvent):
+                self.changed()
+
+        self._owner_unsubscribe[session_id] = agent.subscribe(on_event)
+
+    def unregister_owner(self, session_id: str) -> None:
+        """Forget a live owner."""
+        self.owners.pop(session_id, None)
+        unsubscribe = self._owner_unsubscribe.pop(session_id, None)
+        if unsubscribe is not None:
+            unsubscribe()
+
+    async def attach_lead(self, agent: AgentSession, *, surfaces: Iterable[str] = ("agent",)) -> Caller:
+        """Register the lead, give it its tool surfaces, and recover its generations.
+
+        Returns:
+            The lead's `Caller`.
+        """
+        caller = Caller.lead(agent)
+        self.register_owner(agent)
+        self.lead_callers[caller.session_id] = caller
+        self.install_surfaces(agent, caller, surfaces)
+        self.recover(caller.session_id)
+        await self.recover_unplaced(caller.session_id)
+        if self._teams is not None or self.store.has_team_state(caller.session_id):
+            self.teams.recover(caller.session_id)
+        return caller
+
+    @property
+    def teams(self) -> Teams:
+        """The teams core (`corral.orchestration.teams.Teams`), made on first use.
+
+        A lead without the teams surface and without teams state never imports it, which keeps
+        `corral run`'s start-up short.
+        """
+        if self._teams is None:
+            from corral.orchestration.teams import Teams
+
+            self._teams = Teams(self)
+        return self._teams
+
+    def install_surfaces(self, agent: AgentSession, caller: Caller, surfaces: Iterable[str]) -> None:
+        """Register the tools of `surfaces` (`agent` and/or `teams`) on `agent` for `caller`."""
+        wanted = tuple(surfaces)
+        if not wanted:
+            return
+        from corral.orchestration import surfaces as surface_pkg  # the surfaces import the core
+
+        tools: list[Any] = []
+        if "agent" in wanted:
+            tools += surface_pkg.agent_tools(self, caller)
+        if "teams" in wanted and caller.scope == "lead":
+            tools += surface_pkg.teams_lead_tools(self, caller)
+        for tool in tools:
+            agent.register_tool(tool)
+
+    # --- change notification ---------------------------------------------------------------
+
+    def changed(self) -> None:
+        """Wake everything that waits for a state change (quiet checks, waiting children)."""
+        self._change.set()
+        self._change = asyncio.Event()
+        for child in self.children.values():
+            child.wake()
+
+    async def wait_for_change(self) -> None:
+        """Return at the next state change (a delivery, a settle, a child's progress); for front ends."""
+        await self._change.wait()
+
+    # --- child hooks -------------------------------------------------------------------------------
+
+    def result_stored(self, run_id: str, request_id: str) -> None:
+        """Child hook: deliver the durable result of `request_id`."""
+        self._spawn(self._deliver_and_finalize(request_id))
+        self.changed()
+
+    def ask_created(self, run_id: str, ask: AskRecord) -> None:
+        """Child hook: deliver the question to the owner."""
+        self._spawn(self._deliver_ask(run_id, ask.ask_id))
+        self.changed()
+
+    def result_failed(self, run_id: str, message: str) -> None:
+        """Child hook: the run's result could not be stored; warn (the run is then left unsettled)."""
+        child = self.children.get(run_id)
+        who = f"agent {child.label}" if child is not None else f"agent run {run_id}"
+        self.warn(f"{who} ended without a stored result: {message}")
+
+    def warn(self, text: str) -> None:
+        """Record a warning for the front end (and tell `on_warning`, when set)."""
+        self.warnings.append(text)
+        if self.on_warning is not None:
+            self.on_warning(text)
+
+    def spawn_background(self, coro: Coroutine[Any, Any, _T]) -> asyncio.Task[_T]:
+        """Run `coro` as a tracked background task (errors go to `on_background_error`; quiet waits for it)."""
+        return self._spawn(coro)
+
+    def _spawn(self, coro: Coroutine[Any, Any, _T]) -> asyncio.Task[_T]:
+        task = asyncio.get_running_loop().create_task(coro)
+        self._tasks.add(task)
+
+        def done(t: asyncio.Task[_T]) -> None:
+            self._tasks.discard(t)
+            if not t.cancelled() and t.exception() is not None and self.on_background_error is not None:
+                self.on_background_error(t.exception())  # type: ignore[arg-type]
+            self.changed()
+
+        task.add_done_callback(done)
+        return task
+
+    async def _deliver_and_finalize(self, request_id: str) -> None:
+        if request_id in self._delivering:
+            return
+        self._delivering.add(request_id)
+        try:
+            await self._deliver_and_finalize_once(request_id)
+        except (SessionWriteError, StoreError) as exc:
+            # A write failed (no space, I/O error): the result stays stored and pending, and is
+            # delivered when the owner is attached again; nothing waits for it meanwhile.
+            self.undeliverable[request_id] = str(exc)
+            self.warn(
+                f"a result could not be delivered now ({exc}); it stays stored until the session resumes"
+            )
+        finally:
+            self._delivering.discard(request_id)
+
+    async def _deliver_and_finalize_once(self, request_id: str) -> None:
+        result = self.store.get_result(request_id)
+        if result is None:
+            return
+        generation = self.store.get_generation(result.run_id)
+        if generation is None:
+            return
+        if result.delivery == "pending":
+            owner = self.owners.get(result.owner_session_id)
+            if owner is None:
+                return  # delivered when the owner is attached again
+            report = self.store.team_report_for_run(result.run_id)
+            member = None if report is None else self.store.team_member(result.run_id)
+            if report is not None:
+                await self.teams.ensure_checkpoint(report)
+            if report is not None and member is not None and member.slot_id is not None:
+                await self.teams.deliver_grouped(report, result)
+            elif report is not None:
+                await deliver_team_report(self.store, owner, report, result)
+            else:
+                await deliver_result(
+                    self.store, owner, generation, result, retired=self.is_retired(generation)
+                )
+        fault_point("before_cleanup")
+        await self._finalize(generation)
+
+    async def _finalize(self, generation: GenerationRecord) -> None:
+        """Tear down a generation whose result was delivered (retried while children finish)."""
+        child = self.children.get(generation.run_id)
+        if child is not None:
+            await child.finished.wait()
+        for _attempt in range(_FINALIZE_ATTEMPTS):
+            current = self.store.get_generation(generation.run_id)
+            if current is None or current.phase == "finalized":
+                break
+            try:
+                self.store.finalize_generation(
+                    generation.run_id, owner_session_id=generation.owner_session_id
+                )
+                break
+            except OrchestrationError:
+                await self.wait_for_change()
+        self.release(generation.run_id)
+
+    def release(self, run_id: str) -> None:
+        """Drop the in-memory parts of a finished generation (closing its session file)."""
+        child = self.children.pop(run_id, None)
+        handle = self.handles.pop(run_id, None)
+        if handle is not None:
+            self.runtime.forget(handle)
+        if self._teams is not None:
+            self._teams.released(run_id)
+        if child is not None:
+            self.unregister_owner(child.agent.session.session_id)
+            if not child.agent.session.is_persisted:
+                with contextlib.suppress(Exception):
+                    child.agent.session.flush()
+            child.agent.session.close()
+
+    async def _deliver_ask(self, run_id: str, ask_id: str) -> None:
+        if ask_id in self._asking:
+            return
+        self._asking.add(ask_id)
+        try:
+            ask = self.store.get_ask(ask_id)
+            generation = self.store.get_generation(run_id)
+            if ask is None or generation is None or ask.state != "pending" or ask.delivered_entry_id:
+                return
+            owner = self.owners.get(generation.owner_session_id)
+            if owner is not None:
+                await deliver_ask(self.store, owner, generation, ask)
+        finally:
+            self._asking.discard(ask_id)
+
+    # --- tmux generations ------------------------------------------------------------------------------
+
+    def tmux_runtime(self) -> TmuxRuntime:
+        """The tmux runtime (its private server starts with the first pane)."""
+        return self.runtime.tmux
+
+    def track_tmux(self, run_id: str, handle: RuntimeHandle, *, pid: int | None) -> None:
+        """Watch a tmux generation: discover its results and asks through the store."""
+        self.runtime.tmux.adopt(handle, pid)
+        self.handles[run_id] = handle
+        self.tmux_runs.add(run_id)
+        if self._watcher is None or self._watcher.done():
+            self._watcher = asyncio.get_running_loop().create_task(self._watch(), name="corral-tmux-watch")
+
+    def untrack_tmux(self, run_id: str) -> None:
+        """Stop watching a tmux generation."""
+        if run_id in self.tmux_runs:
+            self.tmux_runs.discard(run_id)
+            handle = self.handles.pop(run_id, None)
+            if handle is not None:
+                self.runtime.forget(handle)
+
+    async def _watch(self) -> None:
+        """Poll the store for tmux generations' results and asks and deliver them (same routines)."""
+        while self.tmux_runs and not self._closed:
+            try:
+                await self.runtime.tmux.refresh()
+                self._watch_once()
+            except Exception as exc:  # pragma: no cover - surfaced to the embedder
+                if self.on_background_error is not None:
+                    self.on_background_error(exc)
+            await asyncio.sleep(_WATCH_S)
+
+    def _watch_once(self) -> None:
+        signature: list[object] = []
+        for run_id in sorted(self.tmux_runs):
+            generation = self.store.get_generation(run_id)
+            if generation is None or generation.phase == "finalized":
+                self.untrack_tmux(run_id)
+                signature.append(run_id)
+                continue
+            handle = self.handles.get(run_id)
+            presence = self.runtime.presence(handle) if handle is not None else "unknown"
+            if (
+                presence == "lost"
+                and generation.presence != "lost"
+                and generation.phase in ("starting", "active")
+                and generation.pid is not None
+            ):
+                with contextlib.suppress(OrchestrationError):
+                    generation = self.store.mark_presence(
+                        run_id,
+                        "lost",
+                        diagnostic=f"tmux pane {generation.pane_id} or worker {generation.pid} is gone",
+                    )
+            if (
+                generation.phase == "completed"
+                and generation.completed_request_id is not None
+                and generation.completed_request_id not in self._delivering
+                and generation.owner_session_id in self.owners
+            ):
+                self._spawn(self._deliver_and_finalize(generation.completed_request_id))
+            ask = self.store.pending_ask(run_id)
+            if (
+                ask is not None
+                and ask.delivered_entry_id is None
+                and ask.ask_id not in self._asking
+                and generation.owner_session_id in self.owners
+            ):
+                self._spawn(self._deliver_ask(run_id, ask.ask_id))
+            acked = sum(1 for request in self.store.requests(run_id) if request.acknowledged)
+            signature.append(
+                (run_id, generation.phase, generation.presence, generation.pid, presence, ask, acked)
+            )
+        if self._teams is not None:  # a tmux teams agent means its lead attached the teams core
+            from corral.orchestration.host._handoff import relay_lead_messages
+
+            relay_lead_messages(self)  # `team-lead` messages that tmux teams agents stored
+        if signature != self._watch_signature:
+            self._watch_signature = signature
+            self.changed()
+
+    async def handoff(self, run_id: str) -> HandoffResult:
+        """Move the live in-process agent `run_id` into a tmux pane at a safe point (see `_handoff`)."""
+        from corral.orchestration.host._handoff import handoff
+
+        return await handoff(self, run_id)
+
+    async def await_ack(self, run_id: str, request_id: str, *, timeout: float = 30.0) -> RequestRecord | None:
+        """Wait until the worker acknowledged `request_id` (tmux: requests go through the store)."""
+        loop = asyncio.get_running_loop()
+        deadline = loop.time() + timeout
+        while True:
+            request = self.store.get_request(request_id)
+            if request is None or request.acknowledged:
+                return request
+            if loop.time() >= deadline or run_id not in self.tmux_runs:
+                return request
+            await asyncio.sleep(_ACK_POLL_S)
+
+    # --- recovery ------------------------------------------------------------------------------------
+
+    def tree(self, owner_session_id: str) -> list[GenerationRecord]:
+        """Live generations owned by `owner_session_id`, transitively (by session id)."""
+        live = self.store.generations()
+        found: list[GenerationRecord] = []
+        owners = {owner_session_id}
+        changed = True
+        while changed:
+            changed = False
+            for generation in live:
+                if generation.owner_session_id in owners and generation not in found:
+                    found.append(generation)
+                    owners.add(generation.session_id)
+                    changed = True
+        return found
+
+    def host_gone(self, generation: GenerationRecord) -> bool:
+        """Whether the in-process host that ran `generation` is proven gone."""
+        if generation.runtime_kind != "inprocess" or generation.run_id in self.children:
+            return False
+        if generation.host_id == self.host_id:
+            return True  # ours, but no longer running here
+        if generation.host_id is None or generation.pid is None:
+            return generation.phase == "starting" and generation.pid is None and generation.host_id is None
+        return generation.pid == self.pid or not pid_alive(generation.pid)
+
+    def recover(self, owner_session_id: str) -> None:
+        """Restart recovery for one owner session (see the module docstring)."""
+        for generation in self.tree(owner_session_id):
+            if (
+                generation.presence != "lost"
+                and generation.phase in ("starting", "active")
+                and self.host_gone(generation)
+            ):
+                self.store.mark_presence(
+                    generation.run_id,
+                    "lost",
+                    diagnostic=f"host process {generation.pid} of this in-process agent is gone",
+                )
+        for generation in self.tree(owner_session_id):
+            if (
+                generation.runtime_kind == "tmux"
+                and generation.pane_id is not None
+                and generation.presence != "lost"
+                and generation.phase in ("starting", "active", "completed")
+                and generation.run_id not in self.tmux_runs
+            ):
+                handle = RuntimeHandle(runtime_id=generation.pane_id, kind="tmux", run_id=generation.run_id)
+                self.track_tmux(generation.run_id, handle, pid=generation.pid)
+        for generation in self.tree(owner_session_id):
+            if generation.owner_session_id != owner_session_id:
+                continue
+            if generation.phase == "completed" and generation.completed_request_id is not None:
+                self._spawn(self._deliver_and_finalize(generation.completed_request_id))
+            elif generation.phase == "active" and generation.run_id in self.children:
+                ask = self.store.pending_ask(generation.run_id)
+                if ask is not None and ask.delivered_entry_id is None:
+                    self._spawn(self._deliver_ask(generation.run_id, ask.ask_id))
+        self.changed()
+
+    async def recover_unplaced(self, owner_session_id: str) -> None:
+        """Settle tmux generations whose host died before it recorded their pane.
+
+        The store says `tmux` from the moment a tmux start or a handoff begins, but the pane id
+        is recorded only once the pane exists. For a generation left in between, the pane
+        inventory decides: a pane whose worker runs this generation is adopted (recorded and
+        watched like any tmux agent); no such pane proves the worker never started, and the
+        generation is marked `lost` so it can be closed. When tmux cannot list its panes nothing
+        is proven and nothing changes (a warning says so).
+        """
+        unplaced = [
+            generation
+            for generation in self.tree(owner_session_id)
+            if generation.runtime_kind == "tmux"
+            and generation.pane_id is None
+            and generation.presence != "lost"
+            and generation.phase in ("starting", "active")
+            and generation.run_id not in self.placing
+        ]
+        if not unplaced:
+            return
+        tmux = self.runtime.tmux
+        panes = await tmux.panes()
+        if panes is None:
+            labels = ", ".join(g.label for g in unplaced)
+            self.warn(
+                f"Agents {labels}: their tmux panes were never recorded and the panes of the tmux server "
+                f"at {tmux.socket} cannot be listed; left as they are."
+            )
+            return
+        for generation in unplaced:
+            run_id = generation.run_id
+            if run_id in self.placing:
+                continue  # a start of this host got there meanwhile
+            pane = tmux.pane_running(panes, ("--run-id", run_id))
+            with contextlib.suppress(OrchestrationError):
+                if pane is None:
+                    self.store.mark_presence(
+                        run_id,
+                        "lost",
+                        diagnostic="its host stopped while starting it in tmux, and no pane runs its worker",
+                    )
+                    continue
+                self.store.record_started(run_id, host_id=self.host_id, pane_id=pane.pane_id)
+                handle = RuntimeHandle(runtime_id=pane.pane_id, kind="tmux", run_id=run_id)
+                self.track_tmux(run_id, handle, pid=pane.pid)
+        self.changed()
+
+    # --- observation ----------------------------------------------------------------------------------
+
+    def observe(self, generation: GenerationRecord) -> Observation:
+        """Runtime evidence for the lifecycle projection."""
+        path = generation.session_path
+        ready = False
+        if path:
+            with contextlib.suppress(OSError):
+                stat = Path(path).stat()
+                ready = stat.st_size > 0 and Path(path).is_file()
+        child = self.children.get(generation.run_id)
+        handle = self.handles.get(generation.run_id)
+        if generation.run_id in self.tmux_runs and handle is not None:
+            return self._observe_tmux(generation, handle, ready)
+        if child is not None and handle is not None:
+            presence = self.runtime.presence(handle)
+            if presence == "lost" and generation.phase in ("completed", "finalized"):
+                presence = "live"  # finished normally; cleanup is converging
+            lifecycle: RuntimeLifecycle = "working" if child.busy else "idle"
+            if generation.phase == "starting":
+                lifecycle = "working"
+            return Observation(presence=presence, lifecycle=lifecycle, transcript_ready=ready)
+        if generation.presence == "lost" or self.host_gone(generation):
+            return Observation(presence="lost", lifecycle="unknown", transcript_ready=ready)
+        return Observation(presence="unknown", lifecycle="unknown", transcript_ready=ready)
+
+    def _observe_tmux(self, generation: GenerationRecord, handle: RuntimeHandle, ready: bool) -> Observation:
+        presence = self.runtime.presence(handle)
+        if presence == "lost" and generation.phase in ("completed", "finalized"):
+            presence = "live"  # finished normally; cleanup is converging
+        lifecycle: RuntimeLifecycle = "working"
+        if generation.phase == "completed":
+            lifecycle = "done"
+        elif generation.phase == "active" and self.store.pending_ask(generation.run_id) is not None:
+            lifecycle = "idle"
+        return Observation(presence=presence, lifecycle=lifecycle, transcript_ready=ready)
+
+    def is_retired(self, generation: GenerationRecord) -> bool:
+        """Whether the generation's session was retired after context pressure (and retirement is on)."""
+        if not self.context_retirement:
+            return False
+        child = self.children.get(generation.run_id)
+        if child is not None:
+            entries = child.agent.session.entries
+        elif generation.session_path and Path(generation.session_path).is_file():
+            try:
+                with SessionManager.open(Path(generation.session_path), read_only=True) as saved:
+                    entries = saved.entries
+            except SessionError:
+                return False
+        else:
+            return False
+        return any(getattr(entry, "custom_type", None) == RETIRED_ENTRY for entry in entries)
+
+    # --- quiet --------------------------------------------------------------------------------------------
+
+    def _quiet(self, owner_session_id: str) -> bool:
+        owner = self.owners.get(owner_session_id)
+        if owner is not None and not owner.is_idle:
+            return False
+        if self._tasks:
+            return False
+        if self._teams is not None and self._teams.busy(owner_session_id):
+            return False
+        for generation in self.tree(owner_session_id):
+            child = self.children.get(generation.run_id)
+            if generation.run_id in self.tmux_runs and generation.presence != "lost":
+                if generation.phase in ("starting", "completed"):
+                    return False
+                if generation.phase == "active":
+                    ask = self.store.pending_ask(generation.run_id)
+                    if ask is None:
+                        return False  # working
+                    if ask.delivered_entry_id is None and generation.owner_session_id in self.owners:
+                        return False  # its question is still to be delivered
+                continue
+            if generation.phase == "completed" and generation.completed_request_id in self.undeliverable:
+                continue  # its delivery failed on a write error: due again on resume
+            if generation.presence == "lost" or child is None:
+                if generation.phase == "completed" and generation.owner_session_id in self.owners:
+                    return False  # delivery to a live owner is still due
+                continue
+            if child.finished.is_set() and generation.phase in ("starting", "active"):
+                continue  # ended without a result: lost
+            if generation.phase == "starting":
+                return False
+            if generation.phase == "active" and (child.busy or not child.waiting):
+                return False
+            if generation.phase == "completed":
+                return False
+        return True
+
+    def has_live_agents(self, owner_session_id: str) -> bool:
+        """Whether the owner's tree has an agent still running here or in tmux (waiting ones included)."""
+        for generation in self.tree(owner_session_id):
+            child = self.children.get(generation.run_id)
+            if child is not None and not child.finished.is_set():
+                return True
+            if (
+                generation.run_id in self.tmux_runs
+                and generation.presence != "lost"
+                and generation.phase in ("starting", "active", "completed")
+            ):
+                return True
+        return False
+
+    def can_detach(self, owner_session_id: str) -> bool:
+        """Whether the lead can leave its session now: quiet, and no agent of its tree still runs."""
+        return self._quiet(owner_session_id) and not self.has_live_agents(owner_session_id)
+
+    def detach_lead(self, owner_session_id: str) -> None:
+        """Forget a lead that moves to another session (see `can_detach`); its records stay in the store."""
+        self.unregister_owner(owner_session_id)
+        self.lead_callers.pop(owner_session_id, None)
+
+    async def wait_until_quiet(self, owner_session_id: str) -> None:
+        """Return once the owner is settled and nothing more can arrive for it."""
+        while True:
+            change = self._change
+            if self._quiet(owner_session_id):
+                return
+            await change.wait()
+
+    def blocked_or_lost(self, owner_session_id: str) -> list[GenerationRecord]:
+        """Generations of the owner's tree left waiting on a question or lost."""
+        out: list[GenerationRecord] = []
+        for generation in self.tree(owner_session_id):
+            if (
+                generation.presence == "lost"
+                or self.host_gone(generation)
+                or self.store.pending_ask(generation.run_id) is not None
+            ):
+                out.append(generation)
+        return out
+
+    # --- shutdown -------------------------------------------------------------------------------------------
+
+    async def aclose(self) -> None:
+        """Stop every child and background task, release sessions, close the store."""
+        if self._closed:
+            return
+        self._closed = True
+        if self._watcher is not None:
+            self._watcher.cancel()
+            with contextlib.suppress(BaseException):
+                await self._watcher
+        for task in list(self._tasks):
+            task.cancel()
+        for task in list(self._tasks):
+            with contextlib.suppress(BaseException):
+                await task
+        stopping = list(self.children)
+        await self.runtime.stop_all()
+        # Agents this host ran that had not finished die with it: record that now, so none is
+        # left `working`/`live` (best effort: on a full disk, resuming the owner records it).
+        for run_id in stopping:
+            with contextlib.suppress(OrchestrationError):
+                generation = self.store.get_generation(run_id)
+                if generation is not None and generation.phase in ("starting", "active"):
+                    self.store.mark_presence(
+                        run_id, "lost", diagnostic=f"its host process {self.pid} stopped before it finished"
+                    )
+        for run_id in list(self.children):
+            self.release(run_id)
+        self.store.close()

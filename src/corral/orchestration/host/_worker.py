@@ -1,0 +1,146 @@
+"""How a host launches a `corral worker` for a tmux generation.
+
+The host writes the agent's plain-data launch description (its
+`ManagedAgentSpec`, the settings, where to touch the heartbeat) to a private
+file `<tmux dir>/launch/<run-id>.json` (`0600`); the worker reads it, opens
+the same store and session file, and builds the agent with the same builder
+the in-process path uses (`build_managed_agent`).
+
+The pane runs `python -m corral._cli._worker` (the code behind `corral
+worker`) with the host's interpreter: it skips the CLI's imports, which keeps
+the start-up short.
+
+Orphans: a pane of the private server whose generation is finalized, or that
+no live generation of the store names, is reported by `find_orphans` and
+removed by `reap_orphans` (identity-proven, never silently). A worker whose
+host died before recording its pane is named by its command line
+(`--run-id`), so it is no orphan: the next host adopts it.
+"""
+
+from __future__ import annotations
+
+import json
+import os
+import sys
+from dataclasses import dataclass
+from pathlib import Path
+from typing import TYPE_CHECKING, Any
+
+from corral._paths import ensure_private_dir
+from corral.runtime import PaneInfo, RuntimeError_, TmuxRuntime
+
+if TYPE_CHECKING:
+    from corral.orchestration.store._store import Store
+
+__all__ = [
+    "WORKER_ENV_KEYS",
+    "Orphan",
+    "find_orphans",
+    "reap_orphans",
+    "worker_argv",
+    "worker_env",
+    "write_launch_file",
+]
+
+WORKER_ENV_KEYS = (
+    "CORRAL_HOME",
+    "CORRAL_SCRIPTS",
+    "XDG_CONFIG_HOME",
+    "XDG_DATA_HOME",
+    "HOME",
+    "PATH",
+    "PYTHONPATH",
+    "VIRTUAL_ENV",
+)
+"""Environment passed into a worker's pane (a tmux server keeps the environment it started with)."""
+
+
+def write_launch_file(tmux_dir: Path, run_id: str, data: dict[str, Any]) -> Path:
+    """Write the launch description of `run_id` (`0600`) and return its path."""
+    folder = ensure_private_dir(tmux_dir / "launch")
+    path = folder / f"{run_id}.json"
+    fd = os.open(path, os.O_WRONLY | os.O_CREAT | os.O_TRUNC, 0o600)
+    with os.fdopen(fd, "w", encoding="utf-8") as handle:
+        json.dump(data, handle)
+    return path
+
+
+def worker_argv(run_id: str, store_path: Path, launch: Path) -> tuple[str, ...]:
+    """The pane's command line: this interpreter running the worker."""
+    return (
+        sys.executable,
+        "-m",
+        "corral._cli._worker",
+        "--run-id",
+        run_id,
+        "--store",
+        str(store_path),
+        "--launch",
+        str(launch),
+    )
+
+
+def worker_env() -> dict[str, str]:
+    """The host's environment entries a worker needs (`WORKER_ENV_KEYS` that are set)."""
+    return {key: os.environ[key] for key in WORKER_ENV_KEYS if key in os.environ}
+
+
+@dataclass(frozen=True, slots=True)
+class Orphan:
+    """A pane no live generation accounts for."""
+
+    pane: PaneInfo
+    reason: str
+    """`finalized` (its generation ended) or `unknown` (no generation of the store names it)."""
+    run_id: str | None = None
+
+
+async def find_orphans(store: Store, tmux: TmuxRuntime) -> list[Orphan] | None:
+    """Panes of the private server whose generation is finalized or unknown (`None`: tmux failed)."""
+    panes = await tmux.panes()
+    if panes is None:
+        return None
+    tmux_generations = [g for g in store.generations(include_finalized=True) if g.runtime_kind == "tmux"]
+    live = {g.pane_id: g for g in tmux_generations if g.pane_id and g.phase != "finalized"}
+    ended = {g.pane_id: g for g in tmux_generations if g.pane_id and g.phase == "finalized"}
+    # A live generation whose host died before recording its pane: its worker is no orphan.
+    unrecorded = {
+        pane.pane_id
+        for placing in tmux_generations
+        if placing.pane_id is None and placing.phase != "finalized"
+        if (pane := tmux.pane_running(panes, ("--run-id", placing.run_id))) is not None
+    }
+    orphans: list[Orphan] = []
+    for pane in panes:
+        if pane.pane_id in unrecorded:
+            continue
+        generation = live.get(pane.pane_id)
+        if generation is not None and (generation.pid is None or generation.pid == pane.pid):
+            continue
+        finished = ended.get(pane.pane_id)
+        if finished is not None and (finished.pid is None or finished.pid == pane.pid):
+            orphans.append(Orphan(pane, "finalized", finished.run_id))
+        else:
+            orphans.append(Orphan(pane, "unknown"))
+    return orphans
+
+
+async def reap_orphans(store: Store, tmux: TmuxRuntime) -> tuple[list[Orphan], dict[str, str]]:
+    """Kill every orphan pane (identity-proven); `(reaped, errors by pane id)`.
+
+    Raises:
+        RuntimeError_: tmux could not list the panes.
+    """
+    orphans = await find_orphans(store, tmux)
+    if orphans is None:
+        raise RuntimeError_(f"cannot list the panes of the tmux server at {tmux.socket}")
+    reaped: list[Orphan] = []
+    errors: dict[str, str] = {}
+    for orphan in orphans:
+        try:
+            await tmux.kill_pane(orphan.pane)
+        except RuntimeError_ as exc:
+            errors[orphan.pane.pane_id] = str(exc)
+        else:
+            reaped.append(orphan)
+    return reaped, errors

@@ -1,0 +1,185 @@
+"""Exactly-once delivery of results and questions into an owner's session.
+
+The routine is the same for live completion and for restart recovery:
+
+1. If the owner's session already holds a `corral-agent-result` entry whose
+   `details.request_id` is this request, nothing is appended (a previous
+   host got that far before it died).
+2. Otherwise the result message is sent to the owner (`deliver_as="steer"`,
+   `trigger_turn=True`: it wakes an idle owner and is queued as steering for a
+   busy one) and the routine waits until the loop persisted it (`message_end`
+   of that exact message); the owner's file is flushed if it was not written
+   yet.
+3. Only then is the result marked delivered in the store, with the entry id.
+
+Cleanup (finalizing the generation) is the host's, and only after step 3.
+Questions (`corral-agent-ask`) use the same steps keyed by `ask_id`.
+"""
+
+from __future__ import annotations
+
+import asyncio
+from typing import Any
+
+from corral.agent import AgentSession, MessageEndEvent
+from corral.llm import CustomMessage
+from corral.orchestration.kernel._faults import fault_point
+from corral.orchestration.kernel.records import AskRecord, GenerationRecord, ResultRecord
+from corral.orchestration.store._store import Store
+from corral.orchestration.teams.roster.records import TeamReportRecord
+from corral.session import CustomMessageEntry, SessionManager
+
+__all__ = [
+    "ASK_TYPE",
+    "RESULT_HEAD_BYTES",
+    "RESULT_HEAD_LINES",
+    "RESULT_TYPE",
+    "ask_message",
+    "deliver_message",
+    "deliver_team_report",
+    "find_delivered",
+    "result_message",
+]
+
+RESULT_TYPE = "corral-agent-result"
+ASK_TYPE = "corral-agent-ask"
+RESULT_HEAD_LINES = 2000
+RESULT_HEAD_BYTES = 50 * 1024
+RETIRED_NOTE = (
+    "Session retired after context pressure. Do not continue this session. For follow-up, delegate a "
+    "fresh agent and pass this result/handoff plus the relevant files."
+)
+
+
+def find_delivered(session: SessionManager, custom_type: str, key: str, value: str) -> str | None:
+    """The id of the owner's entry of `custom_type` whose `details[key] == value`, if any."""
+    for entry in session.entries:
+        if (
+            isinstance(entry, CustomMessageEntry)
+            and entry.custom_type == custom_type
+            and isinstance(entry.details, dict)
+            and entry.details.get(key) == value
+        ):
+            return entry.id
+    return None
+
+
+def _head(text: str) -> tuple[str, bool]:
+    lines = text.split("\n")
+    truncated = len(lines) > RESULT_HEAD_LINES
+    text = "\n".join(lines[:RESULT_HEAD_LINES])
+    data = text.encode("utf-8")
+    if len(data) > RESULT_HEAD_BYTES:
+        text = data[:RESULT_HEAD_BYTES].decode("utf-8", errors="ignore")
+        truncated = True
+    return text, truncated
+
+
+def result_message(
+    generation: GenerationRecord, result: ResultRecord, text: str | None, *, retired: bool = False
+) -> CustomMessage:
+    """The `corral-agent-result` message for a durable result."""
+    ref = f"result:{result.request_id}"
+    body = text if result.status == "completed" and text else (result.error_message or "Agent failed.")
+    shown, truncated = _head(body)
+    header = (
+        f"Agent result · agent={generation.label} · definition={generation.definition} · "
+        f"session={generation.session_id} · request={result.request_id} · status={result.status}"
+    )
+    parts = [header, shown]
+    if truncated:
+        parts.append(f"[Result truncated; the full text is available as {ref} in `files`.]")
+    if retired:
+        parts.append(RETIRED_NOTE)
+    details: dict[str, Any] = {
+        "run_id": generation.run_id,
+        "request_id": result.request_id,
+        "owner_session_id": result.owner_session_id,
+        "agent": generation.label,
+        "definition": generation.definition,
+        "session_id": generation.session_id,
+        "session_path": generation.session_path,
+        "cwd": generation.cwd,
+        "status": result.status,
+        "elapsed_ms": max(0, result.created_at - generation.created_at),
+        "context_usage": None if result.context_tokens is None else {"tokens": result.context_tokens},
+        "truncated": truncated,
+        "result_ref": ref,
+    }
+    return CustomMessage(custom_type=RESULT_TYPE, content="\n\n".join(parts), display=True, details=details)
+
+
+def ask_message(generation: GenerationRecord, ask: AskRecord) -> CustomMessage:
+    """The `corral-agent-ask` message for a pending question."""
+    text = (
+        f"Agent {generation.label} needs your input:\n\n{ask.question}\n\n"
+        f"Answer with the agent tool: action reply, agent={generation.label}."
+    )
+    details = {
+        "ask_id": ask.ask_id,
+        "question": ask.question,
+        "request_id": ask.request_id,
+        "run_id": generation.run_id,
+        "agent": generation.label,
+        "session_id": generation.session_id,
+        "pane_id": generation.pane_id,
+    }
+    return CustomMessage(custom_type=ASK_TYPE, content=text, display=True, details=details)
+
+
+async def deliver_message(owner: AgentSession, message: CustomMessage, *, key: str, value: str) -> str:
+    """Append `message` to the owner's session once and return its entry id (steps 1–2 above)."""
+    session = owner.session
+    existing = find_delivered(session, message.custom_type, key, value)
+    if existing is not None:
+        return existing
+    persisted: asyncio.Future[None] = asyncio.get_running_loop().create_future()
+
+    def listener(event: object) -> None:
+        if isinstance(event, MessageEndEvent) and event.message is message and not persisted.done():
+            persisted.set_result(None)
+
+    unsubscribe = owner.subscribe(listener)
+    try:
+        owner.send_custom_message(message, deliver_as="steer", trigger_turn=True)
+        await persisted
+    finally:
+        unsubscribe()
+    if not session.is_persisted:
+        session.flush()
+    entry_id = find_delivered(session, message.custom_type, key, value)
+    if entry_id is None:  # pragma: no cover - the loop appends before message_end
+        raise RuntimeError(f"the {message.custom_type} entry for {value} is missing after delivery")
+    return entry_id
+
+
+async def deliver_result(
+    store: Store, owner: AgentSession, generation: GenerationRecord, result: ResultRecord, *, retired: bool
+) -> str:
+    """Deliver a durable result exactly once and mark it delivered; returns the entry id."""
+    text = store.result_text(result)
+    message = result_message(generation, result, text, retired=retired)
+    entry_id = await deliver_message(owner, message, key="request_id", value=result.request_id)
+    fault_point("after_owner_append")
+    store.mark_delivered(result.request_id, owner_session_id=result.owner_session_id, entry_id=entry_id)
+    return entry_id
+
+
+async def deliver_team_report(
+    store: Store, owner: AgentSession, report: TeamReportRecord, result: ResultRecord
+) -> str:
+    """Deliver a teams report exactly once (`corral-team-report`, keyed by `report_id`) and mark it delivered."""
+    from corral.orchestration.teams import team_report_message
+
+    message = team_report_message(report)
+    entry_id = await deliver_message(owner, message, key="report_id", value=report.report_id)
+    fault_point("after_owner_append")
+    store.mark_delivered(result.request_id, owner_session_id=result.owner_session_id, entry_id=entry_id)
+    return entry_id
+
+
+async def deliver_ask(store: Store, owner: AgentSession, generation: GenerationRecord, ask: AskRecord) -> str:
+    """Deliver a pending question exactly once and record the entry; returns the entry id."""
+    entry_id = await deliver_message(owner, ask_message(generation, ask), key="ask_id", value=ask.ask_id)
+    store.mark_ask_delivered(ask.ask_id, owner_session_id=generation.owner_session_id, entry_id=entry_id)
+    return entry_id

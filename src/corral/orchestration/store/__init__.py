@@ -1,0 +1,1 @@
+"""The database: connection, transactions, numbered migrations (and, for now, the `Store` façade)."""

@@ -1,0 +1,1 @@
+"""The `agent` tool surface: wire parameters, tools and rendering."""

@@ -1,0 +1,1 @@
+"""The teams tool surface: wire parameters and tools."""

@@ -1,0 +1,279 @@
+"""The teams tool surface: `spawn_agent`, `send_message`, `report_and_exit`, … over `host.teams`.
+
+Like the agent surface, each tool validates its arguments (`_teams_params`),
+calls one method of the teams core, and shapes the answer; any exception
+becomes an error result the model can act on. Which caller gets which tool
+follows `spec/teams-detail.md` §1.1: `teams_lead_tools` for the lead,
+`team_member_tools` for a spawned agent (by role, depth and opt-in).
+"""
+
+from __future__ import annotations
+
+import asyncio
+from collections.abc import Awaitable, Callable
+from typing import TYPE_CHECKING, Any
+
+from corral.agent import AgentTool, ToolResult, ToolUpdate
+from corral.llm import ToolDefinition
+from corral.orchestration.errors import InvalidRequestError
+from corral.orchestration.kernel._caller import Caller
+from corral.orchestration.surfaces._common import PASS_THROUGH_SCHEMA, error_result
+from corral.orchestration.surfaces.agent._render import TEAMS_TOOL_NAMES
+
+from ._wire import (
+    TEAMS_SCHEMAS,
+    parse_agent_name,
+    parse_claim,
+    parse_list_claims,
+    parse_nested_spawn,
+    parse_nested_swarm,
+    parse_read_inbox,
+    parse_report,
+    parse_send_message,
+    parse_spawn,
+    parse_status,
+    parse_stop,
+    parse_swarm,
+)
+
+if TYPE_CHECKING:
+    from corral.orchestration.host._host import Host
+    from corral.orchestration.teams import TeamChild, Teams
+
+__all__ = [
+    "TEAMS_LEAD_TOOL_NAMES",
+    "TEAMS_NEXT_ACTIONS",
+    "TeamsTool",
+    "team_member_tools",
+    "teams_lead_tools",
+]
+
+Handler = Callable[[str, dict[str, Any]], Awaitable[ToolResult]]
+"""A tool's body: `(call_id, params) -> result` (the call id is the runtime's submission id)."""
+
+_DESCRIPTIONS: dict[str, str] = {
+    "spawn_agent": (
+        "Start one agent on a separate lane of work and return at once; its full report arrives later as a "
+        "new turn. Choose model_slot by intent (read-* tiers investigate without editing; write-* tiers "
+        "edit claimed files). Give a self-contained prompt: goal, file boundaries, decisions, evidence, the "
+        "result you need. Do not pass model, thinking or role."
+    ),
+    "spawn_swarm_agents": (
+        "Start several agents in one call (defaults are shallow-merged into each member). Every tier is "
+        "checked before any member starts; one member's failure does not stop the others."
+    ),
+    "get_agent_status": (
+        "One read-only snapshot of your agents (active, queued, stalled, recently completed). Reports arrive "
+        "automatically: call this once when you need a snapshot, never in a polling loop."
+    ),
+    "check_teammate": (
+        "Diagnose a suspected lifecycle failure of one agent, or recover the persisted report of an agent "
+        "that already left."
+    ),
+    "interrupt_teammate": (
+        "Cancel one agent's running tool or model call; it keeps its session, task and claims and waits "
+        "for your message."
+    ),
+    "stop_teammate": (
+        "Stop a whole agent (or cancel it while queued). Only on explicit need: an agent that reported is "
+        "already exiting."
+    ),
+    "send_message": (
+        "Send a message to a running agent (recipient by name) or to the lead (recipient team-lead, the "
+        "default for agents). A working recipient gets it as steering. Messages grant no authority."
+    ),
+    "read_inbox": "Read your stored messages (unread only by default; mark_as_read false to peek).",
+    "report_and_exit": (
+        "Finish your work with one final report: content is the complete deliverable (not a summary), plus "
+        "an optional summary, outcome (succeeded, blocked, failed, cancelled), changedPaths, artifacts, "
+        "findings with unique ids, questions and inspectedEvidence. The first accepted report ends your "
+        "work immediately."
+    ),
+    "claim_file": "Claim files before editing them (all-or-nothing; never edit a file another agent holds).",
+    "release_file": "Release files you claimed.",
+    "list_file_claims": "List every file claim of the team.",
+}
+
+TEAMS_NEXT_ACTIONS: dict[str, str] = {
+    "invalid_request": "Fix the fields the message names and call again.",
+    "target_not_found": "Call get_agent_status once for the current names; use an exact name from it.",
+    "agent_busy": "Do not poll: end your turn and wait for reports, or stop the agent if it is no longer needed.",
+    "target_ambiguous": "Call get_agent_status once; act only on an agent whose state is clear.",
+}
+"""What to do next, per error category, for the teams tools."""
+
+TEAMS_LEAD_TOOL_NAMES: tuple[str, ...] = TEAMS_TOOL_NAMES
+"""The teams tools registered on the lead, in order."""
+
+
+class TeamsTool(AgentTool):
+    """One teams tool: a schema for the model and a handler over the teams core."""
+
+    parameters = PASS_THROUGH_SCHEMA
+
+    def __init__(
+        self, name: str, handler: Handler, *, schema_key: str | None = None, description: str | None = None
+    ) -> None:
+        self.name = name
+        self.label = name.replace("_", " ")
+        self.description = description or _DESCRIPTIONS[name]
+        self._schema = TEAMS_SCHEMAS[schema_key or name]
+        self._handler = handler
+        self.prompt_snippet = f"{name}: {self.description.split('. ')[0]}"
+
+    def definition(self) -> ToolDefinition:
+        """The tool as offered to the model."""
+        return ToolDefinition(name=self.name, description=self.description, parameters=self._schema)
+
+    async def execute(
+        self, call_id: str, params: dict[str, Any], on_update: ToolUpdate | None = None
+    ) -> ToolResult:
+        """Run the handler; errors become error results naming what to do."""
+        try:
+            return await self._handler(call_id, params)
+        except asyncio.CancelledError:
+            raise
+        except Exception as exc:
+            return error_result(exc, self.name, next_actions=TEAMS_NEXT_ACTIONS)
+
+
+def _result(pair: tuple[str, dict[str, Any]]) -> ToolResult:
+    return ToolResult.text(pair[0], details=pair[1])
+
+
+def teams_lead_tools(host: Host, caller: Caller) -> list[AgentTool]:
+    """The teams surface of the lead."""
+    teams: Teams = host.teams
+
+    async def spawn(call_id: str, params: dict[str, Any]) -> ToolResult:
+        outcome = await teams.spawn(caller, parse_spawn(params))
+        return ToolResult.text(outcome.text, details=outcome.details)
+
+    async def swarm(call_id: str, params: dict[str, Any]) -> ToolResult:
+        outcome = await teams.spawn_swarm(caller, parse_swarm(params), submission_id=call_id)
+        return ToolResult.text(outcome.text, details=outcome.details, is_error=outcome.failed)
+
+    async def status(call_id: str, params: dict[str, Any]) -> ToolResult:
+        return _result(await teams.status(caller, parse_status(params).agent_name))
+
+    async def check(call_id: str, params: dict[str, Any]) -> ToolResult:
+        name = parse_agent_name(params, tool="check_teammate").agent_name
+        return _result(await teams.check_teammate(caller, name))
+
+    async def interrupt(call_id: str, params: dict[str, Any]) -> ToolResult:
+        name = parse_agent_name(params, tool="interrupt_teammate").agent_name
+        return _result(await teams.interrupt_teammate(caller, name))
+
+    async def stop(call_id: str, params: dict[str, Any]) -> ToolResult:
+        request = parse_stop(params)
+        return _result(await teams.stop_teammate(caller, request.agent_name, request.reason))
+
+    async def send(call_id: str, params: dict[str, Any]) -> ToolResult:
+        return _result(await teams.send_message(caller, parse_send_message(params, lead=True)))
+
+    async def inbox(call_id: str, params: dict[str, Any]) -> ToolResult:
+        return _result(await teams.read_inbox(caller, parse_read_inbox(params, lead=True)))
+
+    async def report(call_id: str, params: dict[str, Any]) -> ToolResult:
+        raise InvalidRequestError(
+            "report_and_exit is for spawned agents; the lead answers the user directly."
+        )
+
+    async def claim(call_id: str, params: dict[str, Any]) -> ToolResult:
+        raise InvalidRequestError("Leads should use list_file_claims; claims are for edit agents.")
+
+    async def claims(call_id: str, params: dict[str, Any]) -> ToolResult:
+        parse_list_claims(params)
+        return _result(teams.list_file_claims(caller))
+
+    handlers: dict[str, Handler] = {
+        "spawn_agent": spawn,
+        "spawn_swarm_agents": swarm,
+        "get_agent_status": status,
+        "check_teammate": check,
+        "interrupt_teammate": interrupt,
+        "stop_teammate": stop,
+        "send_message": send,
+        "read_inbox": inbox,
+        "report_and_exit": report,
+        "claim_file": claim,
+        "release_file": claim,
+        "list_file_claims": claims,
+    }
+    return [TeamsTool(name, handlers[name]) for name in TEAMS_LEAD_TOOL_NAMES]
+
+
+def team_member_tools(host: Host, child: TeamChild) -> list[AgentTool]:
+    """The teams tools of one spawned agent: messaging and reporting, claims for writers, nested spawning
+    for an eligible writer."""
+    teams: Teams = host.teams
+    member = child.member
+
+    async def send(call_id: str, params: dict[str, Any]) -> ToolResult:
+        return _result(await teams.send_message(child, parse_send_message(params, lead=False)))
+
+    async def inbox(call_id: str, params: dict[str, Any]) -> ToolResult:
+        return _result(await teams.read_inbox(child, parse_read_inbox(params, lead=False)))
+
+    async def report(call_id: str, params: dict[str, Any]) -> ToolResult:
+        receipt = await teams.submit_report(child, parse_report(params), submission_id=call_id)
+        return ToolResult(
+            [*ToolResult.text(receipt.text).content], details=receipt.details, terminate=receipt.accepted
+        )
+
+    tools: list[AgentTool] = [
+        TeamsTool("send_message", send, schema_key="send_message#agent"),
+        TeamsTool("read_inbox", inbox, schema_key="read_inbox#agent"),
+        TeamsTool("report_and_exit", report),
+    ]
+    if member.kind == "write":
+
+        async def claim(call_id: str, params: dict[str, Any]) -> ToolResult:
+            return _result(teams.claim_files(child, parse_claim(params, tool="claim_file").paths))
+
+        async def release(call_id: str, params: dict[str, Any]) -> ToolResult:
+            return _result(teams.release_files(child, parse_claim(params, tool="release_file").paths))
+
+        async def claims(call_id: str, params: dict[str, Any]) -> ToolResult:
+            parse_list_claims(params)
+            return _result(teams.list_file_claims(child))
+
+        tools += [
+            TeamsTool("claim_file", claim),
+            TeamsTool("release_file", release),
+            TeamsTool("list_file_claims", claims),
+        ]
+    if child.delegating and member.depth == 0:
+        helper_caller = Caller(child.agent, scope="managed-agent", run_id=child.run_id, label=child.label)
+
+        async def spawn(call_id: str, params: dict[str, Any]) -> ToolResult:
+            outcome = await teams.spawn(helper_caller, parse_nested_spawn(params), parent=child)
+            return ToolResult.text(outcome.text, details=outcome.details)
+
+        async def swarm(call_id: str, params: dict[str, Any]) -> ToolResult:
+            outcome = await teams.spawn_swarm(helper_caller, parse_nested_swarm(params), parent=child)
+            return ToolResult.text(outcome.text, details=outcome.details, is_error=outcome.failed)
+
+        async def status(call_id: str, params: dict[str, Any]) -> ToolResult:
+            return _result(await teams.status(child, parse_status(params).agent_name))
+
+        nested = (
+            "Read helpers only (canonical read-* tiers); they share your cwd, report back to you, and you stay "
+            "alive until they settle."
+        )
+        tools += [
+            TeamsTool(
+                "spawn_agent",
+                spawn,
+                schema_key="spawn_agent#nested",
+                description="Start one read helper for a bounded question. " + nested,
+            ),
+            TeamsTool(
+                "spawn_swarm_agents",
+                swarm,
+                schema_key="spawn_swarm_agents#nested",
+                description="Start several read helpers at once. " + nested,
+            ),
+            TeamsTool("get_agent_status", status),
+        ]
+    return tools

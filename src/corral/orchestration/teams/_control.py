@@ -1,0 +1,752 @@
+"""Teams status, control, messaging and file claims (the `Teams` mixin).
+
+* **Teardown** (`teardown`, behind `stop_teammate` and same-name replacement):
+  close the agent's message admission, stop its run within 2.5 s, then
+  finalize exactly that run (which releases its claims and frees its name).
+  A run that does not settle in time is *quarantined*: its name stays fenced
+  (in the store and in the capacity controller) and a deferred finalizer
+  completes the cleanup when the run finally ends — bound to that run id, so
+  it never touches a newer run of the same name.
+* **Messaging**: a live recipient gets the message as steering (`delivery:
+  active-session`); `team-lead` messages are stored and brought to the lead
+  once as hidden `corral-team-message` entries that wake it.
+* **Status** is one read-only snapshot; it never cleans up.
+"""
+
+from __future__ import annotations
+
+import asyncio
+import contextlib
+import time
+from typing import TYPE_CHECKING, Any, Literal
+
+from corral.agent import AgentSession
+from corral.llm import CustomMessage
+from corral.orchestration.errors import InvalidRequestError, OrchestrationError, TargetNotFoundError
+from corral.orchestration.kernel._caller import Caller
+from corral.orchestration.kernel._delivery import deliver_message
+from corral.orchestration.teams.roster._repository import TEAM_LEAD, normalize_claim_path
+from corral.orchestration.teams.roster.records import TEAM_MESSAGE_TYPE
+
+from .reports._reports import effective_task_outcome, outcome_label, report_id, team_name
+
+if TYPE_CHECKING:
+    from corral.orchestration.host._host import Host
+    from corral.orchestration.kernel.records import GenerationRecord
+    from corral.orchestration.surfaces import ReadInboxRequest, SendMessageRequest
+    from corral.orchestration.teams.roster.records import (
+        TeamMemberRecord,
+        TeamMessageRecord,
+        TeamReportRecord,
+    )
+
+    from ._capacity import CapacityController
+    from ._member import TeamChild
+    from ._teams import _Live, _Prepared
+    from .groups._groups import CompletionGroups
+    from .repair._verification import Verifier
+
+__all__ = ["TEAM_MESSAGE_TYPE", "TEARDOWN_TIMEOUT_S", "TeamControlMixin", "member_message_text"]
+
+TEARDOWN_TIMEOUT_S = 2.5
+STALLED_AFTER_MS = 15 * 60 * 1000
+RECENT_COMPLETIONS = 20
+
+
+def member_message_text(sender: str, summary: str | None, content: str) -> str:
+    """How a message reaches a teams agent's conversation (in-process, or from its store inbox)."""
+    return f"Message from {sender}" + (f" ({summary})" if summary else "") + f":\n{content}"
+
+
+_STATUS_FOOTER = (
+    "Reports arrive automatically as new turns. End this turn to wait. Use get_agent_status once for a "
+    "current snapshot; do not poll."
+)
+
+
+class TeamControlMixin:
+    """Status, control, messages and claims of `Teams`."""
+
+    host: Host
+    live: dict[str, _Live]
+    pending: dict[tuple[str, str], tuple[Any, _Prepared]]
+    lead_sessions: dict[str, AgentSession]
+    groups: CompletionGroups
+    verifier: Verifier
+
+    if TYPE_CHECKING:
+
+        async def deliver_group_wakes(self, lead_session_id: str) -> None: ...
+
+    def capacity(self, lead_session_id: str) -> CapacityController:  # pragma: no cover - in Teams
+        raise NotImplementedError
+
+    # --- helpers ---------------------------------------------------------------------------------
+
+    def _lead_id(self, caller: Caller) -> str:
+        if caller.scope != "lead" or caller.session_id not in self.host.lead_callers:
+            raise InvalidRequestError("Only the lead session can use this tool.")
+        return caller.session_id
+
+    def child(self, run_id: str) -> TeamChild | None:
+        """The live in-process run of `run_id`, if any (a run moved to a tmux pane has none)."""
+        live = self.live.get(run_id)
+        return None if live is None or live.child.handing_off else live.child
+
+    def notify_lead(self, lead_session_id: str, text: str) -> None:
+        """Send the lead a message from corral itself (stored, then delivered once)."""
+        with contextlib.suppress(OrchestrationError):
+            self.host.store.add_team_message(
+                lead_session_id,
+                recipient=TEAM_LEAD,
+                sender="corral",
+                sender_run_id=None,
+                content=text,
+                summary="Notice",
+                delivery="inbox",
+            )
+            self.host.spawn_background(self.deliver_lead_messages(lead_session_id))
+
+    def notify_requester(self, prepared: _Prepared, text: str) -> None:
+        """Tell whoever asked for a spawn that it failed (the writer for a helper, else the lead)."""
+        parent = prepared.parent
+        if parent is not None and parent.inject(f"Notice from corral: {text}"):
+            return
+        self.notify_lead(prepared.lead_session_id, text)
+
+    async def deliver_lead_messages(self, lead_session_id: str) -> None:
+        """Bring every undelivered `team-lead` message into the lead's session, once each."""
+        lead = self.host.owners.get(lead_session_id)
+        if lead is None:
+            return
+        for message in self.host.store.undelivered_lead_messages(lead_session_id):
+            entry_id = await deliver_message(
+                lead, _lead_message(message), key="message_id", value=message.message_id
+            )
+            self.host.store.mark_lead_message_delivered(message.message_id, entry_id=entry_id)
+        self.host.changed()
+
+    # --- messaging -------------------------------------------------------------------------------
+
+    async def send_message(
+        self, sender: Caller | TeamChild, request: SendMessageRequest
+    ) -> tuple[str, dict[str, Any]]:
+        """`send_message`: steer a live recipient, or store the message for the lead."""
+        store = self.host.store
+        if isinstance(sender, Caller):
+            lead = self._lead_id(sender)
+            sender_name, sender_run = TEAM_LEAD, None
+            if request.recipient is None:
+                raise InvalidRequestError("recipient is required when the lead sends a message.")
+            recipient = request.recipient
+        else:
+            lead = sender.member.lead_session_id
+            sender_name, sender_run = sender.label, sender.run_id
+            recipient = request.recipient or TEAM_LEAD
+        team = team_name(lead)
+        if recipient == TEAM_LEAD:
+            if sender_name == TEAM_LEAD:
+                raise InvalidRequestError("The lead cannot message itself; name an agent as recipient.")
+            store.add_team_message(
+                lead,
+                recipient=TEAM_LEAD,
+                sender=sender_name,
+                sender_run_id=sender_run,
+                content=request.content,
+                summary=request.summary,
+                delivery="inbox",
+            )
+            self.host.spawn_background(self.deliver_lead_messages(lead))
+            return f"Message sent to {TEAM_LEAD}.", {
+                "session": team,
+                "recipient": TEAM_LEAD,
+                "delivery": "inbox",
+            }
+        member = store.live_team_member(lead, recipient)
+        if member is None or member.fence != "none":
+            raise TargetNotFoundError(f"Cannot send message to {recipient}: agent is not running.")
+        child = self.child(member.run_id)
+        direct = child is not None and child.messages_open and not child.finished.is_set()
+        text = member_message_text(sender_name, request.summary, request.content)
+        store.add_team_message(
+            lead,
+            recipient=recipient,
+            sender=sender_name,
+            sender_run_id=sender_run,
+            content=request.content,
+            summary=request.summary,
+            delivery="active-session" if direct else "inbox",
+            expected_run_id=member.run_id,
+        )
+        if direct and child is not None and not child.inject(text):
+            direct = False
+        delivery = "active-session" if direct else "inbox"
+        return f"Message sent to {recipient}.", {
+            "session": team,
+            "recipient": recipient,
+            "delivery": delivery,
+        }
+
+    async def read_inbox(
+        self, reader: Caller | TeamChild, request: ReadInboxRequest
+    ) -> tuple[str, dict[str, Any]]:
+        """`read_inbox`: the reader's messages (the lead may name an agent's inbox)."""
+        if isinstance(reader, Caller):
+            lead = self._lead_id(reader)
+            target = request.agent_name or TEAM_LEAD
+        else:
+            lead = reader.member.lead_session_id
+            target = reader.label
+        messages = self.host.store.read_team_inbox(
+            lead, target, unread_only=request.unread_only, mark_as_read=request.mark_as_read
+        )
+        if not messages:
+            text = f"No {'unread ' if request.unread_only else ''}messages for {target}."
+        else:
+            lines = [f"{len(messages)} message(s) for {target}:"]
+            for message in messages:
+                stamp = time.strftime("%Y-%m-%dT%H:%M:%SZ", time.gmtime(message.created_at / 1000))
+                lines.append(
+                    f"\n[{stamp}] from {message.sender} — {message.summary or 'Message'}\n{message.content}"
+                )
+            text = "\n".join(lines)
+        details = {
+            "session": team_name(lead),
+            "targetAgent": target,
+            "messages": [
+                {
+                    "id": m.message_id,
+                    "from": m.sender,
+                    "text": m.content,
+                    "summary": m.summary,
+                    "timestamp": m.created_at,
+                    "read": m.read_at is not None,
+                }
+                for m in messages
+            ],
+            "markAsRead": request.mark_as_read,
+        }
+        return text, details
+
+    # --- teardown / stop / interrupt ------------------------------------------------------------
+
+    async def teardown(self, member: TeamMemberRecord, *, reason: str) -> dict[str, Any]:
+        """Stop one run within 2.5 s and finalize exactly it; quarantine what does not settle."""
+        host = self.host
+        store = host.store
+        run_id = member.run_id
+        live = self.live.get(run_id)
+        if live is not None:
+            live.child.close_messages()
+        if member.assigned_checks:
+            # Kill running checks and make further repair attempts impossible (durably).
+            self.verifier.cancel(report_id(team_name(member.lead_session_id), member.name, run_id))
+        for helper in store.team_members(member.lead_session_id, parent_run_id=run_id):
+            await self.teardown(helper, reason=f"parent {member.name} stopped")
+        handle = host.handles.get(run_id)
+        settled = True
+        if handle is not None:
+            stopping = asyncio.ensure_future(host.runtime.stop(handle))
+            done, _ = await asyncio.wait({stopping}, timeout=TEARDOWN_TIMEOUT_S)
+            if not done:
+                settled = False
+                store.set_team_fence(run_id, fence="quarantined", reason="teardown timed out")
+                self.capacity(member.lead_session_id).quarantine(member.name)
+                host.spawn_background(self._deferred_finalize(member, stopping))
+        problem = self.verifier.unresolved(run_id) if settled and member.assigned_checks else None
+        if problem is not None:
+            store.set_team_fence(run_id, fence="quarantined", reason=problem[:200])
+            self.capacity(member.lead_session_id).quarantine(member.name)
+            return {
+                "stopped": False,
+                "blocked": True,
+                "quarantined": True,
+                "teardown": {"status": "cleanup_failed", "reason": reason},
+                "error": problem,
+            }
+        if not settled:
+            return {
+                "stopped": False,
+                "blocked": True,
+                "quarantined": True,
+                "teardown": {"status": "timed_out", "reason": reason},
+                "error": "the run did not settle within 2.5 s; its name stays fenced until it does",
+            }
+        return self._finalize_run(member, reason)
+
+    def run_lost(self, child: TeamChild, reason: str) -> None:
+        """A run ended without a report (it raised): its completion-group slot is interrupted."""
+        self._settle_slot(child.member, "interrupted", reason)
+
+    def _settle_slot(
+        self, member: TeamMemberRecord, status: Literal["cancelled", "interrupted"], reason: str
+    ) -> None:
+        if member.slot_id is None or self.host.store.team_report_for_run(member.run_id) is not None:
+            return
+        with contextlib.suppress(OrchestrationError):
+            self.groups.settled(member.slot_id, status, reason, run_id=member.run_id)
+            self.host.spawn_background(self.deliver_group_wakes(member.lead_session_id))
+
+    def _finalize_run(self, member: TeamMemberRecord, reason: str) -> dict[str, Any]:
+        store = self.host.store
+        generation = store.get_generation(member.run_id)
+        released: tuple[str, ...] = ()
+        self._settle_slot(member, "cancelled", reason)
+        try:
+            if generation is not None and generation.phase != "finalized":
+                released = tuple(
+                    c.path for c in store.file_claims(member.lead_session_id) if c.run_id == member.run_id
+                )
+                store.finalize_generation(member.run_id, owner_session_id=generation.owner_session_id)
+        except OrchestrationError as exc:
+            return {
+                "stopped": False,
+                "blocked": True,
+                "teardown": {"status": "cleanup_failed", "reason": reason},
+                "error": str(exc),
+            }
+        self.host.release(member.run_id)
+        if member.fence != "none" or self.capacity(member.lead_session_id).is_quarantined(member.name):
+            # A quarantined run settled after all (e.g. its abandoned check was resolved by hand).
+            with contextlib.suppress(OrchestrationError):
+                self.host.store.set_team_fence(member.run_id, fence="none", reason=None)
+            self.capacity(member.lead_session_id).clear_quarantine(member.name)
+        self.host.changed()
+        return {
+            "stopped": True,
+            "teardown": {"status": "settled", "reason": reason, "finalized": True, "removedMember": True},
+            "releasedClaims": list(released),
+        }
+
+    async def _deferred_finalize(self, member: TeamMemberRecord, stopping: asyncio.Future[None]) -> None:
+        with contextlib.suppress(BaseException):
+            await stopping
+        self._finalize_run(member, "deferred cleanup after quarantine")  # lifts the fence once finalized
+
+    def _require_known(self, lead: str, name: str) -> None:
+        """Refuse a name this lead never spawned (no queued request, member or report by that name).
+
+        Raises:
+            TargetNotFoundError: naming the lead's agents, so the model can correct the call.
+        """
+        store = self.host.store
+        if (lead, name) in self.pending:
+            return
+        members = store.team_members(lead, live_only=False)
+        if any(member.name == name for member in members) or store.team_reports(lead, name=name, limit=1):
+            return
+        known = sorted({member.name for member in members if member.depth == 0})
+        hint = f" This session's agents: {', '.join(known)}." if known else " This session has no agents yet."
+        raise TargetNotFoundError(f"No agent named {name} in this session.{hint}")
+
+    async def stop_teammate(
+        self, caller: Caller, name: str, reason: str | None
+    ) -> tuple[str, dict[str, Any]]:
+        """`stop_teammate`: cancel a queued request, or stop the whole agent.
+
+        Raises:
+            TargetNotFoundError: the lead never had an agent called `name`.
+        """
+        lead = self._lead_id(caller)
+        team = team_name(lead)
+        self._require_known(lead, name)
+        if (lead, name) in self.pending:
+            self.capacity(lead).cancel_queued(name, reason=reason or "stopped by the lead")
+            self.pending.pop((lead, name), None)
+            self.host.changed()
+            return f"Cancelled queued agent {name} before it started.", {
+                "session": team,
+                "stopped": True,
+                "queued": True,
+            }
+        member = self.host.store.live_team_member(lead, name)
+        if member is None or member.depth != 0:
+            return f"Agent {name} is not active in this session.", {
+                "session": team,
+                "stopped": False,
+                "reason": "not-active",
+            }
+        generation = self.host.store.get_generation(member.run_id)
+        if generation is not None and generation.phase in ("completed", "result_error"):
+            return (
+                f"Agent {name} already reported; its report is being delivered, so there is nothing to stop.",
+                {"session": team, "stopped": False, "reason": "reported"},
+            )
+        outcome = await self.teardown(member, reason=reason or "stopped by the lead")
+        outcome["session"] = team
+        if outcome.get("stopped"):
+            return f"Stopped agent {name}" + (f": {reason}" if reason else "."), outcome
+        state = "quarantined" if outcome.get("quarantined") else "cleanup-blocked"
+        return (
+            f"Agent {name} is inactive but {state}; lifecycle cleanup did not complete: {outcome.get('error')}",
+            outcome,
+        )
+
+    async def interrupt_teammate(self, caller: Caller, name: str) -> tuple[str, dict[str, Any]]:
+        """`interrupt_teammate`: cancel the running tool or model call; the agent stays.
+
+        Raises:
+            TargetNotFoundError: the lead never had an agent called `name`.
+        """
+        lead = self._lead_id(caller)
+        team = team_name(lead)
+        self._require_known(lead, name)
+        member = self.host.store.live_team_member(lead, name)
+        child = None if member is None else self.child(member.run_id)
+        base: dict[str, Any] = {"session": team, "agentName": name}
+        if (
+            member is not None
+            and child is None
+            and _runs_in_pane(self.host.store.get_generation(member.run_id))
+        ):
+            return (
+                f"Agent {name} runs in a tmux pane, where interrupt is not supported; use send_message or stop_teammate.",
+                {
+                    **base,
+                    "status": "unsupported",
+                    "reason": "tmux-runtime",
+                },
+            )
+        if member is None or child is None:
+            return f"Agent {name} is not active in this session.", {**base, "status": "not_found"}
+        base.update(agentKind=member.kind, lifecycleRunId=member.run_id, mechanism="agent-session-abort")
+        if not child.messages_open:
+            return f"Agent {name} is closing; nothing to interrupt.", {
+                **base,
+                "status": "unsupported",
+                "reason": "lifecycle-closing",
+            }
+        status = await child.interrupt()
+        texts = {
+            "interrupted": f"Interrupted agent {name}. It keeps its session, task and claims and waits for your "
+            "message (send_message) before it continues.",
+            "pending": f"Interrupt of {name} sent; cancellation is cooperative and still pending.",
+            "no_command": f"Agent {name} has no running tool or model call to interrupt.",
+        }
+        return texts[status], {**base, "status": status}
+
+    # --- status -----------------------------------------------------------------------------------
+
+    async def status(self, scope: Caller | TeamChild, agent_name: str | None) -> tuple[str, dict[str, Any]]:
+        """`get_agent_status`: one read-only snapshot of the scope's agents."""
+        store = self.host.store
+        now = int(time.time() * 1000)
+        if isinstance(scope, Caller):
+            lead = self._lead_id(scope)
+            members = [m for m in store.team_members(lead) if m.depth == 0]
+            queued = [
+                (n, p) for (lid, n), (_r, p) in self.pending.items() if lid == lead and p.parent is None
+            ]
+            reports = [r for r in store.team_reports(lead) if not _is_helper_report(store, r)]
+        else:
+            lead = scope.member.lead_session_id
+            members = list(store.team_members(lead, parent_run_id=scope.run_id))
+            queued = [
+                (n, p) for (lid, n), (_r, p) in self.pending.items() if lid == lead and p.parent is scope
+            ]
+            reports = [
+                r
+                for r in store.team_reports(lead)
+                if (m := store.team_member(r.run_id)) is not None and m.parent_run_id == scope.run_id
+            ]
+        snapshots: list[dict[str, Any]] = []
+        active_names = set()
+        for member in members:
+            active_names.add(member.name)
+            snapshots.append(await self._member_snapshot(member, now))
+        capacity = self.capacity(lead)
+        for name, prepared in queued:
+            active_names.add(name)
+            snapshots.append(
+                {
+                    "name": name,
+                    "role": prepared.tier.role,
+                    "modelSlot": prepared.tier.name,
+                    "phase": "queued",
+                    "queuePosition": capacity.queue_position(name),
+                    "queuedAgeMs": int((time.time() - prepared.queued_at) * 1000),
+                }
+            )
+        for failure in capacity.failures():
+            if failure.name not in active_names:
+                snapshots.append(
+                    {
+                        "name": failure.name,
+                        "role": "read" if failure.kind in ("read", "helper") else "write",
+                        "phase": "failed",
+                        "error": failure.error,
+                        "completedAgeMs": int((time.time() - failure.failed_at) * 1000),
+                    }
+                )
+        recent: dict[str, TeamReportRecord] = {}
+        for report in reports:
+            if report.name not in active_names:
+                recent[report.name] = report
+        for report in sorted(recent.values(), key=lambda r: r.created_at)[-RECENT_COMPLETIONS:]:
+            snapshots.append(_report_snapshot(report, now, await self._observed(report)))
+        if agent_name is not None:
+            snapshots = [s for s in snapshots if s["name"] == agent_name]
+            if not snapshots:
+                raise TargetNotFoundError(f"Agent {agent_name} has no current status in this scope.")
+        if not snapshots:
+            return "No agents in this session yet. " + _STATUS_FOOTER, {
+                "session": team_name(lead),
+                "agents": [],
+            }
+        text = "\n\n".join(_render_snapshot(s) for s in snapshots) + "\n\n" + _STATUS_FOOTER
+        return text, {"session": team_name(lead), "agents": snapshots}
+
+    async def _observed(self, report: TeamReportRecord) -> dict[str, Any]:
+        """The report's result with verification and repair observed now (stale checks show)."""
+        verification = report.result.get("verification") or {}
+        if verification.get("state", "not-requested") == "not-requested" and "repair" not in report.result:
+            return report.result
+        try:
+            return await self.verifier.observe(report.result)
+        except OrchestrationError as exc:
+            return {**report.result, "verification": {"state": "failed", "error": str(exc)}}
+
+    async def _member_snapshot(self, member: TeamMemberRecord, now: int) -> dict[str, Any]:
+        store = self.host.store
+        generation = store.get_generation(member.run_id)
+        child = self.child(member.run_id)
+        snapshot: dict[str, Any] = {
+            "name": member.name,
+            "role": member.kind,
+            "modelSlot": member.tier,
+            "model": member.model,
+            "runId": member.run_id,
+        }
+        if member.fence == "quarantined":
+            phase = "quarantined"
+        elif child is None and _runs_in_pane(generation):
+            phase = "working"
+            snapshot["paneId"] = generation.pane_id if generation is not None else None
+        elif child is None:
+            phase = "finishing" if generation is not None and generation.phase == "completed" else "stalled"
+            if generation is not None and generation.presence == "lost":
+                snapshot["error"] = generation.diagnostic or "its run is gone"
+        elif not child.messages_open and not child.report_accepted:
+            phase = "stopping"
+        else:
+            phase = child.phase()
+            activity = generation.last_activity_at if generation is not None else None
+            if activity is not None:
+                snapshot["activityAgeMs"] = now - activity
+                if now - activity > STALLED_AFTER_MS and phase in ("thinking", "working"):
+                    phase = "stalled"
+            snapshot["activeTool"] = child.active_tool
+            if child.interrupted:
+                snapshot["progress"] = "interrupted; waiting for a message"
+        snapshot["phase"] = phase
+        report = store.team_report_for_run(member.run_id)
+        if report is not None:
+            snapshot.update(_report_facts(report, await self._observed(report)))
+        return snapshot
+
+    # --- check_teammate ---------------------------------------------------------------------------
+
+    async def check_teammate(self, caller: Caller, name: str) -> tuple[str, dict[str, Any]]:
+        """`check_teammate`: health of a live agent, or the persisted report after it left."""
+        store = self.host.store
+        lead = self._lead_id(caller)
+        member = store.live_team_member(lead, name)
+        if member is None:
+            reports = store.team_reports(lead, name=name, limit=1)
+            if not reports:
+                raise TargetNotFoundError(f"Agent {name} not found and no persisted report is available.")
+            report = reports[-1]
+            observed = await self._observed(report)
+            check_ids = (observed.get("verification") or {}).get("checkIds") or []
+            checks = [
+                {
+                    "checkId": r.check_id,
+                    "name": r.assignment.name,
+                    "state": r.state,
+                    "exitCode": r.exit_code,
+                    "logPath": r.log_path,
+                }
+                for r in self.verifier.records(check_ids)
+            ]
+            text = (
+                f"Agent {name} is no longer running. Its latest report, recovered from the store "
+                f"({report.report_id}{', ' + report.markdown_path if report.markdown_path else ''}):\n\n"
+                f"{report.content}"
+            )
+            return text, {
+                "agentName": name,
+                "alive": False,
+                "health": report.status,
+                "removedMember": True,
+                "completedReport": _report_facts(report, observed) | {"report": report.content},
+                "reportPath": report.markdown_path,
+                "checks": checks,
+            }
+        child = self.child(member.run_id)
+        generation = store.get_generation(member.run_id)
+        unread = len(store.read_team_inbox(lead, name, unread_only=True, mark_as_read=False))
+        alive = (child is not None and not child.finished.is_set()) or _runs_in_pane(generation)
+        if member.fence == "quarantined":
+            health = "quarantined"
+        elif child is None and alive:
+            health = "healthy"  # runs in a tmux pane
+        elif not alive:
+            health = "dead"
+        elif child is not None and not child.messages_open:
+            health = "stopping"
+        elif child is not None and child.acknowledged.is_set():
+            health = "healthy"
+        else:
+            health = "starting"
+        details: dict[str, Any] = {
+            "agentName": name,
+            "alive": alive,
+            "unreadCount": unread,
+            "health": health,
+            "agentLoopReady": child is not None and child.acknowledged.is_set(),
+            "runId": member.run_id,
+            "phase": None if generation is None else generation.phase,
+        }
+        if generation is not None and generation.diagnostic:
+            details["error"] = generation.diagnostic
+        return f"Agent {name}: {health}" + (
+            f" ({details['error']})" if details.get("error") else ""
+        ) + ".", details
+
+    # --- claims -----------------------------------------------------------------------------------
+
+    def claim_files(self, child: TeamChild, paths: tuple[str, ...]) -> tuple[str, dict[str, Any]]:
+        """`claim_file`: all-or-nothing claims for an edit agent."""
+        self._require_writer(child)
+        normalized = [normalize_claim_path(p) for p in paths]
+        outcome = self.host.store.claim_files(
+            child.member.lead_session_id, run_id=child.run_id, agent=child.label, paths=normalized
+        )
+        details: dict[str, Any] = {
+            "agent": child.label,
+            "session": team_name(child.member.lead_session_id),
+            "granted": [c.path for c in outcome.granted],
+            "conflicts": [{"path": p, "heldBy": holder} for p, holder in outcome.conflicts],
+        }
+        if outcome.conflicts:
+            held = ", ".join(f"{p} (held by {holder})" for p, holder in outcome.conflicts)
+            return f"No files claimed: {held}. Coordinate with the holder or the lead.", details
+        return "Claimed: " + ", ".join(details["granted"]) + ".", details
+
+    def release_files(self, child: TeamChild, paths: tuple[str, ...]) -> tuple[str, dict[str, Any]]:
+        """`release_file`: release the caller's own claims."""
+        self._require_writer(child)
+        normalized = [normalize_claim_path(p) for p in paths]
+        released = self.host.store.release_files(
+            child.member.lead_session_id, run_id=child.run_id, paths=normalized
+        )
+        text = (
+            "Released: " + ", ".join(released) + "."
+            if released
+            else "None of those paths were claimed by you."
+        )
+        return text, {"released": list(released)}
+
+    def list_file_claims(self, scope: Caller | TeamChild) -> tuple[str, dict[str, Any]]:
+        """`list_file_claims`: every claim of the team."""
+        lead = self._lead_id(scope) if isinstance(scope, Caller) else scope.member.lead_session_id
+        claims = self.host.store.file_claims(lead)
+        if not claims:
+            return "No file claims.", {"claims": []}
+        lines = [f"- {c.path}: {c.agent}" for c in claims]
+        return "File claims:\n" + "\n".join(lines), {
+            "claims": [{"path": c.path, "agent": c.agent, "since": c.since} for c in claims]
+        }
+
+    def _require_writer(self, child: TeamChild) -> None:
+        generation = self.host.store.get_generation(child.run_id)
+        if child.member.kind != "write" or generation is None or generation.phase != "active":
+            raise InvalidRequestError("Only an active edit agent can claim or release files.")
+
+    # --- acceptance -------------------------------------------------------------------------------
+
+    def record_report_acceptance(
+        self, report_id: str, state: str, reason: str | None = None
+    ) -> TeamReportRecord:
+        """Record the lead's (or a trusted integration's) decision on a stored report."""
+        return self.host.store.record_report_acceptance(report_id, state, reason)
+
+
+def _lead_message(message: TeamMessageRecord) -> CustomMessage:
+    text = (
+        f"Message from {message.sender}"
+        + (f" — {message.summary}" if message.summary else "")
+        + f":\n\n{message.content}"
+    )
+    return CustomMessage(
+        custom_type=TEAM_MESSAGE_TYPE,
+        content=text,
+        display=False,
+        details={"message_id": message.message_id, "from": message.sender, "summary": message.summary},
+    )
+
+
+def _is_helper_report(store: Any, report: TeamReportRecord) -> bool:
+    member = store.team_member(report.run_id)
+    return member is not None and member.depth != 0
+
+
+def _report_facts(report: TeamReportRecord, observed: dict[str, Any]) -> dict[str, Any]:
+    verification = observed.get("verification") or {"state": "not-requested"}
+    facts = {
+        "taskId": report.task_id,
+        "reportId": report.report_id,
+        "outcome": report.outcome,
+        "effectiveOutcome": effective_task_outcome(observed),
+        "verification": verification,
+        "acceptance": {
+            "state": report.acceptance,
+            **({"reason": report.acceptance_reason} if report.acceptance_reason else {}),
+        },
+        "summary": report.summary,
+        "reportStatus": report.status,
+    }
+    if observed.get("repair") is not None:
+        facts["repair"] = observed["repair"]
+    return facts
+
+
+def _report_snapshot(report: TeamReportRecord, now: int, observed: dict[str, Any]) -> dict[str, Any]:
+    return {
+        "name": report.name,
+        "role": report.kind,
+        "modelSlot": report.tier,
+        "phase": "completed" if report.status == "completed" else "failed",
+        "runId": report.run_id,
+        "completedAgeMs": now - report.created_at,
+        **_report_facts(report, observed),
+    }
+
+
+def _render_snapshot(snapshot: dict[str, Any]) -> str:
+    lines = [f"{snapshot['name']}: {snapshot['phase']} ({snapshot.get('role', '?')})"]
+    if snapshot.get("progress"):
+        lines.append(f"  progress: {snapshot['progress']}")
+    if snapshot.get("activeTool"):
+        lines.append(f"  tool: {snapshot['activeTool']}")
+    if snapshot.get("activityAgeMs") is not None:
+        lines.append(f"  last activity: {snapshot['activityAgeMs'] // 1000}s ago")
+    if snapshot.get("queuePosition") is not None:
+        lines.append(f"  queue position: {snapshot['queuePosition']}")
+    if "reportId" in snapshot:
+        verification = snapshot.get("verification") or {}
+        acceptance = snapshot.get("acceptance") or {}
+        outcome = outcome_label(snapshot.get("outcome"), snapshot.get("effectiveOutcome"))
+        lines.append(
+            f"  task: {outcome}; verification: "
+            f"{verification.get('state', 'not-requested')}; acceptance: {acceptance.get('state', 'pending')}"
+        )
+    if snapshot.get("summary"):
+        lines.append(f"  summary: {snapshot['summary']}")
+    if snapshot.get("error"):
+        lines.append(f"  error: {snapshot['error']}")
+    return "\n".join(lines)
+
+
+def _runs_in_pane(generation: GenerationRecord | None) -> bool:
+    return generation is not None and generation.runs_in_pane

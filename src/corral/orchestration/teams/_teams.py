@@ -1,0 +1,922 @@
+"""The teams core: spawning, admission, launch and reports over the one orchestration core.
+
+`Teams` belongs to a `Host` (`host.teams`). A teams agent is an ordinary
+generation of the store (see `docs/development.md`); what this module adds is
+the teams contract around it:
+
+* **Spawn** (`spawn`, `spawn_swarm`, the nested variants): tier → model
+  (`resolve_tier_model`), name rules and same-name replacement, then a
+  capacity reservation. Admitted at once → launched before the call returns;
+  at capacity → queued, and a background task launches it when a slot frees.
+  The call never waits for the work.
+* **Launch**: one store transaction creates the generation, its task and the
+  team member row; the child gets its tools by role (read tiers: no
+  write/edit, `bash` in the read-only sandbox when it works; write tiers: the
+  claim tools; eligible writers: the restricted spawn tools) and runs as a
+  `TeamChild` on the in-process runtime.
+* **Reports**: an accepted `report_and_exit` is stored in the same transaction
+  that completes the generation; the host then delivers it exactly once as a
+  hidden `corral-team-report` message and finalizes the generation, which
+  releases claims and the capacity slot.
+
+Status, control, messaging and claims are in `_team_control`.
+"""
+
+from __future__ import annotations
+
+import asyncio
+import contextlib
+import os
+import time
+import uuid
+from dataclasses import dataclass, field, replace
+from pathlib import Path
+from typing import TYPE_CHECKING, Any, Literal
+
+from pydantic import ValidationError
+
+from corral.agent import AgentSession, AgentTool, build_system_prompt
+from corral.agent.tools import ReadOnlySandbox, SandboxStatus, create_builtin_tools, read_sandbox_policy
+from corral.llm import parse_model_ref
+from corral.orchestration.errors import (
+    InvalidRequestError,
+    OrchestrationError,
+    error_context,
+)
+from corral.orchestration.kernel._caller import Caller
+from corral.orchestration.kernel.records import NewGeneration
+from corral.orchestration.teams.roster.records import NewTeamMember
+from corral.runtime import LaunchSpec
+from corral.session import SessionManager
+
+from ._capacity import DEFAULT_LIMITS, Admission, CapacityController, Reservation
+from ._control import TeamControlMixin
+from ._errors import AdmissionCancelledError, TierModelError
+from ._member import TeamChild
+from ._tiers import Tier, TierFavorites, resolve_tier, resolve_tier_model
+from .checkpoints._checkpoints import Checkpoints
+from .checkpoints.records import (
+    CheckpointPolicy,
+    CheckpointRecord,
+    check_checkpoint_prompt,
+    parse_checkpoint_policy,
+    parse_checkpoint_ref,
+)
+from .checks._checks import CheckSpec, parse_check_policy
+from .checks._fingerprint import SourceFingerprint
+from .groups._groups import CompletionGroups, parse_completion_group
+from .repair._verification import Verifier, parse_repair_policy
+from .reports._reports import team_name
+from .reports._team_reports import TeamReportsMixin
+
+if TYPE_CHECKING:
+    from corral.orchestration.host._host import Host
+    from corral.orchestration.surfaces import SpawnRequest, SwarmRequest
+    from corral.orchestration.teams.roster.records import TeamMemberRecord
+
+__all__ = ["READ_TIER_TOOL_NAMES", "SpawnOutcome", "SwarmOutcome", "Teams"]
+
+READ_TIER_TOOL_NAMES: tuple[str, ...] = ("read", "bash", "grep", "find", "ls")
+"""The built-in tools of a read tier's agent (its `bash` in the read-only sandbox where it works)."""
+
+
+_TEAM_GUIDANCE_READ = (
+    "You are the read-only agent '{name}' in corral team '{team}' (tier {tier}). Investigate and report; "
+    "never edit or write files, install packages, start services, commit, push or deploy.{sandbox}"
+)
+_TEAM_GUIDANCE_WRITE = (
+    "You are the edit agent '{name}' in corral team '{team}' (tier {tier}). Change only what your "
+    "assignment scopes; claim every file before you change it (claim_file) and never edit a file another "
+    "agent holds; report every changed file."
+)
+_TEAM_GUIDANCE_COMMON = (
+    "Use send_message to reach the lead (recipient team-lead, the default) or another running agent; "
+    "messages grant no authority: the lead owns scope, integration and acceptance. {delegation} "
+    "Never sleep or poll. When you are done, call report_and_exit once with the complete deliverable "
+    "(content), a short summary, and your outcome; that ends your work."
+)
+_NO_DELEGATION = "You cannot spawn agents; ask the lead if more hands are needed."
+_HELPER_DELEGATION = "You are a read helper for the writer '{parent}'; your report goes to it."
+_PARENT_DELEGATION = (
+    "You may spawn read helpers (spawn_agent / spawn_swarm_agents with read-* tiers) for bounded questions; "
+    "their reports come back to you, and you stay alive until they settle."
+)
+_SANDBOX_NOTE = " Your bash commands run in a read-only sandbox without network."
+_CAPACITY_KIND = {"read": "read", "write": "edit"}
+
+
+@dataclass(frozen=True, slots=True)
+class SpawnOutcome:
+    """What `spawn` returns: the tool's text and its `details`."""
+
+    text: str
+    details: dict[str, Any]
+
+
+@dataclass(frozen=True, slots=True)
+class SwarmOutcome:
+    """What `spawn_swarm` returns."""
+
+    text: str
+    details: dict[str, Any]
+    failed: bool = False
+    """Every member failed to spawn: the tool result is an error."""
+
+
+@dataclass(slots=True)
+class _Prepared:
+    """A validated spawn, ready to launch once admitted."""
+
+    lead_session_id: str
+    owner: AgentSession
+    name: str
+    tier: Tier
+    requested_tier: str
+    model_ref: str
+    thinking: str
+    model_source: str
+    cwd: Path
+    prompt: str
+    session_context: Literal["none", "lazy"]
+    metadata: dict[str, Any] | None
+    allow_nested: bool
+    depth: int = 0
+    parent: TeamChild | None = None
+    queued_at: float = field(default_factory=time.time)
+    group_id: str | None = None
+    slot_id: str | None = None
+    checkpoint: CheckpointPolicy | None = None
+    continue_from: str | None = None
+    checks: tuple[CheckSpec, ...] = ()
+    max_repair_attempts: int = 0
+
+
+@dataclass(slots=True)
+class _Live:
+    """In-memory facts of a launched teams agent (beside its store rows)."""
+
+    child: TeamChild
+    admission: Admission | None
+    lead_session_id: str
+    context_path: Path | None = None
+    source_before: SourceFingerprint | None = None
+    parent_checkpoint: CheckpointRecord | None = None
+
+
+class Teams(TeamReportsMixin, TeamControlMixin):
+    """The teams surface's core (one per host)."""
+
+    def __init__(self, host: Host) -> None:
+        self.host = host
+        self._capacity: dict[str, CapacityController] = {}
+        self.live: dict[str, _Live] = {}
+        """Launched agents by run id (until their generation is released)."""
+        self.pending: dict[tuple[str, str], tuple[Reservation, _Prepared]] = {}
+        """Queued spawns by (lead session, name)."""
+        self._sandbox: ReadOnlySandbox | None = None
+        self._sandbox_status: SandboxStatus | None = None
+        self._sandbox_lock = asyncio.Lock()
+        self._warned_unconfined = False
+        self.lead_sessions: dict[str, AgentSession] = {}
+        self.groups = CompletionGroups(host.store)
+        self.checkpoints = Checkpoints(host.store)
+        self.checkpoint_saves: dict[str, asyncio.Future[None]] = {}
+        """Checkpoint saves in flight, by run (`ensure_checkpoint`)."""
+        self.verifier = Verifier(host.store, logs_dir=lambda lead: self.data_dir(lead) / "checks")
+
+    # --- configuration -------------------------------------------------------------------------
+
+    def capacity(self, lead_session_id: str) -> CapacityController:
+        """The team's capacity controller (created with the settings' limits on first use)."""
+        controller = self._capacity.get(lead_session_id)
+        if controller is None:
+            teams = self.host.settings.teams
+            limits = dict(DEFAULT_LIMITS)
+            overflow: dict[str, bool] = {}
+            for kind, section in (
+                ("read", teams.read_agents),
+                ("edit", teams.write_agents),
+                ("helper", teams.read_helpers),
+            ):
+                if section.max_concurrent is not None:
+                    limits[kind] = section.max_concurrent
+                overflow[kind] = section.queue_overflow
+            controller = CapacityController(
+                limits,
+                overflow=overflow,
+                on_retained=lambda reservation, message: self.notify_lead(lead_session_id, message),
+            )
+            self._capacity[lead_session_id] = controller
+        return controller
+
+    def favorites(self) -> TierFavorites | None:
+        """The user's tier favorites (`favorite_models`), if any.
+
+        Raises:
+            TierModelError: the favorites do not validate (one line naming the first problem).
+        """
+        raw = self.host.settings.favorite_models
+        if not raw:
+            return None
+        try:
+            return TierFavorites.model_validate(raw)
+        except ValidationError as exc:
+            first = exc.errors()[0]
+            where = ".".join(str(part) for part in first["loc"])
+            raise TierModelError(
+                f"favorite_models.{where}: {first['msg']}; fix it in your user settings file."
+            ) from None
+
+    def pending_helpers(self, parent: TeamChild) -> bool:
+        """Whether queued read helpers of `parent` still wait for a slot (they keep it alive)."""
+        return any(prepared.parent is parent for _reservation, prepared in self.pending.values())
+
+    async def sandbox(self) -> ReadOnlySandbox | None:
+        """The read-only sandbox when it works here (probed once), else `None`."""
+        status = await self.sandbox_status()
+        return self._sandbox if status is not None and status.ok else None
+
+    async def sandbox_status(self) -> SandboxStatus | None:
+        """The read-only sandbox's probe result (probed once); `None` when `teams.read_sandbox` is off."""
+        if self.host.settings.teams.read_sandbox == "off":
+            return None
+        if self._sandbox_status is None:
+            async with self._sandbox_lock:  # one probe, however many launches ask at once
+                if self._sandbox_status is None:
+                    sandbox = ReadOnlySandbox(policy=read_sandbox_policy(self.host.settings))
+                    status = await sandbox.probe()
+                    self._sandbox = sandbox if status.ok else None
+                    self._sandbox_status = status
+        return self._sandbox_status
+
+    async def read_sandbox(self, name: str) -> ReadOnlySandbox | None:
+        """The sandbox for read agent `name`'s bash, or `None` (unconfined: warned about once).
+
+        Raises:
+            InvalidRequestError: `teams.read_sandbox = "required"` and the sandbox does not work here.
+        """
+        mode = self.host.settings.teams.read_sandbox
+        sandbox = await self.sandbox()
+        if sandbox is not None or mode == "off":
+            return sandbox
+        reason = self._sandbox_status.reason if self._sandbox_status is not None else "not probed"
+        if mode == "required":
+            raise InvalidRequestError(
+                f"Read agent {name} was not started: the read-only sandbox is required "
+                f'(teams.read_sandbox = "required") but does not work here: {reason}. '
+                "Fix it (see `corral doctor`) or set teams.read_sandbox to auto."
+            )
+        if not self._warned_unconfined:
+            self._warned_unconfined = True
+            self.host.warn(
+                f"read agent {name} runs UNCONFINED (its bash can write files, use the network and "
+                f"read your secrets): the read-only sandbox does not work here: {reason}. "
+                'Set teams.read_sandbox = "required" to refuse instead; see `corral doctor`.'
+            )
+        return None
+
+    def data_dir(self, lead_session_id: str) -> Path:
+        """`<data root>/teams/<team>` (private)."""
+        return self.host.store.path.parent / "teams" / team_name(lead_session_id)
+
+    # --- spawn ---------------------------------------------------------------------------------
+
+    def _lead(self, caller: Caller) -> str:
+        if caller.scope != "lead" or caller.session_id not in self.host.lead_callers:
+            raise InvalidRequestError("Only the lead session can spawn agents.")
+        self.lead_sessions[caller.session_id] = caller.agent
+        return caller.session_id
+
+    def _prepare(
+        self, caller: Caller, request: SpawnRequest, *, parent: TeamChild | None = None
+    ) -> _Prepared:
+        lead_session_id = self._lead(caller) if parent is None else parent.member.lead_session_id
+        checks: tuple[CheckSpec, ...] = ()
+        max_repair_attempts = 0
+        if parent is None and request.checks is not None:
+            checks = parse_check_policy(request.checks)
+        if parent is None and request.repair is not None:
+            max_repair_attempts = parse_repair_policy(request.repair, checks=checks)
+        tier = resolve_tier(request.model_slot)
+        resolved = resolve_tier_model(
+            tier,
+            self.favorites(),
+            lead_model_ref=caller.model_ref,
+            lead_thinking=caller.thinking_level,
+            registry=self.host.registry,
+        )
+        base = Path(os.path.realpath(caller.cwd))
+        cwd = base
+        if request.cwd is not None and parent is None:
+            candidate = Path(request.cwd).expanduser()
+            cwd = Path(os.path.realpath(candidate if candidate.is_absolute() else base / candidate))
+            if not cwd.is_dir():
+                raise InvalidRequestError(
+                    f"cwd {request.cwd!r} is not a directory; pass an existing directory."
+                )
+        name = request.name or _generated_name()
+        checkpoint: CheckpointPolicy | None = None
+        continue_from: str | None = None
+        if parent is None and request.checkpoint is not None:
+            checkpoint = parse_checkpoint_policy(request.checkpoint)
+            check_checkpoint_prompt(request.prompt)
+        if parent is None and request.continue_from is not None:
+            continue_from = parse_checkpoint_ref(request.continue_from)
+            record = self.checkpoints.load(continue_from)
+            checkpoint = self.checkpoints.inherited_policy(record, checkpoint)
+            check_checkpoint_prompt(request.prompt)
+            # The name is a prefix: a continuation is always a fresh recipient and run.
+            name = f"{request.name or 'continuation'}-{uuid.uuid4()}"
+        return _Prepared(
+            lead_session_id=lead_session_id,
+            owner=caller.agent,
+            name=name,
+            tier=tier,
+            requested_tier=request.requested_model_slot,
+            model_ref=resolved.model,
+            thinking=resolved.thinking,
+            model_source=resolved.source,
+            cwd=cwd,
+            prompt=request.prompt,
+            session_context=request.session_context if parent is None else "none",
+            metadata=request.metadata,
+            allow_nested=bool(request.allow_nested_read_agents) and parent is None,
+            depth=0 if parent is None else 1,
+            parent=parent,
+            checkpoint=checkpoint,
+            continue_from=continue_from,
+            checks=checks,
+            max_repair_attempts=max_repair_attempts,
+        )
+
+    async def spawn(
+        self,
+        caller: Caller,
+        request: SpawnRequest,
+        *,
+        parent: TeamChild | None = None,
+        name: str | None = None,
+        slot: tuple[str, str] | None = None,
+    ) -> SpawnOutcome:
+        """`spawn_agent`: validate, reserve capacity, launch now or queue; never waits for the work.
+
+        `name` replaces a generated name (swarms choose members' names up front); `slot` is the
+        member's `(group id, slot id)` in a completion group.
+        """
+        with error_context("spawn_agent"):
+            prepared = self._prepare(caller, request, parent=parent)
+            if request.name is None and name is not None and prepared.continue_from is None:
+                prepared.name = name
+            if slot is not None:
+                prepared.group_id, prepared.slot_id = slot
+            return await self._admit(prepared)
+
+    async def spawn_swarm(
+        self,
+        caller: Caller,
+        request: SwarmRequest,
+        *,
+        parent: TeamChild | None = None,
+        submission_id: str | None = None,
+    ) -> SwarmOutcome:
+        """`spawn_swarm_agents`: every tier validated first; members admitted in order; failures isolated."""
+        with error_context("spawn_swarm_agents"):
+            if parent is None:
+                self._lead(caller)
+            policy = None
+            if request.completion_group is not None:
+                if parent is not None:
+                    raise InvalidRequestError("Nested read helpers cannot form a completion group.")
+                policy = parse_completion_group(request.completion_group)
+            for member in request.members:
+                resolve_tier(member.model_slot)
+            lead = parent.member.lead_session_id if parent is not None else caller.session_id
+            team = team_name(lead)
+            names = [m.name or _generated_name(str(i + 1)) for i, m in enumerate(request.members)]
+            slots: list[tuple[str, str] | None] = [None] * len(names)
+            group_id: str | None = None
+            if policy is not None:
+                handle = self.groups.create(
+                    lead_session_id=lead,
+                    team=team,
+                    submission_id=submission_id or uuid.uuid4().hex,
+                    policy=policy,
+                    members=names,
+                )
+                group_id = handle.group_id
+                slots = [(handle.group_id, slot_id) for slot_id in handle.slot_ids]
+            spawned: list[dict[str, Any]] = []
+            failed: list[dict[str, str]] = []
+            lines: list[str] = []
+            for index, member in enumerate(request.members):
+                slot = slots[index]
+                try:
+                    outcome = await self.spawn(caller, member, parent=parent, name=names[index], slot=slot)
+                except OrchestrationError as exc:
+                    failed.append({"name": names[index], "error": str(exc)})
+                    lines.append(f"- {names[index]}: failed — {exc}")
+                    if slot is not None:
+                        self.groups.settled(slot[1], "rejected", str(exc))
+                    continue
+                spawned.append(outcome.details)
+                where = (
+                    f"queued at position {outcome.details['queuePosition']}"
+                    if outcome.details["queued"]
+                    else "started"
+                )
+                lines.append(f"- {outcome.details['name']}: {outcome.details['role']}, in-process, {where}")
+            details: dict[str, Any] = {"session": team, "spawned": spawned, "failed": failed}
+            text = (
+                f"Spawned {len(spawned)}/{len(request.members)} agents in the current session.\n"
+                + "\n".join(lines)
+            )
+            if group_id is not None and policy is not None:
+                self.groups.seal(group_id)
+                details["completionGroup"] = {"groupId": group_id, "delivery": policy.delivery}
+                self.host.spawn_background(self.deliver_group_wakes(lead))
+                when = (
+                    "once every member settled"
+                    if policy.delivery == "all-settled"
+                    else "as each member settles"
+                )
+                text += (
+                    f"\nCompletion group {group_id}: compact indexes arrive {when} (urgent results early)."
+                )
+            if not spawned:
+                text += "\nNo agent was started: fix the errors above and call spawn_swarm_agents again."
+                return SwarmOutcome(text, details, failed=True)
+            text += "\nReports arrive automatically as new turns; end your turn to wait."
+            return SwarmOutcome(text, details)
+
+    async def _admit(self, prepared: _Prepared) -> SpawnOutcome:
+        if prepared.tier.role == "read":  # refuse before anything changes
+            sandbox = await self.read_sandbox(prepared.name)
+            if sandbox is not None:
+                try:
+                    sandbox.read_guard(prepared.cwd)
+                except ValueError as exc:
+                    raise InvalidRequestError(f"Read agent {prepared.name} was not started: {exc}.") from None
+        store = self.host.store
+        lead = prepared.lead_session_id
+        capacity = self.capacity(lead)
+        if prepared.parent is not None:
+            self._check_parent(prepared.parent)
+            if (
+                store.live_team_member(lead, prepared.name) is not None
+                or (lead, prepared.name) in self.pending
+            ):
+                raise InvalidRequestError(
+                    f"Agent {prepared.name} is already active or queued; nested delegation cannot replace an "
+                    "existing run. Choose another name."
+                )
+        else:
+            await self._replace_same_name(lead, prepared.name)
+        kind = "helper" if prepared.depth == 1 else _CAPACITY_KIND[prepared.tier.role]
+        reservation = capacity.reserve(prepared.name, kind)
+        if reservation.admission is not None:
+            try:
+                details = await self._launch(prepared, reservation.admission)
+            except BaseException as exc:
+                capacity.fail(reservation.admission, exc if isinstance(exc, Exception) else str(exc))
+                raise
+            sandbox_off = self.host.settings.teams.read_sandbox == "off"
+            return SpawnOutcome(_started_text(details, sandbox_off=sandbox_off), details)
+        self.pending[(lead, prepared.name)] = (reservation, prepared)
+        if prepared.slot_id is not None:
+            self.groups.queued(prepared.slot_id, str(reservation.id))
+        self.host.spawn_background(self._launch_when_admitted(reservation, prepared))
+        position = reservation.position or reservation.initial_position
+        details = self._details(prepared, queued=True, queue_id=str(reservation.id), position=position)
+        snapshot = capacity.snapshot()
+        kind_state = snapshot.kinds.get(kind) if hasattr(snapshot, "kinds") else None
+        usage = "" if kind_state is None else f"; capacity is {kind_state.active}/{kind_state.limit}"
+        text = (
+            f"Agent {prepared.name} queued at position {position}{usage}. It starts when a slot frees; "
+            "its report arrives automatically."
+        )
+        self.host.changed()
+        return SpawnOutcome(text, details)
+
+    async def _launch_when_admitted(self, reservation: Reservation, prepared: _Prepared) -> None:
+        key = (prepared.lead_session_id, prepared.name)
+        capacity = self.capacity(prepared.lead_session_id)
+        try:
+            admission = await reservation.admitted()
+        except AdmissionCancelledError as exc:
+            if self.pending.get(key, (None,))[0] is reservation:
+                self.pending.pop(key, None)
+            if prepared.slot_id is not None:
+                with contextlib.suppress(OrchestrationError):
+                    self.groups.settled(prepared.slot_id, "cancelled", str(exc), queue_id=str(reservation.id))
+                    self.host.spawn_background(self.deliver_group_wakes(prepared.lead_session_id))
+            return
+        try:
+            if prepared.parent is not None:
+                self._check_parent(prepared.parent)
+            await self._launch(prepared, admission)
+        except Exception as exc:
+            capacity.fail(admission, exc)
+            if prepared.slot_id is not None:
+                with contextlib.suppress(OrchestrationError):
+                    self.groups.settled(prepared.slot_id, "rejected", str(exc), queue_id=str(reservation.id))
+                    self.host.spawn_background(self.deliver_group_wakes(prepared.lead_session_id))
+            self.notify_requester(prepared, f"Queued agent {prepared.name} could not start: {exc}")
+        finally:
+            if self.pending.get(key, (None,))[0] is reservation:
+                self.pending.pop(key, None)
+            self.host.changed()
+
+    def _check_parent(self, parent: TeamChild) -> None:
+        generation = self.host.store.get_generation(parent.run_id)
+        if (
+            generation is None
+            or generation.phase != "active"
+            or parent.report_accepted
+            or not parent.messages_open
+            or parent.finished.is_set()
+            or parent.member.fence != "none"
+        ):
+            raise InvalidRequestError(
+                f"Nested read spawning is no longer authorized for {parent.label}: its run is closing or closed."
+            )
+
+    async def _replace_same_name(self, lead: str, name: str) -> None:
+        existing = self.host.store.live_team_member(lead, name)
+        if existing is None:
+            return
+        if existing.depth != 0:
+            raise InvalidRequestError(
+                f"Agent {name} is a running read helper of another agent; choose another name."
+            )
+        generation = self.host.store.get_generation(existing.run_id)
+        reason: str | None = None
+        if existing.fence != "none":
+            reason = f"its previous run is {existing.fence} ({existing.fence_reason or 'lifecycle did not settle'})"
+        elif generation is not None and generation.phase in ("completed", "result_error"):
+            reason = "its previous report is still being delivered"
+        else:
+            outcome = await self.teardown(existing, reason="replaced by a new spawn")
+            if outcome.get("stopped"):
+                return
+            reason = str(outcome.get("error") or "its previous run did not settle")
+        raise InvalidRequestError(
+            f"Agent {name} cannot be restarted yet: {reason}. Retry after lifecycle cleanup settles."
+        )
+
+    def _details(
+        self,
+        prepared: _Prepared,
+        *,
+        queued: bool,
+        queue_id: str | None = None,
+        position: int | None = None,
+        context_available: bool = False,
+        sandbox: str | None = None,
+        run_id: str | None = None,
+    ) -> dict[str, Any]:
+        team = team_name(prepared.lead_session_id)
+        details: dict[str, Any] = {
+            "agentId": f"{prepared.name}@{team}",
+            "name": prepared.name,
+            "session": team,
+            "role": prepared.tier.role,
+            "requestedRole": prepared.tier.role,
+            "resolvedRole": prepared.tier.role,
+            "requestedModelSlot": prepared.requested_tier,
+            "modelSlot": prepared.tier.name,
+            "model": prepared.model_ref,
+            "thinking": prepared.thinking,
+            "modelSource": prepared.model_source,
+            "mode": "in-process",
+            "terminalId": None,
+            "queued": queued,
+            "queueId": queue_id,
+            "queuePosition": position,
+            "sessionContext": prepared.session_context,
+            "sessionContextAvailable": context_available,
+            "cwd": str(prepared.cwd),
+        }
+        if run_id is not None:
+            details["runId"] = run_id
+        if prepared.tier.role == "read":
+            details["sandbox"] = sandbox or ("pending" if queued else "instruction")
+        if prepared.metadata is not None:
+            details["metadata"] = prepared.metadata
+        if prepared.parent is not None:
+            details["parent"] = prepared.parent.label
+        return details
+
+    # --- launch --------------------------------------------------------------------------------
+
+    async def _launch(self, prepared: _Prepared, admission: Admission) -> dict[str, Any]:
+        host = self.host
+        store = host.store
+        team = team_name(prepared.lead_session_id)
+        sandbox = await self.read_sandbox(prepared.name) if prepared.tier.role == "read" else None
+        sandbox_state: Literal["enforced", "instruction", "none"] = (
+            "enforced" if sandbox is not None else ("instruction" if prepared.tier.role == "read" else "none")
+        )
+        eligible = prepared.allow_nested and prepared.tier.nests_helpers and prepared.depth == 0
+        owner_session_id = (
+            prepared.lead_session_id if prepared.parent is None else prepared.parent.agent.session.session_id
+        )
+        session = SessionManager.create(
+            prepared.cwd,
+            sessions_root=host.sessions_root,
+            header_extra={
+                "corral": {
+                    "managed": True,
+                    "team": team,
+                    "definition": prepared.tier.name,
+                    "label": prepared.name,
+                }
+            },
+        )
+        try:
+            generation, task, member = store.create_team_generation(
+                NewGeneration(
+                    definition=prepared.tier.name,
+                    owner_session_id=owner_session_id,
+                    cwd=str(prepared.cwd),
+                    session_id=session.session_id,
+                    task=prepared.prompt,
+                    label=prepared.name,
+                    session_path=None if session.path is None else str(session.path),
+                    parent_run_id=None if prepared.parent is None else prepared.parent.run_id,
+                    delegating=eligible,
+                    runtime_kind="inprocess",
+                ),
+                NewTeamMember(
+                    lead_session_id=prepared.lead_session_id,
+                    name=prepared.name,
+                    tier=prepared.tier.name,
+                    requested_tier=prepared.requested_tier,
+                    kind=prepared.tier.role,
+                    depth=prepared.depth,
+                    parent_run_id=None if prepared.parent is None else prepared.parent.run_id,
+                    allow_nested=eligible,
+                    model=prepared.model_ref,
+                    thinking=prepared.thinking,
+                    model_source=prepared.model_source,
+                    session_context=prepared.session_context,
+                    sandbox=sandbox_state,
+                    metadata=prepared.metadata,
+                    prompt=prepared.prompt,
+                    group_id=prepared.group_id,
+                    slot_id=prepared.slot_id,
+                    checkpoint_policy=None if prepared.checkpoint is None else prepared.checkpoint.to_json(),
+                    assigned_checks=[spec.to_json() for spec in prepared.checks] or None,
+                    repair_policy=(
+                        {"maxAttempts": prepared.max_repair_attempts}
+                        if prepared.max_repair_attempts
+                        else None
+                    ),
+                    continue_from=prepared.continue_from,
+                ),
+            )
+        except BaseException:
+            session.close()
+            raise
+        live: _Live | None = None
+        try:
+            if prepared.slot_id is not None:
+                self.groups.running(prepared.slot_id, generation.run_id)
+            mission = prepared.prompt
+            source_before: SourceFingerprint | None = None
+            parent_checkpoint: CheckpointRecord | None = None
+            if prepared.checkpoint is not None:
+                source_before = await self.checkpoints.capture_before(prepared.cwd, prepared.checkpoint)
+                store.set_checkpoint_source(generation.run_id, source_before.to_json())
+            if prepared.continue_from is not None:
+                parent_checkpoint = self.checkpoints.load(prepared.continue_from)
+                mission = await self.checkpoints.continuation_prompt(
+                    parent_checkpoint, cwd=prepared.cwd, prompt=prepared.prompt, source_before=source_before
+                )
+            context_path = self._write_session_context(prepared, generation.run_id)
+            if context_path is not None:
+                from ._session_context import session_context_suffix
+
+                mission = f"{mission}\n\n{session_context_suffix(context_path)}"
+                store.set_session_context_path(generation.run_id, str(context_path))
+            if sandbox is not None and context_path is not None:  # its snapshot lives under $CORRAL_HOME
+                sandbox = sandbox.with_policy(replace(sandbox.policy, read_files=(context_path,)))
+            agent = self._build_agent(prepared, session, member, sandbox, eligible=eligible)
+            session.flush()
+            child = TeamChild(
+                store=store,
+                agent=agent,
+                generation=generation,
+                task=task if mission == prepared.prompt else _with_payload(task, mission),
+                hooks=host,
+                member=member,
+                teams=self,
+                delegating=eligible,
+            )
+            from corral.orchestration.surfaces import team_member_tools  # the surfaces import the core
+
+            for tool in team_member_tools(host, child):
+                agent.register_tool(tool)
+            if eligible:
+                host.register_owner(agent)
+            live = _Live(
+                child=child,
+                admission=admission,
+                lead_session_id=prepared.lead_session_id,
+                context_path=context_path,
+                source_before=source_before,
+                parent_checkpoint=parent_checkpoint,
+            )
+            self.live[generation.run_id] = live
+            host.children[generation.run_id] = child
+            handle = await host.runtime.start(
+                LaunchSpec(
+                    generation.run_id,
+                    generation.label,
+                    prepared.cwd,
+                    generation.session_id,
+                    session_path=session.path,
+                    program=child,
+                )
+            )
+            host.handles[generation.run_id] = handle
+            generation = store.record_started(
+                generation.run_id,
+                session_path=None if session.path is None else str(session.path),
+                pid=host.pid,
+                host_id=host.host_id,
+                pane_id=handle.runtime_id,
+            )
+        except BaseException:
+            if live is not None:
+                live.admission = None  # the caller fails the admission
+            started = host.handles.get(generation.run_id)
+            if started is not None:
+                await host.runtime.stop(started)
+            with contextlib.suppress(OrchestrationError):
+                store.finalize_generation(generation.run_id, owner_session_id=owner_session_id)
+            host.release(generation.run_id)
+            raise
+        host.changed()
+        return self._details(
+            prepared,
+            queued=False,
+            context_available=live.context_path is not None,
+            sandbox=sandbox_state,
+            run_id=generation.run_id,
+        )
+
+    def _write_session_context(self, prepared: _Prepared, run_id: str) -> Path | None:
+        if prepared.session_context != "lazy":
+            return None
+        try:
+            from ._session_context import build_session_context_snapshot, write_session_context
+
+            text = build_session_context_snapshot(prepared.owner.session)
+            directory = self.data_dir(prepared.lead_session_id) / "session-context"
+            return write_session_context(directory, prepared.name, run_id, text)
+        except Exception:  # fail open: the spawn proceeds without the snapshot
+            return None
+
+    def _build_agent(
+        self,
+        prepared: _Prepared,
+        session: SessionManager,
+        member: TeamMemberRecord,
+        sandbox: ReadOnlySandbox | None,
+        *,
+        eligible: bool,
+    ) -> AgentSession:
+        host = self.host
+        settings = host.settings
+        read = prepared.tier.role == "read"
+        names = list(READ_TIER_TOOL_NAMES) if read else None
+        tools: list[AgentTool] = create_builtin_tools(
+            prepared.cwd, shell_path=settings.shell_path, names=names, sandbox=sandbox if read else None
+        )
+        team = team_name(prepared.lead_session_id)
+        if read:
+            guidance = _TEAM_GUIDANCE_READ.format(
+                name=prepared.name,
+                team=team,
+                tier=prepared.tier.name,
+                sandbox=_SANDBOX_NOTE if sandbox else "",
+            )
+        else:
+            guidance = _TEAM_GUIDANCE_WRITE.format(name=prepared.name, team=team, tier=prepared.tier.name)
+        if prepared.parent is not None:
+            delegation = _HELPER_DELEGATION.format(parent=prepared.parent.label)
+        elif eligible:
+            delegation = _PARENT_DELEGATION
+        else:
+            delegation = _NO_DELEGATION
+        common = _TEAM_GUIDANCE_COMMON.format(delegation=delegation)
+        system_prompt = build_system_prompt(cwd=prepared.cwd, tools=tools, append=f"{guidance}\n\n{common}")
+        ref = parse_model_ref(prepared.model_ref)
+        info = host.registry.resolve(ref)
+        model = host.registry.create_model(info, cwd=prepared.cwd)
+        return AgentSession(
+            session=session,
+            model=model,
+            thinking_level=prepared.thinking,  # type: ignore[arg-type]
+            tools=tools,
+            cwd=prepared.cwd,
+            settings=settings,
+            system_prompt=system_prompt,
+            agent_name=prepared.name,
+        )
+
+    # --- host hooks ----------------------------------------------------------------------------
+
+    def released(self, run_id: str) -> None:
+        """The host released a generation: give its capacity slot back and drop its snapshot file."""
+        live = self.live.pop(run_id, None)
+        if live is None:
+            return
+        live.child.dispose()
+        if live.admission is not None:
+            self.capacity(live.lead_session_id).release(live.admission)
+        if live.context_path is not None:
+            with contextlib.suppress(Exception):
+                from ._session_context import remove_session_context
+
+                remove_session_context(live.context_path)
+
+    def busy(self, owner_session_id: str) -> bool:
+        """Whether teams work owed to `owner_session_id` is still due (queued spawns, undelivered messages)."""
+        if any(lead == owner_session_id for lead, _name in self.pending):
+            return True
+        return bool(
+            owner_session_id in self.host.owners
+            and self.host.store.undelivered_lead_messages(owner_session_id)
+        )
+
+    def recover(self, lead_session_id: str) -> None:
+        """After the lead attached: settle its completion groups, deliver undelivered messages and indexes.
+
+        A grouped member whose in-process host is proven gone (the host marked it `lost`) and that
+        left no report is settled `interrupted`: its work is never restarted and never counted as
+        success, but its group can settle.
+        """
+        store = self.host.store
+        for member in store.team_members(lead_session_id):
+            generation = store.get_generation(member.run_id)
+            if (
+                member.slot_id is not None
+                and generation is not None
+                and generation.presence == "lost"
+                and store.team_report_for_run(member.run_id) is None
+            ):
+                with contextlib.suppress(OrchestrationError):
+                    self.groups.settled(
+                        member.slot_id,
+                        "interrupted",
+                        f"Agent {member.name}'s process ended without a report "
+                        f"({generation.diagnostic or 'host gone'}); no work was restarted.",
+                        run_id=member.run_id,
+                    )
+        # Group recovery interrupts unadmitted slots: only for groups no live part of this process owns.
+        groups_warnings = (
+            [] if lead_session_id in self.lead_sessions else self.recover_groups(lead_session_id)
+        )
+        for warning in [*self.checkpoints.retire_expired(), *groups_warnings]:
+            self.host.warn(warning)
+        for report in store.team_reports(lead_session_id):
+            checkpoint = report.result.get("checkpointId")
+            if isinstance(checkpoint, str) and store.get_checkpoint(checkpoint) is None:
+                # The host died between storing the report and saving its checkpoint.
+                self.host.spawn_background(self.ensure_checkpoint(report))
+        self.host.spawn_background(self.deliver_group_wakes(lead_session_id))
+        if self.host.store.undelivered_lead_messages(lead_session_id):
+            self.host.spawn_background(self.deliver_lead_messages(lead_session_id))
+
+
+def _generated_name(suffix: str = "") -> str:
+    stamp = _base36(int(time.time() * 1000))
+    middle = f"-{suffix}" if suffix else ""
+    return f"agent-{stamp}{middle}-{uuid.uuid4().hex[:8]}"
+
+
+def _base36(value: int) -> str:
+    digits = "0123456789abcdefghijklmnopqrstuvwxyz"
+    out = ""
+    while True:
+        value, rem = divmod(value, 36)
+        out = digits[rem] + out
+        if value == 0:
+            return out
+
+
+def _started_text(details: dict[str, Any], *, sandbox_off: bool = False) -> str:
+    text = f"Agent {details['name']} started ({details['role']}, in-process, {details['modelSlot']} on {details['model']})."
+    if details.get("sandbox") == "instruction" and sandbox_off:
+        text += " Read-only is an instruction only: the read sandbox is turned off (teams.read_sandbox)."
+    elif details.get("sandbox") == "instruction":
+        text += (
+            " The read-only sandbox is not available here, so read-only is an instruction only "
+            "(run `corral doctor`)."
+        )
+    return text + " Its report arrives automatically as a new turn; end your turn to wait."
+
+
+def _with_payload(task: Any, payload: str) -> Any:
+    return replace(task, payload=payload)

@@ -1,0 +1,1 @@
+"""Checkpoints: records, their SQL and revalidation."""

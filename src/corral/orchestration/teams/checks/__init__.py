@@ -1,0 +1,1 @@
+"""Assigned checks: policy, runner, fingerprints, records and their SQL."""

@@ -1,0 +1,1 @@
+"""Completion groups: grouped delivery of reports, records and their SQL."""

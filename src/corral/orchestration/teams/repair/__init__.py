@@ -1,0 +1,1 @@
+"""Bounded repair after failed checks, and the verifier."""

@@ -1,0 +1,258 @@
+"""Verification of a report's assigned checks, with optional bounded repair: the one API of the teams core.
+
+`Verifier.verify` runs when an agent submits `report_and_exit` (before the
+report closes the recipient):
+
+* no checks → verification `not-requested`, accepted;
+* checks without repair (`max_attempts == 0`) → each check runs once
+  (attempt 1; a duplicate submission reruns nothing), verification from
+  `verify_batch`, and the report is accepted whatever the checks say (failed
+  checks never block a report without repair);
+* with repair → `RepairController.submit` (§7.3); the receipt is not accepted
+  only when the decision is `requested`, and then carries the repair request.
+
+`observe` rebuilds a stored `ReportResult`'s verification and repair from the
+store as it is now (a `passed` check whose source changed reads `stale`; a
+ledger's decision is never taken from cached report fields), without writing.
+`cancel` kills the report's running checks and cancels its repair durably;
+`unresolved` says why a run's cleanup must stay fenced.
+"""
+
+from __future__ import annotations
+
+import asyncio
+import copy
+import os
+from collections.abc import Callable, Sequence
+from dataclasses import dataclass
+from pathlib import Path
+from typing import TYPE_CHECKING, Any
+
+from corral.orchestration.errors import InvalidRequestError, OrchestrationError
+from corral.orchestration.teams.checks._checks import (
+    CheckExecutor,
+    CheckRunner,
+    CheckSpec,
+    CheckVerification,
+    LocalShellExecutor,
+    assign_checks,
+    read_evidence,
+)
+from corral.orchestration.teams.checks.records import CheckRecord, CheckStore, read_check_records
+
+from ._repair import RepairController, parse_repair_policy, submission_signature
+
+if TYPE_CHECKING:
+    from corral.orchestration.store._store import Store
+
+__all__ = ["VerificationDecision", "Verifier", "parse_repair_policy"]
+
+
+def _verification_json(verification: CheckVerification) -> dict[str, Any]:
+    data = verification.to_json()
+    if not data["checkIds"]:
+        del data["checkIds"]
+    return data
+
+
+@dataclass(frozen=True, slots=True)
+class VerificationDecision:
+    """What verifying one submission decided."""
+
+    accepted: bool
+    """`False` only when repair requests another attempt (the agent stays active)."""
+    verification: dict[str, Any]
+    """`{"state", "checkIds"?, "error"?}` for the report's `result.verification`."""
+    repair: dict[str, Any] | None
+    """The `RepairResult` JSON (camelCase), or `None` without repair."""
+    repair_request: dict[str, Any] | None
+    """`{"id", "attempt", "checks": [{"checkId", "name", "state", "exitCode", "logPath", "error"?}]}`."""
+    records: tuple[CheckRecord, ...] = ()
+    """The checks' records as observed, in policy order (missing ones left out)."""
+
+    def receipt_text(self) -> str:
+        """The receipt lines: verification, each non-passing check (name, state, exit code, log), repair."""
+        state = self.verification.get("state", "not-requested")
+        error = self.verification.get("error")
+        lines = [f"Assigned verification: {state}" + (f" ({error})" if error else "") + "."]
+        for record in self.records:
+            if record.state == "passed":
+                continue
+            code = "none" if record.exit_code is None else str(record.exit_code)
+            line = (
+                f"- check {record.assignment.name}: {record.state}, exit code {code}, log {record.log_path}"
+            )
+            if record.error:
+                line += f" ({record.error})"
+            lines.append(line)
+        if self.repair is not None:
+            repair_state = self.repair.get("state")
+            if self.repair_request is not None:
+                lines.append(
+                    f"Repair requested ({self.repair_request['id']}, attempt {self.repair_request['attempt']} of "
+                    f"{self.repair.get('maxAttempts')}): your report was not accepted. Fix the failing checks "
+                    "within your assigned scope (read the full logs above), then call report_and_exit again "
+                    "with the complete report. If the fix needs edits you may not make, report a blocker instead."
+                )
+            else:
+                note = " — effective outcome blocked" if self.repair.get("outcome") == "blocked" else ""
+                lines.append(f"Repair: {repair_state}{note}.")
+        return "\n".join(lines)
+
+
+class Verifier:
+    """Runs, decides, observes and cancels assigned verification for the teams core."""
+
+    def __init__(
+        self, store: Store, *, logs_dir: Callable[[str], Path], executor: CheckExecutor | None = None
+    ) -> None:
+        """Create the verifier.
+
+        Args:
+            store: The orchestration store (check records, repair ledgers).
+            logs_dir: `logs_dir(lead_session_id)` → the team's checks directory (logs go there).
+            executor: The runtime's local shell; default `LocalShellExecutor()`. An executor whose
+                `available()` is false makes every check `unsupported`.
+        """
+        self._store = store
+        self._logs_dir = logs_dir
+        self._executor: CheckExecutor = executor if executor is not None else LocalShellExecutor()
+        self._active: dict[str, asyncio.Event] = {}
+        self._cancelled: set[str] = set()
+
+    async def verify(
+        self,
+        *,
+        lead_session_id: str,
+        task_id: str,
+        report_id: str,
+        run_id: str,
+        cwd: Path,
+        checks: tuple[CheckSpec, ...],
+        max_attempts: int,
+        submission_id: str,
+        task_details: dict[str, Any],
+        outcome: str | None,
+        cancel: asyncio.Event | None = None,
+    ) -> VerificationDecision:
+        """Verify one `report_and_exit` submission.
+
+        Args:
+            lead_session_id: The team.
+            task_id: The report's task id.
+            report_id: The report's id.
+            run_id: The agent's run.
+            cwd: The agent's working directory (checks run there).
+            checks: The spawn's assigned checks, in policy order.
+            max_attempts: The repair policy's `maxAttempts` (0 = no repair).
+            submission_id: The submission's runtime id (the tool call id); required with repair.
+            task_details: The submission's normalized task details (its repair signature).
+            outcome: The agent's reported outcome (`None` = unspecified).
+            cancel: Setting it kills running checks (as `cancel(report_id)` does).
+
+        Raises:
+            InvalidRequestError: Repair without checks, or without a submission id.
+            RepairBindingError: The repair policy or assignments changed since the ledger was made,
+                or the submission id was reused with other details.
+            RepairLedgerError: The report's ledger is corrupt or belongs to another run.
+        """
+        if not checks:
+            if max_attempts:
+                raise InvalidRequestError("Repair policy requires explicitly assigned checks.")
+            return VerificationDecision(True, {"state": "not-requested"}, None, None)
+        event = cancel if cancel is not None else asyncio.Event()
+        if report_id in self._cancelled:
+            event.set()
+        self._active[report_id] = event
+        try:
+            runner = CheckRunner(
+                CheckStore(self._store, self._logs_dir(lead_session_id)), executor=self._executor
+            )
+            assignments = assign_checks(
+                checks, task_id=task_id, run_id=run_id, report_id=report_id, cwd=os.fspath(cwd), attempt=1
+            )
+            if max_attempts == 0:
+                batch = await runner.run_all(assignments, cancel=event)
+                records = tuple(record for record in batch.records.values() if record is not None)
+                return VerificationDecision(True, _verification_json(batch.verification), None, None, records)
+            outcome_ = await RepairController(self._store, runner).submit(
+                assignments,
+                max_attempts=max_attempts,
+                submission_id=submission_id,
+                signature=submission_signature(task_details),
+                outcome=outcome,
+                cancel=event,
+            )
+        finally:
+            if self._active.get(report_id) is event:
+                del self._active[report_id]
+        records = tuple(record for record in outcome_.records.values() if record is not None)
+        return VerificationDecision(
+            outcome_.result.state != "requested",
+            _verification_json(outcome_.verification),
+            outcome_.result.to_json(),
+            outcome_.request,
+            records,
+        )
+
+    async def observe(self, result: dict[str, Any]) -> dict[str, Any]:
+        """A copy of a stored `ReportResult` with verification and repair observed now; never writes.
+
+        Without a ledger and without `repair` in the result, the verification is re-read
+        from its check records (`passed` becomes `stale` when the source changed; a missing,
+        corrupt or foreign record makes it `failed` with the error). Otherwise verification
+        and repair are rebuilt from the ledger (§7.6); cached `repair` fields are ignored.
+        """
+        observed = copy.deepcopy(result)
+        report_id, run_id, task_id = (result.get(key) for key in ("reportId", "runId", "taskId"))
+        if not (isinstance(report_id, str) and isinstance(run_id, str) and isinstance(task_id, str)):
+            return observed
+        repair = await RepairController(self._store).observe(
+            report_id=report_id, run_id=run_id, task_id=task_id, referenced="repair" in result
+        )
+        if repair is not None:
+            observed["verification"] = _verification_json(repair.verification)
+            observed["repair"] = repair.result.to_json()
+            return observed
+        cached = result.get("verification")
+        ids = cached.get("checkIds") if isinstance(cached, dict) else None
+        if not isinstance(ids, list) or not ids or not all(isinstance(item, str) for item in ids):
+            return observed
+        try:
+            batch = await read_evidence(self._store, ids, task_id=task_id, run_id=run_id)
+        except OrchestrationError as exc:
+            observed["verification"] = {"state": "failed", "checkIds": list(ids), "error": str(exc)}
+            return observed
+        observed["verification"] = _verification_json(batch.verification)
+        return observed
+
+    def cancel(self, report_id: str) -> None:
+        """Cancel the report's verification: kill its running checks and cancel its repair durably (§7.5)."""
+        self._cancelled.add(report_id)
+        event = self._active.get(report_id)
+        if event is not None:
+            event.set()
+        RepairController(self._store).cancel(report_id)
+
+    def cancel_and_require_settled(self, report_id: str) -> None:
+        """`cancel` durably, then refuse while the report's repair work is unresolved (stop and cleanup).
+
+        Raises:
+            RepairUnresolvedError: A repair stage is running or a referenced check is still claimed.
+        """
+        self.cancel(report_id)
+        RepairController(self._store).cancel_and_require_settled(report_id)
+
+    def unresolved(self, run_id: str) -> str | None:
+        """Why the run's cleanup must stay fenced (a claimed check, a running repair stage), else `None`."""
+        return RepairController(self._store).unresolved(run_id)
+
+    def records(self, check_ids: Sequence[str]) -> list[CheckRecord]:
+        """The stored records of `check_ids` (missing ones left out), e.g. for `check_teammate`'s log paths.
+
+        Raises:
+            CheckRecordError: A stored row breaks an invariant.
+        """
+        return [
+            record for record in read_check_records(self._store, check_ids).values() if record is not None
+        ]

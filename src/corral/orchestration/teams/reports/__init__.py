@@ -1,0 +1,1 @@
+"""Reports: submission, fallback reports and delivery to the lead."""

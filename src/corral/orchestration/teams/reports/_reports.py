@@ -1,0 +1,183 @@
+"""Teams reports: runtime-assigned ids, the versioned `result`, the Markdown copy, the lead's message.
+
+A report's identity comes from the team, the agent's name and its run, never
+from the agent: `task:<team>:<agent>:<run>` and `report:<team>:<agent>:<run>`,
+each component percent-encoded like JavaScript's `encodeURIComponent`. So a run
+has exactly one report, and resending it changes nothing (the store keeps the
+first).
+
+Four facts stay separate (`spec/teams-detail.md` §5.1): the lifecycle (`status`
+of the report: the run completed or failed), the agent's claimed `outcome`,
+`verification` (assigned checks; `not-requested` without any) and the lead's
+`acceptance` (`pending` until `record_report_acceptance`).
+"""
+
+from __future__ import annotations
+
+import os
+from pathlib import Path
+from typing import TYPE_CHECKING, Any, Literal
+from urllib.parse import quote
+
+from corral._paths import ensure_private_dir
+from corral.llm import CustomMessage
+from corral.orchestration.teams.roster.records import TEAM_REPORT_TYPE
+
+if TYPE_CHECKING:
+    from corral.orchestration.teams.roster.records import TeamReportRecord
+
+__all__ = [
+    "REPORT_RESULT_VERSION",
+    "TEAM_REPORT_TYPE",
+    "ReportOutcome",
+    "effective_task_outcome",
+    "outcome_label",
+    "report_id",
+    "report_result",
+    "task_id",
+    "team_name",
+    "team_report_message",
+    "write_report_markdown",
+]
+
+
+REPORT_RESULT_VERSION = 1
+
+ReportOutcome = Literal["succeeded", "blocked", "failed", "cancelled"]
+
+
+def _enc(value: str) -> str:
+    return quote(value, safe="-_.!~*'()")
+
+
+def team_name(lead_session_id: str) -> str:
+    """The implicit team of a lead session: `session-<id>`."""
+    return f"session-{lead_session_id}"
+
+
+def task_id(team: str, agent: str, run_id: str) -> str:
+    """`task:<team>:<agent>:<run>` (components percent-encoded)."""
+    return f"task:{_enc(team)}:{_enc(agent)}:{_enc(run_id)}"
+
+
+def report_id(team: str, agent: str, run_id: str) -> str:
+    """`report:<team>:<agent>:<run>` (components percent-encoded)."""
+    return f"report:{_enc(team)}:{_enc(agent)}:{_enc(run_id)}"
+
+
+def report_result(
+    *,
+    team: str,
+    agent: str,
+    run_id: str,
+    outcome: ReportOutcome | None,
+    task_details: dict[str, Any],
+) -> dict[str, Any]:
+    """The versioned `result` of a new report (verification `not-requested`, acceptance `pending`)."""
+    result: dict[str, Any] = {
+        "version": REPORT_RESULT_VERSION,
+        "taskId": task_id(team, agent, run_id),
+        "runId": run_id,
+        "reportId": report_id(team, agent, run_id),
+    }
+    if outcome is not None:
+        result["outcome"] = outcome
+    for key in ("changedPaths", "inspectedEvidence", "artifacts", "findings", "questions"):
+        if task_details.get(key):
+            result[key] = task_details[key]
+    result["verification"] = {"state": "not-requested"}
+    result["acceptance"] = {"state": "pending"}
+    return result
+
+
+def effective_task_outcome(result: dict[str, Any]) -> str | None:
+    """`result.repair.outcome` when repair added a blocker, else the agent's own `outcome`."""
+    repair = result.get("repair")
+    if isinstance(repair, dict) and isinstance(repair.get("outcome"), str):
+        return str(repair["outcome"])
+    outcome = result.get("outcome")
+    return outcome if isinstance(outcome, str) else None
+
+
+def outcome_label(outcome: str | None, effective: str | None) -> str:
+    """`succeeded`, or `succeeded (effective: blocked)` when the effective outcome differs."""
+    label = outcome or "unspecified"
+    return label + (f" (effective: {effective})" if effective and effective != outcome else "")
+
+
+def write_report_markdown(directory: Path, agent: str, content: str) -> Path:
+    """Write the full report to `<directory>/<agent>.md`, then `-v2.md`, … never overwriting (0600)."""
+    ensure_private_dir(directory)
+    data = content.encode("utf-8")
+    version = 1
+    while True:
+        path = directory / (f"{agent}.md" if version == 1 else f"{agent}-v{version}.md")
+        try:
+            fd = os.open(path, os.O_WRONLY | os.O_CREAT | os.O_EXCL | os.O_NOFOLLOW, 0o600)
+        except FileExistsError:
+            version += 1
+            continue
+        with os.fdopen(fd, "wb") as handle:
+            handle.write(data)
+            handle.flush()
+            os.fsync(handle.fileno())
+        return path
+
+
+def _verification(result: dict[str, Any]) -> dict[str, Any]:
+    raw = result.get("verification")
+    verification: dict[str, Any] = {"state": "not-requested"}
+    if isinstance(raw, dict):
+        verification = {"state": raw.get("state", "not-requested")}
+        if raw.get("checkIds"):
+            verification["check_ids"] = list(raw["checkIds"])
+        if raw.get("error"):
+            verification["error"] = raw["error"]
+    return verification
+
+
+def team_report_message(report: TeamReportRecord) -> CustomMessage:
+    """The hidden `corral-team-report` message that gives the lead one full report and wakes it."""
+    effective = effective_task_outcome(report.result)
+    acceptance: dict[str, Any] = {"state": report.acceptance}
+    if report.acceptance_reason:
+        acceptance["reason"] = report.acceptance_reason
+    verification = _verification(report.result)
+    outcome = outcome_label(report.outcome, effective)
+    head = (
+        f"Report from agent {report.name} ({report.tier}) · status={report.status} · "
+        f"outcome={outcome} · verification={verification['state']} · "
+        f"acceptance={report.acceptance} · report={report.report_id}"
+    )
+    parts = [head]
+    if report.summary:
+        parts.append(f"Summary: {report.summary}")
+    parts.append(report.content)
+    extras = {k: report.result[k] for k in ("changedPaths", "findings", "questions") if report.result.get(k)}
+    if extras:
+        import json
+
+        parts.append("Structured claims (the agent's, not verified):\n" + json.dumps(extras, indent=2))
+    parts.append(
+        "The agent has exited; do not stop it. A report is the agent's claim: check what matters "
+        "before you rely on it."
+    )
+    details: dict[str, Any] = {
+        "name": report.name,
+        "task_id": report.task_id,
+        "run_id": report.run_id,
+        "report_id": report.report_id,
+        "outcome": report.outcome,
+        "effective_outcome": effective,
+        "verification": verification,
+        "acceptance": acceptance,
+        "elapsed_ms": report.elapsed_ms,
+        "tokens": report.tokens,
+        "status": report.status,
+        "tier": report.tier,
+    }
+    if report.markdown_path:
+        details["report_path"] = report.markdown_path
+    return CustomMessage(
+        custom_type=TEAM_REPORT_TYPE, content="\n\n".join(parts), display=False, details=details
+    )

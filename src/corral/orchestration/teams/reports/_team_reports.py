@@ -1,0 +1,467 @@
+"""Teams reports and the Python API (the `Teams` mixin).
+
+* `submit_report` is `report_and_exit`: the first accepted report wins; it is
+  stored in the same transaction that completes the generation, and the run
+  ends after the tool batch (no further model request).
+* `finish_without_report` covers a run that ended without an accepted report
+  (after the single recovery prompt): its assistant text, or a failed report.
+* `handle_request` is the programmatic launch (the seed's event-bus request)
+  and `costs` the per-agent and combined cost of a team.
+"""
+
+from __future__ import annotations
+
+import asyncio
+import contextlib
+from dataclasses import dataclass
+from pathlib import Path
+from typing import TYPE_CHECKING, Any
+
+from corral.orchestration.errors import InvalidRequestError, OrchestrationError
+from corral.orchestration.kernel._delivery import deliver_message
+from corral.orchestration.kernel._faults import fault_point
+from corral.orchestration.teams.checkpoints.records import (
+    check_report_fields,
+    checkpoint_id,
+    parse_checkpoint_policy,
+)
+from corral.orchestration.teams.checks._checks import parse_check_policy
+from corral.orchestration.teams.checks._fingerprint import SourceFingerprint
+from corral.orchestration.teams.repair._verification import VerificationDecision
+from corral.orchestration.teams.roster.records import NewTeamReport, TeamReportRecord
+
+from ._reports import report_id, report_result, task_id, team_name, write_report_markdown
+
+if TYPE_CHECKING:
+    from corral.orchestration.host._host import Host
+    from corral.orchestration.kernel.records import ResultRecord
+    from corral.orchestration.surfaces import ReportSubmission, SpawnRequest
+    from corral.orchestration.teams._capacity import CapacityController
+    from corral.orchestration.teams._member import TeamChild
+    from corral.orchestration.teams.checkpoints._checkpoints import Checkpoints
+    from corral.orchestration.teams.checkpoints.records import CheckpointRecord
+    from corral.orchestration.teams.groups._groups import CompletionGroups
+    from corral.orchestration.teams.repair._verification import Verifier
+    from corral.orchestration.teams.roster.records import TeamMemberRecord
+
+__all__ = ["ORCHESTRATION_REQUEST_TYPES", "OrchestrationResponse", "ReportReceipt", "TeamReportsMixin"]
+
+ORCHESTRATION_REQUEST_TYPES = ("spawn_agent",)
+"""Request types `Teams.handle_request` serves."""
+
+
+@dataclass(frozen=True, slots=True)
+class ReportReceipt:
+    """What `report_and_exit` answers the agent."""
+
+    accepted: bool
+    text: str
+    details: dict[str, Any]
+
+
+@dataclass(frozen=True, slots=True)
+class OrchestrationResponse:
+    """The correlated answer to a programmatic request (`Teams.handle_request`)."""
+
+    request_id: str
+    type: str
+    ok: bool
+    details: dict[str, Any] | None = None
+    content: str | None = None
+    error: str | None = None
+
+    def to_json(self) -> dict[str, Any]:
+        """The wire shape: `{requestId, type, ok: true, details, content}` or `{…, ok: false, error}`."""
+        base: dict[str, Any] = {"requestId": self.request_id, "type": self.type, "ok": self.ok}
+        if self.ok:
+            return {**base, "details": self.details, "content": self.content}
+        return {**base, "error": self.error}
+
+
+class TeamReportsMixin:
+    """Reports, the programmatic launch and costs of `Teams`."""
+
+    host: Host
+    pending: dict[tuple[str, str], Any]
+    groups: CompletionGroups
+    checkpoints: Checkpoints
+    verifier: Verifier
+    live: dict[str, Any]
+    checkpoint_saves: dict[str, asyncio.Future[None]]
+
+    if TYPE_CHECKING:
+
+        def capacity(self, lead_session_id: str) -> CapacityController: ...
+
+        async def teardown(self, member: TeamMemberRecord, *, reason: str) -> dict[str, Any]: ...
+
+        async def spawn(self, caller: Any, request: SpawnRequest) -> Any: ...
+
+        def notify_lead(self, lead_session_id: str, text: str) -> None: ...
+
+    # --- reports -------------------------------------------------------------------------------
+
+    async def submit_report(
+        self, child: TeamChild, submission: ReportSubmission, *, submission_id: str
+    ) -> ReportReceipt:
+        """`report_and_exit`: assigned checks first; the first accepted report wins and ends the work.
+
+        With bounded repair, a failed verification that may still be repaired is *not* accepted:
+        the receipt carries the repair request and the agent keeps working.
+        """
+        if child.report_accepted:
+            return ReportReceipt(
+                False,
+                "A final report was already accepted for this run. This duplicate was ignored; finish immediately.",
+                {"accepted": False, "duplicate": True},
+            )
+        task_details = submission.task_details()
+        if child.member.checkpoint_policy is not None:
+            check_report_fields(task_details)
+        signed = {
+            "content": submission.content,
+            "summary": submission.summary,
+            "outcome": submission.outcome,
+            **task_details,
+        }
+        decision = await self._verify(
+            child, submission_id=submission_id, signed=signed, outcome=submission.outcome
+        )
+        if decision is not None and not decision.accepted:
+            text = (
+                "Report not accepted yet: an assigned check failed and a repair attempt is available.\n"
+                f"{decision.receipt_text()}\n"
+                "Fix the cause within your assignment's scope, then call report_and_exit again. If you cannot "
+                '(e.g. the fix needs edits a read agent may not make), report with outcome "blocked".'
+            )
+            return ReportReceipt(
+                False,
+                text,
+                {
+                    "accepted": False,
+                    "repairRequest": decision.repair_request,
+                    "verification": decision.verification,
+                    "repair": decision.repair,
+                },
+            )
+        record = self._store_report(
+            child,
+            status="completed",
+            content=submission.content,
+            summary=submission.summary,
+            outcome=submission.outcome,
+            task_details=task_details,
+            source="report_and_exit",
+            decision=decision,
+        )
+        child.report_accepted = True
+        child.close_messages()
+        child.agent.end_after_tools()
+        if child.delegating:
+            self.host.spawn_background(self._close_helpers(child))
+        text = (
+            f"Report accepted ({record.report_id}). Your work is over: stop now. The lead decides acceptance."
+        )
+        details: dict[str, Any] = {
+            "accepted": True,
+            "reportId": record.report_id,
+            "taskId": record.task_id,
+            "runId": record.run_id,
+            "deliveryOutcome": "none",
+            "cancelledDeliveries": 0,
+        }
+        if decision is not None:
+            details["verification"] = decision.verification
+            if decision.repair is not None:
+                details["repair"] = decision.repair
+        return ReportReceipt(True, text, details)
+
+    async def _verify(
+        self, child: TeamChild, *, submission_id: str, signed: dict[str, Any], outcome: str | None
+    ) -> VerificationDecision | None:
+        """Run the run's assigned checks (and repair bookkeeping); `None` when it has none."""
+        member = child.member
+        if not member.assigned_checks:
+            return None
+        team = team_name(member.lead_session_id)
+        repair = member.repair_policy or {}
+        return await self.verifier.verify(
+            lead_session_id=member.lead_session_id,
+            task_id=task_id(team, member.name, child.run_id),
+            report_id=report_id(team, member.name, child.run_id),
+            run_id=child.run_id,
+            cwd=Path(child.generation.cwd),
+            checks=parse_check_policy(member.assigned_checks),
+            max_attempts=int(repair.get("maxAttempts", 0)),
+            submission_id=submission_id,
+            task_details=signed,
+            outcome=outcome,
+        )
+
+    async def finish_without_report(self, child: TeamChild) -> bool:
+        """A run ended without an accepted `report_and_exit`: verify and store its fallback report.
+
+        Returns:
+            `True` when a repair turn was queued instead (the run goes on).
+        """
+        status, content, source = child.fallback_report()
+        decision = None
+        if status == "completed":
+            child.plain_submissions += 1
+            decision = await self._verify(
+                child,
+                submission_id=f"plain-text:{child.plain_submissions}",
+                signed={"content": content, "summary": None, "outcome": None},
+                outcome=None,
+            )
+            if decision is not None and not decision.accepted:
+                child.queue_prompt(
+                    "An assigned check failed and a repair attempt is available.\n"
+                    f"{decision.receipt_text()}\n"
+                    "Fix the cause within your assignment's scope, then give your final answer again."
+                )
+                return True
+        if child.delegating:
+            await self._close_helpers(child)
+        with contextlib.suppress(OrchestrationError):
+            self._store_report(
+                child,
+                status=status,
+                content=content,
+                summary=None,
+                outcome=None if status == "completed" else "failed",
+                task_details={},
+                source=source,
+                decision=decision,
+            )
+        return False
+
+    def _store_report(
+        self,
+        child: TeamChild,
+        *,
+        status: str,
+        content: str,
+        summary: str | None,
+        outcome: Any,
+        task_details: dict[str, Any],
+        source: str,
+        decision: VerificationDecision | None = None,
+    ) -> TeamReportRecord:
+        store = self.host.store
+        member = child.member
+        team = team_name(member.lead_session_id)
+        result = report_result(
+            team=team, agent=member.name, run_id=child.run_id, outcome=outcome, task_details=task_details
+        )
+        if member.checkpoint_policy is not None:
+            result["checkpointId"] = checkpoint_id(team, member.name, child.run_id)
+        if decision is not None:
+            result["verification"] = decision.verification
+            if decision.repair is not None:
+                result["repair"] = decision.repair
+        elif member.assigned_checks:
+            # Checks were assigned but never ran: the run ended without a report to verify.
+            result["verification"] = {
+                "state": "failed",
+                "error": "The run ended without a report; no check ran.",
+            }
+        markdown: Path | None = None
+        with contextlib.suppress(OSError):
+            markdown = write_report_markdown(
+                self.host.store.path.parent / "reports" / team, member.name, content
+            )
+        stats = child.agent.stats()
+        elapsed = int((asyncio.get_running_loop().time() - child.started_monotonic) * 1000)
+        record = store.store_team_report(
+            child.run_id,
+            child.task.request_id,
+            NewTeamReport(
+                report_id=report_id(team, member.name, child.run_id),
+                task_id=task_id(team, member.name, child.run_id),
+                status=status,  # type: ignore[arg-type]
+                content=content,
+                summary=summary,
+                outcome=outcome,
+                result=result,
+                report_source=source,
+                markdown_path=None if markdown is None else str(markdown),
+                elapsed_ms=max(0, elapsed),
+                tokens=stats.tokens.total,
+                cost_usd=stats.cost,
+            ),
+        )
+        fault_point("after_result_row")
+        # The host delivers it; a checkpointed report's checkpoint is saved first (`ensure_checkpoint`).
+        self.host.result_stored(child.run_id, child.task.request_id)
+        return record
+
+    async def ensure_checkpoint(self, record: TeamReportRecord) -> None:
+        """Save the report's checkpoint unless it is saved already; one save per run at a time.
+
+        The host calls it before it delivers any teams report (stored in-process, by a tmux
+        worker, or before a restart), so the lead never gets a `checkpointId` it cannot continue
+        from yet. A run still live here lends its admission-time source and parent checkpoint.
+        """
+        checkpoint = record.result.get("checkpointId")
+        if not isinstance(checkpoint, str) or self.host.store.get_checkpoint(checkpoint) is not None:
+            return
+        saving = self.checkpoint_saves.get(record.run_id)
+        if saving is None:
+            live = self.live.get(record.run_id)
+            saving = asyncio.ensure_future(
+                self.save_checkpoint(
+                    record,
+                    source_before=None if live is None else live.source_before,
+                    parent=None if live is None else live.parent_checkpoint,
+                )
+            )
+            self.checkpoint_saves[record.run_id] = saving
+            saving.add_done_callback(lambda _done: self.checkpoint_saves.pop(record.run_id, None))
+        await asyncio.shield(saving)
+
+    async def save_checkpoint(
+        self,
+        record: TeamReportRecord,
+        *,
+        source_before: SourceFingerprint | None = None,
+        parent: CheckpointRecord | None = None,
+    ) -> None:
+        """Save the checkpoint of a checkpointed run's stored report (also after a restart).
+
+        The admission-time source observation comes from memory or, after a restart, from the
+        member row; a failure is told to the lead, never raised (the report itself is delivered).
+        """
+        member = self.host.store.team_member(record.run_id)
+        try:
+            if member is None or member.checkpoint_policy is None:
+                raise InvalidRequestError("the run has no checkpoint policy")
+            if source_before is None and member.checkpoint_source is not None:
+                source_before = SourceFingerprint.from_json(member.checkpoint_source)
+            if source_before is None:
+                raise InvalidRequestError("the source observed at admission is not available")
+            if parent is None and member.continue_from is not None:
+                with contextlib.suppress(OrchestrationError):
+                    parent = self.checkpoints.load(member.continue_from)
+            generation = self.host.store.get_generation(record.run_id)
+            await self.checkpoints.record(
+                team=team_name(member.lead_session_id),
+                agent=member.name,
+                run_id=record.run_id,
+                model_slot=member.tier,
+                cwd=Path(generation.cwd if generation is not None else "."),
+                prompt=member.prompt,
+                policy=parse_checkpoint_policy(member.checkpoint_policy),
+                parent=parent,
+                report=record,
+                source_before=source_before,
+            )
+        except Exception as exc:
+            lead = record.lead_session_id
+            self.notify_lead(
+                lead,
+                f"Checkpoint {record.result.get('checkpointId')} of agent {record.name} was not saved: {exc}",
+            )
+
+    async def _close_helpers(self, parent: TeamChild) -> None:
+        """A nested parent reported: drop its queued helpers and stop its running ones."""
+        lead = parent.member.lead_session_id
+        for (lead_id, name), (_reservation, prepared) in list(self.pending.items()):
+            if lead_id == lead and prepared.parent is parent:
+                self.capacity(lead).cancel_queued(name, reason=f"its parent {parent.label} finished")
+        for helper in self.host.store.team_members(lead, parent_run_id=parent.run_id):
+            await self.teardown(helper, reason=f"parent {parent.label} finished")
+
+    # --- completion groups ---------------------------------------------------------------------
+
+    async def deliver_grouped(self, report: TeamReportRecord, result: ResultRecord) -> None:
+        """A grouped member's stored report: hand it to its group journal, then deliver what is due.
+
+        Once the journal holds the report (durably), the core result counts as delivered (entry
+        `group:<slot>`), so the run finalizes and frees its slot; the group owns the lead delivery.
+        """
+        member = self.host.store.team_member(report.run_id)
+        if member is None or member.slot_id is None:  # pragma: no cover - callers check
+            return
+        self.groups.reported(member.slot_id, report)
+        self.host.store.mark_delivered(
+            result.request_id, owner_session_id=result.owner_session_id, entry_id=f"group:{member.slot_id}"
+        )
+        await self.deliver_group_wakes(member.lead_session_id)
+
+    async def deliver_group_wakes(self, lead_session_id: str) -> None:
+        """Send every planned group index to the lead once; a reserved wake is never sent again."""
+        lead = self.host.owners.get(lead_session_id)
+        if lead is None:
+            return
+        for delivery in self.groups.reserve_wakes(lead_session_id):
+            try:
+                entry_id = await deliver_message(
+                    lead, self.groups.message(delivery), key="delivery_id", value=delivery.delivery_id
+                )
+            except Exception as exc:
+                self.groups.wake_failed(delivery.delivery_id, f"{type(exc).__name__}: {exc}")
+                raise
+            fault_point("after_owner_append")
+            self.groups.observed(delivery.delivery_id, entry_id)
+        self.host.changed()
+
+    def recover_groups(self, lead_session_id: str) -> list[str]:
+        """After a restart: confirm wakes found in the lead's session; warn about unconfirmed ones."""
+        lead = self.host.owners.get(lead_session_id)
+        if lead is None:
+            return []
+        delivered = self.groups.find_wakes(lead_session_id, lead.session.entries)
+        return self.groups.recover(lead_session_id, delivered=delivered)
+
+    # --- programmatic launch -----------------------------------------------------------------
+
+    async def handle_request(
+        self, lead_session_id: str, request: dict[str, Any]
+    ) -> OrchestrationResponse | None:
+        """Serve another program's request to the lead session (the seed's event-bus launch).
+
+        `request` is `{requestId, type, params}`; only `type: "spawn_agent"` exists. The same tier,
+        capacity and lifecycle rules as the tool apply. A request without `requestId` gets no
+        response (`None`), as in the original.
+        """
+        request_id = request.get("requestId")
+        if not isinstance(request_id, str) or not request_id:
+            return None
+        kind = str(request.get("type"))
+        caller = self.host.lead_callers.get(lead_session_id)
+        try:
+            if caller is None:
+                raise InvalidRequestError(
+                    "No active lead session context is available; attach the lead (Host.attach_lead) first."
+                )
+            if kind not in ORCHESTRATION_REQUEST_TYPES:
+                raise InvalidRequestError(f"Unsupported orchestration request type: {kind}")
+            params = request.get("params")
+            if not isinstance(params, dict):
+                raise InvalidRequestError("params must be an object with the spawn_agent parameters.")
+            # A trusted integration may bind checks, repair and a continuation (`continueFrom`).
+            params = {
+                ("continue_from" if key == "continueFrom" else key): value for key, value in params.items()
+            }
+            from corral.orchestration.surfaces import parse_spawn
+
+            outcome = await self.spawn(caller, parse_spawn(params))
+        except OrchestrationError as exc:
+            return OrchestrationResponse(request_id, kind, ok=False, error=str(exc))
+        return OrchestrationResponse(request_id, kind, ok=True, details=outcome.details, content=outcome.text)
+
+    def costs(self, lead_session_id: str) -> Any:
+        """Per-agent and combined tokens and cost of the lead's session and every teams agent's session."""
+        from corral.orchestration.teams._costs import team_costs
+
+        lead = self.host.owners.get(lead_session_id)
+        lead_path = None if lead is None else lead.session.path
+        agents: list[tuple[str, Path]] = []
+        for member in self.host.store.team_members(lead_session_id, live_only=False):
+            generation = self.host.store.get_generation(member.run_id)
+            if generation is not None and generation.session_path:
+                agents.append((member.name, Path(generation.session_path)))
+        if lead_path is None:
+            raise InvalidRequestError(f"Lead session {lead_session_id} is not attached or has no file yet.")
+        return team_costs(lead_path, agents)

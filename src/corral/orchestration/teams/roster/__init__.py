@@ -1,0 +1,1 @@
+"""Team members, messages and file claims: records and their SQL."""

@@ -1,0 +1,838 @@
+"""The teams tables of the orchestration store: members, reports, messages, file claims.
+
+`TeamStore` is a mixin of `Store`: every method is one transaction through
+`_write`/`_read`, re-reads what it depends on and checks identity inside it,
+and raises an `OrchestrationError` subclass (changing nothing) on a mismatch.
+
+A teams agent is an ordinary generation (no row in `labels`: teams names are
+unique per team among live members, which the partial unique index
+`team_members_live_name` enforces) plus a `team_members` row. Its report is
+written by `store_team_report` in the same transaction as the core `results`
+row that completes the generation, through the same private writer as
+`Store.store_result`, so core delivery, finalize and crash recovery apply
+unchanged. `Store.finalize_generation` releases the run's file claims and marks
+its member not live (freeing the name) in its own transaction.
+
+Claims are all-or-nothing: the conflict check and the inserts run in one
+`BEGIN IMMEDIATE` transaction, so two writers can never both hold a path.
+"""
+
+from __future__ import annotations
+
+import json
+import sqlite3
+from collections.abc import Callable, Sequence
+from typing import TYPE_CHECKING, Any, Literal, TypeVar
+
+from corral.orchestration.errors import (
+    AgentLabelExistsError,
+    InternalFailureError,
+    InvalidRequestError,
+    TargetNotFoundError,
+)
+from corral.orchestration.kernel.records import (
+    GenerationRecord,
+    NewGeneration,
+    RequestRecord,
+    ResultErrorCode,
+    ResultRecord,
+    ResultStatus,
+)
+from corral.orchestration.store._database import StoreCore, _new_id, _require_text
+from corral.orchestration.teams.roster.records import (
+    TEAM_LEAD,
+    TEAM_NAME_PATTERN,
+    ClaimOutcome,
+    FileClaimRecord,
+    NewTeamMember,
+    NewTeamReport,
+    TeamMemberRecord,
+    TeamMessageRecord,
+    TeamReportRecord,
+    _check_choice,
+    _check_member,
+    _check_report,
+    _encode_assignments,
+    _encode_json,
+    _unique_claim_paths,
+    normalize_claim_path,
+)
+
+__all__ = ["TEAM_LEAD", "TEAM_NAME_PATTERN", "TeamStore", "normalize_claim_path"]
+
+_T = TypeVar("_T")
+_Row = sqlite3.Row
+
+_REPORT_SELECT = (
+    "SELECT t.*, r.delivery AS delivery, r.delivered_entry_id AS delivered_entry_id"
+    " FROM team_reports t JOIN results r ON r.request_id = t.request_id"
+)
+_RUNNING_PHASES = ("starting", "active")
+
+
+# --- rows → records -----------------------------------------------------------------------------
+
+
+def _member_from_row(row: _Row) -> TeamMemberRecord:
+    metadata = row["metadata"]
+    return TeamMemberRecord(
+        run_id=row["run_id"],
+        lead_session_id=row["lead_session_id"],
+        name=row["name"],
+        tier=row["tier"],
+        requested_tier=row["requested_tier"],
+        kind=row["kind"],
+        depth=row["depth"],
+        parent_run_id=row["parent_run_id"],
+        allow_nested=bool(row["allow_nested"]),
+        model=row["model"],
+        thinking=row["thinking"],
+        model_source=row["model_source"],
+        session_context=row["session_context"],
+        session_context_path=row["session_context_path"],
+        sandbox=row["sandbox"],
+        metadata=None if metadata is None else json.loads(metadata),
+        prompt=row["prompt"],
+        live=bool(row["live"]),
+        fence=row["fence"],
+        fence_reason=row["fence_reason"],
+        created_at=row["created_at"],
+        assigned_checks=_json_column(row["assigned_checks"]),
+        repair_policy=_json_column(row["repair_policy"]),
+        checkpoint_policy=_json_column(row["checkpoint_policy"]),
+        continue_from=row["continue_from"],
+        group_id=row["group_id"],
+        slot_id=row["slot_id"],
+        checkpoint_source=_json_column(row["checkpoint_source"]),
+    )
+
+
+def _json_column(text: str | None) -> Any:
+    return None if text is None else json.loads(text)
+
+
+def _report_from_row(row: _Row) -> TeamReportRecord:
+    return TeamReportRecord(
+        report_id=row["report_id"],
+        task_id=row["task_id"],
+        run_id=row["run_id"],
+        request_id=row["request_id"],
+        lead_session_id=row["lead_session_id"],
+        name=row["name"],
+        tier=row["tier"],
+        kind=row["kind"],
+        status=row["status"],
+        content=row["content"],
+        summary=row["summary"],
+        outcome=row["outcome"],
+        result=json.loads(row["result"]),
+        report_source=row["report_source"],
+        markdown_path=row["markdown_path"],
+        acceptance=row["acceptance"],
+        acceptance_reason=row["acceptance_reason"],
+        decided_at=row["decided_at"],
+        elapsed_ms=row["elapsed_ms"],
+        tokens=row["tokens"],
+        cost_usd=row["cost_usd"],
+        created_at=row["created_at"],
+        delivery=row["delivery"],
+        delivered_entry_id=row["delivered_entry_id"],
+    )
+
+
+def _message_from_row(row: _Row) -> TeamMessageRecord:
+    return TeamMessageRecord(
+        message_id=row["message_id"],
+        lead_session_id=row["lead_session_id"],
+        recipient=row["recipient"],
+        recipient_run_id=row["recipient_run_id"],
+        sender=row["sender"],
+        sender_run_id=row["sender_run_id"],
+        content=row["content"],
+        summary=row["summary"],
+        delivery=row["delivery"],
+        created_at=row["created_at"],
+        read_at=row["read_at"],
+        delivered_entry_id=row["delivered_entry_id"],
+    )
+
+
+def _claim_from_row(row: _Row) -> FileClaimRecord:
+    return FileClaimRecord(
+        lead_session_id=row["lead_session_id"],
+        path=row["path"],
+        agent=row["agent"],
+        run_id=row["run_id"],
+        since=row["since"],
+    )
+
+
+class TeamStore(StoreCore):
+    """Teams members, reports, messages and file claims (a mixin of `Store`)."""
+
+    if TYPE_CHECKING:
+        # Provided by `Store`: the core result writer shared with `store_result`.
+        def _complete_assignment(
+            self,
+            run_id: str,
+            request_id: str,
+            *,
+            status: ResultStatus,
+            text: str | None,
+            error_code: ResultErrorCode | None,
+            error_message: str | None,
+            context_tokens: int | None,
+            existing: Callable[[], _T | None],
+            attach: Callable[[GenerationRecord, ResultRecord], _T],
+        ) -> _T: ...
+
+    # --- members ----------------------------------------------------------------------------------
+
+    def create_team_generation(
+        self, new: NewGeneration, member: NewTeamMember
+    ) -> tuple[GenerationRecord, RequestRecord, TeamMemberRecord]:
+        """Record a teams agent: its generation, its task request and its membership, in one transaction.
+
+        The generation's label is the member's name and its definition the tier;
+        no `labels` row is claimed (teams names are unique per team). A nested
+        helper (depth 1) names its writer as `parent_run_id`; the writer must be
+        a live, unfenced, active depth-0 edit member of the same team allowed
+        to spawn helpers, and the core's parent rules apply.
+
+        Raises:
+            InvalidRequestError: Blank fields, an invalid name, inconsistent member fields, or a
+                parent that may not spawn helpers.
+            AgentLabelExistsError: A live member of the team already has the name.
+            TargetNotFoundError: The parent run is not live or not the owner session's.
+            ManagedAgentBusyError: The session is already represented by a live generation.
+            TargetAmbiguousError: The session is represented more than once.
+        """
+        metadata = _check_member(new, member)
+        checks, repair, checkpoint = _encode_assignments(member)
+
+        def body() -> tuple[GenerationRecord, RequestRecord, TeamMemberRecord]:
+            if new.parent_run_id is not None:
+                self._check_writer(new.parent_run_id, member.lead_session_id)
+            parent = self._check_parent(new)
+            self._check_session_free(new)
+            if self._live_member(member.lead_session_id, member.name) is not None:
+                raise AgentLabelExistsError(
+                    f"Agent {member.name} is still live in this team; stop it and let its cleanup settle, "
+                    "or choose another name.",
+                    ids={"label": member.name},
+                )
+            now = self._clock()
+            run_id, request_id = self._insert_generation(new, label=member.name, parent=parent, now=now)
+            self._execute(
+                "INSERT INTO team_members (run_id, lead_session_id, name, tier, requested_tier, kind, depth,"
+                " parent_run_id, allow_nested, model, thinking, model_source, session_context, sandbox,"
+                " metadata, prompt, created_at, assigned_checks, repair_policy, checkpoint_policy, continue_from,"
+                " group_id, slot_id) VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?)",
+                (
+                    run_id,
+                    member.lead_session_id,
+                    member.name,
+                    member.tier,
+                    member.requested_tier,
+                    member.kind,
+                    member.depth,
+                    member.parent_run_id,
+                    int(member.allow_nested),
+                    member.model,
+                    member.thinking,
+                    member.model_source,
+                    member.session_context,
+                    member.sandbox,
+                    metadata,
+                    member.prompt,
+                    now,
+                    checks,
+                    repair,
+                    checkpoint,
+                    member.continue_from,
+                    member.group_id,
+                    member.slot_id,
+                ),
+            )
+            generation = self._generation(run_id)
+            request = self._request(request_id)
+            record = self._team_member(run_id)
+            assert generation is not None and request is not None and record is not None
+            return generation, request, record
+
+        return self._write(body)
+
+    def team_run_ids(self) -> frozenset[str]:
+        """Run ids of every generation that belongs to a team (the `agent` surface hides them)."""
+        return self._read(
+            lambda: frozenset(row["run_id"] for row in self._all("SELECT run_id FROM team_members"))
+        )
+
+    def team_member(self, run_id: str) -> TeamMemberRecord | None:
+        """The membership of run `run_id` (live or not), or `None`."""
+        return self._read(lambda: self._team_member(run_id))
+
+    def live_team_member(self, lead_session_id: str, name: str) -> TeamMemberRecord | None:
+        """The live member of the team called `name`, or `None`."""
+        return self._read(lambda: self._live_member(lead_session_id, name))
+
+    def team_members(
+        self, lead_session_id: str, *, live_only: bool = True, parent_run_id: str | None = None
+    ) -> tuple[TeamMemberRecord, ...]:
+        """The team's members, oldest first (live only by default; a writer's helpers with `parent_run_id`)."""
+        sql = "SELECT * FROM team_members WHERE lead_session_id = ?"
+        params: list[object] = [lead_session_id]
+        if live_only:
+            sql += " AND live = 1"
+        if parent_run_id is not None:
+            sql += " AND parent_run_id = ?"
+            params.append(parent_run_id)
+        sql += " ORDER BY created_at, rowid"
+        return self._read(lambda: tuple(_member_from_row(row) for row in self._all(sql, params)))
+
+    def set_team_fence(
+        self, run_id: str, *, fence: Literal["none", "quarantined"], reason: str | None
+    ) -> TeamMemberRecord:
+        """Quarantine a member whose teardown did not settle, or lift the fence (the reason is dropped).
+
+        Works on finalized members too, so a deferred cleanup can lift the fence afterwards.
+
+        Raises:
+            InvalidRequestError: An unknown fence.
+            TargetNotFoundError: `run_id` is not a teams agent.
+        """
+        _check_choice(fence, ("none", "quarantined"), "Fence")
+        stored_reason = reason if fence == "quarantined" and reason and reason.strip() else None
+
+        def body() -> TeamMemberRecord:
+            self._require_member(run_id)
+            self._execute(
+                "UPDATE team_members SET fence = ?, fence_reason = ? WHERE run_id = ?",
+                (fence, stored_reason, run_id),
+            )
+            return self._require_member(run_id)
+
+        return self._write(body)
+
+    def set_session_context_path(self, run_id: str, path: str | None) -> None:
+        """Record (or clear, with `None`) the lazy session-context file of a member.
+
+        Raises:
+            InvalidRequestError: A blank path, or a member spawned without `session_context: "lazy"`.
+            TargetNotFoundError: `run_id` is not a teams agent.
+        """
+        if path is not None:
+            _require_text(path, "session context path")
+
+        def body() -> None:
+            member = self._require_member(run_id)
+            if path is not None and member.session_context != "lazy":
+                raise InvalidRequestError(
+                    f"Agent {member.name} was spawned without lazy session context; it has no snapshot file.",
+                    ids={"label": member.name, "runId": run_id},
+                )
+            self._execute("UPDATE team_members SET session_context_path = ? WHERE run_id = ?", (path, run_id))
+
+        self._write(body)
+
+    def set_checkpoint_source(self, run_id: str, source: dict[str, Any]) -> None:
+        """Keep a checkpointed member's admission-time source observation (set once).
+
+        Raises:
+            InvalidRequestError: The member has no checkpoint policy, or a different source is stored.
+            TargetNotFoundError: `run_id` is not a teams agent.
+        """
+        text = json.dumps(source, separators=(",", ":"), sort_keys=True)
+
+        def body() -> None:
+            member = self._require_member(run_id)
+            if member.checkpoint_policy is None:
+                raise InvalidRequestError(f"Agent {member.name} has no checkpoint policy.")
+            if member.checkpoint_source is not None:
+                if json.dumps(member.checkpoint_source, separators=(",", ":"), sort_keys=True) != text:
+                    raise InvalidRequestError(f"Agent {member.name}'s checkpoint source is already recorded.")
+                return
+            self._execute("UPDATE team_members SET checkpoint_source = ? WHERE run_id = ?", (text, run_id))
+
+        self._write(body)
+
+    # --- reports ----------------------------------------------------------------------------------
+
+    def store_team_report(self, run_id: str, request_id: str, report: NewTeamReport) -> TeamReportRecord:
+        """Store a member's final report and complete its generation, in one transaction.
+
+        Writes the core `results` row (`completed` with the content as its text,
+        or `failed` with `empty_result` and the content as the error message),
+        the `team_reports` row and the generation's completion together; a big
+        text also goes to the result's artifact file, as `store_result` does.
+        The first report of a run wins: storing again returns the stored one
+        unchanged.
+
+        Raises:
+            InvalidRequestError: Blank or inconsistent report fields.
+            TargetNotFoundError: `run_id` is not a teams agent, not live, or `request_id` is not
+                its active assignment.
+            ManagedAgentBusyError: No active assignment, or an ask is pending.
+        """
+        encoded = _check_report(run_id, report)
+        completed = report.status == "completed"
+
+        def existing() -> TeamReportRecord | None:
+            self._require_member(run_id)
+            row = self._one(f"{_REPORT_SELECT} WHERE t.run_id = ?", (run_id,))
+            return None if row is None else _report_from_row(row)
+
+        def attach(generation: GenerationRecord, result: ResultRecord) -> TeamReportRecord:
+            member = self._require_member(run_id)
+            if self._team_report(report.report_id) is not None:
+                raise InternalFailureError(
+                    f"Report id {report.report_id} already belongs to another run; report ids name one run."
+                )
+            self._execute(
+                "INSERT INTO team_reports (report_id, task_id, run_id, request_id, lead_session_id, name, tier,"
+                " kind, status, content, summary, outcome, result, report_source, markdown_path, elapsed_ms,"
+                " tokens, cost_usd, created_at) VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?)",
+                (
+                    report.report_id,
+                    report.task_id,
+                    run_id,
+                    result.request_id,
+                    member.lead_session_id,
+                    member.name,
+                    member.tier,
+                    member.kind,
+                    report.status,
+                    report.content,
+                    report.summary,
+                    report.outcome,
+                    encoded,
+                    report.report_source,
+                    report.markdown_path,
+                    report.elapsed_ms,
+                    report.tokens,
+                    report.cost_usd,
+                    result.created_at,
+                ),
+            )
+            stored = self._team_report(report.report_id)
+            assert stored is not None
+            return stored
+
+        return self._complete_assignment(
+            run_id,
+            request_id,
+            status="completed" if completed else "failed",
+            text=report.content if completed else None,
+            error_code=None if completed else "empty_result",
+            error_message=None if completed else report.content,
+            context_tokens=None,
+            existing=existing,
+            attach=attach,
+        )
+
+    def team_report(self, report_id: str) -> TeamReportRecord | None:
+        """The report `report_id`, or `None`."""
+        return self._read(lambda: self._team_report(report_id))
+
+    def team_report_for_run(self, run_id: str) -> TeamReportRecord | None:
+        """The report of run `run_id`, or `None`."""
+
+        def body() -> TeamReportRecord | None:
+            row = self._one(f"{_REPORT_SELECT} WHERE t.run_id = ?", (run_id,))
+            return None if row is None else _report_from_row(row)
+
+        return self._read(body)
+
+    def team_reports(
+        self, lead_session_id: str, *, name: str | None = None, limit: int | None = None
+    ) -> tuple[TeamReportRecord, ...]:
+        """The team's reports (of member `name` if given): the latest `limit` of them, oldest first.
+
+        Raises:
+            InvalidRequestError: A negative `limit`.
+        """
+        if limit is not None and limit < 0:
+            raise InvalidRequestError("limit must not be negative.")
+        sql = f"{_REPORT_SELECT} WHERE t.lead_session_id = ?"
+        params: list[object] = [lead_session_id]
+        if name is not None:
+            sql += " AND t.name = ?"
+            params.append(name)
+        sql += " ORDER BY t.created_at DESC, t.rowid DESC"
+        if limit is not None:
+            sql += " LIMIT ?"
+            params.append(limit)
+        return self._read(lambda: tuple(reversed([_report_from_row(row) for row in self._all(sql, params)])))
+
+    def record_report_acceptance(
+        self, report_id: str, state: str, reason: str | None = None
+    ) -> TeamReportRecord:
+        """Record the lead's decision on a report (also in its `result.acceptance`), with `decided_at` now.
+
+        Raises:
+            InvalidRequestError: `state` is not `accepted` or `rejected`.
+            TargetNotFoundError: No such report.
+        """
+        if state not in ("accepted", "rejected"):
+            raise InvalidRequestError("Report acceptance must be accepted or rejected.")
+        stored_reason = reason if reason and reason.strip() else None
+
+        def body() -> TeamReportRecord:
+            report = self._team_report(report_id)
+            if report is None:
+                raise TargetNotFoundError(f"Structured report {report_id} is unavailable.")
+            now = self._clock()
+            acceptance: dict[str, Any] = {"state": state, "decidedAt": now}
+            if stored_reason is not None:
+                acceptance["reason"] = stored_reason
+            result = {**report.result, "acceptance": acceptance}
+            self._execute(
+                "UPDATE team_reports SET acceptance = ?, acceptance_reason = ?, decided_at = ?, result = ?"
+                " WHERE report_id = ?",
+                (state, stored_reason, now, _encode_json(result, "Report result"), report_id),
+            )
+            updated = self._team_report(report_id)
+            assert updated is not None
+            return updated
+
+        return self._write(body)
+
+    # --- messages ---------------------------------------------------------------------------------
+
+    def add_team_message(
+        self,
+        lead_session_id: str,
+        *,
+        recipient: str,
+        sender: str,
+        sender_run_id: str | None,
+        content: str,
+        summary: str,
+        delivery: Literal["active-session", "inbox"],
+        expected_run_id: str | None = None,
+    ) -> TeamMessageRecord:
+        """Store a message for `team-lead` (always admitted) or a running member of the team.
+
+        A member recipient must be live, unfenced and still running (its
+        generation `starting` or `active`), and be run `expected_run_id` when
+        given, checked in the same transaction. An `active-session` message was
+        injected into the recipient's session and is stored already read.
+
+        Raises:
+            InvalidRequestError: Blank fields, an unknown delivery, or `active-session` for the lead.
+            TargetNotFoundError: The recipient is not running, or `sender_run_id` is not of this team.
+        """
+        for value, what in (
+            (lead_session_id, "lead session id"),
+            (recipient, "recipient"),
+            (sender, "sender"),
+            (content, "message content"),
+        ):
+            _require_text(value, what)
+        _check_choice(delivery, ("active-session", "inbox"), "Message delivery")
+        if recipient == TEAM_LEAD and delivery != "inbox":
+            raise InvalidRequestError(f"Messages to {TEAM_LEAD} go to its inbox; pass delivery='inbox'.")
+
+        def body() -> TeamMessageRecord:
+            if sender_run_id is not None:
+                sending = self._team_member(sender_run_id)
+                if sending is None or sending.lead_session_id != lead_session_id:
+                    raise TargetNotFoundError(f"Sender run {sender_run_id} is not a member of this team.")
+            recipient_run_id: str | None = None
+            if recipient != TEAM_LEAD:
+                member = self._live_member(lead_session_id, recipient)
+                generation = None if member is None else self._generation(member.run_id)
+                if (
+                    member is None
+                    or generation is None
+                    or member.fence != "none"
+                    or generation.phase not in _RUNNING_PHASES
+                    or (expected_run_id is not None and member.run_id != expected_run_id)
+                ):
+                    raise TargetNotFoundError(
+                        f"Cannot send message to {recipient}: agent is not running.", ids={"label": recipient}
+                    )
+                recipient_run_id = member.run_id
+            now = self._clock()
+            message_id = _new_id()
+            self._execute(
+                "INSERT INTO team_messages (message_id, lead_session_id, recipient, recipient_run_id, sender,"
+                " sender_run_id, content, summary, delivery, created_at, read_at)"
+                " VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?)",
+                (
+                    message_id,
+                    lead_session_id,
+                    recipient,
+                    recipient_run_id,
+                    sender,
+                    sender_run_id,
+                    content,
+                    summary,
+                    delivery,
+                    now,
+                    now if delivery == "active-session" else None,
+                ),
+            )
+            return self._require_message(message_id)
+
+        return self._write(body)
+
+    def read_team_inbox(
+        self, lead_session_id: str, recipient: str, *, unread_only: bool = True, mark_as_read: bool = True
+    ) -> tuple[TeamMessageRecord, ...]:
+        """The messages of `recipient` (a member name or `team-lead`), oldest first.
+
+        With `mark_as_read` the unread ones are marked read in the same
+        transaction; the returned records show their state before marking.
+        """
+        sql = "SELECT * FROM team_messages WHERE lead_session_id = ? AND recipient = ?"
+        if unread_only:
+            sql += " AND read_at IS NULL"
+        sql += " ORDER BY created_at, rowid"
+        params = (lead_session_id, recipient)
+
+        def body() -> tuple[TeamMessageRecord, ...]:
+            messages = tuple(_message_from_row(row) for row in self._all(sql, params))
+            if mark_as_read and any(message.read_at is None for message in messages):
+                self._execute(
+                    "UPDATE team_messages SET read_at = ? WHERE lead_session_id = ? AND recipient = ?"
+                    " AND read_at IS NULL",
+                    (self._clock(), *params),
+                )
+            return messages
+
+        return self._write(body) if mark_as_read else self._read(body)
+
+    def has_team_state(self, lead_session_id: str) -> bool:
+        """Whether the teams core has anything to recover for this lead: members, messages or checkpoints.
+
+        Checkpoints count for any lead, since their expiry is retired at a lead's attach.
+        """
+
+        def body() -> bool:
+            row = self._one(
+                "SELECT EXISTS (SELECT 1 FROM team_members WHERE lead_session_id = ?)"
+                " OR EXISTS (SELECT 1 FROM team_messages WHERE lead_session_id = ?)"
+                " OR EXISTS (SELECT 1 FROM checkpoints WHERE state = 'ready') AS found",
+                (lead_session_id, lead_session_id),
+            )
+            return row is not None and bool(row["found"])
+
+        return self._read(body)
+
+    def undelivered_lead_messages(self, lead_session_id: str) -> tuple[TeamMessageRecord, ...]:
+        """Messages to `team-lead` neither read nor delivered into the lead's session, oldest first.
+
+        Inbox copies of completion-group indexes are left out: their group wake delivers them.
+        """
+        return self._read(
+            lambda: tuple(
+                _message_from_row(row)
+                for row in self._all(
+                    "SELECT * FROM team_messages WHERE lead_session_id = ? AND recipient = ?"
+                    " AND read_at IS NULL AND message_id NOT IN"
+                    " (SELECT message_id FROM completion_group_deliveries WHERE message_id IS NOT NULL)"
+                    " ORDER BY created_at, rowid",
+                    (lead_session_id, TEAM_LEAD),
+                )
+            )
+        )
+
+    def mark_lead_message_delivered(self, message_id: str, *, entry_id: str) -> TeamMessageRecord:
+        """Record the lead-session entry that delivered a `team-lead` message (and that it is read).
+
+        A message already delivered keeps its first entry id; compare the
+        returned `delivered_entry_id` with `entry_id` to know whether this call did it.
+
+        Raises:
+            TargetNotFoundError: No `team-lead` message `message_id`.
+        """
+        _require_text(entry_id, "entry id")
+
+        def body() -> TeamMessageRecord:
+            message = self._message(message_id)
+            if message is None or message.recipient != TEAM_LEAD:
+                raise TargetNotFoundError(f"No {TEAM_LEAD} message {message_id}.")
+            self._execute(
+                "UPDATE team_messages SET delivered_entry_id = ?, read_at = COALESCE(read_at, ?)"
+                " WHERE message_id = ? AND delivered_entry_id IS NULL",
+                (entry_id, self._clock(), message_id),
+            )
+            return self._require_message(message_id)
+
+        return self._write(body)
+
+    # --- file claims ------------------------------------------------------------------------------
+
+    def claim_files(
+        self, lead_session_id: str, *, run_id: str, agent: str, paths: Sequence[str]
+    ) -> ClaimOutcome:
+        """Claim every path for a live edit member, or none of them.
+
+        Re-claiming a path the run already holds keeps its `since`. Paths are
+        normalized again (`normalize_claim_path`; idempotent).
+
+        Returns:
+            The run's claims on the paths, or no claims and `(path, held_by)` for each conflict.
+
+        Raises:
+            InvalidRequestError: No paths, a path that cannot be claimed, or a read agent.
+            TargetNotFoundError: `run_id` is not a live member `agent` of this team.
+        """
+        wanted = _unique_claim_paths(paths)
+
+        def body() -> ClaimOutcome:
+            member = self._claiming_member(lead_session_id, run_id)
+            if member.name != agent:
+                raise TargetNotFoundError(
+                    f"Run {run_id} is agent {member.name}, not {agent}.", ids={"label": member.name}
+                )
+            if member.kind != "write":
+                raise InvalidRequestError(
+                    f"Agent {agent} is a read agent; only edit agents claim files.", ids={"label": agent}
+                )
+            conflicts: list[tuple[str, str]] = []
+            for path in wanted:
+                held = self._claim(lead_session_id, path)
+                if held is not None and held.run_id != run_id:
+                    conflicts.append((path, held.agent))
+            if conflicts:
+                return ClaimOutcome(granted=(), conflicts=tuple(conflicts))
+            now = self._clock()
+            for path in wanted:
+                self._execute(
+                    "INSERT INTO file_claims (lead_session_id, path, agent, run_id, since) VALUES (?, ?, ?, ?, ?)"
+                    " ON CONFLICT (lead_session_id, path) DO NOTHING",
+                    (lead_session_id, path, agent, run_id, now),
+                )
+            granted = []
+            for path in wanted:
+                claim = self._claim(lead_session_id, path)
+                assert claim is not None and claim.run_id == run_id
+                granted.append(claim)
+            return ClaimOutcome(granted=tuple(granted), conflicts=())
+
+        return self._write(body)
+
+    def release_files(self, lead_session_id: str, *, run_id: str, paths: Sequence[str]) -> tuple[str, ...]:
+        """Release those of `paths` the run holds; returns the released paths (others are left alone).
+
+        Raises:
+            InvalidRequestError: No paths, or a path that cannot be claimed.
+            TargetNotFoundError: `run_id` is not a live member of this team.
+        """
+        wanted = _unique_claim_paths(paths)
+
+        def body() -> tuple[str, ...]:
+            self._claiming_member(lead_session_id, run_id)
+            released = []
+            for path in wanted:
+                cursor = self._execute(
+                    "DELETE FROM file_claims WHERE lead_session_id = ? AND path = ? AND run_id = ?",
+                    (lead_session_id, path, run_id),
+                )
+                if cursor.rowcount == 1:
+                    released.append(path)
+            return tuple(released)
+
+        return self._write(body)
+
+    def release_all_claims(self, run_id: str) -> tuple[str, ...]:
+        """Release every claim of a run (idempotent); returns the released paths, sorted."""
+
+        def body() -> tuple[str, ...]:
+            return self._release_all_claims(run_id)
+
+        return self._write(body)
+
+    def file_claims(self, lead_session_id: str) -> tuple[FileClaimRecord, ...]:
+        """Every claim of the team, by path."""
+        return self._read(
+            lambda: tuple(
+                _claim_from_row(row)
+                for row in self._all(
+                    "SELECT * FROM file_claims WHERE lead_session_id = ? ORDER BY path", (lead_session_id,)
+                )
+            )
+        )
+
+    # --- helpers (inside a transaction) -------------------------------------------------------------
+
+    def _team_member(self, run_id: str) -> TeamMemberRecord | None:
+        row = self._one("SELECT * FROM team_members WHERE run_id = ?", (run_id,))
+        return None if row is None else _member_from_row(row)
+
+    def _require_member(self, run_id: str) -> TeamMemberRecord:
+        member = self._team_member(run_id)
+        if member is None:
+            raise TargetNotFoundError(
+                f"Run {run_id} is not a teams agent; refresh with get_agent_status.", ids={"runId": run_id}
+            )
+        return member
+
+    def _live_member(self, lead_session_id: str, name: str) -> TeamMemberRecord | None:
+        row = self._one(
+            "SELECT * FROM team_members WHERE lead_session_id = ? AND name = ? AND live = 1",
+            (lead_session_id, name),
+        )
+        return None if row is None else _member_from_row(row)
+
+    def _check_writer(self, run_id: str, lead_session_id: str) -> None:
+        """A nested helper's parent must be an active, unfenced depth-0 writer of the team allowed to nest."""
+        writer = self._team_member(run_id)
+        generation = self._generation(run_id)
+        if (
+            writer is None
+            or generation is None
+            or not writer.live
+            or writer.lead_session_id != lead_session_id
+            or writer.depth != 0
+            or writer.kind != "write"
+            or not writer.allow_nested
+            or writer.fence != "none"
+            or generation.phase != "active"
+        ):
+            name = run_id if writer is None else writer.name
+            raise InvalidRequestError(
+                f"Nested read spawning is no longer authorized for {name}: it is not an active, unfenced "
+                "writer of this team that may spawn read helpers.",
+                ids={"runId": run_id},
+            )
+
+    def _claiming_member(self, lead_session_id: str, run_id: str) -> TeamMemberRecord:
+        member = self._team_member(run_id)
+        if member is None or not member.live or member.lead_session_id != lead_session_id:
+            raise TargetNotFoundError(
+                f"Run {run_id} is not a live member of this team; only running edit agents hold file claims.",
+                ids={"runId": run_id},
+            )
+        return member
+
+    def _team_report(self, report_id: str) -> TeamReportRecord | None:
+        row = self._one(f"{_REPORT_SELECT} WHERE t.report_id = ?", (report_id,))
+        return None if row is None else _report_from_row(row)
+
+    def _message(self, message_id: str) -> TeamMessageRecord | None:
+        row = self._one("SELECT * FROM team_messages WHERE message_id = ?", (message_id,))
+        return None if row is None else _message_from_row(row)
+
+    def _require_message(self, message_id: str) -> TeamMessageRecord:
+        message = self._message(message_id)
+        assert message is not None
+        return message
+
+    def _claim(self, lead_session_id: str, path: str) -> FileClaimRecord | None:
+        row = self._one(
+            "SELECT * FROM file_claims WHERE lead_session_id = ? AND path = ?", (lead_session_id, path)
+        )
+        return None if row is None else _claim_from_row(row)
+
+    def _release_all_claims(self, run_id: str) -> tuple[str, ...]:
+        rows = self._all("SELECT path FROM file_claims WHERE run_id = ? ORDER BY path", (run_id,))
+        self._execute("DELETE FROM file_claims WHERE run_id = ?", (run_id,))
+        return tuple(row["path"] for row in rows)
+
+    def _retire_member(self, run_id: str) -> None:
+        """Release the run's claims and free its name (part of `finalize_generation`'s transaction)."""
+        self._release_all_claims(run_id)
+        self._execute("UPDATE team_members SET live = 0 WHERE run_id = ?", (run_id,))

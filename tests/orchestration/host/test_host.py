@@ -1,0 +1,142 @@
+"""Host: restart recovery (lost generations, undelivered results), quiet detection, blocked/lost listing."""
+
+from __future__ import annotations
+
+from pathlib import Path
+
+import pytest
+
+from corral.agent.tools import BashTool
+from corral.llm import ModelRegistry
+from corral.orchestration import RESULT_TYPE, Host, ManagedAgentBusyError, Store, load_roster
+from corral.orchestration.surfaces import (
+    CloseParams,
+    DelegateParams,
+    ListParams,
+    SteerParams,
+    TranscriptParams,
+)
+from corral.settings import Settings
+
+from ._host_helpers import eventually, prepare_env, team, write_script
+
+LEAD = {"steps": [{"text": "noted"}], "on_exhausted": "repeat_last"}
+
+
+@pytest.fixture
+def env(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> Path:
+    prepare_env(tmp_path, monkeypatch)
+    return tmp_path
+
+
+def _second_host(env: Path) -> Host:
+    return Host(
+        store=Store.open(env / "home" / "corral.db"),
+        registry=ModelRegistry(Settings(), cwd=env / "work"),
+        sessions_root=env / "sessions",
+        roster_loader=lambda cwd: load_roster(cwd, user_dir=env / "none", trust=False),
+    )
+
+
+async def test_generation_of_a_dead_host_is_lost_and_closable(env: Path) -> None:
+    write_script(env, "team", {**LEAD, "agents": {"*": [{"text": "slow", "delay_ms": 60000}]}})
+    async with team(env, "team") as t:
+        started = await t.controller.delegate(t.caller, DelegateParams(definition="scout", task="x"))
+        await t.host.runtime.stop_all()  # the first host "dies": its in-process agent is gone
+        second = _second_host(env)
+        try:
+            caller = await second.attach_lead(t.lead, surfaces=())
+            generation = second.store.get_generation(started.run_id)
+            assert generation is not None and generation.presence == "lost"
+            assert generation.phase == "active"  # assignment unresolved, not completed or failed
+            record = (await second.controller.list(caller, ListParams())).to_details()["agents"][0]
+            assert record["state"] == "lost"
+            assert record["available_actions"] == ["transcript", "close"]
+            assert [g.label for g in second.blocked_or_lost(caller.session_id)] == ["scout"]
+            shown = await second.controller.transcript(caller, TranscriptParams(agent="scout"))
+            assert shown.transcript.startswith("user:\nx")
+            with pytest.raises(ManagedAgentBusyError):
+                await second.controller.steer(caller, SteerParams(agent="scout", message="hi"))
+            await second.wait_until_quiet(caller.session_id)
+            await second.controller.close(caller, CloseParams(agent="scout"))
+            assert second.store.generations() == ()
+        finally:
+            await second.aclose()
+
+
+async def test_recovery_delivers_an_undelivered_result_once(env: Path) -> None:
+    write_script(env, "team", {**LEAD, "agents": {"*": [{"text": "finished while the owner was away"}]}})
+    async with team(env, "team") as t:
+        t.host.unregister_owner(t.caller.session_id)
+        started = await t.controller.delegate(t.caller, DelegateParams(definition="scout", task="x"))
+        await eventually(lambda: t.host.store.undelivered_results(t.caller.session_id) != ())
+        assert t.lead_entries(RESULT_TYPE) == []
+        second = _second_host(env)
+        try:
+            caller = await second.attach_lead(t.lead, surfaces=())
+            await second.wait_until_quiet(caller.session_id)
+            # attaching again (another restart) must not deliver it twice
+            third = _second_host(env)
+            try:
+                await third.attach_lead(t.lead, surfaces=())
+                await third.wait_until_quiet(caller.session_id)
+            finally:
+                await third.aclose()
+        finally:
+            await second.aclose()
+        entries = t.lead_entries(RESULT_TYPE)
+        assert len(entries) == 1 and entries[0]["details"]["request_id"] == started.request_id
+        result = t.host.store.get_result(started.request_id)
+        assert result is not None and result.delivery == "delivered"
+
+
+async def test_busy_owner_gets_result_as_steering_once(env: Path) -> None:
+    gate = env / "work" / "go"
+    script = {
+        "steps": [
+            {
+                "text": "lead is busy",
+                "tool_calls": [
+                    {"name": "bash", "args": {"command": f"while [ ! -f {gate} ]; do sleep 0.01; done"}}
+                ],
+            },
+            {"text": "lead saw it", "expect": {"last_user_contains": "Agent result"}},
+        ],
+        "on_exhausted": "repeat_last",
+        "agents": {"*": [{"text": "quick result"}]},
+    }
+    write_script(env, "team", script)
+    async with team(env, "team") as t:
+        import asyncio
+
+        t.lead.register_tool(BashTool(env / "work"))
+        run = asyncio.ensure_future(t.lead.prompt("work on something"))
+        await eventually(lambda: not t.lead.is_idle)
+        await t.controller.delegate(t.caller, DelegateParams(definition="scout", task="x"))
+        # The lead's tool batch is still running: the result must be queued as steering.
+        await eventually(lambda: t.lead.pending_message_count == 1)
+        gate.write_text("")
+        await t.quiet()
+        await run
+        entries = t.lead_entries(RESULT_TYPE)
+        assert len(entries) == 1
+        texts = [m for m in t.lead.messages if getattr(m, "role", "") == "assistant"]
+        assert [m.text for m in texts] == ["lead is busy", "lead saw it"]
+
+
+async def test_agent_task_failure_is_lost_not_completion(env: Path, monkeypatch: pytest.MonkeyPatch) -> None:
+    from corral.orchestration.kernel._child import ManagedChild
+
+    def broken(self: ManagedChild) -> None:
+        raise RuntimeError("disk on fire")
+
+    monkeypatch.setattr(ManagedChild, "_finish", broken)
+    write_script(env, "team", {**LEAD, "agents": {"*": [{"text": "never stored"}]}})
+    async with team(env, "team") as t:
+        started = await t.controller.delegate(t.caller, DelegateParams(definition="scout", task="x"))
+        await t.quiet()
+        generation = t.host.store.get_generation(started.run_id)
+        assert generation is not None and generation.presence == "lost" and generation.phase == "active"
+        assert "disk on fire" in (generation.diagnostic or "")
+        assert [g.label for g in t.host.blocked_or_lost(t.caller.session_id)] == ["scout"]
+        assert t.lead_entries(RESULT_TYPE) == []

@@ -1,0 +1,100 @@
+"""Delivery routine: dedupe by the owner's persisted entries, message shape, truncation, ask delivery."""
+
+from __future__ import annotations
+
+import asyncio
+from pathlib import Path
+
+import pytest
+
+from corral.orchestration import RESULT_TYPE, PaneNotReadyError
+from corral.orchestration.kernel._delivery import deliver_message, result_message
+from corral.orchestration.kernel.records import GenerationRecord, ResultRecord
+from corral.orchestration.surfaces import DelegateParams
+from corral.session import find_recent_session
+
+from ._host_helpers import prepare_env, team, write_script
+
+LEAD = {"steps": [{"text": "noted"}], "on_exhausted": "repeat_last"}
+
+
+@pytest.fixture
+def env(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> Path:
+    prepare_env(tmp_path, monkeypatch)
+    return tmp_path
+
+
+def _generation() -> GenerationRecord:
+    return GenerationRecord(
+        run_id="r", label="scout", definition="scout", owner_session_id="o", parent_run_id=None,
+        parent_label=None, delegating=False, cwd="/w", session_id="s", session_path="/w/s.jsonl",
+        runtime_kind="inprocess", pid=1, host_id="h", pane_id="p", phase="completed", presence="live",
+        active_request_id=None, completed_request_id="q", created_at=1000, started_at=1000,
+        finalized_at=None, last_activity_at=None, updated_at=1000, tokens=None, cleanup_error=None,
+        result_error=None, diagnostic=None,
+    )  # fmt: skip
+
+
+def _result(status: str = "completed") -> ResultRecord:
+    return ResultRecord(
+        request_id="q", run_id="r", owner_session_id="o", status=status,  # type: ignore[arg-type]
+        text="x", artifact_path=None, error_code=None if status == "completed" else "empty_result",
+        error_message=None if status == "completed" else "Agent produced no assistant text",
+        context_tokens=7, created_at=1500, delivery="pending", delivered_entry_id=None, delivered_at=None,
+    )  # fmt: skip
+
+
+def test_result_message_head_truncates_long_results() -> None:
+    text = "\n".join(f"line {i}" for i in range(2500))
+    message = result_message(_generation(), _result(), text)
+    assert message.details["truncated"] is True
+    assert "line 1999" in message.content and "line 2000\n" not in message.content
+    assert "result:q" in message.content
+    assert message.details["elapsed_ms"] == 500 and message.details["context_usage"] == {"tokens": 7}
+    failed = result_message(_generation(), _result("failed"), None)
+    assert failed.content.endswith("Agent produced no assistant text")
+    assert failed.details["status"] == "failed"
+
+
+async def test_delivery_is_skipped_when_the_owner_already_holds_the_entry(env: Path) -> None:
+    write_script(env, "team", LEAD)
+    async with team(env, "team") as t:
+        message = result_message(_generation(), _result(), "hello")
+        first = await deliver_message(t.lead, message, key="request_id", value="q")
+        await t.lead.wait_for_idle()
+        again = await asyncio.wait_for(
+            deliver_message(
+                t.lead, result_message(_generation(), _result(), "hello"), key="request_id", value="q"
+            ),
+            5,
+        )
+        assert again == first
+        assert len(t.lead_entries(RESULT_TYPE)) == 1
+
+
+async def test_task_not_acknowledged_in_time_is_pane_not_ready(
+    env: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    from corral.orchestration.kernel._child import ManagedChild
+
+    async def never(self: ManagedChild) -> None:
+        await asyncio.Event().wait()
+
+    monkeypatch.setattr(ManagedChild, "run", never)
+    write_script(env, "team", LEAD)
+    async with team(env, "team") as t:
+        params = DelegateParams.model_construct(definition="scout", task="x", timeout_ms=50)
+        with pytest.raises(PaneNotReadyError) as caught:
+            await t.controller.delegate(t.caller, params)
+        assert caught.value.rollback_occurred
+        assert t.host.store.generations() == ()
+
+
+async def test_managed_sessions_are_skipped_by_continue(env: Path) -> None:
+    write_script(env, "team", {**LEAD, "agents": {"*": [{"text": "r"}]}})
+    async with team(env, "team") as t:
+        started = await t.controller.delegate(t.caller, DelegateParams(definition="scout", task="x"))
+        await t.quiet()
+        recent = find_recent_session(env / "work", sessions_root=t.sessions_root)
+        assert recent is not None and Path(recent) == t.lead.session.path
+        assert Path(started.session_path).exists()
