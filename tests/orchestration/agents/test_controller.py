@@ -14,8 +14,7 @@ from corral.orchestration import (
     TargetNotFoundError,
 )
 from corral.orchestration.surfaces import ContinueParams, DelegateParams, ListParams
-
-from ._host_helpers import prepare_env, team, write_script
+from tests.orchestration._host_helpers import prepare_env, team, write_script
 
 
 @pytest.fixture

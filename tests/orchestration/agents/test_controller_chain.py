@@ -8,8 +8,7 @@ import pytest
 
 from corral.orchestration import RESULT_TYPE, Caller, InvalidRequestError, TargetNotFoundError
 from corral.orchestration.surfaces import CloseParams, DelegateParams, ListParams, SteerParams
-
-from ._host_helpers import eventually, prepare_env, team, write_script
+from tests.orchestration._host_helpers import eventually, prepare_env, team, write_script
 
 LEAD = {"steps": [{"text": "noted"}], "on_exhausted": "repeat_last"}
 DELEGATE_SCOUT = {

@@ -24,8 +24,7 @@ from corral.orchestration.surfaces import (
     SteerParams,
     TranscriptParams,
 )
-
-from ._host_helpers import Team, eventually, prepare_env, team, write_script
+from tests.orchestration._host_helpers import Team, eventually, prepare_env, team, write_script
 
 LEAD = {"steps": [{"text": "noted"}], "on_exhausted": "repeat_last"}
 

@@ -14,16 +14,16 @@ import pytest
 
 from corral.agent import AgentSession, MessageStartEvent
 from corral.llm import AssistantMessage
-from corral.orchestration import RESULT_TYPE, _delegate
+from corral.orchestration import RESULT_TYPE
+from corral.orchestration.agents import _delegation as _delegate
 from corral.orchestration.host._handoff import HANDOFF_PROMPT
 from corral.orchestration.host._worker import worker_env
 from corral.orchestration.kernel.records import NewGeneration
 from corral.orchestration.surfaces import DelegateParams, SendMessageRequest, parse_spawn
 from corral.orchestration.teams import TEAM_REPORT_TYPE, AssignedCheck, Teams
+from tests.orchestration._host_helpers import Team, eventually, prepare_env, team, write_script
+from tests.orchestration.teams._git_helpers import make_repo
 from tests.runtime._tmux_fixtures import tmux_socket
-
-from ._host_helpers import Team, eventually, prepare_env, team, write_script
-from .teams._git_helpers import make_repo
 
 __all__ = ["tmux_socket"]
 

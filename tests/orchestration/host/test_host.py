@@ -17,8 +17,7 @@ from corral.orchestration.surfaces import (
     TranscriptParams,
 )
 from corral.settings import Settings
-
-from ._host_helpers import eventually, prepare_env, team, write_script
+from tests.orchestration._host_helpers import eventually, prepare_env, team, write_script
 
 LEAD = {"steps": [{"text": "noted"}], "on_exhausted": "repeat_last"}
 

@@ -34,9 +34,16 @@ from corral.orchestration.surfaces import (
 )
 from corral.runtime import LaunchSpec, TmuxRuntime
 from corral.settings import Settings
+from tests.orchestration._host_helpers import (
+    WAIT,
+    Team,
+    eventually,
+    make_lead,
+    prepare_env,
+    team,
+    write_script,
+)
 from tests.runtime._tmux_fixtures import tmux_socket
-
-from ._host_helpers import WAIT, Team, eventually, make_lead, prepare_env, team, write_script
 
 __all__ = ["tmux_socket"]
 

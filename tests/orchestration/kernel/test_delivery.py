@@ -12,8 +12,7 @@ from corral.orchestration.kernel._delivery import deliver_message, result_messag
 from corral.orchestration.kernel.records import GenerationRecord, ResultRecord
 from corral.orchestration.surfaces import DelegateParams
 from corral.session import find_recent_session
-
-from ._host_helpers import prepare_env, team, write_script
+from tests.orchestration._host_helpers import prepare_env, team, write_script
 
 LEAD = {"steps": [{"text": "noted"}], "on_exhausted": "repeat_last"}
 

@@ -11,8 +11,7 @@ from pathlib import Path
 import pytest
 
 from corral.orchestration import Store, StoreError
-
-from ._store_helpers import LEAD, dump, new_generation
+from tests.orchestration._store_helpers import LEAD, dump, new_generation
 
 
 @pytest.fixture

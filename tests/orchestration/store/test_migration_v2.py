@@ -27,8 +27,7 @@ from corral.orchestration.store._migrations import (
     apply_migrations,
     schema_version,
 )
-
-from ._store_helpers import LEAD, new_generation
+from tests.orchestration._store_helpers import LEAD, new_generation
 
 V1_TABLES = ("generations", "labels", "requests", "asks", "results", "result_artifacts")
 TEAM_TABLES = ("team_members", "team_reports", "team_messages", "file_claims")

@@ -23,8 +23,7 @@ from corral.orchestration import (
     default_store_path,
 )
 from corral.orchestration.store._database import INLINE_RESULT_LIMIT
-
-from ._store_helpers import LEAD, dump, new_generation
+from tests.orchestration._store_helpers import LEAD, dump, new_generation
 
 
 @pytest.fixture

@@ -9,9 +9,8 @@ import pytest
 
 from corral.orchestration import Store
 from corral.orchestration.store._database import INLINE_RESULT_LIMIT, StoreError
+from tests.orchestration._store_helpers import dump, new_generation
 from tests.tmpfs import fill, small_tmpfs
-
-from ._store_helpers import dump, new_generation
 
 
 @pytest.mark.parametrize(

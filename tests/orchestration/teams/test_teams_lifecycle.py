@@ -10,7 +10,8 @@ import pytest
 
 from corral.orchestration.errors import InvalidRequestError
 from corral.orchestration.surfaces import parse_spawn
-from corral.orchestration.teams import TEAM_REPORT_TYPE, _team_control
+from corral.orchestration.teams import TEAM_REPORT_TYPE
+from corral.orchestration.teams import _control as _team_control
 from corral.settings import CapacitySettings, Settings, TeamsSettings
 
 from ._teams_helpers import eventually, prepare_env, teams_env, write_script

@@ -37,8 +37,7 @@ from corral.orchestration.teams.checkpoints._checkpoints import (
     REVALIDATION_INSTRUCTION,
 )
 from corral.orchestration.teams.checkpoints._repository import CheckpointRow
-
-from ._checkpoint_helpers import (
+from tests.orchestration.teams._checkpoint_helpers import (
     CREATED,
     TEAM,
     Clock,
@@ -48,7 +47,7 @@ from ._checkpoint_helpers import (
     report_record,
     save,
 )
-from ._git_helpers import git, make_repo
+from tests.orchestration.teams._git_helpers import git, make_repo
 
 DAY = 86_400_000
 RESUBMIT = "Correct the report fields and resubmit report_and_exit."

@@ -20,9 +20,8 @@ from corral.orchestration.teams import (
     unresolved_checks,
 )
 from corral.orchestration.teams.repair._repair import RepairController
-
-from ._check_helpers import LEAD, Member, add_member, dead_pid, stuck_check
-from ._teams_helpers import prepare_env, teams_env, write_script
+from tests.orchestration.teams._check_helpers import LEAD, Member, add_member, dead_pid, stuck_check
+from tests.orchestration.teams._teams_helpers import prepare_env, teams_env, write_script
 
 
 @pytest.fixture

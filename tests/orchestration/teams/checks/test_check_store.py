@@ -19,8 +19,7 @@ from corral.orchestration.teams.checks._rows import (
     RepairBindingError,
     RepairLedgerError,
 )
-
-from ._check_helpers import LEAD, Member, add_member, raw
+from tests.orchestration.teams._check_helpers import LEAD, Member, add_member, raw
 
 SOURCE = {
     "version": 1,

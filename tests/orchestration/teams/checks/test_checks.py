@@ -35,9 +35,8 @@ from corral.orchestration.teams import (
     verify_batch,
 )
 from corral.orchestration.teams.checks._rows import CheckRow
-
-from ._check_helpers import Member, add_member, failing_tracer, raw
-from ._git_helpers import make_repo
+from tests.orchestration.teams._check_helpers import Member, add_member, failing_tracer, raw
+from tests.orchestration.teams._git_helpers import make_repo
 
 WAIT = 10.0
 """Bound on every wait for a subprocess event."""

@@ -17,8 +17,7 @@ from corral.orchestration.teams import (
     capture_fingerprint_sync,
     same_tested_source,
 )
-
-from ._git_helpers import git, make_repo
+from tests.orchestration.teams._git_helpers import git, make_repo
 
 
 @pytest.fixture

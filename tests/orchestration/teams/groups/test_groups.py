@@ -27,8 +27,7 @@ from corral.orchestration.teams.groups.records import (
     GroupHandle,
 )
 from corral.session import SessionManager
-
-from ._groups_helpers import LEAD, TEAM, add_member, open_store, store_report
+from tests.orchestration.teams._groups_helpers import LEAD, TEAM, add_member, open_store, store_report
 
 
 @pytest.fixture

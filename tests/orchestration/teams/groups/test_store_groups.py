@@ -28,8 +28,7 @@ from corral.orchestration.teams.groups.records import (
     delivery_id,
     group_id,
 )
-
-from .teams._groups_helpers import LEAD, TEAM, add_member, dump, open_store, store_report
+from tests.orchestration.teams._groups_helpers import LEAD, TEAM, add_member, dump, open_store, store_report
 
 ALL_SETTLED = CompletionPolicy(delivery="all-settled")
 IMMEDIATE = CompletionPolicy(delivery="immediate")

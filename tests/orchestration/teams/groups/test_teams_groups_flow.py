@@ -8,8 +8,7 @@ from pathlib import Path
 import pytest
 
 from corral.orchestration.teams import GROUP_MESSAGE_TYPE, TEAM_REPORT_TYPE
-
-from ._teams_helpers import eventually, prepare_env, teams_env, write_script
+from tests.orchestration.teams._teams_helpers import eventually, prepare_env, teams_env, write_script
 
 
 @pytest.fixture(autouse=True)

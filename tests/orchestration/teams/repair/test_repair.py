@@ -31,9 +31,8 @@ from corral.orchestration.teams import (
     submission_signature,
 )
 from corral.orchestration.teams.checks._rows import RepairBindingError
-
-from ._check_helpers import Member, add_member, counter_lines, failing_tracer, raw
-from ._git_helpers import make_repo
+from tests.orchestration.teams._check_helpers import Member, add_member, counter_lines, failing_tracer, raw
+from tests.orchestration.teams._git_helpers import make_repo
 
 WAIT = 10.0
 SIGNATURE = submission_signature({"summary": "done"})

@@ -8,9 +8,8 @@ import pytest
 
 from corral.orchestration.surfaces import parse_spawn
 from corral.orchestration.teams import TEAM_REPORT_TYPE
-
-from ._git_helpers import make_repo
-from ._teams_helpers import prepare_env, teams_env, write_script
+from tests.orchestration.teams._git_helpers import make_repo
+from tests.orchestration.teams._teams_helpers import prepare_env, teams_env, write_script
 
 
 @pytest.fixture(autouse=True)
@@ -196,7 +195,7 @@ async def test_stop_cancels_a_running_check_and_the_run_finalizes(tmp_path: Path
         def checking() -> bool:
             return bool(env.host.store.claimed_checks(run_id))
 
-        from ._teams_helpers import eventually
+        from tests.orchestration.teams._teams_helpers import eventually
 
         await eventually(checking)
         text, details = await env.teams.stop_teammate(env.caller, "waiter", None)

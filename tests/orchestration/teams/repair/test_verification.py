@@ -26,9 +26,8 @@ from corral.orchestration.teams import (
     repair_request_id,
 )
 from tests.orchestration._store_helpers import dump
-
-from ._check_helpers import LEAD, Member, add_member, counter_lines, mode
-from ._git_helpers import make_repo
+from tests.orchestration.teams._check_helpers import LEAD, Member, add_member, counter_lines, mode
+from tests.orchestration.teams._git_helpers import make_repo
 
 WAIT = 10.0
 

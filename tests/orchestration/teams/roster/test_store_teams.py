@@ -30,8 +30,7 @@ from corral.orchestration import (
     normalize_claim_path,
 )
 from corral.orchestration.store._database import INLINE_RESULT_LIMIT
-
-from ._store_helpers import LEAD, dump, new_generation
+from tests.orchestration._store_helpers import LEAD, dump, new_generation
 
 OTHER_LEAD = "other-lead"
 
