@@ -751,6 +751,8 @@ class FakeProviderServer:
         """Set when a client closed its connection in the middle of a stream."""
         self.disconnects = 0
         """How many streams a client abandoned."""
+        self.connections_accepted = 0
+        """How many TCP connections the server accepted (keep-alive reuses one for many requests)."""
 
     # --- lifecycle --------------------------------------------------------
 
@@ -857,6 +859,7 @@ class FakeProviderServer:
         with self._lock:
             if add:
                 self._connections.add(conn)
+                self.connections_accepted += 1
             else:
                 self._connections.discard(conn)
 

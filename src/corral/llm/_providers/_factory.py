@@ -9,14 +9,12 @@ from typing import TYPE_CHECKING, Any
 from corral.llm._model import Model, ModelInfo
 
 from ._adapter import PydanticAIModel
+from ._http import model_http_client
 
 if TYPE_CHECKING:
     from pydantic_ai.models import Model as PaiModel
 
 __all__ = ["NO_API_KEY", "create_provider_model"]
-
-if TYPE_CHECKING:
-    import httpx2
 
 NO_API_KEY = "no-api-key"
 """Sent when no key is configured (a local OpenAI-compatible server may need none; the SDKs insist on one)."""
@@ -56,26 +54,6 @@ def _pi_chat_model_class() -> type[Any]:
     return PiChatModel
 
 
-def _http_client(headers: Mapping[str, str] | None = None) -> httpx2.AsyncClient:
-    """A client that keeps no idle connections.
-
-    Every connection is closed when its response is, so no socket outlives a
-    request: nothing leaks when a model is dropped without `aclose()`, and a
-    model can be used from successive event loops. The price is a new
-    connection per request, small beside a model's latency. Timeouts are
-    pydantic-ai's: 5 s to connect, 600 s per read.
-    """
-    import httpx2
-    from pydantic_ai.models import create_async_httpx2_client
-
-    client = create_async_httpx2_client(
-        limits=httpx2.Limits(max_connections=1000, max_keepalive_connections=0)
-    )
-    if headers:
-        client.headers.update(headers)
-    return client
-
-
 def create_provider_model(
     info: ModelInfo,
     *,
@@ -111,7 +89,7 @@ def create_provider_model(
     if info.api in ("openai-responses", "openai-chat"):
         from pydantic_ai.providers.openai import OpenAIProvider
 
-        provider = OpenAIProvider(base_url=base_url, api_key=key, http_client=_http_client(headers))
+        provider = OpenAIProvider(base_url=base_url, api_key=key, http_client=model_http_client(headers))
         if info.api == "openai-responses":
             from pydantic_ai.models.openai import OpenAIResponsesModel
 
@@ -130,7 +108,9 @@ def create_provider_model(
 
         pai_model = AnthropicModel(
             info.id,
-            provider=AnthropicProvider(api_key=key, base_url=base_url, http_client=_http_client(headers)),
+            provider=AnthropicProvider(
+                api_key=key, base_url=base_url, http_client=model_http_client(headers)
+            ),
         )
     else:
         raise ValueError(
