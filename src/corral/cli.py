@@ -299,8 +299,7 @@ def run(
             shutil.rmtree(scratch, ignore_errors=True)
     if mode is Mode.rpc and code in (129, 130, 143):
         # Ended by a signal: everything is closed and saved, so leave now, as Pi does (its RpcClient
-        # kills a process that is still there a second after SIGTERM); the interpreter's own
-        # teardown would take a few hundred milliseconds more.
+        # kills a process that is still there a second after SIGTERM), even if a thread still runs.
         sys.stdout.flush()
         sys.stderr.flush()
         os._exit(code)
@@ -724,8 +723,12 @@ def main(argv: list[str] | None = None) -> int:
 
 
 def console_main() -> None:
-    """The `corral` console script."""
-    sys.exit(main())
+    """The `corral` console script: run the command, then leave without the interpreter's teardown."""
+    code = main()
+    from corral._cli._exit import exit_now
+
+    exit_now(code)
+    sys.exit(code)
 
 
 if __name__ == "__main__":  # pragma: no cover
