@@ -94,6 +94,9 @@ class NewGeneration:
     """Whether this generation may delegate (lead-owned delegating agents only)."""
     runtime_kind: RuntimeKind = "inprocess"
     """Runtime that will host the agent session."""
+    run_id: str | None = None
+    """A run id chosen before the generation exists (an isolated agent's worktree and branch are
+    named after it); `None` makes a new one."""
 
 
 @dataclass(frozen=True, slots=True)

@@ -347,7 +347,14 @@ def _v7(conn: sqlite3.Connection) -> None:
     conn.execute("ALTER TABLE labels_v7 RENAME TO labels")
 
 
-MIGRATIONS: tuple[Migration, ...] = (_v1, _v2, _v3, _v4, _v5, _v6, _v7)
+def _v8(conn: sqlite3.Connection) -> None:
+    """Version 8: agents' git worktrees and every outcome of their merges (`_schema_worktrees.py`)."""
+    from corral.orchestration.store import _schema_worktrees
+
+    _schema_worktrees.migrate(conn)
+
+
+MIGRATIONS: tuple[Migration, ...] = (_v1, _v2, _v3, _v4, _v5, _v6, _v7, _v8)
 """Every step, in order; `MIGRATIONS[i]` takes version `i` to `i + 1`."""
 
 SCHEMA_VERSION = len(MIGRATIONS)

@@ -62,6 +62,7 @@ from corral.orchestration.teams.checkpoints._repository import CheckpointsStore
 from corral.orchestration.teams.checks._repository import ChecksStore
 from corral.orchestration.teams.groups._repository import GroupsStore
 from corral.orchestration.teams.roster._repository import TeamStore
+from corral.orchestration.worktrees._repository import WorktreesStore
 
 __all__ = ["Store"]
 
@@ -70,7 +71,7 @@ _DIAGNOSTIC_LIMIT = 256
 _T = TypeVar("_T")
 
 
-class Store(TeamStore, ChecksStore, GroupsStore, CheckpointsStore):
+class Store(TeamStore, ChecksStore, GroupsStore, CheckpointsStore, WorktreesStore):
     """The orchestration database. Open with `Store.open`; every method is one transaction.
 
     Mutations raise `OrchestrationError` subclasses on identity or state
