@@ -14,8 +14,8 @@ import sqlite3
 from collections.abc import Sequence
 from pathlib import Path
 
-from corral.orchestration.store._database import StoreCore
 from corral.orchestration.errors import InvalidRequestError, ManagedAgentBusyError, TargetNotFoundError
+from corral.orchestration.store._database import StoreCore
 from corral.orchestration.worktrees.records import (
     WorktreeEvent,
     WorktreeOutcome,

@@ -16,8 +16,8 @@ from pathlib import Path
 from typing import TYPE_CHECKING, Literal
 
 from corral._paths import corral_home, ensure_private_dir
-from corral.orchestration.kernel._faults import fault_point
 from corral.orchestration.errors import InvalidRequestError, TargetAmbiguousError, TargetNotFoundError
+from corral.orchestration.kernel._faults import fault_point
 from corral.orchestration.worktrees._git import GitError, git, is_ancestor, repo_toplevel, rev_parse
 from corral.orchestration.worktrees._merge import (
     MergeBlocked,
@@ -37,7 +37,7 @@ from corral.orchestration.worktrees._tree import (
 from corral.orchestration.worktrees.records import WorktreeOutcome, WorktreeRecord
 
 if TYPE_CHECKING:
-    from corral.orchestration.store import Store
+    from corral.orchestration.store._store import Store
 
 __all__ = [
     "Isolation",
