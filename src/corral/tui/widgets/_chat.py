@@ -8,10 +8,13 @@ from __future__ import annotations
 from collections.abc import Sequence
 from typing import Any, ClassVar
 
+from markdown_it import MarkdownIt
 from rich.text import Text
 from textual.binding import BindingType
 from textual.containers import Vertical, VerticalScroll
 from textual.widgets import Collapsible, Markdown, Static
+from textual.widgets.markdown import MarkdownBlock
+from textual.worker import Worker
 
 from corral._units import format_elapsed
 from corral.agent import (
@@ -88,36 +91,100 @@ class ThinkingBlock(Collapsible):
 
 
 class AssistantCard(Vertical):
-    """One assistant reply: optional thinking, then Markdown text, then an error line if it failed."""
+    """One assistant reply: optional thinking, then Markdown text, then an error line if it failed.
+
+    A reply that streams in is appended to its Markdown document (`Markdown.append` re-parses only
+    from the last block), never re-rendered whole per delta. Deltas that arrive while an append
+    runs are coalesced into the next one by a single writer, so the deltas of a fast model cost a
+    few appends, not one each. When the reply is complete its block structure is compared with a
+    full parse; where streaming could not produce the same document (a later reference definition
+    or HTML, or a block Textual's append split differently) the reply is rendered once, whole.
+    """
 
     def __init__(self) -> None:
         super().__init__(classes="assistant")
         self.text = ""
+        """The reply text shown so far (its render may still be catching up while streaming)."""
         self.thinking = ""
+        self.rendered = ""
+        """The text of the completed reply, set once its final render is in place."""
         self._thinking: ThinkingBlock | None = None
         self._markdown: Markdown | None = None
         self._error: Static | None = None
+        self._pending = ""
+        self._writer: Worker[None] | None = None
+
+    @property
+    def writing(self) -> bool:
+        """True while streamed text is still being appended to the document."""
+        return self._writer is not None
 
     async def show(self, *, text: str, thinking: str, error: str | None = None, done: bool = False) -> None:
-        """Render the reply so far (waits until the Markdown is laid out, so updates never overlap)."""
+        """Render the reply so far; with `done`, wait until the whole reply is laid out.
+
+        Streaming updates return at once (the writer appends in the background, one append at a
+        time); a non-streaming update (a transcript loaded whole) renders before returning.
+        """
         if thinking and thinking != self.thinking:
             if self._thinking is None:
                 self._thinking = ThinkingBlock()
                 await self.mount(self._thinking, before=0 if self.children else None)
             self._thinking.set_text(thinking)
         self.thinking = thinking
-        if text and text != self.text:
-            if self._markdown is None:
+        if text != self.text:
+            if self._markdown is None and done:
                 self._markdown = Markdown(text, classes="reply")
                 await self.mount(self._markdown)
+            elif self._markdown is None or text.startswith(self.text):
+                if self._markdown is None:
+                    self._markdown = Markdown(classes="reply")
+                    await self.mount(self._markdown)
+                self._pending += text[len(self.text) :]
+                if self._writer is None:
+                    self._writer = self.run_worker(self._write(), group="markdown")
             else:
+                await self._drain()
                 await self._markdown.update(text)
         self.text = text
-        if done and self._thinking is not None:
-            self._thinking.collapsed = True
+        if done:
+            await self._drain()
+            if self._markdown is not None and not _same_blocks(self._markdown, text):
+                await self._markdown.update(text)
+            self.rendered = text
+            if self._thinking is not None:
+                self._thinking.collapsed = True
         if error and self._error is None:
             self._error = Static(Text(error), classes="error")
             await self.mount(self._error)
+
+    async def _write(self) -> None:
+        """Append what streamed in since the last append, until nothing is pending."""
+        try:
+            while self._pending and self._markdown is not None:
+                fragment, self._pending = self._pending, ""
+                await self._markdown.append(fragment)
+        finally:
+            self._writer = None
+
+    async def _drain(self) -> None:
+        writer = self._writer
+        if writer is not None:
+            await writer.wait()
+
+
+def _same_blocks(markdown: Markdown, text: str) -> bool:
+    """Whether `markdown`'s top-level blocks are those a full render of `text` has (kind and lines).
+
+    False when the text defines link references or holds HTML (a streamed block cannot see a
+    later reference definition, and Textual renders no HTML block, which confuses its append).
+    """
+    env: dict[str, Any] = {}
+    tokens = MarkdownIt("gfm-like").parse(text, env)
+    if env.get("references") or any(token.type == "html_block" for token in tokens):
+        return False
+    expected = [(token.type, tuple(token.map)) for token in tokens if token.level == 0 and token.map]
+    shown = [(block.name, tuple(block.source_range)) for block in markdown.query_children(MarkdownBlock)]
+    return markdown.source == text and shown == expected
 
 
 class ToolCard(Static):
