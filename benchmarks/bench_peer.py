@@ -154,7 +154,9 @@ class FakeModel:
             tasks = [f"Read part {k} of the survey and report what you find." for k in range(1, n + 1)]
             if surface == "teams":
                 agents = [{"name": f"part-{k}", "prompt": tasks[k - 1]} for k in range(1, n + 1)]
-                return None, [("spawn_swarm_agents", {"defaults": {"model_slot": "read-collect"}, "agents": agents})]
+                return None, [
+                    ("spawn_swarm_agents", {"defaults": {"model_slot": "read-collect"}, "agents": agents})
+                ]
             return None, [("agent", {"action": "delegate", "definition": "scout", "task": t}) for t in tasks]
         seen = {int(m) for m in MARKER_RE.findall(text)}
         if len(seen) >= n:
@@ -199,7 +201,11 @@ class _Handler(BaseHTTPRequestHandler):
         events.append(chunk({}, "tool_calls" if calls else "stop"))
         prompt = _strings(body.get("messages") or []) // 4
         completion = (len(text or "") + sum(len(json.dumps(a)) for _, a in calls)) // 4
-        usage = {"prompt_tokens": prompt, "completion_tokens": completion, "total_tokens": prompt + completion}
+        usage = {
+            "prompt_tokens": prompt,
+            "completion_tokens": completion,
+            "total_tokens": prompt + completion,
+        }
         events.append({**chunk({}), "choices": [], "usage": usage})
         payload = b"".join(b"data: " + json.dumps(e).encode() + b"\n\n" for e in events) + b"data: [DONE]\n\n"
         self.send_response(200)
@@ -278,13 +284,23 @@ def _prepare(root: Path, system: str, base_url: str, pi: Pi | None) -> tuple[lis
         for k, v in os.environ.items()
         if not k.startswith(("OPENAI_", "ANTHROPIC_", "CORRAL_", "XDG_", "PI_", "GEMINI_"))
     }
-    env.update(HOME=str(home), LOCAL_KEY="k", XDG_CONFIG_HOME=str(root / "config"), XDG_DATA_HOME=str(root / "data"))
+    env.update(
+        HOME=str(home), LOCAL_KEY="k", XDG_CONFIG_HOME=str(root / "config"), XDG_DATA_HOME=str(root / "data")
+    )
     if system == "pi":
         assert pi is not None
         agent_dir = home / ".pi" / "agent"
         agent_dir.mkdir(parents=True)
-        model = {"id": "tiny", "reasoning": True, "input": ["text"], "contextWindow": 400000, "maxTokens": 4096}
-        providers = {"local": {"baseUrl": base_url, "api": "openai-completions", "apiKey": "k", "models": [model]}}
+        model = {
+            "id": "tiny",
+            "reasoning": True,
+            "input": ["text"],
+            "contextWindow": 400000,
+            "maxTokens": 4096,
+        }
+        providers = {
+            "local": {"baseUrl": base_url, "api": "openai-completions", "apiKey": "k", "models": [model]}
+        }
         (agent_dir / "models.json").write_text(json.dumps({"providers": providers}))
         (agent_dir / "settings.json").write_text(json.dumps({"retry": {"enabled": False}}))
         # The extension refuses a tier without a favorite; corral's unset tier runs on the lead's model.
@@ -293,23 +309,62 @@ def _prepare(root: Path, system: str, base_url: str, pi: Pi | None) -> tuple[lis
         favorite = {"model": "local/tiny", "thinking": "off"}
         (teams / "settings.json").write_text(json.dumps({"favoriteModels": {"read-collect": favorite}}))
         env.update(PI_CODING_AGENT_DIR=str(agent_dir), PI_OFFLINE="1", PATH=f"{pi.node.parent}:{env['PATH']}")
-        argv = [str(pi.node), str(pi.cli), "--mode", "rpc", "--provider", "local", "--model", "tiny", "--offline"]
-        return [*argv, "--no-skills", "--no-prompt-templates", "--no-context-files", "-e", str(pi.extension)], env
+        argv = [
+            str(pi.node),
+            str(pi.cli),
+            "--mode",
+            "rpc",
+            "--provider",
+            "local",
+            "--model",
+            "tiny",
+            "--offline",
+        ]
+        return [
+            *argv,
+            "--no-skills",
+            "--no-prompt-templates",
+            "--no-context-files",
+            "-e",
+            str(pi.extension),
+        ], env
     (root / "config" / "corral").mkdir(parents=True)
     (root / "config" / "corral" / "settings.toml").write_text(CORRAL_SETTINGS.format(base_url=base_url))
     env.update(CORRAL_HOME=str(root / "corral-home"))
     corral = str(Path(sys.executable).with_name("corral"))
     surface = "teams" if system == "corral-teams" else "agent"
-    return [corral, "run", "--mode", "rpc", "--provider", "local", "--model", "tiny", "--surfaces", surface], env
+    return [
+        corral,
+        "run",
+        "--mode",
+        "rpc",
+        "--provider",
+        "local",
+        "--model",
+        "tiny",
+        "--surfaces",
+        surface,
+    ], env
 
 
-def run_once(server: _Server, system: str, n: int, pi: Pi | None) -> dict[str, Any]:
-    """One whole process: prompt, wait for the final reply's `agent_end`, close stdin, time the exit."""
+def run_once(
+    server: _Server, system: str, n: int, pi: Pi | None, profile: Path | None = None
+) -> dict[str, Any]:
+    """One whole process: prompt, wait for the final reply's `agent_end`, close stdin, time the exit.
+
+    With `profile`, corral runs under `py-spy record` (collapsed stacks into that folder; the
+    figures then include the profiler's own cost).
+    """
     server.model.reset()
     with tempfile.TemporaryDirectory(prefix="corral-bench-peer-") as tmp:
         root = Path(tmp)
         base_url = f"http://127.0.0.1:{server.server_address[1]}/v1"
         argv, env = _prepare(root, system, base_url, pi)
+        if profile is not None and system != "pi":
+            profile.mkdir(parents=True, exist_ok=True)
+            out = profile / f"{system}-n{n}-{time.monotonic_ns()}.txt"
+            spy = str(Path(sys.executable).with_name("py-spy"))
+            argv = [spy, "record", "--format", "raw", "--rate", "250", "--output", str(out), "--", *argv]
         prompt = f"Survey the code with a swarm of {n} read agents; each reads one part. Then summarise."
         begin = time.perf_counter()
         proc = subprocess.Popen(
@@ -357,7 +412,9 @@ def run_once(server: _Server, system: str, n: int, pi: Pi | None) -> dict[str, A
         }
         if last_event is None or proc.returncode != 0:
             tail = b"".join(stderr).decode(errors="replace")[-1500:]
-            figures["error"] = f"exit {proc.returncode}, final reply {'seen' if last_event else 'missing'}: {tail}"
+            figures["error"] = (
+                f"exit {proc.returncode}, final reply {'seen' if last_event else 'missing'}: {tail}"
+            )
         return figures
 
 
@@ -401,6 +458,7 @@ def main(argv: list[str] | None = None) -> int:
     parser.add_argument("--runs", type=int, default=5)
     parser.add_argument("--systems", default="corral-teams,pi,corral-agent")
     parser.add_argument("--fanout", type=int, default=1000, help="bench_fanout.py --agents (0: skip)")
+    parser.add_argument("--profile", type=Path, help="run corral under py-spy; collapsed stacks go here")
     args = parser.parse_args(argv)
     sizes = [int(x) for x in args.n.split(",") if x]
     systems = [s for s in args.systems.split(",") if s]
@@ -421,7 +479,7 @@ def main(argv: list[str] | None = None) -> int:
         for _ in range(args.runs):
             for n in sizes:
                 for system in systems:
-                    samples[system][n].append(run_once(server, system, n, pi))
+                    samples[system][n].append(run_once(server, system, n, pi, args.profile))
                     print(f"{system} N={n}: {json.dumps(samples[system][n][-1])[:300]}", file=sys.stderr)
     finally:
         server.shutdown()
