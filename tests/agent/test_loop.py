@@ -161,6 +161,37 @@ async def test_steering_is_delivered_after_the_tool_batch_before_the_next_reques
     assert updates[0].steering == ["change course"] and updates[-1].steering == []
 
 
+async def test_deliveries_queued_while_busy_reach_the_next_turn_together_user_messages_one_at_a_time(
+    harness: Harness,
+) -> None:
+    gate = GateTool()
+    replies = [Reply(calls=[("gate", {})]), Reply("took r1-r3 and u1"), Reply("took u2 and r4")]
+    model = PlannedModel(replies)
+    agent, _ = harness.agent(model, tools=[gate])
+    assert agent.steering_mode == "one-at-a-time"
+    task = asyncio.create_task(agent.prompt("go"))
+    await wait(gate.started.wait())
+
+    def report(name: str) -> CustomMessage:
+        return CustomMessage(custom_type="report", content=f"full report {name}", display=False)
+
+    for name in ("r1", "r2"):
+        agent.send_custom_message(report(name), deliver_as="steer", trigger_turn=True)
+    agent.steer("u1")
+    agent.send_custom_message(report("r3"), deliver_as="steer", trigger_turn=True)
+    agent.steer("u2")
+    agent.send_custom_message(report("r4"), deliver_as="steer", trigger_turn=True)
+    gate.release.set()
+    await wait(task)
+    # Three model requests, not six: the deliveries ride along in order, each in full, with
+    # at most one typed message per boundary.
+    assert len(model.requests) == 3
+    assert model.requests[1].texts()[-4:] == ["full report r1", "full report r2", "u1", "full report r3"]
+    assert model.requests[2].texts()[-3:] == ["took r1-r3 and u1", "u2", "full report r4"]
+    texts = [m.content for m in agent.messages if isinstance(m, CustomMessage)]
+    assert texts == ["full report r1", "full report r2", "full report r3", "full report r4"]
+
+
 async def test_follow_up_runs_when_the_agent_would_stop(harness: Harness) -> None:
     gate = GateTool()
     model = PlannedModel([Reply(calls=[("gate", {})]), Reply("would stop here"), Reply("final")])

@@ -35,6 +35,7 @@ from typing import TYPE_CHECKING, Any, Literal, TypeVar
 from corral.llm import (
     AgentMessage,
     AssistantMessage,
+    CustomMessage,
     LlmContext,
     Model,
     StreamOptions,
@@ -216,13 +217,26 @@ class LoopMixin:
     # --- queues ---------------------------------------------------------------
 
     def _take(self, queue: deque[AgentMessage], mode: str) -> list[AgentMessage]:
+        """The queued messages for the next turn boundary, in queue order.
+
+        `all` takes the whole queue. `one-at-a-time` paces what people typed: it takes at
+        most one user message, together with every program message (`CustomMessage`:
+        deliveries such as reports and results) queued before the next user message — so
+        deliveries that arrived while the agent was busy reach it together, each in full,
+        in order, at one boundary instead of costing one turn each.
+        """
         if not queue:
             return []
         if mode == "all":
             taken = list(queue)
             queue.clear()
         else:
-            taken = [queue.popleft()]
+            taken = []
+            typed = False
+            while queue and (isinstance(queue[0], CustomMessage) or not typed):
+                message = queue.popleft()
+                typed = typed or not isinstance(message, CustomMessage)
+                taken.append(message)
         self._emit_queue_update()
         return taken
 
