@@ -10,7 +10,8 @@ data root, so the figures are corral's own cost plus the MCP transport's.
 - **fan-out**: 50 `agent_delegate` calls, then `wait` until all 50 results came back: wall time
   and the server's peak RSS (`VmHWM`).
 - **start-up** (target ≤ 500 ms): spawning `corral mcp` until the first `initialize` answer on
-  its stdout (raw JSON-RPC, no SDK on the client side).
+  its stdout (raw JSON-RPC, no SDK on the client side), and on until the answer to the
+  `tools/list` sent next (the server has loaded the SDK and opened the lead by then).
 
 Prints one JSON object.
 """
@@ -128,7 +129,8 @@ async def _over_mcp(root: Path, iterations: int, warmup: int, fanout: int) -> di
     }
 
 
-def _startup(root: Path, runs: int) -> list[float]:
+def _startup(root: Path, runs: int) -> tuple[list[float], list[float]]:
+    """Per run: seconds to the `initialize` answer, and to the answer of the `tools/list` after it."""
     request = {
         "jsonrpc": "2.0",
         "id": 1,
@@ -139,7 +141,12 @@ def _startup(root: Path, runs: int) -> list[float]:
             "clientInfo": {"name": "bench", "version": "0"},
         },
     }
-    samples: list[float] = []
+    then = [
+        {"jsonrpc": "2.0", "method": "notifications/initialized"},
+        {"jsonrpc": "2.0", "id": 2, "method": "tools/list"},
+    ]
+    initialized: list[float] = []
+    listed: list[float] = []
     for _ in range(runs):
         start = time.perf_counter()
         process = subprocess.Popen(
@@ -153,12 +160,17 @@ def _startup(root: Path, runs: int) -> list[float]:
         process.stdin.write((json.dumps(request) + "\n").encode())
         process.stdin.flush()
         answer = json.loads(process.stdout.readline())
-        samples.append(time.perf_counter() - start)
+        initialized.append(time.perf_counter() - start)
         assert answer.get("id") == 1 and "result" in answer, answer
+        process.stdin.write("".join(json.dumps(message) + "\n" for message in then).encode())
+        process.stdin.flush()
+        tools = json.loads(process.stdout.readline())
+        listed.append(time.perf_counter() - start)
+        assert tools.get("id") == 2 and tools["result"]["tools"], tools
         process.stdin.close()
         process.wait(timeout=30)
         process.stdout.close()
-    return samples
+    return initialized, listed
 
 
 def main() -> int:
@@ -168,28 +180,36 @@ def main() -> int:
     )
     parser.add_argument("--warmup", type=int, default=3, help="untimed round trips first (default 3)")
     parser.add_argument("--agents", type=int, default=50, help="agents in the fan-out run (default 50)")
-    parser.add_argument("--startups", type=int, default=5, help="timed server start-ups (default 5)")
+    parser.add_argument("--startups", type=int, default=10, help="timed server start-ups (default 10)")
+    parser.add_argument("--startup-only", action="store_true", help="measure only the start-up")
     args = parser.parse_args()
     gc.collect()
+    out: dict[str, Any] = {"benchmark": "mcp"}
+    if not args.startup_only:
+        with data_root(SCRIPT, "corral-bench-mcp-") as root:
+            _settings(root)
+            in_process = asyncio.run(_in_process(root, args.iterations, args.warmup))
+        with data_root(SCRIPT, "corral-bench-mcp-") as root:
+            _settings(root)
+            over = asyncio.run(_over_mcp(root, args.iterations, args.warmup, args.agents))
+        base, mcp = summary_ms(in_process), over["round_trip"]
+        out.update(
+            in_process_round_trip=base,
+            mcp_stdio_round_trip=mcp,
+            mcp_overhead_p50_ms=round(mcp["p50_ms"] - base["p50_ms"], 3),
+            target_overhead_p50_ms=30,
+            fanout=over["fanout"],
+        )
     with data_root(SCRIPT, "corral-bench-mcp-") as root:
         _settings(root)
-        in_process = asyncio.run(_in_process(root, args.iterations, args.warmup))
-    with data_root(SCRIPT, "corral-bench-mcp-") as root:
-        _settings(root)
-        over = asyncio.run(_over_mcp(root, args.iterations, args.warmup, args.agents))
-        startup = _startup(root, args.startups)
-    base, mcp = summary_ms(in_process), over["round_trip"]
-    out = {
-        "benchmark": "mcp",
-        "in_process_round_trip": base,
-        "mcp_stdio_round_trip": mcp,
-        "mcp_overhead_p50_ms": round(mcp["p50_ms"] - base["p50_ms"], 3),
-        "target_overhead_p50_ms": 30,
-        "fanout": over["fanout"],
-        "startup_to_initialize": summary_ms(startup),
-        "target_startup_ms": 500,
-        "environment": environment("benchmarks/bench_mcp.py"),
-    }
+        initialized, listed = _startup(root, args.startups)
+    out.update(
+        startup_to_initialize=summary_ms(initialized),
+        target_startup_ms=500,
+        startup_to_tools_list=summary_ms(listed),
+        load_average=[round(load, 2) for load in os.getloadavg()],
+        environment=environment("benchmarks/bench_mcp.py"),
+    )
     print(json.dumps(out, indent=2))
     return 0
 

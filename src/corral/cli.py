@@ -660,12 +660,9 @@ def mcp(
     ] = False,
 ) -> None:
     """Serve a lead session over MCP (stdio by default): `claude mcp add corral -- corral mcp`."""
-    from corral.errors import UsageError
+    from corral._mcp import McpOptions
+    from corral._mcp import main as run_mcp
 
-    try:
-        from corral._mcp import McpOptions, serve
-    except ImportError as exc:
-        raise UsageError(f"corral mcp needs the MCP SDK ({exc}): pip install 'corral[mcp]'") from None
     options = McpOptions(
         cwd or Path.cwd(),
         session=session,
@@ -677,7 +674,7 @@ def mcp(
         token=token,
         elicit=elicit,
     )
-    raise typer.Exit(asyncio.run(serve(options)))
+    raise typer.Exit(run_mcp(options))
 
 
 @app.command(hidden=True)

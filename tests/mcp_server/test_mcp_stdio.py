@@ -4,12 +4,13 @@ from __future__ import annotations
 
 import asyncio
 import json
+import subprocess
 from typing import Any
 
 import pytest
 from mcp.types import CallToolResult, TextContent
 
-from .conftest import WAIT_MS, McpEnv
+from .conftest import CORRAL, WAIT_MS, McpEnv
 
 AGENT_TOOLS = [
     "agent_list",
@@ -35,8 +36,11 @@ def _details(result: CallToolResult) -> dict[str, Any]:
     return dict(result.structured_content)
 
 
-async def test_tools_delegate_and_wait_for_the_result(mcp_env: McpEnv) -> None:
-    async with mcp_env.client() as client:
+@pytest.mark.parametrize(
+    "mode", ["auto", "legacy"]
+)  # 2026-07-28 `server/discover`; the `initialize` handshake
+async def test_tools_delegate_and_wait_for_the_result(mcp_env: McpEnv, mode: str) -> None:
+    async with mcp_env.client(mode=mode) as client:
         assert client.server_info is not None and client.server_info.name == "corral"
         listed = await client.list_tools()
         assert [tool.name for tool in listed.tools] == [*AGENT_TOOLS, "wait"]
@@ -241,3 +245,46 @@ async def test_without_elicit_support_the_ask_stays_for_the_model(mcp_env: McpEn
         await client.call_tool("agent_delegate", {"definition": "scout", "task": "q", "label": "asker"})
         first = _details(await client.call_tool("wait", {"timeoutMs": WAIT_MS}))["items"]
         assert [item["kind"] for item in first] == ["ask"] and "elicited_answer" not in first[0]["details"]
+
+
+async def test_agents_inherit_the_model_given_with_model(mcp_env: McpEnv) -> None:
+    other = {
+        "steps": [{"text": "lead"}],
+        "on_exhausted": "repeat_last",
+        "agents": {"*": [{"text": "from --model"}]},
+    }
+    (mcp_env.root / "scripts" / "other.yaml").write_text(json.dumps(other))
+    async with mcp_env.client("--model", "scripted/other", mode="legacy") as client:
+        await client.call_tool("agent_delegate", {"definition": "scout", "task": "t", "label": "m1"})
+        items = _details(await client.call_tool("wait", {"timeoutMs": WAIT_MS}))["items"]
+        assert [item["kind"] for item in items] == ["result"] and items[0]["text"].endswith("from --model")
+    async with mcp_env.client(mode="legacy") as client:  # without it: default_model (scripted/team)
+        await client.call_tool("agent_delegate", {"definition": "scout", "task": "t", "label": "m2"})
+        items = _details(await client.call_tool("wait", {"timeoutMs": WAIT_MS}))["items"]
+        assert items[0]["text"].endswith("agent result")
+
+
+def test_an_unknown_model_ends_the_server_with_a_one_line_error(mcp_env: McpEnv) -> None:
+    initialize = {
+        "jsonrpc": "2.0",
+        "id": 1,
+        "method": "initialize",
+        "params": {
+            "protocolVersion": "2025-06-18",
+            "capabilities": {},
+            "clientInfo": {"name": "t", "version": "0"},
+        },
+    }
+    done = subprocess.run(
+        [CORRAL, "mcp", "--cwd", str(mcp_env.work), "--model", "scripted/no-such-script"],
+        env=mcp_env.vars,
+        input=json.dumps(initialize) + "\n",
+        capture_output=True,
+        text=True,
+        timeout=60,
+        check=False,
+    )
+    assert done.returncode == 2, done.stderr
+    lines = done.stderr.strip().splitlines()
+    assert len(lines) == 1 and lines[0].startswith("corral: error:") and "no-such-script" in lines[0], lines
+    assert not (mcp_env.home / "sessions").exists() or not any((mcp_env.home / "sessions").rglob("*.jsonl"))

@@ -1,30 +1,13 @@
 """`corral mcp`: an MCP server over one lead session (the official `mcp` SDK, imported only here).
 
-See docs/mcp.md. `serve` runs it; `build_server` makes the server object (tests and benchmarks).
+See docs/mcp.md. `main` runs it from the CLI. Importing this package loads no SDK: over stdio the
+server answers the client's `initialize` before it imports one (`_handshake.py`). `build_server`
+(in `_server`, which does import the SDK) makes the server object for tests and benchmarks.
 """
 
 from __future__ import annotations
 
-from ._serve import McpOptions, parse_bind, serve
-from ._server import (
-    AGENTS_URI,
-    INBOX_URI,
-    LEAD_PROMPT,
-    MCP_AGENT_TOOLS,
-    WAIT_DEFAULT_MS,
-    WAIT_MAX_MS,
-    build_server,
-)
+from ._handshake import LEAD_PROMPT
+from ._serve import McpOptions, main, parse_bind, serve
 
-__all__ = [
-    "AGENTS_URI",
-    "INBOX_URI",
-    "LEAD_PROMPT",
-    "MCP_AGENT_TOOLS",
-    "WAIT_DEFAULT_MS",
-    "WAIT_MAX_MS",
-    "McpOptions",
-    "build_server",
-    "parse_bind",
-    "serve",
-]
+__all__ = ["LEAD_PROMPT", "McpOptions", "main", "parse_bind", "serve"]

@@ -1,5 +1,6 @@
 """Run the MCP server: stdio (the default) or streamable HTTP on a loopback address.
 
+Over stdio, `main` answers the client's `initialize` before it loads the SDK (see `_handshake.py`).
 A non-loopback bind is refused unless `--allow-remote` is given together with a bearer token
 (`--token` or `CORRAL_MCP_TOKEN`); a token, when set, is required on every HTTP request.
 """
@@ -7,8 +8,8 @@ A non-loopback bind is refused unless `--allow-remote` is given together with a 
 from __future__ import annotations
 
 import asyncio
-import contextlib
 import hmac
+import importlib.util
 import ipaddress
 import socket
 import sys
@@ -18,17 +19,17 @@ from dataclasses import KW_ONLY, dataclass, field
 from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
-from mcp.server import Server
-
 from corral.errors import UsageError
 
-from ._server import build_server
-from ._slot import LeadSlot, first_write_starts
+from ._handshake import EarlyInitialize, early_initialize, read_line, write_all
+from ._slot import LeadSlot
 
 if TYPE_CHECKING:
+    from mcp.server import Server
+
     from corral.lead import Lead
 
-__all__ = ["McpOptions", "parse_bind", "serve"]
+__all__ = ["McpOptions", "Opening", "main", "parse_bind", "serve"]
 
 Scope = MutableMapping[str, Any]
 Receive = Callable[[], Awaitable[MutableMapping[str, Any]]]
@@ -118,22 +119,64 @@ def _say(text: str) -> None:
     print(f"corral mcp: {text}", file=sys.stderr, flush=True)
 
 
-async def serve(options: McpOptions) -> int:
-    """Serve one lead session until the client goes away (stdio) or the process stops (HTTP).
+@dataclass(frozen=True)
+class Opening:
+    """The client's first line over stdio, read before the SDK was loaded."""
 
-    Over stdio the lead is opened once the `initialize` answer is out (see `LeadSlot`); over HTTP
-    before the server listens. Either way a lead that cannot be opened ends the server with the
-    error.
+    line: bytes
+    early: EarlyInitialize | None
+    """The `initialize` answer already written for it, if it was one."""
 
-    Raises:
-        CorralError: for anything the user can fix.
-    """
+
+def _check(options: McpOptions) -> tuple[str, int] | None:
+    """The HTTP bind asked for (`None`: stdio), after refusing what cannot be served."""
+    if importlib.util.find_spec("mcp") is None:
+        raise UsageError("corral mcp needs the MCP SDK: pip install 'corral[mcp]'")
     bind = None
     if options.http is not None:
         bind = parse_bind(options.http)
         check_bind(bind[0], allow_remote=options.allow_remote, token=options.token)
     if not options.surfaces:
         raise UsageError("choose at least one surface: --surfaces agent and/or teams")
+    return bind
+
+
+def main(options: McpOptions) -> int:
+    """`corral mcp`: check the options, answer a stdio client's `initialize` at once, then serve.
+
+    Returns the exit code (0 also when the client left before its first message).
+
+    Raises:
+        CorralError: for anything the user can fix.
+    """
+    bind = _check(options)
+    opening = None
+    if bind is None:
+        line = read_line(0)
+        if line is None:
+            return 0
+        early = early_initialize(line)
+        if early is not None and not write_all(1, early.wire()):
+            return 0
+        opening = Opening(line, early)
+    return asyncio.run(serve(options, opening=opening))
+
+
+async def serve(options: McpOptions, *, opening: Opening | None = None) -> int:
+    """Serve one lead session until the client goes away (stdio) or the process stops (HTTP).
+
+    Over stdio the lead is opened once the `initialize` answer is out (see `LeadSlot`); over HTTP
+    before the server listens. Either way a lead that cannot be opened ends the server with the
+    error. `opening` is the stdio client's first line when `main` read it already.
+
+    Raises:
+        CorralError: for anything the user can fix.
+    """
+    bind = _check(options)
+    try:
+        from ._server import build_server
+    except ImportError as exc:
+        raise UsageError(f"corral mcp needs the MCP SDK ({exc}): pip install 'corral[mcp]'") from None
 
     def opener() -> AbstractAsyncContextManager[Lead]:
         from corral.lead import open_lead
@@ -164,12 +207,15 @@ async def serve(options: McpOptions) -> int:
     server = build_server(slot, elicit=options.elicit)
     try:
         if bind is None:
-            serving = asyncio.create_task(_serve_stdio(server, slot))
+            serving = asyncio.create_task(_serve_stdio(server, slot, opening, failed))
         else:
             await slot.get()
             serving = asyncio.create_task(_serve_http(server, bind, options.token))
-        with contextlib.suppress(asyncio.CancelledError):
+        try:
             await serving
+        except (asyncio.CancelledError, Exception):
+            if not failure:  # else whatever the SDK raised while being stopped is a consequence
+                raise
     finally:
         await slot.aclose()
     if failure:
@@ -177,11 +223,19 @@ async def serve(options: McpOptions) -> int:
     return 0
 
 
-async def _serve_stdio(server: Server[Any], slot: LeadSlot) -> None:
+async def _serve_stdio(
+    server: Server[Any], slot: LeadSlot, opening: Opening | None, failed: Callable[[BaseException], None]
+) -> None:
     from mcp.server.stdio import stdio_server
 
+    from ._replay import AnswerOnce, ReplayFirst, parse_line
+
     async with stdio_server() as (read, write):
-        await server.run(read, first_write_starts(write, slot), server.create_initialization_options())
+        reader: Any = read if opening is None else ReplayFirst(read, parse_line(opening.line))
+        writer = AnswerOnce(
+            write, slot, early=None if opening is None else opening.early, failed=failed, warn=_say
+        )
+        await server.run(reader, writer, server.create_initialization_options())
 
 
 async def _serve_http(server: Server[Any], bind: tuple[str, int], token: str | None) -> None:

@@ -34,6 +34,7 @@ from mcp.shared.exceptions import MCPError
 from corral import __version__
 from corral.errors import CorralError
 
+from ._handshake import LEAD_PROMPT, SERVER_NAME
 from ._slot import LeadSlot
 
 if TYPE_CHECKING:
@@ -99,20 +100,6 @@ WAIT_SCHEMA: dict[str, Any] = {
     },
     "additionalProperties": False,
 }
-
-LEAD_PROMPT = """\
-You lead a corral team through the tools of the `corral` MCP server.
-
-- Start work with `agent_delegate` (a definition from `agent_list`, a self-contained task, a short label).
-  Delegate independent tasks in parallel.
-- Then call `wait`: it blocks until something arrives and returns each result, question, report or message
-  once. Do not poll `agent_list` or `agent_inspect` to see whether an agent is done.
-- An item of kind `ask` is an agent's question: answer it with `agent_reply` (agent = its label), then `wait`
-  again. Use `agent_steer` to add guidance to a working agent, `agent_interrupt` to redirect it.
-- A delivered result is final. Use `agent_continue` with the agent's session to give it follow-up work, and
-  `agent_close` for an agent you no longer need (for example one left waiting on a question).
-- Results can be long: read them fully before you answer the user.
-"""
 
 
 class WaitArgumentsError(CorralError):
@@ -398,7 +385,7 @@ def build_server(slot: LeadSlot, *, elicit: bool = False) -> Server[Any]:
                 await watcher
 
     return Server(
-        "corral",
+        SERVER_NAME,
         version=__version__,
         instructions=LEAD_PROMPT,
         lifespan=lifespan,
@@ -416,9 +403,9 @@ def build_server(slot: LeadSlot, *, elicit: bool = False) -> Server[Any]:
 
 
 async def _notify_inbox(slot: LeadSlot, subscribers: _Subscribers) -> None:
-    """Tell subscribers of `corral://inbox` each time an item arrives."""
+    """Tell subscribers of `corral://inbox` each time an item arrives (from when the lead opens)."""
     try:
-        lead = await slot.get()
+        lead = await slot.when_started()
     except Exception:
         return  # the failure is reported where the lead is opened
     while True:

@@ -1,8 +1,8 @@
 """`LeadSlot`: the server's lead session, opened once the client has its `initialize` answer.
 
 Opening a lead imports most of corral and opens the store; doing it before the MCP handshake would
-make every client wait for it. So the server answers `initialize` first (the transport calls
-`start` once the first answer is written), and every handler that needs the lead awaits `get`,
+make every client wait for it. So the server answers `initialize` first (`AnswerOnce` calls
+`start` once the SDK has answered it), and every handler that needs the lead awaits `get`,
 which also starts the opening if nothing did yet. The lead is opened and closed in one task that
 holds it until `aclose`. When opening fails, `failed` is called once with the error.
 """
@@ -13,7 +13,7 @@ import asyncio
 import contextlib
 from collections.abc import Callable
 from contextlib import AbstractAsyncContextManager
-from typing import TYPE_CHECKING, Any
+from typing import TYPE_CHECKING
 
 if TYPE_CHECKING:
     from corral.lead import Lead
@@ -37,11 +37,13 @@ class LeadSlot:
         self._ready: asyncio.Future[Lead] | None = None
         self._closing = asyncio.Event()
         self._task: asyncio.Task[None] | None = None
+        self._started = asyncio.Event()
 
     def start(self) -> None:
         """Begin opening the lead (once)."""
         if self._task is not None:
             return
+        self._started.set()
         self._ready = asyncio.get_running_loop().create_future()
         self._task = asyncio.get_running_loop().create_task(self._hold(self._ready))
 
@@ -70,6 +72,20 @@ class LeadSlot:
         assert self._ready is not None
         return await asyncio.shield(self._ready)
 
+    @property
+    def started(self) -> bool:
+        """Whether opening the lead has begun."""
+        return self._started.is_set()
+
+    async def when_started(self) -> Lead:
+        """The lead, once something else started opening it (`start` or `get`).
+
+        Raises:
+            CorralError: opening failed.
+        """
+        await self._started.wait()
+        return await self.get()
+
     async def aclose(self) -> None:
         """Close the lead (stops its in-process agents) and wait for that."""
         self._closing.set()
@@ -78,24 +94,3 @@ class LeadSlot:
                 await self._task
         if self._ready is not None and self._ready.done() and not self._ready.cancelled():
             self._ready.exception()  # retrieved: no "exception was never retrieved" warning
-
-
-def first_write_starts(stream: Any, slot: LeadSlot) -> Any:
-    """Wrap a transport's write stream so its first message (the `initialize` answer) starts `slot`."""
-
-    class _Stream:
-        def __getattr__(self, name: str) -> Any:
-            return getattr(stream, name)
-
-        async def send(self, item: Any) -> None:
-            await stream.send(item)
-            slot.start()
-
-        async def __aenter__(self) -> Any:
-            await stream.__aenter__()
-            return self
-
-        async def __aexit__(self, *exc: Any) -> Any:
-            return await stream.__aexit__(*exc)
-
-    return _Stream()
