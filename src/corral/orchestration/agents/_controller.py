@@ -47,10 +47,7 @@ from corral.orchestration.kernel._transcript import read_transcript
 from corral.orchestration.kernel.records import GenerationRecord, RequestKind
 
 if TYPE_CHECKING:
-    from corral.orchestration.host._host import Host
-    from corral.orchestration.kernel._files import FileLimits
-    from corral.orchestration.store._store import Store
-    from corral.orchestration.surfaces import (
+    from corral.orchestration.agents.commands import (
         AskOwnerParams,
         CloseParams,
         InspectParams,
@@ -60,6 +57,9 @@ if TYPE_CHECKING:
         SteerParams,
         TranscriptParams,
     )
+    from corral.orchestration.host._host import Host
+    from corral.orchestration.kernel._files import FileLimits
+    from corral.orchestration.store._store import Store
 
 __all__ = ["AskOutcome", "Controller", "OwnerQuestions"]
 

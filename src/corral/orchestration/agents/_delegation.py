@@ -49,8 +49,8 @@ from corral.runtime import LaunchSpec, PaneNotReady, RollbackFailed, RuntimeErro
 from corral.session import CustomEntry, CustomMessageEntry, SessionError, SessionManager, fork_from
 
 if TYPE_CHECKING:
+    from corral.orchestration.agents.commands import ContinueParams, DelegateParams
     from corral.orchestration.host._host import Host
-    from corral.orchestration.surfaces import ContinueParams, DelegateParams
     from corral.settings import Settings
 
 __all__ = [
