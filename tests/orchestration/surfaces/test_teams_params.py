@@ -51,7 +51,11 @@ from corral.orchestration.teams import (
     TIERS,
     SpawnFieldsError,
     UnknownTierError,
+    parse_check_policy,
+    parse_checkpoint_policy,
+    parse_completion_group,
 )
+from corral.orchestration.teams.commands import Parsed, RepairPolicy
 
 NAME_ERROR = "Only alphanumeric characters, hyphens, and underscores are allowed."
 
@@ -101,9 +105,9 @@ def test_spawn_every_field_is_carried() -> None:
         session_context="lazy",
         metadata={"operationId": "op-1"},
         allow_nested_read_agents=True,
-        checks=[{"name": "t", "command": "true", "timeoutSeconds": 5}],
-        repair={"maxAttempts": 1},
-        checkpoint={"inputs": ["src"]},
+        checks=Parsed(parse_check_policy([{"name": "t", "command": "true", "timeoutSeconds": 5}])),
+        repair=Parsed(RepairPolicy(1)),
+        checkpoint=Parsed(parse_checkpoint_policy({"inputs": ["src"]})),
         continue_from="checkpoint:" + "a" * 64,
     )
     assert request.tier is TIERS["write-feature"]
@@ -207,9 +211,14 @@ def test_spawn_nulls_are_absent() -> None:
     assert parse_spawn({"prompt": "p", **nulls}) == parse_spawn({"prompt": "p"})
 
 
-def test_spawn_raw_issue5_fields_are_kept_as_given() -> None:
+def test_spawn_issue5_policies_are_parsed_and_a_bad_one_keeps_its_error_for_the_core() -> None:
     request = parse_spawn({"prompt": "p", "checks": [], "repair": {"maxAttempts": 0}, "checkpoint": "odd"})
-    assert (request.checks, request.repair, request.checkpoint) == ([], {"maxAttempts": 0}, "odd")
+    assert (request.checks, request.repair) == (Parsed(()), Parsed(RepairPolicy(0)))
+    assert request.checkpoint is not None
+    assert isinstance(request.checkpoint.error, InvalidRequestError)
+    with pytest.raises(InvalidRequestError) as info:
+        request.checkpoint.get()
+    assert info.value is request.checkpoint.error
 
 
 def test_spawn_arguments_must_be_an_object() -> None:
@@ -259,25 +268,26 @@ def test_swarm_shallow_merge_agent_overrides_defaults() -> None:
         }
     )
     one, two, three = swarm.members
-    assert (one.model_slot, one.cwd, one.metadata, one.checks, one.session_context) == (
+    assert (one.model_slot, one.cwd, one.metadata, one.session_context) == (
         "read-analyze",
         "pkg",
         {"a": 1},
-        [{"name": "t"}],
         "lazy",
     )
+    assert one.checks is not None and one.repair is not None
+    assert str(one.checks.error) == "Invalid assigned check policy."  # the default reaches every member
     assert (two.model_slot, two.requested_model_slot) == ("read-collect", "reading-fast")
     assert two.metadata == {"b": 2}  # replaced, not deep-merged
-    assert two.checks == []  # explicit "no checks" kept
-    assert three.repair == {"maxAttempts": 0}
+    assert two.checks == Parsed(())  # explicit "no checks" kept
+    assert three.repair == Parsed(RepairPolicy(0))
     assert three.cwd == "pkg"  # a null does not override the default
     assert swarm.completion_group is None
 
 
-def test_swarm_defaults_and_completion_group_are_optional_and_raw() -> None:
+def test_swarm_defaults_and_completion_group_are_optional_and_parsed() -> None:
     swarm = parse_swarm({"agents": [{"prompt": "p"}], "completion_group": {"delivery": "all-settled"}})
     assert swarm.members == (SpawnRequest("p", "read-review", "read-review"),)
-    assert swarm.completion_group == {"delivery": "all-settled"}
+    assert swarm.completion_group == Parsed(parse_completion_group({"delivery": "all-settled"}))
     assert parse_swarm(
         {"agents": [{"prompt": "p"}], "defaults": None, "completion_group": None}
     ) == parse_swarm({"agents": [{"prompt": "p"}]})

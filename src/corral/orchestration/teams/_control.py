@@ -33,7 +33,7 @@ from .reports._reports import effective_task_outcome, outcome_label, report_id, 
 if TYPE_CHECKING:
     from corral.orchestration.host._host import Host
     from corral.orchestration.kernel.records import GenerationRecord
-    from corral.orchestration.surfaces import ReadInboxRequest, SendMessageRequest
+    from corral.orchestration.teams.commands import ReadInboxRequest, SendMessageRequest
     from corral.orchestration.teams.roster.records import (
         TeamMemberRecord,
         TeamMessageRecord,

@@ -59,19 +59,18 @@ from .checkpoints.records import (
     CheckpointPolicy,
     CheckpointRecord,
     check_checkpoint_prompt,
-    parse_checkpoint_policy,
     parse_checkpoint_ref,
 )
-from .checks._checks import CheckSpec, parse_check_policy
+from .checks._checks import CheckSpec
 from .checks._fingerprint import SourceFingerprint
-from .groups._groups import CompletionGroups, parse_completion_group
-from .repair._verification import Verifier, parse_repair_policy
+from .groups._groups import CompletionGroups
+from .repair._verification import Verifier
 from .reports._reports import team_name
 from .reports._team_reports import TeamReportsMixin
 
 if TYPE_CHECKING:
     from corral.orchestration.host._host import Host
-    from corral.orchestration.surfaces import SpawnRequest, SwarmRequest
+    from corral.orchestration.teams.commands import SpawnRequest, SwarmRequest
     from corral.orchestration.teams.roster.records import TeamMemberRecord
 
 __all__ = ["READ_TIER_TOOL_NAMES", "SpawnOutcome", "SwarmOutcome", "Teams"]
@@ -294,9 +293,9 @@ class Teams(TeamReportsMixin, TeamControlMixin):
         checks: tuple[CheckSpec, ...] = ()
         max_repair_attempts = 0
         if parent is None and request.checks is not None:
-            checks = parse_check_policy(request.checks)
+            checks = request.checks.get()
         if parent is None and request.repair is not None:
-            max_repair_attempts = parse_repair_policy(request.repair, checks=checks)
+            max_repair_attempts = request.repair.get().max_attempts
         tier = resolve_tier(request.model_slot)
         resolved = resolve_tier_model(
             tier,
@@ -318,7 +317,7 @@ class Teams(TeamReportsMixin, TeamControlMixin):
         checkpoint: CheckpointPolicy | None = None
         continue_from: str | None = None
         if parent is None and request.checkpoint is not None:
-            checkpoint = parse_checkpoint_policy(request.checkpoint)
+            checkpoint = request.checkpoint.get()
             check_checkpoint_prompt(request.prompt)
         if parent is None and request.continue_from is not None:
             continue_from = parse_checkpoint_ref(request.continue_from)
@@ -387,7 +386,7 @@ class Teams(TeamReportsMixin, TeamControlMixin):
             if request.completion_group is not None:
                 if parent is not None:
                     raise InvalidRequestError("Nested read helpers cannot form a completion group.")
-                policy = parse_completion_group(request.completion_group)
+                policy = request.completion_group.get()
             for member in request.members:
                 resolve_tier(member.model_slot)
             lead = parent.member.lead_session_id if parent is not None else caller.session_id

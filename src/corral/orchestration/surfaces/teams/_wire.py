@@ -17,8 +17,10 @@ coerces them. Optional free-text labels (`summary`, `reason`, an artifact's
 blank. `prompt` and `content` are kept exactly as given.
 
 Issue-5 fields (`checks`, `repair`, `checkpoint`, `completion_group`) are
-carried raw for the policies that validate them; `checks: []` stays `[]`
-(an explicit "no checks" that overrides swarm defaults).
+parsed here by their features' own parsers into `Parsed` policies; a parse
+error travels with the command and the core raises it where it admits the
+agent (so one bad swarm member fails alone). `checks: []` is an explicit
+"no checks" that overrides swarm defaults.
 
 `TEAMS_SCHEMAS` holds the JSON schema of each tool's parameters, keyed by
 tool name, as the lead is offered it; other callers' variants are keyed
@@ -31,8 +33,7 @@ from __future__ import annotations
 
 import re
 from collections.abc import Callable, Mapping
-from dataclasses import KW_ONLY, dataclass
-from typing import Annotated, Any, Literal, TypeVar, get_args
+from typing import Annotated, Any, TypedDict, TypeVar, get_args
 
 from pydantic import (
     AfterValidator,
@@ -58,6 +59,33 @@ from corral.orchestration.teams import (
     resolve_helper_tier,
     resolve_tier,
 )
+from corral.orchestration.teams.checkpoints.records import CheckpointPolicy, parse_checkpoint_policy
+from corral.orchestration.teams.checks._checks import CheckSpec, parse_check_policy
+from corral.orchestration.teams.commands import (
+    LEAD_RECIPIENT,
+    MAX_EVIDENCE_CHARS,
+    MAX_INSPECTED_EVIDENCE,
+    NAME_MAX_LENGTH,
+    NAME_PATTERN,
+    TASK_OUTCOMES,
+    AgentNameRequest,
+    Artifact,
+    ClaimRequest,
+    Finding,
+    Parsed,
+    ReadInboxRequest,
+    RepairPolicy,
+    ReportSubmission,
+    SendMessageRequest,
+    SessionContextMode,
+    SpawnRequest,
+    StatusRequest,
+    StopRequest,
+    SwarmRequest,
+    TaskOutcome,
+)
+from corral.orchestration.teams.groups.records import parse_completion_group
+from corral.orchestration.teams.repair._repair import parse_repair_policy
 
 __all__ = [
     "LEAD_RECIPIENT",
@@ -94,211 +122,11 @@ __all__ = [
     "parse_swarm",
 ]
 
-SessionContextMode = Literal["none", "lazy"]
-"""`session_context`: `none` (only the prompt) or `lazy` (the lead's branch readable on demand)."""
-
-TaskOutcome = Literal["succeeded", "blocked", "failed", "cancelled"]
-"""An agent's claimed task outcome in `report_and_exit`."""
-
-TASK_OUTCOMES: tuple[TaskOutcome, ...] = get_args(TaskOutcome)
-"""The four outcomes, in the contract's order."""
-
-NAME_PATTERN = r"^[A-Za-z0-9_-]+$"
-"""What a teams agent name (or a `continue_from` name prefix) must match."""
-NAME_MAX_LENGTH = 128
-"""Longest accepted agent name."""
-LEAD_RECIPIENT = "team-lead"
-"""The lead's recipient name; a spawned agent's `send_message` goes there by default."""
-MAX_INSPECTED_EVIDENCE = 128
-"""Most `inspectedEvidence` items a report may carry."""
-MAX_EVIDENCE_CHARS = 2048
-"""Longest `inspectedEvidence` item."""
-
 _NAME_RE = re.compile(NAME_PATTERN)
 _EXACT = "teams_exact"
 _NESTED_SPAWN_FIELDS = ("name", "prompt", "model_slot")
 _NESTED_SWARM_FIELDS = ("defaults", "agents")
 _NESTED_DEFAULT_FIELDS = ("model_slot",)
-
-
-# --- request types -------------------------------------------------------------
-
-
-@dataclass(frozen=True, slots=True)
-class SpawnRequest:
-    """One agent to spawn: a `spawn_agent` call, or one swarm member after the defaults merge."""
-
-    prompt: str
-    """The mission, exactly as given (non-blank)."""
-    model_slot: str
-    """Canonical tier name (aliases normalized; `read-review` when none was given)."""
-    requested_model_slot: str
-    """The tier as given, alias kept (`details.requestedModelSlot`)."""
-    _: KW_ONLY
-    name: str | None = None
-    """Display and recipient name (`^[A-Za-z0-9_-]+$`, ≤128); with `continue_from` a prefix; `None` = generate."""
-    cwd: str | None = None
-    """Working directory as given; `None` = the lead's (nested helpers always use their parent's)."""
-    session_context: SessionContextMode = "none"
-    """Whether the agent can read a snapshot of the lead's branch on demand."""
-    metadata: dict[str, Any] | None = None
-    """Free-form integration record (`operationId`, …); authorizes nothing."""
-    allow_nested_read_agents: bool = False
-    """Opt-in to nested read helpers (effective only for depth-0 `write-feature`/`write-critical`)."""
-    checks: Any = None
-    """Assigned checks, raw (`None` = absent, `[]` = explicitly none)."""
-    repair: Any = None
-    """Repair policy, raw (`None` = absent)."""
-    checkpoint: Any = None
-    """Checkpoint policy, raw (`None` = absent)."""
-    continue_from: str | None = None
-    """`checkpoint:<hex>` id to continue from, as given (checked by the checkpoint store)."""
-
-    @property
-    def tier(self) -> Tier:
-        """The canonical tier."""
-        return resolve_tier(self.model_slot)
-
-
-@dataclass(frozen=True, slots=True)
-class SwarmRequest:
-    """A `spawn_swarm_agents` call: its members in order, defaults already merged in."""
-
-    members: tuple[SpawnRequest, ...]
-    """Each agent after the shallow merge `{...defaults, ...agent}` (at least one)."""
-    _: KW_ONLY
-    completion_group: Any = None
-    """Completion-group policy, raw (`None` = absent)."""
-
-
-@dataclass(frozen=True, slots=True)
-class SendMessageRequest:
-    """A `send_message` call."""
-
-    recipient: str | None
-    """Recipient name (stripped). `parse_send_message` fills `team-lead` for a spawned agent that
-    named none and requires one from the lead, so it never returns `None`."""
-    content: str
-    """The message text, exactly as given (non-blank)."""
-    _: KW_ONLY
-    summary: str = "Message"
-    """Short label (default `Message`)."""
-
-
-@dataclass(frozen=True, slots=True)
-class ReadInboxRequest:
-    """A `read_inbox` call."""
-
-    _: KW_ONLY
-    unread_only: bool = True
-    """Return only unread messages."""
-    mark_as_read: bool = True
-    """Mark the returned messages read (`False` = peek)."""
-    agent_name: str | None = None
-    """Whose inbox (lead only); `None` = the caller's own."""
-
-
-@dataclass(frozen=True, slots=True)
-class Artifact:
-    """An artifact an agent reports: a path and an optional label."""
-
-    path: str
-    """Path as given (non-blank)."""
-    _: KW_ONLY
-    label: str | None = None
-    """Optional label."""
-
-
-@dataclass(frozen=True, slots=True)
-class Finding:
-    """A finding an agent reports: a stable id, its text and evidence references."""
-
-    id: str
-    """Id, unique within the report."""
-    text: str
-    """The finding."""
-    _: KW_ONLY
-    evidence: tuple[str, ...] = ()
-    """Evidence references (paths, lines, commands)."""
-
-
-@dataclass(frozen=True, slots=True)
-class ReportSubmission:
-    """A `report_and_exit` call: the deliverable and the agent's claims (never ids or verdicts)."""
-
-    content: str
-    """The complete deliverable, exactly as given (non-blank)."""
-    _: KW_ONLY
-    summary: str | None = None
-    """Short label."""
-    outcome: TaskOutcome | None = None
-    """Claimed task outcome; `None` = unspecified."""
-    changed_paths: tuple[str, ...] = ()
-    """Paths the agent says it changed."""
-    artifacts: tuple[Artifact, ...] = ()
-    """Artifacts the agent points to."""
-    findings: tuple[Finding, ...] = ()
-    """Findings with unique ids."""
-    questions: tuple[str, ...] = ()
-    """Open questions for the lead."""
-    inspected_evidence: tuple[str, ...] = ()
-    """References the agent inspected (≤128, each 1..2048 characters)."""
-
-    def task_details(self) -> dict[str, Any]:
-        """The claims as they go into the report's `result` (camelCase; empty ones omitted)."""
-        details: dict[str, Any] = {}
-        if self.changed_paths:
-            details["changedPaths"] = list(self.changed_paths)
-        if self.artifacts:
-            details["artifacts"] = [
-                {"path": a.path} if a.label is None else {"path": a.path, "label": a.label}
-                for a in self.artifacts
-            ]
-        if self.findings:
-            details["findings"] = [
-                {"id": f.id, "text": f.text, "evidence": list(f.evidence)} for f in self.findings
-            ]
-        if self.questions:
-            details["questions"] = list(self.questions)
-        if self.inspected_evidence:
-            details["inspectedEvidence"] = list(self.inspected_evidence)
-        return details
-
-
-@dataclass(frozen=True, slots=True)
-class AgentNameRequest:
-    """A call naming one agent (`check_teammate`, `interrupt_teammate`)."""
-
-    agent_name: str
-    """The agent's name (stripped, non-blank)."""
-
-
-@dataclass(frozen=True, slots=True)
-class StopRequest:
-    """A `stop_teammate` call."""
-
-    agent_name: str
-    """The agent's name (stripped, non-blank)."""
-    _: KW_ONLY
-    reason: str | None = None
-    """Why, shown to the lead."""
-
-
-@dataclass(frozen=True, slots=True)
-class StatusRequest:
-    """A `get_agent_status` call."""
-
-    _: KW_ONLY
-    agent_name: str | None = None
-    """One agent; `None` = every agent in the caller's scope."""
-
-
-@dataclass(frozen=True, slots=True)
-class ClaimRequest:
-    """A `claim_file` or `release_file` call."""
-
-    paths: tuple[str, ...]
-    """The paths as given (non-empty, non-blank; the store normalizes them)."""
 
 
 # --- field validators ----------------------------------------------------------
@@ -494,6 +322,12 @@ class _NoParams(_Params):
     pass
 
 
+class _PolicyFields(TypedDict, total=False):
+    checks: Parsed[tuple[CheckSpec, ...]]
+    repair: Parsed[RepairPolicy]
+    checkpoint: Parsed[CheckpointPolicy]
+
+
 # --- validation plumbing ---------------------------------------------------------
 
 
@@ -579,11 +413,26 @@ def _spawn_request(params: _SpawnParams, tier: Tier, requested: str) -> SpawnReq
         session_context=params.session_context,
         metadata=dict(params.metadata) if params.metadata is not None else None,
         allow_nested_read_agents=params.allow_nested_read_agents,
-        checks=params.checks,
-        repair=params.repair,
-        checkpoint=params.checkpoint,
         continue_from=params.continue_from,
+        **_policies(params),
     )
+
+
+def _policies(params: _SpawnParams) -> _PolicyFields:
+    """The spawn's policies, each parsed by its feature (an error is kept for the core to raise)."""
+    fields: _PolicyFields = {}
+    checks: Parsed[tuple[CheckSpec, ...]] | None = None
+    if params.checks is not None:
+        raw_checks = params.checks
+        checks = fields["checks"] = Parsed.of(lambda: parse_check_policy(raw_checks))
+    if params.repair is not None:
+        raw_repair = params.repair
+        assigned = () if checks is None or checks.error is not None else checks.get()
+        fields["repair"] = Parsed.of(lambda: RepairPolicy(parse_repair_policy(raw_repair, checks=assigned)))
+    if params.checkpoint is not None:
+        raw_checkpoint = params.checkpoint
+        fields["checkpoint"] = Parsed.of(lambda: parse_checkpoint_policy(raw_checkpoint))
+    return fields
 
 
 def _member_where(index: int, agent: Mapping[str, Any]) -> str:
@@ -677,7 +526,11 @@ def parse_swarm(params: Mapping[str, Any]) -> SwarmRequest:
             tier, requested = _tier(parsed.model_slot, tool, where)
             members.append(_spawn_request(parsed, tier, requested))
         _unique_names(members, tool)
-        return SwarmRequest(tuple(members), completion_group=top.completion_group)
+        group = top.completion_group
+        return SwarmRequest(
+            tuple(members),
+            completion_group=None if group is None else Parsed.of(lambda: parse_completion_group(group)),
+        )
 
 
 def _nested_keys(raw: Mapping[str, Any], fields: tuple[str, ...], where: str, tool: str) -> None:

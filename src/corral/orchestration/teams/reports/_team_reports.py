@@ -35,11 +35,11 @@ from ._reports import report_id, report_result, task_id, team_name, write_report
 if TYPE_CHECKING:
     from corral.orchestration.host._host import Host
     from corral.orchestration.kernel.records import ResultRecord
-    from corral.orchestration.surfaces import ReportSubmission, SpawnRequest
     from corral.orchestration.teams._capacity import CapacityController
     from corral.orchestration.teams._member import TeamChild
     from corral.orchestration.teams.checkpoints._checkpoints import Checkpoints
     from corral.orchestration.teams.checkpoints.records import CheckpointRecord
+    from corral.orchestration.teams.commands import ReportSubmission, SpawnRequest
     from corral.orchestration.teams.groups._groups import CompletionGroups
     from corral.orchestration.teams.repair._verification import Verifier
     from corral.orchestration.teams.roster.records import TeamMemberRecord
