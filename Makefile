@@ -2,6 +2,7 @@
 PYTHON ?= python3
 VENV := .venv
 BIN := $(VENV)/bin
+UV := $(BIN)/uv
 STAMP := $(VENV)/.installed
 RUNTIME_STAMP := $(VENV)/.installed-runtime
 
@@ -9,15 +10,20 @@ RUNTIME_STAMP := $(VENV)/.installed-runtime
 
 $(BIN)/python:
 	$(PYTHON) -m venv $(VENV)
-	$(BIN)/python -m pip install --quiet --upgrade pip
 
-# `make demo` needs only the runtime dependencies; the test tools come with `make test`.
-$(RUNTIME_STAMP): pyproject.toml | $(BIN)/python
-	$(BIN)/python -m pip install --quiet -e .
+# uv (from PyPI, into the venv) installs the dependencies: several times faster than pip, and the
+# venv's own pip stays for anyone who wants it.
+$(UV): | $(BIN)/python
+	$(BIN)/python -m pip install --quiet --disable-pip-version-check uv
+
+# `make demo` needs only the runtime dependencies; the test tools come with `make test`. The demo's
+# modules compile on first import; the test venv compiles everything up front.
+$(RUNTIME_STAMP): pyproject.toml | $(UV)
+	$(UV) pip install --quiet --python $(BIN)/python -e .
 	touch $(RUNTIME_STAMP)
 
-$(STAMP): pyproject.toml | $(BIN)/python
-	$(BIN)/python -m pip install --quiet -e '.[test]'
+$(STAMP): pyproject.toml | $(UV)
+	$(UV) pip install --quiet --python $(BIN)/python --compile-bytecode -e '.[test]'
 	touch $(RUNTIME_STAMP) $(STAMP)
 
 demo: $(RUNTIME_STAMP)
