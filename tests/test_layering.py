@@ -1,14 +1,19 @@
 """Meta-tests for conventions a reviewer would otherwise police: layering and public exports.
 
-Layers, lowest first: base (`errors`, `_paths`, `_units`, `_process`) ← `llm` and `settings` ← `session` ← `agent` (the substrate)
-← `orchestration`, `runtime` (the core) ← `tui`, `cli`, `_cli`, `lead` (the Python API and the composition root),
-`_mcp` (front ends) ← the package's `__init__` (a façade that loads the Python API on first use). A module may import only from
-its own layer or below; `sqlite3` belongs to the store (`orchestration/store/`) and the features' repositories alone.
+Layers, lowest first: base (`errors`, `_paths`, `_units`, `_process`, `_version`) ← `llm` and `settings` ← `session` ←
+`agent` (the substrate) ← `runtime` and the core, itself ranked by subpackage (`orchestration.errors` ← `definitions` ←
+`store` ← `kernel` ← `host` ← `agents`, `teams` ← `surfaces` ← the package's re-exports) ← `tui`, `cli`, `_cli`,
+`lead` (the Python API and the composition root), `_mcp` (front ends) ← the package's `__init__` (a façade that loads
+the Python API on first use). A module may import only from its own rank or below; no module takes part in an import
+cycle, counting imports under `TYPE_CHECKING` and inside functions; `sqlite3` belongs to the store
+(`orchestration/store/`) and the features' repositories alone. While the redesign is under way, `ALLOWED_UPWARD` and
+`ALLOWED_CYCLES` list what is left to break; both may only shrink.
 """
 
 from __future__ import annotations
 
 import ast
+import functools
 import importlib
 from pathlib import Path
 
@@ -21,12 +26,23 @@ RANK = {
     "_paths": 0,
     "_units": 0,
     "_process": 0,
+    "_version": 0,
     "settings": 1,
     "llm": 1,
     "session": 2,
     "agent": 3,
-    "orchestration": 4,
     "runtime": 4,
+    # The core, bottom up: the database, the agent-API kernel, the host, the two features that ride on
+    # it, the tool surfaces that adapt them to the wire, and the package's re-exports.
+    "orchestration.errors": 4,
+    "orchestration.definitions": 4.05,
+    "orchestration.store": 4.1,
+    "orchestration.kernel": 4.2,
+    "orchestration.host": 4.3,
+    "orchestration.agents": 4.4,
+    "orchestration.teams": 4.4,
+    "orchestration.surfaces": 4.5,
+    "orchestration": 4.6,
     "tui": 5,
     "cli": 5,
     "_cli": 5,
@@ -36,29 +52,96 @@ RANK = {
     "__init__": 6,
 }
 
+# Imports that still point up a rank (the redesign removes them; this list may only shrink — a listed
+# edge that no longer exists fails `test_allowed_upward_imports_still_exist`).
+ALLOWED_UPWARD: frozenset[tuple[str, str]] = frozenset(
+    {
+        ("orchestration.agents._controller", "orchestration.surfaces"),
+        ("orchestration.agents._delegation", "orchestration.surfaces"),
+        ("orchestration.host._handoff", "orchestration.teams"),
+        ("orchestration.host._host", "orchestration.agents._controller"),
+        ("orchestration.host._host", "orchestration.surfaces"),
+        ("orchestration.host._host", "orchestration.teams"),
+        ("orchestration.kernel._delivery", "orchestration.teams"),
+        ("orchestration.kernel._delivery", "orchestration.teams.roster.records"),
+        ("orchestration.store._database", "orchestration.kernel.records"),
+        ("orchestration.store._store", "orchestration.kernel.records"),
+        ("orchestration.store._store", "orchestration.teams.checkpoints._repository"),
+        ("orchestration.store._store", "orchestration.teams.checks._repository"),
+        ("orchestration.store._store", "orchestration.teams.groups._repository"),
+        ("orchestration.store._store", "orchestration.teams.roster._repository"),
+        ("orchestration.teams._control", "orchestration.surfaces"),
+        ("orchestration.teams._teams", "orchestration.surfaces"),
+        ("orchestration.teams.reports._team_reports", "orchestration.surfaces"),
+    }
+)
+
+# Import cycles the redesign is still breaking (issue 15). May only shrink: every cycle found must lie
+# inside one of these, and each of these must still contain a cycle (else delete it). The goal is ().
+ALLOWED_CYCLES: tuple[frozenset[str], ...] = (
+    frozenset(
+        {
+            "orchestration.agents._controller",
+            "orchestration.agents._delegation",
+            "orchestration.host._handoff",
+            "orchestration.host._host",
+            "orchestration.kernel._delivery",
+            "orchestration.surfaces",
+            "orchestration.surfaces.teams._tools",
+            "orchestration.surfaces.teams._wire",
+            "orchestration.teams",
+            "orchestration.teams._control",
+            "orchestration.teams._member",
+            "orchestration.teams._teams",
+            "orchestration.teams.reports._team_reports",
+        }
+    ),
+)
+
 
 def _layer_of(module: str) -> str:
     parts = module.split(".")
-    return parts[1] if len(parts) > 1 else "__init__"
+    if len(parts) == 1:
+        return "__init__"
+    if parts[1] == "orchestration" and len(parts) > 2 and f"orchestration.{parts[2]}" in RANK:
+        return f"orchestration.{parts[2]}"
+    return parts[1]
 
 
+def _module_name(path: Path) -> str:
+    parts = path.relative_to(SRC).with_suffix("").parts
+    if parts[-1] == "__init__":
+        parts = parts[:-1]
+    return ".".join(("corral", *parts))
+
+
+@functools.cache
 def _imports(path: Path) -> list[tuple[int, str]]:
+    """Every module `path` imports — at the top, under `TYPE_CHECKING` and inside functions alike.
+
+    `from package import name` counts as importing `package.name` when that is a module of corral.
+    """
     tree = ast.parse(path.read_text(), filename=str(path))
-    package = ".".join(("corral", *path.relative_to(SRC).with_suffix("").parts))
+    package = _module_name(path).split(".")
+    if path.name != "__init__.py":
+        package = package[:-1]
     found: list[tuple[int, str]] = []
     for node in ast.walk(tree):
         if isinstance(node, ast.Import):
             found.extend((node.lineno, alias.name) for alias in node.names)
         elif isinstance(node, ast.ImportFrom):
             if node.level:
-                base = package.split(".")
-                if path.name != "__init__.py":
-                    base = base[:-1]
-                base = base[: len(base) - (node.level - 1)]
+                base = package[: len(package) - (node.level - 1)]
                 name = ".".join([*base, node.module] if node.module else base)
             else:
                 name = node.module or ""
-            found.append((node.lineno, name))
+            submodules = [
+                f"{name}.{alias.name}" for alias in node.names if f"{name}.{alias.name}" in _MODULES
+            ]
+            if submodules and len(submodules) == len(node.names):
+                found.extend((node.lineno, module) for module in submodules)
+            else:
+                found.append((node.lineno, name))
     return found
 
 
@@ -66,17 +149,125 @@ def _source_files() -> list[Path]:
     return sorted(SRC.rglob("*.py"))
 
 
+_MODULES = frozenset(_module_name(path) for path in _source_files())
+
+
+def _resolve(name: str) -> str | None:
+    """The corral module an import name lands in (`corral.x.Name` → `corral.x`), or None outside corral."""
+    while name and name not in _MODULES:
+        name = name.rpartition(".")[0]
+    return name or None
+
+
+@functools.cache
+def _graph() -> dict[str, set[str]]:
+    graph: dict[str, set[str]] = {}
+    for path in _source_files():
+        me = _module_name(path)
+        targets = {_resolve(name) for _, name in _imports(path) if name.startswith("corral")}
+        graph[me] = {target for target in targets if target and target != me}
+    return graph
+
+
+def _cycles(graph: dict[str, set[str]]) -> list[frozenset[str]]:
+    """Strongly connected components with more than one module (Tarjan, iterative)."""
+    index: dict[str, int] = {}
+    low: dict[str, int] = {}
+    stack: list[str] = []
+    on_stack: set[str] = set()
+    found: list[frozenset[str]] = []
+    counter = 0
+    for root in sorted(graph):
+        if root in index:
+            continue
+        work = [(root, iter(sorted(graph[root])))]
+        index[root] = low[root] = counter
+        counter += 1
+        stack.append(root)
+        on_stack.add(root)
+        while work:
+            node, edges = work[-1]
+            advanced = False
+            for target in edges:
+                if target not in index:
+                    index[target] = low[target] = counter
+                    counter += 1
+                    stack.append(target)
+                    on_stack.add(target)
+                    work.append((target, iter(sorted(graph.get(target, ())))))
+                    advanced = True
+                    break
+                if target in on_stack:
+                    low[node] = min(low[node], index[target])
+            if advanced:
+                continue
+            work.pop()
+            if work:
+                low[work[-1][0]] = min(low[work[-1][0]], low[node])
+            if low[node] == index[node]:
+                component = set()
+                while True:
+                    member = stack.pop()
+                    on_stack.discard(member)
+                    component.add(member)
+                    if member == node:
+                        break
+                if len(component) > 1:
+                    found.append(frozenset(component))
+    return found
+
+
+@functools.cache
+def _upward_imports() -> frozenset[tuple[str, str]]:
+    """(importer, imported) pairs, without the `corral.` prefix, where the imported module ranks higher."""
+    found: set[tuple[str, str]] = set()
+    for path in _source_files():
+        me = _module_name(path)
+        own = RANK.get(_layer_of(me), 0)
+        for _, name in _imports(path):
+            target = _resolve(name) if name.startswith("corral") else None
+            if target and RANK.get(_layer_of(target), 0) > own:
+                found.add((me.removeprefix("corral."), target.removeprefix("corral.")))
+    return frozenset(found)
+
+
+def test_no_module_imports_a_higher_layer() -> None:
+    unexpected = sorted(_upward_imports() - ALLOWED_UPWARD)
+    assert unexpected == [], "imports of a higher layer:\n" + "\n".join(f"{a} -> {b}" for a, b in unexpected)
+
+
+def test_allowed_upward_imports_still_exist() -> None:
+    stale = sorted(ALLOWED_UPWARD - _upward_imports())
+    assert stale == [], "remove from ALLOWED_UPWARD (no longer imported):\n" + "\n".join(
+        f"{a} -> {b}" for a, b in stale
+    )
+
+
 @pytest.mark.parametrize("path", _source_files(), ids=lambda p: str(p.relative_to(SRC)))
-def test_no_module_imports_a_higher_layer(path: Path) -> None:
-    own = _layer_of(".".join(("corral", *path.relative_to(SRC).with_suffix("").parts)))
+def test_only_front_ends_import_typer_or_textual(path: Path) -> None:
+    if RANK.get(_layer_of(_module_name(path)), 0) >= 5:
+        return
     for lineno, name in _imports(path):
-        if name.startswith("corral."):
-            target = _layer_of(name)
-            assert RANK.get(target, 0) <= RANK.get(own, 0), (
-                f"{path.name}:{lineno} ({own}) imports {name} ({target})"
-            )
-        if RANK.get(own, 0) < 5:
-            assert name.split(".")[0] not in ("typer", "textual"), f"{path.name}:{lineno} imports {name}"
+        assert name.split(".")[0] not in ("typer", "textual"), f"{path.name}:{lineno} imports {name}"
+
+
+def test_no_import_cycles() -> None:
+    """No two modules under src/corral import each other, directly or round a loop, in any form.
+
+    Imports under `TYPE_CHECKING` and inside functions count: a cycle hidden there is still a cycle in
+    the design. The message names each cycle's modules.
+    """
+    cycles = [frozenset(m.removeprefix("corral.") for m in component) for component in _cycles(_graph())]
+    new = [sorted(c) for c in cycles if not any(c <= allowed for allowed in ALLOWED_CYCLES)]
+    assert new == [], "import cycles:\n" + "\n".join(" <-> ".join(c) for c in new)
+    stale = [sorted(a) for a in ALLOWED_CYCLES if not any(c <= a for c in cycles)]
+    assert stale == [], "remove from ALLOWED_CYCLES (no cycle left there):\n" + "\n".join(map(str, stale))
+
+
+def test_the_cycle_detector_finds_a_cycle_hidden_under_type_checking(tmp_path: Path) -> None:
+    graph = {"a": {"b"}, "b": {"c"}, "c": {"a"}, "d": {"a"}}
+    assert _cycles(graph) == [frozenset({"a", "b", "c"})]
+    assert _cycles({"a": {"b"}, "b": set()}) == []
 
 
 def _may_use_sqlite(path: Path) -> bool:

@@ -21,7 +21,7 @@ if TYPE_CHECKING:
         open_lead,
     )
 
-__version__ = "0.1.0"
+from corral._version import __version__
 
 __all__ = [
     "AgentHandle",

@@ -17,7 +17,7 @@ from typing import TYPE_CHECKING, Annotated
 
 import typer
 
-from corral import __version__
+from corral._version import __version__
 
 if TYPE_CHECKING:
     from corral._cli._launch import LaunchOptions, PromptOverrides

@@ -31,7 +31,7 @@ from mcp.server.session import ServerSession
 from mcp.server.subscriptions import InMemorySubscriptionBus, ListenHandler, ResourceUpdated
 from mcp.shared.exceptions import MCPError
 
-from corral import __version__
+from corral._version import __version__
 from corral.errors import CorralError
 
 from ._handshake import LEAD_PROMPT, SERVER_NAME

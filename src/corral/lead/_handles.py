@@ -8,13 +8,21 @@ would have seen.
 from __future__ import annotations
 
 from dataclasses import KW_ONLY, dataclass, field
-from typing import TYPE_CHECKING, Any
+from typing import TYPE_CHECKING, Any, Protocol
 
 from corral.errors import CorralError
 
 if TYPE_CHECKING:
     from ._items import LeadItem
-    from ._lead import Lead
+
+
+class HandleOwner(Protocol):
+    """What a handle needs of its lead (`Lead` implements it): one checked call and a result wait."""
+
+    async def call_ok(self, tool_name: str, args: dict[str, Any]) -> dict[str, Any]: ...
+
+    async def result_of(self, handle: AgentHandle, timeout: float | None = None) -> LeadItem: ...
+
 
 __all__ = ["AgentHandle", "AgentRow", "LeadCallError"]
 
@@ -84,7 +92,7 @@ class AgentRow:
 class AgentHandle:
     """One managed agent of the lead, by label; every method is one `agent` action."""
 
-    lead: Lead
+    lead: HandleOwner
     label: str
     _: KW_ONLY
     request_id: str | None = None
@@ -112,7 +120,7 @@ class AgentHandle:
 
     async def _act(self, action: str, **fields: Any) -> dict[str, Any]:
         args = {"action": action, "agent": self.label, **{k: v for k, v in fields.items() if v is not None}}
-        return await self.lead._call_ok("agent", args)
+        return await self.lead.call_ok("agent", args)
 
     async def steer(self, message: str) -> dict[str, Any]:
         """Send guidance the agent reads after its current step (`steer`)."""
@@ -132,7 +140,7 @@ class AgentHandle:
             raise LeadCallError(
                 "agent", f"agent {self.label}: its session id is unknown", category="invalid_request"
             )
-        details = await self.lead._call_ok(
+        details = await self.lead.call_ok(
             "agent", {"action": "continue", "session": self.session_id, "task": task}
         )
         return AgentHandle(

@@ -193,7 +193,8 @@ class Lead:
         details = result.details if isinstance(result.details, dict) else None
         return ToolOutcome(not result.is_error, text, details=details)
 
-    async def _call_ok(self, tool_name: str, args: dict[str, Any]) -> dict[str, Any]:
+    async def call_ok(self, tool_name: str, args: dict[str, Any]) -> dict[str, Any]:
+        """`call`, raising `LeadCallError` when the tool answers with an error; the result's details."""
         outcome = await self.call(tool_name, args)
         if not outcome.ok:
             raise LeadCallError(tool_name, outcome.text, category=outcome.category, details=outcome.details)
@@ -351,7 +352,7 @@ class Lead:
             args["cwd"] = cwd
         if files is not None:
             args["files"] = list(files)
-        details = await self._call_ok("agent", args)
+        details = await self.call_ok("agent", args)
         return AgentHandle(
             self,
             str(details["agent"]),
@@ -365,7 +366,7 @@ class Lead:
 
     async def agents(self) -> list[AgentRow]:
         """The agents this lead can see (`agent` action `list`), as typed rows."""
-        details = await self._call_ok("agent", {"action": "list"})
+        details = await self.call_ok("agent", {"action": "list"})
         return [AgentRow.from_record(record) for record in details.get("agents", [])]
 
     async def spawn(self, name: str, prompt: str, **fields: Any) -> dict[str, Any]:
@@ -376,7 +377,7 @@ class Lead:
         Raises:
             LeadCallError: the call failed (its `category` says why).
         """
-        return await self._call_ok("spawn_agent", {"name": name, "prompt": prompt, **fields})
+        return await self.call_ok("spawn_agent", {"name": name, "prompt": prompt, **fields})
 
     async def spawn_swarm(
         self,
@@ -398,7 +399,7 @@ class Lead:
             args["defaults"] = defaults
         if completion_group is not None:
             args["completion_group"] = completion_group
-        return await self._call_ok("spawn_swarm_agents", args)
+        return await self.call_ok("spawn_swarm_agents", args)
 
     def record_report_acceptance(
         self, report_id: str, state: str, reason: str | None = None

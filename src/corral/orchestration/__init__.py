@@ -7,7 +7,16 @@ Public names are re-exported here; the implementation lives in private modules.
 from corral.trust import TrustStoreError, is_trusted, trust_project, trust_store_path, untrust_project
 
 from .agents._controller import Controller
-from .agents._definitions import (
+from .agents.results import (
+    CloseResult,
+    DelegateResult,
+    InspectResult,
+    ListResult,
+    ReplyResult,
+    SteerResult,
+    TranscriptResult,
+)
+from .definitions._roster import (
     AgentDefinition,
     DefinitionIssue,
     DefinitionLayer,
@@ -24,15 +33,6 @@ from .agents._definitions import (
     model_names,
     project_definitions_dir,
     user_definitions_dir,
-)
-from .agents.results import (
-    CloseResult,
-    DelegateResult,
-    InspectResult,
-    ListResult,
-    ReplyResult,
-    SteerResult,
-    TranscriptResult,
 )
 from .errors import (
     ERROR_CATEGORIES,

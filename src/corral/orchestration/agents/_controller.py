@@ -20,7 +20,6 @@ from dataclasses import dataclass, replace
 from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
-from corral.orchestration.agents._definitions import leaf_projection
 from corral.orchestration.agents._delegation import DelegateMixin
 from corral.orchestration.agents.results import (
     CloseResult,
@@ -30,6 +29,7 @@ from corral.orchestration.agents.results import (
     SteerResult,
     TranscriptResult,
 )
+from corral.orchestration.definitions._roster import leaf_projection
 from corral.orchestration.errors import (
     InvalidRequestError,
     ManagedAgentBusyError,

@@ -22,13 +22,13 @@ from corral import _paths
 from corral.agent import AgentSession, AgentTool, build_system_prompt
 from corral.agent.tools import ALL_TOOL_NAMES, create_builtin_tools
 from corral.llm import Model, ThinkingLevel, parse_model_ref
-from corral.orchestration.agents._definitions import (
+from corral.orchestration.agents.results import DelegateResult
+from corral.orchestration.definitions._roster import (
     AgentDefinition,
     RuntimeKind,
     is_delegating,
     leaf_projection,
 )
-from corral.orchestration.agents.results import DelegateResult
 from corral.orchestration.errors import (
     InternalFailureError,
     InvalidRequestError,

@@ -32,7 +32,7 @@ from pathlib import Path
 from typing import TYPE_CHECKING, Any, TypeVar
 
 from corral.agent import AgentSession, AgentSettledEvent
-from corral.orchestration.agents._definitions import ModelNames, Roster, load_roster, model_names
+from corral.orchestration.definitions._roster import ModelNames, Roster, load_roster, model_names
 from corral.orchestration.errors import OrchestrationError
 from corral.orchestration.kernel._caller import Caller
 from corral.orchestration.kernel._child import RETIRED_ENTRY, ManagedChild

@@ -16,7 +16,7 @@ from dataclasses import KW_ONLY, dataclass
 from pathlib import Path
 from typing import Literal
 
-from corral.orchestration.agents._definitions import RuntimeKind
+from corral.orchestration.definitions._roster import RuntimeKind
 
 __all__ = [
     "AckCode",

@@ -6,7 +6,7 @@ may delegate to, and a prompt (the Markdown body).
 
 Three layers are read, lowest first:
 
-1. bundled — `corral/orchestration/agents/definitions/` in the package;
+1. bundled — `corral/orchestration/definitions/bundled/` in the package;
 2. project — `<cwd>/.claude/agents/` (Claude Code files), `<cwd>/.pi/agents/`
    (Pi files), then `<cwd>/.corral/agents/`, counted only when the user trusted
    the project (`is_trusted`, `corral trust`); otherwise its definitions are
@@ -355,7 +355,7 @@ class Roster:
 
 def bundled_definitions_dir() -> Path:
     """The package's own definitions."""
-    return Path(__file__).resolve().parent / "definitions"
+    return Path(__file__).resolve().parent / "bundled"
 
 
 def project_definitions_dir(cwd: Path) -> Path:
