@@ -46,9 +46,9 @@ from corral.llm._model import (
 )
 
 from ._convert import (
+    IncrementalConversion,
     pi_api_name,
     responses_reasoning_signature,
-    to_model_messages,
     to_model_settings,
     to_request_parameters,
 )
@@ -60,6 +60,9 @@ if TYPE_CHECKING:
     from pydantic_ai.usage import RequestUsage
 
 __all__ = ["PydanticAIModel"]
+
+_KEPT_CONVERSIONS = 8
+"""Sessions whose converted history a model keeps (the least recently used one goes first)."""
 
 
 @dataclass
@@ -272,8 +275,8 @@ def normalise_usage(usage: RequestUsage) -> Usage:
     )
 
 
-def _for_compatible_server(messages: list[ModelMessage]) -> list[ModelMessage]:
-    """The history in the plainest Chat Completions shapes, which every compatible server reads.
+def _compatible_message(message: ModelMessage) -> ModelMessage:
+    """One history message in the plainest Chat Completions shapes, which every compatible server reads.
 
     A user message of text only is sent as one string, not a list of text parts (llama.cpp's
     chat templates fail on lists: `can only concatenate str (not "list") to str`), and a reply
@@ -283,25 +286,23 @@ def _for_compatible_server(messages: list[ModelMessage]) -> list[ModelMessage]:
     """
     from pydantic_ai.messages import ModelRequest, ModelResponse, TextPart, ToolCallPart, UserPromptPart
 
-    out: list[ModelMessage] = []
-    for message in messages:
-        if isinstance(message, ModelResponse):
-            parts = message.parts
-            if any(isinstance(p, ToolCallPart) for p in parts) and not any(
-                isinstance(p, TextPart) for p in parts
-            ):
-                message = replace(message, parts=[TextPart(""), *parts])
-        elif isinstance(message, ModelRequest):
-            request_parts = []
-            for part in message.parts:
-                if isinstance(part, UserPromptPart) and not isinstance(part.content, str):
-                    texts = [item for item in part.content if isinstance(item, str)]
-                    if len(texts) == len(part.content):
-                        part = replace(part, content="\n".join(texts))
-                request_parts.append(part)
-            message = replace(message, parts=request_parts)
-        out.append(message)
-    return out
+    if isinstance(message, ModelResponse):
+        parts = message.parts
+        if any(isinstance(p, ToolCallPart) for p in parts) and not any(
+            isinstance(p, TextPart) for p in parts
+        ):
+            return replace(message, parts=[TextPart(""), *parts])
+        return message
+    if isinstance(message, ModelRequest):
+        request_parts = []
+        for part in message.parts:
+            if isinstance(part, UserPromptPart) and not isinstance(part.content, str):
+                texts = [item for item in part.content if isinstance(item, str)]
+                if len(texts) == len(part.content):
+                    part = replace(part, content="\n".join(texts))
+            request_parts.append(part)
+        return replace(message, parts=request_parts)
+    return message
 
 
 def _response_parts_as_events(response: ModelResponse) -> list[ModelResponseStreamEvent]:
@@ -329,6 +330,20 @@ class PydanticAIModel(Model):
         super().__init__(info)
         self.pai_model = pai_model
         self.streaming = streaming
+        self._conversions: dict[str | None, IncrementalConversion] = {}
+
+    def _conversion(self, session_id: str | None) -> IncrementalConversion:
+        """The conversion kept for one session's requests (a model may serve several sessions)."""
+        conversion = self._conversions.pop(session_id, None)
+        if conversion is None:
+            compatible = self.info.api == "openai-chat" and self.info.provider != "openai"
+            conversion = IncrementalConversion(
+                self.info, self.pai_model.system, _compatible_message if compatible else None
+            )
+        self._conversions[session_id] = conversion  # most recent last
+        while len(self._conversions) > _KEPT_CONVERSIONS:
+            del self._conversions[next(iter(self._conversions))]
+        return conversion
 
     def _adaptive_thinking(self) -> bool:
         if self.info.api != "anthropic":
@@ -356,9 +371,7 @@ class PydanticAIModel(Model):
         response: ModelResponse | None = None
         failure: BaseException | None = None
         try:
-            messages = to_model_messages(context, self.info, self.pai_model.system)
-            if self.info.api == "openai-chat" and self.info.provider != "openai":
-                messages = _for_compatible_server(messages)
+            messages = self._conversion(options.session_id).convert(context)
             parameters = to_request_parameters(context.tools)
             settings = to_model_settings(self.info, options, adaptive_thinking=self._adaptive_thinking())
             if self.streaming:

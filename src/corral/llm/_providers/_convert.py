@@ -33,7 +33,7 @@ from __future__ import annotations
 import base64
 import json
 import re
-from collections.abc import Sequence
+from collections.abc import Callable, Sequence
 from typing import Any, Literal, cast
 
 from pydantic_ai.messages import (
@@ -73,6 +73,7 @@ __all__ = [
     "ANTHROPIC_THINKING_BUDGETS",
     "DEFAULT_MAX_TOKENS_CAP",
     "NO_RESULT_TEXT",
+    "IncrementalConversion",
     "pi_api_name",
     "responses_reasoning_signature",
     "sanitize_surrogates",
@@ -307,6 +308,36 @@ class _Converter:
             self.parts.append(part)
 
 
+def _feed(converter: _Converter, message: AgentMessage) -> None:
+    if isinstance(message, UserMessage):
+        converter.user(message)
+    elif isinstance(message, AssistantMessage):
+        converter.assistant(message)
+    elif isinstance(message, ToolResultMessage):
+        converter.tool_result(message)
+    else:
+        # The agent loop converts other roles before a request; anything left is sent as user text.
+        text = getattr(message, "content", None) or getattr(message, "summary", None) or ""
+        converter.user(UserMessage(content=text if isinstance(text, str | list) else str(text)))
+
+
+def _finish(converter: _Converter, done: list[ModelMessage]) -> list[ModelMessage]:
+    """The request's messages: `done`, then the pending parts (and synthetic results for open calls).
+
+    Leaves `converter` as it was, so it can take more messages later.
+    """
+    outcome: Literal["failed", "success"] = "failed" if converter.error_flag else "success"
+    tail = [
+        *converter.parts,
+        *(
+            ToolReturnPart(name, NO_RESULT_TEXT, call_id, outcome=outcome)
+            for call_id, name in converter.open_calls.items()
+        ),
+    ]
+    messages = [*done, ModelRequest(parts=tail)] if tail else list(done)
+    return messages or [ModelRequest(parts=[UserPromptPart("")])]
+
+
 def to_model_messages(context: LlmContext, info: ModelInfo, pai_provider: str) -> list[ModelMessage]:
     """The conversation as pydantic-ai messages, system prompt first.
 
@@ -318,26 +349,74 @@ def to_model_messages(context: LlmContext, info: ModelInfo, pai_provider: str) -
     Returns:
         Alternating `ModelRequest` / `ModelResponse` messages; never empty.
     """
-    converter = _Converter(info, pai_provider)
-    if context.system_prompt:
-        converter.parts.append(SystemPromptPart(sanitize_surrogates(context.system_prompt)))
-    messages: Sequence[AgentMessage] = context.messages
-    for message in messages:
-        if isinstance(message, UserMessage):
-            converter.user(message)
-        elif isinstance(message, AssistantMessage):
-            converter.assistant(message)
-        elif isinstance(message, ToolResultMessage):
-            converter.tool_result(message)
-        else:
-            # The agent loop converts other roles before a request; anything left is sent as user text.
-            text = getattr(message, "content", None) or getattr(message, "summary", None) or ""
-            converter.user(UserMessage(content=text if isinstance(text, str | list) else str(text)))
-    converter.close_open_calls()
-    converter.flush()
-    if not converter.messages:
-        converter.messages.append(ModelRequest(parts=[UserPromptPart("")]))
-    return converter.messages
+    return IncrementalConversion(info, pai_provider).convert(context)
+
+
+class IncrementalConversion:
+    """`to_model_messages` for one conversation, request after request, converting only what is new.
+
+    The agent loop's context only grows between requests (replies, tool results,
+    steering and follow-up messages are appended); the messages already
+    converted keep their pydantic-ai form, and only the new ones are converted.
+    Anything else — a compaction or a branch switch replacing messages, a
+    different system prompt — is seen by comparing the context with the
+    messages converted last time (by identity, in order), and the whole
+    conversation is converted afresh. The result is always what
+    `to_model_messages` would build from scratch.
+
+    Args:
+        info: The model the requests go to.
+        pai_provider: pydantic-ai's provider name for that model.
+        adjust: Applied to each finished pydantic-ai message before it is kept (the
+            plain shapes compatible servers need).
+    """
+
+    def __init__(
+        self,
+        info: ModelInfo,
+        pai_provider: str,
+        adjust: Callable[[ModelMessage], ModelMessage] | None = None,
+    ) -> None:
+        self.info = info
+        self.pai_provider = pai_provider
+        self.adjust = adjust
+        self._system_prompt: str | None = None
+        self._sources: list[AgentMessage] = []
+        self._converter = _Converter(info, pai_provider)
+        self._done: list[ModelMessage] = []
+        self.rebuilds = 0
+        """How many times the whole conversation was converted (the first request included)."""
+
+    def _matches(self, context: LlmContext) -> bool:
+        messages = context.messages
+        sources = self._sources
+        if self._system_prompt != context.system_prompt or len(messages) < len(sources):
+            return False
+        return all(ours is theirs for ours, theirs in zip(sources, messages, strict=False))
+
+    def convert(self, context: LlmContext) -> list[ModelMessage]:
+        """The request's pydantic-ai messages for `context`."""
+        if not self._matches(context):
+            self.rebuilds += 1
+            self._system_prompt = context.system_prompt
+            self._sources = []
+            self._done = []
+            self._converter = _Converter(self.info, self.pai_provider)
+            if context.system_prompt:
+                self._converter.parts.append(SystemPromptPart(sanitize_surrogates(context.system_prompt)))
+        converter = self._converter
+        fresh = context.messages[len(self._sources) :]
+        for message in fresh:
+            _feed(converter, message)
+            self._sources.append(message)
+        if converter.messages:
+            finished = converter.messages
+            converter.messages = []
+            self._done.extend(finished if self.adjust is None else map(self.adjust, finished))
+        result = _finish(converter, self._done)
+        if self.adjust is not None and len(result) > len(self._done):
+            result[len(self._done) :] = map(self.adjust, result[len(self._done) :])
+        return result
 
 
 def to_request_parameters(tools: Sequence[ToolDefinition]) -> ModelRequestParameters:

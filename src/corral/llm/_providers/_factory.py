@@ -27,6 +27,7 @@ _THINKING_FIELDS = ("reasoning_content", "reasoning", "reasoning_text")
 def _pi_chat_model_class() -> type[Any]:
     """pydantic-ai's Chat Completions model, minus the empty thinking fields it adds to tool-call turns.
 
+    Its messages skip the openai SDK's parameter transform (see `_map_messages`).
     pydantic-ai sends `reasoning_content: ""` on a tool-calling assistant turn that
     had no reasoning when another turn of the request has some (for DeepSeek-style
     servers); Pi sends the field only for a reply that reasoned, so corral does too.
@@ -35,7 +36,23 @@ def _pi_chat_model_class() -> type[Any]:
     from pydantic_ai.models.openai import OpenAIChatModel
 
     class PiChatModel(OpenAIChatModel):
+        send_premapped = True
+        """Send the mapped messages in the request body as they are (see `_map_messages`)."""
+
         async def _map_messages(self, messages: Sequence[Any], *args: Any, **kwargs: Any) -> Any:
+            mapped = await self._pi_messages(messages, *args, **kwargs)
+            settings = kwargs.get("model_settings")
+            if self.send_premapped and isinstance(settings, dict):
+                # The openai SDK walks every request parameter against its TypedDicts before
+                # sending (`async_maybe_transform`), which for these plain JSON messages changes
+                # nothing and cost most of a long context's request (30-40 ms at 200 messages,
+                # every turn). The messages go in `extra_body` instead, which the SDK merges
+                # into the body unchanged, in the same place: the bytes sent are the same.
+                settings["extra_body"] = {**(settings.get("extra_body") or {}), "messages": mapped}
+                return []
+            return mapped
+
+        async def _pi_messages(self, messages: Sequence[Any], *args: Any, **kwargs: Any) -> Any:
             mapped = await super()._map_messages(messages, *args, **kwargs)
             thought = [
                 any(isinstance(part, ThinkingPart) for part in message.parts)
