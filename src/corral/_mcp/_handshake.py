@@ -24,7 +24,7 @@ import select
 from dataclasses import dataclass
 from typing import Any
 
-from corral import __version__
+from corral._version import __version__
 
 __all__ = [
     "HANDSHAKE_VERSIONS",
