@@ -392,7 +392,7 @@ def run_once(
                 last_event = time.perf_counter()
                 proc.stdin.close()
                 break
-        proc.stdout.close()
+        threading.Thread(target=proc.stdout.read, daemon=True).start()  # drain what follows
         _, status, usage = os.wait4(proc.pid, 0)
         end = time.perf_counter()
         proc.returncode = os.waitstatus_to_exitcode(status)
