@@ -51,6 +51,45 @@ def test_open_creates_private_directory_and_files(store: Store, db_path: Path) -
         assert _mode(db_path.parent / name) == 0o600, name
 
 
+def test_live_state_writes_group_commit_and_every_other_write_syncs(store: Store, db_path: Path) -> None:
+    generation, task = new_generation(store, session_id="s1", ack=False)
+    run_id = generation.run_id
+    statements: list[str] = []
+    store._conn.set_trace_callback(statements.append)
+
+    def transactions() -> list[list[str]]:
+        """The statements of each transaction, with the pragmas just around it."""
+        groups: list[list[str]] = [[]]
+        for statement in statements:
+            groups[-1].append(statement)
+            if statement in ("COMMIT", "PRAGMA synchronous = FULL") and not (
+                statement == "COMMIT" and groups[-1][0] == "PRAGMA synchronous = NORMAL"
+            ):
+                groups.append([])
+        statements.clear()
+        return [g for g in groups if g]
+
+    store.record_started(run_id, pid=1)
+    store.record_ack(run_id, task.request_id, accepted=True)
+    store.record_activity(run_id)
+    relaxed = transactions()
+    assert len(relaxed) == 3
+    for group in relaxed:  # no fsync of their own: NORMAL around the commit, FULL again after
+        assert group[0] == "PRAGMA synchronous = NORMAL" and group[1] == "BEGIN IMMEDIATE"
+        assert group[-2:] == ["COMMIT", "PRAGMA synchronous = FULL"]
+    store.finalize_generation(run_id, owner_session_id=LEAD)
+    durable = transactions()
+    assert durable and all("PRAGMA synchronous = NORMAL" not in group for group in durable)
+    assert store._conn.execute("PRAGMA synchronous").fetchone()[0] == 2  # FULL
+    # what was group-committed is in the database for any other reader
+    conn = sqlite3.connect(db_path)
+    try:
+        row = conn.execute("SELECT pid, phase FROM generations WHERE run_id = ?", (run_id,)).fetchone()
+    finally:
+        conn.close()
+    assert row == (1, "finalized")
+
+
 def test_open_tightens_an_existing_loose_database_file(db_path: Path) -> None:
     db_path.parent.mkdir(mode=0o755)
     db_path.touch(mode=0o644)

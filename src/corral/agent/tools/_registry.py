@@ -18,7 +18,7 @@ from ._read import ReadTool
 from ._write import WriteTool
 
 if TYPE_CHECKING:
-    from ._sandbox import CommandSandbox
+    from ._sandbox import CommandSandbox, ReadGuard
 
 __all__ = ["ALL_TOOL_NAMES", "DEFAULT_TOOL_NAMES", "READ_ONLY_TOOL_NAMES", "create_builtin_tools"]
 
@@ -36,6 +36,7 @@ def create_builtin_tools(
     shell_path: str | None = None,
     names: Iterable[str] | None = None,
     sandbox: CommandSandbox | None = None,
+    guard: ReadGuard | None = None,
 ) -> list[AgentTool]:
     """New instances of the built-in tools, working in `cwd`.
 
@@ -46,6 +47,8 @@ def create_builtin_tools(
             Duplicates are dropped.
         sandbox: Confinement for the bash tool's commands (a read agent's `ReadOnlySandbox`); the
             `read`, `grep`, `find` and `ls` tools then open only what its view shows (`read_guard`).
+        guard: `sandbox.read_guard(cwd)` already built (agents started together share one view);
+            built here when omitted.
 
     Returns:
         One tool per name.
@@ -55,7 +58,10 @@ def create_builtin_tools(
         ValueError: `sandbox` cannot show `cwd` (`/`, or a directory holding `/tmp` or the homes).
     """
     root = Path(cwd)
-    guard = None if sandbox is None else sandbox.read_guard(root)
+    if sandbox is None:
+        guard = None
+    elif guard is None:
+        guard = sandbox.read_guard(root)
     factories: dict[str, Callable[[], AgentTool]] = {
         "read": lambda: ReadTool(root, guard=guard),
         "bash": lambda: BashTool(root, shell_path=shell_path, sandbox=sandbox),

@@ -3,7 +3,9 @@
 `StoreCore.open` creates the data directory `0700` and the database file
 `0600` (its `-wal`/`-shm` files inherit that mode), turns on WAL (checking the
 mode first, never inside a transaction), foreign keys, `busy_timeout` and
-`synchronous = FULL`, and runs the migrations. Read-only stores set
+`synchronous = FULL` (a write marked `durable=False` commits under `NORMAL`
+and rides on the next durable commit's fsync; see `_transaction`), and runs
+the migrations. Read-only stores set
 `PRAGMA query_only`. Every statement goes through `_execute`, which calls the
 optional tracer first; every transaction goes through `_transaction`, which
 issues `BEGIN IMMEDIATE` for writes, rolls back on any exception and turns
@@ -378,18 +380,27 @@ class StoreCore:
         return cast("list[_Row]", self._execute(sql, params).fetchall())
 
     @contextlib.contextmanager
-    def _transaction(self, *, write: bool) -> Iterator[None]:
+    def _transaction(self, *, write: bool, durable: bool = True) -> Iterator[None]:
         """One transaction: `BEGIN IMMEDIATE` for writes, deferred for consistent reads.
 
         Rolls back on any exception (including a failing `COMMIT`) and maps
         `sqlite3` errors to orchestration errors so none crosses the layer.
+        A write with `durable=False` commits under `synchronous = NORMAL`: no
+        fsync of its own; in WAL mode its frames become durable with the next
+        durable commit (group commit). A process crash loses nothing either
+        way (the WAL is already written); only a power loss or OS crash can
+        lose such a commit, so it is used only for live-process state that a
+        restart re-derives (activity, acks, the runtime's start).
         """
         with self._lock:
             if self._closed:
                 raise StoreError("The corral store is closed; open it again.")
             if write and self._readonly:
                 raise StoreError("The corral store was opened read-only; open it read-write to change it.")
+            relaxed = write and not durable
             try:
+                if relaxed:
+                    self._conn.execute("PRAGMA synchronous = NORMAL")
                 self._execute("BEGIN IMMEDIATE" if write else "BEGIN")
                 try:
                     yield
@@ -398,6 +409,9 @@ class StoreCore:
                     if self._conn.in_transaction:
                         self._conn.execute("ROLLBACK")
                     raise
+                finally:
+                    if relaxed:
+                        self._conn.execute("PRAGMA synchronous = FULL")
             except sqlite3.OperationalError as exc:
                 if "locked" in str(exc) or "busy" in str(exc):
                     raise ManagedAgentBusyError(
@@ -412,8 +426,8 @@ class StoreCore:
             except sqlite3.Error as exc:
                 raise StoreError(f"Corral database constraint or operation failed: {exc}") from exc
 
-    def _write(self, body: Callable[[], _T]) -> _T:
-        with self._transaction(write=True):
+    def _write(self, body: Callable[[], _T], *, durable: bool = True) -> _T:
+        with self._transaction(write=True, durable=durable):
             return body()
 
     def _read(self, body: Callable[[], _T]) -> _T:

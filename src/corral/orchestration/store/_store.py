@@ -144,7 +144,8 @@ class Store(TeamStore, ChecksStore, GroupsStore, CheckpointsStore, WorktreesStor
         """Record that the runtime started the agent, with its runtime identity.
 
         Identity fields already recorded must not change (a different value raises
-        `TargetAmbiguousError`); missing ones are filled in.
+        `TargetAmbiguousError`); missing ones are filled in. Group-committed (no fsync of
+        its own): after a power loss the runtime it names is gone anyway.
         """
 
         def body() -> GenerationRecord:
@@ -186,7 +187,7 @@ class Store(TeamStore, ChecksStore, GroupsStore, CheckpointsStore, WorktreesStor
             )
             return self._reload(run_id)
 
-        return self._write(body)
+        return self._write(body, durable=False)
 
     def transfer_runtime(self, run_id: str, *, owner_session_id: str, host_id: str) -> GenerationRecord:
         """Move a live in-process generation to the tmux runtime (a handoff), in one transaction.
@@ -226,7 +227,8 @@ class Store(TeamStore, ChecksStore, GroupsStore, CheckpointsStore, WorktreesStor
         """Record progress of an active assignment (and the latest context token count).
 
         `last_activity_at` only moves forward, and only while the assignment is
-        active; tokens are recorded for any live generation.
+        active; tokens are recorded for any live generation. Group-committed (no fsync
+        of its own).
 
         Raises:
             TargetNotFoundError: No live generation `run_id`.
@@ -244,7 +246,7 @@ class Store(TeamStore, ChecksStore, GroupsStore, CheckpointsStore, WorktreesStor
                 (activity, tokens, self._clock(), run_id),
             )
 
-        self._write(body)
+        self._write(body, durable=False)
 
     def mark_presence(
         self, run_id: str, presence: Presence, *, diagnostic: str | None = None
@@ -431,7 +433,8 @@ class Store(TeamStore, ChecksStore, GroupsStore, CheckpointsStore, WorktreesStor
         """Record the child's acknowledgement of a request.
 
         An accepted `task` makes the generation `active`; an accepted `reply`
-        answers its ask. Repeating the same ack is a no-op that returns the
+        answers its ask. Group-committed (no fsync of its own): an ack is the live
+        child's, and no child outlives a power loss. Repeating the same ack is a no-op that returns the
         stored request; a conflicting second ack raises.
 
         Raises:
@@ -481,7 +484,7 @@ class Store(TeamStore, ChecksStore, GroupsStore, CheckpointsStore, WorktreesStor
             )
             return self._owned_request(run_id, request_id)
 
-        return self._write(body)
+        return self._write(body, durable=False)
 
     # --- asks -----------------------------------------------------------------------------------
 

@@ -36,7 +36,13 @@ from typing import TYPE_CHECKING, Any, Literal
 from pydantic import ValidationError
 
 from corral.agent import AgentSession, AgentTool, build_system_prompt
-from corral.agent.tools import ReadOnlySandbox, SandboxStatus, create_builtin_tools, read_sandbox_policy
+from corral.agent.tools import (
+    ReadGuard,
+    ReadOnlySandbox,
+    SandboxStatus,
+    create_builtin_tools,
+    read_sandbox_policy,
+)
 from corral.llm import parse_model_ref
 from corral.orchestration.errors import (
     InvalidRequestError,
@@ -148,6 +154,9 @@ class _Prepared:
     continue_from: str | None = None
     checks: tuple[CheckSpec, ...] = ()
     max_repair_attempts: int = 0
+    read_guard: ReadGuard | None = None
+    """The read sandbox's view of `cwd`, built at admission; shared by a swarm's members that
+    start together (one view per directory, not per agent), rebuilt for a queued start."""
 
 
 @dataclass(slots=True)
@@ -356,11 +365,13 @@ class Teams(TeamReportsMixin, TeamControlMixin):
         parent: TeamChild | None = None,
         name: str | None = None,
         slot: tuple[str, str] | None = None,
+        guards: dict[Path, ReadGuard] | None = None,
     ) -> SpawnOutcome:
         """`spawn_agent`: validate, reserve capacity, launch now or queue; never waits for the work.
 
         `name` replaces a generated name (swarms choose members' names up front); `slot` is the
-        member's `(group id, slot id)` in a completion group.
+        member's `(group id, slot id)` in a completion group; `guards` holds the read sandbox's
+        views already built by this call, by directory (a swarm builds one per directory).
         """
         with error_context("spawn_agent"):
             prepared = self._prepare(caller, request, parent=parent)
@@ -368,7 +379,7 @@ class Teams(TeamReportsMixin, TeamControlMixin):
                 prepared.name = name
             if slot is not None:
                 prepared.group_id, prepared.slot_id = slot
-            return await self._admit(prepared)
+            return await self._admit(prepared, {} if guards is None else guards)
 
     async def spawn_swarm(
         self,
@@ -407,10 +418,13 @@ class Teams(TeamReportsMixin, TeamControlMixin):
             spawned: list[dict[str, Any]] = []
             failed: list[dict[str, str]] = []
             lines: list[str] = []
+            guards: dict[Path, ReadGuard] = {}
             for index, member in enumerate(request.members):
                 slot = slots[index]
                 try:
-                    outcome = await self.spawn(caller, member, parent=parent, name=names[index], slot=slot)
+                    outcome = await self.spawn(
+                        caller, member, parent=parent, name=names[index], slot=slot, guards=guards
+                    )
                 except OrchestrationError as exc:
                     failed.append({"name": names[index], "error": str(exc)})
                     lines.append(f"- {names[index]}: failed — {exc}")
@@ -447,14 +461,15 @@ class Teams(TeamReportsMixin, TeamControlMixin):
             text += "\nReports arrive automatically as new turns; end your turn to wait."
             return SwarmOutcome(text, details)
 
-    async def _admit(self, prepared: _Prepared) -> SpawnOutcome:
+    async def _admit(self, prepared: _Prepared, guards: dict[Path, ReadGuard]) -> SpawnOutcome:
         if prepared.tier.role == "read":  # refuse before anything changes
             sandbox = await self.read_sandbox(prepared.name)
             if sandbox is not None:
                 try:
-                    sandbox.read_guard(prepared.cwd)
+                    guard = guards.get(prepared.cwd) or sandbox.read_guard(prepared.cwd)
                 except ValueError as exc:
                     raise InvalidRequestError(f"Read agent {prepared.name} was not started: {exc}.") from None
+                guards[prepared.cwd] = prepared.read_guard = guard
         store = self.host.store
         lead = prepared.lead_session_id
         capacity = self.capacity(lead)
@@ -480,6 +495,7 @@ class Teams(TeamReportsMixin, TeamControlMixin):
                 raise
             sandbox_off = self.host.settings.teams.read_sandbox == "off"
             return SpawnOutcome(_started_text(details, sandbox_off=sandbox_off), details)
+        prepared.read_guard = None  # it starts later: it gets a view of the directory as it is then
         self.pending[(lead, prepared.name)] = (reservation, prepared)
         if prepared.slot_id is not None:
             self.groups.queued(prepared.slot_id, str(reservation.id))
@@ -699,6 +715,7 @@ class Teams(TeamReportsMixin, TeamControlMixin):
                 store.set_session_context_path(generation.run_id, str(context_path))
             if sandbox is not None and context_path is not None:  # its snapshot lives under $CORRAL_HOME
                 sandbox = sandbox.with_policy(replace(sandbox.policy, read_files=(context_path,)))
+                prepared.read_guard = None  # another policy: another view
             agent = self._build_agent(prepared, session, member, sandbox, eligible=eligible)
             session.flush()
             child = TeamChild(
@@ -790,7 +807,11 @@ class Teams(TeamReportsMixin, TeamControlMixin):
         read = prepared.tier.role == "read"
         names = list(READ_TIER_TOOL_NAMES) if read else None
         tools: list[AgentTool] = create_builtin_tools(
-            prepared.cwd, shell_path=settings.shell_path, names=names, sandbox=sandbox if read else None
+            prepared.cwd,
+            shell_path=settings.shell_path,
+            names=names,
+            sandbox=sandbox if read else None,
+            guard=prepared.read_guard if read else None,
         )
         team = team_name(prepared.lead_session_id)
         if read:

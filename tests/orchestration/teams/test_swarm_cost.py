@@ -1,0 +1,95 @@
+"""What a swarm costs the lead and the host: grouped hand-over of reports, one sandbox view per swarm."""
+
+from __future__ import annotations
+
+import os
+import shutil
+from collections.abc import AsyncIterator
+from pathlib import Path
+from typing import Any
+
+import pytest
+
+from corral.agent.tools import ReadGuard, ReadOnlySandbox
+from corral.orchestration.teams import TEAM_REPORT_TYPE
+
+from ._teams_helpers import eventually, prepare_env, teams_env, write_script
+
+
+@pytest.fixture(autouse=True)
+def _env(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
+    prepare_env(tmp_path, monkeypatch)
+
+
+def _report(content: str) -> dict[str, object]:
+    return {"tool_calls": [{"name": "report_and_exit", "args": {"content": content, "outcome": "succeeded"}}]}
+
+
+def _swarm_script(final: dict[str, object]) -> dict[str, object]:
+    members = [{"name": f"r{k}", "prompt": f"part {k}", "model_slot": "read-review"} for k in (1, 2, 3)]
+    return {
+        "steps": [
+            {"tool_calls": [{"name": "spawn_swarm_agents", "args": {"agents": members}}]},
+            {"text": "Waiting for the reports."},
+            final,
+        ],
+        "on_exhausted": "repeat_last",
+        "agents": {f"r{k}": [_report(f"full report number {k}")] for k in (1, 2, 3)},
+    }
+
+
+async def test_reports_that_arrive_while_the_lead_is_busy_cost_it_one_request_together(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    final = {
+        "expect": {"context_contains": [f"full report number {k}" for k in (1, 2, 3)]},
+        "text": "All three are in.",
+    }
+    write_script(tmp_path, "lead", _swarm_script(final))
+    async with teams_env(tmp_path, "lead") as env:
+        model = env.lead.model
+        stream = model.stream
+        requests: list[int] = []
+
+        async def held_stream(*args: Any, **kwargs: Any) -> AsyncIterator[Any]:
+            requests.append(len(requests) + 1)
+            if len(requests) == 2:  # the lead is busy while every report arrives
+                await eventually(lambda: env.lead.pending_message_count == 3)
+            async for event in stream(*args, **kwargs):
+                yield event
+
+        monkeypatch.setattr(model, "stream", held_stream)
+        await env.lead.prompt("go")
+        await env.quiet()
+        # spawn, "waiting", then one request with all three reports (one per report would be five)
+        assert len(requests) == 3
+        assert env.lead.last_assistant_text() == "All three are in."
+        reports = env.lead_custom(TEAM_REPORT_TYPE)
+        assert sorted(r["details"]["name"] for r in reports) == ["r1", "r2", "r3"]  # each exactly once
+
+
+async def test_a_swarms_read_agents_share_one_sandbox_view_of_their_directory(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    if shutil.which("bwrap") is None:
+        if os.environ.get("CI") == "true":
+            pytest.fail("bubblewrap must be installed in CI")
+        pytest.skip("bubblewrap is not installed")
+    views: list[ReadGuard] = []
+    build = ReadOnlySandbox.read_guard
+
+    def counted(self: ReadOnlySandbox, cwd: Path) -> ReadGuard:
+        views.append(build(self, cwd))
+        return views[-1]
+
+    monkeypatch.setattr(ReadOnlySandbox, "read_guard", counted)
+    write_script(tmp_path, "lead", _swarm_script({"text": "done"}))
+    async with teams_env(tmp_path, "lead") as env:
+        await env.lead.prompt("go")
+        await env.quiet()
+        spawned = env.tool_results("spawn_swarm_agents")[0]["details"]["spawned"]
+        assert [s["sandbox"] for s in spawned] == ["enforced"] * 3
+        reports = env.lead_custom(TEAM_REPORT_TYPE)
+        assert sorted(r["details"]["name"] for r in reports) == ["r1", "r2", "r3"]
+    # one view for the three members (each used to build two: the admission check and its tools)
+    assert len(views) == 1
