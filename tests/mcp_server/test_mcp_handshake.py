@@ -16,10 +16,10 @@ import anyio
 import mcp_types
 import pytest
 from mcp.shared.message import SessionMessage
-from mcp_types.version import HANDSHAKE_PROTOCOL_VERSIONS
+from mcp_types.version import HANDSHAKE_PROTOCOL_VERSIONS, MODERN_PROTOCOL_VERSIONS
 
-from corral._mcp._handshake import HANDSHAKE_VERSIONS, EarlyInitialize, early_initialize
-from corral._mcp._replay import AnswerOnce, InitializeMismatch, parse_line
+from corral._mcp._handshake import HANDSHAKE_VERSIONS, MODERN_VERSIONS, EarlyAnswer, early_answer
+from corral._mcp._replay import AnswerOnce, EarlyAnswerMismatch, parse_line
 from corral._mcp._server import build_server
 from corral._mcp._slot import LeadSlot
 
@@ -45,6 +45,21 @@ def _initialize(
     return (json.dumps(message) + "\n").encode()
 
 
+def _discover(
+    request_id: int | str = 1,
+    capabilities: dict[str, Any] | None = None,
+    client: dict[str, Any] | None = None,
+) -> bytes:
+    meta: dict[str, Any] = {
+        "io.modelcontextprotocol/protocolVersion": "2026-07-28",
+        "io.modelcontextprotocol/clientCapabilities": capabilities or {},
+    }
+    if client is not None:
+        meta["io.modelcontextprotocol/clientInfo"] = client
+    message = {"jsonrpc": "2.0", "id": request_id, "method": "server/discover", "params": {"_meta": meta}}
+    return (json.dumps(message) + "\n").encode()
+
+
 @contextlib.asynccontextmanager
 async def _no_lead() -> AsyncIterator[Any]:
     raise AssertionError("answering initialize must not open the lead")
@@ -65,8 +80,9 @@ async def _sdk_answer(line: bytes, *, elicit: bool) -> dict[str, Any]:
     return dict(json.loads(answer.message.model_dump_json(by_alias=True, exclude_unset=True)))
 
 
-def test_the_handshake_versions_are_the_sdks() -> None:
+def test_the_protocol_versions_are_the_sdks() -> None:
     assert tuple(HANDSHAKE_PROTOCOL_VERSIONS) == HANDSHAKE_VERSIONS
+    assert tuple(MODERN_PROTOCOL_VERSIONS) == MODERN_VERSIONS
 
 
 @pytest.mark.parametrize("version", [*HANDSHAKE_VERSIONS, "2026-07-28", "1999-01-01"])
@@ -82,8 +98,25 @@ async def test_the_early_answer_is_the_one_the_sdk_gives(
     version: str, request_id: int | str, capabilities: dict[str, Any], elicit: bool
 ) -> None:
     line = _initialize(version, request_id, capabilities)
-    early = early_initialize(line)
+    early = early_answer(line)
     assert early is not None
+    assert json.loads(early.wire()) == early.response == await _sdk_answer(line, elicit=elicit)
+
+
+@pytest.mark.parametrize(
+    ("request_id", "capabilities", "client"),
+    [
+        (1, {}, None),
+        ("d-1", {"elicitation": {}, "extensions": {}}, {"name": "test", "version": "0", "title": "T"}),
+    ],
+)
+@pytest.mark.parametrize("elicit", [False, True])
+async def test_the_early_discover_answer_is_the_one_the_sdk_gives(
+    request_id: int | str, capabilities: dict[str, Any], client: dict[str, Any] | None, elicit: bool
+) -> None:
+    line = _discover(request_id, capabilities, client)
+    early = early_answer(line)
+    assert early is not None and early.method == "server/discover"
     assert json.loads(early.wire()) == early.response == await _sdk_answer(line, elicit=elicit)
 
 
@@ -100,10 +133,13 @@ async def test_the_early_answer_is_the_one_the_sdk_gives(
             b'{"jsonrpc":"2.0","id":1,"method":"server/discover","params":{"_meta":{'
             b'"io.modelcontextprotocol/protocolVersion":"2026-07-28"}}}\n'
         ),
+        _discover().replace(b"2026-07-28", b"2025-11-25"),
+        _discover(client={"name": "no version"}),
+        _discover().replace(b'"params": {', b'"params": {"cursor": "x", '),
     ],
 )
 def test_first_lines_the_sdk_must_answer_get_no_early_answer(line: bytes) -> None:
-    assert early_initialize(line) is None
+    assert early_answer(line) is None
 
 
 GATED_SERVER = """\
@@ -171,9 +207,9 @@ def test_initialize_is_answered_before_the_sdk_is_loaded(mcp_env: McpEnv, tmp_pa
         _end(process)
 
 
-def _raw_server(mcp_env: McpEnv) -> subprocess.Popen[bytes]:
+def _raw_server(mcp_env: McpEnv, *args: str) -> subprocess.Popen[bytes]:
     return subprocess.Popen(
-        [str(Path(sys.executable).with_name("corral")), "mcp", "--cwd", str(mcp_env.work)],
+        [str(Path(sys.executable).with_name("corral")), "mcp", "--cwd", str(mcp_env.work), *args],
         env=mcp_env.vars,
         stdin=subprocess.PIPE,
         stdout=subprocess.PIPE,
@@ -216,6 +252,21 @@ def test_an_initialize_the_sdk_refuses_after_the_early_answer_ends_the_server(mc
         _end(process)
 
 
+def test_a_lead_that_cannot_be_opened_ends_the_server_while_the_client_waits(mcp_env: McpEnv) -> None:
+    process = _raw_server(mcp_env, "--session", "no-such-session")
+    assert process.stdin is not None and process.stderr is not None
+    try:
+        process.stdin.write(_initialize())
+        assert "result" in _read_line(process)
+        process.stdin.write(b'{"jsonrpc":"2.0","method":"notifications/initialized"}\n')
+        process.stdin.write(b'{"jsonrpc":"2.0","id":2,"method":"tools/list"}\n')  # and waits, stdin open
+        assert process.wait(timeout=GUARD_S) == 2
+        stderr = process.stderr.readall().decode()
+        assert stderr.startswith("corral: error:") and "no-such-session" in stderr, stderr
+    finally:
+        _end(process)
+
+
 class _Sink:
     def __init__(self) -> None:
         self.sent: list[SessionMessage] = []
@@ -228,7 +279,7 @@ class _Sink:
 
 
 async def _answer_once(
-    early: EarlyInitialize, answer: mcp_types.JSONRPCResponse | mcp_types.JSONRPCError
+    early: EarlyAnswer, answer: mcp_types.JSONRPCResponse | mcp_types.JSONRPCError
 ) -> tuple[_Sink, list[BaseException], list[str], bool]:
     opened: list[bool] = []
 
@@ -248,20 +299,20 @@ async def _answer_once(
     return sink, failures, warnings, bool(opened)
 
 
-def _response(early: EarlyInitialize, **changes: Any) -> mcp_types.JSONRPCResponse:
+def _response(early: EarlyAnswer, **changes: Any) -> mcp_types.JSONRPCResponse:
     result = {**early.response["result"], **changes}
     return mcp_types.JSONRPCResponse(jsonrpc="2.0", id=early.request_id, result=result)
 
 
 async def test_the_sdks_matching_answer_is_dropped_and_the_lead_opens() -> None:
-    early = early_initialize(_initialize())
+    early = early_answer(_initialize())
     assert early is not None
     sink, failures, warnings, opened = await _answer_once(early, _response(early))
     assert (sink.sent, failures, warnings, opened) == ([], [], [], True)
 
 
 async def test_a_different_sdk_answer_is_a_warning() -> None:
-    early = early_initialize(_initialize())
+    early = early_answer(_initialize())
     assert early is not None
     sink, failures, warnings, _ = await _answer_once(early, _response(early, instructions="other"))
     assert sink.sent == [] and failures == []
@@ -269,9 +320,9 @@ async def test_a_different_sdk_answer_is_a_warning() -> None:
 
 
 async def test_another_protocol_version_from_the_sdk_is_a_failure() -> None:
-    early = early_initialize(_initialize("2025-06-18"))
+    early = early_answer(_initialize("2025-06-18"))
     assert early is not None
     sink, failures, _, opened = await _answer_once(early, _response(early, protocolVersion="2025-11-25"))
     assert sink.sent == [] and not opened
-    assert len(failures) == 1 and isinstance(failures[0], InitializeMismatch)
-    assert "negotiated protocol 2025-11-25 where corral had answered 2025-06-18" in str(failures[0])
+    assert len(failures) == 1 and isinstance(failures[0], EarlyAnswerMismatch)
+    assert "with protocolVersion 2025-11-25 where corral had answered 2025-06-18" in str(failures[0])

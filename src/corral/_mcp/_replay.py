@@ -2,8 +2,8 @@
 
 `ReplayFirst` hands the SDK the client's first line (read before the SDK was loaded) ahead of
 everything its stdio transport reads; `AnswerOnce` sits on the transport's write side, starts
-the lead once the SDK has answered `initialize`, and drops that answer when corral already gave
-it early — after checking the two agree. A different protocol version or a refusal ends the
+the lead once the SDK has answered that opening request, and drops the answer when corral already
+gave it early — after checking the two agree. A different protocol version or a refusal ends the
 server (the client would otherwise believe in a session the SDK never accepted); any other
 difference is one warning on stderr.
 """
@@ -22,14 +22,14 @@ from mcp.shared.message import SessionMessage
 
 from corral.errors import CorralError
 
-from ._handshake import EarlyInitialize
+from ._handshake import EarlyAnswer
 from ._slot import LeadSlot
 
-__all__ = ["AnswerOnce", "InitializeMismatch", "ReplayFirst", "parse_line"]
+__all__ = ["AnswerOnce", "EarlyAnswerMismatch", "ReplayFirst", "parse_line"]
 
 
-class InitializeMismatch(CorralError):
-    """The SDK answered the client's `initialize` otherwise than corral's early answer."""
+class EarlyAnswerMismatch(CorralError):
+    """The SDK answered the client's opening request otherwise than corral's early answer."""
 
 
 def parse_line(line: bytes) -> SessionMessage | Exception:
@@ -83,7 +83,7 @@ class ReplayFirst:
 
 
 class AnswerOnce:
-    """A write stream over `stream` that starts `slot` once `initialize` is answered.
+    """A write stream over `stream` that starts `slot` once the client's opening request is answered.
 
     With `early` (the answer corral already wrote), the SDK's answer to that request is checked
     against it and not written again: a refusal or another protocol version is reported to
@@ -95,7 +95,7 @@ class AnswerOnce:
         stream: Any,
         slot: LeadSlot,
         *,
-        early: EarlyInitialize | None,
+        early: EarlyAnswer | None,
         failed: Callable[[BaseException], None],
         warn: Callable[[str], None],
     ) -> None:
@@ -124,31 +124,32 @@ class AnswerOnce:
             self._slot.start()
 
     def _agrees(self, message: types.JSONRPCResponse | types.JSONRPCError) -> bool:
-        """Whether the SDK accepted the handshake corral answered (reporting any difference)."""
-        assert self._early is not None
+        """Whether the SDK accepted the opening corral answered (reporting any difference)."""
+        early = self._early
+        assert early is not None
         if isinstance(message, types.JSONRPCError):
             self._failed(
-                InitializeMismatch(
-                    f"the MCP SDK refused the client's initialize request ({message.error.message}) after corral "
-                    "had accepted it; please report this with the client's name and version"
+                EarlyAnswerMismatch(
+                    f"the MCP SDK refused the client's {early.method} request ({message.error.message}) after "
+                    "corral had accepted it; please report this with the client's name and version"
                 )
             )
             return False
-        given = self._early.response["result"]
+        given = early.response["result"]
         sdk = json.loads(message.model_dump_json(by_alias=True, exclude_unset=True))["result"]
-        if sdk.get("protocolVersion") != given["protocolVersion"]:
+        if sdk.get(early.decisive) != given[early.decisive]:
             self._failed(
-                InitializeMismatch(
-                    f"the MCP SDK negotiated protocol {sdk.get('protocolVersion')} where corral had answered "
-                    f"{given['protocolVersion']}; please report this with the installed mcp version"
+                EarlyAnswerMismatch(
+                    f"the MCP SDK answered {early.method} with {early.decisive} {sdk.get(early.decisive)} where "
+                    f"corral had answered {given[early.decisive]}; please report this with the installed mcp version"
                 )
             )
             return False
         if sdk != given:
             keys = sorted(key for key in set(sdk) | set(given) if sdk.get(key) != given.get(key))
             self._warn(
-                f"warning: the MCP SDK's initialize answer differs from the one corral sent in {', '.join(keys)}; "
-                "the client was told corral's (please report this with the installed mcp version)"
+                f"warning: the MCP SDK's {early.method} answer differs from the one corral sent in "
+                f"{', '.join(keys)}; the client was told corral's (please report this with the installed mcp version)"
             )
         return True
 

@@ -1,6 +1,6 @@
 """Run the MCP server: stdio (the default) or streamable HTTP on a loopback address.
 
-Over stdio, `main` answers the client's `initialize` before it loads the SDK (see `_handshake.py`).
+Over stdio, `main` answers the client's opening request before it loads the SDK (see `_handshake.py`).
 A non-loopback bind is refused unless `--allow-remote` is given together with a bearer token
 (`--token` or `CORRAL_MCP_TOKEN`); a token, when set, is required on every HTTP request.
 """
@@ -21,10 +21,11 @@ from typing import TYPE_CHECKING, Any
 
 from corral.errors import UsageError
 
-from ._handshake import EarlyInitialize, early_initialize, read_line, write_all
+from ._handshake import EarlyAnswer, early_answer, read_line, write_all
 from ._slot import LeadSlot
 
 if TYPE_CHECKING:
+    import anyio
     from mcp.server import Server
 
     from corral.lead import Lead
@@ -124,8 +125,8 @@ class Opening:
     """The client's first line over stdio, read before the SDK was loaded."""
 
     line: bytes
-    early: EarlyInitialize | None
-    """The `initialize` answer already written for it, if it was one."""
+    early: EarlyAnswer | None
+    """The answer already written for it (to an `initialize` or a `server/discover`), if any."""
 
 
 def _check(options: McpOptions) -> tuple[str, int] | None:
@@ -142,7 +143,7 @@ def _check(options: McpOptions) -> tuple[str, int] | None:
 
 
 def main(options: McpOptions) -> int:
-    """`corral mcp`: check the options, answer a stdio client's `initialize` at once, then serve.
+    """`corral mcp`: check the options, answer a stdio client's opening request at once, then serve.
 
     Returns the exit code (0 also when the client left before its first message).
 
@@ -155,7 +156,7 @@ def main(options: McpOptions) -> int:
         line = read_line(0)
         if line is None:
             return 0
-        early = early_initialize(line)
+        early = early_answer(line)
         if early is not None and not write_all(1, early.wire()):
             return 0
         opening = Opening(line, early)
@@ -195,47 +196,55 @@ async def serve(options: McpOptions, *, opening: Opening | None = None) -> int:
         for warning in lead.warnings:
             _say(f"warning: {warning}")
 
-    serving: asyncio.Task[None] | None = None
-    failure: list[BaseException] = []
-
-    def failed(exc: BaseException) -> None:
-        failure.append(exc)
-        if serving is not None:
-            serving.cancel()
-
-    slot = LeadSlot(opener, failed=failed, opened=opened)
+    stop = _Stop()
+    slot = LeadSlot(opener, failed=stop.fail, opened=opened)
     server = build_server(slot, elicit=options.elicit)
     try:
         if bind is None:
-            serving = asyncio.create_task(_serve_stdio(server, slot, opening, failed))
+            await _serve_stdio(server, slot, opening, stop)
         else:
             await slot.get()
-            serving = asyncio.create_task(_serve_http(server, bind, options.token))
-        try:
-            await serving
-        except (asyncio.CancelledError, Exception):
-            if not failure:  # else whatever the SDK raised while being stopped is a consequence
-                raise
+            await _serve_http(server, bind, options.token)
+    except (asyncio.CancelledError, Exception):
+        if not stop.failures:  # else whatever the SDK raised while being stopped is a consequence
+            raise
     finally:
         await slot.aclose()
-    if failure:
-        raise failure[0]
+    if stop.failures:
+        raise stop.failures[0]
     return 0
 
 
-async def _serve_stdio(
-    server: Server[Any], slot: LeadSlot, opening: Opening | None, failed: Callable[[BaseException], None]
-) -> None:
+@dataclass
+class _Stop:
+    """Ends the stdio server, from any task, on the first failure (the lead cannot be opened, the
+    SDK refused the opening corral answered). It cancels an anyio scope around the SDK's server:
+    a plain `Task.cancel` can be absorbed by the SDK's task groups, and the server would then
+    go on waiting for the client's next line."""
+
+    failures: list[BaseException] = field(default_factory=list)
+    scope: anyio.CancelScope | None = None
+
+    def fail(self, exc: BaseException) -> None:
+        self.failures.append(exc)
+        if self.scope is not None:
+            self.scope.cancel()
+
+
+async def _serve_stdio(server: Server[Any], slot: LeadSlot, opening: Opening | None, stop: _Stop) -> None:
+    import anyio
     from mcp.server.stdio import stdio_server
 
     from ._replay import AnswerOnce, ReplayFirst, parse_line
 
     async with stdio_server() as (read, write):
-        reader: Any = read if opening is None else ReplayFirst(read, parse_line(opening.line))
-        writer = AnswerOnce(
-            write, slot, early=None if opening is None else opening.early, failed=failed, warn=_say
-        )
-        await server.run(reader, writer, server.create_initialization_options())
+        with anyio.CancelScope() as stop.scope:
+            if stop.failures:
+                stop.scope.cancel()
+            reader: Any = read if opening is None else ReplayFirst(read, parse_line(opening.line))
+            early = None if opening is None else opening.early
+            writer = AnswerOnce(write, slot, early=early, failed=stop.fail, warn=_say)
+            await server.run(reader, writer, server.create_initialization_options())
 
 
 async def _serve_http(server: Server[Any], bind: tuple[str, int], token: str | None) -> None:
