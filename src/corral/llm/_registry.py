@@ -14,6 +14,7 @@ custom provider the variable its settings name in `api_key_env`. A
 from __future__ import annotations
 
 import dataclasses
+import importlib.util
 import os
 from collections.abc import Mapping
 from pathlib import Path
@@ -325,7 +326,9 @@ class ModelRegistry:
         the current directory), so a bad script fails before any session
         starts. Other models get their key and endpoint from
         [`api_key_for`][corral.llm.ModelRegistry.api_key_for] and
-        [`base_url_for`][corral.llm.ModelRegistry.base_url_for].
+        [`base_url_for`][corral.llm.ModelRegistry.base_url_for]; the model is
+        returned at once while its SDK is imported in the background (the first
+        request waits for whatever is left of that import; see `_deferred.py`).
 
         Raises:
             ScriptError: the script is missing or malformed.
@@ -340,8 +343,19 @@ class ModelRegistry:
             return model
         api_key = self.api_key_for(info)
         base_url = self.base_url_for(info)
-        try:
+        if importlib.util.find_spec("pydantic_ai") is None:  # pragma: no cover - only while it is missing
+            raise LlmError(
+                f"{info.ref}: support for the {info.api} API is not available (pydantic-ai is missing)"
+            )
+        headers = self.headers_for(info)
+
+        def build() -> Model:
             from ._providers import create_provider_model
-        except ModuleNotFoundError as exc:  # pragma: no cover - only while the providers are missing
-            raise LlmError(f"{info.ref}: support for the {info.api} API is not available ({exc})") from None
-        return create_provider_model(info, api_key=api_key, base_url=base_url, headers=self.headers_for(info))
+
+            return create_provider_model(info, api_key=api_key, base_url=base_url, headers=headers)
+
+        from ._deferred import DeferredProviderModel
+
+        # The SDK loads in the background from now; the first request waits only for what is left.
+        secure = base_url is None or base_url.lower().startswith("https:")
+        return DeferredProviderModel(info, build, secure=secure)
