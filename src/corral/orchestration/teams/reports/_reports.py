@@ -106,7 +106,11 @@ def outcome_label(outcome: str | None, effective: str | None) -> str:
 
 
 def write_report_markdown(directory: Path, agent: str, content: str) -> Path:
-    """Write the full report to `<directory>/<agent>.md`, then `-v2.md`, … never overwriting (0600)."""
+    """Write the full report to `<directory>/<agent>.md`, then `-v2.md`, … never overwriting (0600).
+
+    A convenience copy, written without an fsync: the store's row, committed right after, is
+    the durable report (a copy cut short by a power loss is not what delivery reads).
+    """
     ensure_private_dir(directory)
     data = content.encode("utf-8")
     version = 1
@@ -119,8 +123,6 @@ def write_report_markdown(directory: Path, agent: str, content: str) -> Path:
             continue
         with os.fdopen(fd, "wb") as handle:
             handle.write(data)
-            handle.flush()
-            os.fsync(handle.fileno())
         return path
 
 
