@@ -21,6 +21,7 @@ from corral._version import __version__
 
 if TYPE_CHECKING:
     from corral._cli._launch import LaunchOptions, PromptOverrides
+    from corral.llm import ModelInfo
 
 _HELP_OPTIONS = {"help_option_names": ["-h", "--help"]}
 
@@ -382,7 +383,7 @@ def models(
     import json
 
     from corral._cli._launch import warn
-    from corral.llm import ModelRegistry, parse_model_ref
+    from corral.llm import ModelPrices, ModelRegistry, listed_prices, parse_model_ref
     from corral.settings import load_settings
 
     work_dir = (cwd or Path.cwd()).resolve()
@@ -392,6 +393,13 @@ def models(
     default = None if default_ref is None else parse_model_ref(default_ref)
     default_key = None if default is None else (default.provider, default.model_id)
     if json_:
+
+        def pricing(info: ModelInfo) -> tuple[ModelPrices, str]:
+            if info.prices is not None:
+                return info.prices, "settings"
+            listed = listed_prices(info, endpoint=registry.base_url_for(info))
+            return (ModelPrices(), "unknown") if listed is None else (listed, "genai-prices")
+
         rows = [
             {
                 "ref": info.ref,
@@ -405,13 +413,15 @@ def models(
                 "reasoning": info.reasoning,
                 "input": list(info.input),
                 "cost": {
-                    "input": info.prices.input,
-                    "output": info.prices.output,
-                    "cacheRead": info.prices.cache_read,
-                    "cacheWrite": info.prices.cache_write,
+                    "input": prices.input,
+                    "output": prices.output,
+                    "cacheRead": prices.cache_read,
+                    "cacheWrite": prices.cache_write,
                 },
+                "pricing": source,
             }
             for info in infos
+            for prices, source in [pricing(info)]
         ]
         print(json.dumps(rows, indent=2))
         return

@@ -377,6 +377,33 @@ def test_models_lists_usable_models(corral: RunCorral) -> None:
     as_json = json.loads(corral("models", "--json", env={"OPENAI_API_KEY": "sk-test"}).stdout)
     entry = next(row for row in as_json if row["ref"] == "openai/gpt-5")
     assert entry["contextWindow"] > 0
+    # Prices come from the genai-prices catalogue (base rates); a scripted model's are configured.
+    assert (entry["pricing"], entry["cost"]["input"], entry["cost"]["output"]) == ("genai-prices", 1.25, 10.0)
+    everything = json.loads(corral("models", "--all", "--json").stdout)
+    scripted = next(row for row in everything if row["provider"] == "scripted")
+    assert (scripted["pricing"], scripted["cost"]["input"]) == ("settings", 0.0)
+
+
+def test_models_json_marks_a_model_the_catalogue_does_not_know_as_unknown(
+    corral: RunCorral, cli_env: Env
+) -> None:
+    cli_env.settings(
+        """
+[providers.local]
+base_url = "http://127.0.0.1:9/v1"
+
+[[providers.local.models]]
+id = "tiny"
+
+[[providers.local.models]]
+id = "priced"
+prices = { input = 0.5, output = 1.5 }
+"""
+    )
+    rows = {row["ref"]: row for row in json.loads(corral("models", "--all", "--json").stdout)}
+    assert rows["local/tiny"]["pricing"] == "unknown"
+    assert rows["local/tiny"]["cost"] == {"input": 0.0, "output": 0.0, "cacheRead": 0.0, "cacheWrite": 0.0}
+    assert (rows["local/priced"]["pricing"], rows["local/priced"]["cost"]["output"]) == ("settings", 1.5)
 
 
 def test_custom_provider_over_http(corral: RunCorral, cli_env: Env) -> None:

@@ -1,4 +1,5 @@
-"""Start-up cost: a lead with only the `agent` surface never imports the teams core."""
+"""Start-up cost: a lead with only the `agent` surface never imports the teams core, and a scripted
+run never loads the price catalogue."""
 
 from __future__ import annotations
 
@@ -38,3 +39,28 @@ def test_the_teams_core_loads_only_for_a_lead_that_uses_it(
     )
     assert done.returncode == 0, done.stderr
     assert done.stdout.splitlines()[-1] == expected
+
+
+PRICES = """\
+import sys
+from corral.cli import main
+code = main(['run', '--model', 'scripted/hello', '--no-session', '-p', 'hi'])
+print('genai_prices imported' if 'genai_prices' in sys.modules else 'genai_prices not imported')
+raise SystemExit(code)
+"""
+
+
+def test_a_scripted_run_never_loads_the_price_catalogue(cli_env: Env) -> None:
+    # Scripted models have configured (zero) prices; the catalogue is for real providers only.
+    cli_env.script("hello", 'steps:\n  - text: "hello"\n')
+    done = subprocess.run(
+        [sys.executable, "-c", PRICES],
+        cwd=cli_env.project,
+        env=cli_env.vars,
+        capture_output=True,
+        text=True,
+        timeout=60,
+        check=False,
+    )
+    assert done.returncode == 0, done.stderr
+    assert done.stdout.splitlines()[-1] == "genai_prices not imported"

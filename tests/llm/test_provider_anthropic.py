@@ -4,9 +4,11 @@ from __future__ import annotations
 
 from typing import Any, ClassVar
 
+import pytest
+
 from corral.llm import ApiKind, LlmContext, StreamOptions, ThinkingContent, ThinkingLevel, ToolDefinition
 
-from ._provider_contract import ProviderContract, collect, server, user
+from ._provider_contract import ProviderContract, collect, final, server, user
 from .fake_server import FakeProviderServer
 
 __all__ = ["server"]
@@ -110,3 +112,19 @@ class TestAnthropic(ProviderContract):
         message = events[-1].error.error_message  # type: ignore[union-attr]
         assert message is not None and message.startswith("529 Overloaded")
         assert "overloaded_error" in message
+
+
+async def test_a_catalogued_model_is_priced_by_genai_prices_with_its_long_context_tier(
+    server: FakeProviderServer,
+) -> None:
+    # Claude Sonnet 4.5 bills a request whose input passes 200k tokens at $6/$22.50 per million
+    # (not $3/$15): the hand-entered table said $1.05 here.
+    from .fake_server import FakeUsage
+
+    server.queue_text("long", usage=FakeUsage(input=300_000, output=10_000))
+    server.queue_text("short", usage=FakeUsage(input=100_000, output=10_000))
+    model = TestAnthropic().model(server, provider="anthropic", id="claude-sonnet-4-5")
+    long, short = [final(await collect(model, LlmContext("", [user("hi")]))).usage.cost for _ in range(2)]
+    assert long.input == pytest.approx(1.8) and long.output == pytest.approx(0.225)
+    assert long.total == pytest.approx(2.025)
+    assert short.total == pytest.approx(0.3 + 0.15)

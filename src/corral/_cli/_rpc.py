@@ -38,9 +38,11 @@ from corral.llm import (
     BashExecutionMessage,
     ImageContent,
     ModelInfo,
+    ModelPrices,
     TextContent,
     UserMessage,
     available_thinking_levels,
+    listed_prices,
     to_json_dict,
 )
 from corral.session import MessageEntry, SessionManager, SessionTreeNode
@@ -149,7 +151,11 @@ _PI_API_NAMES = {"openai-chat": "openai-completions", "anthropic": "anthropic-me
 
 
 def model_json(info: ModelInfo, base_url: str | None) -> dict[str, Any]:
-    """A model in Pi's `Model` shape (`id`, `name`, `api` by Pi's name, `provider`, `baseUrl`, …)."""
+    """A model in Pi's `Model` shape (`id`, `name`, `api` by Pi's name, `provider`, `baseUrl`, …).
+
+    `cost` holds the configured prices or the catalogue's base rates, zeros when neither is known.
+    """
+    prices = listed_prices(info, endpoint=base_url) or ModelPrices()
     return {
         "id": info.id,
         "name": info.name or info.id,
@@ -159,10 +165,10 @@ def model_json(info: ModelInfo, base_url: str | None) -> dict[str, Any]:
         "reasoning": info.reasoning,
         "input": list(info.input),
         "cost": {
-            "input": info.prices.input,
-            "output": info.prices.output,
-            "cacheRead": info.prices.cache_read,
-            "cacheWrite": info.prices.cache_write,
+            "input": prices.input,
+            "output": prices.output,
+            "cacheRead": prices.cache_read,
+            "cacheWrite": prices.cache_write,
         },
         "contextWindow": info.context_window,
         "maxTokens": info.max_tokens,

@@ -1,6 +1,6 @@
 """Models: refs, registry, providers, the scripted model, thinking levels, usage and cost."""
 
-from ._cost import calculate_cost, usage_with_total
+from ._cost import calculate_cost, listed_prices, usage_with_total
 from ._errors import LlmError, MissingApiKeyError, ModelRefError, ScriptError, UnknownModelError
 from ._messages import (
     AgentMessage,
@@ -122,6 +122,7 @@ __all__ = [
     "find_script",
     "is_retryable_error",
     "list_script_names",
+    "listed_prices",
     "load_script_file",
     "now_ms",
     "parse_model_ref",

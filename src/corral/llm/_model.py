@@ -12,7 +12,7 @@ from __future__ import annotations
 
 import abc
 from collections.abc import AsyncIterator, Sequence
-from dataclasses import KW_ONLY, dataclass, field
+from dataclasses import KW_ONLY, dataclass
 from pathlib import Path
 from typing import Any, Literal
 
@@ -89,7 +89,10 @@ class ModelInfo:
     """Whether `xhigh` is offered (otherwise it clamps to `high`)."""
     input: tuple[str, ...] = ("text",)
     """Input modalities: `text`, `image`."""
-    prices: ModelPrices = field(default_factory=ModelPrices)
+    prices: ModelPrices | None = None
+    """Configured prices (a settings entry's `prices`; scripted models always have them). `None`
+    prices each request from the genai-prices catalogue, or at zero when it does not know the
+    model (see `corral.llm.calculate_cost`)."""
     base_url: str | None = None
     """Endpoint override; `None` uses the provider's default or its environment variable."""
     api_key_env: str | None = None

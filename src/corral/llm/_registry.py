@@ -40,15 +40,7 @@ SCRIPTED_CONTEXT_WINDOW = 200_000
 SCRIPTED_MAX_TOKENS = 32_000
 
 
-def _openai(
-    model_id: str,
-    name: str,
-    window: int,
-    max_tokens: int,
-    prices: tuple[float, float, float],
-    *,
-    reasoning: bool,
-) -> ModelInfo:
+def _openai(model_id: str, name: str, window: int, max_tokens: int, *, reasoning: bool) -> ModelInfo:
     return ModelInfo(
         "openai",
         model_id,
@@ -58,14 +50,11 @@ def _openai(
         max_tokens=max_tokens,
         reasoning=reasoning,
         input=("text", "image"),
-        prices=ModelPrices(input=prices[0], output=prices[1], cache_read=prices[2]),
         api_key_env="OPENAI_API_KEY",
     )
 
 
-def _anthropic(
-    model_id: str, name: str, max_tokens: int, prices: tuple[float, float, float, float]
-) -> ModelInfo:
+def _anthropic(model_id: str, name: str, max_tokens: int) -> ModelInfo:
     return ModelInfo(
         "anthropic",
         model_id,
@@ -75,7 +64,6 @@ def _anthropic(
         max_tokens=max_tokens,
         reasoning=True,
         input=("text", "image"),
-        prices=ModelPrices(*prices),
         api_key_env="ANTHROPIC_API_KEY",
     )
 
@@ -84,28 +72,28 @@ def _with_xhigh(info: ModelInfo) -> ModelInfo:
     return dataclasses.replace(info, supports_xhigh=supports_xhigh(info))
 
 
-# Context windows, reply limits and prices (USD per million tokens: input,
-# output, cache read[, cache write]) are approximate published figures; set
-# exact ones in settings under [[providers.openai.models]] when they matter.
+# Context windows and reply limits are published figures; set others in settings under
+# [[providers.openai.models]] when they matter. Prices come from the genai-prices catalogue
+# (`_cost.py`), which also knows the long-context tiers.
 BUILTIN_MODELS: tuple[ModelInfo, ...] = tuple(
     _with_xhigh(info)
     for info in (
-        _openai("gpt-5.2", "GPT-5.2", 400_000, 128_000, (1.75, 14.0, 0.175), reasoning=True),
-        _openai("gpt-5.1", "GPT-5.1", 400_000, 128_000, (1.25, 10.0, 0.125), reasoning=True),
-        _openai("gpt-5", "GPT-5", 400_000, 128_000, (1.25, 10.0, 0.125), reasoning=True),
-        _openai("gpt-5-mini", "GPT-5 mini", 400_000, 128_000, (0.25, 2.0, 0.025), reasoning=True),
-        _openai("gpt-5-nano", "GPT-5 nano", 400_000, 128_000, (0.05, 0.4, 0.005), reasoning=True),
-        _openai("gpt-4.1", "GPT-4.1", 1_047_576, 32_768, (2.0, 8.0, 0.5), reasoning=False),
-        _openai("gpt-4.1-mini", "GPT-4.1 mini", 1_047_576, 32_768, (0.4, 1.6, 0.1), reasoning=False),
-        _openai("gpt-4o", "GPT-4o", 128_000, 16_384, (2.5, 10.0, 1.25), reasoning=False),
-        _openai("o3", "o3", 200_000, 100_000, (2.0, 8.0, 0.5), reasoning=True),
-        _openai("o4-mini", "o4-mini", 200_000, 100_000, (1.1, 4.4, 0.275), reasoning=True),
-        _anthropic("claude-opus-4-6", "Claude Opus 4.6", 128_000, (5.0, 25.0, 0.5, 6.25)),
-        _anthropic("claude-opus-4-5", "Claude Opus 4.5", 64_000, (5.0, 25.0, 0.5, 6.25)),
-        _anthropic("claude-sonnet-4-5", "Claude Sonnet 4.5", 64_000, (3.0, 15.0, 0.3, 3.75)),
-        _anthropic("claude-haiku-4-5", "Claude Haiku 4.5", 64_000, (1.0, 5.0, 0.1, 1.25)),
-        _anthropic("claude-opus-4-1", "Claude Opus 4.1", 32_000, (15.0, 75.0, 1.5, 18.75)),
-        _anthropic("claude-sonnet-4-0", "Claude Sonnet 4", 64_000, (3.0, 15.0, 0.3, 3.75)),
+        _openai("gpt-5.2", "GPT-5.2", 400_000, 128_000, reasoning=True),
+        _openai("gpt-5.1", "GPT-5.1", 400_000, 128_000, reasoning=True),
+        _openai("gpt-5", "GPT-5", 400_000, 128_000, reasoning=True),
+        _openai("gpt-5-mini", "GPT-5 mini", 400_000, 128_000, reasoning=True),
+        _openai("gpt-5-nano", "GPT-5 nano", 400_000, 128_000, reasoning=True),
+        _openai("gpt-4.1", "GPT-4.1", 1_047_576, 32_768, reasoning=False),
+        _openai("gpt-4.1-mini", "GPT-4.1 mini", 1_047_576, 32_768, reasoning=False),
+        _openai("gpt-4o", "GPT-4o", 128_000, 16_384, reasoning=False),
+        _openai("o3", "o3", 200_000, 100_000, reasoning=True),
+        _openai("o4-mini", "o4-mini", 200_000, 100_000, reasoning=True),
+        _anthropic("claude-opus-4-6", "Claude Opus 4.6", 128_000),
+        _anthropic("claude-opus-4-5", "Claude Opus 4.5", 64_000),
+        _anthropic("claude-sonnet-4-5", "Claude Sonnet 4.5", 64_000),
+        _anthropic("claude-haiku-4-5", "Claude Haiku 4.5", 64_000),
+        _anthropic("claude-opus-4-1", "Claude Opus 4.1", 32_000),
+        _anthropic("claude-sonnet-4-0", "Claude Sonnet 4", 64_000),
     )
 )
 """The models corral knows without settings."""
@@ -114,6 +102,13 @@ DEFAULT_MODELS: dict[str, str] = {"anthropic": "claude-opus-4-6", "openai": "gpt
 """Each built-in provider's default model (its current most capable one), in the order they are
 tried when neither `--model`, the session nor the `default_model` setting chooses: the first
 provider whose API key is set gives the lead its model."""
+
+
+def _configured_prices(entry: ModelSettings) -> ModelPrices:
+    prices = entry.prices
+    return ModelPrices(
+        input=prices.input, output=prices.output, cache_read=prices.cache_read, cache_write=prices.cache_write
+    )
 
 
 def _from_settings(
@@ -130,12 +125,7 @@ def _from_settings(
         reasoning=entry.reasoning,
         supports_xhigh=entry.supports_xhigh,
         input=tuple(entry.input),
-        prices=ModelPrices(
-            input=entry.prices.input,
-            output=entry.prices.output,
-            cache_read=entry.prices.cache_read,
-            cache_write=entry.prices.cache_write,
-        ),
+        prices=_configured_prices(entry) if "prices" in entry.model_fields_set else None,
         base_url=provider_settings.base_url,
         api_key_env=api_key_env,
         max_tokens_field=provider_settings.max_tokens_field,
@@ -230,13 +220,13 @@ class ModelRegistry:
             context_window=SCRIPTED_CONTEXT_WINDOW,
             max_tokens=SCRIPTED_MAX_TOKENS,
             reasoning=True,
+            prices=ModelPrices(),  # free unless settings price it; never looked up in the catalogue
         )
         provider = self._settings.providers.get("scripted")
         entry = next((m for m in provider.models if m.id == name), None) if provider else None
         if entry is None:
             return info
         given = entry.model_fields_set
-        prices = entry.prices
         return dataclasses.replace(
             info,
             name=entry.name or name,
@@ -245,12 +235,7 @@ class ModelRegistry:
             reasoning=entry.reasoning if "reasoning" in given else info.reasoning,
             supports_xhigh=entry.supports_xhigh if "supports_xhigh" in given else info.supports_xhigh,
             input=tuple(entry.input) if "input" in given else info.input,
-            prices=ModelPrices(
-                input=prices.input,
-                output=prices.output,
-                cache_read=prices.cache_read,
-                cache_write=prices.cache_write,
-            ),
+            prices=_configured_prices(entry),
         )
 
     def all_models(self) -> list[ModelInfo]:

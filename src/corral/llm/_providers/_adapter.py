@@ -412,7 +412,7 @@ class PydanticAIModel(Model):
                 yield ours
         if response is not None:
             partial.usage = normalise_usage(response.usage)
-        partial.usage = _with_cost(self.info, partial.usage)
+        partial.usage = _with_cost(self.info, partial.usage, self.pai_model.base_url)
         if failure is None and response is not None and response.finish_reason in ("content_filter", "error"):
             failure = RuntimeError(f"Provider stopped the reply: {response.finish_reason}")
         if failure is not None or response is None:
@@ -439,7 +439,7 @@ class PydanticAIModel(Model):
         yield DoneEvent(reason=reason, message=partial)
 
 
-def _with_cost(info: ModelInfo, usage: Usage) -> Usage:
+def _with_cost(info: ModelInfo, usage: Usage, endpoint: str | None) -> Usage:
     from corral.llm._cost import calculate_cost
 
-    return calculate_cost(info, usage)
+    return calculate_cost(info, usage, endpoint=endpoint)
