@@ -267,6 +267,28 @@ def test_a_lead_that_cannot_be_opened_ends_the_server_while_the_client_waits(mcp
         _end(process)
 
 
+def test_without_the_sdk_the_server_says_how_to_install_it_and_answers_nothing(mcp_env: McpEnv) -> None:
+    code = (
+        "import sys\n"
+        "sys.modules['mcp'] = None  # as if the extra were not installed\n"
+        "sys.argv = ['corral', *sys.argv[1:]]\n"
+        "from corral.cli import console_main\n"
+        "console_main()\n"
+    )
+    done = subprocess.run(
+        [sys.executable, "-c", code, "mcp", "--cwd", str(mcp_env.work)],
+        env=mcp_env.vars,
+        input=_initialize(),
+        capture_output=True,
+        timeout=GUARD_S,
+        check=False,
+    )
+    assert done.returncode == 2 and done.stdout == b"", done.stdout
+    assert done.stderr.decode().splitlines() == [
+        "corral: error: corral mcp needs the MCP SDK: pip install 'corral[mcp]'"
+    ]
+
+
 class _Sink:
     def __init__(self) -> None:
         self.sent: list[SessionMessage] = []
