@@ -20,7 +20,8 @@ from typing import Any
 import pytest
 
 from corral.orchestration import NewGeneration, NewTeamMember, Store
-from corral.orchestration.store._database import INLINE_RESULT_LIMIT
+from corral.orchestration.kernel._generations import Generations
+from corral.orchestration.store._database import INLINE_RESULT_LIMIT, Database
 from corral.orchestration.store._migrations import (
     MIGRATIONS,
     SCHEMA_VERSION,
@@ -39,8 +40,8 @@ def _connect(path: Path) -> sqlite3.Connection:
     return conn
 
 
-class _V1Store(Store):
-    """The store as v1 wrote labels: one data-root-wide `labels` table without a lead column."""
+class _V1Generations(Generations):
+    """The kernel repository as v1 wrote labels: one data-root-wide `labels` table without a lead column."""
 
     def _choose_label(self, new: NewGeneration, lead: str) -> str:
         if new.label is not None:
@@ -63,7 +64,8 @@ def _build_v1(path: Path) -> None:
     conn.row_factory = sqlite3.Row
     conn.execute("PRAGMA journal_mode = WAL")
     assert apply_migrations(conn, MIGRATIONS[:1]) == 1
-    store = _V1Store(conn, path=path, readonly=False, tracer=None, clock=lambda: 5_000)  # ties: rowid orders
+    db = Database(conn, path=path, readonly=False, tracer=None, clock=lambda: 5_000)  # ties: rowid orders
+    store = _V1Generations(db)
     try:
         planner, _ = new_generation(store, session_id="p1", definition="planner", delegating=True)
         new_generation(store, session_id="c1", owner="p1", parent_run_id=planner.run_id)
@@ -87,7 +89,7 @@ def _build_v1(path: Path) -> None:
             "UPDATE generations SET phase = 'finalized', finalized_at = 6000 WHERE run_id = ?", (gone.run_id,)
         )
     finally:
-        store.close()
+        db.close()
 
 
 _V1_COLUMNS = {"labels": "label, run_id, claimed_at"}

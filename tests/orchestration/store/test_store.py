@@ -55,7 +55,7 @@ def test_live_state_writes_group_commit_and_every_other_write_syncs(store: Store
     generation, task = new_generation(store, session_id="s1", ack=False)
     run_id = generation.run_id
     statements: list[str] = []
-    store._conn.set_trace_callback(statements.append)
+    store.db._conn.set_trace_callback(statements.append)
 
     def transactions() -> list[list[str]]:
         """The statements of each transaction, with the pragmas just around it."""
@@ -80,7 +80,7 @@ def test_live_state_writes_group_commit_and_every_other_write_syncs(store: Store
     store.finalize_generation(run_id, owner_session_id=LEAD)
     durable = transactions()
     assert durable and all("PRAGMA synchronous = NORMAL" not in group for group in durable)
-    assert store._conn.execute("PRAGMA synchronous").fetchone()[0] == 2  # FULL
+    assert store.db._conn.execute("PRAGMA synchronous").fetchone()[0] == 2  # FULL
     # what was group-committed is in the database for any other reader
     conn = sqlite3.connect(db_path)
     try:

@@ -1,4 +1,4 @@
-"""Store methods of the worktrees feature: one transaction each, state rechecked inside it.
+"""The repository of the worktrees feature: one transaction a verb, state rechecked inside it.
 
 Every outcome is written with its event in the same transaction, so the
 history in `worktree_events` and the row's state never disagree. A merge is
@@ -15,7 +15,7 @@ from collections.abc import Sequence
 from pathlib import Path
 
 from corral.orchestration.errors import InvalidRequestError, ManagedAgentBusyError, TargetNotFoundError
-from corral.orchestration.store._database import StoreCore
+from corral.orchestration.store._repository import Repository
 from corral.orchestration.worktrees.records import (
     WorktreeEvent,
     WorktreeOutcome,
@@ -23,7 +23,7 @@ from corral.orchestration.worktrees.records import (
     WorktreeState,
 )
 
-__all__ = ["WorktreesStore"]
+__all__ = ["Worktrees"]
 
 
 def _worktree_from_row(row: sqlite3.Row) -> WorktreeRecord:
@@ -59,8 +59,8 @@ def _event_from_row(row: sqlite3.Row) -> WorktreeEvent:
     )
 
 
-class WorktreesStore(StoreCore):
-    """Mixin of `Store` (tables `worktrees`, `worktree_events`)."""
+class Worktrees(Repository):
+    """Agent worktrees and their history (tables `worktrees`, `worktree_events`)."""
 
     def _worktree_row(self, branch: str) -> WorktreeRecord:
         row = self._one("SELECT * FROM worktrees WHERE branch = ?", (branch,))

@@ -1,7 +1,7 @@
-"""Store methods for issue 5 (checkpoints): one transaction each, identity rechecked inside it.
+"""The repository of checkpoints: one transaction a verb, identity rechecked inside it.
 
 The store holds checkpoint rows and never interprets their JSON: whether a
-record is valid is decided by `teams/_checkpoint_records.py`. What the store
+record is valid is decided by `teams/checkpoints/records.py`. What the store
 guarantees is the row discipline that makes the rules hold across processes:
 
 * `insert_checkpoint` writes a `ready` row only when the id is new, and
@@ -20,9 +20,9 @@ from dataclasses import dataclass
 from typing import Literal
 
 from corral.orchestration.errors import InvalidRequestError
-from corral.orchestration.store._database import StoreCore
+from corral.orchestration.store._repository import Repository
 
-__all__ = ["CheckpointRow", "CheckpointRowState", "CheckpointsStore"]
+__all__ = ["CheckpointRow", "CheckpointRowState", "Checkpoints"]
 
 CheckpointRowState = Literal["ready", "deleted", "expired"]
 """A checkpoint row is `ready` (continuable until it expires) or retired for good."""
@@ -59,8 +59,8 @@ def _checkpoint_from_row(row: sqlite3.Row) -> CheckpointRow:
     )
 
 
-class CheckpointsStore(StoreCore):
-    """Mixin of `Store` (table `checkpoints`)."""
+class Checkpoints(Repository):
+    """Checkpoint rows (table `checkpoints`)."""
 
     def _checkpoint(self, checkpoint_id: str) -> CheckpointRow | None:
         row = self._one("SELECT * FROM checkpoints WHERE checkpoint_id = ?", (checkpoint_id,))
@@ -88,14 +88,14 @@ class CheckpointsStore(StoreCore):
             raise InvalidRequestError("A checkpoint cannot expire before it was created.")
 
         def body() -> tuple[CheckpointRow, bool]:
-            cursor = self._execute(
+            changed = self._execute(
                 "INSERT INTO checkpoints (checkpoint_id, state, record, created_at, expires_at)"
                 " VALUES (?, 'ready', ?, ?, ?) ON CONFLICT (checkpoint_id) DO NOTHING",
                 (checkpoint_id, record, created_at, expires_at),
             )
             stored = self._checkpoint(checkpoint_id)
             assert stored is not None
-            return stored, cursor.rowcount == 1
+            return stored, changed == 1
 
         return self._write(body)
 
@@ -142,11 +142,11 @@ class CheckpointsStore(StoreCore):
             raise InvalidRequestError(f"A checkpoint is retired as deleted or expired, not {state!r}.")
 
         def body() -> bool:
-            cursor = self._execute(
+            changed = self._execute(
                 "UPDATE checkpoints SET state = ?, record = ?, retired_at = ?"
                 " WHERE checkpoint_id = ? AND state = ? AND record = ?",
                 (state, record, retired_at, checkpoint_id, expected_state, expected_record),
             )
-            return cursor.rowcount == 1
+            return changed == 1
 
         return self._write(body)

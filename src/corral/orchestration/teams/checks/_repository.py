@@ -1,6 +1,6 @@
-"""Store methods for assigned checks and repair ledgers (schema v3; see `_schema_checks.py`).
+"""The repository of assigned checks and repair ledgers (schema v3; see `store/_schema_checks.py`).
 
-`ChecksStore` is a mixin of `Store`: every method is one transaction, re-reads
+`Checks` is a repository over the shared database: every public verb is one transaction, re-reads
 what it depends on inside it and raises an `OrchestrationError` subclass
 (changing nothing) on a mismatch.
 
@@ -24,7 +24,8 @@ from collections.abc import Callable, Mapping, Sequence
 from typing import Any
 
 from corral.orchestration.errors import InvalidRequestError, TargetNotFoundError
-from corral.orchestration.store._database import StoreCore, _new_id
+from corral.orchestration.store._database import _new_id
+from corral.orchestration.store._repository import Repository
 from corral.orchestration.teams.checks._rows import (
     TERMINAL_REPAIR_STATES,
     CheckIdentityError,
@@ -39,7 +40,7 @@ from corral.orchestration.teams.checks._rows import (
     RepairStageState,
 )
 
-__all__ = ["ChecksStore"]
+__all__ = ["Checks"]
 
 _Row = sqlite3.Row
 _CHECK_STATES = ("claimed", "passed", "failed", "cancelled", "timed-out", "stale", "unsupported", "error")
@@ -108,8 +109,8 @@ def _stage_from_row(row: _Row) -> RepairStageRow:
     )
 
 
-class ChecksStore(StoreCore):
-    """Mixin of `Store`: assigned check records and repair ledgers."""
+class Checks(Repository):
+    """Assigned check records and repair ledgers (tables `team_checks`, `team_repair_ledgers`, `team_repair_stages`)."""
 
     # --- checks -----------------------------------------------------------------------------------
 

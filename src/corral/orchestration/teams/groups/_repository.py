@@ -1,9 +1,9 @@
 """Completion groups in the orchestration store (`spec/teams-detail.md` §8.3–§8.6).
 
-`GroupsStore` is a mixin of `Store`. Every event is one `BEGIN IMMEDIATE`
+`Groups` is the repository of the group tables. Every event is one `BEGIN IMMEDIATE`
 transaction that re-reads the slot and its group, checks the event against
 what the journal already bound, applies it, and then *plans*: each delivery
-the journal now owes (`_group_records.plan_deliveries`) is inserted with its
+the journal now owes (`groups.records.plan_deliveries`) is inserted with its
 index, together with a `team-lead` inbox message holding the same text
 (sender `corral`, summary `Completion group <kind>: <n> result(s)`), so
 `read_inbox` shows it, and the delivery is marked `enqueued`, all in the same
@@ -24,7 +24,7 @@ Wakes: `reserve_group_wakes` reserves each enqueued delivery's wake once
 `observe_group_wake` records the lead-session entry that holds it (a different
 entry later is refused) and marks its inbox copy read and delivered. Group
 inbox messages are not delivered by the ordinary lead-message path
-(`TeamStore.undelivered_lead_messages` skips them): the wake is their delivery.
+(`Roster.undelivered_lead_messages` skips them): the wake is their delivery.
 """
 
 from __future__ import annotations
@@ -32,10 +32,12 @@ from __future__ import annotations
 import json
 import sqlite3
 from collections.abc import Mapping, Sequence
-from typing import TYPE_CHECKING, cast, get_args
+from typing import cast, get_args
 
 from corral.orchestration.errors import InvalidRequestError, TargetNotFoundError
-from corral.orchestration.store._database import StoreCore, _new_id, _require_text
+from corral.orchestration.kernel._generations import Generations
+from corral.orchestration.store._database import Database, _new_id, _require_text
+from corral.orchestration.store._repository import Repository
 from corral.orchestration.teams.groups.records import (
     INTERRUPTED_ON_RECOVERY,
     CompletionGroupBindingError,
@@ -58,12 +60,10 @@ from corral.orchestration.teams.groups.records import (
     slot_id,
     wake_text,
 )
-from corral.orchestration.teams.roster.records import TEAM_LEAD, TEAM_NAME_PATTERN
+from corral.orchestration.teams.roster._repository import Roster
+from corral.orchestration.teams.roster.records import TEAM_LEAD, TEAM_NAME_PATTERN, TeamReportRecord
 
-if TYPE_CHECKING:
-    from corral.orchestration.teams.roster.records import TeamMemberRecord, TeamReportRecord
-
-__all__ = ["GROUP_MESSAGE_SENDER", "GroupsStore"]
+__all__ = ["GROUP_MESSAGE_SENDER", "Groups"]
 
 GROUP_MESSAGE_SENDER = "corral"
 """Sender of a group index's inbox copy."""
@@ -126,14 +126,14 @@ def _check_members(members: Sequence[str]) -> tuple[str, ...]:
     return names
 
 
-class GroupsStore(StoreCore):
-    """Completion groups: slots, transitions, planned deliveries and wake receipts (a mixin of `Store`)."""
+class Groups(Repository):
+    """Completion groups: slots, transitions, planned deliveries and wake receipts; one transaction a verb."""
 
-    if TYPE_CHECKING:
-        # Provided by `TeamStore` through `Store`.
-        def _team_report(self, report_id: str) -> TeamReportRecord | None: ...
-
-        def _team_member(self, run_id: str) -> TeamMemberRecord | None: ...
+    def __init__(self, db: Database, generations: Generations, roster: Roster) -> None:
+        """Work over `db`, reading generations and members through `generations` and `roster`."""
+        super().__init__(db)
+        self._generations = generations
+        self._roster = roster
 
     # --- groups -------------------------------------------------------------------------------------
 
@@ -310,7 +310,7 @@ class GroupsStore(StoreCore):
         def body() -> GroupSlotRecord:
             record = self._require_slot(slot)
             group = self._require_group(record.group_id)
-            report = self._team_report(report_id)
+            report = self._roster.team_report_in(self._tx, report_id)
             if report is None:
                 raise TargetNotFoundError(
                     f"Structured report {report_id} is unavailable.", ids={"slotId": slot}
@@ -542,11 +542,11 @@ class GroupsStore(StoreCore):
         if status != "running" or run_id is None:
             return None
         expected = _report_id(group.team, slot.name, run_id)
-        report = self._team_report(expected)
+        report = self._roster.team_report_in(self._tx, expected)
         if report is not None and report.run_id == run_id and report.lead_session_id == group.lead_session_id:
             self._set_reported(slot.slot_id, SlotReceipt.from_report(report))
             return None
-        generation = self._generation(run_id)
+        generation = self._generations.generation_in(self._tx, run_id)
         if generation is None or not generation.live:
             return (
                 f"Completion slot {slot.slot_id} ({slot.name}) ran as {run_id}, which ended without a stored "
@@ -667,7 +667,7 @@ class GroupsStore(StoreCore):
         for key in slot_ids:
             slot = group.slot(key)
             if slot is not None and slot.receipt is not None:
-                reports[key] = self._team_report(slot.receipt.report_id)
+                reports[key] = self._roster.team_report_in(self._tx, slot.receipt.report_id)
         index = build_index(group, kind=kind, slot_ids=slot_ids, reports=reports)
         index_json = encode_json(index)
         text = wake_text(index_json, kind=kind, count=len(slot_ids))

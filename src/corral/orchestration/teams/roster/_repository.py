@@ -1,17 +1,21 @@
 """The teams tables of the orchestration store: members, reports, messages, file claims.
 
-`TeamStore` is a mixin of `Store`: every method is one transaction through
-`_write`/`_read`, re-reads what it depends on and checks identity inside it,
-and raises an `OrchestrationError` subclass (changing nothing) on a mismatch.
+`Roster` is a repository over the shared database: every public verb is one
+transaction through `_write`/`_read`, re-reads what it depends on and checks
+identity inside it, and raises an `OrchestrationError` subclass (changing
+nothing) on a mismatch.
 
 A teams agent is an ordinary generation (no row in `labels`: teams names are
 unique per team among live members, which the partial unique index
 `team_members_live_name` enforces) plus a `team_members` row. Its report is
 written by `store_team_report` in the same transaction as the core `results`
-row that completes the generation, through the same private writer as
-`Store.store_result`, so core delivery, finalize and crash recovery apply
-unchanged. `Store.finalize_generation` releases the run's file claims and marks
-its member not live (freeing the name) in its own transaction.
+row that completes the generation, through the same writer as the kernel's
+`store_result` (`Generations.complete_assignment`), so core delivery, finalize
+and crash recovery apply unchanged. `retire_in`, the kernel's finalize hook,
+releases the run's file claims and marks its member not live (freeing the
+name) inside `finalize_generation`'s transaction.
+
+Tables: `team_members`, `team_reports`, `team_messages`, `file_claims`.
 
 Claims are all-or-nothing: the conflict check and the inserts run in one
 `BEGIN IMMEDIATE` transaction, so two writers can never both hold a path.
@@ -21,8 +25,8 @@ from __future__ import annotations
 
 import json
 import sqlite3
-from collections.abc import Callable, Sequence
-from typing import TYPE_CHECKING, Any, Literal, TypeVar
+from collections.abc import Sequence
+from typing import Any, Literal
 
 from corral.orchestration.errors import (
     AgentLabelExistsError,
@@ -30,15 +34,15 @@ from corral.orchestration.errors import (
     InvalidRequestError,
     TargetNotFoundError,
 )
+from corral.orchestration.kernel._generations import Generations
 from corral.orchestration.kernel.records import (
     GenerationRecord,
     NewGeneration,
     RequestRecord,
-    ResultErrorCode,
     ResultRecord,
-    ResultStatus,
 )
-from corral.orchestration.store._database import StoreCore, _new_id, _require_text
+from corral.orchestration.store._database import Database, Tx, _new_id, _require_text
+from corral.orchestration.store._repository import Repository
 from corral.orchestration.teams.roster.records import (
     TEAM_LEAD,
     TEAM_NAME_PATTERN,
@@ -58,9 +62,8 @@ from corral.orchestration.teams.roster.records import (
     normalize_claim_path,
 )
 
-__all__ = ["TEAM_LEAD", "TEAM_NAME_PATTERN", "TeamStore", "normalize_claim_path"]
+__all__ = ["TEAM_LEAD", "TEAM_NAME_PATTERN", "Roster", "normalize_claim_path"]
 
-_T = TypeVar("_T")
 _Row = sqlite3.Row
 
 _REPORT_SELECT = (
@@ -167,24 +170,17 @@ def _claim_from_row(row: _Row) -> FileClaimRecord:
     )
 
 
-class TeamStore(StoreCore):
-    """Teams members, reports, messages and file claims (a mixin of `Store`)."""
+class Roster(Repository):
+    """Teams members, reports, messages and file claims; every public verb is one transaction.
 
-    if TYPE_CHECKING:
-        # Provided by `Store`: the core result writer shared with `store_result`.
-        def _complete_assignment(
-            self,
-            run_id: str,
-            request_id: str,
-            *,
-            status: ResultStatus,
-            text: str | None,
-            error_code: ResultErrorCode | None,
-            error_message: str | None,
-            context_tokens: int | None,
-            existing: Callable[[], _T | None],
-            attach: Callable[[GenerationRecord, ResultRecord], _T],
-        ) -> _T: ...
+    A member is a kernel generation plus its `team_members` row, written together
+    through `Generations`' `*_in` pieces; `retire_in` is the kernel's finalize hook.
+    """
+
+    def __init__(self, db: Database, generations: Generations) -> None:
+        """Work over `db`, writing generations through `generations` (same database)."""
+        super().__init__(db)
+        self._generations = generations
 
     # --- members ----------------------------------------------------------------------------------
 
@@ -213,16 +209,17 @@ class TeamStore(StoreCore):
         def body() -> tuple[GenerationRecord, RequestRecord, TeamMemberRecord]:
             if new.parent_run_id is not None:
                 self._check_writer(new.parent_run_id, member.lead_session_id)
-            parent = self._check_parent(new)
-            self._check_session_free(new)
+            parent = self._generations.check_new_in(self._tx, new)
             if self._live_member(member.lead_session_id, member.name) is not None:
                 raise AgentLabelExistsError(
                     f"Agent {member.name} is still live in this team; stop it and let its cleanup settle, "
                     "or choose another name.",
                     ids={"label": member.name},
                 )
-            now = self._clock()
-            run_id, request_id = self._insert_generation(new, label=member.name, parent=parent, now=now)
+            now = self._tx.now
+            run_id, request_id = self._generations.insert_generation_in(
+                self._tx, new, label=member.name, parent=parent
+            )
             self._execute(
                 "INSERT INTO team_members (run_id, lead_session_id, name, tier, requested_tier, kind, depth,"
                 " parent_run_id, allow_nested, model, thinking, model_source, session_context, sandbox,"
@@ -254,8 +251,8 @@ class TeamStore(StoreCore):
                     member.slot_id,
                 ),
             )
-            generation = self._generation(run_id)
-            request = self._request(request_id)
+            generation = self._generations.generation_in(self._tx, run_id)
+            request = self._generations.request_in(self._tx, request_id)
             record = self._team_member(run_id)
             assert generation is not None and request is not None and record is not None
             return generation, request, record
@@ -418,7 +415,7 @@ class TeamStore(StoreCore):
             assert stored is not None
             return stored
 
-        return self._complete_assignment(
+        return self._generations.complete_assignment(
             run_id,
             request_id,
             status="completed" if completed else "failed",
@@ -541,7 +538,9 @@ class TeamStore(StoreCore):
             recipient_run_id: str | None = None
             if recipient != TEAM_LEAD:
                 member = self._live_member(lead_session_id, recipient)
-                generation = None if member is None else self._generation(member.run_id)
+                generation = (
+                    None if member is None else self._generations.generation_in(self._tx, member.run_id)
+                )
                 if (
                     member is None
                     or generation is None
@@ -727,11 +726,11 @@ class TeamStore(StoreCore):
             self._claiming_member(lead_session_id, run_id)
             released = []
             for path in wanted:
-                cursor = self._execute(
+                changed = self._execute(
                     "DELETE FROM file_claims WHERE lead_session_id = ? AND path = ? AND run_id = ?",
                     (lead_session_id, path, run_id),
                 )
-                if cursor.rowcount == 1:
+                if changed == 1:
                     released.append(path)
             return tuple(released)
 
@@ -780,7 +779,7 @@ class TeamStore(StoreCore):
     def _check_writer(self, run_id: str, lead_session_id: str) -> None:
         """A nested helper's parent must be an active, unfenced depth-0 writer of the team allowed to nest."""
         writer = self._team_member(run_id)
-        generation = self._generation(run_id)
+        generation = self._generations.generation_in(self._tx, run_id)
         if (
             writer is None
             or generation is None
@@ -832,7 +831,18 @@ class TeamStore(StoreCore):
         self._execute("DELETE FROM file_claims WHERE run_id = ?", (run_id,))
         return tuple(row["path"] for row in rows)
 
-    def _retire_member(self, run_id: str) -> None:
-        """Release the run's claims and free its name (part of `finalize_generation`'s transaction)."""
+    def team_member_in(self, tx: Tx, run_id: str) -> TeamMemberRecord | None:
+        """The member record of `run_id` (live or not), or `None`, inside `tx`."""
+        self._inside(tx)
+        return self._team_member(run_id)
+
+    def team_report_in(self, tx: Tx, report_id: str) -> TeamReportRecord | None:
+        """The report `report_id`, or `None`, inside `tx`."""
+        self._inside(tx)
+        return self._team_report(report_id)
+
+    def retire_in(self, tx: Tx, run_id: str) -> None:
+        """Release the run's claims and free its name: the kernel's finalize hook, inside its `tx`."""
+        self._inside(tx)
         self._release_all_claims(run_id)
         self._execute("UPDATE team_members SET live = 0 WHERE run_id = ?", (run_id,))
