@@ -179,7 +179,7 @@ def test_a_busy_writer_surfaces_as_agent_busy_not_sqlite(db_path: Path, store: S
     blocker = sqlite3.connect(db_path, isolation_level=None)
     try:
         with Store.open(db_path) as other:
-            other._conn.execute("PRAGMA busy_timeout = 50")
+            other.db._conn.execute("PRAGMA busy_timeout = 50")
             blocker.execute("BEGIN IMMEDIATE")
             with pytest.raises(Exception) as raised:
                 other.mark_presence(generation.run_id, "lost")

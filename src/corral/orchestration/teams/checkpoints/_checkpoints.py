@@ -39,6 +39,7 @@ from datetime import UTC, datetime, timedelta
 from pathlib import Path
 from typing import TYPE_CHECKING, Any, Literal
 
+from corral.orchestration.store.jsjson import stringify
 from corral.orchestration.teams._tiers import resolve_tier
 from corral.orchestration.teams.checks._fingerprint import (
     SourceCaptureError,
@@ -127,10 +128,6 @@ class Revalidation:
     def to_json(self) -> dict[str, Any]:
         """`{reportId, required, reason}`."""
         return {"reportId": self.report_id, "required": self.required, "reason": self.reason}
-
-
-def _json(value: Any) -> str:
-    return json.dumps(value, separators=(",", ":"), ensure_ascii=False)
 
 
 def _iso(ms: int) -> str:
@@ -377,7 +374,7 @@ class Checkpoints:
                 f"Checkpoint {cid} was not saved: even without older history it is {size} bytes, more than "
                 f"{MAX_CHECKPOINT_BYTES}. Report shorter findings, evidence and questions next time."
             )
-        text = _json(draft.to_json())
+        text = stringify(draft.to_json())
         try:
             saved = CheckpointRecord.from_json(json.loads(text))
         except CheckpointRecordError as exc:
@@ -514,9 +511,9 @@ class Checkpoints:
         return "\n\n".join(
             [
                 CONTINUATION_PREAMBLE,
-                _json(current.to_json()),
+                stringify(current.to_json()),
                 "Source applicability:",
-                _json([entry.to_json() for entry in entries]),
+                stringify([entry.to_json() for entry in entries]),
                 REVALIDATION_INSTRUCTION,
                 f"Current assignment (authoritative):\n{prompt}",
             ]
@@ -611,7 +608,7 @@ class Checkpoints:
                 expected_state=row.state,
                 expected_record=row.record,
                 state=state,
-                record=_json(retired.to_json()),
+                record=stringify(retired.to_json()),
                 retired_at=now,
             ):
                 return retired

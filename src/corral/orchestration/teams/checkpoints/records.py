@@ -24,7 +24,6 @@ resubmit report_and_exit."
 from __future__ import annotations
 
 import hashlib
-import json
 import os
 import re
 from collections.abc import Mapping, Sequence
@@ -32,6 +31,7 @@ from dataclasses import KW_ONLY, dataclass
 from typing import Any, Literal, get_args
 
 from corral.orchestration.errors import InvalidRequestError
+from corral.orchestration.store.jsjson import stringify
 from corral.orchestration.teams._tiers import TierName
 from corral.orchestration.teams.checks._fingerprint import FINGERPRINT_VERSION, SourceFingerprint
 from corral.orchestration.teams.reports._reports import report_id as make_report_id
@@ -111,19 +111,14 @@ class CheckpointRecordError(ValueError):
     """A stored record breaks the checkpoint rules: it is corrupt or incompatible."""
 
 
-def _json(value: Any) -> str:
-    """`JSON.stringify(value)`: compact, non-ASCII kept."""
-    return json.dumps(value, separators=(",", ":"), ensure_ascii=False)
-
-
 def pretty_json_bytes(value: Any) -> int:
     """UTF-8 size of `JSON.stringify(value, null, 2)`."""
-    return len(json.dumps(value, indent=2, ensure_ascii=False).encode("utf-8"))
+    return len(stringify(value, indent=2).encode("utf-8"))
 
 
 def checkpoint_id(team: str, agent: str, run_id: str) -> str:
     """`checkpoint:` + sha256 hex of `JSON.stringify([team, agent, runId])` — one per author run."""
-    digest = hashlib.sha256(_json([team, agent, run_id]).encode("utf-8")).hexdigest()
+    digest = hashlib.sha256(stringify([team, agent, run_id]).encode("utf-8")).hexdigest()
     return f"checkpoint:{digest}"
 
 

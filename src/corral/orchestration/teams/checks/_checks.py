@@ -45,6 +45,7 @@ from typing import TYPE_CHECKING, Any, Literal, Protocol
 from corral.agent.tools import resolve_shell
 from corral.orchestration.errors import InvalidRequestError, OrchestrationError
 from corral.orchestration.kernel._faults import fault_point
+from corral.orchestration.store.jsjson import js_number
 
 from ._fingerprint import SourceCaptureError, SourceFingerprint, capture_fingerprint, same_tested_source
 from .records import (
@@ -53,7 +54,6 @@ from .records import (
     CheckRecordError,
     CheckState,
     CheckStore,
-    js_number,
     read_check_records,
 )
 

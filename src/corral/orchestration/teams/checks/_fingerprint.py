@@ -40,7 +40,6 @@ from __future__ import annotations
 
 import asyncio
 import hashlib
-import json
 import os
 import stat
 import subprocess
@@ -50,6 +49,7 @@ from pathlib import Path
 from typing import Any
 
 from corral.orchestration.errors import InvalidRequestError
+from corral.orchestration.store.jsjson import stringify
 
 __all__ = [
     "FINGERPRINT_VERSION",
@@ -72,11 +72,6 @@ _HASH_CHUNK = 1024 * 1024
 
 class SourceCaptureError(InvalidRequestError):
     """The source fingerprint could not be captured (not a repository, a bad input, a change mid-capture)."""
-
-
-def _json(value: Any) -> str:
-    """`JSON.stringify` of `value`: compact, non-ASCII kept as is."""
-    return json.dumps(value, separators=(",", ":"), ensure_ascii=False)
 
 
 @dataclass(frozen=True, slots=True)
@@ -274,7 +269,7 @@ def _file_record(
     try:
         before = os.lstat(full)
     except FileNotFoundError:
-        return _json([file, "missing"])
+        return stringify([file, "missing"])
     if stat.S_ISLNK(before.st_mode):
         target = os.readlink(full)
         resolved = os.path.realpath(full)
@@ -285,9 +280,9 @@ def _file_record(
             )
         if _stamp(os.lstat(full)) != _stamp(before):
             raise _changed(file)
-        return _json([file, "symlink", target])
+        return stringify([file, "symlink", target])
     if stat.S_ISDIR(before.st_mode) and file in gitlinks:
-        return _json([file, "submodule"])
+        return stringify([file, "submodule"])
     if not stat.S_ISREG(before.st_mode):
         raise SourceCaptureError(
             f"Source input {file} is not a regular file or symlink; remove it or ignore it."
@@ -316,7 +311,7 @@ def _file_record(
         raise _changed(file) from None
     if _stamp(after) != _stamp(before):
         raise _changed(file)
-    return _json([file, before.st_mode & 0o777, digest.hexdigest()])
+    return stringify([file, before.st_mode & 0o777, digest.hexdigest()])
 
 
 def capture_fingerprint_sync(
@@ -371,7 +366,7 @@ def capture_fingerprint_sync(
         "inputs": list(scopes),
         "index": [{"file": file, "index": meta} for file, meta in index],
     }
-    digest.update(_json(header).encode("utf-8"))
+    digest.update(stringify(header).encode("utf-8"))
     captured = frozenset(files)
     for file in files:
         digest.update(_file_record(root, file, captured, gitlinks, on_file_hashed).encode("utf-8"))

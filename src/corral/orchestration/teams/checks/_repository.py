@@ -26,6 +26,7 @@ from typing import Any
 from corral.orchestration.errors import InvalidRequestError, TargetNotFoundError
 from corral.orchestration.store._database import _new_id
 from corral.orchestration.store._repository import Repository
+from corral.orchestration.store.jsjson import stringify
 from corral.orchestration.teams.checks._rows import (
     TERMINAL_REPAIR_STATES,
     CheckIdentityError,
@@ -54,10 +55,6 @@ _REPAIR_STATES = (
     "declined",
     "blocked",
 )
-
-
-def _json(value: object) -> str:
-    return json.dumps(value, separators=(",", ":"), ensure_ascii=False, allow_nan=False)
 
 
 def _decode(text: str | None, what: str, key: str) -> Any:
@@ -139,7 +136,7 @@ class Checks(Repository):
             isinstance(assignment.get(k), str) for k in ("runId", "reportId", "name")
         ) or not isinstance(assignment.get("attempt"), int):
             raise InvalidRequestError("A check assignment needs runId, reportId, name and attempt.")
-        encoded = _json(dict(assignment))
+        encoded = stringify(dict(assignment))
 
         def body() -> tuple[CheckRow, bool]:
             stored = self._check_row(check_id)
@@ -210,8 +207,8 @@ class Checks(Repository):
                 (
                     state,
                     max(self._clock(), stored.started_at),
-                    None if source_before is None else _json(dict(source_before)),
-                    None if source_after is None else _json(dict(source_after)),
+                    None if source_before is None else stringify(dict(source_before)),
+                    None if source_after is None else stringify(dict(source_after)),
                     exit_code,
                     log_bytes,
                     error,
@@ -352,7 +349,7 @@ class Checks(Repository):
                 with another signature.
             TargetNotFoundError: `run_id` is not a teams member.
         """
-        encoded = _json([dict(item) for item in assignments])
+        encoded = stringify([dict(item) for item in assignments])
         wanted = [dict(item) for item in assignments]
 
         def body() -> RepairReservation:
@@ -400,7 +397,7 @@ class Checks(Repository):
                     signature,
                     _new_id(),
                     "declined" if declined else "running",
-                    _json(ids),
+                    stringify(ids),
                     now,
                     now,
                 ),
@@ -446,7 +443,7 @@ class Checks(Repository):
                 self._execute(
                     "UPDATE team_repair_stages SET state = ?, check_ids = ?, updated_at = ?"
                     " WHERE controller_id = ? AND token = ?",
-                    (state, _json(list(check_ids)), max(now, stage.created_at), controller_id, token),
+                    (state, stringify(list(check_ids)), max(now, stage.created_at), controller_id, token),
                 )
             if cancel and not ledger.cancelled:
                 self._execute(

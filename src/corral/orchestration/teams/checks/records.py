@@ -18,17 +18,15 @@ log is named after the id).
 from __future__ import annotations
 
 import hashlib
-import json
-import math
 import os
 from collections.abc import Mapping, Sequence
 from dataclasses import KW_ONLY, dataclass
 from datetime import UTC, datetime
-from decimal import Decimal
 from pathlib import Path
 from typing import TYPE_CHECKING, Any, Literal
 
 from corral._paths import ensure_private_dir
+from corral.orchestration.store.jsjson import stringify
 from corral.orchestration.teams.checks._rows import CheckIdentityError, CheckRecordError, CheckRow
 
 from ._fingerprint import SourceFingerprint, same_tested_source
@@ -55,47 +53,13 @@ CheckState = Literal["claimed", "passed", "failed", "cancelled", "timed-out", "s
 _CHECK_PREFIX = "check:"
 
 
-def _json(value: Any) -> str:
-    return json.dumps(value, separators=(",", ":"), ensure_ascii=False)
-
-
-def js_number(value: float) -> str:
-    """`String(value)` in JavaScript for a finite number (how `JSON.stringify` writes it)."""
-    if isinstance(value, int) and not isinstance(value, bool):
-        return str(value)
-    if not math.isfinite(value):
-        raise ValueError(f"not a finite number: {value}")
-    if value == 0:
-        return "0"
-    sign = "-" if value < 0 else ""
-    _, digit_tuple, exponent = Decimal(repr(abs(value))).as_tuple()
-    digits = "".join(map(str, digit_tuple)).lstrip("0")
-    assert isinstance(exponent, int)
-    stripped = digits.rstrip("0")
-    exponent += len(digits) - len(stripped)
-    digits = stripped
-    k = len(digits)
-    n = exponent + k
-    if k <= n <= 21:
-        text = digits + "0" * (n - k)
-    elif 0 < n <= 21:
-        text = f"{digits[:n]}.{digits[n:]}"
-    elif -6 < n <= 0:
-        text = "0." + "0" * (-n) + digits
-    else:
-        e = n - 1
-        mantissa = digits[0] + (f".{digits[1:]}" if k > 1 else "")
-        text = f"{mantissa}e{'+' if e >= 0 else '-'}{abs(e)}"
-    return sign + text
-
-
 def _number_json(value: float) -> int | float:
     return int(value) if float(value).is_integer() else value
 
 
 def check_id(report_id: str, name: str, attempt: int) -> str:
     """`check:` + sha256 hex of `JSON.stringify([reportId, name, attempt])`."""
-    payload = f"[{_json(report_id)},{_json(name)},{attempt}]"
+    payload = f"[{stringify(report_id)},{stringify(name)},{attempt}]"
     return _CHECK_PREFIX + hashlib.sha256(payload.encode("utf-8")).hexdigest()
 
 
@@ -156,18 +120,19 @@ class AssignedCheck:
     def binding(self) -> str:
         """The assignment binding: `JSON.stringify([taskId, runId, reportId, name, command, cwd,
         timeoutSeconds, attempt, inputs ?? null])`; a duplicate claim must match it exactly."""
-        parts = [
-            _json(self.task_id),
-            _json(self.run_id),
-            _json(self.report_id),
-            _json(self.name),
-            _json(self.command),
-            _json(self.cwd),
-            js_number(self.timeout_seconds),
-            str(self.attempt),
-            _json(list(self.inputs)) if self.inputs is not None else "null",
-        ]
-        return "[" + ",".join(parts) + "]"
+        return stringify(
+            [
+                self.task_id,
+                self.run_id,
+                self.report_id,
+                self.name,
+                self.command,
+                self.cwd,
+                self.timeout_seconds,
+                self.attempt,
+                None if self.inputs is None else list(self.inputs),
+            ]
+        )
 
     def to_json(self) -> dict[str, Any]:
         """The JSON object (camelCase keys; `inputs` only when scoped)."""

@@ -38,6 +38,7 @@ from corral.orchestration.errors import InvalidRequestError, TargetNotFoundError
 from corral.orchestration.kernel._generations import Generations
 from corral.orchestration.store._database import Database, _new_id, _require_text
 from corral.orchestration.store._repository import Repository
+from corral.orchestration.store.jsjson import stringify
 from corral.orchestration.teams.groups.records import (
     INTERRUPTED_ON_RECOVERY,
     CompletionGroupBindingError,
@@ -54,7 +55,6 @@ from corral.orchestration.teams.groups.records import (
     SlotReceipt,
     _report_id,
     build_index,
-    encode_json,
     group_id,
     plan_deliveries,
     slot_id,
@@ -630,7 +630,7 @@ class Groups(Repository):
     def _set_reported(self, slot: str, receipt: SlotReceipt) -> None:
         self._execute(
             "UPDATE completion_group_slots SET status = 'reported', receipt = ?, updated_at = ? WHERE slot_id = ?",
-            (encode_json(receipt.to_json()), self._clock(), slot),
+            (stringify(receipt.to_json()), self._clock(), slot),
         )
 
     def _observe(self, delivery: GroupDelivery, entry_id: str) -> None:
@@ -669,7 +669,7 @@ class Groups(Repository):
             if slot is not None and slot.receipt is not None:
                 reports[key] = self._roster.team_report_in(self._tx, slot.receipt.report_id)
         index = build_index(group, kind=kind, slot_ids=slot_ids, reports=reports)
-        index_json = encode_json(index)
+        index_json = stringify(index)
         text = wake_text(index_json, kind=kind, count=len(slot_ids))
         delivery = cast("str", index["deliveryId"])
         if self._delivery(delivery) is not None:
@@ -685,7 +685,7 @@ class Groups(Repository):
                 group.group_id,
                 group.lead_session_id,
                 kind,
-                encode_json(list(slot_ids)),
+                stringify(list(slot_ids)),
                 index_json,
                 text,
                 now,

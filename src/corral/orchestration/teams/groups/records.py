@@ -13,24 +13,23 @@ delivery. A delivery's compact JSON index (§8.4) is what the lead reads.
 
 Ids are the spec's: `group:` + SHA-256 of `JSON.stringify([team, session,
 submission])`, `<group id>:<index>` for slots, `delivery:` + SHA-256 of
-`JSON.stringify([groupId, kind, slotIds])` for deliveries, where
-`JSON.stringify` is `json.dumps(..., separators=(",", ":"), ensure_ascii=False)`.
+`JSON.stringify([groupId, kind, slotIds])` for deliveries (`store.jsjson.stringify`).
 Because delivery ids are derived, planning twice never delivers twice.
 
-The store (`_store_groups.GroupsStore`) runs the transitions; this module holds
+The repository (`groups._repository.Groups`) runs the transitions; this module holds
 the types and the pure parts (validation, planning, the index) it calls.
 """
 
 from __future__ import annotations
 
 import hashlib
-import json
 from collections.abc import Mapping, Sequence
 from dataclasses import KW_ONLY, dataclass
 from typing import Any, Literal, get_args
 from urllib.parse import quote
 
 from corral.orchestration.errors import InternalFailureError, InvalidRequestError
+from corral.orchestration.store.jsjson import stringify
 from corral.orchestration.teams.roster.records import TeamReportRecord
 
 __all__ = [
@@ -59,7 +58,6 @@ __all__ = [
     "WakeState",
     "build_index",
     "delivery_id",
-    "encode_json",
     "group_id",
     "is_urgent",
     "parse_completion_group",
@@ -124,13 +122,8 @@ class CompletionGroupJournalError(InternalFailureError):
     """The journal and the stored reports disagree (fail closed; inspect the group)."""
 
 
-def encode_json(value: object) -> str:
-    """`JSON.stringify` semantics: compact separators, non-ASCII kept."""
-    return json.dumps(value, separators=(",", ":"), ensure_ascii=False)
-
-
 def _sha256(value: object) -> str:
-    return hashlib.sha256(encode_json(value).encode("utf-8")).hexdigest()
+    return hashlib.sha256(stringify(value).encode("utf-8")).hexdigest()
 
 
 def group_id(team: str, session_id: str, submission_id: str) -> str:

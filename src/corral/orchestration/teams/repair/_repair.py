@@ -36,12 +36,12 @@ import asyncio
 import contextlib
 import dataclasses
 import hashlib
-import json
 from collections.abc import Mapping, Sequence
 from dataclasses import KW_ONLY, dataclass
 from typing import TYPE_CHECKING, Any, Literal
 
 from corral.orchestration.errors import InvalidRequestError, ManagedAgentBusyError, OrchestrationError
+from corral.orchestration.store.jsjson import stringify
 from corral.orchestration.teams.checks._checks import (
     CANCELLED_VERIFICATION_ERROR,
     CheckRunner,
@@ -108,10 +108,6 @@ class RepairUnresolvedError(ManagedAgentBusyError):
     """Repair work (a running attempt or a claimed check) has not settled; cleanup must stay fenced."""
 
 
-def _json(value: Any) -> str:
-    return json.dumps(value, separators=(",", ":"), ensure_ascii=False)
-
-
 def _sha256(text: str) -> str:
     return hashlib.sha256(text.encode("utf-8")).hexdigest()
 
@@ -146,17 +142,17 @@ def parse_repair_policy(value: object, *, checks: Sequence[CheckSpec]) -> int:
 
 def repair_controller_id(report_id: str) -> str:
     """`repair:` + sha256 hex of `JSON.stringify(reportId)`."""
-    return "repair:" + _sha256(_json(report_id))
+    return "repair:" + _sha256(stringify(report_id))
 
 
 def submission_signature(task_details: Mapping[str, Any]) -> str:
     """`repair:` + sha256 hex of `JSON.stringify(normalized task details)` (key order kept)."""
-    return "repair:" + _sha256(_json(dict(task_details)))
+    return "repair:" + _sha256(stringify(dict(task_details)))
 
 
 def repair_request_id(report_id: str, attempt: int) -> str:
     """`repair:` + sha256 hex of `JSON.stringify([reportId, attempt])`."""
-    return "repair:" + _sha256(f"[{_json(report_id)},{attempt}]")
+    return "repair:" + _sha256(f"[{stringify(report_id)},{attempt}]")
 
 
 @dataclass(frozen=True, slots=True)

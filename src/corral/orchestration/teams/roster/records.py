@@ -27,6 +27,7 @@ from typing import Any, Literal
 from corral.orchestration.errors import InvalidRequestError
 from corral.orchestration.kernel.records import DeliveryState, NewGeneration
 from corral.orchestration.store._database import _require_text
+from corral.orchestration.store.jsjson import stringify
 
 __all__ = [
     "TEAM_LEAD",
@@ -408,7 +409,7 @@ def _encode_json(value: dict[str, Any], what: str) -> str:
     if not isinstance(value, dict):
         raise InvalidRequestError(f"{what} must be a JSON object; pass a dict.")
     try:
-        return json.dumps(value, ensure_ascii=False, allow_nan=False, separators=(",", ":"))
+        return stringify(value)
     except (TypeError, ValueError) as exc:
         raise InvalidRequestError(
             f"{what} is not JSON-serializable ({exc}); pass plain JSON values."
