@@ -6,6 +6,7 @@ reply whole into a second chat, then compares the screenshots of both.
 
 from __future__ import annotations
 
+import asyncio
 import re
 from collections.abc import Iterator
 from contextlib import contextmanager
@@ -186,3 +187,25 @@ def _screenshot_text(svg: str) -> str:
     """The visible characters of a screenshot (non-breaking spaces as spaces)."""
     spans = re.findall(r">([^<>]*)</text>", svg)
     return "".join(spans).replace("&#160;", " ").replace("\xa0", " ")
+
+
+async def test_clearing_the_chat_while_a_reply_finishes_drops_it_and_renders_the_next() -> None:
+    app = ChatApp()
+    async with app.run_test(size=SIZE) as pilot:
+        chat = app.query_one(ChatLog)
+        events = list(_events(_pieces(REPLY, 3)))
+        for event in events[:-1]:
+            await chat.apply(event)
+        streaming = app.query_one(AssistantCard)
+        assert streaming.writing
+        # The reply's end waits for the appends still running; /new clears the chat meanwhile.
+        ending = asyncio.create_task(chat.apply(events[-1]))
+        await asyncio.sleep(0)
+        await chat.reset()
+        await ending  # the cancelled writer is not an error
+        assert not streaming.is_attached and streaming.rendered == ""
+        await chat.apply(events[0])
+        for event in events[1:]:
+            await chat.apply(event)
+        await _settled(pilot, app.query_one(AssistantCard), REPLY)
+        assert len(app.query(AssistantCard)) == 1

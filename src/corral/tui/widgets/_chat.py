@@ -5,6 +5,7 @@ Cards only render; the app decides what to show by feeding them agent events.
 
 from __future__ import annotations
 
+import contextlib
 from collections.abc import Sequence
 from typing import Any, ClassVar
 
@@ -14,7 +15,7 @@ from textual.binding import BindingType
 from textual.containers import Vertical, VerticalScroll
 from textual.widgets import Collapsible, Markdown, Static
 from textual.widgets.markdown import MarkdownBlock
-from textual.worker import Worker
+from textual.worker import Worker, WorkerCancelled
 
 from corral._units import format_elapsed
 from corral.agent import (
@@ -148,6 +149,8 @@ class AssistantCard(Vertical):
         self.text = text
         if done:
             await self._drain()
+            if not self.is_attached:
+                return
             if self._markdown is not None and not _same_blocks(self._markdown, text):
                 await self._markdown.update(text)
             self.rendered = text
@@ -169,7 +172,9 @@ class AssistantCard(Vertical):
     async def _drain(self) -> None:
         writer = self._writer
         if writer is not None:
-            await writer.wait()
+            # Cancelled when the card left the chat (a reset while the reply streamed): nothing to draw.
+            with contextlib.suppress(WorkerCancelled):
+                await writer.wait()
 
 
 def _same_blocks(markdown: Markdown, text: str) -> bool:
