@@ -74,6 +74,28 @@ def the(roster: Roster, name: str) -> AgentDefinition:
 # --- the bundled roster ------------------------------------------------------------------------
 
 
+def test_reloading_parses_each_unchanged_file_once_and_an_edit_takes_effect_at_once(
+    layers: tuple[Path, Path, Path], monkeypatch: pytest.MonkeyPatch
+) -> None:
+    import yaml
+
+    parsed: list[str] = []
+    real_load = yaml.load
+
+    def counting_load(stream: str, Loader: type) -> object:
+        parsed.append(stream)
+        return real_load(stream, Loader=Loader)
+
+    monkeypatch.setattr(yaml, "load", counting_load)
+    user = layers[2]
+    path = write_def(user, "probe.md", "name: probe-cache-1\ndescription: first\ntools: [read]")
+    for _ in range(20):  # a swarm of delegates reloads the roster each time
+        assert the(load(layers), "probe-cache-1").description == "first"
+    assert len([p for p in parsed if "probe-cache-1" in p]) == 1  # parsed once, not once per load
+    path.write_text("---\nname: probe-cache-1\ndescription: second\ntools: [read]\n---\n", encoding="utf-8")
+    assert the(load(layers), "probe-cache-1").description == "second"  # no stale parse
+
+
 def test_bundled_five_load_cleanly(tmp_path: Path) -> None:
     roster = load_roster(tmp_path, user_dir=tmp_path / "no-user", trust=False)
     assert roster.issues == ()

@@ -38,6 +38,8 @@ definition the user meant to change).
 
 from __future__ import annotations
 
+import copy
+import functools
 import os
 import re
 import stat
@@ -636,6 +638,17 @@ class _DefinitionFileError(Exception):
         self.name = name
 
 
+@functools.lru_cache(maxsize=512)
+def _load_frontmatter(text: str) -> Any:
+    """The YAML of a frontmatter, parsed once per distinct text (callers get a deep copy).
+
+    The roster is loaded again for every delegate (so an edited file takes effect at once);
+    keyed by the text itself, the cache can never serve a stale parse, and a swarm of
+    delegates parses each unchanged file once instead of once per agent.
+    """
+    return yaml.load(text, Loader=_StrictLoader)
+
+
 def _parse_file(path: Path, layer: DefinitionLayer, fmt: DefinitionFormat, models: ModelNames) -> _Raw:
     text = _read_text(path)
     if text.startswith("\ufeff"):
@@ -647,7 +660,7 @@ def _parse_file(path: Path, layer: DefinitionLayer, fmt: DefinitionFormat, model
     if close is None:
         raise _DefinitionFileError("the frontmatter is not closed; add a `---` line after it")
     try:
-        data = yaml.load("".join(lines[1:close]), Loader=_StrictLoader)
+        data = copy.deepcopy(_load_frontmatter("".join(lines[1:close])))
     except yaml.YAMLError as exc:
         raise _DefinitionFileError(f"the frontmatter is not valid YAML: {_yaml_problem(exc)}") from None
     if not isinstance(data, dict):
