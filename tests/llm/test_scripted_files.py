@@ -202,3 +202,25 @@ def test_bundled_scripts_are_valid_and_packaged() -> None:
     assert {"hello", "demo"} <= set(names)
     for name in names:
         load_script_file(find_script(name, cwd=None, environ={}))
+
+
+def test_a_script_file_is_parsed_once_per_text_each_caller_gets_its_own_copy_and_edits_apply(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    import yaml
+
+    parsed: list[str] = []
+    real_safe_load = yaml.safe_load
+
+    def counting(text: str) -> object:
+        parsed.append(text)
+        return real_safe_load(text)
+
+    monkeypatch.setattr(yaml, "safe_load", counting)
+    path = write(tmp_path / "swarm-cache.yaml", "steps:\n  - text: first\n")
+    first, second = load_script_file(path), load_script_file(path)
+    assert len(parsed) == 1  # the second agent's load did not parse again
+    assert first is not second and first.steps[0] is not second.steps[0]
+    assert first.steps[0].text == second.steps[0].text == "first"
+    write(path, "steps:\n  - text: edited\n")
+    assert load_script_file(path).steps[0].text == "edited" and len(parsed) == 2

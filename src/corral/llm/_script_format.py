@@ -8,6 +8,7 @@ place and the problem.
 
 from __future__ import annotations
 
+import functools
 import json
 import os
 import re
@@ -370,6 +371,10 @@ def _too_deep(data: Any) -> bool:
 def load_script_file(path: Path) -> Script:
     """Read and validate one script file.
 
+    The file is read every time (an edit takes effect at once); a text already validated is
+    not parsed again (every agent of a swarm loads the same script), and each caller gets
+    its own copy.
+
     Raises:
         ScriptError: unreadable, not YAML/JSON, or not a valid script; the
             message names the file, the place (`steps[2].tool_calls[0].args`)
@@ -380,6 +385,14 @@ def load_script_file(path: Path) -> Script:
     except (OSError, UnicodeDecodeError) as exc:
         reason = exc.strerror if isinstance(exc, OSError) and exc.strerror else str(exc)
         raise ScriptError(f"{path}: cannot read script: {reason}", path=path) from None
+    script = _validated(path, text).model_copy(deep=True)
+    script._path = path
+    return script
+
+
+@functools.lru_cache(maxsize=64)
+def _validated(path: Path, text: str) -> Script:
+    """`text` (the file `path`) parsed and validated; cached by both (errors are not cached)."""
     try:
         data = _parse_text(path, text)
     except RecursionError:
@@ -396,5 +409,4 @@ def load_script_file(path: Path) -> Script:
         script = Script.model_validate(data)
     except ValidationError as exc:
         raise ScriptError(f"{path}: {_describe(exc)}", path=path) from None
-    script._path = path
     return script
