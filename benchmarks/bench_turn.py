@@ -3,7 +3,7 @@
 A lead's context grows with every report it receives; what a turn costs on the
 client (building the provider request from the context, the agent loop,
 persisting the reply) should not grow with it beyond sending the bytes. The
-lead here is an `AgentSession` on an `openai-chat` provider model whose
+lead here is an `AgentSession` on a provider model (`--api`, default `openai-chat`) whose
 session already holds N reports (custom messages of 1,500 characters, as a
 `corral-team-report` is) each answered by a short assistant reply; a turn is
 one `prompt` → the reply persisted. The server (`tests/llm/fake_server.py`)
@@ -30,7 +30,7 @@ from pathlib import Path
 from _common import environment
 
 from corral.agent import AgentSession
-from corral.llm import AssistantMessage, CustomMessage, ModelInfo, TextContent, UserMessage
+from corral.llm import ApiKind, AssistantMessage, CustomMessage, ModelInfo, TextContent, UserMessage
 from corral.llm._providers import create_provider_model
 from corral.session import SessionManager
 
@@ -60,7 +60,7 @@ def _session(cwd: Path, messages: int, info: ModelInfo) -> SessionManager:
         session.append_message(
             AssistantMessage(
                 content=[TextContent(text=f"Noted report {index}.")],
-                api="openai-completions",
+                api={"openai-chat": "openai-completions", "openai-responses": "openai-responses"}.get(info.api, "anthropic-messages"),
                 provider=info.provider,
                 model=info.id,
             )
@@ -68,9 +68,10 @@ def _session(cwd: Path, messages: int, info: ModelInfo) -> SessionManager:
     return session
 
 
-async def _turns(base_url: str, messages: int, turns: int, cwd: Path) -> dict[str, object]:
-    info = ModelInfo("bench", "bench-model", "openai-chat", context_window=10_000_000)
-    model = create_provider_model(info, api_key="k", base_url=base_url)
+async def _turns(base_url: str, api: ApiKind, messages: int, turns: int, cwd: Path) -> dict[str, object]:
+    info = ModelInfo("bench", "bench-model", api, context_window=10_000_000)
+    endpoint = base_url.removesuffix("/v1") if api == "anthropic" else base_url
+    model = create_provider_model(info, api_key="k", base_url=endpoint)
     agent = AgentSession(
         session=_session(cwd, messages, info), model=model, thinking_level="off", tools=[], cwd=cwd
     )
@@ -97,6 +98,12 @@ def main() -> int:
     parser = argparse.ArgumentParser(description=__doc__)
     parser.add_argument("--turns", type=int, default=20, help="measured turns per size (default 20)")
     parser.add_argument("--sizes", default="20,50,100", help="reports in context (default 20,50,100)")
+    parser.add_argument(
+        "--api",
+        default="openai-chat",
+        choices=["openai-chat", "openai-responses", "anthropic"],
+        help="the wire API (default openai-chat)",
+    )
     args = parser.parse_args()
     server = subprocess.Popen(
         [sys.executable, "-c", SERVER, str(REPO)], stdin=subprocess.PIPE, stdout=subprocess.PIPE, text=True
@@ -107,11 +114,12 @@ def main() -> int:
         results = {}
         with tempfile.TemporaryDirectory(prefix="corral-bench-turn-") as tmp:
             for size in (int(s) for s in args.sizes.split(",")):
-                results[f"reports_{size}"] = asyncio.run(_turns(base_url, size, args.turns, Path(tmp)))
+                results[f"reports_{size}"] = asyncio.run(_turns(base_url, args.api, size, args.turns, Path(tmp)))
         print(
             json.dumps(
                 {
                     "benchmark": "turn",
+                    "api": args.api,
                     "lead_turn": results,
                     "load_average": [round(x, 2) for x in os.getloadavg()],
                     "env": environment("benchmarks/bench_turn.py"),

@@ -11,12 +11,16 @@ context.
 
 from __future__ import annotations
 
+import json
 from collections.abc import AsyncIterator
 from pathlib import Path
 from typing import Any
 
+import pytest
+
 from corral.agent import AgentSession
 from corral.llm import (
+    ApiKind,
     AssistantMessageEvent,
     CustomMessage,
     LlmContext,
@@ -34,9 +38,12 @@ from .fake_server import FakeProviderServer, FakeReply, FakeToolCall
 __all__ = ["server"]
 
 
-def _model(server: FakeProviderServer, model_id: str, *, provider: str = "fake") -> PydanticAIModel:
+def _model(
+    server: FakeProviderServer, model_id: str, *, provider: str = "fake", api: ApiKind = "openai-chat"
+) -> PydanticAIModel:
+    base_url = server.url if api == "anthropic" else server.base_url
     model = create_provider_model(
-        make_info("openai-chat", id=model_id, provider=provider), api_key="k", base_url=server.base_url
+        make_info(api, id=model_id, provider=provider), api_key="k", base_url=base_url
     )
     assert isinstance(model, PydanticAIModel)
     return model
@@ -59,17 +66,22 @@ class _Recording(Model):
             yield event
 
 
+def _canonical(body: Any) -> str:
+    return json.dumps(body, sort_keys=True)
+
+
 async def _no_wait(_seconds: float) -> None:
     return None
 
 
+@pytest.mark.parametrize("api", ["openai-chat", "openai-responses", "anthropic"])
 async def test_incremental_requests_equal_fresh_ones_after_every_kind_of_change(
-    server: FakeProviderServer, tmp_path: Path
+    server: FakeProviderServer, tmp_path: Path, api: ApiKind
 ) -> None:
     server.default_reply = FakeReply(text="Noted.")
     log: list[tuple[PydanticAIModel, LlmContext, StreamOptions]] = []
-    first = _Recording(_model(server, "fake-model-1"), log)
-    other = _Recording(_model(server, "fake-model-2"), log)
+    first = _Recording(_model(server, "fake-model-1", api=api), log)
+    other = _Recording(_model(server, "fake-model-2", api=api), log)
     session = SessionManager.create(tmp_path, persist=False)
     agent = AgentSession(
         session=session,
@@ -117,21 +129,22 @@ async def test_incremental_requests_equal_fresh_ones_after_every_kind_of_change(
 
     sent = [request.body for request in server.requests]
     assert len(sent) == len(log) >= 11
-    assert any(b["messages"][-1].get("role") == "user" and "steered in" in str(b["messages"]) for b in sent)
+    assert any("steered in" in str(body) for body in sent)
     assert first.inner._conversions, "the model kept its conversion between requests"
 
     # Every request again, from fresh models that convert everything and let the SDK transform it.
     reference: dict[str, PydanticAIModel] = {}
     for inner, context, options in log:
-        fresh = reference.setdefault(inner.info.id, _model(server, inner.info.id))
+        fresh = reference.setdefault(inner.info.id, _model(server, inner.info.id, api=api))
         fresh._conversions.clear()
-        fresh.pai_model.send_premapped = False  # type: ignore[attr-defined]
+        if hasattr(fresh.pai_model, "send_premapped"):
+            fresh.pai_model.send_premapped = False
         async for _event in fresh.stream(context, options):
             pass
     rebuilt = [request.body for request in server.requests[len(sent) :]]
     assert len(rebuilt) == len(sent)
-    for index, (incremental, fresh_body) in enumerate(zip(sent, rebuilt, strict=True)):
-        assert incremental == fresh_body, f"request {index} differs"
+    # A compaction's two summary requests run concurrently, so arrival order may differ from the log's.
+    assert sorted(map(_canonical, sent)) == sorted(map(_canonical, rebuilt))
 
 
 async def test_a_context_that_is_not_an_extension_is_converted_afresh(server: FakeProviderServer) -> None:

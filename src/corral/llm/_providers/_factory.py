@@ -71,6 +71,29 @@ def _pi_chat_model_class() -> type[Any]:
     return PiChatModel
 
 
+@functools.cache
+def _pi_responses_model_class() -> type[Any]:
+    """pydantic-ai's Responses model, whose input items skip the openai SDK's parameter transform.
+
+    As for Chat Completions (`_pi_chat_model_class`): the mapped items go in `extra_body`, which
+    the SDK merges into the body unchanged, in the place of `input`; the bytes sent are the same.
+    """
+    from pydantic_ai.models.openai import OpenAIResponsesModel
+
+    class PiResponsesModel(OpenAIResponsesModel):
+        send_premapped = True
+        """Send the mapped input items in the request body as they are."""
+
+        async def _map_messages(self, messages: Any, model_settings: Any, *args: Any, **kwargs: Any) -> Any:
+            instructions, mapped = await super()._map_messages(messages, model_settings, *args, **kwargs)
+            if self.send_premapped and isinstance(model_settings, dict):
+                model_settings["extra_body"] = {**(model_settings.get("extra_body") or {}), "input": mapped}
+                return instructions, []
+            return instructions, mapped
+
+    return PiResponsesModel
+
+
 def create_provider_model(
     info: ModelInfo,
     *,
@@ -108,9 +131,7 @@ def create_provider_model(
 
         provider = OpenAIProvider(base_url=base_url, api_key=key, http_client=model_http_client(headers))
         if info.api == "openai-responses":
-            from pydantic_ai.models.openai import OpenAIResponsesModel
-
-            pai_model = OpenAIResponsesModel(info.id, provider=provider)
+            pai_model = _pi_responses_model_class()(info.id, provider=provider)
         else:
             from pydantic_ai.profiles.openai import OpenAIModelProfile
 
