@@ -2,7 +2,7 @@
 
 from __future__ import annotations
 
-__all__ = ["format_elapsed"]
+__all__ = ["format_bytes", "format_elapsed"]
 
 
 def format_elapsed(ms: int | None) -> str:
@@ -17,3 +17,13 @@ def format_elapsed(ms: int | None) -> str:
         return f"{minutes}m{seconds:02d}s"
     hours, minutes = divmod(minutes, 60)
     return f"{hours}h{minutes:02d}m"
+
+
+def format_bytes(size: int) -> str:
+    """`512 B`, `4.0 KiB`, `41.3 MiB`, `1.2 GiB`."""
+    value = float(size)
+    for unit in ("B", "KiB", "MiB", "GiB"):
+        if value < 1024 or unit == "GiB":
+            return f"{int(value)} {unit}" if unit == "B" else f"{value:.1f} {unit}"
+        value /= 1024
+    return f"{value:.1f} GiB"  # pragma: no cover - the loop returns

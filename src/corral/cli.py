@@ -542,12 +542,33 @@ def agents_close(
 
 @agents_app.command("reap")
 def agents_reap(
-    dry_run: Annotated[bool, typer.Option("--dry-run", help="Only report the orphan panes.")] = False,
+    dry_run: Annotated[bool, typer.Option("--dry-run", help="Only report the orphans.")] = False,
+    force: Annotated[
+        bool,
+        typer.Option("--force", help="Also remove orphaned worktrees and branches holding unmerged work."),
+    ] = False,
 ) -> None:
-    """Report and kill tmux panes whose agent is finalized or unknown to the store (never live agents)."""
+    """Kill tmux panes whose agent is finalized or unknown to the store, and remove orphaned agent
+    worktrees and `corral/*` branches (never live agents; never unmerged work without --force)."""
     from corral._cli._worker import reap
 
-    raise typer.Exit(asyncio.run(reap(out=sys.stdout, dry_run=dry_run)))
+    raise typer.Exit(asyncio.run(reap(out=sys.stdout, dry_run=dry_run, force=force, cwd=Path.cwd())))
+
+
+@app.command()
+def merge(
+    agent: Annotated[
+        str, typer.Argument(help="The isolated agent's label or team name, or its corral/... branch.")
+    ],
+    discard: Annotated[
+        bool, typer.Option("--discard", help="Remove the branch and its worktree instead of merging.")
+    ] = False,
+) -> None:
+    """Merge an isolated writer's branch into your working tree (exit 0 merged, 1 conflicts or
+    uncommitted changes in the way, paths named; 2 bad input). Never overwrites uncommitted changes."""
+    from corral._cli._worktrees import merge as run_merge
+
+    raise typer.Exit(run_merge(agent, discard=discard, out=sys.stdout, err=sys.stderr))
 
 
 checkpoints_app = _command_group(

@@ -220,6 +220,17 @@ class TeamsSettings(_Section):
     """Processes (and threads) one sandboxed command may run at once (default 256)."""
     sandbox_memory_mib: int = Field(default=4096, ge=64)
     """Data memory each process of a sandboxed command may use, in MiB (default 4096)."""
+    tier_isolation: dict[str, Literal["shared", "worktree"]] = Field(default_factory=dict)
+    """`[teams.tier_isolation]`: isolation per write tier, e.g. `write-system = "worktree"` (a tier not
+    listed follows the top-level `isolation`; read tiers never get a worktree)."""
+
+    @field_validator("tier_isolation")
+    @classmethod
+    def _check_tier_isolation(cls, value: dict[str, str]) -> dict[str, str]:
+        for tier in value:
+            if not tier.startswith("write-"):
+                raise ValueError(f"{tier!r} is not a write tier (isolation applies to write-* tiers only)")
+        return value
 
 
 _COLOR_PATTERN = (
@@ -300,6 +311,14 @@ class Settings(_Section):
     e.g. `sonnet = "anthropic/claude-sonnet-4-5"`. An alias that is not set inherits the spawner's model."""
     activity_colors: ActivityColorsSettings = Field(default_factory=ActivityColorsSettings)
     """`[activity_colors]` table: the terminal app's activity palette (unset keys follow the theme)."""
+    isolation: Literal["shared", "worktree"] = "shared"
+    """Where write agents work: `shared` (default: the lead's working tree) or `worktree` (each gets
+    its own git worktree and branch `corral/<name>-<run>`, merged back with `corral merge`; see
+    `docs/teams.md`, "Isolated writers"). Definitions (`isolation:`) and `[teams.tier_isolation]`
+    override it."""
+    merge: Literal["manual", "on-accept"] = "manual"
+    """When an isolated writer's branch is merged: `manual` (default: `corral merge`) or `on-accept`
+    (teams: when the lead records the report's acceptance)."""
     agent_tool_style: Literal["multiplexed", "per-operation"] = "multiplexed"
     """Shape of the agent surface: `multiplexed` (default) offers one `agent` tool with an
     `action` field; `per-operation` offers `agent_list`, `agent_delegate`, … each with only its

@@ -41,8 +41,8 @@ class Check:
     """The outcome of one check."""
 
     name: str
-    """Which check: `data_root`, `store`, `checks`, `sandbox`, `tmux`, `tmux_workers`, `settings`,
-    `endpoint` or `definitions`."""
+    """Which check: `data_root`, `store`, `checks`, `worktrees`, `sandbox`, `tmux`, `tmux_workers`,
+    `settings`, `endpoint` or `definitions`."""
     status: CheckStatus
     """`ok`, `warn` or `fail`."""
     message: str
@@ -242,6 +242,20 @@ async def _check_orphans(root: Path, store: Store | None) -> Check:
     )
 
 
+def _check_worktrees(store: Store, cwd: Path) -> Check:
+    """Isolated writers' worktrees: disk use, pending and interrupted merges, orphans."""
+    from corral._cli._worktrees import worktree_summary
+    from corral.orchestration import OrchestrationError
+
+    try:
+        status, message = worktree_summary(store, cwd)
+    except OrchestrationError as exc:
+        return Check(
+            "worktrees", "warn", f"agent worktrees could not be inspected: {' '.join(str(exc).split())}"
+        )
+    return Check("worktrees", "ok" if status == "ok" else "warn", message)
+
+
 def _check_settings(cwd: Path) -> list[Check]:
     from corral.errors import CorralError
     from corral.settings import find_project_settings, load_settings, user_settings_path
@@ -432,6 +446,8 @@ async def run_checks(cwd: Path) -> list[Check]:
     try:
         if store is not None:
             checks.append(_check_unresolved_checks(store))
+            if store.has_worktrees():
+                checks.append(_check_worktrees(store, cwd))
         sandbox, (tmux, has_tmux) = await asyncio.gather(_check_sandbox(), _check_tmux())
         checks += [sandbox, tmux]
         if has_tmux:

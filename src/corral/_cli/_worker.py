@@ -185,6 +185,10 @@ async def run_worker(run_id: str, store_path: Path, launch_path: Path, *, out: T
                 # The same ask_owner as in-process agents, recording into the shared store.
                 agent.register_tool(AskOwnerTool(OwnerQuestions(store, FileLimits()), child, agent))
             hooks.child = child
+            if store.has_worktrees():  # an isolated writer commits its work on its branch at the end
+                from corral.orchestration.worktrees import Worktrees
+
+                child.on_work_done = Worktrees(store, home=store.path.parent).work_done
             child.agent.subscribe(view.on_event)
             heartbeat = Path(launch["heartbeat"]) if launch.get("heartbeat") else None
             store.record_started(run_id, pid=os.getpid(), pane_id=os.environ.get("TMUX_PANE") or None)
@@ -341,46 +345,59 @@ async def _serve(
                 await running
 
 
-async def reap(*, out: TextIO, dry_run: bool = False) -> int:
-    """`corral agents reap`: report (and unless `dry_run`, kill) orphan panes of the private tmux server.
+async def reap(*, out: TextIO, dry_run: bool = False, force: bool = False, cwd: Path | None = None) -> int:
+    """`corral agents reap`: report (and unless `dry_run`, remove) orphans: panes of the private tmux
+    server, and agent worktrees and `corral/*` branches (`_worktrees.reap_worktrees`).
 
-    Returns 0 when nothing is left orphaned, 1 when a pane could not be reaped or tmux failed.
+    Returns 0 when nothing is left orphaned, 1 when a pane could not be reaped, tmux failed, or a
+    worktree with unmerged work was kept (without `force`).
     """
-    from corral.orchestration.host._worker import find_orphans, reap_orphans
     from corral.orchestration.store._database import default_store_path
+
+    store = Store.open(default_store_path())
+    try:
+        panes = await _reap_panes(store, out=out, dry_run=dry_run)
+        trees = 0
+        if store.has_worktrees() or cwd is not None:
+            from corral._cli._worktrees import reap_worktrees
+
+            trees = reap_worktrees(store, cwd=cwd or Path.cwd(), force=force, dry_run=dry_run, out=out)
+        return max(panes, trees)
+    finally:
+        store.close()
+
+
+async def _reap_panes(store: Store, *, out: TextIO, dry_run: bool) -> int:
+    from corral.orchestration.host._worker import find_orphans, reap_orphans
     from corral.runtime import RuntimeError_, TmuxRuntime
 
     tmux = TmuxRuntime()
-    store = Store.open(default_store_path())
-    try:
-        if dry_run:
-            orphans = await find_orphans(store, tmux)
-            if orphans is None:
-                print(f"cannot list the panes of the tmux server at {tmux.socket}", file=out)
-                return 1
-            for orphan in orphans:
-                print(
-                    f"orphan {orphan.pane.pane_id} pid {orphan.pane.pid} {orphan.pane.title!r}: {orphan.reason}",
-                    file=out,
-                )
-            print(f"{len(orphans)} orphan pane(s)", file=out)
-            return 0
-        try:
-            reaped, errors = await reap_orphans(store, tmux)
-        except RuntimeError_ as exc:
-            print(str(exc), file=out)
+    if dry_run:
+        orphans = await find_orphans(store, tmux)
+        if orphans is None:
+            print(f"cannot list the panes of the tmux server at {tmux.socket}", file=out)
             return 1
-        for orphan in reaped:
+        for orphan in orphans:
             print(
-                f"reaped {orphan.pane.pane_id} pid {orphan.pane.pid} {orphan.pane.title!r}: {orphan.reason}",
+                f"orphan {orphan.pane.pane_id} pid {orphan.pane.pid} {orphan.pane.title!r}: {orphan.reason}",
                 file=out,
             )
-        for pane_id, error in errors.items():
-            print(f"not reaped {pane_id}: {error}", file=out)
-        print(f"{len(reaped)} orphan pane(s) reaped", file=out)
-        return 1 if errors else 0
-    finally:
-        store.close()
+        print(f"{len(orphans)} orphan pane(s)", file=out)
+        return 0
+    try:
+        reaped, errors = await reap_orphans(store, tmux)
+    except RuntimeError_ as exc:
+        print(str(exc), file=out)
+        return 1
+    for orphan in reaped:
+        print(
+            f"reaped {orphan.pane.pane_id} pid {orphan.pane.pid} {orphan.pane.title!r}: {orphan.reason}",
+            file=out,
+        )
+    for pane_id, error in errors.items():
+        print(f"not reaped {pane_id}: {error}", file=out)
+    print(f"{len(reaped)} orphan pane(s) reaped", file=out)
+    return 1 if errors else 0
 
 
 def _close_own_pane() -> None:

@@ -13,6 +13,7 @@ import asyncio
 import contextlib
 import os
 import re
+import uuid
 from collections.abc import Sequence
 from dataclasses import asdict, dataclass
 from pathlib import Path
@@ -51,6 +52,7 @@ from corral.session import CustomEntry, CustomMessageEntry, SessionError, Sessio
 if TYPE_CHECKING:
     from corral.orchestration.agents.commands import ContinueParams, DelegateParams
     from corral.orchestration.host._host import Host
+    from corral.orchestration.worktrees import Isolation
     from corral.settings import Settings
 
 __all__ = [
@@ -216,41 +218,74 @@ class DelegateMixin:
                 fork_source = self._session_ref(params.fork)
                 self._refuse_retired(fork_source, "fork")
             task_text = self._render(caller, params.files, "Task", params.task)
-            model, thinking = self._model_for(defn, caller.model_ref, caller.thinking_level, cwd)
-            delegating = caller.scope == "lead" and is_delegating(defn)
-            runtime_kind = self._runtime_for(defn, delegating=delegating)
-            if fork_source is not None:
-                session = self._fork_session(fork_source, cwd, defn.name)
-            else:
-                session = SessionManager.create(
-                    cwd, sessions_root=host.sessions_root, header_extra=managed_header(defn.name, None)
+            isolation = None
+            if self._isolated(defn):
+                isolation = await asyncio.to_thread(
+                    host.worktrees.isolate,
+                    cwd,
+                    name=params.label or defn.name,
+                    run_id=str(uuid.uuid4()),
+                    owner_session_id=caller.session_id,
                 )
+                cwd = isolation.cwd
             try:
-                generation, task = host.store.create_generation(
-                    NewGeneration(
-                        definition=defn.name,
-                        owner_session_id=caller.session_id,
-                        cwd=str(cwd),
-                        session_id=session.session_id,
-                        task=task_text,
-                        label=params.label,
-                        session_path=None if session.path is None else str(session.path),
-                        parent_run_id=caller.run_id if caller.scope == "managed-agent" else None,
-                        delegating=delegating,
-                        runtime_kind=runtime_kind,
-                    )
-                )
+                return await self._delegate_in(caller, params, defn, cwd, fork_source, task_text, isolation)
             except BaseException:
-                session.close()
+                if isolation is not None:
+                    with contextlib.suppress(Exception):
+                        await asyncio.to_thread(
+                            host.worktrees.abandon, isolation.record.branch, "the delegation failed"
+                        )
                 raise
-            session.header.corral = managed_header(defn.name, generation.label)["corral"]  # type: ignore[attr-defined]
-            session.append_custom(
-                DEFINITION_ENTRY,
-                {"sessionId": session.session_id, "definition": defn.name, "label": generation.label},
+
+    async def _delegate_in(
+        self,
+        caller: Caller,
+        params: DelegateParams,
+        defn: AgentDefinition,
+        cwd: Path,
+        fork_source: Path | None,
+        task_text: str,
+        isolation: Isolation | None,
+    ) -> DelegateResult:
+        """The rest of `delegate`, once the cwd (an isolated agent's worktree) is known."""
+        host = self.host
+        model, thinking = self._model_for(defn, caller.model_ref, caller.thinking_level, cwd)
+        delegating = caller.scope == "lead" and is_delegating(defn)
+        runtime_kind = self._runtime_for(defn, delegating=delegating)
+        if fork_source is not None:
+            session = self._fork_session(fork_source, cwd, defn.name)
+        else:
+            session = SessionManager.create(
+                cwd, sessions_root=host.sessions_root, header_extra=managed_header(defn.name, None)
             )
-            return await self._launch(
-                "delegate", caller, generation, task, session, model, thinking, defn, params.timeout_ms
+        try:
+            generation, task = host.store.create_generation(
+                NewGeneration(
+                    definition=defn.name,
+                    owner_session_id=caller.session_id,
+                    cwd=str(cwd),
+                    session_id=session.session_id,
+                    task=task_text,
+                    label=params.label,
+                    session_path=None if session.path is None else str(session.path),
+                    parent_run_id=caller.run_id if caller.scope == "managed-agent" else None,
+                    delegating=delegating,
+                    runtime_kind=runtime_kind,
+                    run_id=None if isolation is None else isolation.record.run_id,
+                )
             )
+        except BaseException:
+            session.close()
+            raise
+        session.header.corral = managed_header(defn.name, generation.label)["corral"]  # type: ignore[attr-defined]
+        session.append_custom(
+            DEFINITION_ENTRY,
+            {"sessionId": session.session_id, "definition": defn.name, "label": generation.label},
+        )
+        return await self._launch(
+            "delegate", caller, generation, task, session, model, thinking, defn, params.timeout_ms
+        )
 
     # --- continue ------------------------------------------------------------------------------
 
@@ -297,6 +332,12 @@ class DelegateMixin:
                 else caller.model_ref
             )
             cwd = Path(saved_cwd)
+            kept = host.store.worktree_at(cwd) if host.store.has_worktrees() else None
+            if kept is None and host.store.has_worktrees() and not cwd.is_dir():
+                raise InvalidRequestError(
+                    f"Session {session_id} ran in a worktree that was merged or discarded ({saved_cwd}); "
+                    "delegate a new agent (with fork to keep its context) instead."
+                )
             model, thinking = self._model_for(defn, saved_ref, context.thinking_level, cwd)
             task_text = self._render(caller, params.files, "Task", params.task)
             generation, task = host.store.create_generation(
@@ -315,6 +356,8 @@ class DelegateMixin:
                     ),
                 )
             )
+            if kept is not None:
+                host.store.worktree_reactivated(kept.branch, generation.run_id)
             try:
                 session = SessionManager.open(path)
             except SessionError as exc:
@@ -328,6 +371,12 @@ class DelegateMixin:
             )
 
     # --- shared -----------------------------------------------------------------------------------
+
+    def _isolated(self, defn: AgentDefinition) -> bool:
+        """Whether a new agent of `defn` gets its own worktree: it can write (`write` or `edit`)
+        and its `isolation` (else the `isolation` setting) is `worktree`."""
+        choice = defn.isolation or self.host.settings.isolation
+        return choice == "worktree" and bool({"write", "edit"} & set(_tool_names(defn)))
 
     def _runtime_for(self, defn: AgentDefinition, *, delegating: bool) -> RuntimeKind:
         """The definition's `runtime`, else the `runtime` setting; delegating agents run in-process."""
@@ -477,6 +526,7 @@ class DelegateMixin:
                 delegating=generation.delegating,
                 context_retirement=host.context_retirement,
             )
+            child.on_work_done = host.work_done
 
             from corral.orchestration.surfaces import ask_owner_tool  # the surfaces import the core
 

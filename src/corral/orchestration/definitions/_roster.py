@@ -195,6 +195,9 @@ class AgentDefinition:
     """Opaque `permission` mapping, preserved for permission hooks and never evaluated."""
     runtime: RuntimeKind | None = None
     """Where its generations run (`inprocess` or `tmux`); `None` uses the configured default."""
+    isolation: Literal["shared", "worktree"] | None = None
+    """Where it writes: `worktree` (its own git worktree and branch) or `shared`; `None` follows the
+    `isolation` setting. Only agents with `write` or `edit` are ever isolated."""
     body: str = ""
     """The prompt text (the Markdown body), with relative `@file` lines made absolute."""
     layer: DefinitionLayer = "bundled"
@@ -250,6 +253,8 @@ class AgentDefinition:
             out["agents"] = list(self.agents)
         if self.runtime is not None:
             out["runtime"] = self.runtime
+        if self.isolation is not None:
+            out["isolation"] = self.isolation
         return out
 
 
@@ -554,6 +559,7 @@ class _Merged:
             extensions=f.get("extensions", ()),
             permission=f.get("permission"),
             runtime=f.get("runtime"),
+            isolation=f.get("isolation"),
             body=self.body,
             layer=self.layer,
             path=self.path,
@@ -831,6 +837,7 @@ _FIELDS: dict[str, _Validator] = {
     "inheritProjectContext": _bool,
     "inheritGlobalContext": _bool,
     "runtime": lambda k, v: _choice(k, v, ("inprocess", "tmux")),
+    "isolation": lambda k, v: _choice(k, v, ("shared", "worktree")),
 }
 
 

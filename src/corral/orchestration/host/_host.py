@@ -60,6 +60,7 @@ if TYPE_CHECKING:
     from corral.orchestration.agents._controller import Controller
     from corral.orchestration.host._handoff import HandoffResult
     from corral.orchestration.teams import Teams
+    from corral.orchestration.worktrees import Worktrees
     from corral.settings import Settings
 
 __all__ = ["RETIRED_ENTRY", "Host", "Runtimes"]
@@ -211,6 +212,7 @@ class Host:
 
         self.controller: Controller = Controller(self)
         self._teams: Teams | None = None
+        self._worktrees: Worktrees | None = None
 
     # --- owners ------------------------------------------------------------------------------
 
@@ -251,9 +253,44 @@ class Host:
         self.install_surfaces(agent, caller, surfaces)
         self.recover(caller.session_id)
         await self.recover_unplaced(caller.session_id)
+        if self.store.has_worktrees():
+            for note in await asyncio.to_thread(self.worktrees.recover):
+                self.warn(note)
         if self._teams is not None or self.store.has_team_state(caller.session_id):
             self.teams.recover(caller.session_id)
         return caller
+
+    @property
+    def worktrees(self) -> Worktrees:
+        """Isolated writers' worktrees (`corral.orchestration.worktrees.Worktrees`), made on first use;
+        they live under the store's data root."""
+        if self._worktrees is None:
+            from corral.orchestration.worktrees import Worktrees
+
+            self._worktrees = Worktrees(self.store, home=self.store.path.parent)
+        return self._worktrees
+
+    async def work_done(self, run_id: str, summary: str) -> str | None:
+        """An agent's assignment may finish: commit an isolated writer's work on its branch.
+
+        Returns the line its result gets (the branch and how to merge it), or `None` when the run
+        has no worktree.
+        """
+        if not self.store.has_worktrees():
+            return None
+        return await self.worktrees.work_done(run_id, summary)
+
+    async def result_details(self, run_id: str) -> dict[str, object] | None:
+        """What an isolated writer's delivered result adds to its details (`branch`, `base`,
+        `diffStat`, `merge`), or `None`."""
+        if not self.store.has_worktrees() or self.store.worktree_for_run(run_id) is None:
+            return None
+        try:
+            report = await asyncio.to_thread(self.worktrees.report_of, run_id)
+        except OrchestrationError as exc:
+            self.warn(f"the branch of run {run_id} could not be read ({exc})")
+            return None
+        return None if report is None else report.details()
 
     @property
     def teams(self) -> Teams:
@@ -374,7 +411,12 @@ class Host:
                 await deliver_team_report(self.store, owner, report, result)
             else:
                 await deliver_result(
-                    self.store, owner, generation, result, retired=self.is_retired(generation)
+                    self.store,
+                    owner,
+                    generation,
+                    result,
+                    retired=self.is_retired(generation),
+                    extra=await self.result_details(generation.run_id),
                 )
         fault_point("before_cleanup")
         await self._finalize(generation)

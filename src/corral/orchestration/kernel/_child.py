@@ -23,6 +23,7 @@ import collections
 import contextlib
 import json
 import time
+from collections.abc import Awaitable, Callable
 from typing import Protocol
 
 from corral.agent import (
@@ -57,6 +58,10 @@ _RETIREMENT_TEXT = (
 _ACTIVITY_THROTTLE_MS = 5000
 _ACTIVITY_LINES = 200
 _LINE_CHARS = 240
+
+
+WorkDone = Callable[[str, str], Awaitable[str | None]]
+"""`on_work_done(run_id, final_text)`: a feature's last step before the result is stored."""
 
 
 class ChildHooks(Protocol):
@@ -127,6 +132,10 @@ class ManagedChild:
         """Being moved to another runtime (`_handoff`): the run ends at its next settle, storing nothing."""
         self.resume_prompt: str | None = None
         """Set for a moved run (the tmux worker): `run` prompts this instead of acknowledging the task."""
+        self.on_work_done: WorkDone | None = None
+        """A port a feature sets: called once the assignment may finish, with the run id and the
+        agent's final text, before the result is stored; the line it returns (e.g. an isolated
+        writer's branch) is appended to the result."""
 
     @property
     def run_id(self) -> str:
@@ -176,7 +185,12 @@ class ManagedChild:
             fault_point("after_task_ack")
             await self.agent.prompt(self.resume_prompt or self.task.payload, streaming_behavior="steer")
             if await self._settle():
-                self._finish()
+                note = None
+                if self.on_work_done is not None:
+                    note = await self.on_work_done(
+                        self.run_id, (self.agent.last_assistant_text() or "").strip()
+                    )
+                self._finish(note)
         except asyncio.CancelledError:
             with contextlib.suppress(Exception):
                 await asyncio.shield(self.agent.abort())
@@ -245,7 +259,7 @@ class ManagedChild:
             return f"Agent {self.label} failed: the model request ended with an error: {last.error_message or 'unknown error'}"
         return "Agent produced no assistant text"
 
-    def _finish(self) -> None:
+    def _finish(self, note: str | None = None) -> None:
         request_id = self.task.request_id
         last = self._last_assistant()
         text = (
@@ -253,6 +267,8 @@ class ManagedChild:
             if last is not None and last.stop_reason == "error"
             else (self.agent.last_assistant_text() or "").strip()
         )
+        if text and note:
+            text = f"{text}\n\n{note}"
         usage = self.agent.context_usage()
         tokens = usage.tokens if usage is not None else None
         try:

@@ -19,6 +19,7 @@ Questions (`corral-agent-ask`) use the same steps keyed by `ask_id`.
 from __future__ import annotations
 
 import asyncio
+from collections.abc import Mapping
 from typing import Any
 
 from corral.agent import AgentSession, MessageEndEvent
@@ -76,7 +77,12 @@ def _head(text: str) -> tuple[str, bool]:
 
 
 def result_message(
-    generation: GenerationRecord, result: ResultRecord, text: str | None, *, retired: bool = False
+    generation: GenerationRecord,
+    result: ResultRecord,
+    text: str | None,
+    *,
+    retired: bool = False,
+    extra: Mapping[str, object] | None = None,
 ) -> CustomMessage:
     """The `corral-agent-result` message for a durable result."""
     ref = f"result:{result.request_id}"
@@ -106,6 +112,8 @@ def result_message(
         "truncated": truncated,
         "result_ref": ref,
     }
+    if extra:
+        details.update({k: v for k, v in extra.items() if k not in details})
     return CustomMessage(custom_type=RESULT_TYPE, content="\n\n".join(parts), display=True, details=details)
 
 
@@ -154,11 +162,20 @@ async def deliver_message(owner: AgentSession, message: CustomMessage, *, key: s
 
 
 async def deliver_result(
-    store: Store, owner: AgentSession, generation: GenerationRecord, result: ResultRecord, *, retired: bool
+    store: Store,
+    owner: AgentSession,
+    generation: GenerationRecord,
+    result: ResultRecord,
+    *,
+    retired: bool,
+    extra: Mapping[str, object] | None = None,
 ) -> str:
-    """Deliver a durable result exactly once and mark it delivered; returns the entry id."""
+    """Deliver a durable result exactly once and mark it delivered; returns the entry id.
+
+    `extra` adds a feature's fields to the message's details (an isolated writer's branch).
+    """
     text = store.result_text(result)
-    message = result_message(generation, result, text, retired=retired)
+    message = result_message(generation, result, text, retired=retired, extra=extra)
     entry_id = await deliver_message(owner, message, key="request_id", value=result.request_id)
     fault_point("after_owner_append")
     store.mark_delivered(result.request_id, owner_session_id=result.owner_session_id, entry_id=entry_id)

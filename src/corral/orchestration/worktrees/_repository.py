@@ -130,6 +130,10 @@ class Worktrees(Repository):
             )
         )
 
+    def has_worktrees(self) -> bool:
+        """Whether any agent ever got a worktree in this data root (cheap; skips the feature otherwise)."""
+        return self._read(lambda: self._one("SELECT 1 FROM worktrees LIMIT 1") is not None)
+
     def get_worktree(self, branch: str) -> WorktreeRecord:
         """The row of `branch` (raises `TargetNotFoundError`)."""
         return self._read(lambda: self._worktree_row(branch))

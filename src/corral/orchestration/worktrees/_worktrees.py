@@ -9,6 +9,7 @@ changes (see `_merge.py` for why the two git steps are each safe).
 
 from __future__ import annotations
 
+import asyncio
 import hashlib
 import re
 from dataclasses import dataclass
@@ -81,6 +82,29 @@ class WorktreeReport:
     """What it changed since `base`."""
     merge: Literal["pending", "merged", "discarded"]
     """`pending` until `corral merge` (or acceptance with `merge = "on-accept"`) applies it."""
+
+    def details(self) -> dict[str, object]:
+        """The fields a result's or report's details carry: `branch`, `base`, `diffStat`, `merge`."""
+        return {
+            "branch": self.branch,
+            "base": self.base,
+            "diffStat": {
+                "files": list(self.stat.files),
+                "insertions": self.stat.insertions,
+                "deletions": self.stat.deletions,
+                "summary": self.stat.text(),
+            },
+            "merge": self.merge,
+        }
+
+    def note(self) -> str:
+        """One line for the result text: where the work is and how to take it."""
+        if self.merge != "pending":
+            return f"Branch {self.branch}: {self.merge}."
+        return (
+            f"Work committed on branch {self.branch} ({self.stat.text()}); merge pending: "
+            f"`corral merge {self.branch}` applies it to your working tree, `--discard` drops it."
+        )
 
 
 @dataclass(frozen=True, slots=True)
@@ -213,6 +237,21 @@ class Worktrees:
                 record.branch, tip, f"committed {tip[:12]} on {record.branch}: {stat.text()}"
             )
         return WorktreeReport(record.branch, record.base, stat, "pending")
+
+    def abandon(self, branch: str, reason: str) -> None:
+        """Remove a worktree whose agent never started (a failed launch); recorded as discarded."""
+        record = self.store.get_worktree(branch)
+        if record.state != "active":
+            return
+        remove_worktree(record.repo, record.path, record.branch)
+        self.store.settle_worktree(branch, "discarded", "discarded", f"discarded {branch}: {reason}")
+
+    async def work_done(self, run_id: str, summary: str) -> str | None:
+        """`ManagedChild.on_work_done`: commit an isolated run's work (in a thread); its result's line."""
+        if not self.store.has_worktrees() or self.store.worktree_for_run(run_id) is None:
+            return None
+        report = await asyncio.to_thread(self.finish, run_id, summary)
+        return None if report is None else report.note()
 
     def report_of(self, run_id: str) -> WorktreeReport | None:
         """The branch facts of a run (no commit made), or `None` when it is not isolated."""
