@@ -209,9 +209,14 @@ class Launched:
         if not self.surfaces or self.host is not None:
             return
         from corral.orchestration import Host, Store, default_store_path
+        from corral.orchestration.worktrees._extension import WorktreesExtension
 
+        store = Store.open(default_store_path())
         self.host = Host(
-            store=Store.open(default_store_path()), registry=self.registry, settings=self.settings
+            store=store,
+            registry=self.registry,
+            settings=self.settings,
+            extensions=(WorktreesExtension(store),),
         )
         self.caller = await self.host.attach_lead(self.agent, surfaces=self.surfaces)
 

@@ -46,6 +46,7 @@ from corral.orchestration.kernel._delivery import ASK_TYPE, RESULT_TYPE
 from corral.orchestration.kernel._faults import fault_point
 from corral.orchestration.kernel._files import prepare_files
 from corral.orchestration.kernel.records import GenerationRecord, NewGeneration, RequestRecord
+from corral.orchestration.worktrees._extension import worktrees_of
 from corral.runtime import LaunchSpec, PaneNotReady, RollbackFailed, RuntimeError_, RuntimeHandle
 from corral.session import CustomEntry, CustomMessageEntry, SessionError, SessionManager, fork_from
 
@@ -221,7 +222,7 @@ class DelegateMixin:
             isolation = None
             if self._isolated(defn):
                 isolation = await asyncio.to_thread(
-                    host.worktrees.isolate,
+                    worktrees_of(host.extensions, host.store).isolate,
                     cwd,
                     name=params.label or defn.name,
                     run_id=str(uuid.uuid4()),
@@ -234,7 +235,9 @@ class DelegateMixin:
                 if isolation is not None:
                     with contextlib.suppress(Exception):
                         await asyncio.to_thread(
-                            host.worktrees.abandon, isolation.record.branch, "the delegation failed"
+                            worktrees_of(host.extensions, host.store).abandon,
+                            isolation.record.branch,
+                            "the delegation failed",
                         )
                 raise
 

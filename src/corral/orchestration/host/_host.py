@@ -27,13 +27,14 @@ import asyncio
 import contextlib
 import os
 import uuid
-from collections.abc import Callable, Coroutine, Iterable
+from collections.abc import Callable, Coroutine, Iterable, Sequence
 from pathlib import Path
 from typing import TYPE_CHECKING, Any, TypeVar
 
 from corral.agent import AgentSession, AgentSettledEvent
 from corral.orchestration.definitions._roster import ModelNames, Roster, load_roster, model_names
 from corral.orchestration.errors import OrchestrationError
+from corral.orchestration.host.ports import HostExtension
 from corral.orchestration.kernel._caller import Caller
 from corral.orchestration.kernel._child import RETIRED_ENTRY, ManagedChild
 from corral.orchestration.kernel._delivery import deliver_ask, deliver_result, deliver_team_report
@@ -60,7 +61,6 @@ if TYPE_CHECKING:
     from corral.orchestration.agents._controller import Controller
     from corral.orchestration.host._handoff import HandoffResult
     from corral.orchestration.teams import Teams
-    from corral.orchestration.worktrees import Worktrees
     from corral.settings import Settings
 
 __all__ = ["RETIRED_ENTRY", "Host", "Runtimes"]
@@ -155,6 +155,7 @@ class Host:
         context_retirement: Honour `contextRetirement` (retired sessions are not continued/forked).
         file_limits: Limits for `files`.
         tmux_socket: The tmux runtime's server socket (default under the data root).
+        extensions: Features riding on the generations (the composition root passes them).
     """
 
     def __init__(
@@ -169,8 +170,11 @@ class Host:
         context_retirement: bool = True,
         file_limits: FileLimits | None = None,
         tmux_socket: Path | None = None,
+        extensions: Sequence[HostExtension] = (),
     ) -> None:
         self.store = store
+        self.extensions: list[HostExtension] = list(extensions)
+        """Features riding on the generations (`host.ports.HostExtension`), called in order."""
         self.registry = registry
         if settings is None:
             from corral.settings import Settings as _Settings
@@ -212,7 +216,6 @@ class Host:
 
         self.controller: Controller = Controller(self)
         self._teams: Teams | None = None
-        self._worktrees: Worktrees | None = None
 
     # --- owners ------------------------------------------------------------------------------
 
@@ -253,44 +256,32 @@ class Host:
         self.install_surfaces(agent, caller, surfaces)
         self.recover(caller.session_id)
         await self.recover_unplaced(caller.session_id)
-        if self.store.has_worktrees():
-            for note in await asyncio.to_thread(self.worktrees.recover):
+        for extension in self.extensions:
+            for note in await extension.lead_attached(caller.session_id):
                 self.warn(note)
         if self._teams is not None or self.store.has_team_state(caller.session_id):
             self.teams.recover(caller.session_id)
         return caller
 
-    @property
-    def worktrees(self) -> Worktrees:
-        """Isolated writers' worktrees (`corral.orchestration.worktrees.Worktrees`), made on first use;
-        they live under the store's data root."""
-        if self._worktrees is None:
-            from corral.orchestration.worktrees import Worktrees
-
-            self._worktrees = Worktrees(self.store, home=self.store.path.parent)
-        return self._worktrees
-
     async def work_done(self, run_id: str, summary: str) -> str | None:
-        """An agent's assignment may finish: commit an isolated writer's work on its branch.
+        """`ManagedChild.on_work_done`: every extension's last step before the result is stored.
 
-        Returns the line its result gets (the branch and how to merge it), or `None` when the run
-        has no worktree.
+        Returns the lines they add to the result (e.g. an isolated writer's branch), or `None`.
         """
-        if not self.store.has_worktrees():
-            return None
-        return await self.worktrees.work_done(run_id, summary)
+        notes = [note for e in self.extensions if (note := await e.work_done(run_id, summary))]
+        return "\n".join(notes) or None
 
     async def result_details(self, run_id: str) -> dict[str, object] | None:
-        """What an isolated writer's delivered result adds to its details (`branch`, `base`,
-        `diffStat`, `merge`), or `None`."""
-        if not self.store.has_worktrees() or self.store.worktree_for_run(run_id) is None:
-            return None
-        try:
-            report = await asyncio.to_thread(self.worktrees.report_of, run_id)
-        except OrchestrationError as exc:
-            self.warn(f"the branch of run {run_id} could not be read ({exc})")
-            return None
-        return None if report is None else report.details()
+        """What the extensions add to a delivered result's details, or `None`."""
+        merged: dict[str, object] = {}
+        for extension in self.extensions:
+            try:
+                extra = await extension.result_details(run_id)
+            except OrchestrationError as exc:
+                self.warn(f"details of run {run_id} could not be read ({exc})")
+                continue
+            merged.update(extra or {})
+        return merged or None
 
     @property
     def teams(self) -> Teams:
