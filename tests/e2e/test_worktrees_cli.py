@@ -61,7 +61,11 @@ def _run_writers(corral: RunCorral, env: Env) -> dict[str, dict]:
     env.script("lead", LEAD)
     done = corral("run", "--model", "scripted/lead", "-p", "go")
     assert done.returncode == 0, done.stderr
-    return _results(env)
+    results = _results(env)
+    assert {name: "branch" in r["details"] for name, r in results.items()} == {"alpha": True, "beta": True}, (
+        done.stdout + done.stderr + json.dumps(results, indent=1)
+    )
+    return results
 
 
 def test_parallel_writers_work_in_worktrees_and_merge_back_one_clean_one_conflicting(
@@ -108,7 +112,9 @@ def test_parallel_writers_work_in_worktrees_and_merge_back_one_clean_one_conflic
     assert git(repo, "status", "--porcelain").split() == ["M", "README.md"]
 
 
-def test_outside_a_git_repository_an_isolated_delegation_fails_clearly(corral: RunCorral, cli_env: Env) -> None:
+def test_outside_a_git_repository_an_isolated_delegation_fails_clearly(
+    corral: RunCorral, cli_env: Env
+) -> None:
     cli_env.settings('isolation = "worktree"\n')
     cli_env.script(
         "lone",
@@ -165,12 +171,17 @@ def test_reap_refuses_unmerged_work_without_force(corral: RunCorral, cli_env: En
     assert "orphan worktree corral/stray-0000abcd (unmerged work)" in dry.stdout
     kept = corral("agents", "reap")
     assert kept.returncode == 1
-    assert "kept corral/stray-0000abcd" in kept.stdout and "reaped worktree corral/merged-0000abcd" in kept.stdout
+    assert (
+        "kept corral/stray-0000abcd" in kept.stdout
+        and "reaped worktree corral/merged-0000abcd" in kept.stdout
+    )
     assert git(repo, "branch", "--list", "corral/*").split() == ["corral/stray-0000abcd"]
     forced = corral("agents", "reap", "--force")
     assert forced.returncode == 0, forced.stdout
     assert git(repo, "branch", "--list", "corral/*") == ""
-    assert subprocess.run(["git", "status", "--porcelain"], cwd=repo, capture_output=True, text=True).stdout.split() == [
+    assert subprocess.run(
+        ["git", "status", "--porcelain"], cwd=repo, capture_output=True, text=True
+    ).stdout.split() == [
         "M",
         "README.md",
     ]
