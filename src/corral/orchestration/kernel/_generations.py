@@ -381,7 +381,7 @@ class Generations(Repository):
         Returns:
             `(run_id, request_id)`.
         """
-        run_id, request_id = _new_id(), _new_id()
+        run_id, request_id = new.run_id or _new_id(), _new_id()
         self._execute(
             "INSERT INTO generations (run_id, label, definition, owner_session_id, parent_run_id,"
             " parent_label, delegating, cwd, session_id, session_path, runtime_kind, created_at,"

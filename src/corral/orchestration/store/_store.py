@@ -143,6 +143,7 @@ class Store:
         w = self.worktrees_repository
         self.insert_worktree = w.insert_worktree
         self.bind_worktree_run = w.bind_worktree_run
+        self.has_worktrees = w.has_worktrees
         self.get_worktree = w.get_worktree
         self.worktree_for_run = w.worktree_for_run
         self.worktree_at = w.worktree_at
