@@ -10,11 +10,11 @@ whether a killed merge left the old tree or the merged one.
 from __future__ import annotations
 
 import json
-import sqlite3
 from collections.abc import Sequence
 from pathlib import Path
 
 from corral.orchestration.errors import InvalidRequestError, ManagedAgentBusyError, TargetNotFoundError
+from corral.orchestration.store._database import Row
 from corral.orchestration.store._repository import Repository
 from corral.orchestration.worktrees.records import (
     WorktreeEvent,
@@ -26,7 +26,7 @@ from corral.orchestration.worktrees.records import (
 __all__ = ["Worktrees"]
 
 
-def _worktree_from_row(row: sqlite3.Row) -> WorktreeRecord:
+def _worktree_from_row(row: Row) -> WorktreeRecord:
     paths = row["merge_paths"]
     return WorktreeRecord(
         branch=row["branch"],
@@ -48,7 +48,7 @@ def _worktree_from_row(row: sqlite3.Row) -> WorktreeRecord:
     )
 
 
-def _event_from_row(row: sqlite3.Row) -> WorktreeEvent:
+def _event_from_row(row: Row) -> WorktreeEvent:
     return WorktreeEvent(
         event_id=row["event_id"],
         branch=row["branch"],

@@ -15,11 +15,11 @@ guarantees is the row discipline that makes the rules hold across processes:
 
 from __future__ import annotations
 
-import sqlite3
 from dataclasses import dataclass
 from typing import Literal
 
 from corral.orchestration.errors import InvalidRequestError
+from corral.orchestration.store._database import Row
 from corral.orchestration.store._repository import Repository
 
 __all__ = ["CheckpointRow", "CheckpointRowState", "Checkpoints"]
@@ -48,7 +48,7 @@ class CheckpointRow:
     """When it was deleted or expired (Unix ms); `None` while ready."""
 
 
-def _checkpoint_from_row(row: sqlite3.Row) -> CheckpointRow:
+def _checkpoint_from_row(row: Row) -> CheckpointRow:
     return CheckpointRow(
         checkpoint_id=row["checkpoint_id"],
         state=row["state"],

@@ -19,12 +19,11 @@ makes further attempts impossible.
 from __future__ import annotations
 
 import json
-import sqlite3
 from collections.abc import Callable, Mapping, Sequence
 from typing import Any
 
 from corral.orchestration.errors import InvalidRequestError, TargetNotFoundError
-from corral.orchestration.store._database import _new_id
+from corral.orchestration.store._database import Row, _new_id
 from corral.orchestration.store._repository import Repository
 from corral.orchestration.store.jsjson import stringify
 from corral.orchestration.teams.checks._rows import (
@@ -43,7 +42,6 @@ from corral.orchestration.teams.checks._rows import (
 
 __all__ = ["Checks"]
 
-_Row = sqlite3.Row
 _CHECK_STATES = ("claimed", "passed", "failed", "cancelled", "timed-out", "stale", "unsupported", "error")
 _REPAIR_STATES = (
     "running",
@@ -66,7 +64,7 @@ def _decode(text: str | None, what: str, key: str) -> Any:
         raise CheckRecordError(f"Stored {what} of {key} is not JSON ({exc}); inspect that row.") from None
 
 
-def _check_from_row(row: _Row) -> CheckRow:
+def _check_from_row(row: Row) -> CheckRow:
     key = row["check_id"]
     return CheckRow(
         check_id=key,
@@ -89,7 +87,7 @@ def _check_from_row(row: _Row) -> CheckRow:
     )
 
 
-def _stage_from_row(row: _Row) -> RepairStageRow:
+def _stage_from_row(row: Row) -> RepairStageRow:
     ids = _decode(row["check_ids"], "check ids", row["controller_id"])
     if not isinstance(ids, list) or not all(isinstance(item, str) for item in ids):
         raise RepairLedgerError(f"Repair ledger {row['controller_id']} has a stage without check ids.")

@@ -30,13 +30,12 @@ inbox messages are not delivered by the ordinary lead-message path
 from __future__ import annotations
 
 import json
-import sqlite3
 from collections.abc import Mapping, Sequence
 from typing import cast, get_args
 
 from corral.orchestration.errors import InvalidRequestError, TargetNotFoundError
 from corral.orchestration.kernel._generations import Generations
-from corral.orchestration.store._database import Database, _new_id, _require_text
+from corral.orchestration.store._database import Database, Row, _new_id, _require_text
 from corral.orchestration.store._repository import Repository
 from corral.orchestration.store.jsjson import stringify
 from corral.orchestration.teams.groups.records import (
@@ -68,14 +67,13 @@ __all__ = ["GROUP_MESSAGE_SENDER", "Groups"]
 GROUP_MESSAGE_SENDER = "corral"
 """Sender of a group index's inbox copy."""
 
-_Row = sqlite3.Row
 _SETTLED: tuple[str, ...] = get_args(SettledStatus)
 
 
 # --- rows → records -----------------------------------------------------------------------------
 
 
-def _slot_from_row(row: _Row) -> GroupSlotRecord:
+def _slot_from_row(row: Row) -> GroupSlotRecord:
     receipt = row["receipt"]
     return GroupSlotRecord(
         slot_id=row["slot_id"],
@@ -91,7 +89,7 @@ def _slot_from_row(row: _Row) -> GroupSlotRecord:
     )
 
 
-def _delivery_from_row(row: _Row) -> GroupDelivery:
+def _delivery_from_row(row: Row) -> GroupDelivery:
     state = row["wake_state"]
     return GroupDelivery(
         delivery_id=row["delivery_id"],

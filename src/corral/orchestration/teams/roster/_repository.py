@@ -24,7 +24,6 @@ Claims are all-or-nothing: the conflict check and the inserts run in one
 from __future__ import annotations
 
 import json
-import sqlite3
 from collections.abc import Sequence
 from typing import Any, Literal
 
@@ -41,7 +40,7 @@ from corral.orchestration.kernel.records import (
     RequestRecord,
     ResultRecord,
 )
-from corral.orchestration.store._database import Database, Tx, _new_id, _require_text
+from corral.orchestration.store._database import Database, Row, Tx, _new_id, _require_text
 from corral.orchestration.store._repository import Repository
 from corral.orchestration.teams.roster.records import (
     TEAM_LEAD,
@@ -64,7 +63,6 @@ from corral.orchestration.teams.roster.records import (
 
 __all__ = ["TEAM_LEAD", "TEAM_NAME_PATTERN", "Roster", "normalize_claim_path"]
 
-_Row = sqlite3.Row
 
 _REPORT_SELECT = (
     "SELECT t.*, r.delivery AS delivery, r.delivered_entry_id AS delivered_entry_id"
@@ -76,7 +74,7 @@ _RUNNING_PHASES = ("starting", "active")
 # --- rows → records -----------------------------------------------------------------------------
 
 
-def _member_from_row(row: _Row) -> TeamMemberRecord:
+def _member_from_row(row: Row) -> TeamMemberRecord:
     metadata = row["metadata"]
     return TeamMemberRecord(
         run_id=row["run_id"],
@@ -114,7 +112,7 @@ def _json_column(text: str | None) -> Any:
     return None if text is None else json.loads(text)
 
 
-def _report_from_row(row: _Row) -> TeamReportRecord:
+def _report_from_row(row: Row) -> TeamReportRecord:
     return TeamReportRecord(
         report_id=row["report_id"],
         task_id=row["task_id"],
@@ -143,7 +141,7 @@ def _report_from_row(row: _Row) -> TeamReportRecord:
     )
 
 
-def _message_from_row(row: _Row) -> TeamMessageRecord:
+def _message_from_row(row: Row) -> TeamMessageRecord:
     return TeamMessageRecord(
         message_id=row["message_id"],
         lead_session_id=row["lead_session_id"],
@@ -160,7 +158,7 @@ def _message_from_row(row: _Row) -> TeamMessageRecord:
     )
 
 
-def _claim_from_row(row: _Row) -> FileClaimRecord:
+def _claim_from_row(row: Row) -> FileClaimRecord:
     return FileClaimRecord(
         lead_session_id=row["lead_session_id"],
         path=row["path"],
