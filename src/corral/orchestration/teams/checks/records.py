@@ -308,8 +308,8 @@ def read_check_records(store: Store, identities: Sequence[str]) -> dict[str, Che
 class CheckStore:
     """One team's check records (rows of the orchestration store) and log files (a private directory).
 
-    Methods block briefly (one SQLite transaction each); that is how the rest of
-    the teams core uses the store too.
+    Methods block briefly (one SQLite transaction each, on the event loop like
+    every store call; see "Store calls and the event loop" in docs/development.md).
     """
 
     def __init__(self, store: Store, directory: str | os.PathLike[str]) -> None:
