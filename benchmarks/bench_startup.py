@@ -1,6 +1,7 @@
 """Cold start: `corral --help`, and `corral run -p` with a zero-latency scripted model.
 
-Targets (issue 2): under 300 ms and 600 ms on a 2-core machine. Each sample is
+Targets: under 300 ms each on a 2-core machine (issue 2 set 600 ms for the run; issue 16
+lowered it to 300 ms). Each sample is
 a fresh process (the cold-start cost a user pays), with a fresh data root.
 """
 
@@ -64,7 +65,7 @@ def main() -> int:
             "benchmark": "startup",
             "help": summary_ms(help_samples),
             "run_print_scripted": summary_ms(run_samples),
-            "targets_ms": {"help_p50": 300, "run_print_scripted_p50": 600},
+            "targets_ms": {"help_p50": 300, "run_print_scripted_p50": 300},
             "env": environment("benchmarks/bench_startup.py"),
         }
         print(json.dumps(result, indent=2))

@@ -32,6 +32,7 @@ from _common import environment
 from corral.agent import AgentSession
 from corral.llm import ApiKind, AssistantMessage, CustomMessage, ModelInfo, TextContent, UserMessage
 from corral.llm._providers import create_provider_model
+from corral.llm._providers._convert import pi_api_name
 from corral.session import SessionManager
 
 REPO = Path(__file__).resolve().parent.parent
@@ -60,7 +61,7 @@ def _session(cwd: Path, messages: int, info: ModelInfo) -> SessionManager:
         session.append_message(
             AssistantMessage(
                 content=[TextContent(text=f"Noted report {index}.")],
-                api={"openai-chat": "openai-completions", "openai-responses": "openai-responses"}.get(info.api, "anthropic-messages"),
+                api=pi_api_name(info),
                 provider=info.provider,
                 model=info.id,
             )
@@ -114,7 +115,9 @@ def main() -> int:
         results = {}
         with tempfile.TemporaryDirectory(prefix="corral-bench-turn-") as tmp:
             for size in (int(s) for s in args.sizes.split(",")):
-                results[f"reports_{size}"] = asyncio.run(_turns(base_url, args.api, size, args.turns, Path(tmp)))
+                results[f"reports_{size}"] = asyncio.run(
+                    _turns(base_url, args.api, size, args.turns, Path(tmp))
+                )
         print(
             json.dumps(
                 {

@@ -5,7 +5,7 @@ that client owns no connections: its transport, `_PooledTransport`, sends each
 request through the pool of the running event loop for the request's origin
 (scheme, host and port). The pool is an `httpx2.AsyncClient` made on the
 loop's first request to that origin, with keep-alive on (pydantic-ai's limits:
-1,000 connections, 100 kept idle for 5 s) and the environment's proxies
+1,000 connections, 100 kept idle for 4 s) and the environment's proxies
 (`HTTPS_PROXY`, `NO_PROXY`, ...), so a hundred agents talking to one endpoint
 share a few warm connections instead of opening one per request, and making a
 model costs no TLS set-up at all.
@@ -41,7 +41,9 @@ if TYPE_CHECKING:
 
 __all__ = ["close_http_pools", "model_http_client", "pool_count", "warm_ssl_context"]
 
-_KEEPALIVE = httpx2.Limits(max_connections=1000, max_keepalive_connections=100, keepalive_expiry=5.0)
+_KEEPALIVE = httpx2.Limits(max_connections=1000, max_keepalive_connections=100, keepalive_expiry=4.0)
+"""pydantic-ai's pool limits; idle connections are dropped after 4 s, before the 5 s after which many servers
+(uvicorn, Node, llama.cpp's) close them, so a request rarely meets a connection the server is closing."""
 
 _lock = threading.Lock()
 
