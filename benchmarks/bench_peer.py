@@ -34,8 +34,8 @@ and times the exit), `lead_requests`, `agent_requests`, `lead_input_tokens`
 (estimate: characters of every string in the lead's `messages`, divided by 4,
 summed over its requests; tool definitions not counted — the same rule for
 both programs), `lead_tool_schema_chars` (the JSON of the lead's `tools`), and
-`per_extra_agent_ms` (the wall-time slope between the smallest and largest
-N >= 20). `--fanout` adds `benchmarks/bench_fanout.py --agents 1000`.
+`per_extra_agent_ms` / `per_extra_agent_cpu_ms` (the wall-time and CPU slopes
+between the smallest and largest N >= 20). `--fanout` adds `benchmarks/bench_fanout.py --agents 1000`.
 """
 
 from __future__ import annotations
@@ -433,12 +433,12 @@ def _median(samples: list[dict[str, Any]]) -> dict[str, Any]:
     return out
 
 
-def _slope(by_n: dict[int, dict[str, Any]]) -> float | None:
-    ns = sorted(n for n in by_n if n >= 20 and "wall_s" in by_n[n])
+def _slope(by_n: dict[int, dict[str, Any]], key: str = "wall_s") -> float | None:
+    ns = sorted(n for n in by_n if n >= 20 and key in by_n[n])
     if len(ns) < 2:
         return None
     low, high = ns[0], ns[-1]
-    return round((by_n[high]["wall_s"] - by_n[low]["wall_s"]) / (high - low) * 1000, 2)
+    return round((by_n[high][key] - by_n[low][key]) / (high - low) * 1000, 2)
 
 
 def _fanout(agents: int) -> dict[str, Any]:
@@ -486,7 +486,11 @@ def main(argv: list[str] | None = None) -> int:
     results: dict[str, Any] = {}
     for system in systems:
         by_n = {n: _median(samples[system][n]) for n in sizes}
-        results[system] = {"by_n": {str(n): v for n, v in by_n.items()}, "per_extra_agent_ms": _slope(by_n)}
+        results[system] = {
+            "by_n": {str(n): v for n, v in by_n.items()},
+            "per_extra_agent_ms": _slope(by_n),
+            "per_extra_agent_cpu_ms": _slope(by_n, "cpu_s"),
+        }
     if "pi" in results and "corral-teams" in results:
         ratios: dict[str, dict[str, float]] = {}
         for n in sizes:
