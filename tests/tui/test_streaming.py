@@ -209,3 +209,17 @@ async def test_clearing_the_chat_while_a_reply_finishes_drops_it_and_renders_the
             await chat.apply(event)
         await _settled(pilot, app.query_one(AssistantCard), REPLY)
         assert len(app.query(AssistantCard)) == 1
+
+
+async def test_a_reply_arriving_for_a_card_no_longer_in_the_chat_is_ignored() -> None:
+    # The lead can still stream while the app closes (or after the chat was cleared).
+    app = ChatApp()
+    async with app.run_test(size=SIZE) as pilot:
+        chat = app.query_one(ChatLog)
+        card = AssistantCard()
+        chat.add(card)
+        await pilot.pause()
+        await card.remove()
+        await card.show(text="late *reply*", thinking="late thought", done=False)
+        await card.show(text="late *reply*", thinking="late thought", done=True)
+        assert card.rendered == "" and not card.children

@@ -124,8 +124,11 @@ class AssistantCard(Vertical):
         """Render the reply so far; with `done`, wait until the whole reply is laid out.
 
         Streaming updates return at once (the writer appends in the background, one append at a
-        time); a non-streaming update (a transcript loaded whole) renders before returning.
+        time); a non-streaming update (a transcript loaded whole) renders before returning. A card
+        no longer in the chat (cleared, or the app closing while the lead still streams) ignores it.
         """
+        if not self.is_attached:
+            return
         if thinking and thinking != self.thinking:
             if self._thinking is None:
                 self._thinking = ThinkingBlock()
