@@ -49,6 +49,7 @@ from ._model import (
     ToolCallEndEvent,
     ToolCallStartEvent,
     ToolDefinition,
+    as_thinking_level,
 )
 from ._refs import ModelRef, parse_model_ref
 from ._registry import BUILTIN_MODELS, DEFAULT_MODELS, ModelRegistry
@@ -116,6 +117,7 @@ __all__ = [
     "Usage",
     "UserContent",
     "UserMessage",
+    "as_thinking_level",
     "available_thinking_levels",
     "calculate_cost",
     "clamp_thinking_level",

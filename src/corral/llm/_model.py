@@ -42,12 +42,22 @@ __all__ = [
     "ToolCallEndEvent",
     "ToolCallStartEvent",
     "ToolDefinition",
+    "as_thinking_level",
 ]
 
 ThinkingLevel = Literal["off", "minimal", "low", "medium", "high", "xhigh"]
 """How much the model should reason; `off` sends no reasoning option."""
 
 THINKING_LEVELS: tuple[ThinkingLevel, ...] = ("off", "minimal", "low", "medium", "high", "xhigh")
+
+
+def as_thinking_level(value: object) -> ThinkingLevel | None:
+    """`value` as a thinking level when it names one exactly, else None."""
+    for level in THINKING_LEVELS:
+        if value == level:
+            return level
+    return None
+
 
 ApiKind = Literal["openai-responses", "openai-chat", "anthropic", "scripted"]
 """The wire format a model speaks."""

@@ -4,10 +4,9 @@ from __future__ import annotations
 
 import re
 from dataclasses import dataclass
-from typing import cast
 
 from ._errors import ModelRefError
-from ._model import THINKING_LEVELS, ThinkingLevel
+from ._model import ThinkingLevel, as_thinking_level
 
 __all__ = ["ModelRef", "parse_model_ref"]
 
@@ -55,8 +54,8 @@ def parse_model_ref(text: str) -> ModelRef:
         )
     thinking: ThinkingLevel | None = None
     head, sep, tail = rest.rpartition(":")
-    if sep and tail in THINKING_LEVELS:
-        rest, thinking = head, cast(ThinkingLevel, tail)
+    if sep and (level := as_thinking_level(tail)) is not None:
+        rest, thinking = head, level
     if not rest or rest != rest.strip() or any(ch.isspace() for ch in rest):
         raise ModelRefError(
             f"model ref {text!r} has an empty or blank model id: use provider/model[:thinking]"

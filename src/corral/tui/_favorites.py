@@ -21,7 +21,7 @@ import tomllib
 from collections.abc import Mapping, Sequence
 from dataclasses import dataclass
 from pathlib import Path
-from typing import Any, Literal, cast
+from typing import Any, Literal
 
 from corral._paths import ensure_private_dir
 from corral.errors import CorralError
@@ -30,6 +30,7 @@ from corral.llm import (
     LlmError,
     ModelInfo,
     ThinkingLevel,
+    as_thinking_level,
     available_thinking_levels,
     clamp_thinking_level,
 )
@@ -119,14 +120,14 @@ def parse_favorites_command(arg: str, registry: Any) -> FavoritesCommand:
     offered = available_thinking_levels(info)
     if len(rest) == 2:
         return FavoritesCommand("set", tier=tier, model=info.ref, thinking=default_thinking(tier, info))
-    level = "xhigh" if rest[2] == "max" else rest[2]
-    if level not in THINKING_LEVELS:
+    level = as_thinking_level("xhigh" if rest[2] == "max" else rest[2])
+    if level is None:
         raise FavoritesError(f"unknown thinking level {rest[2]!r}; use one of {', '.join(THINKING_LEVELS)}")
     if level not in offered:
         raise FavoritesError(
             f"{info.ref} does not offer thinking {rest[2]!r}; it offers {', '.join(offered)}"
         )
-    return FavoritesCommand("set", tier=tier, model=info.ref, thinking=cast(ThinkingLevel, level))
+    return FavoritesCommand("set", tier=tier, model=info.ref, thinking=level)
 
 
 # --- the file ----------------------------------------------------------------------------------

@@ -46,14 +46,14 @@ import stat
 from collections.abc import Callable, Mapping, Sequence
 from dataclasses import KW_ONLY, dataclass, field, replace
 from pathlib import Path
-from typing import Any, Literal, cast
+from typing import Any, Literal
 
 import yaml
 
 from corral._paths import config_home
 from corral.agent.tools import ALL_TOOL_NAMES
 from corral.llm._errors import ModelRefError
-from corral.llm._model import THINKING_LEVELS, ThinkingLevel
+from corral.llm._model import THINKING_LEVELS, ThinkingLevel, as_thinking_level
 from corral.llm._refs import parse_model_ref
 from corral.llm._registry import ModelRegistry
 from corral.orchestration.errors import InvalidRequestError
@@ -801,8 +801,8 @@ def _thinking(key: str, value: object) -> ThinkingLevel:
         return "off"
     if value == "max":
         return "xhigh"
-    if isinstance(value, str) and value in THINKING_LEVELS:
-        return cast(ThinkingLevel, value)
+    if (level := as_thinking_level(value)) is not None:
+        return level
     levels = ", ".join((*THINKING_LEVELS, "max"))
     raise _DefinitionFileError(f"{key} must be one of {levels} or false, got {value!r}")
 
