@@ -668,8 +668,32 @@ class TeamControlMixin:
     def record_report_acceptance(
         self, report_id: str, state: str, reason: str | None = None
     ) -> TeamReportRecord:
-        """Record the lead's (or a trusted integration's) decision on a stored report."""
-        return self.host.store.record_report_acceptance(report_id, state, reason)
+        """Record the lead's (or a trusted integration's) decision on a stored report.
+
+        With `merge = "on-accept"`, accepting an isolated writer's report merges its branch into
+        the lead's working tree (the outcome is recorded with the worktree and told as a warning
+        when it did not merge: conflicts or uncommitted changes in the way).
+        """
+        record = self.host.store.record_report_acceptance(report_id, state, reason)
+        if (
+            state == "accepted"
+            and self.host.settings.merge == "on-accept"
+            and self.host.store.has_worktrees()
+        ):
+            worktree = self.host.store.worktree_for_run(record.run_id)
+            if worktree is not None and worktree.state == "pending":
+                from corral.orchestration.worktrees._extension import worktrees_of
+
+                try:
+                    outcome = worktrees_of(self.host.extensions, self.host.store).merge(worktree.branch)
+                except OrchestrationError as exc:
+                    self.host.warn(
+                        f"accepted {record.name}'s report, but {worktree.branch} was not merged: {exc}"
+                    )
+                else:
+                    if not outcome.ok:
+                        self.host.warn(f"accepted {record.name}'s report, but: {outcome.message}")
+        return record
 
 
 def _lead_message(message: TeamMessageRecord) -> CustomMessage:

@@ -52,6 +52,7 @@ from corral.orchestration.errors import (
 from corral.orchestration.kernel._caller import Caller
 from corral.orchestration.kernel.records import NewGeneration
 from corral.orchestration.teams.roster.records import NewTeamMember
+from corral.orchestration.worktrees._extension import worktrees_of
 from corral.runtime import LaunchSpec
 from corral.session import SessionManager
 
@@ -78,6 +79,7 @@ if TYPE_CHECKING:
     from corral.orchestration.host._host import Host
     from corral.orchestration.teams.commands import SpawnRequest, SwarmRequest
     from corral.orchestration.teams.roster.records import TeamMemberRecord
+    from corral.orchestration.worktrees import Isolation
 
 __all__ = ["READ_TIER_TOOL_NAMES", "SpawnOutcome", "SwarmOutcome", "Teams"]
 
@@ -626,7 +628,6 @@ class Teams(TeamReportsMixin, TeamControlMixin):
     async def _launch(self, prepared: _Prepared, admission: Admission) -> dict[str, Any]:
         host = self.host
         store = host.store
-        team = team_name(prepared.lead_session_id)
         sandbox = await self.read_sandbox(prepared.name) if prepared.tier.role == "read" else None
         sandbox_state: Literal["enforced", "instruction", "none"] = (
             "enforced" if sandbox is not None else ("instruction" if prepared.tier.role == "read" else "none")
@@ -635,6 +636,50 @@ class Teams(TeamReportsMixin, TeamControlMixin):
         owner_session_id = (
             prepared.lead_session_id if prepared.parent is None else prepared.parent.agent.session.session_id
         )
+        isolation = None
+        if self._isolated(prepared):
+            isolation = await asyncio.to_thread(
+                worktrees_of(host.extensions, store).isolate,
+                prepared.cwd,
+                name=prepared.name,
+                run_id=str(uuid.uuid4()),
+                owner_session_id=prepared.lead_session_id,
+            )
+            prepared.cwd = isolation.cwd
+        try:
+            return await self._launch_in(
+                prepared, admission, sandbox, sandbox_state, eligible, owner_session_id, isolation
+            )
+        except BaseException:
+            if isolation is not None:
+                with contextlib.suppress(Exception):
+                    await asyncio.to_thread(
+                        worktrees_of(host.extensions, store).abandon,
+                        isolation.record.branch,
+                        "the spawn failed",
+                    )
+            raise
+
+    def _isolated(self, prepared: _Prepared) -> bool:
+        """Whether a spawn gets its own worktree: a write tier whose `[teams.tier_isolation]` entry
+        (else the top-level `isolation` setting) is `worktree`; nested helpers never do."""
+        settings = self.host.settings
+        choice = settings.teams.tier_isolation.get(prepared.tier.name, settings.isolation)
+        return prepared.tier.role == "write" and prepared.depth == 0 and choice == "worktree"
+
+    async def _launch_in(
+        self,
+        prepared: _Prepared,
+        admission: Admission,
+        sandbox: ReadOnlySandbox | None,
+        sandbox_state: Literal["enforced", "instruction", "none"],
+        eligible: bool,
+        owner_session_id: str,
+        isolation: Isolation | None,
+    ) -> dict[str, Any]:
+        host = self.host
+        store = host.store
+        team = team_name(prepared.lead_session_id)
         session = SessionManager.create(
             prepared.cwd,
             sessions_root=host.sessions_root,
@@ -660,6 +705,7 @@ class Teams(TeamReportsMixin, TeamControlMixin):
                     parent_run_id=None if prepared.parent is None else prepared.parent.run_id,
                     delegating=eligible,
                     runtime_kind="inprocess",
+                    run_id=None if isolation is None else isolation.record.run_id,
                 ),
                 NewTeamMember(
                     lead_session_id=prepared.lead_session_id,

@@ -227,12 +227,13 @@ class Worktrees:
             return None
         if record.state == "merged" or record.state == "discarded":
             return WorktreeReport(record.branch, record.base, DiffStat((), 0, 0), record.state)
-        if record.state == "active" and record.path.is_dir():
+        if record.state in ("active", "pending") and record.path.is_dir():
+            # Also when pending: a teams repair attempt commits again after its first report.
             tip = commit_worktree(record.path, _commit_message(record, summary))
         else:
             tip = rev_parse(record.repo, f"refs/heads/{record.branch}^{{commit}}")
         stat = diff_stat(record.repo, record.base, tip)
-        if record.state == "active":
+        if record.state == "active" or (record.state == "pending" and tip != record.tip):
             self.store.worktree_committed(
                 record.branch, tip, f"committed {tip[:12]} on {record.branch}: {stat.text()}"
             )

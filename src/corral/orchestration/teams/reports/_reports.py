@@ -160,6 +160,15 @@ def team_report_message(report: TeamReportRecord) -> CustomMessage:
         import json
 
         parts.append("Structured claims (the agent's, not verified):\n" + json.dumps(extras, indent=2))
+    branch = report.result.get("branch")
+    if isinstance(branch, str):
+        stat = report.result.get("diffStat")
+        summary = stat.get("summary") if isinstance(stat, dict) else None
+        parts.append(
+            f"Its work is committed on branch {branch} ({summary or 'see the diff'}), not in your working tree; "
+            f"merge: {report.result.get('merge', 'pending')} (`corral merge {branch}`, or accept the report "
+            'with merge = "on-accept").'
+        )
     parts.append(
         "The agent has exited; do not stop it. A report is the agent's claim: check what matters "
         "before you rely on it."
@@ -178,6 +187,9 @@ def team_report_message(report: TeamReportRecord) -> CustomMessage:
         "status": report.status,
         "tier": report.tier,
     }
+    for key in ("branch", "base", "diffStat", "merge"):
+        if key in report.result:
+            details[key] = report.result[key]
     if report.markdown_path:
         details["report_path"] = report.markdown_path
     return CustomMessage(

@@ -13,6 +13,7 @@ from __future__ import annotations
 
 import asyncio
 import contextlib
+from collections.abc import Mapping
 from dataclasses import dataclass
 from pathlib import Path
 from typing import TYPE_CHECKING, Any
@@ -29,6 +30,7 @@ from corral.orchestration.teams.checks._checks import parse_check_policy
 from corral.orchestration.teams.checks._fingerprint import SourceFingerprint
 from corral.orchestration.teams.repair._verification import VerificationDecision
 from corral.orchestration.teams.roster.records import NewTeamReport, TeamReportRecord
+from corral.orchestration.worktrees._extension import worktrees_of
 
 from ._reports import report_id, report_result, task_id, team_name, write_report_markdown
 
@@ -124,6 +126,9 @@ class TeamReportsMixin:
             "outcome": submission.outcome,
             **task_details,
         }
+        # An isolated writer's work is committed first, so its checks' fingerprints see the commit
+        # that will be merged (a later observation of the same tree is not stale).
+        branch = await self._commit_work(child, submission.summary or submission.content)
         decision = await self._verify(
             child, submission_id=submission_id, signed=signed, outcome=submission.outcome
         )
@@ -153,6 +158,7 @@ class TeamReportsMixin:
             task_details=task_details,
             source="report_and_exit",
             decision=decision,
+            branch=branch,
         )
         child.report_accepted = True
         child.close_messages()
@@ -205,6 +211,7 @@ class TeamReportsMixin:
             `True` when a repair turn was queued instead (the run goes on).
         """
         status, content, source = child.fallback_report()
+        branch = await self._commit_work(child, content)
         decision = None
         if status == "completed":
             child.plain_submissions += 1
@@ -233,8 +240,23 @@ class TeamReportsMixin:
                 task_details={},
                 source=source,
                 decision=decision,
+                branch=branch,
             )
         return False
+
+    async def _commit_work(self, child: TeamChild, summary: str) -> Mapping[str, object] | None:
+        """Commit an isolated writer's work on its branch before its report is stored; the
+        report's `branch`, `base`, `diffStat` and `merge` (`None` when the run shares the tree)."""
+        store = self.host.store
+        if not store.has_worktrees() or store.worktree_for_run(child.run_id) is None:
+            return None
+        trees = worktrees_of(self.host.extensions, store)
+        try:
+            report = await asyncio.to_thread(trees.finish, child.run_id, summary)
+        except OrchestrationError as exc:
+            self.host.warn(f"the work of {child.member.name} could not be committed on its branch ({exc})")
+            return None
+        return None if report is None else report.details()
 
     def _store_report(
         self,
@@ -247,6 +269,7 @@ class TeamReportsMixin:
         task_details: dict[str, Any],
         source: str,
         decision: VerificationDecision | None = None,
+        branch: Mapping[str, object] | None = None,
     ) -> TeamReportRecord:
         store = self.host.store
         member = child.member
@@ -266,6 +289,8 @@ class TeamReportsMixin:
                 "state": "failed",
                 "error": "The run ended without a report; no check ran.",
             }
+        if branch:
+            result.update(branch)  # an isolated writer's branch, base, diffStat and merge
         markdown: Path | None = None
         with contextlib.suppress(OSError):
             markdown = write_report_markdown(
