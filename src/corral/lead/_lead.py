@@ -29,7 +29,7 @@ import uuid
 from collections.abc import AsyncIterator, Sequence
 from dataclasses import KW_ONLY, dataclass
 from pathlib import Path
-from typing import TYPE_CHECKING, Any
+from typing import TYPE_CHECKING, Any, Literal
 
 from corral.agent import (
     AgentTool,
@@ -401,6 +401,42 @@ class Lead:
             args["completion_group"] = completion_group
         return await self.call_ok("spawn_swarm_agents", args)
 
+    def merge(self, agent: str, *, discard: bool = False) -> dict[str, Any]:
+        """Merge an isolated writer's branch into the working tree (or discard it), like `corral merge`.
+
+        Args:
+            agent: The agent's label or team name, or its `corral/...` branch.
+            discard: Remove the branch and its worktree instead of merging.
+
+        Returns:
+            `{"branch", "outcome", "message", "paths", "commit", "kind", "ok"}`: `outcome` is `merged`,
+            `nothing`, `discarded`, or (`ok` false, the tree unchanged) `conflict` / `refused` with the
+            conflicting or overlapping `paths`.
+
+        Raises:
+            LeadCallError: no such agent or branch (`target_not_found`), it is still running or was
+                discarded (`invalid_request`), another merge is in flight (`agent_busy`).
+        """
+        from corral.orchestration.errors import OrchestrationError, error_details
+        from corral.orchestration.worktrees._extension import worktrees_of
+
+        assert self.host is not None
+        trees = worktrees_of(self.host.extensions, self.host.store)
+        try:
+            outcome = trees.discard(agent) if discard else trees.merge(agent)
+        except OrchestrationError as exc:
+            error = error_details(exc, operation="merge")
+            raise LeadCallError("merge", str(exc), category=error["category"]) from None
+        return {
+            "branch": outcome.branch,
+            "outcome": outcome.outcome,
+            "message": outcome.message,
+            "paths": list(outcome.paths),
+            "commit": outcome.commit,
+            "kind": outcome.kind,
+            "ok": outcome.ok,
+        }
+
     def record_report_acceptance(
         self, report_id: str, state: str, reason: str | None = None
     ) -> dict[str, Any]:
@@ -459,6 +495,8 @@ async def open_lead(
     model: str | None = None,
     surfaces: Sequence[str] = ("agent",),
     home: str | os.PathLike[str] | None = None,
+    isolation: Literal["shared", "worktree"] | None = None,
+    merge: Literal["manual", "on-accept"] | None = None,
 ) -> AsyncIterator[Lead]:
     """Open a lead session for a program: `async with corral.open_lead() as lead: ...`.
 
@@ -471,6 +509,10 @@ async def open_lead(
         model: The lead's model, needed only for `prompt`; `None`: the program is the lead.
         surfaces: The tool surfaces: `agent` and/or `teams`.
         home: The data root (sets `CORRAL_HOME` for this process; default: the usual one).
+        isolation: Override the `isolation` setting for this lead: `worktree` gives every write
+            agent its own git worktree and branch (merge with `Lead.merge`).
+        merge: Override the `merge` setting: `on-accept` merges a teams writer's branch when
+            `record_report_acceptance` accepts its report.
 
     Raises:
         CorralError: for anything the caller can fix (the message says how).
@@ -488,6 +530,9 @@ async def open_lead(
         program=True,
     )
     launched = launch_session(options)
+    overrides = {k: v for k, v in (("isolation", isolation), ("merge", merge)) if v is not None}
+    if overrides:
+        launched.settings = launched.settings.model_copy(update=overrides)
     lead: Lead | None = None
     try:
         launched.session.flush()  # the file exists from the start, so `session=` finds it
