@@ -366,7 +366,8 @@ async def test_h_on_a_queued_agent_moves_nothing(tui_env: TuiEnv, monkeypatch: p
 async def test_a_handed_off_teams_agent_stays_a_working_row_in_its_pane(tui_env: TuiEnv) -> None:
     from dataclasses import replace
 
-    from corral.tui._teams import team_phase
+    from corral.orchestration.teams import member_status
+    from corral.tui._teams import team_detail
 
     app = tui_env.app(tui_env.script("team", TEAM), surfaces=["teams"])
     async with app.run_test(size=SIZE) as pilot:
@@ -378,11 +379,7 @@ async def test_a_handed_off_teams_agent_stays_a_working_row_in_its_pane(tui_env:
         assert generation is not None and not generation.runs_in_pane
         moved = replace(generation, runtime_kind="tmux", pane_id="%7", pid=None)
         assert moved.runs_in_pane and not replace(moved, presence="lost").runs_in_pane
-        live = host.teams.live.pop(member.run_id)  # as after the move: no in-process run
-        try:
-            assert team_phase(host, member, now_ms=0, generation=moved) == (
-                "working",
-                "in tmux pane %7 (handed off)",
-            )
-        finally:
-            host.teams.live[member.run_id] = live
+        # As after the move: no in-process run.
+        status = member_status(member, moved, None, now_ms=0)
+        assert (status.phase, status.pane_id, status.in_process) == ("working", "%7", False)
+        assert team_detail(status, generation=moved) == "in tmux pane %7 (handed off)"

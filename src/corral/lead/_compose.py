@@ -51,6 +51,8 @@ from corral.llm import (
 from corral.session import SessionManager, find_recent_session, resolve_session_arg
 from corral.settings import Settings, load_settings
 
+from ._agents import LeadAgents
+
 if TYPE_CHECKING:
     from collections.abc import AsyncIterator
 
@@ -147,6 +149,16 @@ class Launched:
     the terminal app shows them as notices too."""
     prompt: PromptOverrides = field(default_factory=lambda: PromptOverrides())
     """The system prompt overrides the agent was built with."""
+    _agents: LeadAgents | None = field(default=None, init=False, repr=False)
+
+    @property
+    def agents(self) -> LeadAgents | None:
+        """The lead's agents as a front end reads and controls them, once `attach_host` ran."""
+        if self.host is None or self.caller is None:
+            return None
+        if self._agents is None or self._agents.caller is not self.caller:
+            self._agents = LeadAgents(self.host, self.caller)
+        return self._agents
 
     async def replace_session(self, session: SessionManager) -> None:
         """Continue in another session (RPC `new_session`, `switch_session`, `fork`, `clone`).
@@ -193,12 +205,13 @@ class Launched:
             raise
         if self.host is not None:
             self.host.detach_lead(old.session.session_id)
+            self.caller = None
         self.agent, previous = agent, self.session
         self.session = session
         self.model_info = model.info
         previous.close()
         if self.host is not None:
-            await self.host.attach_lead(agent, surfaces=self.surfaces)
+            self.caller = await self.host.attach_lead(agent, surfaces=self.surfaces)
 
     async def attach_host(self) -> None:
         """Open the store, give the lead its surfaces and recover its managed agents.

@@ -1,6 +1,6 @@
 """The app's agent commands: `/agents`, `/agents-checkpoints`, `/agents-extensions`, `/onboard`.
 
-They read the host's public state (the controller's records, `teams.status`,
+They read through the lead's agents port (the controller's records, `teams.status`,
 `teams.checkpoints`, `teams.sandbox`) and change nothing but what the user
 asked for: `/agents-checkpoints delete <id>` retires one checkpoint, and
 `/onboard` sends the lead one prompt (the recommendation it asks for changes
@@ -30,7 +30,8 @@ if TYPE_CHECKING:
     from textual.app import App
 
     from corral._cli._launch import Launched
-    from corral.orchestration import Caller, Host, ListResult
+    from corral.lead._agents import LeadAgents
+    from corral.orchestration import Host, ListResult
 
     _AppBase = App[int]
 else:
@@ -50,26 +51,26 @@ class AgentCommandsMixin(_AppBase):
         @property
         def host(self) -> Host | None: ...
 
+        @property
+        def agents(self) -> LeadAgents | None: ...
+
         def notice(self, text: str, *, kind: str = "info") -> None: ...
 
         def _prompt(self, text: str) -> object: ...
 
         async def _list_result(self) -> ListResult | None: ...
 
-    def _lead_caller(self, command: str) -> tuple[Host, Caller] | None:
-        """The host and the lead's caller; a notice (and `None`) when there is no orchestration host."""
-        host, launched = self.host, self.launched
-        caller = None
-        if host is not None and launched is not None:
-            caller = host.lead_callers.get(launched.session.session_id)
-        if host is None or caller is None:
+    def _lead_agents(self, command: str) -> LeadAgents | None:
+        """The lead's agents; a notice (and `None`) when there is no orchestration host."""
+        agents = self.agents
+        if agents is None:
             self.notice(
                 f"{command} needs the lead's orchestration host: start with --surfaces teams "
                 "(or agent,teams), or wait until it is attached",
                 kind="error",
             )
             return None
-        return host, caller
+        return agents
 
     # --- /agents -------------------------------------------------------------------------------
 
@@ -80,16 +81,14 @@ class AgentCommandsMixin(_AppBase):
         records = [] if listed is None else list(listed.agents)
         invalid = [] if listed is None else list(listed.invalid_definitions)
         teams: list[dict[str, Any]] = []
-        host, launched = self.host, self.launched
-        if host is not None and launched is not None and "teams" in launched.surfaces:
-            caller = host.lead_callers.get(launched.session.session_id)
-            if caller is not None:
-                try:
-                    _text, details = await host.teams.status(caller, None)
-                except CorralError as exc:
-                    self.notice(f"/agents: teams status unavailable: {exc}", kind="error")
-                else:
-                    teams = list(details.get("agents") or [])
+        agents, launched = self.agents, self.launched
+        if agents is not None and launched is not None and "teams" in launched.surfaces:
+            try:
+                _text, details = await agents.teams.status(agents.caller, None)
+            except CorralError as exc:
+                self.notice(f"/agents: teams status unavailable: {exc}", kind="error")
+            else:
+                teams = list(details.get("agents") or [])
         await self.push_screen(AgentsScreen(records, teams, invalid))
 
     # --- /agents-checkpoints --------------------------------------------------------------------
@@ -100,10 +99,10 @@ class AgentCommandsMixin(_AppBase):
         if words not in ([], ["list"]) and not (len(words) == 2 and words[0] == "delete"):
             self.notice(CHECKPOINTS_USAGE, kind="error")
             return
-        found = self._lead_caller("/agents-checkpoints")
-        if found is None:
+        agents = self._lead_agents("/agents-checkpoints")
+        if agents is None:
             return
-        checkpoints = found[0].teams.checkpoints
+        checkpoints = agents.teams.checkpoints
         if words and words[0] == "delete":
             try:
                 self.notice(checkpoints.delete(words[1]))
@@ -136,11 +135,11 @@ class AgentCommandsMixin(_AppBase):
 
     async def _sandbox_state(self) -> SandboxState:
         """The read sandbox: the host's own probe when attached, else the probe `corral doctor` runs."""
-        launched, host = self.launched, self.host
+        launched, agents = self.launched, self.agents
         setting = launched.settings.teams.read_sandbox if launched is not None else "auto"
         if setting == "off":
             return setting, None, "teams.read_sandbox = off"
-        status = await host.teams.sandbox_status() if host is not None else None
+        status = await agents.teams.sandbox_status() if agents is not None else None
         if status is None:  # no host (or it has not decided): probe as `corral doctor` does
             from corral.agent.tools import ReadOnlySandbox
 

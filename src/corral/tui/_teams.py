@@ -1,177 +1,117 @@
 """Teams agents as activity rows, and the texts of the terminal's controls over them.
 
-The rows are built from the host's public teams state, read-only: the live
-members of the lead's team (`store.team_members`), each one's in-process run
-(`host.teams.live`) and the queued spawns (`host.teams.pending`). The state
-word follows `get_agent_status`'s phase rules: `quarantined` while a teardown
-did not settle, `stopping` once message admission closed, `stalled` after
-15 minutes without activity (or when the run is gone), else the run's own
-phase (`starting`, `thinking`, `working`, `waiting`, `finishing`); a queued
-spawn is `queued`; an agent handed off to a tmux pane (`h`) is `working` there. Nested read helpers are not rows: a writer's row counts its
-active ones as `+N`.
+The rows come from the teams core through the lead's agents port (`LeadAgents.team_rows`): each
+live member of the lead's team with its phase — the same projection `get_agent_status` reports
+(`corral.orchestration.teams.member_status`) — and the queued spawns. This module only words them:
+the state word is the phase (`queued` for a queued spawn), the detail says why (`stalled` after
+15 minutes without activity or when the run is gone; an agent handed off to a tmux pane (`h`) is
+`working` there). Nested read helpers are not rows: a writer's row counts its active ones as `+N`.
 """
 
 from __future__ import annotations
 
-from collections.abc import Mapping
-from dataclasses import dataclass
+from collections.abc import Mapping, Sequence
 from typing import TYPE_CHECKING, Any
 
-from corral.orchestration.teams import STALLED_AFTER_MS
 from corral.tui._format import ActivityRow, format_context_tokens, format_elapsed
 
 if TYPE_CHECKING:
-    from corral.orchestration import GenerationRecord, Host
-    from corral.orchestration.teams.roster.records import TeamMemberRecord
+    from corral.orchestration.kernel.records import GenerationRecord
+    from corral.orchestration.teams import MemberStatus, TeamAgentRow
 
-__all__ = ["Progress", "TeamSnapshot", "stop_notice", "team_phase", "team_rows"]
+__all__ = ["Progress", "stop_notice", "team_detail", "team_rows"]
 
 Progress = Mapping[str, tuple[str, str]]
 """Latest progress per run id: `(kind, text)`, kind `tool` (a tool call) or `reply` (a reply's last line)."""
 
 
-def team_phase(
-    host: Host, member: TeamMemberRecord, *, now_ms: int, generation: GenerationRecord | None
-) -> tuple[str, str]:
-    """`(state word, detail)` of a live member, by `get_agent_status`'s rules.
+def team_detail(
+    status: MemberStatus, *, generation: GenerationRecord | None, fence_reason: str | None = None
+) -> str:
+    """The detail beside a live member's phase (what it is doing, or why it is stalled).
 
     Args:
-        host: The orchestration host.
-        member: The member.
-        now_ms: The current time (Unix ms).
-        generation: The member's generation (`None` once finalized).
+        status: The member's status (`member_status`).
+        generation: Its generation as last read (`None` once finalized).
+        fence_reason: Why its name is fenced (a quarantined member).
     """
-    live = host.teams.live.get(member.run_id)
-    child = None if live is None else live.child
-    if member.fence == "quarantined":
-        return "quarantined", member.fence_reason or "its teardown did not settle"
-    if child is None:
-        if generation is not None and generation.runs_in_pane:
-            return "working", f"in tmux pane {generation.pane_id or '?'} (handed off)"
-        if generation is None or generation.phase in ("completed", "result_error"):
-            return "finishing", "sending report"
-        return "stalled", (generation.diagnostic if generation is not None else None) or "its run is gone"
-    if not child.messages_open and not child.report_accepted:
-        return "stopping", "stopping"
-    phase = child.phase()
-    activity = None if generation is None else generation.last_activity_at
-    if phase in ("thinking", "working") and activity is not None and now_ms - activity > STALLED_AFTER_MS:
-        return "stalled", f"no activity for {format_elapsed(now_ms - activity)}"
+    phase = status.phase
+    if phase == "quarantined":
+        return fence_reason or "its teardown did not settle"
+    if not status.in_process:
+        if phase == "working":
+            return f"in tmux pane {status.pane_id or '?'} (handed off)"
+        if phase == "finishing":
+            return "sending report"
+        return (generation.diagnostic if generation is not None else None) or "its run is gone"
+    if phase == "stopping":
+        return "stopping"
+    if phase == "stalled":
+        return f"no activity for {format_elapsed(status.activity_age_ms or 0)}"
     if phase == "starting":
-        return phase, "starting session"
+        return "starting session"
     if phase == "finishing":
-        return phase, "sending report"
+        return "sending report"
     if phase == "waiting":
-        return phase, "interrupted; waiting for a message" if child.interrupted else "waiting"
+        return "interrupted; waiting for a message" if status.interrupted else "waiting"
     if phase == "working":
-        return phase, f"using {child.active_tool}" if child.active_tool else "working"
-    return phase, "waiting for model response"
+        return f"using {status.active_tool}" if status.active_tool else "working"
+    return "waiting for model response"
 
 
-def _active_helpers(host: Host, members: tuple[TeamMemberRecord, ...]) -> dict[str, int]:
-    counts: dict[str, int] = {}
-    for member in members:
-        if member.depth != 1 or member.parent_run_id is None:
-            continue
-        live = host.teams.live.get(member.run_id)
-        if live is not None and not live.child.finished.is_set():
-            counts[member.parent_run_id] = counts.get(member.parent_run_id, 0) + 1
-    return counts
-
-
-@dataclass(frozen=True, slots=True)
-class TeamSnapshot:
-    """The lead's teams members and their generations as read from the store at one refresh.
-
-    The app reads it when the host changes, not on its one-second clock; only when an active
-    member's recorded activity is old enough to make it `stalled` is the store read again, since
-    the child records activity without notifying anyone.
-    """
-
-    lead_session_id: str
-    members: tuple[TeamMemberRecord, ...]
-    generations: dict[str, GenerationRecord]
-
-    @classmethod
-    def read(cls, host: Host, lead_session_id: str) -> TeamSnapshot:
-        """Read the members and generations of `lead_session_id` (two store queries)."""
-        members = host.store.team_members(lead_session_id)
-        generations = {g.run_id: g for g in host.store.generations(owner_session_id=lead_session_id)}
-        return cls(lead_session_id, members, generations)
-
-    def may_stall(self, now_ms: int) -> bool:
-        """Whether some member's recorded activity is older than the stall limit at `now_ms`."""
-        return any(
-            g.last_activity_at is not None and now_ms - g.last_activity_at > STALLED_AFTER_MS
-            for g in self.generations.values()
-            if g.phase == "active"
-        )
-
-
-def team_rows(host: Host, snapshot: TeamSnapshot, *, now_ms: int, progress: Progress) -> list[ActivityRow]:
-    """The lead's teams agents, oldest first, then its queued spawns (helpers are not rows).
+def team_rows(agents: Sequence[TeamAgentRow], *, now_ms: int, progress: Progress) -> list[ActivityRow]:
+    """Activity rows for the lead's teams agents, in the order given (members, then queued spawns).
 
     Args:
-        host: The orchestration host (live runs and queued spawns, in memory).
-        snapshot: The members and generations read from the store.
-        now_ms: The current time (Unix ms), for elapsed times and stalls.
+        agents: The lead's agents (`LeadAgents.team_rows`).
+        now_ms: The current time (Unix ms), for elapsed times.
         progress: The latest tool call or reply line seen per run.
     """
-    members, generations = snapshot.members, snapshot.generations
-    lead_session_id = snapshot.lead_session_id
-    helpers = _active_helpers(host, members)
     rows: list[ActivityRow] = []
-    for member in members:
-        if member.depth != 0:
+    for agent in agents:
+        elapsed = format_elapsed(max(0, now_ms - agent.since_ms))
+        status = agent.status
+        if status is None:
+            position = agent.queue_position
+            rows.append(
+                ActivityRow(
+                    agent.name,
+                    agent.tier,
+                    "queued",
+                    elapsed=elapsed,
+                    progress=f"queued at position {position}" if position else "queued",
+                    kind=agent.kind,
+                    model=agent.model,
+                    thinking=agent.thinking,
+                )
+            )
             continue
-        state, detail = team_phase(host, member, now_ms=now_ms, generation=generations.get(member.run_id))
-        live = host.teams.live.get(member.run_id)
+        state = status.phase
+        detail = team_detail(status, generation=agent.generation, fence_reason=agent.fence_reason)
         tokens, percent = "-", None
-        if live is not None:
-            usage = live.child.agent.context_usage()
-            if usage is not None:
-                tokens, percent = format_context_tokens(usage.tokens, usage.percent), usage.percent
-        kind, text = progress.get(member.run_id, ("", ""))
+        if agent.context is not None:
+            tokens, percent = (
+                format_context_tokens(agent.context.tokens, agent.context.percent),
+                agent.context.percent,
+            )
+        kind, text = progress.get(agent.run_id or "", ("", ""))
         if text and ((state == "working" and kind == "tool") or (state == "thinking" and kind == "reply")):
             detail = text
         rows.append(
             ActivityRow(
-                member.name,
-                member.tier,
+                agent.name,
+                agent.tier,
                 state,
-                elapsed=format_elapsed(max(0, now_ms - member.created_at)),
+                elapsed=elapsed,
                 tokens=tokens,
                 progress=detail,
                 stale=state in ("stalled", "quarantined"),
-                kind=member.kind,
-                run_id=member.run_id,
-                model=member.model,
-                thinking=member.thinking,
+                kind=agent.kind,
+                run_id=agent.run_id,
+                model=agent.model,
+                thinking=agent.thinking,
                 context_percent=percent,
-                helpers=helpers.get(member.run_id, 0),
-            )
-        )
-    rows.extend(_queued_rows(host, lead_session_id, now_ms=now_ms))
-    return rows
-
-
-def _queued_rows(host: Host, lead_session_id: str, *, now_ms: int) -> list[ActivityRow]:
-    rows: list[ActivityRow] = []
-    pending: dict[tuple[str, str], tuple[Any, Any]] = dict(host.teams.pending)
-    for (lead, name), (_reservation, prepared) in pending.items():
-        if lead != lead_session_id or prepared.parent is not None:
-            continue
-        position = host.teams.capacity(lead).queue_position(name)
-        rows.append(
-            ActivityRow(
-                name,
-                prepared.tier.name,
-                "queued",
-                elapsed=format_elapsed(max(0, now_ms - int(prepared.queued_at * 1000))),
-                progress=f"queued at position {position}" if position else "queued",
-                kind=prepared.tier.role,
-                model=prepared.model_ref,
-                thinking=prepared.thinking,
+                helpers=agent.helpers,
             )
         )
     return rows

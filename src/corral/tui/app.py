@@ -47,7 +47,7 @@ from corral.tui._app_favorites import FavoritesMixin
 from corral.tui._first_run import ONBOARD_HINT, is_new_installation
 from corral.tui._format import ActivityRow, CostSummary, activity_row, summarize_args
 from corral.tui._palette import ActivityPalette, resolve_palette
-from corral.tui._teams import TeamSnapshot, team_rows
+from corral.tui._teams import team_rows
 from corral.tui.screens import FollowScreen, PickerScreen
 from corral.tui.widgets import (
     ActivityCard,
@@ -60,7 +60,9 @@ from corral.tui.widgets import (
 )
 
 if TYPE_CHECKING:
+    from corral.lead._agents import LeadAgents
     from corral.orchestration import Host, ListResult
+    from corral.orchestration.teams import TeamSnapshot
 
 __all__ = [
     "COMMANDS",
@@ -383,13 +385,10 @@ class CorralApp(AgentCommandsMixin, FavoritesMixin, App[int]):
 
     def on_editor_navigate_requested(self, _message: Editor.NavigateRequested) -> None:
         """Down with an empty editor: follow the first agent of the activity card."""
-        host, launched = self.host, self.launched
-        if host is None or launched is None or not self.rows:
+        agents = self.agents
+        if agents is None or not self.rows:
             return
-        caller = host.lead_callers.get(launched.session.session_id)
-        if caller is None:
-            return
-        self.push_screen(FollowScreen(host, caller, self.rows, palette=self.palette), self._back_to_lead)
+        self.push_screen(FollowScreen(agents, self.rows, palette=self.palette), self._back_to_lead)
 
     def _back_to_lead(self, _result: None) -> None:
         self.editor.focus()
@@ -727,17 +726,15 @@ class CorralApp(AgentCommandsMixin, FavoritesMixin, App[int]):
         """The orchestration host, once attached."""
         return None if self.launched is None else self.launched.host
 
+    @property
+    def agents(self) -> LeadAgents | None:
+        """The lead's agents (rows and controls), once the host is attached."""
+        return None if self.launched is None else self.launched.agents
+
     async def _list_result(self) -> ListResult | None:
         """The lead's `list` (agents, definitions, invalid definition files); `None` without a host."""
-        host, launched = self.host, self.launched
-        if host is None or launched is None:
-            return None
-        from corral.orchestration.surfaces import ListParams
-
-        caller = host.lead_callers.get(launched.session.session_id)
-        if caller is None:
-            return None
-        return await host.controller.list(caller, ListParams())
+        agents = self.agents
+        return None if agents is None else await agents.list_agents()
 
     def on_host_changed(self, _message: HostChanged) -> None:
         self._schedule_refresh()
@@ -752,16 +749,13 @@ class CorralApp(AgentCommandsMixin, FavoritesMixin, App[int]):
     @work(group="activity", exclusive=True)
     async def _refresh_activity(self) -> None:
         self._refresh_pending = False
-        host, launched = self.host, self.launched
-        if host is None or launched is None:
-            return
-        caller = host.lead_callers.get(launched.session.session_id)
-        if caller is None:
+        agents = self.agents
+        if agents is None:
             return
         # The controller's projection (the same views `list` renders), without
         # `list`'s definition roster, which reads the definition files each time.
         records: list[dict[str, Any]] = []
-        for view in host.controller.views(caller):
+        for view in agents.views():
             generation = view.generation
             records.append(
                 {
@@ -776,11 +770,11 @@ class CorralApp(AgentCommandsMixin, FavoritesMixin, App[int]):
             self._run_ids[generation.label] = generation.run_id
         self._records = records
         self._team_snapshot = None  # read again for this refresh
-        for run_id, child in host.children.items():
+        for run_id, session in agents.sessions():
             if run_id not in self._child_subscriptions:
                 # Cost so far once; later replies add their own cost (see `_child_listener`).
-                self._child_costs[run_id] = child.agent.stats().cost
-                self._child_subscriptions[run_id] = child.agent.subscribe(self._child_listener(run_id))
+                self._child_costs[run_id] = session.stats().cost
+                self._child_subscriptions[run_id] = session.subscribe(self._child_listener(run_id))
         self._render_activity()
         self._render_footer()
 
@@ -819,12 +813,18 @@ class CorralApp(AgentCommandsMixin, FavoritesMixin, App[int]):
             )
             for record in self._records
         ]
-        host, launched = self.host, self.launched
-        if host is not None and launched is not None and "teams" in launched.surfaces:
+        agents, launched = self.agents, self.launched
+        if agents is not None and launched is not None and "teams" in launched.surfaces:
             snapshot = self._team_snapshot
-            if snapshot is None or snapshot.may_stall(now):
-                snapshot = self._team_snapshot = TeamSnapshot.read(host, launched.session.session_id)
-            rows.extend(team_rows(host, snapshot, now_ms=now, progress=self._progress))
+            if (
+                snapshot is None
+                or snapshot.lead_session_id != agents.caller.session_id
+                or snapshot.may_stall(now)
+            ):
+                snapshot = self._team_snapshot = agents.team_snapshot()
+            rows.extend(
+                team_rows(agents.team_rows(snapshot, now_ms=now), now_ms=now, progress=self._progress)
+            )
         self.rows = rows
         self._activity.show_rows(self.rows)
         for screen in self.screen_stack:
@@ -838,20 +838,20 @@ class CorralApp(AgentCommandsMixin, FavoritesMixin, App[int]):
             return CostSummary(0.0)
         total = launched.agent.stats().cost
         incomplete = launched.agent.is_streaming
-        host = self.host
+        agents = self.agents
         for record in self._records:
             run_id = self._run_ids.get(str(record.get("agent")))
             if run_id is None or run_id not in self._child_costs:
                 incomplete = True
                 continue
-            child = host.children.get(run_id) if host is not None else None
-            if child is not None and child.agent.is_streaming:
+            session = agents.session(run_id) if agents is not None else None
+            if session is not None and session.is_streaming:
                 incomplete = True
         for row in self.rows:
             if not row.is_team or row.run_id is None:
                 continue
-            child = host.children.get(row.run_id) if host is not None else None
-            if row.run_id not in self._child_costs or (child is not None and child.agent.is_streaming):
+            session = agents.session(row.run_id) if agents is not None else None
+            if row.run_id not in self._child_costs or (session is not None and session.is_streaming):
                 incomplete = True
         total += sum(self._child_costs.values())
         return CostSummary(total, incomplete=incomplete)

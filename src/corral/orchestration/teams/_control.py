@@ -28,6 +28,7 @@ from corral.orchestration.kernel._delivery import deliver_message
 from corral.orchestration.teams.roster._repository import TEAM_LEAD, normalize_claim_path
 from corral.orchestration.teams.roster.records import TEAM_MESSAGE_TYPE
 
+from ._status import TeamAgentRow, TeamSnapshot, member_status
 from .reports._reports import effective_task_outcome, outcome_label, report_id, team_name
 
 if TYPE_CHECKING:
@@ -49,7 +50,6 @@ if TYPE_CHECKING:
 __all__ = ["TEAM_MESSAGE_TYPE", "TEARDOWN_TIMEOUT_S", "TeamControlMixin", "member_message_text"]
 
 TEARDOWN_TIMEOUT_S = 2.5
-STALLED_AFTER_MS = 15 * 60 * 1000
 RECENT_COMPLETIONS = 20
 
 
@@ -517,32 +517,89 @@ class TeamControlMixin:
             "model": member.model,
             "runId": member.run_id,
         }
-        if member.fence == "quarantined":
-            phase = "quarantined"
-        elif child is None and _runs_in_pane(generation):
-            phase = "working"
-            snapshot["paneId"] = generation.pane_id if generation is not None else None
-        elif child is None:
-            phase = "finishing" if generation is not None and generation.phase == "completed" else "stalled"
-            if generation is not None and generation.presence == "lost":
-                snapshot["error"] = generation.diagnostic or "its run is gone"
-        elif not child.messages_open and not child.report_accepted:
-            phase = "stopping"
-        else:
-            phase = child.phase()
-            activity = generation.last_activity_at if generation is not None else None
-            if activity is not None:
-                snapshot["activityAgeMs"] = now - activity
-                if now - activity > STALLED_AFTER_MS and phase in ("thinking", "working"):
-                    phase = "stalled"
-            snapshot["activeTool"] = child.active_tool
-            if child.interrupted:
+        status = member_status(member, generation, child, now_ms=now)
+        if not status.in_process and status.phase == "working":  # handed off to a tmux pane
+            snapshot["paneId"] = status.pane_id
+        if status.lost_reason is not None:
+            snapshot["error"] = status.lost_reason
+        if status.in_process and status.phase not in ("quarantined", "stopping"):
+            if status.activity_age_ms is not None:
+                snapshot["activityAgeMs"] = status.activity_age_ms
+            snapshot["activeTool"] = status.active_tool
+            if status.interrupted:
                 snapshot["progress"] = "interrupted; waiting for a message"
-        snapshot["phase"] = phase
+        snapshot["phase"] = status.phase
         report = store.team_report_for_run(member.run_id)
         if report is not None:
             snapshot.update(_report_facts(report, await self._observed(report)))
         return snapshot
+
+    # --- the rows a front end shows ---------------------------------------------------------------
+
+    def snapshot(self, lead_session_id: str) -> TeamSnapshot:
+        """The lead's members and their live generations, read from the store (two queries)."""
+        store = self.host.store
+        members = store.team_members(lead_session_id)
+        generations = {g.run_id: g for g in store.generations(owner_session_id=lead_session_id)}
+        return TeamSnapshot(lead_session_id, members, generations)
+
+    def agent_rows(self, snapshot: TeamSnapshot, *, now_ms: int) -> list[TeamAgentRow]:
+        """The lead's own agents, oldest first, then its queued spawns (from memory and `snapshot`).
+
+        A member's phase follows `member_status` (as `get_agent_status` reports it); nested read
+        helpers are not rows, each writer counts its running ones.
+        """
+        helpers: dict[str, int] = {}
+        for member in snapshot.members:
+            live = self.live.get(member.run_id)
+            parent = member.parent_run_id
+            if (
+                member.depth == 1
+                and parent is not None
+                and live is not None
+                and not live.child.finished.is_set()
+            ):
+                helpers[parent] = helpers.get(parent, 0) + 1
+        rows: list[TeamAgentRow] = []
+        for member in snapshot.members:
+            if member.depth != 0:
+                continue
+            generation = snapshot.generations.get(member.run_id)
+            live = self.live.get(member.run_id)
+            child = None if live is None else live.child  # a run being handed off still shows its phase
+            rows.append(
+                TeamAgentRow(
+                    member.name,
+                    member.tier,
+                    member.kind,
+                    member.model,
+                    member.thinking,
+                    since_ms=member.created_at,
+                    status=member_status(member, generation, child, now_ms=now_ms),
+                    generation=generation,
+                    fence_reason=member.fence_reason,
+                    run_id=member.run_id,
+                    context=None if child is None else child.agent.context_usage(),
+                    helpers=helpers.get(member.run_id, 0),
+                )
+            )
+        lead = snapshot.lead_session_id
+        for (lead_id, name), (_reservation, prepared) in list(self.pending.items()):
+            if lead_id != lead or prepared.parent is not None:
+                continue
+            rows.append(
+                TeamAgentRow(
+                    name,
+                    prepared.tier.name,
+                    prepared.tier.role,
+                    prepared.model_ref,
+                    prepared.thinking,
+                    since_ms=int(prepared.queued_at * 1000),
+                    status=None,
+                    queue_position=self.capacity(lead).queue_position(name),
+                )
+            )
+        return rows
 
     # --- check_teammate ---------------------------------------------------------------------------
 

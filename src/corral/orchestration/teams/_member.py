@@ -35,6 +35,7 @@ from corral.orchestration.store._store import Store
 if TYPE_CHECKING:
     from corral.orchestration.teams.roster.records import TeamMemberRecord
 
+    from ._status import LivePhase
     from ._teams import Teams
 
 __all__ = ["RECOVERY_PROMPT", "TeamChild"]
@@ -197,7 +198,7 @@ class TeamChild(ManagedChild):
         elif isinstance(event, ToolExecutionEndEvent):
             self.active_tool = None
 
-    def phase(self) -> str:
+    def phase(self) -> LivePhase:
         """`starting`, `thinking`, `working`, `waiting` or `finishing` (the in-memory part of status)."""
         if self.report_accepted or self.finished.is_set():
             return "finishing"

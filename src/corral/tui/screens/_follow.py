@@ -3,12 +3,13 @@
 Opened with Down from an empty editor. Navigation follows the activity card's
 row order; the app keeps the screen's rows current (`update_rows`), new agents
 are appended and agents that left the card (finishing, stopped) stay
-reachable. Controls on a managed agent call the host's controller, which
+reachable. Reads and controls go through the lead's agents port (`LeadAgents`): controls on a
+managed agent call the controller, which
 checks ownership and state as it does for the `agent` tool; on a teams agent
 they call the teams core as the lead's own tools do: `send_message` (`m`),
 `interrupt_teammate` (`i`) and `stop_teammate` (`x`, after which the lead
 gets a hidden notice with the teardown's outcome). `h` hands either kind off
-to a tmux pane (`Host.handoff`); its row goes on, the agent now running there.
+to a tmux pane (`LeadAgents.handoff`); its row goes on, the agent now running there.
 """
 
 from __future__ import annotations
@@ -34,7 +35,8 @@ from corral.tui._teams import stop_notice
 from corral.tui.widgets import ChatLog
 
 if TYPE_CHECKING:
-    from corral.orchestration import Caller, HandoffResult, Host
+    from corral.lead._agents import LeadAgents
+    from corral.orchestration import HandoffResult
 
 __all__ = ["FollowScreen", "handoff_line"]
 
@@ -50,8 +52,7 @@ class FollowScreen(Screen[None]):
     """Follow one agent; Up/Down/Left/Right move between agents, Escape returns to the lead.
 
     Args:
-        host: The orchestration host.
-        caller: The lead's caller (controls are checked against it).
+        agents: The lead's agents (reads, and controls checked against the lead's caller).
         rows: The activity card's rows, in order.
         index: The selected agent.
         palette: The `activityColors` palette.
@@ -86,16 +87,14 @@ class FollowScreen(Screen[None]):
 
     def __init__(
         self,
-        host: Host,
-        caller: Caller,
+        agents: LeadAgents,
         rows: Sequence[ActivityRow],
         *,
         index: int = 0,
         palette: ActivityPalette = DARK_DEFAULTS,
     ) -> None:
         super().__init__()
-        self.host = host
-        self.caller = caller
+        self.agents = agents
         self.rows = list(rows)
         """The agents to navigate, in activity-row order (departed ones stay)."""
         self.index = index
@@ -177,7 +176,7 @@ class FollowScreen(Screen[None]):
     def _run_id(self, row: ActivityRow) -> str | None:
         if row.run_id is not None or row.is_team:
             return row.run_id
-        for generation in self.host.tree(self.caller.session_id):
+        for generation in self.agents.tree():
             if generation.label == row.label:
                 return generation.run_id
         return None
@@ -217,9 +216,9 @@ class FollowScreen(Screen[None]):
         await log.reset()
         label, state = row.label, row.state
         self._render_header()
-        child = self.host.children.get(run_id) if run_id is not None else None
-        if child is None:
-            generation = self.host.store.get_generation(run_id) if run_id is not None else None
+        session = self.agents.session(run_id) if run_id is not None else None
+        if session is None:
+            generation = self.agents.generation(run_id) if run_id is not None else None
             if generation is not None and generation.runs_in_pane:
                 log.notice(
                     f"{label} runs in tmux pane {generation.pane_id or '?'} now (handed off); "
@@ -240,13 +239,13 @@ class FollowScreen(Screen[None]):
                     "`corral agents show` and the agent tool's transcript action still read it."
                 )
             return
-        await log.load(child.agent.messages)
+        await log.load(session.messages)
         log.anchor()
 
         def forward(event: AgentEvent) -> None:
             self.post_message(self.AgentEventMessage(label, event))
 
-        self._unsubscribe = child.agent.subscribe(forward)
+        self._unsubscribe = session.subscribe(forward)
 
     async def on_follow_screen_agent_event_message(self, message: AgentEventMessage) -> None:
         if message.label == self.label:
@@ -337,19 +336,20 @@ class FollowScreen(Screen[None]):
     async def _send(self, row: ActivityRow, draft: str) -> None:
         from corral.orchestration.surfaces import ReplyParams, SendMessageRequest, SteerParams
 
-        controller = self.host.controller
+        agents = self.agents
+        controller, caller = agents.controller, agents.caller
         label = row.label
         try:
             if row.is_team:
-                _text, details = await self.host.teams.send_message(
-                    self.caller, SendMessageRequest(recipient=label, content=draft, summary="From the user")
+                _text, details = await agents.teams.send_message(
+                    caller, SendMessageRequest(recipient=label, content=draft, summary="From the user")
                 )
                 self.transcript.notice(f"message sent to {label} ({details.get('delivery', 'inbox')})")
             elif row.state == "blocked":
-                await controller.reply(self.caller, ReplyParams(agent=label, message=draft))
+                await controller.reply(caller, ReplyParams(agent=label, message=draft))
                 self.transcript.notice(f"replied to {label}")
             else:
-                await controller.steer(self.caller, SteerParams(agent=label, message=draft))
+                await controller.steer(caller, SteerParams(agent=label, message=draft))
                 self.transcript.notice(f"steer sent to {label}")
         except CorralError as exc:
             self.last_error = str(exc)
@@ -370,13 +370,13 @@ class FollowScreen(Screen[None]):
         label = row.label
         try:
             if row.is_team:
-                text, details = await self.host.teams.interrupt_teammate(self.caller, label)
+                text, details = await self.agents.teams.interrupt_teammate(self.agents.caller, label)
                 ok = details.get("status") in ("interrupted", "pending")
                 self.last_error = None if ok else text
                 self.transcript.notice(text, kind="info" if ok else "error")
                 return
-            await self.host.controller.interrupt(
-                self.caller, InterruptParams(agent=label, message=INTERRUPT_MESSAGE)
+            await self.agents.controller.interrupt(
+                self.agents.caller, InterruptParams(agent=label, message=INTERRUPT_MESSAGE)
             )
         except CorralError as exc:
             self.last_error = str(exc)
@@ -397,7 +397,7 @@ class FollowScreen(Screen[None]):
             if row.is_team:
                 await self._stop_teammate(label)
                 return
-            await self.host.controller.close(self.caller, CloseParams(agent=label))
+            await self.agents.controller.close(self.agents.caller, CloseParams(agent=label))
         except CorralError as exc:
             self.last_error = str(exc)
             self.transcript.notice(f"stop failed: {exc}", kind="error")
@@ -417,7 +417,7 @@ class FollowScreen(Screen[None]):
             return
         self.transcript.notice(f"handing {row.label} off to a tmux pane …")
         try:
-            result = await self.host.handoff(run_id)
+            result = await self.agents.handoff(run_id)
         except CorralError as exc:
             self.last_error = str(exc)
             self.transcript.notice(f"handoff failed: {exc}", kind="error")
@@ -431,14 +431,15 @@ class FollowScreen(Screen[None]):
 
     async def _stop_teammate(self, name: str) -> None:
         """`x` on a teams agent: `stop_teammate`, then a hidden notice to the lead (teardown included)."""
-        text, details = await self.host.teams.stop_teammate(
-            self.caller, name, "stopped by the user from the terminal"
+        agents = self.agents
+        text, details = await agents.teams.stop_teammate(
+            agents.caller, name, "stopped by the user from the terminal"
         )
         stopped = bool(details.get("stopped"))
         self.last_error = None if stopped else text
         self.transcript.notice(text, kind="info" if stopped else "error")
         if stopped or "teardown" in details:
-            self.host.teams.notify_lead(self.caller.session_id, stop_notice(name, text, details))
+            agents.teams.notify_lead(agents.caller.session_id, stop_notice(name, text, details))
 
 
 def handoff_line(result: HandoffResult) -> str:

@@ -1,0 +1,89 @@
+"""The lead's agents as a front end reads and controls them: the port the terminal app uses.
+
+The composition root builds one per attached lead (`Launched.agents`). A front end reads typed
+rows and records through it — the controller's projection of managed agents, the teams core's
+rows of teams agents (their phase as `get_agent_status` reports it), a run's in-process session to
+follow its transcript — and controls agents through the same checked calls the lead's tools make.
+It never reaches into the host's live maps or its store.
+"""
+
+from __future__ import annotations
+
+from typing import TYPE_CHECKING
+
+if TYPE_CHECKING:
+    from corral.agent import AgentSession
+    from corral.orchestration import (
+        AgentView,
+        Caller,
+        Controller,
+        GenerationRecord,
+        HandoffResult,
+        Host,
+        ListResult,
+    )
+    from corral.orchestration.teams import TeamAgentRow, Teams, TeamSnapshot
+
+__all__ = ["LeadAgents"]
+
+
+class LeadAgents:
+    """One lead's agents, managed and teams, for a front end.
+
+    Args:
+        host: The orchestration host the lead is attached to.
+        caller: The lead's controller identity (every control is checked against it).
+    """
+
+    def __init__(self, host: Host, caller: Caller) -> None:
+        self._host = host
+        self.caller = caller
+
+    @property
+    def controller(self) -> Controller:
+        """The managed agents' controller (`steer`, `reply`, `interrupt`, `close`, …, as the `agent` tool)."""
+        return self._host.controller
+
+    @property
+    def teams(self) -> Teams:
+        """The teams core (`send_message`, `interrupt_teammate`, `stop_teammate`, `status`, …, as the teams tools)."""
+        return self._host.teams
+
+    def views(self) -> tuple[AgentView, ...]:
+        """The managed agents the lead sees, projected from one store snapshot (what `list` renders)."""
+        return self._host.controller.views(self.caller)
+
+    async def list_agents(self) -> ListResult:
+        """The lead's `list`: its agents, the definitions and any invalid definition files."""
+        from corral.orchestration.surfaces import ListParams
+
+        return await self._host.controller.list(self.caller, ListParams())
+
+    def tree(self) -> list[GenerationRecord]:
+        """The live generations the lead owns, transitively."""
+        return self._host.tree(self.caller.session_id)
+
+    def generation(self, run_id: str) -> GenerationRecord | None:
+        """The generation `run_id` (live or not), as the store has it."""
+        return self._host.store.get_generation(run_id)
+
+    def session(self, run_id: str) -> AgentSession | None:
+        """The agent session of `run_id` when it runs in this process (managed or teams), else `None`."""
+        child = self._host.children.get(run_id)
+        return None if child is None else child.agent
+
+    def sessions(self) -> list[tuple[str, AgentSession]]:
+        """Every run in this process with its agent session, by run id."""
+        return [(run_id, child.agent) for run_id, child in list(self._host.children.items())]
+
+    def team_snapshot(self) -> TeamSnapshot:
+        """The lead's teams members and their generations, read from the store now."""
+        return self._host.teams.snapshot(self.caller.session_id)
+
+    def team_rows(self, snapshot: TeamSnapshot, *, now_ms: int) -> list[TeamAgentRow]:
+        """The lead's teams agents (members with their phase, then queued spawns) at `now_ms`."""
+        return self._host.teams.agent_rows(snapshot, now_ms=now_ms)
+
+    async def handoff(self, run_id: str) -> HandoffResult:
+        """Move the in-process agent `run_id` into a tmux pane at a safe point (`Host.handoff`)."""
+        return await self._host.handoff(run_id)
