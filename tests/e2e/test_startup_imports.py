@@ -1,5 +1,6 @@
-"""Start-up cost: a lead with only the `agent` surface never imports the teams core, and a scripted
-run never loads the price catalogue."""
+"""Start-up cost: a lead with only the `agent` surface never imports the teams core (`Teams` and the
+teams tools; the store's teams repositories are not the core), and a scripted run never loads the
+price catalogue."""
 
 from __future__ import annotations
 
@@ -14,7 +15,8 @@ CODE = """\
 import sys
 from corral.cli import main
 code = main(['run', '--model', 'scripted/hello', '--no-session', '-p', 'hi', *sys.argv[1:]])
-print('teams core imported' if 'corral.orchestration.teams' in sys.modules else 'teams core not imported')
+core = ('corral.orchestration.teams._teams', 'corral.orchestration.surfaces.teams._tools')
+print('teams core imported' if any(m in sys.modules for m in core) else 'teams core not imported')
 raise SystemExit(code)
 """
 
