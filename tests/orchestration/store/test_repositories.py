@@ -45,6 +45,7 @@ def test_store_has_no_base_class_and_every_verb_is_a_repository_method(tmp_path:
         repositories = (
             store.kernel,
             store.roster,
+            store.reports,
             store.checks,
             store.groups,
             store.checkpoints,

@@ -3,7 +3,7 @@
 `Store` is a façade kept while call sites move to the repositories: it opens
 the `Database`, builds one repository per aggregate over it — the kernel's
 `Generations` (`kernel/_generations.py`) and the teams features' `Roster`,
-`Checks`, `Groups` and `Checkpoints` (`teams/<feature>/_repository.py`) and
+`Reports`, `Checks`, `Groups` and `Checkpoints` (`teams/<feature>/_repository.py`) and
 `Worktrees` (`worktrees/_repository.py`) —
 registers the teams roster's `retire_in` as the kernel's finalize hook, and
 exposes every repository verb under its old name. It has no base class and no
@@ -30,6 +30,7 @@ from corral.orchestration.store._database import Database, Tracer
 from corral.orchestration.teams.checkpoints._repository import Checkpoints
 from corral.orchestration.teams.checks._repository import Checks
 from corral.orchestration.teams.groups._repository import Groups
+from corral.orchestration.teams.reports._repository import Reports
 from corral.orchestration.teams.roster._repository import Roster
 from corral.orchestration.worktrees._repository import Worktrees
 
@@ -49,7 +50,8 @@ class Store:
         self.kernel = Generations(db)
         self.roster = Roster(db, self.kernel)
         self.checks = Checks(db)
-        self.groups = Groups(db, self.kernel, self.roster)
+        self.reports = Reports(db, self.kernel, self.roster)
+        self.groups = Groups(db, self.kernel, self.roster, self.reports)
         self.checkpoints = Checkpoints(db)
         self.worktrees_repository = Worktrees(db)
         self.kernel.add_finalize_hook(self.roster.retire_in)
@@ -93,11 +95,12 @@ class Store:
         self.set_team_fence = r.set_team_fence
         self.set_session_context_path = r.set_session_context_path
         self.set_checkpoint_source = r.set_checkpoint_source
-        self.store_team_report = r.store_team_report
-        self.team_report = r.team_report
-        self.team_report_for_run = r.team_report_for_run
-        self.team_reports = r.team_reports
-        self.record_report_acceptance = r.record_report_acceptance
+        reports = self.reports
+        self.store_team_report = reports.store_team_report
+        self.team_report = reports.team_report
+        self.team_report_for_run = reports.team_report_for_run
+        self.team_reports = reports.team_reports
+        self.record_report_acceptance = reports.record_report_acceptance
         self.add_team_message = r.add_team_message
         self.read_team_inbox = r.read_team_inbox
         self.has_team_state = r.has_team_state

@@ -59,6 +59,7 @@ from corral.orchestration.teams.groups.records import (
     slot_id,
     wake_text,
 )
+from corral.orchestration.teams.reports._repository import Reports
 from corral.orchestration.teams.roster._repository import Roster
 from corral.orchestration.teams.roster.records import TEAM_LEAD, TEAM_NAME_PATTERN, TeamReportRecord
 
@@ -127,11 +128,12 @@ def _check_members(members: Sequence[str]) -> tuple[str, ...]:
 class Groups(Repository):
     """Completion groups: slots, transitions, planned deliveries and wake receipts; one transaction a verb."""
 
-    def __init__(self, db: Database, generations: Generations, roster: Roster) -> None:
-        """Work over `db`, reading generations and members through `generations` and `roster`."""
+    def __init__(self, db: Database, generations: Generations, roster: Roster, reports: Reports) -> None:
+        """Work over `db`, reading generations, members and reports through the other repositories."""
         super().__init__(db)
         self._generations = generations
         self._roster = roster
+        self._reports = reports
 
     # --- groups -------------------------------------------------------------------------------------
 
@@ -308,7 +310,7 @@ class Groups(Repository):
         def body() -> GroupSlotRecord:
             record = self._require_slot(slot)
             group = self._require_group(record.group_id)
-            report = self._roster.team_report_in(self._tx, report_id)
+            report = self._reports.team_report_in(self._tx, report_id)
             if report is None:
                 raise TargetNotFoundError(
                     f"Structured report {report_id} is unavailable.", ids={"slotId": slot}
@@ -540,7 +542,7 @@ class Groups(Repository):
         if status != "running" or run_id is None:
             return None
         expected = _report_id(group.team, slot.name, run_id)
-        report = self._roster.team_report_in(self._tx, expected)
+        report = self._reports.team_report_in(self._tx, expected)
         if report is not None and report.run_id == run_id and report.lead_session_id == group.lead_session_id:
             self._set_reported(slot.slot_id, SlotReceipt.from_report(report))
             return None
@@ -665,7 +667,7 @@ class Groups(Repository):
         for key in slot_ids:
             slot = group.slot(key)
             if slot is not None and slot.receipt is not None:
-                reports[key] = self._roster.team_report_in(self._tx, slot.receipt.report_id)
+                reports[key] = self._reports.team_report_in(self._tx, slot.receipt.report_id)
         index = build_index(group, kind=kind, slot_ids=slot_ids, reports=reports)
         index_json = stringify(index)
         text = wake_text(index_json, kind=kind, count=len(slot_ids))

@@ -1,4 +1,4 @@
-"""The teams tables of the orchestration store: members, reports, messages, file claims.
+"""The teams roster in the orchestration store: members, messages, file claims.
 
 `Roster` is a repository over the shared database: every public verb is one
 transaction through `_write`/`_read`, re-reads what it depends on and checks
@@ -7,15 +7,13 @@ nothing) on a mismatch.
 
 A teams agent is an ordinary generation (no row in `labels`: teams names are
 unique per team among live members, which the partial unique index
-`team_members_live_name` enforces) plus a `team_members` row. Its report is
-written by `store_team_report` in the same transaction as the core `results`
-row that completes the generation, through the same writer as the kernel's
-`store_result` (`Generations.complete_assignment`), so core delivery, finalize
-and crash recovery apply unchanged. `retire_in`, the kernel's finalize hook,
+`team_members_live_name` enforces) plus a `team_members` row, written in one
+transaction through the kernel's `*_in` pieces. Its report lives in
+`teams/reports/_repository.py`. `retire_in`, the kernel's finalize hook,
 releases the run's file claims and marks its member not live (freeing the
 name) inside `finalize_generation`'s transaction.
 
-Tables: `team_members`, `team_reports`, `team_messages`, `file_claims`.
+Tables: `team_members`, `team_messages`, `file_claims`.
 
 Claims are all-or-nothing: the conflict check and the inserts run in one
 `BEGIN IMMEDIATE` transaction, so two writers can never both hold a path.
@@ -29,7 +27,6 @@ from typing import Any, Literal
 
 from corral.orchestration.errors import (
     AgentLabelExistsError,
-    InternalFailureError,
     InvalidRequestError,
     TargetNotFoundError,
 )
@@ -38,7 +35,6 @@ from corral.orchestration.kernel.records import (
     GenerationRecord,
     NewGeneration,
     RequestRecord,
-    ResultRecord,
 )
 from corral.orchestration.store._database import Database, Row, Tx, _new_id, _require_text
 from corral.orchestration.store._repository import Repository
@@ -48,15 +44,11 @@ from corral.orchestration.teams.roster.records import (
     ClaimOutcome,
     FileClaimRecord,
     NewTeamMember,
-    NewTeamReport,
     TeamMemberRecord,
     TeamMessageRecord,
-    TeamReportRecord,
     _check_choice,
     _check_member,
-    _check_report,
     _encode_assignments,
-    _encode_json,
     _unique_claim_paths,
     normalize_claim_path,
 )
@@ -64,10 +56,6 @@ from corral.orchestration.teams.roster.records import (
 __all__ = ["TEAM_LEAD", "TEAM_NAME_PATTERN", "Roster", "normalize_claim_path"]
 
 
-_REPORT_SELECT = (
-    "SELECT t.*, r.delivery AS delivery, r.delivered_entry_id AS delivered_entry_id"
-    " FROM team_reports t JOIN results r ON r.request_id = t.request_id"
-)
 _RUNNING_PHASES = ("starting", "active")
 
 
@@ -112,35 +100,6 @@ def _json_column(text: str | None) -> Any:
     return None if text is None else json.loads(text)
 
 
-def _report_from_row(row: Row) -> TeamReportRecord:
-    return TeamReportRecord(
-        report_id=row["report_id"],
-        task_id=row["task_id"],
-        run_id=row["run_id"],
-        request_id=row["request_id"],
-        lead_session_id=row["lead_session_id"],
-        name=row["name"],
-        tier=row["tier"],
-        kind=row["kind"],
-        status=row["status"],
-        content=row["content"],
-        summary=row["summary"],
-        outcome=row["outcome"],
-        result=json.loads(row["result"]),
-        report_source=row["report_source"],
-        markdown_path=row["markdown_path"],
-        acceptance=row["acceptance"],
-        acceptance_reason=row["acceptance_reason"],
-        decided_at=row["decided_at"],
-        elapsed_ms=row["elapsed_ms"],
-        tokens=row["tokens"],
-        cost_usd=row["cost_usd"],
-        created_at=row["created_at"],
-        delivery=row["delivery"],
-        delivered_entry_id=row["delivered_entry_id"],
-    )
-
-
 def _message_from_row(row: Row) -> TeamMessageRecord:
     return TeamMessageRecord(
         message_id=row["message_id"],
@@ -169,7 +128,7 @@ def _claim_from_row(row: Row) -> FileClaimRecord:
 
 
 class Roster(Repository):
-    """Teams members, reports, messages and file claims; every public verb is one transaction.
+    """Teams members, messages and file claims; every public verb is one transaction.
 
     A member is a kernel generation plus its `team_members` row, written together
     through `Generations`' `*_in` pieces; `retire_in` is the kernel's finalize hook.
@@ -350,147 +309,6 @@ class Roster(Repository):
             self._execute("UPDATE team_members SET checkpoint_source = ? WHERE run_id = ?", (text, run_id))
 
         self._write(body)
-
-    # --- reports ----------------------------------------------------------------------------------
-
-    def store_team_report(self, run_id: str, request_id: str, report: NewTeamReport) -> TeamReportRecord:
-        """Store a member's final report and complete its generation, in one transaction.
-
-        Writes the core `results` row (`completed` with the content as its text,
-        or `failed` with `empty_result` and the content as the error message),
-        the `team_reports` row and the generation's completion together; a big
-        text also goes to the result's artifact file, as `store_result` does.
-        The first report of a run wins: storing again returns the stored one
-        unchanged.
-
-        Raises:
-            InvalidRequestError: Blank or inconsistent report fields.
-            TargetNotFoundError: `run_id` is not a teams agent, not live, or `request_id` is not
-                its active assignment.
-            ManagedAgentBusyError: No active assignment, or an ask is pending.
-        """
-        encoded = _check_report(run_id, report)
-        completed = report.status == "completed"
-
-        def existing() -> TeamReportRecord | None:
-            self._require_member(run_id)
-            row = self._one(f"{_REPORT_SELECT} WHERE t.run_id = ?", (run_id,))
-            return None if row is None else _report_from_row(row)
-
-        def attach(generation: GenerationRecord, result: ResultRecord) -> TeamReportRecord:
-            member = self._require_member(run_id)
-            if self._team_report(report.report_id) is not None:
-                raise InternalFailureError(
-                    f"Report id {report.report_id} already belongs to another run; report ids name one run."
-                )
-            self._execute(
-                "INSERT INTO team_reports (report_id, task_id, run_id, request_id, lead_session_id, name, tier,"
-                " kind, status, content, summary, outcome, result, report_source, markdown_path, elapsed_ms,"
-                " tokens, cost_usd, created_at) VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?)",
-                (
-                    report.report_id,
-                    report.task_id,
-                    run_id,
-                    result.request_id,
-                    member.lead_session_id,
-                    member.name,
-                    member.tier,
-                    member.kind,
-                    report.status,
-                    report.content,
-                    report.summary,
-                    report.outcome,
-                    encoded,
-                    report.report_source,
-                    report.markdown_path,
-                    report.elapsed_ms,
-                    report.tokens,
-                    report.cost_usd,
-                    result.created_at,
-                ),
-            )
-            stored = self._team_report(report.report_id)
-            assert stored is not None
-            return stored
-
-        return self._generations.complete_assignment(
-            run_id,
-            request_id,
-            status="completed" if completed else "failed",
-            text=report.content if completed else None,
-            error_code=None if completed else "empty_result",
-            error_message=None if completed else report.content,
-            context_tokens=None,
-            existing=existing,
-            attach=attach,
-        )
-
-    def team_report(self, report_id: str) -> TeamReportRecord | None:
-        """The report `report_id`, or `None`."""
-        return self._read(lambda: self._team_report(report_id))
-
-    def team_report_for_run(self, run_id: str) -> TeamReportRecord | None:
-        """The report of run `run_id`, or `None`."""
-
-        def body() -> TeamReportRecord | None:
-            row = self._one(f"{_REPORT_SELECT} WHERE t.run_id = ?", (run_id,))
-            return None if row is None else _report_from_row(row)
-
-        return self._read(body)
-
-    def team_reports(
-        self, lead_session_id: str, *, name: str | None = None, limit: int | None = None
-    ) -> tuple[TeamReportRecord, ...]:
-        """The team's reports (of member `name` if given): the latest `limit` of them, oldest first.
-
-        Raises:
-            InvalidRequestError: A negative `limit`.
-        """
-        if limit is not None and limit < 0:
-            raise InvalidRequestError("limit must not be negative.")
-        sql = f"{_REPORT_SELECT} WHERE t.lead_session_id = ?"
-        params: list[object] = [lead_session_id]
-        if name is not None:
-            sql += " AND t.name = ?"
-            params.append(name)
-        sql += " ORDER BY t.created_at DESC, t.rowid DESC"
-        if limit is not None:
-            sql += " LIMIT ?"
-            params.append(limit)
-        return self._read(lambda: tuple(reversed([_report_from_row(row) for row in self._all(sql, params)])))
-
-    def record_report_acceptance(
-        self, report_id: str, state: str, reason: str | None = None
-    ) -> TeamReportRecord:
-        """Record the lead's decision on a report (also in its `result.acceptance`), with `decided_at` now.
-
-        Raises:
-            InvalidRequestError: `state` is not `accepted` or `rejected`.
-            TargetNotFoundError: No such report.
-        """
-        if state not in ("accepted", "rejected"):
-            raise InvalidRequestError("Report acceptance must be accepted or rejected.")
-        stored_reason = reason if reason and reason.strip() else None
-
-        def body() -> TeamReportRecord:
-            report = self._team_report(report_id)
-            if report is None:
-                raise TargetNotFoundError(f"Structured report {report_id} is unavailable.")
-            now = self._clock()
-            acceptance: dict[str, Any] = {"state": state, "decidedAt": now}
-            if stored_reason is not None:
-                acceptance["reason"] = stored_reason
-            result = {**report.result, "acceptance": acceptance}
-            self._execute(
-                "UPDATE team_reports SET acceptance = ?, acceptance_reason = ?, decided_at = ?, result = ?"
-                " WHERE report_id = ?",
-                (state, stored_reason, now, _encode_json(result, "Report result"), report_id),
-            )
-            updated = self._team_report(report_id)
-            assert updated is not None
-            return updated
-
-        return self._write(body)
 
     # --- messages ---------------------------------------------------------------------------------
 
@@ -805,10 +623,6 @@ class Roster(Repository):
             )
         return member
 
-    def _team_report(self, report_id: str) -> TeamReportRecord | None:
-        row = self._one(f"{_REPORT_SELECT} WHERE t.report_id = ?", (report_id,))
-        return None if row is None else _report_from_row(row)
-
     def _message(self, message_id: str) -> TeamMessageRecord | None:
         row = self._one("SELECT * FROM team_messages WHERE message_id = ?", (message_id,))
         return None if row is None else _message_from_row(row)
@@ -834,10 +648,10 @@ class Roster(Repository):
         self._inside(tx)
         return self._team_member(run_id)
 
-    def team_report_in(self, tx: Tx, report_id: str) -> TeamReportRecord | None:
-        """The report `report_id`, or `None`, inside `tx`."""
+    def require_member_in(self, tx: Tx, run_id: str) -> TeamMemberRecord:
+        """The member record of `run_id` inside `tx`; raises `TargetNotFoundError` when there is none."""
         self._inside(tx)
-        return self._team_report(report_id)
+        return self._require_member(run_id)
 
     def retire_in(self, tx: Tx, run_id: str) -> None:
         """Release the run's claims and free its name: the kernel's finalize hook, inside its `tx`."""
