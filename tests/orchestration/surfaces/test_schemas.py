@@ -5,6 +5,8 @@ Update these snapshots only on purpose, after reading the diff.
 
 from __future__ import annotations
 
+import json
+from pathlib import Path
 from typing import Any
 
 from corral.orchestration.surfaces import (
@@ -287,3 +289,24 @@ def test_setting_selects_the_surface_style() -> None:
     assert [t.name for t in agent_tools(_Host(), fake_caller())] == ["agent"]  # type: ignore[arg-type]
     per_op = agent_tools(_Host("per-operation"), fake_caller())  # type: ignore[arg-type]
     assert [t.name for t in per_op] == [f"agent_{a}" for a in ACTIONS]
+
+
+def _without_descriptions(node: Any) -> Any:
+    if isinstance(node, dict):
+        return {key: _without_descriptions(value) for key, value in node.items() if key != "description"}
+    if isinstance(node, list):
+        return [_without_descriptions(value) for value in node]
+    return node
+
+
+def test_teams_schemas_structure_is_pinned() -> None:
+    """Every teams tool's fields, types, required lists, enums, defaults and bounds, pinned.
+
+    The descriptions are free to change (they are pinned by the size test below); anything the
+    model may send or must send is not. The snapshot was taken from the hand-written schemas
+    before they were generated from the wire models.
+    """
+    from corral.orchestration.surfaces import TEAMS_SCHEMAS
+
+    pinned = json.loads((Path(__file__).parent / "snapshots" / "teams_schemas_structure.json").read_text())
+    assert _without_descriptions(TEAMS_SCHEMAS) == pinned
