@@ -7,6 +7,7 @@ from __future__ import annotations
 
 import json
 from pathlib import Path
+from types import SimpleNamespace
 from typing import Any
 
 from corral.orchestration.surfaces import (
@@ -310,3 +311,24 @@ def test_teams_schemas_structure_is_pinned() -> None:
 
     pinned = json.loads((Path(__file__).parent / "snapshots" / "teams_schemas_structure.json").read_text())
     assert _without_descriptions(TEAMS_SCHEMAS) == pinned
+
+
+def test_teams_lead_tool_definitions_stay_small() -> None:
+    """The lead's teams tools, as a provider request carries them, fit in 11,000 characters (issue 16).
+
+    Every field stays (the structure test above pins them); what the descriptions say is what a model
+    needs to call the tools well, and no more.
+    """
+    from corral.orchestration.surfaces import teams_lead_tools
+
+    host = SimpleNamespace(teams=None)
+    tools = teams_lead_tools(host, fake_caller())  # type: ignore[arg-type]
+    offered = [
+        {
+            "type": "function",
+            "function": {"name": d.name, "description": d.description, "parameters": d.parameters},
+        }
+        for d in (tool.definition() for tool in tools)
+    ]
+    assert len(offered) == 12
+    assert len(json.dumps(offered)) <= 11_000

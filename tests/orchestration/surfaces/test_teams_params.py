@@ -761,8 +761,17 @@ _PY_TYPES: dict[str, type | tuple[type, ...]] = {
 }
 
 
-def check_schema_node(node: Any, where: str) -> None:
-    """A JSON Schema node using only the keywords tool schemas use, each well-formed."""
+_SELF_DESCRIBING = {"agent_name", "summary", "outcome", "changedPaths", "unread_only", "content"}
+"""Fields whose name (and type or enum) is all the model needs (issue 16: no more than it needs)."""
+
+
+def check_schema_node(node: Any, where: str, *, top: bool = True) -> None:
+    """A JSON Schema node using only the keywords tool schemas use, each well-formed.
+
+    Every field of a tool is described unless its name says it all (`_SELF_DESCRIBING`); a nested
+    field may also go without when its parent points to where it is described (a swarm's copy of
+    spawn_agent's fields).
+    """
     assert isinstance(node, dict), where
     assert set(node) <= _KEYWORDS, f"{where}: unknown keywords {set(node) - _KEYWORDS}"
     kind = node.get("type")
@@ -782,10 +791,11 @@ def check_schema_node(node: Any, where: str) -> None:
         assert set(node.get("required", [])) <= set(properties), f"{where}: required not in properties"
         assert node.get("additionalProperties", False) in (True, False)
         for name, sub in properties.items():
-            assert sub.get("description"), f"{where}.{name}: no description"
-            check_schema_node(sub, f"{where}.{name}")
+            described = sub.get("description") or name in _SELF_DESCRIBING
+            assert described or not top, f"{where}.{name}: no description"
+            check_schema_node(sub, f"{where}.{name}", top=False)
     if kind == "array":
-        check_schema_node(node["items"], f"{where}[]")
+        check_schema_node(node["items"], f"{where}[]", top=False)
 
 
 def sample(node: dict[str, Any]) -> Any:
@@ -864,8 +874,11 @@ def test_model_slot_schema_teaches_the_tiers() -> None:
         assert f"{tier.name}: {tier.purpose}" in slot["description"]
     for key in ("spawn_swarm_agents",):
         props = TEAMS_SCHEMAS[key]["properties"]
-        assert props["defaults"]["properties"]["model_slot"] == slot
-        assert props["agents"]["items"]["properties"]["model_slot"] == slot
+        undescribed = {k: v for k, v in slot.items() if k != "description"}
+        assert props["defaults"]["properties"]["model_slot"] == undescribed
+        assert props["agents"]["items"]["properties"]["model_slot"] == undescribed
+        assert "spawn_agent" in props["defaults"]["description"]  # described once, in spawn_agent
+        assert "spawn_agent" in props["agents"]["description"]
     helper = TEAMS_SCHEMAS["spawn_agent#nested"]["properties"]["model_slot"]
     assert helper["enum"] == list(HELPER_TIERS)
     nested_swarm = TEAMS_SCHEMAS["spawn_swarm_agents#nested"]["properties"]

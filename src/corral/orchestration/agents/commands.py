@@ -82,7 +82,9 @@ def _timeout(value: Any) -> Any:
 
 
 _Text = Annotated[str, BeforeValidator(_non_blank), Field(strict=True)]
-_Label = Annotated[str, BeforeValidator(_label), Field(strict=True)]
+_Label = Annotated[
+    str, BeforeValidator(_label), Field(strict=True, json_schema_extra={"pattern": LABEL_PATTERN})
+]
 _Files = Annotated[list[Annotated[str, Field(strict=True)]], BeforeValidator(_files)]
 _Timeout = Annotated[int, BeforeValidator(_timeout), Field(strict=True, ge=TIMEOUT_MS_MIN, le=TIMEOUT_MS_MAX)]
 

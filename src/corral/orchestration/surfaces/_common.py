@@ -11,10 +11,11 @@ surface tools therefore keep `parameters` permissive (`{"type": "object"}`)
 and offer the model the descriptive schema through `definition()`; all real
 validation (types, blanks, limits, which fields an action takes, input
 tolerance) happens in `parse_action`, so every bad call gets `invalid_request`
-with the field named. The offered schemas are built from one table
-(`field_schema`: each wire field's JSON type, mirroring its `*Params` field,
-plus its line in `FIELD_DESCRIPTIONS`), so the multiplexed and per-operation
-tools cannot drift apart; the tests pin them.
+with the field named. The offered schemas are generated from the commands
+(`field_schema`: each wire field's JSON type, bounds and pattern from its
+`*Params` field in `agents/commands.py`, plus its line in `FIELD_DESCRIPTIONS`),
+so the schemas, the multiplexed and the per-operation tools cannot drift
+apart; the tests pin them.
 """
 
 from __future__ import annotations
@@ -228,21 +229,14 @@ def _turn_call_ids(caller: Caller, call_id: str) -> frozenset[str]:
 
 
 def field_schema(name: str, *, single_action: bool = False) -> dict[str, Any]:
-    """The JSON schema of one wire field (with its description).
+    """The JSON schema of one wire field (with its description), generated from its command model.
 
     `single_action` drops the description's "which actions" prefix (per-operation tools).
     """
-    from .agent._wire import LABEL_PATTERN, TIMEOUT_MS_MAX, TIMEOUT_MS_MIN
+    from ._schema import field_schema as model_field_schema
+    from .agent._wire import WIRE_FIELDS
 
-    schema: dict[str, Any]
-    if name == "files":
-        schema = {"type": "array", "items": {"type": "string"}}
-    elif name == "timeoutMs":
-        schema = {"type": "integer", "minimum": TIMEOUT_MS_MIN, "maximum": TIMEOUT_MS_MAX}
-    elif name == "label":
-        schema = {"type": "string", "pattern": LABEL_PATTERN}
-    else:
-        schema = {"type": "string"}
+    schema = model_field_schema(WIRE_FIELDS[name])
     description = FIELD_DESCRIPTIONS[name]
     if single_action and ": " in description:
         description = description.split(": ", 1)[1]

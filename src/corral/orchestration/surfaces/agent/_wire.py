@@ -17,9 +17,10 @@ type still fail `invalid_request`, naming the field and what to do.
 from __future__ import annotations
 
 from collections.abc import Mapping
-from typing import Any
+from typing import Any, get_args
 
-from pydantic import TypeAdapter, ValidationError
+from pydantic import BaseModel, TypeAdapter, ValidationError
+from pydantic.fields import FieldInfo
 
 from corral.orchestration.agents.commands import (
     ACTIONS,
@@ -50,6 +51,7 @@ __all__ = [
     "REQUIRED_FIELDS",
     "TIMEOUT_MS_MAX",
     "TIMEOUT_MS_MIN",
+    "WIRE_FIELDS",
     "ActionName",
     "ActionParams",
     "AskOwnerParams",
@@ -66,32 +68,34 @@ __all__ = [
     "parse_ask_owner",
 ]
 
-ACTION_FIELDS: dict[ActionName, tuple[str, ...]] = {
-    "list": (),
-    "delegate": ("definition", "task", "label", "cwd", "files", "fork", "timeoutMs"),
-    "continue": ("session", "task", "files", "timeoutMs"),
-    "steer": ("agent", "message", "files"),
-    "interrupt": ("agent", "message", "files"),
-    "reply": ("agent", "message", "files"),
-    "close": ("agent",),
-    "inspect": ("agent",),
-    "transcript": ("agent",),
+
+def _wire_fields(model: type[BaseModel]) -> dict[str, FieldInfo]:
+    return {info.alias or name: info for name, info in model.model_fields.items() if name != "action"}
+
+
+_ACTION_MODELS: dict[ActionName, type[BaseModel]] = {
+    model.model_fields["action"].default: model for model in get_args(get_args(ActionParams)[0])
 }
-"""The wire fields (besides `action`) each action accepts."""
+
+ACTION_FIELDS: dict[ActionName, tuple[str, ...]] = {
+    action: tuple(_wire_fields(_ACTION_MODELS[action])) for action in ACTIONS
+}
+"""The wire fields (besides `action`) each action accepts, from its command model."""
 
 REQUIRED_FIELDS: dict[ActionName, tuple[str, ...]] = {
-    "list": (),
-    "delegate": ("definition", "task"),
-    "continue": ("session", "task"),
-    "steer": ("agent", "message"),
-    "interrupt": ("agent", "message"),
-    "reply": ("agent", "message"),
-    "close": ("agent",),
-    "inspect": ("agent",),
-    "transcript": ("agent",),
+    action: tuple(name for name, info in _wire_fields(_ACTION_MODELS[action]).items() if info.is_required())
+    for action in ACTIONS
 }
+"""The fields each action requires, from its command model."""
 
-ASK_OWNER_FIELDS: tuple[str, ...] = ("question", "files")
+_COMMANDS: tuple[type[BaseModel], ...] = (*_ACTION_MODELS.values(), AskOwnerParams)
+
+WIRE_FIELDS: dict[str, FieldInfo] = {
+    name: info for model in _COMMANDS for name, info in _wire_fields(model).items()
+}
+"""Each wire field's definition (type, bounds, pattern), from the commands that have it."""
+
+ASK_OWNER_FIELDS: tuple[str, ...] = tuple(_wire_fields(AskOwnerParams))
 """The fields of `ask_owner`."""
 
 FIELD_DESCRIPTIONS: dict[str, str] = {

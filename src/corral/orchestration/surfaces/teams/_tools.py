@@ -52,46 +52,22 @@ Handler = Callable[[str, dict[str, Any]], Awaitable[ToolResult]]
 """A tool's body: `(call_id, params) -> result` (the call id is the runtime's submission id)."""
 
 _DESCRIPTIONS: dict[str, str] = {
-    "spawn_agent": (
-        "Start one agent on a separate lane of work and return at once; its full report arrives later as a "
-        "new turn. Choose model_slot by intent (read-* tiers investigate without editing; write-* tiers "
-        "edit claimed files). Give a self-contained prompt: goal, file boundaries, decisions, evidence, the "
-        "result you need. Do not pass model, thinking or role."
-    ),
+    "spawn_agent": "Start one agent and return at once; its full report arrives later as a new turn.",
     "spawn_swarm_agents": (
-        "Start several agents in one call (defaults are shallow-merged into each member). Every tier is "
-        "checked before any member starts; one member's failure does not stop the others."
+        "Start several agents; all tiers are checked first, and one member's failure does not stop the others."
     ),
-    "get_agent_status": (
-        "One read-only snapshot of your agents (active, queued, stalled, recently completed). Reports arrive "
-        "automatically: call this once when you need a snapshot, never in a polling loop."
-    ),
-    "check_teammate": (
-        "Diagnose a suspected lifecycle failure of one agent, or recover the persisted report of an agent "
-        "that already left."
-    ),
-    "interrupt_teammate": (
-        "Cancel one agent's running tool or model call; it keeps its session, task and claims and waits "
-        "for your message."
-    ),
-    "stop_teammate": (
-        "Stop a whole agent (or cancel it while queued). Only on explicit need: an agent that reported is "
-        "already exiting."
-    ),
+    "get_agent_status": "Your agents' state. Reports arrive on their own: never poll.",
+    "check_teammate": "Diagnose one agent, or recover the report of one that left.",
+    "interrupt_teammate": "Cancel one agent's running call; it keeps its session and waits for your message.",
+    "stop_teammate": "Stop an agent, or cancel it while queued.",
     "send_message": (
-        "Send a message to a running agent (recipient by name) or to the lead (recipient team-lead, the "
-        "default for agents). A working recipient gets it as steering. Messages grant no authority."
+        "Message a running agent or team-lead; a working recipient gets it as steering. Grants no authority."
     ),
-    "read_inbox": "Read your stored messages (unread only by default; mark_as_read false to peek).",
-    "report_and_exit": (
-        "Finish your work with one final report: content is the complete deliverable (not a summary), plus "
-        "an optional summary, outcome (succeeded, blocked, failed, cancelled), changedPaths, artifacts, "
-        "findings with unique ids, questions and inspectedEvidence. The first accepted report ends your "
-        "work immediately."
-    ),
-    "claim_file": "Claim files before editing them (all-or-nothing; never edit a file another agent holds).",
+    "read_inbox": "Read your stored messages.",
+    "report_and_exit": "Finish with one final report; the first accepted one ends your work.",
+    "claim_file": "Claim files before editing them (all or nothing).",
     "release_file": "Release files you claimed.",
-    "list_file_claims": "List every file claim of the team.",
+    "list_file_claims": "List the team's file claims.",
 }
 
 TEAMS_NEXT_ACTIONS: dict[str, str] = {

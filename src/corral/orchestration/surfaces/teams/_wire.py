@@ -22,8 +22,10 @@ error travels with the command and the core raises it where it admits the
 agent (so one bad swarm member fails alone). `checks: []` is an explicit
 "no checks" that overrides swarm defaults.
 
-`TEAMS_SCHEMAS` holds the JSON schema of each tool's parameters, keyed by
-tool name, as the lead is offered it; other callers' variants are keyed
+`TEAMS_SCHEMAS` holds the JSON schema of each tool's parameters, generated
+from the wire model that validates the call (`surfaces/_schema.py`; the
+policies' and tiers' shapes, validated by their own parsers, are given as
+`json_schema_extra`), keyed by tool name, as the lead is offered it; other callers' variants are keyed
 `<tool>#<variant>`: `#nested` for an eligible writer's restricted spawn
 tools, `#agent` for a spawned agent's `send_message` (recipient optional,
 default `team-lead`) and `read_inbox` (no `agent_name`).
@@ -47,6 +49,7 @@ from pydantic import (
 from pydantic_core import PydanticCustomError
 
 from corral.orchestration.errors import InvalidRequestError, error_context
+from corral.orchestration.surfaces._schema import model_schema, object_schema
 from corral.orchestration.teams import (
     DEFAULT_TIER,
     HELPER_TIERS,
@@ -124,9 +127,6 @@ __all__ = [
 
 _NAME_RE = re.compile(NAME_PATTERN)
 _EXACT = "teams_exact"
-_NESTED_SPAWN_FIELDS = ("name", "prompt", "model_slot")
-_NESTED_SWARM_FIELDS = ("defaults", "agents")
-_NESTED_DEFAULT_FIELDS = ("model_slot",)
 
 
 # --- field validators ----------------------------------------------------------
@@ -219,60 +219,164 @@ _Evidence = Annotated[str, Strict(), BeforeValidator(_evidence_item)]
 _Outcome = Annotated[TaskOutcome, BeforeValidator(_outcome)]
 
 
+# --- the schemas' pieces validated by other parsers (tiers, policies) --------------------------
+
+
+def _tier_slot(names: tuple[TierName, ...]) -> dict[str, Any]:
+    return {"type": "string", "enum": list(names), "default": DEFAULT_TIER}
+
+
+_SLOT_TEXT = "Intent tier (read-* investigate, write-* edit). " + " ".join(
+    f"{name}: {TIERS[name].purpose}" for name in TIERS
+)
+_HELPER_SLOT_TEXT = "Read tier (canonical read-* only)."
+_STRINGS: dict[str, Any] = {"type": "array", "items": {"type": "string"}}
+_CHECKS: dict[str, Any] = {
+    "type": "array",
+    "items": object_schema(
+        {
+            "name": {"type": "string"},
+            "command": {"type": "string", "description": "Shell command, run in cwd."},
+            "timeoutSeconds": {"type": "number"},
+            "inputs": {**_STRINGS, "description": "Paths it covers (default all)."},
+        },
+        ("name", "command", "timeoutSeconds"),
+    ),
+}
+_REPAIR = object_schema({"maxAttempts": {"type": "integer", "minimum": 0, "maximum": 5}}, ("maxAttempts",))
+_CHECKPOINT = object_schema(
+    {
+        "inputs": {**_STRINGS, "minItems": 1, "description": "Paths that scope it."},
+        "retentionDays": {"type": "integer", "minimum": 1, "maximum": 365, "description": "Default 30."},
+        "decisions": {**_STRINGS, "description": "Decisions to record."},
+    },
+    ("inputs",),
+)
+_COMPLETION_GROUP = object_schema(
+    {"delivery": {"type": "string", "enum": ["immediate", "all-settled"]}}, ("delivery",)
+)
+_NAME_RULE: dict[str, Any] = {"pattern": NAME_PATTERN, "maxLength": NAME_MAX_LENGTH}
+
+
+def _undescribed(node: Any) -> Any:
+    """`node` without descriptions (a swarm's copy of spawn_agent's fields, described once there)."""
+    if isinstance(node, dict):
+        return {key: _undescribed(value) for key, value in node.items() if key != "description"}
+    return node
+
+
+# --- wire models (each also defines its tool's JSON schema) ------------------------------------
+
+
 class _Params(BaseModel):
     model_config = ConfigDict(extra="forbid", frozen=True)
 
 
 class _SpawnParams(_Params):
-    prompt: _Text
-    model_slot: Any = None
-    name: _Name | None = None
-    cwd: _Text | None = None
-    session_context: _SessionContext = "none"
-    metadata: _Metadata | None = None
-    allow_nested_read_agents: _Bool = False
-    checks: Any = None
-    repair: Any = None
-    checkpoint: Any = None
-    continue_from: _Text | None = None
+    prompt: _Text = Field(
+        description="Self-contained: goal, file boundaries, decisions, evidence, the result you need."
+    )
+    model_slot: Any = Field(None, description=_SLOT_TEXT, json_schema_extra=_tier_slot(tuple(TIERS)))
+    name: _Name | None = Field(
+        None,
+        description="Default generated; not team-lead. A stopped agent's name can be reused; with "
+        "continue_from, a prefix.",
+        json_schema_extra=_NAME_RULE,
+    )
+    cwd: _Text | None = Field(None, description="Default yours.")
+    session_context: _SessionContext = Field(
+        "none",
+        description="lazy: the agent may read a snapshot of your branch; none: prompt only.",
+    )
+    metadata: _Metadata | None = Field(None, description="For integrations; grants nothing.")
+    allow_nested_read_agents: _Bool = Field(
+        False, description="Let a write-feature/write-critical agent spawn read helpers."
+    )
+    checks: Any = Field(
+        None,
+        description="Run before the report is accepted; [] = none.",
+        json_schema_extra=_CHECKS,
+    )
+    repair: Any = Field(
+        None, description="Attempts after failed checks (needs checks).", json_schema_extra=_REPAIR
+    )
+    checkpoint: Any = Field(
+        None,
+        description="Save the report for a later continue_from.",
+        json_schema_extra=_CHECKPOINT,
+    )
+    continue_from: _Text | None = Field(None, description="checkpoint:<64 hex> id to continue.")
 
 
 class _SwarmDefaults(_Params):
     cwd: _Text | None = None
-    model_slot: Any = None
+    model_slot: Any = Field(None, json_schema_extra=_tier_slot(tuple(TIERS)))
     metadata: _Metadata | None = None
-    session_context: _SessionContext | None = None
-    allow_nested_read_agents: _Bool | None = None
-    checks: Any = None
-    repair: Any = None
-    checkpoint: Any = None
+    session_context: _SessionContext | None = Field(None, json_schema_extra={"default": "none"})
+    allow_nested_read_agents: _Bool | None = Field(None, json_schema_extra={"default": False})
+    checks: Any = Field(None, json_schema_extra=_undescribed(_CHECKS))
+    repair: Any = Field(None, json_schema_extra=_REPAIR)
+    checkpoint: Any = Field(None, json_schema_extra=_undescribed(_CHECKPOINT))
 
 
 class _SwarmParams(_Params):
-    defaults: Any = None
-    agents: Any = None
-    completion_group: Any = None
+    defaults: Any = Field(
+        None,
+        description="spawn_agent fields for every agent that does not set them.",
+        json_schema_extra=model_schema(_SwarmDefaults),
+    )
+    agents: Any = Field(
+        None,
+        description="Each takes spawn_agent's fields.",
+        json_schema_extra={"type": "array", "items": _undescribed(model_schema(_SpawnParams)), "minItems": 1},
+    )
+    completion_group: Any = Field(
+        None,
+        description="immediate: indexes as members settle; all-settled: wait for the batch.",
+        json_schema_extra=_COMPLETION_GROUP,
+    )
 
 
 class _NestedSpawnParams(_Params):
-    name: _Name | None = None
-    prompt: _Text
-    model_slot: Any = None
+    name: _Name | None = Field(
+        None,
+        description="Helper name (default generated); not a running or queued agent's.",
+        json_schema_extra=_NAME_RULE,
+    )
+    prompt: _Text = Field(description="The complete, self-contained question and the result you need.")
+    model_slot: Any = Field(None, description=_HELPER_SLOT_TEXT, json_schema_extra=_tier_slot(HELPER_TIERS))
+
+
+class _NestedDefaults(_Params):
+    model_slot: Any = Field(None, description=_HELPER_SLOT_TEXT, json_schema_extra=_tier_slot(HELPER_TIERS))
+
+
+class _NestedSwarmParams(_Params):
+    defaults: Any = Field(
+        None,
+        description="The tier every helper gets unless it sets one.",
+        json_schema_extra=model_schema(_NestedDefaults),
+    )
+    agents: Any = Field(
+        None,
+        description="The helpers (at least one).",
+        json_schema_extra={"type": "array", "items": model_schema(_NestedSpawnParams), "minItems": 1},
+    )
 
 
 class _SendMessageParams(_Params):
-    recipient: _Ident | None = None
+    recipient: _Ident | None = Field(None, description="A running agent's name, or team-lead (the default).")
     content: _Text
-    summary: _Label = None
+    summary: _Label = Field(None, json_schema_extra={"default": "Message"})
 
 
 class _ReadInboxParams(_Params):
     unread_only: _Bool = True
-    mark_as_read: _Bool = True
+    mark_as_read: _Bool = Field(True, description="false peeks.")
 
 
 class _LeadReadInboxParams(_ReadInboxParams):
-    agent_name: _Ident | None = None
+    agent_name: _Ident | None = Field(None, description="Whose inbox (default yours).")
 
 
 class _ArtifactParams(BaseModel):
@@ -289,15 +393,18 @@ class _FindingParams(BaseModel):
 
 
 class _ReportParams(_Params):
-    content: _Text
+    content: _Text = Field(description="The complete deliverable, not a summary.")
     summary: _Label = None
     outcome: _Outcome | None = None
     changed_paths: _TextList | None = Field(default=None, alias="changedPaths")
-    artifacts: list[_ArtifactParams] | None = None
-    findings: list[_FindingParams] | None = None
-    questions: _TextList | None = None
+    artifacts: list[_ArtifactParams] | None = Field(None, description="Files or outputs you produced.")
+    findings: list[_FindingParams] | None = Field(None, description="Unique ids (F1, F2, …).")
+    questions: _TextList | None = Field(None, description="Open questions for the lead.")
     inspected_evidence: Annotated[list[_Evidence], BeforeValidator(_evidence_list)] | None = Field(
-        default=None, alias="inspectedEvidence"
+        default=None,
+        alias="inspectedEvidence",
+        description=f"What you inspected, each 1-{MAX_EVIDENCE_CHARS} characters.",
+        json_schema_extra={"maxItems": MAX_INSPECTED_EVIDENCE},
     )
 
 
@@ -307,15 +414,17 @@ class _AgentNameParams(_Params):
 
 class _StopParams(_Params):
     agent_name: _Teammate
-    reason: _Label = None
+    reason: _Label = Field(None, description="Why (shown to the user).")
 
 
 class _StatusParams(_Params):
-    agent_name: _Ident | None = None
+    agent_name: _Ident | None = Field(None, description="One agent (default all of yours).")
 
 
 class _ClaimParams(_Params):
-    paths: Annotated[_TextList, BeforeValidator(_some_paths)]
+    paths: Annotated[_TextList, BeforeValidator(_some_paths)] = Field(
+        description="Repository-relative; no absolute paths, no ..", json_schema_extra={"minItems": 1}
+    )
 
 
 class _NoParams(_Params):
@@ -468,6 +577,10 @@ def _unique_names(members: list[SpawnRequest], tool: str) -> None:
 
 
 # --- parsers -------------------------------------------------------------------
+
+_NESTED_SPAWN_FIELDS = _wire_fields(_NestedSpawnParams)
+_NESTED_SWARM_FIELDS = _wire_fields(_NestedSwarmParams)
+_NESTED_DEFAULT_FIELDS = _wire_fields(_NestedDefaults)
 
 
 def parse_spawn(params: Mapping[str, Any]) -> SpawnRequest:
@@ -720,229 +833,27 @@ def parse_list_claims(params: Mapping[str, Any]) -> None:
 
 # --- schemas ---------------------------------------------------------------------
 
-
-def _prop(kind: str, description: str, **extra: Any) -> dict[str, Any]:
-    return {"type": kind, **extra, "description": description}
-
-
-def _strings(description: str, **extra: Any) -> dict[str, Any]:
-    return {"type": "array", "items": {"type": "string"}, **extra, "description": description}
-
-
-def _object_schema(properties: dict[str, Any], required: tuple[str, ...] = ()) -> dict[str, Any]:
-    schema: dict[str, Any] = {"type": "object", "properties": properties}
-    if required:
-        schema["required"] = list(required)
-    schema["additionalProperties"] = False
-    return schema
-
-
-def _tier_slot(names: tuple[TierName, ...], lead_in: str) -> dict[str, Any]:
-    uses = " ".join(f"{name}: {TIERS[name].purpose}" for name in names)
-    return _prop("string", f"{lead_in} {uses}", enum=list(names), default=DEFAULT_TIER)
-
-
-_CANONICAL: tuple[TierName, ...] = tuple(TIERS)
-_SLOT = _tier_slot(
-    _CANONICAL,
-    "Intent tier; it picks the model (your favorite for the tier, else your current model). read-* "
-    "tiers start a read agent, write-* tiers an edit agent. Default read-review; legacy names are "
-    "accepted but use these.",
-)
-_HELPER_SLOT = _tier_slot(
-    HELPER_TIERS, "Read tier of the helper (canonical read-* only). Default read-review."
-)
-_PROMPT = _prop(
-    "string",
-    "The complete assignment (non-blank): goal, file boundaries, decisions, evidence already collected "
-    "and the result you need. The agent starts with an isolated conversation.",
-)
-_NAME = _prop(
-    "string",
-    "Display and recipient name: letters, digits, - and _ (at most 128; not team-lead). Default: "
-    "generated. Reusing a live agent's name replaces it once it has stopped. With continue_from, a prefix.",
-    pattern=NAME_PATTERN,
-    maxLength=NAME_MAX_LENGTH,
-)
-_HELPER_NAME = _prop(
-    "string",
-    "Helper name: letters, digits, - and _ (default: generated); it must not be a running or queued agent.",
-    pattern=NAME_PATTERN,
-    maxLength=NAME_MAX_LENGTH,
-)
-_CHECKS = {
-    "type": "array",
-    "items": _object_schema(
-        {
-            "name": _prop("string", "Unique check name."),
-            "command": _prop("string", "Shell command run in the agent's cwd."),
-            "timeoutSeconds": _prop("number", "Timeout in seconds (> 0)."),
-            "inputs": _strings("Repository paths relative to cwd the check covers (default: all)."),
-        },
-        ("name", "command", "timeoutSeconds"),
-    ),
-    "description": "Checks run before the agent's report is accepted; [] means none (and drops swarm defaults).",
-}
-_REPAIR = {
-    **_object_schema(
-        {"maxAttempts": _prop("integer", "Repair attempts, 0-5 (0 disables).", minimum=0, maximum=5)},
-        ("maxAttempts",),
-    ),
-    "description": "Bounded repair after failed checks (needs checks).",
-}
-_CHECKPOINT = {
-    **_object_schema(
-        {
-            "inputs": _strings("Repository paths relative to cwd that scope the checkpoint.", minItems=1),
-            "retentionDays": _prop("integer", "Days to keep it, 1-365 (default 30).", minimum=1, maximum=365),
-            "decisions": _strings("Lead decisions to record with it."),
-        },
-        ("inputs",),
-    ),
-    "description": "Save a checkpoint of this agent's report that a later spawn can continue_from.",
-}
-_SPAWN_OPTIONS: dict[str, Any] = {
-    "cwd": _prop("string", "Working directory (default: yours)."),
-    "session_context": _prop(
-        "string",
-        "lazy lets the agent read a bounded, filtered snapshot of your active branch on demand; none "
-        "(default) gives it only the prompt.",
-        enum=list(get_args(SessionContextMode)),
-        default="none",
-    ),
-    "metadata": _prop("object", "Free-form record for integrations (operationId, …); it grants nothing."),
-    "allow_nested_read_agents": _prop(
-        "boolean",
-        "Let a write-feature or write-critical agent spawn read helpers (default false).",
-        default=False,
-    ),
-    "checks": _CHECKS,
-    "repair": _REPAIR,
-    "checkpoint": _CHECKPOINT,
-}
-_CONTINUE_FROM = _prop(
-    "string", "Exact checkpoint:<64 hex> id to continue a saved specialist from; name becomes a prefix."
-)
-_SPAWN_PROPERTIES: dict[str, Any] = {
-    "model_slot": _SLOT,
-    "prompt": _PROMPT,
-    "name": _NAME,
-    **_SPAWN_OPTIONS,
-    "continue_from": _CONTINUE_FROM,
-}
-_AGENT_NAME = _prop("string", "The agent's name.")
-_READ_INBOX = {
-    "unread_only": _prop("boolean", "Only unread messages (default true).", default=True),
-    "mark_as_read": _prop(
-        "boolean", "Mark returned messages read (default true; false peeks).", default=True
-    ),
-}
-_SEND_MESSAGE = {
-    "recipient": _prop("string", "A running agent's name, or team-lead (the default)."),
-    "content": _prop("string", "The message (non-blank)."),
-    "summary": _prop("string", "Short label (default Message).", default="Message"),
-}
-_CLAIM_PATHS = _strings("Repository-relative file paths (no absolute paths, no ..).", minItems=1)
-
 TEAMS_SCHEMAS: dict[str, dict[str, Any]] = {
-    "spawn_agent": _object_schema(_SPAWN_PROPERTIES, ("prompt",)),
-    "spawn_swarm_agents": _object_schema(
-        {
-            "defaults": {
-                **_object_schema({"model_slot": _SLOT, **_SPAWN_OPTIONS}),
-                "description": "Fields every agent gets unless it sets them itself (shallow merge).",
-            },
-            "agents": {
-                "type": "array",
-                "items": _object_schema(_SPAWN_PROPERTIES, ("prompt",)),
-                "minItems": 1,
-                "description": "The agents (at least one); each takes spawn_agent's fields.",
-            },
-            "completion_group": {
-                **_object_schema(
-                    {"delivery": _prop("string", "How reports arrive.", enum=["immediate", "all-settled"])},
-                    ("delivery",),
-                ),
-                "description": "Group the reports: immediate sends compact indexes as members settle; "
-                "all-settled waits for the whole batch.",
-            },
-        },
-        ("agents",),
+    "spawn_agent": model_schema(_SpawnParams),
+    "spawn_swarm_agents": model_schema(_SwarmParams, required=("agents",)),
+    "spawn_agent#nested": model_schema(_NestedSpawnParams),
+    "spawn_swarm_agents#nested": model_schema(_NestedSwarmParams, required=("agents",)),
+    "send_message": model_schema(
+        _SendMessageParams,
+        required=("recipient", "content"),
+        descriptions={"recipient": "A running agent's name."},
     ),
-    "spawn_agent#nested": _object_schema(
-        {"name": _HELPER_NAME, "prompt": _PROMPT, "model_slot": _HELPER_SLOT}, ("prompt",)
-    ),
-    "spawn_swarm_agents#nested": _object_schema(
-        {
-            "defaults": {
-                **_object_schema({"model_slot": _HELPER_SLOT}),
-                "description": "The tier every helper gets unless it sets one.",
-            },
-            "agents": {
-                "type": "array",
-                "items": _object_schema(
-                    {"name": _HELPER_NAME, "prompt": _PROMPT, "model_slot": _HELPER_SLOT}, ("prompt",)
-                ),
-                "minItems": 1,
-                "description": "The helpers (at least one).",
-            },
-        },
-        ("agents",),
-    ),
-    "send_message": _object_schema(
-        {**_SEND_MESSAGE, "recipient": _prop("string", "A running agent's name (required).")},
-        ("recipient", "content"),
-    ),
-    "send_message#agent": _object_schema(_SEND_MESSAGE, ("content",)),
-    "read_inbox": _object_schema(
-        {**_READ_INBOX, "agent_name": _prop("string", "Whose inbox (default: yours).")}
-    ),
-    "read_inbox#agent": _object_schema(_READ_INBOX),
-    "report_and_exit": _object_schema(
-        {
-            "content": _prop("string", "The complete deliverable, not a summary (non-blank)."),
-            "summary": _prop("string", "Short label."),
-            "outcome": _prop("string", "Your task outcome (omit if unspecified).", enum=list(TASK_OUTCOMES)),
-            "changedPaths": _strings("Paths you changed."),
-            "artifacts": {
-                "type": "array",
-                "items": {
-                    **_object_schema(
-                        {"path": _prop("string", "Artifact path."), "label": _prop("string", "Label.")},
-                        ("path",),
-                    ),
-                },
-                "description": "Files or outputs you produced.",
-            },
-            "findings": {
-                "type": "array",
-                "items": _object_schema(
-                    {
-                        "id": _prop("string", "Stable id, unique in this report (F1, F2, …)."),
-                        "text": _prop("string", "The finding."),
-                        "evidence": _strings("File/line or command references."),
-                    },
-                    ("id", "text"),
-                ),
-                "description": "Findings with unique ids.",
-            },
-            "questions": _strings("Open questions for the lead."),
-            "inspectedEvidence": _strings(
-                f"References you inspected (at most {MAX_INSPECTED_EVIDENCE}, each 1-{MAX_EVIDENCE_CHARS} "
-                "characters).",
-                maxItems=MAX_INSPECTED_EVIDENCE,
-            ),
-        },
-        ("content",),
-    ),
-    "get_agent_status": _object_schema({"agent_name": _prop("string", "One agent (default: all of yours).")}),
-    "check_teammate": _object_schema({"agent_name": _AGENT_NAME}, ("agent_name",)),
-    "interrupt_teammate": _object_schema({"agent_name": _AGENT_NAME}, ("agent_name",)),
-    "stop_teammate": _object_schema(
-        {"agent_name": _AGENT_NAME, "reason": _prop("string", "Why (shown to the user).")}, ("agent_name",)
-    ),
-    "claim_file": _object_schema({"paths": _CLAIM_PATHS}, ("paths",)),
-    "release_file": _object_schema({"paths": _CLAIM_PATHS}, ("paths",)),
-    "list_file_claims": _object_schema({}),
+    "send_message#agent": model_schema(_SendMessageParams),
+    "read_inbox": model_schema(_LeadReadInboxParams),
+    "read_inbox#agent": model_schema(_ReadInboxParams),
+    "report_and_exit": model_schema(_ReportParams),
+    "get_agent_status": model_schema(_StatusParams),
+    "check_teammate": model_schema(_AgentNameParams),
+    "interrupt_teammate": model_schema(_AgentNameParams),
+    "stop_teammate": model_schema(_StopParams),
+    "claim_file": model_schema(_ClaimParams),
+    "release_file": model_schema(_ClaimParams),
+    "list_file_claims": model_schema(_NoParams),
 }
-"""The parameters schema of each teams tool (see the module docstring for the `#` variants)."""
+"""The parameters schema of each teams tool, generated from its wire model (see the module docstring
+for the `#` variants)."""
