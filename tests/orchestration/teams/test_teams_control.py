@@ -10,7 +10,7 @@ from pathlib import Path
 import pytest
 
 from corral.orchestration.errors import InvalidRequestError, TargetNotFoundError
-from corral.orchestration.surfaces import ReadInboxRequest, SendMessageRequest, parse_spawn
+from corral.orchestration.surfaces import ReadInboxRequest, SendMessageRequest, handle_request, parse_spawn
 from corral.orchestration.teams import TEAM_MESSAGE_TYPE, TEAM_REPORT_TYPE
 from corral.settings import CapacitySettings, Settings, TeamsSettings
 
@@ -291,7 +291,8 @@ async def test_programmatic_launch_answers_with_a_correlated_response(tmp_path: 
     write_script(tmp_path, "lead", {"steps": [{"text": "x"}], "agents": {"*": [_report("done")]}})
     async with teams_env(tmp_path, "lead") as env:
         lead = env.caller.session_id
-        ok = await env.teams.handle_request(
+        ok = await handle_request(
+            env.teams,
             lead,
             {
                 "requestId": "r1",
@@ -306,19 +307,21 @@ async def test_programmatic_launch_answers_with_a_correlated_response(tmp_path: 
             and ok.details["metadata"] == {"operationId": "op"}
         )
         assert ok.to_json()["requestId"] == "r1" and "content" in ok.to_json()
-        bad = await env.teams.handle_request(lead, {"requestId": "r2", "type": "ensure_team", "params": {}})
+        bad = await handle_request(env.teams, lead, {"requestId": "r2", "type": "ensure_team", "params": {}})
         assert (
             bad is not None
             and not bad.ok
             and bad.error == "Unsupported orchestration request type: ensure_team"
         )
-        assert await env.teams.handle_request(lead, {"type": "spawn_agent", "params": {}}) is None
-        forbidden = await env.teams.handle_request(
-            lead, {"requestId": "r3", "type": "spawn_agent", "params": {"prompt": "p", "role": "read"}}
+        assert await handle_request(env.teams, lead, {"type": "spawn_agent", "params": {}}) is None
+        forbidden = await handle_request(
+            env.teams,
+            lead,
+            {"requestId": "r3", "type": "spawn_agent", "params": {"prompt": "p", "role": "read"}},
         )
         assert forbidden is not None and not forbidden.ok and "model_slot only" in (forbidden.error or "")
-        no_lead = await env.teams.handle_request(
-            "nobody", {"requestId": "r4", "type": "spawn_agent", "params": {}}
+        no_lead = await handle_request(
+            env.teams, "nobody", {"requestId": "r4", "type": "spawn_agent", "params": {}}
         )
         assert no_lead is not None and "No active lead session" in (no_lead.error or "")
         await env.quiet()

@@ -48,6 +48,7 @@ if TYPE_CHECKING:
     from corral.agent import AgentSession
     from corral.settings import Settings
 
+    from .teams._requests import ORCHESTRATION_REQUEST_TYPES, OrchestrationResponse, handle_request
     from .teams._tools import TEAMS_LEAD_TOOL_NAMES, TeamsTool, team_member_tools, teams_lead_tools
     from .teams._wire import (
         TEAMS_SCHEMAS,
@@ -75,6 +76,7 @@ __all__ = [
     "DELEGATION_GUIDANCE",
     "DELEGATION_GUIDANCE_TYPE",
     "LABEL_PATTERN",
+    "ORCHESTRATION_REQUEST_TYPES",
     "TEAMS_LEAD_TOOL_NAMES",
     "TEAMS_SCHEMAS",
     "ActionName",
@@ -95,6 +97,7 @@ __all__ = [
     "ListParams",
     "MultiplexedAgentTool",
     "OperationTool",
+    "OrchestrationResponse",
     "ReadInboxRequest",
     "ReplyParams",
     "ReportSubmission",
@@ -114,6 +117,7 @@ __all__ = [
     "ask_owner_schema",
     "ask_owner_tool",
     "error_result",
+    "handle_request",
     "operation_tool_schema",
     "operation_tools",
     "parse_action",
@@ -176,6 +180,8 @@ _LAZY = {
     "Artifact": "teams._wire",
     "ClaimRequest": "teams._wire",
     "Finding": "teams._wire",
+    "ORCHESTRATION_REQUEST_TYPES": "teams._requests",
+    "OrchestrationResponse": "teams._requests",
     "ReadInboxRequest": "teams._wire",
     "ReportSubmission": "teams._wire",
     "SendMessageRequest": "teams._wire",
@@ -186,6 +192,7 @@ _LAZY = {
     "TEAMS_LEAD_TOOL_NAMES": "teams._tools",
     "TEAMS_SCHEMAS": "teams._wire",
     "TeamsTool": "teams._tools",
+    "handle_request": "teams._requests",
     "parse_report": "teams._wire",
     "parse_spawn": "teams._wire",
     "parse_swarm": "teams._wire",

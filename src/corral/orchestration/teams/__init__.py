@@ -178,7 +178,7 @@ if TYPE_CHECKING:
         team_report_message,
         write_report_markdown,
     )
-    from .reports._team_reports import ORCHESTRATION_REQUEST_TYPES, OrchestrationResponse, ReportReceipt
+    from .reports._team_reports import ReportReceipt
 
 __all__ = [
     "CANCELLED_VERIFICATION_ERROR",
@@ -193,7 +193,6 @@ __all__ = [
     "MAX_CHECKPOINT_BYTES",
     "MAX_CHECK_TIMEOUT_SECONDS",
     "NO_CHECKPOINTS_MESSAGE",
-    "ORCHESTRATION_REQUEST_TYPES",
     "READ_TIER_TOOL_NAMES",
     "RECENT_COMPLETIONS",
     "RECOVERY_PROMPT",
@@ -247,7 +246,6 @@ __all__ = [
     "MemberStatus",
     "ModelResolver",
     "ModelSource",
-    "OrchestrationResponse",
     "RepairController",
     "RepairOutcome",
     "RepairPolicyError",
@@ -386,8 +384,6 @@ _LAZY = {
     "ModelResolver": "_tiers",
     "ModelSource": "_tiers",
     "NO_CHECKPOINTS_MESSAGE": "checkpoints._checkpoints",
-    "ORCHESTRATION_REQUEST_TYPES": "reports._team_reports",
-    "OrchestrationResponse": "reports._team_reports",
     "READ_TIER_TOOL_NAMES": "_teams",
     "RECENT_COMPLETIONS": "_control",
     "RECOVERY_PROMPT": "_member",

@@ -6,7 +6,7 @@ from pathlib import Path
 
 import pytest
 
-from corral.orchestration.surfaces import parse_spawn
+from corral.orchestration.surfaces import handle_request, parse_spawn
 from corral.orchestration.teams import TEAM_REPORT_TYPE
 from tests.orchestration.teams._git_helpers import make_repo
 from tests.orchestration.teams._teams_helpers import prepare_env, teams_env, write_script
@@ -155,7 +155,8 @@ async def test_a_trusted_integration_binds_checks_through_the_programmatic_launc
         {"steps": [{"text": "x"}], "on_exhausted": "repeat_last", "agents": {"*": [_report("done")]}},
     )
     async with teams_env(tmp_path, "lead") as env:
-        response = await env.teams.handle_request(
+        response = await handle_request(
+            env.teams,
             env.caller.session_id,
             {
                 "requestId": "r1",
@@ -167,7 +168,8 @@ async def test_a_trusted_integration_binds_checks_through_the_programmatic_launc
         await env.quiet()
         [entry] = env.lead_custom(TEAM_REPORT_TYPE)
         assert entry["details"]["verification"]["state"] == "failed"
-        bad = await env.teams.handle_request(
+        bad = await handle_request(
+            env.teams,
             env.caller.session_id,
             {
                 "requestId": "r2",

@@ -5,8 +5,9 @@
   ends after the tool batch (no further model request).
 * `finish_without_report` covers a run that ended without an accepted report
   (after the single recovery prompt): its assistant text, or a failed report.
-* `handle_request` is the programmatic launch (the seed's event-bus request)
-  and `costs` the per-agent and combined cost of a team.
+* `costs` is the per-agent and combined cost of a team. (The programmatic
+  launch, the seed's event-bus request, is a surface:
+  `surfaces/teams/_requests.py`.)
 """
 
 from __future__ import annotations
@@ -46,10 +47,7 @@ if TYPE_CHECKING:
     from corral.orchestration.teams.repair._verification import Verifier
     from corral.orchestration.teams.roster.records import TeamMemberRecord
 
-__all__ = ["ORCHESTRATION_REQUEST_TYPES", "OrchestrationResponse", "ReportReceipt", "TeamReportsMixin"]
-
-ORCHESTRATION_REQUEST_TYPES = ("spawn_agent",)
-"""Request types `Teams.handle_request` serves."""
+__all__ = ["ReportReceipt", "TeamReportsMixin"]
 
 
 @dataclass(frozen=True, slots=True)
@@ -59,25 +57,6 @@ class ReportReceipt:
     accepted: bool
     text: str
     details: dict[str, Any]
-
-
-@dataclass(frozen=True, slots=True)
-class OrchestrationResponse:
-    """The correlated answer to a programmatic request (`Teams.handle_request`)."""
-
-    request_id: str
-    type: str
-    ok: bool
-    details: dict[str, Any] | None = None
-    content: str | None = None
-    error: str | None = None
-
-    def to_json(self) -> dict[str, Any]:
-        """The wire shape: `{requestId, type, ok: true, details, content}` or `{…, ok: false, error}`."""
-        base: dict[str, Any] = {"requestId": self.request_id, "type": self.type, "ok": self.ok}
-        if self.ok:
-            return {**base, "details": self.details, "content": self.content}
-        return {**base, "error": self.error}
 
 
 class TeamReportsMixin:
@@ -438,43 +417,6 @@ class TeamReportsMixin:
             return []
         delivered = self.groups.find_wakes(lead_session_id, lead.session.entries)
         return self.groups.recover(lead_session_id, delivered=delivered)
-
-    # --- programmatic launch -----------------------------------------------------------------
-
-    async def handle_request(
-        self, lead_session_id: str, request: dict[str, Any]
-    ) -> OrchestrationResponse | None:
-        """Serve another program's request to the lead session (the seed's event-bus launch).
-
-        `request` is `{requestId, type, params}`; only `type: "spawn_agent"` exists. The same tier,
-        capacity and lifecycle rules as the tool apply. A request without `requestId` gets no
-        response (`None`), as in the original.
-        """
-        request_id = request.get("requestId")
-        if not isinstance(request_id, str) or not request_id:
-            return None
-        kind = str(request.get("type"))
-        caller = self.host.lead_callers.get(lead_session_id)
-        try:
-            if caller is None:
-                raise InvalidRequestError(
-                    "No active lead session context is available; attach the lead (Host.attach_lead) first."
-                )
-            if kind not in ORCHESTRATION_REQUEST_TYPES:
-                raise InvalidRequestError(f"Unsupported orchestration request type: {kind}")
-            params = request.get("params")
-            if not isinstance(params, dict):
-                raise InvalidRequestError("params must be an object with the spawn_agent parameters.")
-            # A trusted integration may bind checks, repair and a continuation (`continueFrom`).
-            params = {
-                ("continue_from" if key == "continueFrom" else key): value for key, value in params.items()
-            }
-            from corral.orchestration.surfaces import parse_spawn
-
-            outcome = await self.spawn(caller, parse_spawn(params))
-        except OrchestrationError as exc:
-            return OrchestrationResponse(request_id, kind, ok=False, error=str(exc))
-        return OrchestrationResponse(request_id, kind, ok=True, details=outcome.details, content=outcome.text)
 
     def costs(self, lead_session_id: str) -> Any:
         """Per-agent and combined tokens and cost of the lead's session and every teams agent's session."""
