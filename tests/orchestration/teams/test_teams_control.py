@@ -11,6 +11,7 @@ import pytest
 
 from corral.orchestration.errors import InvalidRequestError, TargetNotFoundError
 from corral.orchestration.surfaces import ReadInboxRequest, SendMessageRequest, handle_request, parse_spawn
+from corral.orchestration.surfaces.teams._render import render_spawn
 from corral.orchestration.teams import TEAM_MESSAGE_TYPE, TEAM_REPORT_TYPE
 from corral.settings import CapacitySettings, Settings, TeamsSettings
 
@@ -523,7 +524,7 @@ async def test_favorites_choose_the_model_and_sandbox_off_falls_back_to_an_instr
         details = outcome.details
         assert details["modelSource"] == "favorite" and details["model"] == "scripted/fav"
         assert details["modelSlot"] == "read-collect" and details["requestedModelSlot"] == "reading-fast"
-        assert details["sandbox"] == "instruction" and "instruction only" in outcome.text
+        assert details["sandbox"] == "instruction" and "instruction only" in render_spawn(outcome)
         assert details["name"].startswith("agent-")
         await env.quiet()
         [report] = env.lead_custom(TEAM_REPORT_TYPE)

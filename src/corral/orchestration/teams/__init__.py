@@ -70,8 +70,6 @@ if TYPE_CHECKING:
     )
     from ._teams import (
         READ_TIER_TOOL_NAMES,
-        SpawnOutcome,
-        SwarmOutcome,
         Teams,
     )
     from ._tiers import (
@@ -179,6 +177,7 @@ if TYPE_CHECKING:
         write_report_markdown,
     )
     from .reports._team_reports import ReportReceipt
+    from .results import SpawnResult, SwarmFailure, SwarmResult
 
 __all__ = [
     "CANCELLED_VERIFICATION_ERROR",
@@ -263,8 +262,9 @@ __all__ = [
     "SourceCaptureError",
     "SourceFingerprint",
     "SpawnFieldsError",
-    "SpawnOutcome",
-    "SwarmOutcome",
+    "SpawnResult",
+    "SwarmFailure",
+    "SwarmResult",
     "TeamAgentRow",
     "TeamChild",
     "TeamCosts",
@@ -415,8 +415,9 @@ _LAZY = {
     "SourceCaptureError": "checks._fingerprint",
     "SourceFingerprint": "checks._fingerprint",
     "SpawnFieldsError": "_errors",
-    "SpawnOutcome": "_teams",
-    "SwarmOutcome": "_teams",
+    "SpawnResult": "results",
+    "SwarmFailure": "results",
+    "SwarmResult": "results",
     "TEAM_MESSAGE_TYPE": "_control",
     "TEAM_REPORT_TYPE": "reports._reports",
     "TEARDOWN_TIMEOUT_S": "_control",

@@ -74,6 +74,7 @@ from .groups._groups import CompletionGroups
 from .repair._verification import Verifier
 from .reports._reports import team_name
 from .reports._team_reports import TeamReportsMixin
+from .results import SpawnResult, SwarmFailure, SwarmResult
 
 if TYPE_CHECKING:
     from corral.orchestration.host._host import Host
@@ -81,7 +82,7 @@ if TYPE_CHECKING:
     from corral.orchestration.teams.roster.records import TeamMemberRecord
     from corral.orchestration.worktrees import Isolation
 
-__all__ = ["READ_TIER_TOOL_NAMES", "SpawnOutcome", "SwarmOutcome", "Teams"]
+__all__ = ["READ_TIER_TOOL_NAMES", "SpawnResult", "SwarmResult", "Teams"]
 
 READ_TIER_TOOL_NAMES: tuple[str, ...] = ("read", "bash", "grep", "find", "ls")
 """The built-in tools of a read tier's agent (its `bash` in the read-only sandbox where it works)."""
@@ -110,24 +111,6 @@ _PARENT_DELEGATION = (
 )
 _SANDBOX_NOTE = " Your bash commands run in a read-only sandbox without network."
 _CAPACITY_KIND = {"read": "read", "write": "edit"}
-
-
-@dataclass(frozen=True, slots=True)
-class SpawnOutcome:
-    """What `spawn` returns: the tool's text and its `details`."""
-
-    text: str
-    details: dict[str, Any]
-
-
-@dataclass(frozen=True, slots=True)
-class SwarmOutcome:
-    """What `spawn_swarm` returns."""
-
-    text: str
-    details: dict[str, Any]
-    failed: bool = False
-    """Every member failed to spawn: the tool result is an error."""
 
 
 @dataclass(slots=True)
@@ -368,7 +351,7 @@ class Teams(TeamReportsMixin, TeamControlMixin):
         name: str | None = None,
         slot: tuple[str, str] | None = None,
         guards: dict[Path, ReadGuard] | None = None,
-    ) -> SpawnOutcome:
+    ) -> SpawnResult:
         """`spawn_agent`: validate, reserve capacity, launch now or queue; never waits for the work.
 
         `name` replaces a generated name (swarms choose members' names up front); `slot` is the
@@ -390,7 +373,7 @@ class Teams(TeamReportsMixin, TeamControlMixin):
         *,
         parent: TeamChild | None = None,
         submission_id: str | None = None,
-    ) -> SwarmOutcome:
+    ) -> SwarmResult:
         """`spawn_swarm_agents`: every tier validated first; members admitted in order; failures isolated."""
         with error_context("spawn_swarm_agents"):
             if parent is None:
@@ -419,7 +402,7 @@ class Teams(TeamReportsMixin, TeamControlMixin):
                 slots = [(handle.group_id, slot_id) for slot_id in handle.slot_ids]
             spawned: list[dict[str, Any]] = []
             failed: list[dict[str, str]] = []
-            lines: list[str] = []
+            results: list[SpawnResult | SwarmFailure] = []
             guards: dict[Path, ReadGuard] = {}
             for index, member in enumerate(request.members):
                 slot = slots[index]
@@ -429,41 +412,22 @@ class Teams(TeamReportsMixin, TeamControlMixin):
                     )
                 except OrchestrationError as exc:
                     failed.append({"name": names[index], "error": str(exc)})
-                    lines.append(f"- {names[index]}: failed — {exc}")
+                    results.append(SwarmFailure(names[index], str(exc)))
                     if slot is not None:
                         self.groups.settled(slot[1], "rejected", str(exc))
                     continue
                 spawned.append(outcome.details)
-                where = (
-                    f"queued at position {outcome.details['queuePosition']}"
-                    if outcome.details["queued"]
-                    else "started"
-                )
-                lines.append(f"- {outcome.details['name']}: {outcome.details['role']}, in-process, {where}")
+                results.append(outcome)
             details: dict[str, Any] = {"session": team, "spawned": spawned, "failed": failed}
-            text = (
-                f"Spawned {len(spawned)}/{len(request.members)} agents in the current session.\n"
-                + "\n".join(lines)
-            )
+            group: tuple[str, str] | None = None
             if group_id is not None and policy is not None:
                 self.groups.seal(group_id)
                 details["completionGroup"] = {"groupId": group_id, "delivery": policy.delivery}
                 self.host.spawn_background(self.deliver_group_wakes(lead))
-                when = (
-                    "once every member settled"
-                    if policy.delivery == "all-settled"
-                    else "as each member settles"
-                )
-                text += (
-                    f"\nCompletion group {group_id}: compact indexes arrive {when} (urgent results early)."
-                )
-            if not spawned:
-                text += "\nNo agent was started: fix the errors above and call spawn_swarm_agents again."
-                return SwarmOutcome(text, details, failed=True)
-            text += "\nReports arrive automatically as new turns; end your turn to wait."
-            return SwarmOutcome(text, details)
+                group = (group_id, policy.delivery)
+            return SwarmResult(tuple(results), details, completion_group=group)
 
-    async def _admit(self, prepared: _Prepared, guards: dict[Path, ReadGuard]) -> SpawnOutcome:
+    async def _admit(self, prepared: _Prepared, guards: dict[Path, ReadGuard]) -> SpawnResult:
         if prepared.tier.role == "read":  # refuse before anything changes
             sandbox = await self.read_sandbox(prepared.name)
             if sandbox is not None:
@@ -495,8 +459,7 @@ class Teams(TeamReportsMixin, TeamControlMixin):
             except BaseException as exc:
                 capacity.fail(reservation.admission, exc if isinstance(exc, Exception) else str(exc))
                 raise
-            sandbox_off = self.host.settings.teams.read_sandbox == "off"
-            return SpawnOutcome(_started_text(details, sandbox_off=sandbox_off), details)
+            return SpawnResult(details, sandbox_off=self.host.settings.teams.read_sandbox == "off")
         prepared.read_guard = None  # it starts later: it gets a view of the directory as it is then
         self.pending[(lead, prepared.name)] = (reservation, prepared)
         if prepared.slot_id is not None:
@@ -506,13 +469,9 @@ class Teams(TeamReportsMixin, TeamControlMixin):
         details = self._details(prepared, queued=True, queue_id=str(reservation.id), position=position)
         snapshot = capacity.snapshot()
         kind_state = snapshot.kinds.get(kind) if hasattr(snapshot, "kinds") else None
-        usage = "" if kind_state is None else f"; capacity is {kind_state.active}/{kind_state.limit}"
-        text = (
-            f"Agent {prepared.name} queued at position {position}{usage}. It starts when a slot frees; "
-            "its report arrives automatically."
-        )
+        usage = None if kind_state is None else (kind_state.active, kind_state.limit)
         self.host.changed()
-        return SpawnOutcome(text, details)
+        return SpawnResult(details, capacity=usage)
 
     async def _launch_when_admitted(self, reservation: Reservation, prepared: _Prepared) -> None:
         key = (prepared.lead_session_id, prepared.name)
@@ -970,18 +929,6 @@ def _base36(value: int) -> str:
         out = digits[rem] + out
         if value == 0:
             return out
-
-
-def _started_text(details: dict[str, Any], *, sandbox_off: bool = False) -> str:
-    text = f"Agent {details['name']} started ({details['role']}, in-process, {details['modelSlot']} on {details['model']})."
-    if details.get("sandbox") == "instruction" and sandbox_off:
-        text += " Read-only is an instruction only: the read sandbox is turned off (teams.read_sandbox)."
-    elif details.get("sandbox") == "instruction":
-        text += (
-            " The read-only sandbox is not available here, so read-only is an instruction only "
-            "(run `corral doctor`)."
-        )
-    return text + " Its report arrives automatically as a new turn; end your turn to wait."
 
 
 def _with_payload(task: Any, payload: str) -> Any:

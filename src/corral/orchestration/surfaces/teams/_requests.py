@@ -15,6 +15,7 @@ from typing import TYPE_CHECKING, Any
 
 from corral.orchestration.errors import InvalidRequestError, OrchestrationError
 
+from ._render import render_spawn
 from ._wire import parse_spawn
 
 if TYPE_CHECKING:
@@ -84,4 +85,6 @@ async def handle_request(
         outcome = await teams.spawn(caller, parse_spawn(params))
     except OrchestrationError as exc:
         return OrchestrationResponse(request_id, kind, ok=False, error=str(exc))
-    return OrchestrationResponse(request_id, kind, ok=True, details=outcome.details, content=outcome.text)
+    return OrchestrationResponse(
+        request_id, kind, ok=True, details=outcome.details, content=render_spawn(outcome)
+    )

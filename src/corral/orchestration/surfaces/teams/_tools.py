@@ -20,6 +20,7 @@ from corral.orchestration.kernel._caller import Caller
 from corral.orchestration.surfaces._common import PASS_THROUGH_SCHEMA, error_result
 from corral.orchestration.surfaces.agent._render import TEAMS_TOOL_NAMES
 
+from ._render import render_spawn, render_swarm
 from ._wire import (
     TEAMS_SCHEMAS,
     parse_agent_name,
@@ -123,11 +124,11 @@ def teams_lead_tools(host: Host, caller: Caller) -> list[AgentTool]:
 
     async def spawn(call_id: str, params: dict[str, Any]) -> ToolResult:
         outcome = await teams.spawn(caller, parse_spawn(params))
-        return ToolResult.text(outcome.text, details=outcome.details)
+        return ToolResult.text(render_spawn(outcome), details=outcome.details)
 
     async def swarm(call_id: str, params: dict[str, Any]) -> ToolResult:
         outcome = await teams.spawn_swarm(caller, parse_swarm(params), submission_id=call_id)
-        return ToolResult.text(outcome.text, details=outcome.details, is_error=outcome.failed)
+        return ToolResult.text(render_swarm(outcome), details=outcome.details, is_error=outcome.failed)
 
     async def status(call_id: str, params: dict[str, Any]) -> ToolResult:
         return _result(await teams.status(caller, parse_status(params).agent_name))
@@ -224,11 +225,11 @@ def team_member_tools(host: Host, child: TeamChild) -> list[AgentTool]:
 
         async def spawn(call_id: str, params: dict[str, Any]) -> ToolResult:
             outcome = await teams.spawn(helper_caller, parse_nested_spawn(params), parent=child)
-            return ToolResult.text(outcome.text, details=outcome.details)
+            return ToolResult.text(render_spawn(outcome), details=outcome.details)
 
         async def swarm(call_id: str, params: dict[str, Any]) -> ToolResult:
             outcome = await teams.spawn_swarm(helper_caller, parse_nested_swarm(params), parent=child)
-            return ToolResult.text(outcome.text, details=outcome.details, is_error=outcome.failed)
+            return ToolResult.text(render_swarm(outcome), details=outcome.details, is_error=outcome.failed)
 
         async def status(call_id: str, params: dict[str, Any]) -> ToolResult:
             return _result(await teams.status(child, parse_status(params).agent_name))

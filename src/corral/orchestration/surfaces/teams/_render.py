@@ -1,0 +1,53 @@
+"""The text the teams tools answer the model, rendered from the teams core's typed results.
+
+The core returns what happened (`teams/results.py`); only this module says it
+in words, so the core holds no model-facing prose for spawning.
+"""
+
+from __future__ import annotations
+
+from corral.orchestration.teams.results import SpawnResult, SwarmFailure, SwarmResult
+
+__all__ = ["render_spawn", "render_swarm"]
+
+
+def render_spawn(result: SpawnResult) -> str:
+    """`spawn_agent`'s text: started (with the read sandbox's state) or queued (with its position)."""
+    details = result.details
+    if result.queued:
+        usage = "" if result.capacity is None else f"; capacity is {result.capacity[0]}/{result.capacity[1]}"
+        return (
+            f"Agent {result.name} queued at position {details['queuePosition']}{usage}. It starts when a slot "
+            "frees; its report arrives automatically."
+        )
+    text = f"Agent {result.name} started ({details['role']}, in-process, {details['modelSlot']} on {details['model']})."
+    if details.get("sandbox") == "instruction" and result.sandbox_off:
+        text += " Read-only is an instruction only: the read sandbox is turned off (teams.read_sandbox)."
+    elif details.get("sandbox") == "instruction":
+        text += (
+            " The read-only sandbox is not available here, so read-only is an instruction only "
+            "(run `corral doctor`)."
+        )
+    return text + " Its report arrives automatically as a new turn; end your turn to wait."
+
+
+def _member_line(member: SpawnResult | SwarmFailure) -> str:
+    if isinstance(member, SwarmFailure):
+        return f"- {member.name}: failed — {member.error}"
+    where = f"queued at position {member.details['queuePosition']}" if member.queued else "started"
+    return f"- {member.name}: {member.details['role']}, in-process, {where}"
+
+
+def render_swarm(result: SwarmResult) -> str:
+    """`spawn_swarm_agents`' text: one line per member, the completion group, what to do next."""
+    started = sum(isinstance(member, SpawnResult) for member in result.members)
+    text = f"Spawned {started}/{len(result.members)} agents in the current session.\n" + "\n".join(
+        _member_line(member) for member in result.members
+    )
+    if result.completion_group is not None:
+        group_id, delivery = result.completion_group
+        when = "once every member settled" if delivery == "all-settled" else "as each member settles"
+        text += f"\nCompletion group {group_id}: compact indexes arrive {when} (urgent results early)."
+    if result.failed:
+        return text + "\nNo agent was started: fix the errors above and call spawn_swarm_agents again."
+    return text + "\nReports arrive automatically as new turns; end your turn to wait."

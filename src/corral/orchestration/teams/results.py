@@ -1,0 +1,65 @@
+"""What the teams core answers: typed results that the teams surface renders for the model.
+
+The core decides and records; `surfaces/teams/_render.py` turns these into the
+text the model reads. `details` is the tool result's JSON details exactly as
+the contract shapes them (camelCase keys, omitted keys where the contract
+omits them); the typed fields beside it are what the text needs.
+"""
+
+from __future__ import annotations
+
+from dataclasses import KW_ONLY, dataclass
+from typing import Any
+
+__all__ = ["SpawnResult", "SwarmFailure", "SwarmResult"]
+
+
+@dataclass(frozen=True, slots=True)
+class SpawnResult:
+    """One agent started or queued (`Teams.spawn`)."""
+
+    details: dict[str, Any]
+    """The `spawn_agent` details (`name`, `role`, `modelSlot`, `model`, `queued`, `queuePosition`, …)."""
+    _: KW_ONLY
+    sandbox_off: bool = False
+    """The read sandbox is turned off in the settings (`teams.read_sandbox = "off"`)."""
+    capacity: tuple[int, int] | None = None
+    """A queued agent's kind: `(active, limit)` when it was queued; `None` when unknown or started."""
+
+    @property
+    def name(self) -> str:
+        """The agent's name."""
+        return str(self.details["name"])
+
+    @property
+    def queued(self) -> bool:
+        """The agent waits for a free slot."""
+        return bool(self.details["queued"])
+
+
+@dataclass(frozen=True, slots=True)
+class SwarmFailure:
+    """A swarm member that was not admitted."""
+
+    name: str
+    """The member's name."""
+    error: str
+    """Why, one line."""
+
+
+@dataclass(frozen=True, slots=True)
+class SwarmResult:
+    """A swarm's admissions, in the request's order (`Teams.spawn_swarm`)."""
+
+    members: tuple[SpawnResult | SwarmFailure, ...]
+    """Each member's result."""
+    details: dict[str, Any]
+    """The `spawn_swarm_agents` details (`session`, `spawned`, `failed`, `completionGroup`)."""
+    _: KW_ONLY
+    completion_group: tuple[str, str] | None = None
+    """`(group id, delivery)` when the swarm forms a completion group."""
+
+    @property
+    def failed(self) -> bool:
+        """Every member failed to spawn: the tool result is an error."""
+        return not any(isinstance(member, SpawnResult) for member in self.members)
