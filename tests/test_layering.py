@@ -72,7 +72,6 @@ ALLOWED_UPWARD: frozenset[tuple[str, str]] = frozenset(
         ("orchestration.store._store", "orchestration.teams.roster._repository"),
         ("orchestration.store._store", "orchestration.worktrees._repository"),
         ("orchestration.teams._teams", "orchestration.surfaces"),
-        ("orchestration.teams.reports._team_reports", "orchestration.surfaces"),
     }
 )
 
@@ -87,6 +86,10 @@ ALLOWED_CYCLES: tuple[frozenset[str], ...] = (
             "orchestration.host._host",
             "orchestration.kernel._delivery",
             "orchestration.surfaces",
+            # The programmatic launch moved out of the teams core into the surface; like the tools it
+            # parses with, it sits on the loop only through the teams core's import of team_member_tools
+            # (the ToolProvider port removes that edge).
+            "orchestration.surfaces.teams._requests",
             "orchestration.surfaces.teams._tools",
             "orchestration.surfaces.teams._wire",
             "orchestration.teams",
