@@ -176,8 +176,7 @@ if TYPE_CHECKING:
         team_report_message,
         write_report_markdown,
     )
-    from .reports._team_reports import ReportReceipt
-    from .results import SpawnResult, SwarmFailure, SwarmResult
+    from .results import ReportReceipt, SpawnResult, SwarmFailure, SwarmResult
 
 __all__ = [
     "CANCELLED_VERIFICATION_ERROR",
@@ -394,7 +393,7 @@ _LAZY = {
     "RepairResult": "repair._repair",
     "RepairState": "repair._repair",
     "RepairUnresolvedError": "repair._repair",
-    "ReportReceipt": "reports._team_reports",
+    "ReportReceipt": "results",
     "Reservation": "_capacity",
     "ReservationState": "_capacity",
     "RetainedNotice": "_capacity",

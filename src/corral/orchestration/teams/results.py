@@ -9,9 +9,12 @@ omits them); the typed fields beside it are what the text needs.
 from __future__ import annotations
 
 from dataclasses import KW_ONLY, dataclass
-from typing import Any
+from typing import TYPE_CHECKING, Any, Literal
 
-__all__ = ["SpawnResult", "SwarmFailure", "SwarmResult"]
+if TYPE_CHECKING:
+    from corral.orchestration.teams.repair._verification import VerificationDecision
+
+__all__ = ["ReportReceipt", "SpawnResult", "SwarmFailure", "SwarmResult"]
 
 
 @dataclass(frozen=True, slots=True)
@@ -63,3 +66,21 @@ class SwarmResult:
     def failed(self) -> bool:
         """Every member failed to spawn: the tool result is an error."""
         return not any(isinstance(member, SpawnResult) for member in self.members)
+
+
+@dataclass(frozen=True, slots=True)
+class ReportReceipt:
+    """What `report_and_exit` answers the agent (`Teams.submit_report`)."""
+
+    kind: Literal["accepted", "repair", "duplicate"]
+    """Accepted (the work ends), not accepted yet (a repair attempt is due), or a duplicate (ignored)."""
+    details: dict[str, Any]
+    """The `report_and_exit` details (`accepted`, `reportId`, `verification`, `repairRequest`, …)."""
+    _: KW_ONLY
+    decision: VerificationDecision | None = None
+    """What verifying the report decided (assigned checks), when it was verified."""
+
+    @property
+    def accepted(self) -> bool:
+        """The report was accepted: the agent's work is over."""
+        return self.kind == "accepted"

@@ -6,9 +6,9 @@ in words, so the core holds no model-facing prose for spawning.
 
 from __future__ import annotations
 
-from corral.orchestration.teams.results import SpawnResult, SwarmFailure, SwarmResult
+from corral.orchestration.teams.results import ReportReceipt, SpawnResult, SwarmFailure, SwarmResult
 
-__all__ = ["render_spawn", "render_swarm"]
+__all__ = ["render_receipt", "render_spawn", "render_swarm"]
 
 
 def render_spawn(result: SpawnResult) -> str:
@@ -51,3 +51,18 @@ def render_swarm(result: SwarmResult) -> str:
     if result.failed:
         return text + "\nNo agent was started: fix the errors above and call spawn_swarm_agents again."
     return text + "\nReports arrive automatically as new turns; end your turn to wait."
+
+
+def render_receipt(receipt: ReportReceipt) -> str:
+    """`report_and_exit`'s answer to the agent: accepted (stop now), a repair is due, or a duplicate."""
+    if receipt.kind == "duplicate":
+        return "A final report was already accepted for this run. This duplicate was ignored; finish immediately."
+    if receipt.kind == "repair":
+        assert receipt.decision is not None  # a repair is only ever requested by a verification
+        return (
+            "Report not accepted yet: an assigned check failed and a repair attempt is available.\n"
+            f"{receipt.decision.receipt_text()}\n"
+            "Fix the cause within your assignment's scope, then call report_and_exit again. If you cannot "
+            '(e.g. the fix needs edits a read agent may not make), report with outcome "blocked".'
+        )
+    return f"Report accepted ({receipt.details['reportId']}). Your work is over: stop now. The lead decides acceptance."

@@ -20,7 +20,7 @@ from corral.orchestration.kernel._caller import Caller
 from corral.orchestration.surfaces._common import PASS_THROUGH_SCHEMA, error_result
 from corral.orchestration.surfaces.agent._render import TEAMS_TOOL_NAMES
 
-from ._render import render_spawn, render_swarm
+from ._render import render_receipt, render_spawn, render_swarm
 from ._wire import (
     TEAMS_SCHEMAS,
     parse_agent_name,
@@ -195,7 +195,9 @@ def team_member_tools(host: Host, child: TeamChild) -> list[AgentTool]:
     async def report(call_id: str, params: dict[str, Any]) -> ToolResult:
         receipt = await teams.submit_report(child, parse_report(params), submission_id=call_id)
         return ToolResult(
-            [*ToolResult.text(receipt.text).content], details=receipt.details, terminate=receipt.accepted
+            [*ToolResult.text(render_receipt(receipt)).content],
+            details=receipt.details,
+            terminate=receipt.accepted,
         )
 
     tools: list[AgentTool] = [

@@ -15,7 +15,6 @@ from __future__ import annotations
 import asyncio
 import contextlib
 from collections.abc import Mapping
-from dataclasses import dataclass
 from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
@@ -30,6 +29,7 @@ from corral.orchestration.teams.checkpoints.records import (
 from corral.orchestration.teams.checks._checks import parse_check_policy
 from corral.orchestration.teams.checks._fingerprint import SourceFingerprint
 from corral.orchestration.teams.repair._verification import VerificationDecision
+from corral.orchestration.teams.results import ReportReceipt
 from corral.orchestration.teams.roster.records import NewTeamReport, TeamReportRecord
 from corral.orchestration.worktrees._extension import worktrees_of
 
@@ -47,16 +47,7 @@ if TYPE_CHECKING:
     from corral.orchestration.teams.repair._verification import Verifier
     from corral.orchestration.teams.roster.records import TeamMemberRecord
 
-__all__ = ["ReportReceipt", "TeamReportsMixin"]
-
-
-@dataclass(frozen=True, slots=True)
-class ReportReceipt:
-    """What `report_and_exit` answers the agent."""
-
-    accepted: bool
-    text: str
-    details: dict[str, Any]
+__all__ = ["TeamReportsMixin"]
 
 
 class TeamReportsMixin:
@@ -91,11 +82,7 @@ class TeamReportsMixin:
         the receipt carries the repair request and the agent keeps working.
         """
         if child.report_accepted:
-            return ReportReceipt(
-                False,
-                "A final report was already accepted for this run. This duplicate was ignored; finish immediately.",
-                {"accepted": False, "duplicate": True},
-            )
+            return ReportReceipt("duplicate", {"accepted": False, "duplicate": True})
         task_details = submission.task_details()
         if child.member.checkpoint_policy is not None:
             check_report_fields(task_details)
@@ -112,21 +99,15 @@ class TeamReportsMixin:
             child, submission_id=submission_id, signed=signed, outcome=submission.outcome
         )
         if decision is not None and not decision.accepted:
-            text = (
-                "Report not accepted yet: an assigned check failed and a repair attempt is available.\n"
-                f"{decision.receipt_text()}\n"
-                "Fix the cause within your assignment's scope, then call report_and_exit again. If you cannot "
-                '(e.g. the fix needs edits a read agent may not make), report with outcome "blocked".'
-            )
             return ReportReceipt(
-                False,
-                text,
+                "repair",
                 {
                     "accepted": False,
                     "repairRequest": decision.repair_request,
                     "verification": decision.verification,
                     "repair": decision.repair,
                 },
+                decision=decision,
             )
         record = self._store_report(
             child,
@@ -144,9 +125,6 @@ class TeamReportsMixin:
         child.agent.end_after_tools()
         if child.delegating:
             self.host.spawn_background(self._close_helpers(child))
-        text = (
-            f"Report accepted ({record.report_id}). Your work is over: stop now. The lead decides acceptance."
-        )
         details: dict[str, Any] = {
             "accepted": True,
             "reportId": record.report_id,
@@ -159,7 +137,7 @@ class TeamReportsMixin:
             details["verification"] = decision.verification
             if decision.repair is not None:
                 details["repair"] = decision.repair
-        return ReportReceipt(True, text, details)
+        return ReportReceipt("accepted", details, decision=decision)
 
     async def _verify(
         self, child: TeamChild, *, submission_id: str, signed: dict[str, Any], outcome: str | None
