@@ -74,21 +74,6 @@ def test_sigterm_during_a_tool_call_exits_1_without_an_answer(cli_env: Env) -> N
     assert "aborted" in err and "Traceback" not in err
 
 
-@pytest.mark.skipif(shutil.which("make") is None, reason="make is not installed")
-def test_make_demo_installs_only_the_runtime_and_make_test_adds_the_test_extras() -> None:
-    def planned(target: str) -> str:
-        done = subprocess.run(
-            ["make", "-n", "-B", "-C", str(REPO), target], capture_output=True, text=True, check=True
-        )
-        return done.stdout
-
-    demo = planned("demo")
-    assert "pip install --quiet -e .\n" in demo
-    assert "[test]" not in demo
-    assert "corral demo" in demo
-    assert "pip install --quiet -e '.[test]'" in planned("unit")
-
-
 @pytest.mark.parametrize("umask", [0o022, 0o000])
 def test_demo_ends_with_what_to_try_next_and_every_data_directory_is_private(
     cli_env: Env, umask: int
