@@ -689,8 +689,17 @@ def mcp(
     elicit: Annotated[
         bool, typer.Option("--elicit", help="Ask the user agents' questions through MCP elicitation.")
     ] = False,
+    isolation: Annotated[
+        str | None,
+        typer.Option(
+            "--isolation", help="shared or worktree: where write agents work (default: the setting)."
+        ),
+    ] = None,
 ) -> None:
     """Serve a lead session over MCP (stdio by default): `claude mcp add corral -- corral mcp`."""
+    if isolation not in (None, "shared", "worktree"):
+        sys.stderr.write(f"corral mcp: --isolation {isolation!r}: use shared or worktree\n")
+        raise typer.Exit(2)
     from corral._mcp import McpOptions
     from corral._mcp import main as run_mcp
 
@@ -704,6 +713,7 @@ def mcp(
         allow_remote=allow_remote,
         token=token,
         elicit=elicit,
+        isolation="worktree" if isolation == "worktree" else "shared" if isolation == "shared" else None,
     )
     raise typer.Exit(run_mcp(options))
 

@@ -43,7 +43,7 @@ async def test_tools_delegate_and_wait_for_the_result(mcp_env: McpEnv, mode: str
     async with mcp_env.client(mode=mode) as client:
         assert client.server_info is not None and client.server_info.name == "corral"
         listed = await client.list_tools()
-        assert [tool.name for tool in listed.tools] == [*AGENT_TOOLS, "wait"]
+        assert [tool.name for tool in listed.tools] == [*AGENT_TOOLS, "merge", "wait"]
         delegate = next(tool for tool in listed.tools if tool.name == "agent_delegate")
         assert set(delegate.input_schema["required"]) == {"definition", "task"}
         started = await client.call_tool(

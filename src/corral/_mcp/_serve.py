@@ -17,7 +17,7 @@ from collections.abc import Awaitable, Callable, MutableMapping
 from contextlib import AbstractAsyncContextManager
 from dataclasses import KW_ONLY, dataclass, field
 from pathlib import Path
-from typing import TYPE_CHECKING, Any
+from typing import TYPE_CHECKING, Any, Literal
 
 from corral.errors import UsageError
 
@@ -55,6 +55,8 @@ class McpOptions:
     """Bearer token every HTTP request must carry (required for a non-loopback bind)."""
     elicit: bool = False
     """Ask the human for answers to agents' questions through MCP elicitation, where the client can."""
+    isolation: Literal["shared", "worktree"] | None = None
+    """Override the `isolation` setting: `worktree` gives write agents their own worktrees."""
 
 
 def parse_bind(text: str) -> tuple[str, int]:
@@ -188,6 +190,7 @@ async def serve(options: McpOptions, *, opening: Opening | None = None) -> int:
             continue_recent=options.continue_recent,
             model=options.model,
             surfaces=options.surfaces,
+            isolation=options.isolation,
         )
 
     def opened(lead: Lead) -> None:

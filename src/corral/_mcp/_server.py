@@ -102,6 +102,28 @@ WAIT_SCHEMA: dict[str, Any] = {
 }
 
 
+MERGE_DESCRIPTION = (
+    "Merge an isolated writer's branch (isolation = worktree) into the user's working tree, or discard it. "
+    "Fast-forward or three-way; never overwrites uncommitted changes; on conflicts nothing changes and the "
+    "conflicting paths are returned with the branch kept."
+)
+MERGE_SCHEMA: dict[str, Any] = {
+    "type": "object",
+    "properties": {
+        "agent": {
+            "type": "string",
+            "description": "The agent's label or team name, or its corral/... branch.",
+        },
+        "discard": {
+            "type": "boolean",
+            "description": "Remove the branch and its worktree instead of merging.",
+        },
+    },
+    "required": ["agent"],
+    "additionalProperties": False,
+}
+
+
 class WaitArgumentsError(CorralError):
     """`wait` was called with arguments it does not take."""
 
@@ -227,6 +249,31 @@ async def _wait(
     )
 
 
+def _merge(lead: Lead, args: dict[str, Any]) -> types.CallToolResult:
+    agent, discard = args.get("agent"), args.get("discard", False)
+    if (
+        not isinstance(agent, str)
+        or not agent.strip()
+        or not isinstance(discard, bool)
+        or set(args) - {"agent", "discard"}
+    ):
+        return _error_result(
+            "invalid_request", "merge takes {agent: <label, name or branch>, discard?: bool}"
+        )
+    from corral.lead import LeadCallError
+
+    try:
+        outcome = lead.merge(agent, discard=discard)
+    except LeadCallError as exc:
+        return _error_result(exc.category or "invalid_request", str(exc))
+    text = outcome["message"] + "".join(f"\n  {path}" for path in outcome["paths"])
+    return types.CallToolResult(
+        content=[types.TextContent(type="text", text=text)],
+        structured_content=outcome,
+        is_error=not outcome["ok"],
+    )
+
+
 def _tool(definition: ToolDefinition) -> types.Tool:
     return types.Tool(
         name=definition.name, description=definition.description, input_schema=definition.parameters
@@ -253,6 +300,7 @@ def build_server(slot: LeadSlot, *, elicit: bool = False) -> Server[Any]:
         ctx: ServerRequestContext[Any], params: types.PaginatedRequestParams | None
     ) -> types.ListToolsResult:
         tools = [_tool(definition) for definition in _offered(await slot.get())]
+        tools.append(types.Tool(name="merge", description=MERGE_DESCRIPTION, input_schema=MERGE_SCHEMA))
         tools.append(types.Tool(name="wait", description=WAIT_DESCRIPTION, input_schema=WAIT_SCHEMA))
         return types.ListToolsResult(tools=tools)
 
@@ -265,6 +313,8 @@ def build_server(slot: LeadSlot, *, elicit: bool = False) -> Server[Any]:
         try:
             if params.name == "wait":
                 return await _wait(lead, args, ctx, elicit=elicit)
+            if params.name == "merge":
+                return _merge(lead, args)
             if params.name not in names:
                 return _error_result(
                     "invalid_request",
