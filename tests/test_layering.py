@@ -68,6 +68,7 @@ ALLOWED_UPWARD: frozenset[tuple[str, str]] = frozenset(
         ("orchestration.store._store", "orchestration.teams.checkpoints._repository"),
         ("orchestration.store._store", "orchestration.teams.checks._repository"),
         ("orchestration.store._store", "orchestration.teams.groups._repository"),
+        ("orchestration.store._store", "orchestration.teams.repair._repository"),
         ("orchestration.store._store", "orchestration.teams.reports._repository"),
         ("orchestration.store._store", "orchestration.teams.roster._repository"),
         ("orchestration.store._store", "orchestration.worktrees._repository"),

@@ -47,6 +47,7 @@ def test_store_has_no_base_class_and_every_verb_is_a_repository_method(tmp_path:
             store.roster,
             store.reports,
             store.checks,
+            store.repair,
             store.groups,
             store.checkpoints,
             store.worktrees_repository,

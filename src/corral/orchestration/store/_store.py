@@ -3,7 +3,7 @@
 `Store` is a façade kept while call sites move to the repositories: it opens
 the `Database`, builds one repository per aggregate over it — the kernel's
 `Generations` (`kernel/_generations.py`) and the teams features' `Roster`,
-`Reports`, `Checks`, `Groups` and `Checkpoints` (`teams/<feature>/_repository.py`) and
+`Reports`, `Checks`, `RepairLedgers`, `Groups` and `Checkpoints` (`teams/<feature>/_repository.py`) and
 `Worktrees` (`worktrees/_repository.py`) —
 registers the teams roster's `retire_in` as the kernel's finalize hook, and
 exposes every repository verb under its old name. It has no base class and no
@@ -30,6 +30,7 @@ from corral.orchestration.store._database import Database, Tracer
 from corral.orchestration.teams.checkpoints._repository import Checkpoints
 from corral.orchestration.teams.checks._repository import Checks
 from corral.orchestration.teams.groups._repository import Groups
+from corral.orchestration.teams.repair._repository import RepairLedgers
 from corral.orchestration.teams.reports._repository import Reports
 from corral.orchestration.teams.roster._repository import Roster
 from corral.orchestration.worktrees._repository import Worktrees
@@ -49,7 +50,8 @@ class Store:
         self.db = db
         self.kernel = Generations(db)
         self.roster = Roster(db, self.kernel)
-        self.checks = Checks(db)
+        self.repair = RepairLedgers(db)
+        self.checks = Checks(db, self.repair)
         self.reports = Reports(db, self.kernel, self.roster)
         self.groups = Groups(db, self.kernel, self.roster, self.reports)
         self.checkpoints = Checkpoints(db)
@@ -117,11 +119,12 @@ class Store:
         self.get_checks = c.get_checks
         self.claimed_checks = c.claimed_checks
         self.abandon_check = c.abandon_check
-        self.repair_ledger = c.repair_ledger
-        self.repair_ledgers = c.repair_ledgers
-        self.reserve_repair_stage = c.reserve_repair_stage
-        self.finish_repair_stage = c.finish_repair_stage
-        self.cancel_repair = c.cancel_repair
+        repair = self.repair
+        self.repair_ledger = repair.repair_ledger
+        self.repair_ledgers = repair.repair_ledgers
+        self.reserve_repair_stage = repair.reserve_repair_stage
+        self.finish_repair_stage = repair.finish_repair_stage
+        self.cancel_repair = repair.cancel_repair
         groups = self.groups
         self.create_completion_group = groups.create_completion_group
         self.completion_group = groups.completion_group

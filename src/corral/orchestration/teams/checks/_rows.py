@@ -9,6 +9,7 @@ Times are Unix milliseconds (UTC).
 
 from __future__ import annotations
 
+import json
 from dataclasses import dataclass
 from typing import Any, Literal
 
@@ -26,6 +27,7 @@ __all__ = [
     "RepairReservation",
     "RepairStageRow",
     "RepairStageState",
+    "decode_json_column",
 ]
 
 CheckRowState = Literal[
@@ -167,3 +169,13 @@ class RepairReservation:
     """The new stage (`created`), the replayed stage of the same submission, or the ledger's last stage."""
     created: bool
     """Whether this call appended `stage`; only then does the caller run its plan."""
+
+
+def decode_json_column(text: str | None, what: str, key: str) -> Any:
+    """A stored JSON column (`None` stays `None`); a malformed one raises `CheckRecordError`."""
+    if text is None:
+        return None
+    try:
+        return json.loads(text)
+    except ValueError as exc:
+        raise CheckRecordError(f"Stored {what} of {key} is not JSON ({exc}); inspect that row.") from None
