@@ -11,7 +11,7 @@ preconditions are the controller's.
 from __future__ import annotations
 
 import re
-from typing import Annotated, Any, Literal, get_args
+from typing import Annotated, Literal, get_args
 
 from pydantic import BaseModel, BeforeValidator, ConfigDict, Field
 
@@ -50,19 +50,19 @@ TIMEOUT_MS_MAX = 300000
 _LABEL_RE = re.compile(LABEL_PATTERN)
 
 
-def _non_blank(value: Any) -> Any:
+def _non_blank(value: object) -> object:
     if isinstance(value, str) and not value.strip():
         raise ValueError("must not be blank")
     return value
 
 
-def _label(value: Any) -> Any:
+def _label(value: object) -> object:
     if isinstance(value, str) and not _LABEL_RE.fullmatch(value):
         raise ValueError(f"must match {LABEL_PATTERN} (lowercase letter first, at most 32 characters)")
     return value
 
 
-def _files(value: Any) -> Any:
+def _files(value: object) -> object:
     if isinstance(value, list):
         for index, item in enumerate(value):
             if not isinstance(item, str):
@@ -72,7 +72,7 @@ def _files(value: Any) -> Any:
     return value
 
 
-def _timeout(value: Any) -> Any:
+def _timeout(value: object) -> object:
     # Like Pi's validator, an integer written as a string is accepted; floats and booleans are not.
     if isinstance(value, bool | float):
         raise ValueError("must be an integer number of milliseconds")

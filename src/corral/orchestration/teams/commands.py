@@ -14,7 +14,7 @@ from __future__ import annotations
 
 from collections.abc import Callable
 from dataclasses import KW_ONLY, dataclass
-from typing import TYPE_CHECKING, Any, Generic, Literal, TypeVar, cast, get_args
+from typing import TYPE_CHECKING, Generic, Literal, TypeVar, cast, get_args
 
 from corral.orchestration.teams._tiers import Tier, resolve_tier
 
@@ -123,7 +123,7 @@ class SpawnRequest:
     """Working directory as given; `None` = the lead's (nested helpers always use their parent's)."""
     session_context: SessionContextMode = "none"
     """Whether the agent can read a snapshot of the lead's branch on demand."""
-    metadata: dict[str, Any] | None = None
+    metadata: dict[str, object] | None = None
     """Free-form integration record (`operationId`, …); authorizes nothing."""
     allow_nested_read_agents: bool = False
     """Opt-in to nested read helpers (effective only for depth-0 `write-feature`/`write-critical`)."""
@@ -226,9 +226,9 @@ class ReportSubmission:
     inspected_evidence: tuple[str, ...] = ()
     """References the agent inspected (≤128, each 1..2048 characters)."""
 
-    def task_details(self) -> dict[str, Any]:
+    def task_details(self) -> dict[str, object]:
         """The claims as they go into the report's `result` (camelCase; empty ones omitted)."""
-        details: dict[str, Any] = {}
+        details: dict[str, object] = {}
         if self.changed_paths:
             details["changedPaths"] = list(self.changed_paths)
         if self.artifacts:
