@@ -2,11 +2,13 @@
 
 from __future__ import annotations
 
+import pytest
 from textual.widgets import Input, Static
 
 from corral.tui import CorralApp
 from corral.tui.screens import FollowScreen
 from corral.tui.widgets import AssistantCard, NoticeCard, ToolCard
+from tests.orchestration.teams._git_helpers import GIT_ENV, git
 
 from .conftest import SIZE, TuiEnv, type_text, wait_until
 
@@ -167,4 +169,43 @@ async def test_a_question_offers_a_reply_box(tui_env: TuiEnv) -> None:
             lambda: any(
                 c.text == "Reviewed with your answer." for c in screen.transcript.query(AssistantCard)
             ),
+        )
+
+
+ISOLATED = """\
+steps:
+  - text: "Delegating."
+    tool_calls:
+      - {name: agent, args: {action: delegate, definition: implementer, label: w1, task: "Edit."}}
+  - text: "Waiting."
+on_exhausted: repeat_last
+agents:
+  w1:
+    - text: "Editing."
+      tool_calls:
+        - {name: write, args: {path: README.md, content: "edited\\n"}}
+    - {text: "Still editing.", delay_ms: 60000}
+"""
+
+
+async def test_g_merges_an_isolated_writers_branch_and_says_why_not(
+    tui_env: TuiEnv, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    for key, value in GIT_ENV.items():
+        monkeypatch.setenv(key, value)
+    git(tui_env.project, "init", "-q")
+    git(tui_env.project, "add", "-A")
+    git(tui_env.project, "commit", "-q", "-m", "initial")
+    tui_env.settings('isolation = "worktree"\n')
+    app = tui_env.app(tui_env.script("iso", ISOLATED))
+    async with app.run_test(size=SIZE) as pilot:
+        screen = await _open_team(app, pilot, {"w1"})
+        await pilot.press("g")
+        await wait_until(pilot, lambda: bool(screen.last_error))
+        assert any("merge failed" in n and "still running" in n for n in _notices(screen)), _notices(screen)
+        assert (tui_env.project / "README.md").read_text() == "# sample\n"  # its edit is in its worktree
+        assert "corral/w1-" in git(tui_env.project, "branch", "--list", "corral/w1-*")
+        await pilot.press("x")
+        await wait_until(
+            pilot, lambda: "stopped w1" in _notices(screen) or "stopped w1" in str(screen.last_error)
         )

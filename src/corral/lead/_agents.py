@@ -23,6 +23,7 @@ if TYPE_CHECKING:
         ListResult,
     )
     from corral.orchestration.teams import TeamAgentRow, Teams, TeamSnapshot
+    from corral.orchestration.worktrees import MergeOutcome
 
 __all__ = ["LeadAgents"]
 
@@ -83,6 +84,15 @@ class LeadAgents:
     def team_rows(self, snapshot: TeamSnapshot, *, now_ms: int) -> list[TeamAgentRow]:
         """The lead's teams agents (members with their phase, then queued spawns) at `now_ms`."""
         return self._host.teams.agent_rows(snapshot, now_ms=now_ms)
+
+    async def merge(self, agent: str, *, discard: bool = False) -> MergeOutcome:
+        """Merge an isolated writer's branch into the working tree, or discard it (`corral merge`)."""
+        import asyncio
+
+        from corral.orchestration.worktrees._extension import worktrees_of
+
+        trees = worktrees_of(self._host.extensions, self._host.store)
+        return await asyncio.to_thread(trees.discard if discard else trees.merge, agent)
 
     async def handoff(self, run_id: str) -> HandoffResult:
         """Move the in-process agent `run_id` into a tmux pane at a safe point (`Host.handoff`)."""

@@ -73,6 +73,7 @@ class FollowScreen(Screen[None]):
         Binding("i", "interrupt", "Interrupt", show=False),
         Binding("x", "stop", "Stop", show=False),
         Binding("h", "handoff", "Hand off to tmux", show=False),
+        Binding("g", "merge", "Merge its branch", show=False),
     ]
 
     AUTO_FOCUS = None
@@ -403,6 +404,22 @@ class FollowScreen(Screen[None]):
             self.transcript.notice(f"stop failed: {exc}", kind="error")
             return
         self.transcript.notice(f"stopped {label}")
+
+    @work(group="follow-control")
+    async def action_merge(self) -> None:
+        """`g`: merge an isolated writer's branch into the working tree (like `corral merge`)."""
+        if self.composer.display:
+            return
+        label = self.row.label
+        try:
+            outcome = await self.agents.merge(label)
+        except CorralError as exc:
+            self.last_error = str(exc)
+            self.transcript.notice(f"merge failed: {exc}", kind="error")
+            return
+        self.last_error = None if outcome.ok else outcome.message
+        paths = "".join(f"\n  {path}" for path in outcome.paths)
+        self.transcript.notice(outcome.message + paths, kind="info" if outcome.ok else "error")
 
     @work(group="follow-control")
     async def action_handoff(self) -> None:
