@@ -61,6 +61,7 @@ ALLOWED_UPWARD: frozenset[tuple[str, str]] = frozenset(
         ("orchestration.host._handoff", "orchestration.teams"),
         ("orchestration.host._host", "orchestration.agents._controller"),
         ("orchestration.host._host", "orchestration.surfaces"),
+        ("orchestration.host._host", "orchestration.surfaces.teams"),
         ("orchestration.host._host", "orchestration.teams"),
         ("orchestration.kernel._delivery", "orchestration.teams"),
         ("orchestration.kernel._delivery", "orchestration.teams.roster.records"),
@@ -72,7 +73,7 @@ ALLOWED_UPWARD: frozenset[tuple[str, str]] = frozenset(
         ("orchestration.store._store", "orchestration.teams.reports._repository"),
         ("orchestration.store._store", "orchestration.teams.roster._repository"),
         ("orchestration.store._store", "orchestration.worktrees._repository"),
-        ("orchestration.teams._teams", "orchestration.surfaces"),
+        ("orchestration.teams._teams", "orchestration.surfaces.teams"),
     }
 )
 
@@ -86,7 +87,7 @@ ALLOWED_CYCLES: tuple[frozenset[str], ...] = (
             "orchestration.host._handoff",
             "orchestration.host._host",
             "orchestration.kernel._delivery",
-            "orchestration.surfaces",
+            "orchestration.surfaces.teams",
             # The programmatic launch moved out of the teams core into the surface; like the tools it
             # parses with, it sits on the loop only through the teams core's import of team_member_tools
             # (the ToolProvider port removes that edge).

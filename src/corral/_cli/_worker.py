@@ -239,7 +239,7 @@ async def _resumed_child(
     inbox: Callable[[], None] | None = None
     if resume.get("team"):
         from corral.orchestration.host._host import Host
-        from corral.orchestration.surfaces import team_member_tools
+        from corral.orchestration.surfaces.teams import team_member_tools
         from corral.orchestration.teams import TeamChild, member_message_text
 
         member = store.team_member(generation.run_id)

@@ -152,7 +152,9 @@ class Lead:
             tools.append(surface_pkg.MultiplexedAgentTool(host.controller, caller, guide))
             tools.extend(surface_pkg.operation_tools(host.controller, caller, guide))
         if "teams" in self.surfaces:
-            tools.extend(surface_pkg.teams_lead_tools(host, caller))
+            from corral.orchestration.surfaces.teams import teams_lead_tools
+
+            tools.extend(teams_lead_tools(host, caller))
         self._tools = {tool.name: tool for tool in tools}
 
     @property

@@ -19,7 +19,8 @@ from corral.orchestration.agents import _delegation as _delegate
 from corral.orchestration.host._handoff import HANDOFF_PROMPT
 from corral.orchestration.host._worker import worker_env
 from corral.orchestration.kernel.records import NewGeneration
-from corral.orchestration.surfaces import DelegateParams, SendMessageRequest, parse_spawn
+from corral.orchestration.surfaces import DelegateParams
+from corral.orchestration.surfaces.teams import SendMessageRequest, parse_spawn
 from corral.orchestration.teams import TEAM_REPORT_TYPE, AssignedCheck, Teams
 from tests.orchestration._host_helpers import Team, eventually, prepare_env, team, write_script
 from tests.orchestration.teams._git_helpers import make_repo

@@ -307,7 +307,7 @@ def test_teams_schemas_structure_is_pinned() -> None:
     model may send or must send is not. The snapshot was taken from the hand-written schemas
     before they were generated from the wire models.
     """
-    from corral.orchestration.surfaces import TEAMS_SCHEMAS
+    from corral.orchestration.surfaces.teams import TEAMS_SCHEMAS
 
     pinned = json.loads((Path(__file__).parent / "snapshots" / "teams_schemas_structure.json").read_text())
     assert _without_descriptions(TEAMS_SCHEMAS) == pinned
@@ -319,7 +319,7 @@ def test_teams_lead_tool_definitions_stay_small() -> None:
     Every field stays (the structure test above pins them); what the descriptions say is what a model
     needs to call the tools well, and no more.
     """
-    from corral.orchestration.surfaces import teams_lead_tools
+    from corral.orchestration.surfaces.teams import teams_lead_tools
 
     host = SimpleNamespace(teams=None)
     tools = teams_lead_tools(host, fake_caller())  # type: ignore[arg-type]

@@ -20,7 +20,7 @@ from typing import Any
 import pytest
 
 from corral.agent import ToolResult
-from corral.orchestration.surfaces import teams_lead_tools
+from corral.orchestration.surfaces.teams import teams_lead_tools
 from corral.settings import CapacitySettings, Settings, TeamsSettings
 from tests.orchestration.teams._teams_helpers import (
     eventually,

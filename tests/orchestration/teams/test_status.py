@@ -7,7 +7,7 @@ from pathlib import Path
 
 import pytest
 
-from corral.orchestration.surfaces import parse_spawn
+from corral.orchestration.surfaces.teams import parse_spawn
 from corral.orchestration.teams import STALLED_AFTER_MS, member_status
 from corral.settings import CapacitySettings, Settings, TeamsSettings
 from tests.orchestration.teams._teams_helpers import eventually, prepare_env, teams_env, write_script

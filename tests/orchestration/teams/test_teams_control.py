@@ -10,7 +10,12 @@ from pathlib import Path
 import pytest
 
 from corral.orchestration.errors import InvalidRequestError, TargetNotFoundError
-from corral.orchestration.surfaces import ReadInboxRequest, SendMessageRequest, handle_request, parse_spawn
+from corral.orchestration.surfaces.teams import (
+    ReadInboxRequest,
+    SendMessageRequest,
+    handle_request,
+    parse_spawn,
+)
 from corral.orchestration.surfaces.teams._render import render_spawn
 from corral.orchestration.teams import TEAM_MESSAGE_TYPE, TEAM_REPORT_TYPE
 from corral.settings import CapacitySettings, Settings, TeamsSettings

@@ -9,7 +9,7 @@ from typing import Any
 import pytest
 
 from corral.orchestration.errors import InvalidRequestError
-from corral.orchestration.surfaces import parse_spawn
+from corral.orchestration.surfaces.teams import parse_spawn
 from corral.orchestration.teams import TEAM_REPORT_TYPE
 from corral.orchestration.teams import _control as _team_control
 from corral.settings import CapacitySettings, Settings, TeamsSettings

@@ -6,7 +6,7 @@ from pathlib import Path
 
 import pytest
 
-from corral.orchestration.surfaces import TEAMS_LEAD_TOOL_NAMES
+from corral.orchestration.surfaces.teams import TEAMS_LEAD_TOOL_NAMES
 from corral.orchestration.teams import RECOVERY_PROMPT, TEAM_REPORT_TYPE
 
 from ._teams_helpers import WAIT, eventually, prepare_env, session_entries, teams_env, write_script

@@ -307,7 +307,9 @@ class Host:
         if "agent" in wanted:
             tools += surface_pkg.agent_tools(self, caller)
         if "teams" in wanted and caller.scope == "lead":
-            tools += surface_pkg.teams_lead_tools(self, caller)
+            from corral.orchestration.surfaces.teams import teams_lead_tools
+
+            tools += teams_lead_tools(self, caller)
         for tool in tools:
             agent.register_tool(tool)
 

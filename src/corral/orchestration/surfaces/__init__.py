@@ -4,6 +4,8 @@ A surface validates a call, calls one controller method and shapes the
 result; it holds no state and runs no SQL. `agent_tools` gives a controller
 (the lead, or a delegating agent) its agent surface in the style the
 settings choose; `ask_owner_tool` gives a managed agent its question tool.
+The teams tools are their own package, `surfaces.teams`, imported only where
+they are used, so the `agent` surface never loads the teams core.
 """
 
 from __future__ import annotations
@@ -48,25 +50,6 @@ if TYPE_CHECKING:
     from corral.agent import AgentSession
     from corral.settings import Settings
 
-    from .teams._requests import ORCHESTRATION_REQUEST_TYPES, OrchestrationResponse, handle_request
-    from .teams._tools import TEAMS_LEAD_TOOL_NAMES, TeamsTool, team_member_tools, teams_lead_tools
-    from .teams._wire import (
-        TEAMS_SCHEMAS,
-        AgentNameRequest,
-        Artifact,
-        ClaimRequest,
-        Finding,
-        ReadInboxRequest,
-        ReportSubmission,
-        SendMessageRequest,
-        SpawnRequest,
-        StatusRequest,
-        StopRequest,
-        SwarmRequest,
-        parse_report,
-        parse_spawn,
-        parse_swarm,
-    )
 
 __all__ = [
     "ACTIONS",
@@ -76,40 +59,24 @@ __all__ = [
     "DELEGATION_GUIDANCE",
     "DELEGATION_GUIDANCE_TYPE",
     "LABEL_PATTERN",
-    "ORCHESTRATION_REQUEST_TYPES",
-    "TEAMS_LEAD_TOOL_NAMES",
-    "TEAMS_SCHEMAS",
     "ActionName",
     "ActionParams",
     "AgentController",
-    "AgentNameRequest",
-    "Artifact",
     "AskOwnerOutcome",
     "AskOwnerParams",
     "AskOwnerTool",
-    "ClaimRequest",
     "CloseParams",
     "ContinueParams",
     "DelegateParams",
-    "Finding",
     "InspectParams",
     "InterruptParams",
     "ListParams",
     "MultiplexedAgentTool",
     "OperationTool",
-    "OrchestrationResponse",
-    "ReadInboxRequest",
     "ReplyParams",
-    "ReportSubmission",
-    "SendMessageRequest",
-    "SpawnRequest",
-    "StatusRequest",
     "SteerParams",
-    "StopRequest",
     "SurfaceHost",
     "SurfaceTool",
-    "SwarmRequest",
-    "TeamsTool",
     "TranscriptParams",
     "TurnGuide",
     "agent_tool_schema",
@@ -122,13 +89,8 @@ __all__ = [
     "operation_tools",
     "parse_action",
     "parse_ask_owner",
-    "parse_report",
-    "parse_spawn",
-    "parse_swarm",
     "render_error",
     "render_result",
-    "team_member_tools",
-    "teams_lead_tools",
 ]
 
 
@@ -171,42 +133,3 @@ def ask_owner_tool(host: SurfaceHost, agent_ctx: Any, agent: AgentSession) -> As
         agent: The managed agent's session (its last assistant message proves the call is alone).
     """
     return AskOwnerTool(host.controller, agent_ctx, agent)
-
-
-# The teams surface's names load on first use: a lead with only the `agent` surface never pays for
-# the teams core's import (it is most of `corral run`'s start-up otherwise).
-_LAZY = {
-    "AgentNameRequest": "teams._wire",
-    "Artifact": "teams._wire",
-    "ClaimRequest": "teams._wire",
-    "Finding": "teams._wire",
-    "ORCHESTRATION_REQUEST_TYPES": "teams._requests",
-    "OrchestrationResponse": "teams._requests",
-    "ReadInboxRequest": "teams._wire",
-    "ReportSubmission": "teams._wire",
-    "SendMessageRequest": "teams._wire",
-    "SpawnRequest": "teams._wire",
-    "StatusRequest": "teams._wire",
-    "StopRequest": "teams._wire",
-    "SwarmRequest": "teams._wire",
-    "TEAMS_LEAD_TOOL_NAMES": "teams._tools",
-    "TEAMS_SCHEMAS": "teams._wire",
-    "TeamsTool": "teams._tools",
-    "handle_request": "teams._requests",
-    "parse_report": "teams._wire",
-    "parse_spawn": "teams._wire",
-    "parse_swarm": "teams._wire",
-    "team_member_tools": "teams._tools",
-    "teams_lead_tools": "teams._tools",
-}
-
-
-def __getattr__(name: str) -> Any:
-    module = _LAZY.get(name)
-    if module is None:
-        raise AttributeError(f"module {__name__!r} has no attribute {name!r}")
-    import importlib
-
-    value = getattr(importlib.import_module(f"{__name__}.{module}"), name)
-    globals()[name] = value
-    return value

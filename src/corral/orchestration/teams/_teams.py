@@ -733,7 +733,7 @@ class Teams(TeamReportsMixin, TeamControlMixin):
                 teams=self,
                 delegating=eligible,
             )
-            from corral.orchestration.surfaces import team_member_tools  # the surfaces import the core
+            from corral.orchestration.surfaces.teams import team_member_tools  # the surfaces import the core
 
             for tool in team_member_tools(host, child):
                 agent.register_tool(tool)

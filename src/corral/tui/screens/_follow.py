@@ -335,7 +335,8 @@ class FollowScreen(Screen[None]):
 
     @work(group="follow-control")
     async def _send(self, row: ActivityRow, draft: str) -> None:
-        from corral.orchestration.surfaces import ReplyParams, SendMessageRequest, SteerParams
+        from corral.orchestration.surfaces import ReplyParams, SteerParams
+        from corral.orchestration.surfaces.teams import SendMessageRequest
 
         agents = self.agents
         controller, caller = agents.controller, agents.caller

@@ -7,7 +7,7 @@ from pathlib import Path
 
 import pytest
 
-from corral.orchestration.surfaces import parse_spawn
+from corral.orchestration.surfaces.teams import parse_spawn
 from corral.orchestration.teams import TEAM_REPORT_TYPE
 from tests.orchestration.teams._git_helpers import make_repo
 from tests.orchestration.teams._teams_helpers import prepare_env, session_entries, teams_env, write_script

@@ -9,7 +9,7 @@ from pathlib import Path
 import pytest
 
 from corral.orchestration import InvalidRequestError, ManagedAgentBusyError, Store, TargetNotFoundError
-from corral.orchestration.surfaces import parse_spawn
+from corral.orchestration.surfaces.teams import parse_spawn
 from corral.orchestration.teams import (
     abandon_check,
     check_id,

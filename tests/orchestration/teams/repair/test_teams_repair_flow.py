@@ -6,7 +6,7 @@ from pathlib import Path
 
 import pytest
 
-from corral.orchestration.surfaces import handle_request, parse_spawn
+from corral.orchestration.surfaces.teams import handle_request, parse_spawn
 from corral.orchestration.teams import TEAM_REPORT_TYPE
 from tests.orchestration.teams._git_helpers import make_repo
 from tests.orchestration.teams._teams_helpers import prepare_env, teams_env, write_script
