@@ -242,7 +242,7 @@ async def test_a_moved_teams_agent_shows_working_takes_messages_from_the_store_a
         _text, health = await teams.check_teammate(t.caller, "r1")
         assert health["alive"] is True and health["health"] == "healthy"
         # A message to the moved agent goes to its store inbox; its worker takes it in (marks it read).
-        _text, sent = await teams.send_message(t.caller, SendMessageRequest("r1", "Also check b.txt"))
+        sent = (await teams.send_message(t.caller, SendMessageRequest("r1", "Also check b.txt"))).details
         assert sent["delivery"] == "inbox"
         lead = t.caller.session_id
 

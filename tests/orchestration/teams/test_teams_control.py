@@ -75,9 +75,9 @@ async def test_agent_message_to_lead_is_delivered_once_and_wakes_it(tmp_path: Pa
         assert "Need a decision on X." in messages[0]["content"]
         assert messages[0]["details"]["from"] == "a"
         # It is stored in the lead's inbox as read (delivered).
-        _text, details = await env.teams.read_inbox(
-            env.caller, ReadInboxRequest(unread_only=False, mark_as_read=False)
-        )
+        details = (
+            await env.teams.read_inbox(env.caller, ReadInboxRequest(unread_only=False, mark_as_read=False))
+        ).details
         assert [m["from"] for m in details["messages"]] == ["a"]
         assert details["messages"][0]["read"] is True
 
@@ -115,10 +115,10 @@ async def test_lead_message_steers_a_live_agent_and_missing_recipients_fail(tmp_
             await env.teams.send_message(env.caller, SendMessageRequest(recipient=None, content="x"))
         with pytest.raises(TargetNotFoundError, match="agent is not running"):
             await env.teams.send_message(env.caller, SendMessageRequest(recipient="ghost", content="x"))
-        text, details = await env.teams.send_message(
+        sent = await env.teams.send_message(
             env.caller, SendMessageRequest(recipient="a", content="focus on auth")
         )
-        assert details["delivery"] == "active-session", text
+        assert sent.details["delivery"] == "active-session", sent
         status, idetails = await env.teams.interrupt_teammate(env.caller, "a")
         assert idetails["status"] == "interrupted", status
         # Interrupted: the bash command died, the agent stays, then continues with the steering it got.

@@ -30,6 +30,7 @@ from corral.orchestration.teams.roster.records import TEAM_MESSAGE_TYPE
 
 from ._status import TeamAgentRow, TeamSnapshot, member_status
 from .reports._reports import effective_task_outcome, outcome_label, report_id, team_name
+from .results import ClaimResult, ClaimsList, InboxResult, MessageSent, ReleaseResult
 
 if TYPE_CHECKING:
     from corral.orchestration.host._host import Host
@@ -128,9 +129,7 @@ class TeamControlMixin:
 
     # --- messaging -------------------------------------------------------------------------------
 
-    async def send_message(
-        self, sender: Caller | TeamChild, request: SendMessageRequest
-    ) -> tuple[str, dict[str, Any]]:
+    async def send_message(self, sender: Caller | TeamChild, request: SendMessageRequest) -> MessageSent:
         """`send_message`: steer a live recipient, or store the message for the lead."""
         store = self.host.store
         if isinstance(sender, Caller):
@@ -157,11 +156,7 @@ class TeamControlMixin:
                 delivery="inbox",
             )
             self.host.spawn_background(self.deliver_lead_messages(lead))
-            return f"Message sent to {TEAM_LEAD}.", {
-                "session": team,
-                "recipient": TEAM_LEAD,
-                "delivery": "inbox",
-            }
+            return MessageSent(TEAM_LEAD, {"session": team, "recipient": TEAM_LEAD, "delivery": "inbox"})
         member = store.live_team_member(lead, recipient)
         if member is None or member.fence != "none":
             raise TargetNotFoundError(f"Cannot send message to {recipient}: agent is not running.")
@@ -181,15 +176,9 @@ class TeamControlMixin:
         if direct and child is not None and not child.inject(text):
             direct = False
         delivery = "active-session" if direct else "inbox"
-        return f"Message sent to {recipient}.", {
-            "session": team,
-            "recipient": recipient,
-            "delivery": delivery,
-        }
+        return MessageSent(recipient, {"session": team, "recipient": recipient, "delivery": delivery})
 
-    async def read_inbox(
-        self, reader: Caller | TeamChild, request: ReadInboxRequest
-    ) -> tuple[str, dict[str, Any]]:
+    async def read_inbox(self, reader: Caller | TeamChild, request: ReadInboxRequest) -> InboxResult:
         """`read_inbox`: the reader's messages (the lead may name an agent's inbox)."""
         if isinstance(reader, Caller):
             lead = self._lead_id(reader)
@@ -200,16 +189,6 @@ class TeamControlMixin:
         messages = self.host.store.read_team_inbox(
             lead, target, unread_only=request.unread_only, mark_as_read=request.mark_as_read
         )
-        if not messages:
-            text = f"No {'unread ' if request.unread_only else ''}messages for {target}."
-        else:
-            lines = [f"{len(messages)} message(s) for {target}:"]
-            for message in messages:
-                stamp = time.strftime("%Y-%m-%dT%H:%M:%SZ", time.gmtime(message.created_at / 1000))
-                lines.append(
-                    f"\n[{stamp}] from {message.sender} — {message.summary or 'Message'}\n{message.content}"
-                )
-            text = "\n".join(lines)
         details = {
             "session": team_name(lead),
             "targetAgent": target,
@@ -226,7 +205,7 @@ class TeamControlMixin:
             ],
             "markAsRead": request.mark_as_read,
         }
-        return text, details
+        return InboxResult(target, request.unread_only, tuple(messages), details)
 
     # --- teardown / stop / interrupt ------------------------------------------------------------
 
@@ -672,7 +651,7 @@ class TeamControlMixin:
 
     # --- claims -----------------------------------------------------------------------------------
 
-    def claim_files(self, child: TeamChild, paths: tuple[str, ...]) -> tuple[str, dict[str, Any]]:
+    def claim_files(self, child: TeamChild, paths: tuple[str, ...]) -> ClaimResult:
         """`claim_file`: all-or-nothing claims for an edit agent."""
         self._require_writer(child)
         normalized = [normalize_claim_path(p) for p in paths]
@@ -685,35 +664,25 @@ class TeamControlMixin:
             "granted": [c.path for c in outcome.granted],
             "conflicts": [{"path": p, "heldBy": holder} for p, holder in outcome.conflicts],
         }
-        if outcome.conflicts:
-            held = ", ".join(f"{p} (held by {holder})" for p, holder in outcome.conflicts)
-            return f"No files claimed: {held}. Coordinate with the holder or the lead.", details
-        return "Claimed: " + ", ".join(details["granted"]) + ".", details
+        granted = tuple(c.path for c in outcome.granted)
+        return ClaimResult(granted, tuple((p, holder) for p, holder in outcome.conflicts), details)
 
-    def release_files(self, child: TeamChild, paths: tuple[str, ...]) -> tuple[str, dict[str, Any]]:
+    def release_files(self, child: TeamChild, paths: tuple[str, ...]) -> ReleaseResult:
         """`release_file`: release the caller's own claims."""
         self._require_writer(child)
         normalized = [normalize_claim_path(p) for p in paths]
         released = self.host.store.release_files(
             child.member.lead_session_id, run_id=child.run_id, paths=normalized
         )
-        text = (
-            "Released: " + ", ".join(released) + "."
-            if released
-            else "None of those paths were claimed by you."
-        )
-        return text, {"released": list(released)}
+        return ReleaseResult(tuple(released), {"released": list(released)})
 
-    def list_file_claims(self, scope: Caller | TeamChild) -> tuple[str, dict[str, Any]]:
+    def list_file_claims(self, scope: Caller | TeamChild) -> ClaimsList:
         """`list_file_claims`: every claim of the team."""
         lead = self._lead_id(scope) if isinstance(scope, Caller) else scope.member.lead_session_id
         claims = self.host.store.file_claims(lead)
-        if not claims:
-            return "No file claims.", {"claims": []}
-        lines = [f"- {c.path}: {c.agent}" for c in claims]
-        return "File claims:\n" + "\n".join(lines), {
-            "claims": [{"path": c.path, "agent": c.agent, "since": c.since} for c in claims]
-        }
+        return ClaimsList(
+            tuple(claims), {"claims": [{"path": c.path, "agent": c.agent, "since": c.since} for c in claims]}
+        )
 
     def _require_writer(self, child: TeamChild) -> None:
         generation = self.host.store.get_generation(child.run_id)

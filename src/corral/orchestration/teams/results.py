@@ -13,8 +13,19 @@ from typing import TYPE_CHECKING, Any, Literal
 
 if TYPE_CHECKING:
     from corral.orchestration.teams.repair._verification import VerificationDecision
+    from corral.orchestration.teams.roster.records import FileClaimRecord, TeamMessageRecord
 
-__all__ = ["ReportReceipt", "SpawnResult", "SwarmFailure", "SwarmResult"]
+__all__ = [
+    "ClaimResult",
+    "ClaimsList",
+    "InboxResult",
+    "MessageSent",
+    "ReleaseResult",
+    "ReportReceipt",
+    "SpawnResult",
+    "SwarmFailure",
+    "SwarmResult",
+]
 
 
 @dataclass(frozen=True, slots=True)
@@ -84,3 +95,59 @@ class ReportReceipt:
     def accepted(self) -> bool:
         """The report was accepted: the agent's work is over."""
         return self.kind == "accepted"
+
+
+@dataclass(frozen=True, slots=True)
+class MessageSent:
+    """A stored (and, for a listening agent, injected) message (`Teams.send_message`)."""
+
+    recipient: str
+    """Who gets it (`team-lead` or an agent's name)."""
+    details: dict[str, Any]
+    """The `send_message` details (`session`, `recipient`, `delivery`)."""
+
+
+@dataclass(frozen=True, slots=True)
+class InboxResult:
+    """The messages read from one inbox (`Teams.read_inbox`)."""
+
+    target: str
+    """Whose inbox."""
+    unread_only: bool
+    """Only unread messages were asked for."""
+    messages: tuple[TeamMessageRecord, ...]
+    """The messages, oldest first."""
+    details: dict[str, Any]
+    """The `read_inbox` details (`session`, `targetAgent`, `messages`, `markAsRead`)."""
+
+
+@dataclass(frozen=True, slots=True)
+class ClaimResult:
+    """All-or-nothing file claims (`Teams.claim_files`)."""
+
+    granted: tuple[str, ...]
+    """The paths claimed (empty when any path was held)."""
+    conflicts: tuple[tuple[str, str], ...]
+    """`(path, holder)` of each path another agent holds."""
+    details: dict[str, Any]
+    """The `claim_file` details (`agent`, `session`, `granted`, `conflicts`)."""
+
+
+@dataclass(frozen=True, slots=True)
+class ReleaseResult:
+    """Released file claims (`Teams.release_files`)."""
+
+    released: tuple[str, ...]
+    """The paths released (those the caller held)."""
+    details: dict[str, Any]
+    """The `release_file` details (`released`)."""
+
+
+@dataclass(frozen=True, slots=True)
+class ClaimsList:
+    """Every file claim of a team (`Teams.list_file_claims`)."""
+
+    claims: tuple[FileClaimRecord, ...]
+    """The claims."""
+    details: dict[str, Any]
+    """The `list_file_claims` details (`claims`)."""

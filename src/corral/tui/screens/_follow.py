@@ -343,10 +343,10 @@ class FollowScreen(Screen[None]):
         label = row.label
         try:
             if row.is_team:
-                _text, details = await agents.teams.send_message(
+                sent = await agents.teams.send_message(
                     caller, SendMessageRequest(recipient=label, content=draft, summary="From the user")
                 )
-                self.transcript.notice(f"message sent to {label} ({details.get('delivery', 'inbox')})")
+                self.transcript.notice(f"message sent to {label} ({sent.details.get('delivery', 'inbox')})")
             elif row.state == "blocked":
                 await controller.reply(caller, ReplyParams(agent=label, message=draft))
                 self.transcript.notice(f"replied to {label}")

@@ -6,9 +6,30 @@ in words, so the core holds no model-facing prose for spawning.
 
 from __future__ import annotations
 
-from corral.orchestration.teams.results import ReportReceipt, SpawnResult, SwarmFailure, SwarmResult
+import time
 
-__all__ = ["render_receipt", "render_spawn", "render_swarm"]
+from corral.orchestration.teams.results import (
+    ClaimResult,
+    ClaimsList,
+    InboxResult,
+    MessageSent,
+    ReleaseResult,
+    ReportReceipt,
+    SpawnResult,
+    SwarmFailure,
+    SwarmResult,
+)
+
+__all__ = [
+    "render_claim",
+    "render_claims",
+    "render_inbox",
+    "render_message_sent",
+    "render_receipt",
+    "render_release",
+    "render_spawn",
+    "render_swarm",
+]
 
 
 def render_spawn(result: SpawnResult) -> str:
@@ -66,3 +87,41 @@ def render_receipt(receipt: ReportReceipt) -> str:
             '(e.g. the fix needs edits a read agent may not make), report with outcome "blocked".'
         )
     return f"Report accepted ({receipt.details['reportId']}). Your work is over: stop now. The lead decides acceptance."
+
+
+def render_message_sent(result: MessageSent) -> str:
+    """`send_message`'s text."""
+    return f"Message sent to {result.recipient}."
+
+
+def render_inbox(result: InboxResult) -> str:
+    """`read_inbox`'s text: each message with its time (UTC), sender and label, or that there are none."""
+    if not result.messages:
+        return f"No {'unread ' if result.unread_only else ''}messages for {result.target}."
+    lines = [f"{len(result.messages)} message(s) for {result.target}:"]
+    for message in result.messages:
+        stamp = time.strftime("%Y-%m-%dT%H:%M:%SZ", time.gmtime(message.created_at / 1000))
+        lines.append(f"\n[{stamp}] from {message.sender} — {message.summary or 'Message'}\n{message.content}")
+    return "\n".join(lines)
+
+
+def render_claim(result: ClaimResult) -> str:
+    """`claim_file`'s text: what was claimed, or who holds what (nothing is claimed then)."""
+    if result.conflicts:
+        held = ", ".join(f"{path} (held by {holder})" for path, holder in result.conflicts)
+        return f"No files claimed: {held}. Coordinate with the holder or the lead."
+    return "Claimed: " + ", ".join(result.granted) + "."
+
+
+def render_release(result: ReleaseResult) -> str:
+    """`release_file`'s text."""
+    if result.released:
+        return "Released: " + ", ".join(result.released) + "."
+    return "None of those paths were claimed by you."
+
+
+def render_claims(result: ClaimsList) -> str:
+    """`list_file_claims`' text."""
+    if not result.claims:
+        return "No file claims."
+    return "File claims:\n" + "\n".join(f"- {claim.path}: {claim.agent}" for claim in result.claims)

@@ -20,7 +20,16 @@ from corral.orchestration.kernel._caller import Caller
 from corral.orchestration.surfaces._common import PASS_THROUGH_SCHEMA, error_result
 from corral.orchestration.surfaces.agent._render import TEAMS_TOOL_NAMES
 
-from ._render import render_receipt, render_spawn, render_swarm
+from ._render import (
+    render_claim,
+    render_claims,
+    render_inbox,
+    render_message_sent,
+    render_receipt,
+    render_release,
+    render_spawn,
+    render_swarm,
+)
 from ._wire import (
     TEAMS_SCHEMAS,
     parse_agent_name,
@@ -146,10 +155,12 @@ def teams_lead_tools(host: Host, caller: Caller) -> list[AgentTool]:
         return _result(await teams.stop_teammate(caller, request.agent_name, request.reason))
 
     async def send(call_id: str, params: dict[str, Any]) -> ToolResult:
-        return _result(await teams.send_message(caller, parse_send_message(params, lead=True)))
+        sent = await teams.send_message(caller, parse_send_message(params, lead=True))
+        return ToolResult.text(render_message_sent(sent), details=sent.details)
 
     async def inbox(call_id: str, params: dict[str, Any]) -> ToolResult:
-        return _result(await teams.read_inbox(caller, parse_read_inbox(params, lead=True)))
+        inbox = await teams.read_inbox(caller, parse_read_inbox(params, lead=True))
+        return ToolResult.text(render_inbox(inbox), details=inbox.details)
 
     async def report(call_id: str, params: dict[str, Any]) -> ToolResult:
         raise InvalidRequestError(
@@ -161,7 +172,8 @@ def teams_lead_tools(host: Host, caller: Caller) -> list[AgentTool]:
 
     async def claims(call_id: str, params: dict[str, Any]) -> ToolResult:
         parse_list_claims(params)
-        return _result(teams.list_file_claims(caller))
+        listed = teams.list_file_claims(caller)
+        return ToolResult.text(render_claims(listed), details=listed.details)
 
     handlers: dict[str, Handler] = {
         "spawn_agent": spawn,
@@ -187,10 +199,12 @@ def team_member_tools(host: Host, child: TeamChild) -> list[AgentTool]:
     member = child.member
 
     async def send(call_id: str, params: dict[str, Any]) -> ToolResult:
-        return _result(await teams.send_message(child, parse_send_message(params, lead=False)))
+        sent = await teams.send_message(child, parse_send_message(params, lead=False))
+        return ToolResult.text(render_message_sent(sent), details=sent.details)
 
     async def inbox(call_id: str, params: dict[str, Any]) -> ToolResult:
-        return _result(await teams.read_inbox(child, parse_read_inbox(params, lead=False)))
+        inbox = await teams.read_inbox(child, parse_read_inbox(params, lead=False))
+        return ToolResult.text(render_inbox(inbox), details=inbox.details)
 
     async def report(call_id: str, params: dict[str, Any]) -> ToolResult:
         receipt = await teams.submit_report(child, parse_report(params), submission_id=call_id)
@@ -208,14 +222,17 @@ def team_member_tools(host: Host, child: TeamChild) -> list[AgentTool]:
     if member.kind == "write":
 
         async def claim(call_id: str, params: dict[str, Any]) -> ToolResult:
-            return _result(teams.claim_files(child, parse_claim(params, tool="claim_file").paths))
+            claimed = teams.claim_files(child, parse_claim(params, tool="claim_file").paths)
+            return ToolResult.text(render_claim(claimed), details=claimed.details)
 
         async def release(call_id: str, params: dict[str, Any]) -> ToolResult:
-            return _result(teams.release_files(child, parse_claim(params, tool="release_file").paths))
+            released = teams.release_files(child, parse_claim(params, tool="release_file").paths)
+            return ToolResult.text(render_release(released), details=released.details)
 
         async def claims(call_id: str, params: dict[str, Any]) -> ToolResult:
             parse_list_claims(params)
-            return _result(teams.list_file_claims(child))
+            listed = teams.list_file_claims(child)
+            return ToolResult.text(render_claims(listed), details=listed.details)
 
         tools += [
             TeamsTool("claim_file", claim),
