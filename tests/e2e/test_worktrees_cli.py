@@ -185,3 +185,46 @@ def test_reap_refuses_unmerged_work_without_force(corral: RunCorral, cli_env: En
         "M",
         "README.md",
     ]
+
+
+TEAM = """
+steps:
+  - tool_calls:
+      - name: spawn_agent
+        args:
+          name: fixer
+          model_slot: write-patch
+          prompt: "Set the value to fixed."
+          checks: [{name: value, command: "grep -q fixed app.py", timeoutSeconds: 30}]
+  - text: "Waiting."
+  - text: "Done."
+on_exhausted: repeat_last
+agents:
+  fixer:
+    - tool_calls:
+        - {name: write, args: {path: app.py, content: "value = 'fixed'\\n"}}
+    - tool_calls:
+        - {name: report_and_exit, args: {content: "Fixed.", summary: "value fixed", outcome: succeeded}}
+"""
+
+
+def test_a_teams_write_tier_checks_and_reports_from_its_worktree(
+    corral: RunCorral, cli_env: Env, repo: Path
+) -> None:
+    cli_env.settings('isolation = "worktree"\nsurfaces = ["teams"]\n')
+    cli_env.script("team", TEAM)
+    done = corral("run", "--model", "scripted/team", "-p", "go")
+    assert done.returncode == 0, done.stderr
+    [lead] = [p for p in cli_env.sessions() if '"managed"' not in p.read_text().splitlines()[0]]
+    entries = [json.loads(line) for line in lead.read_text().splitlines()[1:]]
+    [report] = [e for e in entries if e.get("customType") == "corral-team-report"]
+    details = report["details"]
+    # The check ran in the worktree: `fixed` is only there, the lead's tree is untouched.
+    assert details["verification"]["state"] == "passed", details["verification"]
+    assert details["branch"].startswith("corral/fixer-") and details["merge"] == "pending"
+    assert details["diffStat"]["files"] == ["app.py"]
+    assert (repo / "app.py").read_text() == "value = 'original'\n"
+    assert details["branch"] in report["content"]
+    merged = corral("merge", "fixer")
+    assert merged.returncode == 0, merged.stdout + merged.stderr
+    assert (repo / "app.py").read_text() == "value = 'fixed'\n"
