@@ -6,6 +6,7 @@ import asyncio
 from collections.abc import Mapping, Sequence
 from typing import TYPE_CHECKING
 
+from corral.orchestration.errors import OrchestrationError
 from corral.orchestration.host.ports import HostExtension
 
 if TYPE_CHECKING:
@@ -51,7 +52,10 @@ class WorktreesExtension(HostExtension):
         """Settle merges a killed process left journaled; one sentence each."""
         if not self.store.has_worktrees():
             return ()
-        return await asyncio.to_thread(self.trees.recover)
+        try:
+            return await asyncio.to_thread(self.trees.recover)
+        except OrchestrationError as exc:  # never keeps the lead from starting
+            return (f"interrupted merges could not be settled now ({exc}); `corral merge` retries",)
 
 
 def worktrees_of(extensions: list[HostExtension], store: Store) -> Worktrees:

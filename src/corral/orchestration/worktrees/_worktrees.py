@@ -383,9 +383,13 @@ class Worktrees:
         notes: list[str] = []
         for record in self.store.worktrees(states=("merging",)):
             assert record.merge_head is not None and record.merge_commit is not None
-            state = settle_merge(
-                record.repo, head=record.merge_head, commit=record.merge_commit, paths=record.merge_paths
-            )
+            try:
+                state = settle_merge(
+                    record.repo, head=record.merge_head, commit=record.merge_commit, paths=record.merge_paths
+                )
+            except GitError as exc:  # the repository is gone or broken: say so, settle the others
+                notes.append(f"The interrupted merge of {record.branch} could not be settled: {exc}")
+                continue
             if state == "merged":
                 note = (
                     f"The merge of {record.branch} was interrupted after it changed your files; it is now complete "
