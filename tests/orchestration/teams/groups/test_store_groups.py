@@ -1,6 +1,6 @@
 """Completion groups in the store (schema v4, §8.2–§8.3): ids, transitions, planning, inbox copies, wakes.
 
-These test `GroupsStore` directly because the rules they pin (one transaction per
+These test the `Groups` repository directly because the rules they pin (one transaction per
 event, a refused event writes nothing, planning in the same transaction) are
 properties of the store; `teams/test_groups.py` covers the teams-facing API.
 """

@@ -16,7 +16,7 @@ repository's `cancel_run_in`, in the same transaction.
 from __future__ import annotations
 
 from collections.abc import Mapping, Sequence
-from typing import Any
+from typing import Any, get_args
 
 from corral.orchestration.errors import InvalidRequestError, TargetNotFoundError
 from corral.orchestration.store._database import Database, Row, _new_id
@@ -26,14 +26,14 @@ from corral.orchestration.teams.checks._rows import (
     CheckIdentityError,
     CheckRecordError,
     CheckRow,
-    CheckRowState,
+    CheckState,
     decode_json_column,
 )
 from corral.orchestration.teams.repair._repository import RepairLedgers
 
 __all__ = ["Checks"]
 
-_CHECK_STATES = ("claimed", "passed", "failed", "cancelled", "timed-out", "stale", "unsupported", "error")
+_CHECK_STATES: tuple[str, ...] = get_args(CheckState)
 
 
 def _check_from_row(row: Row) -> CheckRow:
@@ -131,7 +131,7 @@ class Checks(Repository):
         check_id: str,
         *,
         claim_token: str,
-        state: CheckRowState,
+        state: CheckState,
         source_before: Mapping[str, Any] | None,
         source_after: Mapping[str, Any] | None,
         exit_code: int | None,

@@ -20,7 +20,7 @@ __all__ = [
     "CheckIdentityError",
     "CheckRecordError",
     "CheckRow",
-    "CheckRowState",
+    "CheckState",
     "RepairBindingError",
     "RepairLedgerError",
     "RepairLedgerRow",
@@ -30,9 +30,7 @@ __all__ = [
     "decode_json_column",
 ]
 
-CheckRowState = Literal[
-    "claimed", "passed", "failed", "cancelled", "timed-out", "stale", "unsupported", "error"
-]
+CheckState = Literal["claimed", "passed", "failed", "cancelled", "timed-out", "stale", "unsupported", "error"]
 """Where a check stands; `claimed` is the only unsettled state."""
 
 RepairStageState = Literal[
@@ -82,7 +80,7 @@ class CheckRow:
     """The assignment binding (`JSON.stringify` array); a duplicate claim must match it."""
     claim_token: str
     """UUID written at claim; settling presents it."""
-    state: CheckRowState
+    state: CheckState
     """Where the check stands."""
     started_at: int
     """When it was claimed (ms)."""

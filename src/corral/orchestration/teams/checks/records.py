@@ -23,11 +23,11 @@ from collections.abc import Mapping, Sequence
 from dataclasses import KW_ONLY, dataclass
 from datetime import UTC, datetime
 from pathlib import Path
-from typing import TYPE_CHECKING, Any, Literal
+from typing import TYPE_CHECKING, Any
 
 from corral._paths import ensure_private_dir
 from corral.orchestration.store.jsjson import stringify
-from corral.orchestration.teams.checks._rows import CheckIdentityError, CheckRecordError, CheckRow
+from corral.orchestration.teams.checks._rows import CheckIdentityError, CheckRecordError, CheckRow, CheckState
 
 from ._fingerprint import SourceFingerprint, same_tested_source
 
@@ -48,8 +48,6 @@ __all__ = [
 CHECK_RECORD_VERSION = 1
 """The `version` of every check record."""
 
-CheckState = Literal["claimed", "passed", "failed", "cancelled", "timed-out", "stale", "unsupported", "error"]
-"""Where a check stands; `claimed` is the only unsettled state."""
 _CHECK_PREFIX = "check:"
 
 

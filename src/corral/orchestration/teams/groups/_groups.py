@@ -1,7 +1,7 @@
 """Completion groups for the teams core (`spawn_swarm_agents(completion_group=...)`, §8).
 
 `CompletionGroups` is the one object the teams core calls. It holds no state:
-every call is one store transaction (`GroupsStore`), and the journal in the
+every call is one store transaction (the `Groups` repository), and the journal in the
 store owns delivery to the lead once a grouped member reported.
 
 The flow: `parse_completion_group` validates the policy before anything is
