@@ -3,6 +3,7 @@ fingerprints run there, the report carries the branch, and `merge = "on-accept"`
 
 from __future__ import annotations
 
+import json
 from pathlib import Path
 
 import pytest
@@ -10,7 +11,13 @@ import pytest
 from corral.orchestration.teams import TEAM_REPORT_TYPE
 from corral.settings import Settings, TeamsSettings
 from tests.orchestration.teams._git_helpers import GIT_ENV, git, make_repo
-from tests.orchestration.teams._teams_helpers import prepare_env, teams_env, write_script
+from tests.orchestration.teams._teams_helpers import (
+    eventually,
+    prepare_env,
+    session_entries,
+    teams_env,
+    write_script,
+)
 
 
 @pytest.fixture(autouse=True)
@@ -112,3 +119,53 @@ async def test_shared_is_the_default(tmp_path: Path) -> None:
         assert "branch" not in report["details"]
         assert (tmp_path / "work" / "app.py").read_text() == "value = 2\n"
         assert not env.host.store.has_worktrees()
+
+
+async def test_file_claims_conflict_across_worktrees(tmp_path: Path) -> None:
+    claim = {"tool_calls": [{"name": "claim_file", "args": {"paths": ["app.py"]}}]}
+    report = {"tool_calls": [{"name": "report_and_exit", "args": {"content": "ok", "outcome": "succeeded"}}]}
+    write_script(
+        tmp_path,
+        "lead",
+        {
+            "steps": [
+                {
+                    "tool_calls": [
+                        {
+                            "name": "spawn_agent",
+                            "args": {"name": "w1", "prompt": "p", "model_slot": "write-patch"},
+                        }
+                    ]
+                },
+                {
+                    "tool_calls": [
+                        {
+                            "name": "spawn_agent",
+                            "args": {"name": "w2", "prompt": "p", "model_slot": "write-patch"},
+                        }
+                    ]
+                },
+                {"text": "Waiting."},
+            ],
+            "on_exhausted": "repeat_last",
+            "agents": {
+                "w1": [claim, {"text": "holding", "delay_ms": 60000}],
+                "w2": [claim, report],
+            },
+        },
+    )
+    async with teams_env(tmp_path, "lead", settings=Settings(isolation="worktree")) as env:
+        await env.lead.prompt("go")
+        await eventually(lambda: len(env.lead_custom(TEAM_REPORT_TYPE)) == 1)
+        trees = {r.name: r.path for r in env.host.store.worktrees()}
+        assert set(trees) == {"w1", "w2"} and trees["w1"] != trees["w2"]
+        claims = []
+        for path in (tmp_path / "sessions").rglob("*.jsonl"):
+            claims += [
+                json.dumps(e["message"])
+                for e in session_entries(path)
+                if e.get("type") == "message" and (e.get("message") or {}).get("toolName") == "claim_file"
+            ]
+        # Whichever claimed second was refused: the same repository path, although in another worktree.
+        assert len(claims) == 2 and sum("held by w" in c for c in claims) == 1, claims
+        await env.teams.stop_teammate(env.caller, "w1", "done")
