@@ -126,7 +126,7 @@ async def test_busy_owner_gets_result_as_steering_once(env: Path) -> None:
 async def test_agent_task_failure_is_lost_not_completion(env: Path, monkeypatch: pytest.MonkeyPatch) -> None:
     from corral.orchestration.kernel._child import ManagedChild
 
-    def broken(self: ManagedChild) -> None:
+    def broken(self: ManagedChild, note: str | None = None) -> None:
         raise RuntimeError("disk on fire")
 
     monkeypatch.setattr(ManagedChild, "_finish", broken)
