@@ -21,6 +21,7 @@ from corral.orchestration.host._worker import worker_env
 from corral.orchestration.kernel.records import NewGeneration
 from corral.orchestration.surfaces import DelegateParams
 from corral.orchestration.surfaces.teams import SendMessageRequest, parse_spawn
+from corral.orchestration.surfaces.teams._render import render_stop
 from corral.orchestration.teams import TEAM_REPORT_TYPE, AssignedCheck, Teams
 from tests.orchestration._host_helpers import Team, eventually, prepare_env, team, write_script
 from tests.orchestration.teams._git_helpers import make_repo
@@ -251,7 +252,8 @@ async def test_a_moved_teams_agent_shows_working_takes_messages_from_the_store_a
             return [(m.content, m.read_at is not None) for m in inbox] == [("Also check b.txt", True)]
 
         await eventually(taken)
-        text, details = await teams.stop_teammate(t.caller, "r1", "enough")
+        result = await teams.stop_teammate(t.caller, "r1", "enough")
+        text, details = render_stop(result), result.details
         assert details["stopped"] is True, text
         assert moved.pane_id not in _panes(tmux_socket)
         generation = t.host.store.get_generation(run_id)

@@ -16,7 +16,7 @@ from corral.orchestration.surfaces.teams import (
     handle_request,
     parse_spawn,
 )
-from corral.orchestration.surfaces.teams._render import render_spawn
+from corral.orchestration.surfaces.teams._render import render_interrupt, render_spawn, render_stop
 from corral.orchestration.teams import TEAM_MESSAGE_TYPE, TEAM_REPORT_TYPE
 from corral.settings import CapacitySettings, Settings, TeamsSettings
 
@@ -119,7 +119,8 @@ async def test_lead_message_steers_a_live_agent_and_missing_recipients_fail(tmp_
             env.caller, SendMessageRequest(recipient="a", content="focus on auth")
         )
         assert sent.details["delivery"] == "active-session", sent
-        status, idetails = await env.teams.interrupt_teammate(env.caller, "a")
+        result = await env.teams.interrupt_teammate(env.caller, "a")
+        status, idetails = render_interrupt(result), result.details
         assert idetails["status"] == "interrupted", status
         # Interrupted: the bash command died, the agent stays, then continues with the steering it got.
         await env.quiet()
@@ -187,16 +188,19 @@ async def test_stop_cancels_queued_work_and_status_shows_phases(tmp_path: Path) 
         phases = {a["name"]: a["phase"] for a in details["agents"]}
         assert phases["two"] == "queued" and phases["one"] in ("starting", "thinking")
         assert "do not poll" in text
-        stop_text, stopped = await env.teams.stop_teammate(env.caller, "two", None)
+        result = await env.teams.stop_teammate(env.caller, "two", None)
+        stop_text, stopped = render_stop(result), result.details
         assert stopped["stopped"] is True and "before it started" in stop_text
         assert (env.caller.session_id, "two") not in env.teams.pending
-        _, stop_one = await env.teams.stop_teammate(env.caller, "one", "no longer needed")
+        result = await env.teams.stop_teammate(env.caller, "one", "no longer needed")
+        _, stop_one = render_stop(result), result.details
         assert stop_one["stopped"] is True
         await env.quiet()
         assert env.host.store.generations() == ()
         # "two" was cancelled before launch: only "one" ever had a generation.
         assert [g.label for g in env.host.store.generations(include_finalized=True)] == ["one"]
-        _, none = await env.teams.stop_teammate(env.caller, "one", None)
+        result = await env.teams.stop_teammate(env.caller, "one", None)
+        _, none = render_stop(result), result.details
         assert none == {
             "session": f"session-{env.caller.session_id}",
             "stopped": False,

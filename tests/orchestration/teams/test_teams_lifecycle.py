@@ -10,6 +10,7 @@ import pytest
 
 from corral.orchestration.errors import InvalidRequestError
 from corral.orchestration.surfaces.teams import parse_spawn
+from corral.orchestration.surfaces.teams._render import render_stop
 from corral.orchestration.teams import TEAM_REPORT_TYPE
 from corral.orchestration.teams import _control as _team_control
 from corral.settings import CapacitySettings, Settings, TeamsSettings
@@ -43,7 +44,8 @@ async def test_a_teardown_that_does_not_settle_is_quarantined_and_fences_the_nam
             await real_stop(handle)
 
         monkeypatch.setattr(runtime, "stop", slow_stop)
-        text, details = await env.teams.stop_teammate(env.caller, "stuck", None)
+        result = await env.teams.stop_teammate(env.caller, "stuck", None)
+        text, details = render_stop(result), result.details
         assert details["stopped"] is False and details["quarantined"] is True, text
         assert "quarantined" in text
         member = env.host.store.team_member(first.details["runId"])

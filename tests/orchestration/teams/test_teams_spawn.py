@@ -7,6 +7,7 @@ from pathlib import Path
 import pytest
 
 from corral.orchestration.surfaces.teams import TEAMS_LEAD_TOOL_NAMES
+from corral.orchestration.surfaces.teams._render import render_stop
 from corral.orchestration.teams import RECOVERY_PROMPT, TEAM_REPORT_TYPE
 
 from ._teams_helpers import WAIT, eventually, prepare_env, session_entries, teams_env, write_script
@@ -286,7 +287,8 @@ async def test_spawn_result_returns_before_the_work_is_done(tmp_path: Path) -> N
         assert env.lead_custom(TEAM_REPORT_TYPE) == []
         member = env.host.store.live_team_member(env.caller.session_id, "slow")
         assert member is not None and member.tier == "read-review"
-        text, details = await env.teams.stop_teammate(env.caller, "slow", None)
+        result = await env.teams.stop_teammate(env.caller, "slow", None)
+        text, details = render_stop(result), result.details
         assert details["stopped"] is True, text
         await eventually(lambda: env.host.store.live_team_member(env.caller.session_id, "slow") is None)
         await env.quiet()

@@ -18,7 +18,7 @@ from __future__ import annotations
 import asyncio
 import contextlib
 import time
-from typing import TYPE_CHECKING, Any, Literal
+from typing import TYPE_CHECKING, Any, Literal, cast
 
 from corral.agent import AgentSession
 from corral.llm import CustomMessage
@@ -30,7 +30,15 @@ from corral.orchestration.teams.roster.records import TEAM_MESSAGE_TYPE
 
 from ._status import TeamAgentRow, TeamSnapshot, member_status
 from .reports._reports import effective_task_outcome, outcome_label, report_id, team_name
-from .results import ClaimResult, ClaimsList, InboxResult, MessageSent, ReleaseResult
+from .results import (
+    ClaimResult,
+    ClaimsList,
+    InboxResult,
+    InterruptResult,
+    MessageSent,
+    ReleaseResult,
+    StopResult,
+)
 
 if TYPE_CHECKING:
     from corral.orchestration.host._host import Host
@@ -318,9 +326,7 @@ class TeamControlMixin:
         hint = f" This session's agents: {', '.join(known)}." if known else " This session has no agents yet."
         raise TargetNotFoundError(f"No agent named {name} in this session.{hint}")
 
-    async def stop_teammate(
-        self, caller: Caller, name: str, reason: str | None
-    ) -> tuple[str, dict[str, Any]]:
+    async def stop_teammate(self, caller: Caller, name: str, reason: str | None) -> StopResult:
         """`stop_teammate`: cancel a queued request, or stop the whole agent.
 
         Raises:
@@ -333,35 +339,23 @@ class TeamControlMixin:
             self.capacity(lead).cancel_queued(name, reason=reason or "stopped by the lead")
             self.pending.pop((lead, name), None)
             self.host.changed()
-            return f"Cancelled queued agent {name} before it started.", {
-                "session": team,
-                "stopped": True,
-                "queued": True,
-            }
+            return StopResult(name, "cancelled-queued", {"session": team, "stopped": True, "queued": True})
         member = self.host.store.live_team_member(lead, name)
         if member is None or member.depth != 0:
-            return f"Agent {name} is not active in this session.", {
-                "session": team,
-                "stopped": False,
-                "reason": "not-active",
-            }
+            return StopResult(name, "not-active", {"session": team, "stopped": False, "reason": "not-active"})
         generation = self.host.store.get_generation(member.run_id)
         if generation is not None and generation.phase in ("completed", "result_error"):
-            return (
-                f"Agent {name} already reported; its report is being delivered, so there is nothing to stop.",
-                {"session": team, "stopped": False, "reason": "reported"},
-            )
+            return StopResult(name, "reported", {"session": team, "stopped": False, "reason": "reported"})
         outcome = await self.teardown(member, reason=reason or "stopped by the lead")
         outcome["session"] = team
         if outcome.get("stopped"):
-            return f"Stopped agent {name}" + (f": {reason}" if reason else "."), outcome
-        state = "quarantined" if outcome.get("quarantined") else "cleanup-blocked"
-        return (
-            f"Agent {name} is inactive but {state}; lifecycle cleanup did not complete: {outcome.get('error')}",
-            outcome,
+            return StopResult(name, "stopped", outcome, reason=reason)
+        state: Literal["quarantined", "cleanup-blocked"] = (
+            "quarantined" if outcome.get("quarantined") else "cleanup-blocked"
         )
+        return StopResult(name, state, outcome, error=str(outcome.get("error")))
 
-    async def interrupt_teammate(self, caller: Caller, name: str) -> tuple[str, dict[str, Any]]:
+    async def interrupt_teammate(self, caller: Caller, name: str) -> InterruptResult:
         """`interrupt_teammate`: cancel the running tool or model call; the agent stays.
 
         Raises:
@@ -378,31 +372,16 @@ class TeamControlMixin:
             and child is None
             and _runs_in_pane(self.host.store.get_generation(member.run_id))
         ):
-            return (
-                f"Agent {name} runs in a tmux pane, where interrupt is not supported; use send_message or stop_teammate.",
-                {
-                    **base,
-                    "status": "unsupported",
-                    "reason": "tmux-runtime",
-                },
-            )
+            return InterruptResult(name, "tmux", {**base, "status": "unsupported", "reason": "tmux-runtime"})
         if member is None or child is None:
-            return f"Agent {name} is not active in this session.", {**base, "status": "not_found"}
+            return InterruptResult(name, "not_found", {**base, "status": "not_found"})
         base.update(agentKind=member.kind, lifecycleRunId=member.run_id, mechanism="agent-session-abort")
         if not child.messages_open:
-            return f"Agent {name} is closing; nothing to interrupt.", {
-                **base,
-                "status": "unsupported",
-                "reason": "lifecycle-closing",
-            }
-        status = await child.interrupt()
-        texts = {
-            "interrupted": f"Interrupted agent {name}. It keeps its session, task and claims and waits for your "
-            "message (send_message) before it continues.",
-            "pending": f"Interrupt of {name} sent; cancellation is cooperative and still pending.",
-            "no_command": f"Agent {name} has no running tool or model call to interrupt.",
-        }
-        return texts[status], {**base, "status": status}
+            return InterruptResult(
+                name, "closing", {**base, "status": "unsupported", "reason": "lifecycle-closing"}
+            )
+        status = cast('Literal["interrupted", "pending", "no_command"]', await child.interrupt())
+        return InterruptResult(name, status, {**base, "status": status})
 
     # --- status -----------------------------------------------------------------------------------
 

@@ -19,10 +19,12 @@ __all__ = [
     "ClaimResult",
     "ClaimsList",
     "InboxResult",
+    "InterruptResult",
     "MessageSent",
     "ReleaseResult",
     "ReportReceipt",
     "SpawnResult",
+    "StopResult",
     "SwarmFailure",
     "SwarmResult",
 ]
@@ -151,3 +153,35 @@ class ClaimsList:
     """The claims."""
     details: dict[str, Any]
     """The `list_file_claims` details (`claims`)."""
+
+
+@dataclass(frozen=True, slots=True)
+class StopResult:
+    """What `stop_teammate` did (`Teams.stop_teammate`)."""
+
+    name: str
+    """The agent's name."""
+    outcome: Literal[
+        "cancelled-queued", "not-active", "reported", "stopped", "quarantined", "cleanup-blocked"
+    ]
+    """Cancelled before it started, nothing to stop, already reported, stopped, or stopped but its cleanup
+    did not complete (quarantined or blocked)."""
+    details: dict[str, Any]
+    """The `stop_teammate` details (`session`, `stopped`, `queued`/`reason`/`teardown`, …)."""
+    _: KW_ONLY
+    reason: str | None = None
+    """The lead's reason, as given."""
+    error: str | None = None
+    """Why cleanup did not complete."""
+
+
+@dataclass(frozen=True, slots=True)
+class InterruptResult:
+    """What `interrupt_teammate` did (`Teams.interrupt_teammate`)."""
+
+    name: str
+    """The agent's name."""
+    status: Literal["interrupted", "pending", "no_command", "not_found", "closing", "tmux"]
+    """Interrupted, still pending, nothing running, not active, closing, or running in a tmux pane."""
+    details: dict[str, Any]
+    """The `interrupt_teammate` details (`session`, `agentName`, `status`, …)."""

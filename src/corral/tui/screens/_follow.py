@@ -372,7 +372,10 @@ class FollowScreen(Screen[None]):
         label = row.label
         try:
             if row.is_team:
-                text, details = await self.agents.teams.interrupt_teammate(self.agents.caller, label)
+                from corral.orchestration.surfaces.teams._render import render_interrupt
+
+                interrupted = await self.agents.teams.interrupt_teammate(self.agents.caller, label)
+                text, details = render_interrupt(interrupted), interrupted.details
                 ok = details.get("status") in ("interrupted", "pending")
                 self.last_error = None if ok else text
                 self.transcript.notice(text, kind="info" if ok else "error")
@@ -450,9 +453,12 @@ class FollowScreen(Screen[None]):
     async def _stop_teammate(self, name: str) -> None:
         """`x` on a teams agent: `stop_teammate`, then a hidden notice to the lead (teardown included)."""
         agents = self.agents
-        text, details = await agents.teams.stop_teammate(
+        from corral.orchestration.surfaces.teams._render import render_stop
+
+        result = await agents.teams.stop_teammate(
             agents.caller, name, "stopped by the user from the terminal"
         )
+        text, details = render_stop(result), result.details
         stopped = bool(details.get("stopped"))
         self.last_error = None if stopped else text
         self.transcript.notice(text, kind="info" if stopped else "error")

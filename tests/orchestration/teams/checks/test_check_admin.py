@@ -10,6 +10,7 @@ import pytest
 
 from corral.orchestration import InvalidRequestError, ManagedAgentBusyError, Store, TargetNotFoundError
 from corral.orchestration.surfaces.teams import parse_spawn
+from corral.orchestration.surfaces.teams._render import render_stop
 from corral.orchestration.teams import (
     abandon_check,
     check_id,
@@ -120,14 +121,17 @@ async def test_after_resolving_the_stuck_check_stop_frees_the_name_and_the_file_
             task=task_id(team, "fixer", run_id),
             report=report_id(team, "fixer", run_id),
         )
-        text, details = await env.teams.stop_teammate(env.caller, "fixer", None)
+        result = await env.teams.stop_teammate(env.caller, "fixer", None)
+        text, details = render_stop(result), result.details
         assert details["quarantined"] is True and "still claimed" in text
         with pytest.raises(InvalidRequestError, match="cannot be restarted yet"):
             await env.teams.spawn(env.caller, parse_spawn({"name": "fixer", "prompt": "again"}))
 
         abandon_check(store, stuck, force=True)  # this test's process is the agent's host
 
-        text, details = await env.teams.stop_teammate(env.caller, "fixer", None)
+        result = await env.teams.stop_teammate(env.caller, "fixer", None)
+
+        text, details = render_stop(result), result.details
         assert details["stopped"] is True, text
         assert details["releasedClaims"] == ["app.txt"]
         member = store.team_member(run_id)

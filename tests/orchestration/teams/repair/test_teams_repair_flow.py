@@ -7,6 +7,7 @@ from pathlib import Path
 import pytest
 
 from corral.orchestration.surfaces.teams import handle_request, parse_spawn
+from corral.orchestration.surfaces.teams._render import render_stop
 from corral.orchestration.teams import TEAM_REPORT_TYPE
 from tests.orchestration.teams._git_helpers import make_repo
 from tests.orchestration.teams._teams_helpers import prepare_env, teams_env, write_script
@@ -200,7 +201,8 @@ async def test_stop_cancels_a_running_check_and_the_run_finalizes(tmp_path: Path
         from tests.orchestration.teams._teams_helpers import eventually
 
         await eventually(checking)
-        text, details = await env.teams.stop_teammate(env.caller, "waiter", None)
+        result = await env.teams.stop_teammate(env.caller, "waiter", None)
+        text, details = render_stop(result), result.details
         assert details["stopped"] is True, text
         assert env.host.store.claimed_checks(run_id) == ()
         assert env.lead_custom(TEAM_REPORT_TYPE) == []

@@ -12,10 +12,12 @@ from corral.orchestration.teams.results import (
     ClaimResult,
     ClaimsList,
     InboxResult,
+    InterruptResult,
     MessageSent,
     ReleaseResult,
     ReportReceipt,
     SpawnResult,
+    StopResult,
     SwarmFailure,
     SwarmResult,
 )
@@ -24,10 +26,12 @@ __all__ = [
     "render_claim",
     "render_claims",
     "render_inbox",
+    "render_interrupt",
     "render_message_sent",
     "render_receipt",
     "render_release",
     "render_spawn",
+    "render_stop",
     "render_swarm",
 ]
 
@@ -125,3 +129,35 @@ def render_claims(result: ClaimsList) -> str:
     if not result.claims:
         return "No file claims."
     return "File claims:\n" + "\n".join(f"- {claim.path}: {claim.agent}" for claim in result.claims)
+
+
+def render_stop(result: StopResult) -> str:
+    """`stop_teammate`'s text."""
+    name = result.name
+    if result.outcome == "cancelled-queued":
+        return f"Cancelled queued agent {name} before it started."
+    if result.outcome == "not-active":
+        return f"Agent {name} is not active in this session."
+    if result.outcome == "reported":
+        return f"Agent {name} already reported; its report is being delivered, so there is nothing to stop."
+    if result.outcome == "stopped":
+        return f"Stopped agent {name}" + (f": {result.reason}" if result.reason else ".")
+    return (
+        f"Agent {name} is inactive but {result.outcome}; lifecycle cleanup did not complete: {result.error}"
+    )
+
+
+def render_interrupt(result: InterruptResult) -> str:
+    """`interrupt_teammate`'s text."""
+    name = result.name
+    texts = {
+        "tmux": f"Agent {name} runs in a tmux pane, where interrupt is not supported; use send_message or "
+        "stop_teammate.",
+        "not_found": f"Agent {name} is not active in this session.",
+        "closing": f"Agent {name} is closing; nothing to interrupt.",
+        "interrupted": f"Interrupted agent {name}. It keeps its session, task and claims and waits for your "
+        "message (send_message) before it continues.",
+        "pending": f"Interrupt of {name} sent; cancellation is cooperative and still pending.",
+        "no_command": f"Agent {name} has no running tool or model call to interrupt.",
+    }
+    return texts[result.status]

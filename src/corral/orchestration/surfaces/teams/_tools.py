@@ -24,10 +24,12 @@ from ._render import (
     render_claim,
     render_claims,
     render_inbox,
+    render_interrupt,
     render_message_sent,
     render_receipt,
     render_release,
     render_spawn,
+    render_stop,
     render_swarm,
 )
 from ._wire import (
@@ -148,11 +150,13 @@ def teams_lead_tools(host: Host, caller: Caller) -> list[AgentTool]:
 
     async def interrupt(call_id: str, params: dict[str, Any]) -> ToolResult:
         name = parse_agent_name(params, tool="interrupt_teammate").agent_name
-        return _result(await teams.interrupt_teammate(caller, name))
+        interrupted = await teams.interrupt_teammate(caller, name)
+        return ToolResult.text(render_interrupt(interrupted), details=interrupted.details)
 
     async def stop(call_id: str, params: dict[str, Any]) -> ToolResult:
         request = parse_stop(params)
-        return _result(await teams.stop_teammate(caller, request.agent_name, request.reason))
+        stopped = await teams.stop_teammate(caller, request.agent_name, request.reason)
+        return ToolResult.text(render_stop(stopped), details=stopped.details)
 
     async def send(call_id: str, params: dict[str, Any]) -> ToolResult:
         sent = await teams.send_message(caller, parse_send_message(params, lead=True))
