@@ -40,8 +40,9 @@ def data_root(script: dict[str, Any], prefix: str) -> Iterator[Path]:
 async def start_host(root: Path) -> tuple[Any, Any, Any]:
     """A host with a scripted lead attached: `(host, lead, caller)`."""
     from corral.agent import AgentSession
+    from corral.lead._host import ComposedHost
     from corral.llm import ModelRegistry
-    from corral.orchestration import Host, Store, load_roster
+    from corral.orchestration import Store, load_roster
     from corral.session import SessionManager
     from corral.settings import Settings
 
@@ -50,7 +51,7 @@ async def start_host(root: Path) -> tuple[Any, Any, Any]:
     model = registry.create_model(registry.resolve("scripted/bench"), cwd=work)
     session = SessionManager.create(work, sessions_root=root / "sessions")
     lead = AgentSession(session=session, model=model, thinking_level="off", tools=[], cwd=work)
-    host = Host(
+    host = ComposedHost(
         store=Store.open(root / "home" / "corral.db"),
         registry=registry,
         sessions_root=root / "sessions",

@@ -254,8 +254,9 @@ class _Run:
     async def start(self) -> None:
         from corral.agent import AgentSession
         from corral.agent.tools import ReadTool
+        from corral.lead._host import ComposedHost
         from corral.llm import ModelRegistry
-        from corral.orchestration import Host, Store, load_roster
+        from corral.orchestration import Store, load_roster
         from corral.session import SessionManager
         from corral.settings import CompactionSettings, RetrySettings, Settings
 
@@ -274,7 +275,7 @@ class _Run:
             cwd=work,
             settings=settings,
         )
-        self.host = Host(
+        self.host = ComposedHost(
             store=Store.open(root / "home" / "corral.db"),
             registry=registry,
             settings=settings,

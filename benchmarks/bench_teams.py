@@ -66,8 +66,9 @@ def _rss_mb() -> float:
 async def _start(root: Path, settings: Any) -> tuple[Any, Any, Any, list[BaseException]]:
     """A host with a scripted lead attached with the teams surface: `(host, lead, caller, errors)`."""
     from corral.agent import AgentSession
+    from corral.lead._host import ComposedHost
     from corral.llm import ModelRegistry
-    from corral.orchestration import Host, Store, load_roster
+    from corral.orchestration import Store, load_roster
     from corral.session import SessionManager
 
     work = root / "work"
@@ -75,7 +76,7 @@ async def _start(root: Path, settings: Any) -> tuple[Any, Any, Any, list[BaseExc
     model = registry.create_model(registry.resolve("scripted/bench"), cwd=work)
     session = SessionManager.create(work, sessions_root=root / "sessions")
     lead = AgentSession(session=session, model=model, thinking_level="off", tools=[], cwd=work)
-    host = Host(
+    host = ComposedHost(
         store=Store.open(root / "home" / "corral.db"),
         registry=registry,
         settings=settings,

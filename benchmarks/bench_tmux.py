@@ -35,8 +35,9 @@ SCRIPT = {"steps": [{"text": "noted"}], "on_exhausted": "repeat_last", "agents":
 
 async def _run(root: Path, iterations: int, warmup: int) -> tuple[list[float], list[float], bool]:
     from corral.agent import AgentSession, MessageEndEvent
+    from corral.lead._host import ComposedHost
     from corral.llm import CustomMessage, ModelRegistry
-    from corral.orchestration import Host, Store, load_roster
+    from corral.orchestration import Store, load_roster
     from corral.orchestration.surfaces import DelegateParams
     from corral.session import SessionManager
     from corral.settings import Settings
@@ -46,7 +47,7 @@ async def _run(root: Path, iterations: int, warmup: int) -> tuple[list[float], l
     model = registry.create_model(registry.resolve("scripted/bench"), cwd=work)
     session = SessionManager.create(work, sessions_root=root / "sessions")
     lead = AgentSession(session=session, model=model, thinking_level="off", tools=[], cwd=work)
-    host = Host(
+    host = ComposedHost(
         store=Store.open(root / "home" / "corral.db"),
         registry=registry,
         settings=Settings(runtime="tmux"),

@@ -14,8 +14,9 @@ import pytest
 import yaml
 
 from corral.agent import AgentSession
+from corral.lead._host import ComposedHost
 from corral.llm import ModelRegistry
-from corral.orchestration import Caller, Host, Store, load_roster
+from corral.orchestration import Caller, Store, load_roster
 from corral.session import SessionManager
 from corral.settings import Settings
 
@@ -24,7 +25,7 @@ WAIT = 20.0
 
 @dataclass
 class Team:
-    host: Host
+    host: ComposedHost
     lead: AgentSession
     caller: Caller
     tmp: Path
@@ -90,7 +91,7 @@ async def team(
     sessions_root = tmp / "sessions"
     store = Store.open(tmp / "home" / "corral.db")
     registry = ModelRegistry(Settings(), cwd=tmp / "work")
-    host = Host(
+    host = ComposedHost(
         store=store,
         registry=registry,
         settings=settings,
@@ -110,7 +111,7 @@ async def team(
     assert not errors, errors
 
 
-async def eventually(check: Callable[[], bool], host: Host | None = None) -> None:
+async def eventually(check: Callable[[], bool], host: ComposedHost | None = None) -> None:
     """Wait (on host changes or short yields) until `check()` is true."""
 
     async def loop() -> None:

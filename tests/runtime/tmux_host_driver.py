@@ -14,8 +14,9 @@ import asyncio
 from pathlib import Path
 
 from corral.agent import AgentSession
+from corral.lead._host import ComposedHost
 from corral.llm import ModelRegistry
-from corral.orchestration import Host, Store, load_roster
+from corral.orchestration import Store, load_roster
 from corral.orchestration.surfaces import DelegateParams
 from corral.session import SessionManager
 from corral.settings import Settings
@@ -31,7 +32,7 @@ async def main(root: Path, socket: Path, labels: list[str], *, definition: str, 
     registry = ModelRegistry(Settings(), cwd=work)
     model = registry.create_model(registry.resolve("scripted/team"), cwd=work)
     lead = AgentSession(session=session, model=model, thinking_level="off", tools=[], cwd=work)
-    host = Host(
+    host = ComposedHost(
         store=Store.open(root / "home" / "corral.db"),
         registry=registry,
         settings=Settings() if handoff else Settings(runtime="tmux"),

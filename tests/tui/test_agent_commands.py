@@ -9,8 +9,9 @@ from pathlib import Path
 import pytest
 from textual.widgets import DataTable
 
+from corral.lead._host import ComposedHost
 from corral.llm import UserMessage
-from corral.orchestration import HandoffResult, Host
+from corral.orchestration import HandoffResult
 from corral.tui import CorralApp
 from corral.tui._app_commands import CHECKPOINTS_USAGE
 from corral.tui._format import ActivityRow
@@ -313,11 +314,11 @@ async def test_h_hands_the_selected_agent_off_and_shows_the_outcome(
         ]
     )
 
-    async def fake_handoff(self: Host, run_id: str) -> HandoffResult:
+    async def fake_handoff(self: ComposedHost, run_id: str) -> HandoffResult:
         calls.append(run_id)
         return next(outcomes)
 
-    monkeypatch.setattr(Host, "handoff", fake_handoff)
+    monkeypatch.setattr(ComposedHost, "handoff", fake_handoff)
     app = tui_env.app(tui_env.script("team", TEAM), surfaces=["teams"])
     async with app.run_test(size=SIZE) as pilot:
         await _team(app, pilot)
@@ -342,10 +343,10 @@ async def test_h_hands_the_selected_agent_off_and_shows_the_outcome(
 
 
 async def test_h_on_a_queued_agent_moves_nothing(tui_env: TuiEnv, monkeypatch: pytest.MonkeyPatch) -> None:
-    async def fail(self: Host, run_id: str) -> HandoffResult:
+    async def fail(self: ComposedHost, run_id: str) -> HandoffResult:
         raise AssertionError("a queued agent has no run to move")
 
-    monkeypatch.setattr(Host, "handoff", fail)
+    monkeypatch.setattr(ComposedHost, "handoff", fail)
     tui_env.settings("[teams.read_agents]\nmax_concurrent = 1\n")
     script = TEAM.replace("{name: quick, model_slot: write-patch", "{name: later, model_slot: read-collect")
     app = tui_env.app(tui_env.script("queued", script), surfaces=["teams"])

@@ -36,7 +36,8 @@ from corral.errors import UsageError
 
 if TYPE_CHECKING:
     from corral.agent import AgentSession
-    from corral.orchestration import Caller, Host, ListResult, Roster, TeamReportRecord
+    from corral.lead._host import ComposedHost as Host
+    from corral.orchestration import Caller, ListResult, Roster, TeamReportRecord
 
 __all__ = ["agents_close", "agents_definitions", "agents_list", "agents_show", "roster_here"]
 
@@ -75,14 +76,15 @@ def _lead_session_id(cwd: Path, session: str | None) -> str:
 
 async def _with_host(cwd: Path, session: str | None, action: Callable[[Host, Caller], Awaitable[_T]]) -> _T:
     from corral._cli._launch import warn
+    from corral.lead._host import ComposedHost
     from corral.llm import ModelRegistry
-    from corral.orchestration import Caller, Host, Store, default_store_path
+    from corral.orchestration import Caller, Store, default_store_path
     from corral.settings import load_settings
 
     work_dir = cwd.expanduser().resolve()
     session_id = _lead_session_id(work_dir, session)
     settings = load_settings(work_dir, on_warning=warn)
-    host = Host(
+    host = ComposedHost(
         store=Store.open(default_store_path()),
         registry=ModelRegistry(settings, cwd=work_dir),
         settings=settings,

@@ -42,7 +42,7 @@ from corral.orchestration.teams import GROUP_MESSAGE_TYPE, TEAM_REPORT_TYPE, Tea
 from ._launch import Launched, LaunchOptions, launch_session
 
 if TYPE_CHECKING:
-    from corral.orchestration import Host
+    from corral.lead._host import ComposedHost as Host
 
 __all__ = ["run_demo"]
 

@@ -240,7 +240,7 @@ async def _resumed_child(
     if resume.get("team"):
         from corral.orchestration.host._host import Host
         from corral.orchestration.surfaces.teams import team_member_tools
-        from corral.orchestration.teams import TeamChild, member_message_text
+        from corral.orchestration.teams import TeamChild, Teams, member_message_text
 
         member = store.team_member(generation.run_id)
         if member is None:
@@ -254,6 +254,7 @@ async def _resumed_child(
                 hooks.changed()
 
         local = _WorkerHost(store=store, registry=registry, settings=settings)
+        teams = Teams(local)
         team_child = TeamChild(
             store=store,
             agent=agent,
@@ -261,9 +262,9 @@ async def _resumed_child(
             task=task,
             hooks=hooks,
             member=member,
-            teams=local.teams,
+            teams=teams,
         )
-        for tool in team_member_tools(local, team_child):
+        for tool in team_member_tools(teams, team_child):
             agent.register_tool(tool)
         child = team_child
 

@@ -19,11 +19,12 @@ if TYPE_CHECKING:
         Controller,
         GenerationRecord,
         HandoffResult,
-        Host,
         ListResult,
     )
     from corral.orchestration.teams import TeamAgentRow, Teams, TeamSnapshot
     from corral.orchestration.worktrees import MergeOutcome
+
+    from ._host import ComposedHost as Host
 
 __all__ = ["LeadAgents"]
 

@@ -57,7 +57,9 @@ if TYPE_CHECKING:
     from collections.abc import AsyncIterator
 
     from corral.llm import AssistantMessageEvent, LlmContext, StreamOptions
-    from corral.orchestration import Caller, Host
+    from corral.orchestration import Caller
+
+    from ._host import ComposedHost as Host
 
 SURFACE_NAMES = ("agent", "teams")
 """Surfaces `corral run` can give the lead: `agent` (managed agents) and `teams` (a team of spawned agents)."""
@@ -221,11 +223,13 @@ class Launched:
         """
         if not self.surfaces or self.host is not None:
             return
-        from corral.orchestration import Host, Store, default_store_path
+        from corral.orchestration import Store, default_store_path
         from corral.orchestration.worktrees._extension import WorktreesExtension
 
+        from ._host import ComposedHost
+
         store = Store.open(default_store_path())
-        self.host = Host(
+        self.host = ComposedHost(
             store=store,
             registry=self.registry,
             settings=self.settings,

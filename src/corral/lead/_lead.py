@@ -48,7 +48,9 @@ from ._handles import AgentHandle, AgentRow, LeadCallError
 from ._items import ITEM_TYPES, ItemLog, LeadItem
 
 if TYPE_CHECKING:
-    from corral.orchestration import Caller, Host
+    from corral.orchestration import Caller
+
+    from ._host import ComposedHost as Host
 
 __all__ = ["CURSOR_TYPE", "Lead", "ToolOutcome", "open_lead"]
 
@@ -154,7 +156,7 @@ class Lead:
         if "teams" in self.surfaces:
             from corral.orchestration.surfaces.teams import teams_lead_tools
 
-            tools.extend(teams_lead_tools(host, caller))
+            tools.extend(teams_lead_tools(host.teams, caller))
         self._tools = {tool.name: tool for tool in tools}
 
     @property

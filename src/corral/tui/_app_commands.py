@@ -31,7 +31,8 @@ if TYPE_CHECKING:
 
     from corral._cli._launch import Launched
     from corral.lead._agents import LeadAgents
-    from corral.orchestration import Host, ListResult
+    from corral.lead._host import ComposedHost as Host
+    from corral.orchestration import ListResult
 
     _AppBase = App[int]
 else:

@@ -25,7 +25,7 @@ if TYPE_CHECKING:
     from textual.app import App
 
     from corral._cli._launch import Launched
-    from corral.orchestration import Host
+    from corral.lead._host import ComposedHost as Host
     from corral.tui._palette import ActivityPalette
 
     _AppBase = App[int]

@@ -61,7 +61,8 @@ from corral.tui.widgets import (
 
 if TYPE_CHECKING:
     from corral.lead._agents import LeadAgents
-    from corral.orchestration import Host, ListResult
+    from corral.lead._host import ComposedHost as Host
+    from corral.orchestration import ListResult
     from corral.orchestration.teams import TeamSnapshot
 
 __all__ = [

@@ -14,8 +14,9 @@ import sys
 from pathlib import Path
 
 from corral.agent import AgentSession
+from corral.lead._host import ComposedHost
 from corral.llm import ModelRegistry
-from corral.orchestration import Host, Store, load_roster
+from corral.orchestration import Store, load_roster
 from corral.orchestration.surfaces import DelegateParams
 from corral.session import SessionManager
 from corral.settings import Settings
@@ -37,7 +38,7 @@ async def main(root: Path, count: int) -> None:
     model = registry.create_model(registry.resolve("scripted/crash"), cwd=work)
     lead = AgentSession(session=session, model=model, thinking_level="off", tools=[], cwd=work)
     store = Store.open(root / "home" / "corral.db")
-    host = Host(
+    host = ComposedHost(
         store=store,
         registry=registry,
         sessions_root=sessions,

@@ -7,8 +7,9 @@ from pathlib import Path
 import pytest
 
 from corral.agent.tools import BashTool
+from corral.lead._host import ComposedHost
 from corral.llm import ModelRegistry
-from corral.orchestration import RESULT_TYPE, Host, ManagedAgentBusyError, Store, load_roster
+from corral.orchestration import RESULT_TYPE, ManagedAgentBusyError, Store, load_roster
 from corral.orchestration.surfaces import (
     CloseParams,
     DelegateParams,
@@ -28,8 +29,8 @@ def env(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> Path:
     return tmp_path
 
 
-def _second_host(env: Path) -> Host:
-    return Host(
+def _second_host(env: Path) -> ComposedHost:
+    return ComposedHost(
         store=Store.open(env / "home" / "corral.db"),
         registry=ModelRegistry(Settings(), cwd=env / "work"),
         sessions_root=env / "sessions",

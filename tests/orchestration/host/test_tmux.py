@@ -12,11 +12,11 @@ from pathlib import Path
 
 import pytest
 
+from corral.lead._host import ComposedHost
 from corral.llm import ModelRegistry
 from corral.orchestration import (
     ASK_TYPE,
     RESULT_TYPE,
-    Host,
     ManagedAgentBusyError,
     PaneNotReadyError,
     Store,
@@ -57,8 +57,8 @@ def env(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> Path:
     return tmp_path
 
 
-def _host(env: Path, socket: Path) -> Host:
-    return Host(
+def _host(env: Path, socket: Path) -> ComposedHost:
+    return ComposedHost(
         store=Store.open(env / "home" / "corral.db"),
         registry=ModelRegistry(Settings(), cwd=env / "work"),
         settings=TMUX,

@@ -7,7 +7,6 @@ from __future__ import annotations
 
 import json
 from pathlib import Path
-from types import SimpleNamespace
 from typing import Any
 
 from corral.orchestration.surfaces import (
@@ -321,8 +320,7 @@ def test_teams_lead_tool_definitions_stay_small() -> None:
     """
     from corral.orchestration.surfaces.teams import teams_lead_tools
 
-    host = SimpleNamespace(teams=None)
-    tools = teams_lead_tools(host, fake_caller())  # type: ignore[arg-type]
+    tools = teams_lead_tools(None, fake_caller())  # type: ignore[arg-type]
     offered = [
         {
             "type": "function",

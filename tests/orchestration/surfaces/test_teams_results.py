@@ -94,7 +94,7 @@ async def test_every_teams_tool_answers_as_pinned(tmp_path: Path) -> None:
     tmp = str(tmp_path)
     got: dict[str, Any] = {}
     async with teams_env(tmp_path, "lead", settings=_settings()) as env:
-        tools = {tool.name: tool for tool in teams_lead_tools(env.host, env.caller)}
+        tools = {tool.name: tool for tool in teams_lead_tools(env.host.teams, env.caller)}
 
         async def call(key: str, tool: str, params: dict[str, Any]) -> Any:
             got[key] = _shape(await tools[tool].execute(f"call-{key}", params), tmp)

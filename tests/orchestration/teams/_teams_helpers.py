@@ -11,8 +11,9 @@ from pathlib import Path
 from typing import Any
 
 from corral.agent import AgentSession
+from corral.lead._host import ComposedHost
 from corral.llm import ModelRegistry
-from corral.orchestration import Caller, Host, Store, load_roster
+from corral.orchestration import Caller, Store, load_roster
 from corral.settings import Settings
 from tests.orchestration._host_helpers import make_lead, prepare_env, write_script
 
@@ -23,7 +24,7 @@ __all__ = ["WAIT", "TeamsEnv", "eventually", "prepare_env", "session_entries", "
 
 @dataclass
 class TeamsEnv:
-    host: Host
+    host: ComposedHost
     lead: AgentSession
     caller: Caller
     tmp: Path
@@ -72,7 +73,7 @@ async def teams_env(
     sessions_root = tmp / "sessions"
     store = Store.open(tmp / "home" / "corral.db")
     registry = ModelRegistry(Settings(), cwd=tmp / "work")
-    host = Host(
+    host = ComposedHost(
         store=store,
         registry=registry,
         settings=settings or Settings(),

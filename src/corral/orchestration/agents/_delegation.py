@@ -190,6 +190,10 @@ class DelegateMixin:
 
     host: Host
 
+    if TYPE_CHECKING:
+        # Provided by `Controller`.
+        def resolve_result_ref(self, request_id: str) -> Path | str | None: ...
+
     # --- delegate ------------------------------------------------------------------------------
 
     async def delegate(self, caller: Caller, params: DelegateParams) -> DelegateResult:
@@ -401,7 +405,7 @@ class DelegateMixin:
             files,
             cwd=caller.cwd,
             limits=host.file_limits,
-            resolve_result_ref=host.controller.resolve_result_ref,
+            resolve_result_ref=self.resolve_result_ref,
         )
         return prepared.render(heading, text).text
 
@@ -530,10 +534,7 @@ class DelegateMixin:
                 context_retirement=host.context_retirement,
             )
             child.on_work_done = host.work_done
-
-            from corral.orchestration.surfaces import ask_owner_tool  # the surfaces import the core
-
-            agent.register_tool(ask_owner_tool(host, child, agent))
+            host.install_child_tools(child)
             if generation.delegating:
                 child_caller = Caller(
                     agent,

@@ -1,16 +1,18 @@
-"""Handoff: move a live in-process agent into a tmux pane at a safe point (`Host.handoff`).
+"""Handoff: move a live in-process agent into a tmux pane at a safe point (`ComposedHost.handoff`).
 
 The same generation, session file, assignment and (for a teams agent) claims
 go on in a `corral worker` process; nothing is re-acknowledged or re-sent.
 
 1. **Refuse** (nothing changes) unless tmux is there and the generation is an
-   active, live in-process agent of this host that does not delegate, is not a
-   nested helper, has no pending question or unacknowledged request, and (a
-   teams agent) has no running check and no accepted report. A checkpointed
-   teams agent moves too: its owner's host saves the checkpoint before it
-   delivers the report the worker stored.
-2. **Safe point**: the child is marked `handing_off` (requests are answered
-   `busy`, messages go to the store inbox), its model or tool call is aborted
+   active, live in-process agent of this host that does not delegate, has no
+   pending question or unacknowledged request, and that no host extension
+   keeps (`HostExtension.may_hand_off`: teams keeps nested helpers, agents with
+   a running check or an accepted report, and agents being stopped). A
+   checkpointed teams agent moves too: its owner's host saves the checkpoint
+   before it delivers the report the worker stored.
+2. **Safe point**: the child is marked `handing_off` (`ManagedChild.begin_handoff`:
+   requests are answered `busy`; a teams agent's messages go to its store
+   inbox), its model or tool call is aborted
    like an interrupt, and its run ends at the settle — storing nothing,
    reporting no loss, keeping claims. Prompts it had not sent yet are carried
    over. The session is flushed and closed (its writer lock released).
@@ -31,7 +33,6 @@ from __future__ import annotations
 import asyncio
 import contextlib
 import shutil
-import weakref
 from dataclasses import dataclass
 from pathlib import Path
 from typing import TYPE_CHECKING, Any, Literal
@@ -47,7 +48,7 @@ if TYPE_CHECKING:
     from corral.orchestration.kernel._child import ManagedChild
     from corral.orchestration.kernel.records import GenerationRecord
 
-__all__ = ["HANDOFF_PROMPT", "HandoffResult", "HandoffStatus", "handoff", "relay_lead_messages"]
+__all__ = ["HANDOFF_PROMPT", "HandoffResult", "HandoffStatus", "handoff"]
 
 HandoffStatus = Literal["moved", "refused", "failed"]
 """`moved`: runs in a pane now; `refused`: nothing changed; `failed`: the agent is lost."""
@@ -63,7 +64,7 @@ _DEFAULT_READY_S = 60.0
 
 @dataclass(frozen=True, slots=True)
 class HandoffResult:
-    """What `Host.handoff` did."""
+    """What `ComposedHost.handoff` did."""
 
     status: HandoffStatus
     reason: str
@@ -115,25 +116,16 @@ def _refusal(host: Host, run_id: str) -> tuple[str, str] | None:
         or child.handing_off
     ):
         return "not_active", f"Agent {label} has no active assignment running here ({generation.phase})."
-    member = store.team_member(run_id)
-    if member is not None and member.depth != 0:
-        return "nested_helper", f"Agent {label} is a writer's read helper; helpers stay with their writer."
     if generation.delegating or child.delegating:
         return "delegating", f"Agent {label} may delegate; delegating agents run in-process."
     if store.pending_ask(run_id) is not None:
         return "ask_pending", f"Agent {label} waits for its owner's reply; reply first."
     if any(r.kind != "task" and not r.acknowledged for r in store.requests(run_id)):
         return "request_pending", f"Agent {label} has an unacknowledged request; retry in a moment."
-    if member is not None:
-        from corral.orchestration.teams import TeamChild
-
-        team_child = child if isinstance(child, TeamChild) else None
-        if host.teams.verifier.unresolved(run_id) is not None:  # a claimed check or a running stage
-            return "check_running", f"Agent {label} has an assigned check running; wait for it."
-        if store.team_report_for_run(run_id) is not None or (team_child and team_child.report_accepted):
-            return "report_accepted", f"Agent {label} already reported; its report is being delivered."
-        if member.fence != "none" or (team_child is not None and not team_child.messages_open):
-            return "stopping", f"Agent {label} is being stopped."
+    for extension in host.extensions:
+        refusal = extension.may_hand_off(run_id)
+        if refusal is not None:
+            return refusal
     return None
 
 
@@ -168,13 +160,10 @@ async def _handoff(host: Host, run_id: str, ready_timeout: float) -> HandoffResu
     generation = store.get_generation(run_id)
     assert generation is not None
     label = generation.label
-    team_member = store.team_member(run_id)
-    from corral.orchestration.teams import TeamChild
+    team = any(extension.claims(run_id) for extension in host.extensions)
 
     # --- the safe point: from here on the in-process run ends without a result ---
     child.begin_handoff()
-    if isinstance(child, TeamChild):
-        child.close_messages()  # new messages go to its store inbox; the worker brings them in
     try:
         await asyncio.wait_for(asyncio.shield(_settle(child)), _SETTLE_S)
     except TimeoutError:
@@ -211,7 +200,7 @@ async def _handoff(host: Host, run_id: str, ready_timeout: float) -> HandoffResu
             tmux.socket.parent,
             run_id,
             {
-                "resume": _resume_description(child, carried, team=team_member is not None),
+                "resume": _resume_description(child, carried, team=team),
                 "settings": host.settings.model_dump(mode="json"),
                 "contextRetirement": child.context_retirement,
                 "heartbeat": str(tmux.heartbeat_path(run_id)),
@@ -287,10 +276,8 @@ def _lost(
     diagnostic = f"handoff to tmux failed: {detail}"
     with contextlib.suppress(OrchestrationError):
         host.store.mark_presence(run_id, "lost", diagnostic=diagnostic)
-    from corral.orchestration.teams import TeamChild
-
-    if isinstance(child, TeamChild):
-        host.teams.run_lost(child, diagnostic)
+    for extension in host.extensions:
+        extension.lost(run_id, diagnostic)
     host.changed()
     return HandoffResult(
         "failed",
@@ -299,34 +286,3 @@ def _lost(
         run_id,
         pane_id=pane_id,
     )
-
-
-# --- lead messages from moved teams agents ----------------------------------------------------------
-
-_relaying: weakref.WeakKeyDictionary[Host, set[str]] = weakref.WeakKeyDictionary()
-
-
-def relay_lead_messages(host: Host) -> None:
-    """Deliver `team-lead` messages that tmux teams agents stored (called by the host's tmux watcher).
-
-    A moved agent's `send_message` to the lead only writes the store (its worker has no lead);
-    this brings them into the lead's session with the same routine as in-process messages.
-    """
-    busy = _relaying.setdefault(host, set())
-    leads: set[str] = set()
-    for run_id in host.tmux_runs:
-        member = host.store.team_member(run_id)
-        if member is not None and member.lead_session_id in host.owners:
-            leads.add(member.lead_session_id)
-    for lead in leads - busy:
-        if not host.store.undelivered_lead_messages(lead):
-            continue
-        busy.add(lead)
-
-        async def deliver(lead_session_id: str = lead) -> None:
-            try:
-                await host.teams.deliver_lead_messages(lead_session_id)
-            finally:
-                busy.discard(lead_session_id)
-
-        host.spawn_background(deliver())

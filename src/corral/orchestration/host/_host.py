@@ -2,7 +2,9 @@
 
 The host knows which agent sessions are *owners* (the lead and live
 delegating agents: sessions that can receive deliveries) and which children
-run here. It implements the child hooks: a stored result is delivered into its
+run here. It knows no feature and no tool surface: features ride on its
+generations through `HostExtension`s and tools come from its `ToolProvider`
+(`host.ports`); the composition root (`corral.lead`) builds it with both. It implements the child hooks: a stored result is delivered into its
 owner's session exactly once (`_delivery`) and the generation is finalized
 after the delivery is proven; a question is delivered the same way.
 
@@ -34,10 +36,10 @@ from typing import TYPE_CHECKING, Any, TypeVar
 from corral.agent import AgentSession, AgentSettledEvent
 from corral.orchestration.definitions._roster import ModelNames, Roster, load_roster, model_names
 from corral.orchestration.errors import OrchestrationError
-from corral.orchestration.host.ports import HostExtension
+from corral.orchestration.host.ports import HostExtension, ToolProvider
 from corral.orchestration.kernel._caller import Caller
 from corral.orchestration.kernel._child import RETIRED_ENTRY, ManagedChild
-from corral.orchestration.kernel._delivery import deliver_ask, deliver_result, deliver_team_report
+from corral.orchestration.kernel._delivery import deliver_ask, deliver_result
 from corral.orchestration.kernel._faults import fault_point
 from corral.orchestration.kernel._files import FileLimits
 from corral.orchestration.kernel._lifecycle import Observation, RuntimeLifecycle
@@ -58,9 +60,6 @@ from corral.session import SessionError, SessionManager, SessionWriteError
 
 if TYPE_CHECKING:
     from corral.llm import ModelRegistry
-    from corral.orchestration.agents._controller import Controller
-    from corral.orchestration.host._handoff import HandoffResult
-    from corral.orchestration.teams import Teams
     from corral.settings import Settings
 
 __all__ = ["RETIRED_ENTRY", "Host", "Runtimes"]
@@ -155,7 +154,8 @@ class Host:
         context_retirement: Honour `contextRetirement` (retired sessions are not continued/forked).
         file_limits: Limits for `files`.
         tmux_socket: The tmux runtime's server socket (default under the data root).
-        extensions: Features riding on the generations (the composition root passes them).
+        extensions: The features that ride on its generations (hooks called in order).
+        tools: Where controllers' and children's tools come from (`None`: no tools are given).
     """
 
     def __init__(
@@ -171,10 +171,12 @@ class Host:
         file_limits: FileLimits | None = None,
         tmux_socket: Path | None = None,
         extensions: Sequence[HostExtension] = (),
+        tools: ToolProvider | None = None,
     ) -> None:
         self.store = store
         self.extensions: list[HostExtension] = list(extensions)
-        """Features riding on the generations (`host.ports.HostExtension`), called in order."""
+        """The features riding on this host's generations (`add_extension` adds one later)."""
+        self.tools = tools
         self.registry = registry
         if settings is None:
             from corral.settings import Settings as _Settings
@@ -212,10 +214,10 @@ class Host:
         self.warnings: list[str] = []
         """Warnings for the person at the front end (e.g. an unconfirmed wake after a restart)."""
         self.on_warning: Callable[[str], None] | None = None
-        from corral.orchestration.agents._controller import Controller
 
-        self.controller: Controller = Controller(self)
-        self._teams: Teams | None = None
+    def add_extension(self, extension: HostExtension) -> None:
+        """Let a feature ride on this host's generations from now on (the root adds teams when first used)."""
+        self.extensions.append(extension)
 
     # --- owners ------------------------------------------------------------------------------
 
@@ -259,8 +261,6 @@ class Host:
         for extension in self.extensions:
             for note in await extension.lead_attached(caller.session_id):
                 self.warn(note)
-        if self._teams is not None or self.store.has_team_state(caller.session_id):
-            self.teams.recover(caller.session_id)
         return caller
 
     async def work_done(self, run_id: str, summary: str) -> str | None:
@@ -283,35 +283,20 @@ class Host:
             merged.update(extra or {})
         return merged or None
 
-    @property
-    def teams(self) -> Teams:
-        """The teams core (`corral.orchestration.teams.Teams`), made on first use.
-
-        A lead without the teams surface and without teams state never imports it, which keeps
-        `corral run`'s start-up short.
-        """
-        if self._teams is None:
-            from corral.orchestration.teams import Teams
-
-            self._teams = Teams(self)
-        return self._teams
-
     def install_surfaces(self, agent: AgentSession, caller: Caller, surfaces: Iterable[str]) -> None:
         """Register the tools of `surfaces` (`agent` and/or `teams`) on `agent` for `caller`."""
         wanted = tuple(surfaces)
-        if not wanted:
+        if not wanted or self.tools is None:
             return
-        from corral.orchestration import surfaces as surface_pkg  # the surfaces import the core
-
-        tools: list[Any] = []
-        if "agent" in wanted:
-            tools += surface_pkg.agent_tools(self, caller)
-        if "teams" in wanted and caller.scope == "lead":
-            from corral.orchestration.surfaces.teams import teams_lead_tools
-
-            tools += teams_lead_tools(self, caller)
-        for tool in tools:
+        for tool in self.tools.lead_tools(caller, wanted):
             agent.register_tool(tool)
+
+    def install_child_tools(self, child: ManagedChild) -> None:
+        """Register a managed child's own tools (`ask_owner`; a feature's tools) on its agent."""
+        if self.tools is None:
+            return
+        for tool in self.tools.child_tools(child):
+            child.agent.register_tool(tool)
 
     # --- change notification ---------------------------------------------------------------
 
@@ -394,14 +379,9 @@ class Host:
             owner = self.owners.get(result.owner_session_id)
             if owner is None:
                 return  # delivered when the owner is attached again
-            report = self.store.team_report_for_run(result.run_id)
-            member = None if report is None else self.store.team_member(result.run_id)
-            if report is not None:
-                await self.teams.ensure_checkpoint(report)
-            if report is not None and member is not None and member.slot_id is not None:
-                await self.teams.deliver_grouped(report, result)
-            elif report is not None:
-                await deliver_team_report(self.store, owner, report, result)
+            for extension in self.extensions:
+                if await extension.deliver(generation, result, owner):
+                    break
             else:
                 await deliver_result(
                     self.store,
@@ -438,8 +418,8 @@ class Host:
         handle = self.handles.pop(run_id, None)
         if handle is not None:
             self.runtime.forget(handle)
-        if self._teams is not None:
-            self._teams.released(run_id)
+        for extension in self.extensions:
+            extension.released(run_id)
         if child is not None:
             self.unregister_owner(child.agent.session.session_id)
             if not child.agent.session.is_persisted:
@@ -536,19 +516,11 @@ class Host:
             signature.append(
                 (run_id, generation.phase, generation.presence, generation.pid, presence, ask, acked)
             )
-        if self._teams is not None:  # a tmux teams agent means its lead attached the teams core
-            from corral.orchestration.host._handoff import relay_lead_messages
-
-            relay_lead_messages(self)  # `team-lead` messages that tmux teams agents stored
+        for extension in self.extensions:
+            extension.polled()
         if signature != self._watch_signature:
             self._watch_signature = signature
             self.changed()
-
-    async def handoff(self, run_id: str) -> HandoffResult:
-        """Move the live in-process agent `run_id` into a tmux pane at a safe point (see `_handoff`)."""
-        from corral.orchestration.host._handoff import handoff
-
-        return await handoff(self, run_id)
 
     async def await_ack(self, run_id: str, request_id: str, *, timeout: float = 30.0) -> RequestRecord | None:
         """Wait until the worker acknowledged `request_id` (tmux: requests go through the store)."""
@@ -733,7 +705,7 @@ class Host:
             return False
         if self._tasks:
             return False
-        if self._teams is not None and self._teams.busy(owner_session_id):
+        if any(extension.busy(owner_session_id) for extension in self.extensions):
             return False
         for generation in self.tree(owner_session_id):
             child = self.children.get(generation.run_id)

@@ -1,19 +1,49 @@
-"""Ports of the host: how a feature rides on generations without the host knowing it.
+"""The host's two ports: how features ride on kernel generations, and how tools reach a session.
 
-A `HostExtension` is handed to `Host(extensions=...)` by the composition root
-(or registered by the feature the first time it is used, `Host.extension`).
-Every hook has a no-op default, so a feature overrides only what it needs.
+The host (the kernel's runtime side) knows neither teams, nor worktrees, nor tool surfaces. It
+meets them here:
+
+* `HostExtension` — a feature that rides on generations: teams
+  (`corral.orchestration.teams.TeamsExtension`) and the worktrees of isolated writers
+  (`corral.orchestration.worktrees._extension.WorktreesExtension`). Every hook has a no-op
+  default, so a feature overrides only what it needs (pydantic-ai's `AbstractCapability`,
+  huey's signals). The host calls every extension it holds, in order; the first that
+  `deliver`s a result owns it. The composition root hands them to `Host(extensions=...)`, or a
+  feature registers itself the first time it is used (`Host.add_extension`).
+* `ToolProvider` — where a controller's tools (the `agent` and `teams` surfaces) and a managed
+  child's own tools (`ask_owner`, the teams member tools) come from (pydantic-ai's
+  `AbstractToolset`); implemented by `corral.orchestration.surfaces.SurfaceTools`.
+
+The composition root (`corral.lead`) builds the host with both.
 """
 
 from __future__ import annotations
 
 from collections.abc import Mapping, Sequence
+from typing import TYPE_CHECKING, Protocol
 
-__all__ = ["HostExtension"]
+if TYPE_CHECKING:
+    from corral.agent import AgentSession, AgentTool
+    from corral.orchestration.kernel._caller import Caller
+    from corral.orchestration.kernel._child import ManagedChild
+    from corral.orchestration.kernel.records import GenerationRecord, ResultRecord
+
+__all__ = ["HandoffRefusal", "HostExtension", "ToolProvider"]
+
+HandoffRefusal = tuple[str, str]
+"""Why a run may not move to a tmux pane now: `(reason code, one line for the person)`."""
 
 
 class HostExtension:
-    """A feature that rides on kernel generations (the worktrees of isolated writers)."""
+    """A feature that rides on kernel generations. Every hook is a no-op by default."""
+
+    async def lead_attached(self, lead_session_id: str) -> Sequence[str]:
+        """A lead attached (start or resume): settle what a crash left; warnings for the front end."""
+        return ()
+
+    def claims(self, run_id: str) -> bool:
+        """Whether generation `run_id` belongs to this feature (its worker gets the feature's tools)."""
+        return False
 
     async def work_done(self, run_id: str, summary: str) -> str | None:
         """The run's assignment may finish with `summary`; its result is stored next.
@@ -27,6 +57,40 @@ class HostExtension:
         """Fields the run's delivered result adds to its details, or `None`."""
         return None
 
-    async def lead_attached(self, lead_session_id: str) -> Sequence[str]:
-        """A lead attached (start or resume): settle what a crash left; warnings for the front end."""
-        return ()
+    async def deliver(self, generation: GenerationRecord, result: ResultRecord, owner: AgentSession) -> bool:
+        """Deliver the pending `result` of `generation` to `owner` exactly once, when it is this feature's.
+
+        Returns:
+            `True` when the result was delivered (and marked delivered) here; `False` leaves it to
+            the kernel's own delivery.
+        """
+        return False
+
+    def released(self, run_id: str) -> None:
+        """The host dropped the in-memory parts of a finished generation."""
+
+    def busy(self, owner_session_id: str) -> bool:
+        """Whether work of this feature owed to `owner_session_id` is still due (the owner is not quiet)."""
+        return False
+
+    def lost(self, run_id: str, reason: str) -> None:
+        """The in-process run of `run_id` is gone without a result (a failed handoff)."""
+
+    def may_hand_off(self, run_id: str) -> HandoffRefusal | None:
+        """Why `run_id` may not move to a tmux pane now, else `None` (reads only)."""
+        return None
+
+    def polled(self) -> None:
+        """One tick of the host's tmux watcher (work that tmux runs leave in the store)."""
+
+
+class ToolProvider(Protocol):
+    """Where the tools of controllers and of managed children come from."""
+
+    def lead_tools(self, caller: Caller, surfaces: Sequence[str]) -> list[AgentTool]:
+        """The tools of `surfaces` (`agent`, `teams`) for a controller: the lead or a delegating agent."""
+        ...
+
+    def child_tools(self, child: ManagedChild) -> list[AgentTool]:
+        """A managed child's own tools (`ask_owner`; a teams agent's member tools)."""
+        ...

@@ -27,7 +27,6 @@ from corral.llm import CustomMessage
 from corral.orchestration.kernel._faults import fault_point
 from corral.orchestration.kernel.records import AskRecord, GenerationRecord, ResultRecord
 from corral.orchestration.store._store import Store
-from corral.orchestration.teams.roster.records import TeamReportRecord
 from corral.session import CustomMessageEntry, SessionManager
 
 __all__ = [
@@ -37,7 +36,6 @@ __all__ = [
     "RESULT_TYPE",
     "ask_message",
     "deliver_message",
-    "deliver_team_report",
     "find_delivered",
     "result_message",
 ]
@@ -177,19 +175,6 @@ async def deliver_result(
     text = store.result_text(result)
     message = result_message(generation, result, text, retired=retired, extra=extra)
     entry_id = await deliver_message(owner, message, key="request_id", value=result.request_id)
-    fault_point("after_owner_append")
-    store.mark_delivered(result.request_id, owner_session_id=result.owner_session_id, entry_id=entry_id)
-    return entry_id
-
-
-async def deliver_team_report(
-    store: Store, owner: AgentSession, report: TeamReportRecord, result: ResultRecord
-) -> str:
-    """Deliver a teams report exactly once (`corral-team-report`, keyed by `report_id`) and mark it delivered."""
-    from corral.orchestration.teams import team_report_message
-
-    message = team_report_message(report)
-    entry_id = await deliver_message(owner, message, key="report_id", value=report.report_id)
     fault_point("after_owner_append")
     store.mark_delivered(result.request_id, owner_session_id=result.owner_session_id, entry_id=entry_id)
     return entry_id

@@ -6,10 +6,13 @@ result; it holds no state and runs no SQL. `agent_tools` gives a controller
 settings choose; `ask_owner_tool` gives a managed agent its question tool.
 The teams tools are their own package, `surfaces.teams`, imported only where
 they are used, so the `agent` surface never loads the teams core.
+`SurfaceTools` is the host's `ToolProvider` (`host.ports`): the one place that
+knows both surfaces, and which tools each kind of session gets.
 """
 
 from __future__ import annotations
 
+from collections.abc import Sequence
 from typing import TYPE_CHECKING, Any, Protocol
 
 from corral.orchestration.kernel._caller import Caller
@@ -47,7 +50,9 @@ from .agent._wire import (
 )
 
 if TYPE_CHECKING:
-    from corral.agent import AgentSession
+    from corral.agent import AgentSession, AgentTool
+    from corral.orchestration.kernel._child import ManagedChild
+    from corral.orchestration.teams import Teams
     from corral.settings import Settings
 
 
@@ -77,6 +82,8 @@ __all__ = [
     "SteerParams",
     "SurfaceHost",
     "SurfaceTool",
+    "SurfaceTools",
+    "SurfaceToolsHost",
     "TranscriptParams",
     "TurnGuide",
     "agent_tool_schema",
@@ -133,3 +140,50 @@ def ask_owner_tool(host: SurfaceHost, agent_ctx: Any, agent: AgentSession) -> As
         agent: The managed agent's session (its last assistant message proves the call is alone).
     """
     return AskOwnerTool(host.controller, agent_ctx, agent)
+
+
+class SurfaceToolsHost(SurfaceHost, Protocol):
+    """What `SurfaceTools` needs: the controller, the settings and the teams core (made on first use)."""
+
+    @property
+    def teams(self) -> Teams:
+        """The teams core (made on first use)."""
+        ...
+
+    @property
+    def has_teams(self) -> bool:
+        """Whether the teams core was made (else no teams agent runs here)."""
+        ...
+
+
+class SurfaceTools:
+    """The host's `ToolProvider`: the agent surface, the teams surface and `ask_owner`.
+
+    Args:
+        host: Gives the controller, the settings and the teams core.
+    """
+
+    def __init__(self, host: SurfaceToolsHost) -> None:
+        self.host = host
+
+    def lead_tools(self, caller: Caller, surfaces: Sequence[str]) -> list[AgentTool]:
+        """`agent` → the agent surface; `teams` → the teams surface (leads only)."""
+        tools: list[AgentTool] = []
+        if "agent" in surfaces:
+            tools += agent_tools(self.host, caller)
+        if "teams" in surfaces and caller.scope == "lead":
+            from .teams._tools import teams_lead_tools
+
+            tools += teams_lead_tools(self.host.teams, caller)
+        return tools
+
+    def child_tools(self, child: ManagedChild) -> list[AgentTool]:
+        """A teams agent's member tools; any other managed agent's `ask_owner`."""
+        if self.host.has_teams:  # else no teams agent runs here (and the teams core stays unloaded)
+            from corral.orchestration.teams._member import TeamChild
+
+            if isinstance(child, TeamChild):
+                from .teams._tools import team_member_tools
+
+                return list(team_member_tools(self.host.teams, child))
+        return [ask_owner_tool(self.host, child, child.agent)]

@@ -19,13 +19,16 @@ acknowledgement, same host delivery and finalize) with four differences:
 
 An eligible nested parent (`delegating`) also stays alive while its read
 helpers are pending, like a delegating managed agent.
+
+A `TeamChild` reaches the teams core only through `MemberPorts` (three verbs), so
+it needs no import of `Teams`; a tmux worker gives it a worker-local one.
 """
 
 from __future__ import annotations
 
 import asyncio
 import contextlib
-from typing import TYPE_CHECKING, Any
+from typing import TYPE_CHECKING, Any, Protocol
 
 from corral.agent import AgentSession, ToolExecutionEndEvent, ToolExecutionStartEvent
 from corral.orchestration.kernel._child import ChildHooks, ManagedChild
@@ -36,9 +39,8 @@ if TYPE_CHECKING:
     from corral.orchestration.teams.roster.records import TeamMemberRecord
 
     from ._status import LivePhase
-    from ._teams import Teams
 
-__all__ = ["RECOVERY_PROMPT", "TeamChild"]
+__all__ = ["RECOVERY_PROMPT", "MemberPorts", "TeamChild"]
 
 RECOVERY_PROMPT = (
     "Your work ended without a final report. Do no more work now: call report_and_exit once with the "
@@ -47,6 +49,22 @@ RECOVERY_PROMPT = (
 """The single report-only recovery prompt."""
 
 _INTERRUPT_SETTLE_S = 1.5
+
+
+class MemberPorts(Protocol):
+    """What a teams agent's run asks of the teams core (implemented by `Teams`)."""
+
+    def pending_helpers(self, parent: TeamChild) -> bool:
+        """Whether queued read helpers of `parent` still wait for a slot (they keep it alive)."""
+        ...
+
+    def run_lost(self, child: TeamChild, reason: str) -> None:
+        """The run ended without a report (it raised)."""
+        ...
+
+    async def finish_without_report(self, child: TeamChild) -> bool:
+        """Store the fallback report of a run that ended without one; `True` when a repair turn was queued."""
+        ...
 
 
 class TeamChild(ManagedChild):
@@ -61,7 +79,7 @@ class TeamChild(ManagedChild):
         task: RequestRecord,
         hooks: ChildHooks,
         member: TeamMemberRecord,
-        teams: Teams,
+        teams: MemberPorts,
         delegating: bool = False,
     ) -> None:
         super().__init__(
@@ -185,6 +203,11 @@ class TeamChild(ManagedChild):
         """Give the agent `text` as its next prompt (a repair turn after plain-text reporting)."""
         self._queued.append(text)
         self._wake.set()
+
+    def begin_handoff(self) -> None:
+        """Stop at the next settle without a report; new messages go to its store inbox (the worker's)."""
+        super().begin_handoff()
+        self.close_messages()
 
     def close_messages(self) -> None:
         """Refuse further direct messages (the report was accepted, or teardown began)."""

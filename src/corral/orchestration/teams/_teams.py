@@ -1,6 +1,6 @@
 """The teams core: spawning, admission, launch and reports over the one orchestration core.
 
-`Teams` belongs to a `Host` (`host.teams`). A teams agent is an ordinary
+`Teams` belongs to a `Host` (made by `TeamsExtension`, the host's teams hook). A teams agent is an ordinary
 generation of the store (see `docs/development.md`); what this module adds is
 the teams contract around it:
 
@@ -733,10 +733,7 @@ class Teams(TeamReportsMixin, TeamControlMixin):
                 teams=self,
                 delegating=eligible,
             )
-            from corral.orchestration.surfaces.teams import team_member_tools  # the surfaces import the core
-
-            for tool in team_member_tools(host, child):
-                agent.register_tool(tool)
+            host.install_child_tools(child)
             if eligible:
                 host.register_owner(agent)
             live = _Live(

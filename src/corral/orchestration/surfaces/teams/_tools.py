@@ -1,4 +1,4 @@
-"""The teams tool surface: `spawn_agent`, `send_message`, `report_and_exit`, … over `host.teams`.
+"""The teams tool surface: `spawn_agent`, `send_message`, `report_and_exit`, … over the teams core.
 
 Like the agent surface, each tool validates its arguments (`_teams_params`),
 calls one method of the teams core, and shapes the answer; any exception
@@ -49,7 +49,6 @@ from ._wire import (
 )
 
 if TYPE_CHECKING:
-    from corral.orchestration.host._host import Host
     from corral.orchestration.teams import TeamChild, Teams
 
 __all__ = [
@@ -129,9 +128,8 @@ def _result(pair: tuple[str, dict[str, Any]]) -> ToolResult:
     return ToolResult.text(pair[0], details=pair[1])
 
 
-def teams_lead_tools(host: Host, caller: Caller) -> list[AgentTool]:
+def teams_lead_tools(teams: Teams, caller: Caller) -> list[AgentTool]:
     """The teams surface of the lead."""
-    teams: Teams = host.teams
 
     async def spawn(call_id: str, params: dict[str, Any]) -> ToolResult:
         outcome = await teams.spawn(caller, parse_spawn(params))
@@ -196,10 +194,9 @@ def teams_lead_tools(host: Host, caller: Caller) -> list[AgentTool]:
     return [TeamsTool(name, handlers[name]) for name in TEAMS_LEAD_TOOL_NAMES]
 
 
-def team_member_tools(host: Host, child: TeamChild) -> list[AgentTool]:
+def team_member_tools(teams: Teams, child: TeamChild) -> list[AgentTool]:
     """The teams tools of one spawned agent: messaging and reporting, claims for writers, nested spawning
     for an eligible writer."""
-    teams: Teams = host.teams
     member = child.member
 
     async def send(call_id: str, params: dict[str, Any]) -> ToolResult:

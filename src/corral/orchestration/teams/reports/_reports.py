@@ -21,15 +21,21 @@ from urllib.parse import quote
 
 from corral._paths import ensure_private_dir
 from corral.llm import CustomMessage
+from corral.orchestration.kernel._delivery import deliver_message
+from corral.orchestration.kernel._faults import fault_point
 from corral.orchestration.teams.roster.records import TEAM_REPORT_TYPE
 
 if TYPE_CHECKING:
+    from corral.agent import AgentSession
+    from corral.orchestration.kernel.records import ResultRecord
+    from corral.orchestration.store._store import Store
     from corral.orchestration.teams.roster.records import TeamReportRecord
 
 __all__ = [
     "REPORT_RESULT_VERSION",
     "TEAM_REPORT_TYPE",
     "ReportOutcome",
+    "deliver_team_report",
     "effective_task_outcome",
     "outcome_label",
     "report_id",
@@ -195,3 +201,18 @@ def team_report_message(report: TeamReportRecord) -> CustomMessage:
     return CustomMessage(
         custom_type=TEAM_REPORT_TYPE, content="\n\n".join(parts), display=False, details=details
     )
+
+
+async def deliver_team_report(
+    store: Store, owner: AgentSession, report: TeamReportRecord, result: ResultRecord
+) -> str:
+    """Deliver a teams report exactly once (`corral-team-report`, keyed by `report_id`) and mark it delivered.
+
+    The kernel's delivery routine (`kernel._delivery`) with the report's message in place of the
+    plain result's.
+    """
+    message = team_report_message(report)
+    entry_id = await deliver_message(owner, message, key="report_id", value=report.report_id)
+    fault_point("after_owner_append")
+    store.mark_delivered(result.request_id, owner_session_id=result.owner_session_id, entry_id=entry_id)
+    return entry_id

@@ -1,0 +1,63 @@
+"""The host as the composition root builds it: the kernel host, its controller, teams and tools.
+
+`ComposedHost` is what front ends (the CLI, the app, the Python API, `corral mcp`) and tests
+get. The kernel's `Host` knows neither the controller, nor teams, nor the tool surfaces; this
+class wires them: the `Controller` over the host, `SurfaceTools` as the host's `ToolProvider`,
+and the teams core as a `HostExtension` — added only once something uses teams (the teams
+surface, a lead with teams state in the store, or `teams` asked for by a front end), so a lead
+without teams never imports the teams core.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Iterable
+from typing import TYPE_CHECKING, Any
+
+from corral.orchestration.agents._controller import Controller
+from corral.orchestration.host._handoff import HandoffResult, handoff
+from corral.orchestration.host._host import Host
+from corral.orchestration.surfaces import SurfaceTools
+
+if TYPE_CHECKING:
+    from corral.agent import AgentSession
+    from corral.orchestration.kernel._caller import Caller
+    from corral.orchestration.teams import Teams
+    from corral.orchestration.teams._extension import TeamsExtension
+
+__all__ = ["ComposedHost"]
+
+
+class ComposedHost(Host):
+    """A `Host` with its controller, its tools and (once used) teams; takes `Host`'s arguments."""
+
+    def __init__(self, **options: Any) -> None:
+        super().__init__(tools=SurfaceTools(self), **options)
+        self.controller: Controller = Controller(self)
+        """The nine `agent` actions over this host."""
+        self._teams: TeamsExtension | None = None
+
+    @property
+    def teams(self) -> Teams:
+        """The teams core, made (and added as the host's teams extension) on first use."""
+        if self._teams is None:
+            from corral.orchestration.teams._extension import TeamsExtension
+
+            self._teams = TeamsExtension(self)
+            self.add_extension(self._teams)
+        return self._teams.teams
+
+    @property
+    def has_teams(self) -> bool:
+        """Whether the teams core was made here."""
+        return self._teams is not None
+
+    async def attach_lead(self, agent: AgentSession, *, surfaces: Iterable[str] = ("agent",)) -> Caller:
+        """`Host.attach_lead`, with teams added first when the lead uses them or has teams state."""
+        surfaces = tuple(surfaces)
+        if "teams" in surfaces or self.store.has_team_state(agent.session.session_id):
+            _ = self.teams  # made now, so the lead's teams state is recovered
+        return await super().attach_lead(agent, surfaces=surfaces)
+
+    async def handoff(self, run_id: str) -> HandoffResult:
+        """Move the live in-process agent `run_id` into a tmux pane at a safe point (see `host._handoff`)."""
+        return await handoff(self, run_id)

@@ -1,0 +1,135 @@
+"""Teams on the host's extension port: how the kernel's generations carry the teams contract.
+
+`TeamsExtension` is the one `HostExtension` of corral. The host calls its hooks and never
+names teams; this module turns each hook into the teams core's own verbs:
+
+* `deliver`: a run with a stored teams report gets its checkpoint saved first, then the report
+  goes to its completion group's journal (grouped members) or to the lead as a hidden
+  `corral-team-report` message; a run without a report is the kernel's to deliver.
+* `released` / `busy` / `lead_attached`: capacity slots and snapshot files, queued spawns and
+  undelivered lead messages, completion groups and checkpoints after a restart.
+* `may_hand_off` / `lost`: a handoff refuses nested helpers, running checks, accepted reports
+  and stopping agents; a failed handoff settles the member's group slot.
+* `polled`: lead messages that agents moved to tmux panes stored are relayed to the lead.
+
+The composition root adds this extension to a host only once a lead uses teams (the teams
+surface, or teams state in its store), so a lead without either never imports the teams core
+(`corral run`'s start-up stays short).
+"""
+
+from __future__ import annotations
+
+from collections.abc import Sequence
+from typing import TYPE_CHECKING
+
+from corral.orchestration.host.ports import HandoffRefusal, HostExtension
+
+from ._teams import Teams
+from .reports._reports import deliver_team_report
+
+if TYPE_CHECKING:
+    from corral.agent import AgentSession
+    from corral.orchestration.host._host import Host
+    from corral.orchestration.kernel.records import GenerationRecord, ResultRecord
+
+__all__ = ["TeamsExtension"]
+
+
+class TeamsExtension(HostExtension):
+    """The teams core on the host's extension port (see the module docstring)."""
+
+    def __init__(self, host: Host) -> None:
+        self.host = host
+        self.teams = Teams(host)
+        self._relaying: set[str] = set()
+        """Leads whose stored messages are being relayed now (`polled`)."""
+
+    # --- the hooks ---------------------------------------------------------------------------
+
+    def claims(self, run_id: str) -> bool:
+        """Whether `run_id` is a teams agent's run."""
+        return self.host.store.team_member(run_id) is not None
+
+    async def deliver(self, generation: GenerationRecord, result: ResultRecord, owner: AgentSession) -> bool:
+        """Deliver a stored teams report (checkpoint first; grouped members through their group)."""
+        store = self.host.store
+        report = store.team_report_for_run(result.run_id)
+        if report is None:
+            return False
+        teams = self.teams
+        await teams.ensure_checkpoint(report)
+        member = store.team_member(result.run_id)
+        if member is not None and member.slot_id is not None:
+            await teams.deliver_grouped(report, result)
+        else:
+            await deliver_team_report(store, owner, report, result)
+        return True
+
+    def released(self, run_id: str) -> None:
+        """Give the run's capacity slot back and drop its snapshot file."""
+        self.teams.released(run_id)
+
+    def busy(self, owner_session_id: str) -> bool:
+        """Queued spawns or undelivered lead messages are still due to `owner_session_id`."""
+        return self.teams.busy(owner_session_id)
+
+    async def lead_attached(self, lead_session_id: str) -> Sequence[str]:
+        """Settle the lead's completion groups, checkpoints and messages (`Teams.recover` warns itself)."""
+        self.teams.recover(lead_session_id)
+        return ()
+
+    def lost(self, run_id: str, reason: str) -> None:
+        """A live member's run is gone without a report: its group slot is interrupted."""
+        live = self.teams.live.get(run_id)
+        if live is not None:
+            self.teams.run_lost(live.child, reason)
+
+    def may_hand_off(self, run_id: str) -> HandoffRefusal | None:
+        """Nested helpers, running checks, accepted reports and stopping agents stay where they are."""
+        store = self.host.store
+        member = store.team_member(run_id)
+        if member is None:
+            return None
+        generation = store.get_generation(run_id)
+        label = member.name if generation is None else generation.label
+        if member.depth != 0:
+            return (
+                "nested_helper",
+                f"Agent {label} is a writer's read helper; helpers stay with their writer.",
+            )
+        teams = self.teams
+        live = teams.live.get(run_id)
+        child = None if live is None else live.child
+        if teams.verifier.unresolved(run_id) is not None:  # a claimed check or a running stage
+            return "check_running", f"Agent {label} has an assigned check running; wait for it."
+        if store.team_report_for_run(run_id) is not None or (child is not None and child.report_accepted):
+            return "report_accepted", f"Agent {label} already reported; its report is being delivered."
+        if member.fence != "none" or (child is not None and not child.messages_open):
+            return "stopping", f"Agent {label} is being stopped."
+        return None
+
+    def polled(self) -> None:
+        """Relay `team-lead` messages that tmux teams agents stored into their leads' sessions.
+
+        A moved agent's `send_message` to the lead only writes the store (its worker has no
+        lead); this brings them in with the same routine as in-process messages.
+        """
+        teams = self.teams
+        host = self.host
+        leads: set[str] = set()
+        for run_id in host.tmux_runs:
+            member = host.store.team_member(run_id)
+            if member is not None and member.lead_session_id in host.owners:
+                leads.add(member.lead_session_id)
+        for lead in leads - self._relaying:
+            if not host.store.undelivered_lead_messages(lead):
+                continue
+            self._relaying.add(lead)
+
+            async def deliver(lead_session_id: str = lead) -> None:
+                try:
+                    await teams.deliver_lead_messages(lead_session_id)
+                finally:
+                    self._relaying.discard(lead_session_id)
+
+            host.spawn_background(deliver())
