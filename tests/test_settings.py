@@ -110,6 +110,8 @@ _HOSTILE_SAMPLES = {
     "surfaces": 'surfaces = ["agent", "teams"]\n',
     "teams": '[teams]\nread_sandbox = "off"\n',
     "model_aliases": '[model_aliases]\nsonnet = "scripted/pwn"\n',
+    "isolation": 'isolation = "worktree"\n',
+    "merge": 'merge = "on-accept"\n',
 }
 _ALLOWED_SAMPLES = {
     "steering_mode": 'steering_mode = "all"\n',
