@@ -17,6 +17,7 @@ from ._base import (
     RuntimeHandle,
 )
 from ._inprocess import InProcessRuntime, bound_output
+from ._runtimes import Runtimes
 from ._tmux import (
     HEARTBEAT_STALE_S,
     PaneInfo,
@@ -40,6 +41,7 @@ __all__ = [
     "Runtime",
     "RuntimeError_",
     "RuntimeHandle",
+    "Runtimes",
     "TmuxRuntime",
     "bound_output",
     "default_socket",
