@@ -14,13 +14,7 @@ from corral.orchestration import (
     TargetNotFoundError,
 )
 from corral.orchestration.surfaces import ContinueParams, DelegateParams, ListParams
-from tests.orchestration._host_helpers import prepare_env, team, write_script
-
-
-@pytest.fixture
-def env(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> Path:
-    prepare_env(tmp_path, monkeypatch)
-    return tmp_path
+from tests.orchestration._host_helpers import team, write_script
 
 
 async def test_delegate_delivers_result_once_and_finalizes(env: Path) -> None:

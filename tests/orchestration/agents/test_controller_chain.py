@@ -8,18 +8,12 @@ import pytest
 
 from corral.orchestration import RESULT_TYPE, Caller, InvalidRequestError, TargetNotFoundError
 from corral.orchestration.surfaces import CloseParams, DelegateParams, ListParams, SteerParams
-from tests.orchestration._host_helpers import eventually, prepare_env, team, write_script
+from tests.orchestration._host_helpers import eventually, team, write_script
 
 LEAD = {"steps": [{"text": "noted"}], "on_exhausted": "repeat_last"}
 DELEGATE_SCOUT = {
     "tool_calls": [{"name": "agent", "args": {"action": "delegate", "definition": "scout", "task": "look"}}]
 }
-
-
-@pytest.fixture
-def env(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> Path:
-    prepare_env(tmp_path, monkeypatch)
-    return tmp_path
 
 
 async def test_delegating_agent_waits_for_its_agent_then_reports(env: Path) -> None:

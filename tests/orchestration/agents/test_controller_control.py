@@ -24,15 +24,9 @@ from corral.orchestration.surfaces import (
     SteerParams,
     TranscriptParams,
 )
-from tests.orchestration._host_helpers import Team, eventually, prepare_env, team, write_script
+from tests.orchestration._host_helpers import Team, eventually, team, write_script
 
 LEAD = {"steps": [{"text": "noted"}], "on_exhausted": "repeat_last"}
-
-
-@pytest.fixture
-def env(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> Path:
-    prepare_env(tmp_path, monkeypatch)
-    return tmp_path
 
 
 async def _record(t: Team, label: str) -> dict[str, object]:

@@ -23,7 +23,7 @@ from corral.orchestration.surfaces import DelegateParams
 from corral.orchestration.surfaces.teams import SendMessageRequest, parse_spawn
 from corral.orchestration.surfaces.teams._render import render_stop
 from corral.orchestration.teams import TEAM_REPORT_TYPE, AssignedCheck, Teams
-from tests.orchestration._host_helpers import Team, eventually, prepare_env, team, write_script
+from tests.orchestration._host_helpers import Team, eventually, team, write_script
 from tests.orchestration.teams._git_helpers import make_repo
 from tests.runtime._tmux_fixtures import tmux_socket
 
@@ -31,12 +31,6 @@ __all__ = ["tmux_socket"]
 
 LEAD = {"steps": [{"text": "noted"}], "on_exhausted": "repeat_last"}
 SLOW = {"text": "working", "delay_ms": 60000}
-
-
-@pytest.fixture
-def env(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> Path:
-    prepare_env(tmp_path, monkeypatch)
-    return tmp_path
 
 
 @pytest.fixture

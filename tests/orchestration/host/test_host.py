@@ -18,15 +18,9 @@ from corral.orchestration.surfaces import (
     TranscriptParams,
 )
 from corral.settings import Settings
-from tests.orchestration._host_helpers import eventually, prepare_env, team, write_script
+from tests.orchestration._host_helpers import eventually, team, write_script
 
 LEAD = {"steps": [{"text": "noted"}], "on_exhausted": "repeat_last"}
-
-
-@pytest.fixture
-def env(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> Path:
-    prepare_env(tmp_path, monkeypatch)
-    return tmp_path
 
 
 def _second_host(env: Path) -> ComposedHost:

@@ -12,15 +12,9 @@ from corral.orchestration.kernel._delivery import deliver_message, result_messag
 from corral.orchestration.kernel.records import GenerationRecord, ResultRecord
 from corral.orchestration.surfaces import DelegateParams
 from corral.session import find_recent_session
-from tests.orchestration._host_helpers import prepare_env, team, write_script
+from tests.orchestration._host_helpers import team, write_script
 
 LEAD = {"steps": [{"text": "noted"}], "on_exhausted": "repeat_last"}
-
-
-@pytest.fixture
-def env(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> Path:
-    prepare_env(tmp_path, monkeypatch)
-    return tmp_path
 
 
 def _generation() -> GenerationRecord:

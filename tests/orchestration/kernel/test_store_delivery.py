@@ -5,24 +5,12 @@ from __future__ import annotations
 import subprocess
 import sys
 import threading
-from collections.abc import Iterator
 from pathlib import Path
 
 import pytest
 
 from corral.orchestration import Store, StoreError
 from tests.orchestration._store_helpers import LEAD, dump, new_generation
-
-
-@pytest.fixture
-def db_path(tmp_path: Path) -> Path:
-    return tmp_path / "home" / "corral.db"
-
-
-@pytest.fixture
-def store(db_path: Path) -> Iterator[Store]:
-    with Store.open(db_path) as opened:
-        yield opened
 
 
 class _Crash(Exception):

@@ -5,7 +5,7 @@ from __future__ import annotations
 import dataclasses
 import sqlite3
 import stat
-from collections.abc import Callable, Iterator
+from collections.abc import Callable
 from pathlib import Path
 
 import pytest
@@ -24,17 +24,6 @@ from corral.orchestration import (
 )
 from corral.orchestration.store._database import INLINE_RESULT_LIMIT
 from tests.orchestration._store_helpers import LEAD, dump, new_generation
-
-
-@pytest.fixture
-def db_path(tmp_path: Path) -> Path:
-    return tmp_path / "home" / "corral.db"
-
-
-@pytest.fixture
-def store(db_path: Path) -> Iterator[Store]:
-    with Store.open(db_path) as opened:
-        yield opened
 
 
 def _mode(path: Path) -> int:

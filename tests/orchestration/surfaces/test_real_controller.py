@@ -5,18 +5,10 @@ from __future__ import annotations
 import asyncio
 from pathlib import Path
 
-import pytest
-
 from corral.llm import CustomMessage, ToolResultMessage
 from corral.orchestration import RESULT_TYPE
 from corral.orchestration.surfaces import DELEGATION_GUIDANCE_TYPE
-from tests.orchestration._host_helpers import WAIT, prepare_env, team, write_script
-
-
-@pytest.fixture
-def env(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> Path:
-    prepare_env(tmp_path, monkeypatch)
-    return tmp_path
+from tests.orchestration._host_helpers import WAIT, team, write_script
 
 
 def _tool_results(messages: list[object]) -> list[ToolResultMessage]:

@@ -24,7 +24,6 @@ from corral.orchestration.surfaces.teams import teams_lead_tools
 from corral.settings import CapacitySettings, Settings, TeamsSettings
 from tests.orchestration.teams._teams_helpers import (
     eventually,
-    prepare_env,
     session_entries,
     teams_env,
     write_script,
@@ -39,9 +38,7 @@ _DURATION = re.compile(r"\b\d+(\.\d+)?\s?(ms|s|m|min|h)\b")
 _VOLATILE_KEYS = ("At", "Ms", "ms", "elapsed", "Seconds", "age", "pid", "Pid")
 
 
-@pytest.fixture(autouse=True)
-def _env(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
-    prepare_env(tmp_path, monkeypatch)
+pytestmark = pytest.mark.usefixtures("env")
 
 
 def _normalize(value: Any, tmp: str, key: str = "") -> Any:

@@ -10,14 +10,12 @@ import pytest
 from corral.orchestration.surfaces.teams import parse_spawn
 from corral.orchestration.teams import STALLED_AFTER_MS, member_status
 from corral.settings import CapacitySettings, Settings, TeamsSettings
-from tests.orchestration.teams._teams_helpers import eventually, prepare_env, teams_env, write_script
+from tests.orchestration.teams._teams_helpers import eventually, teams_env, write_script
 
 ONE_READER = Settings(teams=TeamsSettings(read_agents=CapacitySettings(max_concurrent=1)))
 
 
-@pytest.fixture(autouse=True)
-def _env(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
-    prepare_env(tmp_path, monkeypatch)
+pytestmark = pytest.mark.usefixtures("env")
 
 
 async def test_rows_and_get_agent_status_share_the_phase_rules(tmp_path: Path) -> None:

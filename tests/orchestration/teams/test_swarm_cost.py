@@ -13,12 +13,9 @@ import pytest
 from corral.agent.tools import ReadGuard, ReadOnlySandbox
 from corral.orchestration.teams import TEAM_REPORT_TYPE
 
-from ._teams_helpers import eventually, prepare_env, teams_env, write_script
+from ._teams_helpers import eventually, teams_env, write_script
 
-
-@pytest.fixture(autouse=True)
-def _env(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
-    prepare_env(tmp_path, monkeypatch)
+pytestmark = pytest.mark.usefixtures("env")
 
 
 def _report(content: str) -> dict[str, object]:

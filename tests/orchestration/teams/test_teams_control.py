@@ -20,12 +20,9 @@ from corral.orchestration.surfaces.teams._render import render_interrupt, render
 from corral.orchestration.teams import TEAM_MESSAGE_TYPE, TEAM_REPORT_TYPE
 from corral.settings import CapacitySettings, Settings, TeamsSettings
 
-from ._teams_helpers import WAIT, eventually, prepare_env, teams_env, write_script
+from ._teams_helpers import WAIT, eventually, teams_env, write_script
 
-
-@pytest.fixture(autouse=True)
-def _env(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
-    prepare_env(tmp_path, monkeypatch)
+pytestmark = pytest.mark.usefixtures("env")
 
 
 def _report(content: str) -> dict[str, object]:

@@ -15,12 +15,9 @@ from corral.orchestration.teams import TEAM_REPORT_TYPE
 from corral.orchestration.teams import _control as _team_control
 from corral.settings import CapacitySettings, Settings, TeamsSettings
 
-from ._teams_helpers import eventually, prepare_env, teams_env, write_script
+from ._teams_helpers import eventually, teams_env, write_script
 
-
-@pytest.fixture(autouse=True)
-def _env(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
-    prepare_env(tmp_path, monkeypatch)
+pytestmark = pytest.mark.usefixtures("env")
 
 
 REPORT = {"tool_calls": [{"name": "report_and_exit", "args": {"content": "done", "outcome": "succeeded"}}]}

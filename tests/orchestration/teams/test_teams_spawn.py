@@ -10,12 +10,9 @@ from corral.orchestration.surfaces.teams import TEAMS_LEAD_TOOL_NAMES
 from corral.orchestration.surfaces.teams._render import render_stop
 from corral.orchestration.teams import RECOVERY_PROMPT, TEAM_REPORT_TYPE
 
-from ._teams_helpers import WAIT, eventually, prepare_env, session_entries, teams_env, write_script
+from ._teams_helpers import WAIT, eventually, session_entries, teams_env, write_script
 
-
-@pytest.fixture(autouse=True)
-def _env(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
-    prepare_env(tmp_path, monkeypatch)
+pytestmark = pytest.mark.usefixtures("env")
 
 
 def _assistant_count(path: Path) -> int:

@@ -4,7 +4,6 @@ from __future__ import annotations
 
 import json
 import sqlite3
-from collections.abc import Iterator
 from pathlib import Path
 from typing import Any
 
@@ -30,17 +29,6 @@ SOURCE = {
     "inputs": ["."],
     "fileCount": 1,
 }
-
-
-@pytest.fixture
-def db_path(tmp_path: Path) -> Path:
-    return tmp_path / "home" / "corral.db"
-
-
-@pytest.fixture
-def store(db_path: Path) -> Iterator[Store]:
-    with Store.open(db_path) as opened:
-        yield opened
 
 
 @pytest.fixture

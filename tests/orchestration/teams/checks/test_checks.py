@@ -10,7 +10,6 @@ import os
 import sqlite3
 import stat
 import sys
-from collections.abc import Iterator
 from pathlib import Path
 
 import pytest
@@ -54,17 +53,6 @@ def out(tmp_path: Path) -> Path:
     path = tmp_path / "out"
     path.mkdir()
     return path
-
-
-@pytest.fixture
-def db_path(tmp_path: Path) -> Path:
-    return tmp_path / "home" / "corral.db"
-
-
-@pytest.fixture
-def store(db_path: Path) -> Iterator[Store]:
-    with Store.open(db_path) as opened:
-        yield opened
 
 
 @pytest.fixture

@@ -35,11 +35,6 @@ IMMEDIATE = CompletionPolicy(delivery="immediate")
 
 
 @pytest.fixture
-def db_path(tmp_path: Path) -> Path:
-    return tmp_path / "home" / "corral.db"
-
-
-@pytest.fixture
 def store(db_path: Path) -> Iterator[Store]:
     with open_store(db_path) as opened:
         yield opened

@@ -8,12 +8,9 @@ from pathlib import Path
 import pytest
 
 from corral.orchestration.teams import GROUP_MESSAGE_TYPE, TEAM_REPORT_TYPE
-from tests.orchestration.teams._teams_helpers import eventually, prepare_env, teams_env, write_script
+from tests.orchestration.teams._teams_helpers import eventually, teams_env, write_script
 
-
-@pytest.fixture(autouse=True)
-def _env(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
-    prepare_env(tmp_path, monkeypatch)
+pytestmark = pytest.mark.usefixtures("env")
 
 
 def _report(content: str, outcome: str = "succeeded") -> dict[str, object]:

@@ -5,7 +5,6 @@ from __future__ import annotations
 import asyncio
 import copy
 import os
-from collections.abc import Iterator
 from pathlib import Path
 from typing import Any
 
@@ -42,17 +41,6 @@ def out(tmp_path: Path) -> Path:
     path = tmp_path / "out"
     path.mkdir()
     return path
-
-
-@pytest.fixture
-def db_path(tmp_path: Path) -> Path:
-    return tmp_path / "home" / "corral.db"
-
-
-@pytest.fixture
-def store(db_path: Path) -> Iterator[Store]:
-    with Store.open(db_path) as opened:
-        yield opened
 
 
 @pytest.fixture

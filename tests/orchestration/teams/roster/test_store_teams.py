@@ -35,11 +35,6 @@ from tests.orchestration._store_helpers import LEAD, dump, new_generation
 OTHER_LEAD = "other-lead"
 
 
-@pytest.fixture
-def db_path(tmp_path: Path) -> Path:
-    return tmp_path / "home" / "corral.db"
-
-
 def _counting_clock() -> Callable[[], int]:
     ticks = itertools.count(1_000)
     lock = threading.Lock()
