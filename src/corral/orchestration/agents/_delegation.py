@@ -513,13 +513,12 @@ class DelegateMixin:
         host = self.host
         cwd = Path(generation.cwd)
         if generation.runtime_kind == "tmux":
-            host.placing.add(generation.run_id)  # its pane is not recorded yet: no recovery may settle it
-            try:
+            with host.placing_run(
+                generation.run_id
+            ):  # its pane is not recorded yet: no recovery may settle it
                 return await self._launch_tmux(
                     action, caller, generation, task, session, model, thinking, defn, timeout_ms
                 )
-            finally:
-                host.placing.discard(generation.run_id)
         try:
             spec = managed_agent_spec(defn, generation.label, model, thinking)
             agent = build_managed_agent(spec, session=session, model=model, cwd=cwd, settings=host.settings)
@@ -545,18 +544,7 @@ class DelegateMixin:
                 )
                 host.register_owner(agent)
                 host.install_surfaces(agent, child_caller, ("agent",))
-            host.children[generation.run_id] = child
-            handle = await host.runtime.start(
-                LaunchSpec(
-                    generation.run_id,
-                    generation.label,
-                    cwd,
-                    generation.session_id,
-                    session_path=session.path,
-                    program=child,
-                )
-            )
-            host.handles[generation.run_id] = handle
+            handle = await host.start_child(child, cwd=cwd, session_path=session.path)
             generation = host.store.record_started(
                 generation.run_id,
                 session_path=None if session.path is None else str(session.path),

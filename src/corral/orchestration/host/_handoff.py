@@ -177,9 +177,7 @@ async def _handoff(host: Host, run_id: str, ready_timeout: float) -> HandoffResu
     with contextlib.suppress(Exception):
         session.flush()
     session.close()  # the worker takes the writer lock
-    host.children.pop(run_id, None)
-    host.handles.pop(run_id, None)
-    host.runtime.forget(handle)
+    host.detach_child(run_id)
     current = store.get_generation(run_id)
     if current is not None and current.phase != "active":
         # It finished in the same instant (a report stored by its last tool call): delivered as usual.
@@ -190,45 +188,43 @@ async def _handoff(host: Host, run_id: str, ready_timeout: float) -> HandoffResu
     # --- transfer and start the worker ---
     tmux = host.tmux_runtime()
     started: RuntimeHandle | None = None
-    host.placing.add(run_id)  # until the pane is recorded, recovery must not settle this generation
-    try:
-        if session_path is None:
-            raise RuntimeError_(f"agent {label} has no session file to hand to its worker")
-        store.transfer_runtime(run_id, owner_session_id=generation.owner_session_id, host_id=host.host_id)
-        fault_point("after_runtime_transfer")
-        launch = write_launch_file(
-            tmux.socket.parent,
-            run_id,
-            {
-                "resume": _resume_description(child, carried, team=team),
-                "settings": host.settings.model_dump(mode="json"),
-                "contextRetirement": child.context_retirement,
-                "heartbeat": str(tmux.heartbeat_path(run_id)),
-            },
-        )
-        started = await tmux.start(
-            LaunchSpec(
+    with host.placing_run(run_id):  # until the pane is recorded, recovery must not settle this generation
+        try:
+            if session_path is None:
+                raise RuntimeError_(f"agent {label} has no session file to hand to its worker")
+            store.transfer_runtime(run_id, owner_session_id=generation.owner_session_id, host_id=host.host_id)
+            fault_point("after_runtime_transfer")
+            launch = write_launch_file(
+                tmux.socket.parent,
                 run_id,
-                label,
-                Path(generation.cwd),
-                generation.session_id,
-                session_path=session_path,
-                argv=worker_argv(run_id, store.path, launch),
-                env=worker_env(),
+                {
+                    "resume": _resume_description(child, carried, team=team),
+                    "settings": host.settings.model_dump(mode="json"),
+                    "contextRetirement": child.context_retirement,
+                    "heartbeat": str(tmux.heartbeat_path(run_id)),
+                },
             )
-        )
-        fault_point("before_pane_recorded")
-        host.track_tmux(run_id, started, pid=None)
-        store.record_started(
-            run_id, session_path=str(session_path), host_id=host.host_id, pane_id=started.runtime_id
-        )
-    except (OrchestrationError, RuntimeError_, OSError) as exc:
-        if started is not None:
-            with contextlib.suppress(RuntimeError_):
-                await tmux.stop(started)
-        return _lost(host, child, generation, "start_failed", f"the worker could not start: {exc}", None)
-    finally:
-        host.placing.discard(run_id)
+            started = await tmux.start(
+                LaunchSpec(
+                    run_id,
+                    label,
+                    Path(generation.cwd),
+                    generation.session_id,
+                    session_path=session_path,
+                    argv=worker_argv(run_id, store.path, launch),
+                    env=worker_env(),
+                )
+            )
+            fault_point("before_pane_recorded")
+            host.track_tmux(run_id, started, pid=None)
+            store.record_started(
+                run_id, session_path=str(session_path), host_id=host.host_id, pane_id=started.runtime_id
+            )
+        except (OrchestrationError, RuntimeError_, OSError) as exc:
+            if started is not None:
+                with contextlib.suppress(RuntimeError_):
+                    await tmux.stop(started)
+            return _lost(host, child, generation, "start_failed", f"the worker could not start: {exc}", None)
 
     def ready() -> bool:
         now = store.get_generation(run_id)

@@ -29,7 +29,7 @@ import asyncio
 import contextlib
 import os
 import uuid
-from collections.abc import Callable, Coroutine, Iterable, Sequence
+from collections.abc import Callable, Coroutine, Iterable, Iterator, Sequence
 from pathlib import Path
 from typing import TYPE_CHECKING, Any, TypeVar
 
@@ -48,6 +48,7 @@ from corral.orchestration.store._database import StoreError
 from corral.orchestration.store._store import Store
 from corral.runtime import (
     InProcessRuntime,
+    LaunchSpec,
     RuntimeHandle,
     Runtimes,
     TmuxRuntime,
@@ -224,6 +225,46 @@ class Host:
             return
         for tool in self.tools.child_tools(child):
             child.agent.register_tool(tool)
+
+    # --- live runs ------------------------------------------------------------------------------
+
+    async def start_child(
+        self, child: ManagedChild, *, cwd: Path, session_path: Path | None
+    ) -> RuntimeHandle:
+        """Run `child` on the in-process runtime as one of this host's live runs; returns its handle.
+
+        The child is registered before it starts (its first hooks find it), its handle once started.
+        """
+        generation = child.generation
+        self.children[generation.run_id] = child
+        handle = await self.runtime.start(
+            LaunchSpec(
+                generation.run_id,
+                generation.label,
+                cwd,
+                generation.session_id,
+                session_path=session_path,
+                program=child,
+            )
+        )
+        self.handles[generation.run_id] = handle
+        return handle
+
+    def detach_child(self, run_id: str) -> None:
+        """Forget the in-process run of `run_id`, which goes on elsewhere (a handoff); its generation stays."""
+        self.children.pop(run_id, None)
+        handle = self.handles.pop(run_id, None)
+        if handle is not None:
+            self.runtime.forget(handle)
+
+    @contextlib.contextmanager
+    def placing_run(self, run_id: str) -> Iterator[None]:
+        """While a tmux start or move of `run_id` has no pane recorded yet (recovery leaves it alone)."""
+        self.placing.add(run_id)
+        try:
+            yield
+        finally:
+            self.placing.discard(run_id)
 
     # --- change notification ---------------------------------------------------------------
 

@@ -53,7 +53,6 @@ from corral.orchestration.kernel._caller import Caller
 from corral.orchestration.kernel.records import NewGeneration
 from corral.orchestration.teams.roster.records import NewTeamMember
 from corral.orchestration.worktrees._extension import worktrees_of
-from corral.runtime import LaunchSpec
 from corral.session import SessionManager
 
 from ._capacity import DEFAULT_LIMITS, Admission, CapacityController, Reservation
@@ -745,18 +744,7 @@ class Teams(TeamReportsMixin, TeamControlMixin):
                 parent_checkpoint=parent_checkpoint,
             )
             self.live[generation.run_id] = live
-            host.children[generation.run_id] = child
-            handle = await host.runtime.start(
-                LaunchSpec(
-                    generation.run_id,
-                    generation.label,
-                    prepared.cwd,
-                    generation.session_id,
-                    session_path=session.path,
-                    program=child,
-                )
-            )
-            host.handles[generation.run_id] = handle
+            handle = await host.start_child(child, cwd=prepared.cwd, session_path=session.path)
             generation = store.record_started(
                 generation.run_id,
                 session_path=None if session.path is None else str(session.path),
