@@ -13,7 +13,6 @@ from corral.settings import Settings, TeamsSettings
 from tests.orchestration.teams._git_helpers import GIT_ENV, git, make_repo
 from tests.orchestration.teams._teams_helpers import (
     eventually,
-    prepare_env,
     session_entries,
     teams_env,
     write_script,
@@ -21,11 +20,10 @@ from tests.orchestration.teams._teams_helpers import (
 
 
 @pytest.fixture(autouse=True)
-def _env(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
-    prepare_env(tmp_path, monkeypatch)
+def _env(env: Path, monkeypatch: pytest.MonkeyPatch) -> None:
     for key, value in GIT_ENV.items():
         monkeypatch.setenv(key, value)
-    make_repo(tmp_path / "work", {"app.py": "value = 1\n"})
+    make_repo(env / "work", {"app.py": "value = 1\n"})
 
 
 def _script(tmp: Path, *, checks: bool = False) -> None:

@@ -10,13 +10,12 @@ import pytest
 from corral.orchestration.surfaces.teams import parse_spawn
 from corral.orchestration.teams import TEAM_REPORT_TYPE
 from tests.orchestration.teams._git_helpers import make_repo
-from tests.orchestration.teams._teams_helpers import prepare_env, session_entries, teams_env, write_script
+from tests.orchestration.teams._teams_helpers import session_entries, teams_env, write_script
 
 
 @pytest.fixture(autouse=True)
-def _env(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
-    prepare_env(tmp_path, monkeypatch)
-    make_repo(tmp_path / "work", {"auth/token.py": "SECRET_CHECK = True\n", "config/app.toml": "x = 1\n"})
+def _env(env: Path) -> None:
+    make_repo(env / "work", {"auth/token.py": "SECRET_CHECK = True\n", "config/app.toml": "x = 1\n"})
 
 
 FINDING = {"id": "F1", "text": "tokens are checked", "evidence": ["auth/token.py:1"]}

@@ -10,13 +10,12 @@ from corral.orchestration.surfaces.teams import handle_request, parse_spawn
 from corral.orchestration.surfaces.teams._render import render_stop
 from corral.orchestration.teams import TEAM_REPORT_TYPE
 from tests.orchestration.teams._git_helpers import make_repo
-from tests.orchestration.teams._teams_helpers import prepare_env, teams_env, write_script
+from tests.orchestration.teams._teams_helpers import teams_env, write_script
 
 
 @pytest.fixture(autouse=True)
-def _env(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
-    prepare_env(tmp_path, monkeypatch)
-    make_repo(tmp_path / "work", {"app.py": "VALUE = 1\n"})
+def _env(env: Path) -> None:
+    make_repo(env / "work", {"app.py": "VALUE = 1\n"})
 
 
 CHECK = [{"name": "fixed", "command": "grep -q 'VALUE = 2' app.py", "timeoutSeconds": 20}]
