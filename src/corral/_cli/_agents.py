@@ -137,7 +137,7 @@ async def _team_snapshots(host: Host, caller: Caller) -> list[dict[str, Any]]:
     """The lead's teams agents: `get_agent_status`'s snapshots, settled for a host that runs none of them."""
     # The teams tools answer the attached lead only; this host acts as that lead, read-only.
     host.lead_callers.setdefault(caller.session_id, caller)
-    _text, details = await host.teams.status(caller, None)
+    details = (await host.teams.status(caller, None)).details
     store = host.store
     now = int(time.time() * 1000)
     snapshots: list[dict[str, Any]] = [dict(s) for s in details.get("agents") or []]

@@ -85,7 +85,7 @@ class AgentCommandsMixin(_AppBase):
         agents, launched = self.agents, self.launched
         if agents is not None and launched is not None and "teams" in launched.surfaces:
             try:
-                _text, details = await agents.teams.status(agents.caller, None)
+                details = (await agents.teams.status(agents.caller, None)).details
             except CorralError as exc:
                 self.notice(f"/agents: teams status unavailable: {exc}", kind="error")
             else:

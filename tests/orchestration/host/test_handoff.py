@@ -21,7 +21,7 @@ from corral.orchestration.host._worker import worker_env
 from corral.orchestration.kernel.records import NewGeneration
 from corral.orchestration.surfaces import DelegateParams
 from corral.orchestration.surfaces.teams import SendMessageRequest, parse_spawn
-from corral.orchestration.surfaces.teams._render import render_stop
+from corral.orchestration.surfaces.teams._render import render_health, render_status, render_stop
 from corral.orchestration.teams import TEAM_REPORT_TYPE, AssignedCheck, Teams
 from tests.orchestration._host_helpers import Team, eventually, team, write_script
 from tests.orchestration.teams._git_helpers import make_repo
@@ -232,9 +232,11 @@ async def test_a_moved_teams_agent_shows_working_takes_messages_from_the_store_a
         moved = await t.host.handoff(run_id)
         assert moved.status == "moved", moved.message
         teams = t.host.teams
-        _text, status = await teams.status(t.caller, "r1")
+        result = await teams.status(t.caller, "r1")
+        _text, status = render_status(result), result.details
         assert status["agents"][0]["phase"] == "working" and status["agents"][0]["paneId"] == moved.pane_id
-        _text, health = await teams.check_teammate(t.caller, "r1")
+        result = await teams.check_teammate(t.caller, "r1")
+        _text, health = render_health(result), result.details
         assert health["alive"] is True and health["health"] == "healthy"
         # A message to the moved agent goes to its store inbox; its worker takes it in (marks it read).
         sent = (await teams.send_message(t.caller, SendMessageRequest("r1", "Also check b.txt"))).details

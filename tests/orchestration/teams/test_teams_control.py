@@ -16,7 +16,13 @@ from corral.orchestration.surfaces.teams import (
     handle_request,
     parse_spawn,
 )
-from corral.orchestration.surfaces.teams._render import render_interrupt, render_spawn, render_stop
+from corral.orchestration.surfaces.teams._render import (
+    render_health,
+    render_interrupt,
+    render_spawn,
+    render_status,
+    render_stop,
+)
 from corral.orchestration.teams import TEAM_MESSAGE_TYPE, TEAM_REPORT_TYPE
 from corral.settings import CapacitySettings, Settings, TeamsSettings
 
@@ -181,7 +187,8 @@ async def test_stop_cancels_queued_work_and_status_shows_phases(tmp_path: Path) 
         await env.teams.spawn(env.caller, parse_spawn({"name": "one", "prompt": "p"}))
         queued = await env.teams.spawn(env.caller, parse_spawn({"name": "two", "prompt": "p"}))
         assert queued.details["queued"] is True and queued.details["queuePosition"] == 1
-        text, details = await env.teams.status(env.caller, None)
+        result = await env.teams.status(env.caller, None)
+        text, details = render_status(result), result.details
         phases = {a["name"]: a["phase"] for a in details["agents"]}
         assert phases["two"] == "queued" and phases["one"] in ("starting", "thinking")
         assert "do not poll" in text
@@ -236,12 +243,14 @@ async def test_check_teammate_recovers_the_report_after_the_agent_left(tmp_path:
     async with teams_env(tmp_path, "lead") as env:
         await env.lead.prompt("go")
         await env.quiet()
-        text, details = await env.teams.check_teammate(env.caller, "gone")
+        result = await env.teams.check_teammate(env.caller, "gone")
+        text, details = render_health(result), result.details
         assert details["alive"] is False and details["removedMember"] is True
         assert "The persisted body." in text
         with pytest.raises(TargetNotFoundError, match="no persisted report"):
             await env.teams.check_teammate(env.caller, "never")
-        _, status = await env.teams.status(env.caller, "gone")
+        result = await env.teams.status(env.caller, "gone")
+        _, status = render_status(result), result.details
         [snap] = status["agents"]
         assert snap["phase"] == "completed" and snap["outcome"] == "succeeded"
         accepted = env.teams.record_report_acceptance(snap["reportId"], "accepted", "looks right")
@@ -505,7 +514,8 @@ async def test_peers_message_each_other_and_failed_admissions_show_in_status(
         assert queued.details["queued"] is True
         await env.teams.stop_teammate(env.caller, "blocker", None)
         await eventually(lambda: bool(env.teams.capacity(env.caller.session_id).failures()))
-        _, status = await env.teams.status(env.caller, "doomed")
+        result = await env.teams.status(env.caller, "doomed")
+        _, status = render_status(result), result.details
         [snap] = status["agents"]
         assert snap["phase"] == "failed" and "model runtime unavailable" in snap["error"]
         await env.quiet()

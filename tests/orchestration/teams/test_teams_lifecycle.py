@@ -10,7 +10,7 @@ import pytest
 
 from corral.orchestration.errors import InvalidRequestError
 from corral.orchestration.surfaces.teams import parse_spawn
-from corral.orchestration.surfaces.teams._render import render_stop
+from corral.orchestration.surfaces.teams._render import render_status, render_stop
 from corral.orchestration.teams import TEAM_REPORT_TYPE
 from corral.orchestration.teams import _control as _team_control
 from corral.settings import CapacitySettings, Settings, TeamsSettings
@@ -47,7 +47,8 @@ async def test_a_teardown_that_does_not_settle_is_quarantined_and_fences_the_nam
         assert "quarantined" in text
         member = env.host.store.team_member(first.details["runId"])
         assert member is not None and member.fence == "quarantined" and member.live
-        _, status = await env.teams.status(env.caller, "stuck")
+        result = await env.teams.status(env.caller, "stuck")
+        _, status = render_status(result), result.details
         assert status["agents"][0]["phase"] == "quarantined"
         with pytest.raises(InvalidRequestError, match="cannot be restarted yet"):
             await env.teams.spawn(env.caller, parse_spawn({"name": "stuck", "prompt": "again"}))

@@ -8,6 +8,7 @@ from pathlib import Path
 
 import pytest
 
+from corral.orchestration.surfaces.teams._render import render_status
 from corral.orchestration.teams import TEAM_REPORT_TYPE
 from corral.settings import Settings, TeamsSettings
 from tests.orchestration.teams._git_helpers import GIT_ENV, git, make_repo
@@ -101,7 +102,8 @@ async def test_assigned_checks_run_in_the_worktree(tmp_path: Path) -> None:
         details = report["details"]
         assert details["verification"]["state"] == "passed", details["verification"]
         # Observed later (fingerprints re-taken in the worktree, after corral's commit): still passed.
-        _, status = await env.teams.status(env.caller, "w1")
+        result = await env.teams.status(env.caller, "w1")
+        _, status = render_status(result), result.details
         [snap] = status["agents"]
         assert snap["verification"]["state"] == "passed", snap
         # `value = 2` exists only in the worktree: the lead's tree still holds `value = 1`.

@@ -29,7 +29,7 @@ from corral.orchestration.teams.roster._repository import TEAM_LEAD, normalize_c
 from corral.orchestration.teams.roster.records import TEAM_MESSAGE_TYPE
 
 from ._status import TeamAgentRow, TeamSnapshot, member_status
-from .reports._reports import effective_task_outcome, outcome_label, report_id, team_name
+from .reports._reports import effective_task_outcome, report_id, team_name
 from .results import (
     ClaimResult,
     ClaimsList,
@@ -37,7 +37,9 @@ from .results import (
     InterruptResult,
     MessageSent,
     ReleaseResult,
+    StatusSnapshot,
     StopResult,
+    TeammateHealth,
 )
 
 if TYPE_CHECKING:
@@ -65,12 +67,6 @@ RECENT_COMPLETIONS = 20
 def member_message_text(sender: str, summary: str | None, content: str) -> str:
     """How a message reaches a teams agent's conversation (in-process, or from its store inbox)."""
     return f"Message from {sender}" + (f" ({summary})" if summary else "") + f":\n{content}"
-
-
-_STATUS_FOOTER = (
-    "Reports arrive automatically as new turns. End this turn to wait. Use get_agent_status once for a "
-    "current snapshot; do not poll."
-)
 
 
 class TeamControlMixin:
@@ -385,7 +381,7 @@ class TeamControlMixin:
 
     # --- status -----------------------------------------------------------------------------------
 
-    async def status(self, scope: Caller | TeamChild, agent_name: str | None) -> tuple[str, dict[str, Any]]:
+    async def status(self, scope: Caller | TeamChild, agent_name: str | None) -> StatusSnapshot:
         """`get_agent_status`: one read-only snapshot of the scope's agents."""
         store = self.host.store
         now = int(time.time() * 1000)
@@ -446,13 +442,7 @@ class TeamControlMixin:
             snapshots = [s for s in snapshots if s["name"] == agent_name]
             if not snapshots:
                 raise TargetNotFoundError(f"Agent {agent_name} has no current status in this scope.")
-        if not snapshots:
-            return "No agents in this session yet. " + _STATUS_FOOTER, {
-                "session": team_name(lead),
-                "agents": [],
-            }
-        text = "\n\n".join(_render_snapshot(s) for s in snapshots) + "\n\n" + _STATUS_FOOTER
-        return text, {"session": team_name(lead), "agents": snapshots}
+        return StatusSnapshot(tuple(snapshots), {"session": team_name(lead), "agents": snapshots})
 
     async def _observed(self, report: TeamReportRecord) -> dict[str, Any]:
         """The report's result with verification and repair observed now (stale checks show)."""
@@ -561,7 +551,7 @@ class TeamControlMixin:
 
     # --- check_teammate ---------------------------------------------------------------------------
 
-    async def check_teammate(self, caller: Caller, name: str) -> tuple[str, dict[str, Any]]:
+    async def check_teammate(self, caller: Caller, name: str) -> TeammateHealth:
         """`check_teammate`: health of a live agent, or the persisted report after it left."""
         store = self.host.store
         lead = self._lead_id(caller)
@@ -583,20 +573,20 @@ class TeamControlMixin:
                 }
                 for r in self.verifier.records(check_ids)
             ]
-            text = (
-                f"Agent {name} is no longer running. Its latest report, recovered from the store "
-                f"({report.report_id}{', ' + report.markdown_path if report.markdown_path else ''}):\n\n"
-                f"{report.content}"
+            return TeammateHealth(
+                name,
+                "left",
+                {
+                    "agentName": name,
+                    "alive": False,
+                    "health": report.status,
+                    "removedMember": True,
+                    "completedReport": _report_facts(report, observed) | {"report": report.content},
+                    "reportPath": report.markdown_path,
+                    "checks": checks,
+                },
+                report=report,
             )
-            return text, {
-                "agentName": name,
-                "alive": False,
-                "health": report.status,
-                "removedMember": True,
-                "completedReport": _report_facts(report, observed) | {"report": report.content},
-                "reportPath": report.markdown_path,
-                "checks": checks,
-            }
         child = self.child(member.run_id)
         generation = store.get_generation(member.run_id)
         unread = len(store.read_team_inbox(lead, name, unread_only=True, mark_as_read=False))
@@ -624,9 +614,7 @@ class TeamControlMixin:
         }
         if generation is not None and generation.diagnostic:
             details["error"] = generation.diagnostic
-        return f"Agent {name}: {health}" + (
-            f" ({details['error']})" if details.get("error") else ""
-        ) + ".", details
+        return TeammateHealth(name, health, details)
 
     # --- claims -----------------------------------------------------------------------------------
 
@@ -750,31 +738,6 @@ def _report_snapshot(report: TeamReportRecord, now: int, observed: dict[str, Any
         "completedAgeMs": now - report.created_at,
         **_report_facts(report, observed),
     }
-
-
-def _render_snapshot(snapshot: dict[str, Any]) -> str:
-    lines = [f"{snapshot['name']}: {snapshot['phase']} ({snapshot.get('role', '?')})"]
-    if snapshot.get("progress"):
-        lines.append(f"  progress: {snapshot['progress']}")
-    if snapshot.get("activeTool"):
-        lines.append(f"  tool: {snapshot['activeTool']}")
-    if snapshot.get("activityAgeMs") is not None:
-        lines.append(f"  last activity: {snapshot['activityAgeMs'] // 1000}s ago")
-    if snapshot.get("queuePosition") is not None:
-        lines.append(f"  queue position: {snapshot['queuePosition']}")
-    if "reportId" in snapshot:
-        verification = snapshot.get("verification") or {}
-        acceptance = snapshot.get("acceptance") or {}
-        outcome = outcome_label(snapshot.get("outcome"), snapshot.get("effectiveOutcome"))
-        lines.append(
-            f"  task: {outcome}; verification: "
-            f"{verification.get('state', 'not-requested')}; acceptance: {acceptance.get('state', 'pending')}"
-        )
-    if snapshot.get("summary"):
-        lines.append(f"  summary: {snapshot['summary']}")
-    if snapshot.get("error"):
-        lines.append(f"  error: {snapshot['error']}")
-    return "\n".join(lines)
 
 
 def _runs_in_pane(generation: GenerationRecord | None) -> bool:

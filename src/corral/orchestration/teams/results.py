@@ -13,7 +13,7 @@ from typing import TYPE_CHECKING, Any, Literal
 
 if TYPE_CHECKING:
     from corral.orchestration.teams.repair._verification import VerificationDecision
-    from corral.orchestration.teams.roster.records import FileClaimRecord, TeamMessageRecord
+    from corral.orchestration.teams.roster.records import FileClaimRecord, TeamMessageRecord, TeamReportRecord
 
 __all__ = [
     "ClaimResult",
@@ -24,9 +24,11 @@ __all__ = [
     "ReleaseResult",
     "ReportReceipt",
     "SpawnResult",
+    "StatusSnapshot",
     "StopResult",
     "SwarmFailure",
     "SwarmResult",
+    "TeammateHealth",
 ]
 
 
@@ -185,3 +187,28 @@ class InterruptResult:
     """Interrupted, still pending, nothing running, not active, closing, or running in a tmux pane."""
     details: dict[str, Any]
     """The `interrupt_teammate` details (`session`, `agentName`, `status`, …)."""
+
+
+@dataclass(frozen=True, slots=True)
+class StatusSnapshot:
+    """One read-only snapshot of a scope's agents (`Teams.status`)."""
+
+    agents: tuple[dict[str, Any], ...]
+    """Each agent's snapshot (`name`, `phase`, `role`, …), as in `details["agents"]`."""
+    details: dict[str, Any]
+    """The `get_agent_status` details (`session`, `agents`)."""
+
+
+@dataclass(frozen=True, slots=True)
+class TeammateHealth:
+    """One agent's health, or the report it left (`Teams.check_teammate`)."""
+
+    name: str
+    """The agent's name."""
+    health: str
+    """`healthy`, `starting`, `stopping`, `dead`, `quarantined`, or `left` (no longer running)."""
+    details: dict[str, Any]
+    """The `check_teammate` details."""
+    _: KW_ONLY
+    report: TeamReportRecord | None = None
+    """The persisted report of an agent that left."""

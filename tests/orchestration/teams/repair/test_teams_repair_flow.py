@@ -7,7 +7,7 @@ from pathlib import Path
 import pytest
 
 from corral.orchestration.surfaces.teams import handle_request, parse_spawn
-from corral.orchestration.surfaces.teams._render import render_stop
+from corral.orchestration.surfaces.teams._render import render_health, render_status, render_stop
 from corral.orchestration.teams import TEAM_REPORT_TYPE
 from tests.orchestration.teams._git_helpers import make_repo
 from tests.orchestration.teams._teams_helpers import teams_env, write_script
@@ -99,9 +99,11 @@ async def test_exhausted_repair_keeps_the_outcome_and_adds_an_effective_blocker(
         assert details["outcome"] == "succeeded" and details["effective_outcome"] == "blocked"
         report = env.host.store.team_report(details["report_id"])
         assert report is not None and report.result["repair"]["state"] == "exhausted"
-        _, status = await env.teams.status(env.caller, "stubborn")
+        result = await env.teams.status(env.caller, "stubborn")
+        _, status = render_status(result), result.details
         assert status["agents"][0]["effectiveOutcome"] == "blocked"
-        _, checked = await env.teams.check_teammate(env.caller, "stubborn")
+        result = await env.teams.check_teammate(env.caller, "stubborn")
+        _, checked = render_health(result), result.details
         assert checked["checks"] and all(Path(c["logPath"]).is_file() for c in checked["checks"])
 
 
@@ -127,7 +129,8 @@ async def test_without_repair_a_failed_check_does_not_block_the_report_and_passe
         assert by_name["reader"]["effective_outcome"] == "succeeded"
         assert by_name["writer"]["verification"]["state"] == "passed"
         (tmp_path / "work" / "app.py").write_text("VALUE = 3\n")  # the source changes after the check passed
-        _, status = await env.teams.status(env.caller, "writer")
+        result = await env.teams.status(env.caller, "writer")
+        _, status = render_status(result), result.details
         assert status["agents"][0]["verification"]["state"] == "stale"
         stored = env.host.store.team_report(by_name["writer"]["report_id"])
         assert stored is not None and stored.result["verification"]["state"] == "passed"  # history kept
@@ -252,5 +255,6 @@ async def test_the_lead_sees_the_effective_blocker_and_why_a_policy_is_invalid(t
         await env.quiet()
         [entry] = env.lead_custom(TEAM_REPORT_TYPE)
         assert "outcome=succeeded (effective: blocked)" in entry["content"]
-        status_text, _ = await env.teams.status(env.caller, "stubborn")
+        result = await env.teams.status(env.caller, "stubborn")
+        status_text, _ = render_status(result), result.details
         assert "succeeded (effective: blocked)" in status_text

@@ -7,7 +7,9 @@ in words, so the core holds no model-facing prose for spawning.
 from __future__ import annotations
 
 import time
+from typing import Any
 
+from corral.orchestration.teams.reports._reports import outcome_label
 from corral.orchestration.teams.results import (
     ClaimResult,
     ClaimsList,
@@ -17,20 +19,24 @@ from corral.orchestration.teams.results import (
     ReleaseResult,
     ReportReceipt,
     SpawnResult,
+    StatusSnapshot,
     StopResult,
     SwarmFailure,
     SwarmResult,
+    TeammateHealth,
 )
 
 __all__ = [
     "render_claim",
     "render_claims",
+    "render_health",
     "render_inbox",
     "render_interrupt",
     "render_message_sent",
     "render_receipt",
     "render_release",
     "render_spawn",
+    "render_status",
     "render_stop",
     "render_swarm",
 ]
@@ -161,3 +167,54 @@ def render_interrupt(result: InterruptResult) -> str:
         "no_command": f"Agent {name} has no running tool or model call to interrupt.",
     }
     return texts[result.status]
+
+
+_STATUS_FOOTER = (
+    "Reports arrive automatically as new turns. End this turn to wait. Use get_agent_status once for a "
+    "current snapshot; do not poll."
+)
+
+
+def _render_snapshot(snapshot: dict[str, Any]) -> str:
+    lines = [f"{snapshot['name']}: {snapshot['phase']} ({snapshot.get('role', '?')})"]
+    if snapshot.get("progress"):
+        lines.append(f"  progress: {snapshot['progress']}")
+    if snapshot.get("activeTool"):
+        lines.append(f"  tool: {snapshot['activeTool']}")
+    if snapshot.get("activityAgeMs") is not None:
+        lines.append(f"  last activity: {snapshot['activityAgeMs'] // 1000}s ago")
+    if snapshot.get("queuePosition") is not None:
+        lines.append(f"  queue position: {snapshot['queuePosition']}")
+    if "reportId" in snapshot:
+        verification = snapshot.get("verification") or {}
+        acceptance = snapshot.get("acceptance") or {}
+        outcome = outcome_label(snapshot.get("outcome"), snapshot.get("effectiveOutcome"))
+        lines.append(
+            f"  task: {outcome}; verification: "
+            f"{verification.get('state', 'not-requested')}; acceptance: {acceptance.get('state', 'pending')}"
+        )
+    if snapshot.get("summary"):
+        lines.append(f"  summary: {snapshot['summary']}")
+    if snapshot.get("error"):
+        lines.append(f"  error: {snapshot['error']}")
+    return "\n".join(lines)
+
+
+def render_status(result: StatusSnapshot) -> str:
+    """`get_agent_status`' text: one block per agent, then the reminder not to poll."""
+    if not result.agents:
+        return "No agents in this session yet. " + _STATUS_FOOTER
+    return "\n\n".join(_render_snapshot(snapshot) for snapshot in result.agents) + "\n\n" + _STATUS_FOOTER
+
+
+def render_health(result: TeammateHealth) -> str:
+    """`check_teammate`'s text: the live agent's health, or the report an agent that left stored."""
+    report = result.report
+    if report is not None:
+        where = f"{report.report_id}{', ' + report.markdown_path if report.markdown_path else ''}"
+        return (
+            f"Agent {result.name} is no longer running. Its latest report, recovered from the store "
+            f"({where}):\n\n{report.content}"
+        )
+    error = result.details.get("error")
+    return f"Agent {result.name}: {result.health}" + (f" ({error})" if error else "") + "."

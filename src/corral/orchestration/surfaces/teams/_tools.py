@@ -23,12 +23,14 @@ from corral.orchestration.surfaces.agent._render import TEAMS_TOOL_NAMES
 from ._render import (
     render_claim,
     render_claims,
+    render_health,
     render_inbox,
     render_interrupt,
     render_message_sent,
     render_receipt,
     render_release,
     render_spawn,
+    render_status,
     render_stop,
     render_swarm,
 )
@@ -124,10 +126,6 @@ class TeamsTool(AgentTool):
             return error_result(exc, self.name, next_actions=TEAMS_NEXT_ACTIONS)
 
 
-def _result(pair: tuple[str, dict[str, Any]]) -> ToolResult:
-    return ToolResult.text(pair[0], details=pair[1])
-
-
 def teams_lead_tools(teams: Teams, caller: Caller) -> list[AgentTool]:
     """The teams surface of the lead."""
 
@@ -140,11 +138,13 @@ def teams_lead_tools(teams: Teams, caller: Caller) -> list[AgentTool]:
         return ToolResult.text(render_swarm(outcome), details=outcome.details, is_error=outcome.failed)
 
     async def status(call_id: str, params: dict[str, Any]) -> ToolResult:
-        return _result(await teams.status(caller, parse_status(params).agent_name))
+        snapshot = await teams.status(caller, parse_status(params).agent_name)
+        return ToolResult.text(render_status(snapshot), details=snapshot.details)
 
     async def check(call_id: str, params: dict[str, Any]) -> ToolResult:
         name = parse_agent_name(params, tool="check_teammate").agent_name
-        return _result(await teams.check_teammate(caller, name))
+        health = await teams.check_teammate(caller, name)
+        return ToolResult.text(render_health(health), details=health.details)
 
     async def interrupt(call_id: str, params: dict[str, Any]) -> ToolResult:
         name = parse_agent_name(params, tool="interrupt_teammate").agent_name
@@ -252,7 +252,8 @@ def team_member_tools(teams: Teams, child: TeamChild) -> list[AgentTool]:
             return ToolResult.text(render_swarm(outcome), details=outcome.details, is_error=outcome.failed)
 
         async def status(call_id: str, params: dict[str, Any]) -> ToolResult:
-            return _result(await teams.status(child, parse_status(params).agent_name))
+            snapshot = await teams.status(child, parse_status(params).agent_name)
+            return ToolResult.text(render_status(snapshot), details=snapshot.details)
 
         nested = (
             "Read helpers only (canonical read-* tiers); they share your cwd, report back to you, and you stay "
