@@ -6,8 +6,8 @@ Layers, lowest first: base (`errors`, `_paths`, `_units`, `_process`, `_version`
 `lead` (the Python API and the composition root), `_mcp` (front ends) ← the package's `__init__` (a façade that loads
 the Python API on first use). A module may import only from its own rank or below; no module takes part in an import
 cycle, counting imports under `TYPE_CHECKING` and inside functions; `sqlite3` belongs to the store
-(`orchestration/store/`) and the features' repositories alone. While the redesign is under way, `ALLOWED_UPWARD` and
-`ALLOWED_CYCLES` list what is left to break; both may only shrink.
+(`orchestration/store/`) and the features' repositories alone. `ALLOWED_UPWARD` lists the upward imports left
+(the `Store` façade's); it may only shrink.
 """
 
 from __future__ import annotations
@@ -66,14 +66,6 @@ ALLOWED_UPWARD: frozenset[tuple[str, str]] = frozenset(
         ("orchestration.store._store", "orchestration.teams.roster._repository"),
         ("orchestration.store._store", "orchestration.worktrees._repository"),
     }
-)
-
-# Import cycles the redesign is still breaking (issue 15). May only shrink: every cycle found must lie
-# inside one of these, and each of these must still contain a cycle (else delete it). The goal is ().
-ALLOWED_CYCLES: tuple[frozenset[str], ...] = (
-    # The teams core's mixins: `Teams` (in `_teams`) and `TeamControlMixin` (in `_control`) import each
-    # other's types; composition of services removes it.
-    frozenset({"orchestration.teams._control", "orchestration.teams._teams"}),
 )
 
 
@@ -235,11 +227,8 @@ def test_no_import_cycles() -> None:
     Imports under `TYPE_CHECKING` and inside functions count: a cycle hidden there is still a cycle in
     the design. The message names each cycle's modules.
     """
-    cycles = [frozenset(m.removeprefix("corral.") for m in component) for component in _cycles(_graph())]
-    new = [sorted(c) for c in cycles if not any(c <= allowed for allowed in ALLOWED_CYCLES)]
-    assert new == [], "import cycles:\n" + "\n".join(" <-> ".join(c) for c in new)
-    stale = [sorted(a) for a in ALLOWED_CYCLES if not any(c <= a for c in cycles)]
-    assert stale == [], "remove from ALLOWED_CYCLES (no cycle left there):\n" + "\n".join(map(str, stale))
+    cycles = [sorted(m.removeprefix("corral.") for m in component) for component in _cycles(_graph())]
+    assert cycles == [], "import cycles:\n" + "\n".join(" <-> ".join(c) for c in cycles)
 
 
 def test_the_cycle_detector_finds_a_cycle_hidden_under_type_checking(tmp_path: Path) -> None:

@@ -54,7 +54,7 @@ if TYPE_CHECKING:
 
     from ._capacity import CapacityController
     from ._member import TeamChild
-    from ._teams import _Live, _Prepared
+    from ._plans import _Live, _Prepared
     from .groups._groups import CompletionGroups
     from .repair._verification import Verifier
 

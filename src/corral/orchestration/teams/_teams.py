@@ -29,7 +29,7 @@ import contextlib
 import os
 import time
 import uuid
-from dataclasses import dataclass, field, replace
+from dataclasses import replace
 from pathlib import Path
 from typing import TYPE_CHECKING, Any, Literal
 
@@ -59,7 +59,8 @@ from ._capacity import DEFAULT_LIMITS, Admission, CapacityController, Reservatio
 from ._control import TeamControlMixin
 from ._errors import AdmissionCancelledError, TierModelError
 from ._member import TeamChild
-from ._tiers import Tier, TierFavorites, resolve_tier, resolve_tier_model
+from ._plans import _Live, _Prepared
+from ._tiers import TierFavorites, resolve_tier, resolve_tier_model
 from .checkpoints._checkpoints import Checkpoints
 from .checkpoints.records import (
     CheckpointPolicy,
@@ -110,49 +111,6 @@ _PARENT_DELEGATION = (
 )
 _SANDBOX_NOTE = " Your bash commands run in a read-only sandbox without network."
 _CAPACITY_KIND = {"read": "read", "write": "edit"}
-
-
-@dataclass(slots=True)
-class _Prepared:
-    """A validated spawn, ready to launch once admitted."""
-
-    lead_session_id: str
-    owner: AgentSession
-    name: str
-    tier: Tier
-    requested_tier: str
-    model_ref: str
-    thinking: str
-    model_source: str
-    cwd: Path
-    prompt: str
-    session_context: Literal["none", "lazy"]
-    metadata: dict[str, Any] | None
-    allow_nested: bool
-    depth: int = 0
-    parent: TeamChild | None = None
-    queued_at: float = field(default_factory=time.time)
-    group_id: str | None = None
-    slot_id: str | None = None
-    checkpoint: CheckpointPolicy | None = None
-    continue_from: str | None = None
-    checks: tuple[CheckSpec, ...] = ()
-    max_repair_attempts: int = 0
-    read_guard: ReadGuard | None = None
-    """The read sandbox's view of `cwd`, built at admission; shared by a swarm's members that
-    start together (one view per directory, not per agent), rebuilt for a queued start."""
-
-
-@dataclass(slots=True)
-class _Live:
-    """In-memory facts of a launched teams agent (beside its store rows)."""
-
-    child: TeamChild
-    admission: Admission | None
-    lead_session_id: str
-    context_path: Path | None = None
-    source_before: SourceFingerprint | None = None
-    parent_checkpoint: CheckpointRecord | None = None
 
 
 class Teams(TeamReportsMixin, TeamControlMixin):
