@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import os
 import shutil
 import subprocess
 from pathlib import Path
@@ -14,8 +15,15 @@ ROOT = Path(__file__).parents[1]
 def _dry_run(target: str, venv: Path) -> list[str]:
     if shutil.which("make") is None:
         pytest.skip("make is not installed")
+    # Run from `make test` too: no inherited MAKEFLAGS/MAKELEVEL, no "Entering directory" lines.
+    env = {k: v for k, v in os.environ.items() if k not in ("MAKEFLAGS", "MAKELEVEL", "MFLAGS")}
     done = subprocess.run(
-        ["make", "-n", target, f"VENV={venv}"], cwd=ROOT, capture_output=True, text=True, check=True
+        ["make", "--no-print-directory", "-n", target, f"VENV={venv}"],
+        cwd=ROOT,
+        capture_output=True,
+        text=True,
+        check=True,
+        env=env,
     )
     return done.stdout.splitlines()
 
