@@ -270,13 +270,17 @@ class Launched:
         return lines
 
     def unsettled(self) -> list[str]:
-        """One line per managed agent of this lead not settled (finalized) and not named by `left_waiting`."""
+        """One line per managed agent of this lead not settled (finalized) and not named by `left_waiting`,
+        and one per agent whose result could not be stored (whatever its state since)."""
         if self.host is None:
             return []
         lines = []
         resume = f"resume with `corral run --session {self.session.session_id} -p ...`"
         for generation in self.host.tree(self.session.session_id):
             name = f"agent {generation.label} ({generation.definition})"
+            if generation.run_id in self.host.unstored_results:
+                lines.append(f"{name} ended without a stored result (a write failed); its transcript remains")
+                continue
             if generation.presence == "lost" or self.host.store.pending_ask(generation.run_id) is not None:
                 continue  # named by `left_waiting`
             if generation.phase == "completed":

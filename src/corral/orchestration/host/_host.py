@@ -140,6 +140,8 @@ class Host:
         self._watch_signature: object = None
         self.on_background_error: Callable[[BaseException], None] | None = None
         self.warnings: list[str] = []
+        self.unstored_results: set[str] = set()
+        """Runs whose result could not be stored (a failed write, e.g. a full disk): never settled."""
         """Warnings for the person at the front end (e.g. an unconfirmed wake after a restart)."""
         self.on_warning: Callable[[str], None] | None = None
 
@@ -293,6 +295,7 @@ class Host:
 
     def result_failed(self, run_id: str, message: str) -> None:
         """Child hook: the run's result could not be stored; warn (the run is then left unsettled)."""
+        self.unstored_results.add(run_id)
         child = self.children.get(run_id)
         who = f"agent {child.label}" if child is not None else f"agent run {run_id}"
         self.warn(f"{who} ended without a stored result: {message}")
