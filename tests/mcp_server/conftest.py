@@ -2,7 +2,9 @@
 
 from __future__ import annotations
 
+import json
 import os
+import subprocess
 import sys
 from collections.abc import AsyncIterator
 from contextlib import asynccontextmanager
@@ -66,3 +68,26 @@ def mcp_env(tmp_path: Path) -> McpEnv:
     env = McpEnv(tmp_path, tmp_path / "work", tmp_path / "home", base)
     env.script({"*": [{"text": "agent result"}]})
     return env
+
+
+def run_mcp_answering_initialize(env: McpEnv, *args: str) -> subprocess.CompletedProcess[str]:
+    """`corral mcp --cwd <work> *args` over stdio, sent one `initialize` and then end of input."""
+    initialize = {
+        "jsonrpc": "2.0",
+        "id": 1,
+        "method": "initialize",
+        "params": {
+            "protocolVersion": "2025-06-18",
+            "capabilities": {},
+            "clientInfo": {"name": "t", "version": "0"},
+        },
+    }
+    return subprocess.run(
+        [CORRAL, "mcp", "--cwd", str(env.work), *args],
+        env=env.vars,
+        input=json.dumps(initialize) + "\n",
+        capture_output=True,
+        text=True,
+        timeout=60,
+        check=False,
+    )

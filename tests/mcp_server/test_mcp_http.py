@@ -2,7 +2,6 @@
 
 from __future__ import annotations
 
-import json
 import re
 import subprocess
 import sys
@@ -13,7 +12,7 @@ import httpx2
 from mcp import Client
 from mcp.client.streamable_http import streamable_http_client
 
-from .conftest import CORRAL, WAIT_MS, McpEnv
+from .conftest import CORRAL, WAIT_MS, McpEnv, run_mcp_answering_initialize
 
 
 @contextmanager
@@ -91,25 +90,7 @@ def test_non_loopback_binds_are_refused(mcp_env: McpEnv) -> None:
 
 
 def test_a_lead_that_cannot_be_opened_ends_the_server_with_a_one_line_error(mcp_env: McpEnv) -> None:
-    initialize = {
-        "jsonrpc": "2.0",
-        "id": 1,
-        "method": "initialize",
-        "params": {
-            "protocolVersion": "2025-06-18",
-            "capabilities": {},
-            "clientInfo": {"name": "t", "version": "0"},
-        },
-    }
-    done = subprocess.run(
-        [CORRAL, "mcp", "--cwd", str(mcp_env.work), "--session", "no-such-session"],
-        env=mcp_env.vars,
-        input=json.dumps(initialize) + "\n",
-        capture_output=True,
-        text=True,
-        timeout=60,
-        check=False,
-    )
+    done = run_mcp_answering_initialize(mcp_env, "--session", "no-such-session")
     assert done.returncode == 2, done.stderr
     assert done.stderr.startswith("corral: error:") and "no-such-session" in done.stderr, done.stderr
     assert len(done.stderr.strip().splitlines()) == 1, done.stderr

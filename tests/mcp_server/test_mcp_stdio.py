@@ -4,13 +4,12 @@ from __future__ import annotations
 
 import asyncio
 import json
-import subprocess
 from typing import Any
 
 import pytest
 from mcp.types import CallToolResult, TextContent
 
-from .conftest import CORRAL, WAIT_MS, McpEnv
+from .conftest import WAIT_MS, McpEnv, run_mcp_answering_initialize
 
 AGENT_TOOLS = [
     "agent_list",
@@ -265,25 +264,7 @@ async def test_agents_inherit_the_model_given_with_model(mcp_env: McpEnv) -> Non
 
 
 def test_an_unknown_model_ends_the_server_with_a_one_line_error(mcp_env: McpEnv) -> None:
-    initialize = {
-        "jsonrpc": "2.0",
-        "id": 1,
-        "method": "initialize",
-        "params": {
-            "protocolVersion": "2025-06-18",
-            "capabilities": {},
-            "clientInfo": {"name": "t", "version": "0"},
-        },
-    }
-    done = subprocess.run(
-        [CORRAL, "mcp", "--cwd", str(mcp_env.work), "--model", "scripted/no-such-script"],
-        env=mcp_env.vars,
-        input=json.dumps(initialize) + "\n",
-        capture_output=True,
-        text=True,
-        timeout=60,
-        check=False,
-    )
+    done = run_mcp_answering_initialize(mcp_env, "--model", "scripted/no-such-script")
     assert done.returncode == 2, done.stderr
     lines = done.stderr.strip().splitlines()
     assert len(lines) == 1 and lines[0].startswith("corral: error:") and "no-such-script" in lines[0], lines
