@@ -33,10 +33,11 @@ def test_make_demo_installs_the_runtime_dependencies_only(tmp_path: Path) -> Non
     installs = [line for line in lines if " install " in line and "uv pip" in line]
     assert len(installs) == 1, lines
     assert installs[0].endswith(" -e ."), installs
-    assert not any("[test]" in line for line in lines), lines
+    assert not any("[test" in line or "ray]" in line for line in lines), lines
     assert lines[-1].endswith("/bin/corral demo")
 
 
-def test_make_test_adds_the_test_extras(tmp_path: Path) -> None:
+def test_make_test_adds_the_test_and_ray_extras(tmp_path: Path) -> None:
+    # The Ray extra too: tests/ray/ must run (not skip) under `make test`.
     lines = _dry_run("lint", tmp_path / "venv")
-    assert any(line.endswith("-e '.[test]'") for line in lines), lines
+    assert any(line.endswith("-e '.[test,ray]'") for line in lines), lines

@@ -4,6 +4,8 @@ price catalogue."""
 
 from __future__ import annotations
 
+import importlib.util
+import os
 import subprocess
 import sys
 
@@ -66,3 +68,33 @@ def test_a_scripted_run_never_loads_the_price_catalogue(cli_env: Env) -> None:
     )
     assert done.returncode == 0, done.stderr
     assert done.stdout.splitlines()[-1] == "genai_prices not imported"
+
+
+RAY = """\
+import sys
+from corral.cli import main
+code = main(['run', '--model', 'scripted/hello', '--no-session', '-p', 'hi', '--surfaces', 'agent,teams'])
+print('ray imported' if 'ray' in sys.modules else 'ray not imported')
+raise SystemExit(code)
+"""
+
+
+def test_a_run_that_does_not_use_the_ray_runtime_never_imports_ray(cli_env: Env) -> None:
+    # `corral[ray]` is installed by `make test`; only `runtime = "ray"` may load it (~1 s of imports).
+    if importlib.util.find_spec("ray") is None:
+        missing = "the ray extra is not installed (make test installs it: '.[test,ray]')"
+        if os.environ.get("CI") == "true":
+            pytest.fail(missing)
+        pytest.skip(missing)
+    cli_env.script("hello", 'steps:\n  - text: "hello"\n')
+    done = subprocess.run(
+        [sys.executable, "-c", RAY],
+        cwd=cli_env.project,
+        env=cli_env.vars,
+        capture_output=True,
+        text=True,
+        timeout=60,
+        check=False,
+    )
+    assert done.returncode == 0, done.stderr
+    assert done.stdout.splitlines()[-1] == "ray not imported"
