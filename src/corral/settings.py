@@ -185,6 +185,14 @@ class ProviderSettings(_Section):
     need to call tools or to report a context overflow."""
     models: list[ModelSettings] = Field(default_factory=list)
     """The provider's models."""
+    max_concurrent_requests: int | None = Field(default=None, ge=1)
+    """Requests in flight at once to this provider's endpoint with its key, across every agent of the
+    host (default: no cap; a `429` lowers it adaptively either way, see docs/fleet.md)."""
+    requests_per_minute: int | None = Field(default=None, ge=1)
+    """Requests started per minute (a sliding minute) across every agent (default: no cap)."""
+    tokens_per_minute: int | None = Field(default=None, ge=1)
+    """Request tokens per minute, estimated from the request's size (4 bytes a token), across every
+    agent (default: no cap)."""
 
 
 class CapacitySettings(_Section):

@@ -8,6 +8,7 @@ with nothing.
 from __future__ import annotations
 
 import json
+import re
 from collections.abc import Iterator
 
 import pytest
@@ -183,4 +184,5 @@ id = "small"
     assert done.returncode == 0, done.stderr
     assert done.stdout == "fine now\n"
     [line] = [line for line in done.stderr.splitlines() if "retrying in" in line]
-    assert "server overloaded" in line and "retrying in 0.01 s (attempt 1 of 3)" in line
+    # 10 ms back-off plus up to 25 % jitter
+    assert "server overloaded" in line and re.search(r"retrying in 0\.01\d* s \(attempt 1 of 3\)", line)

@@ -2,6 +2,8 @@
 
 from __future__ import annotations
 
+import re
+
 from corral.tui import CorralApp
 from corral.tui.widgets import AssistantCard, NoticeCard
 
@@ -31,7 +33,8 @@ async def test_a_retry_shows_retrying_in_n_s(tui_env: TuiEnv) -> None:
         await wait_until(
             pilot, lambda: _idle(app) and any(c.text == "fine now" for c in app.query(AssistantCard))
         )
-        assert "retrying in 0.01 s (attempt 1 of 3)" in _notices(app)
+        # 10 ms back-off plus up to 25 % jitter
+        assert re.search(r"retrying in 0\.01\d* s \(attempt 1 of 3\)", _notices(app))
 
 
 async def test_an_empty_reply_is_named_under_the_reply(tui_env: TuiEnv) -> None:

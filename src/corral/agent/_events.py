@@ -20,6 +20,10 @@ A run emits, in order::
     agent_end {willRetry}
     [auto_retry_* | compaction_* | more runs]
     agent_settled                        (once nothing remains to do)
+
+`rate_limit_wait` (corral's own, not Pi's) comes while a model request waits for its
+endpoint's shared rate limiter, with `waiting` true when the wait starts (or its reason or
+expected end changes) and false when the request is sent.
 """
 
 from __future__ import annotations
@@ -53,6 +57,7 @@ __all__ = [
     "MessageStartEvent",
     "MessageUpdateEvent",
     "QueueUpdateEvent",
+    "RateLimitWaitEvent",
     "ToolExecutionEndEvent",
     "ToolExecutionResult",
     "ToolExecutionStartEvent",
@@ -231,6 +236,19 @@ class QueueUpdateEvent(_Event):
     follow_up: list[str] = Field(default_factory=list)
 
 
+class RateLimitWaitEvent(_Event):
+    """A model request waits for its endpoint's shared rate limiter (`waiting` false: it was sent)."""
+
+    type: Literal["rate_limit_wait"] = "rate_limit_wait"
+    waiting: bool
+    endpoint: str
+    """The provider endpoint (base URL) the request is for."""
+    reason: Literal["retry_after", "concurrency", "requests_per_minute", "tokens_per_minute"] | None = None
+    """What it waits for: the provider's `Retry-After` window, a free slot, or a per-minute cap."""
+    until_ms: int | None = None
+    """When the wait is expected to end (Unix ms), when known."""
+
+
 class AgentSettledEvent(_Event):
     """The session is idle: no retry, compaction retry or queued message remains."""
 
@@ -253,6 +271,7 @@ AgentEvent = Annotated[
     | AutoRetryStartEvent
     | AutoRetryEndEvent
     | QueueUpdateEvent
+    | RateLimitWaitEvent
     | AgentSettledEvent,
     Field(discriminator="type"),
 ]

@@ -38,6 +38,7 @@ from corral.llm import (
     CustomMessage,
     LlmContext,
     Model,
+    RateLimitWait,
     StreamOptions,
     TextContent,
     ThinkingLevel,
@@ -45,6 +46,7 @@ from corral.llm import (
     ToolDefinition,
     ToolResultMessage,
     UserMessage,
+    rate_limit_listener,
 )
 from corral.session import convert_to_llm
 
@@ -56,6 +58,7 @@ from ._events import (
     MessageStartEvent,
     MessageUpdateEvent,
     QueueUpdateEvent,
+    RateLimitWaitEvent,
     ToolExecutionEndEvent,
     ToolExecutionResult,
     ToolExecutionStartEvent,
@@ -136,6 +139,7 @@ class LoopMixin:
     _aborting: bool
     _batch_terminates: bool = False
     _ending: bool = False
+    _rate_limit_wait: RateLimitWaitEvent | None = None
     _tool_definitions_cache: list[ToolDefinition] | None
     _llm_cache: list[AgentMessage]
     _llm_cache_owner: list[AgentMessage] | None
@@ -318,7 +322,30 @@ class LoopMixin:
 
     # --- the model request ----------------------------------------------------
 
+    @property
+    def rate_limit_wait(self) -> RateLimitWaitEvent | None:
+        """The model request's wait for its endpoint's rate limiter, while it waits (else `None`)."""
+        return self._rate_limit_wait
+
+    def _on_rate_limit(self, wait: RateLimitWait) -> None:
+        until = None if wait.until is None else int(wait.until * 1000)
+        event = RateLimitWaitEvent(
+            waiting=wait.waiting, endpoint=wait.endpoint, reason=wait.reason, until_ms=until
+        )
+        self._rate_limit_wait = event if wait.waiting else None
+        self._emit(event)
+
     async def _consume_stream(
+        self, context: LlmContext, options: StreamOptions, state: _StreamState
+    ) -> AssistantMessage | None:
+        try:
+            with rate_limit_listener(self._on_rate_limit):
+                return await self._consume_events(context, options, state)
+        finally:
+            if self._rate_limit_wait is not None:
+                self._on_rate_limit(RateLimitWait(False, self._rate_limit_wait.endpoint))
+
+    async def _consume_events(
         self, context: LlmContext, options: StreamOptions, state: _StreamState
     ) -> AssistantMessage | None:
         async for event in self._model.stream(context, options):

@@ -692,7 +692,7 @@ class AgentSession(LoopMixin):
         """Announce and wait for the next retry; False when aborted meanwhile."""
         self._retry_attempt += 1
         policy = self._retry_policy()
-        delay_ms = policy.delay_ms(self._retry_attempt)
+        delay_ms = policy.jittered_delay_ms(self._retry_attempt)
         self._emit(
             AutoRetryStartEvent(
                 attempt=self._retry_attempt,

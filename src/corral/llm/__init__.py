@@ -51,9 +51,27 @@ from ._model import (
     ToolDefinition,
     as_thinking_level,
 )
+from ._ratelimit import (
+    EndpointKey,
+    HostRateLimiter,
+    Permit,
+    RateLimiter,
+    RateLimits,
+    RateLimitWait,
+    current_rate_limiter,
+    install_rate_limiter,
+    parse_retry_after,
+    rate_limit_listener,
+)
 from ._refs import ModelRef, parse_model_ref
 from ._registry import BUILTIN_MODELS, DEFAULT_MODELS, ModelRegistry
-from ._retry import RETRYABLE_ERROR_PATTERN, RetryPolicy, is_retryable_error
+from ._retry import (
+    RETRYABLE_ERROR_PATTERN,
+    RetryPolicy,
+    error_status,
+    is_retryable_error,
+    is_retryable_status,
+)
 from ._script_format import Script, ScriptStep, find_script, list_script_names, load_script_file
 from ._scripted import SCRIPT_CURSOR_FIELD, SCRIPT_LIST_FIELD, ScriptedModel
 from ._thinking import available_thinking_levels, clamp_thinking_level, supports_xhigh
@@ -77,7 +95,9 @@ __all__ = [
     "Cost",
     "CustomMessage",
     "DoneEvent",
+    "EndpointKey",
     "ErrorEvent",
+    "HostRateLimiter",
     "ImageContent",
     "LlmContext",
     "LlmError",
@@ -89,7 +109,11 @@ __all__ = [
     "ModelRef",
     "ModelRefError",
     "ModelRegistry",
+    "Permit",
     "PiModel",
+    "RateLimitWait",
+    "RateLimiter",
+    "RateLimits",
     "RetryPolicy",
     "Script",
     "ScriptError",
@@ -121,13 +145,19 @@ __all__ = [
     "available_thinking_levels",
     "calculate_cost",
     "clamp_thinking_level",
+    "current_rate_limiter",
+    "error_status",
     "find_script",
+    "install_rate_limiter",
     "is_retryable_error",
+    "is_retryable_status",
     "list_script_names",
     "listed_prices",
     "load_script_file",
     "now_ms",
     "parse_model_ref",
+    "parse_retry_after",
+    "rate_limit_listener",
     "supports_xhigh",
     "to_json_dict",
     "usage_with_total",

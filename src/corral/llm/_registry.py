@@ -22,6 +22,7 @@ from typing import TYPE_CHECKING
 
 from ._errors import LlmError, MissingApiKeyError, UnknownModelError
 from ._model import ApiKind, Model, ModelInfo, ModelPrices
+from ._ratelimit import RateLimits
 from ._refs import ModelRef, parse_model_ref
 from ._thinking import supports_xhigh
 
@@ -161,6 +162,7 @@ class ModelRegistry:
         self._cwd = cwd
         self._models: dict[str, dict[str, ModelInfo]] = {}
         self._headers: dict[str, dict[str, str]] = {}
+        self._rate_limits: dict[str, RateLimits] = {}
         for info in BUILTIN_MODELS:
             self._models.setdefault(info.provider, {})[info.id] = info
         for name, provider in settings.providers.items():
@@ -185,6 +187,11 @@ class ModelRegistry:
         for entry in provider.models:
             models[entry.id] = _from_settings(name, api, entry, provider)
         self._headers[name] = dict(provider.headers)
+        self._rate_limits[name] = RateLimits(
+            max_concurrent_requests=provider.max_concurrent_requests,
+            requests_per_minute=provider.requests_per_minute,
+            tokens_per_minute=provider.tokens_per_minute,
+        )
 
     # --- lookup -------------------------------------------------------------
 
@@ -302,6 +309,10 @@ class ModelRegistry:
         """Extra HTTP headers for the model's provider, from settings (often empty)."""
         return dict(self._headers.get(info.provider, {}))
 
+    def rate_limits_for(self, info: ModelInfo) -> RateLimits:
+        """The provider's configured rate limits (`[providers.<name>]`; none by default)."""
+        return self._rate_limits.get(info.provider, RateLimits())
+
     # --- models -------------------------------------------------------------
 
     def create_model(self, info: ModelInfo, *, cwd: Path | None = None) -> Model:
@@ -333,11 +344,14 @@ class ModelRegistry:
                 f"{info.ref}: support for the {info.api} API is not available (pydantic-ai is missing)"
             )
         headers = self.headers_for(info)
+        limits = self.rate_limits_for(info)
 
         def build() -> Model:
             from ._providers import create_provider_model
 
-            return create_provider_model(info, api_key=api_key, base_url=base_url, headers=headers)
+            return create_provider_model(
+                info, api_key=api_key, base_url=base_url, headers=headers, rate_limits=limits
+            )
 
         from ._deferred import DeferredProviderModel
 

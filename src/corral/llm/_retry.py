@@ -1,30 +1,65 @@
 """Which provider errors are transient, and how long to wait before retrying.
 
-The pattern is Pi's: an assistant message that ended with `stop_reason`
-`error` whose message matches it (and is not a context overflow, which the
-agent handles by compacting) is retried after `base * 2^(attempt-1)`
-milliseconds, capped at `max_delay_ms`.
+An assistant message that ended with `stop_reason` `error` (and is not a
+context overflow, which the agent handles by compacting) is retried when its
+error is transient, after `base * 2^(attempt-1)` milliseconds capped at
+`max_delay_ms`, plus up to 25 % jitter so agents that failed together do not
+retry together.
+
+Transient is decided by the HTTP status first: provider errors start with it
+(`_providers/_errors.py`), and `408`, `409`, `425`, `429`, `529` and every
+`5xx` are retried while any other status is not, whatever the text says (a
+`400` whose message happens to contain `5000` is not). A message without a
+status (a dropped connection, an error event inside a stream) falls back to
+Pi's pattern, whose numbers must stand alone.
 """
 
 from __future__ import annotations
 
+import random
 import re
 from dataclasses import dataclass
 
-__all__ = ["RETRYABLE_ERROR_PATTERN", "RetryPolicy", "is_retryable_error"]
+__all__ = [
+    "RETRYABLE_ERROR_PATTERN",
+    "RetryPolicy",
+    "error_status",
+    "is_retryable_error",
+    "is_retryable_status",
+]
 
 RETRYABLE_ERROR_PATTERN = re.compile(
-    r"overloaded|rate.?limit|too many requests|429|500|502|503|504|service.?unavailable|server.?error"
-    r"|internal.?error|connection.?(error|refused)|other side closed|fetch failed|upstream.?connect"
-    r"|reset before headers|terminated|retry delay",
+    r"overloaded|rate.?limit|too many requests|\b(?:429|500|502|503|504|529)\b|service.?unavailable"
+    r"|server.?error|internal.?error|connection.?(error|refused)|other side closed|fetch failed"
+    r"|upstream.?connect|reset before headers|terminated|retry delay",
     re.IGNORECASE,
 )
-"""Pi's pattern for transient provider errors (matched anywhere in the message)."""
+"""Pi's pattern for transient provider errors, for messages without a leading HTTP status."""
+
+_STATUS = re.compile(r"^\s*(?:HTTP\s+)?([1-5]\d\d)(?=\s|$|:)")
+
+_RETRYABLE_4XX = frozenset({408, 409, 425, 429})
+
+
+def error_status(message: str | None) -> int | None:
+    """The HTTP status a provider error message starts with (`429 Too many requests` → 429), else `None`."""
+    match = _STATUS.match(message or "")
+    return int(match.group(1)) if match else None
+
+
+def is_retryable_status(status: int) -> bool:
+    """Whether an HTTP status is transient: 408, 409, 425, 429 and every 5xx (529 included)."""
+    return status >= 500 or status in _RETRYABLE_4XX
 
 
 def is_retryable_error(message: str | None) -> bool:
-    """Whether a provider error message describes a transient failure worth retrying."""
-    return bool(message) and RETRYABLE_ERROR_PATTERN.search(message or "") is not None
+    """Whether a provider error message describes a transient failure worth retrying (status first)."""
+    if not message:
+        return False
+    status = error_status(message)
+    if status is not None:
+        return is_retryable_status(status)
+    return RETRYABLE_ERROR_PATTERN.search(message) is not None
 
 
 @dataclass(frozen=True)
@@ -51,6 +86,11 @@ class RetryPolicy:
         if attempt < 1:
             raise ValueError(f"retry attempt must be 1 or more, got {attempt}")
         return int(min(self.base_delay_ms * 2 ** (attempt - 1), self.max_delay_ms))
+
+    def jittered_delay_ms(self, attempt: int, *, rng: random.Random | None = None) -> int:
+        """`delay_ms(attempt)` plus 0-25 % jitter (never less than the back-off itself)."""
+        delay = self.delay_ms(attempt)
+        return int(delay + delay * 0.25 * (rng or random).random())
 
     def should_retry(self, attempt: int) -> bool:
         """Whether retry number `attempt` (1-based) is still allowed."""

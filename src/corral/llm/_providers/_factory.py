@@ -7,6 +7,7 @@ from collections.abc import Mapping, Sequence
 from typing import TYPE_CHECKING, Any
 
 from corral.llm._model import Model, ModelInfo
+from corral.llm._ratelimit import EndpointKey, RateLimits
 
 from ._adapter import PydanticAIModel
 from ._http import model_http_client
@@ -19,6 +20,13 @@ __all__ = ["NO_API_KEY", "create_provider_model"]
 NO_API_KEY = "no-api-key"
 """Sent when no key is configured (a local OpenAI-compatible server may need none; the SDKs insist on one)."""
 
+
+_PUBLIC_ENDPOINTS = {
+    "openai-responses": "https://api.openai.com/v1",
+    "openai-chat": "https://api.openai.com/v1",
+    "anthropic": "https://api.anthropic.com",
+}
+"""The SDKs' endpoints when no base URL is configured (the limiter's key)."""
 
 _THINKING_FIELDS = ("reasoning_content", "reasoning", "reasoning_text")
 
@@ -101,6 +109,7 @@ def create_provider_model(
     base_url: str | None,
     headers: Mapping[str, str] | None = None,
     streaming: bool | None = None,
+    rate_limits: RateLimits | None = None,
 ) -> Model:
     """Build the model that talks to `info`'s endpoint over HTTP.
 
@@ -117,6 +126,8 @@ def create_provider_model(
             `None` uses the provider's public endpoint.
         headers: Extra HTTP headers sent with every request (from the provider's settings).
         streaming: `False` requests plain (non-streamed) responses; `None` follows `info.stream`.
+        rate_limits: The provider's configured caps (default none); every request goes through the
+            limiter of its endpoint and key either way, which honours `Retry-After` for all agents.
 
     Returns:
         A [`Model`][corral.llm.Model] whose `stream` never raises for provider failures.
@@ -125,11 +136,18 @@ def create_provider_model(
         ValueError: `info.api` is not served over HTTP (such as `scripted`).
     """
     key = api_key if api_key else NO_API_KEY
+    endpoint = base_url or _PUBLIC_ENDPOINTS.get(info.api, info.provider)
+    http_client = model_http_client(
+        headers, rate_limit=(EndpointKey.of(endpoint, api_key), rate_limits or RateLimits())
+    )
     pai_model: PaiModel
     if info.api in ("openai-responses", "openai-chat"):
         from pydantic_ai.providers.openai import OpenAIProvider
 
-        provider = OpenAIProvider(base_url=base_url, api_key=key, http_client=model_http_client(headers))
+        provider = OpenAIProvider(base_url=base_url, api_key=key, http_client=http_client)
+        # corral retries (the agent loop, behind the shared limiter); the SDK's own two retries
+        # would multiply with them and ignore the other agents' windows.
+        provider.client.max_retries = 0
         if info.api == "openai-responses":
             pai_model = _pi_responses_model_class()(info.id, provider=provider)
         else:
@@ -144,12 +162,9 @@ def create_provider_model(
         from pydantic_ai.models.anthropic import AnthropicModel
         from pydantic_ai.providers.anthropic import AnthropicProvider
 
-        pai_model = AnthropicModel(
-            info.id,
-            provider=AnthropicProvider(
-                api_key=key, base_url=base_url, http_client=model_http_client(headers)
-            ),
-        )
+        anthropic = AnthropicProvider(api_key=key, base_url=base_url, http_client=http_client)
+        anthropic.client.max_retries = 0  # as for OpenAI: corral retries
+        pai_model = AnthropicModel(info.id, provider=anthropic)
     else:
         raise ValueError(
             f"API {info.api!r} of {info.ref} is not an HTTP provider API; use the registry's create_model."

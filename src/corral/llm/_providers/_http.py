@@ -23,6 +23,12 @@ a model works from successive loops: each gets its own pools. A loop's pools
 are closed inside it when it shuts down (`asyncio.run` finalizes async
 generators before closing the loop; see `_LoopPools`), so no socket outlives
 its loop. `close_http_pools()` closes the running loop's idle pools earlier.
+
+Rate limits: a model's transport also holds its endpoint's `EndpointKey` and `RateLimits`; every
+request waits for the process's limiter (`corral.llm._ratelimit`) before it is sent and reports its
+status and headers back: at once for a refused request (`429`, `529`, `503`), so the window opens
+for every other agent before they send, else when its body is closed (the slot is held while a
+reply streams).
 """
 
 from __future__ import annotations
@@ -35,6 +41,8 @@ from collections.abc import AsyncGenerator, AsyncIterator, Mapping
 from typing import TYPE_CHECKING
 
 import httpx2
+
+from corral.llm._ratelimit import EndpointKey, Permit, RateLimits, current_rate_limiter
 
 if TYPE_CHECKING:
     import ssl
@@ -128,12 +136,19 @@ async def _pool_for(url: httpx2.URL) -> _Pool:
     return pool
 
 
-class _CountedStream(httpx2.AsyncByteStream):
-    """A pooled response's body; closing it marks the request finished."""
+_REFUSED = frozenset({429, 503, 529})
+"""Statuses reported to the limiter as soon as the response starts (the window opens for everyone)."""
 
-    def __init__(self, inner: httpx2.AsyncByteStream, pool: _Pool) -> None:
+
+class _CountedStream(httpx2.AsyncByteStream):
+    """A pooled response's body; closing it marks the request finished (and frees its rate-limit slot)."""
+
+    def __init__(
+        self, inner: httpx2.AsyncByteStream, pool: _Pool, finish: tuple[Permit, httpx2.Response] | None
+    ) -> None:
         self._inner = inner
         self._pool: _Pool | None = pool
+        self._finish = finish
 
     async def __aiter__(self) -> AsyncIterator[bytes]:
         async for chunk in self._inner:
@@ -146,36 +161,65 @@ class _CountedStream(httpx2.AsyncByteStream):
             if self._pool is not None:
                 self._pool.in_flight -= 1
                 self._pool = None
+            if self._finish is not None:
+                permit, response = self._finish
+                self._finish = None
+                permit.done(response.status_code, response.headers)
 
 
 class _PooledTransport(httpx2.AsyncBaseTransport):
-    """A model client's transport: the running loop's pool for the request's origin."""
+    """A model client's transport: the running loop's pool for the request's origin, behind the
+    endpoint's rate limiter when it has one."""
+
+    def __init__(self, limit: tuple[EndpointKey, RateLimits] | None = None) -> None:
+        self._limit = limit
 
     async def handle_async_request(self, request: httpx2.Request) -> httpx2.Response:
-        pool = await _pool_for(request.url)
-        pool.in_flight += 1
+        permit: Permit | None = None
+        if self._limit is not None:
+            key, limits = self._limit
+            size = request.headers.get("content-length")
+            permit = await current_rate_limiter().acquire(
+                key, limits, request_bytes=int(size) if size and size.isdigit() else 0
+            )
         try:
-            response = await pool.client.send(request, stream=True)
+            pool = await _pool_for(request.url)
+            pool.in_flight += 1
+            try:
+                response = await pool.client.send(request, stream=True)
+            except BaseException:
+                pool.in_flight -= 1
+                raise
         except BaseException:
-            pool.in_flight -= 1
+            if permit is not None:
+                permit.done(None, None)
             raise
+        finish = None
+        if permit is not None:
+            if response.status_code in _REFUSED:
+                permit.done(response.status_code, response.headers)
+            else:
+                finish = (permit, response)
         stream = response.stream
         assert isinstance(stream, httpx2.AsyncByteStream)
-        response.stream = _CountedStream(stream, pool)
+        response.stream = _CountedStream(stream, pool, finish)
         return response
 
     async def aclose(self) -> None:
         """Nothing to close: the pools belong to their loop (`close_http_pools`)."""
 
 
-def model_http_client(headers: Mapping[str, str] | None = None) -> httpx2.AsyncClient:
+def model_http_client(
+    headers: Mapping[str, str] | None = None, *, rate_limit: tuple[EndpointKey, RateLimits] | None = None
+) -> httpx2.AsyncClient:
     """A provider model's HTTP client: pydantic-ai's defaults (timeouts, user agent) over the shared pools.
 
-    Timeouts are pydantic-ai's: 5 s to connect, 600 s per read.
+    Timeouts are pydantic-ai's: 5 s to connect, 600 s per read. With `rate_limit`, every request
+    goes through that endpoint's limiter first.
     """
     from pydantic_ai.models import create_async_httpx2_client
 
-    client = create_async_httpx2_client(transport=_PooledTransport())
+    client = create_async_httpx2_client(transport=_PooledTransport(rate_limit))
     if headers:
         client.headers.update(headers)
     return client
