@@ -289,6 +289,10 @@ def test_bad_toml_names_the_file(user_dir: Path, tmp_path: Path) -> None:
         ('[providers.local]\nbase_url = "http://x"\napi = "grpc"\n', "'providers.local.api'"),
         ('[providers.scripted]\nbase_url = "http://x"\n', "only `models` may be set"),
         ('[[providers.local.models]]\nname = "no id"\n', "providers.local.models.0.id"),
+        ("[providers.openai]\nmax_concurrent_requests = 0\n", "'providers.openai.max_concurrent_requests'"),
+        ("[providers.anthropic]\nrequests_per_minute = -5\n", "'providers.anthropic.requests_per_minute'"),
+        ('[providers.openai]\ntokens_per_minute = "lots"\n', "'providers.openai.tokens_per_minute'"),
+        ("[providers.scripted]\nmax_concurrent_requests = 2\n", "only `models` may be set"),
     ],
 )
 def test_bad_values_are_one_line_errors(user_dir: Path, tmp_path: Path, text: str, fragment: str) -> None:
@@ -331,6 +335,31 @@ prices = { input = 1, output = 2.5 }
     )
     assert model.reasoning and model.input == ["text", "image"]
     assert (model.prices.input, model.prices.output, model.prices.cache_read) == (1.0, 2.5, 0.0)
+
+
+def test_rate_limits_per_provider_reach_the_registry(user_dir: Path, tmp_path: Path) -> None:
+    write(
+        user_dir / "settings.toml",
+        """
+[providers.anthropic]
+max_concurrent_requests = 4
+requests_per_minute = 50
+tokens_per_minute = 40000
+
+[providers.local]
+base_url = "http://127.0.0.1:8000/v1"
+max_concurrent_requests = 1
+
+[[providers.local.models]]
+id = "small"
+""",
+    )
+    from corral.llm import ModelRegistry, RateLimits
+
+    registry = ModelRegistry(load_settings(tmp_path), environ={})
+    assert registry.rate_limits_for(registry.resolve("anthropic/claude-opus-4-6")) == RateLimits(4, 50, 40000)
+    assert registry.rate_limits_for(registry.resolve("local/small")) == RateLimits(max_concurrent_requests=1)
+    assert registry.rate_limits_for(registry.resolve("openai/gpt-5")) == RateLimits()
 
 
 def test_shell_path_default_and_override() -> None:

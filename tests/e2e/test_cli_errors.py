@@ -92,3 +92,8 @@ def test_conflicting_or_missing_flags(corral: RunCorral, cli_env: Env, args: tup
 def test_malformed_settings_names_the_file(corral: RunCorral, cli_env: Env) -> None:
     cli_env.settings("default_model = [unclosed\n")
     assert_one_line_error(corral("run", "-p", "hi"), "settings.toml")
+
+
+def test_a_bad_rate_limit_is_one_line_naming_the_key(corral: RunCorral, cli_env: Env) -> None:
+    cli_env.settings("[providers.openai]\nmax_concurrent_requests = 0\n")
+    assert_one_line_error(corral("run", "-p", "hi"), "providers.openai.max_concurrent_requests")

@@ -27,8 +27,9 @@ import itertools
 import json
 import socket
 import threading
+import time
 from collections import deque
-from collections.abc import Iterator
+from collections.abc import Callable, Iterator
 from dataclasses import dataclass, field
 from http.server import BaseHTTPRequestHandler, ThreadingHTTPServer
 from types import TracebackType
@@ -106,6 +107,8 @@ class FakeReply:
     repeat_tool_name: bool = False
     """Chat Completions only: repeat each tool call's id and name in every arguments chunk, as
     llama.cpp's server does."""
+    headers: dict[str, str] = field(default_factory=dict)
+    """Extra response headers (`retry-after`, rate-limit headers, …)."""
 
 
 @dataclass
@@ -120,6 +123,8 @@ class RecordedRequest:
     """Header names lower-cased."""
     body: Any
     """The parsed JSON body (`None` when empty or not JSON)."""
+    at: float = 0.0
+    """`time.monotonic()` when the request arrived (its body read)."""
 
 
 class _Server(ThreadingHTTPServer):
@@ -165,15 +170,21 @@ class _Handler(BaseHTTPRequestHandler):
             body = None
         path, _, query = self.path.partition("?")
         fake = self.server.fake
-        fake._record(
-            RecordedRequest(
-                method="POST",
-                path=path,
-                query=query,
-                headers={k.lower(): v for k, v in self.headers.items()},
-                body=body,
-            )
+        recorded = RecordedRequest(
+            method="POST",
+            path=path,
+            query=query,
+            headers={k.lower(): v for k, v in self.headers.items()},
+            body=body,
+            at=time.monotonic(),
         )
+        fake._record(recorded)
+        try:
+            self._answer(fake, path, body, recorded)
+        finally:
+            fake._answered()
+
+    def _answer(self, fake: FakeProviderServer, path: str, body: Any, recorded: RecordedRequest) -> None:
         api: _Api
         if path.endswith("/responses"):
             api = "responses"
@@ -187,7 +198,9 @@ class _Handler(BaseHTTPRequestHandler):
         if api not in fake.wire_apis:
             self._send_json(404, {"detail": "Not Found"})
             return
-        reply = fake._next_reply()
+        reply = fake.responder(recorded) if fake.responder is not None else None
+        if reply is None:
+            reply = fake._next_reply()
         if reply is None:
             self._send_json(500, _error_body(api, 500, "fake server: no reply queued"))
             return
@@ -197,21 +210,23 @@ class _Handler(BaseHTTPRequestHandler):
                 if reply.error_body is not None
                 else _error_body(api, reply.status, reply.error_message)
             )
-            self._send_json(reply.status, err)
+            self._send_json(reply.status, err, reply.headers)
             return
         model = str(body.get("model", "fake-model")) if isinstance(body, dict) else "fake-model"
         stream = isinstance(body, dict) and bool(body.get("stream"))
         builder = _Builder(api, reply, model, fake._next_id())
         if not stream:
-            self._send_json(200, builder.plain())
+            self._send_json(200, builder.plain(), reply.headers)
             return
         self._stream(api, reply, builder.events())
 
     # --- writing --------------------------------------------------------
 
-    def _send_json(self, status: int, payload: Any) -> None:
+    def _send_json(self, status: int, payload: Any, headers: dict[str, str] | None = None) -> None:
         data = json.dumps(payload).encode()
         self.send_response(status)
+        for name, value in (headers or {}).items():
+            self.send_header(name, value)
         self.send_header("content-type", "application/json")
         self.send_header("content-length", str(len(data)))
         self.end_headers()
@@ -221,6 +236,8 @@ class _Handler(BaseHTTPRequestHandler):
         fake = self.server.fake
         delay = reply.chunk_delay
         self.send_response(200)
+        for name, value in reply.headers.items():
+            self.send_header(name, value)
         self.send_header("content-type", "text/event-stream")
         self.send_header("cache-control", "no-cache")
         self.send_header("transfer-encoding", "chunked")
@@ -753,6 +770,13 @@ class FakeProviderServer:
         """How many streams a client abandoned."""
         self.connections_accepted = 0
         """How many TCP connections the server accepted (keep-alive reuses one for many requests)."""
+        self.responder: Callable[[RecordedRequest], FakeReply | None] | None = None
+        """Called (on the server's thread) for each model request before the queue: a reply it returns
+        is served instead of the queue's next; `None` falls through to the queue."""
+        self.in_flight = 0
+        """Model requests being answered right now."""
+        self.peak_in_flight = 0
+        """The most model requests answered at once."""
 
     # --- lifecycle --------------------------------------------------------
 
@@ -854,6 +878,12 @@ class FakeProviderServer:
     def _record(self, request: RecordedRequest) -> None:
         with self._lock:
             self.requests.append(request)
+            self.in_flight += 1
+            self.peak_in_flight = max(self.peak_in_flight, self.in_flight)
+
+    def _answered(self) -> None:
+        with self._lock:
+            self.in_flight -= 1
 
     def _track(self, conn: socket.socket, *, add: bool) -> None:
         with self._lock:

@@ -144,10 +144,9 @@ def create_provider_model(
     if info.api in ("openai-responses", "openai-chat"):
         from pydantic_ai.providers.openai import OpenAIProvider
 
+        # The SDKs' own retries are off for every request (`max_retries: 0` in `to_model_settings`):
+        # corral retries, behind the shared limiter.
         provider = OpenAIProvider(base_url=base_url, api_key=key, http_client=http_client)
-        # corral retries (the agent loop, behind the shared limiter); the SDK's own two retries
-        # would multiply with them and ignore the other agents' windows.
-        provider.client.max_retries = 0
         if info.api == "openai-responses":
             pai_model = _pi_responses_model_class()(info.id, provider=provider)
         else:
@@ -162,9 +161,9 @@ def create_provider_model(
         from pydantic_ai.models.anthropic import AnthropicModel
         from pydantic_ai.providers.anthropic import AnthropicProvider
 
-        anthropic = AnthropicProvider(api_key=key, base_url=base_url, http_client=http_client)
-        anthropic.client.max_retries = 0  # as for OpenAI: corral retries
-        pai_model = AnthropicModel(info.id, provider=anthropic)
+        pai_model = AnthropicModel(
+            info.id, provider=AnthropicProvider(api_key=key, base_url=base_url, http_client=http_client)
+        )
     else:
         raise ValueError(
             f"API {info.api!r} of {info.ref} is not an HTTP provider API; use the registry's create_model."
