@@ -2,7 +2,7 @@
 
 from __future__ import annotations
 
-__all__ = ["format_bytes", "format_elapsed"]
+__all__ = ["format_bytes", "format_elapsed", "format_rate_limit_wait"]
 
 
 def format_elapsed(ms: int | None) -> str:
@@ -27,3 +27,12 @@ def format_bytes(size: int) -> str:
             return f"{int(value)} {unit}" if unit == "B" else f"{value:.1f} {unit}"
         value /= 1024
     return f"{value:.1f} GiB"  # pragma: no cover - the loop returns
+
+
+def format_rate_limit_wait(*, until_ms: int | None, since_ms: int, now_ms: int) -> str:
+    """`waiting (rate limit, 12s)`: the seconds left when the end is known, else the seconds waited so far."""
+    if until_ms is not None:
+        seconds = max(0, -(-(until_ms - now_ms) // 1000))
+    else:
+        seconds = max(0, (now_ms - since_ms) // 1000)
+    return f"waiting (rate limit, {seconds}s)"

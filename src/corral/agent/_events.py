@@ -247,6 +247,14 @@ class RateLimitWaitEvent(_Event):
     """What it waits for: the provider's `Retry-After` window, a free slot, or a per-minute cap."""
     until_ms: int | None = None
     """When the wait is expected to end (Unix ms), when known."""
+    since_ms: int = 0
+    """When this request began waiting (Unix ms)."""
+
+    def describe(self, now_ms: int) -> str:
+        """`waiting (rate limit, Ns)`: the seconds left when known, else the seconds waited so far."""
+        from corral._units import format_rate_limit_wait
+
+        return format_rate_limit_wait(until_ms=self.until_ms, since_ms=self.since_ms, now_ms=now_ms)
 
 
 class AgentSettledEvent(_Event):

@@ -27,6 +27,7 @@ from __future__ import annotations
 
 import asyncio
 import logging
+import time
 from collections import deque
 from collections.abc import Callable, Coroutine, Sequence
 from dataclasses import dataclass
@@ -329,8 +330,10 @@ class LoopMixin:
 
     def _on_rate_limit(self, wait: RateLimitWait) -> None:
         until = None if wait.until is None else int(wait.until * 1000)
+        previous = self._rate_limit_wait
+        since = previous.since_ms if previous is not None else int(time.time() * 1000)
         event = RateLimitWaitEvent(
-            waiting=wait.waiting, endpoint=wait.endpoint, reason=wait.reason, until_ms=until
+            waiting=wait.waiting, endpoint=wait.endpoint, reason=wait.reason, until_ms=until, since_ms=since
         )
         self._rate_limit_wait = event if wait.waiting else None
         self._emit(event)

@@ -54,6 +54,8 @@ def team_detail(
         return "sending report"
     if phase == "waiting":
         return "interrupted; waiting for a message" if status.interrupted else "waiting"
+    if status.rate_limit is not None:
+        return status.rate_limit
     if phase == "working":
         return f"using {status.active_tool}" if status.active_tool else "working"
     return "waiting for model response"

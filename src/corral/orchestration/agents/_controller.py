@@ -169,7 +169,19 @@ class Controller(DelegateMixin):
                     for defn in roster.definitions
                     if defn.name in allowed and defn.enabled
                 ]
-            return ListResult([record(view) for view in self.views(caller)], definitions, invalid)
+            now_ms = int(time.time() * 1000)
+            records = [
+                self._live(record(view), view.generation.run_id, now_ms) for view in self.views(caller)
+            ]
+            return ListResult(records, definitions, invalid)
+
+    def _live(self, out: dict[str, Any], run_id: str, now_ms: int) -> dict[str, Any]:
+        """`out` plus `rate_limit` (`waiting (rate limit, Ns)`) while this host's run of `run_id` waits for one."""
+        child = self.host.children.get(run_id)
+        wait = None if child is None else child.agent.rate_limit_wait
+        if wait is not None:
+            out["rate_limit"] = wait.describe(now_ms)
+        return out
 
     # --- steer / interrupt / reply -----------------------------------------------------------------
 
@@ -370,6 +382,8 @@ class Controller(DelegateMixin):
                 raise TargetAmbiguousError(
                     "Inspection target changed during capture.", ids=self._ids(generation)
                 )
+            child = host.children.get(generation.run_id)
+            wait = None if child is None else child.agent.rate_limit_wait
             return InspectResult(
                 params.agent,
                 generation.definition,
@@ -379,6 +393,7 @@ class Controller(DelegateMixin):
                 output.truncated,
                 recent_output=output.text,
                 process=[{"pid": p.pid, "argv0": p.argv0, "cmdline": p.cmdline} for p in processes],
+                rate_limit=None if wait is None else wait.describe(captured_at),
             )
 
     async def transcript(self, caller: Caller, params: TranscriptParams) -> TranscriptResult:

@@ -164,9 +164,11 @@ class InspectResult:
     _: KW_ONLY
     recent_output: str | None = None
     process: list[dict[str, Any]] | None = None
+    rate_limit: str | None = None
+    """`waiting (rate limit, Ns)` while its model request waits for the endpoint's shared limiter."""
 
     def to_details(self) -> dict[str, Any]:
-        """`{ok, action: "inspect", agent, presentation_agent_definition, session_id, pane_id, captured_at, recent_output_truncated, recent_output?, process?}`."""
+        """`{ok, action: "inspect", agent, presentation_agent_definition, session_id, pane_id, captured_at, recent_output_truncated, recent_output?, process?, rate_limit?}`."""
         out: dict[str, Any] = {
             "ok": True,
             "action": "inspect",
@@ -181,6 +183,8 @@ class InspectResult:
             out["recent_output"] = self.recent_output
         if self.process is not None:
             out["process"] = self.process
+        if self.rate_limit is not None:
+            out["rate_limit"] = self.rate_limit
         return out
 
 

@@ -474,6 +474,8 @@ class TeamControlMixin:
             if status.activity_age_ms is not None:
                 snapshot["activityAgeMs"] = status.activity_age_ms
             snapshot["activeTool"] = status.active_tool
+            if status.rate_limit is not None:
+                snapshot["rateLimit"] = status.rate_limit
             if status.interrupted:
                 snapshot["progress"] = "interrupted; waiting for a message"
         snapshot["phase"] = status.phase

@@ -30,7 +30,7 @@ import asyncio
 import contextlib
 from typing import TYPE_CHECKING, Any, Protocol
 
-from corral.agent import AgentSession, ToolExecutionEndEvent, ToolExecutionStartEvent
+from corral.agent import AgentSession, RateLimitWaitEvent, ToolExecutionEndEvent, ToolExecutionStartEvent
 from corral.orchestration.kernel._child import ChildHooks, ManagedChild
 from corral.orchestration.kernel.records import GenerationRecord, RequestRecord
 from corral.orchestration.store._store import Store
@@ -220,6 +220,11 @@ class TeamChild(ManagedChild):
             self.active_tool = event.tool_name
         elif isinstance(event, ToolExecutionEndEvent):
             self.active_tool = None
+
+    @property
+    def rate_limit_wait(self) -> RateLimitWaitEvent | None:
+        """Its model request's wait for the endpoint's shared rate limiter, while it waits."""
+        return self.agent.rate_limit_wait
 
     def phase(self) -> LivePhase:
         """`starting`, `thinking`, `working`, `waiting` or `finishing` (the in-memory part of status)."""

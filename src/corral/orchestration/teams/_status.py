@@ -22,7 +22,7 @@ from dataclasses import dataclass
 from typing import TYPE_CHECKING, Literal, Protocol
 
 if TYPE_CHECKING:
-    from corral.agent import ContextUsage
+    from corral.agent import ContextUsage, RateLimitWaitEvent
     from corral.orchestration.kernel.records import GenerationRecord
     from corral.orchestration.teams.roster.records import TeamMemberKind, TeamMemberRecord
 
@@ -55,6 +55,8 @@ class LiveRun(Protocol):
     def interrupted(self) -> bool: ...
     @property
     def active_tool(self) -> str | None: ...
+    @property
+    def rate_limit_wait(self) -> RateLimitWaitEvent | None: ...
     def phase(self) -> LivePhase: ...
 
 
@@ -81,6 +83,8 @@ class MemberStatus:
     """The tool it is running (in process)."""
     interrupted: bool = False
     """It was interrupted and waits for a message (in process)."""
+    rate_limit: str | None = None
+    """`waiting (rate limit, Ns)` while its model request waits for the endpoint's shared limiter (in process)."""
 
 
 def member_status(
@@ -111,12 +115,14 @@ def member_status(
     activity = None if generation is None else generation.last_activity_at
     age = None if activity is None else now_ms - activity
     stalled = age is not None and age > STALLED_AFTER_MS and live in ("thinking", "working")
+    wait = child.rate_limit_wait
     return MemberStatus(
         "stalled" if stalled else live,
         in_process=True,
         activity_age_ms=age,
         active_tool=child.active_tool,
         interrupted=child.interrupted,
+        rate_limit=None if wait is None else wait.describe(now_ms),
     )
 
 

@@ -63,6 +63,8 @@ def _agent_line(record: Mapping[str, Any], depth: int) -> list[str]:
     if record.get("stale"):
         minutes = int(record.get("inactive_ms") or 0) // 60000
         notes.append(f"stale: no activity for {minutes} min (advisory only; do not close for this alone)")
+    if record.get("rate_limit"):
+        notes.append(str(record["rate_limit"]))
     if record.get("recovery_only"):
         notes.append("recovery only")
     for key in ("diagnostic", "cleanup_error"):
@@ -129,6 +131,8 @@ def render_inspect(details: Mapping[str, Any]) -> str:
         f"session: {_value(details, 'session_id')}",
         f"runtime: {_value(details, 'pane_id')}",
     ]
+    if details.get("rate_limit"):
+        lines.append(f"model request: {details['rate_limit']}")
     processes = details.get("process")
     if processes:
         lines.append("foreground commands:")

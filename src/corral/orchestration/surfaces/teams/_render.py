@@ -181,6 +181,8 @@ def _render_snapshot(snapshot: dict[str, Any]) -> str:
         lines.append(f"  progress: {snapshot['progress']}")
     if snapshot.get("activeTool"):
         lines.append(f"  tool: {snapshot['activeTool']}")
+    if snapshot.get("rateLimit"):
+        lines.append(f"  {snapshot['rateLimit']}")
     if snapshot.get("activityAgeMs") is not None:
         lines.append(f"  last activity: {snapshot['activityAgeMs'] // 1000}s ago")
     if snapshot.get("queuePosition") is not None:
