@@ -206,3 +206,18 @@ async def _until(predicate: object) -> None:
     assert callable(predicate)
     while not predicate():
         await asyncio.sleep(0.005)
+
+
+async def test_admission_waits_for_the_window_and_a_free_slot_without_taking_one() -> None:
+    limiter = HostRateLimiter()
+    limits = RateLimits(max_concurrent_requests=1)
+    await asyncio.wait_for(limiter.wait_until_open(KEY), TIMEOUT)  # an endpoint never used is open
+    held = await _acquire(limiter, limits)
+    admission = asyncio.create_task(limiter.wait_until_open(KEY))
+    await asyncio.wait_for(_until(lambda: bool(limiter._endpoints[KEY].watchers)), TIMEOUT)
+    assert not admission.done()  # at the concurrency limit
+    held.done(429, {"retry-after": "0.3"})
+    refused_at = time.monotonic()
+    await asyncio.wait_for(admission, TIMEOUT)
+    assert time.monotonic() - refused_at >= 0.3  # and then out of the window
+    assert limiter._endpoints[KEY].in_flight == 0 and not limiter._endpoints[KEY].watchers

@@ -58,6 +58,13 @@ __all__ = [
 RATE_LIMITED_STATUSES = frozenset({429, 529})
 """Statuses that mean "too many requests": they open a window and lower concurrency."""
 
+PUBLIC_ENDPOINTS = {
+    "openai-responses": "https://api.openai.com/v1",
+    "openai-chat": "https://api.openai.com/v1",
+    "anthropic": "https://api.anthropic.com",
+}
+"""The SDKs' endpoints when no base URL is configured (part of the limiter's key)."""
+
 _DEFAULT_WINDOW_S = 1.0
 _MAX_WINDOW_S = 60.0
 _WINDOW_JITTER = 0.10
@@ -134,6 +141,11 @@ class RateLimiter(Protocol):
 
     def blocked_for(self, key: EndpointKey) -> float:
         """Seconds until the endpoint would admit a request (0 when it would now)."""
+        ...
+
+    async def wait_until_open(self, key: EndpointKey) -> None:
+        """Return once the endpoint is out of its window, below its concurrency limit and has no
+        queue (at once when it is); for admission of new agents, which takes no slot."""
         ...
 
 
@@ -294,6 +306,8 @@ class _Endpoint:
         self.tokens: deque[tuple[float, int]] = deque()
         self.token_sum = 0
         self.waiters: deque[_Waiter] = deque()
+        self.watchers: list[_Waiter] = []
+        """`wait_until_open` callers, woken whenever a request finishes or starts."""
         self.configure(limits)
 
     def configure(self, limits: RateLimits) -> None:
@@ -371,6 +385,16 @@ class _Endpoint:
     def wake_head(self) -> None:
         if self.waiters:
             self.waiters[0].wake()
+        for watcher in self.watchers:
+            watcher.wake()
+
+    def open_now(self, now: float) -> tuple[bool, float | None]:
+        """Whether a new agent may start on this endpoint now; else the seconds until it may look again
+        (`None`: when a request finishes)."""
+        blocked = self.blocked(now, 0)
+        if blocked is not None:
+            return False, blocked[1]
+        return (not self.waiters), None
 
 
 class _HostPermit:
@@ -420,6 +444,29 @@ class HostRateLimiter:
             if endpoint is None:
                 return False
             return endpoint.blocked(time.monotonic(), 0) is not None or bool(endpoint.waiters)
+
+    async def wait_until_open(self, key: EndpointKey) -> None:
+        waiter: _Waiter | None = None
+        endpoint: _Endpoint | None = None
+        try:
+            while True:
+                with self._lock:
+                    endpoint = self._endpoints.get(key)
+                    if endpoint is None:
+                        return
+                    is_open, delay = endpoint.open_now(time.monotonic())
+                    if is_open:
+                        return
+                    if waiter is None:
+                        waiter = _Waiter(asyncio.get_running_loop())
+                        endpoint.watchers.append(waiter)
+                    elif waiter.future.done():
+                        waiter.future = waiter.loop.create_future()
+                await asyncio.wait((waiter.future,), timeout=delay)
+        finally:
+            if waiter is not None and endpoint is not None:
+                with self._lock, contextlib.suppress(ValueError):
+                    endpoint.watchers.remove(waiter)
 
     async def acquire(self, key: EndpointKey, limits: RateLimits, *, request_bytes: int) -> Permit:
         tokens = request_bytes // _BYTES_PER_TOKEN

@@ -22,7 +22,7 @@ from typing import TYPE_CHECKING
 
 from ._errors import LlmError, MissingApiKeyError, UnknownModelError
 from ._model import ApiKind, Model, ModelInfo, ModelPrices
-from ._ratelimit import RateLimits
+from ._ratelimit import PUBLIC_ENDPOINTS, EndpointKey, RateLimits
 from ._refs import ModelRef, parse_model_ref
 from ._thinking import supports_xhigh
 
@@ -308,6 +308,17 @@ class ModelRegistry:
     def headers_for(self, info: ModelInfo) -> dict[str, str]:
         """Extra HTTP headers for the model's provider, from settings (often empty)."""
         return dict(self._headers.get(info.provider, {}))
+
+    def endpoint_key(self, info: ModelInfo) -> EndpointKey | None:
+        """Which shared rate limiter the model's requests go through; `None` for a model that sends
+        no HTTP requests (scripted) or whose key is not set (it cannot send any)."""
+        if info.api == "scripted":
+            return None
+        try:
+            api_key = self.api_key_for(info)
+        except MissingApiKeyError:
+            return None
+        return EndpointKey.of(self.base_url_for(info) or PUBLIC_ENDPOINTS[info.api], api_key)
 
     def rate_limits_for(self, info: ModelInfo) -> RateLimits:
         """The provider's configured rate limits (`[providers.<name>]`; none by default)."""

@@ -68,11 +68,16 @@ def session_entries(path: Path) -> list[dict[str, Any]]:
 
 @contextlib.asynccontextmanager
 async def teams_env(
-    tmp: Path, script: str, *, settings: Settings | None = None, surfaces: tuple[str, ...] = ("teams",)
+    tmp: Path,
+    script: str,
+    *,
+    settings: Settings | None = None,
+    surfaces: tuple[str, ...] = ("teams",),
+    registry: ModelRegistry | None = None,
 ) -> AsyncIterator[TeamsEnv]:
     sessions_root = tmp / "sessions"
     store = Store.open(tmp / "home" / "corral.db")
-    registry = ModelRegistry(Settings(), cwd=tmp / "work")
+    registry = registry or ModelRegistry(Settings(), cwd=tmp / "work")
     host = ComposedHost(
         store=store,
         registry=registry,

@@ -7,7 +7,7 @@ from collections.abc import Mapping, Sequence
 from typing import TYPE_CHECKING, Any
 
 from corral.llm._model import Model, ModelInfo
-from corral.llm._ratelimit import EndpointKey, RateLimits
+from corral.llm._ratelimit import PUBLIC_ENDPOINTS, EndpointKey, RateLimits
 
 from ._adapter import PydanticAIModel
 from ._http import model_http_client
@@ -20,13 +20,6 @@ __all__ = ["NO_API_KEY", "create_provider_model"]
 NO_API_KEY = "no-api-key"
 """Sent when no key is configured (a local OpenAI-compatible server may need none; the SDKs insist on one)."""
 
-
-_PUBLIC_ENDPOINTS = {
-    "openai-responses": "https://api.openai.com/v1",
-    "openai-chat": "https://api.openai.com/v1",
-    "anthropic": "https://api.anthropic.com",
-}
-"""The SDKs' endpoints when no base URL is configured (the limiter's key)."""
 
 _THINKING_FIELDS = ("reasoning_content", "reasoning", "reasoning_text")
 
@@ -136,7 +129,7 @@ def create_provider_model(
         ValueError: `info.api` is not served over HTTP (such as `scripted`).
     """
     key = api_key if api_key else NO_API_KEY
-    endpoint = base_url or _PUBLIC_ENDPOINTS.get(info.api, info.provider)
+    endpoint = base_url or PUBLIC_ENDPOINTS.get(info.api, info.provider)
     http_client = model_http_client(
         headers, rate_limit=(EndpointKey.of(endpoint, api_key), rate_limits or RateLimits())
     )

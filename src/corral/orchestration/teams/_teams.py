@@ -43,7 +43,8 @@ from corral.agent.tools import (
     create_builtin_tools,
     read_sandbox_policy,
 )
-from corral.llm import parse_model_ref
+from corral.errors import CorralError
+from corral.llm import current_rate_limiter, parse_model_ref
 from corral.orchestration.errors import (
     InvalidRequestError,
     OrchestrationError,
@@ -444,6 +445,7 @@ class Teams(TeamReportsMixin, TeamControlMixin):
                     self.host.spawn_background(self.deliver_group_wakes(prepared.lead_session_id))
             return
         try:
+            await self._endpoint_open(prepared)
             if prepared.parent is not None:
                 self._check_parent(prepared.parent)
             await self._launch(prepared, admission)
@@ -458,6 +460,22 @@ class Teams(TeamReportsMixin, TeamControlMixin):
             if self.pending.get(key, (None,))[0] is reservation:
                 self.pending.pop(key, None)
             self.host.changed()
+
+    async def _endpoint_open(self, prepared: _Prepared) -> None:
+        """A queued spawn starts only once its model's endpoint is open (docs/fleet.md, "Admission").
+
+        Asks the process's rate limiter (`corral.llm.RateLimiter.wait_until_open`): while the endpoint
+        is in a provider's `Retry-After` window, at its concurrency limit or has requests queued, the
+        spawn keeps its granted slot and waits, so a queue of agents does not start into a saturated
+        endpoint. A model without an endpoint (scripted) or that cannot be resolved does not wait.
+        """
+        registry = self.host.registry
+        try:
+            key = registry.endpoint_key(registry.resolve(prepared.model_ref))
+        except CorralError:
+            return
+        if key is not None:
+            await current_rate_limiter().wait_until_open(key)
 
     def _check_parent(self, parent: TeamChild) -> None:
         generation = self.host.store.get_generation(parent.run_id)
