@@ -97,6 +97,7 @@ def _root(
         str | None,
         typer.Option("--surfaces", help="Comma-separated tool surfaces for the lead (default: the setting)."),
     ] = None,
+    trace: TraceOpt = None,
 ) -> None:
     """Teams of coding agents that a lead controls. With no command: open the terminal app here."""
     if ctx.invoked_subcommand is not None:
@@ -119,7 +120,16 @@ def _root(
         surfaces=None if surfaces is None else [s.strip() for s in surfaces.split(",") if s.strip()],
     )
     _check_app_options(options)
-    raise typer.Exit(run_app(options))
+    from corral._cli._trace import start_run_trace
+
+    traced = start_run_trace(trace, command="app")
+    code: int | None = None
+    try:
+        code = run_app(options)
+    finally:
+        if traced is not None:
+            traced.close(code=code)
+    raise typer.Exit(code)
 
 
 def _check_app_options(options: LaunchOptions) -> None:
@@ -156,6 +166,14 @@ ContinueOpt = Annotated[
 ]
 NoSessionOpt = Annotated[bool, typer.Option("--no-session", help="Keep the session in memory only.")]
 CwdOpt = Annotated[Path | None, typer.Option("--cwd", help="Working directory (default: the current one).")]
+TraceOpt = Annotated[
+    Path | None,
+    typer.Option(
+        "--trace",
+        help="Append the run's spans (every agent's turns, model requests, tool calls) to FILE as JSON "
+        "lines; read them with corral trace FILE.",
+    ),
+]
 
 
 def _prompt_text(prompt: str | None) -> str:
@@ -228,10 +246,10 @@ def run(
             help="With --mode json: add the managed and teams agents' own events, each tagged with its agent.",
         ),
     ] = False,
+    trace: TraceOpt = None,
 ) -> None:
     """Run the agent headless: print the answer, stream events as JSON, or serve RPC on stdin."""
-    from corral._cli._launch import LaunchOptions, announce_default_model, check_data_root, launch_session
-    from corral._cli._modes import run_json_mode, run_print_mode
+    from corral._cli._launch import LaunchOptions, check_data_root
     from corral.errors import UsageError
 
     if mode is Mode.rpc and prompt is not None:
@@ -258,6 +276,33 @@ def run(
     )
     if not no_session:
         check_data_root()
+    from corral._cli._trace import start_run_trace
+
+    traced = start_run_trace(trace, command="run")
+    try:
+        code = _run_launched(options, mode, prompt, agents=agents, no_session=no_session)
+    except BaseException:
+        if traced is not None:
+            traced.close(code=1)
+        raise
+    if traced is not None:
+        traced.close(code=code)
+    if mode is Mode.rpc and code in (129, 130, 143):
+        # Ended by a signal: everything is closed and saved, so leave now, as Pi does (its RpcClient
+        # kills a process that is still there a second after SIGTERM), even if a thread still runs.
+        sys.stdout.flush()
+        sys.stderr.flush()
+        os._exit(code)
+    raise typer.Exit(code)
+
+
+def _run_launched(
+    options: LaunchOptions, mode: Mode, prompt: str | None, *, agents: bool, no_session: bool
+) -> int:
+    """Launch the lead and run it in `mode`; the exit code."""
+    from corral._cli._launch import announce_default_model, launch_session
+    from corral._cli._modes import run_json_mode, run_print_mode
+
     launched = launch_session(options)
     announce_default_model(launched, remember=not no_session)
 
@@ -293,18 +338,11 @@ def run(
     # private temporary data root for this run, removed when it ends.
     scratch = _scratch_data_root() if no_session else None
     try:
-        code = asyncio.run(main())
+        return asyncio.run(main())
     finally:
         launched.session.close()
         if scratch is not None:
             shutil.rmtree(scratch, ignore_errors=True)
-    if mode is Mode.rpc and code in (129, 130, 143):
-        # Ended by a signal: everything is closed and saved, so leave now, as Pi does (its RpcClient
-        # kills a process that is still there a second after SIGTERM), even if a thread still runs.
-        sys.stdout.flush()
-        sys.stderr.flush()
-        os._exit(code)
-    raise typer.Exit(code)
 
 
 def _scratch_data_root() -> Path:
@@ -716,6 +754,16 @@ def mcp(
         isolation="worktree" if isolation == "worktree" else "shared" if isolation == "shared" else None,
     )
     raise typer.Exit(run_mcp(options))
+
+
+@app.command()
+def trace(
+    file: Annotated[Path, typer.Argument(help="A trace file written by corral run --trace FILE.")],
+) -> None:
+    """Print a trace file's spans as a tree: agent, duration, tokens, cost."""
+    from corral._cli._trace import render_trace
+
+    render_trace(file, sys.stdout)
 
 
 @app.command(hidden=True)

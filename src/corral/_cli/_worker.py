@@ -33,6 +33,7 @@ from collections.abc import Callable
 from pathlib import Path
 from typing import Any, TextIO
 
+from corral import _tracing
 from corral.agent import (
     AgentSession,
     AgentSettledEvent,
@@ -435,7 +436,11 @@ def main(argv: list[str] | None = None) -> int:
     parser.add_argument("--launch", required=True, type=Path)
     args = parser.parse_args(argv)
     try:
-        code = asyncio.run(run_worker(args.run_id, args.store, args.launch))
+        _resume_trace()
+        try:
+            code = asyncio.run(run_worker(args.run_id, args.store, args.launch))
+        finally:
+            _tracing.shutdown()  # flush the spans before the pane goes
         if code == 0:
             _close_own_pane()
         return code
@@ -444,6 +449,17 @@ def main(argv: list[str] | None = None) -> int:
         return 2
     except KeyboardInterrupt:
         return 130
+
+
+def _resume_trace() -> None:
+    """Continue the host's trace when it passed one (`TRACEPARENT` in the pane's environment)."""
+    carrier = _tracing.TraceCarrier.from_env(os.environ)
+    if carrier is None:
+        return
+    try:
+        _tracing.resume(carrier)
+    except (OSError, ImportError, ValueError) as exc:  # the agent runs untraced rather than not at all
+        print(f"corral worker: tracing is off: {exc}", file=sys.stderr)
 
 
 if __name__ == "__main__":

@@ -33,6 +33,7 @@ from collections.abc import Callable, Coroutine, Sequence
 from dataclasses import dataclass
 from typing import TYPE_CHECKING, Any, Literal, TypeVar
 
+from corral import _tracing
 from corral.llm import (
     AgentMessage,
     AssistantMessage,
@@ -145,6 +146,10 @@ class LoopMixin:
     _llm_cache: list[AgentMessage]
     _llm_cache_owner: list[AgentMessage] | None
     _llm_cache_count: int
+    _agent_name: str | None
+    _turn_span: _tracing.Span | None = None
+    _turn_token: object = None
+    _turn_index: int = 0
 
     # --- hooks implemented by the session ---------------------------------
 
@@ -219,6 +224,35 @@ class LoopMixin:
             return ABORTED
         return task.result()
 
+    # --- traces (no-ops while tracing is off) --------------------------------------
+
+    def _trace_agent(self) -> str:
+        return self._agent_name or "lead"
+
+    def _turn_started(self) -> None:
+        self._emit(TurnStartEvent())
+        tracer = _tracing.active
+        if tracer is None:
+            return
+        self._turn_finished(None)
+        self._turn_index += 1
+        self._turn_span = tracer.start(
+            "corral.turn", {"corral.agent": self._trace_agent(), "corral.turn": self._turn_index}
+        )
+        self._turn_token = tracer.activate(self._turn_span)
+
+    def _turn_finished(self, last: AssistantMessage | None) -> None:
+        current = self._turn_span
+        if current is None:
+            return
+        self._turn_span = None
+        tracer = _tracing.active
+        if tracer is not None:
+            tracer.deactivate(self._turn_token)
+        if last is not None and last.stop_reason in ("error", "aborted"):
+            current.fail(last.error_message or last.stop_reason)
+        current.end()
+
     # --- queues ---------------------------------------------------------------
 
     def _take(self, queue: deque[AgentMessage], mode: str) -> list[AgentMessage]:
@@ -278,10 +312,16 @@ class LoopMixin:
         return self._tool_definitions_cache
 
     async def _run_loop(self, prompts: Sequence[AgentMessage]) -> RunOutcome:
+        try:
+            return await self._run_turns(prompts)
+        finally:
+            self._turn_finished(None)
+
+    async def _run_turns(self, prompts: Sequence[AgentMessage]) -> RunOutcome:
         added: list[AgentMessage] = []
         last: AssistantMessage | None = None
         self._emit(AgentStartEvent())
-        self._emit(TurnStartEvent())
+        self._turn_started()
         for message in prompts:
             self._add_message(message, added)
         pending = self._take(self._steering, self._steering_mode)
@@ -290,7 +330,7 @@ class LoopMixin:
             more_tool_calls = True
             while more_tool_calls or pending:
                 if not first_turn:
-                    self._emit(TurnStartEvent())
+                    self._turn_started()
                 first_turn = False
                 for message in pending:
                     self._add_message(message, added)
@@ -299,6 +339,7 @@ class LoopMixin:
                 added.append(last)
                 if last.stop_reason in ("error", "aborted"):
                     self._emit(TurnEndEvent(message=last, tool_results=[]))
+                    self._turn_finished(last)
                     return self._end_run(added, last)
                 calls = last.tool_calls
                 more_tool_calls = bool(calls)
@@ -308,6 +349,7 @@ class LoopMixin:
                     more_tool_calls = False
                 added.extend(results)
                 self._emit(TurnEndEvent(message=last, tool_results=results))
+                self._turn_finished(last)
                 if self._aborting or self._ending:
                     return self._end_run(added, last)
                 pending = self._take(self._steering, self._steering_mode)
@@ -390,11 +432,20 @@ class LoopMixin:
             tools=self._tool_definitions(),
         )
         state = _StreamState()
+        tracer = _tracing.active
+        request: _tracing.Span | None = None
+        token: object = None
+        if tracer is not None:
+            request = tracer.start(f"chat {self._model.info.id}", self._request_attributes())
+            token = tracer.activate(request)  # the stream's task (and pydantic-ai's spans) run under it
         try:
             outcome = await self._await_step(self._consume_stream(context, self._stream_options(), state))
         except Exception as exc:
             _log.exception("model stream raised")
             outcome = self._blank_reply("error", str(exc) or type(exc).__name__)
+        finally:
+            if tracer is not None:
+                tracer.deactivate(token)
         if isinstance(outcome, Aborted):
             if state.partial is not None:
                 final = state.partial.model_copy(
@@ -408,8 +459,19 @@ class LoopMixin:
             final = outcome
         if not state.started:
             self._emit(MessageStartEvent(message=final))
+        if request is not None:
+            _end_request_span(request, final)
         self._end_message(final)
         return final
+
+    def _request_attributes(self) -> dict[str, _tracing.AttributeValue]:
+        info = self._model.info
+        return {
+            "gen_ai.operation.name": "chat",
+            "gen_ai.provider.name": info.provider,
+            "gen_ai.request.model": info.id,
+            "corral.agent": self._trace_agent(),
+        }
 
     # --- tools ------------------------------------------------------------------
 
@@ -435,19 +497,42 @@ class LoopMixin:
                 )
             )
 
+        tracer = _tracing.active
+        traced: _tracing.Span | None = None
+        token: object = None
+        if tracer is not None:
+            traced = tracer.start(
+                f"execute_tool {call.name}",
+                {
+                    "gen_ai.operation.name": "execute_tool",
+                    "gen_ai.tool.name": call.name,
+                    "gen_ai.tool.call.id": call.id,
+                    "corral.agent": self._trace_agent(),
+                },
+            )
+            token = tracer.activate(traced)  # what the tool starts (a delegated agent) runs under it
         try:
-            result = await tool.execute(call.id, args, on_update)
-        except asyncio.CancelledError as exc:
-            from .tools import aborted_output
+            try:
+                result = await tool.execute(call.id, args, on_update)
+            except asyncio.CancelledError as exc:
+                from .tools import aborted_output
 
-            text = aborted_output(exc)
-            if text is not None:
-                abort_texts[index] = text
-            raise
-        except ToolError as exc:
-            result = ToolResult.text(str(exc), details=exc.details, is_error=True)
-        except Exception as exc:
-            result = ToolResult.text(str(exc) or type(exc).__name__, is_error=True)
+                text = aborted_output(exc)
+                if text is not None:
+                    abort_texts[index] = text
+                if traced is not None:
+                    traced.fail("aborted")
+                raise
+            except ToolError as exc:
+                result = ToolResult.text(str(exc), details=exc.details, is_error=True)
+            except Exception as exc:
+                result = ToolResult.text(str(exc) or type(exc).__name__, is_error=True)
+            if traced is not None and result.is_error:
+                traced.fail(_result_text(result)[:500] or "tool error")
+        finally:
+            if traced is not None and tracer is not None:
+                tracer.deactivate(token)
+                traced.end()
         self._emit_tool_end(call, result)
         return result
 
@@ -535,6 +620,25 @@ class LoopMixin:
             self._end_message(message)
             messages.append(message)
         return messages
+
+
+def _result_text(result: ToolResult) -> str:
+    return "".join(block.text for block in result.content if isinstance(block, TextContent))
+
+
+def _end_request_span(span: _tracing.Span, final: AssistantMessage) -> None:
+    """Record a model request's outcome on its span (GenAI semantic-convention attributes)."""
+    usage = final.usage
+    span.set("gen_ai.response.model", final.model)
+    span.set("gen_ai.usage.input_tokens", usage.input + usage.cache_read + usage.cache_write)
+    span.set("gen_ai.usage.output_tokens", usage.output)
+    if usage.cache_read:
+        span.set("gen_ai.usage.cache_read.input_tokens", usage.cache_read)
+    span.set("corral.cost_usd", usage.cost.total)
+    span.set("corral.stop_reason", final.stop_reason)
+    if final.stop_reason in ("error", "aborted"):
+        span.fail(final.error_message or final.stop_reason)
+    span.end()
 
 
 def _done_result(task: asyncio.Task[ToolResult] | None) -> ToolResult | None:

@@ -57,6 +57,7 @@ from ._errors import endpoint_hint, error_message, unreachable_endpoint
 if TYPE_CHECKING:
     from pydantic_ai.messages import ModelMessage, ModelResponse, ModelResponsePart, ModelResponseStreamEvent
     from pydantic_ai.models import Model as PaiModel
+    from pydantic_ai.models.instrumented import InstrumentationSettings
     from pydantic_ai.usage import RequestUsage
 
 __all__ = ["PydanticAIModel"]
@@ -382,7 +383,7 @@ class PydanticAIModel(Model):
                     messages,
                     model_settings=settings,
                     model_request_parameters=parameters,
-                    instrument=False,
+                    instrument=_instrumentation(),
                 ) as streamed:
                     yield StartEvent(partial=partial)
                     async for event in streamed:
@@ -397,7 +398,7 @@ class PydanticAIModel(Model):
                     messages,
                     model_settings=settings,
                     model_request_parameters=parameters,
-                    instrument=False,
+                    instrument=_instrumentation(),
                 )
                 yield StartEvent(partial=partial)
                 for event in _response_parts_as_events(response):
@@ -437,6 +438,18 @@ class PydanticAIModel(Model):
             reason = "stop"
         partial.stop_reason = reason
         yield DoneEvent(reason=reason, message=partial)
+
+
+def _instrumentation() -> InstrumentationSettings | bool:
+    """pydantic-ai's own spans when tracing asks for them (`CORRAL_TRACE_PYDANTIC_AI`), else none."""
+    from corral import _tracing
+
+    provider = _tracing.model_instrumentation()
+    if provider is None:
+        return False
+    from pydantic_ai.models.instrumented import InstrumentationSettings
+
+    return InstrumentationSettings(tracer_provider=provider)
 
 
 def _with_cost(info: ModelInfo, usage: Usage, endpoint: str | None) -> Usage:

@@ -26,6 +26,7 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
+from corral import _tracing
 from corral._paths import ensure_private_dir
 from corral.runtime import PaneInfo, RuntimeError_, TmuxRuntime
 
@@ -81,8 +82,14 @@ def worker_argv(run_id: str, store_path: Path, launch: Path) -> tuple[str, ...]:
 
 
 def worker_env() -> dict[str, str]:
-    """The host's environment entries a worker needs (`WORKER_ENV_KEYS` that are set)."""
-    return {key: os.environ[key] for key in WORKER_ENV_KEYS if key in os.environ}
+    """The host's environment entries a worker needs (`WORKER_ENV_KEYS` that are set), and while
+    tracing is on the trace context to continue (`TRACEPARENT` of the current span: the tool call
+    that starts the worker, the trace file, the `OTEL_*` configuration)."""
+    env = {key: os.environ[key] for key in WORKER_ENV_KEYS if key in os.environ}
+    carrier = _tracing.current_carrier()
+    if carrier is not None:
+        env.update(carrier.as_env())
+    return env
 
 
 @dataclass(frozen=True, slots=True)

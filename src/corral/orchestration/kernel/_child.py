@@ -26,6 +26,7 @@ import time
 from collections.abc import Awaitable, Callable
 from typing import Protocol
 
+from corral import _tracing
 from corral.agent import (
     AgentSession,
     AgentSettledEvent,
@@ -177,6 +178,34 @@ class ManagedChild:
         A moved run (`resume_prompt` set) does not acknowledge or resend the task: it prompts
         `resume_prompt` once and goes on like any run.
         """
+        tracer = _tracing.active
+        if tracer is None:
+            await self._run()
+            return
+        # The generation's span: under the tool call that delegated or spawned it (the context the
+        # runtime started this task in), or under the host's trace context in a worker process.
+        generation = tracer.start(
+            f"invoke_agent {self.label}",
+            {
+                "gen_ai.operation.name": "invoke_agent",
+                "gen_ai.agent.name": self.label,
+                "corral.agent": self.label,
+                "corral.run_id": self.run_id,
+                "corral.definition": self.generation.definition,
+                "corral.runtime": self.generation.runtime_kind,
+            },
+        )
+        token = tracer.activate(generation)
+        try:
+            await self._run()
+        except BaseException as exc:
+            generation.fail(type(exc).__name__ if isinstance(exc, asyncio.CancelledError) else str(exc))
+            raise
+        finally:
+            tracer.deactivate(token)
+            generation.end()
+
+    async def _run(self) -> None:
         try:
             if self.resume_prompt is None:
                 self.store.record_ack(self.run_id, self.task.request_id, accepted=True)

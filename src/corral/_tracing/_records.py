@@ -1,0 +1,52 @@
+"""The span records and the two small protocols both backends share."""
+
+from __future__ import annotations
+
+from collections.abc import Mapping
+from dataclasses import dataclass
+from typing import Protocol
+
+__all__ = ["AttributeValue", "Span", "SpanRecord", "SpanSink"]
+
+AttributeValue = str | int | float | bool
+"""A span attribute's value (OpenTelemetry's primitive types)."""
+
+
+@dataclass(frozen=True, slots=True)
+class SpanRecord:
+    """One finished span, as the sinks receive it."""
+
+    name: str
+    trace_id: str
+    """32 lowercase hex digits."""
+    span_id: str
+    """16 lowercase hex digits."""
+    parent_id: str | None
+    start_ns: int
+    end_ns: int
+    attributes: Mapping[str, AttributeValue]
+    error: str | None = None
+    """The error description when the span failed."""
+
+
+class SpanSink(Protocol):
+    """Where finished spans go."""
+
+    def export(self, record: SpanRecord) -> None:
+        """Take one finished span (called on the thread that ended it; must not block long)."""
+
+    def close(self) -> None:
+        """No more spans come."""
+
+
+class Span(Protocol):
+    """A started span."""
+
+    def set(self, key: str, value: AttributeValue) -> None:
+        """Set one attribute."""
+
+    def fail(self, description: str) -> None:
+        """Mark the span as failed."""
+
+    def end(self) -> None:
+        """End the span (once)."""
