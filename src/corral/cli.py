@@ -120,9 +120,13 @@ def _root(
         surfaces=None if surfaces is None else [s.strip() for s in surfaces.split(",") if s.strip()],
     )
     _check_app_options(options)
-    from corral._cli._trace import start_run_trace
+    from corral import _tracing
 
-    traced = start_run_trace(trace, command="app")
+    traced = None
+    if trace is not None or _tracing.otel_requested():
+        from corral._cli._trace import start_run_trace
+
+        traced = start_run_trace(trace, command="app")
     code: int | None = None
     try:
         code = run_app(options)
@@ -276,9 +280,13 @@ def run(
     )
     if not no_session:
         check_data_root()
-    from corral._cli._trace import start_run_trace
+    from corral import _tracing
 
-    traced = start_run_trace(trace, command="run")
+    traced = None
+    if trace is not None or _tracing.otel_requested():
+        from corral._cli._trace import start_run_trace
+
+        traced = start_run_trace(trace, command="run")
     try:
         code = _run_launched(options, mode, prompt, agents=agents, no_session=no_session)
     except BaseException:

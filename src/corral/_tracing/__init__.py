@@ -150,8 +150,12 @@ class JsonLinesSink:
 class Tracer(Protocol):
     """A tracing backend: starts spans, makes one current, names the current context."""
 
-    def start(self, name: str, attributes: Mapping[str, AttributeValue]) -> Span:
-        """Start a span under the current one (else under the process's remote parent, else a new trace)."""
+    def start(self, name: str, attributes: Mapping[str, AttributeValue], parent: Span | None = None) -> Span:
+        """Start a span under `parent`, else the current one, else the process's remote parent, else as
+        a new trace's root."""
+
+    def current(self) -> Span | None:
+        """The current span of this context (`None`: none)."""
 
     def activate(self, span: Span) -> object:
         """Make `span` current in this context; the token for `deactivate`."""
@@ -251,8 +255,9 @@ class _BuiltinTracer:
         self.sinks = sinks
         self.remote = remote
 
-    def start(self, name: str, attributes: Mapping[str, AttributeValue]) -> Span:
-        parent = _current.get()
+    def start(self, name: str, attributes: Mapping[str, AttributeValue], parent: Span | None = None) -> Span:
+        if not isinstance(parent, _BuiltinSpan):
+            parent = _current.get()
         if parent is not None:
             trace_id, parent_id = parent.trace_id, parent.span_id
         elif self.remote is not None:
@@ -260,6 +265,9 @@ class _BuiltinTracer:
         else:
             trace_id, parent_id = f"{random.getrandbits(128) or 1:032x}", None
         return _BuiltinSpan(name, trace_id, parent_id, attributes, self.sinks)
+
+    def current(self) -> Span | None:
+        return _current.get()
 
     def activate(self, span: Span) -> object:
         assert isinstance(span, _BuiltinSpan)

@@ -145,11 +145,17 @@ class OtelTracer:
             )
             self._remote = trace.set_span_in_context(NonRecordingSpan(parent))
 
-    def start(self, name: str, attributes: Mapping[str, AttributeValue]) -> Span:
+    def start(self, name: str, attributes: Mapping[str, AttributeValue], parent: Span | None = None) -> Span:
         context = None
-        if self._remote is not None and not trace.get_current_span().get_span_context().is_valid:
+        if isinstance(parent, _OtelSpan):
+            context = trace.set_span_in_context(parent.inner)
+        elif self._remote is not None and not trace.get_current_span().get_span_context().is_valid:
             context = self._remote
         return _OtelSpan(self._tracer.start_span(name, context=context, attributes=attributes))
+
+    def current(self) -> Span | None:
+        span = trace.get_current_span()
+        return _OtelSpan(span) if span.get_span_context().is_valid else None
 
     def activate(self, span: Span) -> object:
         assert isinstance(span, _OtelSpan)

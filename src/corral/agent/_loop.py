@@ -147,6 +147,7 @@ class LoopMixin:
     _llm_cache_owner: list[AgentMessage] | None
     _llm_cache_count: int
     _agent_name: str | None
+    trace_anchor: _tracing.Span | None
     _turn_span: _tracing.Span | None = None
     _turn_token: object = None
     _turn_index: int = 0
@@ -236,8 +237,12 @@ class LoopMixin:
             return
         self._turn_finished(None)
         self._turn_index += 1
+        # Under the agent's own span, whichever task runs the loop (a delivery may wake the lead from
+        # inside another agent's task).
         self._turn_span = tracer.start(
-            "corral.turn", {"corral.agent": self._trace_agent(), "corral.turn": self._turn_index}
+            "corral.turn",
+            {"corral.agent": self._trace_agent(), "corral.turn": self._turn_index},
+            self.trace_anchor,
         )
         self._turn_token = tracer.activate(self._turn_span)
 

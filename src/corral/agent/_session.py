@@ -23,6 +23,7 @@ from collections.abc import Awaitable, Callable, Sequence
 from pathlib import Path
 from typing import TYPE_CHECKING, Any, Literal
 
+from corral import _tracing
 from corral.errors import CorralError
 from corral.llm import (
     AgentMessage,
@@ -152,6 +153,10 @@ class AgentSession(LoopMixin):
         self._last_reply: AssistantMessage | None = None
         self._retry_wait: asyncio.Task[Any] | None = None
         self._pending_bash: list[BashExecutionMessage] = []
+        tracer = _tracing.active
+        self.trace_anchor: _tracing.Span | None = None if tracer is None else tracer.current()
+        """The span this agent's turns are recorded under (tracing on): the span current when the session
+        was built (a lead's run), or its generation's span (set by the managed child)."""
 
         is_new = not session.entries
         context = session.build_context()

@@ -196,6 +196,7 @@ class ManagedChild:
             },
         )
         token = tracer.activate(generation)
+        self.agent.trace_anchor = generation
         try:
             await self._run()
         except BaseException as exc:

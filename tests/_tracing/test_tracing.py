@@ -1,0 +1,181 @@
+"""The tracing module: off means nothing, the built-in recorder and the OpenTelemetry backend record the
+same parentage, the carrier crosses into another process's context, spans are OTel's JSON form."""
+
+from __future__ import annotations
+
+import asyncio
+import json
+import os
+import stat
+from collections.abc import Iterator
+from pathlib import Path
+
+import pytest
+
+from corral import _tracing
+
+pytest.importorskip("opentelemetry.sdk", reason="the corral[otel] extra is not installed")
+
+from opentelemetry.sdk.trace import TracerProvider
+from opentelemetry.sdk.trace.export import SimpleSpanProcessor
+from opentelemetry.sdk.trace.export.in_memory_span_exporter import InMemorySpanExporter
+
+NO_OTEL: dict[str, str] = {}
+
+
+@pytest.fixture(autouse=True)
+def _off() -> Iterator[None]:
+    _tracing.shutdown()
+    yield
+    _tracing.shutdown()
+
+
+def _otel() -> tuple[TracerProvider, InMemorySpanExporter]:
+    exporter = InMemorySpanExporter()
+    provider = TracerProvider()
+    provider.add_span_processor(SimpleSpanProcessor(exporter))
+    return provider, exporter
+
+
+async def _workload() -> None:
+    """A root, a child in the same task, and two grandchildren in tasks created under the child."""
+
+    async def leaf(name: str) -> None:
+        with _tracing.span(name, {"corral.agent": name}):
+            await asyncio.sleep(0)
+
+    with _tracing.span("root"), _tracing.span("tool"):
+        await asyncio.gather(asyncio.ensure_future(leaf("a")), asyncio.ensure_future(leaf("b")))
+
+
+def test_off_records_nothing_and_the_carrier_is_none() -> None:
+    assert _tracing.setup(environ=NO_OTEL) is None
+    assert _tracing.active is None
+    with _tracing.span("x") as span:
+        assert span is None
+    assert _tracing.current_carrier() is None
+
+
+@pytest.mark.parametrize("backend", ["builtin", "otel"])
+def test_both_backends_record_the_same_parentage_across_tasks(backend: str) -> None:
+    memory = _tracing.MemorySink()
+    provider = _otel()[0] if backend == "otel" else None
+    _tracing.setup(sinks=(memory,), otel_provider=provider, environ=NO_OTEL)
+    asyncio.run(_workload())
+    by_name = {s.name: s for s in memory.spans}
+    assert set(by_name) == {"root", "tool", "a", "b"}
+    assert len({s.trace_id for s in memory.spans}) == 1
+    assert by_name["root"].parent_id is None
+    assert by_name["tool"].parent_id == by_name["root"].span_id
+    assert by_name["a"].parent_id == by_name["tool"].span_id
+    assert by_name["b"].parent_id == by_name["tool"].span_id
+    assert by_name["a"].attributes["corral.agent"] == "a"
+
+
+def test_an_exception_marks_the_span_failed() -> None:
+    memory = _tracing.MemorySink()
+    _tracing.setup(sinks=(memory,), environ=NO_OTEL)
+    with pytest.raises(ValueError), _tracing.span("boom"):
+        raise ValueError("bad input")
+    [span] = memory.spans
+    assert span.error == "ValueError: bad input"
+
+
+@pytest.mark.parametrize("backend", ["builtin", "otel"])
+def test_a_resumed_process_continues_the_trace_under_the_carried_span(backend: str) -> None:
+    memory = _tracing.MemorySink()
+    _tracing.setup(sinks=(memory,), otel_provider=_otel()[0] if backend == "otel" else None, environ=NO_OTEL)
+    with _tracing.span("launch"):
+        carrier = _tracing.current_carrier()
+    assert carrier is not None
+    [launch] = memory.spans
+    assert carrier.traceparent.startswith(f"00-{launch.trace_id}-{launch.span_id}-")
+    env = carrier.as_env()
+    assert env["TRACEPARENT"] == carrier.traceparent
+    # The other side: a fresh setup from the environment.
+    other = _tracing.MemorySink()
+    received = _tracing.TraceCarrier.from_env(env)
+    assert received is not None and received.traceparent == carrier.traceparent
+    _tracing.setup(sinks=(other,), parent=received.traceparent, environ=NO_OTEL)
+    with _tracing.span("worker"), _tracing.span("inner"):
+        pass
+    worker = next(s for s in other.spans if s.name == "worker")
+    inner = next(s for s in other.spans if s.name == "inner")
+    assert (worker.trace_id, worker.parent_id) == (launch.trace_id, launch.span_id)
+    assert inner.parent_id == worker.span_id
+
+
+@pytest.mark.parametrize(
+    "value",
+    [
+        "",
+        "00-abc-def-01",
+        "01-" + "a" * 32 + "-" + "b" * 16 + "-01",
+        "00-" + "0" * 32 + "-" + "b" * 16 + "-01",
+    ],
+)
+def test_a_malformed_traceparent_is_no_carrier(value: str) -> None:
+    assert _tracing.TraceCarrier.from_env({"TRACEPARENT": value}) is None
+
+
+def test_the_file_sink_writes_otel_json_lines_private_and_appends(tmp_path: Path) -> None:
+    path = tmp_path / "trace.jsonl"
+    for name in ("first", "second"):
+        _tracing.setup(file=path, environ=NO_OTEL)
+        with _tracing.span(name, {"corral.agent": "lead", "n": 1}):
+            pass
+        _tracing.shutdown()
+    assert stat.S_IMODE(os.stat(path).st_mode) == 0o600
+    lines = [json.loads(line) for line in path.read_text().splitlines()]
+    assert [line["name"] for line in lines] == ["first", "second"]
+    first = lines[0]
+    assert first["context"]["trace_id"].startswith("0x") and len(first["context"]["trace_id"]) == 34
+    assert len(first["context"]["span_id"]) == 18 and first["parent_id"] is None
+    assert first["start_time"].endswith("Z") and first["end_time"] >= first["start_time"]
+    assert first["attributes"] == {"corral.agent": "lead", "n": 1}
+
+
+def test_the_otel_backend_writes_the_file_in_the_same_form(tmp_path: Path) -> None:
+    path = tmp_path / "trace.jsonl"
+    provider, exporter = _otel()
+    _tracing.setup(file=path, otel_provider=provider, environ=NO_OTEL)
+    with _tracing.span("outer"), _tracing.span("inner", {"gen_ai.request.model": "m"}):
+        pass
+    _tracing.shutdown()
+    lines = {d["name"]: d for d in map(json.loads, path.read_text().splitlines())}
+    assert lines["inner"]["parent_id"] == lines["outer"]["context"]["span_id"]
+    assert lines["inner"]["attributes"] == {"gen_ai.request.model": "m"}
+    assert {s.name for s in exporter.get_finished_spans()} == {"outer", "inner"}
+
+
+@pytest.mark.parametrize(
+    ("env", "expected"),
+    [
+        ({}, False),
+        ({"OTEL_EXPORTER_OTLP_ENDPOINT": "http://127.0.0.1:4318"}, True),
+        ({"OTEL_EXPORTER_OTLP_TRACES_ENDPOINT": "http://127.0.0.1:4318/v1/traces"}, True),
+        ({"OTEL_TRACES_EXPORTER": "console"}, True),
+        ({"OTEL_TRACES_EXPORTER": "none", "OTEL_EXPORTER_OTLP_ENDPOINT": "http://x"}, False),
+        ({"OTEL_SDK_DISABLED": "true", "OTEL_TRACES_EXPORTER": "otlp"}, False),
+    ],
+)
+def test_the_standard_variables_decide_whether_opentelemetry_exports(
+    env: dict[str, str], expected: bool
+) -> None:
+    assert _tracing.otel_requested(env) is expected
+
+
+def test_an_unknown_exporter_is_refused_with_what_to_use() -> None:
+    with pytest.raises(ValueError, match="use otlp, console or none"):
+        _tracing.setup(environ={"OTEL_TRACES_EXPORTER": "zipkin-typo"})
+    assert _tracing.active is None
+
+
+def test_pydantic_ai_instrumentation_follows_the_variable_and_needs_opentelemetry() -> None:
+    provider, _ = _otel()
+    _tracing.setup(otel_provider=provider, environ={})
+    assert _tracing.model_instrumentation() is None
+    _tracing.setup(otel_provider=provider, environ={"CORRAL_TRACE_PYDANTIC_AI": "1"})
+    assert _tracing.model_instrumentation() is provider
+    _tracing.setup(sinks=(_tracing.MemorySink(),), environ={"CORRAL_TRACE_PYDANTIC_AI": "1"})
+    assert _tracing.model_instrumentation() is None  # the built-in recorder has no provider to give
