@@ -17,14 +17,15 @@ $(UV): | $(BIN)/python
 	$(BIN)/python -m pip install --quiet --disable-pip-version-check uv
 
 # `make demo` needs only the runtime dependencies; the test tools come with `make test`, and so does
-# the `ray` extra, so the Ray runtime's tests (tests/ray/) run on a local cluster. The demo's modules
+# the `ray` extra, so the Ray runtime's tests (tests/ray/) run on a local cluster, and the `otel` extra,
+# so the OpenTelemetry traces' tests run. The demo's modules
 # compile on first import; the test venv compiles everything up front.
 $(RUNTIME_STAMP): pyproject.toml | $(UV)
 	$(UV) pip install --quiet --python $(BIN)/python -e .
 	touch $(RUNTIME_STAMP)
 
 $(STAMP): pyproject.toml | $(UV)
-	$(UV) pip install --quiet --python $(BIN)/python --compile-bytecode -e '.[test,ray]'
+	$(UV) pip install --quiet --python $(BIN)/python --compile-bytecode -e '.[test,ray,otel]'
 	touch $(RUNTIME_STAMP) $(STAMP)
 
 demo: $(RUNTIME_STAMP)
