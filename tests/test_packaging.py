@@ -33,11 +33,12 @@ def test_make_demo_installs_the_runtime_dependencies_only(tmp_path: Path) -> Non
     installs = [line for line in lines if " install " in line and "uv pip" in line]
     assert len(installs) == 1, lines
     assert installs[0].endswith(" -e ."), installs
-    assert not any("[test" in line or "ray]" in line for line in lines), lines
+    assert not any("[test" in line or "ray]" in line or "otel]" in line for line in lines), lines
     assert lines[-1].endswith("/bin/corral demo")
 
 
-def test_make_test_adds_the_test_and_ray_extras(tmp_path: Path) -> None:
-    # The Ray extra too: tests/ray/ must run (not skip) under `make test`.
+def test_make_test_adds_the_test_ray_and_otel_extras(tmp_path: Path) -> None:
+    # The Ray and OpenTelemetry extras too: tests/ray/ and the traces' tests must run (not skip) under
+    # `make test`.
     lines = _dry_run("lint", tmp_path / "venv")
-    assert any(line.endswith("-e '.[test,ray]'") for line in lines), lines
+    assert any(line.endswith("-e '.[test,ray,otel]'") for line in lines), lines
