@@ -6,6 +6,8 @@ from __future__ import annotations
 import json
 import os
 import stat
+import subprocess
+import sys
 from pathlib import Path
 
 import pytest
@@ -132,3 +134,29 @@ def test_without_trace_or_otel_variables_nothing_is_written(
     )
     assert done.returncode == 0, done.stderr
     assert not (tmp_path / "x").exists()
+
+
+NO_IMPORT = """\
+import sys
+from corral.cli import main
+code = main(['run', '--model', 'scripted/team', '--no-session', '-p', 'hi', *sys.argv[1:]])
+loaded = [m for m in ('opentelemetry', 'opentelemetry.sdk', 'corral._tracing._otel', 'corral._cli._trace')
+          if m in sys.modules]
+from corral import _tracing
+print('loaded:', ','.join(loaded), 'active:', _tracing.active is not None)
+raise SystemExit(code)
+"""
+
+
+def test_an_untraced_run_loads_nothing_of_tracing(env: Env) -> None:
+    done = subprocess.run(
+        [sys.executable, "-c", NO_IMPORT],
+        cwd=env.project,
+        env=env.vars,
+        capture_output=True,
+        text=True,
+        timeout=60,
+        check=False,
+    )
+    assert done.returncode == 0, done.stderr
+    assert done.stdout.splitlines()[-1] == "loaded:  active: False"
