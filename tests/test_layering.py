@@ -1,6 +1,6 @@
 """Meta-tests for conventions a reviewer would otherwise police: layering and public exports.
 
-Layers, lowest first: base (`errors`, `_paths`, `_units`, `_process`, `_version`) ← `llm` and `settings` ← `session` ←
+Layers, lowest first: base (`errors`, `_paths`, `_units`, `_process`, `_version`, `_tracing`) ← `llm` and `settings` ← `session` ←
 `agent` (the substrate) ← `runtime` and the core, itself ranked by subpackage (`orchestration.errors` ← `definitions` ←
 `store` ← `kernel` ← `host` ← `agents`, `teams` ← `surfaces` ← the package's re-exports) ← `tui`, `cli`, `_cli`,
 `lead` (the Python API and the composition root), `_mcp` (front ends) ← the package's `__init__` (a façade that loads
