@@ -112,6 +112,7 @@ _HOSTILE_SAMPLES = {
     "model_aliases": '[model_aliases]\nsonnet = "scripted/pwn"\n',
     "isolation": 'isolation = "worktree"\n',
     "merge": 'merge = "on-accept"\n',
+    "budget": "[budget]\ntree_tokens = 1\n",
 }
 _ALLOWED_SAMPLES = {
     "steering_mode": 'steering_mode = "all"\n',

@@ -63,6 +63,8 @@ __all__ = [
     "BUILTIN_PROVIDER_NAMES",
     "UNTRUSTED_PROJECT_KEYS",
     "ActivityColorsSettings",
+    "AgentBudgetSettings",
+    "BudgetSettings",
     "CompactionSettings",
     "ModelPriceSettings",
     "ModelSettings",
@@ -130,6 +132,46 @@ class ModelPriceSettings(_Section):
     @classmethod
     def _int_is_float(cls, value: Any) -> Any:
         return float(value) if isinstance(value, int) and not isinstance(value, bool) else value
+
+
+def _float_of_int(value: Any) -> Any:
+    return float(value) if isinstance(value, int) and not isinstance(value, bool) else value
+
+
+class AgentBudgetSettings(_Section):
+    """One agent's limits (docs/fleet.md, "Budgets"): `[budget]`'s `agent_*` keys, a definition's
+    `budget:` frontmatter and `[teams.tier_budget.<tier>]`. Unset: no limit of that kind."""
+
+    agent_tokens: int | None = Field(default=None, gt=0)
+    """Tokens (input, output and cached, summed over its model requests) one agent may use."""
+    agent_cost_usd: float | None = Field(default=None, gt=0)
+    """USD (from the registry's prices) one agent may spend."""
+    agent_minutes: float | None = Field(default=None, gt=0)
+    """Minutes of wall time one agent may run, from its start."""
+
+    @field_validator("agent_cost_usd", "agent_minutes", mode="before")
+    @classmethod
+    def _int_is_float(cls, value: Any) -> Any:
+        return _float_of_int(value)
+
+
+class BudgetSettings(AgentBudgetSettings):
+    """`[budget]`: limits on the lead's whole tree of agents and on each agent (docs/fleet.md)."""
+
+    tree_tokens: int | None = Field(default=None, gt=0)
+    """Tokens every agent the lead owns (nested helpers included) may use together; the lead's own
+    are not counted."""
+    tree_cost_usd: float | None = Field(default=None, gt=0)
+    """USD the lead's whole tree of agents may spend together."""
+    tree_minutes: float | None = Field(default=None, gt=0)
+    """Minutes of wall time from the tree's first agent start."""
+    soft_threshold: float = Field(default=0.8, gt=0, le=1)
+    """Share of a limit at which an agent gets one notice to wrap up (default `0.8`)."""
+
+    @field_validator("tree_cost_usd", "tree_minutes", "soft_threshold", mode="before")
+    @classmethod
+    def _tree_float(cls, value: Any) -> Any:
+        return _float_of_int(value)
 
 
 def _text_only() -> list[Literal["text", "image"]]:
@@ -231,6 +273,21 @@ class TeamsSettings(_Section):
     tier_isolation: dict[str, Literal["shared", "worktree"]] = Field(default_factory=dict)
     """`[teams.tier_isolation]`: isolation per write tier, e.g. `write-system = "worktree"` (a tier not
     listed follows the top-level `isolation`; read tiers never get a worktree)."""
+    tier_budget: dict[
+        Literal[
+            "read-collect",
+            "read-review",
+            "read-analyze",
+            "read-critical",
+            "write-patch",
+            "write-feature",
+            "write-system",
+            "write-critical",
+        ],
+        AgentBudgetSettings,
+    ] = Field(default_factory=dict)
+    """`[teams.tier_budget.<tier>]`: `agent_*` limits for the agents of one tier (they replace the
+    `[budget]` keys they set; docs/fleet.md)."""
 
     @field_validator("tier_isolation")
     @classmethod
@@ -319,6 +376,8 @@ class Settings(_Section):
     e.g. `sonnet = "anthropic/claude-sonnet-4-5"`. An alias that is not set inherits the spawner's model."""
     activity_colors: ActivityColorsSettings = Field(default_factory=ActivityColorsSettings)
     """`[activity_colors]` table: the terminal app's activity palette (unset keys follow the theme)."""
+    budget: BudgetSettings = Field(default_factory=BudgetSettings)
+    """`[budget]` table: limits on the lead's tree of agents and on each agent (docs/fleet.md)."""
     isolation: Literal["shared", "worktree"] = "shared"
     """Where write agents work: `shared` (default: the lead's working tree) or `worktree` (each gets
     its own git worktree and branch `corral/<name>-<run>`, merged back with `corral merge`; see

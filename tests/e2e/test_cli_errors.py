@@ -97,3 +97,17 @@ def test_malformed_settings_names_the_file(corral: RunCorral, cli_env: Env) -> N
 def test_a_bad_rate_limit_is_one_line_naming_the_key(corral: RunCorral, cli_env: Env) -> None:
     cli_env.settings("[providers.openai]\nmax_concurrent_requests = 0\n")
     assert_one_line_error(corral("run", "-p", "hi"), "providers.openai.max_concurrent_requests")
+
+
+@pytest.mark.parametrize(
+    ("text", "key"),
+    [
+        ("[budget]\ntree_tokens = 0\n", "budget.tree_tokens"),
+        ("[budget]\nagent_cost_usd = \"a dollar\"\n", "budget.agent_cost_usd"),
+        ("[budget]\ntree_tokenz = 5\n", "budget.tree_tokenz"),
+        ("[teams.tier_budget.read-collect]\nagent_minutes = -1\n", "teams.tier_budget.read-collect.agent_minutes"),
+    ],
+)
+def test_bad_budget_setting_is_one_line(corral: RunCorral, cli_env: Env, text: str, key: str) -> None:
+    cli_env.settings(text)
+    assert_one_line_error(corral("run", "-p", "hi"), key)

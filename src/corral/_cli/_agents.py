@@ -24,10 +24,11 @@ without a report (the status function no longer lists them) are added as
 
 from __future__ import annotations
 
+import contextlib
 import json
 import time
 from collections.abc import Awaitable, Callable
-from dataclasses import dataclass
+from dataclasses import dataclass, replace
 from pathlib import Path
 from typing import IO, TYPE_CHECKING, Any, TypeVar, cast
 
@@ -56,6 +57,18 @@ class _ShellLead:
 
     session: _SessionRef
     cwd: Path
+
+
+def _lead_path(cwd: Path, session: str | None) -> Path | None:
+    from corral.session import SessionError, find_recent_session, resolve_session_arg
+
+    work_dir = cwd.expanduser().resolve()
+    try:
+        return (
+            resolve_session_arg(session, work_dir) if session is not None else find_recent_session(work_dir)
+        )
+    except SessionError:
+        return None
 
 
 def _lead_session_id(cwd: Path, session: str | None) -> str:
@@ -114,6 +127,8 @@ class _Agents:
     """The teams agents' status snapshots, as the shell sees them."""
     invalid: list[dict[str, str]]
     """Definition files that could not be loaded (`{path, problem}`)."""
+    tree: str | None = None
+    """The tree's budget line, when it has one."""
 
 
 def _agents(*, managed: bool, teams: bool) -> Callable[[Host, Caller], Awaitable[_Agents]]:
@@ -278,7 +293,29 @@ def _line(record: dict[str, Any]) -> str:
     actions = ", ".join(record.get("available_actions") or []) or "none"
     label = record.get("agent") or "(unattributed)"
     parent = f" (under {record['parent_label']})" if record.get("parent_label") else ""
-    return f"{label}{parent}\t{record.get('state')}\t{record.get('agent_definition', '')}\t{actions}"
+    line = f"{label}{parent}\t{record.get('state')}\t{record.get('agent_definition', '')}\t{actions}"
+    if record.get("budget"):
+        from corral.orchestration.budgets import budget_text
+
+        line += f"\tbudget {budget_text(record['budget'])}"
+    return line
+
+
+def _tree_budget_line(host: Host, caller: Caller, lead_path: Path | None) -> str | None:
+    """The tree's spend against its limits, and the lead's own spend beside it (not counted)."""
+    line = host.budgets.tree_line(caller.session_id)
+    if line is None:
+        return None
+    if lead_path is not None:
+        from corral.agent import compute_session_stats
+        from corral.session import SessionManager
+
+        with contextlib.suppress(Exception), SessionManager.open(lead_path, read_only=True) as lead:
+            stats = compute_session_stats(
+                lead.entries, session_file=None, session_id=lead.session_id, context_usage=None
+            )
+            line += f"; lead (not counted): {stats.tokens.total:,} tok, ${stats.cost:,.2f}"
+    return line
 
 
 async def agents_list(
@@ -295,6 +332,14 @@ async def agents_list(
         teams: Only the teams agents.
     """
     wanted = _agents(managed=not teams, teams=teams or not as_json)
+    if not as_json:
+        read = wanted
+
+        async def wanted_with_tree(host: Host, caller: Caller) -> _Agents:
+            found = await read(host, caller)
+            return replace(found, tree=_tree_budget_line(host, caller, _lead_path(cwd, session)))
+
+        wanted = wanted_with_tree
     agents = await _with_host(cwd, session, wanted)
     if as_json:
         out.write(json.dumps(agents.teams if teams else agents.managed, indent=2) + "\n")
@@ -307,6 +352,8 @@ async def agents_list(
         out.write(line + "\n")
     for item in agents.invalid:  # never silently dropped; `corral agents definitions` has the roster
         out.write(f"INVALID\t{item['path']}: {item['problem']}\n")
+    if agents.tree is not None:
+        out.write(agents.tree + "\n")
     return 0
 
 

@@ -46,6 +46,7 @@ from corral.agent.tools import ReadOnlySandbox, create_builtin_tools, read_sandb
 from corral.llm import AssistantMessage, ModelRegistry, parse_model_ref
 from corral.orchestration.agents._controller import OwnerQuestions
 from corral.orchestration.agents._delegation import ManagedAgentSpec, build_managed_agent
+from corral.orchestration.budgets import attach_worker_guard
 from corral.orchestration.errors import OrchestrationError
 from corral.orchestration.kernel._child import ManagedChild
 from corral.orchestration.kernel._files import FileLimits
@@ -190,6 +191,7 @@ async def run_worker(run_id: str, store_path: Path, launch_path: Path, *, out: T
                 from corral.orchestration.worktrees import Worktrees
 
                 child.on_work_done = Worktrees(store, home=store.path.parent).work_done
+            attach_worker_guard(store, child)  # its budget, when the host opened one for it
             child.agent.subscribe(view.on_event)
             heartbeat = Path(launch["heartbeat"]) if launch.get("heartbeat") else None
             store.record_started(run_id, pid=os.getpid(), pane_id=os.environ.get("TMUX_PANE") or None)

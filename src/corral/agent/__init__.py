@@ -24,8 +24,9 @@ from ._events import (
     TurnEndEvent,
     TurnStartEvent,
 )
+from ._guard import GuardVerdict, RequestEstimate, RequestGuard
 from ._session import AgentSession, StreamingBehavior
-from ._stats import ContextUsage, SessionStats, TokenStats
+from ._stats import ContextUsage, SessionStats, TokenStats, compute_session_stats
 from ._system_prompt import build_system_prompt, find_context_files
 from ._tool import AgentTool, ToolError, ToolResult, ToolUpdate
 from ._validation import ToolArgumentsError, validate_tool_arguments
@@ -49,11 +50,14 @@ __all__ = [
     "CompactionStartEvent",
     "ContextOverhead",
     "ContextUsage",
+    "GuardVerdict",
     "MessageEndEvent",
     "MessageStartEvent",
     "MessageUpdateEvent",
     "QueueUpdateEvent",
     "RateLimitWaitEvent",
+    "RequestEstimate",
+    "RequestGuard",
     "SessionStats",
     "StreamingBehavior",
     "TokenStats",
@@ -68,6 +72,7 @@ __all__ = [
     "TurnEndEvent",
     "TurnStartEvent",
     "build_system_prompt",
+    "compute_session_stats",
     "describe_failed_reply",
     "find_context_files",
     "reply_note",

@@ -68,6 +68,7 @@ from ._events import (
     TurnEndEvent,
     TurnStartEvent,
 )
+from ._guard import GO, GuardVerdict, RequestEstimate, RequestGuard
 from ._tool import AgentTool, ToolError, ToolResult
 from ._validation import ToolArgumentsError, validate_tool_arguments
 
@@ -151,8 +152,14 @@ class LoopMixin:
     _turn_span: _tracing.Span | None = None
     _turn_token: object = None
     _turn_index: int = 0
+    _request_guard: RequestGuard | None = None
+    _final_turn: bool = False
 
     # --- hooks implemented by the session ---------------------------------
+
+    def _request_estimate(self) -> RequestEstimate:
+        """What the next model request is expected to use (for the request guard)."""
+        raise NotImplementedError
 
     def _system_prompt_text(self) -> str:
         raise NotImplementedError
@@ -340,8 +347,18 @@ class LoopMixin:
                 for message in pending:
                     self._add_message(message, added)
                 pending = []
+                estimate, verdict = self._guard_before()
+                if verdict.action == "stop":
+                    return self._end_run(added, last)
+                if verdict.action in ("notice", "final"):
+                    notice = CustomMessage(
+                        custom_type=GuardVerdict.NOTICE_TYPE, content=verdict.text, display=True
+                    )
+                    self._add_message(notice, added)
+                    self._final_turn = verdict.action == "final"
                 last = await self._stream_reply()
                 added.append(last)
+                self._guard_after(last, estimate)
                 if last.stop_reason in ("error", "aborted"):
                     self._emit(TurnEndEvent(message=last, tool_results=[]))
                     self._turn_finished(last)
@@ -349,7 +366,12 @@ class LoopMixin:
                 calls = last.tool_calls
                 more_tool_calls = bool(calls)
                 self._batch_terminates = False
-                results = await self._execute_tools(calls) if calls else []
+                if self._final_turn:
+                    # The final turn of an exhausted budget: its tool calls are answered, not run.
+                    self._ending = True
+                    results = self._refuse_tools(calls) if calls else []
+                else:
+                    results = await self._execute_tools(calls) if calls else []
                 if self._batch_terminates or self._ending:
                     more_tool_calls = False
                 added.extend(results)
@@ -363,7 +385,49 @@ class LoopMixin:
                 break
         return self._end_run(added, last)
 
+    def _guard_before(self) -> tuple[RequestEstimate | None, GuardVerdict]:
+        """Ask the request guard about the next request (no guard: it goes out)."""
+        guard = self._request_guard
+        if guard is None:
+            return None, GO
+        estimate = self._request_estimate()
+        try:
+            return estimate, guard.before_request(estimate)
+        except Exception:
+            _log.exception("request guard failed before a request")
+            return estimate, GO
+
+    def _guard_after(self, reply: AssistantMessage, estimate: RequestEstimate | None) -> None:
+        guard = self._request_guard
+        if guard is None or estimate is None:
+            return
+        try:
+            guard.after_reply(reply, estimate)
+        except Exception:
+            _log.exception("request guard failed after a reply")
+
+    def _refuse_tools(self, calls: list[ToolCall]) -> list[ToolResultMessage]:
+        """Error results for tool calls that are not run (the final turn of an exhausted budget)."""
+        messages: list[ToolResultMessage] = []
+        for call in calls:
+            self._emit(
+                ToolExecutionStartEvent(tool_call_id=call.id, tool_name=call.name, args=call.arguments)
+            )
+            result = ToolResult.text(
+                f"{call.name} was not run: the budget is exhausted and this final turn has no tools.",
+                is_error=True,
+            )
+            self._emit_tool_end(call, result)
+            message = ToolResultMessage(
+                tool_call_id=call.id, tool_name=call.name, content=list(result.content), is_error=True
+            )
+            self._emit(MessageStartEvent(message=message))
+            self._end_message(message)
+            messages.append(message)
+        return messages
+
     def _end_run(self, added: list[AgentMessage], last: AssistantMessage | None) -> RunOutcome:
+        self._final_turn = False
         action = None if self._aborting else self._decide_after_run(last)
         self._emit(AgentEndEvent(messages=added, will_retry=action is not None))
         return RunOutcome(last_assistant=last, action=action)

@@ -63,6 +63,7 @@ from ._events import (
     MessageEndEvent,
     MessageStartEvent,
 )
+from ._guard import RequestEstimate, RequestGuard
 from ._loop import ABORTED, Aborted, LoopMixin, RunAction, message_text, to_agent_message
 from ._stats import ContextUsage, SessionStats, compute_session_stats
 from ._system_prompt import build_system_prompt
@@ -157,6 +158,7 @@ class AgentSession(LoopMixin):
         self.trace_anchor: _tracing.Span | None = None if tracer is None else tracer.current()
         """The span this agent's turns are recorded under (tracing on): the span current when the session
         was built (a lead's run), or its generation's span (set by the managed child)."""
+        self._request_guard: RequestGuard | None = None
 
         is_new = not session.entries
         context = session.build_context()
@@ -349,6 +351,22 @@ class AgentSession(LoopMixin):
         if warning is not None:
             self._warned_overhead = True
         return warning
+
+    def _request_estimate(self) -> RequestEstimate:
+        last = self._last_reply
+        output = last.usage.output if last is not None else 0
+        return RequestEstimate(
+            model=self._model.info, input_tokens=self._context_tokens(), output_tokens=output
+        )
+
+    def set_request_guard(self, guard: RequestGuard | None) -> None:
+        """Ask `guard` before every model request from now on (`None`: no guard; see `RequestGuard`)."""
+        self._request_guard = guard
+
+    @property
+    def request_guard(self) -> RequestGuard | None:
+        """The guard asked before every model request, if any."""
+        return self._request_guard
 
     def _prompt_misfit(self) -> str | None:
         return self.context_overhead().error()

@@ -14,6 +14,7 @@ from collections.abc import Iterable
 from typing import TYPE_CHECKING, Any
 
 from corral.orchestration.agents._controller import Controller
+from corral.orchestration.budgets import BudgetsExtension
 from corral.orchestration.host._handoff import HandoffResult, handoff
 from corral.orchestration.host._host import Host
 from corral.orchestration.surfaces import SurfaceTools
@@ -35,6 +36,9 @@ class ComposedHost(Host):
         self.controller: Controller = Controller(self)
         """The nine `agent` actions over this host."""
         self._teams: TeamsExtension | None = None
+        self.budgets = BudgetsExtension(self)
+        """Budgets of the lead's agent tree and of each agent (docs/fleet.md)."""
+        self.add_extension(self.budgets)
 
     @property
     def teams(self) -> Teams:

@@ -171,7 +171,11 @@ class Controller(DelegateMixin):
                 ]
             now_ms = int(time.time() * 1000)
             records = [
-                self._live(record(view), view.generation.run_id, now_ms) for view in self.views(caller)
+                self._live(
+                    record(view) | self.host.status_fields(view.generation.run_id),
+                    view.generation.run_id,
+                    now_ms,
+                ) for view in self.views(caller)
             ]
             return ListResult(records, definitions, invalid)
 

@@ -201,6 +201,7 @@ class DelegateMixin:
         with error_context("delegate"):
             host = self.host
             allowed = self._allowed(caller)
+            host.admit_agent(caller.session_id)
             roster = host.roster_loader(caller.cwd)
             defn = roster.resolve(params.definition, allowed=allowed)
             if caller.scope == "managed-agent":
@@ -300,6 +301,7 @@ class DelegateMixin:
         """A new generation on a saved managed session owned by the caller's tree (§2.3)."""
         with error_context("continue"):
             host = self.host
+            host.admit_agent(caller.session_id)
             ref = params.session.strip()
             own = caller.agent.session
             if ref == caller.session_id or (

@@ -49,6 +49,7 @@ from pathlib import Path
 from typing import Any, Literal
 
 import yaml
+from pydantic import ValidationError
 
 from corral._paths import config_home
 from corral.agent.tools import ALL_TOOL_NAMES
@@ -57,6 +58,7 @@ from corral.llm._model import THINKING_LEVELS, ThinkingLevel, as_thinking_level
 from corral.llm._refs import parse_model_ref
 from corral.llm._registry import ModelRegistry
 from corral.orchestration.errors import InvalidRequestError
+from corral.settings import AgentBudgetSettings
 from corral.trust import TrustStoreError, is_trusted, trust_store_path
 
 __all__ = [
@@ -198,6 +200,9 @@ class AgentDefinition:
     isolation: Literal["shared", "worktree"] | None = None
     """Where it writes: `worktree` (its own git worktree and branch) or `shared`; `None` follows the
     `isolation` setting. Only agents with `write` or `edit` are ever isolated."""
+    budget: AgentBudgetSettings | None = None
+    """Its agents' limits (`budget:` with `agent_tokens`, `agent_cost_usd`, `agent_minutes`); they
+    replace the `[budget]` keys they set (docs/fleet.md)."""
     body: str = ""
     """The prompt text (the Markdown body), with relative `@file` lines made absolute."""
     layer: DefinitionLayer = "bundled"
@@ -255,6 +260,8 @@ class AgentDefinition:
             out["runtime"] = self.runtime
         if self.isolation is not None:
             out["isolation"] = self.isolation
+        if self.budget is not None:
+            out["budget"] = self.budget.model_dump(exclude_unset=True)
         return out
 
 
@@ -560,6 +567,7 @@ class _Merged:
             permission=f.get("permission"),
             runtime=f.get("runtime"),
             isolation=f.get("isolation"),
+            budget=f.get("budget"),
             body=self.body,
             layer=self.layer,
             path=self.path,
@@ -807,6 +815,24 @@ def _thinking(key: str, value: object) -> ThinkingLevel:
     raise _DefinitionFileError(f"{key} must be one of {levels} or false, got {value!r}")
 
 
+def _budget(key: str, value: object) -> AgentBudgetSettings:
+    """`budget:` — a mapping of `agent_tokens`, `agent_cost_usd`, `agent_minutes` (positive numbers)."""
+    if not isinstance(value, dict):
+        raise _DefinitionFileError(
+            f"{key} must be a mapping of agent_tokens, agent_cost_usd, agent_minutes, got {value!r}"
+        )
+    try:
+        return AgentBudgetSettings.model_validate(value)
+    except ValidationError as exc:
+        error = exc.errors()[0]
+        where = ".".join(str(part) for part in error["loc"])
+        if error["type"] == "extra_forbidden":
+            raise _DefinitionFileError(
+                f"{key}.{where} is not a budget key; use agent_tokens, agent_cost_usd or agent_minutes"
+            ) from None
+        raise _DefinitionFileError(f"{key}.{where}: {error['msg']}") from None
+
+
 def _mapping(key: str, value: object) -> dict[str, Any]:
     if not isinstance(value, dict):
         raise _DefinitionFileError(f"{key} must be a mapping, got {value!r}")
@@ -838,6 +864,7 @@ _FIELDS: dict[str, _Validator] = {
     "inheritGlobalContext": _bool,
     "runtime": lambda k, v: _choice(k, v, ("inprocess", "tmux")),
     "isolation": lambda k, v: _choice(k, v, ("shared", "worktree")),
+    "budget": _budget,
 }
 
 

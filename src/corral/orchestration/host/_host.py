@@ -199,7 +199,26 @@ class Host:
         Returns the lines they add to the result (e.g. an isolated writer's branch), or `None`.
         """
         notes = [note for e in self.extensions if (note := await e.work_done(run_id, summary))]
-        return "\n".join(notes) or None
+        return "\n".join([*notes, *self.result_notes(run_id)]) or None
+
+    def result_notes(self, run_id: str) -> list[str]:
+        """The lines the extensions end the run's result text or report with (e.g. `budget_exhausted`)."""
+        return [note for e in self.extensions if (note := e.result_note(run_id))]
+
+    def status_fields(self, run_id: str) -> dict[str, object]:
+        """What the extensions add to the run's `list` record and teams status (e.g. its `budget`)."""
+        merged: dict[str, object] = {}
+        for extension in self.extensions:
+            try:
+                merged.update(extension.status_fields(run_id) or {})
+            except OrchestrationError as exc:
+                self.warn(f"status of run {run_id} could not be read ({exc})")
+        return merged
+
+    def admit_agent(self, owner_session_id: str) -> None:
+        """Let every extension refuse a new agent of `owner_session_id` (raises `OrchestrationError`)."""
+        for extension in self.extensions:
+            extension.admitting(owner_session_id)
 
     async def result_details(self, run_id: str) -> dict[str, object] | None:
         """What the extensions add to a delivered result's details, or `None`."""
@@ -238,6 +257,8 @@ class Host:
         The child is registered before it starts (its first hooks find it), its handle once started.
         """
         generation = child.generation
+        for extension in self.extensions:
+            extension.run_starting(generation, child)
         self.children[generation.run_id] = child
         handle = await self.runtime.start(
             LaunchSpec(
@@ -264,6 +285,10 @@ class Host:
         """While a tmux start or move of `run_id` has no pane recorded yet (recovery leaves it alone)."""
         self.placing.add(run_id)
         try:
+            generation = self.store.get_generation(run_id)
+            if generation is not None:
+                for extension in self.extensions:
+                    extension.run_starting(generation, None)
             yield
         finally:
             self.placing.discard(run_id)

@@ -45,6 +45,21 @@ class HostExtension:
         """Whether generation `run_id` belongs to this feature (its worker gets the feature's tools)."""
         return False
 
+    def admitting(self, owner_session_id: str) -> None:
+        """A new agent is about to be delegated or spawned for `owner_session_id`: raise an
+        `OrchestrationError` to refuse it (before anything is recorded)."""
+
+    def run_starting(self, generation: GenerationRecord, child: ManagedChild | None) -> None:
+        """Generation `generation` is about to start: in-process with `child`, or (`None`) in a worker."""
+
+    def status_fields(self, run_id: str) -> Mapping[str, object] | None:
+        """Fields the feature adds to the run's `list` record and teams status (reads only), or `None`."""
+        return None
+
+    def result_note(self, run_id: str) -> str | None:
+        """A line the run's result text or report ends with (read-only), or `None`."""
+        return None
+
     async def work_done(self, run_id: str, summary: str) -> str | None:
         """The run's assignment may finish with `summary`; its result is stored next.
 

@@ -354,7 +354,14 @@ def _v8(conn: sqlite3.Connection) -> None:
     _schema_worktrees.migrate(conn)
 
 
-MIGRATIONS: tuple[Migration, ...] = (_v1, _v2, _v3, _v4, _v5, _v6, _v7, _v8)
+def _v9(conn: sqlite3.Connection) -> None:
+    """Version 9: budgets of agent trees and agents, and their spend (`_schema_budgets.py`)."""
+    from corral.orchestration.store import _schema_budgets
+
+    _schema_budgets.migrate(conn)
+
+
+MIGRATIONS: tuple[Migration, ...] = (_v1, _v2, _v3, _v4, _v5, _v6, _v7, _v8, _v9)
 """Every step, in order; `MIGRATIONS[i]` takes version `i` to `i + 1`."""
 
 SCHEMA_VERSION = len(MIGRATIONS)

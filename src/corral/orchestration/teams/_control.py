@@ -482,6 +482,7 @@ class TeamControlMixin:
         report = store.team_report_for_run(member.run_id)
         if report is not None:
             snapshot.update(_report_facts(report, await self._observed(report)))
+        snapshot.update(self.host.status_fields(member.run_id))  # e.g. its budget (spent / limit)
         return snapshot
 
     # --- the rows a front end shows ---------------------------------------------------------------

@@ -70,6 +70,11 @@ def _agent_line(record: Mapping[str, Any], depth: int) -> list[str]:
     for key in ("diagnostic", "cleanup_error"):
         if record.get(key):
             notes.append(f"{key.replace('_', ' ')}: {record[key]}")
+    budget = record.get("budget")
+    if isinstance(budget, Mapping) and budget:
+        from corral.orchestration.budgets import budget_text
+
+        notes.append(f"budget: {budget_text(budget)}")
     result_error = record.get("result_error")
     if isinstance(result_error, Mapping) and result_error:
         notes.append(f"result error: {result_error.get('message') or result_error}")

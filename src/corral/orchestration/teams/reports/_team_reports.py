@@ -168,6 +168,9 @@ class TeamReportsMixin:
             `True` when a repair turn was queued instead (the run goes on).
         """
         status, content, source = child.fallback_report()
+        notes = self.host.result_notes(child.run_id)  # e.g. budget_exhausted: the final turn's report
+        if notes and status == "completed":
+            content = "\n\n".join([content, *notes])
         branch = await self._commit_work(child, content)
         decision = None
         if status == "completed":
@@ -197,7 +200,7 @@ class TeamReportsMixin:
                 task_details={},
                 source=source,
                 decision=decision,
-                branch=branch,
+                branch={**(branch or {}), **(await self.host.result_details(child.run_id) or {})},
             )
         return False
 

@@ -1,0 +1,53 @@
+"""Schema step of the orchestration store for the budgets feature; see `_migrations.py`.
+
+Version 9 adds `budget_trees` (one row per lead: its tree's limits and the spend of every agent it
+owns, nested, summed) and `budget_agents` (one row per generation: its limits, its spend, whether
+it got its wrap-up notice and why it was stopped). Spend is added to both rows in one transaction,
+so the tree's sum never disagrees with its agents'. See `corral.orchestration.budgets`.
+"""
+
+from __future__ import annotations
+
+import sqlite3
+
+__all__ = ["migrate"]
+
+_LIMITS = """
+    tokens_limit     INTEGER CHECK (tokens_limit IS NULL OR tokens_limit > 0),
+    cost_limit       REAL CHECK (cost_limit IS NULL OR cost_limit > 0),
+    ms_limit         INTEGER CHECK (ms_limit IS NULL OR ms_limit > 0),
+    soft             REAL NOT NULL DEFAULT 0.8 CHECK (soft > 0 AND soft <= 1),
+    tokens           INTEGER NOT NULL DEFAULT 0 CHECK (tokens >= 0),
+    cost_usd         REAL NOT NULL DEFAULT 0 CHECK (cost_usd >= 0),
+    requests         INTEGER NOT NULL DEFAULT 0 CHECK (requests >= 0),
+    estimated        INTEGER NOT NULL DEFAULT 0 CHECK (estimated >= 0),
+    exhausted        TEXT,
+    updated_at       INTEGER NOT NULL CHECK (updated_at >= 0)"""
+
+_V9_BUDGETS = f"""
+CREATE TABLE budget_trees (
+    tree_id          TEXT PRIMARY KEY CHECK (length(tree_id) > 0),
+    started_at       INTEGER CHECK (started_at IS NULL OR started_at >= 0),
+    lead_told        INTEGER NOT NULL DEFAULT 0 CHECK (lead_told IN (0, 1)),
+{_LIMITS}
+);
+CREATE TABLE budget_agents (
+    run_id           TEXT PRIMARY KEY CHECK (length(run_id) = 36),
+    tree_id          TEXT NOT NULL REFERENCES budget_trees (tree_id),
+    session_id       TEXT NOT NULL CHECK (length(session_id) > 0),
+    label            TEXT NOT NULL CHECK (length(label) > 0),
+    started_at       INTEGER NOT NULL CHECK (started_at >= 0),
+    noticed          INTEGER NOT NULL DEFAULT 0 CHECK (noticed IN (0, 1)),
+    final_taken      INTEGER NOT NULL DEFAULT 0 CHECK (final_taken IN (0, 1)),
+{_LIMITS}
+);
+CREATE INDEX budget_agents_tree ON budget_agents (tree_id);
+CREATE INDEX budget_agents_session ON budget_agents (session_id);
+"""
+
+
+def migrate(conn: sqlite3.Connection) -> None:
+    """Create the budgets tables (runs inside the migration's transaction)."""
+    for statement in _V9_BUDGETS.split(";"):
+        if statement.strip():
+            conn.execute(statement)

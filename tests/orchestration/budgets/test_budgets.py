@@ -1,0 +1,208 @@
+"""Budgets: scripted agents with known usage reach the soft and hard limits of an agent and of the
+lead's tree (nested helpers), report `budget_exhausted`, later delegations are refused, and a
+restarted host keeps the spend."""
+
+from __future__ import annotations
+
+from pathlib import Path
+from typing import Any
+
+import pytest
+
+from corral.agent import GuardVerdict
+from corral.lead._host import ComposedHost
+from corral.llm import ModelRegistry
+from corral.orchestration import RESULT_TYPE, InvalidRequestError, Store, load_roster
+from corral.orchestration.budgets import BudgetLedger
+from corral.orchestration.surfaces import DelegateParams
+from corral.settings import BudgetSettings, Settings
+from tests.orchestration._host_helpers import team, write_script
+
+LEAD = {"steps": [{"text": "noted"}], "on_exhausted": "repeat_last"}
+USAGE = {"input": 3000, "output": 100, "cache_read": 0, "cache_write": 0}
+"""Each scripted request reports 3,100 tokens."""
+
+
+def _step(text: str, **extra: Any) -> dict[str, Any]:
+    return {"text": text, "tool_calls": [{"name": "ls", "args": {"path": "."}}], "usage": USAGE, **extra}
+
+
+def _tool_results(t: Any, run_id: str) -> list[Any]:
+    child_session = t.host.store.get_generation(run_id).session_path
+    from corral.session import SessionManager
+
+    with SessionManager.open(Path(child_session), read_only=True) as session:
+        return [m for m in session.build_context().messages if getattr(m, "role", "") == "toolResult"]
+
+
+async def test_agent_budget_notice_then_final_turn_without_tools(env: Path) -> None:
+    agents = {
+        "scout": [
+            _step("one"),
+            _step("two"),
+            _step("three", expect={"last_user_contains": "Budget notice: agent_tokens"}),
+            _step("Final report: listed the files.", expect={"last_user_contains": "Budget exhausted"}),
+            {"text": "never asked"},
+        ]
+    }
+    write_script(env, "team", {**LEAD, "agents": agents})
+    settings = Settings(budget=BudgetSettings(agent_tokens=10_000))
+    async with team(env, "team", settings=settings) as t:
+        started = await t.controller.delegate(t.caller, DelegateParams(definition="scout", task="look"))
+        await t.quiet()
+        [result] = t.lead_entries(RESULT_TYPE)
+        assert result["content"].count("Final report: listed the files.") == 1
+        assert "budget_exhausted: agent_tokens 12,400 / 10,000 tokens" in result["content"]
+        details = result["details"]
+        assert details["budget_exhausted"] is True
+        assert details["budget"]["budget"] == "agent_tokens"
+        assert details["budget"]["spend"]["tokens"] == 12_400
+        # The final turn's tool call was answered, not run.
+        last = _tool_results(t, started.run_id)[-1]
+        assert last.is_error and "was not run: the budget is exhausted" in last.content[0].text
+        row = BudgetLedger(t.host.store.db).agent(started.run_id)
+        assert row is not None and row.noticed and row.final_taken and row.exhausted == "agent_tokens"
+        assert row.spend.requests == 4 and row.spend.estimated == 0
+        # One notice, one final instruction in the agent's transcript.
+        notices = [
+            m
+            for m in _messages(t, started.run_id)
+            if getattr(m, "custom_type", "") == GuardVerdict.NOTICE_TYPE
+        ]
+        assert [n.content.split(":")[0] for n in notices] == ["Budget notice", "Budget exhausted"]
+        # An agent's own limit leaves its tree (and the lead) alone.
+        assert t.lead.request_guard is None
+        await t.controller.delegate(
+            t.caller, DelegateParams(definition="scout", task="again", label="scout-2")
+        )
+
+
+def _messages(t: Any, run_id: str) -> list[Any]:
+    from corral.session import SessionManager
+
+    path = t.host.store.get_generation(run_id).session_path
+    with SessionManager.open(Path(path), read_only=True) as session:
+        return list(session.build_context().messages)
+
+
+async def test_tree_budget_stops_nested_agents_refuses_new_ones_and_survives_a_restart(env: Path) -> None:
+    agents = {
+        "implementer": [
+            {
+                "tool_calls": [
+                    {"name": "agent", "args": {"action": "delegate", "definition": "scout", "task": "dig"}}
+                ],
+                "usage": {"input": 1000, "output": 100, "cache_read": 0, "cache_write": 0},
+            },
+            {
+                "text": "waiting for scout",
+                "usage": {"input": 10, "output": 10, "cache_read": 0, "cache_write": 0},
+            },
+            {
+                "text": "Implementer's final report.",
+                "expect": {"last_user_contains": "Budget exhausted: tree_tokens"},
+            },
+        ],
+        "scout": [
+            _step("dig one"),
+            _step("dig two"),
+            _step("Scout's final report.", expect={"last_user_contains": "Budget exhausted: tree_tokens"}),
+            {"text": "never asked"},
+        ],
+    }
+    write_script(env, "team", {**LEAD, "agents": agents})
+    settings = Settings(budget=BudgetSettings(tree_tokens=10_000))
+    async with team(env, "team", settings=settings) as t:
+        lead_id = t.caller.session_id
+        started = await t.controller.delegate(
+            t.caller, DelegateParams(definition="implementer", task="build")
+        )
+        await t.quiet()
+        [result] = t.lead_entries(RESULT_TYPE)
+        assert "Implementer's final report." in result["content"]
+        assert "budget_exhausted: tree_tokens" in result["content"]
+        assert result["details"]["budget_exhausted"] is True
+        # The nested scout was stopped by the tree budget too; its report reached the implementer.
+        scout_result = next(
+            m for m in _messages(t, started.run_id) if getattr(m, "custom_type", "") == RESULT_TYPE
+        )
+        assert (
+            "Scout's final report." in scout_result.content
+            and "budget_exhausted: tree_tokens" in scout_result.content
+        )
+        ledger = BudgetLedger(t.host.store.db)
+        tree = ledger.tree(lead_id)
+        assert tree is not None and tree.exhausted == "tree_tokens"
+        by_label = {a.label: a for a in ledger.agents(lead_id)}
+        assert set(by_label) == {"implementer", "scout"}
+        assert tree.spend.tokens == sum(a.spend.tokens for a in by_label.values()) >= 10_000
+        # The lead is told once and never stopped by its tree's budget.
+        told = [e for e in t.lead_entries(GuardVerdict.NOTICE_TYPE)]
+        assert len(told) == 1 and "budget of your agent tree is exhausted" in told[0]["content"]
+        assert t.lead.request_guard is None
+        with pytest.raises(InvalidRequestError, match="tree_tokens") as refused:
+            await t.controller.delegate(t.caller, DelegateParams(definition="scout", task="more"))
+        assert refused.value.details["budget"]["budget"] == "tree_tokens"
+        generations = len(t.host.store.generations(include_finalized=True))
+        spent = tree.spend.tokens
+
+    second = ComposedHost(
+        store=Store.open(env / "home" / "corral.db"),
+        registry=ModelRegistry(Settings(), cwd=env / "work"),
+        settings=settings,
+        sessions_root=env / "sessions",
+        roster_loader=lambda cwd: load_roster(cwd, user_dir=env / "none", trust=False),
+    )
+    try:
+        from tests.orchestration._host_helpers import make_lead
+
+        lead = make_lead(env, "team", sessions_root=env / "sessions", session_path=t.lead.session.path)
+        caller = await second.attach_lead(lead, surfaces=())
+        tree = BudgetLedger(second.store.db).tree(caller.session_id)
+        assert tree is not None and tree.spend.tokens == spent
+        with pytest.raises(InvalidRequestError, match="tree_tokens"):
+            await second.controller.delegate(caller, DelegateParams(definition="scout", task="more"))
+        assert len(second.store.generations(include_finalized=True)) == generations  # nothing recorded
+        lead.session.close()
+    finally:
+        await second.aclose()
+
+
+async def test_unknown_usage_counts_as_the_estimate_and_is_flagged(env: Path) -> None:
+    none = {"input": 0, "output": 0, "cache_read": 0, "cache_write": 0}
+    write_script(env, "team", {**LEAD, "agents": {"scout": [{"text": "x" * 4000, "usage": none}]}})
+    async with team(env, "team", settings=Settings(budget=BudgetSettings(agent_tokens=1_000_000))) as t:
+        started = await t.controller.delegate(t.caller, DelegateParams(definition="scout", task="look"))
+        await t.quiet()
+        row = BudgetLedger(t.host.store.db).agent(started.run_id)
+        assert row is not None and row.spend.requests == 1 and row.spend.estimated == 1
+        assert row.spend.tokens > 100  # the system prompt and task, estimated
+
+
+async def test_list_shows_spend_against_the_limits(env: Path) -> None:
+    from corral.orchestration.surfaces import CloseParams, ListParams
+    from corral.orchestration.surfaces.agent._render import render_list
+
+    agents = {"scout": [_step("one"), {"text": "slow", "delay_ms": 60000}]}
+    write_script(env, "team", {**LEAD, "agents": agents})
+    settings = Settings(budget=BudgetSettings(tree_tokens=100_000, agent_tokens=50_000, agent_cost_usd=2))
+    async with team(env, "team", settings=settings) as t:
+        started = await t.controller.delegate(t.caller, DelegateParams(definition="scout", task="look"))
+
+        def spent() -> bool:
+            row = BudgetLedger(t.host.store.db).agent(started.run_id)
+            return row is not None and row.spend.requests == 1
+
+        from tests.orchestration._host_helpers import eventually
+
+        await eventually(spent)
+        details = (await t.controller.list(t.caller, ListParams())).to_details()
+        [record] = details["agents"]
+        budget = record["budget"]
+        assert budget["spend"]["tokens"] == 3100
+        assert budget["limits"] == {"tokens": 50_000, "costUsd": 2.0}
+        assert budget["tree"]["limits"] == {"tokens": 100_000}
+        assert "budget: 3,100 / 50,000 tok, $0.00 / $2.00" in render_list(details)
+        line = t.host.budgets.tree_line(t.caller.session_id)
+        assert line is not None and line.startswith("tree budget: 3,100 / 100,000 tok")
+        await t.controller.close(t.caller, CloseParams(agent="scout"))
