@@ -175,7 +175,8 @@ class Controller(DelegateMixin):
                     record(view) | self.host.status_fields(view.generation.run_id),
                     view.generation.run_id,
                     now_ms,
-                ) for view in self.views(caller)
+                )
+                for view in self.views(caller)
             ]
             return ListResult(records, definitions, invalid)
 
