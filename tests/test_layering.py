@@ -44,6 +44,7 @@ RANK = {
     "orchestration.teams": 4.4,
     "orchestration.worktrees": 4.4,
     "orchestration.budgets": 4.4,
+    "orchestration.workspaces": 4.4,
     "orchestration.surfaces": 4.5,
     "orchestration": 4.6,
     "tui": 5,

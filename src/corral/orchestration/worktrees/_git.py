@@ -21,10 +21,12 @@ from corral.orchestration.errors import InternalFailureError, InvalidRequestErro
 
 __all__ = [
     "CORRAL_AUTHOR",
+    "GitBytes",
     "GitError",
     "GitOutput",
     "NotAGitRepositoryError",
     "git",
+    "git_bytes",
     "git_env",
     "is_ancestor",
     "repo_toplevel",
@@ -143,6 +145,52 @@ def git(
         command = " ".join(args[:2])
         raise GitError(
             f"git {command} failed in {cwd} (exit {output.returncode}): {output.stderr or output.stdout}"
+        )
+    return output
+
+
+@dataclass(frozen=True, slots=True)
+class GitBytes:
+    """What one git command printed, its standard output kept as bytes (packs, binary patches)."""
+
+    returncode: int
+    """The exit status."""
+    stdout: bytes
+    """Standard output, raw."""
+    stderr: str
+    """Standard error, stripped."""
+
+
+def git_bytes(
+    cwd: Path,
+    *args: str,
+    stdin: bytes | None = None,
+    ok: tuple[int, ...] = (0,),
+    check: bool = True,
+    env: dict[str, str] | None = None,
+) -> GitBytes:
+    """Run `git <args>` in `cwd` with raw bytes in and out; like `git`, for binary data.
+
+    Raises:
+        GitError: The command failed (`check` and an exit status not in `ok`), or git could not start.
+    """
+    argv = [_git_binary(), "-c", "core.quotepath=off", *args]
+    try:
+        done = subprocess.run(
+            argv,
+            cwd=cwd,
+            env=env if env is not None else git_env(),
+            input=stdin,
+            stdin=None if stdin is not None else subprocess.DEVNULL,
+            capture_output=True,
+            check=False,
+        )
+    except OSError as exc:
+        raise GitError(f"Cannot run git in {cwd}: {exc.strerror or exc}.") from exc
+    output = GitBytes(done.returncode, done.stdout, done.stderr.decode("utf-8", "replace").strip())
+    if check and output.returncode not in ok:
+        raise GitError(
+            f"git {' '.join(args[:2])} failed in {cwd} (exit {output.returncode}): {output.stderr}"
         )
     return output
 

@@ -29,6 +29,7 @@ __all__ = [
     "disk_usage",
     "remove_worktree",
     "snapshot_commit",
+    "working_tree",
 ]
 
 SNAPSHOT_MESSAGE = "corral: the lead's uncommitted changes"
@@ -81,8 +82,9 @@ def _git_dir(repo: Path) -> Path:
     return Path(git(repo, "rev-parse", "--absolute-git-dir").stdout.strip())
 
 
-def snapshot_commit(repo: Path, head: str) -> str:
-    """A commit of the working tree's current state on top of `head`, or `head` itself when clean.
+def working_tree(repo: Path) -> str:
+    """The tree id of the working tree's current state: HEAD plus every uncommitted change (modified,
+    staged, deleted, untracked and not ignored).
 
     Neither the user's index nor any file in the working tree is touched: the
     index is copied to a private temporary file and `git add -A` runs against
@@ -96,7 +98,13 @@ def snapshot_commit(repo: Path, head: str) -> str:
             shutil.copyfile(live, index)
         env = git_env(index_file=index)
         git(repo, "add", "-A", "--", ".", env=env)
-        tree = git(repo, "write-tree", env=env).stdout.strip()
+        return git(repo, "write-tree", env=env).stdout.strip()
+
+
+def snapshot_commit(repo: Path, head: str) -> str:
+    """A commit of the working tree's current state on top of `head`, or `head` itself when clean
+    (`working_tree`: nothing of the user's is touched)."""
+    tree = working_tree(repo)
     if tree == rev_parse(repo, f"{head}^{{tree}}"):
         return head
     return git(
