@@ -17,6 +17,9 @@ the same one:
   never over a change the user made since the snapshot — conflicts are reported path by path and
   the workspace is left exactly as it was.
 
+`_remote` strings these together for a runtime: `plan_for` and `with_snapshot` on the lead,
+`open_workspace` and `close_workspace` in the node's worker, `PatchLanding` back on the lead.
+
 Pure git over argv subprocesses (the worktrees feature's `git` helpers); no Ray. See
 docs/runtimes.md ("Workspaces").
 """
@@ -24,6 +27,16 @@ docs/runtimes.md ("Workspaces").
 from __future__ import annotations
 
 from corral.orchestration.workspaces._apply import apply_patch
+from corral.orchestration.workspaces._remote import (
+    NodeWorkspace,
+    PatchLanding,
+    SnapshotNeeded,
+    WorkspacePlan,
+    close_workspace,
+    open_workspace,
+    plan_for,
+    with_snapshot,
+)
 from corral.orchestration.workspaces._snapshot import (
     SNAPSHOT_LIMIT_BYTES,
     WorkspaceNotSharedError,
@@ -48,21 +61,29 @@ from corral.orchestration.workspaces.records import (
 
 __all__ = [
     "SNAPSHOT_LIMIT_BYTES",
+    "NodeWorkspace",
+    "PatchLanding",
     "PatchOutcome",
     "PathProblem",
     "SharedCheck",
     "Snapshot",
+    "SnapshotNeeded",
     "Unpacked",
     "WorkspaceIdentity",
     "WorkspaceMode",
     "WorkspaceNotSharedError",
     "WorkspacePatch",
+    "WorkspacePlan",
     "apply_patch",
     "check_shared",
+    "close_workspace",
     "collect_patch",
     "discard",
     "identify",
     "needs_snapshot",
+    "open_workspace",
+    "plan_for",
     "take_snapshot",
     "unpack",
+    "with_snapshot",
 ]

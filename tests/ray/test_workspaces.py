@@ -1,0 +1,142 @@
+"""Workspaces across the Ray cluster: a worker actor on another node opens the agent's workspace with
+the lead's plan (the shared-filesystem check runs there), works in it, and hands back its patch,
+which the lead lands. Both paths: in place on a shared filesystem, and a snapshot (forced, and the
+`auto` fallback when the node's check finds the workspace changed)."""
+
+from __future__ import annotations
+
+from pathlib import Path
+
+import pytest
+
+from corral.orchestration.workspaces import (
+    NodeWorkspace,
+    PatchLanding,
+    SnapshotNeeded,
+    WorkspacePatch,
+    WorkspacePlan,
+    close_workspace,
+    open_workspace,
+    plan_for,
+    with_snapshot,
+)
+from tests.orchestration.teams._git_helpers import GIT_ENV, git, make_repo
+
+from .conftest import RayTestCluster
+
+ray = pytest.importorskip("ray", reason="Ray is not installed (pip install 'corral[ray]')")
+
+
+@pytest.fixture(autouse=True)
+def _git_identity(monkeypatch: pytest.MonkeyPatch) -> None:
+    for key, value in GIT_ENV.items():
+        monkeypatch.setenv(key, value)
+
+
+@ray.remote(num_cpus=0)
+class _NodeAgent:
+    """Stands in for the Ray worker's part: open the workspace, edit as an agent would, close it."""
+
+    def __init__(self) -> None:
+        self.workspace: NodeWorkspace | None = None
+
+    def node(self) -> str:
+        return str(ray.get_runtime_context().get_node_id())
+
+    def open(self, plan: WorkspacePlan, parent: str) -> NodeWorkspace | SnapshotNeeded:
+        opened = open_workspace(plan, Path(parent))
+        if isinstance(opened, NodeWorkspace):
+            self.workspace = opened
+        return opened
+
+    def edit(self, files: dict[str, bytes]) -> None:
+        assert self.workspace is not None
+        for name, data in files.items():
+            path = self.workspace.cwd / name
+            path.parent.mkdir(parents=True, exist_ok=True)
+            path.write_bytes(data)
+
+    def close(self) -> WorkspacePatch | None:
+        assert self.workspace is not None
+        return close_workspace(self.workspace)
+
+
+@pytest.fixture
+def repo(tmp_path: Path) -> Path:
+    root = make_repo(tmp_path / "lead", {"app.py": "a = 1\nb = 2\n", "README.md": "hello\n"})
+    (root / "logo.png").write_bytes(bytes(range(256)))
+    git(root, "add", "-A")
+    git(root, "commit", "-q", "-m", "logo")
+    return root.resolve()
+
+
+def _agent_on_worker_node(ray_cluster: RayTestCluster) -> object:
+    ray.init(address=ray_cluster.address, namespace="corral-test-workspaces", log_to_driver=False)
+    agent = _NodeAgent.options(resources={ray_cluster.worker.label: 0.01}).remote()
+    assert ray.get(agent.node.remote(), timeout=60) == ray_cluster.worker.node_id
+    return agent
+
+
+def test_on_a_shared_filesystem_the_remote_agent_works_in_place(
+    ray_cluster: RayTestCluster, repo: Path, tmp_path: Path
+) -> None:
+    agent = _agent_on_worker_node(ray_cluster)
+    (repo / "notes.txt").write_text("uncommitted, seen on the node too\n")
+    plan = plan_for(repo, "auto", writes=True)
+
+    opened = ray.get(agent.open.remote(plan, str(tmp_path / "node")), timeout=60)
+
+    assert isinstance(opened, NodeWorkspace) and opened.shared and opened.cwd == repo
+    ray.get(agent.edit.remote({"app.py": b"a = 1\nb = 20\n"}), timeout=60)
+    assert (repo / "app.py").read_text() == "a = 1\nb = 20\n"  # the edit is the workspace's edit
+    assert ray.get(agent.close.remote(), timeout=60) is None  # nothing to ship back
+    assert not (tmp_path / "node").exists()
+
+
+async def test_on_a_snapshot_the_write_agents_patch_lands_and_a_conflicting_one_is_reported(
+    ray_cluster: RayTestCluster, repo: Path, tmp_path: Path
+) -> None:
+    agent = _agent_on_worker_node(ray_cluster)
+    (repo / "notes.txt").write_text("uncommitted\n")
+    plan = plan_for(repo, "auto", writes=True)
+    (repo / "README.md").write_text("hello, changed after the plan\n")  # the node sees another state
+
+    needed = ray.get(agent.open.remote(plan, str(tmp_path / "node")), timeout=60)
+    assert isinstance(needed, SnapshotNeeded) and "uncommitted changes" in needed.reason
+
+    opened = ray.get(agent.open.remote(with_snapshot(plan), str(tmp_path / "node")), timeout=60)
+    assert isinstance(opened, NodeWorkspace) and not opened.shared
+    assert (
+        opened.cwd.parent == tmp_path / "node" and (opened.cwd / "notes.txt").read_text() == "uncommitted\n"
+    )
+    ray.get(
+        agent.edit.remote(
+            {"app.py": b"a = 1\nb = 2\nc = 3\n", "logo.png": b"\x00new", "new/x.py": b"x = 1\n"}
+        ),
+        timeout=60,
+    )
+    patch = ray.get(agent.close.remote(), timeout=60)
+    assert isinstance(patch, WorkspacePatch) and patch.files == ("app.py", "logo.png", "new/x.py")
+    assert not opened.cwd.exists()  # the node's private copy is gone
+
+    landing = PatchLanding()
+    outcome = await landing.land(repo, patch, run_id="run-1")
+    assert outcome.kind == "applied"
+    assert (repo / "app.py").read_text() == "a = 1\nb = 2\nc = 3\n"
+    assert (repo / "logo.png").read_bytes() == b"\x00new"
+    assert (repo / "new" / "x.py").read_text() == "x = 1\n"
+    assert (repo / "README.md").read_text() == "hello, changed after the plan\n"
+
+    # A second agent on the same snapshot changes the same file: its patch no longer applies.
+    second = _NodeAgent.options(resources={ray_cluster.worker.label: 0.01}).remote()
+    forced = with_snapshot(plan_for(repo, "snapshot", writes=True))  # a snapshot even where shared
+    assert not ray.get(second.open.remote(forced, str(tmp_path / "node")), timeout=60).shared
+    ray.get(second.edit.remote({"app.py": b"a = 100\n"}), timeout=60)
+    stale = ray.get(second.close.remote(), timeout=60)
+    (repo / "app.py").write_text("a = 1, the user's\n")
+    before = {p.name: p.read_bytes() for p in repo.iterdir() if p.is_file()}
+
+    refused = await landing.land(repo, stale, run_id="run-2")
+
+    assert refused.kind == "conflict" and [p.path for p in refused.problems] == ["app.py"]
+    assert {p.name: p.read_bytes() for p in repo.iterdir() if p.is_file()} == before
