@@ -24,7 +24,11 @@ async def test_tmux_agent_reaches_the_tree_limit_in_its_worker(env: Path, tmux_s
         "scout": [
             step,
             step,
-            {"text": "Scout's final report.", "usage": USAGE, "expect": {"last_user_contains": "Budget exhausted"}},
+            {
+                "text": "Scout's final report.",
+                "usage": USAGE,
+                "expect": {"last_user_contains": "Budget exhausted"},
+            },
             {"text": "never asked"},
         ]
     }

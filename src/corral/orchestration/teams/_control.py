@@ -437,7 +437,9 @@ class TeamControlMixin:
             if report.name not in active_names:
                 recent[report.name] = report
         for report in sorted(recent.values(), key=lambda r: r.created_at)[-RECENT_COMPLETIONS:]:
-            snapshots.append(_report_snapshot(report, now, await self._observed(report)))
+            snapshot = _report_snapshot(report, now, await self._observed(report))
+            snapshot.update(self.host.status_fields(report.run_id))  # e.g. its budget (spent / limit)
+            snapshots.append(snapshot)
         if agent_name is not None:
             snapshots = [s for s in snapshots if s["name"] == agent_name]
             if not snapshots:
