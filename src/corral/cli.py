@@ -741,13 +741,26 @@ def mcp(
             "--isolation", help="shared or worktree: where write agents work (default: the setting)."
         ),
     ] = None,
+    budget: Annotated[
+        list[str] | None,
+        typer.Option(
+            "--budget",
+            help="KEY=NUMBER, repeatable: a [budget] limit for this lead, e.g. --budget tree_tokens=2000000.",
+        ),
+    ] = None,
 ) -> None:
     """Serve a lead session over MCP (stdio by default): `claude mcp add corral -- corral mcp`."""
     if isolation not in (None, "shared", "worktree"):
         sys.stderr.write(f"corral mcp: --isolation {isolation!r}: use shared or worktree\n")
         raise typer.Exit(2)
-    from corral._mcp import McpOptions
+    from corral._mcp import McpOptions, parse_budget
     from corral._mcp import main as run_mcp
+
+    try:
+        limits = parse_budget(budget or [])
+    except ValueError as exc:
+        sys.stderr.write(f"corral mcp: {exc}\n")
+        raise typer.Exit(2) from None
 
     options = McpOptions(
         cwd or Path.cwd(),
@@ -760,6 +773,7 @@ def mcp(
         token=token,
         elicit=elicit,
         isolation="worktree" if isolation == "worktree" else "shared" if isolation == "shared" else None,
+        budget=limits or None,
     )
     raise typer.Exit(run_mcp(options))
 

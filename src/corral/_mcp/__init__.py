@@ -8,6 +8,6 @@ server answers the client's opening request before it imports one (`_handshake.p
 from __future__ import annotations
 
 from ._handshake import LEAD_PROMPT
-from ._serve import McpOptions, main, parse_bind, serve
+from ._serve import McpOptions, main, parse_bind, parse_budget, serve
 
-__all__ = ["LEAD_PROMPT", "McpOptions", "main", "parse_bind", "serve"]
+__all__ = ["LEAD_PROMPT", "McpOptions", "main", "parse_bind", "parse_budget", "serve"]

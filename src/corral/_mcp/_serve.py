@@ -57,6 +57,30 @@ class McpOptions:
     """Ask the human for answers to agents' questions through MCP elicitation, where the client can."""
     isolation: Literal["shared", "worktree"] | None = None
     """Override the `isolation` setting: `worktree` gives write agents their own worktrees."""
+    budget: dict[str, float] | None = None
+    """`[budget]` keys for this lead (`--budget KEY=NUMBER`), validated when the lead opens."""
+
+
+def parse_budget(items: list[str]) -> dict[str, float]:
+    """`["tree_tokens=2000000", "agent_cost_usd=0.5"]` as `{key: number}` (whole numbers as `int`).
+
+    Raises:
+        ValueError: an item is not `KEY=NUMBER`, or a key is given twice.
+    """
+    out: dict[str, float] = {}
+    for item in items:
+        key, sep, text = item.partition("=")
+        key = key.strip()
+        try:
+            value = float(text.replace("_", ""))
+        except ValueError:
+            value = float("nan")
+        if not sep or not key or value != value:
+            raise ValueError(f"--budget {item!r}: use KEY=NUMBER, e.g. --budget tree_tokens=2000000")
+        if key in out:
+            raise ValueError(f"--budget {key} is given twice; give each key once")
+        out[key] = int(value) if value.is_integer() and "." not in text else value
+    return out
 
 
 def parse_bind(text: str) -> tuple[str, int]:
@@ -191,6 +215,7 @@ async def serve(options: McpOptions, *, opening: Opening | None = None) -> int:
             model=options.model,
             surfaces=options.surfaces,
             isolation=options.isolation,
+            budget=options.budget,
         )
 
     def opened(lead: Lead) -> None:

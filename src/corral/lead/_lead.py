@@ -26,10 +26,12 @@ import asyncio
 import contextlib
 import os
 import uuid
-from collections.abc import AsyncIterator, Sequence
+from collections.abc import AsyncIterator, Mapping, Sequence
 from dataclasses import KW_ONLY, dataclass
 from pathlib import Path
 from typing import TYPE_CHECKING, Any, Literal
+
+from pydantic import ValidationError
 
 from corral.agent import (
     AgentTool,
@@ -42,6 +44,7 @@ from corral.agent import (
 from corral.errors import UsageError
 from corral.llm import CustomMessage, TextContent, ToolDefinition
 from corral.session import CustomEntry
+from corral.settings import BudgetSettings
 
 from ._compose import Launched, LaunchOptions, launch_session
 from ._handles import AgentHandle, AgentRow, LeadCallError
@@ -490,6 +493,20 @@ class Lead:
             self._launched.session.close()
 
 
+def _budget_override(base: BudgetSettings, given: Mapping[str, float]) -> BudgetSettings:
+    """`base` with the keys of `given` replaced; a bad key or value is a `UsageError` naming it."""
+    if not isinstance(given, Mapping):
+        raise UsageError("budget must be a mapping such as {'tree_tokens': 2_000_000}")
+    try:
+        return BudgetSettings.model_validate({**base.model_dump(exclude_unset=True), **given})
+    except ValidationError as exc:
+        error = exc.errors()[0]
+        key = ".".join(str(part) for part in error["loc"])
+        if error["type"] == "extra_forbidden":
+            raise UsageError(f'budget: unknown key {key!r} (see docs/fleet.md, "Budgets")') from None
+        raise UsageError(f"budget: invalid value for {key!r}: {error['msg']}") from None
+
+
 @contextlib.asynccontextmanager
 async def open_lead(
     cwd: str | os.PathLike[str] = ".",
@@ -501,6 +518,7 @@ async def open_lead(
     home: str | os.PathLike[str] | None = None,
     isolation: Literal["shared", "worktree"] | None = None,
     merge: Literal["manual", "on-accept"] | None = None,
+    budget: Mapping[str, float] | None = None,
 ) -> AsyncIterator[Lead]:
     """Open a lead session for a program: `async with corral.open_lead() as lead: ...`.
 
@@ -517,6 +535,9 @@ async def open_lead(
             agent its own git worktree and branch (merge with `Lead.merge`).
         merge: Override the `merge` setting: `on-accept` merges a teams writer's branch when
             `record_report_acceptance` accepts its report.
+        budget: Limits for this lead's agent tree and its agents, replacing the `[budget]` keys
+            given: `tree_tokens`, `tree_cost_usd`, `tree_minutes`, `agent_tokens`,
+            `agent_cost_usd`, `agent_minutes`, `soft_threshold` (docs/fleet.md, "Budgets").
 
     Raises:
         CorralError: for anything the caller can fix (the message says how).
@@ -525,6 +546,8 @@ async def open_lead(
         os.environ["CORRAL_HOME"] = os.fspath(Path(home).expanduser().resolve())
     if not surfaces:
         raise UsageError("choose at least one surface: 'agent' and/or 'teams'")
+    if budget is not None:
+        _budget_override(BudgetSettings(), budget)  # refused before a session exists
     options = LaunchOptions(
         Path(cwd),
         model=model,
@@ -534,7 +557,11 @@ async def open_lead(
         program=True,
     )
     launched = launch_session(options)
-    overrides = {k: v for k, v in (("isolation", isolation), ("merge", merge)) if v is not None}
+    overrides: dict[str, object] = {
+        k: v for k, v in (("isolation", isolation), ("merge", merge)) if v is not None
+    }
+    if budget is not None:
+        overrides["budget"] = _budget_override(launched.settings.budget, budget)
     if overrides:
         launched.settings = launched.settings.model_copy(update=overrides)
     lead: Lead | None = None

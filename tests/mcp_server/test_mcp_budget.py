@@ -1,0 +1,48 @@
+"""`corral mcp --budget KEY=NUMBER`: the lead's limits over stdio with the official SDK client."""
+
+from __future__ import annotations
+
+from typing import Any
+
+import pytest
+from mcp.types import CallToolResult
+
+from .conftest import WAIT_MS, McpEnv, run_mcp_answering_initialize
+
+USAGE = {"input": 3000, "output": 100, "cache_read": 0, "cache_write": 0}
+
+
+def _details(result: CallToolResult) -> dict[str, Any]:
+    assert result.structured_content is not None
+    return dict(result.structured_content)
+
+
+async def test_budget_option_stops_the_agent_and_refuses_more(mcp_env: McpEnv) -> None:
+    step = {"text": "looking", "tool_calls": [{"name": "ls", "args": {"path": "."}}], "usage": USAGE}
+    mcp_env.script({"scout": [step, step, {"text": "What I found so far.", "usage": USAGE}]})
+    async with mcp_env.client("--budget", "tree_tokens=8000") as client:
+        started = await client.call_tool("agent_delegate", {"definition": "scout", "task": "Look around."})
+        assert not started.is_error
+        waited = await client.call_tool("wait", {"timeoutMs": WAIT_MS})
+        [item] = [i for i in _details(waited)["items"] if i["kind"] == "result"]
+        assert "budget_exhausted: tree_tokens" in item["text"]
+        assert item["details"]["budget_exhausted"] is True
+        refused = await client.call_tool("agent_delegate", {"definition": "scout", "task": "Again."})
+        assert refused.is_error
+        assert "tree_tokens" in refused.content[0].text  # type: ignore[union-attr]
+
+
+@pytest.mark.parametrize(
+    ("args", "problem"),
+    [
+        (("--budget", "tree_tokens"), "use KEY=NUMBER"),
+        (("--budget", "tree_tokens=lots"), "use KEY=NUMBER"),
+        (("--budget", "tree_tokenz=5"), "unknown key 'tree_tokenz'"),
+        (("--budget", "agent_tokens=0"), "invalid value for 'agent_tokens'"),
+    ],
+)
+def test_a_bad_budget_is_one_line_exit_2(mcp_env: McpEnv, args: tuple[str, ...], problem: str) -> None:
+    done = run_mcp_answering_initialize(mcp_env, *args)
+    assert done.returncode == 2, (done.stdout, done.stderr)
+    lines = done.stderr.strip().splitlines()
+    assert len(lines) == 1 and problem in lines[0] and "Traceback" not in done.stderr
