@@ -15,6 +15,7 @@ from ._base import (
     Runtime,
     RuntimeError_,
     RuntimeHandle,
+    WorkerRuntime,
 )
 from ._inprocess import InProcessRuntime, bound_output
 from ._runtimes import Runtimes
@@ -43,6 +44,7 @@ __all__ = [
     "RuntimeHandle",
     "Runtimes",
     "TmuxRuntime",
+    "WorkerRuntime",
     "bound_output",
     "default_socket",
     "pid_alive",

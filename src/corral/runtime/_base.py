@@ -12,7 +12,7 @@ A runtime never imports the controller: an in-process launch carries a
 
 from __future__ import annotations
 
-from collections.abc import Mapping
+from collections.abc import Callable, Mapping
 from dataclasses import KW_ONLY, dataclass, field
 from pathlib import Path
 from typing import Literal, Protocol, runtime_checkable
@@ -26,6 +26,7 @@ __all__ = [
     "Runtime",
     "RuntimeError_",
     "RuntimeHandle",
+    "WorkerRuntime",
 ]
 
 PresenceVerdict = Literal["live", "lost", "unknown"]
@@ -133,3 +134,33 @@ class Runtime(Protocol):
 
     async def stop(self, handle: RuntimeHandle) -> None:
         """Stop the agent and wait until it is gone."""
+
+
+class WorkerRuntime(Runtime, Protocol):
+    """A runtime whose agents run as `corral worker` processes (tmux; others register with `Runtimes`).
+
+    The host's launch pipeline writes the worker's launch file under `launch_dir`, starts it with
+    the worker's command line (`LaunchSpec.argv`), and waits with `wait_ready` until the worker
+    recorded itself in the store.
+    """
+
+    @property
+    def launch_dir(self) -> Path:
+        """The private directory whose `launch/` folder holds the launch files."""
+        ...
+
+    def heartbeat_path(self, run_id: str) -> Path:
+        """The file the worker of `run_id` touches as its heartbeat."""
+        ...
+
+    async def wait_ready(self, handle: RuntimeHandle, ready: Callable[[], bool], *, timeout: float) -> None:
+        """Wait until `ready()`; otherwise remove the worker and raise (the runtime's own errors)."""
+        ...
+
+    def adopt(self, handle: RuntimeHandle, pid: int | None) -> None:
+        """Take over a worker (identity: its handle and its pid, once known)."""
+        ...
+
+    def forget(self, handle: RuntimeHandle) -> None:
+        """Drop the bookkeeping of a finished worker."""
+        ...

@@ -1,10 +1,18 @@
-"""The host's runtimes behind one face: in-process always, tmux when first needed (`Runtimes`)."""
+"""The host's runtimes behind one face: in-process always, tmux when first needed, others registered (`Runtimes`)."""
 
 from __future__ import annotations
 
 from pathlib import Path
 
-from ._base import LaunchSpec, PresenceVerdict, ProcessEvidence, RecentOutput, RuntimeHandle
+from ._base import (
+    LaunchSpec,
+    PresenceVerdict,
+    ProcessEvidence,
+    RecentOutput,
+    RuntimeError_,
+    RuntimeHandle,
+    WorkerRuntime,
+)
 from ._inprocess import InProcessRuntime
 from ._tmux import TmuxRuntime
 
@@ -14,15 +22,18 @@ __all__ = ["Runtimes"]
 class Runtimes:
     """The host's runtimes behind one face: in-process always, tmux when first needed.
 
-    Calls taking a handle go to the runtime of `handle.kind`; `start` with a
-    `program` is in-process. `stop_all` stops in-process agents only: tmux
-    agents outlive their host.
+    This is the one place a runtime kind maps to a runtime: calls taking a handle go to the
+    runtime of `handle.kind`, and the launch pipeline asks `worker(kind)` for the runtime of a
+    worker generation. A further worker runtime slots in with `register` (nothing else in the
+    core names runtime kinds). `start` with a `program` is in-process. `stop_all` stops in-process
+    agents only: worker agents outlive their host.
     """
 
     def __init__(self, inprocess: InProcessRuntime, tmux_socket: Path | None = None) -> None:
         self.inprocess = inprocess
         self._tmux: TmuxRuntime | None = None
         self._tmux_socket = tmux_socket
+        self._registered: dict[str, WorkerRuntime] = {}
 
     @property
     def tmux(self) -> TmuxRuntime:
@@ -36,8 +47,33 @@ class Runtimes:
         """Whether the tmux runtime was used."""
         return self._tmux is not None
 
-    def _for(self, handle: RuntimeHandle) -> InProcessRuntime | TmuxRuntime:
-        return self.tmux if handle.kind == "tmux" else self.inprocess
+    def register(self, runtime: WorkerRuntime) -> None:
+        """Add a worker runtime of a further kind (`runtime.kind`, e.g. a distributed one).
+
+        Raises:
+            ValueError: The kind is built in or already registered.
+        """
+        if runtime.kind in ("inprocess", "tmux") or runtime.kind in self._registered:
+            raise ValueError(f"a runtime of kind {runtime.kind!r} is already there")
+        self._registered[runtime.kind] = runtime
+
+    def worker(self, kind: str) -> WorkerRuntime:
+        """The worker runtime of `kind` (`tmux`, or one registered).
+
+        Raises:
+            RuntimeError_: No worker runtime of that kind is there.
+        """
+        if kind == "tmux":
+            return self.tmux
+        runtime = self._registered.get(kind)
+        if runtime is None:
+            raise RuntimeError_(f"no {kind!r} runtime is available here")
+        return runtime
+
+    def _for(self, handle: RuntimeHandle) -> InProcessRuntime | WorkerRuntime:
+        if handle.kind == "tmux":
+            return self.tmux
+        return self._registered.get(handle.kind) or self.inprocess
 
     async def start(self, spec: LaunchSpec) -> RuntimeHandle:
         """Start in-process when `spec.program` is set, else in tmux."""

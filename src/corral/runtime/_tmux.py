@@ -194,6 +194,11 @@ class TmuxRuntime:
             raise RuntimeError_(f"tmux {args[0]} failed ({code}): {err or 'no output'}")
         return out
 
+    @property
+    def launch_dir(self) -> Path:
+        """The server's private directory (launch files go to its `launch/`)."""
+        return self.socket.parent
+
     def heartbeat_path(self, run_id: str) -> Path:
         """Where the worker of `run_id` touches its heartbeat."""
         return ensure_private_dir(self.socket.parent / "heartbeat") / run_id

@@ -324,7 +324,7 @@ async def test_a_worker_that_cannot_start_leaves_the_agent_lost_with_a_diagnosti
     empty.mkdir()
     # The worker (only) looks for scripts in an empty directory: it cannot load its model.
     monkeypatch.setattr(
-        "corral.orchestration.host._handoff.worker_env",
+        "corral.orchestration.host._launch.worker_env",
         lambda: {**worker_env(), "CORRAL_SCRIPTS": str(empty)},
     )
     async with team(env, "team", tmux_socket=tmux_socket) as t:

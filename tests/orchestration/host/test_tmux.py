@@ -165,7 +165,7 @@ async def test_a_worker_that_cannot_start_fails_pane_not_ready_with_its_diagnost
     empty.mkdir()
     # The worker (only) looks for scripts in an empty directory: it cannot load its model.
     monkeypatch.setattr(
-        "corral.orchestration.agents._delegation.worker_env",
+        "corral.orchestration.host._launch.worker_env",
         lambda: {**worker_env(), "CORRAL_SCRIPTS": str(empty)},
     )
     async with team(env, "team", settings=TMUX, tmux_socket=tmux_socket) as t:

@@ -8,7 +8,7 @@ are raised as `OrchestrationError` subclasses; surfaces turn them into
 Every control action first recomputes the lifecycle projection for the
 caller (`available_actions` is rechecked before every mutation) and then
 mutates through a store transaction that re-reads and checks identity.
-`delegate` and `continue_` live in `_delegate`.
+`delegate` and `continue_` go to its delegation service (`_delegation.Delegation`).
 """
 
 from __future__ import annotations
@@ -20,9 +20,10 @@ from dataclasses import dataclass, replace
 from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
-from corral.orchestration.agents._delegation import DelegateMixin
+from corral.orchestration.agents._delegation import Delegation
 from corral.orchestration.agents.results import (
     CloseResult,
+    DelegateResult,
     InspectResult,
     ListResult,
     ReplyResult,
@@ -50,6 +51,8 @@ if TYPE_CHECKING:
     from corral.orchestration.agents.commands import (
         AskOwnerParams,
         CloseParams,
+        ContinueParams,
+        DelegateParams,
         InspectParams,
         InterruptParams,
         ListParams,
@@ -107,12 +110,25 @@ class OwnerQuestions:
             return AskOutcome(ask.ask_id, ask.request_id)
 
 
-class Controller(DelegateMixin):
-    """The orchestration core's actions (one instance per host)."""
+class Controller:
+    """The orchestration core's actions (one instance per host).
+
+    It composes two services: `delegation` (`delegate`, `continue`: launches through the host's
+    launch pipeline) and `questions` (`ask_owner`).
+    """
 
     def __init__(self, host: Host) -> None:
         self.host = host
         self.questions = OwnerQuestions(host.store, host.file_limits)
+        self.delegation = Delegation(host, resolve_result_ref=self.resolve_result_ref)
+
+    async def delegate(self, caller: Caller, params: DelegateParams) -> DelegateResult:
+        """Start a new agent generation for one assignment (§2.2)."""
+        return await self.delegation.delegate(caller, params)
+
+    async def continue_(self, caller: Caller, params: ContinueParams) -> DelegateResult:
+        """A new generation on a saved managed session owned by the caller's tree (§2.3)."""
+        return await self.delegation.continue_(caller, params)
 
     # --- helpers ---------------------------------------------------------------------------------
 
@@ -217,7 +233,7 @@ class Controller(DelegateMixin):
                 ids=self._ids(generation),
                 next_action="Use interrupt only when it is listed; use steer for non-preemptive changes.",
             )
-        text = self._render(caller, files, "Steer" if kind == "steer" else "Interrupt", message)
+        text = self.delegation.render(caller, files, "Steer" if kind == "steer" else "Interrupt", message)
         request = self.host.store.submit_request(
             generation.run_id, owner_session_id=caller.session_id, kind=kind, text=text
         )
@@ -294,7 +310,7 @@ class Controller(DelegateMixin):
                     ids=self._ids(generation),
                     next_action=_REFRESH,
                 )
-            text = self._render(caller, params.files, "Reply", params.message)
+            text = self.delegation.render(caller, params.files, "Reply", params.message)
             request = self.host.store.answer_ask(
                 generation.run_id, owner_session_id=caller.session_id, ask_id=ask.ask_id, text=text
             )

@@ -1,6 +1,10 @@
 """`delegate` and `continue`: start a generation for one assignment (§2.2, §2.3).
 
-Both return after the generation was recorded atomically (store) and its
+`Delegation` (the controller's delegation service) validates the request and
+hands the host's launch pipeline (`host._launch`) a plan: an isolated writer's
+worktree stage, the record step (the session and the generation), and how the
+agent is built in-process or described to a worker. Both return after the
+generation was recorded atomically (store) and its
 task was acknowledged by the child, not after completion. Managed sessions
 are created with the header extra `{"corral": {"managed": true, "definition",
 "label"}}` and a `corral-agent-definition` entry `{sessionId, definition,
@@ -9,12 +13,9 @@ label}`; they are kept after their generation ends (continuation identity).
 
 from __future__ import annotations
 
-import asyncio
-import contextlib
 import os
 import re
-import uuid
-from collections.abc import Sequence
+from collections.abc import Callable, Mapping, Sequence
 from dataclasses import asdict, dataclass
 from pathlib import Path
 from typing import TYPE_CHECKING, Any
@@ -31,34 +32,27 @@ from corral.orchestration.definitions._roster import (
     leaf_projection,
 )
 from corral.orchestration.errors import (
-    InternalFailureError,
     InvalidRequestError,
     ManagedAgentBusyError,
-    OrchestrationError,
-    PaneNotReadyError,
-    RollbackFailureError,
     error_context,
 )
-from corral.orchestration.host._worker import worker_argv, worker_env, write_launch_file
+from corral.orchestration.host._launch import LaunchDraft, LaunchPlan, LaunchStage, LaunchSteps, Recorded
 from corral.orchestration.kernel._caller import Caller
 from corral.orchestration.kernel._child import RETIRED_ENTRY, ManagedChild
 from corral.orchestration.kernel._delivery import ASK_TYPE, RESULT_TYPE
-from corral.orchestration.kernel._faults import fault_point
 from corral.orchestration.kernel._files import prepare_files
 from corral.orchestration.kernel.records import GenerationRecord, NewGeneration, RequestRecord
-from corral.orchestration.worktrees._extension import worktrees_of
-from corral.runtime import LaunchSpec, PaneNotReady, RollbackFailed, RuntimeError_, RuntimeHandle
+from corral.orchestration.worktrees._extension import IsolationStage
 from corral.session import CustomEntry, CustomMessageEntry, SessionError, SessionManager, fork_from
 
 if TYPE_CHECKING:
     from corral.orchestration.agents.commands import ContinueParams, DelegateParams
     from corral.orchestration.host._host import Host
-    from corral.orchestration.worktrees import Isolation
     from corral.settings import Settings
 
 __all__ = [
     "DEFINITION_ENTRY",
-    "DelegateMixin",
+    "Delegation",
     "ManagedAgentSpec",
     "build_managed_agent",
     "managed_agent_spec",
@@ -185,14 +179,17 @@ def _definition_entry(session: SessionManager) -> dict[str, Any] | None:
     return None
 
 
-class DelegateMixin:
-    """`delegate` and `continue_` of the `Controller`."""
+class Delegation:
+    """`delegate` and `continue`: the controller's delegation service (one per controller).
 
-    host: Host
+    Args:
+        host: The host whose launch pipeline starts the generations.
+        resolve_result_ref: `result:<request-id>` → the durable result artifact (for `files`).
+    """
 
-    if TYPE_CHECKING:
-        # Provided by `Controller`.
-        def resolve_result_ref(self, request_id: str) -> Path | str | None: ...
+    def __init__(self, host: Host, *, resolve_result_ref: Callable[[str], Path | str | None]) -> None:
+        self.host = host
+        self.resolve_result_ref = resolve_result_ref
 
     # --- delegate ------------------------------------------------------------------------------
 
@@ -200,7 +197,7 @@ class DelegateMixin:
         """Start a new agent generation for one assignment (§2.2)."""
         with error_context("delegate"):
             host = self.host
-            allowed = self._allowed(caller)
+            allowed = self.allowed(caller)
             host.admit_agent(caller.session_id)
             roster = host.roster_loader(caller.cwd)
             defn = roster.resolve(params.definition, allowed=allowed)
@@ -223,41 +220,39 @@ class DelegateMixin:
             if params.fork is not None:
                 fork_source = self._session_ref(params.fork)
                 self._refuse_retired(fork_source, "fork")
-            task_text = self._render(caller, params.files, "Task", params.task)
-            isolation = None
+            task_text = self.render(caller, params.files, "Task", params.task)
+            stages: list[LaunchStage] = []
             if self._isolated(defn):
-                isolation = await asyncio.to_thread(
-                    worktrees_of(host.extensions, host.store).isolate,
-                    cwd,
-                    name=params.label or defn.name,
-                    run_id=str(uuid.uuid4()),
-                    owner_session_id=caller.session_id,
+                stages.append(
+                    IsolationStage(
+                        host.extensions,
+                        host.store,
+                        name=params.label or defn.name,
+                        owner_session_id=caller.session_id,
+                        failure="the delegation failed",
+                    )
                 )
-                cwd = isolation.cwd
-            try:
-                return await self._delegate_in(caller, params, defn, cwd, fork_source, task_text, isolation)
-            except BaseException:
-                if isolation is not None:
-                    with contextlib.suppress(Exception):
-                        await asyncio.to_thread(
-                            worktrees_of(host.extensions, host.store).abandon,
-                            isolation.record.branch,
-                            "the delegation failed",
-                        )
-                raise
 
-    async def _delegate_in(
+            def record(draft: LaunchDraft) -> tuple[Recorded, Model, ThinkingLevel]:
+                return self._record_new(caller, params.label, defn, draft, fork_source, task_text)
+
+            steps = _ManagedSteps(host, defn, record)
+            plan = LaunchPlan("delegate", cwd, stages=stages, startup_s=_startup_s(params.timeout_ms))
+            generation = await host.launcher.launch(plan, steps)
+            return _delegate_result("delegate", generation, steps.task)
+
+    def _record_new(
         self,
         caller: Caller,
-        params: DelegateParams,
+        label: str | None,
         defn: AgentDefinition,
-        cwd: Path,
+        draft: LaunchDraft,
         fork_source: Path | None,
         task_text: str,
-        isolation: Isolation | None,
-    ) -> DelegateResult:
-        """The rest of `delegate`, once the cwd (an isolated agent's worktree) is known."""
+    ) -> tuple[Recorded, Model, ThinkingLevel]:
+        """`delegate`'s record step: the new (or forked) session and the generation, in the draft's cwd."""
         host = self.host
+        cwd = draft.cwd
         model, thinking = self._model_for(defn, caller.model_ref, caller.thinking_level, cwd)
         delegating = caller.scope == "lead" and is_delegating(defn)
         runtime_kind = self._runtime_for(defn, delegating=delegating)
@@ -275,12 +270,12 @@ class DelegateMixin:
                     cwd=str(cwd),
                     session_id=session.session_id,
                     task=task_text,
-                    label=params.label,
+                    label=label,
                     session_path=None if session.path is None else str(session.path),
                     parent_run_id=caller.run_id if caller.scope == "managed-agent" else None,
                     delegating=delegating,
                     runtime_kind=runtime_kind,
-                    run_id=None if isolation is None else isolation.record.run_id,
+                    run_id=draft.run_id,
                 )
             )
         except BaseException:
@@ -291,9 +286,7 @@ class DelegateMixin:
             DEFINITION_ENTRY,
             {"sessionId": session.session_id, "definition": defn.name, "label": generation.label},
         )
-        return await self._launch(
-            "delegate", caller, generation, task, session, model, thinking, defn, params.timeout_ms
-        )
+        return Recorded(generation, task, session), model, thinking
 
     # --- continue ------------------------------------------------------------------------------
 
@@ -332,7 +325,7 @@ class DelegateMixin:
             if not saved_cwd:
                 raise InvalidRequestError(f"Saved session {session_id} has no cwd; it cannot be continued.")
             self._refuse_retired(path, "continue")
-            defn = host.roster_loader(caller.cwd).resolve(definition, allowed=self._allowed(caller))
+            defn = host.roster_loader(caller.cwd).resolve(definition, allowed=self.allowed(caller))
             if caller.scope == "managed-agent":
                 defn = leaf_projection(defn)
             saved_ref = (
@@ -348,36 +341,40 @@ class DelegateMixin:
                     "delegate a new agent (with fork to keep its context) instead."
                 )
             model, thinking = self._model_for(defn, saved_ref, context.thinking_level, cwd)
-            task_text = self._render(caller, params.files, "Task", params.task)
-            generation, task = host.store.create_generation(
-                NewGeneration(
-                    definition=defn.name,
-                    owner_session_id=caller.session_id,
-                    cwd=saved_cwd,
-                    session_id=session_id,
-                    task=task_text,
-                    label=label,
-                    session_path=str(path),
-                    parent_run_id=caller.run_id if caller.scope == "managed-agent" else None,
-                    delegating=caller.scope == "lead" and is_delegating(defn),
-                    runtime_kind=self._runtime_for(
-                        defn, delegating=caller.scope == "lead" and is_delegating(defn)
-                    ),
+            task_text = self.render(caller, params.files, "Task", params.task)
+
+            def record(draft: LaunchDraft) -> tuple[Recorded, Model, ThinkingLevel]:
+                delegating = caller.scope == "lead" and is_delegating(defn)
+                generation, task = host.store.create_generation(
+                    NewGeneration(
+                        definition=defn.name,
+                        owner_session_id=caller.session_id,
+                        cwd=saved_cwd,
+                        session_id=session_id,
+                        task=task_text,
+                        label=label,
+                        session_path=str(path),
+                        parent_run_id=caller.run_id if caller.scope == "managed-agent" else None,
+                        delegating=delegating,
+                        runtime_kind=self._runtime_for(defn, delegating=delegating),
+                    )
                 )
-            )
-            if kept is not None:
-                host.store.worktree_reactivated(kept.branch, generation.run_id)
-            try:
-                session = SessionManager.open(path)
-            except SessionError as exc:
-                host.store.finalize_generation(generation.run_id, owner_session_id=caller.session_id)
-                raise ManagedAgentBusyError(
-                    f"The exact session {session_id} cannot be opened for writing: {exc}",
-                    rollback_occurred=True,
-                ) from None
-            return await self._launch(
-                "continue", caller, generation, task, session, model, thinking, defn, params.timeout_ms
-            )
+                if kept is not None:
+                    host.store.worktree_reactivated(kept.branch, generation.run_id)
+                try:
+                    session = SessionManager.open(path)
+                except SessionError as exc:
+                    host.store.finalize_generation(generation.run_id, owner_session_id=caller.session_id)
+                    raise ManagedAgentBusyError(
+                        f"The exact session {session_id} cannot be opened for writing: {exc}",
+                        rollback_occurred=True,
+                    ) from None
+                return Recorded(generation, task, session), model, thinking
+
+            steps = _ManagedSteps(host, defn, record)
+            plan = LaunchPlan("continue", cwd, startup_s=_startup_s(params.timeout_ms))
+            generation = await host.launcher.launch(plan, steps)
+            return _delegate_result("continue", generation, steps.task)
 
     # --- shared -----------------------------------------------------------------------------------
 
@@ -392,7 +389,12 @@ class DelegateMixin:
         kind: RuntimeKind = defn.runtime or self.host.settings.runtime
         return "inprocess" if delegating else kind
 
-    def _allowed(self, caller: Caller) -> tuple[str, ...] | None:
+    def allowed(self, caller: Caller) -> tuple[str, ...] | None:
+        """The definitions `caller` may delegate (`None`: any, for the lead).
+
+        Raises:
+            InvalidRequestError: `caller` is neither the lead nor a delegating agent.
+        """
         if caller.scope == "lead":
             return None
         if caller.allowed is None or caller.run_id is None:
@@ -401,7 +403,8 @@ class DelegateMixin:
             )
         return caller.allowed
 
-    def _render(self, caller: Caller, files: Sequence[str] | None, heading: Any, text: str) -> str:
+    def render(self, caller: Caller, files: Sequence[str] | None, heading: Any, text: str) -> str:
+        """`text` under `heading` with the prepared `files` (from the caller's cwd) appended."""
         host = self.host
         prepared = prepare_files(
             files,
@@ -500,189 +503,88 @@ class DelegateMixin:
                 frontier.append((child_id, child_entries))
         return found
 
-    async def _launch(
+
+class _ManagedSteps(LaunchSteps):
+    """`delegate`'s and `continue`'s part of a launch: a managed agent of one definition.
+
+    Args:
+        host: The host (settings, tools, the owners registry).
+        defn: The agent's definition.
+        record: The record step; it also picks the agent's model and thinking level.
+    """
+
+    def __init__(
         self,
-        action: Any,
-        caller: Caller,
-        generation: GenerationRecord,
-        task: RequestRecord,
-        session: SessionManager,
-        model: Model,
-        thinking: ThinkingLevel,
+        host: Host,
         defn: AgentDefinition,
-        timeout_ms: int | None,
-    ) -> DelegateResult:
+        record: Callable[[LaunchDraft], tuple[Recorded, Model, ThinkingLevel]],
+    ) -> None:
+        self.host = host
+        self.defn = defn
+        self._record = record
+        self._recorded: Recorded | None = None
+        self._model: Model | None = None
+        self._thinking: ThinkingLevel = "off"
+
+    @property
+    def task(self) -> RequestRecord:
+        """The recorded generation's task request."""
+        assert self._recorded is not None
+        return self._recorded.task
+
+    def record(self, draft: LaunchDraft) -> Recorded:
+        """The session and the generation (see `Delegation`)."""
+        self._recorded, self._model, self._thinking = self._record(draft)
+        return self._recorded
+
+    def _spec(self, recorded: Recorded) -> ManagedAgentSpec:
+        assert self._model is not None
+        return managed_agent_spec(self.defn, recorded.generation.label, self._model, self._thinking)
+
+    async def build(self, recorded: Recorded) -> ManagedChild:
+        """The managed agent's session and child (its result gets the extensions' `work_done` lines)."""
         host = self.host
-        cwd = Path(generation.cwd)
-        if generation.runtime_kind == "tmux":
-            with host.placing_run(
-                generation.run_id
-            ):  # its pane is not recorded yet: no recovery may settle it
-                return await self._launch_tmux(
-                    action, caller, generation, task, session, model, thinking, defn, timeout_ms
-                )
-        try:
-            spec = managed_agent_spec(defn, generation.label, model, thinking)
-            agent = build_managed_agent(spec, session=session, model=model, cwd=cwd, settings=host.settings)
-            session.flush()
-            child = ManagedChild(
-                store=host.store,
-                agent=agent,
-                generation=generation,
-                task=task,
-                hooks=host,
-                delegating=generation.delegating,
-                context_retirement=host.context_retirement,
-            )
-            child.on_work_done = host.work_done
-            host.install_child_tools(child)
-            if generation.delegating:
-                child_caller = Caller(
-                    agent,
-                    scope="managed-agent",
-                    allowed=defn.agents,
-                    run_id=generation.run_id,
-                    label=generation.label,
-                )
-                host.register_owner(agent)
-                host.install_surfaces(agent, child_caller, ("agent",))
-            handle = await host.start_child(child, cwd=cwd, session_path=session.path)
-            generation = host.store.record_started(
-                generation.run_id,
-                session_path=None if session.path is None else str(session.path),
-                pid=host.pid,
-                host_id=host.host_id,
-                pane_id=handle.runtime_id,
-            )
-        except BaseException as exc:
-            await self._rollback(generation, caller)
-            if isinstance(exc, OrchestrationError):
-                exc.rollback_occurred = True
-            raise
-        budget = (timeout_ms or _DEFAULT_STARTUP_MS) / 1000
-        ack = asyncio.ensure_future(child.acknowledged.wait())
-        ended = asyncio.ensure_future(child.finished.wait())
-        await asyncio.wait({ack, ended}, timeout=budget, return_when=asyncio.FIRST_COMPLETED)
-        for waiter in (ack, ended):
-            waiter.cancel()
-        if not child.acknowledged.is_set():
-            await self._rollback(generation, caller)
-            raise PaneNotReadyError(
-                f"Agent {generation.label} did not acknowledge its task within {budget:g} s.",
-                rollback_occurred=True,
-                ids={"label": generation.label},
-            )
-        host.changed()
-        return _delegate_result(action, generation, task)
+        generation = recorded.generation
+        assert self._model is not None
+        agent = build_managed_agent(
+            self._spec(recorded),
+            session=recorded.session,
+            model=self._model,
+            cwd=Path(generation.cwd),
+            settings=host.settings,
+        )
+        child = ManagedChild(
+            store=host.store,
+            agent=agent,
+            generation=generation,
+            task=recorded.task,
+            hooks=host,
+            delegating=generation.delegating,
+            context_retirement=host.context_retirement,
+        )
+        child.on_work_done = host.work_done
+        return child
 
-    async def _launch_tmux(
-        self,
-        action: Any,
-        caller: Caller,
-        generation: GenerationRecord,
-        task: RequestRecord,
-        session: SessionManager,
-        model: Model,
-        thinking: ThinkingLevel,
-        defn: AgentDefinition,
-        timeout_ms: int | None,
-    ) -> DelegateResult:
-        """Start the generation as a `corral worker` in a tmux pane and wait for its readiness record."""
-        host = self.host
-        cwd = Path(generation.cwd)
-        spec = managed_agent_spec(defn, generation.label, model, thinking)
-        handle: RuntimeHandle | None = None
-        try:
-            session.flush()
-            session_path = session.path
-            session.close()  # the worker owns the session file from here on
-            if session_path is None:
-                raise InternalFailureError(
-                    f"Agent {generation.label} has no session file to hand to its worker."
-                )
-            tmux = host.tmux_runtime()
-            launch = write_launch_file(
-                tmux.socket.parent,
-                generation.run_id,
-                {
-                    "spec": spec.to_json(),
-                    "settings": host.settings.model_dump(mode="json"),
-                    "contextRetirement": host.context_retirement,
-                    "heartbeat": str(tmux.heartbeat_path(generation.run_id)),
-                },
+    def attach(self, child: ManagedChild) -> None:
+        """A delegating agent gets the `agent` surface as a controller of its own."""
+        generation = child.generation
+        if generation.delegating:
+            caller = Caller(
+                child.agent,
+                scope="managed-agent",
+                allowed=self.defn.agents,
+                run_id=generation.run_id,
+                label=generation.label,
             )
-            handle = await tmux.start(
-                LaunchSpec(
-                    generation.run_id,
-                    generation.label,
-                    cwd,
-                    generation.session_id,
-                    session_path=session_path,
-                    argv=worker_argv(generation.run_id, host.store.path, launch),
-                    env=worker_env(),
-                )
-            )
-            fault_point("before_pane_recorded")
-            host.track_tmux(generation.run_id, handle, pid=None)
-            generation = host.store.record_started(
-                generation.run_id,
-                session_path=str(session_path),
-                host_id=host.host_id,
-                pane_id=handle.runtime_id,
-            )
-        except BaseException as exc:
-            await self._rollback(generation, caller)
-            if isinstance(exc, OrchestrationError):
-                exc.rollback_occurred = True
-                raise
-            if isinstance(exc, RuntimeError_):
-                raise PaneNotReadyError(
-                    f"Agent {generation.label} could not be started in tmux: {exc}",
-                    rollback_occurred=True,
-                    ids={"label": generation.label},
-                ) from None
-            raise
-        budget = (timeout_ms or _DEFAULT_STARTUP_MS) / 1000
-        run_id = generation.run_id
+            self.host.install_surfaces(child.agent, caller, ("agent",))
 
-        def ready() -> bool:
-            current = host.store.get_generation(run_id)
-            return current is not None and current.pid is not None and current.phase != "starting"
+    def worker_launch(self, recorded: Recorded) -> Mapping[str, object]:
+        """The worker rebuilds the agent from its spec."""
+        return {"spec": self._spec(recorded).to_json(), "contextRetirement": self.host.context_retirement}
 
-        try:
-            await tmux.wait_ready(handle, ready, timeout=budget)
-        except (PaneNotReady, RollbackFailed) as exc:
-            host.untrack_tmux(run_id)
-            with contextlib.suppress(OrchestrationError):
-                host.store.finalize_generation(run_id, owner_session_id=caller.session_id)
-            cause = exc.primary if isinstance(exc, RollbackFailed) else exc
-            diagnostic = cause.diagnostic if isinstance(cause, PaneNotReady) else ""
-            primary = PaneNotReadyError(
-                f"Agent {generation.label} did not become ready in its tmux pane: {cause}",
-                rollback_occurred=True,
-                ids={"label": generation.label, "paneId": handle.runtime_id},
-                details={"startupDiagnostic": diagnostic},
-            )
-            if isinstance(exc, RollbackFailed):
-                raise RollbackFailureError.from_failures(primary, exc.cleanup, operation=action) from None
-            raise primary from None
-        current = host.store.get_generation(run_id)
-        if current is not None:
-            generation = current
-            host.tmux_runtime().adopt(handle, generation.pid)
-        host.changed()
-        return _delegate_result(action, generation, task)
 
-    async def _rollback(self, generation: GenerationRecord, caller: Caller) -> None:
-        host = self.host
-        handle = host.handles.get(generation.run_id)
-        if handle is not None:
-            await host.runtime.stop(handle)
-        with contextlib.suppress(OrchestrationError):
-            host.store.finalize_generation(generation.run_id, owner_session_id=caller.session_id)
-        if generation.run_id in host.children:
-            host.release(generation.run_id)
-        host.untrack_tmux(generation.run_id)
+def _startup_s(timeout_ms: int | None) -> float:
+    return (timeout_ms or _DEFAULT_STARTUP_MS) / 1000
 
 
 def _same_file(given: Path, actual: Path, base: Path) -> bool:

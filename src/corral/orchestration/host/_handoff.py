@@ -17,9 +17,10 @@ go on in a `corral worker` process; nothing is re-acknowledged or re-sent.
    reporting no loss, keeping claims. Prompts it had not sent yet are carried
    over. The session is flushed and closed (its writer lock released).
 3. **Transfer**: `Store.transfer_runtime` flips the generation to `tmux` in one
-   checked transaction, then a worker starts in a new pane in resume mode (the
-   launch file holds the agent's exact system prompt, model, thinking level
-   and built-in tools) and the host waits for its readiness record.
+   checked transaction, then the launch pipeline's worker half
+   (`Launcher.start_worker`, `Launcher.await_worker`) starts a worker in a new
+   pane in resume mode (the launch file holds the agent's exact system prompt,
+   model, thinking level and built-in tools) and waits for its readiness record.
 4. **Failure** after the safe point cannot go back in-process (that run is
    gone): the pane is rolled back once its identity is proven, the generation
    is marked `lost` with a diagnostic, and the result is `failed`.
@@ -34,14 +35,12 @@ import asyncio
 import contextlib
 import shutil
 from dataclasses import dataclass
-from pathlib import Path
 from typing import TYPE_CHECKING, Any, Literal
 
 from corral.agent.tools import ALL_TOOL_NAMES, BashTool
 from corral.orchestration.errors import OrchestrationError
-from corral.orchestration.host._worker import worker_argv, worker_env, write_launch_file
 from corral.orchestration.kernel._faults import fault_point
-from corral.runtime import LaunchSpec, PaneNotReady, RollbackFailed, RuntimeError_, RuntimeHandle
+from corral.runtime import PaneNotReady, RollbackFailed, RuntimeError_
 
 if TYPE_CHECKING:
     from corral.orchestration.host._host import Host
@@ -185,61 +184,34 @@ async def _handoff(host: Host, run_id: str, ready_timeout: float) -> HandoffResu
         return HandoffResult(
             "refused", "finished", f"Agent {label} finished before it could be moved.", run_id
         )
-    # --- transfer and start the worker ---
-    tmux = host.tmux_runtime()
-    started: RuntimeHandle | None = None
+    # --- transfer and start the worker (the launch pipeline's worker half) ---
+    launcher = host.launcher
     with host.placing_run(run_id):  # until the pane is recorded, recovery must not settle this generation
         try:
             if session_path is None:
                 raise RuntimeError_(f"agent {label} has no session file to hand to its worker")
             store.transfer_runtime(run_id, owner_session_id=generation.owner_session_id, host_id=host.host_id)
             fault_point("after_runtime_transfer")
-            launch = write_launch_file(
-                tmux.socket.parent,
-                run_id,
-                {
+            started = await launcher.start_worker(
+                generation,
+                kind="tmux",
+                session_path=session_path,
+                launch={
                     "resume": _resume_description(child, carried, team=team),
-                    "settings": host.settings.model_dump(mode="json"),
                     "contextRetirement": child.context_retirement,
-                    "heartbeat": str(tmux.heartbeat_path(run_id)),
                 },
             )
-            started = await tmux.start(
-                LaunchSpec(
-                    run_id,
-                    label,
-                    Path(generation.cwd),
-                    generation.session_id,
-                    session_path=session_path,
-                    argv=worker_argv(run_id, store.path, launch),
-                    env=worker_env(),
-                )
-            )
-            fault_point("before_pane_recorded")
-            host.track_tmux(run_id, started, pid=None)
-            store.record_started(
-                run_id, session_path=str(session_path), host_id=host.host_id, pane_id=started.runtime_id
-            )
         except (OrchestrationError, RuntimeError_, OSError) as exc:
-            if started is not None:
-                with contextlib.suppress(RuntimeError_):
-                    await tmux.stop(started)
             return _lost(host, child, generation, "start_failed", f"the worker could not start: {exc}", None)
 
-    def ready() -> bool:
-        now = store.get_generation(run_id)
-        return now is not None and now.pid is not None
-
     try:
-        await tmux.wait_ready(started, ready, timeout=ready_timeout)
+        await launcher.await_worker(run_id, started, kind="tmux", timeout=ready_timeout)
     except PaneNotReady as exc:
         detail = f"the worker in pane {started.runtime_id} was not ready: {exc}\n{exc.diagnostic}"
         return _lost(host, child, generation, "pane_not_ready", detail, None)
     except RollbackFailed as exc:
         detail = f"the worker was not ready ({exc.primary}) and its pane could not be removed ({exc.cleanup})"
         return _lost(host, child, generation, "rollback_failure", detail, started.runtime_id)
-    now = store.get_generation(run_id)
-    tmux.adopt(started, None if now is None else now.pid)
     host.changed()
     return HandoffResult(
         "moved",

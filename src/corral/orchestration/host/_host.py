@@ -36,6 +36,7 @@ from typing import TYPE_CHECKING, Any, TypeVar
 from corral.agent import AgentSession, AgentSettledEvent
 from corral.orchestration.definitions._roster import ModelNames, Roster, load_roster, model_names
 from corral.orchestration.errors import OrchestrationError
+from corral.orchestration.host._launch import Launcher
 from corral.orchestration.host.ports import HostExtension, ToolProvider
 from corral.orchestration.kernel._caller import Caller
 from corral.orchestration.kernel._child import RETIRED_ENTRY, ManagedChild
@@ -144,6 +145,8 @@ class Host:
         """Runs whose result could not be stored (a failed write, e.g. a full disk): never settled."""
         """Warnings for the person at the front end (e.g. an unconfirmed wake after a restart)."""
         self.on_warning: Callable[[str], None] | None = None
+        self.launcher = Launcher(self)
+        """The one launch pipeline (`host._launch`): delegate, continue, teams spawn and handoff start here."""
 
     def add_extension(self, extension: HostExtension) -> None:
         """Let a feature ride on this host's generations from now on (the root adds teams when first used)."""

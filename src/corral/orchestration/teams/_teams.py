@@ -50,10 +50,12 @@ from corral.orchestration.errors import (
     OrchestrationError,
     error_context,
 )
+from corral.orchestration.host._launch import LaunchDraft, LaunchPlan, LaunchStage, LaunchSteps, Recorded
 from corral.orchestration.kernel._caller import Caller
+from corral.orchestration.kernel._child import ManagedChild
 from corral.orchestration.kernel.records import NewGeneration
 from corral.orchestration.teams.roster.records import NewTeamMember
-from corral.orchestration.worktrees._extension import worktrees_of
+from corral.orchestration.worktrees._extension import IsolationStage
 from corral.session import SessionManager
 
 from ._capacity import DEFAULT_LIMITS, Admission, CapacityController, Reservation
@@ -81,7 +83,6 @@ if TYPE_CHECKING:
     from corral.orchestration.host._host import Host
     from corral.orchestration.teams.commands import SpawnRequest, SwarmRequest
     from corral.orchestration.teams.roster.records import TeamMemberRecord
-    from corral.orchestration.worktrees import Isolation
 
 __all__ = ["READ_TIER_TOOL_NAMES", "SpawnResult", "SwarmResult", "Teams"]
 
@@ -561,8 +562,8 @@ class Teams(TeamReportsMixin, TeamControlMixin):
     # --- launch --------------------------------------------------------------------------------
 
     async def _launch(self, prepared: _Prepared, admission: Admission) -> dict[str, Any]:
+        """Launch an admitted spawn through the host's launch pipeline (`_SpawnSteps` is its part)."""
         host = self.host
-        store = host.store
         sandbox = await self.read_sandbox(prepared.name) if prepared.tier.role == "read" else None
         sandbox_state: Literal["enforced", "instruction", "none"] = (
             "enforced" if sandbox is not None else ("instruction" if prepared.tier.role == "read" else "none")
@@ -571,29 +572,26 @@ class Teams(TeamReportsMixin, TeamControlMixin):
         owner_session_id = (
             prepared.lead_session_id if prepared.parent is None else prepared.parent.agent.session.session_id
         )
-        isolation = None
+        stages: list[LaunchStage] = []
         if self._isolated(prepared):
-            isolation = await asyncio.to_thread(
-                worktrees_of(host.extensions, store).isolate,
-                prepared.cwd,
-                name=prepared.name,
-                run_id=str(uuid.uuid4()),
-                owner_session_id=prepared.lead_session_id,
+            stages.append(
+                IsolationStage(
+                    host.extensions,
+                    host.store,
+                    name=prepared.name,
+                    owner_session_id=prepared.lead_session_id,
+                    failure="the spawn failed",
+                )
             )
-            prepared.cwd = isolation.cwd
-        try:
-            return await self._launch_in(
-                prepared, admission, sandbox, sandbox_state, eligible, owner_session_id, isolation
-            )
-        except BaseException:
-            if isolation is not None:
-                with contextlib.suppress(Exception):
-                    await asyncio.to_thread(
-                        worktrees_of(host.extensions, store).abandon,
-                        isolation.record.branch,
-                        "the spawn failed",
-                    )
-            raise
+        steps = _SpawnSteps(self, prepared, admission, sandbox, sandbox_state, eligible, owner_session_id)
+        generation = await host.launcher.launch(LaunchPlan("spawn_agent", prepared.cwd, stages=stages), steps)
+        return self._details(
+            prepared,
+            queued=False,
+            context_available=steps.context_path is not None,
+            sandbox=sandbox_state,
+            run_id=generation.run_id,
+        )
 
     def _isolated(self, prepared: _Prepared) -> bool:
         """Whether a spawn gets its own worktree: a write tier whose `[teams.tier_isolation]` entry
@@ -601,152 +599,6 @@ class Teams(TeamReportsMixin, TeamControlMixin):
         settings = self.host.settings
         choice = settings.teams.tier_isolation.get(prepared.tier.name, settings.isolation)
         return prepared.tier.role == "write" and prepared.depth == 0 and choice == "worktree"
-
-    async def _launch_in(
-        self,
-        prepared: _Prepared,
-        admission: Admission,
-        sandbox: ReadOnlySandbox | None,
-        sandbox_state: Literal["enforced", "instruction", "none"],
-        eligible: bool,
-        owner_session_id: str,
-        isolation: Isolation | None,
-    ) -> dict[str, Any]:
-        host = self.host
-        store = host.store
-        team = team_name(prepared.lead_session_id)
-        session = SessionManager.create(
-            prepared.cwd,
-            sessions_root=host.sessions_root,
-            header_extra={
-                "corral": {
-                    "managed": True,
-                    "team": team,
-                    "definition": prepared.tier.name,
-                    "label": prepared.name,
-                }
-            },
-        )
-        try:
-            generation, task, member = store.create_team_generation(
-                NewGeneration(
-                    definition=prepared.tier.name,
-                    owner_session_id=owner_session_id,
-                    cwd=str(prepared.cwd),
-                    session_id=session.session_id,
-                    task=prepared.prompt,
-                    label=prepared.name,
-                    session_path=None if session.path is None else str(session.path),
-                    parent_run_id=None if prepared.parent is None else prepared.parent.run_id,
-                    delegating=eligible,
-                    runtime_kind="inprocess",
-                    run_id=None if isolation is None else isolation.record.run_id,
-                ),
-                NewTeamMember(
-                    lead_session_id=prepared.lead_session_id,
-                    name=prepared.name,
-                    tier=prepared.tier.name,
-                    requested_tier=prepared.requested_tier,
-                    kind=prepared.tier.role,
-                    depth=prepared.depth,
-                    parent_run_id=None if prepared.parent is None else prepared.parent.run_id,
-                    allow_nested=eligible,
-                    model=prepared.model_ref,
-                    thinking=prepared.thinking,
-                    model_source=prepared.model_source,
-                    session_context=prepared.session_context,
-                    sandbox=sandbox_state,
-                    metadata=prepared.metadata,
-                    prompt=prepared.prompt,
-                    group_id=prepared.group_id,
-                    slot_id=prepared.slot_id,
-                    checkpoint_policy=None if prepared.checkpoint is None else prepared.checkpoint.to_json(),
-                    assigned_checks=[spec.to_json() for spec in prepared.checks] or None,
-                    repair_policy=(
-                        {"maxAttempts": prepared.max_repair_attempts}
-                        if prepared.max_repair_attempts
-                        else None
-                    ),
-                    continue_from=prepared.continue_from,
-                ),
-            )
-        except BaseException:
-            session.close()
-            raise
-        live: _Live | None = None
-        try:
-            if prepared.slot_id is not None:
-                self.groups.running(prepared.slot_id, generation.run_id)
-            mission = prepared.prompt
-            source_before: SourceFingerprint | None = None
-            parent_checkpoint: CheckpointRecord | None = None
-            if prepared.checkpoint is not None:
-                source_before = await self.checkpoints.capture_before(prepared.cwd, prepared.checkpoint)
-                store.set_checkpoint_source(generation.run_id, source_before.to_json())
-            if prepared.continue_from is not None:
-                parent_checkpoint = self.checkpoints.load(prepared.continue_from)
-                mission = await self.checkpoints.continuation_prompt(
-                    parent_checkpoint, cwd=prepared.cwd, prompt=prepared.prompt, source_before=source_before
-                )
-            context_path = self._write_session_context(prepared, generation.run_id)
-            if context_path is not None:
-                from ._session_context import session_context_suffix
-
-                mission = f"{mission}\n\n{session_context_suffix(context_path)}"
-                store.set_session_context_path(generation.run_id, str(context_path))
-            if sandbox is not None and context_path is not None:  # its snapshot lives under $CORRAL_HOME
-                sandbox = sandbox.with_policy(replace(sandbox.policy, read_files=(context_path,)))
-                prepared.read_guard = None  # another policy: another view
-            agent = self._build_agent(prepared, session, member, sandbox, eligible=eligible)
-            session.flush()
-            child = TeamChild(
-                store=store,
-                agent=agent,
-                generation=generation,
-                task=task if mission == prepared.prompt else _with_payload(task, mission),
-                hooks=host,
-                member=member,
-                teams=self,
-                delegating=eligible,
-            )
-            host.install_child_tools(child)
-            if eligible:
-                host.register_owner(agent)
-            live = _Live(
-                child=child,
-                admission=admission,
-                lead_session_id=prepared.lead_session_id,
-                context_path=context_path,
-                source_before=source_before,
-                parent_checkpoint=parent_checkpoint,
-            )
-            self.live[generation.run_id] = live
-            handle = await host.start_child(child, cwd=prepared.cwd, session_path=session.path)
-            generation = store.record_started(
-                generation.run_id,
-                session_path=None if session.path is None else str(session.path),
-                pid=host.pid,
-                host_id=host.host_id,
-                pane_id=handle.runtime_id,
-            )
-        except BaseException:
-            if live is not None:
-                live.admission = None  # the caller fails the admission
-            started = host.handles.get(generation.run_id)
-            if started is not None:
-                await host.runtime.stop(started)
-            with contextlib.suppress(OrchestrationError):
-                store.finalize_generation(generation.run_id, owner_session_id=owner_session_id)
-            host.release(generation.run_id)
-            raise
-        host.changed()
-        return self._details(
-            prepared,
-            queued=False,
-            context_available=live.context_path is not None,
-            sandbox=sandbox_state,
-            run_id=generation.run_id,
-        )
 
     def _write_session_context(self, prepared: _Prepared, run_id: str) -> Path | None:
         if prepared.session_context != "lazy":
@@ -875,6 +727,167 @@ class Teams(TeamReportsMixin, TeamControlMixin):
         self.host.spawn_background(self.deliver_group_wakes(lead_session_id))
         if self.host.store.undelivered_lead_messages(lead_session_id):
             self.host.spawn_background(self.deliver_lead_messages(lead_session_id))
+
+
+class _SpawnSteps(LaunchSteps):
+    """A teams spawn's part of a launch: the member row, its own launch steps, `TeamChild`, the live entry.
+
+    Its steps between recording and starting: the group slot runs, the checkpoint's inputs are
+    fingerprinted, a continuation's prompt is built, the lazy session-context snapshot is written,
+    and the agent is built by tier. A failed launch leaves the capacity slot to the caller.
+    """
+
+    def __init__(
+        self,
+        teams: Teams,
+        prepared: _Prepared,
+        admission: Admission,
+        sandbox: ReadOnlySandbox | None,
+        sandbox_state: Literal["enforced", "instruction", "none"],
+        eligible: bool,
+        owner_session_id: str,
+    ) -> None:
+        self.teams = teams
+        self.prepared = prepared
+        self.admission = admission
+        self.sandbox = sandbox
+        self.sandbox_state = sandbox_state
+        self.eligible = eligible
+        self.owner_session_id = owner_session_id
+        self.member: TeamMemberRecord | None = None
+        self.context_path: Path | None = None
+        self.source_before: SourceFingerprint | None = None
+        self.parent_checkpoint: CheckpointRecord | None = None
+        self.child: TeamChild | None = None
+
+    def record(self, draft: LaunchDraft) -> Recorded:
+        """The agent's session, then the generation, its task and the team member row in one transaction."""
+        prepared = self.prepared
+        prepared.cwd = draft.cwd
+        host = self.teams.host
+        team = team_name(prepared.lead_session_id)
+        session = SessionManager.create(
+            prepared.cwd,
+            sessions_root=host.sessions_root,
+            header_extra={
+                "corral": {
+                    "managed": True,
+                    "team": team,
+                    "definition": prepared.tier.name,
+                    "label": prepared.name,
+                }
+            },
+        )
+        try:
+            generation, task, member = host.store.create_team_generation(
+                NewGeneration(
+                    definition=prepared.tier.name,
+                    owner_session_id=self.owner_session_id,
+                    cwd=str(prepared.cwd),
+                    session_id=session.session_id,
+                    task=prepared.prompt,
+                    label=prepared.name,
+                    session_path=None if session.path is None else str(session.path),
+                    parent_run_id=None if prepared.parent is None else prepared.parent.run_id,
+                    delegating=self.eligible,
+                    runtime_kind="inprocess",
+                    run_id=draft.run_id,
+                ),
+                NewTeamMember(
+                    lead_session_id=prepared.lead_session_id,
+                    name=prepared.name,
+                    tier=prepared.tier.name,
+                    requested_tier=prepared.requested_tier,
+                    kind=prepared.tier.role,
+                    depth=prepared.depth,
+                    parent_run_id=None if prepared.parent is None else prepared.parent.run_id,
+                    allow_nested=self.eligible,
+                    model=prepared.model_ref,
+                    thinking=prepared.thinking,
+                    model_source=prepared.model_source,
+                    session_context=prepared.session_context,
+                    sandbox=self.sandbox_state,
+                    metadata=prepared.metadata,
+                    prompt=prepared.prompt,
+                    group_id=prepared.group_id,
+                    slot_id=prepared.slot_id,
+                    checkpoint_policy=None if prepared.checkpoint is None else prepared.checkpoint.to_json(),
+                    assigned_checks=[spec.to_json() for spec in prepared.checks] or None,
+                    repair_policy=(
+                        {"maxAttempts": prepared.max_repair_attempts}
+                        if prepared.max_repair_attempts
+                        else None
+                    ),
+                    continue_from=prepared.continue_from,
+                ),
+            )
+        except BaseException:
+            session.close()
+            raise
+        self.member = member
+        return Recorded(generation, task, session)
+
+    async def build(self, recorded: Recorded) -> ManagedChild:
+        """The teams steps before the start, then the agent by tier and its `TeamChild`."""
+        teams, prepared = self.teams, self.prepared
+        store = teams.host.store
+        generation, task, session = recorded.generation, recorded.task, recorded.session
+        assert self.member is not None
+        if prepared.slot_id is not None:
+            teams.groups.running(prepared.slot_id, generation.run_id)
+        mission = prepared.prompt
+        if prepared.checkpoint is not None:
+            self.source_before = await teams.checkpoints.capture_before(prepared.cwd, prepared.checkpoint)
+            store.set_checkpoint_source(generation.run_id, self.source_before.to_json())
+        if prepared.continue_from is not None:
+            self.parent_checkpoint = teams.checkpoints.load(prepared.continue_from)
+            mission = await teams.checkpoints.continuation_prompt(
+                self.parent_checkpoint,
+                cwd=prepared.cwd,
+                prompt=prepared.prompt,
+                source_before=self.source_before,
+            )
+        context_path = teams._write_session_context(prepared, generation.run_id)
+        self.context_path = context_path
+        sandbox = self.sandbox
+        if context_path is not None:
+            from ._session_context import session_context_suffix
+
+            mission = f"{mission}\n\n{session_context_suffix(context_path)}"
+            store.set_session_context_path(generation.run_id, str(context_path))
+        if sandbox is not None and context_path is not None:  # its snapshot lives under $CORRAL_HOME
+            sandbox = sandbox.with_policy(replace(sandbox.policy, read_files=(context_path,)))
+            prepared.read_guard = None  # another policy: another view
+        agent = teams._build_agent(prepared, session, self.member, sandbox, eligible=self.eligible)
+        self.child = TeamChild(
+            store=store,
+            agent=agent,
+            generation=generation,
+            task=task if mission == prepared.prompt else _with_payload(task, mission),
+            hooks=teams.host,
+            member=self.member,
+            teams=teams,
+            delegating=self.eligible,
+        )
+        return self.child
+
+    def attach(self, child: ManagedChild) -> None:
+        """The run becomes live for the teams core (its capacity slot is released with it)."""
+        assert self.child is child
+        self.teams.live[child.run_id] = _Live(
+            child=self.child,
+            admission=self.admission,
+            lead_session_id=self.prepared.lead_session_id,
+            context_path=self.context_path,
+            source_before=self.source_before,
+            parent_checkpoint=self.parent_checkpoint,
+        )
+
+    def rolled_back(self, recorded: Recorded) -> None:
+        """The caller fails the admission: the release that follows must not give the slot back."""
+        live = self.teams.live.get(recorded.generation.run_id)
+        if live is not None:
+            live.admission = None
 
 
 def _generated_name(suffix: str = "") -> str:

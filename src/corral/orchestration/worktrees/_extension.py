@@ -1,8 +1,10 @@
-"""The worktrees feature as a host extension: commit on end, result details, settling crashed merges."""
+"""The worktrees feature on the host's ports: the extension (commit on end, result details, settling
+crashed merges) and the launch stage that isolates a new writer (`IsolationStage`)."""
 
 from __future__ import annotations
 
 import asyncio
+import uuid
 from collections.abc import Mapping, Sequence
 from typing import TYPE_CHECKING
 
@@ -10,10 +12,11 @@ from corral.orchestration.errors import OrchestrationError
 from corral.orchestration.host.ports import HostExtension
 
 if TYPE_CHECKING:
+    from corral.orchestration.host._launch import LaunchDraft
     from corral.orchestration.store._store import Store
-    from corral.orchestration.worktrees._worktrees import Worktrees
+    from corral.orchestration.worktrees._worktrees import Isolation, Worktrees
 
-__all__ = ["WorktreesExtension", "worktrees_of"]
+__all__ = ["IsolationStage", "WorktreesExtension", "worktrees_of"]
 
 
 class WorktreesExtension(HostExtension):
@@ -65,3 +68,55 @@ def worktrees_of(extensions: list[HostExtension], store: Store) -> Worktrees:
         extension = WorktreesExtension(store)
         extensions.append(extension)
     return extension.trees
+
+
+class IsolationStage:
+    """A launch stage (`host._launch.LaunchStage`): the new agent's own worktree and branch.
+
+    Entered before the generation is recorded: it makes the worktree from the draft's cwd, and the
+    agent then runs there under the run id the branch names. A failed launch abandons it (the
+    worktree is removed and recorded `discarded` with `failure` as the reason).
+
+    Args:
+        extensions: The host's extensions (the worktrees extension is registered on first use).
+        store: The host's store.
+        name: The agent's name or label (the branch is named after it).
+        owner_session_id: The session that owns the agent (`None`: none recorded).
+        failure: Why the worktree is discarded when the launch fails (`the delegation failed`).
+    """
+
+    def __init__(
+        self,
+        extensions: list[HostExtension],
+        store: Store,
+        *,
+        name: str,
+        owner_session_id: str | None,
+        failure: str,
+    ) -> None:
+        self._extensions = extensions
+        self._store = store
+        self.name = name
+        self.owner_session_id = owner_session_id
+        self.failure = failure
+        self.isolation: Isolation | None = None
+        """The worktree made by `enter`."""
+
+    async def enter(self, draft: LaunchDraft) -> None:
+        """Make the worktree; the agent's cwd becomes the draft's cwd mapped into it."""
+        trees = worktrees_of(self._extensions, self._store)
+        self.isolation = await asyncio.to_thread(
+            trees.isolate,
+            draft.cwd,
+            name=self.name,
+            run_id=str(uuid.uuid4()),
+            owner_session_id=self.owner_session_id,
+        )
+        draft.cwd = self.isolation.cwd
+        draft.run_id = self.isolation.record.run_id
+
+    async def undo(self) -> None:
+        """Remove the worktree of a launch that failed."""
+        if self.isolation is not None:
+            trees = worktrees_of(self._extensions, self._store)
+            await asyncio.to_thread(trees.abandon, self.isolation.record.branch, self.failure)

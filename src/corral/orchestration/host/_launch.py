@@ -1,0 +1,400 @@
+"""The one launch pipeline: every generation starts here (delegate, continue, teams spawn, handoff).
+
+A launch is **prepare → record → start → roll back on failure** (`Launcher.launch`):
+
+1. *Prepare* (`LaunchStage.enter`, in order): work before anything durable. An isolated writer's
+   worktree (`corral.orchestration.worktrees.IsolationStage`) chooses the cwd and the run id. Each
+   stage entered is undone (`LaunchStage.undo`, in reverse order) when a later step fails, also
+   after a rollback.
+2. *Record* (`LaunchSteps.record`): the feature's one store transaction (the generation, its task and
+   whatever rides on it, such as a teams member row) and the agent's session.
+3. *Start* on the generation's runtime kind. `Runtimes` is the one place that maps a kind to a
+   runtime. In-process: `LaunchSteps.build` makes the `ManagedChild` (including a feature's own
+   steps: the teams session context, checkpoints, the read sandbox); the host gives it its tools,
+   registers a delegating child as an owner, runs it and records it started. It then waits for
+   the task's acknowledgement when the plan asks for that. On a worker runtime (tmux), the
+   session is handed over, `LaunchSteps.worker_launch` describes the agent in a private launch
+   file, and the worker starts (`start_worker`). It is recorded with its pane, and the launch
+   waits until the worker is ready (`await_worker`).
+4. *Roll back*: the feature's undo first (`LaunchSteps.rolled_back`; teams hands the capacity slot
+   back to its caller), then the kernel's: stop what runs, finalize the generation, release it,
+   stop watching it. An `OrchestrationError` raised by the launch says `rollback_occurred`.
+
+Handoff (`host/_handoff.py`) moves a generation that already runs, so it uses only the worker half
+(`start_worker`, `await_worker`). Its failures cannot roll back (the in-process run is gone). It
+handles them itself and marks the generation lost.
+"""
+
+from __future__ import annotations
+
+import asyncio
+import contextlib
+from collections.abc import Mapping, Sequence
+from dataclasses import KW_ONLY, dataclass
+from pathlib import Path
+from typing import TYPE_CHECKING, Protocol
+
+from corral.orchestration.errors import (
+    InternalFailureError,
+    OrchestrationError,
+    PaneNotReadyError,
+    RollbackFailureError,
+)
+from corral.orchestration.host._worker import worker_argv, worker_env, write_launch_file
+from corral.orchestration.kernel._faults import fault_point
+from corral.runtime import LaunchSpec, PaneNotReady, RollbackFailed, RuntimeError_, RuntimeHandle
+
+if TYPE_CHECKING:
+    from corral.agent import AgentSession
+    from corral.orchestration.kernel._child import ManagedChild
+    from corral.orchestration.kernel.records import GenerationRecord, RequestRecord
+    from corral.orchestration.store._store import Store
+    from corral.runtime import Runtimes
+    from corral.session import SessionManager
+    from corral.settings import Settings
+
+__all__ = [
+    "DEFAULT_STARTUP_S",
+    "LaunchDraft",
+    "LaunchHost",
+    "LaunchPlan",
+    "LaunchStage",
+    "LaunchSteps",
+    "Launcher",
+    "Recorded",
+]
+
+DEFAULT_STARTUP_S = 302.0
+"""How long a worker may take to become ready when the plan names no budget (seconds)."""
+
+
+@dataclass(slots=True)
+class LaunchDraft:
+    """What the prepare stages decide before anything is recorded."""
+
+    cwd: Path
+    """Where the agent runs (an isolated writer: its worktree)."""
+    run_id: str | None = None
+    """The run id chosen up front (an isolated writer's branch names it), else `None` (the store picks)."""
+
+
+@dataclass(frozen=True, slots=True)
+class Recorded:
+    """A generation the record step wrote, with its task and the agent's session."""
+
+    generation: GenerationRecord
+    task: RequestRecord
+    """Its `task` request (the payload the child is prompted with)."""
+    session: SessionManager
+    """The agent's session (a worker runtime gets its file; the session is closed before it starts)."""
+
+
+class LaunchStage(Protocol):
+    """A step before the record step that a failed launch undoes (for example, an isolated worktree)."""
+
+    async def enter(self, draft: LaunchDraft) -> None:
+        """Do the step. It may choose `draft.cwd` and `draft.run_id`."""
+        ...
+
+    async def undo(self) -> None:
+        """Undo the step after the launch failed (best effort; errors are ignored)."""
+        ...
+
+
+class LaunchSteps:
+    """A feature's part of one launch. `record` is required; every other hook has a default."""
+
+    def record(self, draft: LaunchDraft) -> Recorded:
+        """Write the generation (one store transaction) and open or create the agent's session.
+
+        Raises:
+            OrchestrationError: Nothing was recorded (the session is closed again).
+        """
+        raise NotImplementedError
+
+    async def build(self, recorded: Recorded) -> ManagedChild:
+        """The in-process program: the agent session and its `ManagedChild` (not started yet)."""
+        raise InternalFailureError(f"Agent {recorded.generation.label} cannot run in-process.")
+
+    def attach(self, child: ManagedChild) -> None:
+        """Called after the host gave `child` its tools and before it starts (for example, a controller's surfaces)."""
+
+    def worker_launch(self, recorded: Recorded) -> Mapping[str, object]:
+        """A worker runtime's description of the agent (the launch file, without settings and heartbeat)."""
+        raise InternalFailureError(
+            f"Agent {recorded.generation.label} cannot run on the {recorded.generation.runtime_kind} runtime."
+        )
+
+    def rolled_back(self, recorded: Recorded) -> None:
+        """The launch failed after the record step; undo the feature's in-memory parts first."""
+
+
+@dataclass(frozen=True, slots=True)
+class LaunchPlan:
+    """How to launch one generation: where, what to prepare, how long to wait."""
+
+    operation: str
+    """The public operation (`delegate`, `continue`, `spawn_agent`, …), used by errors."""
+    cwd: Path
+    """The working directory the prepare stages start from."""
+    _: KW_ONLY
+    stages: Sequence[LaunchStage] = ()
+    """Prepare stages, entered in order before the record step."""
+    startup_s: float | None = None
+    """In-process: how long to wait for the task's acknowledgement (`None`: do not wait). Worker
+    runtimes: how long to wait for readiness (`None`: `DEFAULT_STARTUP_S`)."""
+
+
+class LaunchHost(Protocol):
+    """What a launch needs from the host (`Host` implements it)."""
+
+    store: Store
+    settings: Settings
+    runtime: Runtimes
+    pid: int
+    host_id: str
+    handles: dict[str, RuntimeHandle]
+
+    def install_child_tools(self, child: ManagedChild) -> None: ...
+
+    def register_owner(self, agent: AgentSession) -> None: ...
+
+    async def start_child(
+        self, child: ManagedChild, *, cwd: Path, session_path: Path | None
+    ) -> RuntimeHandle: ...
+
+    def placing_run(self, run_id: str) -> contextlib.AbstractContextManager[None]: ...
+
+    def track_tmux(self, run_id: str, handle: RuntimeHandle, *, pid: int | None) -> None: ...
+
+    def untrack_tmux(self, run_id: str) -> None: ...
+
+    def release(self, run_id: str) -> None: ...
+
+    def changed(self) -> None: ...
+
+
+class Launcher:
+    """The host's one launch pipeline (see the module docstring).
+
+    Args:
+        host: The host whose runtimes run the generation.
+    """
+
+    def __init__(self, host: LaunchHost) -> None:
+        self.host = host
+
+    async def launch(self, plan: LaunchPlan, steps: LaunchSteps) -> GenerationRecord:
+        """Prepare, record and start one generation; roll back everything on failure.
+
+        Returns:
+            The started generation, as recorded after its start.
+
+        Raises:
+            OrchestrationError: The launch failed. Anything already recorded was rolled back
+                (`rollback_occurred`), and the prepare stages were undone.
+        """
+        draft = LaunchDraft(cwd=plan.cwd)
+        entered: list[LaunchStage] = []
+        try:
+            for stage in plan.stages:
+                await stage.enter(draft)
+                entered.append(stage)
+            recorded = steps.record(draft)
+            if recorded.generation.runtime_kind == "inprocess":
+                return await self._start_inprocess(plan, steps, recorded)
+            return await self._start_on_worker(plan, steps, recorded)
+        except BaseException:
+            for stage in reversed(entered):
+                with contextlib.suppress(Exception):
+                    await stage.undo()
+            raise
+
+    async def _start_inprocess(
+        self, plan: LaunchPlan, steps: LaunchSteps, recorded: Recorded
+    ) -> GenerationRecord:
+        host = self.host
+        generation, session = recorded.generation, recorded.session
+        try:
+            child = await steps.build(recorded)
+            session.flush()
+            host.install_child_tools(child)
+            if child.delegating:
+                host.register_owner(child.agent)
+            steps.attach(child)
+            handle = await host.start_child(child, cwd=Path(generation.cwd), session_path=session.path)
+            generation = host.store.record_started(
+                generation.run_id,
+                session_path=None if session.path is None else str(session.path),
+                pid=host.pid,
+                host_id=host.host_id,
+                pane_id=handle.runtime_id,
+            )
+        except BaseException as exc:
+            await self.rollback(recorded, steps)
+            if isinstance(exc, OrchestrationError):
+                exc.rollback_occurred = True
+            raise
+        if plan.startup_s is not None:
+            ack = asyncio.ensure_future(child.acknowledged.wait())
+            ended = asyncio.ensure_future(child.finished.wait())
+            await asyncio.wait({ack, ended}, timeout=plan.startup_s, return_when=asyncio.FIRST_COMPLETED)
+            for waiter in (ack, ended):
+                waiter.cancel()
+            if not child.acknowledged.is_set():
+                await self.rollback(recorded, steps)
+                raise PaneNotReadyError(
+                    f"Agent {generation.label} did not acknowledge its task within {plan.startup_s:g} s.",
+                    rollback_occurred=True,
+                    ids={"label": generation.label},
+                )
+        host.changed()
+        return generation
+
+    async def _start_on_worker(
+        self, plan: LaunchPlan, steps: LaunchSteps, recorded: Recorded
+    ) -> GenerationRecord:
+        host = self.host
+        generation, session = recorded.generation, recorded.session
+        kind = generation.runtime_kind
+        with host.placing_run(generation.run_id):  # no pane recorded yet: no recovery may settle it
+            try:
+                launch = steps.worker_launch(recorded)
+                session.flush()
+                session_path = session.path
+                session.close()  # the worker owns the session file from here on
+                if session_path is None:
+                    raise InternalFailureError(
+                        f"Agent {generation.label} has no session file to hand to its worker."
+                    )
+                handle = await self.start_worker(
+                    generation, kind=kind, session_path=session_path, launch=launch
+                )
+            except BaseException as exc:
+                await self.rollback(recorded, steps)
+                if isinstance(exc, OrchestrationError):
+                    exc.rollback_occurred = True
+                    raise
+                if isinstance(exc, RuntimeError_):
+                    raise PaneNotReadyError(
+                        f"Agent {generation.label} could not be started in {kind}: {exc}",
+                        rollback_occurred=True,
+                        ids={"label": generation.label},
+                    ) from None
+                raise
+            budget = DEFAULT_STARTUP_S if plan.startup_s is None else plan.startup_s
+            try:
+                current = await self.await_worker(generation.run_id, handle, kind=kind, timeout=budget)
+            except (PaneNotReady, RollbackFailed) as exc:
+                host.untrack_tmux(generation.run_id)
+                with contextlib.suppress(OrchestrationError):
+                    host.store.finalize_generation(
+                        generation.run_id, owner_session_id=generation.owner_session_id
+                    )
+                cause = exc.primary if isinstance(exc, RollbackFailed) else exc
+                diagnostic = cause.diagnostic if isinstance(cause, PaneNotReady) else ""
+                primary = PaneNotReadyError(
+                    f"Agent {generation.label} did not become ready in its {kind} pane: {cause}",
+                    rollback_occurred=True,
+                    ids={"label": generation.label, "paneId": handle.runtime_id},
+                    details={"startupDiagnostic": diagnostic},
+                )
+                if isinstance(exc, RollbackFailed):
+                    raise RollbackFailureError.from_failures(
+                        primary, exc.cleanup, operation=plan.operation
+                    ) from None
+                raise primary from None
+        host.changed()
+        return generation if current is None else current
+
+    async def start_worker(
+        self,
+        generation: GenerationRecord,
+        *,
+        kind: str,
+        session_path: Path,
+        launch: Mapping[str, object],
+    ) -> RuntimeHandle:
+        """Start `generation`'s worker on the `kind` runtime, watch it and record its pane.
+
+        The launch file holds `launch` plus the host's settings and the worker's heartbeat file.
+        Run it under `placing_run`: until the pane is recorded, recovery must not settle the run.
+
+        Raises:
+            RuntimeError_: The runtime could not start the worker.
+            OrchestrationError: The pane could not be recorded (the started worker is stopped).
+            OSError: The launch file could not be written.
+        """
+        host = self.host
+        runtime = host.runtime.worker(kind)
+        run_id = generation.run_id
+        path = write_launch_file(
+            runtime.launch_dir,
+            run_id,
+            {
+                **launch,
+                "settings": host.settings.model_dump(mode="json"),
+                "heartbeat": str(runtime.heartbeat_path(run_id)),
+            },
+        )
+        started = await runtime.start(
+            LaunchSpec(
+                run_id,
+                generation.label,
+                Path(generation.cwd),
+                generation.session_id,
+                session_path=session_path,
+                argv=worker_argv(run_id, host.store.path, path),
+                env=worker_env(),
+            )
+        )
+        try:
+            fault_point("before_pane_recorded")
+            host.track_tmux(run_id, started, pid=None)
+            host.store.record_started(
+                run_id, session_path=str(session_path), host_id=host.host_id, pane_id=started.runtime_id
+            )
+        except BaseException:
+            host.untrack_tmux(run_id)
+            with contextlib.suppress(RuntimeError_):
+                await runtime.stop(started)
+            raise
+        return started
+
+    async def await_worker(
+        self, run_id: str, handle: RuntimeHandle, *, kind: str, timeout: float
+    ) -> GenerationRecord | None:
+        """Wait until the worker recorded its pid (and left `starting`), then adopt its process.
+
+        Returns:
+            The generation as the worker left it (`None` when it is gone from the store).
+
+        Raises:
+            PaneNotReady: Not ready in time; its pane was removed.
+            RollbackFailed: Not ready, and its pane could not be removed.
+        """
+        store = self.host.store
+        runtime = self.host.runtime.worker(kind)
+
+        def ready() -> bool:
+            current = store.get_generation(run_id)
+            return current is not None and current.pid is not None and current.phase != "starting"
+
+        await runtime.wait_ready(handle, ready, timeout=timeout)
+        current = store.get_generation(run_id)
+        runtime.adopt(handle, None if current is None else current.pid)
+        return current
+
+    async def rollback(self, recorded: Recorded, steps: LaunchSteps) -> None:
+        """Undo a launch after its record step: the feature's part, then stop, finalize and release."""
+        host = self.host
+        run_id = recorded.generation.run_id
+        steps.rolled_back(recorded)
+        handle = host.handles.get(run_id)
+        if handle is not None:
+            with contextlib.suppress(RuntimeError_):
+                await host.runtime.stop(handle)
+        with contextlib.suppress(OrchestrationError):
+            host.store.finalize_generation(run_id, owner_session_id=recorded.generation.owner_session_id)
+        host.release(run_id)
+        host.untrack_tmux(run_id)
