@@ -179,3 +179,14 @@ def test_pydantic_ai_instrumentation_follows_the_variable_and_needs_opentelemetr
     assert _tracing.model_instrumentation() is provider
     _tracing.setup(sinks=(_tracing.MemorySink(),), environ={"CORRAL_TRACE_PYDANTIC_AI": "1"})
     assert _tracing.model_instrumentation() is None  # the built-in recorder has no provider to give
+
+
+def test_the_service_is_named_corral_unless_the_variables_name_it(monkeypatch: pytest.MonkeyPatch) -> None:
+    from corral._tracing._otel import provider_from_env
+
+    monkeypatch.delenv("OTEL_SERVICE_NAME", raising=False)
+    monkeypatch.delenv("OTEL_RESOURCE_ATTRIBUTES", raising=False)
+    assert provider_from_env({"OTEL_TRACES_EXPORTER": "none"}).resource.attributes["service.name"] == "corral"
+    monkeypatch.setenv("OTEL_SERVICE_NAME", "nightly")
+    named = provider_from_env({"OTEL_TRACES_EXPORTER": "none", "OTEL_SERVICE_NAME": "nightly"})
+    assert named.resource.attributes["service.name"] == "nightly"

@@ -1,4 +1,4 @@
-"""Bare `corral` (the terminal app) refuses a bad `--session` or `--model` before it takes the terminal."""
+"""Bare `corral` (the terminal app) refuses a bad `--session`, `--model` or `--trace` before it takes the terminal."""
 
 from __future__ import annotations
 
@@ -14,6 +14,8 @@ from .conftest import RunCorral
         (["--session", "missing/file.jsonl"], "does not exist"),
         (["--model", "bogus/x"], "unknown provider 'bogus'"),
         (["--model", "scripted"], "provider/model"),
+        (["--trace", "."], "is a directory"),
+        (["--trace", "missing/t.jsonl"], "cannot write the trace file"),
     ],
 )
 def test_bad_session_or_model_fails_before_the_app_opens(

@@ -54,7 +54,9 @@ def _exporter(name: str, environ: Mapping[str, str]) -> SpanExporter:
 def provider_from_env(environ: Mapping[str, str]) -> TracerProvider:
     """A `TracerProvider` with the exporters `OTEL_TRACES_EXPORTER` names (batched)."""
     names = [n.strip().lower() for n in environ.get("OTEL_TRACES_EXPORTER", "otlp").split(",") if n.strip()]
-    provider = TracerProvider(resource=Resource.create({"service.name": "corral"}))
+    named = environ.get("OTEL_SERVICE_NAME") or "service.name=" in environ.get("OTEL_RESOURCE_ATTRIBUTES", "")
+    # Resource.create reads OTEL_SERVICE_NAME and OTEL_RESOURCE_ATTRIBUTES; `corral` when they name none.
+    provider = TracerProvider(resource=Resource.create({} if named else {"service.name": "corral"}))
     for name in names or ["otlp"]:
         if name != "none":
             provider.add_span_processor(BatchSpanProcessor(_exporter(name, environ)))
