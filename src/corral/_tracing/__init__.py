@@ -19,19 +19,17 @@ process calls `resume(carrier)` and its spans join the same trace.
 
 from __future__ import annotations
 
-import contextvars
 import os
-import random
-import time
 from collections.abc import Mapping
-from dataclasses import dataclass, field
 from pathlib import Path
-from typing import TYPE_CHECKING, Any, Protocol
-
-from corral._tracing._records import AttributeValue, Span, SpanRecord, SpanSink
+from typing import TYPE_CHECKING, Any
 
 if TYPE_CHECKING:
     from opentelemetry.sdk.trace import TracerProvider
+
+    from corral._tracing._builtin import JsonLinesSink, MemorySink, span_json
+    from corral._tracing._carrier import TRACE_FILE_ENV, TRACEPARENT_ENV, TraceCarrier
+    from corral._tracing._records import AttributeValue, Span, SpanRecord, SpanSink, Tracer
 
 __all__ = [
     "TRACEPARENT_ENV",
@@ -55,270 +53,29 @@ __all__ = [
     "span_json",
 ]
 
-TRACEPARENT_ENV = "TRACEPARENT"
-"""The environment variable carrying a W3C trace context into a child process (OpenTelemetry's
-environment-carrier convention)."""
-TRACE_FILE_ENV = "CORRAL_TRACE_FILE"
-"""The environment variable naming the `--trace` file a child process appends its spans to."""
-PYDANTIC_AI_ENV = "CORRAL_TRACE_PYDANTIC_AI"
-"""`1`/`true`: let pydantic-ai instrument its model requests too (OpenTelemetry backend only)."""
+# What an import of this package loads is only this file (no class of the recorder, no dataclass):
+# the rest comes with `setup()`, or on first use of a name below.
+_LAZY = {
+    "JsonLinesSink": "_builtin",
+    "MemorySink": "_builtin",
+    "span_json": "_builtin",
+    "TraceCarrier": "_carrier",
+    "TRACEPARENT_ENV": "_carrier",
+    "TRACE_FILE_ENV": "_carrier",
+    "SpanRecord": "_records",
+}
 
 active: Tracer | None = None
 """The process's tracer; `None` while tracing is off (the only thing hot paths look at)."""
 
 
-# --- records and sinks ------------------------------------------------------------------------
+def __getattr__(name: str) -> Any:
+    module = _LAZY.get(name)
+    if module is None:
+        raise AttributeError(f"module {__name__!r} has no attribute {name!r}")
+    import importlib
 
-
-def _iso(ns: int) -> str:
-    """`ns` since the epoch as OpenTelemetry's JSON writes it (UTC, microseconds, `Z`)."""
-    seconds, rest = divmod(ns, 1_000_000_000)
-    return time.strftime("%Y-%m-%dT%H:%M:%S", time.gmtime(seconds)) + f".{rest // 1000:06d}Z"
-
-
-def span_json(record: SpanRecord) -> dict[str, Any]:
-    """`record` in OpenTelemetry's JSON span form (what the Python SDK's `ReadableSpan.to_json` writes)."""
-    status: dict[str, str] = {"status_code": "UNSET"}
-    if record.error is not None:
-        status = {"status_code": "ERROR", "description": record.error}
-    return {
-        "name": record.name,
-        "context": {
-            "trace_id": f"0x{record.trace_id}",
-            "span_id": f"0x{record.span_id}",
-            "trace_state": "[]",
-        },
-        "kind": "SpanKind.INTERNAL",
-        "parent_id": None if record.parent_id is None else f"0x{record.parent_id}",
-        "start_time": _iso(record.start_ns),
-        "end_time": _iso(record.end_ns),
-        "status": status,
-        "attributes": dict(record.attributes),
-        "events": [],
-        "links": [],
-        "resource": {"attributes": {"service.name": "corral"}, "schema_url": ""},
-    }
-
-
-class MemorySink:
-    """Keeps finished spans in a list (tests, benchmarks)."""
-
-    def __init__(self) -> None:
-        self.spans: list[SpanRecord] = []
-
-    def export(self, record: SpanRecord) -> None:
-        """Append `record`."""
-        self.spans.append(record)
-
-    def close(self) -> None:
-        """Nothing to release."""
-
-
-class JsonLinesSink:
-    """Appends each finished span to a file as one JSON line (`0600`; several processes may append).
-
-    Each line is one `write` on an `O_APPEND` descriptor, so lines of concurrent writers (a host and
-    its tmux workers) do not interleave.
-    """
-
-    def __init__(self, path: Path) -> None:
-        self.path = path
-        self._fd: int | None = os.open(path, os.O_WRONLY | os.O_CREAT | os.O_APPEND, 0o600)
-
-    def export(self, record: SpanRecord) -> None:
-        """Write `record` as one line."""
-        self.write_line(span_json(record))
-
-    def write_line(self, data: Mapping[str, Any]) -> None:
-        """Write one JSON object as a line."""
-        import json
-
-        if self._fd is None:
-            return
-        line = json.dumps(data, ensure_ascii=False, separators=(",", ":"), default=str) + "\n"
-        os.write(self._fd, line.encode("utf-8"))
-
-    def close(self) -> None:
-        """Close the file."""
-        if self._fd is not None:
-            os.close(self._fd)
-            self._fd = None
-
-
-# --- spans and tracers ------------------------------------------------------------------------
-
-
-class Tracer(Protocol):
-    """A tracing backend: starts spans, makes one current, names the current context."""
-
-    def start(self, name: str, attributes: Mapping[str, AttributeValue], parent: Span | None = None) -> Span:
-        """Start a span under `parent`, else the current one, else the process's remote parent, else as
-        a new trace's root."""
-
-    def current(self) -> Span | None:
-        """The current span of this context (`None`: none)."""
-
-    def activate(self, span: Span) -> object:
-        """Make `span` current in this context; the token for `deactivate`."""
-
-    def deactivate(self, token: object) -> None:
-        """Undo one `activate`."""
-
-    def traceparent(self) -> str | None:
-        """The current context as a W3C `traceparent` (`None`: no span)."""
-
-    def shutdown(self) -> None:
-        """Flush and release the backend."""
-
-
-_TRACE_FLAGS = "01"
-
-
-def _parse_traceparent(value: str | None) -> tuple[str, str] | None:
-    """`(trace_id, span_id)` of a valid version-00 `traceparent`, else `None`."""
-    if not value:
-        return None
-    parts = value.strip().lower().split("-")
-    if len(parts) != 4 or parts[0] != "00" or len(parts[1]) != 32 or len(parts[2]) != 16:
-        return None
-    try:
-        int(parts[1], 16)
-        int(parts[2], 16)
-    except ValueError:
-        return None
-    if parts[1] == "0" * 32 or parts[2] == "0" * 16:
-        return None
-    return parts[1], parts[2]
-
-
-class _BuiltinSpan:
-    __slots__ = (
-        "attributes",
-        "ended",
-        "error",
-        "name",
-        "parent_id",
-        "sinks",
-        "span_id",
-        "start_ns",
-        "trace_id",
-    )
-
-    def __init__(
-        self,
-        name: str,
-        trace_id: str,
-        parent_id: str | None,
-        attributes: Mapping[str, AttributeValue],
-        sinks: tuple[SpanSink, ...],
-    ) -> None:
-        self.name = name
-        self.trace_id = trace_id
-        self.span_id = f"{random.getrandbits(64) or 1:016x}"
-        self.parent_id = parent_id
-        self.attributes = dict(attributes)
-        self.sinks = sinks
-        self.start_ns = time.time_ns()
-        self.error: str | None = None
-        self.ended = False
-
-    def set(self, key: str, value: AttributeValue) -> None:
-        self.attributes[key] = value
-
-    def fail(self, description: str) -> None:
-        self.error = description
-
-    def end(self) -> None:
-        if self.ended:
-            return
-        self.ended = True
-        record = SpanRecord(
-            name=self.name,
-            trace_id=self.trace_id,
-            span_id=self.span_id,
-            parent_id=self.parent_id,
-            start_ns=self.start_ns,
-            end_ns=time.time_ns(),
-            attributes=self.attributes,
-            error=self.error,
-        )
-        for sink in self.sinks:
-            sink.export(record)
-
-
-_current: contextvars.ContextVar[_BuiltinSpan | None] = contextvars.ContextVar("corral_span", default=None)
-
-
-class _BuiltinTracer:
-    """The built-in recorder: span ids, parentage through a context variable, sinks on end."""
-
-    def __init__(self, sinks: tuple[SpanSink, ...], remote: tuple[str, str] | None) -> None:
-        self.sinks = sinks
-        self.remote = remote
-
-    def start(self, name: str, attributes: Mapping[str, AttributeValue], parent: Span | None = None) -> Span:
-        if not isinstance(parent, _BuiltinSpan):
-            parent = _current.get()
-        if parent is not None:
-            trace_id, parent_id = parent.trace_id, parent.span_id
-        elif self.remote is not None:
-            trace_id, parent_id = self.remote
-        else:
-            trace_id, parent_id = f"{random.getrandbits(128) or 1:032x}", None
-        return _BuiltinSpan(name, trace_id, parent_id, attributes, self.sinks)
-
-    def current(self) -> Span | None:
-        return _current.get()
-
-    def activate(self, span: Span) -> object:
-        assert isinstance(span, _BuiltinSpan)
-        return _current.set(span)
-
-    def deactivate(self, token: object) -> None:
-        _current.reset(token)  # type: ignore[arg-type]
-
-    def traceparent(self) -> str | None:
-        span = _current.get()
-        if span is not None:
-            return f"00-{span.trace_id}-{span.span_id}-{_TRACE_FLAGS}"
-        if self.remote is not None:
-            return f"00-{self.remote[0]}-{self.remote[1]}-{_TRACE_FLAGS}"
-        return None
-
-    def shutdown(self) -> None:
-        for sink in self.sinks:
-            sink.close()
-
-
-# --- carrying the context into another process ------------------------------------------------
-
-
-@dataclass(frozen=True, slots=True)
-class TraceCarrier:
-    """What another process needs to continue this trace: the W3C context, the trace file, the
-    `OTEL_*` configuration. Plain strings, so it travels in an environment or a task's arguments."""
-
-    traceparent: str
-    file: str | None = None
-    otel_env: Mapping[str, str] = field(default_factory=dict)
-
-    def as_env(self) -> dict[str, str]:
-        """The carrier as environment variables (`TRACEPARENT`, `CORRAL_TRACE_FILE`, `OTEL_*`)."""
-        env = dict(self.otel_env)
-        env[TRACEPARENT_ENV] = self.traceparent
-        if self.file is not None:
-            env[TRACE_FILE_ENV] = self.file
-        return env
-
-    @classmethod
-    def from_env(cls, environ: Mapping[str, str]) -> TraceCarrier | None:
-        """The carrier a parent put into `environ`, or `None`."""
-        traceparent = environ.get(TRACEPARENT_ENV)
-        if _parse_traceparent(traceparent) is None:
-            return None
-        assert traceparent is not None
-        otel = {k: v for k, v in environ.items() if k.startswith("OTEL_")}
-        return cls(traceparent=traceparent, file=environ.get(TRACE_FILE_ENV) or None, otel_env=otel)
+    return getattr(importlib.import_module(f"{__name__}.{module}"), name)
 
 
 _file: Path | None = None
@@ -338,6 +95,8 @@ def current_carrier() -> TraceCarrier | None:
     traceparent = tracer.traceparent()
     if traceparent is None:
         return None
+    from corral._tracing._carrier import PYDANTIC_AI_ENV, TraceCarrier
+
     otel = {k: v for k, v in os.environ.items() if k.startswith("OTEL_")}
     if _pydantic_ai:
         otel[PYDANTIC_AI_ENV] = "1"
@@ -386,7 +145,10 @@ def setup(
     global active, _file, _pydantic_ai, _otel_provider
     shutdown()
     env = os.environ if environ is None else environ
-    remote = _parse_traceparent(parent)
+    from corral._tracing._builtin import BuiltinTracer, JsonLinesSink, parse_traceparent
+    from corral._tracing._carrier import PYDANTIC_AI_ENV
+
+    remote = parse_traceparent(parent)
     use_otel = otel_provider is not None or otel_requested(env)
     if not use_otel and file is None and not sinks:
         return None
@@ -399,7 +161,7 @@ def setup(
         tracer = OtelTracer(all_sinks, remote, provider=otel_provider, environ=env)
         _otel_provider = tracer.provider
     else:
-        tracer = _BuiltinTracer(all_sinks, remote)
+        tracer = BuiltinTracer(all_sinks, remote)
     _file = None if file is None else file.resolve()
     _pydantic_ai = _truthy(env.get(PYDANTIC_AI_ENV)) if pydantic_ai is None else pydantic_ai
     active = tracer

@@ -6,7 +6,7 @@ from collections.abc import Mapping
 from dataclasses import dataclass
 from typing import Protocol
 
-__all__ = ["AttributeValue", "Span", "SpanRecord", "SpanSink"]
+__all__ = ["AttributeValue", "Span", "SpanRecord", "SpanSink", "Tracer"]
 
 AttributeValue = str | int | float | bool
 """A span attribute's value (OpenTelemetry's primitive types)."""
@@ -50,3 +50,26 @@ class Span(Protocol):
 
     def end(self) -> None:
         """End the span (once)."""
+
+
+class Tracer(Protocol):
+    """A tracing backend: starts spans, makes one current, names the current context."""
+
+    def start(self, name: str, attributes: Mapping[str, AttributeValue], parent: Span | None = None) -> Span:
+        """Start a span under `parent`, else the current one, else the process's remote parent, else as
+        a new trace's root."""
+
+    def current(self) -> Span | None:
+        """The current span of this context (`None`: none)."""
+
+    def activate(self, span: Span) -> object:
+        """Make `span` current in this context; the token for `deactivate`."""
+
+    def deactivate(self, token: object) -> None:
+        """Undo one `activate`."""
+
+    def traceparent(self) -> str | None:
+        """The current context as a W3C `traceparent` (`None`: no span)."""
+
+    def shutdown(self) -> None:
+        """Flush and release the backend."""

@@ -1,0 +1,210 @@
+"""The built-in recorder: span ids, parentage through a context variable, sinks on end (the `--trace`
+file, memory). No dependency; loaded only when tracing is turned on."""
+
+from __future__ import annotations
+
+import contextvars
+import os
+import random
+import time
+from collections.abc import Mapping
+from pathlib import Path
+from typing import Any
+
+from corral._tracing._records import AttributeValue, Span, SpanRecord, SpanSink
+
+__all__ = ["BuiltinTracer", "JsonLinesSink", "MemorySink", "parse_traceparent", "span_json"]
+
+
+def _iso(ns: int) -> str:
+    """`ns` since the epoch as OpenTelemetry's JSON writes it (UTC, microseconds, `Z`)."""
+    seconds, rest = divmod(ns, 1_000_000_000)
+    return time.strftime("%Y-%m-%dT%H:%M:%S", time.gmtime(seconds)) + f".{rest // 1000:06d}Z"
+
+
+def span_json(record: SpanRecord) -> dict[str, Any]:
+    """`record` in OpenTelemetry's JSON span form (what the Python SDK's `ReadableSpan.to_json` writes)."""
+    status: dict[str, str] = {"status_code": "UNSET"}
+    if record.error is not None:
+        status = {"status_code": "ERROR", "description": record.error}
+    return {
+        "name": record.name,
+        "context": {
+            "trace_id": f"0x{record.trace_id}",
+            "span_id": f"0x{record.span_id}",
+            "trace_state": "[]",
+        },
+        "kind": "SpanKind.INTERNAL",
+        "parent_id": None if record.parent_id is None else f"0x{record.parent_id}",
+        "start_time": _iso(record.start_ns),
+        "end_time": _iso(record.end_ns),
+        "status": status,
+        "attributes": dict(record.attributes),
+        "events": [],
+        "links": [],
+        "resource": {"attributes": {"service.name": "corral"}, "schema_url": ""},
+    }
+
+
+class MemorySink:
+    """Keeps finished spans in a list (tests, benchmarks)."""
+
+    def __init__(self) -> None:
+        self.spans: list[SpanRecord] = []
+
+    def export(self, record: SpanRecord) -> None:
+        """Append `record`."""
+        self.spans.append(record)
+
+    def close(self) -> None:
+        """Nothing to release."""
+
+
+class JsonLinesSink:
+    """Appends each finished span to a file as one JSON line (`0600`; several processes may append).
+
+    Each line is one `write` on an `O_APPEND` descriptor, so lines of concurrent writers (a host and
+    its tmux workers) do not interleave.
+    """
+
+    def __init__(self, path: Path) -> None:
+        self.path = path
+        self._fd: int | None = os.open(path, os.O_WRONLY | os.O_CREAT | os.O_APPEND, 0o600)
+
+    def export(self, record: SpanRecord) -> None:
+        """Write `record` as one line."""
+        self.write_line(span_json(record))
+
+    def write_line(self, data: Mapping[str, Any]) -> None:
+        """Write one JSON object as a line."""
+        import json
+
+        if self._fd is None:
+            return
+        line = json.dumps(data, ensure_ascii=False, separators=(",", ":"), default=str) + "\n"
+        os.write(self._fd, line.encode("utf-8"))
+
+    def close(self) -> None:
+        """Close the file."""
+        if self._fd is not None:
+            os.close(self._fd)
+            self._fd = None
+
+
+_TRACE_FLAGS = "01"
+
+
+def parse_traceparent(value: str | None) -> tuple[str, str] | None:
+    """`(trace_id, span_id)` of a valid version-00 `traceparent`, else `None`."""
+    if not value:
+        return None
+    parts = value.strip().lower().split("-")
+    if len(parts) != 4 or parts[0] != "00" or len(parts[1]) != 32 or len(parts[2]) != 16:
+        return None
+    try:
+        int(parts[1], 16)
+        int(parts[2], 16)
+    except ValueError:
+        return None
+    if parts[1] == "0" * 32 or parts[2] == "0" * 16:
+        return None
+    return parts[1], parts[2]
+
+
+class _BuiltinSpan:
+    __slots__ = (
+        "attributes",
+        "ended",
+        "error",
+        "name",
+        "parent_id",
+        "sinks",
+        "span_id",
+        "start_ns",
+        "trace_id",
+    )
+
+    def __init__(
+        self,
+        name: str,
+        trace_id: str,
+        parent_id: str | None,
+        attributes: Mapping[str, AttributeValue],
+        sinks: tuple[SpanSink, ...],
+    ) -> None:
+        self.name = name
+        self.trace_id = trace_id
+        self.span_id = f"{random.getrandbits(64) or 1:016x}"
+        self.parent_id = parent_id
+        self.attributes = dict(attributes)
+        self.sinks = sinks
+        self.start_ns = time.time_ns()
+        self.error: str | None = None
+        self.ended = False
+
+    def set(self, key: str, value: AttributeValue) -> None:
+        self.attributes[key] = value
+
+    def fail(self, description: str) -> None:
+        self.error = description
+
+    def end(self) -> None:
+        if self.ended:
+            return
+        self.ended = True
+        record = SpanRecord(
+            name=self.name,
+            trace_id=self.trace_id,
+            span_id=self.span_id,
+            parent_id=self.parent_id,
+            start_ns=self.start_ns,
+            end_ns=time.time_ns(),
+            attributes=self.attributes,
+            error=self.error,
+        )
+        for sink in self.sinks:
+            sink.export(record)
+
+
+_current: contextvars.ContextVar[_BuiltinSpan | None] = contextvars.ContextVar("corral_span", default=None)
+
+
+class BuiltinTracer:
+    """The built-in recorder: span ids, parentage through a context variable, sinks on end."""
+
+    def __init__(self, sinks: tuple[SpanSink, ...], remote: tuple[str, str] | None) -> None:
+        self.sinks = sinks
+        self.remote = remote
+
+    def start(self, name: str, attributes: Mapping[str, AttributeValue], parent: Span | None = None) -> Span:
+        if not isinstance(parent, _BuiltinSpan):
+            parent = _current.get()
+        if parent is not None:
+            trace_id, parent_id = parent.trace_id, parent.span_id
+        elif self.remote is not None:
+            trace_id, parent_id = self.remote
+        else:
+            trace_id, parent_id = f"{random.getrandbits(128) or 1:032x}", None
+        return _BuiltinSpan(name, trace_id, parent_id, attributes, self.sinks)
+
+    def current(self) -> Span | None:
+        return _current.get()
+
+    def activate(self, span: Span) -> object:
+        assert isinstance(span, _BuiltinSpan)
+        return _current.set(span)
+
+    def deactivate(self, token: object) -> None:
+        _current.reset(token)  # type: ignore[arg-type]
+
+    def traceparent(self) -> str | None:
+        span = _current.get()
+        if span is not None:
+            return f"00-{span.trace_id}-{span.span_id}-{_TRACE_FLAGS}"
+        if self.remote is not None:
+            return f"00-{self.remote[0]}-{self.remote[1]}-{_TRACE_FLAGS}"
+        return None
+
+    def shutdown(self) -> None:
+        for sink in self.sinks:
+            sink.close()
