@@ -339,6 +339,27 @@ class ActivityColorsSettings(_Section):
         return value
 
 
+class RaySettings(_Section):
+    """`[ray]`: the Ray runtime (`runtime = "ray"`; see `docs/runtimes.md`)."""
+
+    address: str = "auto"
+    """The cluster: `auto` (the one this machine joined with `ray start`), `host:port` of its head, or
+    `ray://host:port` (Ray client). Default `auto`."""
+    namespace: str = Field(default="corral", min_length=1)
+    """Ray namespace of corral's worker actors (default `corral`)."""
+    num_cpus: float = Field(default=0.25, ge=0)
+    """CPUs one agent reserves; a worker reserves this times `agents_per_worker` (default `0.25`)."""
+    memory: int | None = Field(default=None, ge=0)
+    """Bytes of memory one agent reserves, likewise multiplied (default: none)."""
+    resources: dict[str, float] = Field(default_factory=dict)
+    """Custom Ray resources one agent reserves, likewise multiplied, e.g. `{corral = 1}` (default none)."""
+    agents_per_worker: int = Field(default=16, ge=1, le=1000)
+    """Agents one worker actor (one process on a node) hosts (default `16`)."""
+    forward_env: list[str] = Field(default_factory=list)
+    """Names of environment variables (e.g. provider keys) the workers get from the host's environment;
+    `CORRAL_HOME`, `CORRAL_SCRIPTS` and `XDG_CONFIG_HOME` always go. They cross the network unencrypted."""
+
+
 class Settings(_Section):
     """All settings, with their defaults. Build with [`load_settings`][corral.settings.load_settings]."""
 
@@ -352,10 +373,12 @@ class Settings(_Section):
     """`[retry]` table."""
     shell_path: str | None = None
     """Shell for the bash tool (default: `/bin/bash` if present, else `sh`)."""
-    runtime: Literal["inprocess", "tmux"] = "inprocess"
+    runtime: Literal["inprocess", "tmux", "ray"] = "inprocess"
     """Where managed agents run when their definition names no `runtime`: `inprocess` (default, tasks
-    of the host process) or `tmux` (worker processes in panes of a private tmux server that outlive the
-    host; see `docs/runtimes.md`)."""
+    of the host process), `tmux` (worker processes in panes of a private tmux server that outlive the
+    host) or `ray` (worker actors on a Ray cluster, `[ray]`); see `docs/runtimes.md`."""
+    ray: RaySettings = Field(default_factory=RaySettings)
+    """`[ray]` table."""
     steering_mode: QueueMode = "one-at-a-time"
     """How queued steering messages are delivered: `one-at-a-time` (default) or `all`."""
     follow_up_mode: QueueMode = "one-at-a-time"

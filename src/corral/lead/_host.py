@@ -19,6 +19,8 @@ from corral.orchestration.host._handoff import HandoffResult, handoff
 from corral.orchestration.host._host import Host
 from corral.orchestration.surfaces import SurfaceTools
 
+from ._ray_worker import RayWorker
+
 if TYPE_CHECKING:
     from corral.agent import AgentSession
     from corral.orchestration.kernel._caller import Caller
@@ -39,6 +41,7 @@ class ComposedHost(Host):
         self.budgets = BudgetsExtension(self)
         """Budgets of the lead's agent tree and of each agent (docs/fleet.md)."""
         self.add_extension(self.budgets)
+        self.remote_worker = RayWorker
 
     @property
     def teams(self) -> Teams:

@@ -1,7 +1,8 @@
 """Runtimes: where managed agents run, behind one protocol (`Runtime`).
 
 The in-process runtime runs each agent as an asyncio task of the host; the
-tmux runtime runs it as a `corral worker` in a pane of a private tmux server.
+tmux runtime runs it as a `corral worker` in a pane of a private tmux server; the Ray runtime
+(`corral.runtime._ray`, imported on first use) in a worker actor on a Ray cluster.
 """
 
 from corral._process import pid_alive
@@ -12,6 +13,7 @@ from ._base import (
     PresenceVerdict,
     ProcessEvidence,
     RecentOutput,
+    RemoteLaunch,
     Runtime,
     RuntimeError_,
     RuntimeHandle,
@@ -38,6 +40,7 @@ __all__ = [
     "PresenceVerdict",
     "ProcessEvidence",
     "RecentOutput",
+    "RemoteLaunch",
     "RollbackFailed",
     "Runtime",
     "RuntimeError_",

@@ -23,6 +23,7 @@ __all__ = [
     "PresenceVerdict",
     "ProcessEvidence",
     "RecentOutput",
+    "RemoteLaunch",
     "Runtime",
     "RuntimeError_",
     "RuntimeHandle",
@@ -74,6 +75,17 @@ class ChildProgram(Protocol):
 
 
 @dataclass(frozen=True, slots=True)
+class RemoteLaunch:
+    """What a remote (Ray) launch carries: the worker class, made a remote actor by the runtime,
+    and the payload its `start` receives (plain data)."""
+
+    worker_class: type
+    """The worker's plain Python class."""
+    payload: object
+    """Plain data for the worker's `start` (pickled by the runtime)."""
+
+
+@dataclass(frozen=True, slots=True)
 class LaunchSpec:
     """What a runtime needs to start one generation."""
 
@@ -94,6 +106,8 @@ class LaunchSpec:
     """Process runtimes: the worker command line."""
     env: Mapping[str, str] = field(default_factory=dict)
     """Process runtimes: extra environment."""
+    remote: RemoteLaunch | None = None
+    """The Ray runtime: the worker and its launch payload."""
 
 
 @dataclass(frozen=True, slots=True)
@@ -103,7 +117,7 @@ class RuntimeHandle:
     runtime_id: str
     """Stable runtime identity (like a pane id); recorded as the generation's `pane_id`."""
     kind: str
-    """The runtime kind (`inprocess`, `tmux`)."""
+    """The runtime kind (`inprocess`, `tmux`, `ray`)."""
     run_id: str
     """The generation it runs."""
 

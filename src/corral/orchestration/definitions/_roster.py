@@ -84,7 +84,7 @@ __all__ = [
 DefinitionLayer = Literal["bundled", "project", "user"]
 DefinitionFormat = Literal["corral", "claude", "pi"]
 """Whose file format a definition file is in: corral's, Claude Code's or Pi's."""
-RuntimeKind = Literal["inprocess", "tmux"]
+RuntimeKind = Literal["inprocess", "tmux", "ray"]
 PromptMode = Literal["append", "replace"]
 
 _LAYERS: tuple[DefinitionLayer, ...] = ("bundled", "project", "user")
@@ -862,7 +862,7 @@ _FIELDS: dict[str, _Validator] = {
     "agents": lambda k, v: _string_list(k, v, unique=True),
     "inheritProjectContext": _bool,
     "inheritGlobalContext": _bool,
-    "runtime": lambda k, v: _choice(k, v, ("inprocess", "tmux")),
+    "runtime": lambda k, v: _choice(k, v, ("inprocess", "tmux", "ray")),
     "isolation": lambda k, v: _choice(k, v, ("shared", "worktree")),
     "budget": _budget,
 }

@@ -37,6 +37,7 @@ from corral.agent import AgentSession, AgentSettledEvent
 from corral.orchestration.definitions._roster import ModelNames, Roster, load_roster, model_names
 from corral.orchestration.errors import OrchestrationError
 from corral.orchestration.host._launch import Launcher
+from corral.orchestration.host._ray_pump import RayPump
 from corral.orchestration.host.ports import HostExtension, ToolProvider
 from corral.orchestration.kernel._caller import Caller
 from corral.orchestration.kernel._child import RETIRED_ENTRY, ManagedChild
@@ -116,7 +117,12 @@ class Host:
         self.roster_loader = roster_loader or (lambda cwd: load_roster(cwd, models=self.model_names()))
         self.host_id = f"{uuid.uuid4()}"
         self.pid = os.getpid()
-        self.runtime = Runtimes(runtime or InProcessRuntime(host_tag=self.host_id[:8]), tmux_socket)
+        self.runtime = Runtimes(
+            runtime or InProcessRuntime(host_tag=self.host_id[:8]),
+            tmux_socket,
+            ray_settings=settings.ray,
+            data_root=store.path.parent,
+        )
         self.context_retirement = context_retirement
         self.file_limits = file_limits or FileLimits()
         self.owners: dict[str, AgentSession] = {}
@@ -147,6 +153,15 @@ class Host:
         self.on_warning: Callable[[str], None] | None = None
         self.launcher = Launcher(self)
         """The one launch pipeline (`host._launch`): delegate, continue, teams spawn and handoff start here."""
+        self.remote_worker: type | None = None
+        """The worker class of the Ray runtime (the composition root sets it)."""
+        self.ray_pump: RayPump | None = None
+        """Pulls the facts of Ray runs into the store (made with the first Ray run)."""
+
+    @property
+    def closed(self) -> bool:
+        """Whether `aclose` ran."""
+        return self._closed
 
     def add_extension(self, extension: HostExtension) -> None:
         """Let a feature ride on this host's generations from now on (the root adds teams when first used)."""
@@ -448,15 +463,23 @@ class Host:
         return self.runtime.tmux
 
     def track_tmux(self, run_id: str, handle: RuntimeHandle, *, pid: int | None) -> None:
-        """Watch a tmux generation: discover its results and asks through the store."""
-        self.runtime.tmux.adopt(handle, pid)
+        """Watch a tmux or Ray generation: discover its results and asks through the store.
+
+        A Ray run's facts are pulled into the store by the `RayPump` first (`_ray_pump.py`)."""
+        self.runtime.adopt(handle, pid)
         self.handles[run_id] = handle
         self.tmux_runs.add(run_id)
+        if handle.kind == "ray":
+            if self.ray_pump is None:
+                self.ray_pump = RayPump(self, self.runtime.ray)
+            self.ray_pump.track(run_id, handle, self.store.get_generation(run_id))
         if self._watcher is None or self._watcher.done():
             self._watcher = asyncio.get_running_loop().create_task(self._watch(), name="corral-tmux-watch")
 
     def untrack_tmux(self, run_id: str) -> None:
         """Stop watching a tmux generation."""
+        if self.ray_pump is not None:
+            self.ray_pump.untrack(run_id)
         if run_id in self.tmux_runs:
             self.tmux_runs.discard(run_id)
             handle = self.handles.pop(run_id, None)
@@ -467,7 +490,7 @@ class Host:
         """Poll the store for tmux generations' results and asks and deliver them (same routines)."""
         while self.tmux_runs and not self._closed:
             try:
-                await self.runtime.tmux.refresh()
+                await self.runtime.refresh()
                 self._watch_once()
             except Exception as exc:  # pragma: no cover - surfaced to the embedder
                 if self.on_background_error is not None:
@@ -575,13 +598,15 @@ class Host:
                 )
         for generation in self.tree(owner_session_id):
             if (
-                generation.runtime_kind == "tmux"
+                generation.runtime_kind in ("tmux", "ray")
                 and generation.pane_id is not None
                 and generation.presence != "lost"
                 and generation.phase in ("starting", "active", "completed")
                 and generation.run_id not in self.tmux_runs
             ):
-                handle = RuntimeHandle(runtime_id=generation.pane_id, kind="tmux", run_id=generation.run_id)
+                handle = RuntimeHandle(
+                    runtime_id=generation.pane_id, kind=generation.runtime_kind, run_id=generation.run_id
+                )
                 self.track_tmux(generation.run_id, handle, pid=generation.pid)
         for generation in self.tree(owner_session_id):
             if generation.owner_session_id != owner_session_id:
@@ -788,6 +813,8 @@ class Host:
             self._watcher.cancel()
             with contextlib.suppress(BaseException):
                 await self._watcher
+        if self.ray_pump is not None:
+            await self.ray_pump.aclose()
         for task in list(self._tasks):
             task.cancel()
         for task in list(self._tasks):

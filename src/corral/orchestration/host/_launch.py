@@ -15,7 +15,9 @@ A launch is **prepare → record → start → roll back on failure** (`Launcher
    the task's acknowledgement when the plan asks for that. On a worker runtime (tmux), the
    session is handed over, `LaunchSteps.worker_launch` describes the agent in a private launch
    file, and the worker starts (`start_worker`). It is recorded with its pane, and the launch
-   waits until the worker is ready (`await_worker`).
+   waits until the worker is ready (`await_worker`). On Ray (`_ray_launch.py`) the same
+   description and the session file's bytes go to a worker actor, which returns once the agent
+   acknowledged its task.
 4. *Roll back*: the feature's undo first (`LaunchSteps.rolled_back`; teams hands the capacity slot
    back to its caller), then the kernel's: stop what runs, finalize the generation, release it,
    stop watching it. An `OrchestrationError` raised by the launch says `rollback_occurred`.
@@ -154,6 +156,7 @@ class LaunchHost(Protocol):
     pid: int
     host_id: str
     handles: dict[str, RuntimeHandle]
+    remote_worker: type | None
 
     def install_child_tools(self, child: ManagedChild) -> None: ...
 
@@ -257,6 +260,18 @@ class Launcher:
         host = self.host
         generation, session = recorded.generation, recorded.session
         kind = generation.runtime_kind
+        if kind == "ray":  # a remote worker: no launch file, no store access (`_ray_launch.py`)
+            from corral.orchestration.host._ray_launch import start_on_ray
+
+            with host.placing_run(generation.run_id):
+                return await start_on_ray(
+                    host,
+                    generation,
+                    recorded.task,
+                    session,
+                    describe=lambda: steps.worker_launch(recorded),
+                    rollback=lambda: self.rollback(recorded, steps),
+                )
         with host.placing_run(generation.run_id):  # no pane recorded yet: no recovery may settle it
             try:
                 launch = steps.worker_launch(recorded)

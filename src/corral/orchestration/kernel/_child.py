@@ -41,9 +41,9 @@ from corral.agent.tools import BashTool
 from corral.llm import AssistantMessage, CustomMessage
 from corral.orchestration.errors import ManagedAgentBusyError, OrchestrationError
 from corral.orchestration.kernel._faults import fault_point
+from corral.orchestration.kernel._remote import ChildStore
 from corral.orchestration.kernel.records import AckCode, AskRecord, GenerationRecord, RequestRecord
 from corral.orchestration.store._database import StoreError
-from corral.orchestration.store._store import Store
 from corral.runtime import ProcessEvidence
 
 __all__ = ["ASK_OWNER_TOOL", "RETIRED_ENTRY", "ChildHooks", "ManagedChild"]
@@ -93,7 +93,8 @@ class ManagedChild:
     """One generation's agent session and its assignment loop (a runtime `ChildProgram`).
 
     Args:
-        store: The orchestration store.
+        store: Its store port: the store's repositories (in-process, tmux) or a remote worker's
+            `RemoteStore` (Ray), which forwards its writes to the host.
         agent: The agent session (its tools already include `ask_owner`).
         generation: The generation row.
         task: Its single `task` request.
@@ -104,7 +105,7 @@ class ManagedChild:
     def __init__(
         self,
         *,
-        store: Store,
+        store: ChildStore,
         agent: AgentSession,
         generation: GenerationRecord,
         task: RequestRecord,

@@ -1013,8 +1013,13 @@ class Generations(Repository):
 
     # --- asks -----------------------------------------------------------------------------------
 
-    def create_ask(self, run_id: str, *, request_id: str, question: str) -> AskRecord:
+    def create_ask(
+        self, run_id: str, *, request_id: str, question: str, ask_id: str | None = None
+    ) -> AskRecord:
         """Record an `ask_owner` question for the active assignment.
+
+        `ask_id` is the id a remote worker chose for it; recording the same ask again returns
+        the stored one unchanged.
 
         Raises:
             InvalidRequestError: Blank question.
@@ -1025,6 +1030,10 @@ class Generations(Repository):
         _require_text(question, "question")
 
         def body() -> AskRecord:
+            if ask_id is not None:
+                stored = self._ask(ask_id)
+                if stored is not None and stored.run_id == run_id:
+                    return stored
             generation = self._live_generation(run_id)
             ids = {"label": generation.label, "runId": run_id}
             active = self._require_active(generation, "ask_owner")
@@ -1040,12 +1049,12 @@ class Generations(Repository):
                 raise ManagedAgentBusyError("A control request is still pending.", ids=ids)
             if self._unresolved_children(run_id, allow_asking=True):
                 raise ManagedAgentBusyError("Direct agent work is still active.", ids=ids)
-            ask_id = _new_id()
+            new_id = ask_id or _new_id()
             self._execute(
                 "INSERT INTO asks (ask_id, run_id, request_id, question, created_at) VALUES (?, ?, ?, ?, ?)",
-                (ask_id, run_id, request_id, question, self._clock()),
+                (new_id, run_id, request_id, question, self._clock()),
             )
-            ask = self._ask(ask_id)
+            ask = self._ask(new_id)
             assert ask is not None
             return ask
 

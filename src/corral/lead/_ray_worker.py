@@ -1,0 +1,260 @@
+"""The Ray worker: the actor that runs managed agents on a Ray node.
+
+`RayWorker` is a plain class; the Ray runtime makes it a detached, named async
+actor (`corral.runtime._ray`). One worker hosts up to `slots` agents, each an
+asyncio task on the actor's event loop running the same `ManagedChild` and
+`AgentSession` code as in-process and tmux agents, built by the same
+`build_managed_agent` from the same plain-data spec.
+
+The worker never opens the store: its children record through a `RemoteStore`
+(`kernel/_remote.py`), whose facts the host pulls and confirms. It keeps each
+agent's session file as a private local copy (under a `0700` directory of the
+node's temp dir) whose bytes the host streams to the real file on the lead's
+machine. A run stays in the worker until the host ends it (`end`: its
+generation was finalized, or it was closed); a finished run's result is held
+until the host confirmed it.
+
+Every method takes and returns plain data (dataclasses, records); the actor
+answers Ray calls from hosts on any machine.
+"""
+
+from __future__ import annotations
+
+import asyncio
+import contextlib
+import os
+import shutil
+import socket
+import tempfile
+from dataclasses import dataclass
+from pathlib import Path
+from typing import Any
+
+from corral.agent import AgentSession
+from corral.llm import ModelRegistry
+from corral.orchestration.agents._delegation import ManagedAgentSpec, build_managed_agent
+from corral.orchestration.errors import OrchestrationError
+from corral.orchestration.host._ray_launch import RayLaunch
+from corral.orchestration.kernel._child import ManagedChild
+from corral.orchestration.kernel._files import FileLimits, prepare_files
+from corral.orchestration.kernel._remote import HostView, Pulled, RemoteStore
+from corral.orchestration.kernel.records import AskRecord, RequestRecord
+from corral.orchestration.surfaces import AskOwnerTool
+from corral.session import SessionManager
+from corral.settings import Settings
+
+__all__ = ["RayWorker"]
+
+_ACK_WAIT_S = 120.0
+
+
+class _Questions:
+    """`ask_owner` in a worker: the question's files come from the agent's cwd on this node."""
+
+    def __init__(self, limits: FileLimits) -> None:
+        self.limits = limits
+
+    async def ask_owner(self, agent_ctx: ManagedChild, params: Any) -> Any:
+        from corral.orchestration.agents._controller import AskOutcome
+
+        prepared = prepare_files(
+            None if params.files is None else list(params.files),
+            cwd=Path(agent_ctx.generation.cwd),
+            limits=self.limits,
+            resolve_result_ref=lambda _request_id: None,
+        )
+        ask = agent_ctx.record_ask(prepared.render("Question", params.question).text)
+        return AskOutcome(ask.ask_id, ask.request_id)
+
+
+class _Hooks:
+    """Child hooks in a worker: the host learns everything from the facts it pulls."""
+
+    def __init__(self) -> None:
+        self.child: ManagedChild | None = None
+
+    def result_stored(self, run_id: str, request_id: str) -> None:
+        """Nothing: the result fact is in the outbox."""
+
+    def ask_created(self, run_id: str, ask: AskRecord) -> None:
+        """Nothing: the ask fact is in the outbox."""
+
+    def changed(self) -> None:
+        if self.child is not None:
+            self.child.wake()
+
+    def result_failed(self, run_id: str, message: str) -> None:
+        """Nothing: a result-error fact is in the outbox."""
+
+
+@dataclass
+class _Run:
+    child: ManagedChild
+    store: RemoteStore
+    session: SessionManager
+    task: asyncio.Task[None]
+
+
+class RayWorker:
+    """Hosts up to `slots` managed agents in this actor process (see the module docstring)."""
+
+    def __init__(self, slots: int) -> None:
+        self.slots = max(1, slots)
+        self.runs: dict[str, _Run] = {}
+        self.folder = Path(tempfile.mkdtemp(prefix="corral-ray-"))
+        os.chmod(self.folder, 0o700)
+
+    # --- placement -------------------------------------------------------------------------------
+
+    def _place(self) -> dict[str, Any]:
+        import ray
+
+        return {
+            "node_id": ray.get_runtime_context().get_node_id(),
+            "node_ip": ray.util.get_node_ip_address(),  # type: ignore[no-untyped-call]
+            "hostname": socket.gethostname(),
+            "pid": os.getpid(),
+        }
+
+    async def where(self) -> dict[str, Any]:
+        """Where this worker runs: node id and address, host name, pid; and its runs."""
+        return {**self._place(), "runs": sorted(self.runs)}
+
+    async def start(self, launch: RayLaunch) -> dict[str, Any] | None:
+        """Start one agent and return once it acknowledged its task (`None`: no free slot).
+
+        Starting a run it already holds returns its place again (a retried launch).
+        """
+        run_id = launch.generation.run_id
+        if run_id in self.runs:
+            return self._place()
+        if len(self.runs) >= self.slots:
+            return None
+        settings = Settings.model_validate_json(launch.settings_json)
+        described = launch.launch
+        if "spec" not in described:
+            raise ValueError(f"agent {launch.generation.label} cannot run on a Ray worker (no agent spec)")
+        spec = ManagedAgentSpec.from_json(dict(described["spec"]))  # type: ignore[call-overload]
+        context_retirement = bool(described.get("contextRetirement", True))
+        cwd = Path(launch.generation.cwd)
+        path = self.folder / f"{run_id}-{launch.session_name}"
+        fd = os.open(path, os.O_WRONLY | os.O_CREAT | os.O_TRUNC, 0o600)
+        with os.fdopen(fd, "wb") as handle:
+            handle.write(launch.session_bytes)
+        session = SessionManager.open(path)
+        try:
+            registry = ModelRegistry(settings, cwd=cwd)
+            model = registry.create_model(registry.resolve(spec.model_ref), cwd=cwd)
+            agent: AgentSession = build_managed_agent(
+                spec, session=session, model=model, cwd=cwd, settings=settings
+            )
+            store = RemoteStore(launch.generation, launch.task, path)
+            hooks = _Hooks()
+            child = ManagedChild(
+                store=store,
+                agent=agent,
+                generation=launch.generation,
+                task=launch.task,
+                hooks=hooks,
+                delegating=False,
+                context_retirement=context_retirement,
+            )
+            hooks.child = child
+            agent.register_tool(AskOwnerTool(_Questions(FileLimits()), child, agent))
+        except BaseException:
+            session.close()
+            raise
+        task = asyncio.get_running_loop().create_task(child.run(), name=f"corral-agent-{child.label}")
+        task.add_done_callback(lambda t: None if t.cancelled() else t.exception())
+        self.runs[run_id] = _Run(child, store, session, task)
+        acked = asyncio.ensure_future(child.acknowledged.wait())
+        ended = asyncio.ensure_future(child.finished.wait())
+        await asyncio.wait({acked, ended}, timeout=_ACK_WAIT_S, return_when=asyncio.FIRST_COMPLETED)
+        for waiter in (acked, ended):
+            waiter.cancel()
+        return self._place()
+
+    # --- the host's port ---------------------------------------------------------------------------
+
+    async def pull(self, run_id: str, offset: int, view: HostView) -> Pulled | None:
+        """Session bytes from `offset` and the unconfirmed facts of `run_id` (`None`: not here)."""
+        run = self.runs.get(run_id)
+        if run is None:
+            return None
+        run.store.view(view)
+        run.child.wake()
+        pulled = run.store.pull(offset)
+        return Pulled(pulled.session, pulled.session_end, pulled.facts, run.task.done())
+
+    async def pull_many(self, wanted: list[tuple[str, int, HostView]]) -> dict[str, Pulled | None]:
+        """`pull` for several runs in one call (the host batches per worker)."""
+        return {run_id: await self.pull(run_id, offset, view) for run_id, offset, view in wanted}
+
+    async def confirm_many(self, confirmed: list[tuple[str, int]]) -> None:
+        """`confirm` for several runs in one call."""
+        for run_id, seq in confirmed:
+            await self.confirm(run_id, seq)
+
+    async def confirm(self, run_id: str, seq: int) -> bool:
+        """The host holds the facts of `run_id` up to `seq` durably (a held result is released)."""
+        run = self.runs.get(run_id)
+        if run is None:
+            return False
+        run.store.confirm(seq)
+        return True
+
+    async def accept(self, run_id: str, request: RequestRecord, view: HostView) -> RequestRecord | None:
+        """Apply a `steer`, `interrupt` or `reply` once and return its acknowledgement (`None`: not here).
+
+        A resent request (the host crashed before recording the ack) gets the same
+        acknowledgement again without being applied twice.
+        """
+        run = self.runs.get(run_id)
+        if run is None:
+            return None
+        run.store.view(view)
+        known = run.store.known(request)
+        if known is not None:
+            return known
+        try:
+            return run.child.accept(request)
+        except OrchestrationError as exc:
+            return run.store.record_ack(
+                run_id, request.request_id, accepted=False, code="invalid", message=str(exc)
+            )
+
+    async def inspect(self, run_id: str) -> dict[str, Any] | None:
+        """Recent activity lines and running processes of `run_id` (`None`: not here)."""
+        run = self.runs.get(run_id)
+        if run is None:
+            return None
+        return {
+            "lines": run.child.activity_lines(),
+            "processes": [(p.pid, p.argv0, p.cmdline) for p in run.child.running_processes()],
+        }
+
+    async def end(self, run_id: str) -> bool:
+        """Stop `run_id` (if still running) and drop it with its local session copy."""
+        run = self.runs.pop(run_id, None)
+        if run is None:
+            return False
+        if not run.task.done():
+            run.task.cancel()
+            with contextlib.suppress(BaseException):
+                await run.task
+        path = run.session.path
+        run.session.close()
+        if path is not None:
+            with contextlib.suppress(OSError):
+                path.unlink()
+        return True
+
+    async def runs_held(self) -> list[str]:
+        """The run ids this worker holds."""
+        return sorted(self.runs)
+
+    async def shutdown(self) -> None:
+        """End every run and remove the local folder (before the actor is killed)."""
+        for run_id in list(self.runs):
+            await self.end(run_id)
+        shutil.rmtree(self.folder, ignore_errors=True)

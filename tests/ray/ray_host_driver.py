@@ -1,0 +1,61 @@
+"""A host process for the Ray tests: delegates agents on Ray, then waits to be killed.
+
+Usage: `python ray_host_driver.py <dir> <address> <namespace> <label>...`. It writes the lead's
+session path to `<dir>/lead.txt`, delegates one `builder` agent per label on the Ray runtime,
+prints `started` and waits (the test kills it with SIGKILL). A failed delegate prints
+`error <category>: <message>` and exits with 3.
+"""
+
+from __future__ import annotations
+
+import asyncio
+import sys
+from pathlib import Path
+
+from corral.agent import AgentSession
+from corral.lead._host import ComposedHost
+from corral.llm import ModelRegistry
+from corral.orchestration import OrchestrationError, Store, load_roster
+from corral.orchestration.surfaces import DelegateParams
+from corral.session import SessionManager
+from corral.settings import RaySettings, Settings
+
+
+async def main(root: Path, address: str, namespace: str, labels: list[str]) -> int:
+    work = root / "work"
+    sessions = root / "sessions"
+    session = SessionManager.create(work, sessions_root=sessions)
+    session.flush()
+    assert session.path is not None
+    (root / "lead.txt").write_text(str(session.path))
+    registry = ModelRegistry(Settings(), cwd=work)
+    model = registry.create_model(registry.resolve("scripted/team"), cwd=work)
+    lead = AgentSession(session=session, model=model, thinking_level="off", tools=[], cwd=work)
+    settings = Settings(
+        runtime="ray",
+        ray=RaySettings(address=address, namespace=namespace, num_cpus=0.1, agents_per_worker=4),
+    )
+    host = ComposedHost(
+        store=Store.open(root / "home" / "corral.db"),
+        registry=registry,
+        settings=settings,
+        sessions_root=sessions,
+        roster_loader=lambda cwd: load_roster(cwd, user_dir=root / "config" / "agents", trust=False),
+    )
+    caller = await host.attach_lead(lead, surfaces=())
+    for label in labels:
+        try:
+            await host.controller.delegate(
+                caller, DelegateParams(definition="builder", task=f"do {label}", label=label)
+            )
+        except OrchestrationError as exc:
+            print(f"error {exc.category}: {exc}", flush=True)
+            await host.aclose()
+            return 3
+    print("started", flush=True)
+    await asyncio.Event().wait()
+    return 0
+
+
+if __name__ == "__main__":
+    sys.exit(asyncio.run(main(Path(sys.argv[1]), sys.argv[2], sys.argv[3], sys.argv[4:])))
