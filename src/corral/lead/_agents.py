@@ -9,6 +9,7 @@ It never reaches into the host's live maps or its store.
 
 from __future__ import annotations
 
+from collections.abc import Mapping
 from typing import TYPE_CHECKING
 
 if TYPE_CHECKING:
@@ -85,6 +86,15 @@ class LeadAgents:
     def team_rows(self, snapshot: TeamSnapshot, *, now_ms: int) -> list[TeamAgentRow]:
         """The lead's teams agents (members with their phase, then queued spawns) at `now_ms`."""
         return self._host.teams.agent_rows(snapshot, now_ms=now_ms)
+
+    def budget(self, run_id: str) -> Mapping[str, object] | None:
+        """The run's `budget` (spend, limits, what stopped it) when a limit applies, else `None`."""
+        budget = self._host.status_fields(run_id).get("budget")
+        return budget if isinstance(budget, Mapping) else None
+
+    def tree_budget(self) -> str | None:
+        """`tree budget: 9,300 / 10,000 tok …`: the lead's agent tree against its budget, if it has one."""
+        return self._host.budgets.tree_line(self.caller.session_id)
 
     async def merge(self, agent: str, *, discard: bool = False) -> MergeOutcome:
         """Merge an isolated writer's branch into the working tree, or discard it (`corral merge`)."""

@@ -66,6 +66,28 @@ def format_tokens(tokens: int | None) -> str:
     return f"{tokens / 1_000_000:.1f}M"
 
 
+def format_budget(budget: Mapping[str, Any] | None) -> str:
+    """An agent's budget in brief: `3.1k/50k tok`, `$0.12/$2.00`, `✗ agent_tokens` once stopped; `""`
+    without one (a `list` record's or status' `budget`, docs/fleet.md)."""
+    if not budget:
+        return ""
+    spend, limits = budget.get("spend") or {}, budget.get("limits") or {}
+    parts = []
+    if "tokens" in limits or not limits:
+        limit = f"/{format_tokens(limits['tokens'])}" if "tokens" in limits else ""
+        parts.append(f"{format_tokens(spend.get('tokens', 0))}{limit} tok")
+    if "costUsd" in limits:
+        parts.append(f"${spend.get('costUsd', 0):.2f}/${limits['costUsd']:.2f}")
+    if "minutes" in limits:
+        parts.append(f"{limits['minutes']:g} min")
+    text = " ".join(parts)
+    if budget.get("exhausted"):
+        text += f" ✗ {budget['exhausted']}"
+    elif budget.get("noticed"):
+        text += " ⚠"
+    return text
+
+
 def context_level(percent: float | None) -> str:
     """`ok`, `warn` (≥75%) or `danger` (≥90%)."""
     if percent is None or percent < CONTEXT_WARN_PERCENT:
@@ -138,6 +160,8 @@ class ActivityRow:
     """Teams: current context usage in percent (`None` when unknown)."""
     helpers: int = 0
     """Teams writer: its active depth-1 read helpers."""
+    budget: str = ""
+    """Its budget in brief (`format_budget`): spent / limit; `""` without one."""
 
     @property
     def is_team(self) -> bool:
@@ -179,6 +203,7 @@ def activity_row(
         tokens=format_tokens(record.get("tokens")),
         progress=progress,
         stale=bool(record.get("stale", False)),
+        budget=format_budget(record.get("budget")),
     )
 
 

@@ -18,6 +18,7 @@ from __future__ import annotations
 
 import time
 from collections.abc import Callable
+from dataclasses import replace
 from pathlib import Path
 from typing import TYPE_CHECKING, Any, ClassVar
 
@@ -45,7 +46,7 @@ from corral.settings import ActivityColorsSettings
 from corral.tui._app_commands import AgentCommandsMixin
 from corral.tui._app_favorites import FavoritesMixin
 from corral.tui._first_run import ONBOARD_HINT, is_new_installation
-from corral.tui._format import ActivityRow, CostSummary, activity_row, summarize_args
+from corral.tui._format import ActivityRow, CostSummary, activity_row, format_budget, summarize_args
 from corral.tui._palette import ActivityPalette, resolve_palette
 from corral.tui._teams import team_rows
 from corral.tui.screens import FollowScreen, PickerScreen
@@ -826,11 +827,18 @@ class CorralApp(AgentCommandsMixin, FavoritesMixin, App[int]):
             rows.extend(
                 team_rows(agents.team_rows(snapshot, now_ms=now), now_ms=now, progress=self._progress)
             )
+        if agents is not None:  # spent / limit, read now (it moves with every reply)
+            rows = [self._with_budget(agents, row) for row in rows]
         self.rows = rows
         self._activity.show_rows(self.rows)
         for screen in self.screen_stack:
             if isinstance(screen, FollowScreen):
                 screen.update_rows(self.rows)
+
+    def _with_budget(self, agents: LeadAgents, row: ActivityRow) -> ActivityRow:
+        run_id = row.run_id if row.is_team else self._run_ids.get(row.label)
+        budget = None if run_id is None else agents.budget(run_id)
+        return replace(row, budget=format_budget(budget)) if budget else row
 
     def cost_summary(self) -> CostSummary:
         """The combined cost of the lead and its agents (incomplete while usage is missing)."""
@@ -871,6 +879,7 @@ class CorralApp(AgentCommandsMixin, FavoritesMixin, App[int]):
             window=None if usage is None else usage.context_window,
             cost=self.cost_summary(),
             busy=not launched.agent.is_idle,
+            tree_budget=None if self.agents is None else self.agents.tree_budget(),
         )
 
 

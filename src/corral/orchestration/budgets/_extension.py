@@ -108,6 +108,8 @@ def budget_text(budget: Mapping[str, Any]) -> str:
         text += f", ${spend.get('costUsd', 0):,.2f}"
         if "costUsd" in limits:
             text += f" / ${limits['costUsd']:,.2f}"
+    if spend.get("estimatedRequests"):
+        text += f", {spend['estimatedRequests']} request(s) without usage counted at their estimate"
     if budget.get("exhausted"):
         text += f" (exhausted: {budget['exhausted']})"
     elif budget.get("noticed"):
@@ -216,7 +218,7 @@ class BudgetsExtension(HostExtension):
     def tree_line(self, lead_session_id: str) -> str | None:
         """`tree budget: 9,300 / 10,000 tok (exhausted: tree_tokens)` for a lead whose tree has a row."""
         tree = self.ledger.tree(lead_session_id)
-        if tree is None or (not tree.limits.any and not tree.spend.requests):
+        if tree is None or not tree.limits.any:
             return None
         line = f"tree budget: {spent_over_limit(tree.spend, tree.limits)}"
         if tree.limits.ms is not None and tree.started_at is not None:

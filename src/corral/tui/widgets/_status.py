@@ -61,7 +61,7 @@ PhraseStage = Literal["fading", "revealing", "shown"]
 
 
 class StatusFooter(Static):
-    """`model · thinking · ctx % · cost`, with warning classes at 75% and 90% context."""
+    """`model · thinking · ctx % · cost · tree budget`, with warning classes at 75% and 90% context."""
 
     def __init__(self) -> None:
         super().__init__("", id="footer")
@@ -69,6 +69,7 @@ class StatusFooter(Static):
         self.thinking = ""
         self.context_text = ""
         self.cost_text = ""
+        self.budget_text = ""
 
     def show(
         self,
@@ -79,8 +80,9 @@ class StatusFooter(Static):
         window: int | None,
         cost: CostSummary,
         busy: bool,
+        tree_budget: str | None = None,
     ) -> None:
-        """Render the footer."""
+        """Render the footer (`tree_budget`: the lead's agent tree's spend against its budget)."""
         self.model_ref = model_ref
         self.thinking = thinking
         self.context_text = format_context(percent, window)
@@ -94,6 +96,9 @@ class StatusFooter(Static):
         text.append(f" · thinking {thinking} · ")
         text.append(self.context_text, style={"ok": "", "warn": "yellow", "danger": "bold red"}[level])
         text.append(f" · {self.cost_text}")
+        self.budget_text = tree_budget or ""
+        if tree_budget:
+            text.append(f" · {tree_budget}", style="bold red" if "exhausted" in tree_budget else "")
         self.update(text)
 
 
@@ -301,6 +306,9 @@ def render_activity(
             text.append(f"  {'(' + row.definition + ')':<14} ", style="dim")
             text.append(f"{row.state:<9}", style=_STATE_STYLE.get(row.state, ""))
             text.append(f" {row.elapsed:>6}  {row.tokens:>6} tok")
+        if row.budget:
+            stopped = "✗" in row.budget
+            text.append(f"  budget {row.budget}", style=f"bold {palette.error}" if stopped else "dim")
         if row.stale and row.state not in ("quarantined",):
             text.append("  ⚠ stale", style=f"bold {palette.warning}")
         frame = None if frames is None else frames.get(row.key)
