@@ -318,3 +318,17 @@ def test_unpacking_a_corrupt_snapshot_fails_and_leaves_no_directory(repo: Path, 
         unpack(broken, _node(tmp_path))
     assert list(_node(tmp_path).iterdir()) == []
     assert isinstance(unpack(snapshot, _node(tmp_path)), Unpacked)
+
+
+def test_files_arrive_as_the_snapshots_blobs_even_where_gitattributes_would_convert_them(
+    repo: Path, tmp_path: Path
+) -> None:
+    (repo / ".gitattributes").write_text("*.id ident\n")
+    (repo / "version.id").write_text("$Id$\n")
+    git(repo, "add", "-A")
+    git(repo, "commit", "-q", "-m", "ident")
+    snapshot = take_snapshot(repo)
+    assert snapshot.attributes
+    unpacked = unpack(snapshot, _node(tmp_path))
+    assert (unpacked.root / "version.id").read_text() == "$Id$\n"  # not "$Id: <blob id> $"
+    assert collect_patch(unpacked).empty

@@ -136,6 +136,7 @@ def take_snapshot(cwd: Path, *, limit: int = SNAPSHOT_LIMIT_BYTES) -> Snapshot:
     tree = rev_parse(top, f"{base}^{{tree}}")
     objects = [tree]
     skipped: list[str] = []
+    attributes = False
     listing = git(top, "ls-tree", "-r", "-t", "-z", "--full-tree", tree).stdout
     for record in listing.split("\0"):
         if not record:
@@ -146,6 +147,7 @@ def take_snapshot(cwd: Path, *, limit: int = SNAPSHOT_LIMIT_BYTES) -> Snapshot:
             skipped.append(path)
         else:
             objects.append(oid)
+            attributes = attributes or path.rpartition("/")[2] == ".gitattributes"
     pack = git_bytes(top, "pack-objects", "--stdout", "-q", stdin="\n".join(objects).encode() + b"\n").stdout
     if len(pack) > limit:
         raise InvalidRequestError(
@@ -162,6 +164,7 @@ def take_snapshot(cwd: Path, *, limit: int = SNAPSHOT_LIMIT_BYTES) -> Snapshot:
         tree=tree,
         pack=pack,
         skipped=tuple(sorted(skipped)),
+        attributes=attributes,
     )
 
 
@@ -183,11 +186,13 @@ def unpack(snapshot: Snapshot, parent: Path) -> Unpacked:
             ("user.email", "corral@localhost"),
         ):
             git(root, "config", key, value)
-        (root / ".git" / "info").mkdir(exist_ok=True)
-        (root / ".git" / "info" / "attributes").write_text(_RAW_ATTRIBUTES)
+        if snapshot.attributes:  # matching attributes per path doubles the checkout: only when needed
+            (root / ".git" / "info").mkdir(exist_ok=True)
+            (root / ".git" / "info" / "attributes").write_text(_RAW_ATTRIBUTES)
         git_bytes(root, "index-pack", "--stdin", "--strict", stdin=snapshot.pack)
         git(root, "read-tree", snapshot.tree)
-        git(root, "checkout-index", "--all", "--force", "--quiet")
+        # Writing the files dominates; parallel checkout overlaps the writes (as worktrees do).
+        git(root, "-c", "checkout.workers=4", "checkout-index", "--all", "--force", "--quiet")
         git(root, "update-index", "-q", "--refresh", check=False)
         commit = git(
             root,

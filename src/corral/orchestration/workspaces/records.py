@@ -67,6 +67,8 @@ class Snapshot:
     """A git pack with the tree and every tree and blob under it."""
     skipped: tuple[str, ...] = ()
     """Submodules (gitlinks) that are not shipped: their directories arrive empty."""
+    attributes: bool = False
+    """Whether the tree holds `.gitattributes` files (the node then turns their conversions off)."""
 
 
 @dataclass(frozen=True, slots=True)
