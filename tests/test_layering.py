@@ -40,6 +40,7 @@ RANK = {
     "orchestration.store": 4.1,
     "orchestration.kernel": 4.2,
     "orchestration.host": 4.3,
+    "orchestration.ratelimits": 4.35,
     "orchestration.agents": 4.4,
     "orchestration.teams": 4.4,
     "orchestration.worktrees": 4.4,

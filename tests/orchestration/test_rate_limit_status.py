@@ -2,12 +2,14 @@
 
 A live agent's request is made to wait by the real limiter (its endpoint in a `Retry-After` window)
 with the agent loop's listener, as the HTTP transport does; every status view then says so:
-`get_agent_status` and the app's rows (teams), the `agent` tool's `list` and `inspect`.
+`get_agent_status` and the app's rows (teams), the `agent` tool's `list` and `inspect`, and
+`corral agents list`, whose host runs none of the agents and reads the wait from the store.
 """
 
 from __future__ import annotations
 
 import asyncio
+import io
 import re
 from collections.abc import AsyncIterator
 from contextlib import asynccontextmanager
@@ -15,6 +17,7 @@ from pathlib import Path
 
 import pytest
 
+from corral._cli._agents import agents_list
 from corral.agent import AgentSession
 from corral.llm import EndpointKey, HostRateLimiter, RateLimits, rate_limit_listener
 from corral.orchestration.surfaces import DelegateParams, InspectParams, ListParams
@@ -57,6 +60,15 @@ async def _waiting(agent: AgentSession) -> AsyncIterator[None]:
     assert agent.rate_limit_wait is None  # the wait ended with the request
 
 
+async def _agents_list(lead: AgentSession, *, teams: bool = False) -> str:
+    """`corral agents list` for `lead`: its own host over the same store, running none of the agents."""
+    if lead.session.path is None or not lead.session.path.exists():
+        await lead.prompt("hello")  # the session file is written with the first reply
+    out = io.StringIO()
+    await agents_list(cwd=lead.cwd, session=str(lead.session.path), as_json=False, out=out, teams=teams)
+    return out.getvalue()
+
+
 def _seconds(text: str) -> int:
     match = WAITING.search(text)
     assert match is not None, text
@@ -83,8 +95,11 @@ async def test_get_agent_status_and_the_apps_rows(tmp_path: Path) -> None:
             )
             assert row.status is not None
             assert team_detail(row.status, generation=row.generation) == "waiting (rate limit, 12s)"
+            shell = await _agents_list(env.lead, teams=True)
+            assert 28 <= _seconds(shell) <= 33 and shell.startswith("one\t")
         result = await env.teams.status(env.caller, "one")
         assert "rateLimit" not in result.details["agents"][0]
+        assert "rate limit" not in await _agents_list(env.lead, teams=True)
         await env.teams.stop_teammate(env.caller, "one", None)
 
 
@@ -103,5 +118,9 @@ async def test_the_agent_tools_list_and_inspect(tmp_path: Path) -> None:
             ).to_details()
             assert 28 <= _seconds(inspected["rate_limit"]) <= 33
             assert "model request: waiting (rate limit, " in render_inspect(inspected)
+            shell = await _agents_list(t.lead)
+            # (its state is the shell's guess for a run of another host; here that host is this process)
+            assert 28 <= _seconds(shell) <= 33 and shell.startswith(f"{record['agent']}\t")
         listed = (await t.controller.list(t.caller, ListParams())).to_details()
         assert "rate_limit" not in listed["agents"][0]
+        assert "rate limit" not in await _agents_list(t.lead)

@@ -241,7 +241,9 @@ def _team_line(snapshot: dict[str, Any]) -> str:
     fields = (
         snapshot["name"],
         snapshot.get("modelSlot") or snapshot.get("role") or "-",
-        snapshot.get("phase") or "-",
+        f"{snapshot.get('phase') or '-'}, {snapshot['rateLimit']}"
+        if snapshot.get("rateLimit")
+        else snapshot.get("phase") or "-",
         _when(snapshot),
         _outcome(snapshot),
         snapshot.get("runId") or "-",
@@ -293,7 +295,10 @@ def _line(record: dict[str, Any]) -> str:
     actions = ", ".join(record.get("available_actions") or []) or "none"
     label = record.get("agent") or "(unattributed)"
     parent = f" (under {record['parent_label']})" if record.get("parent_label") else ""
-    line = f"{label}{parent}\t{record.get('state')}\t{record.get('agent_definition', '')}\t{actions}"
+    state = record.get("state")
+    if record.get("rate_limit"):
+        state = f"{state}, {record['rate_limit']}"
+    line = f"{label}{parent}\t{state}\t{record.get('agent_definition', '')}\t{actions}"
     if record.get("budget"):
         from corral.orchestration.budgets import budget_text
 

@@ -35,6 +35,7 @@ from typing import Any, TextIO
 
 from corral import _tracing
 from corral.agent import (
+    AgentEvent,
     AgentSession,
     AgentSettledEvent,
     MessageEndEvent,
@@ -51,6 +52,7 @@ from corral.orchestration.errors import OrchestrationError
 from corral.orchestration.kernel._child import ManagedChild
 from corral.orchestration.kernel._files import FileLimits
 from corral.orchestration.kernel.records import AskRecord, GenerationRecord, RequestRecord
+from corral.orchestration.ratelimits import RateLimitsExtension
 from corral.orchestration.store._store import Store
 from corral.orchestration.surfaces import AskOwnerTool
 from corral.session import SessionManager
@@ -76,8 +78,13 @@ def _brief(text: str) -> str:
 class _Hooks:
     """Child hooks in a worker: the host discovers results and asks through the store."""
 
-    def __init__(self) -> None:
+    def __init__(self, rate_limits: RateLimitsExtension) -> None:
         self.child: ManagedChild | None = None
+        self.rate_limits = rate_limits
+
+    def agent_event(self, run_id: str, event: AgentEvent) -> None:
+        """Keep the run's rate-limit wait in the store, for the lead's status views."""
+        self.rate_limits.agent_event(run_id, event)
 
     def result_stored(self, run_id: str, request_id: str) -> None:
         """Nothing to do: the host polls for durable results."""
@@ -164,7 +171,7 @@ async def run_worker(run_id: str, store_path: Path, launch_path: Path, *, out: T
         registry = ModelRegistry(settings, cwd=cwd)
         session = SessionManager.open(Path(generation.session_path))
         try:
-            hooks = _Hooks()
+            hooks = _Hooks(RateLimitsExtension(store.db))
             inbox: Callable[[], None] | None = None
             if resume is not None:
                 child, inbox = await _resumed_child(

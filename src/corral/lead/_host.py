@@ -17,6 +17,7 @@ from corral.orchestration.agents._controller import Controller
 from corral.orchestration.budgets import BudgetsExtension
 from corral.orchestration.host._handoff import HandoffResult, handoff
 from corral.orchestration.host._host import Host
+from corral.orchestration.ratelimits import RateLimitsExtension
 from corral.orchestration.surfaces import SurfaceTools
 
 from ._ray_worker import RayWorker
@@ -37,6 +38,7 @@ class ComposedHost(Host):
         super().__init__(tools=SurfaceTools(self), **options)
         self.controller: Controller = Controller(self)
         """The nine `agent` actions over this host."""
+        self.add_extension(RateLimitsExtension(self.store.db, on_change=self.changed))
         self._teams: TeamsExtension | None = None
         self.budgets = BudgetsExtension(self)
         """Budgets of the lead's agent tree and of each agent (docs/fleet.md)."""

@@ -30,7 +30,7 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
 
-from corral.agent import AgentSession
+from corral.agent import AgentEvent, AgentSession
 from corral.llm import ModelRegistry
 from corral.orchestration.agents._delegation import ManagedAgentSpec, build_managed_agent
 from corral.orchestration.errors import OrchestrationError
@@ -85,6 +85,9 @@ class _Hooks:
 
     def result_failed(self, run_id: str, message: str) -> None:
         """Nothing: a result-error fact is in the outbox."""
+
+    def agent_event(self, run_id: str, event: AgentEvent) -> None:
+        """Nothing: a Ray agent's rate-limit waits are not reported to the host yet (docs/fleet.md)."""
 
 
 @dataclass

@@ -46,6 +46,7 @@ from corral.orchestration.kernel._files import prepare_files
 from corral.orchestration.kernel._lifecycle import AgentView, project_agents, resolve_ownership
 from corral.orchestration.kernel._transcript import read_transcript
 from corral.orchestration.kernel.records import GenerationRecord, RequestKind
+from corral.orchestration.ratelimits import stored_waits
 
 if TYPE_CHECKING:
     from corral.orchestration.agents.commands import (
@@ -185,23 +186,30 @@ class Controller:
                     for defn in roster.definitions
                     if defn.name in allowed and defn.enabled
                 ]
-            now_ms = int(time.time() * 1000)
-            records = [
-                self._live(
-                    record(view) | self.host.status_fields(view.generation.run_id),
-                    view.generation.run_id,
-                    now_ms,
-                )
-                for view in self.views(caller)
-            ]
+            views = self.views(caller)
+            waits = self._rate_limit_waits([view.generation for view in views])
+            records = [record(view) | self.host.status_fields(view.generation.run_id) for view in views]
+            for out, view in zip(records, views, strict=True):
+                if view.generation.run_id in waits:
+                    out["rate_limit"] = waits[view.generation.run_id]
             return ListResult(records, definitions, invalid)
 
-    def _live(self, out: dict[str, Any], run_id: str, now_ms: int) -> dict[str, Any]:
-        """`out` plus `rate_limit` (`waiting (rate limit, Ns)`) while this host's run of `run_id` waits for one."""
-        child = self.host.children.get(run_id)
-        wait = None if child is None else child.agent.rate_limit_wait
-        if wait is not None:
-            out["rate_limit"] = wait.describe(now_ms)
+    def _rate_limit_waits(self, generations: Sequence[GenerationRecord]) -> dict[str, str]:
+        """`waiting (rate limit, Ns)` by run id, for the active runs whose model request waits for the
+        endpoint's shared limiter: from memory for this host's runs, from the store for the others'."""
+        now_ms = int(time.time() * 1000)
+        out: dict[str, str] = {}
+        elsewhere: list[str] = []
+        for generation in generations:
+            if generation.phase != "active":
+                continue
+            child = self.host.children.get(generation.run_id)
+            if child is None:
+                elsewhere.append(generation.run_id)
+            elif (wait := child.agent.rate_limit_wait) is not None:
+                out[generation.run_id] = wait.describe(now_ms)
+        for run_id, stored in stored_waits(self.host.store.db, elsewhere).items():
+            out[run_id] = stored.describe(now_ms)
         return out
 
     # --- steer / interrupt / reply -----------------------------------------------------------------
@@ -403,8 +411,7 @@ class Controller:
                 raise TargetAmbiguousError(
                     "Inspection target changed during capture.", ids=self._ids(generation)
                 )
-            child = host.children.get(generation.run_id)
-            wait = None if child is None else child.agent.rate_limit_wait
+            wait = self._rate_limit_waits([generation]).get(generation.run_id)
             return InspectResult(
                 params.agent,
                 generation.definition,
@@ -414,7 +421,7 @@ class Controller:
                 output.truncated,
                 recent_output=output.text,
                 process=[{"pid": p.pid, "argv0": p.argv0, "cmdline": p.cmdline} for p in processes],
-                rate_limit=None if wait is None else wait.describe(captured_at),
+                rate_limit=wait,
             )
 
     async def transcript(self, caller: Caller, params: TranscriptParams) -> TranscriptResult:

@@ -33,7 +33,7 @@ from collections.abc import Callable, Coroutine, Iterable, Iterator, Sequence
 from pathlib import Path
 from typing import TYPE_CHECKING, Any, TypeVar
 
-from corral.agent import AgentSession, AgentSettledEvent
+from corral.agent import AgentEvent, AgentSession, AgentSettledEvent
 from corral.orchestration.definitions._roster import ModelNames, Roster, load_roster, model_names
 from corral.orchestration.errors import OrchestrationError
 from corral.orchestration.host._launch import Launcher
@@ -335,6 +335,11 @@ class Host:
         """Child hook: deliver the question to the owner."""
         self._spawn(self._deliver_ask(run_id, ask.ask_id))
         self.changed()
+
+    def agent_event(self, run_id: str, event: AgentEvent) -> None:
+        """Child hook: hand the agent's event to every extension."""
+        for extension in self.extensions:
+            extension.agent_event(run_id, event)
 
     def result_failed(self, run_id: str, message: str) -> None:
         """Child hook: the run's result could not be stored; warn (the run is then left unsettled)."""

@@ -23,7 +23,7 @@ from collections.abc import Mapping, Sequence
 from typing import TYPE_CHECKING, Protocol
 
 if TYPE_CHECKING:
-    from corral.agent import AgentSession, AgentTool
+    from corral.agent import AgentEvent, AgentSession, AgentTool
     from corral.orchestration.kernel._caller import Caller
     from corral.orchestration.kernel._child import ManagedChild
     from corral.orchestration.kernel.records import GenerationRecord, ResultRecord
@@ -97,6 +97,9 @@ class HostExtension:
 
     def polled(self) -> None:
         """One tick of the host's tmux watcher (work that tmux runs leave in the store)."""
+
+    def agent_event(self, run_id: str, event: AgentEvent) -> None:
+        """An event of run `run_id`'s agent session, as it happens (keep it cheap: every delta comes here)."""
 
 
 class ToolProvider(Protocol):

@@ -28,6 +28,7 @@ from typing import Protocol
 
 from corral import _tracing
 from corral.agent import (
+    AgentEvent,
     AgentSession,
     AgentSettledEvent,
     CompactionStartEvent,
@@ -79,6 +80,9 @@ class ChildHooks(Protocol):
 
     def result_failed(self, run_id: str, message: str) -> None:
         """No durable result could be written for the run (the store failed: a full disk); say so."""
+
+    def agent_event(self, run_id: str, event: AgentEvent) -> None:
+        """An event of the run's agent session, as it happens (the host hands it to its extensions)."""
 
 
 """Renders `ask_owner`'s question with its `files` (from the agent's cwd)."""
@@ -410,7 +414,8 @@ class ManagedChild:
                     found.append(ProcessEvidence(pid=process.pid, argv0=argv0, cmdline=cmdline))
         return found
 
-    def _on_event(self, event: object) -> None:
+    def _on_event(self, event: AgentEvent) -> None:
+        self.hooks.agent_event(self.run_id, event)
         if isinstance(event, MessageEndEvent) and isinstance(event.message, AssistantMessage):
             message = event.message
             if message.text.strip():

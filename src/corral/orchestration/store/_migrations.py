@@ -361,7 +361,14 @@ def _v9(conn: sqlite3.Connection) -> None:
     _schema_budgets.migrate(conn)
 
 
-MIGRATIONS: tuple[Migration, ...] = (_v1, _v2, _v3, _v4, _v5, _v6, _v7, _v8, _v9)
+def _v10(conn: sqlite3.Connection) -> None:
+    """Version 10: model requests waiting for their endpoint's shared rate limiter (`_schema_ratelimits.py`)."""
+    from corral.orchestration.store import _schema_ratelimits
+
+    _schema_ratelimits.migrate(conn)
+
+
+MIGRATIONS: tuple[Migration, ...] = (_v1, _v2, _v3, _v4, _v5, _v6, _v7, _v8, _v9, _v10)
 """Every step, in order; `MIGRATIONS[i]` takes version `i` to `i + 1`."""
 
 SCHEMA_VERSION = len(MIGRATIONS)

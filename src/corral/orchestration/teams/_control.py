@@ -25,6 +25,7 @@ from corral.llm import CustomMessage
 from corral.orchestration.errors import InvalidRequestError, OrchestrationError, TargetNotFoundError
 from corral.orchestration.kernel._caller import Caller
 from corral.orchestration.kernel._delivery import deliver_message
+from corral.orchestration.ratelimits import stored_waits
 from corral.orchestration.teams.roster._repository import TEAM_LEAD, normalize_claim_path
 from corral.orchestration.teams.roster.records import TEAM_MESSAGE_TYPE
 
@@ -478,6 +479,10 @@ class TeamControlMixin:
             snapshot["activeTool"] = status.active_tool
             if status.rate_limit is not None:
                 snapshot["rateLimit"] = status.rate_limit
+        elif generation is not None and generation.phase == "active":  # its run is in another process
+            stored = stored_waits(store.db, [member.run_id]).get(member.run_id)
+            if stored is not None:
+                snapshot["rateLimit"] = stored.describe(now)
             if status.interrupted:
                 snapshot["progress"] = "interrupted; waiting for a message"
         snapshot["phase"] = status.phase

@@ -1,0 +1,63 @@
+"""Rate-limit waits as a host extension: each run's `rate_limit_wait` events, kept in the store."""
+
+from __future__ import annotations
+
+from collections.abc import Callable, Sequence
+from typing import TYPE_CHECKING
+
+from corral.agent import RateLimitWaitEvent
+from corral.orchestration.host.ports import HostExtension
+
+from ._repository import RateLimitWaits
+from .records import RateLimitWaitRecord
+
+if TYPE_CHECKING:
+    from corral.agent import AgentEvent
+    from corral.orchestration.store._database import Database
+
+__all__ = ["RateLimitsExtension", "stored_waits"]
+
+
+class RateLimitsExtension(HostExtension):
+    """Keeps the store's `rate_limit_waits` current for the runs of this process."""
+
+    def __init__(self, db: Database, *, on_change: Callable[[], None] | None = None) -> None:
+        """Args:
+        db: The store's database.
+        on_change: Called when a run starts or stops waiting (the host's `changed`, so front ends refresh).
+        """
+        self.waits = RateLimitWaits(db)
+        self._on_change = on_change
+        self._waiting: set[str] = set()
+
+    def agent_event(self, run_id: str, event: AgentEvent) -> None:
+        """A run's agent started or stopped waiting for its endpoint's limiter: store it."""
+        if not isinstance(event, RateLimitWaitEvent):
+            return
+        if event.waiting and event.reason is not None:
+            self.waits.record(
+                RateLimitWaitRecord(run_id, event.endpoint, event.reason, event.since_ms, event.until_ms)
+            )
+            self._waiting.add(run_id)
+        elif run_id in self._waiting:
+            self._waiting.discard(run_id)
+            self.waits.clear(run_id)
+        else:
+            return
+        if self._on_change is not None:
+            self._on_change()
+
+    def released(self, run_id: str) -> None:
+        """The run ended: no wait of it remains."""
+        if run_id in self._waiting:
+            self._waiting.discard(run_id)
+            self.waits.clear(run_id)
+
+    def lost(self, run_id: str, reason: str) -> None:
+        """The run is gone from this process: no wait of it remains here."""
+        self.released(run_id)
+
+
+def stored_waits(db: Database, run_ids: Sequence[str]) -> dict[str, RateLimitWaitRecord]:
+    """The waits stored for `run_ids` (by this or another process)."""
+    return RateLimitWaits(db).for_runs(run_ids)
