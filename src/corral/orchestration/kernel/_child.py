@@ -24,7 +24,7 @@ import contextlib
 import json
 import time
 from collections.abc import Awaitable, Callable
-from typing import Protocol
+from typing import Literal, Protocol
 
 from corral import _tracing
 from corral.agent import (
@@ -47,7 +47,7 @@ from corral.orchestration.kernel.records import AckCode, AskRecord, GenerationRe
 from corral.orchestration.store._database import StoreError
 from corral.runtime import ProcessEvidence
 
-__all__ = ["ASK_OWNER_TOOL", "RETIRED_ENTRY", "ChildHooks", "ManagedChild"]
+__all__ = ["ASK_OWNER_TOOL", "RETIRED_ENTRY", "ChildHooks", "ManagedChild", "SettleOutcome", "SettlePolicy"]
 
 ASK_OWNER_TOOL = "ask_owner"
 RETIRED_ENTRY = "corral-agent-context-retired"
@@ -85,7 +85,43 @@ class ChildHooks(Protocol):
         """An event of the run's agent session, as it happens (the host hands it to its extensions)."""
 
 
-"""Renders `ask_owner`'s question with its `files` (from the agent's cwd)."""
+SettleOutcome = Literal["result", "again", "closed"]
+"""What `SettlePolicy.finish` decides: store the kernel's result (`result`), keep the assignment
+going (`again`: a prompt was sent or queued), or end without a result (`closed`: it was stored elsewhere)."""
+
+
+class SettlePolicy:
+    """How a child's assignment may end: the hooks a feature overrides (no-op defaults keep the kernel's rules).
+
+    The kernel's settle loop (`ManagedChild._settle`) keeps the assignment going until it may
+    finish; a feature adds its own reasons to wait, its own end (teams: a report instead of a
+    plain result), and hears when a run fails or begins to move. Teams supplies one
+    (`corral.orchestration.teams._member.TeamSettle`); every other child has the default.
+    """
+
+    def resumed(self, child: ManagedChild) -> None:
+        """A queued prompt is about to be sent: the run goes on."""
+
+    def closed(self, child: ManagedChild) -> bool:
+        """Whether the run already ended elsewhere (no result is stored by the kernel)."""
+        return False
+
+    def holds(self, child: ManagedChild) -> bool:
+        """Whether the run must keep waiting (for a message, for queued helpers) before it may finish."""
+        return False
+
+    async def finish(self, child: ManagedChild) -> SettleOutcome:
+        """The run may finish now; `result` lets the kernel store its last assistant text."""
+        return "result"
+
+    def run_failed(self, child: ManagedChild, reason: str) -> None:
+        """The run raised (after the kernel marked the generation lost)."""
+
+    def handoff_begun(self, child: ManagedChild) -> None:
+        """The run begins to move to another runtime (`ManagedChild.begin_handoff`)."""
+
+
+_DEFAULT_SETTLE = SettlePolicy()
 
 
 def _brief(text: str) -> str:
@@ -104,6 +140,8 @@ class ManagedChild:
         task: Its single `task` request.
         hooks: The host's callbacks.
         delegating: Whether it may delegate (the children gate applies).
+        context_retirement: Honour `contextRetirement` (threshold compaction retires the session).
+        settle: A feature's settle policy (`None`: the kernel's own rules).
     """
 
     def __init__(
@@ -116,8 +154,11 @@ class ManagedChild:
         hooks: ChildHooks,
         delegating: bool = False,
         context_retirement: bool = False,
+        settle: SettlePolicy | None = None,
     ) -> None:
         self.store = store
+        self.settle = settle or _DEFAULT_SETTLE
+        """How the assignment may end (`SettlePolicy`)."""
         self.context_retirement = context_retirement
         self.agent = agent
         self.generation = generation
@@ -166,6 +207,7 @@ class ManagedChild:
         """Stop at the next settle without a result (the run moves elsewhere); see `take_pending`."""
         self.handing_off = True
         self._wake.set()
+        self.settle.handoff_begun(self)
 
     def take_pending(self) -> list[str]:
         """Remove and return prompts not yet sent (an interrupt replacement, queued steers and replies)."""
@@ -181,7 +223,8 @@ class ManagedChild:
         """Acknowledge the task, work on it, and store its result.
 
         A moved run (`resume_prompt` set) does not acknowledge or resend the task: it prompts
-        `resume_prompt` once and goes on like any run.
+        `resume_prompt` once and goes on like any run. A run that raises is reported to the
+        settle policy (`SettlePolicy.run_failed`) once it has ended.
         """
         tracer = _tracing.active
         if tracer is None:
@@ -213,6 +256,13 @@ class ManagedChild:
 
     async def _run(self) -> None:
         try:
+            await self._assignment()
+        except Exception as exc:
+            self.settle.run_failed(self, f"the agent's run failed: {type(exc).__name__}: {exc}")
+            raise
+
+    async def _assignment(self) -> None:
+        try:
             if self.resume_prompt is None:
                 self.store.record_ack(self.run_id, self.task.request_id, accepted=True)
             self.acknowledged.set()
@@ -243,7 +293,10 @@ class ManagedChild:
             self.hooks.changed()
 
     async def _settle(self) -> bool:
-        """Keep the assignment going until it may finish; `False` if it ended elsewhere (closed)."""
+        """Keep the assignment going until it may finish; `False` if it ended elsewhere (closed).
+
+        The settle policy adds a feature's reasons to wait and decides how a finished run ends.
+        """
         while True:
             await self.agent.wait_for_idle()
             if self.handing_off:
@@ -255,19 +308,27 @@ class ManagedChild:
                 continue
             if self._queued:
                 self.waiting = False
+                self.settle.resumed(self)
                 await self.agent.prompt(self._queued.pop(0), streaming_behavior="steer")
                 continue
             generation = self.store.get_generation(self.run_id)
-            if generation is None or generation.phase != "active":
+            if generation is None or generation.phase != "active" or self.settle.closed(self):
                 return False
-            if self.store.pending_ask(self.run_id) is not None or self._children_unresolved():
+            if (
+                self.store.pending_ask(self.run_id) is not None
+                or self._children_unresolved()
+                or self.settle.holds(self)
+            ):
                 if not self.waiting:
                     self.waiting = True
                     self.hooks.changed()
                 self._wake.clear()
                 await self._wake.wait()
                 continue
-            return True
+            outcome = await self.settle.finish(self)
+            if outcome == "again":
+                continue
+            return outcome == "result"
 
     def _children_unresolved(self) -> bool:
         if not self.delegating:

@@ -31,7 +31,7 @@ import contextlib
 from typing import TYPE_CHECKING, Any, Protocol
 
 from corral.agent import AgentSession, RateLimitWaitEvent, ToolExecutionEndEvent, ToolExecutionStartEvent
-from corral.orchestration.kernel._child import ChildHooks, ManagedChild
+from corral.orchestration.kernel._child import ChildHooks, ManagedChild, SettleOutcome, SettlePolicy
 from corral.orchestration.kernel.records import GenerationRecord, RequestRecord
 from corral.orchestration.store._store import Store
 
@@ -40,7 +40,7 @@ if TYPE_CHECKING:
 
     from ._status import LivePhase
 
-__all__ = ["RECOVERY_PROMPT", "MemberPorts", "TeamChild"]
+__all__ = ["RECOVERY_PROMPT", "MemberPorts", "TeamChild", "TeamSettle"]
 
 RECOVERY_PROMPT = (
     "Your work ended without a final report. Do no more work now: call report_and_exit once with the "
@@ -67,8 +67,64 @@ class MemberPorts(Protocol):
         ...
 
 
+class TeamSettle(SettlePolicy):
+    """A teams run's settle policy (the kernel child's port): a report ends the run.
+
+    An accepted report closes it; an interrupt, or read helpers still queued, hold it; when it
+    may finish without a report it gets the one report-only recovery prompt, then its fallback
+    report is stored (`MemberPorts.finish_without_report`). A run that raised settles its group
+    slot; a run that begins to move stops taking direct messages.
+    """
+
+    def __init__(self, teams: MemberPorts) -> None:
+        self.teams = teams
+        self.child: TeamChild | None = None
+        """The run it governs (set by `TeamChild`)."""
+
+    def _run(self) -> TeamChild:
+        assert self.child is not None
+        return self.child
+
+    def resumed(self, child: ManagedChild) -> None:
+        """A queued message is sent: the run is no longer interrupted."""
+        self._run().interrupted = False
+
+    def closed(self, child: ManagedChild) -> bool:
+        """An accepted `report_and_exit` ended the run."""
+        return self._run().report_accepted
+
+    def holds(self, child: ManagedChild) -> bool:
+        """An interrupted run waits for a message; a nested parent waits for its queued helpers."""
+        run = self._run()
+        return run.interrupted or self.teams.pending_helpers(run)
+
+    async def finish(self, child: ManagedChild) -> SettleOutcome:
+        """The recovery prompt once, then the fallback report (a repair turn keeps the run going)."""
+        run = self._run()
+        if not run.recovery_sent and not run._ended_by_provider_error():
+            run.recovery_sent = True
+            await run.agent.prompt(RECOVERY_PROMPT, streaming_behavior="steer")
+            return "again"
+        if await self.teams.finish_without_report(run):
+            return "again"
+        return "closed"
+
+    def run_failed(self, child: ManagedChild, reason: str) -> None:
+        """A run that died without a report settles its group slot."""
+        self.teams.run_lost(self._run(), reason)
+
+    def handoff_begun(self, child: ManagedChild) -> None:
+        """New messages go to its store inbox (the worker's) from now on."""
+        self._run().close_messages()
+
+
 class TeamChild(ManagedChild):
-    """One teams agent's run (a runtime program)."""
+    """One teams agent's run (a runtime program).
+
+    It adds the teams verbs (`inject`, `interrupt`, `queue_prompt`, `phase`) and state to the
+    kernel's child; how the run may end is its `TeamSettle` policy, so it overrides none of the
+    kernel child's behaviour.
+    """
 
     def __init__(
         self,
@@ -82,9 +138,17 @@ class TeamChild(ManagedChild):
         teams: MemberPorts,
         delegating: bool = False,
     ) -> None:
+        settle = TeamSettle(teams)
         super().__init__(
-            store=store, agent=agent, generation=generation, task=task, hooks=hooks, delegating=delegating
+            store=store,
+            agent=agent,
+            generation=generation,
+            task=task,
+            hooks=hooks,
+            delegating=delegating,
+            settle=settle,
         )
+        settle.child = self
         self.member = member
         self.teams = teams
         self.report_accepted = False
@@ -101,42 +165,6 @@ class TeamChild(ManagedChild):
         self._tool_unsubscribe = agent.subscribe(self._on_tool_event)
 
     # --- the run --------------------------------------------------------------------------------
-
-    async def run(self) -> None:
-        """The managed child's run; a run that dies without a report settles its group slot."""
-        try:
-            await super().run()
-        except Exception as exc:
-            self.teams.run_lost(self, f"the agent's run failed: {type(exc).__name__}: {exc}")
-            raise
-
-    async def _settle(self) -> bool:
-        while True:
-            await self.agent.wait_for_idle()
-            if self.handing_off:
-                return False
-            if self._queued:
-                self.waiting = False
-                self.interrupted = False
-                await self.agent.prompt(self._queued.pop(0), streaming_behavior="steer")
-                continue
-            generation = self.store.get_generation(self.run_id)
-            if generation is None or generation.phase != "active" or self.report_accepted:
-                return False
-            if self.interrupted or self._children_unresolved() or self.teams.pending_helpers(self):
-                if not self.waiting:
-                    self.waiting = True
-                    self.hooks.changed()
-                self._wake.clear()
-                await self._wake.wait()
-                continue
-            if not self.recovery_sent and not self._ended_by_provider_error():
-                self.recovery_sent = True
-                await self.agent.prompt(RECOVERY_PROMPT, streaming_behavior="steer")
-                continue
-            if await self.teams.finish_without_report(self):
-                continue
-            return False
 
     def _ended_by_provider_error(self) -> bool:
         last = self._last_assistant()
@@ -203,11 +231,6 @@ class TeamChild(ManagedChild):
         """Give the agent `text` as its next prompt (a repair turn after plain-text reporting)."""
         self._queued.append(text)
         self._wake.set()
-
-    def begin_handoff(self) -> None:
-        """Stop at the next settle without a report; new messages go to its store inbox (the worker's)."""
-        super().begin_handoff()
-        self.close_messages()
 
     def close_messages(self) -> None:
         """Refuse further direct messages (the report was accepted, or teardown began)."""
