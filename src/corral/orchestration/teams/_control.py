@@ -1,4 +1,4 @@
-"""Teams status, control, messaging and file claims (the `Teams` mixin).
+"""Teams status, control, messaging and file claims (`TeamControl`, a service `Teams` composes).
 
 * **Teardown** (`teardown`, behind `stop_teammate` and same-name replacement):
   close the agent's message admission, stop its run within 2.5 s, then
@@ -18,9 +18,9 @@ from __future__ import annotations
 import asyncio
 import contextlib
 import time
+from collections.abc import Callable, Coroutine
 from typing import TYPE_CHECKING, Any, Literal, cast
 
-from corral.agent import AgentSession
 from corral.llm import CustomMessage
 from corral.orchestration.errors import InvalidRequestError, OrchestrationError, TargetNotFoundError
 from corral.orchestration.kernel._caller import Caller
@@ -44,7 +44,6 @@ from .results import (
 )
 
 if TYPE_CHECKING:
-    from corral.orchestration.host._host import Host
     from corral.orchestration.kernel.records import GenerationRecord
     from corral.orchestration.teams.commands import ReadInboxRequest, SendMessageRequest
     from corral.orchestration.teams.roster.records import (
@@ -53,13 +52,10 @@ if TYPE_CHECKING:
         TeamReportRecord,
     )
 
-    from ._capacity import CapacityController
     from ._member import TeamChild
-    from ._plans import _Live, _Prepared
-    from .groups._groups import CompletionGroups
-    from .repair._verification import Verifier
+    from ._plans import TeamContext, _Prepared
 
-__all__ = ["TEAM_MESSAGE_TYPE", "TEARDOWN_TIMEOUT_S", "TeamControlMixin", "member_message_text"]
+__all__ = ["TEAM_MESSAGE_TYPE", "TEARDOWN_TIMEOUT_S", "TeamControl", "member_message_text"]
 
 TEARDOWN_TIMEOUT_S = 2.5
 RECENT_COMPLETIONS = 20
@@ -70,22 +66,28 @@ def member_message_text(sender: str, summary: str | None, content: str) -> str:
     return f"Message from {sender}" + (f" ({summary})" if summary else "") + f":\n{content}"
 
 
-class TeamControlMixin:
-    """Status, control, messages and claims of `Teams`."""
+class TeamControl:
+    """Status, control, messages and claims of the teams core (one per `Teams`).
 
-    host: Host
-    live: dict[str, _Live]
-    pending: dict[tuple[str, str], tuple[Any, _Prepared]]
-    lead_sessions: dict[str, AgentSession]
-    groups: CompletionGroups
-    verifier: Verifier
+    Args:
+        context: What the teams services share.
+        deliver_group_wakes: Delivers a lead's owed completion-group wakes (`TeamReports`).
+    """
 
-    if TYPE_CHECKING:
-
-        async def deliver_group_wakes(self, lead_session_id: str) -> None: ...
-
-    def capacity(self, lead_session_id: str) -> CapacityController:  # pragma: no cover - in Teams
-        raise NotImplementedError
+    def __init__(
+        self,
+        context: TeamContext,
+        *,
+        deliver_group_wakes: Callable[[str], Coroutine[Any, Any, None]],
+    ) -> None:
+        self.host = context.host
+        self.live = context.live
+        self.pending = context.pending
+        self.lead_sessions = context.lead_sessions
+        self.groups = context.groups
+        self.verifier = context.verifier
+        self.capacity = context.capacity
+        self.deliver_group_wakes = deliver_group_wakes
 
     # --- helpers ---------------------------------------------------------------------------------
 

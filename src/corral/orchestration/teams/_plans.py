@@ -1,11 +1,16 @@
-"""The teams core's plans: a validated spawn waiting for admission, and a launched agent's in-memory facts.
+"""The teams core's plans and its shared context.
 
-Shared by the spawn path (`_teams.py`) and control (`_control.py`); kept apart so neither imports the other.
+A validated spawn waiting for admission (`_Prepared`), a launched agent's in-memory facts
+(`_Live`), and what the teams services share (`TeamContext`). Shared by the spawn path
+(`_teams.py`), control (`_control.py`) and reports (`reports/_team_reports.py`); kept apart so
+none of them imports another for its types.
 """
 
 from __future__ import annotations
 
+import asyncio
 import time
+from collections.abc import Callable
 from dataclasses import dataclass, field
 from pathlib import Path
 from typing import TYPE_CHECKING, Any, Literal
@@ -13,15 +18,19 @@ from typing import TYPE_CHECKING, Any, Literal
 if TYPE_CHECKING:
     from corral.agent import AgentSession
     from corral.agent.tools import ReadGuard
+    from corral.orchestration.host._host import Host
 
-    from ._capacity import Admission
+    from ._capacity import Admission, CapacityController, Reservation
     from ._member import TeamChild
     from ._tiers import Tier
+    from .checkpoints._checkpoints import Checkpoints
     from .checkpoints.records import CheckpointPolicy, CheckpointRecord
     from .checks._checks import CheckSpec
     from .checks._fingerprint import SourceFingerprint
+    from .groups._groups import CompletionGroups
+    from .repair._verification import Verifier
 
-__all__ = ["_Live", "_Prepared"]
+__all__ = ["TeamContext", "_Live", "_Prepared"]
 
 
 @dataclass(slots=True)
@@ -65,3 +74,27 @@ class _Live:
     context_path: Path | None = None
     source_before: SourceFingerprint | None = None
     parent_checkpoint: CheckpointRecord | None = None
+
+
+@dataclass(frozen=True, slots=True)
+class TeamContext:
+    """What the teams services share (one per host): the host, the runs and queue, the features.
+
+    `Teams` builds it and hands it to its services (`TeamControl`, `TeamReports`); the maps are
+    the same objects everywhere, so a run launched by the spawn path is live for control at once.
+    """
+
+    host: Host
+    capacity: Callable[[str], CapacityController]
+    """The team's capacity controller, by lead session id (made on first use)."""
+    live: dict[str, _Live]
+    """Launched agents by run id (until their generation is released)."""
+    pending: dict[tuple[str, str], tuple[Reservation, _Prepared]]
+    """Queued spawns by (lead session, name)."""
+    lead_sessions: dict[str, AgentSession]
+    """The leads that spawned here, by session id."""
+    groups: CompletionGroups
+    checkpoints: Checkpoints
+    verifier: Verifier
+    checkpoint_saves: dict[str, asyncio.Future[None]]
+    """Checkpoint saves in flight, by run."""

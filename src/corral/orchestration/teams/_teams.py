@@ -19,7 +19,9 @@ the teams contract around it:
   hidden `corral-team-report` message and finalizes the generation, which
   releases claims and the capacity slot.
 
-Status, control, messaging and claims are in `_team_control`.
+`Teams` composes two services over one `TeamContext` (`_plans.py`): status, control, messaging
+and claims are `TeamControl` (`_control.py`); reports, their checkpoints, grouped delivery and
+costs are `TeamReports` (`reports/_team_reports.py`).
 """
 
 from __future__ import annotations
@@ -59,10 +61,10 @@ from corral.orchestration.worktrees._extension import IsolationStage
 from corral.session import SessionManager
 
 from ._capacity import DEFAULT_LIMITS, Admission, CapacityController, Reservation
-from ._control import TeamControlMixin
+from ._control import TeamControl
 from ._errors import AdmissionCancelledError, TierModelError
 from ._member import TeamChild
-from ._plans import _Live, _Prepared
+from ._plans import TeamContext, _Live, _Prepared
 from ._tiers import TierFavorites, resolve_tier, resolve_tier_model
 from .checkpoints._checkpoints import Checkpoints
 from .checkpoints.records import (
@@ -76,7 +78,7 @@ from .checks._fingerprint import SourceFingerprint
 from .groups._groups import CompletionGroups
 from .repair._verification import Verifier
 from .reports._reports import team_name
-from .reports._team_reports import TeamReportsMixin
+from .reports._team_reports import TeamReports
 from .results import SpawnResult, SwarmFailure, SwarmResult
 
 if TYPE_CHECKING:
@@ -115,8 +117,14 @@ _SANDBOX_NOTE = " Your bash commands run in a read-only sandbox without network.
 _CAPACITY_KIND = {"read": "read", "write": "edit"}
 
 
-class Teams(TeamReportsMixin, TeamControlMixin):
-    """The teams surface's core (one per host)."""
+class Teams:
+    """The teams surface's core (one per host).
+
+    It spawns and launches (this class), and composes two services over one `TeamContext`:
+    `control` (`TeamControl`: messages, stop and interrupt, status, claims) and `reports`
+    (`TeamReports`: reports, checkpoints, grouped delivery, costs). Their public verbs are
+    reachable here too, the names the surfaces, the extension and the Python API call.
+    """
 
     def __init__(self, host: Host) -> None:
         self.host = host
@@ -135,6 +143,50 @@ class Teams(TeamReportsMixin, TeamControlMixin):
         self.checkpoint_saves: dict[str, asyncio.Future[None]] = {}
         """Checkpoint saves in flight, by run (`ensure_checkpoint`)."""
         self.verifier = Verifier(host.store, logs_dir=lambda lead: self.data_dir(lead) / "checks")
+        self.context = TeamContext(
+            host=host,
+            capacity=self.capacity,
+            live=self.live,
+            pending=self.pending,
+            lead_sessions=self.lead_sessions,
+            groups=self.groups,
+            checkpoints=self.checkpoints,
+            verifier=self.verifier,
+            checkpoint_saves=self.checkpoint_saves,
+        )
+        self.control = TeamControl(self.context, deliver_group_wakes=self._deliver_group_wakes)
+        self.reports = TeamReports(self.context, self.control)
+        # The services' verbs, by their public names.
+        control, reports = self.control, self.reports
+        self.child = control.child
+        self.notify_lead = control.notify_lead
+        self.notify_requester = control.notify_requester
+        self.deliver_lead_messages = control.deliver_lead_messages
+        self.send_message = control.send_message
+        self.read_inbox = control.read_inbox
+        self.teardown = control.teardown
+        self.run_lost = control.run_lost
+        self.stop_teammate = control.stop_teammate
+        self.interrupt_teammate = control.interrupt_teammate
+        self.status = control.status
+        self.snapshot = control.snapshot
+        self.agent_rows = control.agent_rows
+        self.check_teammate = control.check_teammate
+        self.claim_files = control.claim_files
+        self.release_files = control.release_files
+        self.list_file_claims = control.list_file_claims
+        self.record_report_acceptance = control.record_report_acceptance
+        self.submit_report = reports.submit_report
+        self.finish_without_report = reports.finish_without_report
+        self.ensure_checkpoint = reports.ensure_checkpoint
+        self.save_checkpoint = reports.save_checkpoint
+        self.deliver_grouped = reports.deliver_grouped
+        self.deliver_group_wakes = reports.deliver_group_wakes
+        self.recover_groups = reports.recover_groups
+        self.costs = reports.costs
+
+    async def _deliver_group_wakes(self, lead_session_id: str) -> None:
+        await self.reports.deliver_group_wakes(lead_session_id)
 
     # --- configuration -------------------------------------------------------------------------
 

@@ -1,4 +1,4 @@
-"""Teams reports and the Python API (the `Teams` mixin).
+"""Teams reports, checkpoints on report, grouped delivery and costs (`TeamReports`, a service `Teams` composes).
 
 * `submit_report` is `report_and_exit`: the first accepted report wins; it is
   stored in the same transaction that completes the generation, and the run
@@ -36,40 +36,34 @@ from corral.orchestration.worktrees._extension import worktrees_of
 from ._reports import report_id, report_result, task_id, team_name, write_report_markdown
 
 if TYPE_CHECKING:
-    from corral.orchestration.host._host import Host
     from corral.orchestration.kernel.records import ResultRecord
-    from corral.orchestration.teams._capacity import CapacityController
+    from corral.orchestration.teams._control import TeamControl
     from corral.orchestration.teams._member import TeamChild
-    from corral.orchestration.teams.checkpoints._checkpoints import Checkpoints
+    from corral.orchestration.teams._plans import TeamContext
     from corral.orchestration.teams.checkpoints.records import CheckpointRecord
-    from corral.orchestration.teams.commands import ReportSubmission, SpawnRequest
-    from corral.orchestration.teams.groups._groups import CompletionGroups
-    from corral.orchestration.teams.repair._verification import Verifier
-    from corral.orchestration.teams.roster.records import TeamMemberRecord
+    from corral.orchestration.teams.commands import ReportSubmission
 
-__all__ = ["TeamReportsMixin"]
+__all__ = ["TeamReports"]
 
 
-class TeamReportsMixin:
-    """Reports, the programmatic launch and costs of `Teams`."""
+class TeamReports:
+    """Reports, their checkpoints and grouped delivery, and costs of the teams core (one per `Teams`).
 
-    host: Host
-    pending: dict[tuple[str, str], Any]
-    groups: CompletionGroups
-    checkpoints: Checkpoints
-    verifier: Verifier
-    live: dict[str, Any]
-    checkpoint_saves: dict[str, asyncio.Future[None]]
+    Args:
+        context: What the teams services share.
+        control: The control service (teardown of a finished parent's helpers, lead notices).
+    """
 
-    if TYPE_CHECKING:
-
-        def capacity(self, lead_session_id: str) -> CapacityController: ...
-
-        async def teardown(self, member: TeamMemberRecord, *, reason: str) -> dict[str, Any]: ...
-
-        async def spawn(self, caller: Any, request: SpawnRequest) -> Any: ...
-
-        def notify_lead(self, lead_session_id: str, text: str) -> None: ...
+    def __init__(self, context: TeamContext, control: TeamControl) -> None:
+        self.host = context.host
+        self.pending = context.pending
+        self.groups = context.groups
+        self.checkpoints = context.checkpoints
+        self.verifier = context.verifier
+        self.live = context.live
+        self.checkpoint_saves = context.checkpoint_saves
+        self.capacity = context.capacity
+        self.control = control
 
     # --- reports -------------------------------------------------------------------------------
 
@@ -343,7 +337,7 @@ class TeamReportsMixin:
             )
         except Exception as exc:
             lead = record.lead_session_id
-            self.notify_lead(
+            self.control.notify_lead(
                 lead,
                 f"Checkpoint {record.result.get('checkpointId')} of agent {record.name} was not saved: {exc}",
             )
@@ -355,7 +349,7 @@ class TeamReportsMixin:
             if lead_id == lead and prepared.parent is parent:
                 self.capacity(lead).cancel_queued(name, reason=f"its parent {parent.label} finished")
         for helper in self.host.store.team_members(lead, parent_run_id=parent.run_id):
-            await self.teardown(helper, reason=f"parent {parent.label} finished")
+            await self.control.teardown(helper, reason=f"parent {parent.label} finished")
 
     # --- completion groups ---------------------------------------------------------------------
 
