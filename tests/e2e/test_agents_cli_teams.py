@@ -71,7 +71,8 @@ def _lead_id(env: Env) -> str:
 
 
 def _fields(stdout: str) -> dict[str, list[str]]:
-    rows = [line.split("\t") for line in stdout.splitlines()]
+    """The listing's rows by name (the tree's budget line that ends the listing left out)."""
+    rows = [line.split("\t") for line in stdout.splitlines() if not line.startswith("tree budget: ")]
     return {row[0]: row for row in rows}
 
 
@@ -91,7 +92,10 @@ def test_list_shows_reported_and_stopped_teams_agents_after_the_managed_ones(
 
     only_teams = corral("agents", "list")
     assert only_teams.returncode == 0, only_teams.stderr
-    rows = _fields(only_teams.stdout)
+    *listed, tree = only_teams.stdout.splitlines()
+    # The listing ends with the tree's spend (the lead's own spend beside it, not counted).
+    assert tree.startswith("tree budget: ") and "lead (not counted): " in tree
+    rows = _fields("\n".join(listed))
     assert list(rows) == ["style", "slow"]  # the reported agent, then the one that left without a report
     style, slow = rows["style"], rows["slow"]
     assert style[1:3] == ["read-review", "completed"]
@@ -106,7 +110,8 @@ def test_list_shows_reported_and_stopped_teams_agents_after_the_managed_ones(
     assert json.loads(corral("agents", "list", "--json").stdout) == []
     managed_agent(cli_env, lead, "scout", lost=True)
     both = corral("agents", "list")
-    lines = both.stdout.splitlines()
+    *lines, tree = both.stdout.splitlines()
+    assert tree.startswith("tree budget: ")
     assert lines[0].startswith("scout\tlost\tscout\t")
     assert [line.split("\t")[0] for line in lines[1:]] == ["style", "slow"]
     managed = json.loads(corral("agents", "list", "--json").stdout)
@@ -120,7 +125,8 @@ def test_list_shows_reported_and_stopped_teams_agents_after_the_managed_ones(
     assert by_name["style"]["modelSlot"] == "read-review" and by_name["style"]["outcome"] == "succeeded"
     assert by_name["style"]["summary"] == "wording clear" and by_name["style"]["runId"] == runs["style"]
     assert by_name["slow"]["phase"] == "stopped" and "reportId" not in by_name["slow"]
-    text_teams = corral("agents", "list", "--teams").stdout.splitlines()
+    *text_teams, tree = corral("agents", "list", "--teams").stdout.splitlines()
+    assert tree.startswith("tree budget: ")
     assert [line.split("\t")[0] for line in text_teams] == ["style", "slow"]
 
 
