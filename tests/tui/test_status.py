@@ -40,6 +40,16 @@ def test_context_warning_levels_and_cost_text() -> None:
     assert format_cost(CostSummary(0.0123, incomplete=True)) == "$0.012+ (incomplete)"
 
 
+def test_activity_row_shows_a_rate_limit_wait_instead_of_progress() -> None:
+    record = {"agent": "scout", "agent_definition": "scout", "state": "working"}
+    waiting = {**record, "rate_limit": "waiting (rate limit, 7s)"}
+    assert (
+        activity_row(waiting, started_at_ms=None, now_ms=0, progress="grep").progress
+        == "waiting (rate limit, 7s)"
+    )
+    assert activity_row(record, started_at_ms=None, now_ms=0, progress="grep").progress == "grep"
+
+
 def test_activity_row_from_a_list_record() -> None:
     row = activity_row(
         {"agent": "scout", "agent_definition": "scout", "state": "working", "tokens": 12_345, "stale": True},

@@ -192,7 +192,8 @@ def activity_row(
         record: One record of `controller.list(...).agents`.
         started_at_ms: When the generation started (Unix ms), for the elapsed time.
         now_ms: The current time (Unix ms).
-        progress: The latest progress line seen from the agent, if any.
+        progress: The latest progress line seen from the agent, if any (a `rate_limit` wait in the
+            record, `waiting (rate limit, Ns)`, is shown instead while it lasts).
     """
     elapsed = None if started_at_ms is None else max(0, now_ms - started_at_ms)
     return ActivityRow(
@@ -201,7 +202,7 @@ def activity_row(
         str(record.get("state", "unknown")),
         elapsed=format_elapsed(elapsed),
         tokens=format_tokens(record.get("tokens")),
-        progress=progress,
+        progress=str(record.get("rate_limit") or progress),
         stale=bool(record.get("stale", False)),
         budget=format_budget(record.get("budget")),
     )

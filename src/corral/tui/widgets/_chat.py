@@ -6,6 +6,7 @@ Cards only render; the app decides what to show by feeding them agent events.
 from __future__ import annotations
 
 import contextlib
+import time
 from collections.abc import Sequence
 from typing import Any, ClassVar
 
@@ -25,6 +26,7 @@ from corral.agent import (
     MessageEndEvent,
     MessageStartEvent,
     MessageUpdateEvent,
+    RateLimitWaitEvent,
     ToolExecutionEndEvent,
     ToolExecutionStartEvent,
     reply_note,
@@ -424,6 +426,8 @@ class ChatLog(VerticalScroll):
         self._tools: dict[str, ToolCard] = {}
         self.palette: ActivityPalette = DARK_DEFAULTS
         """The `activityColors` palette for team cards."""
+        self._rate_limit_since: int | None = None
+        """When the rate-limit wait last noted began (one notice per wait)."""
 
     def on_mount(self) -> None:
         # Anchored: stays at the bottom as cards arrive and grow, until the user
@@ -537,6 +541,11 @@ class ChatLog(VerticalScroll):
                 f"retrying in {seconds:g} s (attempt {event.attempt} of {event.max_attempts})",
                 kind="warning",
             )
+        elif isinstance(event, RateLimitWaitEvent):
+            if event.waiting and event.since_ms != self._rate_limit_since:
+                # Once per wait (its reason or expected end may change while it lasts).
+                self._rate_limit_since = event.since_ms
+                self.notice(f"{event.describe(int(time.time() * 1000))} at {event.endpoint}", kind="warning")
         elif isinstance(event, CompactionEndEvent) and event.error_message and not event.aborted:
             self.notice(f"compaction ({event.reason}) failed: {event.error_message}", kind="warning")
         elif isinstance(event, ToolExecutionStartEvent):
