@@ -190,3 +190,29 @@ def test_the_service_is_named_corral_unless_the_variables_name_it(monkeypatch: p
     monkeypatch.setenv("OTEL_SERVICE_NAME", "nightly")
     named = provider_from_env({"OTEL_TRACES_EXPORTER": "none", "OTEL_SERVICE_NAME": "nightly"})
     assert named.resource.attributes["service.name"] == "nightly"
+
+
+def test_a_written_line_is_exactly_the_spans_json_form(tmp_path: Path) -> None:
+    from corral._tracing._builtin import JsonLinesSink, span_json
+    from corral._tracing._records import SpanRecord
+
+    records = [
+        SpanRecord(
+            'chat "m"',
+            "a" * 32,
+            "b" * 16,
+            None,
+            1_700_000_000_123_456_789,
+            1_700_000_001_0,
+            {"ü": "é\n", "n": 1.5},
+        ),
+        SpanRecord("tool", "a" * 32, "c" * 16, "b" * 16, 5, 6, {"ok": False}, error='failed: "quoted"\nline'),
+    ]
+    sink = JsonLinesSink(tmp_path / "t.jsonl")
+    for record in records:
+        sink.export(record)
+    sink.close()
+    lines = [json.loads(line) for line in (tmp_path / "t.jsonl").read_text(encoding="utf-8").splitlines()]
+    assert lines == [span_json(record) for record in records]
+    assert lines[0]["start_time"] == "2023-11-14T22:13:20.123456Z"
+    assert lines[1]["status"] == {"status_code": "ERROR", "description": 'failed: "quoted"\nline'}

@@ -16,6 +16,12 @@ from corral._tracing._records import AttributeValue, Span, SpanRecord, SpanSink
 __all__ = ["BuiltinTracer", "JsonLinesSink", "MemorySink", "parse_traceparent", "span_json"]
 
 
+def _dumps(value: object) -> str:
+    import json
+
+    return json.dumps(value, ensure_ascii=False, separators=(",", ":"), default=str)
+
+
 def _iso(ns: int) -> str:
     """`ns` since the epoch as OpenTelemetry's JSON writes it (UTC, microseconds, `Z`)."""
     seconds, rest = divmod(ns, 1_000_000_000)
@@ -72,16 +78,22 @@ class JsonLinesSink:
         self._fd: int | None = os.open(path, os.O_WRONLY | os.O_CREAT | os.O_APPEND, 0o600)
 
     def export(self, record: SpanRecord) -> None:
-        """Write `record` as one line."""
-        self.write_line(span_json(record))
-
-    def write_line(self, data: Mapping[str, Any]) -> None:
-        """Write one JSON object as a line."""
-        import json
-
+        """Write `record` as one line (`span_json`'s object; only the name, the status and the
+        attributes go through the JSON encoder, the fixed parts are formatted)."""
         if self._fd is None:
             return
-        line = json.dumps(data, ensure_ascii=False, separators=(",", ":"), default=str) + "\n"
+        dumps = _dumps
+        status = '{"status_code":"UNSET"}'
+        if record.error is not None:
+            status = '{"status_code":"ERROR","description":' + dumps(record.error) + "}"
+        parent = "null" if record.parent_id is None else f'"0x{record.parent_id}"'
+        line = (
+            f'{{"name":{dumps(record.name)},"context":{{"trace_id":"0x{record.trace_id}",'
+            f'"span_id":"0x{record.span_id}","trace_state":"[]"}},"kind":"SpanKind.INTERNAL",'
+            f'"parent_id":{parent},"start_time":"{_iso(record.start_ns)}","end_time":"{_iso(record.end_ns)}",'
+            f'"status":{status},"attributes":{dumps(dict(record.attributes))},"events":[],"links":[],'
+            f'"resource":{{"attributes":{{"service.name":"corral"}},"schema_url":""}}}}\n'
+        )
         os.write(self._fd, line.encode("utf-8"))
 
     def close(self) -> None:
