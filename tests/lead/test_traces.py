@@ -14,7 +14,7 @@ import corral
 from corral import _tracing
 from tests.runtime._tmux_fixtures import kill_server, require_tmux
 
-from .conftest import WAIT, ApiEnv
+from .conftest import WAIT, ApiEnv, eventually
 
 pytest.importorskip("opentelemetry.sdk", reason="the corral[otel] extra is not installed")
 
@@ -166,6 +166,8 @@ async def test_a_tmux_worker_continues_the_trace_in_its_own_process(
     assert not any(s.name == "invoke_agent w1" for s in local)  # it ran in the worker's process
     call = _one(local, "execute_tool agent")
     assert call.context is not None
+    # The worker appends its spans from its own process when its agent's span ends.
+    await eventually(lambda: '"name":"invoke_agent w1"' in trace_file.read_text())
     lines = [json.loads(line) for line in trace_file.read_text().splitlines()]
     [worker] = [d for d in lines if d["name"] == "invoke_agent w1"]
     assert worker["attributes"]["corral.runtime"] == "tmux"

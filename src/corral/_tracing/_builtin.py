@@ -16,16 +16,27 @@ from corral._tracing._records import AttributeValue, Span, SpanRecord, SpanSink
 __all__ = ["BuiltinTracer", "JsonLinesSink", "MemorySink", "parse_traceparent", "span_json"]
 
 
-def _dumps(value: object) -> str:
-    import json
+_encoder: Any = None
 
-    return json.dumps(value, ensure_ascii=False, separators=(",", ":"), default=str)
+
+def _dumps(value: object) -> str:
+    global _encoder
+    if _encoder is None:
+        import json
+
+        _encoder = json.JSONEncoder(ensure_ascii=False, separators=(",", ":"), default=str)
+    return _encoder.encode(value)  # type: ignore[no-any-return]
+
+
+_second: list[Any] = [None, ""]
 
 
 def _iso(ns: int) -> str:
     """`ns` since the epoch as OpenTelemetry's JSON writes it (UTC, microseconds, `Z`)."""
     seconds, rest = divmod(ns, 1_000_000_000)
-    return time.strftime("%Y-%m-%dT%H:%M:%S", time.gmtime(seconds)) + f".{rest // 1000:06d}Z"
+    if _second[0] != seconds:  # spans end many to a second: format the second once
+        _second[0], _second[1] = seconds, time.strftime("%Y-%m-%dT%H:%M:%S", time.gmtime(seconds))
+    return f"{_second[1]}.{rest // 1000:06d}Z"
 
 
 def span_json(record: SpanRecord) -> dict[str, Any]:
@@ -66,16 +77,29 @@ class MemorySink:
         """Nothing to release."""
 
 
-class JsonLinesSink:
-    """Appends each finished span to a file as one JSON line (`0600`; several processes may append).
+FLUSH_S = 0.2
+"""Finished spans are written at least this often while spans end (and all at `close`)."""
+_FLUSH_BYTES = 64 * 1024
 
-    Each line is one `write` on an `O_APPEND` descriptor, so lines of concurrent writers (a host and
-    its tmux workers) do not interleave.
+
+class JsonLinesSink:
+    """Appends finished spans to a file, one JSON line each (`0600`; several processes may append).
+
+    Lines are buffered and written together — when an agent's span (`invoke_agent …`) ends, when a
+    span ends `FLUSH_S` after the last write, when 64 KiB are pending, and at `close` — each batch in one `write` on an `O_APPEND` descriptor, so
+    the lines of concurrent writers (a host and its tmux workers) do not interleave. A process killed
+    outright loses at most its last `FLUSH_S` of spans.
     """
 
     def __init__(self, path: Path) -> None:
+        import threading
+
         self.path = path
         self._fd: int | None = os.open(path, os.O_WRONLY | os.O_CREAT | os.O_APPEND, 0o600)
+        self._pending: list[str] = []
+        self._size = 0
+        self._written = time.monotonic()
+        self._lock = threading.Lock()
 
     def export(self, record: SpanRecord) -> None:
         """Write `record` as one line (`span_json`'s object; only the name, the status and the
@@ -94,13 +118,35 @@ class JsonLinesSink:
             f'"status":{status},"attributes":{dumps(dict(record.attributes))},"events":[],"links":[],'
             f'"resource":{{"attributes":{{"service.name":"corral"}},"schema_url":""}}}}\n'
         )
-        os.write(self._fd, line.encode("utf-8"))
+        with self._lock:
+            self._pending.append(line)
+            self._size += len(line)
+            if (
+                self._size >= _FLUSH_BYTES
+                or record.name.startswith("invoke_agent")  # an agent's spans are on disk when it ends
+                or time.monotonic() - self._written >= FLUSH_S
+            ):
+                self._flush()
+
+    def _flush(self) -> None:
+        if self._pending and self._fd is not None:
+            data = "".join(self._pending).encode("utf-8")
+            self._pending.clear()
+            self._size = 0
+            view = memoryview(data)
+            while view:
+                view = view[os.write(self._fd, view) :]
+        self._written = time.monotonic()
 
     def close(self) -> None:
-        """Close the file."""
-        if self._fd is not None:
-            os.close(self._fd)
-            self._fd = None
+        """Write what is pending and close the file."""
+        with self._lock:
+            if self._fd is not None:
+                try:
+                    self._flush()
+                finally:
+                    os.close(self._fd)
+                    self._fd = None
 
 
 _TRACE_FLAGS = "01"

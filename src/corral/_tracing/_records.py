@@ -12,7 +12,7 @@ AttributeValue = str | int | float | bool
 """A span attribute's value (OpenTelemetry's primitive types)."""
 
 
-@dataclass(frozen=True, slots=True)
+@dataclass(slots=True)
 class SpanRecord:
     """One finished span, as the sinks receive it."""
 
