@@ -216,3 +216,50 @@ def test_a_written_line_is_exactly_the_spans_json_form(tmp_path: Path) -> None:
     assert lines == [span_json(record) for record in records]
     assert lines[0]["start_time"] == "2023-11-14T22:13:20.123456Z"
     assert lines[1]["status"] == {"status_code": "ERROR", "description": 'failed: "quoted"\nline'}
+
+
+@pytest.mark.parametrize("backend", ["builtin", "otel"])
+def test_agents_of_several_parents_in_one_process_each_continue_their_own(backend: str) -> None:
+    memory = _tracing.MemorySink()
+    _tracing.setup(sinks=(memory,), otel_provider=_otel()[0] if backend == "otel" else None, environ=NO_OTEL)
+    carriers = []
+    for name in ("tool-a", "tool-b"):
+        with _tracing.span(name):
+            carriers.append(_tracing.current_carrier())
+    _tracing.shutdown()
+    # The worker process: tracing set up once, then each agent under its own carrier.
+    other = _tracing.MemorySink()
+    _tracing.setup(sinks=(other,), otel_provider=_otel()[0] if backend == "otel" else None, environ=NO_OTEL)
+
+    async def agent(name: str) -> None:
+        with _tracing.span(name):
+            await asyncio.sleep(0)
+
+    async def main() -> None:
+        tasks = []
+        for carrier, name in zip(carriers, ("agent-a", "agent-b"), strict=True):
+            with _tracing.under_carrier(carrier):
+                tasks.append(asyncio.ensure_future(agent(name)))
+        await asyncio.gather(*tasks)
+
+    asyncio.run(main())
+    tools = {s.name: s for s in memory.spans}
+    agents = {s.name: s for s in other.spans}
+    assert set(agents) == {"agent-a", "agent-b"}  # the remote parents themselves are never recorded
+    for tool, name in (("tool-a", "agent-a"), ("tool-b", "agent-b")):
+        assert (agents[name].trace_id, agents[name].parent_id) == (tools[tool].trace_id, tools[tool].span_id)
+
+
+def test_a_worker_sets_up_from_a_carrier_once_and_only_with_somewhere_to_write(tmp_path: Path) -> None:
+    carrier = _tracing.TraceCarrier(traceparent="00-" + "a" * 32 + "-" + "b" * 16 + "-01")
+    assert _tracing.setup_for(carrier) is None  # no file, no exporter: nothing to record into
+    unreachable = _tracing.TraceCarrier(carrier.traceparent, file=str(tmp_path / "not-here" / "t.jsonl"))
+    assert _tracing.setup_for(unreachable) is None  # another machine's path: left off, no error
+    reachable = _tracing.TraceCarrier(carrier.traceparent, file=str(tmp_path / "t.jsonl"))
+    tracer = _tracing.setup_for(reachable)
+    assert tracer is not None and _tracing.setup_for(reachable) is tracer  # once per process
+    with _tracing.under_carrier(reachable), _tracing.span("agent"):
+        pass
+    _tracing.shutdown()
+    [line] = [json.loads(line) for line in (tmp_path / "t.jsonl").read_text().splitlines()]
+    assert (line["context"]["trace_id"], line["parent_id"]) == ("0x" + "a" * 32, "0x" + "b" * 16)

@@ -48,9 +48,11 @@ __all__ = [
     "otel_requested",
     "resume",
     "setup",
+    "setup_for",
     "shutdown",
     "span",
     "span_json",
+    "under_carrier",
 ]
 
 # What an import of this package loads is only this file (no class of the recorder, no dataclass):
@@ -194,6 +196,54 @@ def model_instrumentation() -> TracerProvider | None:
     """The `TracerProvider` pydantic-ai should instrument model requests with, or `None` (not asked
     for, or the built-in recorder is in use)."""
     return _otel_provider if _pydantic_ai and active is not None else None
+
+
+class under_carrier:
+    """Make a carrier's span current for a `with` block, so what it starts (a task: `create_task`
+    copies the context) continues that trace: a process running agents of several parents (a Ray
+    worker) uses this per agent instead of `resume`. Tracing must be set up in this process already
+    (`setup_for(carrier)`); nothing happens while it is off or without a carrier."""
+
+    __slots__ = ("_carrier", "_token", "_tracer")
+
+    def __init__(self, carrier: TraceCarrier | None) -> None:
+        self._carrier = carrier
+        self._tracer: Tracer | None = None
+        self._token: object = None
+
+    def __enter__(self) -> None:
+        tracer = active
+        if tracer is None or self._carrier is None:
+            return
+        from corral._tracing._builtin import parse_traceparent
+
+        ids = parse_traceparent(self._carrier.traceparent)
+        if ids is None:
+            return
+        self._tracer = tracer
+        self._token = tracer.activate(tracer.remote(*ids))
+
+    def __exit__(self, *exc: object) -> None:
+        if self._tracer is not None:
+            self._tracer.deactivate(self._token)
+            self._tracer = None
+
+
+def setup_for(carrier: TraceCarrier | None) -> Tracer | None:
+    """Turn tracing on in a long-lived worker process for a carrier's trace, once (no process-wide
+    parent: each agent runs `under_carrier` its own). The trace file is used when this machine can
+    append to it (else only the `OTEL_*` exporters, if any); a failure leaves tracing off."""
+    if carrier is None or active is not None:
+        return active
+    for key, value in carrier.otel_env.items():
+        os.environ.setdefault(key, value)
+    file = None if carrier.file is None else Path(carrier.file)
+    if file is not None and not file.parent.is_dir():
+        file = None
+    try:
+        return setup(file=file, environ=carrier.otel_env)
+    except (OSError, ImportError, ValueError):
+        return None
 
 
 class span:

@@ -232,21 +232,27 @@ class BuiltinTracer:
 
     def __init__(self, sinks: tuple[SpanSink, ...], remote: tuple[str, str] | None) -> None:
         self.sinks = sinks
-        self.remote = remote
+        self.parent = remote
 
     def start(self, name: str, attributes: Mapping[str, AttributeValue], parent: Span | None = None) -> Span:
         if not isinstance(parent, _BuiltinSpan):
             parent = _current.get()
         if parent is not None:
             trace_id, parent_id = parent.trace_id, parent.span_id
-        elif self.remote is not None:
-            trace_id, parent_id = self.remote
+        elif self.parent is not None:
+            trace_id, parent_id = self.parent
         else:
             trace_id, parent_id = f"{random.getrandbits(128) or 1:032x}", None
         return _BuiltinSpan(name, trace_id, parent_id, attributes, self.sinks)
 
     def current(self) -> Span | None:
         return _current.get()
+
+    def remote(self, trace_id: str, span_id: str) -> Span:
+        span = _BuiltinSpan("remote", trace_id, None, {}, ())
+        span.span_id = span_id
+        span.ended = True  # never exported
+        return span
 
     def activate(self, span: Span) -> object:
         assert isinstance(span, _BuiltinSpan)
@@ -259,8 +265,8 @@ class BuiltinTracer:
         span = _current.get()
         if span is not None:
             return f"00-{span.trace_id}-{span.span_id}-{_TRACE_FLAGS}"
-        if self.remote is not None:
-            return f"00-{self.remote[0]}-{self.remote[1]}-{_TRACE_FLAGS}"
+        if self.parent is not None:
+            return f"00-{self.parent[0]}-{self.parent[1]}-{_TRACE_FLAGS}"
         return None
 
     def shutdown(self) -> None:

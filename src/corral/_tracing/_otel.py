@@ -155,6 +155,15 @@ class OtelTracer:
             context = self._remote
         return _OtelSpan(self._tracer.start_span(name, context=context, attributes=attributes))
 
+    def remote(self, trace_id: str, span_id: str) -> Span:
+        parent = SpanContext(
+            trace_id=int(trace_id, 16),
+            span_id=int(span_id, 16),
+            is_remote=True,
+            trace_flags=TraceFlags(TraceFlags.SAMPLED),
+        )
+        return _OtelSpan(NonRecordingSpan(parent))
+
     def current(self) -> Span | None:
         span = trace.get_current_span()
         return _OtelSpan(span) if span.get_span_context().is_valid else None

@@ -62,6 +62,9 @@ class Tracer(Protocol):
     def current(self) -> Span | None:
         """The current span of this context (`None`: none)."""
 
+    def remote(self, trace_id: str, span_id: str) -> Span:
+        """A span of another process (never recorded here) to start spans under or make current."""
+
     def activate(self, span: Span) -> object:
         """Make `span` current in this context; the token for `deactivate`."""
 

@@ -30,6 +30,7 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
 
+from corral import _tracing
 from corral.agent import AgentEvent, AgentSession
 from corral.llm import ModelRegistry
 from corral.orchestration.agents._delegation import ManagedAgentSpec, build_managed_agent
@@ -167,7 +168,9 @@ class RayWorker:
         except BaseException:
             session.close()
             raise
-        task = asyncio.get_running_loop().create_task(child.run(), name=f"corral-agent-{child.label}")
+        _tracing.setup_for(launch.trace)
+        with _tracing.under_carrier(launch.trace):  # the agent's spans continue the host's trace
+            task = asyncio.get_running_loop().create_task(child.run(), name=f"corral-agent-{child.label}")
         task.add_done_callback(lambda t: None if t.cancelled() else t.exception())
         self.runs[run_id] = _Run(child, store, session, task)
         acked = asyncio.ensure_future(child.acknowledged.wait())

@@ -20,12 +20,14 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import TYPE_CHECKING, Protocol
 
+from corral import _tracing
 from corral.orchestration.errors import InternalFailureError, OrchestrationError, PaneNotReadyError
 from corral.orchestration.kernel._faults import fault_point
 from corral.orchestration.kernel.records import GenerationRecord, RequestRecord
 from corral.runtime import LaunchSpec, RemoteLaunch, RuntimeError_
 
 if TYPE_CHECKING:
+    from corral._tracing import TraceCarrier
     from corral.orchestration.store._store import Store
     from corral.runtime import RuntimeHandle, Runtimes
     from corral.session import SessionManager
@@ -62,6 +64,8 @@ class RayLaunch:
     """The session file's name (the worker keeps its copy under this name)."""
     session_bytes: bytes
     """The session file as the host flushed it (header and entries so far)."""
+    trace: TraceCarrier | None = None
+    """The trace to continue on the worker (the tool call that starts the agent), while tracing is on."""
 
     @property
     def launch(self) -> Mapping[str, object]:
@@ -108,6 +112,7 @@ async def start_on_ray(
             settings_json=host.settings.model_dump_json(),
             session_name=path.name,
             session_bytes=data,
+            trace=_tracing.current_carrier(),
         )
         handle = await host.runtime.start(
             LaunchSpec(
