@@ -13,12 +13,13 @@ from pathlib import Path
 import pytest
 
 from corral import _tracing
+from tests.otel_extra import require_otel
 
-pytest.importorskip("opentelemetry.sdk", reason="the corral[otel] extra is not installed")
+require_otel()
 
-from opentelemetry.sdk.trace import TracerProvider
-from opentelemetry.sdk.trace.export import SimpleSpanProcessor
-from opentelemetry.sdk.trace.export.in_memory_span_exporter import InMemorySpanExporter
+from opentelemetry.sdk.trace import TracerProvider  # noqa: E402
+from opentelemetry.sdk.trace.export import SimpleSpanProcessor  # noqa: E402
+from opentelemetry.sdk.trace.export.in_memory_span_exporter import InMemorySpanExporter  # noqa: E402
 
 NO_OTEL: dict[str, str] = {}
 

@@ -12,6 +12,8 @@ from pathlib import Path
 
 import pytest
 
+from tests.otel_extra import require_otel
+
 from .conftest import Env, RunCorral
 
 TEAM = """
@@ -120,7 +122,7 @@ def test_a_trace_path_that_cannot_be_written_is_refused_before_the_run(env: Env,
 def test_opentelemetry_asked_for_with_an_unknown_exporter_is_a_usage_error(
     env: Env, corral: RunCorral
 ) -> None:
-    pytest.importorskip("opentelemetry.sdk", reason="the corral[otel] extra is not installed")
+    require_otel(module_level=False)
     done = corral("run", "--model", "scripted/team", "-p", "count", env={"OTEL_TRACES_EXPORTER": "bogus"})
     assert done.returncode == 2
     assert "use otlp, console or none" in done.stderr and len(done.stderr.strip().splitlines()) == 1

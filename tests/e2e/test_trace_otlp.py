@@ -9,13 +9,13 @@ from http.server import BaseHTTPRequestHandler, ThreadingHTTPServer
 
 import pytest
 
+from tests.otel_extra import require_otel
+
 from .conftest import Env, RunCorral
 
-pytest.importorskip(
-    "opentelemetry.exporter.otlp.proto.http", reason="the corral[otel] extra is not installed"
-)
+require_otel("opentelemetry.exporter.otlp.proto.http")
 
-from opentelemetry.proto.collector.trace.v1.trace_service_pb2 import ExportTraceServiceRequest
+from opentelemetry.proto.collector.trace.v1.trace_service_pb2 import ExportTraceServiceRequest  # noqa: E402
 
 SCRIPT = """
 steps:

@@ -12,15 +12,16 @@ import pytest
 
 import corral
 from corral import _tracing
+from tests.otel_extra import require_otel
 from tests.runtime._tmux_fixtures import kill_server, require_tmux
 
 from .conftest import WAIT, ApiEnv, eventually
 
-pytest.importorskip("opentelemetry.sdk", reason="the corral[otel] extra is not installed")
+require_otel()
 
-from opentelemetry.sdk.trace import ReadableSpan, TracerProvider
-from opentelemetry.sdk.trace.export import SimpleSpanProcessor
-from opentelemetry.sdk.trace.export.in_memory_span_exporter import InMemorySpanExporter
+from opentelemetry.sdk.trace import ReadableSpan, TracerProvider  # noqa: E402
+from opentelemetry.sdk.trace.export import SimpleSpanProcessor  # noqa: E402
+from opentelemetry.sdk.trace.export.in_memory_span_exporter import InMemorySpanExporter  # noqa: E402
 
 AGENT_STEPS = [{"tool_calls": [{"name": "ls", "args": {}}]}, {"text": "agent result"}]
 

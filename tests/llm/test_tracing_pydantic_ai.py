@@ -12,15 +12,16 @@ from corral import _tracing
 from corral.agent import AgentSession
 from corral.llm._providers import create_provider_model
 from corral.session import SessionManager
+from tests.otel_extra import require_otel
 
 from ._provider_contract import make_info
 from .fake_server import FakeProviderServer
 
-pytest.importorskip("opentelemetry.sdk", reason="the corral[otel] extra is not installed")
+require_otel()
 
-from opentelemetry.sdk.trace import ReadableSpan, TracerProvider
-from opentelemetry.sdk.trace.export import SimpleSpanProcessor
-from opentelemetry.sdk.trace.export.in_memory_span_exporter import InMemorySpanExporter
+from opentelemetry.sdk.trace import ReadableSpan, TracerProvider  # noqa: E402
+from opentelemetry.sdk.trace.export import SimpleSpanProcessor  # noqa: E402
+from opentelemetry.sdk.trace.export.in_memory_span_exporter import InMemorySpanExporter  # noqa: E402
 
 
 @pytest.fixture

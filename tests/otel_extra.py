@@ -1,0 +1,20 @@
+"""The traces' tests need the `corral[otel]` extra: without it they skip locally, and fail under
+`CI=true` (`make test` installs it)."""
+
+from __future__ import annotations
+
+import importlib
+import os
+
+import pytest
+
+
+def require_otel(module: str = "opentelemetry.sdk", *, module_level: bool = True) -> None:
+    """Skip (outside CI only) when `module` of the otel extra cannot be imported."""
+    try:
+        importlib.import_module(module)
+    except ImportError as exc:
+        reason = f"the corral[otel] extra is not installed ({exc})"
+        if os.environ.get("CI") == "true":
+            pytest.fail(f"{reason}; the traces' tests must run in CI (make test installs it)", pytrace=False)
+        pytest.skip(reason, allow_module_level=module_level)
