@@ -140,3 +140,83 @@ async def test_on_a_snapshot_the_write_agents_patch_lands_and_a_conflicting_one_
 
     assert refused.kind == "conflict" and [p.path for p in refused.problems] == ["app.py"]
     assert {p.name: p.read_bytes() for p in repo.iterdir() if p.is_file()} == before
+
+
+# --- the Ray runtime: a worker hosts an agent only on a node that shares its workspace ---------------
+
+
+@pytest.fixture
+def env(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> Path:
+    from tests.orchestration._host_helpers import prepare_env
+
+    prepare_env(tmp_path, monkeypatch)
+    agents = tmp_path / "config" / "agents"
+    agents.mkdir(parents=True, exist_ok=True)
+    (agents / "builder.md").write_text(
+        "---\nname: builder\ndescription: Runs commands.\ntools: [read, bash]\n---\nRun what you are asked.\n"
+    )
+    make_repo(tmp_path / "work", {"app.py": "a = 1\n"})
+    return tmp_path
+
+
+def _ray_settings(cluster: RayTestCluster) -> object:
+    import uuid
+
+    from corral.settings import RaySettings, Settings
+
+    ray_config = RaySettings(
+        address=cluster.address, namespace=f"t-{uuid.uuid4().hex[:8]}", num_cpus=0.1, agents_per_worker=4
+    )
+    return Settings(runtime="ray", ray=ray_config)
+
+
+LEAD = {"steps": [{"text": "noted"}], "on_exhausted": "repeat_last"}
+
+
+async def test_a_ray_agent_works_in_place_in_a_git_workspace_its_node_shares(
+    env: Path, ray_cluster: RayTestCluster
+) -> None:
+    from corral.orchestration import RESULT_TYPE
+    from corral.orchestration.surfaces import DelegateParams
+    from tests.orchestration._host_helpers import team, write_script
+
+    agent = [
+        {"tool_calls": [{"name": "bash", "args": {"command": "echo b = 2 >> app.py"}}]},
+        {"text": "Edited."},
+    ]
+    write_script(env, "team", {**LEAD, "agents": {"*": agent}})
+    async with team(env, "team", settings=_ray_settings(ray_cluster)) as t:
+        await t.controller.delegate(t.caller, DelegateParams(definition="builder", task="Edit"))
+        await t.quiet()
+        assert ["Edited." in str(r["content"]) for r in t.lead_entries(RESULT_TYPE)] == [True]
+    assert (env / "work" / "app.py").read_text() == "a = 1\nb = 2\n"  # in place: the edit is the workspace's
+
+
+async def test_a_node_that_does_not_share_the_workspace_refuses_the_agent_and_nothing_starts(
+    env: Path, ray_cluster: RayTestCluster, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    import dataclasses
+
+    import corral.orchestration.workspaces as workspaces
+    from corral.orchestration.errors import PaneNotReadyError
+    from corral.orchestration.surfaces import DelegateParams
+    from tests.orchestration._host_helpers import team, write_script
+
+    real = workspaces.identify
+
+    def another_checkout(cwd: Path, *, tree: bool = True) -> object:
+        # The lead's checkout is at another commit than the node's (only the lead's view is faked;
+        # the check itself runs in the worker process on the node, against the real repository).
+        return dataclasses.replace(real(cwd, tree=tree), head="0" * 40)
+
+    monkeypatch.setattr(workspaces, "identify", another_checkout)
+    write_script(env, "team", {**LEAD, "agents": {"*": [{"text": "never"}]}})
+    async with team(env, "team", settings=_ray_settings(ray_cluster)) as t:
+        with pytest.raises(
+            PaneNotReadyError, match=r"not shared with node .*HEAD of .* on this node"
+        ) as caught:
+            await t.controller.delegate(t.caller, DelegateParams(definition="builder", task="Edit"))
+        assert caught.value.rollback_occurred
+        assert "mount it at the same path" in str(caught.value)
+        assert t.host.store.generations() == ()
+    assert git(env / "work", "status", "--porcelain") == ""

@@ -41,6 +41,7 @@ from corral.orchestration.kernel._files import FileLimits, prepare_files
 from corral.orchestration.kernel._remote import HostView, Pulled, RemoteStore
 from corral.orchestration.kernel.records import AskRecord, RequestRecord
 from corral.orchestration.surfaces import AskOwnerTool
+from corral.orchestration.workspaces import WorkspaceIdentity, check_shared
 from corral.session import SessionManager
 from corral.settings import Settings
 
@@ -125,7 +126,8 @@ class RayWorker:
         return {**self._place(), "runs": sorted(self.runs)}
 
     async def start(self, launch: RayLaunch) -> dict[str, Any] | None:
-        """Start one agent and return once it acknowledged its task (`None`: no free slot).
+        """Start one agent and return once it acknowledged its task (`None`: no free slot;
+        `{"refused": why}`: this node does not share the agent's workspace).
 
         Starting a run it already holds returns its place again (a retried launch).
         """
@@ -140,6 +142,9 @@ class RayWorker:
             raise ValueError(f"agent {launch.generation.label} cannot run on a Ray worker (no agent spec)")
         spec = ManagedAgentSpec.from_json(dict(described["spec"]))  # type: ignore[call-overload]
         context_retirement = bool(described.get("contextRetirement", True))
+        refused = await self._workspace_refusal(described.get("workspace"))
+        if refused is not None:
+            return {"refused": refused}
         cwd = Path(launch.generation.cwd)
         path = self.folder / f"{run_id}-{launch.session_name}"
         fd = os.open(path, os.O_WRONLY | os.O_CREAT | os.O_TRUNC, 0o600)
@@ -179,6 +184,19 @@ class RayWorker:
         for waiter in (acked, ended):
             waiter.cancel()
         return self._place()
+
+    async def _workspace_refusal(self, workspace: object) -> str | None:
+        """Why this node cannot host an agent in the lead's workspace, or `None` (it shares it)."""
+        if not isinstance(workspace, dict):
+            return None
+        check = await asyncio.to_thread(check_shared, WorkspaceIdentity.from_json(workspace))
+        if check.shared:
+            return None
+        return (
+            f"the agent's workspace is not shared with node {socket.gethostname()}: {check.reason}; "
+            "mount it at the same path with the same checkout on the Ray nodes "
+            "(corral does not ship workspace snapshots to Ray workers yet)"
+        )
 
     # --- the host's port ---------------------------------------------------------------------------
 

@@ -274,6 +274,8 @@ class RayRuntime:
                 ) from None
             if taken is None:
                 continue  # full
+            if "refused" in taken:  # the node cannot host it (its workspace is not shared there)
+                raise RuntimeError_(str(taken["refused"]))
             place = WorkerPlace(
                 actor=name,
                 node_id=str(taken["node_id"]),

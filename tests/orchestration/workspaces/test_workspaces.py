@@ -4,6 +4,7 @@ patch → apply, conflicts and claims refused whole with the workspace unchanged
 from __future__ import annotations
 
 import hashlib
+import json
 import os
 import pickle
 from pathlib import Path
@@ -332,3 +333,13 @@ def test_files_arrive_as_the_snapshots_blobs_even_where_gitattributes_would_conv
     unpacked = unpack(snapshot, _node(tmp_path))
     assert (unpacked.root / "version.id").read_text() == "$Id$\n"  # not "$Id: <blob id> $"
     assert collect_patch(unpacked).empty
+
+
+def test_the_quick_identity_compares_path_and_head_only_and_survives_json(repo: Path) -> None:
+    quick = identify(repo, tree=False)
+    assert quick.tree is None and quick.head == git(repo, "rev-parse", "HEAD").strip()
+    assert type(quick).from_json(json.loads(json.dumps(quick.to_json()))) == quick
+    (repo / "notes.txt").write_text("uncommitted changes are not compared\n")
+    assert check_shared(quick).shared
+    git(repo, "commit", "-q", "--allow-empty", "-m", "moved")
+    assert "HEAD" in check_shared(quick).reason

@@ -579,8 +579,16 @@ class _ManagedSteps(LaunchSteps):
             self.host.install_surfaces(child.agent, caller, ("agent",))
 
     def worker_launch(self, recorded: Recorded) -> Mapping[str, object]:
-        """The worker rebuilds the agent from its spec."""
-        return {"spec": self._spec(recorded).to_json(), "contextRetirement": self.host.context_retirement}
+        """The worker rebuilds the agent from its spec; a remote worker first checks that its node
+        shares the agent's workspace (`workspace`: the cwd's path, git top and HEAD)."""
+        from corral.orchestration.workspaces import identify
+
+        workspace = identify(Path(recorded.generation.cwd), tree=False)
+        return {
+            "spec": self._spec(recorded).to_json(),
+            "contextRetirement": self.host.context_retirement,
+            "workspace": workspace.to_json(),
+        }
 
 
 def _startup_s(timeout_ms: int | None) -> float:

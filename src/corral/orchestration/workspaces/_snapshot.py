@@ -60,14 +60,22 @@ def _git_top(cwd: Path) -> Path | None:
     return top
 
 
-def identify(cwd: Path) -> WorkspaceIdentity:
-    """What the lead's workspace at `cwd` is, for `check_shared` on a node (run on the lead)."""
+def identify(cwd: Path, *, tree: bool = True) -> WorkspaceIdentity:
+    """What the lead's workspace at `cwd` is, for `check_shared` on a node (run on the lead).
+
+    Args:
+        tree: Also take the tree id of the uncommitted changes (hashes every changed file); without
+            it the node compares the path and HEAD only (three quick git calls).
+    """
     cwd = cwd.resolve()
     top = _git_top(cwd) if cwd.is_dir() else None
     if top is None:
         return WorkspaceIdentity(cwd=str(cwd), top=None, head=None, tree=None)
     return WorkspaceIdentity(
-        cwd=str(cwd), top=str(top), head=rev_parse(top, "HEAD^{commit}"), tree=working_tree(top)
+        cwd=str(cwd),
+        top=str(top),
+        head=rev_parse(top, "HEAD^{commit}"),
+        tree=working_tree(top) if tree else None,
     )
 
 
@@ -75,8 +83,8 @@ def check_shared(identity: WorkspaceIdentity) -> SharedCheck:
     """Whether this machine sees the lead's workspace (run on the node, by the worker).
 
     Shared means: the directory exists at the same path, in a git working tree with the same top,
-    the same HEAD and the same uncommitted changes (the same tree id). Outside git only the
-    directory's existence can be checked.
+    the same HEAD and (when the identity carries it) the same uncommitted changes (the same tree id).
+    Outside git only the directory's existence can be checked.
     """
     cwd = Path(identity.cwd)
     if not cwd.is_dir():
@@ -91,7 +99,7 @@ def check_shared(identity: WorkspaceIdentity) -> SharedCheck:
         return SharedCheck(
             False, f"HEAD of {top} is {head[:12]} on this node, {str(identity.head)[:12]} on the lead"
         )
-    if working_tree(top) != identity.tree:
+    if identity.tree is not None and working_tree(top) != identity.tree:
         return SharedCheck(False, f"the uncommitted changes in {top} differ between this node and the lead")
     return SharedCheck(True, "")
 

@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+from collections.abc import Mapping
 from dataclasses import dataclass
 from pathlib import Path
 from typing import Literal
@@ -36,7 +37,22 @@ class WorkspaceIdentity:
     head: str | None
     """HEAD's commit id."""
     tree: str | None
-    """The tree id of HEAD plus every uncommitted change: equal only for the very same working tree."""
+    """The tree id of HEAD plus every uncommitted change: equal only for the very same working tree
+    (`None`: not compared — `identify(..., tree=False)`, a cheaper check of path and HEAD only)."""
+
+    def to_json(self) -> dict[str, str | None]:
+        """The identity as a JSON object (for a worker's launch description)."""
+        return {"cwd": self.cwd, "top": self.top, "head": self.head, "tree": self.tree}
+
+    @classmethod
+    def from_json(cls, data: Mapping[str, object]) -> WorkspaceIdentity:
+        """The identity `to_json` wrote."""
+
+        def text(key: str) -> str | None:
+            value = data.get(key)
+            return None if value is None else str(value)
+
+        return cls(cwd=str(data["cwd"]), top=text("top"), head=text("head"), tree=text("tree"))
 
 
 @dataclass(frozen=True, slots=True)
