@@ -145,6 +145,7 @@ async def test_tree_budget_stops_nested_agents_refuses_new_ones_and_survives_a_r
         assert refused.value.details["budget"]["budget"] == "tree_tokens"
         generations = len(t.host.store.generations(include_finalized=True))
         spent = tree.spend.tokens
+        lead_path = t.lead.session.path
 
     second = ComposedHost(
         store=Store.open(env / "home" / "corral.db"),
@@ -166,6 +167,19 @@ async def test_tree_budget_stops_nested_agents_refuses_new_ones_and_survives_a_r
         lead.session.close()
     finally:
         await second.aclose()
+    # `corral agents list` ends with the tree's line, the lead's own spend beside it.
+    import io
+
+    from corral._cli._agents import agents_list
+
+    out = io.StringIO()
+    assert await agents_list(cwd=env / "work", session=str(lead_path), as_json=False, out=out) == 0
+    tree_line = out.getvalue().splitlines()[-1]
+    assert (
+        tree_line.startswith(f"tree budget: {spent:,} / 10,000 tok")
+        and "(exhausted: tree_tokens)" in tree_line
+    )
+    assert "; lead (not counted): " in tree_line
 
 
 async def test_unknown_usage_counts_as_the_estimate_and_is_flagged(env: Path) -> None:
@@ -206,3 +220,15 @@ async def test_list_shows_spend_against_the_limits(env: Path) -> None:
         line = t.host.budgets.tree_line(t.caller.session_id)
         assert line is not None and line.startswith("tree budget: 3,100 / 100,000 tok")
         await t.controller.close(t.caller, CloseParams(agent="scout"))
+
+
+async def test_a_final_turn_without_text_still_says_budget_exhausted(env: Path) -> None:
+    agents = {"scout": [_step("one"), {"tool_calls": [{"name": "ls", "args": {"path": "."}}], "usage": USAGE}]}
+    write_script(env, "team", {**LEAD, "agents": agents})
+    async with team(env, "team", settings=Settings(budget=BudgetSettings(agent_tokens=5_000))) as t:
+        await t.controller.delegate(t.caller, DelegateParams(definition="scout", task="look"))
+        await t.quiet()
+        [result] = t.lead_entries(RESULT_TYPE)
+        assert result["details"]["status"] == "failed"
+        assert "budget_exhausted: agent_tokens" in result["content"]
+        assert result["details"]["budget_exhausted"] is True

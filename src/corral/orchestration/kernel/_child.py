@@ -378,7 +378,8 @@ class ManagedChild:
                     request_id,
                     status="failed",
                     error_code="empty_result",
-                    error_message=self._empty_result_message(),
+                    # A feature's note still reaches the owner (e.g. `budget_exhausted: …`).
+                    error_message="\n".join(filter(None, (self._empty_result_message(), note))),
                     context_tokens=tokens,
                 )
         except OrchestrationError as exc:
