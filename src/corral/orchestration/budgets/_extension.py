@@ -158,8 +158,10 @@ class BudgetsExtension(HostExtension):
     async def lead_attached(self, lead_session_id: str) -> Sequence[str]:
         """Set the tree's limits from `[budget]`; warn when a resumed tree is already exhausted."""
         limits = tree_limits(self.host.settings.budget)
-        self.ledger.set_tree_limits(lead_session_id, limits)
         tree = self.ledger.tree(lead_session_id)
+        if (tree is None and limits.any) or (tree is not None and tree.limits != limits):
+            self.ledger.set_tree_limits(lead_session_id, limits)  # written only when they change
+            tree = self.ledger.tree(lead_session_id)
         if tree is not None and tree.exhausted is not None:
             reached = tree_reached(tree, self.ledger.db.clock())
             if reached:
