@@ -158,9 +158,14 @@ def setup(
     all_sinks = sinks if file_sink is None else (file_sink, *sinks)
     tracer: Tracer
     if use_otel:
-        from corral._tracing._otel import OtelTracer
+        try:
+            from corral._tracing._otel import OtelTracer
 
-        tracer = OtelTracer(all_sinks, remote, provider=otel_provider, environ=env)
+            tracer = OtelTracer(all_sinks, remote, provider=otel_provider, environ=env)
+        except BaseException:
+            if file_sink is not None:
+                file_sink.close()
+            raise
         _otel_provider = tracer.provider
     else:
         tracer = BuiltinTracer(all_sinks, remote)
