@@ -103,9 +103,12 @@ def test_a_bad_rate_limit_is_one_line_naming_the_key(corral: RunCorral, cli_env:
     ("text", "key"),
     [
         ("[budget]\ntree_tokens = 0\n", "budget.tree_tokens"),
-        ("[budget]\nagent_cost_usd = \"a dollar\"\n", "budget.agent_cost_usd"),
+        ('[budget]\nagent_cost_usd = "a dollar"\n', "budget.agent_cost_usd"),
         ("[budget]\ntree_tokenz = 5\n", "budget.tree_tokenz"),
-        ("[teams.tier_budget.read-collect]\nagent_minutes = -1\n", "teams.tier_budget.read-collect.agent_minutes"),
+        (
+            "[teams.tier_budget.read-collect]\nagent_minutes = -1\n",
+            "teams.tier_budget.read-collect.agent_minutes",
+        ),
     ],
 )
 def test_bad_budget_setting_is_one_line(corral: RunCorral, cli_env: Env, text: str, key: str) -> None:

@@ -186,3 +186,32 @@ id = "small"
     [line] = [line for line in done.stderr.splitlines() if "retrying in" in line]
     # 10 ms back-off plus up to 25 % jitter
     assert "server overloaded" in line and re.search(r"retrying in 0\.01\d* s \(attempt 1 of 3\)", line)
+
+
+def test_a_429_with_retry_after_is_waited_out_in_the_limiter_and_said_on_stderr(
+    corral: RunCorral, cli_env: Env, server: FakeProviderServer
+) -> None:
+    cli_env.settings(
+        f"""
+default_model = "local/small"
+
+[retry]
+base_delay_ms = 10
+
+[providers.local]
+base_url = "{server.base_url}"
+
+[[providers.local.models]]
+id = "small"
+"""
+    )
+    server.queue(FakeReply(status=429, error_message="slow down", headers={"retry-after": "2"}))
+    server.queue_text("fine now")
+    done = corral("run", "--surfaces", "", "-p", "hi")
+    assert done.returncode == 0, done.stderr
+    assert done.stdout == "fine now\n"
+    # the agent's own retry came after 10 ms; the shared limiter held it until the window was over
+    first, second = server.requests
+    assert second.at - first.at >= 2.0
+    [line] = [line for line in done.stderr.splitlines() if "rate limit" in line]
+    assert re.fullmatch(rf"corral: waiting \(rate limit, [23]s\) at {re.escape(server.base_url)}", line), line

@@ -10,6 +10,7 @@ from __future__ import annotations
 import asyncio
 import contextlib
 import json
+import time
 from collections.abc import Callable
 from typing import Any, TextIO
 
@@ -17,6 +18,7 @@ from corral.agent import (
     AgentEvent,
     AutoRetryStartEvent,
     MessageUpdateEvent,
+    RateLimitWaitEvent,
     describe_failed_reply,
     reply_note,
 )
@@ -72,7 +74,8 @@ async def _run_headless(launched: Launched, prompt: str, err: TextIO) -> None:
     """Run the prompt, then keep going while managed agents can still deliver to the lead.
 
     Host warnings are printed to `err` as they happen (those from before the prompt first), and so
-    are a window mostly taken by corral's own prompt and tools and each "retrying in N s".
+    are a window mostly taken by corral's own prompt and tools, each "retrying in N s" and each wait
+    of the lead's request for its endpoint's shared rate limiter ("waiting (rate limit, Ns) at URL").
     """
     host = launched.host
     if host is not None:
@@ -83,7 +86,13 @@ async def _run_headless(launched: Launched, prompt: str, err: TextIO) -> None:
     if overhead is not None:
         print(f"corral: warning: {overhead}", file=err)
 
+    noted_wait: list[int] = []
+
     def on_event(event: AgentEvent) -> None:
+        if isinstance(event, RateLimitWaitEvent) and event.waiting and event.since_ms not in noted_wait:
+            noted_wait.append(event.since_ms)  # once per wait
+            now_ms = int(time.time() * 1000)
+            print(f"corral: {event.describe(now_ms)} at {event.endpoint}", file=err, flush=True)
         if isinstance(event, AutoRetryStartEvent):
             print(
                 f"corral: {event.error_message}; retrying in {event.delay_ms / 1000:g} s "
