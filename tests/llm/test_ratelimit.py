@@ -221,3 +221,30 @@ async def test_admission_waits_for_the_window_and_a_free_slot_without_taking_one
     await asyncio.wait_for(admission, TIMEOUT)
     assert time.monotonic() - refused_at >= 0.3  # and then out of the window
     assert limiter._endpoints[KEY].in_flight == 0 and not limiter._endpoints[KEY].watchers
+
+
+async def test_tokens_per_minute_cap_counts_the_request_size() -> None:
+    limiter = HostRateLimiter()
+    limits = RateLimits(tokens_per_minute=1000)
+    first = await asyncio.wait_for(limiter.acquire(KEY, limits, request_bytes=3200), TIMEOUT)  # ~800 tokens
+    first.done(200, {})
+    waits: list[RateLimitWait] = []
+    with rate_limit_listener(waits.append):
+        second = asyncio.create_task(limiter.acquire(KEY, limits, request_bytes=3200))
+        await asyncio.wait_for(_until(lambda: bool(waits)), TIMEOUT)
+    assert waits[0].reason == "tokens_per_minute" and waits[0].until is not None
+    assert 55 < waits[0].until - time.time() <= 60
+    second.cancel()
+    await asyncio.gather(second, return_exceptions=True)
+    small = await asyncio.wait_for(limiter.acquire(KEY, limits, request_bytes=400), TIMEOUT)  # 100 fit
+    small.done(200, {})
+
+
+async def test_a_503_opens_a_window_only_when_it_says_when() -> None:
+    limiter = HostRateLimiter()
+    busy = await _acquire(limiter)
+    busy.done(503, {})
+    assert limiter.blocked_for(KEY) == 0
+    told = await _acquire(limiter)
+    told.done(503, {"Retry-After": "20"})
+    assert 20 <= limiter.blocked_for(KEY) <= 22.1
