@@ -255,3 +255,45 @@ async def test_a_removed_node_makes_its_agents_lost_and_the_others_finish(
         assert t.host.store.get_generation(fine.run_id) is not None
         listed = (await t.controller.list(t.caller, ListParams())).to_details()["agents"]
         assert [(a["agent"], a["state"]) for a in listed] == [("doomed", "lost")]
+
+
+async def test_reap_kills_only_workers_that_hold_no_live_agent(
+    env: Path, ray_cluster: RayTestCluster
+) -> None:
+    from corral.orchestration.host._ray_orphans import find_ray_orphans, reap_ray_orphans
+
+    agents = {"quick": [{"text": "quick result"}], "busy": [{"text": "slow", "delay_ms": 60000}]}
+    write_script(env, "team", {**LEAD, "agents": agents})
+    async with team(env, "team", settings=ray_settings(ray_cluster, agents_per_worker=1)) as t:
+        ray = t.host.runtime.ray
+        quick = await t.controller.delegate(
+            t.caller, DelegateParams(definition="builder", task="x", label="quick")
+        )
+        await t.quiet()
+        assert quick.pane_id is not None
+        quick_worker = quick.pane_id.removeprefix("ray:").split("@")[0]
+
+        async def idle() -> bool:
+            return (await ray.call_worker(quick_worker, "where"))["runs"] == []
+
+        for _ in range(200):
+            if await idle():
+                break
+            await asyncio.sleep(0.05)
+        busy = await t.controller.delegate(
+            t.caller, DelegateParams(definition="builder", task="y", label="busy")
+        )
+        assert busy.pane_id is not None
+        busy_worker = busy.pane_id.removeprefix("ray:").split("@")[0]
+        assert busy_worker != quick_worker  # one agent per worker here
+        orphans = await find_ray_orphans(t.host.store, ray)
+        assert [(o.name, o.reason) for o in orphans] == [(quick_worker, "idle")]
+        reaped, errors = await reap_ray_orphans(t.host.store, ray)
+        assert [o.name for o in reaped] == [quick_worker] and errors == {}
+        for _ in range(200):  # Ray lists a killed actor until its death is processed
+            if await ray.worker_names() == [busy_worker]:
+                break
+            await asyncio.sleep(0.05)
+        assert await ray.worker_names() == [busy_worker]
+        listed = (await t.controller.list(t.caller, ListParams())).to_details()["agents"]
+        assert [(a["agent"], a["state"]) for a in listed] == [("busy", "working")]

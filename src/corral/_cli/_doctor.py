@@ -41,7 +41,7 @@ class Check:
     """The outcome of one check."""
 
     name: str
-    """Which check: `data_root`, `store`, `checks`, `worktrees`, `sandbox`, `tmux`, `tmux_workers`,
+    """Which check: `data_root`, `store`, `checks`, `worktrees`, `sandbox`, `tmux`, `tmux_workers`, `ray_workers`,
     `settings`, `endpoint` or `definitions`."""
     status: CheckStatus
     """`ok`, `warn` or `fail`."""
@@ -238,6 +238,33 @@ async def _check_orphans(root: Path, store: Store | None) -> Check:
         "tmux_workers",
         "warn",
         f"{len(orphans)} orphaned tmux worker pane(s) no live agent accounts for: {panes}; "
+        "run `corral agents reap` to kill them (`--dry-run` lists them)",
+    )
+
+
+async def _check_ray_workers(store: Store, cwd: Path) -> Check:
+    """Orphaned Ray workers of this data root (only when agents ran on Ray)."""
+    from corral.orchestration.host._ray_orphans import find_ray_orphans
+    from corral.runtime import RuntimeError_
+    from corral.runtime._ray import RayRuntime, ray_config
+    from corral.settings import SettingsError, load_settings
+
+    try:
+        settings = load_settings(cwd).ray
+    except SettingsError:
+        return Check("ray_workers", "warn", "the settings do not load, so the Ray cluster is unknown")
+    ray = RayRuntime(ray_config(settings), data_root=store.path.parent)
+    try:
+        orphans = await find_ray_orphans(store, ray)
+    except RuntimeError_ as exc:
+        return Check("ray_workers", "warn", f"agents ran on Ray, but {exc}")
+    if not orphans:
+        return Check("ray_workers", "ok", "no orphaned Ray workers")
+    names = ", ".join(f"{o.name} ({o.reason})" for o in orphans)
+    return Check(
+        "ray_workers",
+        "warn",
+        f"{len(orphans)} Ray worker(s) hold no live agent: {names}; "
         "run `corral agents reap` to kill them (`--dry-run` lists them)",
     )
 
@@ -448,6 +475,10 @@ async def run_checks(cwd: Path) -> list[Check]:
             checks.append(_check_unresolved_checks(store))
             if store.has_worktrees():
                 checks.append(_check_worktrees(store, cwd))
+            from corral.orchestration.host._ray_orphans import has_ray_generations
+
+            if has_ray_generations(store):
+                checks.append(await _check_ray_workers(store, cwd))
         sandbox, (tmux, has_tmux) = await asyncio.gather(_check_sandbox(), _check_tmux())
         checks += [sandbox, tmux]
         if has_tmux:

@@ -146,6 +146,11 @@ class RayRuntime:
         self._presence: dict[str, PresenceVerdict] = {}
         self._evidence: dict[str, tuple[list[str], list[ProcessEvidence]]] = {}
         self._worker_class: Any = None
+        self._placed: dict[str, int] = {}
+        self._mine: dict[str, str] = {}
+        """The worker of each agent this host placed (run id → actor name)."""
+        """Agents this host placed on each worker and has not forgotten (a local reservation, so
+        concurrent starts spread over workers at once instead of all trying the first)."""
 
     # --- connection ------------------------------------------------------------------------------
 
@@ -204,6 +209,7 @@ class RayRuntime:
             "max_concurrency": 1000,
             "num_cpus": self.config.num_cpus * slots,
             "max_restarts": 0,
+            "scheduling_strategy": "SPREAD",
         }
         if self.config.memory is not None:
             options["memory"] = self.config.memory * slots
@@ -255,17 +261,23 @@ class RayRuntime:
             raise RuntimeError_(f"the Ray runtime needs a remote launch to run agent {spec.label}")
         cls = self._actor_class(launch.worker_class)
         options = self._options()
+        slots = self.config.agents_per_worker
         for index in range(_PLACE_ATTEMPTS):
             name = f"{self.prefix}{index}"
+            if self._placed.get(name, 0) >= slots:
+                continue
+            self._placed[name] = self._placed.get(name, 0) + 1  # reserved before the first await
             try:
-                actor = cls.options(name=name, **options).remote(self.config.agents_per_worker)
+                actor = cls.options(name=name, **options).remote(slots)
                 taken = await asyncio.wait_for(actor.start.remote(launch.payload), _LAUNCH_TIMEOUT_S)
             except TimeoutError:
+                self._placed[name] -= 1
                 raise RuntimeError_(
                     f"Ray worker {name} did not take agent {spec.label} within {_LAUNCH_TIMEOUT_S:g} s "
                     "(is there a node with the resources [ray] asks for?)"
                 ) from None
             except Exception as exc:
+                self._placed[name] -= 1
                 if _actor_died(self._ray, exc):
                     self._actors.pop(name, None)
                     continue
@@ -273,8 +285,10 @@ class RayRuntime:
                     f"Ray worker {name} could not start agent {spec.label}: {_first_line(exc)}"
                 ) from None
             if taken is None:
-                continue  # full
+                self._placed[name] = slots  # full with other hosts' agents: skip it from now on
+                continue
             if "refused" in taken:  # the node cannot host it (its workspace is not shared there)
+                self._placed[name] -= 1
                 raise RuntimeError_(str(taken["refused"]))
             place = WorkerPlace(
                 actor=name,
@@ -287,6 +301,7 @@ class RayRuntime:
             handle = RuntimeHandle(runtime_id=f"ray:{name}@{place.node_ip}", kind="ray", run_id=spec.run_id)
             self._places[handle.runtime_id] = place
             self._presence[handle.run_id] = "live"
+            self._mine[handle.run_id] = name
             return handle
         raise RuntimeError_(f"no Ray worker took agent {spec.label} ({_PLACE_ATTEMPTS} workers full)")
 
@@ -392,8 +407,11 @@ class RayRuntime:
         self._presence[handle.run_id] = "lost"
 
     def forget(self, handle: RuntimeHandle) -> None:
-        """Drop bookkeeping of a finished agent."""
+        """Drop bookkeeping of a finished agent (its slot is free again)."""
         self._presence.pop(handle.run_id, None)
+        actor = self._mine.pop(handle.run_id, None)
+        if actor is not None and self._placed.get(actor, 0) > 0:
+            self._placed[actor] -= 1
         self._evidence.pop(handle.run_id, None)
 
     async def kill_worker(self, name: str) -> None:

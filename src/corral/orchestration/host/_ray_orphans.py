@@ -1,0 +1,76 @@
+"""Orphaned Ray workers: worker actors of this data root that hold no live agent of the store.
+
+A worker actor is detached: it outlives every host and stays on the cluster until it is killed.
+`find_ray_orphans` asks each worker of this data root (by its name prefix, in the `[ray]`
+namespace) which runs it holds; a worker none of whose runs is a live generation of the store
+is an orphan (`idle` when it holds nothing, `finalized` when it holds only ended runs).
+`reap_ray_orphans` kills them (`ray.kill`). `corral agents reap` and `corral doctor` use both.
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass
+from typing import TYPE_CHECKING
+
+from corral.runtime import RuntimeError_
+
+if TYPE_CHECKING:
+    from corral.orchestration.store._store import Store
+    from corral.runtime._ray import RayRuntime
+
+__all__ = ["RayOrphan", "find_ray_orphans", "has_ray_generations", "reap_ray_orphans"]
+
+
+@dataclass(frozen=True, slots=True)
+class RayOrphan:
+    """A worker actor no live agent accounts for."""
+
+    name: str
+    where: str
+    """`node <ip> (<hostname>)`, pid."""
+    reason: str
+    """`idle` (it holds no run) or `finalized` (it holds only runs whose generation ended)."""
+
+
+def has_ray_generations(store: Store) -> bool:
+    """Whether any generation of the store ever ran on Ray (else there is nothing to look for)."""
+    return any(g.runtime_kind == "ray" for g in store.generations(include_finalized=True))
+
+
+async def find_ray_orphans(store: Store, ray: RayRuntime) -> list[RayOrphan]:
+    """This data root's workers that hold no live generation of the store.
+
+    Raises:
+        RuntimeError_: The cluster cannot be reached.
+    """
+    live = {g.run_id for g in store.generations() if g.runtime_kind == "ray"}
+    found: list[RayOrphan] = []
+    for name in await ray.worker_names():
+        try:
+            info = await ray.call_worker(name, "where", timeout=30.0)
+        except RuntimeError_:
+            continue  # died meanwhile
+        runs = [str(run) for run in info.get("runs", [])]
+        if any(run in live for run in runs):
+            continue
+        where = f"node {info.get('node_ip')} ({info.get('hostname')}), pid {info.get('pid')}"
+        found.append(RayOrphan(name, where, "finalized" if runs else "idle"))
+    return found
+
+
+async def reap_ray_orphans(store: Store, ray: RayRuntime) -> tuple[list[RayOrphan], dict[str, str]]:
+    """Kill every orphaned worker; `(reaped, errors by worker name)`.
+
+    Raises:
+        RuntimeError_: The cluster cannot be reached.
+    """
+    reaped: list[RayOrphan] = []
+    errors: dict[str, str] = {}
+    for orphan in await find_ray_orphans(store, ray):
+        try:
+            await ray.kill_worker(orphan.name)
+        except Exception as exc:  # Ray's own errors: report, go on with the others
+            errors[orphan.name] = f"{type(exc).__name__}: {exc}"
+        else:
+            reaped.append(orphan)
+    return reaped, errors
