@@ -49,14 +49,14 @@ def env(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> Path:
 
 
 def ray_settings(cluster: RayTestCluster, **extra: object) -> Settings:
-    ray = RaySettings(
-        address=cluster.address,
-        namespace=f"t-{uuid.uuid4().hex[:8]}",
-        num_cpus=0.1,
-        agents_per_worker=4,
-        **extra,  # type: ignore[arg-type]
-    )
-    return Settings(runtime="ray", ray=ray)
+    options: dict[str, object] = {
+        "address": cluster.address,
+        "namespace": f"t-{uuid.uuid4().hex[:8]}",
+        "num_cpus": 0.1,
+        "agents_per_worker": 4,
+        **extra,
+    }
+    return Settings(runtime="ray", ray=RaySettings(**options))  # type: ignore[arg-type]
 
 
 def _entries(path: str | None) -> list[dict[str, object]]:
@@ -266,26 +266,21 @@ async def test_reap_kills_only_workers_that_hold_no_live_agent(
     write_script(env, "team", {**LEAD, "agents": agents})
     async with team(env, "team", settings=ray_settings(ray_cluster, agents_per_worker=1)) as t:
         ray = t.host.runtime.ray
-        quick = await t.controller.delegate(
-            t.caller, DelegateParams(definition="builder", task="x", label="quick")
-        )
-        await t.quiet()
-        assert quick.pane_id is not None
-        quick_worker = quick.pane_id.removeprefix("ray:").split("@")[0]
-
-        async def idle() -> bool:
-            return (await ray.call_worker(quick_worker, "where"))["runs"] == []
-
-        for _ in range(200):
-            if await idle():
-                break
-            await asyncio.sleep(0.05)
         busy = await t.controller.delegate(
             t.caller, DelegateParams(definition="builder", task="y", label="busy")
         )
-        assert busy.pane_id is not None
+        quick = await t.controller.delegate(
+            t.caller, DelegateParams(definition="builder", task="x", label="quick")
+        )
+        assert busy.pane_id is not None and quick.pane_id is not None
         busy_worker = busy.pane_id.removeprefix("ray:").split("@")[0]
+        quick_worker = quick.pane_id.removeprefix("ray:").split("@")[0]
         assert busy_worker != quick_worker  # one agent per worker here
+        await eventually(lambda: len(t.lead_entries(RESULT_TYPE)) == 1)
+        for _ in range(200):  # the host ends the finished run in its worker
+            if (await ray.call_worker(quick_worker, "where"))["runs"] == []:
+                break
+            await asyncio.sleep(0.05)
         orphans = await find_ray_orphans(t.host.store, ray)
         assert [(o.name, o.reason) for o in orphans] == [(quick_worker, "idle")]
         reaped, errors = await reap_ray_orphans(t.host.store, ray)
