@@ -55,3 +55,15 @@ def network_guard(monkeypatch: pytest.MonkeyPatch) -> Iterator[NetworkGuard]:
     monkeypatch.setattr(socket.socket, "connect_ex", guarded_connect_ex)
     yield guard
     assert guard.refused == [], f"the test tried to reach a real network address: {guard.refused}"
+
+
+@pytest.fixture(autouse=True)
+def fresh_rate_limiter() -> Iterator[None]:
+    """Each test starts with the process's shared rate limiter empty: a fake endpoint's port may be
+    reused by a later test, which must not inherit its windows or lowered concurrency."""
+    from corral.llm import HostRateLimiter, current_rate_limiter
+
+    limiter = current_rate_limiter()
+    if isinstance(limiter, HostRateLimiter):
+        limiter.reset()
+    yield
