@@ -505,10 +505,12 @@ class HostRateLimiter:
                 if listener is not None and (shown is None or shown[0] != reason or shown[1] != until):
                     shown = (reason, until)
                     listener(RateLimitWait(True, key.endpoint, reason, until))
-                timeout = delay if head and delay is not None else None
                 # A window or per-minute wait ends by the clock (only the head watches it; it wakes
                 # the next one when it goes); a concurrency wait ends on a release.
-                await asyncio.wait((waiter.future,), timeout=timeout)
+                if head and delay is not None:
+                    await asyncio.wait((waiter.future,), timeout=delay)
+                else:
+                    await waiter.future
         finally:
             with self._lock:
                 if waiter in endpoint.waiters:
