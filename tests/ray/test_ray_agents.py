@@ -292,3 +292,26 @@ async def test_reap_kills_only_workers_that_hold_no_live_agent(
         assert await ray.worker_names() == [busy_worker]
         listed = (await t.controller.list(t.caller, ListParams())).to_details()["agents"]
         assert [(a["agent"], a["state"]) for a in listed] == [("busy", "working")]
+
+
+async def test_a_fan_out_of_agents_spreads_over_workers_and_each_result_arrives_once(
+    env: Path, ray_cluster: RayTestCluster
+) -> None:
+    steps = [{"tool_calls": [{"name": "bash", "args": {"command": "echo $$"}}]} for _ in range(3)]
+    write_script(env, "team", {**LEAD, "agents": {"*": [*steps, {"text": "fan result"}]}})
+    async with team(env, "team", settings=ray_settings(ray_cluster, agents_per_worker=3)) as t:
+        started = await asyncio.gather(
+            *(
+                t.controller.delegate(
+                    t.caller, DelegateParams(definition="builder", task=f"t{i}", label=f"f{i}")
+                )
+                for i in range(8)
+            )
+        )
+        workers = {s.pane_id.removeprefix("ray:").split("@")[0] for s in started if s.pane_id}
+        assert len(workers) == 3  # 8 agents, 3 per worker
+        await t.quiet()
+        results = t.lead_entries(RESULT_TYPE)
+        by_request = sorted(str(r["details"]["request_id"]) for r in results)  # type: ignore[index]
+        assert by_request == sorted(s.request_id for s in started)
+        assert all("fan result" in str(r["content"]) for r in results)
