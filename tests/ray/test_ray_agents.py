@@ -10,6 +10,7 @@ import asyncio
 import dataclasses
 import json
 import os
+import signal
 import socket
 import sys
 import uuid
@@ -145,7 +146,9 @@ async def test_ask_reply_steer_interrupt_inspect_and_close_reach_the_worker(
         assert other.run_id not in handle_runs
 
 
-async def _driver(env: Path, address: str, namespace: str, *labels: str) -> asyncio.subprocess.Process:
+async def _driver(
+    env: Path, address: str, namespace: str, *labels: str, faults: str = ""
+) -> asyncio.subprocess.Process:
     return await asyncio.create_subprocess_exec(
         sys.executable,
         str(DRIVER),
@@ -155,6 +158,7 @@ async def _driver(env: Path, address: str, namespace: str, *labels: str) -> asyn
         *labels,
         stdout=asyncio.subprocess.PIPE,
         stderr=asyncio.subprocess.DEVNULL,
+        env={**os.environ, "CORRAL_FAULTS": faults},
     )
 
 
@@ -315,3 +319,29 @@ async def test_a_fan_out_of_agents_spreads_over_workers_and_each_result_arrives_
         by_request = sorted(str(r["details"]["request_id"]) for r in results)  # type: ignore[index]
         assert by_request == sorted(s.request_id for s in started)
         assert all("fan result" in str(r["content"]) for r in results)
+
+
+async def test_a_host_killed_before_recording_the_worker_is_adopted_by_the_next_host(
+    env: Path, ray_cluster: RayTestCluster
+) -> None:
+    write_script(env, "team", {**LEAD, "agents": {"*": [{"text": "placed result", "delay_ms": 1000}]}})
+    namespace = f"t-{uuid.uuid4().hex[:8]}"
+    process = await _driver(env, ray_cluster.address, namespace, "placed", faults="before_pane_recorded")
+    await asyncio.wait_for(process.communicate(), WAIT * 3)
+    assert process.returncode == -signal.SIGKILL  # killed after placing, before recording the worker
+    store = Store.open(env / "home" / "corral.db")
+    try:
+        generation = store.generation_by_label("placed")
+        assert generation is not None and generation.pane_id is None and generation.runtime_kind == "ray"
+    finally:
+        store.close()
+    lead_path = Path((env / "lead.txt").read_text())
+    settings = Settings(
+        runtime="ray",
+        ray=RaySettings(address=ray_cluster.address, namespace=namespace, num_cpus=0.1, agents_per_worker=4),
+    )
+    async with team(env, "team", settings=settings, session_path=lead_path) as t:
+        await t.quiet()
+        results = t.lead_entries(RESULT_TYPE)
+        assert len(results) == 1 and "placed result" in str(results[0]["content"])
+        assert t.host.store.generation_by_label("placed") is None  # finalized

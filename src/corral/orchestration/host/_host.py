@@ -37,7 +37,7 @@ from corral.agent import AgentEvent, AgentSession, AgentSettledEvent
 from corral.orchestration.definitions._roster import ModelNames, Roster, load_roster, model_names
 from corral.orchestration.errors import OrchestrationError
 from corral.orchestration.host._launch import Launcher
-from corral.orchestration.host._ray_pump import RayPump
+from corral.orchestration.host._ray_pump import RayPump, settle_unplaced_on_ray
 from corral.orchestration.host.ports import HostExtension, ToolProvider
 from corral.orchestration.kernel._caller import Caller
 from corral.orchestration.kernel._child import RETIRED_ENTRY, ManagedChild
@@ -625,7 +625,8 @@ class Host:
         self.changed()
 
     async def recover_unplaced(self, owner_session_id: str) -> None:
-        """Settle tmux generations whose host died before it recorded their pane.
+        """Settle tmux (and Ray: `settle_unplaced_on_ray`) generations whose host died before it
+        recorded their pane (worker).
 
         The store says `tmux` from the moment a tmux start or a handoff begins, but the pane id
         is recorded only once the pane exists. For a generation left in between, the pane
@@ -634,6 +635,17 @@ class Host:
         generation is marked `lost` so it can be closed. When tmux cannot list its panes nothing
         is proven and nothing changes (a warning says so).
         """
+        on_ray = [
+            generation
+            for generation in self.tree(owner_session_id)
+            if generation.runtime_kind == "ray"
+            and generation.pane_id is None
+            and generation.presence != "lost"
+            and generation.phase in ("starting", "active")
+            and generation.run_id not in self.placing
+        ]
+        if on_ray:
+            await settle_unplaced_on_ray(self, on_ray)
         unplaced = [
             generation
             for generation in self.tree(owner_session_id)

@@ -49,9 +49,10 @@ from corral.runtime import RuntimeError_, RuntimeHandle
 
 if TYPE_CHECKING:
     from corral.orchestration.store._store import Store
+    from corral.runtime import Runtimes
     from corral.runtime._ray import RayRuntime
 
-__all__ = ["PumpHost", "RayPump", "session_offset"]
+__all__ = ["PumpHost", "RayPump", "session_offset", "settle_unplaced_on_ray"]
 
 PULL_S = 0.02
 """Pause between two pulls of one worker."""
@@ -99,6 +100,13 @@ class PumpHost(Protocol):
     def changed(self) -> None: ...
 
     def warn(self, text: str) -> None: ...
+
+    @property
+    def runtime(self) -> Runtimes: ...
+
+    host_id: str
+
+    def track_tmux(self, run_id: str, handle: RuntimeHandle, *, pid: int | None) -> None: ...
 
     def result_failed(self, run_id: str, message: str) -> None: ...
 
@@ -332,3 +340,52 @@ class RayPump:
                     run_id, "lost", diagnostic=f"{self._where(tracked)} is gone: {reason}"
                 )
         self.host.changed()
+
+
+async def settle_unplaced_on_ray(host: PumpHost, generations: list[GenerationRecord]) -> None:
+    """Settle Ray generations whose host died after placing them and before recording their worker.
+
+    The workers of this data root decide: a worker that holds the run is recorded as its place and
+    watched (its facts are pulled as for any Ray agent, so its result is delivered once); no worker
+    holding it proves it never started, and the generation is marked `lost` so it can be closed.
+    When the cluster cannot be asked nothing is proven and nothing changes (a warning says so).
+    """
+    ray = host.runtime.ray
+    held: dict[str, tuple[str, dict[str, object]]] = {}
+    try:
+        for name in await ray.worker_names():
+            try:
+                info = await ray.call_worker(name, "where", timeout=30.0)
+            except RuntimeError_:
+                continue  # died meanwhile: it holds nothing
+            for run in info.get("runs", []):
+                held[str(run)] = (name, info)
+    except RuntimeError_ as exc:
+        labels = ", ".join(g.label for g in generations)
+        host.warn(
+            f"Agents {labels}: their host stopped while placing them on Ray and the cluster cannot be "
+            f"asked ({exc}); left as they are."
+        )
+        return
+    for generation in generations:
+        run_id = generation.run_id
+        found = held.get(run_id)
+        with contextlib.suppress(OrchestrationError):
+            if found is None:
+                host.store.mark_presence(
+                    run_id,
+                    "lost",
+                    diagnostic="its host stopped while placing it on Ray, and no Ray worker of this data root holds it",
+                )
+                continue
+            name, info = found
+            pid = info.get("pid")
+            handle = RuntimeHandle(runtime_id=f"ray:{name}@{info.get('node_ip')}", kind="ray", run_id=run_id)
+            host.store.record_started(
+                run_id,
+                host_id=host.host_id,
+                pid=pid if isinstance(pid, int) else None,
+                pane_id=handle.runtime_id,
+            )
+            host.track_tmux(run_id, handle, pid=pid if isinstance(pid, int) else None)
+    host.changed()
