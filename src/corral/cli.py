@@ -748,6 +748,7 @@ def mcp(
             help="KEY=NUMBER, repeatable: a [budget] limit for this lead, e.g. --budget tree_tokens=2000000.",
         ),
     ] = None,
+    trace: TraceOpt = None,
 ) -> None:
     """Serve a lead session over MCP (stdio by default): `claude mcp add corral -- corral mcp`."""
     if isolation not in (None, "shared", "worktree"):
@@ -774,6 +775,7 @@ def mcp(
         elicit=elicit,
         isolation="worktree" if isolation == "worktree" else "shared" if isolation == "shared" else None,
         budget=limits or None,
+        trace=trace,
     )
     raise typer.Exit(run_mcp(options))
 

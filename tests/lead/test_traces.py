@@ -12,6 +12,7 @@ import pytest
 
 import corral
 from corral import _tracing
+from corral.errors import UsageError
 from tests.otel_extra import require_otel
 from tests.runtime._tmux_fixtures import kill_server, require_tmux
 
@@ -181,3 +182,88 @@ async def test_a_tmux_worker_continues_the_trace_in_its_own_process(
     turn_ids = {t["context"]["span_id"] for t in turns}
     assert sum(1 for d in lines if d["name"] == "chat team" and d["parent_id"] in turn_ids) == 2
     assert sum(1 for d in lines if d["name"] == "execute_tool ls" and d["parent_id"] in turn_ids) == 1
+
+
+def _file_spans(path: Path) -> list[dict[str, object]]:
+    return [json.loads(line) for line in path.read_text().splitlines()]
+
+
+def _named(spans: list[dict[str, object]], name: str) -> dict[str, object]:
+    found = [s for s in spans if s["name"] == name]
+    assert len(found) == 1, [s["name"] for s in spans]
+    return found[0]
+
+
+def _sid(span: dict[str, object]) -> object:
+    context = span["context"]
+    assert isinstance(context, dict)
+    return context["span_id"]
+
+
+async def test_open_lead_with_a_trace_file_writes_the_leads_own_trace(api_env: ApiEnv) -> None:
+    """`open_lead(trace=FILE)` is `--trace` for a program: a root span for the lead, the program's tool
+    calls under it, each delegated agent under the call that started it; tracing ends with the lead."""
+    _tracing.shutdown()
+    api_env.script({"*": AGENT_STEPS})
+    trace_file = api_env.root / "api-trace.jsonl"
+    async with corral.open_lead(cwd=api_env.work, trace=trace_file) as lead:
+        assert _tracing.active is not None
+        handle = await lead.delegate("scout", "t", label="s1")
+        item = await handle.result(timeout=WAIT)
+        assert item.text.endswith("agent result")
+    assert _tracing.active is None
+    spans = _file_spans(trace_file)
+    assert len({s["context"]["trace_id"] for s in spans}) == 1  # type: ignore[index]
+    root = _named(spans, "invoke_agent lead")
+    assert root["parent_id"] is None
+    assert root["attributes"]["corral.command"] == "api"  # type: ignore[index]
+    call = _named(spans, "execute_tool agent")
+    assert call["parent_id"] == _sid(root)
+    agent = _named(spans, "invoke_agent s1")
+    assert agent["parent_id"] == _sid(call)
+    turns = [s for s in spans if s["name"] == "corral.turn" and s["parent_id"] == _sid(agent)]
+    assert len(turns) == 2
+
+
+async def test_open_lead_under_the_programs_tracing_opens_the_leads_root(
+    api_env: ApiEnv, exporter: InMemorySpanExporter
+) -> None:
+    """Tracing set up by the program (OpenTelemetry here): the lead opens its own root span, its model's
+    turns hang under it, and the program's tracing stays on after the lead closes."""
+    _start(exporter)
+    steps = [
+        {
+            "tool_calls": [
+                {
+                    "name": "agent",
+                    "args": {"action": "delegate", "definition": "scout", "task": "t", "label": "s1"},
+                }
+            ]
+        },
+        {"text": "waiting"},
+    ]
+    api_env.script({"*": AGENT_STEPS}, steps=steps)
+    async with corral.open_lead(cwd=api_env.work, model="scripted/team") as lead:
+        await lead.prompt("go")
+        assert await lead.wait_quiet(timeout=WAIT)
+        listed = await lead.call("agent_list", {})
+        assert listed.ok
+    assert _tracing.active is not None
+    spans = list(exporter.get_finished_spans())
+    assert len({s.context.trace_id for s in spans if s.context is not None}) == 1
+    root = _one(spans, "invoke_agent lead")
+    assert root.parent is None and (root.attributes or {})["corral.command"] == "api"
+    lead_turns = {_span_id(s) for s in spans if s.name == "corral.turn" and _parent(s) == _span_id(root)}
+    assert lead_turns
+    call = _one(spans, "execute_tool agent")
+    assert _parent(call) in lead_turns
+    assert _parent(_one(spans, "invoke_agent s1")) == _span_id(call)
+    assert _parent(_one(spans, "execute_tool agent_list")) == _span_id(root)
+
+
+async def test_open_lead_refuses_a_directory_as_its_trace_file(api_env: ApiEnv) -> None:
+    _tracing.shutdown()
+    with pytest.raises(UsageError, match="is a directory"):
+        async with corral.open_lead(cwd=api_env.work, trace=api_env.work):
+            pass
+    assert _tracing.active is None

@@ -14,66 +14,10 @@ from datetime import datetime
 from pathlib import Path
 from typing import Any, TextIO
 
-from corral import _tracing
+from corral._tracing._run import RunTrace, start_run_trace
 from corral.errors import UsageError
 
 __all__ = ["RunTrace", "TraceSpan", "read_trace", "render_trace", "start_run_trace"]
-
-
-@dataclass
-class RunTrace:
-    """A traced run's root span, current until `close`."""
-
-    tracer: _tracing.Tracer
-    root: _tracing.Span
-    token: object
-
-    def close(self, *, code: int | None = None) -> None:
-        """End the root span (with the exit code), flush and turn tracing off."""
-        if code is not None:
-            self.root.set("corral.exit_code", code)
-            if code != 0:
-                self.root.fail(f"exit code {code}")
-        self.tracer.deactivate(self.token)
-        self.root.end()
-        _tracing.shutdown()
-
-
-def start_run_trace(file: Path | None, *, command: str) -> RunTrace | None:
-    """Turn tracing on for a lead's run (a `--trace` file and/or the `OTEL_*` exporters) and open its
-    root span; `None` when neither asks for traces.
-
-    Raises:
-        UsageError: The trace file cannot be written, or OpenTelemetry is asked for without the
-            `corral[otel]` extra or with an unknown exporter.
-    """
-    if file is None and not _tracing.otel_requested():
-        return None
-    if file is not None and file.is_dir():
-        raise UsageError(f"--trace {file} is a directory: give a file to append the spans to")
-    try:
-        tracer = _tracing.setup(file=file)
-    except OSError as exc:
-        raise UsageError(f"cannot write the trace file {file}: {exc.strerror or exc}") from None
-    except ImportError as exc:
-        raise UsageError(
-            f"OTEL_* asks for OpenTelemetry traces but they cannot be exported ({exc}); "
-            "pip install 'corral[otel]', or unset OTEL_TRACES_EXPORTER / OTEL_EXPORTER_OTLP_ENDPOINT"
-        ) from None
-    except ValueError as exc:
-        raise UsageError(str(exc)) from None
-    if tracer is None:
-        return None
-    root = tracer.start(
-        "invoke_agent lead",
-        {
-            "gen_ai.operation.name": "invoke_agent",
-            "gen_ai.agent.name": "lead",
-            "corral.agent": "lead",
-            "corral.command": command,
-        },
-    )
-    return RunTrace(tracer, root, tracer.activate(root))
 
 
 # --- reading a trace file ---------------------------------------------------------------------------

@@ -59,6 +59,8 @@ class McpOptions:
     """Override the `isolation` setting: `worktree` gives write agents their own worktrees."""
     budget: dict[str, float] | None = None
     """`[budget]` keys for this lead (`--budget KEY=NUMBER`), validated when the lead opens."""
+    trace: Path | None = None
+    """`--trace FILE`: append the lead's spans to this file (docs/fleet.md, "Traces")."""
 
 
 def parse_budget(items: list[str]) -> dict[str, float]:
@@ -165,6 +167,8 @@ def _check(options: McpOptions) -> tuple[str, int] | None:
         check_bind(bind[0], allow_remote=options.allow_remote, token=options.token)
     if not options.surfaces:
         raise UsageError("choose at least one surface: --surfaces agent and/or teams")
+    if options.trace is not None and options.trace.is_dir():
+        raise UsageError(f"--trace {options.trace} is a directory: give a file to append the spans to")
     return bind
 
 
@@ -216,6 +220,7 @@ async def serve(options: McpOptions, *, opening: Opening | None = None) -> int:
             surfaces=options.surfaces,
             isolation=options.isolation,
             budget=options.budget,
+            trace=options.trace,
         )
 
     def opened(lead: Lead) -> None:

@@ -26,13 +26,15 @@ import asyncio
 import contextlib
 import os
 import uuid
-from collections.abc import AsyncIterator, Mapping, Sequence
+from collections.abc import AsyncIterator, Iterator, Mapping, Sequence
 from dataclasses import KW_ONLY, dataclass
 from pathlib import Path
 from typing import TYPE_CHECKING, Any, Literal
 
 from pydantic import ValidationError
 
+from corral import _tracing
+from corral._tracing._run import start_run_trace
 from corral.agent import (
     AgentTool,
     MessageEndEvent,
@@ -94,8 +96,10 @@ class _SilentGuide:
 class Lead:
     """One open lead session; made by `open_lead`."""
 
-    def __init__(self, launched: Launched) -> None:
+    def __init__(self, launched: Launched, *, trace_root: _tracing.Span | None = None) -> None:
         self._launched = launched
+        self._trace_root = trace_root
+        """The lead's root span (tracing on): the program's tool calls are recorded under it."""
         self._log = ItemLog(launched.session)
         self._position = len(self._log)
         self._arrived = asyncio.Event()
@@ -192,11 +196,15 @@ class Lead:
         except ToolArgumentsError as exc:
             error = {"category": "invalid_request", "message": str(exc)}
             return ToolOutcome(False, str(exc), details={"ok": False, "error": error})
-        try:
-            result = await tool.execute(f"call-{uuid.uuid4().hex[:16]}", checked)
-        except ToolError as exc:
-            result = ToolResult.text(str(exc), details=exc.details, is_error=True)
-        text = "".join(part.text for part in result.content if isinstance(part, TextContent))
+        call_id = f"call-{uuid.uuid4().hex[:16]}"
+        with _tool_span(self._trace_root, tool_name, call_id) as traced:
+            try:
+                result = await tool.execute(call_id, checked)
+            except ToolError as exc:
+                result = ToolResult.text(str(exc), details=exc.details, is_error=True)
+            if traced is not None and result.is_error:
+                traced.fail(_first_text(result)[:500] or "tool error")
+        text = _first_text(result)
         details = result.details if isinstance(result.details, dict) else None
         return ToolOutcome(not result.is_error, text, details=details)
 
@@ -493,6 +501,41 @@ class Lead:
             self._launched.session.close()
 
 
+@contextlib.contextmanager
+def _tool_span(root: _tracing.Span | None, tool_name: str, call_id: str) -> Iterator[_tracing.Span | None]:
+    """The program's tool call as a span under the lead's root, current while the tool runs (an agent
+    it starts runs under it); nothing while tracing is off."""
+    tracer = _tracing.active
+    if tracer is None:
+        yield None
+        return
+    traced = tracer.start(
+        f"execute_tool {tool_name}",
+        {
+            "gen_ai.operation.name": "execute_tool",
+            "gen_ai.tool.name": tool_name,
+            "gen_ai.tool.call.id": call_id,
+            "corral.agent": "lead",
+        },
+        root,
+    )
+    token = tracer.activate(traced)
+    try:
+        yield traced
+    except BaseException as exc:
+        traced.fail(
+            type(exc).__name__ if isinstance(exc, asyncio.CancelledError) else str(exc) or type(exc).__name__
+        )
+        raise
+    finally:
+        tracer.deactivate(token)
+        traced.end()
+
+
+def _first_text(result: ToolResult) -> str:
+    return "".join(part.text for part in result.content if isinstance(part, TextContent))
+
+
 def _budget_override(base: BudgetSettings, given: Mapping[str, float]) -> BudgetSettings:
     """`base` with the keys of `given` replaced; a bad key or value is a `UsageError` naming it."""
     if not isinstance(given, Mapping):
@@ -519,6 +562,7 @@ async def open_lead(
     isolation: Literal["shared", "worktree"] | None = None,
     merge: Literal["manual", "on-accept"] | None = None,
     budget: Mapping[str, float] | None = None,
+    trace: str | os.PathLike[str] | None = None,
 ) -> AsyncIterator[Lead]:
     """Open a lead session for a program: `async with corral.open_lead() as lead: ...`.
 
@@ -538,6 +582,9 @@ async def open_lead(
         budget: Limits for this lead's agent tree and its agents, replacing the `[budget]` keys
             given: `tree_tokens`, `tree_cost_usd`, `tree_minutes`, `agent_tokens`,
             `agent_cost_usd`, `agent_minutes`, `soft_threshold` (docs/fleet.md, "Budgets").
+        trace: Append this lead's spans to this file, like `corral run --trace FILE` (read it with
+            `corral trace FILE`). Without it the lead is traced when the `OTEL_*` variables ask for an
+            exporter, or under tracing the program set up already (docs/fleet.md, "Traces").
 
     Raises:
         CorralError: for anything the caller can fix (the message says how).
@@ -556,7 +603,44 @@ async def open_lead(
         surfaces=list(surfaces),
         program=True,
     )
-    launched = launch_session(options)
+    # Traced: a root span of its own (a trace file, the `OTEL_*` exporters, or tracing the program set
+    # up), unless the program opened the lead under a span of its own already (then that is the root).
+    tracer = _tracing.active
+    outer = None if trace is not None or tracer is None else tracer.current()
+    traced = None
+    if outer is None:
+        traced = start_run_trace(
+            None if trace is None else Path(trace), command="api", activate=False, reuse_active=True
+        )
+    root = outer if traced is None else traced.root
+    try:
+        # The lead's session records its turns under the root span current while it is built.
+        token = None if traced is None else traced.tracer.activate(traced.root)
+        try:
+            launched = launch_session(options)
+        finally:
+            if traced is not None:
+                traced.tracer.deactivate(token)
+    except BaseException:
+        if traced is not None:
+            traced.close()
+        raise
+    try:
+        async with _traced_lead(launched, isolation, merge, budget, root) as lead:
+            yield lead
+    finally:
+        if traced is not None:
+            traced.close()
+
+
+@contextlib.asynccontextmanager
+async def _traced_lead(
+    launched: Launched,
+    isolation: Literal["shared", "worktree"] | None,
+    merge: Literal["manual", "on-accept"] | None,
+    budget: Mapping[str, float] | None,
+    root: _tracing.Span | None,
+) -> AsyncIterator[Lead]:
     overrides: dict[str, object] = {
         k: v for k, v in (("isolation", isolation), ("merge", merge)) if v is not None
     }
@@ -567,7 +651,7 @@ async def open_lead(
     lead: Lead | None = None
     try:
         launched.session.flush()  # the file exists from the start, so `session=` finds it
-        lead = Lead(launched)
+        lead = Lead(launched, trace_root=root)
         await launched.attach_host()
         lead._install_tools()
     except BaseException:
