@@ -33,6 +33,10 @@ agents:
 """
 
 
+def _indent(line: str) -> int:
+    return len(line) - len(line.lstrip(" │├└─"))
+
+
 def _walk(span: TraceSpan) -> list[TraceSpan]:
     return [span, *(s for child in span.children for s in _walk(child))]
 
@@ -78,6 +82,5 @@ async def test_a_traced_app_session_round_trips_through_corral_trace(tui_env: Tu
     [lead_line] = [line for line in lines if "invoke_agent lead" in line]
     [call_line] = [line for line in lines if "execute_tool agent" in line]
     [scout_line] = [line for line in lines if "invoke_agent scout" in line]
-    indent = lambda line: len(line) - len(line.lstrip(" │├└─"))  # noqa: E731
-    assert indent(lead_line) < indent(call_line) < indent(scout_line)
+    assert _indent(lead_line) < _indent(call_line) < _indent(scout_line)
     assert lines.index(lead_line) < lines.index(call_line) < lines.index(scout_line)
