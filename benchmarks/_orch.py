@@ -42,7 +42,7 @@ async def start_host(root: Path) -> tuple[Any, Any, Any]:
     from corral.agent import AgentSession
     from corral.lead._host import ComposedHost
     from corral.llm import ModelRegistry
-    from corral.orchestration import Store, load_roster
+    from corral.orchestration import Repositories, load_roster
     from corral.session import SessionManager
     from corral.settings import Settings
 
@@ -52,7 +52,7 @@ async def start_host(root: Path) -> tuple[Any, Any, Any]:
     session = SessionManager.create(work, sessions_root=root / "sessions")
     lead = AgentSession(session=session, model=model, thinking_level="off", tools=[], cwd=work)
     host = ComposedHost(
-        store=Store.open(root / "home" / "corral.db"),
+        repositories=Repositories.open(root / "home" / "corral.db"),
         registry=registry,
         sessions_root=root / "sessions",
         roster_loader=lambda cwd: load_roster(cwd, user_dir=root / "none", trust=False),

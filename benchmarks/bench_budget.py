@@ -29,7 +29,7 @@ from _common import environment, summary_ms
 
 from corral.agent import RequestEstimate
 from corral.llm import AssistantMessage, ModelInfo, usage_with_total
-from corral.orchestration import Store
+from corral.orchestration import Repositories
 from corral.orchestration.budgets import BudgetGuard, BudgetLedger, Limits
 
 TARGET_MS = 0.1
@@ -40,7 +40,7 @@ def main() -> int:
     parser.add_argument("--requests", type=int, default=5000)
     args = parser.parse_args()
     with tempfile.TemporaryDirectory() as tmp:
-        store = Store.open(Path(tmp) / "corral.db")
+        store = Repositories.open(Path(tmp) / "corral.db")
         try:
             ledger = BudgetLedger(store.db)
             lead, run_id = "bench-lead", str(uuid.uuid4())

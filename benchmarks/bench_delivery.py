@@ -256,7 +256,7 @@ class _Run:
         from corral.agent.tools import ReadTool
         from corral.lead._host import ComposedHost
         from corral.llm import ModelRegistry
-        from corral.orchestration import Store, load_roster
+        from corral.orchestration import Repositories, load_roster
         from corral.session import SessionManager
         from corral.settings import CompactionSettings, RetrySettings, Settings
 
@@ -276,7 +276,7 @@ class _Run:
             settings=settings,
         )
         self.host = ComposedHost(
-            store=Store.open(root / "home" / "corral.db"),
+            repositories=Repositories.open(root / "home" / "corral.db"),
             registry=registry,
             settings=settings,
             sessions_root=root / "sessions",
@@ -339,7 +339,7 @@ class _Run:
 
     async def run(self) -> dict[str, Any]:
         await asyncio.wait_for(self.lead.prompt(ASSIGNMENT), WAIT_S)
-        launched = len(self.host.store.generations(include_finalized=True))
+        launched = len(self.host.kernel.generations(include_finalized=True))
         if launched != len(REPORTS):
             raise RuntimeError(f"{self.mode}: the swarm launched {launched} agents, not {len(REPORTS)}")
         before = len(self.requests)
@@ -356,11 +356,12 @@ class _Run:
 
     async def _absorbed(self, name: str) -> None:
         """Until agent `name`'s run is finalized (its report delivered or journaled) and the lead is idle."""
-        store = self.host.store
+        store = self.host.repositories
 
         def finalized() -> bool:
             return any(
-                g.label == name and g.phase == "finalized" for g in store.generations(include_finalized=True)
+                g.label == name and g.phase == "finalized"
+                for g in store.kernel.generations(include_finalized=True)
             )
 
         while not self.done.is_set():
@@ -387,7 +388,7 @@ class _Run:
             for e in entries
             if e.get("type") == "custom_message" and e["customType"] in (REPORT_TYPE, GROUP_TYPE)
         ]
-        reports_dir = self.host.store.path.parent / "reports" / team_name(self.caller.session_id)
+        reports_dir = self.host.kernel.db.path.parent / "reports" / team_name(self.caller.session_id)
         calls = [c for m in assistant for c in m["content"] if c.get("type") == "toolCall"]
         retrievals = [
             c
@@ -400,7 +401,7 @@ class _Run:
         if estimates != reported:
             raise RuntimeError(f"{self.mode}: recomputed estimates {estimates} differ from usage {reported}")
         synthesis = assistant[spawn_requests:]
-        finalized = all(g.phase == "finalized" for g in self.host.store.generations(include_finalized=True))
+        finalized = all(g.phase == "finalized" for g in self.host.kernel.generations(include_finalized=True))
         text = self.submitted[0]
         return {
             "delivery": "immediate/full" if self.mode == "immediate" else "all-settled/compact",

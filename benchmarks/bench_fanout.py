@@ -52,7 +52,7 @@ async def _run(root: Path, agents: int) -> dict[str, object]:
         counts = result_counts(lead)
         expected = {r.request_id for r in started}
         exactly_once = set(counts) == expected and all(n == 1 for n in counts.values())
-        finalized = all(g.phase == "finalized" for g in host.store.generations(include_finalized=True))
+        finalized = all(g.phase == "finalized" for g in host.kernel.generations(include_finalized=True))
     finally:
         await host.aclose()
         lead.session.close()

@@ -93,7 +93,7 @@ async def _host(root: Path, address: str, *, agents_per_worker: int) -> tuple[An
     from corral.agent import AgentSession
     from corral.lead._host import ComposedHost
     from corral.llm import ModelRegistry
-    from corral.orchestration import Store, load_roster
+    from corral.orchestration import Repositories, load_roster
     from corral.session import SessionManager
     from corral.settings import RaySettings, Settings
 
@@ -112,7 +112,7 @@ async def _host(root: Path, address: str, *, agents_per_worker: int) -> tuple[An
     session = SessionManager.create(work, sessions_root=root / "sessions")
     lead = AgentSession(session=session, model=model, thinking_level="off", tools=[], cwd=work)
     host = ComposedHost(
-        store=Store.open(root / "home" / "corral.db"),
+        repositories=Repositories.open(root / "home" / "corral.db"),
         registry=registry,
         settings=settings,
         sessions_root=root / "sessions",

@@ -26,7 +26,7 @@ sys.path.insert(0, str(Path(__file__).resolve().parent))
 
 from _common import environment, summary_ms
 
-from corral.orchestration import NewGeneration, Store
+from corral.orchestration import NewGeneration, Repositories
 
 _T = TypeVar("_T")
 LEAD = "bench-lead"
@@ -42,7 +42,7 @@ async def _in_thread(fn: Callable[[], _T]) -> _T:
 
 
 async def _agent(
-    store: Store,
+    store: Repositories,
     index: int,
     call: Callable[[Callable[[], object]], Awaitable[object]],
     activity: int,
@@ -62,20 +62,24 @@ async def _agent(
         task="t",
         label=f"a{index}",
     )
-    generation, task = await timed(lambda: store.create_generation(new))
+    generation, task = await timed(lambda: store.kernel.create_generation(new))
     run_id = generation.run_id
-    await timed(lambda: store.record_started(run_id, pid=1000 + index))
-    await timed(lambda: store.record_ack(run_id, task.request_id, accepted=True))
+    await timed(lambda: store.kernel.record_started(run_id, pid=1000 + index))
+    await timed(lambda: store.kernel.record_ack(run_id, task.request_id, accepted=True))
     for _ in range(activity):
-        await timed(lambda: store.record_activity(run_id, tokens=100))
+        await timed(lambda: store.kernel.record_activity(run_id, tokens=100))
         await asyncio.sleep(0)
-    await timed(lambda: store.store_result(run_id, task.request_id, status="completed", text="done " * 40))
-    await timed(lambda: store.mark_delivered(task.request_id, owner_session_id=LEAD, entry_id=f"e{index}"))
-    await timed(lambda: store.finalize_generation(run_id, owner_session_id=LEAD))
+    await timed(
+        lambda: store.kernel.store_result(run_id, task.request_id, status="completed", text="done " * 40)
+    )
+    await timed(
+        lambda: store.kernel.mark_delivered(task.request_id, owner_session_id=LEAD, entry_id=f"e{index}")
+    )
+    await timed(lambda: store.kernel.finalize_generation(run_id, owner_session_id=LEAD))
 
 
 async def _mode(
-    store: Store, agents: int, activity: int, call: Callable[[Callable[[], object]], Awaitable[object]]
+    store: Repositories, agents: int, activity: int, call: Callable[[Callable[[], object]], Awaitable[object]]
 ) -> dict[str, object]:
     lags: list[float] = []
     latencies: list[float] = []
@@ -113,7 +117,7 @@ def main(argv: list[str] | None = None) -> int:
         for name, call in (("on_loop", _on_loop), ("to_thread", _in_thread)):
             with (
                 tempfile.TemporaryDirectory(prefix="corral-bench-store-loop-") as tmp,
-                Store.open(Path(tmp) / "corral.db") as store,
+                Repositories.open(Path(tmp) / "corral.db") as store,
             ):
                 results[name].append(asyncio.run(_mode(store, args.agents, args.activity, call)))
     best = {name: min(runs, key=lambda r: float(r["wall_s"])) for name, runs in results.items()}  # type: ignore[arg-type]

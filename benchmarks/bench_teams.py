@@ -68,7 +68,7 @@ async def _start(root: Path, settings: Any) -> tuple[Any, Any, Any, list[BaseExc
     from corral.agent import AgentSession
     from corral.lead._host import ComposedHost
     from corral.llm import ModelRegistry
-    from corral.orchestration import Store, load_roster
+    from corral.orchestration import Repositories, load_roster
     from corral.session import SessionManager
 
     work = root / "work"
@@ -77,7 +77,7 @@ async def _start(root: Path, settings: Any) -> tuple[Any, Any, Any, list[BaseExc
     session = SessionManager.create(work, sessions_root=root / "sessions")
     lead = AgentSession(session=session, model=model, thinking_level="off", tools=[], cwd=work)
     host = ComposedHost(
-        store=Store.open(root / "home" / "corral.db"),
+        repositories=Repositories.open(root / "home" / "corral.db"),
         registry=registry,
         settings=settings,
         sessions_root=root / "sessions",
@@ -226,7 +226,7 @@ async def _swarm(root: Path, members: int) -> dict[str, Any]:
         spawned = outcome.details["spawned"]
         queued = sum(1 for s in spawned if s["queued"])
         exactly_once = _exactly_once(lead, members)
-        finalized = all(g.phase == "finalized" for g in host.store.generations(include_finalized=True))
+        finalized = all(g.phase == "finalized" for g in host.kernel.generations(include_finalized=True))
     finally:
         await _close(host, lead, errors)
     return {
@@ -284,8 +284,8 @@ async def _burst(root: Path, burst: int, limit: int) -> dict[str, Any]:
         drained = time.perf_counter() - begin
         queued = sum(1 for o in outcomes if o.details["queued"])
         exactly_once = _exactly_once(lead, burst)
-        finalized = all(g.phase == "finalized" for g in host.store.generations(include_finalized=True))
-        launched = len(host.store.generations(include_finalized=True))
+        finalized = all(g.phase == "finalized" for g in host.kernel.generations(include_finalized=True))
+        launched = len(host.kernel.generations(include_finalized=True))
     finally:
         await _close(host, lead, errors)
     return {

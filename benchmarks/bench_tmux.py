@@ -37,7 +37,7 @@ async def _run(root: Path, iterations: int, warmup: int) -> tuple[list[float], l
     from corral.agent import AgentSession, MessageEndEvent
     from corral.lead._host import ComposedHost
     from corral.llm import CustomMessage, ModelRegistry
-    from corral.orchestration import Store, load_roster
+    from corral.orchestration import Repositories, load_roster
     from corral.orchestration.surfaces import DelegateParams
     from corral.session import SessionManager
     from corral.settings import Settings
@@ -48,7 +48,7 @@ async def _run(root: Path, iterations: int, warmup: int) -> tuple[list[float], l
     session = SessionManager.create(work, sessions_root=root / "sessions")
     lead = AgentSession(session=session, model=model, thinking_level="off", tools=[], cwd=work)
     host = ComposedHost(
-        store=Store.open(root / "home" / "corral.db"),
+        repositories=Repositories.open(root / "home" / "corral.db"),
         registry=registry,
         settings=Settings(runtime="tmux"),
         sessions_root=root / "sessions",

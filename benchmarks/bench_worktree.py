@@ -40,7 +40,7 @@ sys.path.insert(0, str(Path(__file__).resolve().parent))
 
 from _common import environment, summary_ms
 
-from corral.orchestration import Store
+from corral.orchestration import Repositories
 from corral.orchestration.worktrees import Worktrees
 from corral.orchestration.worktrees._tree import disk_usage
 
@@ -77,8 +77,8 @@ def bench_create_teardown(root: Path, *, files: int, rounds: int) -> dict[str, o
     repo = make_repo(root / "big", files)
     create: list[float] = []
     teardown: list[float] = []
-    with Store.open(root / "home" / "corral.db") as store:
-        trees = Worktrees(store, home=root / "home")
+    with Repositories.open(root / "home" / "corral.db") as store:
+        trees = Worktrees(store.worktrees, home=root / "home")
         for n in range(rounds):
             dirty = n % 2 == 1
             if dirty:
@@ -128,8 +128,8 @@ def bench_writers(root: Path, *, files: int, writers: int, edits: int) -> dict[s
 
     repo = make_repo(root / "isolated", files)
     objects_before = disk_usage(repo / ".git")
-    with Store.open(root / "home2" / "corral.db") as store:
-        trees = Worktrees(store, home=root / "home2")
+    with Repositories.open(root / "home2" / "corral.db") as store:
+        trees = Worktrees(store.worktrees, home=root / "home2")
         runs = [str(uuid.uuid4()) for _ in range(writers)]
         start = time.perf_counter()
 

@@ -2,12 +2,12 @@
 
 Layers, lowest first: base (`errors`, `_paths`, `_units`, `_process`, `_version`, `_tracing`) ← `llm` and `settings` ← `session` ←
 `agent` (the substrate) ← `runtime` and the core, itself ranked by subpackage (`orchestration.errors` ← `definitions` ←
-`store` ← `kernel` ← `host` ← `agents`, `teams` ← `surfaces` ← the package's re-exports) ← `tui`, `cli`, `_cli`,
+`store` ← `kernel` ← `host` ← `agents`, `teams` ← `surfaces` ← the package's re-exports and `Repositories`) ← `tui`, `cli`, `_cli`,
 `lead` (the Python API and the composition root), `_mcp` (front ends) ← the package's `__init__` (a façade that loads
 the Python API on first use). A module may import only from its own rank or below; no module takes part in an import
 cycle, counting imports under `TYPE_CHECKING` and inside functions; `sqlite3` belongs to the store
-(`orchestration/store/`) and the features' repositories alone. `ALLOWED_UPWARD` lists the upward imports left
-(the `Store` façade's); it may only shrink.
+(`orchestration/store/`) and the features' repositories alone. There is no allow-list: the store imports nothing
+above it.
 """
 
 from __future__ import annotations
@@ -56,21 +56,6 @@ RANK = {
     "_mcp": 5,
     "__init__": 6,
 }
-
-# Imports that still point up a rank (the redesign removes them; this list may only shrink — a listed
-# edge that no longer exists fails `test_allowed_upward_imports_still_exist`).
-ALLOWED_UPWARD: frozenset[tuple[str, str]] = frozenset(
-    {
-        ("orchestration.store._store", "orchestration.kernel._generations"),
-        ("orchestration.store._store", "orchestration.teams.checkpoints._repository"),
-        ("orchestration.store._store", "orchestration.teams.checks._repository"),
-        ("orchestration.store._store", "orchestration.teams.groups._repository"),
-        ("orchestration.store._store", "orchestration.teams.repair._repository"),
-        ("orchestration.store._store", "orchestration.teams.reports._repository"),
-        ("orchestration.store._store", "orchestration.teams.roster._repository"),
-        ("orchestration.store._store", "orchestration.worktrees._repository"),
-    }
-)
 
 
 def _layer_of(module: str) -> str:
@@ -206,15 +191,8 @@ def _upward_imports() -> frozenset[tuple[str, str]]:
 
 
 def test_no_module_imports_a_higher_layer() -> None:
-    unexpected = sorted(_upward_imports() - ALLOWED_UPWARD)
+    unexpected = sorted(_upward_imports())
     assert unexpected == [], "imports of a higher layer:\n" + "\n".join(f"{a} -> {b}" for a, b in unexpected)
-
-
-def test_allowed_upward_imports_still_exist() -> None:
-    stale = sorted(ALLOWED_UPWARD - _upward_imports())
-    assert stale == [], "remove from ALLOWED_UPWARD (no longer imported):\n" + "\n".join(
-        f"{a} -> {b}" for a, b in stale
-    )
 
 
 @pytest.mark.parametrize("path", _source_files(), ids=lambda p: str(p.relative_to(SRC)))

@@ -3,7 +3,7 @@
 from __future__ import annotations
 
 from corral.llm import AssistantMessage, TextContent, UserMessage
-from corral.orchestration import NewGeneration, Store
+from corral.orchestration import NewGeneration, Repositories
 from corral.session import SessionManager
 
 from .conftest import Env
@@ -31,9 +31,9 @@ def lead_session(env: Env) -> str:
 
 def managed_agent(env: Env, owner: str, label: str, *, lost: bool = False) -> str:
     """A managed `scout` of `owner`, acknowledged (and marked lost); its run id."""
-    store = Store.open(env.home / "corral.db")
+    store = Repositories.open(env.home / "corral.db")
     try:
-        generation, task = store.create_generation(
+        generation, task = store.kernel.create_generation(
             NewGeneration(
                 definition="scout",
                 owner_session_id=owner,
@@ -43,9 +43,9 @@ def managed_agent(env: Env, owner: str, label: str, *, lost: bool = False) -> st
                 label=label,
             )
         )
-        store.record_ack(generation.run_id, task.request_id, accepted=True)
+        store.kernel.record_ack(generation.run_id, task.request_id, accepted=True)
         if lost:
-            store.mark_presence(generation.run_id, "lost")
+            store.kernel.mark_presence(generation.run_id, "lost")
         return generation.run_id
     finally:
         store.close()

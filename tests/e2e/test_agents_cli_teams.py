@@ -13,7 +13,7 @@ import os
 import time
 from pathlib import Path
 
-from corral.orchestration import NewGeneration, NewTeamMember, Store
+from corral.orchestration import NewGeneration, NewTeamMember, Repositories
 
 from ._seed import lead_session, managed_agent
 from .conftest import Env, RunCorral
@@ -102,8 +102,8 @@ def test_list_shows_reported_and_stopped_teams_agents_after_the_managed_ones(
     assert style[3].startswith("finished ") and style[3].endswith(" ago")
     assert style[4] == "succeeded"
     assert slow[1:3] == ["read-collect", "stopped"] and slow[4] == "-"
-    with Store.open(cli_env.home / "corral.db") as store:
-        runs = {m.name: m.run_id for m in store.team_members(lead, live_only=False)}
+    with Repositories.open(cli_env.home / "corral.db") as store:
+        runs = {m.name: m.run_id for m in store.teams.roster.team_members(lead, live_only=False)}
     assert style[5] == runs["style"] and slow[5] == runs["slow"]
 
     # The managed agents' JSON stays the `list` action's array; teams agents are not mixed into it.
@@ -178,8 +178,8 @@ def test_a_crashed_hosts_agents_show_lost_and_finishing(cli_env: Env, corral: Ru
 def _running_elsewhere(env: Env, lead: str, name: str, *, minutes_ago: int) -> str:
     """A teams agent of a host that is alive (this test process), started `minutes_ago` minutes ago."""
     then = int(time.time() * 1000) - minutes_ago * 60_000
-    with Store.open(env.home / "corral.db", clock=lambda: then) as store:
-        generation, task, _member = store.create_team_generation(
+    with Repositories.open(env.home / "corral.db", clock=lambda: then) as store:
+        generation, task, _member = store.teams.roster.create_team_generation(
             NewGeneration(
                 definition="read-review",
                 owner_session_id=lead,
@@ -201,8 +201,8 @@ def _running_elsewhere(env: Env, lead: str, name: str, *, minutes_ago: int) -> s
                 prompt="Review.",
             ),
         )
-        store.record_started(generation.run_id, pid=os.getpid(), host_id="another-host")
-        store.record_ack(generation.run_id, task.request_id, accepted=True)
+        store.kernel.record_started(generation.run_id, pid=os.getpid(), host_id="another-host")
+        store.kernel.record_ack(generation.run_id, task.request_id, accepted=True)
         return generation.run_id
 
 

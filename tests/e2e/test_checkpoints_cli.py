@@ -5,7 +5,7 @@ from __future__ import annotations
 import sqlite3
 import time
 
-from corral.orchestration import Store
+from corral.orchestration import Repositories
 from corral.orchestration.teams import CheckpointPolicy
 from tests.orchestration.teams._checkpoint_helpers import CREATED, make_record, save
 
@@ -13,7 +13,7 @@ from .conftest import Env, RunCorral
 
 
 def _seed(env: Env, *records: object) -> None:
-    store = Store.open(env.home / "corral.db")
+    store = Repositories.open(env.home / "corral.db")
     try:
         for record in records:
             save(store, record)  # type: ignore[arg-type]

@@ -2,7 +2,7 @@
 
 from __future__ import annotations
 
-from corral.orchestration import Store
+from corral.orchestration import Repositories
 
 from .conftest import Env, RunCorral
 from .test_teams_crash import CHECK_SCRIPT, _git_project, _lead_session, entries_session
@@ -52,9 +52,9 @@ def test_a_check_claimed_by_a_killed_host_is_listed_resolved_once_and_never_reru
         "run", "--surfaces", "teams", "--model", "scripted/lead", "--session", str(lead), "-p", "continue"
     )
     assert second.returncode in (0, 1), second.stderr
-    with Store.open(cli_env.home / "corral.db") as store:
-        row = store.get_check(check_id)
+    with Repositories.open(cli_env.home / "corral.db") as store:
+        row = store.teams.checks.get_check(check_id)
         assert row is not None and row.state == "error"  # kept as resolved: never replayed
         assert row.error is not None and "host was killed in a test" in row.error
-        [member] = store.team_members(lead_session_id=entries_session(lead), live_only=False)
-        assert store.claimed_checks(member.run_id) == ()
+        [member] = store.teams.roster.team_members(lead_session_id=entries_session(lead), live_only=False)
+        assert store.teams.checks.claimed_checks(member.run_id) == ()

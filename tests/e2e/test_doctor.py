@@ -19,7 +19,7 @@ from typing import Any
 import pytest
 
 from corral.agent.tools import ReadOnlySandbox
-from corral.orchestration import SCHEMA_VERSION, Store
+from corral.orchestration import SCHEMA_VERSION, Repositories
 from tests.runtime._tmux_fixtures import kill_server, require_tmux
 
 from .conftest import Env, RunCorral
@@ -131,7 +131,7 @@ def test_a_missing_data_root_warns_and_is_not_created(cli_env: Env, corral: RunC
 
 def test_an_existing_store_reports_its_schema_version(cli_env: Env, corral: RunCorral) -> None:
     _private_home(cli_env)
-    Store.open(cli_env.home / "corral.db").close()
+    Repositories.open(cli_env.home / "corral.db").close()
 
     _, report = _report(corral)
 
@@ -147,9 +147,9 @@ def test_a_check_left_claimed_by_a_dead_process_warns_and_names_the_way_out(
     from tests.orchestration.teams._check_helpers import add_member, dead_pid, stuck_check
 
     _private_home(cli_env)
-    with Store.open(cli_env.home / "corral.db") as store:
+    with Repositories.open(cli_env.home / "corral.db") as store:
         member = add_member(store, "fixer")
-        store.record_started(member.run_id, pid=dead_pid())
+        store.kernel.record_started(member.run_id, pid=dead_pid())
         stuck_check(store, tmp_path, run_id=member.run_id, task=member.task_id, report=member.report_id)
 
     code, report = _report(corral)
@@ -162,7 +162,7 @@ def test_a_check_left_claimed_by_a_dead_process_warns_and_names_the_way_out(
 def test_a_store_from_a_newer_corral_fails_with_exit_1(cli_env: Env, corral: RunCorral) -> None:
     _private_home(cli_env)
     db = cli_env.home / "corral.db"
-    Store.open(db).close()
+    Repositories.open(db).close()
     with sqlite3.connect(db) as conn:
         conn.execute(f"PRAGMA user_version = {SCHEMA_VERSION + 5:d}")
     conn.close()
@@ -184,7 +184,7 @@ def test_an_orphan_pane_is_reported_not_killed(cli_env: Env, corral: RunCorral) 
         pytest.skip("the temporary directory's path is too long for a tmux socket")
     (cli_env.home / "tmux").mkdir(parents=True, mode=0o700)
     cli_env.home.chmod(0o700)
-    Store.open(cli_env.home / "corral.db").close()
+    Repositories.open(cli_env.home / "corral.db").close()
     tmux = ["tmux", "-f", "/dev/null", "-S", str(socket)]
     try:
         subprocess.run(

@@ -7,7 +7,7 @@ import subprocess
 import sys
 from pathlib import Path
 
-from corral.orchestration import Store
+from corral.orchestration import Repositories
 from corral.orchestration.teams import TEAM_REPORT_TYPE
 
 from .conftest import Env, RunCorral
@@ -70,8 +70,8 @@ def test_every_report_and_entry_is_on_disk_after_the_fast_exit(corral: RunCorral
     for lines in agents:
         results = [e for e in lines if e.get("type") == "message" and e["message"]["role"] == "toolResult"]
         assert [r["message"]["toolName"] for r in results] == ["report_and_exit"]
-    with Store.open(cli_env.home / "corral.db") as store:
-        stored_reports = store.team_reports(lead_session_id=str(lead_entries[0]["id"]))
+    with Repositories.open(cli_env.home / "corral.db") as store:
+        stored_reports = store.teams.reports.team_reports(lead_session_id=str(lead_entries[0]["id"]))
         assert len(stored_reports) == AGENTS
         assert all(r.delivery == "delivered" for r in stored_reports)
 

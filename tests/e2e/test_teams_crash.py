@@ -7,7 +7,7 @@ from pathlib import Path
 
 import pytest
 
-from corral.orchestration import Store
+from corral.orchestration import Repositories
 from corral.orchestration.teams import TEAM_REPORT_TYPE
 
 from .conftest import Env, RunCorral
@@ -69,8 +69,8 @@ def test_teams_reports_are_delivered_exactly_once_across_a_crash(
         for e in entries
         if e.get("type") == "custom_message" and e.get("customType") == TEAM_REPORT_TYPE
     ]
-    with Store.open(cli_env.home / "corral.db") as store:
-        reports = [r for r in store.team_reports(lead_session_id=entries_session(lead))]
+    with Repositories.open(cli_env.home / "corral.db") as store:
+        reports = [r for r in store.teams.reports.team_reports(lead_session_id=entries_session(lead))]
         assert reports, "at least one report was stored before the crash"
         assert sorted(delivered) == sorted(r.report_id for r in reports)
         assert len(delivered) == len(set(delivered))
@@ -111,8 +111,10 @@ def test_a_grouped_swarm_settles_after_a_crash_without_inventing_success(
     assert len({e["details"]["delivery_id"] for e in indexes}) == len(indexes)  # each index once
     if settled:
         text = settled[0]["content"]
-        with Store.open(cli_env.home / "corral.db") as store:
-            reported = {r.name for r in store.team_reports(lead_session_id=entries_session(lead))}
+        with Repositories.open(cli_env.home / "corral.db") as store:
+            reported = {
+                r.name for r in store.teams.reports.team_reports(lead_session_id=entries_session(lead))
+            }
         for name in ("a", "b", "c"):
             # a member that never reported is interrupted, never shown as succeeded
             assert name in text
@@ -172,28 +174,30 @@ def test_a_crash_during_a_check_never_reruns_it_or_consumes_an_attempt_twice(
         "run", "--surfaces", "teams", "--model", "scripted/lead", "-p", "go", env={"CORRAL_FAULTS": fault}
     )
     assert first.returncode == -9, (first.returncode, first.stderr)
-    with Store.open(cli_env.home / "corral.db") as store:
-        [member] = store.team_members(
+    with Repositories.open(cli_env.home / "corral.db") as store:
+        [member] = store.teams.roster.team_members(
             lead_session_id=entries_session(_lead_session(cli_env)), live_only=False
         )
-        checks_before = {c.check_id: c.state for c in store.claimed_checks(member.run_id)}
+        checks_before = {c.check_id: c.state for c in store.teams.checks.claimed_checks(member.run_id)}
         ledgers_before = [
             (len(ledger.stages), [s.state for s in ledger.stages])
-            for ledger in store.repair_ledgers(member.run_id)
+            for ledger in store.teams.repair.repair_ledgers(member.run_id)
         ]
     lead = _lead_session(cli_env)
     second = corral(
         "run", "--surfaces", "teams", "--model", "scripted/lead", "--session", str(lead), "-p", "continue"
     )
     assert second.returncode in (0, 1), second.stderr
-    with Store.open(cli_env.home / "corral.db") as store:
+    with Repositories.open(cli_env.home / "corral.db") as store:
         # A claimed check is never replayed; the ledger gains no stage after the restart.
-        assert {c.check_id: c.state for c in store.claimed_checks(member.run_id)} == checks_before
+        assert {
+            c.check_id: c.state for c in store.teams.checks.claimed_checks(member.run_id)
+        } == checks_before
         assert [
             (len(ledger.stages), [s.state for s in ledger.stages])
-            for ledger in store.repair_ledgers(member.run_id)
+            for ledger in store.teams.repair.repair_ledgers(member.run_id)
         ] == ledgers_before
-        reports = store.team_reports(lead_session_id=member.lead_session_id)
+        reports = store.teams.reports.team_reports(lead_session_id=member.lead_session_id)
     entries = [json.loads(line) for line in lead.read_text().splitlines()[1:]]
     delivered = [e["details"]["report_id"] for e in entries if e.get("customType") == TEAM_REPORT_TYPE]
     assert sorted(delivered) == sorted(r.report_id for r in reports)  # stored reports reach the lead once
@@ -233,10 +237,12 @@ def test_a_checkpoint_is_still_saved_when_the_host_dies_right_after_the_report(
         env={"CORRAL_FAULTS": "after_result_row:1"},
     )
     assert first.returncode == -9, (first.returncode, first.stderr)
-    with Store.open(cli_env.home / "corral.db") as store:
-        [report] = store.team_reports(lead_session_id=entries_session(_lead_session(cli_env)))
+    with Repositories.open(cli_env.home / "corral.db") as store:
+        [report] = store.teams.reports.team_reports(lead_session_id=entries_session(_lead_session(cli_env)))
         checkpoint_id = report.result["checkpointId"]
-        assert store.get_checkpoint(checkpoint_id) is None  # the crash came before it was saved
+        assert (
+            store.teams.checkpoints.get_checkpoint(checkpoint_id) is None
+        )  # the crash came before it was saved
     lead = _lead_session(cli_env)
     second = corral(
         "run", "--surfaces", "teams", "--model", "scripted/lead", "--session", str(lead), "-p", "continue"

@@ -34,7 +34,9 @@ async def test_open_lead_budget_stops_the_agent_and_refuses_more(api_env: ApiEnv
         ({"soft_threshold": 2}, "invalid value for 'soft_threshold'"),
     ],
 )
-async def test_open_lead_refuses_a_bad_budget(api_env: ApiEnv, budget: dict[str, float], problem: str) -> None:
+async def test_open_lead_refuses_a_bad_budget(
+    api_env: ApiEnv, budget: dict[str, float], problem: str
+) -> None:
     with pytest.raises(CorralError, match=problem):
         async with corral.open_lead(api_env.work, budget=budget):
             pass

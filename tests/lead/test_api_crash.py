@@ -22,7 +22,7 @@ from pathlib import Path
 import pytest
 import yaml
 
-from corral.orchestration import RESULT_TYPE, Store
+from corral.orchestration import RESULT_TYPE, Repositories
 
 PROGRAM = Path(__file__).with_name("crash_program.py")
 KILLS = ("before", "after", "after_result_row", "after_owner_append", "before_cleanup")
@@ -83,8 +83,8 @@ def _check(root: Path) -> None:
         if entry.get("type") == "custom_message" and entry.get("customType") == RESULT_TYPE
     ]
     consumed = [line.split()[1] for line in (root / "consumed.log").read_text().splitlines()]
-    with Store.open(root / "home" / "corral.db") as store:
-        generations = store.generations(include_finalized=True)
+    with Repositories.open(root / "home" / "corral.db") as store:
+        generations = store.kernel.generations(include_finalized=True)
         stored = {g.completed_request_id for g in generations if g.completed_request_id}
     assert stored, "no results were stored"
     assert len(in_session) == len(set(in_session)) == len(stored), "the lead's session holds each result once"

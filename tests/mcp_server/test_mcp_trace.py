@@ -25,7 +25,9 @@ async def test_the_served_lead_is_one_trace_with_agents_under_their_tool_calls(m
     mcp_env.script({"*": AGENT_STEPS})
     trace_file = mcp_env.root / "mcp-trace.jsonl"
     async with mcp_env.client("--trace", str(trace_file)) as client:
-        started = await client.call_tool("agent_delegate", {"definition": "scout", "task": "t", "label": "s1"})
+        started = await client.call_tool(
+            "agent_delegate", {"definition": "scout", "task": "t", "label": "s1"}
+        )
         assert not started.is_error
         waited = await client.call_tool("wait", {"timeoutMs": WAIT_MS})
         assert not waited.is_error

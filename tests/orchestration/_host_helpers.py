@@ -16,7 +16,7 @@ import yaml
 from corral.agent import AgentSession
 from corral.lead._host import ComposedHost
 from corral.llm import ModelRegistry
-from corral.orchestration import Caller, Store, load_roster
+from corral.orchestration import Caller, Repositories, load_roster
 from corral.session import SessionManager
 from corral.settings import Settings
 
@@ -89,10 +89,10 @@ async def team(
 ) -> AsyncIterator[Team]:
     """A host on the store under `tmp` with a scripted lead attached (tmux on `tmux_socket`)."""
     sessions_root = tmp / "sessions"
-    store = Store.open(tmp / "home" / "corral.db")
+    store = Repositories.open(tmp / "home" / "corral.db")
     registry = ModelRegistry(Settings(), cwd=tmp / "work")
     host = ComposedHost(
-        store=store,
+        repositories=store,
         registry=registry,
         settings=settings,
         sessions_root=sessions_root,

@@ -5,13 +5,14 @@ from __future__ import annotations
 import sqlite3
 from pathlib import Path
 
-from corral.orchestration import GenerationRecord, NewGeneration, RequestRecord, Store
+from corral.orchestration import GenerationRecord, NewGeneration, RequestRecord
+from corral.orchestration.kernel._generations import Generations
 
 LEAD = "lead-session"
 
 
 def new_generation(
-    store: Store,
+    kernel: Generations,
     *,
     session_id: str,
     owner: str = LEAD,
@@ -22,7 +23,7 @@ def new_generation(
     ack: bool = True,
 ) -> tuple[GenerationRecord, RequestRecord]:
     """Create a generation (and accept its task unless `ack=False`)."""
-    generation, task = store.create_generation(
+    generation, task = kernel.create_generation(
         NewGeneration(
             definition=definition,
             owner_session_id=owner,
@@ -35,8 +36,8 @@ def new_generation(
         )
     )
     if ack:
-        store.record_ack(generation.run_id, task.request_id, accepted=True)
-        refreshed = store.get_generation(generation.run_id)
+        kernel.record_ack(generation.run_id, task.request_id, accepted=True)
+        refreshed = kernel.get_generation(generation.run_id)
         assert refreshed is not None
         generation = refreshed
     return generation, task

@@ -7,7 +7,7 @@ from pathlib import Path
 
 import pytest
 
-from corral.orchestration import Store
+from corral.orchestration import Repositories
 from tests.orchestration._host_helpers import prepare_env
 
 
@@ -25,7 +25,7 @@ def db_path(tmp_path: Path) -> Path:
 
 
 @pytest.fixture
-def store(db_path: Path) -> Iterator[Store]:
+def store(db_path: Path) -> Iterator[Repositories]:
     """A real store at `db_path`, closed after the test."""
-    with Store.open(db_path) as opened:
+    with Repositories.open(db_path) as opened:
         yield opened

@@ -79,7 +79,7 @@ async def test_get_agent_status_and_the_apps_rows(tmp_path: Path) -> None:
     write_script(tmp_path, "lead", SLOW)
     async with teams_env(tmp_path, "lead") as env:
         await env.teams.spawn(env.caller, parse_spawn({"name": "one", "prompt": "p"}))
-        member = env.host.store.live_team_member(env.caller.session_id, "one")
+        member = env.host.repositories.teams.roster.live_team_member(env.caller.session_id, "one")
         assert member is not None
         child = env.teams.child(member.run_id)
         assert child is not None

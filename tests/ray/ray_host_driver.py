@@ -15,7 +15,7 @@ from pathlib import Path
 from corral.agent import AgentSession
 from corral.lead._host import ComposedHost
 from corral.llm import ModelRegistry
-from corral.orchestration import OrchestrationError, Store, load_roster
+from corral.orchestration import OrchestrationError, Repositories, load_roster
 from corral.orchestration.surfaces import DelegateParams
 from corral.session import SessionManager
 from corral.settings import RaySettings, Settings
@@ -36,7 +36,7 @@ async def main(root: Path, address: str, namespace: str, labels: list[str]) -> i
         ray=RaySettings(address=address, namespace=namespace, num_cpus=0.1, agents_per_worker=4),
     )
     host = ComposedHost(
-        store=Store.open(root / "home" / "corral.db"),
+        repositories=Repositories.open(root / "home" / "corral.db"),
         registry=registry,
         settings=settings,
         sessions_root=sessions,

@@ -18,7 +18,7 @@ from pathlib import Path
 
 import pytest
 
-from corral.orchestration import ASK_TYPE, RESULT_TYPE, ManagedAgentBusyError, Store
+from corral.orchestration import ASK_TYPE, RESULT_TYPE, ManagedAgentBusyError, Repositories
 from corral.orchestration.surfaces import (
     CloseParams,
     ContinueParams,
@@ -76,7 +76,7 @@ async def test_delegate_runs_in_a_ray_worker_and_the_result_is_delivered_once(
     write_script(env, "team", {**LEAD, "agents": {"*": agent}})
     async with team(env, "team", settings=ray_settings(ray_cluster)) as t:
         started = await t.controller.delegate(t.caller, DelegateParams(definition="builder", task="Make it"))
-        generation = t.host.store.get_generation(started.run_id)
+        generation = t.host.kernel.get_generation(started.run_id)
         assert generation is not None and generation.runtime_kind == "ray"
         assert generation.pane_id is not None and generation.pane_id.startswith("ray:corral-")
         assert generation.pid is not None and generation.pid != os.getpid()  # another process
@@ -88,7 +88,7 @@ async def test_delegate_runs_in_a_ray_worker_and_the_result_is_delivered_once(
         entries = _entries(generation.session_path)
         roles = [e["message"]["role"] for e in entries if e.get("type") == "message"]  # type: ignore[index]
         assert roles == ["user", "assistant", "toolResult", "assistant"]
-        final = t.host.store.get_generation(started.run_id)
+        final = t.host.kernel.get_generation(started.run_id)
         assert final is not None and final.phase == "finalized"
         # `continue` picks the session up from the lead's machine (the scripted model's cursor is
         # stored in the streamed entries: it answers with the next step).
@@ -122,7 +122,7 @@ async def test_ask_reply_steer_interrupt_inspect_and_close_reach_the_worker(
         replied = await t.controller.reply(t.caller, ReplyParams(agent="scout", message="Use B."))
         assert replied.to_details()["assignment_request_id"] == started.request_id
         steered = await t.controller.steer(t.caller, SteerParams(agent="scout", message="also log it"))
-        request = t.host.store.get_request(steered.request_id)
+        request = t.host.kernel.get_request(steered.request_id)
         assert request is not None and request.accepted is True
         inspected = (await t.controller.inspect(t.caller, InspectParams(agent="scout"))).to_details()
         assert "ask_owner" in inspected["recent_output"]
@@ -172,12 +172,12 @@ async def test_an_unreachable_cluster_fails_delegate_and_changes_nothing(env: Pa
     assert process.returncode == 3, out
     line = out.decode().strip()
     assert line.startswith("error pane_not_ready:") and "cannot reach the Ray cluster" in line, line
-    store = Store.open(env / "home" / "corral.db")
+    store = Repositories.open(env / "home" / "corral.db")
     try:
-        assert store.generations(include_finalized=True) == () or all(
-            g.phase == "finalized" for g in store.generations(include_finalized=True)
+        assert store.kernel.generations(include_finalized=True) == () or all(
+            g.phase == "finalized" for g in store.kernel.generations(include_finalized=True)
         )
-        assert store.generations() == ()
+        assert store.kernel.generations() == ()
     finally:
         store.close()
 
@@ -213,7 +213,7 @@ async def test_host_sigkill_then_resume_collects_each_result_once(
         assert len(results) == 2, results
         assert "fast result" in results[0] and "slow result" in results[1]
         for label in ("fast", "slow"):
-            generation = t.host.store.generation_by_label(label)
+            generation = t.host.kernel.generation_by_label(label)
             assert generation is None  # finalized
     # A second resume delivers nothing again.
     async with team(env, "team", settings=settings, session_path=lead_path) as t:
@@ -246,17 +246,17 @@ async def test_a_removed_node_makes_its_agents_lost_and_the_others_finish(
         ray_nodes.remove(node)
 
         def lost() -> bool:
-            current = t.host.store.get_generation(doomed.run_id)
+            current = t.host.kernel.get_generation(doomed.run_id)
             return current is not None and current.presence == "lost"
 
         await eventually(lost)
-        current = t.host.store.get_generation(doomed.run_id)
+        current = t.host.kernel.get_generation(doomed.run_id)
         assert current is not None and current.diagnostic is not None
         assert "node" in current.diagnostic and node.node_id[:12] in current.diagnostic, current.diagnostic
         await t.quiet()
         results = t.lead_entries(RESULT_TYPE)
         assert len(results) == 1 and "fine result" in str(results[0]["content"])
-        assert t.host.store.get_generation(fine.run_id) is not None
+        assert t.host.kernel.get_generation(fine.run_id) is not None
         listed = (await t.controller.list(t.caller, ListParams())).to_details()["agents"]
         assert [(a["agent"], a["state"]) for a in listed] == [("doomed", "lost")]
 
@@ -285,9 +285,9 @@ async def test_reap_kills_only_workers_that_hold_no_live_agent(
             if (await ray.call_worker(quick_worker, "where"))["runs"] == []:
                 break
             await asyncio.sleep(0.05)
-        orphans = await find_ray_orphans(t.host.store, ray)
+        orphans = await find_ray_orphans(t.host.kernel, ray)
         assert [(o.name, o.reason) for o in orphans] == [(quick_worker, "idle")]
-        reaped, errors = await reap_ray_orphans(t.host.store, ray)
+        reaped, errors = await reap_ray_orphans(t.host.kernel, ray)
         assert [o.name for o in reaped] == [quick_worker] and errors == {}
         for _ in range(200):  # Ray lists a killed actor until its death is processed
             if await ray.worker_names() == [busy_worker]:
@@ -329,9 +329,9 @@ async def test_a_host_killed_before_recording_the_worker_is_adopted_by_the_next_
     process = await _driver(env, ray_cluster.address, namespace, "placed", faults="before_pane_recorded")
     await asyncio.wait_for(process.communicate(), WAIT * 3)
     assert process.returncode == -signal.SIGKILL  # killed after placing, before recording the worker
-    store = Store.open(env / "home" / "corral.db")
+    store = Repositories.open(env / "home" / "corral.db")
     try:
-        generation = store.generation_by_label("placed")
+        generation = store.kernel.generation_by_label("placed")
         assert generation is not None and generation.pane_id is None and generation.runtime_kind == "ray"
     finally:
         store.close()
@@ -344,4 +344,4 @@ async def test_a_host_killed_before_recording_the_worker_is_adopted_by_the_next_
         await t.quiet()
         results = t.lead_entries(RESULT_TYPE)
         assert len(results) == 1 and "placed result" in str(results[0]["content"])
-        assert t.host.store.generation_by_label("placed") is None  # finalized
+        assert t.host.kernel.generation_by_label("placed") is None  # finalized

@@ -218,5 +218,5 @@ async def test_a_node_that_does_not_share_the_workspace_refuses_the_agent_and_no
             await t.controller.delegate(t.caller, DelegateParams(definition="builder", task="Edit"))
         assert caught.value.rollback_occurred
         assert "mount it at the same path" in str(caught.value)
-        assert t.host.store.generations() == ()
+        assert t.host.kernel.generations() == ()
     assert git(env / "work", "status", "--porcelain") == ""

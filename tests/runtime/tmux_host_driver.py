@@ -16,7 +16,7 @@ from pathlib import Path
 from corral.agent import AgentSession
 from corral.lead._host import ComposedHost
 from corral.llm import ModelRegistry
-from corral.orchestration import Store, load_roster
+from corral.orchestration import Repositories, load_roster
 from corral.orchestration.surfaces import DelegateParams
 from corral.session import SessionManager
 from corral.settings import Settings
@@ -33,7 +33,7 @@ async def main(root: Path, socket: Path, labels: list[str], *, definition: str, 
     model = registry.create_model(registry.resolve("scripted/team"), cwd=work)
     lead = AgentSession(session=session, model=model, thinking_level="off", tools=[], cwd=work)
     host = ComposedHost(
-        store=Store.open(root / "home" / "corral.db"),
+        repositories=Repositories.open(root / "home" / "corral.db"),
         registry=registry,
         settings=Settings() if handoff else Settings(runtime="tmux"),
         sessions_root=sessions,

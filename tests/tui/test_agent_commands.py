@@ -64,7 +64,9 @@ def _reported(app: CorralApp, name: str) -> bool:
     return (
         host is not None
         and launched is not None
-        and any(r.name == name for r in host.store.team_reports(launched.session.session_id))
+        and any(
+            r.name == name for r in host.repositories.teams.reports.team_reports(launched.session.session_id)
+        )
     )
 
 
@@ -159,7 +161,7 @@ async def test_agents_checkpoints_lists_deletes_warns_and_explains_its_usage(tui
         assert host is not None
         import sqlite3
 
-        with sqlite3.connect(host.store.path) as conn:
+        with sqlite3.connect(host.kernel.db.path) as conn:
             conn.execute("UPDATE checkpoints SET record = '{' WHERE checkpoint_id = ?", (checkpoint_id,))
         conn.close()
         await _command(pilot, "/agents-checkpoints")
@@ -375,8 +377,12 @@ async def test_a_handed_off_teams_agent_stays_a_working_row_in_its_pane(tui_env:
         await _team(app, pilot)
         host, launched = app.host, app.launched
         assert host is not None and launched is not None
-        [member] = [m for m in host.store.team_members(launched.session.session_id) if m.name == "scan"]
-        generation = host.store.get_generation(member.run_id)
+        [member] = [
+            m
+            for m in host.repositories.teams.roster.team_members(launched.session.session_id)
+            if m.name == "scan"
+        ]
+        generation = host.kernel.get_generation(member.run_id)
         assert generation is not None and not generation.runs_in_pane
         moved = replace(generation, runtime_kind="tmux", pane_id="%7", pid=None)
         assert moved.runs_in_pane and not replace(moved, presence="lost").runs_in_pane

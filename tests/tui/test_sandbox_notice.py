@@ -45,7 +45,9 @@ async def test_an_unconfined_read_agent_raises_one_warning_notice(
         await pilot.press("enter")
         host, lead = app.host, app.launched.session.session_id  # type: ignore[union-attr]
         assert host is not None
-        await wait_until(pilot, lambda: len(host.store.team_reports(lead)) == 2)  # both ran
+        await wait_until(
+            pilot, lambda: len(host.repositories.teams.reports.team_reports(lead)) == 2
+        )  # both ran
         await wait_until(pilot, lambda: bool(_warnings(app)))
         warnings = _warnings(app)
         assert len(warnings) == 1, warnings

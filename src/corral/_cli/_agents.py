@@ -91,14 +91,14 @@ async def _with_host(cwd: Path, session: str | None, action: Callable[[Host, Cal
     from corral._cli._launch import warn
     from corral.lead._host import ComposedHost
     from corral.llm import ModelRegistry
-    from corral.orchestration import Caller, Store, default_store_path
+    from corral.orchestration import Caller, Repositories, default_store_path
     from corral.settings import load_settings
 
     work_dir = cwd.expanduser().resolve()
     session_id = _lead_session_id(work_dir, session)
     settings = load_settings(work_dir, on_warning=warn)
     host = ComposedHost(
-        store=Store.open(default_store_path()),
+        repositories=Repositories.open(default_store_path()),
         registry=ModelRegistry(settings, cwd=work_dir),
         settings=settings,
     )
@@ -153,11 +153,11 @@ async def _team_snapshots(host: Host, caller: Caller) -> list[dict[str, Any]]:
     # The teams tools answer the attached lead only; this host acts as that lead, read-only.
     host.lead_callers.setdefault(caller.session_id, caller)
     details = (await host.teams.status(caller, None)).details
-    store = host.store
+    store = host.repositories
     now = int(time.time() * 1000)
     snapshots: list[dict[str, Any]] = [dict(s) for s in details.get("agents") or []]
     for snapshot in snapshots:
-        member = store.team_member(snapshot["runId"]) if snapshot.get("runId") else None
+        member = store.teams.roster.team_member(snapshot["runId"]) if snapshot.get("runId") else None
         if member is None:
             continue
         snapshot.setdefault("modelSlot", member.tier)
@@ -175,7 +175,7 @@ def _settle_elsewhere(host: Host, snapshot: dict[str, Any], now: int) -> None:
 
     if snapshot.get("phase") != "stalled":
         return
-    generation = host.store.get_generation(snapshot["runId"])
+    generation = host.kernel.get_generation(snapshot["runId"])
     if generation is None:
         return
     if generation.presence == "lost" or host.host_gone(generation):
@@ -195,14 +195,14 @@ def _left_without_report(host: Host, lead_session_id: str, shown: set[str], now:
     """The latest run of each name not shown yet that left without a report: `stopped` or `lost`."""
     from corral.orchestration.teams import RECENT_COMPLETIONS
 
-    store = host.store
+    store = host.repositories
     latest: dict[str, dict[str, Any]] = {}
-    for member in store.team_members(lead_session_id, live_only=False):
+    for member in store.teams.roster.team_members(lead_session_id, live_only=False):
         if member.depth != 0 or member.live or member.name in shown:
             continue
-        if store.team_report_for_run(member.run_id) is not None:
+        if store.teams.reports.team_report_for_run(member.run_id) is not None:
             continue
-        generation = store.get_generation(member.run_id)
+        generation = store.kernel.get_generation(member.run_id)
         lost = generation is not None and generation.presence == "lost"
         snapshot: dict[str, Any] = {
             "name": member.name,
@@ -376,7 +376,7 @@ async def agents_show(label: str, *, cwd: Path, session: str | None, as_json: bo
         snapshot = next((s for s in await _team_snapshots(host, caller) if s.get("name") == label), None)
         report = None
         if snapshot is not None and snapshot.get("runId"):
-            report = host.store.team_report_for_run(snapshot["runId"])
+            report = host.repositories.teams.reports.team_report_for_run(snapshot["runId"])
         return None, snapshot, report
 
     found, snapshot, report = await _with_host(cwd, session, find)

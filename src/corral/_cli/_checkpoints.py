@@ -16,15 +16,15 @@ __all__ = ["checkpoints_delete", "checkpoints_list"]
 
 def checkpoints_list(*, out: IO[str], err: IO[str]) -> int:
     """Print every checkpoint (`id | agent | tier | ready|expired | expires <ISO>` or `id | state`)."""
-    from corral.orchestration import Store, default_store_path
+    from corral.orchestration import Repositories, default_store_path
     from corral.orchestration.teams import NO_CHECKPOINTS_MESSAGE, Checkpoints
 
     path = default_store_path()
     if not path.exists():
         out.write(NO_CHECKPOINTS_MESSAGE + "\n")
         return 0
-    with Store.open(path) as store:
-        lines, warnings = Checkpoints(store).list_entries()
+    with Repositories.open(path) as store:
+        lines, warnings = Checkpoints(store.teams.checkpoints).list_entries()
     for line in lines or [NO_CHECKPOINTS_MESSAGE]:
         out.write(line + "\n")
     for warning in warnings:
@@ -34,13 +34,13 @@ def checkpoints_list(*, out: IO[str], err: IO[str]) -> int:
 
 def checkpoints_delete(checkpoint_id: str, *, out: IO[str]) -> int:
     """Retire one checkpoint as deleted and print the confirmation."""
-    from corral.orchestration import Store, default_store_path
+    from corral.orchestration import Repositories, default_store_path
     from corral.orchestration.teams import CheckpointError, Checkpoints, parse_checkpoint_ref
 
     checkpoint_id = parse_checkpoint_ref(checkpoint_id)
     path = default_store_path()
     if not path.exists():
         raise CheckpointError(f"Checkpoint unavailable: {checkpoint_id}. Request a new checkpoint.")
-    with Store.open(path) as store:
-        out.write(Checkpoints(store).delete(checkpoint_id) + "\n")
+    with Repositories.open(path) as store:
+        out.write(Checkpoints(store.teams.checkpoints).delete(checkpoint_id) + "\n")
     return 0

@@ -23,15 +23,15 @@ def _when(ms: int) -> str:
 
 def checks_list(*, out: IO[str]) -> int:
     """Print `id | agent | check (attempt N) | claimed <ISO> | process <pid> alive|gone | log <path>` lines."""
-    from corral.orchestration import Store, default_store_path
+    from corral.orchestration import Repositories, default_store_path
     from corral.orchestration.teams import unresolved_checks
 
     path = default_store_path()
     if not path.exists():
         out.write(NO_UNRESOLVED_MESSAGE + "\n")
         return 0
-    with Store.open(path) as store:
-        found = unresolved_checks(store)
+    with Repositories.open(path) as store:
+        found = unresolved_checks(store.teams)
     for item in found:
         row = item.check
         process = "process unknown" if item.pid is None else f"process {item.pid}"
@@ -47,7 +47,7 @@ def checks_list(*, out: IO[str]) -> int:
 
 def checks_resolve(check_id: str, *, reason: str | None, force: bool, out: IO[str]) -> int:
     """Settle one unresolved check as `error` and say what to do next."""
-    from corral.orchestration import InvalidRequestError, Store, default_store_path
+    from corral.orchestration import InvalidRequestError, Repositories, default_store_path
     from corral.orchestration.teams import abandon_check
 
     check_id = check_id.strip()
@@ -58,9 +58,9 @@ def checks_resolve(check_id: str, *, reason: str | None, force: bool, out: IO[st
     path = default_store_path()
     if not path.exists():
         raise InvalidRequestError(f"No check {check_id}: there is no corral store yet.")
-    with Store.open(path) as store:
-        row = abandon_check(store, check_id, reason=reason, force=force)
-        member = store.team_member(row.run_id)
+    with Repositories.open(path) as store:
+        row = abandon_check(store.teams, check_id, reason=reason, force=force)
+        member = store.teams.roster.team_member(row.run_id)
     agent = row.run_id if member is None else member.name
     out.write(
         f"Resolved {row.check_id} ({row.name} of agent {agent}) as error; it will not run again. "

@@ -237,7 +237,7 @@ class _TeamsTimeline(_Timeline):
 
     def _report(self, details: dict[str, Any]) -> None:
         name = str(details.get("name"))
-        record = self.host.store.team_report(str(details.get("report_id")))
+        record = self.host.repositories.teams.reports.team_report(str(details.get("report_id")))
         result: dict[str, Any] = record.result if record is not None else {}
         findings = len(result.get("findings") or ())
         facts = [str(details.get("outcome")), f"{findings} finding{'' if findings == 1 else 's'}"]
@@ -262,7 +262,7 @@ class _TeamsTimeline(_Timeline):
             f"group index reaches the lead ({details.get('kind')}): 1 index for {count} "
             f"member{'' if count == 1 else 's'}, one wake"
         )
-        delivery = self.host.store.group_delivery(str(details.get("delivery_id")))
+        delivery = self.host.repositories.teams.groups.group_delivery(str(details.get("delivery_id")))
         try:
             index = json.loads(delivery.index) if delivery is not None else {}
         except ValueError:
@@ -420,9 +420,9 @@ async def _teams_act(workdir: Path, out: TextIO) -> int:
 
 def _teams_outcome(launched: Launched, host: Host, out: TextIO) -> int:
     delivered = [details.get("report_id") for details in _custom_details(launched, TEAM_REPORT_TYPE)]
-    records = [host.store.team_report(str(report_id)) for report_id in delivered]
+    records = [host.repositories.teams.reports.team_report(str(report_id)) for report_id in delivered]
     changed = sorted({path for r in records if r is not None for path in r.result.get("changedPaths", ())})
-    claims = host.store.file_claims(launched.session.session_id)
+    claims = host.repositories.teams.roster.file_claims(launched.session.session_id)
     once = len(delivered) == len(set(delivered))
     out.write(
         f"\n{len(delivered)} reports delivered to the lead{', each exactly once' if once else ' (some twice)'}"
@@ -514,7 +514,9 @@ async def _verify_act(workdir: Path, out: TextIO) -> int:
 def _verify_outcome(launched: Launched, host: Host, out: TextIO) -> int:
     """Act 4 holds when the edit agent's one report passed after a repair and the swarm sent one index."""
     reports = _custom_details(launched, TEAM_REPORT_TYPE)
-    records = [host.store.team_report(str(details.get("report_id"))) for details in reports]
+    records = [
+        host.repositories.teams.reports.team_report(str(details.get("report_id"))) for details in reports
+    ]
     result: dict[str, Any] = records[0].result if len(records) == 1 and records[0] is not None else {}
     states = tuple(
         part.get("state") if isinstance(part, dict) else None

@@ -26,7 +26,7 @@ from pathlib import Path
 from typing import IO, TYPE_CHECKING, Literal
 
 if TYPE_CHECKING:
-    from corral.orchestration import Store
+    from corral.orchestration import Repositories
 
 __all__ = ["Check", "CheckStatus", "doctor", "run_checks"]
 
@@ -78,8 +78,8 @@ def _check_data_root(root: Path) -> Check:
     return Check("data_root", "ok", f"data root {root} exists with mode 0700 (private to you)")
 
 
-def _open_store(path: Path) -> tuple[Check, Store | None]:
-    from corral.orchestration import SCHEMA_VERSION, Store, StoreError, StoreVersionError
+def _open_store(path: Path) -> tuple[Check, Repositories | None]:
+    from corral.orchestration import SCHEMA_VERSION, Repositories, StoreError, StoreVersionError
 
     if not path.exists():
         return (
@@ -92,7 +92,7 @@ def _open_store(path: Path) -> tuple[Check, Store | None]:
             None,
         )
     try:
-        store = Store.open(path, readonly=True)
+        store = Repositories.open(path, readonly=True)
     except StoreVersionError as exc:
         found = re.search(r"schema version (\d+)", str(exc))
         if found is not None and int(found.group(1)) < SCHEMA_VERSION:
@@ -191,10 +191,10 @@ async def _check_tmux() -> tuple[Check, bool]:
     return Check("tmux", "ok", f"{version} ({tmux}): the tmux runtime is available"), True
 
 
-def _check_unresolved_checks(store: Store) -> Check:
+def _check_unresolved_checks(store: Repositories) -> Check:
     from corral.orchestration.teams import unresolved_checks
 
-    found = unresolved_checks(store)
+    found = unresolved_checks(store.teams)
     orphaned = [item for item in found if not item.process_alive]
     if not orphaned:
         running = f" ({len(found)} running now)" if found else ""
@@ -208,7 +208,7 @@ def _check_unresolved_checks(store: Store) -> Check:
     )
 
 
-async def _check_orphans(root: Path, store: Store | None) -> Check:
+async def _check_orphans(root: Path, store: Repositories | None) -> Check:
     from corral.orchestration.host._worker import find_orphans
     from corral.runtime import TmuxRuntime
 
@@ -223,7 +223,7 @@ async def _check_orphans(root: Path, store: Store | None) -> Check:
             f"a private tmux server runs at {socket}, but without a readable store its panes cannot be "
             "matched to agents; fix the store, then run `corral agents reap --dry-run`",
         )
-    orphans = await find_orphans(store, TmuxRuntime(socket=socket))
+    orphans = await find_orphans(store.kernel, TmuxRuntime(socket=socket))
     if orphans is None:
         return Check(
             "tmux_workers",
@@ -242,7 +242,7 @@ async def _check_orphans(root: Path, store: Store | None) -> Check:
     )
 
 
-async def _check_ray_workers(store: Store, cwd: Path) -> Check:
+async def _check_ray_workers(store: Repositories, cwd: Path) -> Check:
     """Orphaned Ray workers of this data root (only when agents ran on Ray)."""
     from corral.orchestration.host._ray_orphans import find_ray_orphans
     from corral.runtime import RuntimeError_
@@ -253,9 +253,9 @@ async def _check_ray_workers(store: Store, cwd: Path) -> Check:
         settings = load_settings(cwd).ray
     except SettingsError:
         return Check("ray_workers", "warn", "the settings do not load, so the Ray cluster is unknown")
-    ray = RayRuntime(ray_config(settings), data_root=store.path.parent)
+    ray = RayRuntime(ray_config(settings), data_root=store.db.path.parent)
     try:
-        orphans = await find_ray_orphans(store, ray)
+        orphans = await find_ray_orphans(store.kernel, ray)
     except RuntimeError_ as exc:
         return Check("ray_workers", "warn", f"agents ran on Ray, but {exc}")
     if not orphans:
@@ -269,7 +269,7 @@ async def _check_ray_workers(store: Store, cwd: Path) -> Check:
     )
 
 
-def _check_worktrees(store: Store, cwd: Path) -> Check:
+def _check_worktrees(store: Repositories, cwd: Path) -> Check:
     """Isolated writers' worktrees: disk use, pending and interrupted merges, orphans."""
     from corral._cli._worktrees import worktree_summary
     from corral.orchestration import OrchestrationError
@@ -473,11 +473,11 @@ async def run_checks(cwd: Path) -> list[Check]:
     try:
         if store is not None:
             checks.append(_check_unresolved_checks(store))
-            if store.has_worktrees():
+            if store.worktrees.has_worktrees():
                 checks.append(_check_worktrees(store, cwd))
             from corral.orchestration.host._ray_orphans import has_ray_generations
 
-            if has_ray_generations(store):
+            if has_ray_generations(store.kernel):
                 checks.append(await _check_ray_workers(store, cwd))
         sandbox, (tmux, has_tmux) = await asyncio.gather(_check_sandbox(), _check_tmux())
         checks += [sandbox, tmux]

@@ -45,6 +45,7 @@ from corral.agent import (
 )
 from corral.agent.tools import ReadOnlySandbox, create_builtin_tools, read_sandbox_policy
 from corral.llm import AssistantMessage, ModelRegistry, parse_model_ref
+from corral.orchestration._repositories import Repositories
 from corral.orchestration.agents._controller import OwnerQuestions
 from corral.orchestration.agents._delegation import ManagedAgentSpec, build_managed_agent
 from corral.orchestration.budgets import attach_worker_guard
@@ -53,7 +54,6 @@ from corral.orchestration.kernel._child import ManagedChild
 from corral.orchestration.kernel._files import FileLimits
 from corral.orchestration.kernel.records import AskRecord, GenerationRecord, RequestRecord
 from corral.orchestration.ratelimits import RateLimitsExtension
-from corral.orchestration.store._store import Store
 from corral.orchestration.surfaces import AskOwnerTool
 from corral.session import SessionManager
 from corral.settings import Settings
@@ -156,12 +156,12 @@ async def run_worker(run_id: str, store_path: Path, launch_path: Path, *, out: T
         settings = Settings.model_validate_json(json.dumps(launch.get("settings", {})))
     except (OSError, ValueError, KeyError, TypeError) as exc:
         raise WorkerError(f"cannot read launch file {launch_path}: {exc}") from None
-    store = Store.open(store_path)
+    store = Repositories.open(store_path)
     try:
-        generation = store.get_generation(run_id)
+        generation = store.kernel.get_generation(run_id)
         if generation is None or generation.session_path is None:
             raise WorkerError(f"no live generation {run_id} with a session file in {store_path}")
-        task = next((r for r in store.requests(run_id) if r.kind == "task"), None)
+        task = next((r for r in store.kernel.requests(run_id) if r.kind == "task"), None)
         if task is None:
             raise WorkerError(f"generation {run_id} has no task request")
         view = _View(out, generation.label)
@@ -183,7 +183,7 @@ async def run_worker(run_id: str, store_path: Path, launch_path: Path, *, out: T
                 model = registry.create_model(registry.resolve(spec.model_ref), cwd=cwd)
                 agent = build_managed_agent(spec, session=session, model=model, cwd=cwd, settings=settings)
                 child = ManagedChild(
-                    store=store,
+                    store=store.kernel,
                     agent=agent,
                     generation=generation,
                     task=task,
@@ -192,16 +192,18 @@ async def run_worker(run_id: str, store_path: Path, launch_path: Path, *, out: T
                     context_retirement=bool(launch.get("contextRetirement", True)),
                 )
                 # The same ask_owner as in-process agents, recording into the shared store.
-                agent.register_tool(AskOwnerTool(OwnerQuestions(store, FileLimits()), child, agent))
+                agent.register_tool(AskOwnerTool(OwnerQuestions(store.kernel, FileLimits()), child, agent))
             hooks.child = child
-            if store.has_worktrees():  # an isolated writer commits its work on its branch at the end
+            if (
+                store.worktrees.has_worktrees()
+            ):  # an isolated writer commits its work on its branch at the end
                 from corral.orchestration.worktrees import Worktrees
 
-                child.on_work_done = Worktrees(store, home=store.path.parent).work_done
-            attach_worker_guard(store, child)  # its budget, when the host opened one for it
+                child.on_work_done = Worktrees(store.worktrees, home=store.db.path.parent).work_done
+            attach_worker_guard(store.db, child)  # its budget, when the host opened one for it
             child.agent.subscribe(view.on_event)
             heartbeat = Path(launch["heartbeat"]) if launch.get("heartbeat") else None
-            store.record_started(run_id, pid=os.getpid(), pane_id=os.environ.get("TMUX_PANE") or None)
+            store.kernel.record_started(run_id, pid=os.getpid(), pane_id=os.environ.get("TMUX_PANE") or None)
             return await _serve(store, child, view, heartbeat, inbox)
         finally:
             session.close()
@@ -211,7 +213,7 @@ async def run_worker(run_id: str, store_path: Path, launch_path: Path, *, out: T
 
 async def _resumed_child(
     resume: dict[str, Any],
-    store: Store,
+    store: Repositories,
     generation: GenerationRecord,
     task: RequestRecord,
     session: SessionManager,
@@ -252,7 +254,7 @@ async def _resumed_child(
         from corral.orchestration.surfaces.teams import team_member_tools
         from corral.orchestration.teams import TeamChild, Teams, member_message_text
 
-        member = store.team_member(generation.run_id)
+        member = store.teams.roster.team_member(generation.run_id)
         if member is None:
             raise WorkerError(f"generation {generation.run_id} is not a teams agent")
 
@@ -263,10 +265,10 @@ async def _resumed_child(
             def result_stored(self, run_id: str, request_id: str) -> None:
                 hooks.changed()
 
-        local = _WorkerHost(store=store, registry=registry, settings=settings)
+        local = _WorkerHost(kernel=store.kernel, registry=registry, settings=settings)
         teams = Teams(local)
         team_child = TeamChild(
-            store=store,
+            store=store.kernel,
             agent=agent,
             generation=generation,
             task=task,
@@ -282,17 +284,19 @@ async def _resumed_child(
             if not team_child.messages_open or team_child.finished.is_set():
                 return
             lead, name = member.lead_session_id, member.name
-            if not store.read_team_inbox(lead, name, unread_only=True, mark_as_read=False):
+            if not store.teams.roster.read_team_inbox(lead, name, unread_only=True, mark_as_read=False):
                 return
-            for message in store.read_team_inbox(lead, name, unread_only=True, mark_as_read=True):
+            for message in store.teams.roster.read_team_inbox(
+                lead, name, unread_only=True, mark_as_read=True
+            ):
                 view.line(f"⇐ message from {message.sender}: {_brief(message.content)}")
                 team_child.inject(member_message_text(message.sender, message.summary, message.content))
 
         inbox = poll_inbox
     else:
-        child = ManagedChild(store=store, agent=agent, generation=generation, task=task, hooks=hooks)
+        child = ManagedChild(store=store.kernel, agent=agent, generation=generation, task=task, hooks=hooks)
         if resume.get("askOwner"):
-            agent.register_tool(AskOwnerTool(OwnerQuestions(store, FileLimits()), child, agent))
+            agent.register_tool(AskOwnerTool(OwnerQuestions(store.kernel, FileLimits()), child, agent))
     child.resume_prompt = str(resume["prompt"])
     return child, inbox
 
@@ -305,7 +309,7 @@ def _touch(path: Path) -> None:
 
 
 async def _serve(
-    store: Store,
+    store: Repositories,
     child: ManagedChild,
     view: _View,
     heartbeat: Path | None,
@@ -322,7 +326,7 @@ async def _serve(
             if heartbeat is not None and now - last_beat >= _HEARTBEAT_S:
                 _touch(heartbeat)
                 last_beat = now
-            generation = store.get_generation(run_id)
+            generation = store.kernel.get_generation(run_id)
             if generation is None or generation.phase == "finalized":
                 view.state("finalized; exiting")
                 return 0
@@ -332,7 +336,7 @@ async def _serve(
             if generation.phase == "active":
                 if inbox is not None:
                     inbox()
-                for request in store.requests(run_id):
+                for request in store.kernel.requests(run_id):
                     if request.kind == "task" or request.acknowledged or request.request_id in seen:
                         continue
                     seen.add(request.request_id)
@@ -340,7 +344,7 @@ async def _serve(
                     with contextlib.suppress(OrchestrationError):
                         child.accept(request)
             state: str = generation.phase
-            if generation.phase == "active" and store.pending_ask(run_id) is not None:
+            if generation.phase == "active" and store.kernel.pending_ask(run_id) is not None:
                 state = "waiting for the owner's reply"
             elif generation.phase == "completed":
                 state = "result stored; waiting for delivery"
@@ -366,15 +370,15 @@ async def reap(*, out: TextIO, dry_run: bool = False, force: bool = False, cwd: 
     """
     from corral.orchestration.store._database import default_store_path
 
-    store = Store.open(default_store_path())
+    store = Repositories.open(default_store_path())
     try:
         panes = await _reap_panes(store, out=out, dry_run=dry_run)
         from corral.orchestration.host._ray_orphans import has_ray_generations
 
-        if has_ray_generations(store):
+        if has_ray_generations(store.kernel):
             panes = max(panes, await _reap_ray(store, out=out, dry_run=dry_run, cwd=cwd or Path.cwd()))
         trees = 0
-        if store.has_worktrees() or cwd is not None:
+        if store.worktrees.has_worktrees() or cwd is not None:
             from corral._cli._worktrees import reap_worktrees
 
             trees = reap_worktrees(store, cwd=cwd or Path.cwd(), force=force, dry_run=dry_run, out=out)
@@ -383,22 +387,22 @@ async def reap(*, out: TextIO, dry_run: bool = False, force: bool = False, cwd: 
         store.close()
 
 
-async def _reap_ray(store: Store, *, out: TextIO, dry_run: bool, cwd: Path) -> int:
+async def _reap_ray(store: Repositories, *, out: TextIO, dry_run: bool, cwd: Path) -> int:
     """Report (and unless `dry_run`, kill) orphaned Ray workers; 1 when the cluster failed or a kill did."""
     from corral.orchestration.host._ray_orphans import find_ray_orphans, reap_ray_orphans
     from corral.runtime import RuntimeError_
     from corral.runtime._ray import RayRuntime, ray_config
     from corral.settings import load_settings
 
-    ray = RayRuntime(ray_config(load_settings(cwd).ray), data_root=store.path.parent)
+    ray = RayRuntime(ray_config(load_settings(cwd).ray), data_root=store.db.path.parent)
     try:
         if dry_run:
-            orphans = await find_ray_orphans(store, ray)
+            orphans = await find_ray_orphans(store.kernel, ray)
             for orphan in orphans:
                 print(f"orphan Ray worker {orphan.name} on {orphan.where}: {orphan.reason}", file=out)
             print(f"{len(orphans)} orphan Ray worker(s)", file=out)
             return 0
-        reaped, errors = await reap_ray_orphans(store, ray)
+        reaped, errors = await reap_ray_orphans(store.kernel, ray)
     except RuntimeError_ as exc:
         print(f"Ray workers not checked: {exc}", file=out)
         return 1
@@ -410,13 +414,13 @@ async def _reap_ray(store: Store, *, out: TextIO, dry_run: bool, cwd: Path) -> i
     return 1 if errors else 0
 
 
-async def _reap_panes(store: Store, *, out: TextIO, dry_run: bool) -> int:
+async def _reap_panes(store: Repositories, *, out: TextIO, dry_run: bool) -> int:
     from corral.orchestration.host._worker import find_orphans, reap_orphans
     from corral.runtime import RuntimeError_, TmuxRuntime
 
     tmux = TmuxRuntime()
     if dry_run:
-        orphans = await find_orphans(store, tmux)
+        orphans = await find_orphans(store.kernel, tmux)
         if orphans is None:
             print(f"cannot list the panes of the tmux server at {tmux.socket}", file=out)
             return 1
@@ -428,7 +432,7 @@ async def _reap_panes(store: Store, *, out: TextIO, dry_run: bool) -> int:
         print(f"{len(orphans)} orphan pane(s)", file=out)
         return 0
     try:
-        reaped, errors = await reap_orphans(store, tmux)
+        reaped, errors = await reap_orphans(store.kernel, tmux)
     except RuntimeError_ as exc:
         print(str(exc), file=out)
         return 1

@@ -13,23 +13,25 @@ from typing import TYPE_CHECKING, TextIO
 from corral._units import format_bytes
 
 if TYPE_CHECKING:
-    from corral.orchestration import Store
+    from corral.orchestration import Repositories
     from corral.orchestration.worktrees import Worktrees
 
 __all__ = ["live_runs", "merge", "reap_worktrees", "worktree_summary"]
 
 
-def live_runs(store: Store) -> frozenset[str]:
+def live_runs(store: Repositories) -> frozenset[str]:
     """Run ids of generations that may still be working (not finalized, not lost)."""
     return frozenset(
-        g.run_id for g in store.generations() if g.phase in ("starting", "active") and g.presence != "lost"
+        g.run_id
+        for g in store.kernel.generations()
+        if g.phase in ("starting", "active") and g.presence != "lost"
     )
 
 
-def _trees(store: Store) -> Worktrees:
+def _trees(store: Repositories) -> Worktrees:
     from corral.orchestration.worktrees import Worktrees
 
-    return Worktrees(store, home=store.path.parent)
+    return Worktrees(store.worktrees, home=store.db.path.parent)
 
 
 def _repos(cwd: Path) -> tuple[Path, ...]:
@@ -44,11 +46,11 @@ def _repos(cwd: Path) -> tuple[Path, ...]:
 
 def merge(ref: str, *, discard: bool, out: TextIO, err: TextIO) -> int:
     """`corral merge <label|name|branch> [--discard]`."""
-    from corral.orchestration import OrchestrationError, Store
+    from corral.orchestration import OrchestrationError, Repositories
     from corral.orchestration.store._database import default_store_path
 
     try:
-        store = Store.open(default_store_path())
+        store = Repositories.open(default_store_path())
     except OrchestrationError as exc:
         err.write(f"corral merge: {' '.join(str(exc).split())}\n")
         return 2
@@ -69,7 +71,7 @@ def merge(ref: str, *, discard: bool, out: TextIO, err: TextIO) -> int:
         store.close()
 
 
-def worktree_summary(store: Store, cwd: Path) -> tuple[str, str]:
+def worktree_summary(store: Repositories, cwd: Path) -> tuple[str, str]:
     """(`ok`/`warn`, one line) for `corral doctor`: kept worktrees, their disk use, pending merges, orphans."""
     trees = _trees(store)
     kept = trees.usage()
@@ -95,7 +97,7 @@ def worktree_summary(store: Store, cwd: Path) -> tuple[str, str]:
     return status, "; ".join(parts)
 
 
-def reap_worktrees(store: Store, *, cwd: Path, force: bool, dry_run: bool, out: TextIO) -> int:
+def reap_worktrees(store: Repositories, *, cwd: Path, force: bool, dry_run: bool, out: TextIO) -> int:
     """The worktree half of `corral agents reap`; 1 when unmerged work was kept (without `--force`)."""
     trees = _trees(store)
     runs = live_runs(store)

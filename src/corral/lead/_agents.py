@@ -68,7 +68,7 @@ class LeadAgents:
 
     def generation(self, run_id: str) -> GenerationRecord | None:
         """The generation `run_id` (live or not), as the store has it."""
-        return self._host.store.get_generation(run_id)
+        return self._host.kernel.get_generation(run_id)
 
     def session(self, run_id: str) -> AgentSession | None:
         """The agent session of `run_id` when it runs in this process (managed or teams), else `None`."""
@@ -102,7 +102,7 @@ class LeadAgents:
 
         from corral.orchestration.worktrees._extension import worktrees_of
 
-        trees = worktrees_of(self._host.extensions, self._host.store)
+        trees = worktrees_of(self._host.extensions, self._host.kernel.db)
         return await asyncio.to_thread(trees.discard if discard else trees.merge, agent)
 
     async def handoff(self, run_id: str) -> HandoffResult:

@@ -223,17 +223,17 @@ class Launched:
         """
         if not self.surfaces or self.host is not None:
             return
-        from corral.orchestration import Store, default_store_path
+        from corral.orchestration import Repositories, default_store_path
         from corral.orchestration.worktrees._extension import WorktreesExtension
 
         from ._host import ComposedHost
 
-        store = Store.open(default_store_path())
+        repositories = Repositories.open(default_store_path())
         self.host = ComposedHost(
-            store=store,
+            repositories=repositories,
             registry=self.registry,
             settings=self.settings,
-            extensions=(WorktreesExtension(store),),
+            extensions=(WorktreesExtension(repositories.worktrees),),
         )
         self.caller = await self.host.attach_lead(self.agent, surfaces=self.surfaces)
 
@@ -281,7 +281,7 @@ class Launched:
             if generation.run_id in self.host.unstored_results:
                 lines.append(f"{name} ended without a stored result (a write failed); its transcript remains")
                 continue
-            if generation.presence == "lost" or self.host.store.pending_ask(generation.run_id) is not None:
+            if generation.presence == "lost" or self.host.kernel.pending_ask(generation.run_id) is not None:
                 continue  # named by `left_waiting`
             if generation.phase == "completed":
                 lines.append(f"{name}: its result is stored but was not delivered; {resume} to receive it")

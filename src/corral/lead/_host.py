@@ -13,6 +13,7 @@ from __future__ import annotations
 from collections.abc import Iterable
 from typing import TYPE_CHECKING, Any
 
+from corral.orchestration._repositories import Repositories
 from corral.orchestration.agents._controller import Controller
 from corral.orchestration.budgets import BudgetsExtension
 from corral.orchestration.host._handoff import HandoffResult, handoff
@@ -32,13 +33,20 @@ __all__ = ["ComposedHost"]
 
 
 class ComposedHost(Host):
-    """A `Host` with its controller, its tools and (once used) teams; takes `Host`'s arguments."""
+    """A `Host` with its controller, its tools and (once used) teams; takes `Host`'s other arguments."""
 
-    def __init__(self, **options: Any) -> None:
-        super().__init__(tools=SurfaceTools(self), **options)
-        self.controller: Controller = Controller(self)
+    def __init__(self, *, repositories: Repositories, **options: Any) -> None:
+        """Args:
+        repositories: The data root's database and repositories (`Repositories.open`); the host
+            gets their `kernel` and closes the database in `aclose`.
+        **options: `Host`'s other arguments.
+        """
+        super().__init__(kernel=repositories.kernel, tools=SurfaceTools(self), **options)
+        self.repositories = repositories
+        """Every repository over the host's database (front ends read teams and worktrees rows here)."""
+        self.controller: Controller = Controller(self, hidden_runs=repositories.teams.roster.team_run_ids)
         """The nine `agent` actions over this host."""
-        self.add_extension(RateLimitsExtension(self.store.db, on_change=self.changed))
+        self.add_extension(RateLimitsExtension(repositories.db, on_change=self.changed))
         self._teams: TeamsExtension | None = None
         self.budgets = BudgetsExtension(self)
         """Budgets of the lead's agent tree and of each agent (docs/fleet.md)."""
@@ -63,7 +71,7 @@ class ComposedHost(Host):
     async def attach_lead(self, agent: AgentSession, *, surfaces: Iterable[str] = ("agent",)) -> Caller:
         """`Host.attach_lead`, with teams added first when the lead uses them or has teams state."""
         surfaces = tuple(surfaces)
-        if "teams" in surfaces or self.store.has_team_state(agent.session.session_id):
+        if "teams" in surfaces or self.repositories.teams.roster.has_team_state(agent.session.session_id):
             _ = self.teams  # made now, so the lead's teams state is recovered
         return await super().attach_lead(agent, surfaces=surfaces)
 

@@ -436,7 +436,7 @@ class Lead:
         from corral.orchestration.worktrees._extension import worktrees_of
 
         assert self.host is not None
-        trees = worktrees_of(self.host.extensions, self.host.store)
+        trees = worktrees_of(self.host.extensions, self.host.kernel.db)
         try:
             outcome = trees.discard(agent) if discard else trees.merge(agent)
         except OrchestrationError as exc:
@@ -463,7 +463,7 @@ class Lead:
             LeadCallError: no such report of this lead (`target_not_found`), or a bad state
                 (`invalid_request`); nothing is changed.
         """
-        report = self.host.store.team_report(report_id)
+        report = self.host.repositories.teams.reports.team_report(report_id)
         if report is None or report.lead_session_id != self.session_id:
             raise LeadCallError(
                 "record_report_acceptance",

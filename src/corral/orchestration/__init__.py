@@ -6,6 +6,7 @@ Public names are re-exported here; the implementation lives in private modules.
 
 from corral.trust import TrustStoreError, is_trusted, trust_project, trust_store_path, untrust_project
 
+from ._repositories import Repositories
 from .agents._controller import Controller
 from .agents.results import (
     CloseResult,
@@ -104,7 +105,6 @@ from .kernel.records import (
 )
 from .store._database import StoreError, StoreVersionError, default_store_path
 from .store._migrations import SCHEMA_VERSION
-from .store._store import Store
 from .teams.roster.records import (
     TEAM_LEAD,
     TEAM_MESSAGE_TYPE,
@@ -188,6 +188,7 @@ __all__ = [
     "PublicState",
     "RenderedMessage",
     "ReplyResult",
+    "Repositories",
     "RequestKind",
     "RequestRecord",
     "ResultArtifactRecord",
@@ -203,7 +204,6 @@ __all__ = [
     "SessionContextMode",
     "SkillPolicy",
     "SteerResult",
-    "Store",
     "StoreError",
     "StoreSnapshot",
     "StoreVersionError",

@@ -72,9 +72,9 @@ async def test_delegate_delivers_result_once_and_finalizes(env: Path) -> None:
             "result_ref",
         }
         assert entry["details"]["result_ref"] == f"result:{details['request_id']}"
-        stored = t.host.store.get_result(details["request_id"])
+        stored = t.host.kernel.get_result(details["request_id"])
         assert stored is not None and stored.delivery == "delivered"
-        generation = t.host.store.get_generation(result.run_id)
+        generation = t.host.kernel.get_generation(result.run_id)
         assert generation is not None and generation.phase == "finalized"
         # the managed session is kept, marked managed, with the definition entry
         lines = [json.loads(x) for x in Path(details["session_path"]).read_text().splitlines()]
@@ -106,7 +106,7 @@ async def test_empty_result_is_failed(env: Path) -> None:
         await t.quiet()
         entries = t.lead_entries(RESULT_TYPE)
         assert len(entries) == 1 and entries[0]["details"]["status"] == "failed"
-        stored = t.host.store.get_result(result.request_id)
+        stored = t.host.kernel.get_result(result.request_id)
         assert stored is not None and stored.error_code == "empty_result"
 
 
@@ -150,7 +150,7 @@ async def test_delegate_errors(env: Path) -> None:
             await t.controller.delegate(
                 t.caller, DelegateParams(definition="scout", task="x", fork="0000-not-a-session")
             )
-        assert t.host.store.generations() == ()
+        assert t.host.kernel.generations() == ()
 
 
 async def test_continue_reuses_session_and_label(env: Path) -> None:
@@ -269,13 +269,13 @@ async def test_bad_files_on_delegate_fail_invalid_request_and_change_nothing(env
             (cwd / "alink").symlink_to(cwd / "gone.txt")
         from dataclasses import replace
 
-        before = replace(t.host.store.snapshot(), taken_at=0)
+        before = replace(t.host.kernel.snapshot(), taken_at=0)
         with pytest.raises(InvalidRequestError):
             await t.controller.delegate(
                 t.caller, DelegateParams(definition="scout", task="x", files=[target])
             )
-        assert replace(t.host.store.snapshot(), taken_at=0) == before
-        assert t.host.store.generations() == ()
+        assert replace(t.host.kernel.snapshot(), taken_at=0) == before
+        assert t.host.kernel.generations() == ()
 
 
 async def test_a_delivered_result_is_addressable_as_a_file_reference(env: Path) -> None:

@@ -36,7 +36,7 @@ async def test_delegating_agent_waits_for_its_agent_then_reports(env: Path) -> N
         assert results[0]["details"]["agent"] == "implementer"
         assert "implementer done; scout said: scout" in results[0]["content"]
         # the scout's result went to the implementer's session, not the lead's
-        generations = t.host.store.generations(include_finalized=True)
+        generations = t.host.kernel.generations(include_finalized=True)
         scout = next(g for g in generations if g.label == "scout")
         assert scout.owner_session_id == started.session_id and scout.parent_run_id == started.run_id
         assert not scout.delegating
@@ -54,7 +54,7 @@ async def test_visibility_allowlist_and_cascade_close(env: Path) -> None:
             t.caller, DelegateParams(definition="implementer", task="build")
         )
         child = t.host.children[started.run_id]
-        await eventually(lambda: child.waiting and t.host.store.generation_by_label("scout") is not None)
+        await eventually(lambda: child.waiting and t.host.kernel.generation_by_label("scout") is not None)
         listed = (await t.controller.list(t.caller, ListParams())).to_details()
         records = {a["agent"]: a for a in listed["agents"]}
         assert records["implementer"]["state"] == "blocked"
@@ -73,7 +73,7 @@ async def test_visibility_allowlist_and_cascade_close(env: Path) -> None:
             await t.controller.delegate(child_caller, DelegateParams(definition="researcher", task="x"))
         closed = await t.controller.close(t.caller, CloseParams(agent="implementer"))
         assert closed.closed == ("scout", "implementer")
-        assert t.host.store.generations() == ()
+        assert t.host.kernel.generations() == ()
         await t.quiet()
         assert t.lead_entries(RESULT_TYPE) == []
 

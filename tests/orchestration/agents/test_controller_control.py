@@ -181,9 +181,9 @@ async def test_close_stops_agent_and_frees_label(env: Path) -> None:
             "presentation_agent_definition": "scout",
         }
         assert child.finished.is_set()
-        generation = t.host.store.get_generation(started.run_id)
+        generation = t.host.kernel.get_generation(started.run_id)
         assert generation is not None and generation.phase == "finalized"
-        assert t.host.store.generation_by_label("scout") is None
+        assert t.host.kernel.generation_by_label("scout") is None
         await t.quiet()
         assert t.lead_entries(RESULT_TYPE) == []
 
@@ -193,12 +193,12 @@ async def test_close_refused_while_result_undelivered(env: Path) -> None:
     async with team(env, "team") as t:
         t.host.unregister_owner(t.caller.session_id)  # the owner cannot receive deliveries for now
         started = await t.controller.delegate(t.caller, DelegateParams(definition="scout", task="x"))
-        await eventually(lambda: t.host.store.undelivered_results(t.caller.session_id) != ())
+        await eventually(lambda: t.host.kernel.undelivered_results(t.caller.session_id) != ())
         with pytest.raises(TargetAmbiguousError, match="durable result"):
             await t.controller.close(t.caller, CloseParams(agent="scout"))
         t.host.register_owner(t.lead)
         t.host.recover(t.caller.session_id)
         await t.quiet()
         assert len(t.lead_entries(RESULT_TYPE)) == 1
-        generation = t.host.store.get_generation(started.run_id)
+        generation = t.host.kernel.get_generation(started.run_id)
         assert generation is not None and generation.phase == "finalized"

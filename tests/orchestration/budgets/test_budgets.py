@@ -12,7 +12,7 @@ import pytest
 from corral.agent import GuardVerdict
 from corral.lead._host import ComposedHost
 from corral.llm import ModelRegistry
-from corral.orchestration import RESULT_TYPE, InvalidRequestError, Store, load_roster
+from corral.orchestration import RESULT_TYPE, InvalidRequestError, Repositories, load_roster
 from corral.orchestration.budgets import BudgetLedger
 from corral.orchestration.surfaces import DelegateParams
 from corral.settings import BudgetSettings, Settings
@@ -28,7 +28,7 @@ def _step(text: str, **extra: Any) -> dict[str, Any]:
 
 
 def _tool_results(t: Any, run_id: str) -> list[Any]:
-    child_session = t.host.store.get_generation(run_id).session_path
+    child_session = t.host.kernel.get_generation(run_id).session_path
     from corral.session import SessionManager
 
     with SessionManager.open(Path(child_session), read_only=True) as session:
@@ -60,7 +60,7 @@ async def test_agent_budget_notice_then_final_turn_without_tools(env: Path) -> N
         # The final turn's tool call was answered, not run.
         last = _tool_results(t, started.run_id)[-1]
         assert last.is_error and "was not run: the budget is exhausted" in last.content[0].text
-        row = BudgetLedger(t.host.store.db).agent(started.run_id)
+        row = BudgetLedger(t.host.kernel.db).agent(started.run_id)
         assert row is not None and row.noticed and row.final_taken and row.exhausted == "agent_tokens"
         assert row.spend.requests == 4 and row.spend.estimated == 0
         # One notice, one final instruction in the agent's transcript.
@@ -80,7 +80,7 @@ async def test_agent_budget_notice_then_final_turn_without_tools(env: Path) -> N
 def _messages(t: Any, run_id: str) -> list[Any]:
     from corral.session import SessionManager
 
-    path = t.host.store.get_generation(run_id).session_path
+    path = t.host.kernel.get_generation(run_id).session_path
     with SessionManager.open(Path(path), read_only=True) as session:
         return list(session.build_context().messages)
 
@@ -130,7 +130,7 @@ async def test_tree_budget_stops_nested_agents_refuses_new_ones_and_survives_a_r
             "Scout's final report." in scout_result.content
             and "budget_exhausted: tree_tokens" in scout_result.content
         )
-        ledger = BudgetLedger(t.host.store.db)
+        ledger = BudgetLedger(t.host.kernel.db)
         tree = ledger.tree(lead_id)
         assert tree is not None and tree.exhausted == "tree_tokens"
         by_label = {a.label: a for a in ledger.agents(lead_id)}
@@ -143,12 +143,12 @@ async def test_tree_budget_stops_nested_agents_refuses_new_ones_and_survives_a_r
         with pytest.raises(InvalidRequestError, match="tree_tokens") as refused:
             await t.controller.delegate(t.caller, DelegateParams(definition="scout", task="more"))
         assert refused.value.details["budget"]["budget"] == "tree_tokens"
-        generations = len(t.host.store.generations(include_finalized=True))
+        generations = len(t.host.kernel.generations(include_finalized=True))
         spent = tree.spend.tokens
         lead_path = t.lead.session.path
 
     second = ComposedHost(
-        store=Store.open(env / "home" / "corral.db"),
+        repositories=Repositories.open(env / "home" / "corral.db"),
         registry=ModelRegistry(Settings(), cwd=env / "work"),
         settings=settings,
         sessions_root=env / "sessions",
@@ -159,11 +159,11 @@ async def test_tree_budget_stops_nested_agents_refuses_new_ones_and_survives_a_r
 
         lead = make_lead(env, "team", sessions_root=env / "sessions", session_path=t.lead.session.path)
         caller = await second.attach_lead(lead, surfaces=())
-        tree = BudgetLedger(second.store.db).tree(caller.session_id)
+        tree = BudgetLedger(second.kernel.db).tree(caller.session_id)
         assert tree is not None and tree.spend.tokens == spent
         with pytest.raises(InvalidRequestError, match="tree_tokens"):
             await second.controller.delegate(caller, DelegateParams(definition="scout", task="more"))
-        assert len(second.store.generations(include_finalized=True)) == generations  # nothing recorded
+        assert len(second.kernel.generations(include_finalized=True)) == generations  # nothing recorded
         lead.session.close()
     finally:
         await second.aclose()
@@ -188,7 +188,7 @@ async def test_unknown_usage_counts_as_the_estimate_and_is_flagged(env: Path) ->
     async with team(env, "team", settings=Settings(budget=BudgetSettings(agent_tokens=1_000_000))) as t:
         started = await t.controller.delegate(t.caller, DelegateParams(definition="scout", task="look"))
         await t.quiet()
-        row = BudgetLedger(t.host.store.db).agent(started.run_id)
+        row = BudgetLedger(t.host.kernel.db).agent(started.run_id)
         assert row is not None and row.spend.requests == 1 and row.spend.estimated == 1
         assert row.spend.tokens > 100  # the system prompt and task, estimated
 
@@ -204,7 +204,7 @@ async def test_list_shows_spend_against_the_limits(env: Path) -> None:
         started = await t.controller.delegate(t.caller, DelegateParams(definition="scout", task="look"))
 
         def spent() -> bool:
-            row = BudgetLedger(t.host.store.db).agent(started.run_id)
+            row = BudgetLedger(t.host.kernel.db).agent(started.run_id)
             return row is not None and row.spend.requests == 1
 
         from tests.orchestration._host_helpers import eventually
@@ -223,7 +223,9 @@ async def test_list_shows_spend_against_the_limits(env: Path) -> None:
 
 
 async def test_a_final_turn_without_text_still_says_budget_exhausted(env: Path) -> None:
-    agents = {"scout": [_step("one"), {"tool_calls": [{"name": "ls", "args": {"path": "."}}], "usage": USAGE}]}
+    agents = {
+        "scout": [_step("one"), {"tool_calls": [{"name": "ls", "args": {"path": "."}}], "usage": USAGE}]
+    }
     write_script(env, "team", {**LEAD, "agents": agents})
     async with team(env, "team", settings=Settings(budget=BudgetSettings(agent_tokens=5_000))) as t:
         await t.controller.delegate(t.caller, DelegateParams(definition="scout", task="look"))

@@ -53,7 +53,7 @@ async def test_tier_budget_stops_a_teams_agent_and_its_report_says_so(env: Path)
         [entry] = team.lead_custom(TEAM_REPORT_TYPE)
         assert "Collected two files so far." in entry["content"]
         assert "budget_exhausted: agent_tokens 6,200 / 5,000 tokens" in entry["content"]
-        report = team.host.store.team_report(entry["details"]["report_id"])
+        report = team.host.repositories.teams.reports.team_report(entry["details"]["report_id"])
         assert report is not None and report.report_source == "assistant-text"
         assert report.result["budget_exhausted"] is True
         assert report.result["budget"]["budget"] == "agent_tokens"

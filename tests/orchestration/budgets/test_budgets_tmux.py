@@ -36,14 +36,14 @@ async def test_tmux_agent_reaches_the_tree_limit_in_its_worker(env: Path, tmux_s
     settings = Settings(runtime="tmux", budget=BudgetSettings(tree_tokens=8_000))
     async with team(env, "team", settings=settings, tmux_socket=tmux_socket) as t:
         started = await t.controller.delegate(t.caller, DelegateParams(definition="scout", task="dig"))
-        generation = t.host.store.get_generation(started.run_id)
+        generation = t.host.kernel.get_generation(started.run_id)
         assert generation is not None and generation.runtime_kind == "tmux"
         await t.quiet()
         [result] = t.lead_entries(RESULT_TYPE)
         assert "Scout's final report." in result["content"]
         assert "budget_exhausted: tree_tokens" in result["content"]
         assert result["details"]["budget_exhausted"] is True
-        ledger = BudgetLedger(t.host.store.db)
+        ledger = BudgetLedger(t.host.kernel.db)
         row = ledger.agent(started.run_id)
         assert row is not None and row.exhausted == "tree_tokens" and row.spend.requests == 3
         tree = ledger.tree(t.caller.session_id)

@@ -16,7 +16,7 @@ from pathlib import Path
 from corral.agent import AgentSession
 from corral.lead._host import ComposedHost
 from corral.llm import ModelRegistry
-from corral.orchestration import Store, load_roster
+from corral.orchestration import Repositories, load_roster
 from corral.orchestration.surfaces import DelegateParams
 from corral.session import SessionManager
 from corral.settings import Settings
@@ -37,15 +37,15 @@ async def main(root: Path, count: int) -> None:
     registry = ModelRegistry(Settings(), cwd=work)
     model = registry.create_model(registry.resolve("scripted/crash"), cwd=work)
     lead = AgentSession(session=session, model=model, thinking_level="off", tools=[], cwd=work)
-    store = Store.open(root / "home" / "corral.db")
+    store = Repositories.open(root / "home" / "corral.db")
     host = ComposedHost(
-        store=store,
+        repositories=store,
         registry=registry,
         sessions_root=sessions,
         roster_loader=lambda cwd: load_roster(cwd, user_dir=root / "none", trust=False),
     )
     caller = await host.attach_lead(lead, surfaces=())
-    started = len(store.generations(owner_session_id=caller.session_id, include_finalized=True))
+    started = len(store.kernel.generations(owner_session_id=caller.session_id, include_finalized=True))
     for index in range(started, count):
         await host.controller.delegate(caller, DelegateParams(definition="scout", task=f"task {index}"))
     await asyncio.wait_for(host.wait_until_quiet(caller.session_id), 60)

@@ -23,7 +23,7 @@ from pathlib import Path
 
 import yaml
 
-from corral.orchestration import RESULT_TYPE, Store
+from corral.orchestration import RESULT_TYPE, Repositories
 
 DRIVER = Path(__file__).with_name("crash_driver.py")
 POINTS = ("after_result_row", "after_owner_append", "before_cleanup", "after_task_ack")
@@ -92,9 +92,11 @@ def _check(root: Path) -> None:
         if entry.get("type") == "custom_message" and entry.get("customType") == RESULT_TYPE:
             request_id = entry["details"]["request_id"]
             counts[request_id] = counts.get(request_id, 0) + 1
-    with Store.open(root / "home" / "corral.db") as store:
-        generations = store.generations(include_finalized=True)
-        results = [store.get_result(g.completed_request_id) for g in generations if g.completed_request_id]
+    with Repositories.open(root / "home" / "corral.db") as store:
+        generations = store.kernel.generations(include_finalized=True)
+        results = [
+            store.kernel.get_result(g.completed_request_id) for g in generations if g.completed_request_id
+        ]
         stored = {r.request_id: r for r in results if r is not None}
         for generation in generations:
             assert generation.phase == "finalized" or generation.presence == "lost", generation

@@ -72,7 +72,7 @@ def _panes(socket: Path) -> list[str]:
 
 
 def _snapshot(t: Team, run_id: str) -> tuple[object, ...]:
-    generation = t.host.store.get_generation(run_id)
+    generation = t.host.kernel.get_generation(run_id)
     assert generation is not None
     child = t.host.children[run_id]
     return (
@@ -103,7 +103,7 @@ async def test_a_managed_agent_moved_mid_work_continues_its_session_in_a_pane_an
 
         assert (moved.status, moved.reason) == ("moved", "moved"), moved.message
         assert moved.pane_id is not None and moved.pane_id.startswith("%")
-        generation = t.host.store.get_generation(started.run_id)
+        generation = t.host.kernel.get_generation(started.run_id)
         assert generation is not None and generation.runtime_kind == "tmux"
         assert generation.pane_id == moved.pane_id and generation.pid not in (None, t.host.pid)
         assert started.run_id not in t.host.children  # the in-process run is gone
@@ -122,7 +122,7 @@ async def test_a_managed_agent_moved_mid_work_continues_its_session_in_a_pane_an
         assert any(HANDOFF_PROMPT in text for text in texts)
         assert any("Finished in the pane." in text for text in texts)
         assert sum("Survey" in json.dumps(entry) for entry in after) == 1  # the task was not re-sent
-        task = next(r for r in t.host.store.requests(started.run_id) if r.kind == "task")
+        task = next(r for r in t.host.kernel.requests(started.run_id) if r.kind == "task")
         assert task.acknowledged
 
 
@@ -151,7 +151,7 @@ async def test_a_teams_agent_moved_with_a_file_claim_keeps_it_and_reports_once(
             t.caller, parse_spawn({"name": "w1", "prompt": "Patch a.txt", "model_slot": "write-patch"})
         )
         run_id = spawned.details["runId"]
-        store = t.host.store
+        store = t.host.repositories
         await eventually(
             lambda: len(model_calls.get("w1", [])) >= 2
         )  # claimed, and now in its slow model call
@@ -159,8 +159,8 @@ async def test_a_teams_agent_moved_with_a_file_claim_keeps_it_and_reports_once(
         moved = await t.host.handoff(run_id)
 
         assert moved.status == "moved", moved.message
-        claims = [(c.path, c.run_id) for c in store.file_claims(t.caller.session_id)]
-        now = store.get_generation(run_id)
+        claims = [(c.path, c.run_id) for c in store.teams.roster.file_claims(t.caller.session_id)]
+        now = store.kernel.get_generation(run_id)
         assert now is not None
         # Still held — unless the worker already reported and the run was finalized meanwhile.
         assert claims == [("a.txt", run_id)] or (now.phase == "finalized" and claims == []), (claims, now)
@@ -169,9 +169,11 @@ async def test_a_teams_agent_moved_with_a_file_claim_keeps_it_and_reports_once(
         assert len(reports) == 1 and "Patched a.txt" in reports[0]["content"]
         await eventually(lambda: moved.pane_id not in _panes(tmux_socket))
         assert len(t.lead_entries(TEAM_REPORT_TYPE)) == 1
-        assert store.file_claims(t.caller.session_id) == ()  # released when the run was finalized
+        assert (
+            store.teams.roster.file_claims(t.caller.session_id) == ()
+        )  # released when the run was finalized
         # The worker's list_file_claims saw the claim it kept.
-        generation = store.get_generation(run_id)
+        generation = store.kernel.get_generation(run_id)
         assert generation is not None and generation.session_path is not None
         tool_results = [
             e["message"]
@@ -209,12 +211,12 @@ async def test_a_checkpointed_teams_agent_moves_and_its_host_saves_the_checkpoin
         assert moved.status == "moved", moved.message
         await t.quiet()
         [delivered] = t.lead_entries(TEAM_REPORT_TYPE)
-        stored = t.host.store.team_report(delivered["details"]["report_id"])
+        stored = t.host.repositories.teams.reports.team_report(delivered["details"]["report_id"])
         assert stored is not None and stored.run_id == run_id
         record = t.host.teams.checkpoints.load(stored.result["checkpointId"])
         assert record.author.run_id == run_id and [f.id for f in record.findings] == ["F1"]
         # Saved by the owner's host before the report reached the lead (never after it).
-        saved = t.host.store.get_checkpoint(stored.result["checkpointId"])
+        saved = t.host.repositories.teams.checkpoints.get_checkpoint(stored.result["checkpointId"])
         assert saved is not None
         delivered_at = datetime.fromisoformat(delivered["timestamp"].replace("Z", "+00:00"))
         assert saved.created_at <= delivered_at.timestamp() * 1000
@@ -244,7 +246,9 @@ async def test_a_moved_teams_agent_shows_working_takes_messages_from_the_store_a
         lead = t.caller.session_id
 
         def taken() -> bool:
-            inbox = t.host.store.read_team_inbox(lead, "r1", unread_only=False, mark_as_read=False)
+            inbox = t.host.repositories.teams.roster.read_team_inbox(
+                lead, "r1", unread_only=False, mark_as_read=False
+            )
             return [(m.content, m.read_at is not None) for m in inbox] == [("Also check b.txt", True)]
 
         await eventually(taken)
@@ -252,7 +256,7 @@ async def test_a_moved_teams_agent_shows_working_takes_messages_from_the_store_a
         text, details = render_stop(result), result.details
         assert details["stopped"] is True, text
         assert moved.pane_id not in _panes(tmux_socket)
-        generation = t.host.store.get_generation(run_id)
+        generation = t.host.kernel.get_generation(run_id)
         assert generation is not None and generation.phase == "finalized"
 
 
@@ -265,10 +269,10 @@ async def test_handoff_is_refused_without_changes_for_a_pending_ask_a_running_ch
     }
     write_script(env, "team", {**LEAD, "agents": agents})
     async with team(env, "team", surfaces=("teams",), tmux_socket=tmux_socket) as t:
-        store = t.host.store
+        store = t.host.repositories
         # A pending question to the owner.
         asking = await t.controller.delegate(t.caller, DelegateParams(definition="scout", task="Decide"))
-        await eventually(lambda: store.pending_ask(asking.run_id) is not None)
+        await eventually(lambda: store.kernel.pending_ask(asking.run_id) is not None)
         before = _snapshot(t, asking.run_id)
         refused = await t.host.handoff(asking.run_id)
         assert (refused.status, refused.reason) == ("refused", "ask_pending")
@@ -280,7 +284,7 @@ async def test_handoff_is_refused_without_changes_for_a_pending_ask_a_running_ch
         run_id = spawned.details["runId"]
         await eventually(lambda: len(model_calls.get("w1", [])) >= 1)
         check = AssignedCheck("task-1", run_id, "report-1", "unit", "true", str(env / "work"), 5, 1)
-        store.claim_check(
+        store.teams.checks.claim_check(
             check.check_id,
             assignment=check.to_json(),
             binding=check.binding(),
@@ -291,7 +295,7 @@ async def test_handoff_is_refused_without_changes_for_a_pending_ask_a_running_ch
         assert (refused.status, refused.reason) == ("refused", "check_running")
         assert _snapshot(t, run_id) == before
         # A generation that does not run in-process here.
-        elsewhere, _task = store.create_generation(
+        elsewhere, _task = store.kernel.create_generation(
             NewGeneration(
                 definition="scout",
                 owner_session_id=t.caller.session_id,
@@ -304,7 +308,7 @@ async def test_handoff_is_refused_without_changes_for_a_pending_ask_a_running_ch
         )
         refused = await t.host.handoff(elsewhere.run_id)
         assert (refused.status, refused.reason) == ("refused", "not_inprocess")
-        assert store.get_generation(elsewhere.run_id) == elsewhere
+        assert store.kernel.get_generation(elsewhere.run_id) == elsewhere
         # No tmux at all.
         monkeypatch.setattr(t.host.runtime.tmux, "tmux", "corral-no-such-tmux")
         before = _snapshot(t, asking.run_id)
@@ -313,7 +317,7 @@ async def test_handoff_is_refused_without_changes_for_a_pending_ask_a_running_ch
         assert _snapshot(t, asking.run_id) == before
         assert _panes(tmux_socket) == []
         with contextlib.suppress(Exception):
-            store.finalize_generation(elsewhere.run_id, owner_session_id=t.caller.session_id)
+            store.kernel.finalize_generation(elsewhere.run_id, owner_session_id=t.caller.session_id)
 
 
 async def test_a_worker_that_cannot_start_leaves_the_agent_lost_with_a_diagnostic_and_no_pane(
@@ -334,7 +338,7 @@ async def test_a_worker_that_cannot_start_leaves_the_agent_lost_with_a_diagnosti
         failed = await t.host.handoff(started.run_id)
 
         assert (failed.status, failed.reason) == ("failed", "pane_not_ready"), failed.message
-        generation = t.host.store.get_generation(started.run_id)
+        generation = t.host.kernel.get_generation(started.run_id)
         assert generation is not None and generation.presence == "lost"
         assert generation.diagnostic is not None and "handoff to tmux failed" in generation.diagnostic
         assert started.run_id not in t.host.children and started.run_id not in t.host.tmux_runs

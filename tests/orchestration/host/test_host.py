@@ -9,7 +9,7 @@ import pytest
 from corral.agent.tools import BashTool
 from corral.lead._host import ComposedHost
 from corral.llm import ModelRegistry
-from corral.orchestration import RESULT_TYPE, ManagedAgentBusyError, Store, load_roster
+from corral.orchestration import RESULT_TYPE, ManagedAgentBusyError, Repositories, load_roster
 from corral.orchestration.surfaces import (
     CloseParams,
     DelegateParams,
@@ -25,7 +25,7 @@ LEAD = {"steps": [{"text": "noted"}], "on_exhausted": "repeat_last"}
 
 def _second_host(env: Path) -> ComposedHost:
     return ComposedHost(
-        store=Store.open(env / "home" / "corral.db"),
+        repositories=Repositories.open(env / "home" / "corral.db"),
         registry=ModelRegistry(Settings(), cwd=env / "work"),
         sessions_root=env / "sessions",
         roster_loader=lambda cwd: load_roster(cwd, user_dir=env / "none", trust=False),
@@ -40,7 +40,7 @@ async def test_generation_of_a_dead_host_is_lost_and_closable(env: Path) -> None
         second = _second_host(env)
         try:
             caller = await second.attach_lead(t.lead, surfaces=())
-            generation = second.store.get_generation(started.run_id)
+            generation = second.kernel.get_generation(started.run_id)
             assert generation is not None and generation.presence == "lost"
             assert generation.phase == "active"  # assignment unresolved, not completed or failed
             record = (await second.controller.list(caller, ListParams())).to_details()["agents"][0]
@@ -53,7 +53,7 @@ async def test_generation_of_a_dead_host_is_lost_and_closable(env: Path) -> None
                 await second.controller.steer(caller, SteerParams(agent="scout", message="hi"))
             await second.wait_until_quiet(caller.session_id)
             await second.controller.close(caller, CloseParams(agent="scout"))
-            assert second.store.generations() == ()
+            assert second.kernel.generations() == ()
         finally:
             await second.aclose()
 
@@ -63,7 +63,7 @@ async def test_recovery_delivers_an_undelivered_result_once(env: Path) -> None:
     async with team(env, "team") as t:
         t.host.unregister_owner(t.caller.session_id)
         started = await t.controller.delegate(t.caller, DelegateParams(definition="scout", task="x"))
-        await eventually(lambda: t.host.store.undelivered_results(t.caller.session_id) != ())
+        await eventually(lambda: t.host.kernel.undelivered_results(t.caller.session_id) != ())
         assert t.lead_entries(RESULT_TYPE) == []
         second = _second_host(env)
         try:
@@ -80,7 +80,7 @@ async def test_recovery_delivers_an_undelivered_result_once(env: Path) -> None:
             await second.aclose()
         entries = t.lead_entries(RESULT_TYPE)
         assert len(entries) == 1 and entries[0]["details"]["request_id"] == started.request_id
-        result = t.host.store.get_result(started.request_id)
+        result = t.host.kernel.get_result(started.request_id)
         assert result is not None and result.delivery == "delivered"
 
 
@@ -129,7 +129,7 @@ async def test_agent_task_failure_is_lost_not_completion(env: Path, monkeypatch:
     async with team(env, "team") as t:
         started = await t.controller.delegate(t.caller, DelegateParams(definition="scout", task="x"))
         await t.quiet()
-        generation = t.host.store.get_generation(started.run_id)
+        generation = t.host.kernel.get_generation(started.run_id)
         assert generation is not None and generation.presence == "lost" and generation.phase == "active"
         assert "disk on fire" in (generation.diagnostic or "")
         assert [g.label for g in t.host.blocked_or_lost(t.caller.session_id)] == ["scout"]

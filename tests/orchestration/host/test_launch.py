@@ -53,7 +53,7 @@ class Steps(LaunchSteps):
         if self.fail_at == "record":
             raise InvalidRequestError("refused before anything was recorded")
         session = SessionManager.create(draft.cwd, sessions_root=self.t.sessions_root)
-        generation, task = self.t.host.store.create_generation(
+        generation, task = self.t.host.kernel.create_generation(
             NewGeneration(
                 definition="scout",
                 owner_session_id=self.t.caller.session_id,
@@ -80,7 +80,7 @@ class Steps(LaunchSteps):
             cwd=Path(recorded.generation.cwd),
         )
         return ManagedChild(
-            store=host.store, agent=agent, generation=recorded.generation, task=recorded.task, hooks=host
+            store=host.kernel, agent=agent, generation=recorded.generation, task=recorded.task, hooks=host
         )
 
     def attach(self, child: ManagedChild) -> None:
@@ -103,7 +103,7 @@ async def test_a_failed_build_rolls_the_generation_back_and_undoes_the_prepare_s
         assert steps.events == ["record elsewhere", "build", "rolled_back"]
         assert steps.recorded is not None
         run_id = steps.recorded.generation.run_id
-        generation = t.host.store.get_generation(run_id)
+        generation = t.host.kernel.get_generation(run_id)
         assert generation is None or generation.phase == "finalized"
         assert run_id not in t.host.children and run_id not in t.host.handles
 
@@ -117,7 +117,7 @@ async def test_a_refused_record_step_undoes_the_stages_and_records_nothing(env: 
         assert not caught.value.rollback_occurred  # nothing was recorded, nothing rolled back
         assert stage.events == ["enter", "undo"]
         assert steps.events == ["record work"]
-        assert t.host.store.generations() == ()
+        assert t.host.kernel.generations() == ()
 
 
 async def test_an_in_process_launch_equips_starts_and_records_the_child(env: Path) -> None:
@@ -135,5 +135,5 @@ async def test_an_in_process_launch_equips_starts_and_records_the_child(env: Pat
         child = t.host.children[generation.run_id]
         assert child.acknowledged.is_set()  # `startup_s` waited for the task's acknowledgement
         await t.quiet()
-        stored = t.host.store.get_generation(generation.run_id)
+        stored = t.host.kernel.get_generation(generation.run_id)
         assert stored is not None and stored.phase == "finalized"

@@ -19,7 +19,7 @@ from corral.orchestration import (
     RESULT_TYPE,
     ManagedAgentBusyError,
     PaneNotReadyError,
-    Store,
+    Repositories,
     load_roster,
 )
 from corral.orchestration.host._worker import find_orphans, reap_orphans, worker_env
@@ -59,7 +59,7 @@ def env(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> Path:
 
 def _host(env: Path, socket: Path) -> ComposedHost:
     return ComposedHost(
-        store=Store.open(env / "home" / "corral.db"),
+        repositories=Repositories.open(env / "home" / "corral.db"),
         registry=ModelRegistry(Settings(), cwd=env / "work"),
         settings=TMUX,
         sessions_root=env / "sessions",
@@ -93,7 +93,7 @@ async def test_delegate_runs_in_a_pane_and_the_result_is_delivered_once(env: Pat
     write_script(env, "team", {**LEAD, "agents": {"*": [{"text": "Found 3 files."}]}})
     async with team(env, "team", settings=TMUX, tmux_socket=tmux_socket) as t:
         started = await t.controller.delegate(t.caller, DelegateParams(definition="scout", task="Look"))
-        generation = t.host.store.get_generation(started.run_id)
+        generation = t.host.kernel.get_generation(started.run_id)
         assert generation is not None and generation.runtime_kind == "tmux"
         assert generation.pane_id is not None and generation.pane_id.startswith("%")
         assert generation.pid is not None  # the worker's readiness record
@@ -108,7 +108,7 @@ async def test_delegate_runs_in_a_pane_and_the_result_is_delivered_once(env: Pat
             pytest.fail(
                 f"the worker did not exit after finalization:\n{_screen(tmux_socket, generation.pane_id)}"
             )
-        final = t.host.store.get_generation(started.run_id)
+        final = t.host.kernel.get_generation(started.run_id)
         assert final is None or final.phase == "finalized"
 
 
@@ -129,7 +129,7 @@ async def test_ask_reply_steer_and_interrupt_go_through_the_store(env: Path, tmu
         replied = await t.controller.reply(t.caller, ReplyParams(agent="scout", message="Use B."))
         assert replied.to_details()["assignment_request_id"] == started.request_id
         steered = await t.controller.steer(t.caller, SteerParams(agent="scout", message="also log it"))
-        request = t.host.store.get_request(steered.request_id)
+        request = t.host.kernel.get_request(steered.request_id)
         assert request is not None and request.accepted is True
         await t.controller.interrupt(t.caller, InterruptParams(agent="scout", message="Do C instead."))
         await t.quiet()
@@ -141,7 +141,7 @@ async def test_inspect_reads_the_pane_and_close_kills_it(env: Path, tmux_socket:
     write_script(env, "team", {**LEAD, "agents": {"*": [{"text": "slow", "delay_ms": 60000}]}})
     async with team(env, "team", settings=TMUX, tmux_socket=tmux_socket) as t:
         started = await t.controller.delegate(t.caller, DelegateParams(definition="scout", task="Wait"))
-        generation = t.host.store.get_generation(started.run_id)
+        generation = t.host.kernel.get_generation(started.run_id)
         assert generation is not None and generation.pid is not None
         listed = (await t.controller.list(t.caller, ListParams())).to_details()["agents"][0]
         assert listed["state"] == "working" and "inspect" in listed["available_actions"]
@@ -152,8 +152,8 @@ async def test_inspect_reads_the_pane_and_close_kills_it(env: Path, tmux_socket:
         closed = await t.controller.close(t.caller, CloseParams(agent="scout"))
         assert closed.closed == ("scout",) and "cleanup_error" not in closed.to_details()
         assert not any(p.startswith(f"{generation.pane_id} ") for p in _panes(tmux_socket))
-        assert t.host.store.get_generation(started.run_id) is None or (
-            t.host.store.get_generation(started.run_id).phase == "finalized"  # type: ignore[union-attr]
+        assert t.host.kernel.get_generation(started.run_id) is None or (
+            t.host.kernel.get_generation(started.run_id).phase == "finalized"  # type: ignore[union-attr]
         )
 
 
@@ -178,7 +178,7 @@ async def test_a_worker_that_cannot_start_fails_pane_not_ready_with_its_diagnost
         assert "team" in error.details["startupDiagnostic"]
         assert "Error" in error.details["startupDiagnostic"]
         assert _panes(tmux_socket) == []
-        assert t.host.store.generation_by_label("scout") is None
+        assert t.host.kernel.generation_by_label("scout") is None
 
 
 async def test_host_sigkill_agents_keep_working_and_the_resumed_host_delivers_once(
@@ -206,11 +206,11 @@ async def test_host_sigkill_agents_keep_working_and_the_resumed_host_delivers_on
     finally:
         process.kill()  # SIGKILL: the host dies without cleanup
         await process.wait()
-    store = Store.open(env / "home" / "corral.db")
+    store = Repositories.open(env / "home" / "corral.db")
     try:
         # With no host at all, the fast agent finishes and stores its result durably.
         def fast_completed() -> bool:
-            generation = store.generation_by_label("fast")
+            generation = store.kernel.generation_by_label("fast")
             return generation is not None and generation.phase == "completed"
 
         await eventually(fast_completed)
@@ -229,7 +229,7 @@ async def test_host_sigkill_agents_keep_working_and_the_resumed_host_delivers_on
         assert [a["agent"] for a in listed] == ["slow"]
         assert listed[0]["state"] == "working" and "steer" in listed[0]["available_actions"]
         steered = await host.controller.steer(caller, SteerParams(agent="slow", message="keep going"))
-        request = host.store.get_request(steered.request_id)
+        request = host.kernel.get_request(steered.request_id)
         assert request is not None and request.accepted is True
         await host.controller.close(caller, CloseParams(agent="slow"))
         await eventually(lambda: _panes(tmux_socket) == [])
@@ -248,29 +248,29 @@ async def test_orphan_panes_are_reported_and_reaped_but_live_agents_are_not(
         started = await t.controller.delegate(t.caller, DelegateParams(definition="scout", task="Wait"))
         tmux = t.host.tmux_runtime()
         stray = await tmux.start(LaunchSpec("not-a-run", "stray", env / "work", "sid", argv=("sleep", "60")))
-        orphans = await find_orphans(t.host.store, tmux)
+        orphans = await find_orphans(t.host.kernel, tmux)
         assert orphans is not None
         assert [(o.pane.pane_id, o.reason, o.pane.title) for o in orphans] == [
             (stray.runtime_id, "unknown", "stray")
         ]
-        reaped, errors = await reap_orphans(t.host.store, tmux)
+        reaped, errors = await reap_orphans(t.host.kernel, tmux)
         assert [o.pane.pane_id for o in reaped] == [stray.runtime_id] and errors == {}
-        generation = t.host.store.get_generation(started.run_id)
+        generation = t.host.kernel.get_generation(started.run_id)
         assert generation is not None
         assert [p.split()[0] for p in _panes(tmux_socket)] == [generation.pane_id]
-        assert await find_orphans(t.host.store, tmux) == []
+        assert await find_orphans(t.host.kernel, tmux) == []
 
 
 async def test_a_killed_worker_is_lost_and_its_dead_pane_is_closed(env: Path, tmux_socket: Path) -> None:
     write_script(env, "team", {**LEAD, "agents": {"*": [{"text": "slow", "delay_ms": 60000}]}})
     async with team(env, "team", settings=TMUX, tmux_socket=tmux_socket) as t:
         started = await t.controller.delegate(t.caller, DelegateParams(definition="scout", task="Wait"))
-        generation = t.host.store.get_generation(started.run_id)
+        generation = t.host.kernel.get_generation(started.run_id)
         assert generation is not None and generation.pid is not None
         os.kill(generation.pid, signal.SIGKILL)
 
         def lost() -> bool:
-            current = t.host.store.get_generation(started.run_id)
+            current = t.host.kernel.get_generation(started.run_id)
             return current is not None and current.presence == "lost"
 
         await eventually(lost)
@@ -330,22 +330,22 @@ async def test_a_host_killed_between_handoff_transfer_and_pane_start_leaves_a_lo
     lead_path = await _run_driver_until_killed(
         env, tmux_socket, "after_runtime_transfer", "--handoff", "scout"
     )
-    store = Store.open(env / "home" / "corral.db")
+    store = Repositories.open(env / "home" / "corral.db")
     try:
-        stuck = store.generation_by_label("scout")
+        stuck = store.kernel.generation_by_label("scout")
         assert stuck is not None and stuck.runtime_kind == "tmux" and stuck.pane_id is None
         assert stuck.presence != "lost"  # what the dead host left: neither running nor settled
     finally:
         store.close()
     async with team(env, "team", settings=TMUX, tmux_socket=tmux_socket, session_path=lead_path) as t:
-        generation = t.host.store.generation_by_label("scout")
+        generation = t.host.kernel.generation_by_label("scout")
         assert generation is not None and generation.presence == "lost"
         assert generation.diagnostic is not None and "no pane runs its worker" in generation.diagnostic
         listed = (await t.controller.list(t.caller, ListParams())).to_details()["agents"]
         assert [(a["agent"], a["state"]) for a in listed] == [("scout", "lost")]
         await t.quiet()  # a lost agent keeps nobody waiting
         await t.controller.close(t.caller, CloseParams(agent="scout"))
-        assert t.host.store.generation_by_label("scout") is None
+        assert t.host.kernel.generation_by_label("scout") is None
         assert _panes(tmux_socket) == []
         assert t.lead_entries(RESULT_TYPE) == []
 
@@ -363,13 +363,13 @@ async def test_a_worker_whose_pane_was_never_recorded_is_adopted_by_the_next_hos
     lead_path = await _run_driver_until_killed(
         env, tmux_socket, "before_pane_recorded", *flags, "--definition", "builder", "builder"
     )
-    store = Store.open(env / "home" / "corral.db")
+    store = Repositories.open(env / "home" / "corral.db")
     try:  # before any host adopts it, its worker is no orphan: reaping must not kill it
-        assert await find_orphans(store, TmuxRuntime(socket=tmux_socket)) == []
+        assert await find_orphans(store.kernel, TmuxRuntime(socket=tmux_socket)) == []
     finally:
         store.close()
     async with team(env, "team", settings=TMUX, tmux_socket=tmux_socket, session_path=lead_path) as t:
-        generation = t.host.store.generation_by_label("builder")
+        generation = t.host.kernel.generation_by_label("builder")
         assert generation is not None and generation.presence != "lost"
         assert generation.pane_id is not None and generation.host_id == t.host.host_id
         assert generation.run_id in t.host.tmux_runs
@@ -393,7 +393,7 @@ async def test_an_unrecorded_pane_is_left_alone_with_a_warning_when_tmux_cannot_
     lead = make_lead(env, "team", sessions_root=env / "sessions", session_path=lead_path)
     try:
         await host.attach_lead(lead, surfaces=())
-        generation = host.store.generation_by_label("scout")
+        generation = host.kernel.generation_by_label("scout")
         assert generation is not None and generation.presence != "lost" and generation.pane_id is None
         assert any("scout" in w and "never recorded" in w for w in host.warnings), host.warnings
     finally:

@@ -80,7 +80,7 @@ async def test_task_not_acknowledged_in_time_is_pane_not_ready(
         with pytest.raises(PaneNotReadyError) as caught:
             await t.controller.delegate(t.caller, params)
         assert caught.value.rollback_occurred
-        assert t.host.store.generations() == ()
+        assert t.host.kernel.generations() == ()
 
 
 async def test_managed_sessions_are_skipped_by_continue(env: Path) -> None:

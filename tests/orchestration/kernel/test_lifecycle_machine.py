@@ -24,8 +24,8 @@ from corral.orchestration import (
     NewGeneration,
     Observation,
     OrchestrationError,
+    Repositories,
     RequestKind,
-    Store,
     project_agents,
 )
 
@@ -39,7 +39,7 @@ class LifecycleMachine(RuleBasedStateMachine):
     def __init__(self) -> None:
         super().__init__()
         self.tmp = Path(tempfile.mkdtemp(prefix="corral-machine-"))
-        self.store = Store.open(self.tmp / "corral.db")
+        self.store = Repositories.open(self.tmp / "corral.db")
         self.observations: dict[str, Observation] = {}
         # Generations nobody observed yet look live and busy, so most actions are in play.
         self.default = Observation(presence="live", lifecycle="working", transcript_ready=True)
@@ -53,7 +53,7 @@ class LifecycleMachine(RuleBasedStateMachine):
     # --- helpers ---------------------------------------------------------------------------------
 
     def _live(self) -> list[str]:
-        return [g.run_id for g in self.store.snapshot().generations]
+        return [g.run_id for g in self.store.kernel.snapshot().generations]
 
     def _pick(self, data: st.DataObject) -> str | None:
         live = self._live()
@@ -70,7 +70,9 @@ class LifecycleMachine(RuleBasedStateMachine):
     @rule(delegating=st.booleans(), data=st.data())
     def delegate(self, delegating: bool, data: st.DataObject) -> None:
         self.sessions += 1
-        parents = [g for g in self.store.snapshot().generations if g.delegating and g.presence == "live"]
+        parents = [
+            g for g in self.store.kernel.snapshot().generations if g.delegating and g.presence == "live"
+        ]
         use_parent = bool(parents) and data.draw(st.booleans())
         parent = data.draw(st.sampled_from(parents)) if use_parent else None
         new = NewGeneration(
@@ -83,11 +85,11 @@ class LifecycleMachine(RuleBasedStateMachine):
             delegating=delegating and parent is None,
         )
         try:
-            generation, task = self.store.create_generation(new)
+            generation, task = self.store.kernel.create_generation(new)
         except OrchestrationError:
             return
         if data.draw(st.booleans()):
-            self.store.record_ack(generation.run_id, task.request_id, accepted=True)
+            self.store.kernel.record_ack(generation.run_id, task.request_id, accepted=True)
 
     @rule(data=st.data())
     def delegate_tree(self, data: st.DataObject) -> None:
@@ -95,11 +97,11 @@ class LifecycleMachine(RuleBasedStateMachine):
         self.sessions += 2
         parent_session, child_session = f"p{self.sessions}", f"c{self.sessions}"
         try:
-            parent, task = self.store.create_generation(
+            parent, task = self.store.kernel.create_generation(
                 NewGeneration("planner", LEAD, "/p", parent_session, "plan", delegating=True)
             )
-            self.store.record_ack(parent.run_id, task.request_id, accepted=True)
-            child, child_task = self.store.create_generation(
+            self.store.kernel.record_ack(parent.run_id, task.request_id, accepted=True)
+            child, child_task = self.store.kernel.create_generation(
                 NewGeneration(
                     "worker", parent_session, "/p", child_session, "work", parent_run_id=parent.run_id
                 )
@@ -107,26 +109,28 @@ class LifecycleMachine(RuleBasedStateMachine):
         except OrchestrationError:
             return
         if data.draw(st.booleans()):
-            self.store.record_ack(child.run_id, child_task.request_id, accepted=True)
+            self.store.kernel.record_ack(child.run_id, child_task.request_id, accepted=True)
 
     @rule(data=st.data(), accepted=st.booleans())
     def ack_pending_request(self, data: st.DataObject, accepted: bool) -> None:
         run_id = self._pick(data)
         if run_id is None:
             return
-        request = self.store.unacknowledged_request(run_id)
+        request = self.store.kernel.unacknowledged_request(run_id)
         if request is not None:
             code: AckCode | None = None if accepted else "busy"
-            self._try(lambda: self.store.record_ack(run_id, request.request_id, accepted=accepted, code=code))
+            self._try(
+                lambda: self.store.kernel.record_ack(run_id, request.request_id, accepted=accepted, code=code)
+            )
 
     @rule(data=st.data(), kind=st.sampled_from(["steer", "interrupt"]))
     def control(self, data: st.DataObject, kind: RequestKind) -> None:
         run_id = self._pick(data)
         if run_id is not None:
-            g = self.store.get_generation(run_id)
+            g = self.store.kernel.get_generation(run_id)
             assert g is not None
             self._try(
-                lambda: self.store.submit_request(
+                lambda: self.store.kernel.submit_request(
                     run_id, owner_session_id=g.owner_session_id, kind=kind, text="x"
                 )
             )
@@ -134,19 +138,19 @@ class LifecycleMachine(RuleBasedStateMachine):
     @rule(data=st.data())
     def ask(self, data: st.DataObject) -> None:
         run_id = self._pick(data)
-        g = None if run_id is None else self.store.get_generation(run_id)
+        g = None if run_id is None else self.store.kernel.get_generation(run_id)
         if g is not None and g.active_request_id is not None:
             request_id = g.active_request_id
-            self._try(lambda: self.store.create_ask(g.run_id, request_id=request_id, question="?"))
+            self._try(lambda: self.store.kernel.create_ask(g.run_id, request_id=request_id, question="?"))
 
     @rule(data=st.data())
     def reply(self, data: st.DataObject) -> None:
         run_id = self._pick(data)
-        ask = None if run_id is None else self.store.pending_ask(run_id)
-        g = None if run_id is None else self.store.get_generation(run_id)
+        ask = None if run_id is None else self.store.kernel.pending_ask(run_id)
+        g = None if run_id is None else self.store.kernel.get_generation(run_id)
         if ask is not None and g is not None:
             self._try(
-                lambda: self.store.answer_ask(
+                lambda: self.store.kernel.answer_ask(
                     g.run_id, owner_session_id=g.owner_session_id, ask_id=ask.ask_id, text="y"
                 )
             )
@@ -154,37 +158,47 @@ class LifecycleMachine(RuleBasedStateMachine):
     @rule(data=st.data(), ok=st.booleans())
     def finish(self, data: st.DataObject, ok: bool) -> None:
         run_id = self._pick(data)
-        g = None if run_id is None else self.store.get_generation(run_id)
+        g = None if run_id is None else self.store.kernel.get_generation(run_id)
         if g is None or g.active_request_id is None:
             return
         request_id = g.active_request_id
         if ok:
-            self._try(lambda: self.store.store_result(g.run_id, request_id, status="completed", text="done"))
+            self._try(
+                lambda: self.store.kernel.store_result(g.run_id, request_id, status="completed", text="done")
+            )
         else:
-            self._try(lambda: self.store.record_result_error(g.run_id, request_id, message="disk full"))
+            self._try(
+                lambda: self.store.kernel.record_result_error(g.run_id, request_id, message="disk full")
+            )
 
     @rule()
     def deliver_all(self) -> None:
-        owners = {g.owner_session_id for g in self.store.snapshot().generations}
+        owners = {g.owner_session_id for g in self.store.kernel.snapshot().generations}
         for owner in owners:
-            for result in self.store.undelivered_results(owner):
+            for result in self.store.kernel.undelivered_results(owner):
                 assert result.request_id not in self.delivered
-                assert self.store.mark_delivered(result.request_id, owner_session_id=owner, entry_id="e")
-                assert not self.store.mark_delivered(result.request_id, owner_session_id=owner, entry_id="e2")
+                assert self.store.kernel.mark_delivered(
+                    result.request_id, owner_session_id=owner, entry_id="e"
+                )
+                assert not self.store.kernel.mark_delivered(
+                    result.request_id, owner_session_id=owner, entry_id="e2"
+                )
                 self.delivered.add(result.request_id)
 
     @rule(data=st.data())
     def close(self, data: st.DataObject) -> None:
         run_id = self._pick(data)
-        g = None if run_id is None else self.store.get_generation(run_id)
+        g = None if run_id is None else self.store.kernel.get_generation(run_id)
         if g is not None:
-            self._try(lambda: self.store.finalize_generation(g.run_id, owner_session_id=g.owner_session_id))
+            self._try(
+                lambda: self.store.kernel.finalize_generation(g.run_id, owner_session_id=g.owner_session_id)
+            )
 
     @rule(data=st.data(), presence=st.sampled_from(["lost", "unknown", "live"]))
     def record_presence(self, data: st.DataObject, presence: str) -> None:
         run_id = self._pick(data)
         if run_id is not None:
-            self._try(lambda: self.store.mark_presence(run_id, presence))  # type: ignore[arg-type]
+            self._try(lambda: self.store.kernel.mark_presence(run_id, presence))  # type: ignore[arg-type]
 
     @rule(data=st.data(), presence=PRESENCES, lifecycle=LIFECYCLES, ready=st.booleans())
     def observe(self, data: st.DataObject, presence: str, lifecycle: str, ready: bool) -> None:
@@ -200,7 +214,7 @@ class LifecycleMachine(RuleBasedStateMachine):
 
     @invariant()
     def projection_respects_the_contract(self) -> None:
-        snapshot = self.store.snapshot()
+        snapshot = self.store.kernel.snapshot()
         asks = {a.run_id for a in snapshot.pending_asks}
         undelivered = {r.run_id for r in snapshot.undelivered}
         controllers = [ControllerScope(LEAD)] + [
@@ -237,15 +251,15 @@ class LifecycleMachine(RuleBasedStateMachine):
 
     @invariant()
     def store_keeps_its_invariants(self) -> None:
-        snapshot = self.store.snapshot()
+        snapshot = self.store.kernel.snapshot()
         labels = [g.label for g in snapshot.generations]
         assert len(labels) == len(set(labels))
         for result in snapshot.undelivered:
-            g = self.store.get_generation(result.run_id)
+            g = self.store.kernel.get_generation(result.run_id)
             assert g is not None and g.phase == "completed" and g.completed_request_id == result.request_id
         for g in snapshot.generations:
             if g.parent_run_id is not None:
-                parent = self.store.get_generation(g.parent_run_id)
+                parent = self.store.kernel.get_generation(g.parent_run_id)
                 assert parent is not None and parent.live, "parents outlive their children"
                 assert not g.delegating, "agent-started agents are leaves"
 

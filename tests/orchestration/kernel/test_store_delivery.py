@@ -9,7 +9,7 @@ from pathlib import Path
 
 import pytest
 
-from corral.orchestration import Store, StoreError
+from corral.orchestration import Repositories, StoreError
 from tests.orchestration._store_helpers import LEAD, dump, new_generation
 
 
@@ -24,18 +24,18 @@ def test_crash_between_result_and_completion_leaves_neither(db_path: Path) -> No
         if armed["on"] and sql.startswith("UPDATE generations SET phase = 'completed'"):
             raise _Crash
 
-    with Store.open(db_path, tracer=tracer) as traced:
-        generation, task = new_generation(traced, session_id="s1")
+    with Repositories.open(db_path, tracer=tracer) as traced:
+        generation, task = new_generation(traced.kernel, session_id="s1")
         before = dump(db_path)
         armed["on"] = True
         with pytest.raises(_Crash):
-            traced.store_result(generation.run_id, task.request_id, status="completed", text="done")
+            traced.kernel.store_result(generation.run_id, task.request_id, status="completed", text="done")
         assert dump(db_path) == before
-        assert traced.get_result(task.request_id) is None
-        assert traced.get_generation(generation.run_id).phase == "active"  # type: ignore[union-attr]
+        assert traced.kernel.get_result(task.request_id) is None
+        assert traced.kernel.get_generation(generation.run_id).phase == "active"  # type: ignore[union-attr]
         armed["on"] = False
-        traced.store_result(generation.run_id, task.request_id, status="completed", text="done")
-        assert traced.get_generation(generation.run_id).phase == "completed"  # type: ignore[union-attr]
+        traced.kernel.store_result(generation.run_id, task.request_id, status="completed", text="done")
+        assert traced.kernel.get_generation(generation.run_id).phase == "completed"  # type: ignore[union-attr]
 
 
 def test_crash_after_insert_of_a_large_result_leaves_no_artifact_row(db_path: Path) -> None:
@@ -45,18 +45,20 @@ def test_crash_after_insert_of_a_large_result_leaves_no_artifact_row(db_path: Pa
         if armed["on"] and sql.startswith("UPDATE generations SET phase = 'completed'"):
             raise _Crash
 
-    with Store.open(db_path, tracer=tracer) as traced:
-        generation, task = new_generation(traced, session_id="s1")
+    with Repositories.open(db_path, tracer=tracer) as traced:
+        generation, task = new_generation(traced.kernel, session_id="s1")
         armed["on"] = True
         with pytest.raises(_Crash):
-            traced.store_result(generation.run_id, task.request_id, status="completed", text="x" * 100_000)
-        assert traced.get_artifact(task.request_id) is None
-        assert not [p for p in traced.results_dir.iterdir() if p.name.endswith(".staged")]
+            traced.kernel.store_result(
+                generation.run_id, task.request_id, status="completed", text="x" * 100_000
+            )
+        assert traced.kernel.get_artifact(task.request_id) is None
+        assert not [p for p in traced.db.results_dir.iterdir() if p.name.endswith(".staged")]
         armed["on"] = False
-        result = traced.store_result(
+        result = traced.kernel.store_result(
             generation.run_id, task.request_id, status="completed", text="y" * 100_000
         )
-        assert traced.result_text(result) == "y" * 100_000
+        assert traced.kernel.result_text(result) == "y" * 100_000
 
 
 def test_failing_commit_rolls_back(db_path: Path) -> None:
@@ -66,29 +68,29 @@ def test_failing_commit_rolls_back(db_path: Path) -> None:
         if armed["on"] and sql == "COMMIT":
             raise _Crash
 
-    with Store.open(db_path, tracer=tracer) as traced:
-        generation, task = new_generation(traced, session_id="s1")
+    with Repositories.open(db_path, tracer=tracer) as traced:
+        generation, task = new_generation(traced.kernel, session_id="s1")
         armed["on"] = True
         with pytest.raises(_Crash):
-            traced.store_result(generation.run_id, task.request_id, status="completed", text="done")
+            traced.kernel.store_result(generation.run_id, task.request_id, status="completed", text="done")
         armed["on"] = False
-        assert traced.get_result(task.request_id) is None
+        assert traced.kernel.get_result(task.request_id) is None
 
 
-def test_mark_delivered_reports_whether_this_call_did_it(store: Store) -> None:
-    generation, task = new_generation(store, session_id="s1")
-    store.store_result(generation.run_id, task.request_id, status="completed", text="done")
-    assert store.mark_delivered(task.request_id, owner_session_id=LEAD, entry_id="entry-1") is True
-    assert store.mark_delivered(task.request_id, owner_session_id=LEAD, entry_id="entry-2") is False
-    result = store.get_result(task.request_id)
+def test_mark_delivered_reports_whether_this_call_did_it(store: Repositories) -> None:
+    generation, task = new_generation(store.kernel, session_id="s1")
+    store.kernel.store_result(generation.run_id, task.request_id, status="completed", text="done")
+    assert store.kernel.mark_delivered(task.request_id, owner_session_id=LEAD, entry_id="entry-1") is True
+    assert store.kernel.mark_delivered(task.request_id, owner_session_id=LEAD, entry_id="entry-2") is False
+    result = store.kernel.get_result(task.request_id)
     assert result is not None and result.delivery == "delivered" and result.delivered_entry_id == "entry-1"
-    assert store.undelivered_results(LEAD) == ()
-    assert store.finalize_generation(generation.run_id, owner_session_id=LEAD).phase == "finalized"
+    assert store.kernel.undelivered_results(LEAD) == ()
+    assert store.kernel.finalize_generation(generation.run_id, owner_session_id=LEAD).phase == "finalized"
 
 
-def test_mark_delivered_exactly_once_across_racing_threads(store: Store, db_path: Path) -> None:
-    generation, task = new_generation(store, session_id="s1")
-    store.store_result(generation.run_id, task.request_id, status="completed", text="done")
+def test_mark_delivered_exactly_once_across_racing_threads(store: Repositories, db_path: Path) -> None:
+    generation, task = new_generation(store.kernel, session_id="s1")
+    store.kernel.store_result(generation.run_id, task.request_id, status="completed", text="done")
     racers = 6
     barrier = threading.Barrier(racers)
     outcomes: list[bool] = []
@@ -97,9 +99,11 @@ def test_mark_delivered_exactly_once_across_racing_threads(store: Store, db_path
 
     def race(index: int) -> None:
         try:
-            with Store.open(db_path) as own:  # one connection per racer, like separate processes
+            with Repositories.open(db_path) as own:  # one connection per racer, like separate processes
                 barrier.wait(timeout=10)
-                did = own.mark_delivered(task.request_id, owner_session_id=LEAD, entry_id=f"entry-{index}")
+                did = own.kernel.mark_delivered(
+                    task.request_id, owner_session_id=LEAD, entry_id=f"entry-{index}"
+                )
             with lock:
                 outcomes.append(did)
         except BaseException as exc:
@@ -118,18 +122,20 @@ def test_mark_delivered_exactly_once_across_racing_threads(store: Store, db_path
 _RACER = """
 import sys
 from pathlib import Path
-from corral.orchestration import Store
+from corral.orchestration import Repositories
 path, request_id, entry, go = sys.argv[1:5]
-with Store.open(Path(path)) as store:
+with Repositories.open(Path(path)) as store:
     while not Path(go).exists():
         pass
-    print(store.mark_delivered(request_id, owner_session_id="lead-session", entry_id=entry))
+    print(store.kernel.mark_delivered(request_id, owner_session_id="lead-session", entry_id=entry))
 """
 
 
-def test_mark_delivered_exactly_once_across_processes(store: Store, db_path: Path, tmp_path: Path) -> None:
-    generation, task = new_generation(store, session_id="s1")
-    store.store_result(generation.run_id, task.request_id, status="completed", text="done")
+def test_mark_delivered_exactly_once_across_processes(
+    store: Repositories, db_path: Path, tmp_path: Path
+) -> None:
+    generation, task = new_generation(store.kernel, session_id="s1")
+    store.kernel.store_result(generation.run_id, task.request_id, status="completed", text="done")
     go = tmp_path / "go"
     procs = [
         subprocess.Popen(
@@ -147,30 +153,30 @@ def test_mark_delivered_exactly_once_across_processes(store: Store, db_path: Pat
         assert proc.returncode == 0, err
         outputs.append(out.strip())
     assert sorted(outputs) == ["False", "True"]
-    result = store.get_result(task.request_id)
+    result = store.kernel.get_result(task.request_id)
     assert result is not None and result.delivered_entry_id in {"proc-0", "proc-1"}
 
 
-def test_finalize_refuses_while_the_result_is_undelivered(store: Store) -> None:
-    generation, task = new_generation(store, session_id="s1")
-    store.store_result(generation.run_id, task.request_id, status="completed", text="done")
+def test_finalize_refuses_while_the_result_is_undelivered(store: Repositories) -> None:
+    generation, task = new_generation(store.kernel, session_id="s1")
+    store.kernel.store_result(generation.run_id, task.request_id, status="completed", text="done")
     with pytest.raises(Exception) as raised:
-        store.finalize_generation(generation.run_id, owner_session_id=LEAD)
+        store.kernel.finalize_generation(generation.run_id, owner_session_id=LEAD)
     assert getattr(raised.value, "category", None) == "target_ambiguous"
-    assert store.generation_by_label(generation.label) is not None
+    assert store.kernel.generation_by_label(generation.label) is not None
 
 
-def test_a_busy_writer_surfaces_as_agent_busy_not_sqlite(db_path: Path, store: Store) -> None:
+def test_a_busy_writer_surfaces_as_agent_busy_not_sqlite(db_path: Path, store: Repositories) -> None:
     import sqlite3
 
-    generation, _ = new_generation(store, session_id="s1")
+    generation, _ = new_generation(store.kernel, session_id="s1")
     blocker = sqlite3.connect(db_path, isolation_level=None)
     try:
-        with Store.open(db_path) as other:
+        with Repositories.open(db_path) as other:
             other.db._conn.execute("PRAGMA busy_timeout = 50")
             blocker.execute("BEGIN IMMEDIATE")
             with pytest.raises(Exception) as raised:
-                other.mark_presence(generation.run_id, "lost")
+                other.kernel.mark_presence(generation.run_id, "lost")
         assert not isinstance(raised.value, sqlite3.Error)
         assert getattr(raised.value, "category", None) == "agent_busy"
     finally:

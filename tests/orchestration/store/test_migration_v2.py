@@ -19,7 +19,7 @@ from typing import Any
 
 import pytest
 
-from corral.orchestration import NewGeneration, NewTeamMember, Store
+from corral.orchestration import NewGeneration, NewTeamMember, Repositories
 from corral.orchestration.kernel._generations import Generations
 from corral.orchestration.store._database import INLINE_RESULT_LIMIT, Database
 from corral.orchestration.store._migrations import (
@@ -65,25 +65,25 @@ def _build_v1(path: Path) -> None:
     conn.execute("PRAGMA journal_mode = WAL")
     assert apply_migrations(conn, MIGRATIONS[:1]) == 1
     db = Database(conn, path=path, readonly=False, tracer=None, clock=lambda: 5_000)  # ties: rowid orders
-    store = _V1Generations(db)
+    kernel = _V1Generations(db)
     try:
-        planner, _ = new_generation(store, session_id="p1", definition="planner", delegating=True)
-        new_generation(store, session_id="c1", owner="p1", parent_run_id=planner.run_id)
-        asker, asker_task = new_generation(store, session_id="s-ask", label="asker")
-        store.create_ask(asker.run_id, request_id=asker_task.request_id, question="Which file?")
-        steered, _ = new_generation(store, session_id="s-steer", label="steered")
-        store.submit_request(steered.run_id, owner_session_id=LEAD, kind="steer", text="left")
-        done, done_task = new_generation(store, session_id="s-done", label="done")
-        store.store_result(done.run_id, done_task.request_id, status="completed", text="finished")
-        store.mark_delivered(done_task.request_id, owner_session_id=LEAD, entry_id="entry-1")
-        store.materialize_artifact(done_task.request_id)
-        big, big_task = new_generation(store, session_id="s-big", label="big")
-        store.store_result(
+        planner, _ = new_generation(kernel, session_id="p1", definition="planner", delegating=True)
+        new_generation(kernel, session_id="c1", owner="p1", parent_run_id=planner.run_id)
+        asker, asker_task = new_generation(kernel, session_id="s-ask", label="asker")
+        kernel.create_ask(asker.run_id, request_id=asker_task.request_id, question="Which file?")
+        steered, _ = new_generation(kernel, session_id="s-steer", label="steered")
+        kernel.submit_request(steered.run_id, owner_session_id=LEAD, kind="steer", text="left")
+        done, done_task = new_generation(kernel, session_id="s-done", label="done")
+        kernel.store_result(done.run_id, done_task.request_id, status="completed", text="finished")
+        kernel.mark_delivered(done_task.request_id, owner_session_id=LEAD, entry_id="entry-1")
+        kernel.materialize_artifact(done_task.request_id)
+        big, big_task = new_generation(kernel, session_id="s-big", label="big")
+        kernel.store_result(
             big.run_id, big_task.request_id, status="completed", text="y" * (INLINE_RESULT_LIMIT + 1)
         )
-        new_generation(store, session_id="s-start", label="starter", ack=False)
+        new_generation(kernel, session_id="s-start", label="starter", ack=False)
         # A finalized row (v1 finalize would touch v2 tables, so write the v1 effect directly).
-        gone, _ = new_generation(store, session_id="s-gone", label="gone")
+        gone, _ = new_generation(kernel, session_id="s-gone", label="gone")
         conn.execute("DELETE FROM labels WHERE run_id = ?", (gone.run_id,))
         conn.execute(
             "UPDATE generations SET phase = 'finalized', finalized_at = 6000 WHERE run_id = ?", (gone.run_id,)
@@ -131,8 +131,8 @@ def test_v1_database_migrates_keeping_every_row_and_reference(v1_path: Path) -> 
     before = _rows(v1_path)
     assert all(before[table] for table in V1_TABLES), "the v1 fixture fills every table"
     order_before = [row[0] for row in before["generations"]]
-    with Store.open(v1_path) as store:
-        assert [g.run_id for g in store.generations(include_finalized=True)] == [
+    with Repositories.open(v1_path) as store:
+        assert [g.run_id for g in store.kernel.generations(include_finalized=True)] == [
             row[1] for row in before["generations"]
         ]
     assert _rows(v1_path) == before
@@ -161,13 +161,13 @@ def test_v1_database_migrates_keeping_every_row_and_reference(v1_path: Path) -> 
 
 
 def test_the_migrated_store_keeps_working(v1_path: Path) -> None:
-    with Store.open(v1_path) as store:
-        done = store.generation_by_label("done")
+    with Repositories.open(v1_path) as store:
+        done = store.kernel.generation_by_label("done")
         assert done is not None
-        assert store.finalize_generation(done.run_id, owner_session_id=LEAD).phase == "finalized"
-        again, _ = new_generation(store, session_id="s-new", label="done")
+        assert store.kernel.finalize_generation(done.run_id, owner_session_id=LEAD).phase == "finalized"
+        again, _ = new_generation(store.kernel, session_id="s-new", label="done")
         assert again.label == "done"
-        _g, _t, member = store.create_team_generation(
+        _g, _t, member = store.teams.roster.create_team_generation(
             NewGeneration(
                 definition="read-review",
                 owner_session_id=LEAD,
@@ -201,7 +201,7 @@ def _insert_generation(conn: sqlite3.Connection, label: str, n: int) -> None:
 
 
 def test_generations_accept_teams_names_but_labels_stay_strict(v1_path: Path) -> None:
-    with Store.open(v1_path):
+    with Repositories.open(v1_path):
         pass
     conn = _connect(v1_path)
     counter = itertools.count(1)
@@ -264,8 +264,8 @@ def test_a_crash_inside_the_step_leaves_v1_intact(v1_path: Path, marker: str) ->
     finally:
         conn.close()
     assert _rows(v1_path) == rows and _schema(v1_path) == schema
-    with Store.open(v1_path) as store:  # the real step still applies afterwards
-        assert store.generation_by_label("asker") is not None
+    with Repositories.open(v1_path) as store:  # the real step still applies afterwards
+        assert store.kernel.generation_by_label("asker") is not None
     assert _rows(v1_path) == rows
 
 

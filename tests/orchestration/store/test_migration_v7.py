@@ -12,7 +12,7 @@ from pathlib import Path
 
 import pytest
 
-from corral.orchestration import NewGeneration, Store
+from corral.orchestration import NewGeneration, Repositories
 from corral.orchestration.store._migrations import MIGRATIONS, apply_migrations, schema_version
 
 RUN = "00000000-0000-4000-8000-{:012d}"
@@ -56,11 +56,11 @@ def v6_path(tmp_path: Path) -> Path:
 
 
 def test_v6_labels_get_their_lead_and_stay(v6_path: Path) -> None:
-    with Store.open(v6_path) as store:
-        assert store.generation_by_label("helper", session_id="lead-a") is not None
-        assert store.generation_by_label("scout", session_id="lead-a") is None
+    with Repositories.open(v6_path) as store:
+        assert store.kernel.generation_by_label("helper", session_id="lead-a") is not None
+        assert store.kernel.generation_by_label("scout", session_id="lead-a") is None
         # lead-a may now take `scout`, which lead-b holds.
-        generation, _ = store.create_generation(
+        generation, _ = store.kernel.create_generation(
             NewGeneration(definition="scout", owner_session_id="lead-a", cwd="/w", session_id="s9", task="t")
         )
         assert generation.label == "scout"

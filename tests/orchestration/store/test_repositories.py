@@ -1,18 +1,18 @@
-"""The database, its repositories and the `Store` façade: one transaction per verb, finalize hooks."""
+"""The database, its repositories and the `Repositories` bundle: one transaction per verb, finalize hooks."""
 
 from __future__ import annotations
 
-import inspect
 from collections.abc import Callable, Iterator
 from pathlib import Path
 from typing import TypeVar
 
 import pytest
 
-from corral.orchestration import NewGeneration, Store
+from corral.orchestration import NewGeneration, Repositories
 from corral.orchestration.errors import TargetNotFoundError
 from corral.orchestration.kernel._generations import Generations
 from corral.orchestration.store._database import Database, Tx
+from corral.orchestration.teams._repositories import TeamsRepositories
 from tests.orchestration._store_helpers import LEAD, dump, new_generation
 from tests.orchestration.teams.roster.test_store_teams import report, spawn
 
@@ -33,47 +33,40 @@ class _Statements:
 
 
 @pytest.fixture
-def traced(tmp_path: Path) -> Iterator[tuple[Store, _Statements]]:
+def traced(tmp_path: Path) -> Iterator[tuple[Repositories, _Statements]]:
     statements = _Statements()
-    with Store.open(tmp_path / "corral.db", tracer=statements) as store:
+    with Repositories.open(tmp_path / "corral.db", tracer=statements) as store:
         yield store, statements
 
 
-def test_store_has_no_base_class_and_every_verb_is_a_repository_method(tmp_path: Path) -> None:
-    assert Store.__bases__ == (object,)
-    with Store.open(tmp_path / "corral.db") as store:
+def test_repositories_is_a_plain_bundle_of_repositories_over_one_database(tmp_path: Path) -> None:
+    assert Repositories.__bases__ == (object,)
+    assert TeamsRepositories.__bases__ == (object,)
+    with Repositories.open(tmp_path / "corral.db") as store:
+        teams = store.teams
         repositories = (
             store.kernel,
-            store.roster,
-            store.reports,
-            store.checks,
-            store.repair,
-            store.groups,
-            store.checkpoints,
-            store.worktrees_repository,
+            teams.roster,
+            teams.reports,
+            teams.checks,
+            teams.repair,
+            teams.groups,
+            teams.checkpoints,
+            store.worktrees,
         )
-        verbs = {
-            name: value
-            for name, value in vars(store).items()
-            if inspect.ismethod(value) and not name.startswith("_")
-        }
-        for name, verb in verbs.items():
-            assert verb.__self__ in repositories, name
-            assert verb.__name__ == name
-        # Every verb of every repository is on the façade, except the pieces other repositories compose.
-        wiring = {"add_finalize_hook", "complete_assignment"}
-        for repository in repositories:
-            for name in dir(type(repository)):
-                if name.startswith("_") or name.endswith("_in") or name in wiring:
-                    continue
-                member = getattr(repository, name)
-                if inspect.ismethod(member):
-                    assert verbs.get(name) == member, (
-                        f"{type(repository).__name__}.{name} is not on the façade"
-                    )
+        assert all(repository.db is store.db for repository in repositories)
+        assert teams.kernel is store.kernel
+        # No verbs of its own: callers take the repository they need.
+        own = sorted(
+            name for name, value in vars(Repositories).items() if not name.startswith("_") and callable(value)
+        )
+        assert own == ["close"]
+        # The teams core builds the same wiring over the host's kernel.
+        again = TeamsRepositories.over(store.kernel)
+        assert again.roster.db is store.db and again.kernel is store.kernel
 
 
-def test_every_public_write_verb_is_one_begin_immediate(traced: tuple[Store, _Statements]) -> None:
+def test_every_public_write_verb_is_one_begin_immediate(traced: tuple[Repositories, _Statements]) -> None:
     store, statements = traced
 
     def one_write(call: Callable[[], _V]) -> _V:
@@ -82,11 +75,15 @@ def test_every_public_write_verb_is_one_begin_immediate(traced: tuple[Store, _St
         assert statements.begins() == ["BEGIN IMMEDIATE"], statements.sql
         return value
 
-    generation, task = one_write(lambda: store.create_generation(_new("worker", "s1")))
-    one_write(lambda: store.record_ack(generation.run_id, task.request_id, accepted=True))
-    one_write(lambda: store.store_result(generation.run_id, task.request_id, status="completed", text="done"))
-    assert one_write(lambda: store.mark_delivered(task.request_id, owner_session_id=LEAD, entry_id="e1"))
-    one_write(lambda: store.finalize_generation(generation.run_id, owner_session_id=LEAD))
+    generation, task = one_write(lambda: store.kernel.create_generation(_new("worker", "s1")))
+    one_write(lambda: store.kernel.record_ack(generation.run_id, task.request_id, accepted=True))
+    one_write(
+        lambda: store.kernel.store_result(generation.run_id, task.request_id, status="completed", text="done")
+    )
+    assert one_write(
+        lambda: store.kernel.mark_delivered(task.request_id, owner_session_id=LEAD, entry_id="e1")
+    )
+    one_write(lambda: store.kernel.finalize_generation(generation.run_id, owner_session_id=LEAD))
 
     # Cross-aggregate verbs: a member is a generation plus its member row; a report completes the
     # generation and writes the report; finalize retires the member through the teams hook.
@@ -95,13 +92,15 @@ def test_every_public_write_verb_is_one_begin_immediate(traced: tuple[Store, _St
     statements.sql.clear()
     spawn(store, "bob", ack=False)
     assert statements.begins() == ["BEGIN", "BEGIN IMMEDIATE"]  # the helper's read, then the one write
-    one_write(lambda: store.claim_files(LEAD, run_id=run_id, agent="alice", paths=("src/a.py",)))
-    one_write(lambda: store.store_team_report(run_id, member_task.request_id, report("alice", run_id)))
-    store.mark_delivered(member_task.request_id, owner_session_id=LEAD, entry_id="e2")
-    one_write(lambda: store.finalize_generation(run_id, owner_session_id=LEAD))
+    one_write(lambda: store.teams.roster.claim_files(LEAD, run_id=run_id, agent="alice", paths=("src/a.py",)))
+    one_write(
+        lambda: store.teams.reports.store_team_report(run_id, member_task.request_id, report("alice", run_id))
+    )
+    store.kernel.mark_delivered(member_task.request_id, owner_session_id=LEAD, entry_id="e2")
+    one_write(lambda: store.kernel.finalize_generation(run_id, owner_session_id=LEAD))
     assert any(sql.startswith("DELETE FROM file_claims") for sql in statements.sql)
-    assert store.file_claims(LEAD) == ()
-    member = store.team_member(run_id)
+    assert store.teams.roster.file_claims(LEAD) == ()
+    member = store.teams.roster.team_member(run_id)
     assert member is not None and not member.live
 
 
@@ -127,7 +126,7 @@ def test_finalize_hooks_run_inside_the_finalize_transaction(tmp_path: Path) -> N
 
     kernel = Generations(db, on_finalize=(hook,))
     try:
-        generation, _ = new_generation(kernel, session_id="s1")  # type: ignore[arg-type]
+        generation, _ = new_generation(kernel, session_id="s1")
         kernel.finalize_generation(generation.run_id, owner_session_id=LEAD)
         assert seen == [(generation.run_id, True)]
     finally:
@@ -144,7 +143,7 @@ def test_a_failing_finalize_hook_undoes_the_whole_finalize(tmp_path: Path) -> No
     kernel = Generations(db)
     kernel.add_finalize_hook(hook)
     try:
-        generation, _ = new_generation(kernel, session_id="s1")  # type: ignore[arg-type]
+        generation, _ = new_generation(kernel, session_id="s1")
         before = dump(db.path)
         with pytest.raises(TargetNotFoundError, match="the feature refused"):
             kernel.finalize_generation(generation.run_id, owner_session_id=LEAD)
@@ -156,8 +155,8 @@ def test_a_failing_finalize_hook_undoes_the_whole_finalize(tmp_path: Path) -> No
 
 
 def test_in_pieces_refuse_a_transaction_of_another_database(tmp_path: Path) -> None:
-    with Store.open(tmp_path / "a.db") as first, Store.open(tmp_path / "b.db") as second:
-        generation, _ = new_generation(first, session_id="s1")
+    with Repositories.open(tmp_path / "a.db") as first, Repositories.open(tmp_path / "b.db") as second:
+        generation, _ = new_generation(first.kernel, session_id="s1")
         with first.db.read() as tx:
             assert first.kernel.generation_in(tx, generation.run_id) == generation
             with pytest.raises(RuntimeError, match="transaction"):

@@ -16,7 +16,7 @@ from corral.orchestration import (
     ManagedAgentBusyError,
     NewGeneration,
     OrchestrationError,
-    Store,
+    Repositories,
     StoreError,
     TargetAmbiguousError,
     TargetNotFoundError,
@@ -33,15 +33,17 @@ def _mode(path: Path) -> int:
 # --- opening, files, pragmas ---------------------------------------------------------------------
 
 
-def test_open_creates_private_directory_and_files(store: Store, db_path: Path) -> None:
-    new_generation(store, session_id="s1")  # a write, so -wal and -shm exist
+def test_open_creates_private_directory_and_files(store: Repositories, db_path: Path) -> None:
+    new_generation(store.kernel, session_id="s1")  # a write, so -wal and -shm exist
     assert _mode(db_path.parent) == 0o700
     for name in ("corral.db", "corral.db-wal", "corral.db-shm"):
         assert _mode(db_path.parent / name) == 0o600, name
 
 
-def test_live_state_writes_group_commit_and_every_other_write_syncs(store: Store, db_path: Path) -> None:
-    generation, task = new_generation(store, session_id="s1", ack=False)
+def test_live_state_writes_group_commit_and_every_other_write_syncs(
+    store: Repositories, db_path: Path
+) -> None:
+    generation, task = new_generation(store.kernel, session_id="s1", ack=False)
     run_id = generation.run_id
     statements: list[str] = []
     store.db._conn.set_trace_callback(statements.append)
@@ -58,15 +60,15 @@ def test_live_state_writes_group_commit_and_every_other_write_syncs(store: Store
         statements.clear()
         return [g for g in groups if g]
 
-    store.record_started(run_id, pid=1)
-    store.record_ack(run_id, task.request_id, accepted=True)
-    store.record_activity(run_id)
+    store.kernel.record_started(run_id, pid=1)
+    store.kernel.record_ack(run_id, task.request_id, accepted=True)
+    store.kernel.record_activity(run_id)
     relaxed = transactions()
     assert len(relaxed) == 3
     for group in relaxed:  # no fsync of their own: NORMAL around the commit, FULL again after
         assert group[0] == "PRAGMA synchronous = NORMAL" and group[1] == "BEGIN IMMEDIATE"
         assert group[-2:] == ["COMMIT", "PRAGMA synchronous = FULL"]
-    store.finalize_generation(run_id, owner_session_id=LEAD)
+    store.kernel.finalize_generation(run_id, owner_session_id=LEAD)
     durable = transactions()
     assert durable and all("PRAGMA synchronous = NORMAL" not in group for group in durable)
     assert store.db._conn.execute("PRAGMA synchronous").fetchone()[0] == 2  # FULL
@@ -83,7 +85,7 @@ def test_open_tightens_an_existing_loose_database_file(db_path: Path) -> None:
     db_path.parent.mkdir(mode=0o755)
     db_path.touch(mode=0o644)
     db_path.chmod(0o644)
-    with Store.open(db_path):
+    with Repositories.open(db_path):
         pass
     assert _mode(db_path) == 0o600
     assert _mode(db_path.parent) == 0o700
@@ -92,12 +94,12 @@ def test_open_tightens_an_existing_loose_database_file(db_path: Path) -> None:
 def test_default_path_is_corral_home(monkeypatch: pytest.MonkeyPatch, tmp_path: Path) -> None:
     monkeypatch.setenv("CORRAL_HOME", str(tmp_path / "data"))
     assert default_store_path() == (tmp_path / "data" / "corral.db").resolve()
-    with Store.open() as opened:
-        assert opened.path == (tmp_path / "data" / "corral.db").resolve()
-        assert opened.path.is_file()
+    with Repositories.open() as opened:
+        assert opened.db.path == (tmp_path / "data" / "corral.db").resolve()
+        assert opened.db.path.is_file()
 
 
-def test_database_is_in_wal_mode_with_foreign_keys(store: Store, db_path: Path) -> None:
+def test_database_is_in_wal_mode_with_foreign_keys(store: Repositories, db_path: Path) -> None:
     conn = sqlite3.connect(db_path)
     try:
         assert conn.execute("PRAGMA journal_mode").fetchone()[0] == "wal"
@@ -114,47 +116,49 @@ def test_database_is_in_wal_mode_with_foreign_keys(store: Store, db_path: Path) 
 
 def test_every_mutation_begins_immediate(db_path: Path) -> None:
     seen: list[str] = []
-    with Store.open(db_path, tracer=lambda sql, _params: seen.append(sql)) as traced:
-        new_generation(traced, session_id="s1")
+    with Repositories.open(db_path, tracer=lambda sql, _params: seen.append(sql)) as traced:
+        new_generation(traced.kernel, session_id="s1")
     begins = [sql for sql in seen if sql.startswith("BEGIN")]
     assert begins and set(begins) <= {"BEGIN IMMEDIATE", "BEGIN"}
     assert "BEGIN IMMEDIATE" in begins
 
 
-def test_readonly_store_reads_but_refuses_writes(store: Store, db_path: Path) -> None:
-    generation, _ = new_generation(store, session_id="s1")
-    with Store.open(db_path, readonly=True) as reader:
-        assert reader.get_generation(generation.run_id) == store.get_generation(generation.run_id)
+def test_readonly_store_reads_but_refuses_writes(store: Repositories, db_path: Path) -> None:
+    generation, _ = new_generation(store.kernel, session_id="s1")
+    with Repositories.open(db_path, readonly=True) as reader:
+        assert reader.kernel.get_generation(generation.run_id) == store.kernel.get_generation(
+            generation.run_id
+        )
         with pytest.raises(StoreError, match="read-only"):
-            reader.mark_presence(generation.run_id, "lost")
+            reader.kernel.mark_presence(generation.run_id, "lost")
 
 
 def test_readonly_store_needs_an_existing_database(tmp_path: Path) -> None:
     with pytest.raises(StoreError, match="No corral database"):
-        Store.open(tmp_path / "nothing.db", readonly=True)
+        Repositories.open(tmp_path / "nothing.db", readonly=True)
 
 
-def test_closed_store_raises_a_clear_error(store: Store) -> None:
+def test_closed_store_raises_a_clear_error(store: Repositories) -> None:
     store.close()
     with pytest.raises(StoreError, match="closed"):
-        store.get_generation("x")
+        store.kernel.get_generation("x")
 
 
 # --- constraints ---------------------------------------------------------------------------------
 
 
-def test_duplicate_live_label_is_refused_and_freed_after_finalize(store: Store) -> None:
-    first, _ = new_generation(store, session_id="s1", label="alpha")
+def test_duplicate_live_label_is_refused_and_freed_after_finalize(store: Repositories) -> None:
+    first, _ = new_generation(store.kernel, session_id="s1", label="alpha")
     with pytest.raises(AgentLabelExistsError, match="alpha"):
-        new_generation(store, session_id="s2", label="alpha")
-    store.finalize_generation(first.run_id, owner_session_id=LEAD)
-    second, _ = new_generation(store, session_id="s2", label="alpha")
+        new_generation(store.kernel, session_id="s2", label="alpha")
+    store.kernel.finalize_generation(first.run_id, owner_session_id=LEAD)
+    second, _ = new_generation(store.kernel, session_id="s2", label="alpha")
     assert second.label == "alpha" and second.run_id != first.run_id
 
 
-def test_duplicate_live_label_is_a_database_constraint(store: Store, db_path: Path) -> None:
-    first, _ = new_generation(store, session_id="s1", label="alpha")
-    second, _ = new_generation(store, session_id="s2", label="beta")
+def test_duplicate_live_label_is_a_database_constraint(store: Repositories, db_path: Path) -> None:
+    first, _ = new_generation(store.kernel, session_id="s1", label="alpha")
+    second, _ = new_generation(store.kernel, session_id="s2", label="beta")
     conn = sqlite3.connect(db_path)
     try:
         with pytest.raises(sqlite3.IntegrityError):
@@ -167,26 +171,26 @@ def test_duplicate_live_label_is_a_database_constraint(store: Store, db_path: Pa
         conn.close()
 
 
-def test_auto_labels_count_up_from_the_definition_name(store: Store) -> None:
-    labels = [new_generation(store, session_id=f"s{i}")[0].label for i in range(3)]
+def test_auto_labels_count_up_from_the_definition_name(store: Repositories) -> None:
+    labels = [new_generation(store.kernel, session_id=f"s{i}")[0].label for i in range(3)]
     assert labels == ["worker", "worker-2", "worker-3"]
 
 
-def test_auto_label_of_an_invalid_definition_name_is_refused(store: Store) -> None:
+def test_auto_label_of_an_invalid_definition_name_is_refused(store: Repositories) -> None:
     with pytest.raises(InvalidRequestError, match="not a valid agent label"):
-        new_generation(store, session_id="s1", definition="Reviewer")
+        new_generation(store.kernel, session_id="s1", definition="Reviewer")
 
 
 @pytest.mark.parametrize("label", ["Alpha", "9lives", "a" * 33, "has space", ""])
-def test_explicit_label_must_match_the_pattern(store: Store, label: str) -> None:
+def test_explicit_label_must_match_the_pattern(store: Repositories, label: str) -> None:
     with pytest.raises(InvalidRequestError, match="label"):
-        new_generation(store, session_id="s1", label=label)
+        new_generation(store.kernel, session_id="s1", label=label)
 
 
-def test_result_is_unique_per_request_and_per_generation(store: Store, db_path: Path) -> None:
-    generation, task = new_generation(store, session_id="s1")
-    first = store.store_result(generation.run_id, task.request_id, status="completed", text="done")
-    again = store.store_result(generation.run_id, task.request_id, status="completed", text="other")
+def test_result_is_unique_per_request_and_per_generation(store: Repositories, db_path: Path) -> None:
+    generation, task = new_generation(store.kernel, session_id="s1")
+    first = store.kernel.store_result(generation.run_id, task.request_id, status="completed", text="done")
+    again = store.kernel.store_result(generation.run_id, task.request_id, status="completed", text="other")
     assert again == first
     conn = sqlite3.connect(db_path)
     try:
@@ -200,10 +204,10 @@ def test_result_is_unique_per_request_and_per_generation(store: Store, db_path: 
         conn.close()
 
 
-def test_a_generation_holds_exactly_one_task(store: Store, db_path: Path) -> None:
-    generation, _ = new_generation(store, session_id="s1")
+def test_a_generation_holds_exactly_one_task(store: Repositories, db_path: Path) -> None:
+    generation, _ = new_generation(store.kernel, session_id="s1")
     with pytest.raises(InvalidRequestError, match="exactly one task"):
-        store.submit_request(generation.run_id, owner_session_id=LEAD, kind="task", text="second")
+        store.kernel.submit_request(generation.run_id, owner_session_id=LEAD, kind="task", text="second")
     conn = sqlite3.connect(db_path)
     try:
         with pytest.raises(sqlite3.IntegrityError):
@@ -216,116 +220,120 @@ def test_a_generation_holds_exactly_one_task(store: Store, db_path: Path) -> Non
         conn.close()
 
 
-def test_one_unacknowledged_request_at_a_time(store: Store) -> None:
-    generation, _ = new_generation(store, session_id="s1")
-    steer = store.submit_request(generation.run_id, owner_session_id=LEAD, kind="steer", text="left")
+def test_one_unacknowledged_request_at_a_time(store: Repositories) -> None:
+    generation, _ = new_generation(store.kernel, session_id="s1")
+    steer = store.kernel.submit_request(generation.run_id, owner_session_id=LEAD, kind="steer", text="left")
     with pytest.raises(ManagedAgentBusyError, match="not acknowledged"):
-        store.submit_request(generation.run_id, owner_session_id=LEAD, kind="interrupt", text="stop")
-    store.record_ack(generation.run_id, steer.request_id, accepted=True)
-    interrupt = store.submit_request(generation.run_id, owner_session_id=LEAD, kind="interrupt", text="stop")
+        store.kernel.submit_request(generation.run_id, owner_session_id=LEAD, kind="interrupt", text="stop")
+    store.kernel.record_ack(generation.run_id, steer.request_id, accepted=True)
+    interrupt = store.kernel.submit_request(
+        generation.run_id, owner_session_id=LEAD, kind="interrupt", text="stop"
+    )
     assert interrupt.kind == "interrupt" and not interrupt.acknowledged
 
 
-def test_a_session_is_represented_by_at_most_one_live_generation(store: Store) -> None:
-    first, _ = new_generation(store, session_id="s1")
+def test_a_session_is_represented_by_at_most_one_live_generation(store: Repositories) -> None:
+    first, _ = new_generation(store.kernel, session_id="s1")
     with pytest.raises(ManagedAgentBusyError, match="already represented"):
-        new_generation(store, session_id="s1")
-    store.finalize_generation(first.run_id, owner_session_id=LEAD)
-    continued, _ = new_generation(store, session_id="s1")
+        new_generation(store.kernel, session_id="s1")
+    store.kernel.finalize_generation(first.run_id, owner_session_id=LEAD)
+    continued, _ = new_generation(store.kernel, session_id="s1")
     assert continued.session_id == "s1"
 
 
 # --- ownership chain -----------------------------------------------------------------------------
 
 
-def test_delegating_agent_may_start_leaves_only(store: Store) -> None:
-    parent, _ = new_generation(store, session_id="p1", definition="planner", delegating=True)
-    child, _ = new_generation(store, session_id="c1", owner="p1", parent_run_id=parent.run_id)
+def test_delegating_agent_may_start_leaves_only(store: Repositories) -> None:
+    parent, _ = new_generation(store.kernel, session_id="p1", definition="planner", delegating=True)
+    child, _ = new_generation(store.kernel, session_id="c1", owner="p1", parent_run_id=parent.run_id)
     assert child.parent_label == "planner" and child.owner_session_id == "p1"
     with pytest.raises(InvalidRequestError, match="leaves"):
-        new_generation(store, session_id="g1", owner="c1", parent_run_id=child.run_id)
+        new_generation(store.kernel, session_id="g1", owner="c1", parent_run_id=child.run_id)
     with pytest.raises(InvalidRequestError, match="leaf"):
-        new_generation(store, session_id="c2", owner="p1", parent_run_id=parent.run_id, delegating=True)
+        new_generation(
+            store.kernel, session_id="c2", owner="p1", parent_run_id=parent.run_id, delegating=True
+        )
 
 
-def test_owner_session_of_a_managed_agent_needs_its_run_id(store: Store) -> None:
-    new_generation(store, session_id="p1", definition="planner", delegating=True)
+def test_owner_session_of_a_managed_agent_needs_its_run_id(store: Repositories) -> None:
+    new_generation(store.kernel, session_id="p1", definition="planner", delegating=True)
     with pytest.raises(InvalidRequestError, match="parent_run_id"):
-        new_generation(store, session_id="c1", owner="p1")
+        new_generation(store.kernel, session_id="c1", owner="p1")
 
 
-def test_parent_must_be_the_owner_sessions_generation(store: Store) -> None:
-    parent, _ = new_generation(store, session_id="p1", definition="planner", delegating=True)
+def test_parent_must_be_the_owner_sessions_generation(store: Repositories) -> None:
+    parent, _ = new_generation(store.kernel, session_id="p1", definition="planner", delegating=True)
     with pytest.raises(TargetNotFoundError, match="not the session"):
-        new_generation(store, session_id="c1", owner="elsewhere", parent_run_id=parent.run_id)
+        new_generation(store.kernel, session_id="c1", owner="elsewhere", parent_run_id=parent.run_id)
 
 
-def test_finalize_refuses_while_children_are_live(store: Store) -> None:
-    parent, _ = new_generation(store, session_id="p1", definition="planner", delegating=True)
-    child, _ = new_generation(store, session_id="c1", owner="p1", parent_run_id=parent.run_id)
+def test_finalize_refuses_while_children_are_live(store: Repositories) -> None:
+    parent, _ = new_generation(store.kernel, session_id="p1", definition="planner", delegating=True)
+    child, _ = new_generation(store.kernel, session_id="c1", owner="p1", parent_run_id=parent.run_id)
     with pytest.raises(TargetAmbiguousError, match="close them first"):
-        store.finalize_generation(parent.run_id, owner_session_id=LEAD)
-    store.finalize_generation(child.run_id, owner_session_id="p1")
-    assert store.finalize_generation(parent.run_id, owner_session_id=LEAD).phase == "finalized"
+        store.kernel.finalize_generation(parent.run_id, owner_session_id=LEAD)
+    store.kernel.finalize_generation(child.run_id, owner_session_id="p1")
+    assert store.kernel.finalize_generation(parent.run_id, owner_session_id=LEAD).phase == "finalized"
 
 
 # --- identity checks fail closed -----------------------------------------------------------------
 
-Mutation = Callable[[Store, dict[str, str]], object]
+Mutation = Callable[[Repositories, dict[str, str]], object]
 
 OTHER_ID = "22222222-2222-4222-8222-222222222222"
 
 IDENTITY_CASES: list[tuple[str, Mutation, type[OrchestrationError]]] = [
-    ("steer other owner", lambda s, i: s.submit_request(i["run"], owner_session_id="intruder", kind="steer", text="x"), TargetNotFoundError),
-    ("steer unknown run", lambda s, i: s.submit_request(OTHER_ID, owner_session_id=LEAD, kind="steer", text="x"), TargetNotFoundError),
-    ("steer while ask pending", lambda s, i: s.submit_request(i["asker"], owner_session_id=LEAD, kind="steer", text="x"), ManagedAgentBusyError),
-    ("reply without ask", lambda s, i: s.answer_ask(i["run"], owner_session_id=LEAD, ask_id=OTHER_ID, text="x"), ManagedAgentBusyError),
-    ("reply wrong ask id", lambda s, i: s.answer_ask(i["asker"], owner_session_id=LEAD, ask_id=OTHER_ID, text="x"), TargetNotFoundError),
-    ("reply other owner", lambda s, i: s.answer_ask(i["asker"], owner_session_id="intruder", ask_id=i["ask"], text="x"), TargetNotFoundError),
-    ("ack foreign request", lambda s, i: s.record_ack(i["run"], i["asker_task"], accepted=True), TargetNotFoundError),
-    ("ack unknown request", lambda s, i: s.record_ack(i["run"], OTHER_ID, accepted=True), TargetNotFoundError),
-    ("ask wrong request", lambda s, i: s.create_ask(i["run"], request_id=OTHER_ID, question="?"), TargetNotFoundError),
-    ("ask twice", lambda s, i: s.create_ask(i["asker"], request_id=i["asker_task"], question="?"), ManagedAgentBusyError),
-    ("ask before ack", lambda s, i: s.create_ask(i["starting"], request_id=i["starting_task"], question="?"), ManagedAgentBusyError),
-    ("abandon foreign ask", lambda s, i: s.abandon_ask(i["run"], i["ask"]), TargetNotFoundError),
-    ("result wrong request", lambda s, i: s.store_result(i["run"], i["asker_task"], status="completed", text="x"), TargetNotFoundError),
-    ("result while ask pending", lambda s, i: s.store_result(i["asker"], i["asker_task"], status="completed", text="x"), ManagedAgentBusyError),
-    ("result before ack", lambda s, i: s.store_result(i["starting"], i["starting_task"], status="completed", text="x"), ManagedAgentBusyError),
-    ("result error wrong request", lambda s, i: s.record_result_error(i["run"], OTHER_ID, message="disk"), TargetNotFoundError),
-    ("deliver unknown result", lambda s, i: s.mark_delivered(OTHER_ID, owner_session_id=LEAD, entry_id="e"), TargetNotFoundError),
-    ("deliver to other owner", lambda s, i: s.mark_delivered(i["done_task"], owner_session_id="intruder", entry_id="e"), TargetNotFoundError),
-    ("finalize other owner", lambda s, i: s.finalize_generation(i["run"], owner_session_id="intruder"), TargetNotFoundError),
-    ("finalize undelivered", lambda s, i: s.finalize_generation(i["done"], owner_session_id=LEAD), TargetAmbiguousError),
-    ("finalize unknown presence", lambda s, i: s.finalize_generation(i["unknown"], owner_session_id=LEAD), TargetAmbiguousError),
-    ("finalize twice", lambda s, i: s.finalize_generation(i["closed"], owner_session_id=LEAD), TargetNotFoundError),
-    ("activity of closed", lambda s, i: s.record_activity(i["closed"]), TargetNotFoundError),
-    ("presence of closed", lambda s, i: s.mark_presence(i["closed"], "lost"), TargetNotFoundError),
-    ("lost is final", lambda s, i: s.mark_presence(i["lost"], "live"), InvalidRequestError),
-    ("steer lost agent", lambda s, i: s.submit_request(i["lost"], owner_session_id=LEAD, kind="steer", text="x"), ManagedAgentBusyError),
-    ("steer unknown presence", lambda s, i: s.submit_request(i["unknown"], owner_session_id=LEAD, kind="steer", text="x"), TargetAmbiguousError),
-    ("start with other session path", lambda s, i: s.record_started(i["started"], session_path="/elsewhere.jsonl"), TargetAmbiguousError),
-    ("conflicting ack", lambda s, i: s.record_ack(i["run"], i["run_task"], accepted=False, code="busy"), OrchestrationError),
-    ("ask delivered to other owner", lambda s, i: s.mark_ask_delivered(i["ask"], owner_session_id="intruder", entry_id="e"), TargetNotFoundError),
+    ("steer other owner", lambda s, i: s.kernel.submit_request(i["run"], owner_session_id="intruder", kind="steer", text="x"), TargetNotFoundError),
+    ("steer unknown run", lambda s, i: s.kernel.submit_request(OTHER_ID, owner_session_id=LEAD, kind="steer", text="x"), TargetNotFoundError),
+    ("steer while ask pending", lambda s, i: s.kernel.submit_request(i["asker"], owner_session_id=LEAD, kind="steer", text="x"), ManagedAgentBusyError),
+    ("reply without ask", lambda s, i: s.kernel.answer_ask(i["run"], owner_session_id=LEAD, ask_id=OTHER_ID, text="x"), ManagedAgentBusyError),
+    ("reply wrong ask id", lambda s, i: s.kernel.answer_ask(i["asker"], owner_session_id=LEAD, ask_id=OTHER_ID, text="x"), TargetNotFoundError),
+    ("reply other owner", lambda s, i: s.kernel.answer_ask(i["asker"], owner_session_id="intruder", ask_id=i["ask"], text="x"), TargetNotFoundError),
+    ("ack foreign request", lambda s, i: s.kernel.record_ack(i["run"], i["asker_task"], accepted=True), TargetNotFoundError),
+    ("ack unknown request", lambda s, i: s.kernel.record_ack(i["run"], OTHER_ID, accepted=True), TargetNotFoundError),
+    ("ask wrong request", lambda s, i: s.kernel.create_ask(i["run"], request_id=OTHER_ID, question="?"), TargetNotFoundError),
+    ("ask twice", lambda s, i: s.kernel.create_ask(i["asker"], request_id=i["asker_task"], question="?"), ManagedAgentBusyError),
+    ("ask before ack", lambda s, i: s.kernel.create_ask(i["starting"], request_id=i["starting_task"], question="?"), ManagedAgentBusyError),
+    ("abandon foreign ask", lambda s, i: s.kernel.abandon_ask(i["run"], i["ask"]), TargetNotFoundError),
+    ("result wrong request", lambda s, i: s.kernel.store_result(i["run"], i["asker_task"], status="completed", text="x"), TargetNotFoundError),
+    ("result while ask pending", lambda s, i: s.kernel.store_result(i["asker"], i["asker_task"], status="completed", text="x"), ManagedAgentBusyError),
+    ("result before ack", lambda s, i: s.kernel.store_result(i["starting"], i["starting_task"], status="completed", text="x"), ManagedAgentBusyError),
+    ("result error wrong request", lambda s, i: s.kernel.record_result_error(i["run"], OTHER_ID, message="disk"), TargetNotFoundError),
+    ("deliver unknown result", lambda s, i: s.kernel.mark_delivered(OTHER_ID, owner_session_id=LEAD, entry_id="e"), TargetNotFoundError),
+    ("deliver to other owner", lambda s, i: s.kernel.mark_delivered(i["done_task"], owner_session_id="intruder", entry_id="e"), TargetNotFoundError),
+    ("finalize other owner", lambda s, i: s.kernel.finalize_generation(i["run"], owner_session_id="intruder"), TargetNotFoundError),
+    ("finalize undelivered", lambda s, i: s.kernel.finalize_generation(i["done"], owner_session_id=LEAD), TargetAmbiguousError),
+    ("finalize unknown presence", lambda s, i: s.kernel.finalize_generation(i["unknown"], owner_session_id=LEAD), TargetAmbiguousError),
+    ("finalize twice", lambda s, i: s.kernel.finalize_generation(i["closed"], owner_session_id=LEAD), TargetNotFoundError),
+    ("activity of closed", lambda s, i: s.kernel.record_activity(i["closed"]), TargetNotFoundError),
+    ("presence of closed", lambda s, i: s.kernel.mark_presence(i["closed"], "lost"), TargetNotFoundError),
+    ("lost is final", lambda s, i: s.kernel.mark_presence(i["lost"], "live"), InvalidRequestError),
+    ("steer lost agent", lambda s, i: s.kernel.submit_request(i["lost"], owner_session_id=LEAD, kind="steer", text="x"), ManagedAgentBusyError),
+    ("steer unknown presence", lambda s, i: s.kernel.submit_request(i["unknown"], owner_session_id=LEAD, kind="steer", text="x"), TargetAmbiguousError),
+    ("start with other session path", lambda s, i: s.kernel.record_started(i["started"], session_path="/elsewhere.jsonl"), TargetAmbiguousError),
+    ("conflicting ack", lambda s, i: s.kernel.record_ack(i["run"], i["run_task"], accepted=False, code="busy"), OrchestrationError),
+    ("ask delivered to other owner", lambda s, i: s.kernel.mark_ask_delivered(i["ask"], owner_session_id="intruder", entry_id="e"), TargetNotFoundError),
 ]  # fmt: skip
 
 
 @pytest.fixture
-def world(store: Store) -> dict[str, str]:
+def world(store: Repositories) -> dict[str, str]:
     """One store with generations in every interesting state."""
-    run, run_task = new_generation(store, session_id="s-run", label="runner")
-    asker, asker_task = new_generation(store, session_id="s-ask", label="asker")
-    ask = store.create_ask(asker.run_id, request_id=asker_task.request_id, question="Which one?")
-    starting, starting_task = new_generation(store, session_id="s-start", label="starter", ack=False)
-    done, done_task = new_generation(store, session_id="s-done", label="done")
-    store.store_result(done.run_id, done_task.request_id, status="completed", text="finished")
-    unknown, _ = new_generation(store, session_id="s-unknown", label="unsure")
-    store.mark_presence(unknown.run_id, "unknown", diagnostic="two panes claim the session")
-    lost, _ = new_generation(store, session_id="s-lost", label="gone")
-    store.mark_presence(lost.run_id, "lost")
-    closed, _ = new_generation(store, session_id="s-closed", label="closed")
-    store.finalize_generation(closed.run_id, owner_session_id=LEAD)
-    started, _ = new_generation(store, session_id="s-started", label="started")
-    store.record_started(started.run_id, session_path="/sessions/s-started.jsonl", pid=4242)
+    run, run_task = new_generation(store.kernel, session_id="s-run", label="runner")
+    asker, asker_task = new_generation(store.kernel, session_id="s-ask", label="asker")
+    ask = store.kernel.create_ask(asker.run_id, request_id=asker_task.request_id, question="Which one?")
+    starting, starting_task = new_generation(store.kernel, session_id="s-start", label="starter", ack=False)
+    done, done_task = new_generation(store.kernel, session_id="s-done", label="done")
+    store.kernel.store_result(done.run_id, done_task.request_id, status="completed", text="finished")
+    unknown, _ = new_generation(store.kernel, session_id="s-unknown", label="unsure")
+    store.kernel.mark_presence(unknown.run_id, "unknown", diagnostic="two panes claim the session")
+    lost, _ = new_generation(store.kernel, session_id="s-lost", label="gone")
+    store.kernel.mark_presence(lost.run_id, "lost")
+    closed, _ = new_generation(store.kernel, session_id="s-closed", label="closed")
+    store.kernel.finalize_generation(closed.run_id, owner_session_id=LEAD)
+    started, _ = new_generation(store.kernel, session_id="s-started", label="started")
+    store.kernel.record_started(started.run_id, session_path="/sessions/s-started.jsonl", pid=4242)
     return {
         "run": run.run_id,
         "run_task": run_task.request_id,
@@ -347,7 +355,7 @@ def world(store: Store) -> dict[str, str]:
     ("case", "mutation", "error"), IDENTITY_CASES, ids=[case[0] for case in IDENTITY_CASES]
 )
 def test_identity_checks_fail_closed_and_change_nothing(
-    store: Store,
+    store: Repositories,
     db_path: Path,
     world: dict[str, str],
     case: str,
@@ -373,68 +381,76 @@ def test_identity_check_categories_are_the_public_ones() -> None:
 # --- the assignment's life -----------------------------------------------------------------------
 
 
-def test_task_ack_activates_and_rejection_does_not(store: Store) -> None:
-    accepted, _ = new_generation(store, session_id="s1")
+def test_task_ack_activates_and_rejection_does_not(store: Repositories) -> None:
+    accepted, _ = new_generation(store.kernel, session_id="s1")
     assert accepted.phase == "active" and accepted.active_request_id is not None
-    rejected, task = new_generation(store, session_id="s2", ack=False)
-    request = store.record_ack(rejected.run_id, task.request_id, accepted=False, code="busy", message="busy")
+    rejected, task = new_generation(store.kernel, session_id="s2", ack=False)
+    request = store.kernel.record_ack(
+        rejected.run_id, task.request_id, accepted=False, code="busy", message="busy"
+    )
     assert request.accepted is False and request.ack_code == "busy"
-    assert store.get_generation(rejected.run_id).phase == "starting"  # type: ignore[union-attr]
+    assert store.kernel.get_generation(rejected.run_id).phase == "starting"  # type: ignore[union-attr]
     # The same ack again is a no-op that returns the stored request.
-    assert store.record_ack(rejected.run_id, task.request_id, accepted=False, code="busy") == request
+    assert store.kernel.record_ack(rejected.run_id, task.request_id, accepted=False, code="busy") == request
 
 
-def test_ack_marks_the_request_delivered(store: Store) -> None:
-    generation, _ = new_generation(store, session_id="s1")
-    steer = store.submit_request(generation.run_id, owner_session_id=LEAD, kind="steer", text="go left")
-    delivered = store.record_request_delivered(generation.run_id, steer.request_id)
+def test_ack_marks_the_request_delivered(store: Repositories) -> None:
+    generation, _ = new_generation(store.kernel, session_id="s1")
+    steer = store.kernel.submit_request(
+        generation.run_id, owner_session_id=LEAD, kind="steer", text="go left"
+    )
+    delivered = store.kernel.record_request_delivered(generation.run_id, steer.request_id)
     assert delivered.delivered_at is not None and not delivered.acknowledged
-    acked = store.record_ack(generation.run_id, steer.request_id, accepted=True)
+    acked = store.kernel.record_ack(generation.run_id, steer.request_id, accepted=True)
     assert acked.acknowledged and acked.delivered_at == delivered.delivered_at
 
 
-def test_ask_reply_round_trip(store: Store) -> None:
-    generation, task = new_generation(store, session_id="s1")
-    ask = store.create_ask(generation.run_id, request_id=task.request_id, question="Which file?")
-    assert store.pending_ask(generation.run_id) == ask
-    assert store.mark_ask_delivered(ask.ask_id, owner_session_id=LEAD, entry_id="e1")
-    assert not store.mark_ask_delivered(ask.ask_id, owner_session_id=LEAD, entry_id="e2")
-    reply = store.answer_ask(generation.run_id, owner_session_id=LEAD, ask_id=ask.ask_id, text="main.py")
+def test_ask_reply_round_trip(store: Repositories) -> None:
+    generation, task = new_generation(store.kernel, session_id="s1")
+    ask = store.kernel.create_ask(generation.run_id, request_id=task.request_id, question="Which file?")
+    assert store.kernel.pending_ask(generation.run_id) == ask
+    assert store.kernel.mark_ask_delivered(ask.ask_id, owner_session_id=LEAD, entry_id="e1")
+    assert not store.kernel.mark_ask_delivered(ask.ask_id, owner_session_id=LEAD, entry_id="e2")
+    reply = store.kernel.answer_ask(
+        generation.run_id, owner_session_id=LEAD, ask_id=ask.ask_id, text="main.py"
+    )
     assert reply.kind == "reply" and reply.ask_id == ask.ask_id
-    assert store.pending_ask(generation.run_id) is not None  # answered only when the child accepts
-    store.record_ack(generation.run_id, reply.request_id, accepted=True)
-    answered = store.get_ask(ask.ask_id)
+    assert store.kernel.pending_ask(generation.run_id) is not None  # answered only when the child accepts
+    store.kernel.record_ack(generation.run_id, reply.request_id, accepted=True)
+    answered = store.kernel.get_ask(ask.ask_id)
     assert answered is not None and answered.state == "answered" and answered.reply == "main.py"
-    assert store.pending_ask(generation.run_id) is None
+    assert store.kernel.pending_ask(generation.run_id) is None
 
 
-def test_abandon_ask_and_finalize_abandons_pending_asks(store: Store) -> None:
-    first, task = new_generation(store, session_id="s1")
-    ask = store.create_ask(first.run_id, request_id=task.request_id, question="?")
-    abandoned = store.abandon_ask(first.run_id, ask.ask_id)
+def test_abandon_ask_and_finalize_abandons_pending_asks(store: Repositories) -> None:
+    first, task = new_generation(store.kernel, session_id="s1")
+    ask = store.kernel.create_ask(first.run_id, request_id=task.request_id, question="?")
+    abandoned = store.kernel.abandon_ask(first.run_id, ask.ask_id)
     assert abandoned.state == "abandoned" and abandoned.resolved_at is not None
-    assert store.abandon_ask(first.run_id, ask.ask_id) == abandoned
-    second, task2 = new_generation(store, session_id="s2")
-    ask2 = store.create_ask(second.run_id, request_id=task2.request_id, question="?")
-    store.finalize_generation(second.run_id, owner_session_id=LEAD)
-    assert store.get_ask(ask2.ask_id).state == "abandoned"  # type: ignore[union-attr]
+    assert store.kernel.abandon_ask(first.run_id, ask.ask_id) == abandoned
+    second, task2 = new_generation(store.kernel, session_id="s2")
+    ask2 = store.kernel.create_ask(second.run_id, request_id=task2.request_id, question="?")
+    store.kernel.finalize_generation(second.run_id, owner_session_id=LEAD)
+    assert store.kernel.get_ask(ask2.ask_id).state == "abandoned"  # type: ignore[union-attr]
 
 
-def test_delegating_agent_cannot_ask_while_children_work(store: Store) -> None:
-    parent, task = new_generation(store, session_id="p1", definition="planner", delegating=True)
-    child, child_task = new_generation(store, session_id="c1", owner="p1", parent_run_id=parent.run_id)
+def test_delegating_agent_cannot_ask_while_children_work(store: Repositories) -> None:
+    parent, task = new_generation(store.kernel, session_id="p1", definition="planner", delegating=True)
+    child, child_task = new_generation(store.kernel, session_id="c1", owner="p1", parent_run_id=parent.run_id)
     with pytest.raises(ManagedAgentBusyError, match="Direct agent work"):
-        store.create_ask(parent.run_id, request_id=task.request_id, question="?")
-    store.create_ask(child.run_id, request_id=child_task.request_id, question="child asks")
-    assert store.create_ask(parent.run_id, request_id=task.request_id, question="?").state == "pending"
+        store.kernel.create_ask(parent.run_id, request_id=task.request_id, question="?")
+    store.kernel.create_ask(child.run_id, request_id=child_task.request_id, question="child asks")
+    assert store.kernel.create_ask(parent.run_id, request_id=task.request_id, question="?").state == "pending"
 
 
-def test_store_result_completes_the_generation(store: Store) -> None:
-    generation, task = new_generation(store, session_id="s1")
-    store.record_activity(generation.run_id, tokens=1234)
-    result = store.store_result(generation.run_id, task.request_id, status="completed", text="All done.")
+def test_store_result_completes_the_generation(store: Repositories) -> None:
+    generation, task = new_generation(store.kernel, session_id="s1")
+    store.kernel.record_activity(generation.run_id, tokens=1234)
+    result = store.kernel.store_result(
+        generation.run_id, task.request_id, status="completed", text="All done."
+    )
     assert (result.status, result.text, result.delivery) == ("completed", "All done.", "pending")
-    completed = store.get_generation(generation.run_id)
+    completed = store.kernel.get_generation(generation.run_id)
     assert completed is not None
     assert (completed.phase, completed.active_request_id, completed.completed_request_id) == (
         "completed",
@@ -442,16 +458,16 @@ def test_store_result_completes_the_generation(store: Store) -> None:
         task.request_id,
     )
     assert completed.last_activity_at is None and completed.tokens == 1234
-    assert store.undelivered_results(LEAD) == (result,)
+    assert store.kernel.undelivered_results(LEAD) == (result,)
 
 
-def test_failed_result_needs_an_error_code(store: Store) -> None:
-    generation, task = new_generation(store, session_id="s1")
+def test_failed_result_needs_an_error_code(store: Repositories) -> None:
+    generation, task = new_generation(store.kernel, session_id="s1")
     with pytest.raises(InvalidRequestError):
-        store.store_result(generation.run_id, task.request_id, status="failed")
+        store.kernel.store_result(generation.run_id, task.request_id, status="failed")
     with pytest.raises(InvalidRequestError):
-        store.store_result(generation.run_id, task.request_id, status="completed", text="   ")
-    failed = store.store_result(
+        store.kernel.store_result(generation.run_id, task.request_id, status="completed", text="   ")
+    failed = store.kernel.store_result(
         generation.run_id,
         task.request_id,
         status="failed",
@@ -461,49 +477,49 @@ def test_failed_result_needs_an_error_code(store: Store) -> None:
     assert failed.status == "failed" and failed.text is None
 
 
-def test_large_result_text_lives_in_a_private_artifact(store: Store) -> None:
-    generation, task = new_generation(store, session_id="s1")
+def test_large_result_text_lives_in_a_private_artifact(store: Repositories) -> None:
+    generation, task = new_generation(store.kernel, session_id="s1")
     text = "é" * INLINE_RESULT_LIMIT
-    result = store.store_result(generation.run_id, task.request_id, status="completed", text=text)
-    assert result.text is None and result.artifact_path == store.results_dir / task.request_id
-    assert _mode(store.results_dir) == 0o700 and _mode(result.artifact_path) == 0o600
-    assert store.result_text(result) == text
-    artifact = store.get_artifact(task.request_id)
+    result = store.kernel.store_result(generation.run_id, task.request_id, status="completed", text=text)
+    assert result.text is None and result.artifact_path == store.db.results_dir / task.request_id
+    assert _mode(store.db.results_dir) == 0o700 and _mode(result.artifact_path) == 0o600
+    assert store.kernel.result_text(result) == text
+    artifact = store.kernel.get_artifact(task.request_id)
     assert artifact is not None and artifact.size == len(text.encode())
-    assert [p.name for p in store.results_dir.iterdir()] == [task.request_id]
+    assert [p.name for p in store.db.results_dir.iterdir()] == [task.request_id]
 
 
-def test_materialize_artifact_writes_an_inline_result_once(store: Store) -> None:
-    generation, task = new_generation(store, session_id="s1")
-    store.store_result(generation.run_id, task.request_id, status="completed", text="short")
-    artifact = store.materialize_artifact(task.request_id)
+def test_materialize_artifact_writes_an_inline_result_once(store: Repositories) -> None:
+    generation, task = new_generation(store.kernel, session_id="s1")
+    store.kernel.store_result(generation.run_id, task.request_id, status="completed", text="short")
+    artifact = store.kernel.materialize_artifact(task.request_id)
     assert artifact.path.read_text() == "short" and _mode(artifact.path) == 0o600
-    assert store.materialize_artifact(task.request_id) == artifact
+    assert store.kernel.materialize_artifact(task.request_id) == artifact
     with pytest.raises(InvalidRequestError, match="opaque"):
-        store.materialize_artifact(OTHER_ID)
+        store.kernel.materialize_artifact(OTHER_ID)
 
 
-def test_result_error_is_cleanup_safe(store: Store) -> None:
-    generation, task = new_generation(store, session_id="s1")
-    errored = store.record_result_error(generation.run_id, task.request_id, message="disk full")
+def test_result_error_is_cleanup_safe(store: Repositories) -> None:
+    generation, task = new_generation(store.kernel, session_id="s1")
+    errored = store.kernel.record_result_error(generation.run_id, task.request_id, message="disk full")
     assert (errored.phase, errored.result_error, errored.active_request_id) == (
         "result_error",
         "disk full",
         None,
     )
-    assert store.finalize_generation(generation.run_id, owner_session_id=LEAD).phase == "finalized"
+    assert store.kernel.finalize_generation(generation.run_id, owner_session_id=LEAD).phase == "finalized"
 
 
-def test_activity_only_moves_forward_and_only_while_active(store: Store) -> None:
-    generation, _ = new_generation(store, session_id="s1")
-    store.record_activity(generation.run_id, at=10**13)
-    store.record_activity(generation.run_id, at=10**12)
-    assert store.get_generation(generation.run_id).last_activity_at == 10**13  # type: ignore[union-attr]
+def test_activity_only_moves_forward_and_only_while_active(store: Repositories) -> None:
+    generation, _ = new_generation(store.kernel, session_id="s1")
+    store.kernel.record_activity(generation.run_id, at=10**13)
+    store.kernel.record_activity(generation.run_id, at=10**12)
+    assert store.kernel.get_generation(generation.run_id).last_activity_at == 10**13  # type: ignore[union-attr]
 
 
-def test_runtime_identity_is_recorded_once(store: Store) -> None:
-    generation, _ = new_generation(store, session_id="s1")
-    started = store.record_started(
+def test_runtime_identity_is_recorded_once(store: Repositories) -> None:
+    generation, _ = new_generation(store.kernel, session_id="s1")
+    started = store.kernel.record_started(
         generation.run_id, session_path="/s/s1.jsonl", pid=77, host_id="h", pane_id="%3"
     )
     assert (started.session_path, started.pid, started.host_id, started.pane_id) == (
@@ -513,26 +529,26 @@ def test_runtime_identity_is_recorded_once(store: Store) -> None:
         "%3",
     )
     assert started.started_at is not None
-    again = store.record_started(generation.run_id, pid=77)
+    again = store.kernel.record_started(generation.run_id, pid=77)
     assert dataclasses.replace(again, updated_at=started.updated_at) == started
 
 
-def test_queries_by_label_owner_and_session(store: Store) -> None:
-    parent, _ = new_generation(store, session_id="p1", definition="planner", delegating=True)
-    child, _ = new_generation(store, session_id="c1", owner="p1", parent_run_id=parent.run_id)
-    assert store.generation_by_label("planner") == parent
-    assert store.generation_by_label("nobody") is None
-    assert store.generations(owner_session_id=LEAD) == (parent,)
-    assert store.generations(owner_session_id="p1") == (store.get_generation(child.run_id),)
-    assert store.generations(session_id="c1")[0].run_id == child.run_id
-    assert [g.run_id for g in store.generations(parent_run_id=parent.run_id)] == [child.run_id]
-    store.finalize_generation(child.run_id, owner_session_id="p1")
-    assert store.generations(owner_session_id="p1") == ()
-    assert len(store.generations(owner_session_id="p1", include_finalized=True)) == 1
+def test_queries_by_label_owner_and_session(store: Repositories) -> None:
+    parent, _ = new_generation(store.kernel, session_id="p1", definition="planner", delegating=True)
+    child, _ = new_generation(store.kernel, session_id="c1", owner="p1", parent_run_id=parent.run_id)
+    assert store.kernel.generation_by_label("planner") == parent
+    assert store.kernel.generation_by_label("nobody") is None
+    assert store.kernel.generations(owner_session_id=LEAD) == (parent,)
+    assert store.kernel.generations(owner_session_id="p1") == (store.kernel.get_generation(child.run_id),)
+    assert store.kernel.generations(session_id="c1")[0].run_id == child.run_id
+    assert [g.run_id for g in store.kernel.generations(parent_run_id=parent.run_id)] == [child.run_id]
+    store.kernel.finalize_generation(child.run_id, owner_session_id="p1")
+    assert store.kernel.generations(owner_session_id="p1") == ()
+    assert len(store.kernel.generations(owner_session_id="p1", include_finalized=True)) == 1
 
 
-def test_create_generation_validates_blank_fields(store: Store) -> None:
+def test_create_generation_validates_blank_fields(store: Repositories) -> None:
     with pytest.raises(InvalidRequestError, match="task must not be blank"):
-        store.create_generation(
+        store.kernel.create_generation(
             NewGeneration(definition="w", owner_session_id=LEAD, cwd="/", session_id="s", task=" ")
         )

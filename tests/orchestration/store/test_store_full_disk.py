@@ -7,7 +7,7 @@ from pathlib import Path
 
 import pytest
 
-from corral.orchestration import Store
+from corral.orchestration import Repositories
 from corral.orchestration.store._database import INLINE_RESULT_LIMIT, StoreError
 from tests.orchestration._store_helpers import dump, new_generation
 from tests.tmpfs import fill, small_tmpfs
@@ -19,18 +19,20 @@ from tests.tmpfs import fill, small_tmpfs
 def test_store_result_on_a_full_disk_fails_cleanly_then_succeeds(tmp_path: Path, size: int) -> None:
     with small_tmpfs(tmp_path / "fs", "2m") as fs:
         db = fs / "corral.db"
-        with Store.open(db) as store:
-            generation, task = new_generation(store, session_id="child-session")
+        with Repositories.open(db) as store:
+            generation, task = new_generation(store.kernel, session_id="child-session")
             before = dump(db)
             filler = fill(fs)
             text = "r" * size  # needs new pages (inline, in the database) or a new file (artifact)
             with pytest.raises(StoreError, match="nothing was recorded"):
-                store.store_result(generation.run_id, task.request_id, status="completed", text=text)
+                store.kernel.store_result(generation.run_id, task.request_id, status="completed", text=text)
             assert dump(db) == before
             filler.unlink()
-            stored = store.store_result(generation.run_id, task.request_id, status="completed", text=text)
+            stored = store.kernel.store_result(
+                generation.run_id, task.request_id, status="completed", text=text
+            )
             assert stored.status == "completed"
-            assert store.result_text(stored) == text
+            assert store.kernel.result_text(stored) == text
         conn = sqlite3.connect(db)
         assert conn.execute("PRAGMA integrity_check").fetchall() == [("ok",)]
         conn.close()

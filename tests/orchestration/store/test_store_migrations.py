@@ -14,7 +14,7 @@ from pathlib import Path
 
 import pytest
 
-from corral.orchestration import SCHEMA_VERSION, Store, StoreVersionError
+from corral.orchestration import SCHEMA_VERSION, Repositories, StoreVersionError
 from corral.orchestration.store._migrations import (
     MIGRATIONS,
     NewerSchemaError,
@@ -86,20 +86,20 @@ def test_a_newer_database_is_refused(conn: sqlite3.Connection) -> None:
 
 def test_store_refuses_a_newer_database_with_a_clear_message(tmp_path: Path) -> None:
     path = tmp_path / "corral.db"
-    with Store.open(path):
+    with Repositories.open(path):
         pass
     raw = sqlite3.connect(path)
     raw.execute(f"PRAGMA user_version = {SCHEMA_VERSION + 1}")
     raw.close()
     with pytest.raises(StoreVersionError, match="newer than this corral supports") as raised:
-        Store.open(path)
+        Repositories.open(path)
     assert raised.value.category == "internal_failure"
     assert "\n" not in str(raised.value)
 
 
 def test_store_creates_the_current_schema(tmp_path: Path) -> None:
     path = tmp_path / "corral.db"
-    with Store.open(path):
+    with Repositories.open(path):
         pass
     raw = sqlite3.connect(path)
     try:
@@ -107,7 +107,7 @@ def test_store_creates_the_current_schema(tmp_path: Path) -> None:
         assert {"generations", "labels", "requests", "asks", "results", "result_artifacts"} <= _tables(raw)
     finally:
         raw.close()
-    with Store.open(path):  # reopening does not migrate again
+    with Repositories.open(path):  # reopening does not migrate again
         pass
 
 
@@ -115,4 +115,4 @@ def test_readonly_store_refuses_an_unmigrated_database(tmp_path: Path) -> None:
     path = tmp_path / "old.db"
     sqlite3.connect(path).close()
     with pytest.raises(StoreVersionError, match="schema version 0"):
-        Store.open(path, readonly=True)
+        Repositories.open(path, readonly=True)

@@ -109,7 +109,7 @@ async def test_every_teams_tool_answers_as_pinned(tmp_path: Path) -> None:
         await call("spawn_agent (queued)", "spawn_agent", {"name": "two", "prompt": "Wait too."})
         await call("get_agent_status (queued)", "get_agent_status", {"agent_name": "two"})
         await call("stop_teammate (queued)", "stop_teammate", {"agent_name": "two"})
-        slow = env.host.store.live_team_member(env.caller.session_id, "slow")
+        slow = env.host.repositories.teams.roster.live_team_member(env.caller.session_id, "slow")
         assert slow is not None
 
         def slow_listens() -> bool:
@@ -141,7 +141,7 @@ async def test_every_teams_tool_answers_as_pinned(tmp_path: Path) -> None:
         await call("stop_teammate (s2)", "stop_teammate", {"agent_name": "s2"})
         await call("stop_teammate (s1)", "stop_teammate", {"agent_name": "s1"})
         await env.quiet()
-        generation = next(g for g in env.host.store.generations(include_finalized=True) if g.label == "one")
+        generation = next(g for g in env.host.kernel.generations(include_finalized=True) if g.label == "one")
         assert generation.session_path
         [receipt] = [
             e["message"]

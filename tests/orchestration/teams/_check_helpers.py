@@ -10,7 +10,7 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
 
-from corral.orchestration import NewGeneration, NewTeamMember, Store
+from corral.orchestration import NewGeneration, NewTeamMember, Repositories
 from corral.orchestration.teams import report_id, task_id, team_name
 
 LEAD = "lead-checks"
@@ -27,14 +27,14 @@ class Member:
     report_id: str
 
 
-def add_member(store: Store, name: str = "worker", **fields: Any) -> Member:
+def add_member(store: Repositories, name: str = "worker", **fields: Any) -> Member:
     """Create a live, acknowledged teams member (a write agent) and return its report identity."""
-    generation, task, _ = store.create_team_generation(
+    generation, task, _ = store.teams.roster.create_team_generation(
         NewGeneration(
             definition="write-feature",
             owner_session_id=LEAD,
             cwd="/work/project",
-            session_id=f"session-{name}-{len(store.team_members(LEAD, live_only=False))}",
+            session_id=f"session-{name}-{len(store.teams.roster.team_members(LEAD, live_only=False))}",
             task="Fix the module.",
             label=name,
         ),
@@ -52,7 +52,7 @@ def add_member(store: Store, name: str = "worker", **fields: Any) -> Member:
             **fields,
         ),
     )
-    store.record_ack(generation.run_id, task.request_id, accepted=True)
+    store.kernel.record_ack(generation.run_id, task.request_id, accepted=True)
     team = team_name(LEAD)
     return Member(
         generation.run_id,
@@ -97,11 +97,11 @@ def dead_pid() -> int:
     return child.pid
 
 
-def stuck_check(store: Store, tmp_path: Path, *, run_id: str, task: str, report: str) -> str:
+def stuck_check(store: Repositories, tmp_path: Path, *, run_id: str, task: str, report: str) -> str:
     """Claim the run's `unit` check as a process that died while it ran would have left it; its id."""
     from corral.orchestration.teams import CheckStore, assign_checks, parse_check_policy
 
     checks = parse_check_policy([{"name": "unit", "command": "true", "timeoutSeconds": 10}])
     (assigned,) = assign_checks(checks, task_id=task, run_id=run_id, report_id=report, cwd=tmp_path)
-    CheckStore(store, tmp_path / "logs").claim(assigned)
+    CheckStore(store.teams.checks, tmp_path / "logs").claim(assigned)
     return assigned.check_id

@@ -6,7 +6,7 @@ import json
 from pathlib import Path
 from typing import Any
 
-from corral.orchestration import Store
+from corral.orchestration import Repositories
 from corral.orchestration.teams import (
     CheckpointAuthor,
     CheckpointPolicy,
@@ -127,8 +127,8 @@ def record_text(record: CheckpointRecord) -> str:
     return json.dumps(record.to_json(), separators=(",", ":"), ensure_ascii=False)
 
 
-def save(store: Store, record: CheckpointRecord) -> None:
+def save(store: Repositories, record: CheckpointRecord) -> None:
     """Insert a ready row for `record`."""
-    store.insert_checkpoint(
+    store.teams.checkpoints.insert_checkpoint(
         record.id, record_text(record), created_at=record.created_at, expires_at=record.expires_at
     )

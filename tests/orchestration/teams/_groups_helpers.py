@@ -9,7 +9,7 @@ from collections.abc import Callable
 from pathlib import Path
 from typing import Any
 
-from corral.orchestration import NewGeneration, NewTeamMember, NewTeamReport, Store, TeamReportRecord
+from corral.orchestration import NewGeneration, NewTeamMember, NewTeamReport, Repositories, TeamReportRecord
 from corral.orchestration.teams import report_id, report_result, task_id, team_name
 
 LEAD = "lead-groups"
@@ -29,8 +29,8 @@ def counting_clock() -> Callable[[], int]:
     return clock
 
 
-def open_store(path: Path) -> Store:
-    return Store.open(path, clock=counting_clock())
+def open_store(path: Path) -> Repositories:
+    return Repositories.open(path, clock=counting_clock())
 
 
 def dump(path: Path) -> list[str]:
@@ -43,15 +43,20 @@ def dump(path: Path) -> list[str]:
 
 
 def add_member(
-    store: Store, name: str, *, lead: str = LEAD, group_id: str | None = None, slot_id: str | None = None
+    store: Repositories,
+    name: str,
+    *,
+    lead: str = LEAD,
+    group_id: str | None = None,
+    slot_id: str | None = None,
 ) -> str:
     """Create a live, accepted read member `name` of the team; returns its run id."""
-    generation, task, _member = store.create_team_generation(
+    generation, task, _member = store.teams.roster.create_team_generation(
         NewGeneration(
             definition="read-review",
             owner_session_id=lead,
             cwd="/work/project",
-            session_id=f"session-{lead}-{name}-{len(store.team_members(lead, live_only=False))}",
+            session_id=f"session-{lead}-{name}-{len(store.teams.roster.team_members(lead, live_only=False))}",
             task="Review the module.",
             label=name,
         ),
@@ -70,12 +75,12 @@ def add_member(
             slot_id=slot_id,
         ),
     )
-    store.record_ack(generation.run_id, task.request_id, accepted=True)
+    store.kernel.record_ack(generation.run_id, task.request_id, accepted=True)
     return generation.run_id
 
 
 def store_report(
-    store: Store,
+    store: Repositories,
     name: str,
     run_id: str,
     *,
@@ -99,9 +104,9 @@ def store_report(
         result["verification"]["checkIds"] = ["check:" + "0" * 64]
     if repair_outcome is not None:
         result["repair"] = {"state": "exhausted", "outcome": repair_outcome}
-    generation = store.get_generation(run_id)
+    generation = store.kernel.get_generation(run_id)
     assert generation is not None and generation.active_request_id is not None
-    return store.store_team_report(
+    return store.teams.reports.store_team_report(
         run_id,
         generation.active_request_id,
         NewTeamReport(

@@ -13,7 +13,7 @@ from typing import Any
 from corral.agent import AgentSession
 from corral.lead._host import ComposedHost
 from corral.llm import ModelRegistry
-from corral.orchestration import Caller, Store, load_roster
+from corral.orchestration import Caller, Repositories, load_roster
 from corral.settings import Settings
 from tests.orchestration._host_helpers import make_lead, prepare_env, write_script
 
@@ -76,10 +76,10 @@ async def teams_env(
     registry: ModelRegistry | None = None,
 ) -> AsyncIterator[TeamsEnv]:
     sessions_root = tmp / "sessions"
-    store = Store.open(tmp / "home" / "corral.db")
+    store = Repositories.open(tmp / "home" / "corral.db")
     registry = registry or ModelRegistry(Settings(), cwd=tmp / "work")
     host = ComposedHost(
-        store=store,
+        repositories=store,
         registry=registry,
         settings=settings or Settings(),
         sessions_root=sessions_root,

@@ -60,14 +60,14 @@ async def test_a_queued_spawn_waits_for_the_endpoints_window(tmp_path: Path) -> 
             assert queued.details.get("queued") is True
 
             def second_started() -> bool:
-                member = env.host.store.live_team_member(lead, "second")
-                return member is not None and env.host.store.get_generation(member.run_id) is not None
+                member = env.host.repositories.teams.roster.live_team_member(lead, "second")
+                return member is not None and env.host.kernel.get_generation(member.run_id) is not None
 
             await eventually(lambda: bool(window_end))
             await eventually(second_started)
-            member = env.host.store.live_team_member(lead, "second")
+            member = env.host.repositories.teams.roster.live_team_member(lead, "second")
             assert member is not None
-            generation = env.host.store.get_generation(member.run_id)
+            generation = env.host.kernel.get_generation(member.run_id)
             assert generation is not None
             # admitted to the free slot, but started only once the provider's window was over
             assert generation.created_at >= window_end[0] * 1000

@@ -27,7 +27,7 @@ async def test_rows_and_get_agent_status_share_the_phase_rules(tmp_path: Path) -
         await env.teams.spawn(env.caller, parse_spawn({"name": "one", "prompt": "p"}))
         await env.teams.spawn(env.caller, parse_spawn({"name": "two", "prompt": "p"}))
         lead = env.caller.session_id
-        one = env.host.store.live_team_member(lead, "one")
+        one = env.host.repositories.teams.roster.live_team_member(lead, "one")
         assert one is not None
         child = env.teams.child(one.run_id)
         assert child is not None
@@ -64,9 +64,9 @@ async def test_member_status_rules_without_an_in_process_run(tmp_path: Path) -> 
     )
     async with teams_env(tmp_path, "lead") as env:
         await env.teams.spawn(env.caller, parse_spawn({"name": "one", "prompt": "p"}))
-        member = env.host.store.live_team_member(env.caller.session_id, "one")
+        member = env.host.repositories.teams.roster.live_team_member(env.caller.session_id, "one")
         assert member is not None
-        generation = env.host.store.get_generation(member.run_id)
+        generation = env.host.kernel.get_generation(member.run_id)
         assert generation is not None
         child = env.teams.child(member.run_id)
 

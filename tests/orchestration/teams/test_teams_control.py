@@ -109,7 +109,7 @@ async def test_lead_message_steers_a_live_agent_and_missing_recipients_fail(tmp_
 
         def running() -> bool:
             nonlocal child
-            member = env.host.store.live_team_member(env.caller.session_id, "a")
+            member = env.host.repositories.teams.roster.live_team_member(env.caller.session_id, "a")
             child = None if member is None else env.teams.child(member.run_id)
             return child is not None and child.active_tool == "bash"
 
@@ -200,9 +200,9 @@ async def test_stop_cancels_queued_work_and_status_shows_phases(tmp_path: Path) 
         _, stop_one = render_stop(result), result.details
         assert stop_one["stopped"] is True
         await env.quiet()
-        assert env.host.store.generations() == ()
+        assert env.host.kernel.generations() == ()
         # "two" was cancelled before launch: only "one" ever had a generation.
-        assert [g.label for g in env.host.store.generations(include_finalized=True)] == ["one"]
+        assert [g.label for g in env.host.kernel.generations(include_finalized=True)] == ["one"]
         result = await env.teams.stop_teammate(env.caller, "one", None)
         _, none = render_stop(result), result.details
         assert none == {
@@ -220,9 +220,9 @@ async def test_same_name_replacement_stops_the_old_run_first(tmp_path: Path) -> 
         first = await env.teams.spawn(env.caller, parse_spawn({"name": "dup", "prompt": "p"}))
         second = await env.teams.spawn(env.caller, parse_spawn({"name": "dup", "prompt": "p2"}))
         assert first.details["runId"] != second.details["runId"]
-        old = env.host.store.get_generation(first.details["runId"])
+        old = env.host.kernel.get_generation(first.details["runId"])
         assert old is not None and old.phase == "finalized"
-        live = env.host.store.live_team_member(env.caller.session_id, "dup")
+        live = env.host.repositories.teams.roster.live_team_member(env.caller.session_id, "dup")
         assert live is not None and live.run_id == second.details["runId"]
         await env.teams.stop_teammate(env.caller, "dup", None)
 
@@ -290,17 +290,19 @@ async def test_claims_are_exclusive_between_writers(tmp_path: Path) -> None:
     )
     async with teams_env(tmp_path, "lead") as env:
         await env.lead.prompt("go")
-        await eventually(lambda: len(env.host.store.file_claims(env.caller.session_id)) == 1)
+        await eventually(
+            lambda: len(env.host.repositories.teams.roster.file_claims(env.caller.session_id)) == 1
+        )
         await env.teams.spawn(
             env.caller, parse_spawn({"name": "w2", "prompt": "p", "model_slot": "write-patch"})
         )
         await eventually(lambda: len(env.lead_custom(TEAM_REPORT_TYPE)) == 1)
         [report] = env.lead_custom(TEAM_REPORT_TYPE)
         assert report["details"]["name"] == "w2" and "w1" in report["content"]
-        claims = env.host.store.file_claims(env.caller.session_id)
+        claims = env.host.repositories.teams.roster.file_claims(env.caller.session_id)
         assert [(c.path, c.agent) for c in claims] == [("src/x.py", "w1")]
         await env.teams.stop_teammate(env.caller, "w1", None)
-        assert env.host.store.file_claims(env.caller.session_id) == ()
+        assert env.host.repositories.teams.roster.file_claims(env.caller.session_id) == ()
 
 
 async def test_programmatic_launch_answers_with_a_correlated_response(tmp_path: Path) -> None:
@@ -392,7 +394,7 @@ async def test_nested_helpers_report_to_their_writer_which_waits_for_them(tmp_pa
         await env.quiet()
         reports = env.lead_custom(TEAM_REPORT_TYPE)
         assert [r["details"]["name"] for r in reports] == ["writer"]
-        helper = next(g for g in env.host.store.generations(include_finalized=True) if g.label == "helper")
+        helper = next(g for g in env.host.kernel.generations(include_finalized=True) if g.label == "helper")
         assert helper.parent_run_id is not None and helper.cwd == str((tmp_path / "work").resolve())
 
 
@@ -491,7 +493,7 @@ async def test_peers_message_each_other_and_failed_admissions_show_in_status(
         await env.teams.spawn(env.caller, parse_spawn({"name": "listener", "prompt": "p"}))
 
         def listening() -> bool:
-            member = env.host.store.live_team_member(env.caller.session_id, "listener")
+            member = env.host.repositories.teams.roster.live_team_member(env.caller.session_id, "listener")
             child = None if member is None else env.teams.child(member.run_id)
             return child is not None and child.active_tool == "bash"
 
@@ -635,5 +637,5 @@ async def test_queued_helpers_keep_their_writer_alive(tmp_path: Path) -> None:
         await env.quiet()
         [report] = env.lead_custom(TEAM_REPORT_TYPE)
         assert report["details"]["name"] == "writer" and "writer done" in report["content"]
-        stored = env.host.store.team_report(report["details"]["report_id"])
+        stored = env.host.repositories.teams.reports.team_report(report["details"]["report_id"])
         assert stored is not None and stored.report_source == "report_and_exit"

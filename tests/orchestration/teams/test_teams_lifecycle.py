@@ -45,7 +45,7 @@ async def test_a_teardown_that_does_not_settle_is_quarantined_and_fences_the_nam
         text, details = render_stop(result), result.details
         assert details["stopped"] is False and details["quarantined"] is True, text
         assert "quarantined" in text
-        member = env.host.store.team_member(first.details["runId"])
+        member = env.host.repositories.teams.roster.team_member(first.details["runId"])
         assert member is not None and member.fence == "quarantined" and member.live
         result = await env.teams.status(env.caller, "stuck")
         _, status = render_status(result), result.details
@@ -56,8 +56,12 @@ async def test_a_teardown_that_does_not_settle_is_quarantined_and_fences_the_nam
         other = await env.teams.spawn(env.caller, parse_spawn({"name": "other", "prompt": "p"}))
         assert other.details["queued"] is False
         gate.set()
-        await eventually(lambda: env.host.store.live_team_member(env.caller.session_id, "stuck") is None)
-        old = env.host.store.team_member(first.details["runId"])
+        await eventually(
+            lambda: (
+                env.host.repositories.teams.roster.live_team_member(env.caller.session_id, "stuck") is None
+            )
+        )
+        old = env.host.repositories.teams.roster.team_member(first.details["runId"])
         assert old is not None and old.fence == "none" and not old.live
         again = await env.teams.spawn(env.caller, parse_spawn({"name": "stuck", "prompt": "again"}))
         assert again.details["runId"] != first.details["runId"]
@@ -82,7 +86,7 @@ async def test_a_burst_of_200_spawns_never_overshoots_and_drains_in_fifo_order(t
             nonlocal peak
             while not stop.is_set():
                 peak = max(peak, capacity.snapshot().kinds["read"].active)
-                running = sum(1 for g in env.host.store.generations() if g.phase in ("starting", "active"))
+                running = sum(1 for g in env.host.kernel.generations() if g.phase in ("starting", "active"))
                 peak = max(peak, running)
                 await asyncio.sleep(0)
 
@@ -102,7 +106,7 @@ async def test_a_burst_of_200_spawns_never_overshoots_and_drains_in_fifo_order(t
         stop.set()
         await watcher
         assert peak <= 8
-        generations = env.host.store.generations(include_finalized=True)
+        generations = env.host.kernel.generations(include_finalized=True)
         started = [g.label for g in generations]
         assert sorted(started) == names  # each admitted exactly once
         assert [n for n in started if n in queued] == queued  # queued ones started in FIFO order
@@ -169,7 +173,7 @@ async def test_lazy_session_context_is_written_offered_and_removed(
         [result] = env.tool_results("spawn_agent")
         assert result["details"]["sessionContextAvailable"] is True
         assert not spawned["path"].exists()  # removed when the run settled
-        member = env.host.store.team_member(result["details"]["runId"])
+        member = env.host.repositories.teams.roster.team_member(result["details"]["runId"])
         assert member is not None and member.session_context == "lazy"
 
 

@@ -90,9 +90,9 @@ async def test_read_agent_reports_once_and_makes_no_request_after_its_report(tmp
         assert isinstance(details["elapsed_ms"], int) and isinstance(details["tokens"], int)
         assert "Full findings: none." in entry["content"]
         # The child made exactly one model request: the accepted report ended its work.
-        report = env.host.store.team_report(details["report_id"])
+        report = env.host.repositories.teams.reports.team_report(details["report_id"])
         assert report is not None and report.result["findings"][0]["id"] == "F1"
-        generation = env.host.store.get_generation(details["run_id"])
+        generation = env.host.kernel.get_generation(details["run_id"])
         assert generation is not None and generation.phase == "finalized"
         assert generation.session_path is not None
         assert _assistant_count(Path(generation.session_path)) == 1
@@ -139,7 +139,7 @@ async def test_an_agent_that_ends_without_report_gets_one_recovery_prompt(tmp_pa
         await env.quiet()
         [entry] = env.lead_custom(TEAM_REPORT_TYPE)
         assert "Recovered deliverable." in entry["content"]
-        report = env.host.store.team_report(entry["details"]["report_id"])
+        report = env.host.repositories.teams.reports.team_report(entry["details"]["report_id"])
         assert report is not None and report.report_source == "report_and_exit"
         assert RECOVERY_PROMPT.startswith("Your work ended without a final report")
 
@@ -176,10 +176,10 @@ async def test_plain_text_after_recovery_becomes_the_report_and_empty_never_succ
         await env.quiet()
         by_name = {e["details"]["name"]: e for e in env.lead_custom(TEAM_REPORT_TYPE)}
         assert set(by_name) == {"talker", "silent"}
-        talker = env.host.store.team_report(by_name["talker"]["details"]["report_id"])
+        talker = env.host.repositories.teams.reports.team_report(by_name["talker"]["details"]["report_id"])
         assert talker is not None and talker.status == "completed" and talker.content == "The answer is 42."
         assert talker.report_source == "assistant-text"
-        silent = env.host.store.team_report(by_name["silent"]["details"]["report_id"])
+        silent = env.host.repositories.teams.reports.team_report(by_name["silent"]["details"]["report_id"])
         assert silent is not None and silent.status == "failed" and silent.outcome == "failed"
         assert "without a report" in silent.content
 
@@ -234,8 +234,8 @@ async def test_write_tier_gets_claim_tools_and_full_edit_tools(tmp_path: Path) -
         assert spawn["requestedModelSlot"] == "writing-basic" and spawn["modelSlot"] == "write-patch"
         assert spawn["role"] == "write"
         # Claims were released with the run's finalization.
-        assert env.host.store.file_claims(env.caller.session_id) == ()
-        report = env.host.store.team_report(entry["details"]["report_id"])
+        assert env.host.repositories.teams.roster.file_claims(env.caller.session_id) == ()
+        report = env.host.repositories.teams.reports.team_report(entry["details"]["report_id"])
         assert report is not None and report.result["changedPaths"] == ["b.txt"]
 
 
@@ -262,7 +262,7 @@ async def test_bad_spawns_fail_and_start_nothing(
         [result] = env.tool_results("spawn_agent")
         assert result["isError"] is True
         assert needle in result["content"][0]["text"]
-        assert env.host.store.generations() == ()
+        assert env.host.kernel.generations() == ()
 
 
 async def test_spawn_result_returns_before_the_work_is_done(tmp_path: Path) -> None:
@@ -282,12 +282,14 @@ async def test_spawn_result_returns_before_the_work_is_done(tmp_path: Path) -> N
         await env.lead.prompt("go")
         # The lead's turn ended while the agent still works.
         assert env.lead_custom(TEAM_REPORT_TYPE) == []
-        member = env.host.store.live_team_member(env.caller.session_id, "slow")
+        member = env.host.repositories.teams.roster.live_team_member(env.caller.session_id, "slow")
         assert member is not None and member.tier == "read-review"
         result = await env.teams.stop_teammate(env.caller, "slow", None)
         text, details = render_stop(result), result.details
         assert details["stopped"] is True, text
-        await eventually(lambda: env.host.store.live_team_member(env.caller.session_id, "slow") is None)
+        await eventually(
+            lambda: env.host.repositories.teams.roster.live_team_member(env.caller.session_id, "slow") is None
+        )
         await env.quiet()
         assert env.lead_custom(TEAM_REPORT_TYPE) == []
         _ = WAIT

@@ -76,7 +76,7 @@ async def test_an_isolated_write_tier_reports_its_branch_and_merges_when_accepte
         env.teams.record_report_acceptance(details["report_id"], "accepted", "good")
 
         assert (work / "app.py").read_text() == "value = 2\n"
-        assert env.host.store.get_worktree(details["branch"]).state == "merged"
+        assert env.host.repositories.worktrees.get_worktree(details["branch"]).state == "merged"
         assert git(work, "branch", "--list", "corral/*") == ""
 
 
@@ -90,7 +90,7 @@ async def test_manual_merge_leaves_an_accepted_branch_pending(tmp_path: Path) ->
         [report] = env.lead_custom(TEAM_REPORT_TYPE)
         env.teams.record_report_acceptance(report["details"]["report_id"], "accepted", "good")
         assert (work / "app.py").read_text() == "value = 1\n"
-        assert env.host.store.get_worktree(report["details"]["branch"]).state == "pending"
+        assert env.host.repositories.worktrees.get_worktree(report["details"]["branch"]).state == "pending"
 
 
 async def test_assigned_checks_run_in_the_worktree(tmp_path: Path) -> None:
@@ -118,7 +118,7 @@ async def test_shared_is_the_default(tmp_path: Path) -> None:
         [report] = env.lead_custom(TEAM_REPORT_TYPE)
         assert "branch" not in report["details"]
         assert (tmp_path / "work" / "app.py").read_text() == "value = 2\n"
-        assert not env.host.store.has_worktrees()
+        assert not env.host.repositories.worktrees.has_worktrees()
 
 
 async def test_file_claims_conflict_across_worktrees(tmp_path: Path) -> None:
@@ -157,7 +157,7 @@ async def test_file_claims_conflict_across_worktrees(tmp_path: Path) -> None:
     async with teams_env(tmp_path, "lead", settings=Settings(isolation="worktree")) as env:
         await env.lead.prompt("go")
         await eventually(lambda: len(env.lead_custom(TEAM_REPORT_TYPE)) == 1)
-        trees = {r.name: r.path for r in env.host.store.worktrees()}
+        trees = {r.name: r.path for r in env.host.repositories.worktrees.worktrees()}
         assert set(trees) == {"w1", "w2"} and trees["w1"] != trees["w2"]
         claims = []
         for path in (tmp_path / "sessions").rglob("*.jsonl"):

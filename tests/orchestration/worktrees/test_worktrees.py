@@ -12,7 +12,7 @@ from pathlib import Path
 
 import pytest
 
-from corral.orchestration import Store
+from corral.orchestration import Repositories
 from corral.orchestration.errors import InvalidRequestError, TargetAmbiguousError
 from corral.orchestration.worktrees import NotAGitRepositoryError, Worktrees, branch_name
 from tests.orchestration.teams._git_helpers import GIT_ENV, git, make_repo
@@ -38,9 +38,9 @@ def repo(tmp_path: Path) -> Path:
 
 @pytest.fixture
 def trees(tmp_path: Path) -> Iterator[Worktrees]:
-    store = Store.open(tmp_path / "home" / "corral.db")
+    store = Repositories.open(tmp_path / "home" / "corral.db")
     try:
-        yield Worktrees(store, home=tmp_path / "home")
+        yield Worktrees(store.worktrees, home=tmp_path / "home")
     finally:
         store.close()
 
@@ -78,7 +78,7 @@ def test_isolated_agent_sees_the_lead_tree_and_uncommitted_changes_without_touch
     assert record.snapshot and record.head == _head(repo)
     assert _status(repo) == status_before
     assert (repo / ".git" / "index").read_bytes() == index_before
-    assert [e.outcome for e in trees.store.worktree_events(record.branch)] == ["created"]
+    assert [e.outcome for e in trees.rows.worktree_events(record.branch)] == ["created"]
 
 
 def test_isolation_maps_a_subdirectory_cwd_into_the_worktree(repo: Path, trees: Worktrees) -> None:
@@ -100,7 +100,7 @@ def test_worktree_isolation_needs_a_git_repository_with_a_commit(tmp_path: Path,
     with pytest.raises(NotAGitRepositoryError, match="no commit yet"):
         trees.isolate(empty, name="writer", run_id=RUN_A, owner_session_id=None)
     assert isinstance(NotAGitRepositoryError("x"), InvalidRequestError)
-    assert trees.store.worktrees() == ()
+    assert trees.rows.worktrees() == ()
 
 
 def test_finish_commits_as_corral_with_the_summary_and_reports_the_diff_stat(
@@ -120,7 +120,7 @@ def test_finish_commits_as_corral_with_the_summary_and_reports_the_diff_stat(
     log = git(repo, "log", "-1", "--format=%an <%ae>|%s|%b", report.branch)
     assert log.startswith("corral <corral@localhost>|writer: Added d and new.py|Details here.")
     assert "Corral-Run: " + RUN_A in log
-    stored = trees.store.get_worktree(report.branch)
+    stored = trees.rows.get_worktree(report.branch)
     assert stored.state == "pending" and stored.tip == git(repo, "rev-parse", report.branch).strip()
     assert trees.finish("not-isolated", "x") is None
 
@@ -139,8 +139,8 @@ def test_merge_fast_forwards_and_removes_the_worktree_and_branch(repo: Path, tre
     assert _status(repo) == ""
     assert not isolation.record.path.exists()
     assert git(repo, "branch", "--list", "corral/*") == ""
-    assert trees.store.get_worktree(isolation.record.branch).state == "merged"
-    assert [e.outcome for e in trees.store.worktree_events(isolation.record.branch)] == [
+    assert trees.rows.get_worktree(isolation.record.branch).state == "merged"
+    assert [e.outcome for e in trees.rows.worktree_events(isolation.record.branch)] == [
         "created",
         "committed",
         "merged",
@@ -187,9 +187,9 @@ def test_two_writers_on_one_file_first_merges_second_conflicts_and_keeps_its_bra
     assert (repo / "app.py").read_text() == "a = 1\nb = 'alpha'\nc = 3\n"
     assert second.record.path.is_dir()
     assert git(repo, "branch", "--list", second.record.branch).strip().endswith(second.record.branch)
-    stored = trees.store.get_worktree(second.record.branch)
+    stored = trees.rows.get_worktree(second.record.branch)
     assert stored.state == "pending"
-    last = trees.store.worktree_events(second.record.branch)[-1]
+    last = trees.rows.worktree_events(second.record.branch)[-1]
     assert (last.outcome, last.paths) == ("conflict", ("app.py",))
 
 
@@ -209,7 +209,7 @@ def test_merge_refuses_to_overwrite_uncommitted_changes_and_names_the_paths(
     assert "commit or stash" in refused.message
     assert (repo / "app.py").read_text().endswith("# mine\n")
     assert (repo / "fresh.txt").read_text() == "user's own\n"
-    assert trees.store.get_worktree(isolation.record.branch).state == "pending"
+    assert trees.rows.get_worktree(isolation.record.branch).state == "pending"
 
     (repo / "fresh.txt").unlink()
     git(repo, "checkout", "--", "app.py")
@@ -282,7 +282,7 @@ def test_discard_removes_the_branch_and_worktree_and_is_recorded(repo: Path, tre
     assert outcome.outcome == "discarded"
     assert not isolation.record.path.exists() and git(repo, "branch", "--list", "corral/*") == ""
     assert not (repo / "x.txt").exists()
-    assert trees.store.get_worktree(isolation.record.branch).state == "discarded"
+    assert trees.rows.get_worktree(isolation.record.branch).state == "discarded"
     with pytest.raises(InvalidRequestError, match="discarded"):
         trees.merge(isolation.record.branch)
 
@@ -298,11 +298,11 @@ _DRIVER = textwrap.dedent(
     """
     import sys
     from pathlib import Path
-    from corral.orchestration import Store
+    from corral.orchestration import Repositories
     from corral.orchestration.worktrees import Worktrees
     home = Path(sys.argv[1])
-    with Store.open(home / "corral.db") as store:
-        print(Worktrees(store, home=home).merge(sys.argv[2]).outcome)
+    with Repositories.open(home / "corral.db") as store:
+        print(Worktrees(store.worktrees, home=home).merge(sys.argv[2]).outcome)
     """
 )
 
@@ -333,17 +333,17 @@ def test_sigkill_during_a_merge_leaves_the_old_or_the_merged_tree_and_the_next_r
         timeout=60,
     )
     assert driver.returncode == -9, driver.stderr
-    assert trees.store.get_worktree(isolation.record.branch).state == "merging"
+    assert trees.rows.get_worktree(isolation.record.branch).state == "merging"
 
     notes = trees.recover()
 
     assert len(notes) == 1
-    record = trees.store.get_worktree(isolation.record.branch)
+    record = trees.rows.get_worktree(isolation.record.branch)
     if left == "old":
         assert "before it changed anything" in notes[0]
         assert _head(repo) == old_head and (repo / "app.py").read_text() == "a = 1\nb = 2\nc = 3\n"
         assert record.state == "pending"
-        assert trees.store.worktree_events(record.branch)[-1].outcome == "interrupted"
+        assert trees.rows.worktree_events(record.branch)[-1].outcome == "interrupted"
         assert trees.merge("writer").outcome == "merged"
     else:
         assert "now complete" in notes[0]
@@ -384,5 +384,5 @@ def test_orphans_are_listed_with_disk_use_and_reap_keeps_unmerged_work_without_f
     removed, kept = trees.reap(live_runs=live_runs, force=True)
     assert [o.branch for o in removed] == [dead.record.branch] and kept == ()
     assert not dead.record.path.exists() and live.record.path.exists()
-    assert trees.store.get_worktree(dead.record.branch).state == "discarded"
-    assert trees.store.worktree_events(dead.record.branch)[-1].outcome == "reaped"
+    assert trees.rows.get_worktree(dead.record.branch).state == "discarded"
+    assert trees.rows.worktree_events(dead.record.branch)[-1].outcome == "reaped"

@@ -15,7 +15,7 @@ from __future__ import annotations
 
 import asyncio
 import time
-from collections.abc import Sequence
+from collections.abc import Callable, Collection, Sequence
 from dataclasses import dataclass, replace
 from pathlib import Path
 from typing import TYPE_CHECKING, Any
@@ -63,7 +63,7 @@ if TYPE_CHECKING:
     )
     from corral.orchestration.host._host import Host
     from corral.orchestration.kernel._files import FileLimits
-    from corral.orchestration.store._store import Store
+    from corral.orchestration.kernel._generations import Generations
 
 __all__ = ["AskOutcome", "Controller", "OwnerQuestions"]
 
@@ -87,16 +87,16 @@ class OwnerQuestions:
     owner's host then delivers the question once.
     """
 
-    def __init__(self, store: Store, limits: FileLimits) -> None:
-        self.store = store
+    def __init__(self, kernel: Generations, limits: FileLimits) -> None:
+        self.kernel = kernel
         self.limits = limits
 
     def resolve_result_ref(self, request_id: str) -> Path | str | None:
         """`result:<request-id>` → the durable result artifact file (created on first use)."""
-        result = self.store.get_result(request_id)
+        result = self.kernel.get_result(request_id)
         if result is None or result.status != "completed":
             return None
-        return self.store.materialize_artifact(request_id).path
+        return self.kernel.materialize_artifact(request_id).path
 
     async def ask_owner(self, agent_ctx: ManagedChild, params: AskOwnerParams) -> AskOutcome:
         """Prepare the question's files from the agent's cwd and record it for the active assignment."""
@@ -118,9 +118,15 @@ class Controller:
     launch pipeline) and `questions` (`ask_owner`).
     """
 
-    def __init__(self, host: Host) -> None:
+    def __init__(self, host: Host, *, hidden_runs: Callable[[], Collection[str]]) -> None:
+        """Args:
+        host: The host whose generations the actions drive.
+        hidden_runs: The run ids `list` leaves out (generations another feature controls: teams
+            members, which the teams tools control); read once per listing.
+        """
         self.host = host
-        self.questions = OwnerQuestions(host.store, host.file_limits)
+        self.hidden_runs = hidden_runs
+        self.questions = OwnerQuestions(host.kernel, host.file_limits)
         self.delegation = Delegation(host, resolve_result_ref=self.resolve_result_ref)
 
     async def delegate(self, caller: Caller, params: DelegateParams) -> DelegateResult:
@@ -139,19 +145,18 @@ class Controller:
 
     def views(self, caller: Caller) -> tuple[AgentView, ...]:
         """The lifecycle projection of everything `caller` may see, from one store snapshot."""
-        store = self.host.store
-        snapshot = store.snapshot()
+        snapshot = self.host.kernel.snapshot()
         # Teams agents share the core but are controlled with the teams tools, not `agent`.
-        team_runs = store.team_run_ids()
-        if team_runs:
+        hidden = self.hidden_runs()
+        if hidden:
             snapshot = replace(
-                snapshot, generations=tuple(g for g in snapshot.generations if g.run_id not in team_runs)
+                snapshot, generations=tuple(g for g in snapshot.generations if g.run_id not in hidden)
             )
         observations = {g.run_id: self.host.observe(g) for g in snapshot.generations}
         return project_agents(snapshot, observations, caller.controller_scope, now_ms=int(time.time() * 1000))
 
     def _target(self, caller: Caller, label: str) -> AgentView:
-        generation = self.host.store.generation_by_label(label, session_id=caller.session_id)
+        generation = self.host.kernel.generation_by_label(label, session_id=caller.session_id)
         if generation is None:
             raise TargetNotFoundError(f"No live agent {label}; refresh with `list`.", ids={"label": label})
         view = next((v for v in self.views(caller) if v.generation.run_id == generation.run_id), None)
@@ -208,7 +213,7 @@ class Controller:
                 elsewhere.append(generation.run_id)
             elif (wait := child.agent.rate_limit_wait) is not None:
                 out[generation.run_id] = wait.describe(now_ms)
-        for run_id, stored in stored_waits(self.host.store.db, elsewhere).items():
+        for run_id, stored in stored_waits(self.host.kernel.db, elsewhere).items():
             out[run_id] = stored.describe(now_ms)
         return out
 
@@ -242,7 +247,7 @@ class Controller:
                 next_action="Use interrupt only when it is listed; use steer for non-preemptive changes.",
             )
         text = self.delegation.render(caller, files, "Steer" if kind == "steer" else "Interrupt", message)
-        request = self.host.store.submit_request(
+        request = self.host.kernel.submit_request(
             generation.run_id, owner_session_id=caller.session_id, kind=kind, text=text
         )
         await self._hand_over(generation, request.request_id, kind)
@@ -261,7 +266,7 @@ class Controller:
         A tmux worker takes the request from the store; this waits for its acknowledgement.
         """
         child = self.host.children.get(generation.run_id)
-        request = self.host.store.get_request(request_id)
+        request = self.host.kernel.get_request(request_id)
         if child is None and request is not None and generation.run_id in self.host.tmux_runs:
             acked_tmux = await self.host.await_ack(generation.run_id, request_id)
             if acked_tmux is None or not acked_tmux.acknowledged:
@@ -319,7 +324,7 @@ class Controller:
                     next_action=_REFRESH,
                 )
             text = self.delegation.render(caller, params.files, "Reply", params.message)
-            request = self.host.store.answer_ask(
+            request = self.host.kernel.answer_ask(
                 generation.run_id, owner_session_id=caller.session_id, ask_id=ask.ask_id, text=text
             )
             await self._hand_over(generation, request.request_id, "reply")
@@ -340,7 +345,7 @@ class Controller:
             host = self.host
             view = self._target(caller, params.agent)
             target = view.generation
-            snapshot = host.store.snapshot()
+            snapshot = host.kernel.snapshot()
             ownership = resolve_ownership(list(snapshot.generations))
             if caller.scope == "lead" and ownership.unattributed:
                 raise TargetAmbiguousError(
@@ -375,9 +380,9 @@ class Controller:
                         raise TargetAmbiguousError(
                             f"Agent {node.label} did not stop; nothing was removed.", ids=self._ids(node)
                         )
-                current = host.store.get_generation(node.run_id)
+                current = host.kernel.get_generation(node.run_id)
                 if current is not None and current.phase != "finalized":
-                    host.store.finalize_generation(node.run_id, owner_session_id=node.owner_session_id)
+                    host.kernel.finalize_generation(node.run_id, owner_session_id=node.owner_session_id)
                 host.release(node.run_id)
                 closed.append(node.label)
             host.changed()
@@ -401,7 +406,7 @@ class Controller:
             output = host.runtime.recent_output(handle, lines=80, max_bytes=16384)
             processes = host.runtime.process_evidence(handle)
             captured_at = int(time.time() * 1000)
-            again = host.store.generation_by_label(params.agent, session_id=caller.session_id)
+            again = host.kernel.generation_by_label(params.agent, session_id=caller.session_id)
             if (
                 again is None
                 or again.run_id != generation.run_id
@@ -442,7 +447,7 @@ class Controller:
             projected = await asyncio.to_thread(
                 read_transcript, Path(generation.session_path), generation.session_id
             )
-            again = self.host.store.generation_by_label(params.agent, session_id=caller.session_id)
+            again = self.host.kernel.generation_by_label(params.agent, session_id=caller.session_id)
             if again is None or again.run_id != generation.run_id:
                 raise TargetAmbiguousError(
                     "Transcript target changed while reading.", ids=self._ids(generation)

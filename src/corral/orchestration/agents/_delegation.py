@@ -43,6 +43,7 @@ from corral.orchestration.kernel._delivery import ASK_TYPE, RESULT_TYPE
 from corral.orchestration.kernel._files import prepare_files
 from corral.orchestration.kernel.records import GenerationRecord, NewGeneration, RequestRecord
 from corral.orchestration.worktrees._extension import IsolationStage
+from corral.orchestration.worktrees._repository import Worktrees as WorktreeRows
 from corral.session import CustomEntry, CustomMessageEntry, SessionError, SessionManager, fork_from
 
 if TYPE_CHECKING:
@@ -226,7 +227,7 @@ class Delegation:
                 stages.append(
                     IsolationStage(
                         host.extensions,
-                        host.store,
+                        host.kernel.db,
                         name=params.label or defn.name,
                         owner_session_id=caller.session_id,
                         failure="the delegation failed",
@@ -263,7 +264,7 @@ class Delegation:
                 cwd, sessions_root=host.sessions_root, header_extra=managed_header(defn.name, None)
             )
         try:
-            generation, task = host.store.create_generation(
+            generation, task = host.kernel.create_generation(
                 NewGeneration(
                     definition=defn.name,
                     owner_session_id=caller.session_id,
@@ -334,8 +335,9 @@ class Delegation:
                 else caller.model_ref
             )
             cwd = Path(saved_cwd)
-            kept = host.store.worktree_at(cwd) if host.store.has_worktrees() else None
-            if kept is None and host.store.has_worktrees() and not cwd.is_dir():
+            rows = WorktreeRows(host.kernel.db)
+            kept = rows.worktree_at(cwd) if rows.has_worktrees() else None
+            if kept is None and rows.has_worktrees() and not cwd.is_dir():
                 raise InvalidRequestError(
                     f"Session {session_id} ran in a worktree that was merged or discarded ({saved_cwd}); "
                     "delegate a new agent (with fork to keep its context) instead."
@@ -345,7 +347,7 @@ class Delegation:
 
             def record(draft: LaunchDraft) -> tuple[Recorded, Model, ThinkingLevel]:
                 delegating = caller.scope == "lead" and is_delegating(defn)
-                generation, task = host.store.create_generation(
+                generation, task = host.kernel.create_generation(
                     NewGeneration(
                         definition=defn.name,
                         owner_session_id=caller.session_id,
@@ -360,11 +362,11 @@ class Delegation:
                     )
                 )
                 if kept is not None:
-                    host.store.worktree_reactivated(kept.branch, generation.run_id)
+                    rows.worktree_reactivated(kept.branch, generation.run_id)
                 try:
                     session = SessionManager.open(path)
                 except SessionError as exc:
-                    host.store.finalize_generation(generation.run_id, owner_session_id=caller.session_id)
+                    host.kernel.finalize_generation(generation.run_id, owner_session_id=caller.session_id)
                     raise ManagedAgentBusyError(
                         f"The exact session {session_id} cannot be opened for writing: {exc}",
                         rollback_occurred=True,
@@ -554,7 +556,7 @@ class _ManagedSteps(LaunchSteps):
             settings=host.settings,
         )
         child = ManagedChild(
-            store=host.store,
+            store=host.kernel,
             agent=agent,
             generation=generation,
             task=recorded.task,

@@ -39,7 +39,7 @@ if TYPE_CHECKING:
     from corral.orchestration.host._host import Host
     from corral.orchestration.kernel._child import ManagedChild
     from corral.orchestration.kernel.records import GenerationRecord
-    from corral.orchestration.store._store import Store
+    from corral.orchestration.store._database import Database
     from corral.settings import AgentBudgetSettings
 
 __all__ = ["BudgetsExtension", "attach_worker_guard", "budget_details", "budget_text"]
@@ -126,10 +126,10 @@ def result_note(ledger: BudgetLedger, run_id: str) -> str | None:
     return None if finding is None else exhausted_line(finding)
 
 
-def attach_worker_guard(store: Store, child: ManagedChild) -> bool:
+def attach_worker_guard(db: Database, child: ManagedChild) -> bool:
     """Give a tmux worker's agent the guard of its generation's budget row, and end its result with
     `budget_exhausted` when it is stopped (after the `on_work_done` already set); `False` without a row."""
-    ledger = BudgetLedger(store.db)
+    ledger = BudgetLedger(db)
     if ledger.agent(child.run_id) is None:
         return False
     child.agent.set_request_guard(BudgetGuard(ledger, child.run_id))
@@ -151,7 +151,7 @@ class BudgetsExtension(HostExtension):
 
     def __init__(self, host: Host) -> None:
         self.host = host
-        self.ledger = BudgetLedger(host.store.db)
+        self.ledger = BudgetLedger(host.kernel.db)
 
     # --- hooks -----------------------------------------------------------------------------------
 

@@ -16,7 +16,7 @@ go on in a `corral worker` process; nothing is re-acknowledged or re-sent.
    like an interrupt, and its run ends at the settle — storing nothing,
    reporting no loss, keeping claims. Prompts it had not sent yet are carried
    over. The session is flushed and closed (its writer lock released).
-3. **Transfer**: `Store.transfer_runtime` flips the generation to `tmux` in one
+3. **Transfer**: `Generations.transfer_runtime` flips the generation to `tmux` in one
    checked transaction, then the launch pipeline's worker half
    (`Launcher.start_worker`, `Launcher.await_worker`) starts a worker in a new
    pane in resume mode (the launch file holds the agent's exact system prompt,
@@ -89,8 +89,8 @@ async def handoff(host: Host, run_id: str, *, ready_timeout: float = _DEFAULT_RE
 
 def _refusal(host: Host, run_id: str) -> tuple[str, str] | None:
     """Why `run_id` cannot be moved now (`(reason, message)`), else `None`. Reads only."""
-    store = host.store
-    generation = store.get_generation(run_id)
+    kernel = host.kernel
+    generation = kernel.get_generation(run_id)
     tmux = host.runtime.tmux
     if shutil.which(tmux.tmux) is None:
         return "tmux_unavailable", f"tmux ({tmux.tmux}) is not installed; the agent stays in-process."
@@ -117,9 +117,9 @@ def _refusal(host: Host, run_id: str) -> tuple[str, str] | None:
         return "not_active", f"Agent {label} has no active assignment running here ({generation.phase})."
     if generation.delegating or child.delegating:
         return "delegating", f"Agent {label} may delegate; delegating agents run in-process."
-    if store.pending_ask(run_id) is not None:
+    if kernel.pending_ask(run_id) is not None:
         return "ask_pending", f"Agent {label} waits for its owner's reply; reply first."
-    if any(r.kind != "task" and not r.acknowledged for r in store.requests(run_id)):
+    if any(r.kind != "task" and not r.acknowledged for r in kernel.requests(run_id)):
         return "request_pending", f"Agent {label} has an unacknowledged request; retry in a moment."
     for extension in host.extensions:
         refusal = extension.may_hand_off(run_id)
@@ -153,10 +153,10 @@ async def _handoff(host: Host, run_id: str, ready_timeout: float) -> HandoffResu
     refusal = _refusal(host, run_id)
     if refusal is not None:
         return HandoffResult("refused", refusal[0], refusal[1], run_id)
-    store = host.store
+    kernel = host.kernel
     child = host.children[run_id]
     handle = host.handles[run_id]
-    generation = store.get_generation(run_id)
+    generation = kernel.get_generation(run_id)
     assert generation is not None
     label = generation.label
     team = any(extension.claims(run_id) for extension in host.extensions)
@@ -177,7 +177,7 @@ async def _handoff(host: Host, run_id: str, ready_timeout: float) -> HandoffResu
         session.flush()
     session.close()  # the worker takes the writer lock
     host.detach_child(run_id)
-    current = store.get_generation(run_id)
+    current = kernel.get_generation(run_id)
     if current is not None and current.phase != "active":
         # It finished in the same instant (a report stored by its last tool call): delivered as usual.
         host.changed()
@@ -190,7 +190,9 @@ async def _handoff(host: Host, run_id: str, ready_timeout: float) -> HandoffResu
         try:
             if session_path is None:
                 raise RuntimeError_(f"agent {label} has no session file to hand to its worker")
-            store.transfer_runtime(run_id, owner_session_id=generation.owner_session_id, host_id=host.host_id)
+            kernel.transfer_runtime(
+                run_id, owner_session_id=generation.owner_session_id, host_id=host.host_id
+            )
             fault_point("after_runtime_transfer")
             started = await launcher.start_worker(
                 generation,
@@ -243,7 +245,7 @@ def _lost(
         host.untrack_tmux(run_id)  # the pane is gone; a kept pane stays tracked so `close` can remove it
     diagnostic = f"handoff to tmux failed: {detail}"
     with contextlib.suppress(OrchestrationError):
-        host.store.mark_presence(run_id, "lost", diagnostic=diagnostic)
+        host.kernel.mark_presence(run_id, "lost", diagnostic=diagnostic)
     for extension in host.extensions:
         extension.lost(run_id, diagnostic)
     host.changed()

@@ -44,10 +44,10 @@ from corral.orchestration.kernel._child import RETIRED_ENTRY, ManagedChild
 from corral.orchestration.kernel._delivery import deliver_ask, deliver_result
 from corral.orchestration.kernel._faults import fault_point
 from corral.orchestration.kernel._files import FileLimits
+from corral.orchestration.kernel._generations import Generations
 from corral.orchestration.kernel._lifecycle import Observation, RuntimeLifecycle
 from corral.orchestration.kernel.records import AskRecord, GenerationRecord, RequestRecord
 from corral.orchestration.store._database import StoreError
-from corral.orchestration.store._store import Store
 from corral.runtime import (
     InProcessRuntime,
     LaunchSpec,
@@ -75,7 +75,8 @@ class Host:
     """One process's orchestration host.
 
     Args:
-        store: The orchestration store (the host closes it in `aclose`).
+        kernel: The kernel's repository over the orchestration database (the host closes the
+            database in `aclose`); open it with `corral.orchestration.Repositories`.
         registry: Model registry for children's models.
         settings: Settings for children's sessions (`None`: defaults).
         sessions_root: Where managed sessions are written (default: corral's sessions root).
@@ -91,7 +92,7 @@ class Host:
     def __init__(
         self,
         *,
-        store: Store,
+        kernel: Generations,
         registry: ModelRegistry,
         settings: Settings | None = None,
         sessions_root: Path | None = None,
@@ -103,7 +104,8 @@ class Host:
         extensions: Sequence[HostExtension] = (),
         tools: ToolProvider | None = None,
     ) -> None:
-        self.store = store
+        self.kernel = kernel
+        """Generations, requests, asks and results: the kernel's repository (its `db` is the database)."""
         self.extensions: list[HostExtension] = list(extensions)
         """The features riding on this host's generations (`add_extension` adds one later)."""
         self.tools = tools
@@ -121,7 +123,7 @@ class Host:
             runtime or InProcessRuntime(host_tag=self.host_id[:8]),
             tmux_socket,
             ray_settings=settings.ray,
-            data_root=store.path.parent,
+            data_root=kernel.db.path.parent,
         )
         self.context_retirement = context_retirement
         self.file_limits = file_limits or FileLimits()
@@ -303,7 +305,7 @@ class Host:
         """While a tmux start or move of `run_id` has no pane recorded yet (recovery leaves it alone)."""
         self.placing.add(run_id)
         try:
-            generation = self.store.get_generation(run_id)
+            generation = self.kernel.get_generation(run_id)
             if generation is not None:
                 for extension in self.extensions:
                     extension.run_starting(generation, None)
@@ -388,10 +390,10 @@ class Host:
             self._delivering.discard(request_id)
 
     async def _deliver_and_finalize_once(self, request_id: str) -> None:
-        result = self.store.get_result(request_id)
+        result = self.kernel.get_result(request_id)
         if result is None:
             return
-        generation = self.store.get_generation(result.run_id)
+        generation = self.kernel.get_generation(result.run_id)
         if generation is None:
             return
         if result.delivery == "pending":
@@ -403,7 +405,7 @@ class Host:
                     break
             else:
                 await deliver_result(
-                    self.store,
+                    self.kernel,
                     owner,
                     generation,
                     result,
@@ -419,11 +421,11 @@ class Host:
         if child is not None:
             await child.finished.wait()
         for _attempt in range(_FINALIZE_ATTEMPTS):
-            current = self.store.get_generation(generation.run_id)
+            current = self.kernel.get_generation(generation.run_id)
             if current is None or current.phase == "finalized":
                 break
             try:
-                self.store.finalize_generation(
+                self.kernel.finalize_generation(
                     generation.run_id, owner_session_id=generation.owner_session_id
                 )
                 break
@@ -451,13 +453,13 @@ class Host:
             return
         self._asking.add(ask_id)
         try:
-            ask = self.store.get_ask(ask_id)
-            generation = self.store.get_generation(run_id)
+            ask = self.kernel.get_ask(ask_id)
+            generation = self.kernel.get_generation(run_id)
             if ask is None or generation is None or ask.state != "pending" or ask.delivered_entry_id:
                 return
             owner = self.owners.get(generation.owner_session_id)
             if owner is not None:
-                await deliver_ask(self.store, owner, generation, ask)
+                await deliver_ask(self.kernel, owner, generation, ask)
         finally:
             self._asking.discard(ask_id)
 
@@ -477,7 +479,7 @@ class Host:
         if handle.kind == "ray":
             if self.ray_pump is None:
                 self.ray_pump = RayPump(self, self.runtime.ray)
-            self.ray_pump.track(run_id, handle, self.store.get_generation(run_id))
+            self.ray_pump.track(run_id, handle, self.kernel.get_generation(run_id))
         if self._watcher is None or self._watcher.done():
             self._watcher = asyncio.get_running_loop().create_task(self._watch(), name="corral-tmux-watch")
 
@@ -505,7 +507,7 @@ class Host:
     def _watch_once(self) -> None:
         signature: list[object] = []
         for run_id in sorted(self.tmux_runs):
-            generation = self.store.get_generation(run_id)
+            generation = self.kernel.get_generation(run_id)
             if generation is None or generation.phase == "finalized":
                 self.untrack_tmux(run_id)
                 signature.append(run_id)
@@ -519,7 +521,7 @@ class Host:
                 and generation.pid is not None
             ):
                 with contextlib.suppress(OrchestrationError):
-                    generation = self.store.mark_presence(
+                    generation = self.kernel.mark_presence(
                         run_id,
                         "lost",
                         diagnostic=f"tmux pane {generation.pane_id} or worker {generation.pid} is gone",
@@ -531,7 +533,7 @@ class Host:
                 and generation.owner_session_id in self.owners
             ):
                 self._spawn(self._deliver_and_finalize(generation.completed_request_id))
-            ask = self.store.pending_ask(run_id)
+            ask = self.kernel.pending_ask(run_id)
             if (
                 ask is not None
                 and ask.delivered_entry_id is None
@@ -539,7 +541,7 @@ class Host:
                 and generation.owner_session_id in self.owners
             ):
                 self._spawn(self._deliver_ask(run_id, ask.ask_id))
-            acked = sum(1 for request in self.store.requests(run_id) if request.acknowledged)
+            acked = sum(1 for request in self.kernel.requests(run_id) if request.acknowledged)
             signature.append(
                 (run_id, generation.phase, generation.presence, generation.pid, presence, ask, acked)
             )
@@ -554,7 +556,7 @@ class Host:
         loop = asyncio.get_running_loop()
         deadline = loop.time() + timeout
         while True:
-            request = self.store.get_request(request_id)
+            request = self.kernel.get_request(request_id)
             if request is None or request.acknowledged:
                 return request
             if loop.time() >= deadline or run_id not in self.tmux_runs:
@@ -565,7 +567,7 @@ class Host:
 
     def tree(self, owner_session_id: str) -> list[GenerationRecord]:
         """Live generations owned by `owner_session_id`, transitively (by session id)."""
-        live = self.store.generations()
+        live = self.kernel.generations()
         found: list[GenerationRecord] = []
         owners = {owner_session_id}
         changed = True
@@ -596,7 +598,7 @@ class Host:
                 and generation.phase in ("starting", "active")
                 and self.host_gone(generation)
             ):
-                self.store.mark_presence(
+                self.kernel.mark_presence(
                     generation.run_id,
                     "lost",
                     diagnostic=f"host process {generation.pid} of this in-process agent is gone",
@@ -619,7 +621,7 @@ class Host:
             if generation.phase == "completed" and generation.completed_request_id is not None:
                 self._spawn(self._deliver_and_finalize(generation.completed_request_id))
             elif generation.phase == "active" and generation.run_id in self.children:
-                ask = self.store.pending_ask(generation.run_id)
+                ask = self.kernel.pending_ask(generation.run_id)
                 if ask is not None and ask.delivered_entry_id is None:
                     self._spawn(self._deliver_ask(generation.run_id, ask.ask_id))
         self.changed()
@@ -673,13 +675,13 @@ class Host:
             pane = tmux.pane_running(panes, ("--run-id", run_id))
             with contextlib.suppress(OrchestrationError):
                 if pane is None:
-                    self.store.mark_presence(
+                    self.kernel.mark_presence(
                         run_id,
                         "lost",
                         diagnostic="its host stopped while starting it in tmux, and no pane runs its worker",
                     )
                     continue
-                self.store.record_started(run_id, host_id=self.host_id, pane_id=pane.pane_id)
+                self.kernel.record_started(run_id, host_id=self.host_id, pane_id=pane.pane_id)
                 handle = RuntimeHandle(runtime_id=pane.pane_id, kind="tmux", run_id=run_id)
                 self.track_tmux(run_id, handle, pid=pane.pid)
         self.changed()
@@ -717,7 +719,7 @@ class Host:
         lifecycle: RuntimeLifecycle = "working"
         if generation.phase == "completed":
             lifecycle = "done"
-        elif generation.phase == "active" and self.store.pending_ask(generation.run_id) is not None:
+        elif generation.phase == "active" and self.kernel.pending_ask(generation.run_id) is not None:
             lifecycle = "idle"
         return Observation(presence=presence, lifecycle=lifecycle, transcript_ready=ready)
 
@@ -754,7 +756,7 @@ class Host:
                 if generation.phase in ("starting", "completed"):
                     return False
                 if generation.phase == "active":
-                    ask = self.store.pending_ask(generation.run_id)
+                    ask = self.kernel.pending_ask(generation.run_id)
                     if ask is None:
                         return False  # working
                     if ask.delivered_entry_id is None and generation.owner_session_id in self.owners:
@@ -814,7 +816,7 @@ class Host:
             if (
                 generation.presence == "lost"
                 or self.host_gone(generation)
-                or self.store.pending_ask(generation.run_id) is not None
+                or self.kernel.pending_ask(generation.run_id) is not None
             ):
                 out.append(generation)
         return out
@@ -843,11 +845,11 @@ class Host:
         # left `working`/`live` (best effort: on a full disk, resuming the owner records it).
         for run_id in stopping:
             with contextlib.suppress(OrchestrationError):
-                generation = self.store.get_generation(run_id)
+                generation = self.kernel.get_generation(run_id)
                 if generation is not None and generation.phase in ("starting", "active"):
-                    self.store.mark_presence(
+                    self.kernel.mark_presence(
                         run_id, "lost", diagnostic=f"its host process {self.pid} stopped before it finished"
                     )
         for run_id in list(self.children):
             self.release(run_id)
-        self.store.close()
+        self.kernel.db.close()

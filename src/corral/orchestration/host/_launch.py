@@ -49,8 +49,8 @@ from corral.runtime import LaunchSpec, PaneNotReady, RollbackFailed, RuntimeErro
 if TYPE_CHECKING:
     from corral.agent import AgentSession
     from corral.orchestration.kernel._child import ManagedChild
+    from corral.orchestration.kernel._generations import Generations
     from corral.orchestration.kernel.records import GenerationRecord, RequestRecord
-    from corral.orchestration.store._store import Store
     from corral.runtime import Runtimes
     from corral.session import SessionManager
     from corral.settings import Settings
@@ -150,7 +150,7 @@ class LaunchPlan:
 class LaunchHost(Protocol):
     """What a launch needs from the host (`Host` implements it)."""
 
-    store: Store
+    kernel: Generations
     settings: Settings
     runtime: Runtimes
     pid: int
@@ -226,7 +226,7 @@ class Launcher:
                 host.register_owner(child.agent)
             steps.attach(child)
             handle = await host.start_child(child, cwd=Path(generation.cwd), session_path=session.path)
-            generation = host.store.record_started(
+            generation = host.kernel.record_started(
                 generation.run_id,
                 session_path=None if session.path is None else str(session.path),
                 pid=host.pid,
@@ -303,7 +303,7 @@ class Launcher:
             except (PaneNotReady, RollbackFailed) as exc:
                 host.untrack_tmux(generation.run_id)
                 with contextlib.suppress(OrchestrationError):
-                    host.store.finalize_generation(
+                    host.kernel.finalize_generation(
                         generation.run_id, owner_session_id=generation.owner_session_id
                     )
                 cause = exc.primary if isinstance(exc, RollbackFailed) else exc
@@ -359,14 +359,14 @@ class Launcher:
                 Path(generation.cwd),
                 generation.session_id,
                 session_path=session_path,
-                argv=worker_argv(run_id, host.store.path, path),
+                argv=worker_argv(run_id, host.kernel.db.path, path),
                 env=worker_env(),
             )
         )
         try:
             fault_point("before_pane_recorded")
             host.track_tmux(run_id, started, pid=None)
-            host.store.record_started(
+            host.kernel.record_started(
                 run_id, session_path=str(session_path), host_id=host.host_id, pane_id=started.runtime_id
             )
         except BaseException:
@@ -388,15 +388,15 @@ class Launcher:
             PaneNotReady: Not ready in time; its pane was removed.
             RollbackFailed: Not ready, and its pane could not be removed.
         """
-        store = self.host.store
+        kernel = self.host.kernel
         runtime = self.host.runtime.worker(kind)
 
         def ready() -> bool:
-            current = store.get_generation(run_id)
+            current = kernel.get_generation(run_id)
             return current is not None and current.pid is not None and current.phase != "starting"
 
         await runtime.wait_ready(handle, ready, timeout=timeout)
-        current = store.get_generation(run_id)
+        current = kernel.get_generation(run_id)
         runtime.adopt(handle, None if current is None else current.pid)
         return current
 
@@ -410,6 +410,6 @@ class Launcher:
             with contextlib.suppress(RuntimeError_):
                 await host.runtime.stop(handle)
         with contextlib.suppress(OrchestrationError):
-            host.store.finalize_generation(run_id, owner_session_id=recorded.generation.owner_session_id)
+            host.kernel.finalize_generation(run_id, owner_session_id=recorded.generation.owner_session_id)
         host.release(run_id)
         host.untrack_tmux(run_id)

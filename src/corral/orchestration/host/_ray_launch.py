@@ -28,7 +28,7 @@ from corral.runtime import LaunchSpec, RemoteLaunch, RuntimeError_
 
 if TYPE_CHECKING:
     from corral._tracing import TraceCarrier
-    from corral.orchestration.store._store import Store
+    from corral.orchestration.kernel._generations import Generations
     from corral.runtime import RuntimeHandle, Runtimes
     from corral.session import SessionManager
     from corral.settings import Settings
@@ -39,7 +39,7 @@ __all__ = ["RayLaunch", "RayLaunchHost", "start_on_ray"]
 class RayLaunchHost(Protocol):
     """What the Ray step needs of the host (`Host`)."""
 
-    store: Store
+    kernel: Generations
     settings: Settings
     runtime: Runtimes
     host_id: str
@@ -140,14 +140,14 @@ async def start_on_ray(
     place = host.runtime.ray.place(handle)
     pid = None if place is None else place.pid
     with contextlib.suppress(OrchestrationError):
-        host.store.record_started(
+        host.kernel.record_started(
             run_id, session_path=str(path), host_id=host.host_id, pid=pid, pane_id=handle.runtime_id
         )
     # The worker returned once the task was acknowledged; record it now (the pump's copy of the
     # same ack is then a no-op), so the launch returns an active agent as on the other runtimes.
     with contextlib.suppress(OrchestrationError):
-        host.store.record_ack(run_id, task.request_id, accepted=True)
+        host.kernel.record_ack(run_id, task.request_id, accepted=True)
     host.track_tmux(run_id, handle, pid=pid)
     host.changed()
-    current = host.store.get_generation(run_id)
+    current = host.kernel.get_generation(run_id)
     return generation if current is None else current

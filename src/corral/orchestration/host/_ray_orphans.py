@@ -15,7 +15,7 @@ from typing import TYPE_CHECKING
 from corral.runtime import RuntimeError_
 
 if TYPE_CHECKING:
-    from corral.orchestration.store._store import Store
+    from corral.orchestration.kernel._generations import Generations
     from corral.runtime._ray import RayRuntime
 
 __all__ = ["RayOrphan", "find_ray_orphans", "has_ray_generations", "reap_ray_orphans"]
@@ -32,18 +32,18 @@ class RayOrphan:
     """`idle` (it holds no run) or `finalized` (it holds only runs whose generation ended)."""
 
 
-def has_ray_generations(store: Store) -> bool:
+def has_ray_generations(kernel: Generations) -> bool:
     """Whether any generation of the store ever ran on Ray (else there is nothing to look for)."""
-    return any(g.runtime_kind == "ray" for g in store.generations(include_finalized=True))
+    return any(g.runtime_kind == "ray" for g in kernel.generations(include_finalized=True))
 
 
-async def find_ray_orphans(store: Store, ray: RayRuntime) -> list[RayOrphan]:
+async def find_ray_orphans(kernel: Generations, ray: RayRuntime) -> list[RayOrphan]:
     """This data root's workers that hold no live generation of the store.
 
     Raises:
         RuntimeError_: The cluster cannot be reached.
     """
-    live = {g.run_id for g in store.generations() if g.runtime_kind == "ray"}
+    live = {g.run_id for g in kernel.generations() if g.runtime_kind == "ray"}
     found: list[RayOrphan] = []
     for name in await ray.worker_names():
         try:
@@ -58,7 +58,7 @@ async def find_ray_orphans(store: Store, ray: RayRuntime) -> list[RayOrphan]:
     return found
 
 
-async def reap_ray_orphans(store: Store, ray: RayRuntime) -> tuple[list[RayOrphan], dict[str, str]]:
+async def reap_ray_orphans(kernel: Generations, ray: RayRuntime) -> tuple[list[RayOrphan], dict[str, str]]:
     """Kill every orphaned worker; `(reaped, errors by worker name)`.
 
     Raises:
@@ -66,7 +66,7 @@ async def reap_ray_orphans(store: Store, ray: RayRuntime) -> tuple[list[RayOrpha
     """
     reaped: list[RayOrphan] = []
     errors: dict[str, str] = {}
-    for orphan in await find_ray_orphans(store, ray):
+    for orphan in await find_ray_orphans(kernel, ray):
         try:
             await ray.kill_worker(orphan.name)
         except Exception as exc:  # Ray's own errors: report, go on with the others

@@ -48,7 +48,7 @@ from corral.orchestration.kernel.records import GenerationRecord
 from corral.runtime import RuntimeError_, RuntimeHandle
 
 if TYPE_CHECKING:
-    from corral.orchestration.store._store import Store
+    from corral.orchestration.kernel._generations import Generations
     from corral.runtime import Runtimes
     from corral.runtime._ray import RayRuntime
 
@@ -91,7 +91,7 @@ def _append(path: Path, offset: int, data: bytes) -> None:
 class PumpHost(Protocol):
     """What the pump needs of its host (`Host`)."""
 
-    store: Store
+    kernel: Generations
     on_background_error: Callable[[BaseException], None] | None
 
     @property
@@ -188,10 +188,10 @@ class RayPump:
             await asyncio.sleep(PULL_S)
 
     def _view(self, run_id: str) -> tuple[GenerationRecord | None, HostView | None]:
-        generation = self.host.store.get_generation(run_id)
+        generation = self.host.kernel.get_generation(run_id)
         if generation is None:
             return None, None
-        ask = self.host.store.pending_ask(run_id)
+        ask = self.host.kernel.pending_ask(run_id)
         return generation, HostView(generation.phase, None if ask is None else ask.ask_id)
 
     async def tick(self, actor: str, mine: dict[str, _Tracked]) -> None:
@@ -253,15 +253,15 @@ class RayPump:
     async def _push_requests(self, tracked: _Tracked, generation: GenerationRecord, view: HostView) -> None:
         if generation.phase != "active":
             return
-        store = self.host.store
-        for request in store.requests(generation.run_id):
+        kernel = self.host.kernel
+        for request in kernel.requests(generation.run_id):
             if request.kind == "task" or request.acknowledged:
                 continue
             ack = await self.runtime.call(tracked.handle, "accept", generation.run_id, request, view)
             if ack is None:
                 return  # the worker does not hold the run: the pull says so
             with contextlib.suppress(OrchestrationError):
-                store.record_ack(
+                kernel.record_ack(
                     generation.run_id,
                     request.request_id,
                     accepted=bool(ack.accepted),
@@ -272,20 +272,20 @@ class RayPump:
 
     def _apply(self, run_id: str, tracked: _Tracked, fact: object) -> None:
         """Make one fact durable in the store (each verb is idempotent or checked)."""
-        store = self.host.store
+        kernel = self.host.kernel
         with contextlib.suppress(OrchestrationError):
             if isinstance(fact, AckFact):
-                store.record_ack(
+                kernel.record_ack(
                     run_id, fact.request_id, accepted=fact.accepted, code=fact.code, message=fact.message
                 )
             elif isinstance(fact, ActivityFact):
-                store.record_activity(run_id, at=fact.at)
+                kernel.record_activity(run_id, at=fact.at)
             elif isinstance(fact, AskFact):
-                store.create_ask(
+                kernel.create_ask(
                     run_id, request_id=fact.request_id, question=fact.question, ask_id=fact.ask_id
                 )
             elif isinstance(fact, ResultFact):
-                store.store_result(
+                kernel.store_result(
                     run_id,
                     fact.request_id,
                     status=fact.status,
@@ -295,10 +295,10 @@ class RayPump:
                     context_tokens=fact.context_tokens,
                 )
             elif isinstance(fact, ResultErrorFact):
-                store.record_result_error(run_id, fact.request_id, message=fact.message)
+                kernel.record_result_error(run_id, fact.request_id, message=fact.message)
                 self.host.result_failed(run_id, fact.message)
             elif isinstance(fact, LostFact):
-                store.mark_presence(
+                kernel.mark_presence(
                     run_id, "lost", diagnostic=f"{fact.diagnostic} (on {self._where(tracked)})"
                 )
 
@@ -310,7 +310,7 @@ class RayPump:
         run_id = tracked.handle.run_id
         self.runtime.mark(tracked.handle, "lost")
         self.untrack(run_id)
-        generation = self.host.store.get_generation(run_id)
+        generation = self.host.kernel.get_generation(run_id)
         if (
             generation is None
             or generation.phase not in ("starting", "active")
@@ -318,7 +318,7 @@ class RayPump:
         ):
             return False
         with contextlib.suppress(OrchestrationError):
-            self.host.store.mark_presence(
+            self.host.kernel.mark_presence(
                 run_id, "lost", diagnostic=f"{self._where(tracked)} no longer holds this agent"
             )
         return True
@@ -328,7 +328,7 @@ class RayPump:
         for run_id, tracked in mine.items():
             self.runtime.mark(tracked.handle, "lost")
             self.untrack(run_id)
-            generation = self.host.store.get_generation(run_id)
+            generation = self.host.kernel.get_generation(run_id)
             if (
                 generation is None
                 or generation.phase not in ("starting", "active")
@@ -336,7 +336,7 @@ class RayPump:
             ):
                 continue
             with contextlib.suppress(OrchestrationError):
-                self.host.store.mark_presence(
+                self.host.kernel.mark_presence(
                     run_id, "lost", diagnostic=f"{self._where(tracked)} is gone: {reason}"
                 )
         self.host.changed()
@@ -372,7 +372,7 @@ async def settle_unplaced_on_ray(host: PumpHost, generations: list[GenerationRec
         found = held.get(run_id)
         with contextlib.suppress(OrchestrationError):
             if found is None:
-                host.store.mark_presence(
+                host.kernel.mark_presence(
                     run_id,
                     "lost",
                     diagnostic="its host stopped while placing it on Ray, and no Ray worker of this data root holds it",
@@ -381,7 +381,7 @@ async def settle_unplaced_on_ray(host: PumpHost, generations: list[GenerationRec
             name, info = found
             pid = info.get("pid")
             handle = RuntimeHandle(runtime_id=f"ray:{name}@{info.get('node_ip')}", kind="ray", run_id=run_id)
-            host.store.record_started(
+            host.kernel.record_started(
                 run_id,
                 host_id=host.host_id,
                 pid=pid if isinstance(pid, int) else None,

@@ -31,7 +31,7 @@ from corral._paths import ensure_private_dir
 from corral.runtime import PaneInfo, RuntimeError_, TmuxRuntime
 
 if TYPE_CHECKING:
-    from corral.orchestration.store._store import Store
+    from corral.orchestration.kernel._generations import Generations
 
 __all__ = [
     "WORKER_ENV_KEYS",
@@ -102,12 +102,12 @@ class Orphan:
     run_id: str | None = None
 
 
-async def find_orphans(store: Store, tmux: TmuxRuntime) -> list[Orphan] | None:
+async def find_orphans(kernel: Generations, tmux: TmuxRuntime) -> list[Orphan] | None:
     """Panes of the private server whose generation is finalized or unknown (`None`: tmux failed)."""
     panes = await tmux.panes()
     if panes is None:
         return None
-    tmux_generations = [g for g in store.generations(include_finalized=True) if g.runtime_kind == "tmux"]
+    tmux_generations = [g for g in kernel.generations(include_finalized=True) if g.runtime_kind == "tmux"]
     live = {g.pane_id: g for g in tmux_generations if g.pane_id and g.phase != "finalized"}
     ended = {g.pane_id: g for g in tmux_generations if g.pane_id and g.phase == "finalized"}
     # A live generation whose host died before recording its pane: its worker is no orphan.
@@ -132,13 +132,13 @@ async def find_orphans(store: Store, tmux: TmuxRuntime) -> list[Orphan] | None:
     return orphans
 
 
-async def reap_orphans(store: Store, tmux: TmuxRuntime) -> tuple[list[Orphan], dict[str, str]]:
+async def reap_orphans(kernel: Generations, tmux: TmuxRuntime) -> tuple[list[Orphan], dict[str, str]]:
     """Kill every orphan pane (identity-proven); `(reaped, errors by pane id)`.
 
     Raises:
         RuntimeError_: tmux could not list the panes.
     """
-    orphans = await find_orphans(store, tmux)
+    orphans = await find_orphans(kernel, tmux)
     if orphans is None:
         raise RuntimeError_(f"cannot list the panes of the tmux server at {tmux.socket}")
     reaped: list[Orphan] = []

@@ -25,8 +25,8 @@ from typing import Any
 from corral.agent import AgentSession, MessageEndEvent
 from corral.llm import CustomMessage
 from corral.orchestration.kernel._faults import fault_point
+from corral.orchestration.kernel._generations import Generations
 from corral.orchestration.kernel.records import AskRecord, GenerationRecord, ResultRecord
-from corral.orchestration.store._store import Store
 from corral.session import CustomMessageEntry, SessionManager
 
 __all__ = [
@@ -160,7 +160,7 @@ async def deliver_message(owner: AgentSession, message: CustomMessage, *, key: s
 
 
 async def deliver_result(
-    store: Store,
+    kernel: Generations,
     owner: AgentSession,
     generation: GenerationRecord,
     result: ResultRecord,
@@ -172,16 +172,18 @@ async def deliver_result(
 
     `extra` adds a feature's fields to the message's details (an isolated writer's branch).
     """
-    text = store.result_text(result)
+    text = kernel.result_text(result)
     message = result_message(generation, result, text, retired=retired, extra=extra)
     entry_id = await deliver_message(owner, message, key="request_id", value=result.request_id)
     fault_point("after_owner_append")
-    store.mark_delivered(result.request_id, owner_session_id=result.owner_session_id, entry_id=entry_id)
+    kernel.mark_delivered(result.request_id, owner_session_id=result.owner_session_id, entry_id=entry_id)
     return entry_id
 
 
-async def deliver_ask(store: Store, owner: AgentSession, generation: GenerationRecord, ask: AskRecord) -> str:
+async def deliver_ask(
+    kernel: Generations, owner: AgentSession, generation: GenerationRecord, ask: AskRecord
+) -> str:
     """Deliver a pending question exactly once and record the entry; returns the entry id."""
     entry_id = await deliver_message(owner, ask_message(generation, ask), key="ask_id", value=ask.ask_id)
-    store.mark_ask_delivered(ask.ask_id, owner_session_id=generation.owner_session_id, entry_id=entry_id)
+    kernel.mark_ask_delivered(ask.ask_id, owner_session_id=generation.owner_session_id, entry_id=entry_id)
     return entry_id

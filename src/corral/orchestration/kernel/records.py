@@ -71,7 +71,7 @@ DeliveryState = Literal["pending", "delivered"]
 
 @dataclass(frozen=True, slots=True)
 class NewGeneration:
-    """What the controller knows when it starts a generation (input to `Store.create_generation`)."""
+    """What the controller knows when it starts a generation (input to `Generations.create_generation`)."""
 
     definition: str
     """Name of the effective agent definition."""

@@ -1,1 +1,1 @@
-"""The database: connection, transactions, numbered migrations (and, for now, the `Store` façade)."""
+"""The database: connection, transactions, numbered migrations and schema steps, the one `JSON.stringify` encoder."""

@@ -28,6 +28,7 @@ from corral.orchestration.kernel._delivery import deliver_message
 from corral.orchestration.ratelimits import stored_waits
 from corral.orchestration.teams.roster._repository import TEAM_LEAD, normalize_claim_path
 from corral.orchestration.teams.roster.records import TEAM_MESSAGE_TYPE
+from corral.orchestration.worktrees._repository import Worktrees as WorktreeRows
 
 from ._status import TeamAgentRow, TeamSnapshot, member_status
 from .reports._reports import effective_task_outcome, report_id, team_name
@@ -45,6 +46,7 @@ from .results import (
 
 if TYPE_CHECKING:
     from corral.orchestration.kernel.records import GenerationRecord
+    from corral.orchestration.teams._repositories import TeamsRepositories
     from corral.orchestration.teams.commands import ReadInboxRequest, SendMessageRequest
     from corral.orchestration.teams.roster.records import (
         TeamMemberRecord,
@@ -81,6 +83,7 @@ class TeamControl:
         deliver_group_wakes: Callable[[str], Coroutine[Any, Any, None]],
     ) -> None:
         self.host = context.host
+        self.repos = context.repos
         self.live = context.live
         self.pending = context.pending
         self.lead_sessions = context.lead_sessions
@@ -104,7 +107,7 @@ class TeamControl:
     def notify_lead(self, lead_session_id: str, text: str) -> None:
         """Send the lead a message from corral itself (stored, then delivered once)."""
         with contextlib.suppress(OrchestrationError):
-            self.host.store.add_team_message(
+            self.repos.roster.add_team_message(
                 lead_session_id,
                 recipient=TEAM_LEAD,
                 sender="corral",
@@ -127,18 +130,18 @@ class TeamControl:
         lead = self.host.owners.get(lead_session_id)
         if lead is None:
             return
-        for message in self.host.store.undelivered_lead_messages(lead_session_id):
+        for message in self.repos.roster.undelivered_lead_messages(lead_session_id):
             entry_id = await deliver_message(
                 lead, _lead_message(message), key="message_id", value=message.message_id
             )
-            self.host.store.mark_lead_message_delivered(message.message_id, entry_id=entry_id)
+            self.repos.roster.mark_lead_message_delivered(message.message_id, entry_id=entry_id)
         self.host.changed()
 
     # --- messaging -------------------------------------------------------------------------------
 
     async def send_message(self, sender: Caller | TeamChild, request: SendMessageRequest) -> MessageSent:
         """`send_message`: steer a live recipient, or store the message for the lead."""
-        store = self.host.store
+        repos = self.repos
         if isinstance(sender, Caller):
             lead = self._lead_id(sender)
             sender_name, sender_run = TEAM_LEAD, None
@@ -153,7 +156,7 @@ class TeamControl:
         if recipient == TEAM_LEAD:
             if sender_name == TEAM_LEAD:
                 raise InvalidRequestError("The lead cannot message itself; name an agent as recipient.")
-            store.add_team_message(
+            repos.roster.add_team_message(
                 lead,
                 recipient=TEAM_LEAD,
                 sender=sender_name,
@@ -164,13 +167,13 @@ class TeamControl:
             )
             self.host.spawn_background(self.deliver_lead_messages(lead))
             return MessageSent(TEAM_LEAD, {"session": team, "recipient": TEAM_LEAD, "delivery": "inbox"})
-        member = store.live_team_member(lead, recipient)
+        member = repos.roster.live_team_member(lead, recipient)
         if member is None or member.fence != "none":
             raise TargetNotFoundError(f"Cannot send message to {recipient}: agent is not running.")
         child = self.child(member.run_id)
         direct = child is not None and child.messages_open and not child.finished.is_set()
         text = member_message_text(sender_name, request.summary, request.content)
-        store.add_team_message(
+        repos.roster.add_team_message(
             lead,
             recipient=recipient,
             sender=sender_name,
@@ -193,7 +196,7 @@ class TeamControl:
         else:
             lead = reader.member.lead_session_id
             target = reader.label
-        messages = self.host.store.read_team_inbox(
+        messages = self.repos.roster.read_team_inbox(
             lead, target, unread_only=request.unread_only, mark_as_read=request.mark_as_read
         )
         details = {
@@ -219,7 +222,7 @@ class TeamControl:
     async def teardown(self, member: TeamMemberRecord, *, reason: str) -> dict[str, Any]:
         """Stop one run within 2.5 s and finalize exactly it; quarantine what does not settle."""
         host = self.host
-        store = host.store
+        repos = self.repos
         run_id = member.run_id
         live = self.live.get(run_id)
         if live is not None:
@@ -227,7 +230,7 @@ class TeamControl:
         if member.assigned_checks:
             # Kill running checks and make further repair attempts impossible (durably).
             self.verifier.cancel(report_id(team_name(member.lead_session_id), member.name, run_id))
-        for helper in store.team_members(member.lead_session_id, parent_run_id=run_id):
+        for helper in repos.roster.team_members(member.lead_session_id, parent_run_id=run_id):
             await self.teardown(helper, reason=f"parent {member.name} stopped")
         handle = host.handles.get(run_id)
         settled = True
@@ -236,12 +239,12 @@ class TeamControl:
             done, _ = await asyncio.wait({stopping}, timeout=TEARDOWN_TIMEOUT_S)
             if not done:
                 settled = False
-                store.set_team_fence(run_id, fence="quarantined", reason="teardown timed out")
+                repos.roster.set_team_fence(run_id, fence="quarantined", reason="teardown timed out")
                 self.capacity(member.lead_session_id).quarantine(member.name)
                 host.spawn_background(self._deferred_finalize(member, stopping))
         problem = self.verifier.unresolved(run_id) if settled and member.assigned_checks else None
         if problem is not None:
-            store.set_team_fence(run_id, fence="quarantined", reason=problem[:200])
+            repos.roster.set_team_fence(run_id, fence="quarantined", reason=problem[:200])
             self.capacity(member.lead_session_id).quarantine(member.name)
             return {
                 "stopped": False,
@@ -267,23 +270,25 @@ class TeamControl:
     def _settle_slot(
         self, member: TeamMemberRecord, status: Literal["cancelled", "interrupted"], reason: str
     ) -> None:
-        if member.slot_id is None or self.host.store.team_report_for_run(member.run_id) is not None:
+        if member.slot_id is None or self.repos.reports.team_report_for_run(member.run_id) is not None:
             return
         with contextlib.suppress(OrchestrationError):
             self.groups.settled(member.slot_id, status, reason, run_id=member.run_id)
             self.host.spawn_background(self.deliver_group_wakes(member.lead_session_id))
 
     def _finalize_run(self, member: TeamMemberRecord, reason: str) -> dict[str, Any]:
-        store = self.host.store
-        generation = store.get_generation(member.run_id)
+        repos = self.repos
+        generation = repos.kernel.get_generation(member.run_id)
         released: tuple[str, ...] = ()
         self._settle_slot(member, "cancelled", reason)
         try:
             if generation is not None and generation.phase != "finalized":
                 released = tuple(
-                    c.path for c in store.file_claims(member.lead_session_id) if c.run_id == member.run_id
+                    c.path
+                    for c in repos.roster.file_claims(member.lead_session_id)
+                    if c.run_id == member.run_id
                 )
-                store.finalize_generation(member.run_id, owner_session_id=generation.owner_session_id)
+                repos.kernel.finalize_generation(member.run_id, owner_session_id=generation.owner_session_id)
         except OrchestrationError as exc:
             return {
                 "stopped": False,
@@ -295,7 +300,7 @@ class TeamControl:
         if member.fence != "none" or self.capacity(member.lead_session_id).is_quarantined(member.name):
             # A quarantined run settled after all (e.g. its abandoned check was resolved by hand).
             with contextlib.suppress(OrchestrationError):
-                self.host.store.set_team_fence(member.run_id, fence="none", reason=None)
+                self.repos.roster.set_team_fence(member.run_id, fence="none", reason=None)
             self.capacity(member.lead_session_id).clear_quarantine(member.name)
         self.host.changed()
         return {
@@ -315,11 +320,13 @@ class TeamControl:
         Raises:
             TargetNotFoundError: naming the lead's agents, so the model can correct the call.
         """
-        store = self.host.store
+        repos = self.repos
         if (lead, name) in self.pending:
             return
-        members = store.team_members(lead, live_only=False)
-        if any(member.name == name for member in members) or store.team_reports(lead, name=name, limit=1):
+        members = repos.roster.team_members(lead, live_only=False)
+        if any(member.name == name for member in members) or repos.reports.team_reports(
+            lead, name=name, limit=1
+        ):
             return
         known = sorted({member.name for member in members if member.depth == 0})
         hint = f" This session's agents: {', '.join(known)}." if known else " This session has no agents yet."
@@ -339,10 +346,10 @@ class TeamControl:
             self.pending.pop((lead, name), None)
             self.host.changed()
             return StopResult(name, "cancelled-queued", {"session": team, "stopped": True, "queued": True})
-        member = self.host.store.live_team_member(lead, name)
+        member = self.repos.roster.live_team_member(lead, name)
         if member is None or member.depth != 0:
             return StopResult(name, "not-active", {"session": team, "stopped": False, "reason": "not-active"})
-        generation = self.host.store.get_generation(member.run_id)
+        generation = self.host.kernel.get_generation(member.run_id)
         if generation is not None and generation.phase in ("completed", "result_error"):
             return StopResult(name, "reported", {"session": team, "stopped": False, "reason": "reported"})
         outcome = await self.teardown(member, reason=reason or "stopped by the lead")
@@ -363,13 +370,13 @@ class TeamControl:
         lead = self._lead_id(caller)
         team = team_name(lead)
         self._require_known(lead, name)
-        member = self.host.store.live_team_member(lead, name)
+        member = self.repos.roster.live_team_member(lead, name)
         child = None if member is None else self.child(member.run_id)
         base: dict[str, Any] = {"session": team, "agentName": name}
         if (
             member is not None
             and child is None
-            and _runs_in_pane(self.host.store.get_generation(member.run_id))
+            and _runs_in_pane(self.host.kernel.get_generation(member.run_id))
         ):
             return InterruptResult(name, "tmux", {**base, "status": "unsupported", "reason": "tmux-runtime"})
         if member is None or child is None:
@@ -386,25 +393,25 @@ class TeamControl:
 
     async def status(self, scope: Caller | TeamChild, agent_name: str | None) -> StatusSnapshot:
         """`get_agent_status`: one read-only snapshot of the scope's agents."""
-        store = self.host.store
+        repos = self.repos
         now = int(time.time() * 1000)
         if isinstance(scope, Caller):
             lead = self._lead_id(scope)
-            members = [m for m in store.team_members(lead) if m.depth == 0]
+            members = [m for m in repos.roster.team_members(lead) if m.depth == 0]
             queued = [
                 (n, p) for (lid, n), (_r, p) in self.pending.items() if lid == lead and p.parent is None
             ]
-            reports = [r for r in store.team_reports(lead) if not _is_helper_report(store, r)]
+            reports = [r for r in repos.reports.team_reports(lead) if not _is_helper_report(repos, r)]
         else:
             lead = scope.member.lead_session_id
-            members = list(store.team_members(lead, parent_run_id=scope.run_id))
+            members = list(repos.roster.team_members(lead, parent_run_id=scope.run_id))
             queued = [
                 (n, p) for (lid, n), (_r, p) in self.pending.items() if lid == lead and p.parent is scope
             ]
             reports = [
                 r
-                for r in store.team_reports(lead)
-                if (m := store.team_member(r.run_id)) is not None and m.parent_run_id == scope.run_id
+                for r in repos.reports.team_reports(lead)
+                if (m := repos.roster.team_member(r.run_id)) is not None and m.parent_run_id == scope.run_id
             ]
         snapshots: list[dict[str, Any]] = []
         active_names = set()
@@ -460,8 +467,8 @@ class TeamControl:
             return {**report.result, "verification": {"state": "failed", "error": str(exc)}}
 
     async def _member_snapshot(self, member: TeamMemberRecord, now: int) -> dict[str, Any]:
-        store = self.host.store
-        generation = store.get_generation(member.run_id)
+        repos = self.repos
+        generation = repos.kernel.get_generation(member.run_id)
         child = self.child(member.run_id)
         snapshot: dict[str, Any] = {
             "name": member.name,
@@ -482,13 +489,13 @@ class TeamControl:
             if status.rate_limit is not None:
                 snapshot["rateLimit"] = status.rate_limit
         elif generation is not None and generation.phase == "active":  # its run is in another process
-            stored = stored_waits(store.db, [member.run_id]).get(member.run_id)
+            stored = stored_waits(self.host.kernel.db, [member.run_id]).get(member.run_id)
             if stored is not None:
                 snapshot["rateLimit"] = stored.describe(now)
             if status.interrupted:
                 snapshot["progress"] = "interrupted; waiting for a message"
         snapshot["phase"] = status.phase
-        report = store.team_report_for_run(member.run_id)
+        report = repos.reports.team_report_for_run(member.run_id)
         if report is not None:
             snapshot.update(_report_facts(report, await self._observed(report)))
         snapshot.update(self.host.status_fields(member.run_id))  # e.g. its budget (spent / limit)
@@ -498,9 +505,9 @@ class TeamControl:
 
     def snapshot(self, lead_session_id: str) -> TeamSnapshot:
         """The lead's members and their live generations, read from the store (two queries)."""
-        store = self.host.store
-        members = store.team_members(lead_session_id)
-        generations = {g.run_id: g for g in store.generations(owner_session_id=lead_session_id)}
+        repos = self.repos
+        members = repos.roster.team_members(lead_session_id)
+        generations = {g.run_id: g for g in repos.kernel.generations(owner_session_id=lead_session_id)}
         return TeamSnapshot(lead_session_id, members, generations)
 
     def agent_rows(self, snapshot: TeamSnapshot, *, now_ms: int) -> list[TeamAgentRow]:
@@ -565,11 +572,11 @@ class TeamControl:
 
     async def check_teammate(self, caller: Caller, name: str) -> TeammateHealth:
         """`check_teammate`: health of a live agent, or the persisted report after it left."""
-        store = self.host.store
+        repos = self.repos
         lead = self._lead_id(caller)
-        member = store.live_team_member(lead, name)
+        member = repos.roster.live_team_member(lead, name)
         if member is None:
-            reports = store.team_reports(lead, name=name, limit=1)
+            reports = repos.reports.team_reports(lead, name=name, limit=1)
             if not reports:
                 raise TargetNotFoundError(f"Agent {name} not found and no persisted report is available.")
             report = reports[-1]
@@ -600,8 +607,8 @@ class TeamControl:
                 report=report,
             )
         child = self.child(member.run_id)
-        generation = store.get_generation(member.run_id)
-        unread = len(store.read_team_inbox(lead, name, unread_only=True, mark_as_read=False))
+        generation = repos.kernel.get_generation(member.run_id)
+        unread = len(repos.roster.read_team_inbox(lead, name, unread_only=True, mark_as_read=False))
         alive = (child is not None and not child.finished.is_set()) or _runs_in_pane(generation)
         if member.fence == "quarantined":
             health = "quarantined"
@@ -634,7 +641,7 @@ class TeamControl:
         """`claim_file`: all-or-nothing claims for an edit agent."""
         self._require_writer(child)
         normalized = [normalize_claim_path(p) for p in paths]
-        outcome = self.host.store.claim_files(
+        outcome = self.repos.roster.claim_files(
             child.member.lead_session_id, run_id=child.run_id, agent=child.label, paths=normalized
         )
         details: dict[str, Any] = {
@@ -650,7 +657,7 @@ class TeamControl:
         """`release_file`: release the caller's own claims."""
         self._require_writer(child)
         normalized = [normalize_claim_path(p) for p in paths]
-        released = self.host.store.release_files(
+        released = self.repos.roster.release_files(
             child.member.lead_session_id, run_id=child.run_id, paths=normalized
         )
         return ReleaseResult(tuple(released), {"released": list(released)})
@@ -658,13 +665,13 @@ class TeamControl:
     def list_file_claims(self, scope: Caller | TeamChild) -> ClaimsList:
         """`list_file_claims`: every claim of the team."""
         lead = self._lead_id(scope) if isinstance(scope, Caller) else scope.member.lead_session_id
-        claims = self.host.store.file_claims(lead)
+        claims = self.repos.roster.file_claims(lead)
         return ClaimsList(
             tuple(claims), {"claims": [{"path": c.path, "agent": c.agent, "since": c.since} for c in claims]}
         )
 
     def _require_writer(self, child: TeamChild) -> None:
-        generation = self.host.store.get_generation(child.run_id)
+        generation = self.host.kernel.get_generation(child.run_id)
         if child.member.kind != "write" or generation is None or generation.phase != "active":
             raise InvalidRequestError("Only an active edit agent can claim or release files.")
 
@@ -679,18 +686,18 @@ class TeamControl:
         the lead's working tree (the outcome is recorded with the worktree and told as a warning
         when it did not merge: conflicts or uncommitted changes in the way).
         """
-        record = self.host.store.record_report_acceptance(report_id, state, reason)
+        record = self.repos.reports.record_report_acceptance(report_id, state, reason)
         if (
             state == "accepted"
             and self.host.settings.merge == "on-accept"
-            and self.host.store.has_worktrees()
+            and WorktreeRows(self.host.kernel.db).has_worktrees()
         ):
-            worktree = self.host.store.worktree_for_run(record.run_id)
+            worktree = WorktreeRows(self.host.kernel.db).worktree_for_run(record.run_id)
             if worktree is not None and worktree.state == "pending":
                 from corral.orchestration.worktrees._extension import worktrees_of
 
                 try:
-                    outcome = worktrees_of(self.host.extensions, self.host.store).merge(worktree.branch)
+                    outcome = worktrees_of(self.host.extensions, self.host.kernel.db).merge(worktree.branch)
                 except OrchestrationError as exc:
                     self.host.warn(
                         f"accepted {record.name}'s report, but {worktree.branch} was not merged: {exc}"
@@ -715,8 +722,8 @@ def _lead_message(message: TeamMessageRecord) -> CustomMessage:
     )
 
 
-def _is_helper_report(store: Any, report: TeamReportRecord) -> bool:
-    member = store.team_member(report.run_id)
+def _is_helper_report(repos: TeamsRepositories, report: TeamReportRecord) -> bool:
+    member = repos.roster.team_member(report.run_id)
     return member is not None and member.depth != 0
 
 

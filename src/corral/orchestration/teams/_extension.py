@@ -48,21 +48,21 @@ class TeamsExtension(HostExtension):
 
     def claims(self, run_id: str) -> bool:
         """Whether `run_id` is a teams agent's run."""
-        return self.host.store.team_member(run_id) is not None
+        return self.teams.repos.roster.team_member(run_id) is not None
 
     async def deliver(self, generation: GenerationRecord, result: ResultRecord, owner: AgentSession) -> bool:
         """Deliver a stored teams report (checkpoint first; grouped members through their group)."""
-        store = self.host.store
-        report = store.team_report_for_run(result.run_id)
+        repos = self.teams.repos
+        report = repos.reports.team_report_for_run(result.run_id)
         if report is None:
             return False
         teams = self.teams
         await teams.ensure_checkpoint(report)
-        member = store.team_member(result.run_id)
+        member = repos.roster.team_member(result.run_id)
         if member is not None and member.slot_id is not None:
             await teams.deliver_grouped(report, result)
         else:
-            await deliver_team_report(store, owner, report, result)
+            await deliver_team_report(repos.kernel, owner, report, result)
         return True
 
     def released(self, run_id: str) -> None:
@@ -86,11 +86,11 @@ class TeamsExtension(HostExtension):
 
     def may_hand_off(self, run_id: str) -> HandoffRefusal | None:
         """Nested helpers, running checks, accepted reports and stopping agents stay where they are."""
-        store = self.host.store
-        member = store.team_member(run_id)
+        repos = self.teams.repos
+        member = repos.roster.team_member(run_id)
         if member is None:
             return None
-        generation = store.get_generation(run_id)
+        generation = repos.kernel.get_generation(run_id)
         label = member.name if generation is None else generation.label
         if member.depth != 0:
             return (
@@ -102,7 +102,9 @@ class TeamsExtension(HostExtension):
         child = None if live is None else live.child
         if teams.verifier.unresolved(run_id) is not None:  # a claimed check or a running stage
             return "check_running", f"Agent {label} has an assigned check running; wait for it."
-        if store.team_report_for_run(run_id) is not None or (child is not None and child.report_accepted):
+        if repos.reports.team_report_for_run(run_id) is not None or (
+            child is not None and child.report_accepted
+        ):
             return "report_accepted", f"Agent {label} already reported; its report is being delivered."
         if member.fence != "none" or (child is not None and not child.messages_open):
             return "stopping", f"Agent {label} is being stopped."
@@ -118,11 +120,11 @@ class TeamsExtension(HostExtension):
         host = self.host
         leads: set[str] = set()
         for run_id in host.tmux_runs:
-            member = host.store.team_member(run_id)
+            member = self.teams.repos.roster.team_member(run_id)
             if member is not None and member.lead_session_id in host.owners:
                 leads.add(member.lead_session_id)
         for lead in leads - self._relaying:
-            if not host.store.undelivered_lead_messages(lead):
+            if not self.teams.repos.roster.undelivered_lead_messages(lead):
                 continue
             self._relaying.add(lead)
 

@@ -32,8 +32,8 @@ from typing import TYPE_CHECKING, Any, Protocol
 
 from corral.agent import AgentSession, RateLimitWaitEvent, ToolExecutionEndEvent, ToolExecutionStartEvent
 from corral.orchestration.kernel._child import ChildHooks, ManagedChild, SettleOutcome, SettlePolicy
+from corral.orchestration.kernel._remote import ChildStore
 from corral.orchestration.kernel.records import GenerationRecord, RequestRecord
-from corral.orchestration.store._store import Store
 
 if TYPE_CHECKING:
     from corral.orchestration.teams.roster.records import TeamMemberRecord
@@ -129,7 +129,7 @@ class TeamChild(ManagedChild):
     def __init__(
         self,
         *,
-        store: Store,
+        store: ChildStore,
         agent: AgentSession,
         generation: GenerationRecord,
         task: RequestRecord,

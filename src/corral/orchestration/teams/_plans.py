@@ -22,6 +22,7 @@ if TYPE_CHECKING:
 
     from ._capacity import Admission, CapacityController, Reservation
     from ._member import TeamChild
+    from ._repositories import TeamsRepositories
     from ._tiers import Tier
     from .checkpoints._checkpoints import Checkpoints
     from .checkpoints.records import CheckpointPolicy, CheckpointRecord
@@ -85,6 +86,8 @@ class TeamContext:
     """
 
     host: Host
+    repos: TeamsRepositories
+    """The teams features' repositories over the host's database."""
     capacity: Callable[[str], CapacityController]
     """The team's capacity controller, by lead session id (made on first use)."""
     live: dict[str, _Live]

@@ -56,6 +56,7 @@ from corral.orchestration.host._launch import LaunchDraft, LaunchPlan, LaunchSta
 from corral.orchestration.kernel._caller import Caller
 from corral.orchestration.kernel._child import ManagedChild
 from corral.orchestration.kernel.records import NewGeneration
+from corral.orchestration.teams._repositories import TeamsRepositories
 from corral.orchestration.teams.roster.records import NewTeamMember
 from corral.orchestration.worktrees._extension import IsolationStage
 from corral.session import SessionManager
@@ -138,13 +139,16 @@ class Teams:
         self._sandbox_lock = asyncio.Lock()
         self._warned_unconfined = False
         self.lead_sessions: dict[str, AgentSession] = {}
-        self.groups = CompletionGroups(host.store)
-        self.checkpoints = Checkpoints(host.store)
+        self.repos = TeamsRepositories.over(host.kernel)
+        """The teams features' repositories over the host's database."""
+        self.groups = CompletionGroups(self.repos.groups)
+        self.checkpoints = Checkpoints(self.repos.checkpoints)
         self.checkpoint_saves: dict[str, asyncio.Future[None]] = {}
         """Checkpoint saves in flight, by run (`ensure_checkpoint`)."""
-        self.verifier = Verifier(host.store, logs_dir=lambda lead: self.data_dir(lead) / "checks")
+        self.verifier = Verifier(self.repos, logs_dir=lambda lead: self.data_dir(lead) / "checks")
         self.context = TeamContext(
             host=host,
+            repos=self.repos,
             capacity=self.capacity,
             live=self.live,
             pending=self.pending,
@@ -281,7 +285,7 @@ class Teams:
 
     def data_dir(self, lead_session_id: str) -> Path:
         """`<data root>/teams/<team>` (private)."""
-        return self.host.store.path.parent / "teams" / team_name(lead_session_id)
+        return self.host.kernel.db.path.parent / "teams" / team_name(lead_session_id)
 
     # --- spawn ---------------------------------------------------------------------------------
 
@@ -448,13 +452,13 @@ class Teams:
                 except ValueError as exc:
                     raise InvalidRequestError(f"Read agent {prepared.name} was not started: {exc}.") from None
                 guards[prepared.cwd] = prepared.read_guard = guard
-        store = self.host.store
+        repos = self.repos
         lead = prepared.lead_session_id
         capacity = self.capacity(lead)
         if prepared.parent is not None:
             self._check_parent(prepared.parent)
             if (
-                store.live_team_member(lead, prepared.name) is not None
+                repos.roster.live_team_member(lead, prepared.name) is not None
                 or (lead, prepared.name) in self.pending
             ):
                 raise InvalidRequestError(
@@ -532,7 +536,7 @@ class Teams:
             await current_rate_limiter().wait_until_open(key)
 
     def _check_parent(self, parent: TeamChild) -> None:
-        generation = self.host.store.get_generation(parent.run_id)
+        generation = self.host.kernel.get_generation(parent.run_id)
         if (
             generation is None
             or generation.phase != "active"
@@ -546,14 +550,14 @@ class Teams:
             )
 
     async def _replace_same_name(self, lead: str, name: str) -> None:
-        existing = self.host.store.live_team_member(lead, name)
+        existing = self.repos.roster.live_team_member(lead, name)
         if existing is None:
             return
         if existing.depth != 0:
             raise InvalidRequestError(
                 f"Agent {name} is a running read helper of another agent; choose another name."
             )
-        generation = self.host.store.get_generation(existing.run_id)
+        generation = self.host.kernel.get_generation(existing.run_id)
         reason: str | None = None
         if existing.fence != "none":
             reason = f"its previous run is {existing.fence} ({existing.fence_reason or 'lifecycle did not settle'})"
@@ -629,7 +633,7 @@ class Teams:
             stages.append(
                 IsolationStage(
                     host.extensions,
-                    host.store,
+                    host.kernel.db,
                     name=prepared.name,
                     owner_session_id=prepared.lead_session_id,
                     failure="the spawn failed",
@@ -738,7 +742,7 @@ class Teams:
             return True
         return bool(
             owner_session_id in self.host.owners
-            and self.host.store.undelivered_lead_messages(owner_session_id)
+            and self.repos.roster.undelivered_lead_messages(owner_session_id)
         )
 
     def recover(self, lead_session_id: str) -> None:
@@ -748,14 +752,14 @@ class Teams:
         left no report is settled `interrupted`: its work is never restarted and never counted as
         success, but its group can settle.
         """
-        store = self.host.store
-        for member in store.team_members(lead_session_id):
-            generation = store.get_generation(member.run_id)
+        repos = self.repos
+        for member in repos.roster.team_members(lead_session_id):
+            generation = repos.kernel.get_generation(member.run_id)
             if (
                 member.slot_id is not None
                 and generation is not None
                 and generation.presence == "lost"
-                and store.team_report_for_run(member.run_id) is None
+                and repos.reports.team_report_for_run(member.run_id) is None
             ):
                 with contextlib.suppress(OrchestrationError):
                     self.groups.settled(
@@ -771,13 +775,13 @@ class Teams:
         )
         for warning in [*self.checkpoints.retire_expired(), *groups_warnings]:
             self.host.warn(warning)
-        for report in store.team_reports(lead_session_id):
+        for report in repos.reports.team_reports(lead_session_id):
             checkpoint = report.result.get("checkpointId")
-            if isinstance(checkpoint, str) and store.get_checkpoint(checkpoint) is None:
+            if isinstance(checkpoint, str) and repos.checkpoints.get_checkpoint(checkpoint) is None:
                 # The host died between storing the report and saving its checkpoint.
                 self.host.spawn_background(self.ensure_checkpoint(report))
         self.host.spawn_background(self.deliver_group_wakes(lead_session_id))
-        if self.host.store.undelivered_lead_messages(lead_session_id):
+        if self.repos.roster.undelivered_lead_messages(lead_session_id):
             self.host.spawn_background(self.deliver_lead_messages(lead_session_id))
 
 
@@ -831,7 +835,7 @@ class _SpawnSteps(LaunchSteps):
             },
         )
         try:
-            generation, task, member = host.store.create_team_generation(
+            generation, task, member = self.teams.repos.roster.create_team_generation(
                 NewGeneration(
                     definition=prepared.tier.name,
                     owner_session_id=self.owner_session_id,
@@ -882,7 +886,7 @@ class _SpawnSteps(LaunchSteps):
     async def build(self, recorded: Recorded) -> ManagedChild:
         """The teams steps before the start, then the agent by tier and its `TeamChild`."""
         teams, prepared = self.teams, self.prepared
-        store = teams.host.store
+        repos = teams.repos
         generation, task, session = recorded.generation, recorded.task, recorded.session
         assert self.member is not None
         if prepared.slot_id is not None:
@@ -890,7 +894,7 @@ class _SpawnSteps(LaunchSteps):
         mission = prepared.prompt
         if prepared.checkpoint is not None:
             self.source_before = await teams.checkpoints.capture_before(prepared.cwd, prepared.checkpoint)
-            store.set_checkpoint_source(generation.run_id, self.source_before.to_json())
+            repos.roster.set_checkpoint_source(generation.run_id, self.source_before.to_json())
         if prepared.continue_from is not None:
             self.parent_checkpoint = teams.checkpoints.load(prepared.continue_from)
             mission = await teams.checkpoints.continuation_prompt(
@@ -906,13 +910,13 @@ class _SpawnSteps(LaunchSteps):
             from ._session_context import session_context_suffix
 
             mission = f"{mission}\n\n{session_context_suffix(context_path)}"
-            store.set_session_context_path(generation.run_id, str(context_path))
+            repos.roster.set_session_context_path(generation.run_id, str(context_path))
         if sandbox is not None and context_path is not None:  # its snapshot lives under $CORRAL_HOME
             sandbox = sandbox.with_policy(replace(sandbox.policy, read_files=(context_path,)))
             prepared.read_guard = None  # another policy: another view
         agent = teams._build_agent(prepared, session, self.member, sandbox, eligible=self.eligible)
         self.child = TeamChild(
-            store=store,
+            store=teams.host.kernel,
             agent=agent,
             generation=generation,
             task=task if mission == prepared.prompt else _with_payload(task, mission),

@@ -10,23 +10,24 @@ from typing import TYPE_CHECKING
 
 from corral.orchestration.errors import OrchestrationError
 from corral.orchestration.host.ports import HostExtension
+from corral.orchestration.worktrees._repository import Worktrees as WorktreeRows
 
 if TYPE_CHECKING:
     from corral.orchestration.host._launch import LaunchDraft
-    from corral.orchestration.store._store import Store
+    from corral.orchestration.store._database import Database
     from corral.orchestration.worktrees._worktrees import Isolation, Worktrees
 
 __all__ = ["IsolationStage", "WorktreesExtension", "worktrees_of"]
 
 
 class WorktreesExtension(HostExtension):
-    """Isolated writers' worktrees over one store (the git layer loads on first use)."""
+    """Isolated writers' worktrees over their rows (the git layer loads on first use)."""
 
-    def __init__(self, store: Store) -> None:
+    def __init__(self, rows: WorktreeRows) -> None:
         """Args:
-        store: The host's store; worktrees go under its data root.
+        rows: The worktrees' repository over the host's database; worktrees go under its data root.
         """
-        self.store = store
+        self.rows = rows
         self._trees: Worktrees | None = None
 
     @property
@@ -35,25 +36,25 @@ class WorktreesExtension(HostExtension):
         if self._trees is None:
             from corral.orchestration.worktrees._worktrees import Worktrees
 
-            self._trees = Worktrees(self.store, home=self.store.path.parent)
+            self._trees = Worktrees(self.rows, home=self.rows.db.path.parent)
         return self._trees
 
     async def work_done(self, run_id: str, summary: str) -> str | None:
         """Commit an isolated run's work on its branch; the result's line naming the branch."""
-        if not self.store.has_worktrees():
+        if not self.rows.has_worktrees():
             return None
         return await self.trees.work_done(run_id, summary)
 
     async def result_details(self, run_id: str) -> Mapping[str, object] | None:
         """`branch`, `base`, `diffStat` and `merge` of an isolated run."""
-        if not self.store.has_worktrees() or self.store.worktree_for_run(run_id) is None:
+        if not self.rows.has_worktrees() or self.rows.worktree_for_run(run_id) is None:
             return None
         report = await asyncio.to_thread(self.trees.report_of, run_id)
         return None if report is None else report.details()
 
     async def lead_attached(self, lead_session_id: str) -> Sequence[str]:
         """Settle merges a killed process left journaled; one sentence each."""
-        if not self.store.has_worktrees():
+        if not self.rows.has_worktrees():
             return ()
         try:
             return await asyncio.to_thread(self.trees.recover)
@@ -61,11 +62,11 @@ class WorktreesExtension(HostExtension):
             return (f"interrupted merges could not be settled now ({exc}); `corral merge` retries",)
 
 
-def worktrees_of(extensions: list[HostExtension], store: Store) -> Worktrees:
+def worktrees_of(extensions: list[HostExtension], db: Database) -> Worktrees:
     """The worktrees service among a host's `extensions`, registering the extension on first use."""
     extension = next((e for e in extensions if isinstance(e, WorktreesExtension)), None)
     if extension is None:
-        extension = WorktreesExtension(store)
+        extension = WorktreesExtension(WorktreeRows(db))
         extensions.append(extension)
     return extension.trees
 
@@ -79,7 +80,7 @@ class IsolationStage:
 
     Args:
         extensions: The host's extensions (the worktrees extension is registered on first use).
-        store: The host's store.
+        db: The host's database.
         name: The agent's name or label (the branch is named after it).
         owner_session_id: The session that owns the agent (`None`: none recorded).
         failure: Why the worktree is discarded when the launch fails (`the delegation failed`).
@@ -88,14 +89,14 @@ class IsolationStage:
     def __init__(
         self,
         extensions: list[HostExtension],
-        store: Store,
+        db: Database,
         *,
         name: str,
         owner_session_id: str | None,
         failure: str,
     ) -> None:
         self._extensions = extensions
-        self._store = store
+        self._db = db
         self.name = name
         self.owner_session_id = owner_session_id
         self.failure = failure
@@ -104,7 +105,7 @@ class IsolationStage:
 
     async def enter(self, draft: LaunchDraft) -> None:
         """Make the worktree; the agent's cwd becomes the draft's cwd mapped into it."""
-        trees = worktrees_of(self._extensions, self._store)
+        trees = worktrees_of(self._extensions, self._db)
         self.isolation = await asyncio.to_thread(
             trees.isolate,
             draft.cwd,
@@ -118,5 +119,5 @@ class IsolationStage:
     async def undo(self) -> None:
         """Remove the worktree of a launch that failed."""
         if self.isolation is not None:
-            trees = worktrees_of(self._extensions, self._store)
+            trees = worktrees_of(self._extensions, self._db)
             await asyncio.to_thread(trees.abandon, self.isolation.record.branch, self.failure)

@@ -38,7 +38,7 @@ from corral.orchestration.worktrees._tree import (
 from corral.orchestration.worktrees.records import WorktreeOutcome, WorktreeRecord
 
 if TYPE_CHECKING:
-    from corral.orchestration.store._store import Store
+    from corral.orchestration.worktrees._repository import Worktrees as WorktreeRows
 
 __all__ = [
     "Isolation",
@@ -159,14 +159,14 @@ class WorktreeUsage:
 
 
 class Worktrees:
-    """Per-agent git worktrees over one store."""
+    """Per-agent git worktrees over their rows in the orchestration database."""
 
-    def __init__(self, store: Store, *, home: Path | None = None) -> None:
+    def __init__(self, rows: WorktreeRows, *, home: Path | None = None) -> None:
         """Args:
-        store: The orchestration store.
+        rows: The worktrees' repository (their rows, events and merge journal).
         home: The data root worktrees go under (default `corral_home()`).
         """
-        self.store = store
+        self.rows = rows
         self.home = home or corral_home()
 
     # --- creation and commit -------------------------------------------------------------------
@@ -193,7 +193,7 @@ class Worktrees:
         path = root / branch.removeprefix(BRANCH_PREFIX)
         made = create_worktree(repo, path=path, branch=branch)
         try:
-            record = self.store.insert_worktree(
+            record = self.rows.insert_worktree(
                 WorktreeRecord(
                     branch=branch,
                     name=name,
@@ -222,7 +222,7 @@ class Worktrees:
             run_id: The generation that ended.
             summary: Its result or report summary (the commit message).
         """
-        record = self.store.worktree_for_run(run_id)
+        record = self.rows.worktree_for_run(run_id)
         if record is None:
             return None
         if record.state == "merged" or record.state == "discarded":
@@ -234,29 +234,29 @@ class Worktrees:
             tip = rev_parse(record.repo, f"refs/heads/{record.branch}^{{commit}}")
         stat = diff_stat(record.repo, record.base, tip)
         if record.state == "active" or (record.state == "pending" and tip != record.tip):
-            self.store.worktree_committed(
+            self.rows.worktree_committed(
                 record.branch, tip, f"committed {tip[:12]} on {record.branch}: {stat.text()}"
             )
         return WorktreeReport(record.branch, record.base, stat, "pending")
 
     def abandon(self, branch: str, reason: str) -> None:
         """Remove a worktree whose agent never started (a failed launch); recorded as discarded."""
-        record = self.store.get_worktree(branch)
+        record = self.rows.get_worktree(branch)
         if record.state != "active":
             return
         remove_worktree(record.repo, record.path, record.branch)
-        self.store.settle_worktree(branch, "discarded", "discarded", f"discarded {branch}: {reason}")
+        self.rows.settle_worktree(branch, "discarded", "discarded", f"discarded {branch}: {reason}")
 
     async def work_done(self, run_id: str, summary: str) -> str | None:
         """`ManagedChild.on_work_done`: commit an isolated run's work (in a thread); its result's line."""
-        if not self.store.has_worktrees() or self.store.worktree_for_run(run_id) is None:
+        if not self.rows.has_worktrees() or self.rows.worktree_for_run(run_id) is None:
             return None
         report = await asyncio.to_thread(self.finish, run_id, summary)
         return None if report is None else report.note()
 
     def report_of(self, run_id: str) -> WorktreeReport | None:
         """The branch facts of a run (no commit made), or `None` when it is not isolated."""
-        record = self.store.worktree_for_run(run_id)
+        record = self.rows.worktree_for_run(run_id)
         if record is None:
             return None
         if record.state == "merged" or record.state == "discarded":
@@ -277,7 +277,7 @@ class Worktrees:
         ref = ref.strip()
         if not ref:
             raise InvalidRequestError("Name an agent (label or team name) or its corral/... branch.")
-        rows = self.store.worktrees()
+        rows = self.rows.worktrees()
         exact = [r for r in rows if r.branch == ref or r.branch == BRANCH_PREFIX + ref]
         if exact:
             return exact[0]
@@ -328,27 +328,25 @@ class Worktrees:
         )
         if isinstance(plan, MergeBlocked):
             return self._blocked(record, plan)
-        self.store.begin_worktree_merge(record.branch, head=plan.head, commit=plan.commit, paths=plan.paths)
+        self.rows.begin_worktree_merge(record.branch, head=plan.head, commit=plan.commit, paths=plan.paths)
         fault_point("worktree_merge_journaled")
         blocked = apply_merge(plan)
         if blocked is not None:
-            self.store.settle_worktree(record.branch, "pending", "refused", blocked.message, blocked.paths)
+            self.rows.settle_worktree(record.branch, "pending", "refused", blocked.message, blocked.paths)
             return MergeOutcome(record.branch, "refused", blocked.message, blocked.paths)
         fault_point("worktree_merge_ref")
         message = f"merged {record.branch} into {record.repo} ({plan.kind}, {len(plan.paths)} file(s)); HEAD is {plan.commit[:12]}"
-        self.store.settle_worktree(
-            record.branch, "merged", "merged", message, plan.paths, expect=("merging",)
-        )
+        self.rows.settle_worktree(record.branch, "merged", "merged", message, plan.paths, expect=("merging",))
         return MergeOutcome(
             record.branch, "merged", self._cleanup(record, message), commit=plan.commit, kind=plan.kind
         )
 
     def _blocked(self, record: WorktreeRecord, blocked: MergeBlocked) -> MergeOutcome:
         if blocked.kind == "nothing":
-            self.store.settle_worktree(record.branch, "merged", "nothing", blocked.message)
+            self.rows.settle_worktree(record.branch, "merged", "nothing", blocked.message)
             return MergeOutcome(record.branch, "nothing", self._cleanup(record, blocked.message))
         outcome: WorktreeOutcome = "conflict" if blocked.kind == "conflict" else "refused"
-        self.store.settle_worktree(record.branch, "pending", outcome, blocked.message, blocked.paths)
+        self.rows.settle_worktree(record.branch, "pending", outcome, blocked.message, blocked.paths)
         return MergeOutcome(record.branch, outcome, blocked.message, blocked.paths)
 
     def _cleanup(self, record: WorktreeRecord, message: str) -> str:
@@ -375,13 +373,13 @@ class Worktrees:
         if record.repo.is_dir():
             remove_worktree(record.repo, record.path, record.branch)
         message = f"discarded {record.branch} and its worktree"
-        self.store.settle_worktree(record.branch, "discarded", "discarded", message, expect=("pending",))
+        self.rows.settle_worktree(record.branch, "discarded", "discarded", message, expect=("pending",))
         return MergeOutcome(record.branch, "discarded", message)
 
     def recover(self) -> list[str]:
         """Settle merges a killed process left journaled; one sentence per merge, saying which tree is left."""
         notes: list[str] = []
-        for record in self.store.worktrees(states=("merging",)):
+        for record in self.rows.worktrees(states=("merging",)):
             assert record.merge_head is not None and record.merge_commit is not None
             try:
                 state = settle_merge(
@@ -395,7 +393,7 @@ class Worktrees:
                     f"The merge of {record.branch} was interrupted after it changed your files; it is now complete "
                     f"(HEAD is {record.merge_commit[:12]})."
                 )
-                self.store.settle_worktree(
+                self.rows.settle_worktree(
                     record.branch, "merged", "merged", note, record.merge_paths, expect=("merging",)
                 )
                 notes.append(self._cleanup(record, note))
@@ -407,7 +405,7 @@ class Worktrees:
                     else f"The merge of {record.branch} was interrupted and HEAD has moved since; nothing was changed. "
                     f"Run `corral merge {record.branch}` again."
                 )
-                self.store.settle_worktree(record.branch, "pending", "interrupted", note, expect=("merging",))
+                self.rows.settle_worktree(record.branch, "pending", "interrupted", note, expect=("merging",))
                 notes.append(note)
         return notes
 
@@ -417,7 +415,7 @@ class Worktrees:
         """Every kept worktree (running or awaiting a merge) and its disk use."""
         return tuple(
             WorktreeUsage(r, disk_usage(r.path) if r.path.is_dir() else 0)
-            for r in self.store.worktrees(states=("active", "pending", "merging"))
+            for r in self.rows.worktrees(states=("active", "pending", "merging"))
         )
 
     def orphans(self, *, live_runs: frozenset[str], repos: tuple[Path, ...] = ()) -> tuple[Orphan, ...]:
@@ -427,7 +425,7 @@ class Worktrees:
             live_runs: Run ids of generations still running (their `active` worktrees are not orphans).
             repos: Repositories to scan besides those the store knows (e.g. the current one).
         """
-        records = self.store.worktrees()
+        records = self.rows.worktrees()
         by_branch = {r.branch: r for r in records}
         known_repos = {r.repo for r in records} | set(repos)
         found: list[Orphan] = []
@@ -498,19 +496,15 @@ class Worktrees:
             if orphan.path is not None or orphan.branch is not None:
                 remove_worktree(orphan.repo, orphan.path or Path("/nonexistent"), orphan.branch)
             record = next(
-                (
-                    r
-                    for r in self.store.worktrees()
-                    if orphan.branch is not None and r.branch == orphan.branch
-                ),
+                (r for r in self.rows.worktrees() if orphan.branch is not None and r.branch == orphan.branch),
                 None,
             )
             if record is None and orphan.branch is None and orphan.path is None:
                 record = next(
-                    (r for r in self.store.worktrees() if orphan.reason.startswith(r.branch + ":")), None
+                    (r for r in self.rows.worktrees() if orphan.reason.startswith(r.branch + ":")), None
                 )
             if record is not None and record.state in ("active", "pending"):
-                self.store.settle_worktree(
+                self.rows.settle_worktree(
                     record.branch, "discarded", "reaped", f"reaped {record.branch}: {orphan.reason}"
                 )
             removed.append(orphan)

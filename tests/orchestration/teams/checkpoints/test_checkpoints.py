@@ -17,7 +17,7 @@ from typing import Any
 
 import pytest
 
-from corral.orchestration import InvalidRequestError, Store
+from corral.orchestration import InvalidRequestError, Repositories
 from corral.orchestration.teams import (
     MAX_CHECKPOINT_BYTES,
     CheckpointError,
@@ -54,8 +54,8 @@ RESUBMIT = "Correct the report fields and resubmit report_and_exit."
 
 
 @pytest.fixture
-def store(tmp_path: Path) -> Iterator[Store]:
-    with Store.open(tmp_path / "home" / "corral.db") as opened:
+def store(tmp_path: Path) -> Iterator[Repositories]:
+    with Repositories.open(tmp_path / "home" / "corral.db") as opened:
         yield opened
 
 
@@ -65,8 +65,8 @@ def clock() -> Clock:
 
 
 @pytest.fixture
-def checkpoints(store: Store, clock: Clock) -> Checkpoints:
-    return Checkpoints(store, clock=clock)
+def checkpoints(store: Repositories, clock: Clock) -> Checkpoints:
+    return Checkpoints(store.teams.checkpoints, clock=clock)
 
 
 @pytest.fixture
@@ -314,7 +314,7 @@ async def _create(
 
 
 async def test_record_saves_a_ready_checkpoint(
-    checkpoints: Checkpoints, store: Store, repo: Path, tmp_path: Path
+    checkpoints: Checkpoints, store: Repositories, repo: Path, tmp_path: Path
 ) -> None:
     details = {
         "findings": [{"id": "F1", "text": "Tokens are not checked.", "evidence": ["src/auth.py:1"]}],
@@ -353,7 +353,7 @@ async def test_record_saves_a_ready_checkpoint(
         "inspectedEvidence",
         "questions",
     ]
-    row = store.get_checkpoint(record.id)
+    row = store.teams.checkpoints.get_checkpoint(record.id)
     assert row is not None and row.state == "ready"
     assert json.loads(row.record) == record.to_json()
     assert checkpoints.load(record.id) == record
@@ -394,10 +394,12 @@ async def test_a_different_record_under_the_same_id_is_immutable(
 
 
 async def test_save_compares_with_a_row_written_meanwhile(
-    checkpoints: Checkpoints, store: Store, repo: Path, tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+    checkpoints: Checkpoints, store: Repositories, repo: Path, tmp_path: Path, monkeypatch: pytest.MonkeyPatch
 ) -> None:
     first = await _create(checkpoints, repo, tmp_path)
-    monkeypatch.setattr(store, "get_checkpoint", lambda cid: None)  # as if another process saved first
+    monkeypatch.setattr(
+        store.teams.checkpoints, "get_checkpoint", lambda cid: None
+    )  # as if another process saved first
     assert await _create(checkpoints, repo, tmp_path) == first  # identical replay is fine
     (repo / "src" / "auth.py").write_text("changed\n")
     with pytest.raises(CheckpointError, match="is immutable"):
@@ -420,13 +422,18 @@ async def test_save_compares_with_a_row_written_meanwhile(
     ],
 )
 async def test_report_fields_beyond_the_bounds_ask_for_a_resubmission(
-    checkpoints: Checkpoints, store: Store, repo: Path, tmp_path: Path, details: dict[str, Any], where: str
+    checkpoints: Checkpoints,
+    store: Repositories,
+    repo: Path,
+    tmp_path: Path,
+    details: dict[str, Any],
+    where: str,
 ) -> None:
     with pytest.raises(CheckpointError, match=rf"^Checkpoint report {where}: .*{RESUBMIT}$"):
         check_report_fields(details)
     with pytest.raises(CheckpointError, match=RESUBMIT):
         await _create(checkpoints, repo, tmp_path, details=details)
-    assert store.checkpoint_rows() == ()
+    assert store.teams.checkpoints.checkpoint_rows() == ()
 
 
 def test_duplicates_are_removed_before_the_bounds_apply() -> None:
@@ -434,16 +441,16 @@ def test_duplicates_are_removed_before_the_bounds_apply() -> None:
 
 
 async def test_a_report_too_large_for_any_checkpoint_is_refused(
-    checkpoints: Checkpoints, store: Store, repo: Path, tmp_path: Path
+    checkpoints: Checkpoints, store: Repositories, repo: Path, tmp_path: Path
 ) -> None:
     details = {"findings": [{"id": f"F{i}", "text": "t" * 4096, "evidence": []} for i in range(20)]}
     with pytest.raises(CheckpointError, match="was not saved: even without older history"):
         await _create(checkpoints, repo, tmp_path, details=details)
-    assert store.checkpoint_rows() == ()
+    assert store.teams.checkpoints.checkpoint_rows() == ()
 
 
 async def test_a_report_without_its_markdown_copy_saves_nothing(
-    checkpoints: Checkpoints, store: Store, repo: Path
+    checkpoints: Checkpoints, store: Repositories, repo: Path
 ) -> None:
     policy = parse_checkpoint_policy({"inputs": ["src"]})
     with pytest.raises(CheckpointError, match="provenance is unavailable"):
@@ -459,7 +466,7 @@ async def test_a_report_without_its_markdown_copy_saves_nothing(
             report=report_record(markdown=None),
             source_before=await checkpoints.capture_before(repo, policy),
         )
-    assert store.checkpoint_rows() == ()
+    assert store.teams.checkpoints.checkpoint_rows() == ()
 
 
 async def test_a_report_of_another_run_is_refused(checkpoints: Checkpoints, repo: Path) -> None:
@@ -579,7 +586,7 @@ def test_oversized_history_drops_second_oldest_reports_then_inherited_questions(
 # --- loading, retirement, expiry -----------------------------------------------------------------
 
 
-def test_load_fails_visibly(checkpoints: Checkpoints, store: Store, clock: Clock) -> None:
+def test_load_fails_visibly(checkpoints: Checkpoints, store: Repositories, clock: Clock) -> None:
     missing = "checkpoint:" + "0" * 64
     with pytest.raises(
         CheckpointError, match=rf"^Checkpoint unavailable: {missing}\. Request a new checkpoint\.$"
@@ -595,7 +602,7 @@ def test_load_fails_visibly(checkpoints: Checkpoints, store: Store, clock: Clock
         checkpoints.load(record.id)
 
 
-def test_expiry_is_exact(checkpoints: Checkpoints, store: Store, clock: Clock) -> None:
+def test_expiry_is_exact(checkpoints: Checkpoints, store: Repositories, clock: Clock) -> None:
     record = make_record(policy=CheckpointPolicy(("src",), retention_days=1))
     save(store, record)
     assert record.expires_at == CREATED + DAY
@@ -605,7 +612,7 @@ def test_expiry_is_exact(checkpoints: Checkpoints, store: Store, clock: Clock) -
         f"{record.id} | auth-review | read-review | ready | expires 2023-11-15T22:13:20.000Z"
     ]
     assert checkpoints.retire_expired() == []
-    assert store.get_checkpoint(record.id).state == "ready"  # type: ignore[union-attr]
+    assert store.teams.checkpoints.get_checkpoint(record.id).state == "ready"  # type: ignore[union-attr]
     clock.ms = record.expires_at
     with pytest.raises(
         CheckpointError, match=rf"^Checkpoint {record.id} has expired\. Request a new checkpoint\.$"
@@ -613,7 +620,7 @@ def test_expiry_is_exact(checkpoints: Checkpoints, store: Store, clock: Clock) -
         checkpoints.load(record.id)
     assert checkpoints.list_lines()[0].endswith("| expired | expires 2023-11-15T22:13:20.000Z")
     assert checkpoints.retire_expired() == []
-    row = store.get_checkpoint(record.id)
+    row = store.teams.checkpoints.get_checkpoint(record.id)
     assert row is not None and (row.state, row.retired_at) == ("expired", record.expires_at)
     assert json.loads(row.record) == {
         "version": 1,
@@ -627,7 +634,7 @@ def test_expiry_is_exact(checkpoints: Checkpoints, store: Store, clock: Clock) -
 
 
 def test_delete_retires_for_good_and_drops_the_payload(
-    checkpoints: Checkpoints, store: Store, clock: Clock
+    checkpoints: Checkpoints, store: Repositories, clock: Clock
 ) -> None:
     record = make_record(details={"findings": [{"id": "F1", "text": "secret detail", "evidence": []}]})
     save(store, record)
@@ -636,15 +643,15 @@ def test_delete_retires_for_good_and_drops_the_payload(
         f"{record.id} is deleted. Future continuations cannot load it. Independent reports and previously "
         "delivered context are unchanged."
     )
-    row = store.get_checkpoint(record.id)
+    row = store.teams.checkpoints.get_checkpoint(record.id)
     assert row is not None and row.state == "deleted" and "secret detail" not in row.record
     clock.ms += 5
     assert checkpoints.delete(record.id) == confirmation  # a no-op retry confirms the same state
-    assert store.get_checkpoint(record.id) == row
-    store.insert_checkpoint(
+    assert store.teams.checkpoints.get_checkpoint(record.id) == row
+    store.teams.checkpoints.insert_checkpoint(
         record.id, record_text(record), created_at=record.created_at, expires_at=record.expires_at
     )
-    assert store.get_checkpoint(record.id) == row  # a replayed save cannot revive it
+    assert store.teams.checkpoints.get_checkpoint(record.id) == row  # a replayed save cannot revive it
     assert checkpoints.list_lines() == [f"{record.id} | deleted"]
 
 
@@ -664,14 +671,14 @@ def test_delete_unknown_or_inexact_ids(checkpoints: Checkpoints) -> None:
         checkpoints.delete("checkpoint:1")
 
 
-def _corrupt(store: Store, cid: str, text: str) -> None:
-    with sqlite3.connect(store.path) as conn:
+def _corrupt(store: Repositories, cid: str, text: str) -> None:
+    with sqlite3.connect(store.db.path) as conn:
         conn.execute("UPDATE checkpoints SET record = ? WHERE checkpoint_id = ?", (text, cid))
     conn.close()
 
 
 def test_corrupt_rows_are_reported_and_healthy_siblings_untouched(
-    checkpoints: Checkpoints, store: Store, clock: Clock
+    checkpoints: Checkpoints, store: Repositories, clock: Clock
 ) -> None:
     healthy = make_record(run_id="run-1")
     due = make_record(run_id="run-2", policy=CheckpointPolicy(("src",), retention_days=1))
@@ -689,9 +696,9 @@ def test_corrupt_rows_are_reported_and_healthy_siblings_untouched(
     assert len(warnings) == 1 and warnings[0].startswith(
         f"Checkpoint {broken.id} is corrupt or incompatible ("
     )
-    assert store.get_checkpoint(due.id).state == "expired"  # type: ignore[union-attr]
-    assert store.get_checkpoint(healthy.id).state == "ready"  # type: ignore[union-attr]
-    row = store.get_checkpoint(broken.id)
+    assert store.teams.checkpoints.get_checkpoint(due.id).state == "expired"  # type: ignore[union-attr]
+    assert store.teams.checkpoints.get_checkpoint(healthy.id).state == "ready"  # type: ignore[union-attr]
+    row = store.teams.checkpoints.get_checkpoint(broken.id)
     assert row is not None and (row.state, row.record) == ("ready", tampered)  # never auto-expired
     lines, list_warnings = checkpoints.list_entries()
     assert {line.split(" | ")[0] for line in lines} == {healthy.id, due.id}
@@ -704,7 +711,7 @@ def test_corrupt_rows_are_reported_and_healthy_siblings_untouched(
         checkpoints.load(broken.id)
 
 
-def test_unparsable_rows_are_corrupt(checkpoints: Checkpoints, store: Store) -> None:
+def test_unparsable_rows_are_corrupt(checkpoints: Checkpoints, store: Repositories) -> None:
     record = make_record()
     save(store, record)
     _corrupt(store, record.id, "{not json")
@@ -718,24 +725,28 @@ def test_an_empty_store_lists_nothing(checkpoints: Checkpoints) -> None:
     assert checkpoints.list_entries() == ([], [])
 
 
-def test_retirement_is_compare_and_set(store: Store) -> None:
+def test_retirement_is_compare_and_set(store: Repositories) -> None:
     record = make_record()
     save(store, record)
     text = record_text(record)
     retired = json.dumps({"version": 1, "id": record.id, "state": "deleted", "retiredAt": 5})
     common: dict[str, Any] = {"state": "deleted", "record": retired, "retired_at": 5}
-    assert not store.retire_checkpoint(
+    assert not store.teams.checkpoints.retire_checkpoint(
         record.id, expected_state="ready", expected_record=text + " ", **common
     )
-    assert store.retire_checkpoint(record.id, expected_state="ready", expected_record=text, **common)
-    assert not store.retire_checkpoint(record.id, expected_state="ready", expected_record=text, **common)
-    assert store.get_checkpoint(record.id) == CheckpointRow(
+    assert store.teams.checkpoints.retire_checkpoint(
+        record.id, expected_state="ready", expected_record=text, **common
+    )
+    assert not store.teams.checkpoints.retire_checkpoint(
+        record.id, expected_state="ready", expected_record=text, **common
+    )
+    assert store.teams.checkpoints.get_checkpoint(record.id) == CheckpointRow(
         record.id, "deleted", retired, CREATED, record.expires_at, 5
     )
 
 
-def test_the_table_refuses_inconsistent_rows(store: Store) -> None:
-    with sqlite3.connect(store.path) as conn:
+def test_the_table_refuses_inconsistent_rows(store: Repositories) -> None:
+    with sqlite3.connect(store.db.path) as conn:
         for sql in (
             "INSERT INTO checkpoints VALUES ('checkpoint:x', 'ready', '{}', 1, 2, NULL)",
             f"INSERT INTO checkpoints VALUES ('checkpoint:{'a' * 64}', 'ready', '{{}}', 1, 2, 3)",
@@ -838,7 +849,7 @@ async def test_a_continuation_checkpoint_chains_and_compares_each_retained_scope
 
 
 async def test_continuation_rereads_the_checkpoint_at_launch(
-    checkpoints: Checkpoints, store: Store, repo: Path, tmp_path: Path
+    checkpoints: Checkpoints, store: Repositories, repo: Path, tmp_path: Path
 ) -> None:
     record = await _create(checkpoints, repo, tmp_path)
     loaded = checkpoints.load(record.id)

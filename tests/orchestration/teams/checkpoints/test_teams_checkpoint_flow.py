@@ -68,7 +68,7 @@ async def test_a_checkpointed_report_is_saved_and_continued_as_a_fresh_run(tmp_p
         )
         await env.quiet()
         [report] = env.lead_custom(TEAM_REPORT_TYPE)
-        stored = env.host.store.team_report(report["details"]["report_id"])
+        stored = env.host.repositories.teams.reports.team_report(report["details"]["report_id"])
         assert stored is not None
         checkpoint_id = stored.result["checkpointId"]
         record = env.teams.checkpoints.load(checkpoint_id)
@@ -82,7 +82,7 @@ async def test_a_checkpointed_report_is_saved_and_continued_as_a_fresh_run(tmp_p
         await env.quiet()
         reports = env.lead_custom(TEAM_REPORT_TYPE)
         assert len(reports) == 2 and "F1 still holds." in reports[1]["content"]
-        generation = env.host.store.get_generation(follow.details["runId"])
+        generation = env.host.kernel.get_generation(follow.details["runId"])
         assert generation is not None and generation.session_path is not None
         first_user = next(
             e
@@ -112,4 +112,4 @@ async def test_bad_checkpoint_policy_and_unknown_reference_fail_before_anything_
             await env.teams.spawn(
                 env.caller, parse_spawn({"prompt": "p", "continue_from": "checkpoint:" + "0" * 64})
             )
-        assert env.host.store.generations(include_finalized=True) == ()
+        assert env.host.kernel.generations(include_finalized=True) == ()

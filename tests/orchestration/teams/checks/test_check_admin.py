@@ -8,7 +8,7 @@ from pathlib import Path
 
 import pytest
 
-from corral.orchestration import InvalidRequestError, ManagedAgentBusyError, Store, TargetNotFoundError
+from corral.orchestration import InvalidRequestError, ManagedAgentBusyError, Repositories, TargetNotFoundError
 from corral.orchestration.surfaces.teams import parse_spawn
 from corral.orchestration.surfaces.teams._render import render_stop
 from corral.orchestration.teams import (
@@ -26,15 +26,15 @@ from tests.orchestration.teams._teams_helpers import prepare_env, teams_env, wri
 
 
 @pytest.fixture
-def store(tmp_path: Path) -> Iterator[Store]:
-    with Store.open(tmp_path / "corral.db") as opened:
+def store(tmp_path: Path) -> Iterator[Repositories]:
+    with Repositories.open(tmp_path / "corral.db") as opened:
         yield opened
 
 
-def _member_withstuck_check(store: Store, tmp_path: Path, *, pid: int) -> tuple[Member, str]:
+def _member_withstuck_check(store: Repositories, tmp_path: Path, *, pid: int) -> tuple[Member, str]:
     member = add_member(store)
-    store.record_started(member.run_id, pid=pid)
-    store.reserve_repair_stage(
+    store.kernel.record_started(member.run_id, pid=pid)
+    store.teams.repair.reserve_repair_stage(
         repair_controller_id(member.report_id),
         run_id=member.run_id,
         report_id=member.report_id,
@@ -51,41 +51,43 @@ def _member_withstuck_check(store: Store, tmp_path: Path, *, pid: int) -> tuple[
 
 
 def test_a_claimed_check_of_a_dead_process_is_listed_then_settled_as_error_with_its_running_stage(
-    store: Store, tmp_path: Path
+    store: Repositories, tmp_path: Path
 ) -> None:
     pid = dead_pid()
     member, stuck = _member_withstuck_check(store, tmp_path, pid=pid)
-    assert RepairController(store).unresolved(member.run_id) is not None
-    [listed] = unresolved_checks(store)
+    assert RepairController(store.teams).unresolved(member.run_id) is not None
+    [listed] = unresolved_checks(store.teams)
     assert (listed.check.check_id, listed.agent, listed.lead_session_id) == (stuck, member.name, LEAD)
     assert (listed.pid, listed.process_alive) == (pid, False)
 
-    row = abandon_check(store, stuck, reason="host crashed")
+    row = abandon_check(store.teams, stuck, reason="host crashed")
 
     assert row.state == "error" and row.completed_at is not None
     assert row.error is not None and "Abandoned by hand" in row.error and "(host crashed)" in row.error
-    ledger = store.repair_ledger(repair_controller_id(member.report_id))
+    ledger = store.teams.repair.repair_ledger(repair_controller_id(member.report_id))
     assert ledger is not None and [stage.state for stage in ledger.stages] == ["cancelled"]  # final
-    assert RepairController(store).unresolved(member.run_id) is None  # the fence is gone
-    assert unresolved_checks(store) == [] and store.claimed_checks() == ()
+    assert RepairController(store.teams).unresolved(member.run_id) is None  # the fence is gone
+    assert unresolved_checks(store.teams) == [] and store.teams.checks.claimed_checks() == ()
     with pytest.raises(InvalidRequestError, match="already settled"):
-        abandon_check(store, stuck)
+        abandon_check(store.teams, stuck)
     with pytest.raises(TargetNotFoundError, match="corral checks list"):
-        abandon_check(store, "check:" + "0" * 64)
+        abandon_check(store.teams, "check:" + "0" * 64)
 
 
 def test_a_check_whose_agent_process_exists_is_not_abandoned_unless_forced(
-    store: Store, tmp_path: Path
+    store: Repositories, tmp_path: Path
 ) -> None:
     member, stuck = _member_withstuck_check(store, tmp_path, pid=os.getpid())
-    [listed] = unresolved_checks(store)
+    [listed] = unresolved_checks(store.teams)
     assert listed.process_alive
     with pytest.raises(ManagedAgentBusyError, match=f"process {os.getpid()}"):
-        abandon_check(store, stuck)
-    assert [row.check_id for row in store.claimed_checks(member.run_id)] == [stuck]  # nothing changed
-    ledger = store.repair_ledger(repair_controller_id(member.report_id))
+        abandon_check(store.teams, stuck)
+    assert [row.check_id for row in store.teams.checks.claimed_checks(member.run_id)] == [
+        stuck
+    ]  # nothing changed
+    ledger = store.teams.repair.repair_ledger(repair_controller_id(member.report_id))
     assert ledger is not None and not ledger.cancelled and ledger.stages[0].state == "running"
-    assert abandon_check(store, stuck, force=True).state == "error"
+    assert abandon_check(store.teams, stuck, force=True).state == "error"
 
 
 async def test_after_resolving_the_stuck_check_stop_frees_the_name_and_the_file_claims(
@@ -111,8 +113,8 @@ async def test_after_resolving_the_stuck_check_stop_frees_the_name_and_the_file_
             ),
         )
         run_id = spawned.details["runId"]
-        store = env.host.store
-        store.claim_files(lead, run_id=run_id, agent="fixer", paths=["app.txt"])
+        store = env.host.repositories
+        store.teams.roster.claim_files(lead, run_id=run_id, agent="fixer", paths=["app.txt"])
         team = team_name(lead)
         stuck = stuck_check(
             store,
@@ -127,14 +129,14 @@ async def test_after_resolving_the_stuck_check_stop_frees_the_name_and_the_file_
         with pytest.raises(InvalidRequestError, match="cannot be restarted yet"):
             await env.teams.spawn(env.caller, parse_spawn({"name": "fixer", "prompt": "again"}))
 
-        abandon_check(store, stuck, force=True)  # this test's process is the agent's host
+        abandon_check(store.teams, stuck, force=True)  # this test's process is the agent's host
 
         result = await env.teams.stop_teammate(env.caller, "fixer", None)
 
         text, details = render_stop(result), result.details
         assert details["stopped"] is True, text
         assert details["releasedClaims"] == ["app.txt"]
-        member = store.team_member(run_id)
+        member = store.teams.roster.team_member(run_id)
         assert member is not None and member.fence == "none" and not member.live
         again = await env.teams.spawn(env.caller, parse_spawn({"name": "fixer", "prompt": "again"}))
         assert again.details["runId"] != run_id

@@ -9,7 +9,7 @@ from typing import Any
 
 import pytest
 
-from corral.orchestration import InvalidRequestError, Store, StoreError, TargetNotFoundError
+from corral.orchestration import InvalidRequestError, Repositories, StoreError, TargetNotFoundError
 from corral.orchestration.store._migrations import MIGRATIONS, apply_migrations, schema_version
 from corral.orchestration.teams import AssignedCheck, check_id, repair_controller_id
 from corral.orchestration.teams.checks._rows import (
@@ -32,7 +32,7 @@ SOURCE = {
 
 
 @pytest.fixture
-def member(store: Store) -> Member:
+def member(store: Repositories) -> Member:
     return add_member(store)
 
 
@@ -40,9 +40,9 @@ def _assignment(member: Member, name: str = "unit", attempt: int = 1, command: s
     return AssignedCheck(member.task_id, member.run_id, member.report_id, name, command, "/r", 5, attempt)
 
 
-def _claim(store: Store, check: AssignedCheck, tmp_path: Path) -> tuple[Any, bool]:
+def _claim(store: Repositories, check: AssignedCheck, tmp_path: Path) -> tuple[Any, bool]:
     log = tmp_path / "checks" / f"{check.check_id.removeprefix('check:')}.log"
-    return store.claim_check(
+    return store.teams.checks.claim_check(
         check.check_id, assignment=check.to_json(), binding=check.binding(), log_path=str(log)
     )
 
@@ -50,7 +50,7 @@ def _claim(store: Store, check: AssignedCheck, tmp_path: Path) -> tuple[Any, boo
 # -- spawn assignment columns -----------------------------------------------------------------------
 
 
-def test_member_assignments_round_trip(store: Store) -> None:
+def test_member_assignments_round_trip(store: Repositories) -> None:
     checks = [{"name": "unit", "command": "pytest", "timeoutSeconds": 60, "inputs": ["src"]}]
     member = add_member(
         store,
@@ -62,14 +62,14 @@ def test_member_assignments_round_trip(store: Store) -> None:
         group_id="group:" + "c" * 64,
         slot_id="slot-1",
     )
-    record = store.team_member(member.run_id)
+    record = store.teams.roster.team_member(member.run_id)
     assert record is not None
     assert record.assigned_checks == checks
     assert record.repair_policy == {"maxAttempts": 2}
     assert record.checkpoint_policy == {"retentionDays": 30}
     assert record.continue_from == "checkpoint:" + "b" * 64
     assert (record.group_id, record.slot_id) == ("group:" + "c" * 64, "slot-1")
-    plain = store.team_member(add_member(store, "plain").run_id)
+    plain = store.teams.roster.team_member(add_member(store, "plain").run_id)
     assert plain is not None
     assert (plain.assigned_checks, plain.repair_policy, plain.checkpoint_policy, plain.group_id) == (
         None,
@@ -88,10 +88,10 @@ def test_member_assignments_round_trip(store: Store) -> None:
         {"continue_from": " "},
     ],
 )
-def test_malformed_member_assignments_are_refused(store: Store, fields: dict[str, Any]) -> None:
+def test_malformed_member_assignments_are_refused(store: Repositories, fields: dict[str, Any]) -> None:
     with pytest.raises(InvalidRequestError):
         add_member(store, "bad", **fields)
-    assert store.team_members("lead-checks") == ()
+    assert store.teams.roster.team_members("lead-checks") == ()
 
 
 def test_v2_database_migrates_to_v3_keeping_members(tmp_path: Path) -> None:
@@ -113,8 +113,8 @@ def test_v2_database_migrates_to_v3_keeping_members(tmp_path: Path) -> None:
         )
     finally:
         conn.close()
-    with Store.open(path) as store:
-        record = store.team_member(run_id)
+    with Repositories.open(path) as store:
+        record = store.teams.roster.team_member(run_id)
         assert record is not None and record.name == "veteran"
         assert (record.assigned_checks, record.repair_policy, record.group_id, record.slot_id) == (None,) * 4
         _, fresh = _claim(store, _assignment(Member(run_id, "veteran", "task:v", "report:v")), tmp_path)
@@ -139,7 +139,9 @@ def test_v2_database_migrates_to_v3_keeping_members(tmp_path: Path) -> None:
 # -- check rows ----------------------------------------------------------------------------------
 
 
-def test_claim_then_duplicate_then_another_binding(store: Store, member: Member, tmp_path: Path) -> None:
+def test_claim_then_duplicate_then_another_binding(
+    store: Repositories, member: Member, tmp_path: Path
+) -> None:
     check = _assignment(member)
     row, fresh = _claim(store, check, tmp_path)
     assert fresh and row.state == "claimed" and row.completed_at is None and len(row.claim_token) == 36
@@ -150,16 +152,18 @@ def test_claim_then_duplicate_then_another_binding(store: Store, member: Member,
         CheckIdentityError, match=r"^Check identity is already bound to another assignment\.$"
     ):
         _claim(store, other, tmp_path)
-    assert store.get_check(check.check_id) == row
+    assert store.teams.checks.get_check(check.check_id) == row
 
 
-def test_claim_needs_a_teams_member(store: Store, tmp_path: Path) -> None:
+def test_claim_needs_a_teams_member(store: Repositories, tmp_path: Path) -> None:
     ghost = Member("0" * 36, "ghost", "task:x", "report:x")
     with pytest.raises(TargetNotFoundError, match="not a teams agent"):
         _claim(store, _assignment(ghost), tmp_path)
 
 
-def test_finish_needs_the_claim_token_and_settles_once(store: Store, member: Member, tmp_path: Path) -> None:
+def test_finish_needs_the_claim_token_and_settles_once(
+    store: Repositories, member: Member, tmp_path: Path
+) -> None:
     check = _assignment(member)
     row, _ = _claim(store, check, tmp_path)
     settle = {
@@ -171,12 +175,12 @@ def test_finish_needs_the_claim_token_and_settles_once(store: Store, member: Mem
         "error": None,
     }
     with pytest.raises(CheckRecordError, match="another token"):
-        store.finish_check(check.check_id, claim_token="f" * 36, **settle)  # type: ignore[arg-type]
-    assert store.get_check(check.check_id) == row
-    done = store.finish_check(check.check_id, claim_token=row.claim_token, **settle)  # type: ignore[arg-type]
+        store.teams.checks.finish_check(check.check_id, claim_token="f" * 36, **settle)  # type: ignore[arg-type]
+    assert store.teams.checks.get_check(check.check_id) == row
+    done = store.teams.checks.finish_check(check.check_id, claim_token=row.claim_token, **settle)  # type: ignore[arg-type]
     assert (done.state, done.exit_code, done.log_bytes) == ("failed", 2, 7)
     assert done.completed_at is not None and done.completed_at >= done.started_at
-    again = store.finish_check(
+    again = store.teams.checks.finish_check(
         check.check_id,
         claim_token=row.claim_token,
         state="passed",
@@ -188,9 +192,13 @@ def test_finish_needs_the_claim_token_and_settles_once(store: Store, member: Mem
     )
     assert again == done  # a settled record never changes
     with pytest.raises(InvalidRequestError):
-        store.finish_check(check.check_id, claim_token=row.claim_token, **{**settle, "state": "claimed"})  # type: ignore[arg-type]
+        store.teams.checks.finish_check(
+            check.check_id, claim_token=row.claim_token, **{**settle, "state": "claimed"}
+        )  # type: ignore[arg-type]
     with pytest.raises(CheckRecordError, match="disappeared"):
-        store.finish_check(check_id("report:none", "x", 1), claim_token=row.claim_token, **settle)  # type: ignore[arg-type]
+        store.teams.checks.finish_check(
+            check_id("report:none", "x", 1), claim_token=row.claim_token, **settle
+        )  # type: ignore[arg-type]
 
 
 @pytest.mark.parametrize(
@@ -207,7 +215,7 @@ def test_finish_needs_the_claim_token_and_settles_once(store: Store, member: Mem
     ],
 )
 def test_settled_rows_keep_the_record_invariants(
-    store: Store, member: Member, tmp_path: Path, state: str, fields: dict[str, Any]
+    store: Repositories, member: Member, tmp_path: Path, state: str, fields: dict[str, Any]
 ) -> None:
     check = _assignment(member)
     row, _ = _claim(store, check, tmp_path)
@@ -220,12 +228,12 @@ def test_settled_rows_keep_the_record_invariants(
         **fields,
     }
     with pytest.raises(StoreError, match="CHECK constraint"):
-        store.finish_check(check.check_id, claim_token=row.claim_token, state=state, **settle)  # type: ignore[arg-type]
-    assert store.get_check(check.check_id) == row
+        store.teams.checks.finish_check(check.check_id, claim_token=row.claim_token, state=state, **settle)  # type: ignore[arg-type]
+    assert store.teams.checks.get_check(check.check_id) == row
 
 
 def test_settled_row_is_immutable_even_to_raw_sql(
-    store: Store, member: Member, db_path: Path, tmp_path: Path
+    store: Repositories, member: Member, db_path: Path, tmp_path: Path
 ) -> None:
     check = _assignment(member)
     row, _ = _claim(store, check, tmp_path)
@@ -235,7 +243,7 @@ def test_settled_row_is_immutable_even_to_raw_sql(
             conn.execute(
                 "UPDATE team_checks SET claim_token = ? WHERE check_id = ?", ("e" * 36, check.check_id)
             )
-        store.finish_check(
+        store.teams.checks.finish_check(
             check.check_id,
             claim_token=row.claim_token,
             state="failed",
@@ -266,10 +274,12 @@ def test_settled_row_is_immutable_even_to_raw_sql(
         conn.close()
 
 
-def test_claimed_checks_lists_only_unsettled_rows(store: Store, member: Member, tmp_path: Path) -> None:
+def test_claimed_checks_lists_only_unsettled_rows(
+    store: Repositories, member: Member, tmp_path: Path
+) -> None:
     first, _ = _claim(store, _assignment(member, "a"), tmp_path)
     second, _ = _claim(store, _assignment(member, "b"), tmp_path)
-    store.finish_check(
+    store.teams.checks.finish_check(
         second.check_id,
         claim_token=second.claim_token,
         state="cancelled",
@@ -279,8 +289,8 @@ def test_claimed_checks_lists_only_unsettled_rows(store: Store, member: Member, 
         log_bytes=0,
         error="Check command was cancelled.",
     )
-    assert [row.check_id for row in store.claimed_checks(member.run_id)] == [first.check_id]
-    assert set(store.get_checks([first.check_id, second.check_id, "check:" + "0" * 64])) == {
+    assert [row.check_id for row in store.teams.checks.claimed_checks(member.run_id)] == [first.check_id]
+    assert set(store.teams.checks.get_checks([first.check_id, second.check_id, "check:" + "0" * 64])) == {
         first.check_id,
         second.check_id,
     }
@@ -290,7 +300,7 @@ def test_claimed_checks_lists_only_unsettled_rows(store: Store, member: Member, 
 
 
 def _reserve(
-    store: Store,
+    store: Repositories,
     member: Member,
     submission: str,
     *,
@@ -300,7 +310,7 @@ def _reserve(
     cancel_first: bool = False,
     names: tuple[str, ...] = ("unit",),
 ) -> Any:
-    return store.reserve_repair_stage(
+    return store.teams.repair.reserve_repair_stage(
         repair_controller_id(member.report_id),
         run_id=member.run_id,
         report_id=member.report_id,
@@ -314,8 +324,8 @@ def _reserve(
     )
 
 
-def _finish(store: Store, member: Member, stage: Any, state: str) -> Any:
-    return store.finish_repair_stage(
+def _finish(store: Repositories, member: Member, stage: Any, state: str) -> Any:
+    return store.teams.repair.finish_repair_stage(
         repair_controller_id(member.report_id),
         token=stage.token,
         state=state,  # type: ignore[arg-type]
@@ -324,7 +334,7 @@ def _finish(store: Store, member: Member, stage: Any, state: str) -> Any:
     )
 
 
-def test_reservation_appends_replays_and_stops(store: Store, member: Member) -> None:
+def test_reservation_appends_replays_and_stops(store: Repositories, member: Member) -> None:
     first = _reserve(store, member, "call-1")
     assert first.created and first.stage.attempt == 1 and first.stage.state == "running"
     assert first.stage.check_ids == (check_id(member.report_id, "unit", 1),)
@@ -344,7 +354,9 @@ def test_reservation_appends_replays_and_stops(store: Store, member: Member) -> 
     assert len(after.ledger.stages) == 2
 
 
-def test_resubmission_with_a_blocking_outcome_is_declined_at_once(store: Store, member: Member) -> None:
+def test_resubmission_with_a_blocking_outcome_is_declined_at_once(
+    store: Repositories, member: Member
+) -> None:
     first = _reserve(store, member, "call-1", decline=True)
     assert first.stage.state == "running"  # a first submission is never declined at reservation
     _finish(store, member, first.stage, "requested")
@@ -353,7 +365,7 @@ def test_resubmission_with_a_blocking_outcome_is_declined_at_once(store: Store, 
     assert second.stage.check_ids == first.stage.check_ids
 
 
-def test_changed_policy_or_assignments_are_refused(store: Store, member: Member) -> None:
+def test_changed_policy_or_assignments_are_refused(store: Repositories, member: Member) -> None:
     _reserve(store, member, "call-1")
     with pytest.raises(RepairBindingError, match=r"^Repair policy or assignment binding has changed\.$"):
         _reserve(store, member, "call-2", max_attempts=2)
@@ -361,31 +373,31 @@ def test_changed_policy_or_assignments_are_refused(store: Store, member: Member)
         _reserve(store, member, "call-2", names=("unit", "lint"))
 
 
-def test_cancellation_is_final_and_skips_terminal_stages(store: Store, member: Member) -> None:
+def test_cancellation_is_final_and_skips_terminal_stages(store: Repositories, member: Member) -> None:
     key = repair_controller_id(member.report_id)
-    assert store.cancel_repair(key) is None
+    assert store.teams.repair.cancel_repair(key) is None
     first = _reserve(store, member, "call-1")
     _finish(store, member, first.stage, "not-needed")
-    ledger = store.cancel_repair(key)
+    ledger = store.teams.repair.cancel_repair(key)
     assert ledger is not None and not ledger.cancelled  # the last stage is terminal
     other = add_member(store, "other")
     stage = _reserve(store, other, "call-1").stage
-    cancelled = store.cancel_repair(repair_controller_id(other.report_id))
+    cancelled = store.teams.repair.cancel_repair(repair_controller_id(other.report_id))
     assert cancelled is not None and cancelled.cancelled
     again = _reserve(store, other, "call-2")
     assert not again.created and again.stage == stage
 
 
-def test_cancel_first_creates_a_cancelled_ledger_without_stages(store: Store, member: Member) -> None:
+def test_cancel_first_creates_a_cancelled_ledger_without_stages(store: Repositories, member: Member) -> None:
     reservation = _reserve(store, member, "call-1", cancel_first=True)
     assert not reservation.created and reservation.stage is None
     assert reservation.ledger.cancelled and reservation.ledger.stages == ()
 
 
-def test_finish_needs_the_stage_token(store: Store, member: Member) -> None:
+def test_finish_needs_the_stage_token(store: Repositories, member: Member) -> None:
     _reserve(store, member, "call-1")
     with pytest.raises(RepairLedgerError, match="no stage reserved with this token"):
-        store.finish_repair_stage(
+        store.teams.repair.finish_repair_stage(
             repair_controller_id(member.report_id),
             token="9" * 36,
             state="requested",
@@ -472,7 +484,7 @@ def _raw_stage(conn: sqlite3.Connection, key: str, attempt: int, state: str, ids
     ],
 )
 def test_ledger_invariants_hold_against_raw_sql(
-    store: Store, member: Member, db_path: Path, setup: Any, message: str
+    store: Repositories, member: Member, db_path: Path, setup: Any, message: str
 ) -> None:
     conn = raw(db_path)
     try:

@@ -14,7 +14,7 @@ from pathlib import Path
 
 import pytest
 
-from corral.orchestration import InvalidRequestError, Store, StoreError
+from corral.orchestration import InvalidRequestError, Repositories, StoreError
 from corral.orchestration.teams import (
     CANCELLED_VERIFICATION_ERROR,
     UNSUPPORTED_CHECKS_ERROR,
@@ -56,13 +56,13 @@ def out(tmp_path: Path) -> Path:
 
 
 @pytest.fixture
-def member(store: Store) -> Member:
+def member(store: Repositories) -> Member:
     return add_member(store)
 
 
 @pytest.fixture
-def runner(store: Store, tmp_path: Path) -> CheckRunner:
-    return CheckRunner(CheckStore(store, tmp_path / "checks"), executor=LocalShellExecutor())
+def runner(store: Repositories, tmp_path: Path) -> CheckRunner:
+    return CheckRunner(CheckStore(store.teams.checks, tmp_path / "checks"), executor=LocalShellExecutor())
 
 
 def _check(
@@ -281,9 +281,9 @@ async def test_task_cancellation_settles_the_record_then_propagates(
 
 
 async def test_runtime_without_a_local_shell_is_unsupported(
-    store: Store, member: Member, tmp_path: Path, repo: Path, out: Path
+    store: Repositories, member: Member, tmp_path: Path, repo: Path, out: Path
 ) -> None:
-    runner = CheckRunner(CheckStore(store, tmp_path / "checks"), executor=None)
+    runner = CheckRunner(CheckStore(store.teams.checks, tmp_path / "checks"), executor=None)
     record = (await runner.run(_check(member, repo, f"touch {out / 'ran'}"))).record
     assert record.state == "unsupported"
     assert record.error == UNSUPPORTED_CHECKS_ERROR
@@ -291,10 +291,10 @@ async def test_runtime_without_a_local_shell_is_unsupported(
 
 
 async def test_missing_custom_shell_is_unsupported(
-    store: Store, member: Member, tmp_path: Path, repo: Path
+    store: Repositories, member: Member, tmp_path: Path, repo: Path
 ) -> None:
     executor = LocalShellExecutor(str(tmp_path / "no-such-shell"))
-    runner = CheckRunner(CheckStore(store, tmp_path / "checks"), executor=executor)
+    runner = CheckRunner(CheckStore(store.teams.checks, tmp_path / "checks"), executor=executor)
     assert (await runner.run(_check(member, repo, "true"))).record.state == "unsupported"
 
 
@@ -343,15 +343,17 @@ async def test_a_claim_that_fails_to_commit_runs_nothing(
 ) -> None:
     ran = out / "ran"
     check = _check(member, repo, f"touch {ran}")
-    with Store.open(db_path, tracer=failing_tracer(fragment)) as faulty:
-        runner = CheckRunner(CheckStore(faulty, tmp_path / "checks"), executor=LocalShellExecutor())
+    with Repositories.open(db_path, tracer=failing_tracer(fragment)) as faulty:
+        runner = CheckRunner(
+            CheckStore(faulty.teams.checks, tmp_path / "checks"), executor=LocalShellExecutor()
+        )
         with pytest.raises(StoreError, match="disk I/O error"):
             await runner.run(check)
         batch = await runner.run_all([check])
     assert not ran.exists()
     assert not Path(runner.store.log_path(check.check_id)).exists()
-    with Store.open(db_path) as clean:
-        assert clean.get_check(check.check_id) is None
+    with Repositories.open(db_path) as clean:
+        assert clean.teams.checks.get_check(check.check_id) is None
     assert batch.verification.state == "failed"  # a batch reports the failed claim and stops
     assert batch.records == {check.check_id: None}
 

@@ -13,7 +13,7 @@ from typing import Any
 
 import pytest
 
-from corral.orchestration import Store
+from corral.orchestration import Repositories
 from corral.orchestration.teams.groups._groups import (
     GROUP_MESSAGE_TYPE,
     CompletionGroups,
@@ -31,14 +31,14 @@ from tests.orchestration.teams._groups_helpers import LEAD, TEAM, add_member, op
 
 
 @pytest.fixture
-def store(tmp_path: Path) -> Iterator[Store]:
+def store(tmp_path: Path) -> Iterator[Repositories]:
     with open_store(tmp_path / "home" / "corral.db") as opened:
         yield opened
 
 
 @pytest.fixture
-def groups(store: Store) -> CompletionGroups:
-    return CompletionGroups(store)
+def groups(store: Repositories) -> CompletionGroups:
+    return CompletionGroups(store.teams.groups)
 
 
 def _create(
@@ -53,7 +53,7 @@ def _create(
     )
 
 
-def _report(groups: CompletionGroups, store: Store, slot: str, name: str, **facts: Any) -> str:
+def _report(groups: CompletionGroups, store: Repositories, slot: str, name: str, **facts: Any) -> str:
     """Run the member of `slot` and store its report; returns the run id."""
     run_id = add_member(store, name)
     groups.running(slot, run_id)
@@ -66,8 +66,8 @@ def _index(delivery: GroupDelivery) -> dict[str, Any]:
     return index
 
 
-def _deliveries(store: Store, handle: GroupHandle) -> list[tuple[str, tuple[str, ...]]]:
-    group = store.completion_group(handle.group_id)
+def _deliveries(store: Repositories, handle: GroupHandle) -> list[tuple[str, tuple[str, ...]]]:
+    group = store.teams.groups.completion_group(handle.group_id)
     assert group is not None
     return [(delivery.kind, delivery.slot_ids) for delivery in group.deliveries]
 
@@ -103,7 +103,9 @@ def test_valid_policies_parse(delivery: str) -> None:
 # --- all-settled --------------------------------------------------------------------------------
 
 
-def test_ten_members_all_settled_get_one_settled_delivery(groups: CompletionGroups, store: Store) -> None:
+def test_ten_members_all_settled_get_one_settled_delivery(
+    groups: CompletionGroups, store: Repositories
+) -> None:
     names = [f"reviewer-{i}" for i in range(10)]
     handle = _create(groups, names, "all-settled")
     groups.seal(handle.group_id)
@@ -139,13 +141,13 @@ def test_ten_members_all_settled_get_one_settled_delivery(groups: CompletionGrou
         "acceptance": {"state": "pending"},
         "report": {"id": f"report:{TEAM}:reviewer-0:{runs[0]}", "path": "/reports/reviewer-0.md"},
     }
-    inbox = store.read_team_inbox(LEAD, "team-lead")
+    inbox = store.teams.roster.read_team_inbox(LEAD, "team-lead")
     assert [(m.summary, m.content) for m in inbox] == [
         ("Completion group settled: 10 result(s)", delivery.text)
     ]
 
 
-def test_all_settled_waits_for_the_seal(groups: CompletionGroups, store: Store) -> None:
+def test_all_settled_waits_for_the_seal(groups: CompletionGroups, store: Repositories) -> None:
     handle = _create(groups, ["a", "b"], "all-settled")
     _report(groups, store, handle.slot_ids[0], "a")
     groups.settled(handle.slot_ids[1], "cancelled", "Stopped by the lead.")
@@ -174,7 +176,7 @@ URGENT_CASES: dict[str, dict[str, Any]] = {
 
 @pytest.mark.parametrize("case", list(URGENT_CASES))
 def test_an_urgent_member_is_delivered_early_then_the_group_settles(
-    groups: CompletionGroups, store: Store, case: str
+    groups: CompletionGroups, store: Repositories, case: str
 ) -> None:
     handle = _create(groups, ["urgent", "ok-1", "ok-2"], "all-settled")
     groups.seal(handle.group_id)
@@ -193,7 +195,7 @@ def test_an_urgent_member_is_delivered_early_then_the_group_settles(
     assert _deliveries(store, handle) == [("urgent", (urgent_slot,)), ("settled", handle.slot_ids)]
 
 
-def test_a_passing_member_is_not_urgent(groups: CompletionGroups, store: Store) -> None:
+def test_a_passing_member_is_not_urgent(groups: CompletionGroups, store: Repositories) -> None:
     handle = _create(groups, ["a", "b"], "all-settled")
     groups.seal(handle.group_id)
     _report(groups, store, handle.slot_ids[0], "a", verification="passed")
@@ -201,7 +203,9 @@ def test_a_passing_member_is_not_urgent(groups: CompletionGroups, store: Store) 
     assert _deliveries(store, handle) == [("settled", handle.slot_ids)]
 
 
-def test_no_redundant_final_wake_when_every_member_was_urgent(groups: CompletionGroups, store: Store) -> None:
+def test_no_redundant_final_wake_when_every_member_was_urgent(
+    groups: CompletionGroups, store: Repositories
+) -> None:
     handle = _create(groups, ["a", "b"], "all-settled")
     _report(groups, store, handle.slot_ids[0], "a", outcome="blocked")
     groups.settled(handle.slot_ids[1], "rejected", "No capacity.")
@@ -219,7 +223,7 @@ def test_no_redundant_final_wake_when_every_member_was_urgent(groups: Completion
 
 
 def test_the_last_member_settling_urgently_gets_the_settled_index(
-    groups: CompletionGroups, store: Store
+    groups: CompletionGroups, store: Repositories
 ) -> None:
     handle = _create(groups, ["a", "b"], "all-settled")
     groups.seal(handle.group_id)
@@ -231,7 +235,7 @@ def test_the_last_member_settling_urgently_gets_the_settled_index(
 # --- immediate ----------------------------------------------------------------------------------
 
 
-def test_immediate_mode_delivers_one_member_index_each(groups: CompletionGroups, store: Store) -> None:
+def test_immediate_mode_delivers_one_member_index_each(groups: CompletionGroups, store: Repositories) -> None:
     handle = _create(groups, ["a", "b", "c"], "immediate")
     _report(groups, store, handle.slot_ids[0], "a")
     assert _deliveries(store, handle) == [("member", (handle.slot_ids[0],))]
@@ -241,12 +245,12 @@ def test_immediate_mode_delivers_one_member_index_each(groups: CompletionGroups,
     assert _deliveries(store, handle) == [("member", (slot,)) for slot in handle.slot_ids]
     wakes = groups.reserve_wakes(LEAD)
     assert [d.kind for d in wakes] == ["member"] * 3
-    assert [m.summary for m in store.read_team_inbox(LEAD, "team-lead")] == [
+    assert [m.summary for m in store.teams.roster.read_team_inbox(LEAD, "team-lead")] == [
         "Completion group member: 1 result(s)"
     ] * 3
 
 
-def test_the_index_clips_long_texts_and_keeps_findings(groups: CompletionGroups, store: Store) -> None:
+def test_the_index_clips_long_texts_and_keeps_findings(groups: CompletionGroups, store: Repositories) -> None:
     handle = _create(groups, ["a", "b"], "immediate")
     findings = [{"id": "f1", "text": "x" * 1000, "evidence": ["src/a.py:3"]}]
     _report(groups, store, handle.slot_ids[0], "a", summary=None, content="y" * 900, findings=findings)
@@ -261,7 +265,9 @@ def test_the_index_clips_long_texts_and_keeps_findings(groups: CompletionGroups,
 # --- messages and wakes -------------------------------------------------------------------------
 
 
-def test_the_wake_message_is_hidden_and_carries_the_index(groups: CompletionGroups, store: Store) -> None:
+def test_the_wake_message_is_hidden_and_carries_the_index(
+    groups: CompletionGroups, store: Repositories
+) -> None:
     handle = _create(groups, ["a"], "immediate")
     groups.settled(handle.slot_ids[0], "rejected", "No capacity.")
     (delivery,) = groups.reserve_wakes(LEAD)
@@ -291,7 +297,7 @@ def _persist_wake(tmp_path: Path, groups: CompletionGroups, delivery: GroupDeliv
 
 
 def test_observed_wake_marks_the_inbox_copy_read(
-    tmp_path: Path, groups: CompletionGroups, store: Store
+    tmp_path: Path, groups: CompletionGroups, store: Repositories
 ) -> None:
     handle = _create(groups, ["a"], "immediate")
     groups.settled(handle.slot_ids[0], "rejected", "No capacity.")
@@ -299,7 +305,7 @@ def test_observed_wake_marks_the_inbox_copy_read(
     found = groups.find_wakes(LEAD, _persist_wake(tmp_path, groups, delivery))
     assert list(found) == [delivery.delivery_id]
     groups.observed(delivery.delivery_id, found[delivery.delivery_id])
-    assert store.read_team_inbox(LEAD, "team-lead") == ()
+    assert store.teams.roster.read_team_inbox(LEAD, "team-lead") == ()
     journal = groups.index(handle.group_id)
     assert journal["deliveries"][0]["wake"] == {"state": "observed", "entryId": found[delivery.delivery_id]}
 
@@ -307,7 +313,9 @@ def test_observed_wake_marks_the_inbox_copy_read(
 # --- recovery -----------------------------------------------------------------------------------
 
 
-def _interrupted_team(groups: CompletionGroups, store: Store) -> tuple[GroupHandle, GroupDelivery, str]:
+def _interrupted_team(
+    groups: CompletionGroups, store: Repositories
+) -> tuple[GroupHandle, GroupDelivery, str]:
     """A group a host left behind: one reported + reserved wake, one unbound, one created but not bound."""
     handle = _create(groups, ["done", "waiting", "started"], "immediate")
     done, waiting, started = handle.slot_ids
@@ -321,7 +329,7 @@ def _interrupted_team(groups: CompletionGroups, store: Store) -> tuple[GroupHand
 
 
 def test_recovery_warns_once_per_unconfirmed_wake_and_never_re_reserves(
-    groups: CompletionGroups, store: Store
+    groups: CompletionGroups, store: Repositories
 ) -> None:
     handle, reserved, run_id = _interrupted_team(groups, store)
     warnings = groups.recover(LEAD, delivered={})
@@ -349,7 +357,7 @@ def test_recovery_warns_once_per_unconfirmed_wake_and_never_re_reserves(
 
 
 def test_recovery_marks_wakes_found_in_the_session_observed(
-    tmp_path: Path, groups: CompletionGroups, store: Store
+    tmp_path: Path, groups: CompletionGroups, store: Repositories
 ) -> None:
     handle, reserved, _run_id = _interrupted_team(groups, store)
     delivered = groups.find_wakes(LEAD, _persist_wake(tmp_path, groups, reserved))
@@ -357,11 +365,13 @@ def test_recovery_marks_wakes_found_in_the_session_observed(
     assert warnings == []
     journal = groups.index(handle.group_id)
     assert journal["deliveries"][0]["wake"]["state"] == "observed"
-    unread = store.read_team_inbox(LEAD, "team-lead", mark_as_read=False)
+    unread = store.teams.roster.read_team_inbox(LEAD, "team-lead", mark_as_read=False)
     assert reserved.message_id not in {m.message_id for m in unread}
 
 
-def test_recovery_reports_unknown_and_conflicting_entries(groups: CompletionGroups, store: Store) -> None:
+def test_recovery_reports_unknown_and_conflicting_entries(
+    groups: CompletionGroups, store: Repositories
+) -> None:
     handle, reserved, _run_id = _interrupted_team(groups, store)
     groups.observed(reserved.delivery_id, "entry-1")
     warnings = groups.recover(
@@ -373,7 +383,7 @@ def test_recovery_reports_unknown_and_conflicting_entries(groups: CompletionGrou
 
 
 def test_recovery_leaves_a_run_that_ended_without_a_report_unresolved(
-    groups: CompletionGroups, store: Store
+    groups: CompletionGroups, store: Repositories
 ) -> None:
     handle = _create(groups, ["lost"], "all-settled")
     groups.running(handle.slot_ids[0], "run-that-never-existed")

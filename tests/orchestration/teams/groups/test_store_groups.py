@@ -16,7 +16,7 @@ from pathlib import Path
 
 import pytest
 
-from corral.orchestration import Store, TargetNotFoundError
+from corral.orchestration import Repositories, TargetNotFoundError
 from corral.orchestration.errors import InvalidRequestError, OrchestrationError
 from corral.orchestration.store._migrations import SCHEMA_VERSION
 from corral.orchestration.teams.groups.records import (
@@ -35,15 +35,19 @@ IMMEDIATE = CompletionPolicy(delivery="immediate")
 
 
 @pytest.fixture
-def store(db_path: Path) -> Iterator[Store]:
+def store(db_path: Path) -> Iterator[Repositories]:
     with open_store(db_path) as opened:
         yield opened
 
 
 def _create(
-    store: Store, names: list[str], *, policy: CompletionPolicy = ALL_SETTLED, submission: str = "call-1"
+    store: Repositories,
+    names: list[str],
+    *,
+    policy: CompletionPolicy = ALL_SETTLED,
+    submission: str = "call-1",
 ) -> GroupHandle:
-    return store.create_completion_group(
+    return store.teams.groups.create_completion_group(
         lead_session_id=LEAD, team=TEAM, submission_id=submission, policy=policy, members=names
     )
 
@@ -56,13 +60,13 @@ def _raw(db_path: Path, sql: str) -> list[tuple[object, ...]]:
         conn.close()
 
 
-def test_schema_v4_creates_the_group_tables(store: Store, db_path: Path) -> None:
+def test_schema_v4_creates_the_group_tables(store: Repositories, db_path: Path) -> None:
     assert SCHEMA_VERSION >= 4
     tables = {row[0] for row in _raw(db_path, "SELECT name FROM sqlite_master WHERE type = 'table'")}
     assert {"completion_groups", "completion_group_slots", "completion_group_deliveries"} <= tables
 
 
-def test_ids_follow_the_spec_formulas(store: Store) -> None:
+def test_ids_follow_the_spec_formulas(store: Repositories) -> None:
     handle = _create(store, ["a", "b"])
     expected = (
         "group:"
@@ -82,7 +86,9 @@ def test_non_ascii_ids_hash_the_raw_characters_like_json_stringify() -> None:
     assert group_id("tëam", "lead", "call-é") == "group:" + digest
 
 
-def test_creating_again_with_the_same_binding_returns_the_same_handle(store: Store, db_path: Path) -> None:
+def test_creating_again_with_the_same_binding_returns_the_same_handle(
+    store: Repositories, db_path: Path
+) -> None:
     first = _create(store, ["a", "b"])
     before = dump(db_path)
     again = _create(store, ["a", "b"])
@@ -96,7 +102,7 @@ def test_creating_again_with_the_same_binding_returns_the_same_handle(store: Sto
     [(["a", "c"], ALL_SETTLED), (["b", "a"], ALL_SETTLED), (["a"], ALL_SETTLED), (["a", "b"], IMMEDIATE)],
 )
 def test_a_changed_binding_is_refused_and_writes_nothing(
-    store: Store, db_path: Path, names: list[str], policy: CompletionPolicy
+    store: Repositories, db_path: Path, names: list[str], policy: CompletionPolicy
 ) -> None:
     _create(store, ["a", "b"])
     before = dump(db_path)
@@ -108,7 +114,7 @@ def test_a_changed_binding_is_refused_and_writes_nothing(
 
 
 @pytest.mark.parametrize("names", [[], ["a", "a"], ["bad name"], [""]])
-def test_invalid_member_lists_are_refused(store: Store, db_path: Path, names: list[str]) -> None:
+def test_invalid_member_lists_are_refused(store: Repositories, db_path: Path, names: list[str]) -> None:
     with pytest.raises(InvalidRequestError):
         _create(store, names)
     assert dump(db_path) == []
@@ -120,7 +126,7 @@ def test_concurrent_creators_get_exactly_one_created(db_path: Path) -> None:
     results: list[GroupHandle] = []
     lock = threading.Lock()
 
-    def create(opened: Store) -> None:
+    def create(opened: Repositories) -> None:
         barrier.wait()
         handle = _create(opened, ["a", "b", "c"])
         with lock:
@@ -137,17 +143,17 @@ def test_concurrent_creators_get_exactly_one_created(db_path: Path) -> None:
     assert len({handle.slot_ids for handle in results}) == 1
 
 
-def test_transitions_record_queue_run_and_receipt(store: Store) -> None:
+def test_transitions_record_queue_run_and_receipt(store: Repositories) -> None:
     handle = _create(store, ["alpha"], policy=IMMEDIATE)
     slot = handle.slot_ids[0]
-    assert store.group_slot_queued(slot, "queue-1").status == "queued"
+    assert store.teams.groups.group_slot_queued(slot, "queue-1").status == "queued"
     run_id = add_member(store, "alpha")
-    running = store.group_slot_running(slot, run_id)
+    running = store.teams.groups.group_slot_running(slot, run_id)
     assert (running.status, running.queue_id, running.run_id) == ("running", "queue-1", run_id)
     report = store_report(
         store, "alpha", run_id, outcome="blocked", verification="failed", repair_outcome="blocked"
     )
-    reported = store.group_slot_reported(slot, report.report_id)
+    reported = store.teams.groups.group_slot_reported(slot, report.report_id)
     assert reported.status == "reported"
     assert reported.receipt is not None
     assert reported.receipt.to_json() == {
@@ -160,21 +166,21 @@ def test_transitions_record_queue_run_and_receipt(store: Store) -> None:
     }
 
 
-def test_identical_repeats_are_no_ops(store: Store, db_path: Path) -> None:
+def test_identical_repeats_are_no_ops(store: Repositories, db_path: Path) -> None:
     handle = _create(store, ["alpha", "beta"], policy=IMMEDIATE)
     slot, other = handle.slot_ids
-    store.group_slot_queued(slot, "queue-1")
+    store.teams.groups.group_slot_queued(slot, "queue-1")
     run_id = add_member(store, "alpha")
-    store.group_slot_running(slot, run_id)
+    store.teams.groups.group_slot_running(slot, run_id)
     report = store_report(store, "alpha", run_id)
-    store.group_slot_reported(slot, report.report_id)
-    store.group_slot_settled(other, "rejected", "No capacity.")
+    store.teams.groups.group_slot_reported(slot, report.report_id)
+    store.teams.groups.group_slot_settled(other, "rejected", "No capacity.")
     before = dump(db_path)
-    store.group_slot_queued(slot, "queue-1")
-    store.group_slot_reported(slot, report.report_id)
-    store.group_slot_settled(other, "rejected", "No capacity.")
-    store.seal_completion_group(handle.group_id)
-    store.seal_completion_group(handle.group_id)
+    store.teams.groups.group_slot_queued(slot, "queue-1")
+    store.teams.groups.group_slot_reported(slot, report.report_id)
+    store.teams.groups.group_slot_settled(other, "rejected", "No capacity.")
+    store.teams.groups.seal_completion_group(handle.group_id)
+    store.teams.groups.seal_completion_group(handle.group_id)
     after = dump(db_path)
     # Sealing changed only the group row; no event replanned a delivery.
     assert [line for line in after if "completion_groups" not in line] == [
@@ -182,108 +188,130 @@ def test_identical_repeats_are_no_ops(store: Store, db_path: Path) -> None:
     ]
 
 
-def _refused_events(store: Store) -> list[tuple[str, Callable[[], object], type[OrchestrationError], str]]:
+def _refused_events(
+    store: Repositories,
+) -> list[tuple[str, Callable[[], object], type[OrchestrationError], str]]:
     """A group with one slot in each state, and events each of them must refuse."""
     handle = _create(store, ["pend", "queue", "run", "done", "gone"], policy=IMMEDIATE)
     pend, queue, run, done, gone = handle.slot_ids
-    store.group_slot_queued(queue, "q-1")
+    store.teams.groups.group_slot_queued(queue, "q-1")
     run_id = add_member(store, "run")
-    store.group_slot_running(run, run_id)
+    store.teams.groups.group_slot_running(run, run_id)
     done_run = add_member(store, "done")
-    store.group_slot_running(done, done_run)
+    store.teams.groups.group_slot_running(done, done_run)
     done_report = store_report(store, "done", done_run)
-    store.group_slot_reported(done, done_report.report_id)
-    store.group_slot_settled(gone, "cancelled", "Stopped by the lead.")
+    store.teams.groups.group_slot_reported(done, done_report.report_id)
+    store.teams.groups.group_slot_settled(gone, "cancelled", "Stopped by the lead.")
     other_run = add_member(store, "other")
     other_report = store_report(store, "other", other_run)
     binding, settled = CompletionGroupBindingError, CompletionSlotSettledError
     return [
-        ("queued from running", lambda: store.group_slot_queued(run, "q-2"), binding, "only while pending"),
-        ("queued under another id", lambda: store.group_slot_queued(queue, "q-2"), binding, "queue binding"),
-        ("queued when terminal", lambda: store.group_slot_queued(gone, "q-9"), settled, "already settled"),
-        ("another run", lambda: store.group_slot_running(run, "run-x"), binding, "run binding has changed"),
+        (
+            "queued from running",
+            lambda: store.teams.groups.group_slot_queued(run, "q-2"),
+            binding,
+            "only while pending",
+        ),
+        (
+            "queued under another id",
+            lambda: store.teams.groups.group_slot_queued(queue, "q-2"),
+            binding,
+            "queue binding",
+        ),
+        (
+            "queued when terminal",
+            lambda: store.teams.groups.group_slot_queued(gone, "q-9"),
+            settled,
+            "already settled",
+        ),
+        (
+            "another run",
+            lambda: store.teams.groups.group_slot_running(run, "run-x"),
+            binding,
+            "run binding has changed",
+        ),
         (
             "running when terminal",
-            lambda: store.group_slot_running(gone, "run-y"),
+            lambda: store.teams.groups.group_slot_running(gone, "run-y"),
             settled,
             "already settled",
         ),
         (
             "reported without run",
-            lambda: store.group_slot_reported(pend, other_report.report_id),
+            lambda: store.teams.groups.group_slot_reported(pend, other_report.report_id),
             binding,
             "no bound",
         ),
         (
             "report of another run",
-            lambda: store.group_slot_reported(run, other_report.report_id),
+            lambda: store.teams.groups.group_slot_reported(run, other_report.report_id),
             binding,
             "Conflicting completion report binding",
         ),
         (
             "second report",
-            lambda: store.group_slot_reported(done, other_report.report_id),
+            lambda: store.teams.groups.group_slot_reported(done, other_report.report_id),
             binding,
             "Conflicting completion report binding",
         ),
         (
             "unknown report",
-            lambda: store.group_slot_reported(run, "report:x"),
+            lambda: store.teams.groups.group_slot_reported(run, "report:x"),
             TargetNotFoundError,
             "unavailable",
         ),
         (
             "settle another run",
-            lambda: store.group_slot_settled(run, "cancelled", "stop", run_id="run-x"),
+            lambda: store.teams.groups.group_slot_settled(run, "cancelled", "stop", run_id="run-x"),
             binding,
             "different run",
         ),
         (
             "settle by wrong queue",
-            lambda: store.group_slot_settled(queue, "cancelled", "stop", queue_id="q-2"),
+            lambda: store.teams.groups.group_slot_settled(queue, "cancelled", "stop", queue_id="q-2"),
             binding,
             "queue binding",
         ),
         (
             "settle a bound run anonymously",
-            lambda: store.group_slot_settled(run, "cancelled", "stop"),
+            lambda: store.teams.groups.group_slot_settled(run, "cancelled", "stop"),
             binding,
             "pass its run_id",
         ),
         (
             "revive a reported slot",
-            lambda: store.group_slot_settled(done, "cancelled", "stop", run_id=done_run),
+            lambda: store.teams.groups.group_slot_settled(done, "cancelled", "stop", run_id=done_run),
             settled,
             "already settled",
         ),
         (
             "re-settle differently",
-            lambda: store.group_slot_settled(gone, "interrupted", "other"),
+            lambda: store.teams.groups.group_slot_settled(gone, "interrupted", "other"),
             settled,
             "already settled",
         ),
         (
             "interrupted by queue",
-            lambda: store.group_slot_settled(queue, "interrupted", "x", queue_id="q-1"),
+            lambda: store.teams.groups.group_slot_settled(queue, "interrupted", "x", queue_id="q-1"),
             InvalidRequestError,
             "by queue_id",
         ),
         (
             "blank reason",
-            lambda: store.group_slot_settled(pend, "rejected", " "),
+            lambda: store.teams.groups.group_slot_settled(pend, "rejected", " "),
             InvalidRequestError,
             "blank",
         ),
         (
             "unknown slot",
-            lambda: store.group_slot_running("group:nope:0", "r"),
+            lambda: store.teams.groups.group_slot_running("group:nope:0", "r"),
             TargetNotFoundError,
             "No completion",
         ),
     ]
 
 
-def test_refused_transitions_change_nothing(store: Store, db_path: Path) -> None:
+def test_refused_transitions_change_nothing(store: Repositories, db_path: Path) -> None:
     events = _refused_events(store)
     for name, event, error, fragment in events:
         before = dump(db_path)
@@ -292,90 +320,94 @@ def test_refused_transitions_change_nothing(store: Store, db_path: Path) -> None
         assert dump(db_path) == before, name
 
 
-def test_settlement_by_queue_keeps_a_run_bound_meanwhile(store: Store) -> None:
+def test_settlement_by_queue_keeps_a_run_bound_meanwhile(store: Repositories) -> None:
     handle = _create(store, ["alpha"])
     slot = handle.slot_ids[0]
-    store.group_slot_queued(slot, "q-1")
-    store.group_slot_running(slot, "run-1")
-    settled = store.group_slot_settled(slot, "cancelled", "Stopped while starting.", queue_id="q-1")
+    store.teams.groups.group_slot_queued(slot, "q-1")
+    store.teams.groups.group_slot_running(slot, "run-1")
+    settled = store.teams.groups.group_slot_settled(
+        slot, "cancelled", "Stopped while starting.", queue_id="q-1"
+    )
     assert (settled.status, settled.run_id, settled.queue_id) == ("cancelled", "run-1", "q-1")
 
 
-def test_settlement_by_run_binds_an_unbound_slot(store: Store) -> None:
+def test_settlement_by_run_binds_an_unbound_slot(store: Repositories) -> None:
     handle = _create(store, ["alpha"])
-    settled = store.group_slot_settled(handle.slot_ids[0], "interrupted", "Launch failed.", run_id="run-1")
+    settled = store.teams.groups.group_slot_settled(
+        handle.slot_ids[0], "interrupted", "Launch failed.", run_id="run-1"
+    )
     assert (settled.status, settled.run_id, settled.reason) == ("interrupted", "run-1", "Launch failed.")
 
 
-def test_planning_stores_each_index_as_an_unread_lead_inbox_message(store: Store) -> None:
+def test_planning_stores_each_index_as_an_unread_lead_inbox_message(store: Repositories) -> None:
     handle = _create(store, ["alpha"], policy=IMMEDIATE)
-    store.group_slot_settled(handle.slot_ids[0], "rejected", "Capacity queue is disabled.")
-    group = store.completion_group(handle.group_id)
+    store.teams.groups.group_slot_settled(handle.slot_ids[0], "rejected", "Capacity queue is disabled.")
+    group = store.teams.groups.completion_group(handle.group_id)
     assert group is not None
     (delivery,) = group.deliveries
     assert (delivery.kind, delivery.status, delivery.wake) == ("member", "enqueued", None)
-    inbox = store.read_team_inbox(LEAD, "team-lead", mark_as_read=False)
+    inbox = store.teams.roster.read_team_inbox(LEAD, "team-lead", mark_as_read=False)
     assert [(m.sender, m.summary, m.content, m.message_id) for m in inbox] == [
         ("corral", "Completion group member: 1 result(s)", delivery.text, delivery.message_id)
     ]
     # The ordinary lead-message path leaves it to the group wake.
-    assert store.undelivered_lead_messages(LEAD) == ()
+    assert store.teams.roster.undelivered_lead_messages(LEAD) == ()
 
 
-def test_wakes_are_reserved_once_and_observed_once(store: Store, db_path: Path) -> None:
+def test_wakes_are_reserved_once_and_observed_once(store: Repositories, db_path: Path) -> None:
     handle = _create(store, ["alpha", "beta"], policy=IMMEDIATE)
-    store.group_slot_settled(handle.slot_ids[0], "rejected", "No.")
-    (first,) = store.reserve_group_wakes(LEAD)
+    store.teams.groups.group_slot_settled(handle.slot_ids[0], "rejected", "No.")
+    (first,) = store.teams.groups.reserve_group_wakes(LEAD)
     assert first.wake is not None and first.wake.state == "pending"
-    assert store.reserve_group_wakes(LEAD) == ()
-    store.group_slot_settled(handle.slot_ids[1], "cancelled", "Stopped.")
-    (second,) = store.reserve_group_wakes(LEAD)
+    assert store.teams.groups.reserve_group_wakes(LEAD) == ()
+    store.teams.groups.group_slot_settled(handle.slot_ids[1], "cancelled", "Stopped.")
+    (second,) = store.teams.groups.reserve_group_wakes(LEAD)
     assert second.slot_ids == (handle.slot_ids[1],)
 
-    observed = store.observe_group_wake(first.delivery_id, "entry-1")
+    observed = store.teams.groups.observe_group_wake(first.delivery_id, "entry-1")
     assert observed.wake is not None and (observed.wake.state, observed.wake.entry_id) == (
         "observed",
         "entry-1",
     )
-    store.observe_group_wake(first.delivery_id, "entry-1")
+    store.teams.groups.observe_group_wake(first.delivery_id, "entry-1")
     before = dump(db_path)
     with pytest.raises(CompletionGroupBindingError, match="already entry entry-1"):
-        store.observe_group_wake(first.delivery_id, "entry-2")
+        store.teams.groups.observe_group_wake(first.delivery_id, "entry-2")
     assert dump(db_path) == before
-    unread = store.read_team_inbox(LEAD, "team-lead", mark_as_read=False)
+    unread = store.teams.roster.read_team_inbox(LEAD, "team-lead", mark_as_read=False)
     assert [m.message_id for m in unread] == [second.message_id]
 
 
-def test_a_failed_wake_keeps_its_error_and_is_not_reserved_again(store: Store) -> None:
+def test_a_failed_wake_keeps_its_error_and_is_not_reserved_again(store: Repositories) -> None:
     handle = _create(store, ["alpha"], policy=IMMEDIATE)
-    store.group_slot_settled(handle.slot_ids[0], "rejected", "No.")
-    (delivery,) = store.reserve_group_wakes(LEAD)
-    failed = store.fail_group_wake(delivery.delivery_id, "lead session closed")
+    store.teams.groups.group_slot_settled(handle.slot_ids[0], "rejected", "No.")
+    (delivery,) = store.teams.groups.reserve_group_wakes(LEAD)
+    failed = store.teams.groups.fail_group_wake(delivery.delivery_id, "lead session closed")
     assert failed.wake is not None and (failed.wake.state, failed.wake.error) == (
         "pending",
         "lead session closed",
     )
-    assert store.reserve_group_wakes(LEAD) == ()
+    assert store.teams.groups.reserve_group_wakes(LEAD) == ()
 
 
-def test_a_report_that_no_longer_matches_its_receipt_fails_closed(store: Store, db_path: Path) -> None:
+def test_a_report_that_no_longer_matches_its_receipt_fails_closed(store: Repositories, db_path: Path) -> None:
     handle = _create(store, ["alpha", "beta"])
-    store.seal_completion_group(handle.group_id)
+    store.teams.groups.seal_completion_group(handle.group_id)
     run_id = add_member(store, "alpha")
-    store.group_slot_running(handle.slot_ids[0], run_id)
+    store.teams.groups.group_slot_running(handle.slot_ids[0], run_id)
     report = store_report(store, "alpha", run_id)
-    store.group_slot_reported(handle.slot_ids[0], report.report_id)
+    store.teams.groups.group_slot_reported(handle.slot_ids[0], report.report_id)
     conn = sqlite3.connect(db_path)
     with conn:
         conn.execute("UPDATE team_reports SET outcome = 'failed' WHERE report_id = ?", (report.report_id,))
     conn.close()
     before = dump(db_path)
     with pytest.raises(CompletionGroupJournalError, match="no longer matches"):
-        store.group_slot_settled(handle.slot_ids[1], "rejected", "No capacity.")
+        store.teams.groups.group_slot_settled(handle.slot_ids[1], "rejected", "No capacity.")
     assert dump(db_path) == before
 
 
-def test_the_schema_refuses_inconsistent_rows(store: Store, db_path: Path) -> None:
+def test_the_schema_refuses_inconsistent_rows(store: Repositories, db_path: Path) -> None:
     handle = _create(store, ["alpha"])
     conn = sqlite3.connect(db_path)
     try:
@@ -389,5 +421,5 @@ def test_the_schema_refuses_inconsistent_rows(store: Store, db_path: Path) -> No
                 conn.execute(sql)
     finally:
         conn.close()
-    slot = store.completion_slot(handle.slot_ids[0])
+    slot = store.teams.groups.completion_slot(handle.slot_ids[0])
     assert slot is not None and slot.status == "pending"

@@ -59,7 +59,7 @@ async def test_all_settled_group_wakes_the_lead_once_with_a_compact_index(tmp_pa
         [swarm] = env.tool_results("spawn_swarm_agents")
         assert swarm["details"]["completionGroup"]["delivery"] == "all-settled"
         # Every run finalized: the journal took over delivery.
-        assert env.host.store.generations() == ()
+        assert env.host.kernel.generations() == ()
 
 
 async def test_immediate_group_sends_a_member_index_each_and_urgent_results_come_early(

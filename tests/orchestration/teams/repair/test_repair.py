@@ -11,7 +11,7 @@ from typing import Any
 
 import pytest
 
-from corral.orchestration import InvalidRequestError, Store
+from corral.orchestration import InvalidRequestError, Repositories
 from corral.orchestration.teams import (
     AssignedCheck,
     CheckRunner,
@@ -50,14 +50,15 @@ def out(tmp_path: Path) -> Path:
 
 
 @pytest.fixture
-def member(store: Store) -> Member:
+def member(store: Repositories) -> Member:
     return add_member(store)
 
 
 @pytest.fixture
-def controller(store: Store, tmp_path: Path) -> RepairController:
+def controller(store: Repositories, tmp_path: Path) -> RepairController:
     return RepairController(
-        store, CheckRunner(CheckStore(store, tmp_path / "checks"), executor=LocalShellExecutor())
+        store.teams,
+        CheckRunner(CheckStore(store.teams.checks, tmp_path / "checks"), executor=LocalShellExecutor()),
     )
 
 
@@ -232,13 +233,16 @@ async def test_error_check_blocks_repair(controller: RepairController, member: M
 
 
 async def test_unsupported_runtime_blocks_repair(
-    store: Store, member: Member, repo: Path, tmp_path: Path
+    store: Repositories, member: Member, repo: Path, tmp_path: Path
 ) -> None:
     runner = CheckRunner(
-        CheckStore(store, tmp_path / "checks"), executor=LocalShellExecutor(str(tmp_path / "none"))
+        CheckStore(store.teams.checks, tmp_path / "checks"),
+        executor=LocalShellExecutor(str(tmp_path / "none")),
     )
     outcome = await _submit(
-        RepairController(store, runner), _assign(member, repo, {"name": "unit", "command": "true"}), "call-1"
+        RepairController(store.teams, runner),
+        _assign(member, repo, {"name": "unit", "command": "true"}),
+        "call-1",
     )
     assert outcome.result.state == "blocked"
 
@@ -255,7 +259,7 @@ async def test_timed_out_check_is_settled_enough_to_request_repair(
 
 @pytest.mark.parametrize("reported", ["blocked", "failed", "cancelled"])
 async def test_blocking_outcome_declines(
-    controller: RepairController, store: Store, member: Member, repo: Path, out: Path, reported: str
+    controller: RepairController, store: Repositories, member: Member, repo: Path, out: Path, reported: str
 ) -> None:
     counter = out / "counter"
     checks = _assign(member, repo, {"name": "unit", "command": f"echo run >> {counter}; exit 1"})
@@ -284,7 +288,7 @@ async def test_blocking_outcome_with_passing_checks_is_not_needed(
 
 
 async def test_cancel_during_a_check_cancels_the_ledger(
-    controller: RepairController, store: Store, member: Member, repo: Path, out: Path
+    controller: RepairController, store: Repositories, member: Member, repo: Path, out: Path
 ) -> None:
     fifo = out / "started"
     os.mkfifo(fifo)
@@ -303,11 +307,13 @@ async def test_cancel_during_a_check_cancels_the_ledger(
     outcome = await asyncio.wait_for(task, WAIT)
     assert outcome.result.state == "cancelled" and outcome.result.outcome == "blocked"
     assert [r.state for r in outcome.records.values() if r] == ["cancelled"]
-    ledger = store.repair_ledger(repair_controller_id(member.report_id))
+    ledger = store.teams.repair.repair_ledger(repair_controller_id(member.report_id))
     assert ledger is not None and ledger.cancelled and ledger.stages[0].state == "cancelled"
     again = await _submit(controller, checks, "call-2", max_attempts=2)
     assert again.result.state == "cancelled"
-    assert store.get_check(check_id(member.report_id, "unit", 2)) is None  # no further attempt ran
+    assert (
+        store.teams.checks.get_check(check_id(member.report_id, "unit", 2)) is None
+    )  # no further attempt ran
     assert controller.unresolved(member.run_id) is None
 
 
@@ -336,11 +342,11 @@ async def test_signal_already_aborted_cancels_before_anything_runs(
 
 
 async def test_lingering_claim_keeps_repair_pending_and_cleanup_fenced(
-    controller: RepairController, store: Store, member: Member, repo: Path, out: Path, tmp_path: Path
+    controller: RepairController, store: Repositories, member: Member, repo: Path, out: Path, tmp_path: Path
 ) -> None:
     counter = out / "counter"
     checks = _assign(member, repo, {"name": "unit", "command": f"echo run >> {counter}"})
-    CheckStore(store, tmp_path / "checks").claim(checks[0])  # the host died after claiming
+    CheckStore(store.teams.checks, tmp_path / "checks").claim(checks[0])  # the host died after claiming
     outcome = await _submit(controller, checks, "call-1")
     assert outcome.result.state == "pending" and outcome.result.outcome == "blocked"
     assert outcome.verification.state == "pending"
@@ -359,9 +365,11 @@ async def test_a_claim_the_store_refuses_blocks_and_runs_nothing(
     member: Member, db_path: Path, repo: Path, out: Path, tmp_path: Path
 ) -> None:
     checks = _assign(member, repo, {"name": "unit", "command": f"touch {out / 'ran'}"})
-    with Store.open(db_path, tracer=failing_tracer("INSERT INTO team_checks")) as faulty:
-        runner = CheckRunner(CheckStore(faulty, tmp_path / "checks"), executor=LocalShellExecutor())
-        outcome = await _submit(RepairController(faulty, runner), checks, "call-1")
+    with Repositories.open(db_path, tracer=failing_tracer("INSERT INTO team_checks")) as faulty:
+        runner = CheckRunner(
+            CheckStore(faulty.teams.checks, tmp_path / "checks"), executor=LocalShellExecutor()
+        )
+        outcome = await _submit(RepairController(faulty.teams, runner), checks, "call-1")
     assert outcome.result.state == "blocked"
     assert outcome.verification.error is not None and "disk I/O error" in outcome.verification.error
     assert not (out / "ran").exists()

@@ -64,7 +64,7 @@ async def test_a_failed_check_gets_one_repair_attempt_and_then_passes(tmp_path: 
         details = entry["details"]
         assert details["verification"]["state"] == "passed"
         assert details["outcome"] == "succeeded" and details["effective_outcome"] == "succeeded"
-        report = env.host.store.team_report(details["report_id"])
+        report = env.host.repositories.teams.reports.team_report(details["report_id"])
         assert report is not None and report.content == "Fixed: VALUE is 2."
         assert report.result["repair"]["state"] == "repaired" and report.result["repair"]["attemptsUsed"] == 1
 
@@ -97,7 +97,7 @@ async def test_exhausted_repair_keeps_the_outcome_and_adds_an_effective_blocker(
         details = entry["details"]
         assert details["verification"]["state"] == "failed"
         assert details["outcome"] == "succeeded" and details["effective_outcome"] == "blocked"
-        report = env.host.store.team_report(details["report_id"])
+        report = env.host.repositories.teams.reports.team_report(details["report_id"])
         assert report is not None and report.result["repair"]["state"] == "exhausted"
         result = await env.teams.status(env.caller, "stubborn")
         _, status = render_status(result), result.details
@@ -132,7 +132,7 @@ async def test_without_repair_a_failed_check_does_not_block_the_report_and_passe
         result = await env.teams.status(env.caller, "writer")
         _, status = render_status(result), result.details
         assert status["agents"][0]["verification"]["state"] == "stale"
-        stored = env.host.store.team_report(by_name["writer"]["report_id"])
+        stored = env.host.repositories.teams.reports.team_report(by_name["writer"]["report_id"])
         assert stored is not None and stored.result["verification"]["state"] == "passed"  # history kept
 
 
@@ -148,7 +148,7 @@ async def test_checks_are_validated_and_repair_needs_checks(tmp_path: Path) -> N
                     {"prompt": "p", "checks": [{"name": "a", "command": "true", "timeoutSeconds": 0}]}
                 ),
             )
-        assert env.host.store.generations(include_finalized=True) == ()
+        assert env.host.kernel.generations(include_finalized=True) == ()
 
 
 async def test_a_trusted_integration_binds_checks_through_the_programmatic_launch(tmp_path: Path) -> None:
@@ -198,7 +198,7 @@ async def test_stop_cancels_a_running_check_and_the_run_finalizes(tmp_path: Path
         run_id = spawned.details["runId"]
 
         def checking() -> bool:
-            return bool(env.host.store.claimed_checks(run_id))
+            return bool(env.host.repositories.teams.checks.claimed_checks(run_id))
 
         from tests.orchestration.teams._teams_helpers import eventually
 
@@ -206,9 +206,9 @@ async def test_stop_cancels_a_running_check_and_the_run_finalizes(tmp_path: Path
         result = await env.teams.stop_teammate(env.caller, "waiter", None)
         text, details = render_stop(result), result.details
         assert details["stopped"] is True, text
-        assert env.host.store.claimed_checks(run_id) == ()
+        assert env.host.repositories.teams.checks.claimed_checks(run_id) == ()
         assert env.lead_custom(TEAM_REPORT_TYPE) == []
-        generation = env.host.store.get_generation(run_id)
+        generation = env.host.kernel.get_generation(run_id)
         assert generation is not None and generation.phase == "finalized"
 
 

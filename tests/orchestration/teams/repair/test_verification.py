@@ -10,7 +10,7 @@ from typing import Any
 
 import pytest
 
-from corral.orchestration import InvalidRequestError, Store
+from corral.orchestration import InvalidRequestError, Repositories
 from corral.orchestration.teams import (
     CheckSpec,
     CheckStore,
@@ -44,7 +44,7 @@ def out(tmp_path: Path) -> Path:
 
 
 @pytest.fixture
-def member(store: Store) -> Member:
+def member(store: Repositories) -> Member:
     return add_member(store)
 
 
@@ -54,12 +54,12 @@ def logs(tmp_path: Path) -> Path:
 
 
 @pytest.fixture
-def verifier(store: Store, logs: Path) -> Verifier:
+def verifier(store: Repositories, logs: Path) -> Verifier:
     def logs_dir(lead: str) -> Path:
         assert lead == LEAD
         return logs
 
-    return Verifier(store, logs_dir=logs_dir)
+    return Verifier(store.teams, logs_dir=logs_dir)
 
 
 def _specs(*checks: dict[str, Any]) -> tuple[CheckSpec, ...]:
@@ -247,9 +247,11 @@ async def test_error_check_blocks(verifier: Verifier, member: Member, repo: Path
     assert "- check crash: error, exit code none, log" in decision.receipt_text()
 
 
-async def test_unsupported_runtime_blocks(store: Store, member: Member, repo: Path, tmp_path: Path) -> None:
+async def test_unsupported_runtime_blocks(
+    store: Repositories, member: Member, repo: Path, tmp_path: Path
+) -> None:
     verifier = Verifier(
-        store, logs_dir=lambda _: tmp_path / "checks", executor=LocalShellExecutor("/no/such/shell")
+        store.teams, logs_dir=lambda _: tmp_path / "checks", executor=LocalShellExecutor("/no/such/shell")
     )
     decision = await _verify(
         verifier, member, repo, _specs({"name": "unit", "command": "true"}), "c", max_attempts=1
@@ -274,7 +276,7 @@ async def _wait_fifo(path: Path) -> None:
 
 
 async def test_cancel_kills_the_running_check_and_cancels_repair(
-    verifier: Verifier, store: Store, member: Member, repo: Path, out: Path
+    verifier: Verifier, store: Repositories, member: Member, repo: Path, out: Path
 ) -> None:
     fifo = out / "started"
     os.mkfifo(fifo)
@@ -292,7 +294,7 @@ async def test_cancel_kills_the_running_check_and_cancels_repair(
     verifier.cancel_and_require_settled(member.report_id)
     again = await _verify(verifier, member, repo, checks, "call-2", max_attempts=2)
     assert again.repair is not None and again.repair["state"] == "cancelled"
-    assert store.get_check(check_id(member.report_id, "unit", 2)) is None
+    assert store.teams.checks.get_check(check_id(member.report_id, "unit", 2)) is None
 
 
 async def test_cancel_without_repair_stops_the_checks(
@@ -308,13 +310,13 @@ async def test_cancel_without_repair_stops_the_checks(
 
 
 async def test_unresolved_claim_fences_cleanup(
-    verifier: Verifier, store: Store, member: Member, repo: Path, out: Path, logs: Path
+    verifier: Verifier, store: Repositories, member: Member, repo: Path, out: Path, logs: Path
 ) -> None:
     checks = _specs({"name": "unit", "command": f"touch {out / 'ran'}"})
     (assigned,) = assign_checks(
         checks, task_id=member.task_id, run_id=member.run_id, report_id=member.report_id, cwd=repo
     )
-    CheckStore(store, logs).claim(assigned)  # the host died after the claim
+    CheckStore(store.teams.checks, logs).claim(assigned)  # the host died after the claim
     assert verifier.unresolved(member.run_id) == (
         f"Repair check ownership remains unresolved: check unit ({assigned.check_id}) is still claimed;"
         " its execution never settled."
@@ -334,7 +336,7 @@ async def test_unresolved_claim_fences_cleanup(
 
 
 async def test_observe_reports_stale_without_rewriting(
-    verifier: Verifier, store: Store, member: Member, repo: Path, db_path: Path
+    verifier: Verifier, store: Repositories, member: Member, repo: Path, db_path: Path
 ) -> None:
     decision = await _verify(verifier, member, repo, _specs({"name": "unit", "command": "true"}), "call-1")
     stored = _result(member, decision)
@@ -392,7 +394,7 @@ async def test_observe_a_referenced_ledger_that_is_missing(verifier: Verifier, m
 
 
 async def test_observe_a_ledger_of_another_run(
-    verifier: Verifier, store: Store, member: Member, repo: Path
+    verifier: Verifier, store: Repositories, member: Member, repo: Path
 ) -> None:
     decision = await _verify(
         verifier, member, repo, _specs({"name": "unit", "command": "exit 1"}), "c", max_attempts=1

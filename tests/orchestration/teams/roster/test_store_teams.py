@@ -22,8 +22,8 @@ from corral.orchestration import (
     NewTeamMember,
     NewTeamReport,
     OrchestrationError,
+    Repositories,
     RequestRecord,
-    Store,
     TargetAmbiguousError,
     TargetNotFoundError,
     TeamMemberRecord,
@@ -47,13 +47,13 @@ def _counting_clock() -> Callable[[], int]:
 
 
 @pytest.fixture
-def store(db_path: Path) -> Iterator[Store]:
-    with Store.open(db_path, clock=_counting_clock()) as opened:
+def store(db_path: Path) -> Iterator[Repositories]:
+    with Repositories.open(db_path, clock=_counting_clock()) as opened:
         yield opened
 
 
 def spawn(
-    store: Store,
+    store: Repositories,
     name: str,
     *,
     kind: str = "read",
@@ -66,12 +66,12 @@ def spawn(
 ) -> tuple[GenerationRecord, RequestRecord, TeamMemberRecord]:
     """Create a teams member (and accept its task unless `ack=False`)."""
     tier = "read-review" if kind == "read" else "write-feature"
-    generation, task, member = store.create_team_generation(
+    generation, task, member = store.teams.roster.create_team_generation(
         NewGeneration(
             definition=tier,
             owner_session_id=lead if parent is None else parent.session_id,
             cwd="/work/project",
-            session_id=f"session-{lead}-{name}-{len(store.team_members(lead, live_only=False))}",
+            session_id=f"session-{lead}-{name}-{len(store.teams.roster.team_members(lead, live_only=False))}",
             task="Review the module.",
             label=name,
             parent_run_id=None if parent is None else parent.run_id,
@@ -96,8 +96,8 @@ def spawn(
         ),
     )
     if ack:
-        store.record_ack(generation.run_id, task.request_id, accepted=True)
-        refreshed = store.get_generation(generation.run_id)
+        store.kernel.record_ack(generation.run_id, task.request_id, accepted=True)
+        refreshed = store.kernel.get_generation(generation.run_id)
         assert refreshed is not None
         generation = refreshed
     return generation, task, member
@@ -139,7 +139,9 @@ def _raw(db_path: Path, sql: str, params: tuple[object, ...] = ()) -> list[tuple
 # --- members -------------------------------------------------------------------------------------
 
 
-def test_create_team_generation_records_generation_task_and_member(store: Store, db_path: Path) -> None:
+def test_create_team_generation_records_generation_task_and_member(
+    store: Repositories, db_path: Path
+) -> None:
     generation, task, member = spawn(store, "Review_2", metadata={"operationId": "op-1"}, ack=False)
     assert (generation.label, generation.definition, generation.owner_session_id) == (
         "Review_2",
@@ -156,21 +158,23 @@ def test_create_team_generation_records_generation_task_and_member(store: Store,
     )
     assert member.metadata == {"operationId": "op-1"}
     assert member.live is True and member.allow_nested is False and member.fence == "none"
-    assert store.team_member(generation.run_id) == member
-    assert store.live_team_member(LEAD, "Review_2") == member
+    assert store.teams.roster.team_member(generation.run_id) == member
+    assert store.teams.roster.live_team_member(LEAD, "Review_2") == member
     # Teams names live in their own namespace: no `labels` row, and the agent surface can still use one.
     assert _raw(db_path, "SELECT * FROM labels") == []
-    assert store.generation_by_label("Review_2") is None
+    assert store.kernel.generation_by_label("Review_2") is None
 
 
-def test_a_long_name_up_to_128_characters_is_accepted(store: Store) -> None:
+def test_a_long_name_up_to_128_characters_is_accepted(store: Repositories) -> None:
     name = "a" * 128
     _generation, _task, member = spawn(store, name)
     assert member.name == name
 
 
 @pytest.mark.parametrize("name", ["has space", "dot.ted", "slash/x", "", "tab\t", "new\nline"])
-def test_invalid_names_are_refused_with_the_seed_message(store: Store, db_path: Path, name: str) -> None:
+def test_invalid_names_are_refused_with_the_seed_message(
+    store: Repositories, db_path: Path, name: str
+) -> None:
     before = dump(db_path)
     with pytest.raises(InvalidRequestError) as raised:
         spawn(store, name)
@@ -179,12 +183,12 @@ def test_invalid_names_are_refused_with_the_seed_message(store: Store, db_path: 
     assert dump(db_path) == before
 
 
-def test_a_name_over_128_characters_is_refused(store: Store) -> None:
+def test_a_name_over_128_characters_is_refused(store: Repositories) -> None:
     with pytest.raises(InvalidRequestError, match="at most 128 characters"):
         spawn(store, "b" * 129)
 
 
-def test_label_and_definition_must_match_the_member(store: Store) -> None:
+def test_label_and_definition_must_match_the_member(store: Repositories) -> None:
     def attempt(**changes: str) -> None:
         fields: dict[str, Any] = {
             "definition": "read-review",
@@ -195,7 +199,7 @@ def test_label_and_definition_must_match_the_member(store: Store) -> None:
             "label": "alpha",
         }
         fields.update(changes)
-        store.create_team_generation(
+        store.teams.roster.create_team_generation(
             NewGeneration(**fields),
             NewTeamMember(
                 lead_session_id=LEAD,
@@ -219,7 +223,7 @@ def test_label_and_definition_must_match_the_member(store: Store) -> None:
         attempt(owner_session_id="someone-else")
 
 
-def test_a_live_name_is_unique_per_team_only(store: Store, db_path: Path) -> None:
+def test_a_live_name_is_unique_per_team_only(store: Repositories, db_path: Path) -> None:
     spawn(store, "reviewer")
     before = dump(db_path)
     with pytest.raises(AgentLabelExistsError, match="Agent reviewer is still live"):
@@ -228,11 +232,11 @@ def test_a_live_name_is_unique_per_team_only(store: Store, db_path: Path) -> Non
     _g, _t, elsewhere = spawn(store, "reviewer", lead=OTHER_LEAD)
     assert elsewhere.lead_session_id == OTHER_LEAD
     # The agent surface's label namespace is separate.
-    agent, _ = new_generation(store, session_id="agent-s", label="reviewer")
+    agent, _ = new_generation(store.kernel, session_id="agent-s", label="reviewer")
     assert agent.label == "reviewer"
 
 
-def test_live_name_uniqueness_is_a_database_constraint(store: Store, db_path: Path) -> None:
+def test_live_name_uniqueness_is_a_database_constraint(store: Repositories, db_path: Path) -> None:
     first, _t, _m = spawn(store, "alpha")
     second, _t2, _m2 = spawn(store, "beta")
     conn = sqlite3.connect(db_path)
@@ -245,91 +249,100 @@ def test_live_name_uniqueness_is_a_database_constraint(store: Store, db_path: Pa
         conn.close()
 
 
-def test_finalize_releases_claims_and_frees_the_name(store: Store) -> None:
+def test_finalize_releases_claims_and_frees_the_name(store: Repositories) -> None:
     writer, _task, _member = spawn(store, "writer", kind="write")
-    store.claim_files(LEAD, run_id=writer.run_id, agent="writer", paths=["src/a.py", "src/b.py"])
-    finalized = store.finalize_generation(writer.run_id, owner_session_id=LEAD)
+    store.teams.roster.claim_files(LEAD, run_id=writer.run_id, agent="writer", paths=["src/a.py", "src/b.py"])
+    finalized = store.kernel.finalize_generation(writer.run_id, owner_session_id=LEAD)
     assert finalized.phase == "finalized"
-    old = store.team_member(writer.run_id)
+    old = store.teams.roster.team_member(writer.run_id)
     assert old is not None and old.live is False
-    assert store.file_claims(LEAD) == ()
-    assert store.live_team_member(LEAD, "writer") is None
+    assert store.teams.roster.file_claims(LEAD) == ()
+    assert store.teams.roster.live_team_member(LEAD, "writer") is None
     again, _t, member = spawn(store, "writer", kind="write")
     assert member.live and again.run_id != writer.run_id
-    assert store.live_team_member(LEAD, "writer") == member
-    assert [m.run_id for m in store.team_members(LEAD, live_only=False)] == [writer.run_id, again.run_id]
-    assert [m.run_id for m in store.team_members(LEAD)] == [again.run_id]
+    assert store.teams.roster.live_team_member(LEAD, "writer") == member
+    assert [m.run_id for m in store.teams.roster.team_members(LEAD, live_only=False)] == [
+        writer.run_id,
+        again.run_id,
+    ]
+    assert [m.run_id for m in store.teams.roster.team_members(LEAD)] == [again.run_id]
 
 
-def test_a_refused_finalize_keeps_claims_and_membership(store: Store, db_path: Path) -> None:
+def test_a_refused_finalize_keeps_claims_and_membership(store: Repositories, db_path: Path) -> None:
     writer, task, _member = spawn(store, "writer", kind="write")
-    store.claim_files(LEAD, run_id=writer.run_id, agent="writer", paths=["a.py"])
-    store.store_team_report(writer.run_id, task.request_id, report("writer", writer.run_id))
+    store.teams.roster.claim_files(LEAD, run_id=writer.run_id, agent="writer", paths=["a.py"])
+    store.teams.reports.store_team_report(writer.run_id, task.request_id, report("writer", writer.run_id))
     before = dump(db_path)
     with pytest.raises(TargetAmbiguousError, match="durable result"):
-        store.finalize_generation(writer.run_id, owner_session_id=LEAD)
+        store.kernel.finalize_generation(writer.run_id, owner_session_id=LEAD)
     assert dump(db_path) == before
-    assert [c.path for c in store.file_claims(LEAD)] == ["a.py"]
+    assert [c.path for c in store.teams.roster.file_claims(LEAD)] == ["a.py"]
 
 
-def test_nested_helpers_belong_to_an_eligible_writer(store: Store) -> None:
+def test_nested_helpers_belong_to_an_eligible_writer(store: Repositories) -> None:
     writer, _task, _m = spawn(store, "writer", kind="write", allow_nested=True)
     helper, _t, member = spawn(store, "helper", parent=writer)
     assert helper.owner_session_id == writer.session_id and helper.parent_run_id == writer.run_id
     assert (member.depth, member.parent_run_id, member.lead_session_id) == (1, writer.run_id, LEAD)
-    assert store.team_members(LEAD, parent_run_id=writer.run_id) == (member,)
+    assert store.teams.roster.team_members(LEAD, parent_run_id=writer.run_id) == (member,)
     with pytest.raises(InvalidRequestError, match="nested helper is a read agent"):
         spawn(store, "helper-w", kind="write", parent=writer)
     with pytest.raises(TargetAmbiguousError, match="live agents"):
-        store.finalize_generation(writer.run_id, owner_session_id=LEAD)
+        store.kernel.finalize_generation(writer.run_id, owner_session_id=LEAD)
 
 
 @pytest.mark.parametrize("why", ["not allowed", "quarantined", "read parent"])
-def test_nested_spawning_needs_an_active_unfenced_writer(store: Store, db_path: Path, why: str) -> None:
+def test_nested_spawning_needs_an_active_unfenced_writer(
+    store: Repositories, db_path: Path, why: str
+) -> None:
     if why == "read parent":
         parent, _t, _m = spawn(store, "parent", kind="read", allow_nested=True)
     else:
         parent, _t, _m = spawn(store, "parent", kind="write", allow_nested=why != "not allowed")
     if why == "quarantined":
-        store.set_team_fence(parent.run_id, fence="quarantined", reason="teardown timed out")
+        store.teams.roster.set_team_fence(parent.run_id, fence="quarantined", reason="teardown timed out")
     before = dump(db_path)
     with pytest.raises(InvalidRequestError, match="Nested read spawning is no longer authorized for parent"):
         spawn(store, "helper", parent=parent)
     assert dump(db_path) == before
 
 
-def test_set_team_fence_quarantines_and_lifts(store: Store) -> None:
+def test_set_team_fence_quarantines_and_lifts(store: Repositories) -> None:
     generation, _t, _m = spawn(store, "alpha")
-    fenced = store.set_team_fence(generation.run_id, fence="quarantined", reason="teardown timed out")
+    fenced = store.teams.roster.set_team_fence(
+        generation.run_id, fence="quarantined", reason="teardown timed out"
+    )
     assert (fenced.fence, fenced.fence_reason) == ("quarantined", "teardown timed out")
-    store.finalize_generation(generation.run_id, owner_session_id=LEAD)
-    lifted = store.set_team_fence(generation.run_id, fence="none", reason="ignored")
+    store.kernel.finalize_generation(generation.run_id, owner_session_id=LEAD)
+    lifted = store.teams.roster.set_team_fence(generation.run_id, fence="none", reason="ignored")
     assert (lifted.fence, lifted.fence_reason, lifted.live) == ("none", None, False)
     with pytest.raises(TargetNotFoundError, match="not a teams agent"):
-        store.set_team_fence("00000000-0000-4000-8000-000000000000", fence="none", reason=None)
+        store.teams.roster.set_team_fence("00000000-0000-4000-8000-000000000000", fence="none", reason=None)
     with pytest.raises(InvalidRequestError, match="Fence"):
-        store.set_team_fence(generation.run_id, fence="closed", reason=None)  # type: ignore[arg-type]
+        store.teams.roster.set_team_fence(generation.run_id, fence="closed", reason=None)  # type: ignore[arg-type]
 
 
-def test_set_session_context_path_only_for_lazy_members(store: Store) -> None:
+def test_set_session_context_path_only_for_lazy_members(store: Repositories) -> None:
     lazy, _t, _m = spawn(store, "lazy", session_context="lazy")
     plain, _t2, _m2 = spawn(store, "plain")
-    store.set_session_context_path(lazy.run_id, "/ctx/lazy--run.md")
-    assert store.team_member(lazy.run_id).session_context_path == "/ctx/lazy--run.md"  # type: ignore[union-attr]
-    store.set_session_context_path(lazy.run_id, None)
-    assert store.team_member(lazy.run_id).session_context_path is None  # type: ignore[union-attr]
+    store.teams.roster.set_session_context_path(lazy.run_id, "/ctx/lazy--run.md")
+    assert store.teams.roster.team_member(lazy.run_id).session_context_path == "/ctx/lazy--run.md"  # type: ignore[union-attr]
+    store.teams.roster.set_session_context_path(lazy.run_id, None)
+    assert store.teams.roster.team_member(lazy.run_id).session_context_path is None  # type: ignore[union-attr]
     with pytest.raises(InvalidRequestError, match="without lazy session context"):
-        store.set_session_context_path(plain.run_id, "/ctx/plain.md")
+        store.teams.roster.set_session_context_path(plain.run_id, "/ctx/plain.md")
     with pytest.raises(TargetNotFoundError):
-        store.set_session_context_path("00000000-0000-4000-8000-000000000000", None)
+        store.teams.roster.set_session_context_path("00000000-0000-4000-8000-000000000000", None)
 
 
 # --- reports -------------------------------------------------------------------------------------
 
 
-def test_store_team_report_completes_the_generation_with_a_result(store: Store) -> None:
+def test_store_team_report_completes_the_generation_with_a_result(store: Repositories) -> None:
     generation, task, _m = spawn(store, "alpha")
-    stored = store.store_team_report(generation.run_id, task.request_id, report("alpha", generation.run_id))
+    stored = store.teams.reports.store_team_report(
+        generation.run_id, task.request_id, report("alpha", generation.run_id)
+    )
     assert (stored.status, stored.content, stored.outcome, stored.acceptance) == (
         "completed",
         "Found two bugs.",
@@ -345,28 +358,28 @@ def test_store_team_report_completes_the_generation_with_a_result(store: Store) 
     assert stored.result["verification"] == {"state": "not-requested"}
     assert (stored.elapsed_ms, stored.tokens, stored.cost_usd) == (1200, 345, 0.25)
     assert (stored.delivery, stored.delivered_entry_id) == ("pending", None)
-    result = store.get_result(task.request_id)
+    result = store.kernel.get_result(task.request_id)
     assert result is not None and (result.status, result.text) == ("completed", "Found two bugs.")
-    assert store.get_generation(generation.run_id).phase == "completed"  # type: ignore[union-attr]
-    assert store.undelivered_results(LEAD) == (result,)
-    assert store.mark_delivered(task.request_id, owner_session_id=LEAD, entry_id="entry-1")
-    delivered = store.team_report_for_run(generation.run_id)
+    assert store.kernel.get_generation(generation.run_id).phase == "completed"  # type: ignore[union-attr]
+    assert store.kernel.undelivered_results(LEAD) == (result,)
+    assert store.kernel.mark_delivered(task.request_id, owner_session_id=LEAD, entry_id="entry-1")
+    delivered = store.teams.reports.team_report_for_run(generation.run_id)
     assert delivered is not None and (delivered.delivery, delivered.delivered_entry_id) == (
         "delivered",
         "entry-1",
     )
-    assert store.team_report(stored.report_id) == delivered
+    assert store.teams.reports.team_report(stored.report_id) == delivered
 
 
-def test_a_failed_report_is_a_failed_result(store: Store) -> None:
+def test_a_failed_report_is_a_failed_result(store: Repositories) -> None:
     generation, task, _m = spawn(store, "alpha")
-    stored = store.store_team_report(
+    stored = store.teams.reports.store_team_report(
         generation.run_id,
         task.request_id,
         report("alpha", generation.run_id, content="No report could be recovered.", status="failed"),
     )
     assert stored.status == "failed"
-    result = store.get_result(task.request_id)
+    result = store.kernel.get_result(task.request_id)
     assert result is not None
     assert (result.status, result.text, result.error_code, result.error_message) == (
         "failed",
@@ -376,11 +389,13 @@ def test_a_failed_report_is_a_failed_result(store: Store) -> None:
     )
 
 
-def test_the_first_report_of_a_run_wins(store: Store, db_path: Path) -> None:
+def test_the_first_report_of_a_run_wins(store: Repositories, db_path: Path) -> None:
     generation, task, _m = spawn(store, "alpha")
-    first = store.store_team_report(generation.run_id, task.request_id, report("alpha", generation.run_id))
+    first = store.teams.reports.store_team_report(
+        generation.run_id, task.request_id, report("alpha", generation.run_id)
+    )
     before = dump(db_path)
-    again = store.store_team_report(
+    again = store.teams.reports.store_team_report(
         generation.run_id, task.request_id, report("alpha", generation.run_id, content="Different text.")
     )
     assert again == first
@@ -398,49 +413,57 @@ def test_a_failing_report_insert_leaves_no_result_and_an_active_generation(db_pa
         if armed["on"] and sql.startswith("INSERT INTO team_reports"):
             raise _Crash
 
-    with Store.open(db_path, tracer=tracer) as traced:
+    with Repositories.open(db_path, tracer=tracer) as traced:
         generation, task, _m = spawn(traced, "alpha")
         big = "x" * (INLINE_RESULT_LIMIT + 10)
         before = dump(db_path)
         armed["on"] = True
         with pytest.raises(_Crash):
-            traced.store_team_report(
+            traced.teams.reports.store_team_report(
                 generation.run_id, task.request_id, report("alpha", generation.run_id, content=big)
             )
         assert dump(db_path) == before
-        assert traced.get_result(task.request_id) is None
-        assert traced.get_generation(generation.run_id).phase == "active"  # type: ignore[union-attr]
-        assert not traced.results_dir.exists() or list(traced.results_dir.iterdir()) == []
+        assert traced.kernel.get_result(task.request_id) is None
+        assert traced.kernel.get_generation(generation.run_id).phase == "active"  # type: ignore[union-attr]
+        assert not traced.db.results_dir.exists() or list(traced.db.results_dir.iterdir()) == []
         armed["on"] = False
-        stored = traced.store_team_report(
+        stored = traced.teams.reports.store_team_report(
             generation.run_id, task.request_id, report("alpha", generation.run_id, content=big)
         )
         assert stored.content == big
-        result = traced.get_result(task.request_id)
+        result = traced.kernel.get_result(task.request_id)
         assert result is not None and result.text is None and result.artifact_path is not None
-        assert traced.result_text(result) == big
+        assert traced.kernel.result_text(result) == big
 
 
-def test_report_identity_is_checked(store: Store, db_path: Path) -> None:
-    agent, agent_task = new_generation(store, session_id="agent-s")
+def test_report_identity_is_checked(store: Repositories, db_path: Path) -> None:
+    agent, agent_task = new_generation(store.kernel, session_id="agent-s")
     member_gen, member_task, _m = spawn(store, "alpha")
     before = dump(db_path)
     with pytest.raises(TargetNotFoundError, match="not a teams agent"):
-        store.store_team_report(agent.run_id, agent_task.request_id, report("alpha", agent.run_id))
+        store.teams.reports.store_team_report(
+            agent.run_id, agent_task.request_id, report("alpha", agent.run_id)
+        )
     with pytest.raises(TargetNotFoundError, match="not the active assignment"):
-        store.store_team_report(member_gen.run_id, agent_task.request_id, report("alpha", member_gen.run_id))
+        store.teams.reports.store_team_report(
+            member_gen.run_id, agent_task.request_id, report("alpha", member_gen.run_id)
+        )
     with pytest.raises(InvalidRequestError, match="runId"):
-        store.store_team_report(member_gen.run_id, member_task.request_id, report("alpha", agent.run_id))
+        store.teams.reports.store_team_report(
+            member_gen.run_id, member_task.request_id, report("alpha", agent.run_id)
+        )
     with pytest.raises(InvalidRequestError, match="report content must not be blank"):
-        store.store_team_report(
+        store.teams.reports.store_team_report(
             member_gen.run_id, member_task.request_id, report("alpha", member_gen.run_id, content=" ")
         )
     assert dump(db_path) == before
     other, other_task, _m2 = spawn(store, "beta")
-    store.store_team_report(member_gen.run_id, member_task.request_id, report("alpha", member_gen.run_id))
+    store.teams.reports.store_team_report(
+        member_gen.run_id, member_task.request_id, report("alpha", member_gen.run_id)
+    )
     with pytest.raises(InternalFailureError, match="already belongs to another run"):
         taken = report("alpha", member_gen.run_id)
-        store.store_team_report(
+        store.teams.reports.store_team_report(
             other.run_id,
             other_task.request_id,
             NewTeamReport(
@@ -452,39 +475,50 @@ def test_report_identity_is_checked(store: Store, db_path: Path) -> None:
                 report_source="report_and_exit",
             ),
         )
-    assert store.get_result(other_task.request_id) is None
+    assert store.kernel.get_result(other_task.request_id) is None
 
 
-def test_team_reports_filter_then_take_the_latest(store: Store) -> None:
+def test_team_reports_filter_then_take_the_latest(store: Repositories) -> None:
     stored = []
     for name in ("alpha", "beta", "alpha", "gamma", "alpha"):
-        live = store.live_team_member(LEAD, name)
+        live = store.teams.roster.live_team_member(LEAD, name)
         if live is not None:
-            store.mark_delivered(
-                store.team_report_for_run(live.run_id).request_id,  # type: ignore[union-attr]
+            store.kernel.mark_delivered(
+                store.teams.reports.team_report_for_run(live.run_id).request_id,  # type: ignore[union-attr]
                 owner_session_id=LEAD,
                 entry_id=f"e-{live.run_id}",
             )
-            store.finalize_generation(live.run_id, owner_session_id=LEAD)
+            store.kernel.finalize_generation(live.run_id, owner_session_id=LEAD)
         generation, task, _m = spawn(store, name)
         stored.append(
-            store.store_team_report(generation.run_id, task.request_id, report(name, generation.run_id))
+            store.teams.reports.store_team_report(
+                generation.run_id, task.request_id, report(name, generation.run_id)
+            )
         )
     ids = [r.report_id for r in stored]
-    assert [r.report_id for r in store.team_reports(LEAD)] == ids
-    assert [r.report_id for r in store.team_reports(LEAD, name="alpha")] == [ids[0], ids[2], ids[4]]
-    assert [r.report_id for r in store.team_reports(LEAD, name="alpha", limit=2)] == [ids[2], ids[4]]
-    assert [r.report_id for r in store.team_reports(LEAD, limit=1)] == [ids[4]]
-    assert store.team_reports(LEAD, limit=0) == ()
-    assert store.team_reports(OTHER_LEAD) == ()
+    assert [r.report_id for r in store.teams.reports.team_reports(LEAD)] == ids
+    assert [r.report_id for r in store.teams.reports.team_reports(LEAD, name="alpha")] == [
+        ids[0],
+        ids[2],
+        ids[4],
+    ]
+    assert [r.report_id for r in store.teams.reports.team_reports(LEAD, name="alpha", limit=2)] == [
+        ids[2],
+        ids[4],
+    ]
+    assert [r.report_id for r in store.teams.reports.team_reports(LEAD, limit=1)] == [ids[4]]
+    assert store.teams.reports.team_reports(LEAD, limit=0) == ()
+    assert store.teams.reports.team_reports(OTHER_LEAD) == ()
     with pytest.raises(InvalidRequestError, match="limit"):
-        store.team_reports(LEAD, limit=-1)
+        store.teams.reports.team_reports(LEAD, limit=-1)
 
 
-def test_record_report_acceptance(store: Store) -> None:
+def test_record_report_acceptance(store: Repositories) -> None:
     generation, task, _m = spawn(store, "alpha")
-    stored = store.store_team_report(generation.run_id, task.request_id, report("alpha", generation.run_id))
-    accepted = store.record_report_acceptance(stored.report_id, "accepted", "tests pass")
+    stored = store.teams.reports.store_team_report(
+        generation.run_id, task.request_id, report("alpha", generation.run_id)
+    )
+    accepted = store.teams.reports.record_report_acceptance(stored.report_id, "accepted", "tests pass")
     assert (accepted.acceptance, accepted.acceptance_reason) == ("accepted", "tests pass")
     assert accepted.decided_at is not None
     assert accepted.result["acceptance"] == {
@@ -493,21 +527,21 @@ def test_record_report_acceptance(store: Store) -> None:
         "reason": "tests pass",
     }
     assert accepted.content == stored.content and accepted.outcome == stored.outcome
-    rejected = store.record_report_acceptance(stored.report_id, "rejected")
+    rejected = store.teams.reports.record_report_acceptance(stored.report_id, "rejected")
     assert (rejected.acceptance, rejected.acceptance_reason) == ("rejected", None)
     assert rejected.result["acceptance"] == {"state": "rejected", "decidedAt": rejected.decided_at}
     with pytest.raises(InvalidRequestError) as bad:
-        store.record_report_acceptance(stored.report_id, "pending")
+        store.teams.reports.record_report_acceptance(stored.report_id, "pending")
     assert str(bad.value) == "Report acceptance must be accepted or rejected."
     with pytest.raises(TargetNotFoundError) as missing:
-        store.record_report_acceptance("report:nope", "accepted")
+        store.teams.reports.record_report_acceptance("report:nope", "accepted")
     assert str(missing.value) == "Structured report report:nope is unavailable."
 
 
 # --- messages ------------------------------------------------------------------------------------
 
 
-def _send(store: Store, recipient: str, content: str = "hello", **extra: Any) -> Any:
+def _send(store: Repositories, recipient: str, content: str = "hello", **extra: Any) -> Any:
     fields: dict[str, Any] = {
         "recipient": recipient,
         "sender": TEAM_LEAD,
@@ -517,10 +551,10 @@ def _send(store: Store, recipient: str, content: str = "hello", **extra: Any) ->
         "delivery": "inbox",
     }
     fields.update(extra)
-    return store.add_team_message(LEAD, **fields)
+    return store.teams.roster.add_team_message(LEAD, **fields)
 
 
-def test_messages_to_the_lead_and_to_running_members(store: Store) -> None:
+def test_messages_to_the_lead_and_to_running_members(store: Repositories) -> None:
     alpha, _t, _m = spawn(store, "alpha")
     to_lead = _send(store, TEAM_LEAD, "status?", sender="alpha", sender_run_id=alpha.run_id)
     assert (to_lead.recipient, to_lead.recipient_run_id, to_lead.read_at) == (TEAM_LEAD, None, None)
@@ -534,16 +568,18 @@ def test_messages_to_the_lead_and_to_running_members(store: Store) -> None:
 
 @pytest.mark.parametrize("state", ["missing", "fenced", "reported", "finalized", "other run"])
 def test_a_message_to_a_member_that_is_not_running_is_refused(
-    store: Store, db_path: Path, state: str
+    store: Repositories, db_path: Path, state: str
 ) -> None:
     generation, task, _m = spawn(store, "alpha")
     expected = None
     if state == "fenced":
-        store.set_team_fence(generation.run_id, fence="quarantined", reason="stuck")
+        store.teams.roster.set_team_fence(generation.run_id, fence="quarantined", reason="stuck")
     elif state == "reported":
-        store.store_team_report(generation.run_id, task.request_id, report("alpha", generation.run_id))
+        store.teams.reports.store_team_report(
+            generation.run_id, task.request_id, report("alpha", generation.run_id)
+        )
     elif state == "finalized":
-        store.finalize_generation(generation.run_id, owner_session_id=LEAD)
+        store.kernel.finalize_generation(generation.run_id, owner_session_id=LEAD)
     elif state == "other run":
         expected = "00000000-0000-4000-8000-000000000000"
     before = dump(db_path)
@@ -556,7 +592,7 @@ def test_a_message_to_a_member_that_is_not_running_is_refused(
     assert dump(db_path) == before
 
 
-def test_message_fields_are_validated(store: Store) -> None:
+def test_message_fields_are_validated(store: Repositories) -> None:
     spawn(store, "alpha")
     other, _t, _m = spawn(store, "beta", lead=OTHER_LEAD)
     with pytest.raises(InvalidRequestError, match="message content must not be blank"):
@@ -569,114 +605,129 @@ def test_message_fields_are_validated(store: Store) -> None:
         _send(store, "alpha", sender="beta", sender_run_id=other.run_id)
 
 
-def test_read_team_inbox_marks_and_peeks(store: Store) -> None:
+def test_read_team_inbox_marks_and_peeks(store: Repositories) -> None:
     spawn(store, "alpha")
     first = _send(store, "alpha", "one")
     second = _send(store, "alpha", "two")
     _send(store, TEAM_LEAD, "for the lead", sender="alpha")
-    peeked = store.read_team_inbox(LEAD, "alpha", mark_as_read=False)
+    peeked = store.teams.roster.read_team_inbox(LEAD, "alpha", mark_as_read=False)
     assert [m.content for m in peeked] == ["one", "two"] and not any(m.read for m in peeked)
-    read = store.read_team_inbox(LEAD, "alpha")
+    read = store.teams.roster.read_team_inbox(LEAD, "alpha")
     assert [m.message_id for m in read] == [first.message_id, second.message_id]
     assert not any(m.read for m in read)  # the state before marking
-    assert store.read_team_inbox(LEAD, "alpha") == ()
-    everything = store.read_team_inbox(LEAD, "alpha", unread_only=False, mark_as_read=False)
+    assert store.teams.roster.read_team_inbox(LEAD, "alpha") == ()
+    everything = store.teams.roster.read_team_inbox(LEAD, "alpha", unread_only=False, mark_as_read=False)
     assert [m.content for m in everything] == ["one", "two"] and all(m.read for m in everything)
     third = _send(store, "alpha", "three")
-    again = store.read_team_inbox(LEAD, "alpha", unread_only=False)
+    again = store.teams.roster.read_team_inbox(LEAD, "alpha", unread_only=False)
     assert [m.read for m in again] == [True, True, False]
-    assert store.read_team_inbox(LEAD, "alpha", unread_only=False)[-1].message_id == third.message_id
-    assert all(m.read for m in store.read_team_inbox(LEAD, "alpha", unread_only=False))
+    assert (
+        store.teams.roster.read_team_inbox(LEAD, "alpha", unread_only=False)[-1].message_id
+        == third.message_id
+    )
+    assert all(m.read for m in store.teams.roster.read_team_inbox(LEAD, "alpha", unread_only=False))
 
 
-def test_lead_messages_are_delivered_once(store: Store) -> None:
+def test_lead_messages_are_delivered_once(store: Repositories) -> None:
     alpha, _t, _m = spawn(store, "alpha")
     first = _send(store, TEAM_LEAD, "one", sender="alpha", sender_run_id=alpha.run_id)
     second = _send(store, TEAM_LEAD, "two", sender="alpha", sender_run_id=alpha.run_id)
     _send(store, "alpha", "not for the lead")
-    assert [m.message_id for m in store.undelivered_lead_messages(LEAD)] == [
+    assert [m.message_id for m in store.teams.roster.undelivered_lead_messages(LEAD)] == [
         first.message_id,
         second.message_id,
     ]
-    delivered = store.mark_lead_message_delivered(first.message_id, entry_id="entry-1")
+    delivered = store.teams.roster.mark_lead_message_delivered(first.message_id, entry_id="entry-1")
     assert delivered.delivered_entry_id == "entry-1" and delivered.read_at is not None
-    again = store.mark_lead_message_delivered(first.message_id, entry_id="entry-2")
+    again = store.teams.roster.mark_lead_message_delivered(first.message_id, entry_id="entry-2")
     assert again == delivered
-    assert [m.message_id for m in store.undelivered_lead_messages(LEAD)] == [second.message_id]
-    store.read_team_inbox(LEAD, TEAM_LEAD)  # the lead read it through read_inbox
-    assert store.undelivered_lead_messages(LEAD) == ()
+    assert [m.message_id for m in store.teams.roster.undelivered_lead_messages(LEAD)] == [second.message_id]
+    store.teams.roster.read_team_inbox(LEAD, TEAM_LEAD)  # the lead read it through read_inbox
+    assert store.teams.roster.undelivered_lead_messages(LEAD) == ()
     inbox = _send(store, "alpha", "x")
     with pytest.raises(TargetNotFoundError):
-        store.mark_lead_message_delivered(inbox.message_id, entry_id="e")
+        store.teams.roster.mark_lead_message_delivered(inbox.message_id, entry_id="e")
     with pytest.raises(TargetNotFoundError):
-        store.mark_lead_message_delivered("00000000-0000-4000-8000-000000000000", entry_id="e")
+        store.teams.roster.mark_lead_message_delivered("00000000-0000-4000-8000-000000000000", entry_id="e")
 
 
 # --- file claims ---------------------------------------------------------------------------------
 
 
-def test_claims_are_all_or_nothing_and_keep_since(store: Store, db_path: Path) -> None:
+def test_claims_are_all_or_nothing_and_keep_since(store: Repositories, db_path: Path) -> None:
     one, _t, _m = spawn(store, "one", kind="write")
     two, _t2, _m2 = spawn(store, "two", kind="write")
-    granted = store.claim_files(LEAD, run_id=one.run_id, agent="one", paths=["./src/a.py", "src/b.py/"])
+    granted = store.teams.roster.claim_files(
+        LEAD, run_id=one.run_id, agent="one", paths=["./src/a.py", "src/b.py/"]
+    )
     assert [c.path for c in granted.granted] == ["src/a.py", "src/b.py"] and granted.conflicts == ()
     since = granted.granted[0].since
-    again = store.claim_files(LEAD, run_id=one.run_id, agent="one", paths=["src/a.py", "src/c.py"])
+    again = store.teams.roster.claim_files(
+        LEAD, run_id=one.run_id, agent="one", paths=["src/a.py", "src/c.py"]
+    )
     assert [c.path for c in again.granted] == ["src/a.py", "src/c.py"]
     assert again.granted[0].since == since and again.granted[1].since > since
     before = dump(db_path)
-    conflict = store.claim_files(LEAD, run_id=two.run_id, agent="two", paths=["src/d.py", "src\\a.py"])
+    conflict = store.teams.roster.claim_files(
+        LEAD, run_id=two.run_id, agent="two", paths=["src/d.py", "src\\a.py"]
+    )
     assert conflict.granted == () and conflict.conflicts == (("src/a.py", "one"),)
     assert dump(db_path) == before
     elsewhere, _t3, _m3 = spawn(store, "one", kind="write", lead=OTHER_LEAD)
-    other_team = store.claim_files(OTHER_LEAD, run_id=elsewhere.run_id, agent="one", paths=["src/a.py"])
+    other_team = store.teams.roster.claim_files(
+        OTHER_LEAD, run_id=elsewhere.run_id, agent="one", paths=["src/a.py"]
+    )
     assert other_team.conflicts == ()
-    assert [(c.path, c.agent) for c in store.file_claims(LEAD)] == [
+    assert [(c.path, c.agent) for c in store.teams.roster.file_claims(LEAD)] == [
         ("src/a.py", "one"),
         ("src/b.py", "one"),
         ("src/c.py", "one"),
     ]
 
 
-def test_release_only_touches_the_callers_claims(store: Store) -> None:
+def test_release_only_touches_the_callers_claims(store: Repositories) -> None:
     one, _t, _m = spawn(store, "one", kind="write")
     two, _t2, _m2 = spawn(store, "two", kind="write")
-    store.claim_files(LEAD, run_id=one.run_id, agent="one", paths=["a.py", "b.py", "c.py"])
-    store.claim_files(LEAD, run_id=two.run_id, agent="two", paths=["z.py"])
-    assert store.release_files(LEAD, run_id=one.run_id, paths=["a.py", "z.py", "nope.py"]) == ("a.py",)
-    assert store.release_all_claims(one.run_id) == ("b.py", "c.py")
-    assert store.release_all_claims(one.run_id) == ()
-    assert [(c.path, c.agent) for c in store.file_claims(LEAD)] == [("z.py", "two")]
+    store.teams.roster.claim_files(LEAD, run_id=one.run_id, agent="one", paths=["a.py", "b.py", "c.py"])
+    store.teams.roster.claim_files(LEAD, run_id=two.run_id, agent="two", paths=["z.py"])
+    assert store.teams.roster.release_files(LEAD, run_id=one.run_id, paths=["a.py", "z.py", "nope.py"]) == (
+        "a.py",
+    )
+    assert store.teams.roster.release_all_claims(one.run_id) == ("b.py", "c.py")
+    assert store.teams.roster.release_all_claims(one.run_id) == ()
+    assert [(c.path, c.agent) for c in store.teams.roster.file_claims(LEAD)] == [("z.py", "two")]
 
 
-def test_claims_need_a_live_edit_member_of_the_team(store: Store, db_path: Path) -> None:
+def test_claims_need_a_live_edit_member_of_the_team(store: Repositories, db_path: Path) -> None:
     writer, _t, _m = spawn(store, "writer", kind="write")
     reader, _t2, _m2 = spawn(store, "reader")
-    agent, _ = new_generation(store, session_id="agent-s")
+    agent, _ = new_generation(store.kernel, session_id="agent-s")
     before = dump(db_path)
     with pytest.raises(InvalidRequestError, match="only edit agents claim files"):
-        store.claim_files(LEAD, run_id=reader.run_id, agent="reader", paths=["a.py"])
+        store.teams.roster.claim_files(LEAD, run_id=reader.run_id, agent="reader", paths=["a.py"])
     with pytest.raises(TargetNotFoundError, match="not a live member"):
-        store.claim_files(LEAD, run_id=agent.run_id, agent="worker", paths=["a.py"])
+        store.teams.roster.claim_files(LEAD, run_id=agent.run_id, agent="worker", paths=["a.py"])
     with pytest.raises(TargetNotFoundError, match="not a live member"):
-        store.claim_files(OTHER_LEAD, run_id=writer.run_id, agent="writer", paths=["a.py"])
+        store.teams.roster.claim_files(OTHER_LEAD, run_id=writer.run_id, agent="writer", paths=["a.py"])
     with pytest.raises(TargetNotFoundError, match="is agent writer, not impostor"):
-        store.claim_files(LEAD, run_id=writer.run_id, agent="impostor", paths=["a.py"])
+        store.teams.roster.claim_files(LEAD, run_id=writer.run_id, agent="impostor", paths=["a.py"])
     with pytest.raises(InvalidRequestError, match="at least one"):
-        store.claim_files(LEAD, run_id=writer.run_id, agent="writer", paths=[])
+        store.teams.roster.claim_files(LEAD, run_id=writer.run_id, agent="writer", paths=[])
     with pytest.raises(InvalidRequestError, match="absolute"):
-        store.claim_files(LEAD, run_id=writer.run_id, agent="writer", paths=["ok.py", "/etc/passwd"])
+        store.teams.roster.claim_files(
+            LEAD, run_id=writer.run_id, agent="writer", paths=["ok.py", "/etc/passwd"]
+        )
     with pytest.raises(TargetNotFoundError, match="not a live member"):
-        store.release_files(LEAD, run_id=agent.run_id, paths=["a.py"])
+        store.teams.roster.release_files(LEAD, run_id=agent.run_id, paths=["a.py"])
     assert dump(db_path) == before
 
 
 def test_claims_are_never_double_granted_across_connections(db_path: Path) -> None:
     writers = 6
     rounds = 25
-    with Store.open(db_path) as setup:
+    with Repositories.open(db_path) as setup:
         runs = [spawn(setup, f"w{i}", kind="write")[0].run_id for i in range(writers)]
-    stores = [Store.open(db_path), Store.open(db_path)]
+    stores = [Repositories.open(db_path), Repositories.open(db_path)]
     holders = {"now": 0, "max": 0, "grants": 0}
     lock = threading.Lock()
     start = threading.Barrier(writers)
@@ -685,23 +736,27 @@ def test_claims_are_never_double_granted_across_connections(db_path: Path) -> No
         store = stores[index % 2]
         start.wait()
         for _ in range(rounds):
-            outcome = store.claim_files(
+            outcome = store.teams.roster.claim_files(
                 LEAD, run_id=runs[index], agent=f"w{index}", paths=["shared.py", f"own-{index}.py"]
             )
             if outcome.conflicts:
                 assert outcome.granted == ()
-                assert [c.path for c in store.file_claims(LEAD) if c.path == f"own-{index}.py"] == []
+                assert [
+                    c.path for c in store.teams.roster.file_claims(LEAD) if c.path == f"own-{index}.py"
+                ] == []
                 continue
             with lock:
                 holders["now"] += 1
                 holders["grants"] += 1
                 holders["max"] = max(holders["max"], holders["now"])
             # While this run holds the path, the database says so (no one else was granted it).
-            held = {c.path: c.run_id for c in store.file_claims(LEAD)}
+            held = {c.path: c.run_id for c in store.teams.roster.file_claims(LEAD)}
             assert held["shared.py"] == runs[index] and held[f"own-{index}.py"] == runs[index]
             with lock:
                 holders["now"] -= 1
-            assert store.release_files(LEAD, run_id=runs[index], paths=["shared.py", f"own-{index}.py"]) == (
+            assert store.teams.roster.release_files(
+                LEAD, run_id=runs[index], paths=["shared.py", f"own-{index}.py"]
+            ) == (
                 "shared.py",
                 f"own-{index}.py",
             )
@@ -714,8 +769,8 @@ def test_claims_are_never_double_granted_across_connections(db_path: Path) -> No
         for opened in stores:
             opened.close()
     assert holders["max"] == 1 and holders["grants"] >= 1
-    with Store.open(db_path) as check:
-        assert check.file_claims(LEAD) == ()
+    with Repositories.open(db_path) as check:
+        assert check.teams.roster.file_claims(LEAD) == ()
 
 
 @pytest.mark.parametrize(
@@ -737,16 +792,16 @@ def test_normalize_claim_path_refuses(raw: str) -> None:
 
 def test_every_team_mutation_begins_immediate(db_path: Path) -> None:
     seen: list[str] = []
-    with Store.open(db_path, tracer=lambda sql, _params: seen.append(sql)) as traced:
+    with Repositories.open(db_path, tracer=lambda sql, _params: seen.append(sql)) as traced:
         generation, _t, _m = spawn(traced, "writer", kind="write")
         seen.clear()
-        traced.claim_files(LEAD, run_id=generation.run_id, agent="writer", paths=["a.py"])
+        traced.teams.roster.claim_files(LEAD, run_id=generation.run_id, agent="writer", paths=["a.py"])
         _send(traced, "writer")
     begins = [sql for sql in seen if sql.startswith("BEGIN")]
     assert begins and all(sql == "BEGIN IMMEDIATE" for sql in begins)
 
 
-def test_errors_are_orchestration_errors_with_one_line_messages(store: Store) -> None:
+def test_errors_are_orchestration_errors_with_one_line_messages(store: Repositories) -> None:
     with pytest.raises(OrchestrationError) as raised:
         spawn(store, "bad name")
     assert "\n" not in str(raised.value)

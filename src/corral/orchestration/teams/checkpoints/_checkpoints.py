@@ -74,8 +74,8 @@ from .records import (
 )
 
 if TYPE_CHECKING:
-    from corral.orchestration.store._store import Store
     from corral.orchestration.teams.checkpoints._repository import CheckpointRow
+    from corral.orchestration.teams.checkpoints._repository import Checkpoints as CheckpointRows
     from corral.orchestration.teams.roster.records import TeamReportRecord
 
 __all__ = [
@@ -257,14 +257,14 @@ def build_draft(
 class Checkpoints:
     """Specialist checkpoints in the orchestration store (one per host; stateless between calls)."""
 
-    def __init__(self, store: Store, *, clock: Callable[[], float] = time.time) -> None:
-        """Use `store`'s `checkpoints` table.
+    def __init__(self, rows: CheckpointRows, *, clock: Callable[[], float] = time.time) -> None:
+        """Keep checkpoints in the `checkpoints` table of `rows`.
 
         Args:
-            store: The orchestration store.
+            rows: The checkpoints' repository.
             clock: "Now" in seconds since the epoch (rounded to the millisecond); tests pin it.
         """
-        self.store = store
+        self.rows = rows
         self._clock = clock
 
     def _now_ms(self) -> int:
@@ -334,7 +334,7 @@ class Checkpoints:
                 f"Checkpoint report provenance is unavailable: report {own_report} has no Markdown copy, "
                 "so no checkpoint was saved."
             )
-        existing = self.store.get_checkpoint(cid)
+        existing = self.rows.get_checkpoint(cid)
         if existing is not None:
             return self._replayed(existing, author, prompt, policy, own_report, source_before)
         try:
@@ -379,7 +379,7 @@ class Checkpoints:
             saved = CheckpointRecord.from_json(json.loads(text))
         except CheckpointRecordError as exc:
             raise CheckpointError(f"Checkpoint {cid} was not saved: {exc}.") from None
-        row, inserted = self.store.insert_checkpoint(
+        row, inserted = self.rows.insert_checkpoint(
             cid, text, created_at=saved.created_at, expires_at=saved.expires_at
         )
         if inserted:
@@ -431,7 +431,7 @@ class Checkpoints:
                 a deletion).
         """
         cid = parse_checkpoint_ref(checkpoint_id)
-        row = self.store.get_checkpoint(cid)
+        row = self.rows.get_checkpoint(cid)
         if row is None:
             raise _unavailable(cid)
         record = self._parsed(row)
@@ -530,7 +530,7 @@ class Checkpoints:
         now = self._now_ms()
         lines: list[str] = []
         warnings: list[str] = []
-        for row in self.store.checkpoint_rows():
+        for row in self.rows.checkpoint_rows():
             try:
                 record = _parse_row(row)
             except CheckpointRecordError as exc:
@@ -573,7 +573,7 @@ class Checkpoints:
         """
         now = self._now_ms()
         warnings: list[str] = []
-        for row in self.store.checkpoint_rows():
+        for row in self.rows.checkpoint_rows():
             try:
                 record = _parse_row(row)
             except CheckpointRecordError as exc:
@@ -589,7 +589,7 @@ class Checkpoints:
 
     def _retire(self, cid: str, state: Literal["deleted", "expired"], now: int) -> RetiredCheckpoint:
         for _ in range(_CAS_ATTEMPTS):
-            row = self.store.get_checkpoint(cid)
+            row = self.rows.get_checkpoint(cid)
             if row is None:
                 raise _unavailable(cid)
             try:
@@ -603,7 +603,7 @@ class Checkpoints:
             if state == "expired" and (current is None or current.expires_at > now):
                 raise CheckpointError(f"Checkpoint {cid} is not expired.")
             retired = RetiredCheckpoint(cid, state, now)
-            if self.store.retire_checkpoint(
+            if self.rows.retire_checkpoint(
                 cid,
                 expected_state=row.state,
                 expected_record=row.record,

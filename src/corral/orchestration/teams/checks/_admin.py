@@ -17,7 +17,7 @@ from __future__ import annotations
 from dataclasses import dataclass
 
 from corral.orchestration.errors import ManagedAgentBusyError, TargetNotFoundError
-from corral.orchestration.store._store import Store
+from corral.orchestration.teams._repositories import TeamsRepositories
 from corral.orchestration.teams.checks._rows import CheckRow
 from corral.runtime import pid_alive
 
@@ -48,14 +48,14 @@ def abandoned_error(reason: str | None) -> str:
     return text + (f" ({reason.strip()})." if reason and reason.strip() else ".")
 
 
-def unresolved_checks(store: Store) -> list[UnresolvedCheck]:
+def unresolved_checks(repos: TeamsRepositories) -> list[UnresolvedCheck]:
     """Every `claimed` check of the store, oldest first."""
-    return [_unresolved(store, row) for row in store.claimed_checks()]
+    return [_unresolved(repos, row) for row in repos.checks.claimed_checks()]
 
 
-def _unresolved(store: Store, row: CheckRow) -> UnresolvedCheck:
-    member = store.team_member(row.run_id)
-    generation = store.get_generation(row.run_id)
+def _unresolved(repos: TeamsRepositories, row: CheckRow) -> UnresolvedCheck:
+    member = repos.roster.team_member(row.run_id)
+    generation = repos.kernel.get_generation(row.run_id)
     pid = None if generation is None or generation.phase == "finalized" else generation.pid
     return UnresolvedCheck(
         check=row,
@@ -66,11 +66,13 @@ def _unresolved(store: Store, row: CheckRow) -> UnresolvedCheck:
     )
 
 
-def abandon_check(store: Store, check_id: str, *, reason: str | None = None, force: bool = False) -> CheckRow:
+def abandon_check(
+    repos: TeamsRepositories, check_id: str, *, reason: str | None = None, force: bool = False
+) -> CheckRow:
     """Settle the `claimed` check `check_id` as `error` because the process that ran it is gone.
 
     Args:
-        store: The store.
+        repos: The teams repositories.
         check_id: The exact `check:<64 hex>` id.
         reason: A note kept in the record's error.
         force: Skip the proof that the agent's process is gone (its pid may have been reused).
@@ -80,10 +82,10 @@ def abandon_check(store: Store, check_id: str, *, reason: str | None = None, for
         InvalidRequestError: It already settled.
         ManagedAgentBusyError: The agent's process still exists, so the check may be running.
     """
-    row = store.get_check(check_id)
+    row = repos.checks.get_check(check_id)
     if row is None:
         raise TargetNotFoundError(f"No check {check_id}; `corral checks list` shows the unresolved ones.")
-    current = _unresolved(store, row)
+    current = _unresolved(repos, row)
     if row.state == "claimed" and current.process_alive and not force:
         raise ManagedAgentBusyError(
             f"Check {check_id} may still be running: process {current.pid} of agent "
@@ -91,4 +93,4 @@ def abandon_check(store: Store, check_id: str, *, reason: str | None = None, for
             "if you know that pid now belongs to another program.",
             ids={"checkId": check_id, "runId": current.check.run_id},
         )
-    return store.abandon_check(check_id, error=abandoned_error(reason))
+    return repos.checks.abandon_check(check_id, error=abandoned_error(reason))

@@ -58,7 +58,7 @@ from .records import (
 )
 
 if TYPE_CHECKING:
-    from corral.orchestration.store._store import Store
+    from corral.orchestration.teams.checks._repository import Checks
 
 __all__ = [
     "CANCELLED_VERIFICATION_ERROR",
@@ -643,21 +643,21 @@ class CheckRunner:
         Raises:
             CheckRecordError: A referenced record is missing, corrupt or belongs to another task or run.
         """
-        return await read_evidence(self.store.store, check_ids, task_id=task_id, run_id=run_id)
+        return await read_evidence(self.store.rows, check_ids, task_id=task_id, run_id=run_id)
 
 
-async def read_evidence(store: Store, check_ids: Sequence[str], *, task_id: str, run_id: str) -> CheckBatch:
+async def read_evidence(checks: Checks, check_ids: Sequence[str], *, task_id: str, run_id: str) -> CheckBatch:
     """Read check records by id, check they belong to the task and run, and re-observe them; never writes.
 
     Raises:
         CheckRecordError: A referenced record is missing, corrupt or belongs to another task or run.
     """
-    stored = read_check_records(store, check_ids)
+    stored = read_check_records(checks, check_ids)
     records: dict[str, CheckRecord | None] = {}
     for identity, record in stored.items():
         if record is None:
             raise CheckRecordError(
-                f"Check record {identity} is unavailable; inspect team_checks in {store.path}."
+                f"Check record {identity} is unavailable; inspect team_checks in {checks.db.path}."
             )
         if record.assignment.task_id != task_id or record.assignment.run_id != run_id:
             raise CheckRecordError(f"Check record {identity} belongs to another task or run.")

@@ -159,7 +159,7 @@ class RepairLedgerRow:
 
 @dataclass(frozen=True, slots=True)
 class RepairReservation:
-    """What `Store.reserve_repair_stage` did."""
+    """What `RepairLedgers.reserve_repair_stage` did."""
 
     ledger: RepairLedgerRow
     """The ledger after the reservation."""

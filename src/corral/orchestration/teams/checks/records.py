@@ -3,7 +3,7 @@
 A check's identity is `check:` + SHA-256 of `JSON.stringify([reportId, name,
 attempt])` (§6.2 of the teams notes), so one report's check at one attempt
 has exactly one record. Records are rows of the store's `team_checks` table
-(`Store.claim_check` / `finish_check`, one SQLite transaction each, the store
+(`Checks.claim_check` / `finish_check`, one SQLite transaction each, the store
 running `synchronous = FULL`); the full log of a check stays a file,
 `<team checks dir>/<64 hex>.log` (dir 0700, file 0600, exclusive create).
 
@@ -32,7 +32,7 @@ from corral.orchestration.teams.checks._rows import CheckIdentityError, CheckRec
 from ._fingerprint import SourceFingerprint, same_tested_source
 
 if TYPE_CHECKING:
-    from corral.orchestration.store._store import Store
+    from corral.orchestration.teams.checks._repository import Checks
 
 __all__ = [
     "CHECK_RECORD_VERSION",
@@ -293,13 +293,13 @@ class CheckRecord:
             raise ValueError("check log path is not named <64 hex>.log after the check id")
 
 
-def read_check_records(store: Store, identities: Sequence[str]) -> dict[str, CheckRecord | None]:
+def read_check_records(checks: Checks, identities: Sequence[str]) -> dict[str, CheckRecord | None]:
     """Each id's stored record (`None` when missing), in the given order, read in one transaction.
 
     Raises:
         CheckRecordError: A stored row breaks an invariant.
     """
-    rows = store.get_checks(identities)
+    rows = checks.get_checks(identities)
     return {key: (CheckRecord.from_row(rows[key]) if key in rows else None) for key in identities}
 
 
@@ -310,9 +310,9 @@ class CheckStore:
     every store call; see "Store calls and the event loop" in docs/development.md).
     """
 
-    def __init__(self, store: Store, directory: str | os.PathLike[str]) -> None:
-        """Bind `store` to the team's checks directory (created 0700 before the first claim)."""
-        self.store = store
+    def __init__(self, rows: Checks, directory: str | os.PathLike[str]) -> None:
+        """Bind the check rows to the team's checks directory (created 0700 before the first claim)."""
+        self.rows = rows
         self.directory = Path(directory)
 
     def log_path(self, identity: str) -> Path:
@@ -329,12 +329,12 @@ class CheckStore:
         Raises:
             CheckRecordError: The stored row breaks an invariant.
         """
-        row = self.store.get_check(identity)
+        row = self.rows.get_check(identity)
         return None if row is None else CheckRecord.from_row(row)
 
     def read_many(self, identities: Sequence[str]) -> dict[str, CheckRecord | None]:
         """Each id's record (`None` when missing), in the given order, read in one transaction."""
-        return read_check_records(self.store, identities)
+        return read_check_records(self.rows, identities)
 
     def claim(self, assignment: AssignedCheck) -> tuple[CheckRecord, bool]:
         """Claim `assignment`'s check id, durably, before anything runs.
@@ -351,7 +351,7 @@ class CheckStore:
         identity = assignment.check_id
         log = self.log_path(identity)
         ensure_private_dir(self.directory)
-        row, fresh = self.store.claim_check(
+        row, fresh = self.rows.claim_check(
             identity, assignment=assignment.to_json(), binding=assignment.binding(), log_path=str(log)
         )
         return CheckRecord.from_row(row), fresh
@@ -373,7 +373,7 @@ class CheckStore:
             settled.validate()
         except ValueError as exc:
             raise CheckRecordError(f"Refusing to store check {settled.check_id}: {exc}.") from None
-        row = self.store.finish_check(
+        row = self.rows.finish_check(
             settled.check_id,
             claim_token=settled.claim_token,
             state=settled.state,

@@ -34,7 +34,7 @@ from corral.orchestration.teams.groups.records import (
 from corral.session import CustomMessageEntry
 
 if TYPE_CHECKING:
-    from corral.orchestration.store._store import Store
+    from corral.orchestration.teams.groups._repository import Groups
     from corral.orchestration.teams.roster.records import TeamReportRecord
 
 __all__ = ["GROUP_MESSAGE_TYPE", "CompletionGroups", "parse_completion_group"]
@@ -44,11 +44,11 @@ GROUP_MESSAGE_TYPE = "corral-team-group"
 
 
 class CompletionGroups:
-    """The completion-group journal of one store, as the teams core uses it."""
+    """The completion-group journal, as the teams core uses it."""
 
-    def __init__(self, store: Store) -> None:
-        """Use `store` for every group (no state is kept here)."""
-        self._store = store
+    def __init__(self, rows: Groups) -> None:
+        """Keep every group in `rows`, the groups' repository (no state is kept here)."""
+        self._rows = rows
 
     # --- journal events -------------------------------------------------------------------------
 
@@ -78,7 +78,7 @@ class CompletionGroups:
             InvalidRequestError: No members, a bad or repeated name, blank ids.
             CompletionGroupBindingError: The group exists with another policy or member list.
         """
-        return self._store.create_completion_group(
+        return self._rows.create_completion_group(
             lead_session_id=lead_session_id,
             team=team,
             submission_id=submission_id,
@@ -93,7 +93,7 @@ class CompletionGroups:
             CompletionGroupBindingError: The slot is past `pending` or queued under another id.
             CompletionSlotSettledError: The slot already settled.
         """
-        self._store.group_slot_queued(slot_id, queue_id)
+        self._rows.group_slot_queued(slot_id, queue_id)
 
     def running(self, slot_id: str, run_id: str) -> None:
         """Bind the member's run, once, before it launches.
@@ -102,7 +102,7 @@ class CompletionGroups:
             CompletionGroupBindingError: Another run is bound ("Completion run binding has changed.").
             CompletionSlotSettledError: The slot already settled.
         """
-        self._store.group_slot_running(slot_id, run_id)
+        self._rows.group_slot_running(slot_id, run_id)
 
     def reported(self, slot_id: str, report: TeamReportRecord) -> None:
         """Record the member's stored report (the receipt is taken from the stored row), then plan.
@@ -112,7 +112,7 @@ class CompletionGroups:
                 ("Conflicting completion report binding." for a second, different report).
             CompletionSlotSettledError: The slot settled without a report.
         """
-        self._store.group_slot_reported(slot_id, report.report_id)
+        self._rows.group_slot_reported(slot_id, report.report_id)
 
     def settled(
         self,
@@ -130,17 +130,17 @@ class CompletionGroups:
             CompletionGroupBindingError: The queue or run identity does not match the slot's.
             CompletionSlotSettledError: The slot already settled differently.
         """
-        self._store.group_slot_settled(slot_id, status, reason, run_id=run_id, queue_id=queue_id)
+        self._rows.group_slot_settled(slot_id, status, reason, run_id=run_id, queue_id=queue_id)
 
     def seal(self, group_id: str) -> None:
         """No member joins any more: `all-settled` may deliver once every slot is terminal."""
-        self._store.seal_completion_group(group_id)
+        self._rows.seal_completion_group(group_id)
 
     # --- wakes ----------------------------------------------------------------------------------
 
     def reserve_wakes(self, lead_session_id: str) -> list[GroupDelivery]:
         """Reserve and return the planned deliveries whose wake was never reserved (each at most once)."""
-        return list(self._store.reserve_group_wakes(lead_session_id))
+        return list(self._rows.reserve_group_wakes(lead_session_id))
 
     def message(self, delivery: GroupDelivery) -> CustomMessage:
         """The hidden `corral-team-group` message of a delivery: its index and the instructions."""
@@ -160,11 +160,11 @@ class CompletionGroups:
         Raises:
             CompletionGroupBindingError: The wake was already observed as another entry.
         """
-        self._store.observe_group_wake(delivery_id, entry_id)
+        self._rows.observe_group_wake(delivery_id, entry_id)
 
     def wake_failed(self, delivery_id: str, error: str) -> None:
         """Record why sending a reserved wake failed (it is not retried; the inbox copy stays unread)."""
-        self._store.fail_group_wake(delivery_id, error)
+        self._rows.fail_group_wake(delivery_id, error)
 
     def find_wakes(self, lead_session_id: str, entries: Iterable[object]) -> dict[str, str]:
         """Delivery id → entry id for each group wake in the lead's session entries.
@@ -182,7 +182,7 @@ class CompletionGroups:
             ):
                 continue
             key = entry.details["delivery_id"]
-            delivery = self._store.group_delivery(key)
+            delivery = self._rows.group_delivery(key)
             if (
                 delivery is not None
                 and delivery.lead_session_id == lead_session_id
@@ -206,7 +206,7 @@ class CompletionGroups:
         its saved index, plus one per group or slot that could not be resolved.
         Call it only after a restart: it interrupts slots still waiting for admission.
         """
-        groups = self._store.completion_groups(lead_session_id)
+        groups = self._rows.completion_groups(lead_session_id)
         known = {delivery.delivery_id for group in groups for delivery in group.deliveries}
         warnings = [
             f"Completion group wake {key} (session entry {entry}) is not a delivery of this team; ignored."
@@ -215,7 +215,7 @@ class CompletionGroups:
         ]
         for group in groups:
             try:
-                recovered, group_warnings = self._store.recover_completion_group(
+                recovered, group_warnings = self._rows.recover_completion_group(
                     group.group_id, delivered=delivered
                 )
             except OrchestrationError as exc:
@@ -235,7 +235,7 @@ class CompletionGroups:
         Raises:
             TargetNotFoundError: No such group.
         """
-        group = self._store.completion_group(group_id)
+        group = self._rows.completion_group(group_id)
         if group is None:
             raise TargetNotFoundError(
                 f"No completion group {group_id}; check the group id.", ids={"groupId": group_id}

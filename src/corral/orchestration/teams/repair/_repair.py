@@ -60,7 +60,7 @@ from corral.orchestration.teams.checks.records import (
 )
 
 if TYPE_CHECKING:
-    from corral.orchestration.store._store import Store
+    from corral.orchestration.teams._repositories import TeamsRepositories
 
 __all__ = [
     "BLOCKING_REPAIR_STATES",
@@ -292,9 +292,9 @@ def _stage_state(
 class RepairController:
     """Runs, decides, cancels and observes bounded repair over the ledgers in the store."""
 
-    def __init__(self, store: Store, runner: CheckRunner | None = None) -> None:
-        """Use `store`'s ledgers; `runner` (needed only by `submit`) runs the checks."""
-        self._store = store
+    def __init__(self, repos: TeamsRepositories, runner: CheckRunner | None = None) -> None:
+        """Keep ledgers in `repos.repair` (checks in `repos.checks`); `runner` (needed only by `submit`) runs the checks."""
+        self._repos = repos
         self._runner = runner
 
     # --- one submission -------------------------------------------------------------------------
@@ -331,10 +331,10 @@ class RepairController:
         first = assignments[0]
         report_id, run_id, task_id = first.report_id, first.run_id, first.task_id
         key = repair_controller_id(report_id)
-        existing = self._store.repair_ledger(key)
+        existing = self._repos.repair.repair_ledger(key)
         if existing is not None:  # never append to a ledger that is already corrupt or foreign
             validate_ledger(existing, report_id=report_id, run_id=run_id)
-        reservation = self._store.reserve_repair_stage(
+        reservation = self._repos.repair.reserve_repair_stage(
             key,
             run_id=run_id,
             report_id=report_id,
@@ -358,7 +358,7 @@ class RepairController:
             # the stage too (cancelling the ledger) so cleanup is not fenced by a stage left running.
             cancel.set()
             with contextlib.suppress(OrchestrationError):
-                self._store.finish_repair_stage(
+                self._repos.repair.finish_repair_stage(
                     key, token=stage.token, state="cancelled", check_ids=list(stage.check_ids), cancel=True
                 )
             raise
@@ -374,7 +374,7 @@ class RepairController:
             max_attempts=max_attempts,
             outcome=outcome,
         )
-        ledger = self._store.finish_repair_stage(
+        ledger = self._repos.repair.finish_repair_stage(
             key,
             token=stage.token,
             state=state,  # type: ignore[arg-type]  # one of the stage states
@@ -394,7 +394,7 @@ class RepairController:
         """§7.3 step 2: reuse what still passes, rerun the rest at this attempt; stop early when told."""
         assert self._runner is not None
         previous = ledger.stages[stage.attempt - 2] if stage.attempt > 1 else None
-        earlier = read_check_records(self._store, previous.check_ids) if previous is not None else {}
+        earlier = read_check_records(self._repos.checks, previous.check_ids) if previous is not None else {}
         if any(record is not None and record.state == "claimed" for record in earlier.values()):
             assert previous is not None
             return list(previous.check_ids), {k: v for k, v in earlier.items()}, None
@@ -455,7 +455,7 @@ class RepairController:
     ) -> tuple[dict[str, CheckRecord | None], str | None]:
         """The records of `check_ids`, re-observed now; the first reason one cannot be trusted."""
         try:
-            stored = read_check_records(self._store, check_ids)
+            stored = read_check_records(self._repos.checks, check_ids)
         except CheckRecordError as exc:
             return dict.fromkeys(check_ids), str(exc)
         records: dict[str, CheckRecord | None] = {}
@@ -526,13 +526,13 @@ class RepairController:
         """
         key = repair_controller_id(report_id)
         try:
-            ledger = self._store.repair_ledger(key)
+            ledger = self._repos.repair.repair_ledger(key)
             if ledger is None:
                 if not referenced:
                     return None
                 raise RepairLedgerError(
                     f"Referenced repair ledger is unavailable; inspect {key} in team_repair_ledgers of "
-                    f"{self._store.path}."
+                    f"{self._repos.repair.db.path}."
                 )
             validate_ledger(ledger, report_id=report_id, run_id=run_id)
         except OrchestrationError as exc:
@@ -548,7 +548,7 @@ class RepairController:
 
     def cancel(self, report_id: str) -> RepairLedgerRow | None:
         """Cancel the report's repair unless its last stage is terminal (§7.5); durable."""
-        return self._store.cancel_repair(repair_controller_id(report_id))
+        return self._repos.repair.cancel_repair(repair_controller_id(report_id))
 
     def cancel_and_require_settled(self, report_id: str) -> None:
         """Cancel, then refuse if repair work is unresolved (used by stop and cleanup).
@@ -567,9 +567,9 @@ class RepairController:
         """Why the run's cleanup must stay fenced — a claimed check or unsettled repair — else `None`."""
         problems = [
             f"check {row.name} ({row.check_id}) is still claimed; its execution never settled"
-            for row in self._store.claimed_checks(run_id)
+            for row in self._repos.checks.claimed_checks(run_id)
         ]
-        for ledger in self._store.repair_ledgers(run_id):
+        for ledger in self._repos.repair.repair_ledgers(run_id):
             problem = self._ledger_problem(ledger)
             if problem is not None and problem not in problems:
                 problems.append(problem)
@@ -584,7 +584,7 @@ class RepairController:
         if last.state == "running":
             return f"repair attempt {last.attempt} of {ledger.report_id} is still running"
         referenced = list(dict.fromkeys(identity for stage in ledger.stages for identity in stage.check_ids))
-        rows = self._store.get_checks(referenced)
+        rows = self._repos.checks.get_checks(referenced)
         for identity in referenced:
             row = rows.get(identity)
             if row is not None and row.state == "claimed":

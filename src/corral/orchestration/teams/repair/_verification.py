@@ -43,7 +43,7 @@ from corral.orchestration.teams.checks.records import CheckRecord, CheckStore, r
 from ._repair import RepairController, parse_repair_policy, submission_signature
 
 if TYPE_CHECKING:
-    from corral.orchestration.store._store import Store
+    from corral.orchestration.teams._repositories import TeamsRepositories
 
 __all__ = ["VerificationDecision", "Verifier", "parse_repair_policy"]
 
@@ -104,17 +104,21 @@ class Verifier:
     """Runs, decides, observes and cancels assigned verification for the teams core."""
 
     def __init__(
-        self, store: Store, *, logs_dir: Callable[[str], Path], executor: CheckExecutor | None = None
+        self,
+        repos: TeamsRepositories,
+        *,
+        logs_dir: Callable[[str], Path],
+        executor: CheckExecutor | None = None,
     ) -> None:
         """Create the verifier.
 
         Args:
-            store: The orchestration store (check records, repair ledgers).
+            repos: The teams repositories (check records, repair ledgers).
             logs_dir: `logs_dir(lead_session_id)` → the team's checks directory (logs go there).
             executor: The runtime's local shell; default `LocalShellExecutor()`. An executor whose
                 `available()` is false makes every check `unsupported`.
         """
-        self._store = store
+        self._repos = repos
         self._logs_dir = logs_dir
         self._executor: CheckExecutor = executor if executor is not None else LocalShellExecutor()
         self._active: dict[str, asyncio.Event] = {}
@@ -166,7 +170,7 @@ class Verifier:
         self._active[report_id] = event
         try:
             runner = CheckRunner(
-                CheckStore(self._store, self._logs_dir(lead_session_id)), executor=self._executor
+                CheckStore(self._repos.checks, self._logs_dir(lead_session_id)), executor=self._executor
             )
             assignments = assign_checks(
                 checks, task_id=task_id, run_id=run_id, report_id=report_id, cwd=os.fspath(cwd), attempt=1
@@ -175,7 +179,7 @@ class Verifier:
                 batch = await runner.run_all(assignments, cancel=event)
                 records = tuple(record for record in batch.records.values() if record is not None)
                 return VerificationDecision(True, _verification_json(batch.verification), None, None, records)
-            outcome_ = await RepairController(self._store, runner).submit(
+            outcome_ = await RepairController(self._repos, runner).submit(
                 assignments,
                 max_attempts=max_attempts,
                 submission_id=submission_id,
@@ -207,7 +211,7 @@ class Verifier:
         report_id, run_id, task_id = (result.get(key) for key in ("reportId", "runId", "taskId"))
         if not (isinstance(report_id, str) and isinstance(run_id, str) and isinstance(task_id, str)):
             return observed
-        repair = await RepairController(self._store).observe(
+        repair = await RepairController(self._repos).observe(
             report_id=report_id, run_id=run_id, task_id=task_id, referenced="repair" in result
         )
         if repair is not None:
@@ -219,7 +223,7 @@ class Verifier:
         if not isinstance(ids, list) or not ids or not all(isinstance(item, str) for item in ids):
             return observed
         try:
-            batch = await read_evidence(self._store, ids, task_id=task_id, run_id=run_id)
+            batch = await read_evidence(self._repos.checks, ids, task_id=task_id, run_id=run_id)
         except OrchestrationError as exc:
             observed["verification"] = {"state": "failed", "checkIds": list(ids), "error": str(exc)}
             return observed
@@ -232,7 +236,7 @@ class Verifier:
         event = self._active.get(report_id)
         if event is not None:
             event.set()
-        RepairController(self._store).cancel(report_id)
+        RepairController(self._repos).cancel(report_id)
 
     def cancel_and_require_settled(self, report_id: str) -> None:
         """`cancel` durably, then refuse while the report's repair work is unresolved (stop and cleanup).
@@ -241,11 +245,11 @@ class Verifier:
             RepairUnresolvedError: A repair stage is running or a referenced check is still claimed.
         """
         self.cancel(report_id)
-        RepairController(self._store).cancel_and_require_settled(report_id)
+        RepairController(self._repos).cancel_and_require_settled(report_id)
 
     def unresolved(self, run_id: str) -> str | None:
         """Why the run's cleanup must stay fenced (a claimed check, a running repair stage), else `None`."""
-        return RepairController(self._store).unresolved(run_id)
+        return RepairController(self._repos).unresolved(run_id)
 
     def records(self, check_ids: Sequence[str]) -> list[CheckRecord]:
         """The stored records of `check_ids` (missing ones left out), e.g. for `check_teammate`'s log paths.
@@ -254,5 +258,7 @@ class Verifier:
             CheckRecordError: A stored row breaks an invariant.
         """
         return [
-            record for record in read_check_records(self._store, check_ids).values() if record is not None
+            record
+            for record in read_check_records(self._repos.checks, check_ids).values()
+            if record is not None
         ]

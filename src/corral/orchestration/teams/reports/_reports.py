@@ -27,8 +27,8 @@ from corral.orchestration.teams.roster.records import TEAM_REPORT_TYPE
 
 if TYPE_CHECKING:
     from corral.agent import AgentSession
+    from corral.orchestration.kernel._generations import Generations
     from corral.orchestration.kernel.records import ResultRecord
-    from corral.orchestration.store._store import Store
     from corral.orchestration.teams.roster.records import TeamReportRecord
 
 __all__ = [
@@ -204,7 +204,7 @@ def team_report_message(report: TeamReportRecord) -> CustomMessage:
 
 
 async def deliver_team_report(
-    store: Store, owner: AgentSession, report: TeamReportRecord, result: ResultRecord
+    kernel: Generations, owner: AgentSession, report: TeamReportRecord, result: ResultRecord
 ) -> str:
     """Deliver a teams report exactly once (`corral-team-report`, keyed by `report_id`) and mark it delivered.
 
@@ -214,5 +214,5 @@ async def deliver_team_report(
     message = team_report_message(report)
     entry_id = await deliver_message(owner, message, key="report_id", value=report.report_id)
     fault_point("after_owner_append")
-    store.mark_delivered(result.request_id, owner_session_id=result.owner_session_id, entry_id=entry_id)
+    kernel.mark_delivered(result.request_id, owner_session_id=result.owner_session_id, entry_id=entry_id)
     return entry_id

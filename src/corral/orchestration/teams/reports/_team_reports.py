@@ -32,6 +32,7 @@ from corral.orchestration.teams.repair._verification import VerificationDecision
 from corral.orchestration.teams.results import ReportReceipt
 from corral.orchestration.teams.roster.records import NewTeamReport, TeamReportRecord
 from corral.orchestration.worktrees._extension import worktrees_of
+from corral.orchestration.worktrees._repository import Worktrees as WorktreeRows
 
 from ._reports import report_id, report_result, task_id, team_name, write_report_markdown
 
@@ -56,6 +57,7 @@ class TeamReports:
 
     def __init__(self, context: TeamContext, control: TeamControl) -> None:
         self.host = context.host
+        self.repos = context.repos
         self.pending = context.pending
         self.groups = context.groups
         self.checkpoints = context.checkpoints
@@ -201,10 +203,10 @@ class TeamReports:
     async def _commit_work(self, child: TeamChild, summary: str) -> Mapping[str, object] | None:
         """Commit an isolated writer's work on its branch before its report is stored; the
         report's `branch`, `base`, `diffStat` and `merge` (`None` when the run shares the tree)."""
-        store = self.host.store
-        if not store.has_worktrees() or store.worktree_for_run(child.run_id) is None:
+        rows = WorktreeRows(self.host.kernel.db)
+        if not rows.has_worktrees() or rows.worktree_for_run(child.run_id) is None:
             return None
-        trees = worktrees_of(self.host.extensions, store)
+        trees = worktrees_of(self.host.extensions, self.host.kernel.db)
         try:
             report = await asyncio.to_thread(trees.finish, child.run_id, summary)
         except OrchestrationError as exc:
@@ -225,7 +227,7 @@ class TeamReports:
         decision: VerificationDecision | None = None,
         branch: Mapping[str, object] | None = None,
     ) -> TeamReportRecord:
-        store = self.host.store
+        repos = self.repos
         member = child.member
         team = team_name(member.lead_session_id)
         result = report_result(
@@ -248,11 +250,11 @@ class TeamReports:
         markdown: Path | None = None
         with contextlib.suppress(OSError):
             markdown = write_report_markdown(
-                self.host.store.path.parent / "reports" / team, member.name, content
+                self.host.kernel.db.path.parent / "reports" / team, member.name, content
             )
         stats = child.agent.stats()
         elapsed = int((asyncio.get_running_loop().time() - child.started_monotonic) * 1000)
-        record = store.store_team_report(
+        record = repos.reports.store_team_report(
             child.run_id,
             child.task.request_id,
             NewTeamReport(
@@ -283,7 +285,7 @@ class TeamReports:
         from yet. A run still live here lends its admission-time source and parent checkpoint.
         """
         checkpoint = record.result.get("checkpointId")
-        if not isinstance(checkpoint, str) or self.host.store.get_checkpoint(checkpoint) is not None:
+        if not isinstance(checkpoint, str) or self.repos.checkpoints.get_checkpoint(checkpoint) is not None:
             return
         saving = self.checkpoint_saves.get(record.run_id)
         if saving is None:
@@ -311,7 +313,7 @@ class TeamReports:
         The admission-time source observation comes from memory or, after a restart, from the
         member row; a failure is told to the lead, never raised (the report itself is delivered).
         """
-        member = self.host.store.team_member(record.run_id)
+        member = self.repos.roster.team_member(record.run_id)
         try:
             if member is None or member.checkpoint_policy is None:
                 raise InvalidRequestError("the run has no checkpoint policy")
@@ -322,7 +324,7 @@ class TeamReports:
             if parent is None and member.continue_from is not None:
                 with contextlib.suppress(OrchestrationError):
                     parent = self.checkpoints.load(member.continue_from)
-            generation = self.host.store.get_generation(record.run_id)
+            generation = self.host.kernel.get_generation(record.run_id)
             await self.checkpoints.record(
                 team=team_name(member.lead_session_id),
                 agent=member.name,
@@ -348,7 +350,7 @@ class TeamReports:
         for (lead_id, name), (_reservation, prepared) in list(self.pending.items()):
             if lead_id == lead and prepared.parent is parent:
                 self.capacity(lead).cancel_queued(name, reason=f"its parent {parent.label} finished")
-        for helper in self.host.store.team_members(lead, parent_run_id=parent.run_id):
+        for helper in self.repos.roster.team_members(lead, parent_run_id=parent.run_id):
             await self.control.teardown(helper, reason=f"parent {parent.label} finished")
 
     # --- completion groups ---------------------------------------------------------------------
@@ -359,11 +361,11 @@ class TeamReports:
         Once the journal holds the report (durably), the core result counts as delivered (entry
         `group:<slot>`), so the run finalizes and frees its slot; the group owns the lead delivery.
         """
-        member = self.host.store.team_member(report.run_id)
+        member = self.repos.roster.team_member(report.run_id)
         if member is None or member.slot_id is None:  # pragma: no cover - callers check
             return
         self.groups.reported(member.slot_id, report)
-        self.host.store.mark_delivered(
+        self.host.kernel.mark_delivered(
             result.request_id, owner_session_id=result.owner_session_id, entry_id=f"group:{member.slot_id}"
         )
         await self.deliver_group_wakes(member.lead_session_id)
@@ -400,8 +402,8 @@ class TeamReports:
         lead = self.host.owners.get(lead_session_id)
         lead_path = None if lead is None else lead.session.path
         agents: list[tuple[str, Path]] = []
-        for member in self.host.store.team_members(lead_session_id, live_only=False):
-            generation = self.host.store.get_generation(member.run_id)
+        for member in self.repos.roster.team_members(lead_session_id, live_only=False):
+            generation = self.host.kernel.get_generation(member.run_id)
             if generation is not None and generation.session_path:
                 agents.append((member.name, Path(generation.session_path)))
         if lead_path is None:

@@ -90,7 +90,7 @@ MessageDelivery = Literal["active-session", "inbox"]
 
 @dataclass(frozen=True, slots=True)
 class NewTeamMember:
-    """What the teams surface knows about a member it starts (input to `Store.create_team_generation`)."""
+    """What the teams surface knows about a member it starts (input to `Roster.create_team_generation`)."""
 
     lead_session_id: str
     """Session id of the lead; it identifies the team (display name `session-<id>`)."""
@@ -202,7 +202,7 @@ class TeamMemberRecord:
 
 @dataclass(frozen=True, slots=True)
 class NewTeamReport:
-    """A member's final report (input to `Store.store_team_report`)."""
+    """A member's final report (input to `Reports.store_team_report`)."""
 
     report_id: str
     """`report:<team>:<agent>:<run>` (runtime-assigned; one per run)."""
@@ -338,7 +338,7 @@ class FileClaimRecord:
 
 @dataclass(frozen=True, slots=True)
 class ClaimOutcome:
-    """What `Store.claim_files` did: everything granted, or nothing and the conflicts."""
+    """What `Roster.claim_files` did: everything granted, or nothing and the conflicts."""
 
     granted: tuple[FileClaimRecord, ...]
     """The caller's claims on the requested paths (empty when there are conflicts)."""
