@@ -21,7 +21,7 @@ from typing import Any
 
 from _common import environment, summary_ms
 
-from corral.orchestration.teams import CapacityController
+from corral.orchestration.teams._capacity import CapacityController
 
 
 async def _burst_controller(burst: int, limit: int) -> None:

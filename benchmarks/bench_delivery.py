@@ -373,7 +373,7 @@ class _Run:
                 return
 
     def _figures(self, spawn_requests: int, elapsed: float, quiet: float) -> dict[str, Any]:
-        from corral.orchestration.teams import team_name
+        from corral.orchestration.teams.reports._reports import team_name
 
         path = self.lead.session.path
         assert path is not None

@@ -6,7 +6,7 @@ import sqlite3
 import time
 
 from corral.orchestration import Repositories
-from corral.orchestration.teams import CheckpointPolicy
+from corral.orchestration.teams.checkpoints.records import CheckpointPolicy
 from tests.orchestration.teams._checkpoint_helpers import CREATED, make_record, save
 
 from .conftest import Env, RunCorral

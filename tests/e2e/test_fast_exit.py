@@ -8,7 +8,7 @@ import sys
 from pathlib import Path
 
 from corral.orchestration import Repositories
-from corral.orchestration.teams import TEAM_REPORT_TYPE
+from corral.orchestration.teams.reports._reports import TEAM_REPORT_TYPE
 
 from .conftest import Env, RunCorral
 

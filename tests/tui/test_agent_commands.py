@@ -369,7 +369,7 @@ async def test_h_on_a_queued_agent_moves_nothing(tui_env: TuiEnv, monkeypatch: p
 async def test_a_handed_off_teams_agent_stays_a_working_row_in_its_pane(tui_env: TuiEnv) -> None:
     from dataclasses import replace
 
-    from corral.orchestration.teams import member_status
+    from corral.orchestration.teams._status import member_status
     from corral.tui._teams import team_detail
 
     app = tui_env.app(tui_env.script("team", TEAM), surfaces=["teams"])

@@ -171,7 +171,7 @@ async def _team_snapshots(host: Host, caller: Caller) -> list[dict[str, Any]]:
 
 def _settle_elsewhere(host: Host, snapshot: dict[str, Any], now: int) -> None:
     """Decide a live member's phase the status function could only call `stalled` (no run in this host)."""
-    from corral.orchestration.teams import STALLED_AFTER_MS
+    from corral.orchestration.teams._status import STALLED_AFTER_MS
 
     if snapshot.get("phase") != "stalled":
         return
@@ -193,7 +193,7 @@ def _settle_elsewhere(host: Host, snapshot: dict[str, Any], now: int) -> None:
 
 def _left_without_report(host: Host, lead_session_id: str, shown: set[str], now: int) -> list[dict[str, Any]]:
     """The latest run of each name not shown yet that left without a report: `stopped` or `lost`."""
-    from corral.orchestration.teams import RECENT_COMPLETIONS
+    from corral.orchestration.teams._control import RECENT_COMPLETIONS
 
     store = host.repositories
     latest: dict[str, dict[str, Any]] = {}
@@ -232,7 +232,7 @@ def _when(snapshot: dict[str, Any]) -> str:
 def _outcome(snapshot: dict[str, Any]) -> str:
     if "reportId" not in snapshot:
         return "-"
-    from corral.orchestration.teams import outcome_label
+    from corral.orchestration.teams.reports._reports import outcome_label
 
     return outcome_label(snapshot.get("outcome"), snapshot.get("effectiveOutcome"))
 

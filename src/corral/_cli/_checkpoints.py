@@ -17,7 +17,7 @@ __all__ = ["checkpoints_delete", "checkpoints_list"]
 def checkpoints_list(*, out: IO[str], err: IO[str]) -> int:
     """Print every checkpoint (`id | agent | tier | ready|expired | expires <ISO>` or `id | state`)."""
     from corral.orchestration import Repositories, default_store_path
-    from corral.orchestration.teams import NO_CHECKPOINTS_MESSAGE, Checkpoints
+    from corral.orchestration.teams.checkpoints._checkpoints import NO_CHECKPOINTS_MESSAGE, Checkpoints
 
     path = default_store_path()
     if not path.exists():
@@ -35,7 +35,8 @@ def checkpoints_list(*, out: IO[str], err: IO[str]) -> int:
 def checkpoints_delete(checkpoint_id: str, *, out: IO[str]) -> int:
     """Retire one checkpoint as deleted and print the confirmation."""
     from corral.orchestration import Repositories, default_store_path
-    from corral.orchestration.teams import CheckpointError, Checkpoints, parse_checkpoint_ref
+    from corral.orchestration.teams.checkpoints._checkpoints import Checkpoints
+    from corral.orchestration.teams.checkpoints.records import CheckpointError, parse_checkpoint_ref
 
     checkpoint_id = parse_checkpoint_ref(checkpoint_id)
     path = default_store_path()

@@ -24,7 +24,7 @@ def _when(ms: int) -> str:
 def checks_list(*, out: IO[str]) -> int:
     """Print `id | agent | check (attempt N) | claimed <ISO> | process <pid> alive|gone | log <path>` lines."""
     from corral.orchestration import Repositories, default_store_path
-    from corral.orchestration.teams import unresolved_checks
+    from corral.orchestration.teams.checks._admin import unresolved_checks
 
     path = default_store_path()
     if not path.exists():
@@ -48,7 +48,7 @@ def checks_list(*, out: IO[str]) -> int:
 def checks_resolve(check_id: str, *, reason: str | None, force: bool, out: IO[str]) -> int:
     """Settle one unresolved check as `error` and say what to do next."""
     from corral.orchestration import InvalidRequestError, Repositories, default_store_path
-    from corral.orchestration.teams import abandon_check
+    from corral.orchestration.teams.checks._admin import abandon_check
 
     check_id = check_id.strip()
     if not check_id.startswith("check:"):

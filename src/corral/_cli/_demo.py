@@ -37,7 +37,9 @@ from typing import TYPE_CHECKING, Any, TextIO
 
 from corral.agent import AgentEvent, MessageEndEvent, ToolExecutionEndEvent, ToolExecutionStartEvent
 from corral.llm import AssistantMessage, CustomMessage, TextContent, ThinkingContent
-from corral.orchestration.teams import GROUP_MESSAGE_TYPE, TEAM_REPORT_TYPE, TeamChild
+from corral.orchestration.teams._member import TeamChild
+from corral.orchestration.teams.groups._groups import GROUP_MESSAGE_TYPE
+from corral.orchestration.teams.reports._reports import TEAM_REPORT_TYPE
 
 from ._launch import Launched, LaunchOptions, launch_session
 

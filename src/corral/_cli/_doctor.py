@@ -192,7 +192,7 @@ async def _check_tmux() -> tuple[Check, bool]:
 
 
 def _check_unresolved_checks(store: Repositories) -> Check:
-    from corral.orchestration.teams import unresolved_checks
+    from corral.orchestration.teams.checks._admin import unresolved_checks
 
     found = unresolved_checks(store.teams)
     orphaned = [item for item in found if not item.process_alive]

@@ -241,7 +241,7 @@ async def _follow_agents(launched: Launched, writer: LineWriter) -> None:
     The host announces a new agent (`wait_for_change`) before its first model reply can
     arrive, so every reply and tool call of the agent is seen.
     """
-    from corral.orchestration.teams import TeamChild
+    from corral.orchestration.teams._member import TeamChild
 
     host = launched.host
     assert host is not None

@@ -252,7 +252,9 @@ async def _resumed_child(
     if resume.get("team"):
         from corral.orchestration.host._host import Host
         from corral.orchestration.surfaces.teams import team_member_tools
-        from corral.orchestration.teams import TeamChild, Teams, member_message_text
+        from corral.orchestration.teams._control import member_message_text
+        from corral.orchestration.teams._member import TeamChild
+        from corral.orchestration.teams._teams import Teams
 
         member = store.teams.roster.team_member(generation.run_id)
         if member is None:

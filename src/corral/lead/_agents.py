@@ -22,7 +22,8 @@ if TYPE_CHECKING:
         HandoffResult,
         ListResult,
     )
-    from corral.orchestration.teams import TeamAgentRow, Teams, TeamSnapshot
+    from corral.orchestration.teams._status import TeamAgentRow, TeamSnapshot
+    from corral.orchestration.teams._teams import Teams
     from corral.orchestration.worktrees import MergeOutcome
 
     from ._host import ComposedHost as Host

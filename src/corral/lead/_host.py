@@ -26,8 +26,8 @@ from ._ray_worker import RayWorker
 if TYPE_CHECKING:
     from corral.agent import AgentSession
     from corral.orchestration.kernel._caller import Caller
-    from corral.orchestration.teams import Teams
     from corral.orchestration.teams._extension import TeamsExtension
+    from corral.orchestration.teams._teams import Teams
 
 __all__ = ["ComposedHost"]
 

@@ -14,7 +14,8 @@ from typing import TYPE_CHECKING, Any
 from textual import work
 
 from corral.errors import CorralError
-from corral.orchestration.teams import NO_CHECKPOINTS_MESSAGE, TIERS
+from corral.orchestration.teams._tiers import TIERS
+from corral.orchestration.teams.checkpoints._checkpoints import NO_CHECKPOINTS_MESSAGE
 from corral.settings import find_project_settings, user_settings_path
 from corral.tui._favorites import read_favorites
 from corral.tui._onboard import (

@@ -34,7 +34,8 @@ from corral.llm import (
     available_thinking_levels,
     clamp_thinking_level,
 )
-from corral.orchestration.teams import TIERS, TierName, UnknownTierError, resolve_tier
+from corral.orchestration.teams._errors import UnknownTierError
+from corral.orchestration.teams._tiers import TIERS, TierName, resolve_tier
 
 __all__ = [
     "FAVORITES_KEY",

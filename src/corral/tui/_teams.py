@@ -17,7 +17,7 @@ from corral.tui._format import ActivityRow, format_context_tokens, format_elapse
 
 if TYPE_CHECKING:
     from corral.orchestration.kernel.records import GenerationRecord
-    from corral.orchestration.teams import MemberStatus, TeamAgentRow
+    from corral.orchestration.teams._status import MemberStatus, TeamAgentRow
 
 __all__ = ["Progress", "stop_notice", "team_detail", "team_rows"]
 

@@ -64,7 +64,7 @@ if TYPE_CHECKING:
     from corral.lead._agents import LeadAgents
     from corral.lead._host import ComposedHost as Host
     from corral.orchestration import ListResult
-    from corral.orchestration.teams import TeamSnapshot
+    from corral.orchestration.teams._status import TeamSnapshot
 
 __all__ = [
     "COMMANDS",

@@ -5,7 +5,7 @@ from __future__ import annotations
 
 from pathlib import Path
 
-from corral.orchestration.teams import TEAM_REPORT_TYPE
+from corral.orchestration.teams.reports._reports import TEAM_REPORT_TYPE
 from corral.settings import AgentBudgetSettings, Settings, TeamsSettings
 from tests.orchestration.teams._teams_helpers import teams_env, write_script
 

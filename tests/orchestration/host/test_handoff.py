@@ -22,7 +22,9 @@ from corral.orchestration.kernel.records import NewGeneration
 from corral.orchestration.surfaces import DelegateParams
 from corral.orchestration.surfaces.teams import SendMessageRequest, parse_spawn
 from corral.orchestration.surfaces.teams._render import render_health, render_status, render_stop
-from corral.orchestration.teams import TEAM_REPORT_TYPE, AssignedCheck, Teams
+from corral.orchestration.teams._teams import Teams
+from corral.orchestration.teams.checks.records import AssignedCheck
+from corral.orchestration.teams.reports._reports import TEAM_REPORT_TYPE
 from tests.orchestration._host_helpers import Team, eventually, team, write_script
 from tests.orchestration.teams._git_helpers import make_repo
 from tests.runtime._tmux_fixtures import tmux_socket

@@ -45,17 +45,12 @@ from corral.orchestration.surfaces.teams._wire import (
     parse_stop,
     parse_swarm,
 )
-from corral.orchestration.teams import (
-    HELPER_TIERS,
-    TIER_ALIASES,
-    TIERS,
-    SpawnFieldsError,
-    UnknownTierError,
-    parse_check_policy,
-    parse_checkpoint_policy,
-    parse_completion_group,
-)
+from corral.orchestration.teams._errors import SpawnFieldsError, UnknownTierError
+from corral.orchestration.teams._tiers import HELPER_TIERS, TIER_ALIASES, TIERS
+from corral.orchestration.teams.checkpoints.records import parse_checkpoint_policy
+from corral.orchestration.teams.checks._checks import parse_check_policy
 from corral.orchestration.teams.commands import Parsed, RepairPolicy
+from corral.orchestration.teams.groups._groups import parse_completion_group
 
 NAME_ERROR = "Only alphanumeric characters, hyphens, and underscores are allowed."
 

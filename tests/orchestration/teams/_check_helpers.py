@@ -11,7 +11,7 @@ from pathlib import Path
 from typing import Any
 
 from corral.orchestration import NewGeneration, NewTeamMember, Repositories
-from corral.orchestration.teams import report_id, task_id, team_name
+from corral.orchestration.teams.reports._reports import report_id, task_id, team_name
 
 LEAD = "lead-checks"
 """The lead session (team) of every member made here."""
@@ -99,7 +99,8 @@ def dead_pid() -> int:
 
 def stuck_check(store: Repositories, tmp_path: Path, *, run_id: str, task: str, report: str) -> str:
     """Claim the run's `unit` check as a process that died while it ran would have left it; its id."""
-    from corral.orchestration.teams import CheckStore, assign_checks, parse_check_policy
+    from corral.orchestration.teams.checks._checks import assign_checks, parse_check_policy
+    from corral.orchestration.teams.checks.records import CheckStore
 
     checks = parse_check_policy([{"name": "unit", "command": "true", "timeoutSeconds": 10}])
     (assigned,) = assign_checks(checks, task_id=task, run_id=run_id, report_id=report, cwd=tmp_path)

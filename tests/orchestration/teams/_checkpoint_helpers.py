@@ -7,18 +7,16 @@ from pathlib import Path
 from typing import Any
 
 from corral.orchestration import Repositories
-from corral.orchestration.teams import (
+from corral.orchestration.teams.checkpoints._checkpoints import build_draft
+from corral.orchestration.teams.checkpoints.records import (
     CheckpointAuthor,
     CheckpointPolicy,
     CheckpointRecord,
     CheckpointReport,
-    SourceFingerprint,
-    report_id,
-    report_result,
-    task_id,
+    report_contribution,
 )
-from corral.orchestration.teams.checkpoints._checkpoints import build_draft
-from corral.orchestration.teams.checkpoints.records import report_contribution
+from corral.orchestration.teams.checks._fingerprint import SourceFingerprint
+from corral.orchestration.teams.reports._reports import report_id, report_result, task_id
 from corral.orchestration.teams.roster.records import TeamReportRecord
 
 TEAM = "session-lead"

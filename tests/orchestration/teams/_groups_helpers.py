@@ -10,7 +10,7 @@ from pathlib import Path
 from typing import Any
 
 from corral.orchestration import NewGeneration, NewTeamMember, NewTeamReport, Repositories, TeamReportRecord
-from corral.orchestration.teams import report_id, report_result, task_id, team_name
+from corral.orchestration.teams.reports._reports import report_id, report_result, task_id, team_name
 
 LEAD = "lead-groups"
 TEAM = team_name(LEAD)

@@ -8,16 +8,18 @@ import itertools
 import pytest
 
 from corral.orchestration import error_details
-from corral.orchestration.teams import (
+from corral.orchestration.teams._capacity import (
     DEFAULT_LIMITS,
     FAILED_ADMISSION_HISTORY,
     Admission,
+    CapacityController,
+    Reservation,
+)
+from corral.orchestration.teams._errors import (
     AdmissionCancelledError,
     AdmissionConflictError,
     CapacityConfigError,
-    CapacityController,
     CapacityReachedError,
-    Reservation,
 )
 
 WAIT = 10.0

@@ -8,7 +8,7 @@ from pathlib import Path
 import pytest
 
 from corral.llm import AssistantMessage, Cost, TextContent, Usage, UserMessage
-from corral.orchestration.teams import SessionCost, session_cost, team_costs
+from corral.orchestration.teams._costs import SessionCost, session_cost, team_costs
 from corral.session import SessionManager, fork_from
 
 

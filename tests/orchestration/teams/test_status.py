@@ -9,7 +9,7 @@ import pytest
 
 from corral.orchestration.surfaces.teams import parse_spawn
 from corral.orchestration.surfaces.teams._render import render_status
-from corral.orchestration.teams import STALLED_AFTER_MS, member_status
+from corral.orchestration.teams._status import STALLED_AFTER_MS, member_status
 from corral.settings import CapacitySettings, Settings, TeamsSettings
 from tests.orchestration.teams._teams_helpers import eventually, teams_env, write_script
 

@@ -11,7 +11,7 @@ from typing import Any
 import pytest
 
 from corral.agent.tools import ReadGuard, ReadOnlySandbox
-from corral.orchestration.teams import TEAM_REPORT_TYPE
+from corral.orchestration.teams.reports._reports import TEAM_REPORT_TYPE
 
 from ._teams_helpers import eventually, teams_env, write_script
 

@@ -23,7 +23,8 @@ from corral.orchestration.surfaces.teams._render import (
     render_status,
     render_stop,
 )
-from corral.orchestration.teams import TEAM_MESSAGE_TYPE, TEAM_REPORT_TYPE
+from corral.orchestration.teams._control import TEAM_MESSAGE_TYPE
+from corral.orchestration.teams.reports._reports import TEAM_REPORT_TYPE
 from corral.settings import CapacitySettings, Settings, TeamsSettings
 
 from ._teams_helpers import WAIT, eventually, teams_env, write_script

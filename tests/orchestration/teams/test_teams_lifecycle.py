@@ -11,8 +11,8 @@ import pytest
 from corral.orchestration.errors import InvalidRequestError
 from corral.orchestration.surfaces.teams import parse_spawn
 from corral.orchestration.surfaces.teams._render import render_status, render_stop
-from corral.orchestration.teams import TEAM_REPORT_TYPE
 from corral.orchestration.teams import _control as _team_control
+from corral.orchestration.teams.reports._reports import TEAM_REPORT_TYPE
 from corral.settings import CapacitySettings, Settings, TeamsSettings
 
 from ._teams_helpers import eventually, teams_env, write_script

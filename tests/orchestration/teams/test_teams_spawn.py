@@ -8,7 +8,8 @@ import pytest
 
 from corral.orchestration.surfaces.teams import TEAMS_LEAD_TOOL_NAMES
 from corral.orchestration.surfaces.teams._render import render_stop
-from corral.orchestration.teams import RECOVERY_PROMPT, TEAM_REPORT_TYPE
+from corral.orchestration.teams._member import RECOVERY_PROMPT
+from corral.orchestration.teams.reports._reports import TEAM_REPORT_TYPE
 
 from ._teams_helpers import WAIT, eventually, session_entries, teams_env, write_script
 

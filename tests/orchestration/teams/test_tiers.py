@@ -7,15 +7,13 @@ from pydantic import ValidationError
 
 from corral.llm import ModelRegistry
 from corral.orchestration import InvalidRequestError, error_details
-from corral.orchestration.teams import (
+from corral.orchestration.teams._errors import SpawnFieldsError, TierModelError, UnknownTierError
+from corral.orchestration.teams._tiers import (
     DEFAULT_TIER,
     HELPER_TIERS,
     TIER_ALIASES,
     TIERS,
-    SpawnFieldsError,
     TierFavorites,
-    TierModelError,
-    UnknownTierError,
     can_spawn_nested_helpers,
     check_spawn_fields,
     check_swarm_fields,

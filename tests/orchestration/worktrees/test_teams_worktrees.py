@@ -9,7 +9,7 @@ from pathlib import Path
 import pytest
 
 from corral.orchestration.surfaces.teams._render import render_status
-from corral.orchestration.teams import TEAM_REPORT_TYPE
+from corral.orchestration.teams.reports._reports import TEAM_REPORT_TYPE
 from corral.settings import Settings, TeamsSettings
 from tests.orchestration.teams._git_helpers import GIT_ENV, git, make_repo
 from tests.orchestration.teams._teams_helpers import (

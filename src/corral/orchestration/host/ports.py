@@ -4,7 +4,7 @@ The host (the kernel's runtime side) knows neither teams, nor worktrees, nor too
 meets them here:
 
 * `HostExtension` — a feature that rides on generations: teams
-  (`corral.orchestration.teams.TeamsExtension`) and the worktrees of isolated writers
+  (`corral.orchestration.teams._extension.TeamsExtension`) and the worktrees of isolated writers
   (`corral.orchestration.worktrees._extension.WorktreesExtension`). Every hook has a no-op
   default, so a feature overrides only what it needs (pydantic-ai's `AbstractCapability`,
   huey's signals). The host calls every extension it holds, in order; the first that

@@ -52,7 +52,7 @@ from .agent._wire import (
 if TYPE_CHECKING:
     from corral.agent import AgentSession, AgentTool
     from corral.orchestration.kernel._child import ManagedChild
-    from corral.orchestration.teams import Teams
+    from corral.orchestration.teams._teams import Teams
     from corral.settings import Settings
 
 

@@ -25,7 +25,7 @@ from textual.widgets import Label, OptionList
 from textual.widgets.option_list import Option
 
 from corral.llm import ModelInfo, ThinkingLevel, available_thinking_levels
-from corral.orchestration.teams import TIERS, TierName
+from corral.orchestration.teams._tiers import TIERS, TierName
 from corral.tui._favorites import default_thinking
 from corral.tui._palette import DARK_DEFAULTS, ActivityPalette, tier_level
 

@@ -18,25 +18,25 @@ from typing import Any
 import pytest
 
 from corral.orchestration import InvalidRequestError, Repositories
-from corral.orchestration.teams import (
+from corral.orchestration.teams.checkpoints._checkpoints import (
+    CONTINUATION_PREAMBLE,
+    REVALIDATION_INSTRUCTION,
+    Checkpoints,
+)
+from corral.orchestration.teams.checkpoints._repository import CheckpointRow
+from corral.orchestration.teams.checkpoints.records import (
     MAX_CHECKPOINT_BYTES,
     CheckpointError,
     CheckpointPolicy,
     CheckpointPolicyError,
     CheckpointRecord,
     CheckpointRecordError,
-    Checkpoints,
-    capture_fingerprint,
     check_report_fields,
     checkpoint_id,
     parse_checkpoint_policy,
     parse_checkpoint_ref,
 )
-from corral.orchestration.teams.checkpoints._checkpoints import (
-    CONTINUATION_PREAMBLE,
-    REVALIDATION_INSTRUCTION,
-)
-from corral.orchestration.teams.checkpoints._repository import CheckpointRow
+from corral.orchestration.teams.checks._fingerprint import capture_fingerprint
 from tests.orchestration.teams._checkpoint_helpers import (
     CREATED,
     TEAM,

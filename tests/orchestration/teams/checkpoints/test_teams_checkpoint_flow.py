@@ -8,7 +8,7 @@ from pathlib import Path
 import pytest
 
 from corral.orchestration.surfaces.teams import parse_spawn
-from corral.orchestration.teams import TEAM_REPORT_TYPE
+from corral.orchestration.teams.reports._reports import TEAM_REPORT_TYPE
 from tests.orchestration.teams._git_helpers import make_repo
 from tests.orchestration.teams._teams_helpers import session_entries, teams_env, write_script
 

@@ -11,13 +11,14 @@ import pytest
 
 from corral.orchestration import InvalidRequestError, Repositories, StoreError, TargetNotFoundError
 from corral.orchestration.store._migrations import MIGRATIONS, apply_migrations, schema_version
-from corral.orchestration.teams import AssignedCheck, check_id, repair_controller_id
 from corral.orchestration.teams.checks._rows import (
     CheckIdentityError,
     CheckRecordError,
     RepairBindingError,
     RepairLedgerError,
 )
+from corral.orchestration.teams.checks.records import AssignedCheck, check_id
+from corral.orchestration.teams.repair._repair import repair_controller_id
 from tests.orchestration.teams._check_helpers import LEAD, Member, add_member, raw
 
 SOURCE = {

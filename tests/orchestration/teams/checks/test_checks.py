@@ -15,25 +15,27 @@ from pathlib import Path
 import pytest
 
 from corral.orchestration import InvalidRequestError, Repositories, StoreError
-from corral.orchestration.teams import (
+from corral.orchestration.teams.checks._checks import (
     CANCELLED_VERIFICATION_ERROR,
     UNSUPPORTED_CHECKS_ERROR,
-    AssignedCheck,
-    CheckIdentityError,
     CheckPolicyError,
-    CheckRecord,
-    CheckRecordError,
     CheckRunner,
     CheckSpec,
-    CheckStore,
     LocalShellExecutor,
     assign_checks,
-    check_id,
     observe,
     parse_check_policy,
     verify_batch,
 )
 from corral.orchestration.teams.checks._rows import CheckRow
+from corral.orchestration.teams.checks.records import (
+    AssignedCheck,
+    CheckIdentityError,
+    CheckRecord,
+    CheckRecordError,
+    CheckStore,
+    check_id,
+)
 from tests.orchestration.teams._check_helpers import Member, add_member, failing_tracer, raw
 from tests.orchestration.teams._git_helpers import make_repo
 
@@ -499,7 +501,7 @@ async def test_evidence_from_another_run_or_missing_is_refused(
 
 
 def _settled(tmp_path: Path, state: str) -> CheckRecord:
-    from corral.orchestration.teams import capture_fingerprint_sync
+    from corral.orchestration.teams.checks._fingerprint import capture_fingerprint_sync
 
     repo = tmp_path / "fixture-repo"
     if not repo.exists():

@@ -10,7 +10,7 @@ from pathlib import Path
 import pytest
 
 from corral.orchestration import InvalidRequestError
-from corral.orchestration.teams import (
+from corral.orchestration.teams.checks._fingerprint import (
     SourceCaptureError,
     SourceFingerprint,
     capture_fingerprint,

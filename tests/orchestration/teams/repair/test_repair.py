@@ -12,24 +12,24 @@ from typing import Any
 import pytest
 
 from corral.orchestration import InvalidRequestError, Repositories
-from corral.orchestration.teams import (
-    AssignedCheck,
+from corral.orchestration.teams.checks._checks import (
     CheckRunner,
-    CheckStore,
     LocalShellExecutor,
+    assign_checks,
+    parse_check_policy,
+)
+from corral.orchestration.teams.checks._rows import RepairBindingError
+from corral.orchestration.teams.checks.records import AssignedCheck, CheckStore, check_id
+from corral.orchestration.teams.repair._repair import (
     RepairController,
     RepairOutcome,
     RepairPolicyError,
     RepairUnresolvedError,
-    assign_checks,
-    check_id,
-    parse_check_policy,
-    parse_repair_policy,
     repair_controller_id,
     repair_request_id,
     submission_signature,
 )
-from corral.orchestration.teams.checks._rows import RepairBindingError
+from corral.orchestration.teams.repair._verification import parse_repair_policy
 from tests.orchestration.teams._check_helpers import Member, add_member, counter_lines, failing_tracer, raw
 from tests.orchestration.teams._git_helpers import make_repo
 

@@ -8,7 +8,7 @@ import pytest
 
 from corral.orchestration.surfaces.teams import handle_request, parse_spawn
 from corral.orchestration.surfaces.teams._render import render_health, render_status, render_stop
-from corral.orchestration.teams import TEAM_REPORT_TYPE
+from corral.orchestration.teams.reports._reports import TEAM_REPORT_TYPE
 from tests.orchestration.teams._git_helpers import make_repo
 from tests.orchestration.teams._teams_helpers import teams_env, write_script
 

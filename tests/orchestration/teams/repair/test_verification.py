@@ -11,19 +11,16 @@ from typing import Any
 import pytest
 
 from corral.orchestration import InvalidRequestError, Repositories
-from corral.orchestration.teams import (
+from corral.orchestration.teams.checks._checks import (
     CheckSpec,
-    CheckStore,
     LocalShellExecutor,
-    VerificationDecision,
-    Verifier,
     assign_checks,
-    check_id,
-    effective_task_outcome,
     parse_check_policy,
-    repair_controller_id,
-    repair_request_id,
 )
+from corral.orchestration.teams.checks.records import CheckStore, check_id
+from corral.orchestration.teams.repair._repair import repair_controller_id, repair_request_id
+from corral.orchestration.teams.repair._verification import VerificationDecision, Verifier
+from corral.orchestration.teams.reports._reports import effective_task_outcome
 from tests.orchestration._store_helpers import dump
 from tests.orchestration.teams._check_helpers import LEAD, Member, add_member, counter_lines, mode
 from tests.orchestration.teams._git_helpers import make_repo

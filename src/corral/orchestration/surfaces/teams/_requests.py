@@ -19,7 +19,7 @@ from ._render import render_spawn
 from ._wire import parse_spawn
 
 if TYPE_CHECKING:
-    from corral.orchestration.teams import Teams
+    from corral.orchestration.teams._teams import Teams
 
 __all__ = ["ORCHESTRATION_REQUEST_TYPES", "OrchestrationResponse", "handle_request"]
 

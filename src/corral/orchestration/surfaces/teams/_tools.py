@@ -51,7 +51,8 @@ from ._wire import (
 )
 
 if TYPE_CHECKING:
-    from corral.orchestration.teams import TeamChild, Teams
+    from corral.orchestration.teams._member import TeamChild
+    from corral.orchestration.teams._teams import Teams
 
 __all__ = [
     "TEAMS_LEAD_TOOL_NAMES",

@@ -50,13 +50,13 @@ from pydantic_core import PydanticCustomError
 
 from corral.orchestration.errors import InvalidRequestError, error_context
 from corral.orchestration.surfaces._schema import model_schema, object_schema
-from corral.orchestration.teams import (
+from corral.orchestration.teams._errors import UnknownTierError
+from corral.orchestration.teams._tiers import (
     DEFAULT_TIER,
     HELPER_TIERS,
     TIERS,
     Tier,
     TierName,
-    UnknownTierError,
     check_spawn_fields,
     check_swarm_fields,
     resolve_helper_tier,
