@@ -355,6 +355,10 @@ class RaySettings(_Section):
     """Custom Ray resources one agent reserves, likewise multiplied, e.g. `{corral = 1}` (default none)."""
     agents_per_worker: int = Field(default=16, ge=1, le=1000)
     """Agents one worker actor (one process on a node) hosts (default `16`)."""
+    workspace: Literal["shared", "auto", "snapshot"] = "shared"
+    """How a Ray agent gets its workspace (`docs/runtimes.md`, Workspaces): `shared` (default: in place;
+    a node that does not share it refuses the agent), `auto` (in place where shared, else a snapshot
+    whose changes come back as a patch) or `snapshot` (always a snapshot)."""
     forward_env: list[str] = Field(default_factory=list)
     """Names of environment variables (e.g. provider keys) the workers get from the host's environment;
     `CORRAL_HOME`, `CORRAL_SCRIPTS` and `XDG_CONFIG_HOME` always go. They cross the network unencrypted."""

@@ -159,13 +159,17 @@ def env(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> Path:
     return tmp_path
 
 
-def _ray_settings(cluster: RayTestCluster) -> object:
+def _ray_settings(cluster: RayTestCluster, workspace: str = "shared") -> object:
     import uuid
 
     from corral.settings import RaySettings, Settings
 
     ray_config = RaySettings(
-        address=cluster.address, namespace=f"t-{uuid.uuid4().hex[:8]}", num_cpus=0.1, agents_per_worker=4
+        address=cluster.address,
+        namespace=f"t-{uuid.uuid4().hex[:8]}",
+        num_cpus=0.1,
+        agents_per_worker=4,
+        workspace=workspace,  # type: ignore[arg-type]
     )
     return Settings(runtime="ray", ray=ray_config)
 
@@ -220,3 +224,51 @@ async def test_a_node_that_does_not_share_the_workspace_refuses_the_agent_and_no
         assert "mount it at the same path" in str(caught.value)
         assert t.host.kernel.generations() == ()
     assert git(env / "work", "status", "--porcelain") == ""
+
+
+async def test_a_write_agent_on_a_snapshot_gets_its_changes_landed_before_its_result_is_delivered(
+    env: Path, ray_cluster: RayTestCluster
+) -> None:
+    from corral.orchestration import RESULT_TYPE
+    from corral.orchestration.surfaces import DelegateParams
+    from tests.orchestration._host_helpers import team, write_script
+
+    (env / "work" / "notes.txt").write_text("uncommitted, shipped with the snapshot\n")
+    edit = "cat notes.txt > seen.txt && echo b = 2 >> app.py && pwd > where.txt"
+    agent = [{"tool_calls": [{"name": "bash", "args": {"command": edit}}]}, {"text": "Edited."}]
+    write_script(env, "team", {**LEAD, "agents": {"*": agent}})
+    async with team(env, "team", settings=_ray_settings(ray_cluster, "snapshot")) as t:
+        await t.controller.delegate(t.caller, DelegateParams(definition="builder", task="Edit"))
+        await t.quiet()
+        results = [str(r["content"]) for r in t.lead_entries(RESULT_TYPE)]
+    assert len(results) == 1 and "Edited." in results[0]
+    assert "Workspace: the agent's changes to 3 files were applied" in results[0], results[0]
+    work = env / "work"
+    assert (work / "app.py").read_text() == "a = 1\nb = 2\n"
+    assert (work / "seen.txt").read_text() == "uncommitted, shipped with the snapshot\n"
+    where = (work / "where.txt").read_text().strip()
+    assert where != str(work) and "corral-workspace-" in where  # it worked on the node's private copy
+    assert not Path(where).exists()  # which is gone
+
+
+async def test_a_conflicting_patch_from_a_ray_agent_is_reported_in_its_result_and_nothing_is_overwritten(
+    env: Path, ray_cluster: RayTestCluster
+) -> None:
+    from corral.orchestration import RESULT_TYPE
+    from corral.orchestration.surfaces import DelegateParams
+    from tests.orchestration._host_helpers import team, write_script
+
+    lead_file = env / "work" / "app.py"
+    # The user changes app.py on the lead's machine while the agent changes its copy of it.
+    edit = f"echo users-edit > {lead_file} && echo agents-edit > app.py && echo new > other.txt"
+    agent = [{"tool_calls": [{"name": "bash", "args": {"command": edit}}]}, {"text": "Edited."}]
+    write_script(env, "team", {**LEAD, "agents": {"*": agent}})
+    async with team(env, "team", settings=_ray_settings(ray_cluster, "snapshot")) as t:
+        await t.controller.delegate(t.caller, DelegateParams(definition="builder", task="Edit"))
+        await t.quiet()
+        results = [str(r["content"]) for r in t.lead_entries(RESULT_TYPE)]
+    assert len(results) == 1 and "Edited." in results[0]
+    assert "conflict with the workspace and were not applied: app.py" in results[0], results[0]
+    assert "nothing in the workspace changed" in results[0]
+    assert lead_file.read_text() == "users-edit\n"
+    assert not (env / "work" / "other.txt").exists()  # all or nothing

@@ -20,6 +20,7 @@ from corral.orchestration.host._handoff import HandoffResult, handoff
 from corral.orchestration.host._host import Host
 from corral.orchestration.ratelimits import RateLimitsExtension
 from corral.orchestration.surfaces import SurfaceTools
+from corral.orchestration.workspaces._extension import WorkspacesExtension
 
 from ._ray_worker import RayWorker
 
@@ -52,6 +53,7 @@ class ComposedHost(Host):
         """Budgets of the lead's agent tree and of each agent (docs/fleet.md)."""
         self.add_extension(self.budgets)
         self.remote_worker = RayWorker
+        self.add_extension(WorkspacesExtension())
 
     @property
     def teams(self) -> Teams:

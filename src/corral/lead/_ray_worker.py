@@ -22,10 +22,12 @@ from __future__ import annotations
 
 import asyncio
 import contextlib
+import dataclasses
 import os
 import shutil
 import socket
 import tempfile
+from collections.abc import Awaitable, Callable, Mapping
 from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
@@ -41,7 +43,18 @@ from corral.orchestration.kernel._files import FileLimits, prepare_files
 from corral.orchestration.kernel._remote import HostView, Pulled, RemoteStore
 from corral.orchestration.kernel.records import AskRecord, RequestRecord
 from corral.orchestration.surfaces import AskOwnerTool
-from corral.orchestration.workspaces import WorkspaceIdentity, check_shared
+from corral.orchestration.workspaces import (
+    NodeWorkspace,
+    SnapshotNeeded,
+    WorkspaceIdentity,
+    WorkspaceNotSharedError,
+    WorkspacePlan,
+    check_shared,
+    close_workspace,
+    discard,
+    open_workspace,
+)
+from corral.orchestration.workspaces._extension import PATCH_ENTRY, patch_entry_data, snapshot_from_json
 from corral.session import SessionManager
 from corral.settings import Settings
 
@@ -98,6 +111,7 @@ class _Run:
     store: RemoteStore
     session: SessionManager
     task: asyncio.Task[None]
+    workspace: NodeWorkspace | None = None
 
 
 class RayWorker:
@@ -142,10 +156,10 @@ class RayWorker:
             raise ValueError(f"agent {launch.generation.label} cannot run on a Ray worker (no agent spec)")
         spec = ManagedAgentSpec.from_json(dict(described["spec"]))  # type: ignore[call-overload]
         context_retirement = bool(described.get("contextRetirement", True))
-        refused = await self._workspace_refusal(described.get("workspace"))
-        if refused is not None:
-            return {"refused": refused}
-        cwd = Path(launch.generation.cwd)
+        workspace = await self._open_workspace(described)
+        if isinstance(workspace, str):
+            return {"refused": workspace}
+        cwd = Path(launch.generation.cwd) if workspace is None else workspace.cwd
         path = self.folder / f"{run_id}-{launch.session_name}"
         fd = os.open(path, os.O_WRONLY | os.O_CREAT | os.O_TRUNC, 0o600)
         with os.fdopen(fd, "wb") as handle:
@@ -170,14 +184,19 @@ class RayWorker:
             )
             hooks.child = child
             agent.register_tool(AskOwnerTool(_Questions(FileLimits()), child, agent))
+            if workspace is not None and not workspace.shared:
+                lead_top = str(dict(described["workspace"]).get("top"))  # type: ignore[call-overload]
+                child.on_work_done = self._patch_back(workspace, session, lead_top)
         except BaseException:
             session.close()
+            if workspace is not None:
+                await asyncio.to_thread(close_workspace, dataclasses.replace(workspace, writes=False))
             raise
         _tracing.setup_for(launch.trace)
         with _tracing.under_carrier(launch.trace):  # the agent's spans continue the host's trace
             task = asyncio.get_running_loop().create_task(child.run(), name=f"corral-agent-{child.label}")
         task.add_done_callback(lambda t: None if t.cancelled() else t.exception())
-        self.runs[run_id] = _Run(child, store, session, task)
+        self.runs[run_id] = _Run(child, store, session, task, workspace)
         acked = asyncio.ensure_future(child.acknowledged.wait())
         ended = asyncio.ensure_future(child.finished.wait())
         await asyncio.wait({acked, ended}, timeout=_ACK_WAIT_S, return_when=asyncio.FIRST_COMPLETED)
@@ -185,18 +204,48 @@ class RayWorker:
             waiter.cancel()
         return self._place()
 
-    async def _workspace_refusal(self, workspace: object) -> str | None:
-        """Why this node cannot host an agent in the lead's workspace, or `None` (it shares it)."""
-        if not isinstance(workspace, dict):
+    async def _open_workspace(self, described: Mapping[str, object]) -> NodeWorkspace | str | None:
+        """The agent's workspace on this node (`None`: no workspace in the launch), or why not.
+
+        `[ray] workspace = "shared"`: the node must share the lead's workspace; `auto`: in place where
+        it does, else the launch's snapshot; `snapshot`: always the snapshot.
+        """
+        identity = described.get("workspace")
+        if not isinstance(identity, dict):
             return None
-        check = await asyncio.to_thread(check_shared, WorkspaceIdentity.from_json(workspace))
-        if check.shared:
-            return None
-        return (
-            f"the agent's workspace is not shared with node {socket.gethostname()}: {check.reason}; "
-            "mount it at the same path with the same checkout on the Ray nodes "
-            "(corral does not ship workspace snapshots to Ray workers yet)"
+        mode = described.get("workspaceMode", "shared")
+        snapshot = described.get("snapshot")
+        plan = WorkspacePlan(
+            identity=WorkspaceIdentity.from_json(identity),
+            mode=mode if mode in ("auto", "snapshot") else "shared",
+            writes=bool(described.get("writes", True)),
+            snapshot=snapshot_from_json(snapshot) if isinstance(snapshot, dict) else None,
         )
+        try:
+            opened = await asyncio.to_thread(open_workspace, plan, self.folder / "workspaces")
+        except WorkspaceNotSharedError:
+            check = await asyncio.to_thread(check_shared, plan.identity)
+            return (
+                f"the agent's workspace is not shared with node {socket.gethostname()}: {check.reason}; "
+                'mount it at the same path with the same checkout on the Ray nodes, or set [ray] workspace = "auto"'
+            )
+        if isinstance(opened, SnapshotNeeded):
+            return f"the agent's workspace is not shared with node {socket.gethostname()} ({opened.reason}) and no snapshot came with it"
+        return opened
+
+    def _patch_back(
+        self, workspace: NodeWorkspace, session: SessionManager, lead_top: str
+    ) -> Callable[[str, str], Awaitable[str | None]]:
+        """`on_work_done` of an agent on a snapshot: a write agent's patch into its session (streamed
+        to the lead ahead of the result; the lead's host lands it), then the snapshot is removed."""
+
+        async def work_done(run_id: str, summary: str) -> str | None:
+            patch = await asyncio.to_thread(close_workspace, workspace)
+            if patch is not None:
+                session.append_custom(PATCH_ENTRY, patch_entry_data(patch, lead_top))
+            return None
+
+        return work_done
 
     # --- the host's port ---------------------------------------------------------------------------
 
@@ -266,6 +315,8 @@ class RayWorker:
             run.task.cancel()
             with contextlib.suppress(BaseException):
                 await run.task
+        if run.workspace is not None and run.workspace.unpacked is not None:
+            await asyncio.to_thread(discard, run.workspace.unpacked)
         path = run.session.path
         run.session.close()
         if path is not None:

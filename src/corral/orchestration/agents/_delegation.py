@@ -49,6 +49,7 @@ from corral.session import CustomEntry, CustomMessageEntry, SessionError, Sessio
 if TYPE_CHECKING:
     from corral.orchestration.agents.commands import ContinueParams, DelegateParams
     from corral.orchestration.host._host import Host
+    from corral.orchestration.workspaces._extension import SnapshotStage
     from corral.settings import Settings
 
 __all__ = [
@@ -238,6 +239,7 @@ class Delegation:
                 return self._record_new(caller, params.label, defn, draft, fork_source, task_text)
 
             steps = _ManagedSteps(host, defn, record)
+            stages.extend(self._workspace_stages(steps, caller.scope == "lead" and is_delegating(defn)))
             plan = LaunchPlan("delegate", cwd, stages=stages, startup_s=_startup_s(params.timeout_ms))
             generation = await host.launcher.launch(plan, steps)
             return _delegate_result("delegate", generation, steps.task)
@@ -374,7 +376,8 @@ class Delegation:
                 return Recorded(generation, task, session), model, thinking
 
             steps = _ManagedSteps(host, defn, record)
-            plan = LaunchPlan("continue", cwd, startup_s=_startup_s(params.timeout_ms))
+            stages = self._workspace_stages(steps, caller.scope == "lead" and is_delegating(defn))
+            plan = LaunchPlan("continue", cwd, stages=stages, startup_s=_startup_s(params.timeout_ms))
             generation = await host.launcher.launch(plan, steps)
             return _delegate_result("continue", generation, steps.task)
 
@@ -385,6 +388,16 @@ class Delegation:
         and its `isolation` (else the `isolation` setting) is `worktree`."""
         choice = defn.isolation or self.host.settings.isolation
         return choice == "worktree" and bool({"write", "edit"} & set(_tool_names(defn)))
+
+    def _workspace_stages(self, steps: _ManagedSteps, delegating: bool) -> list[LaunchStage]:
+        """A snapshot of the workspace for a Ray agent when `[ray] workspace` is `auto` or `snapshot`."""
+        mode = self.host.settings.ray.workspace
+        if mode == "shared" or self._runtime_for(steps.defn, delegating=delegating) != "ray":
+            return []
+        from corral.orchestration.workspaces._extension import SnapshotStage
+
+        steps.snapshot_stage = SnapshotStage(mode)
+        return [steps.snapshot_stage]
 
     def _runtime_for(self, defn: AgentDefinition, *, delegating: bool) -> RuntimeKind:
         """The definition's `runtime`, else the `runtime` setting; delegating agents run in-process."""
@@ -527,6 +540,8 @@ class _ManagedSteps(LaunchSteps):
         self._recorded: Recorded | None = None
         self._model: Model | None = None
         self._thinking: ThinkingLevel = "off"
+        self.snapshot_stage: SnapshotStage | None = None
+        """`delegate` on Ray with `[ray] workspace` `auto` or `snapshot`: the workspace's snapshot."""
 
     @property
     def task(self) -> RequestRecord:
@@ -584,13 +599,30 @@ class _ManagedSteps(LaunchSteps):
         """The worker rebuilds the agent from its spec; a remote worker first checks that its node
         shares the agent's workspace (`workspace`: the cwd's path, git top and HEAD)."""
         from corral.orchestration.workspaces import identify
+        from corral.orchestration.workspaces._extension import snapshot_json
 
         workspace = identify(Path(recorded.generation.cwd), tree=False)
-        return {
+        launch: dict[str, object] = {
             "spec": self._spec(recorded).to_json(),
             "contextRetirement": self.host.context_retirement,
             "workspace": workspace.to_json(),
+            "workspaceMode": self.host.settings.ray.workspace,
+            "writes": _writes(self.defn),
         }
+        stage = self.snapshot_stage
+        if stage is not None and stage.snapshot is not None:
+            launch["snapshot"] = snapshot_json(stage.snapshot)
+        return launch
+
+
+_WRITING_TOOLS = frozenset({"edit", "write", "bash"})
+
+
+def _writes(defn: AgentDefinition) -> bool:
+    """Whether an agent of `defn` may change files (edit, write or bash among its tools)."""
+    policy = defn.tool_policy
+    tools = set(policy.tools) if policy.tools is not None else set(ALL_TOOL_NAMES)
+    return bool((tools - set(policy.exclude_tools)) & _WRITING_TOOLS)
 
 
 def _startup_s(timeout_ms: int | None) -> float:

@@ -221,6 +221,11 @@ class Host:
         notes = [note for e in self.extensions if (note := await e.work_done(run_id, summary))]
         return "\n".join([*notes, *self.result_notes(run_id)]) or None
 
+    async def remote_result(self, run_id: str, session_path: Path | None) -> str | None:
+        """`HostExtension.remote_result` of every extension: the lines a remote run's result gets."""
+        notes = [note for e in self.extensions if (note := await e.remote_result(run_id, session_path))]
+        return "\n".join(notes) or None
+
     def result_notes(self, run_id: str) -> list[str]:
         """The lines the extensions end the run's result text or report with (e.g. `budget_exhausted`)."""
         return [note for e in self.extensions if (note := e.result_note(run_id))]

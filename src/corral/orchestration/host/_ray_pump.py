@@ -27,6 +27,7 @@ from __future__ import annotations
 
 import asyncio
 import contextlib
+import dataclasses
 import os
 from collections.abc import Callable
 from dataclasses import dataclass
@@ -109,6 +110,8 @@ class PumpHost(Protocol):
     def track_tmux(self, run_id: str, handle: RuntimeHandle, *, pid: int | None) -> None: ...
 
     def result_failed(self, run_id: str, message: str) -> None: ...
+
+    async def remote_result(self, run_id: str, session_path: Path | None) -> str | None: ...
 
 
 @dataclass
@@ -239,6 +242,10 @@ class RayPump:
                 changed = True
             last = 0
             for fact in found.facts:
+                if isinstance(fact, ResultFact):  # the features' last step on this machine, then stored
+                    note = await self.host.remote_result(run_id, tracked.session_path)
+                    if note:
+                        fact = dataclasses.replace(fact, text="\n\n".join(t for t in (fact.text, note) if t))
                 self._apply(run_id, tracked, fact)
                 last = fact.seq
                 changed = True

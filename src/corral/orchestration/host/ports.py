@@ -20,6 +20,7 @@ The composition root (`corral.lead`) builds the host with both.
 from __future__ import annotations
 
 from collections.abc import Mapping, Sequence
+from pathlib import Path
 from typing import TYPE_CHECKING, Protocol
 
 if TYPE_CHECKING:
@@ -97,6 +98,16 @@ class HostExtension:
 
     def polled(self) -> None:
         """One tick of the host's tmux watcher (work that tmux runs leave in the store)."""
+
+    async def remote_result(self, run_id: str, session_path: Path | None) -> str | None:
+        """A remote run's result arrived (its session file on this machine is complete up to it) and
+        is stored next: a feature's last step on the lead's machine, e.g. landing a write agent's
+        changes. Idempotent: a host that crashed before storing the result runs it again.
+
+        Returns:
+            A line appended to the result text, or `None`.
+        """
+        return None
 
     def agent_event(self, run_id: str, event: AgentEvent) -> None:
         """An event of run `run_id`'s agent session, as it happens (keep it cheap: every delta comes here)."""

@@ -23,7 +23,7 @@ from corral.orchestration.teams.roster.records import FileClaimRecord
 from corral.orchestration.workspaces.records import PatchOutcome, PathProblem, WorkspacePatch
 from corral.orchestration.worktrees._git import git_bytes
 
-__all__ = ["apply_patch"]
+__all__ = ["apply_patch", "is_applied"]
 
 _APPLY = ("apply", "--binary", "--whitespace=nowarn", "-p1")
 
@@ -85,6 +85,13 @@ def _refused(patch: WorkspacePatch, problems: tuple[PathProblem, ...], kind: str
         "ask the agent again, or apply its patch by hand"
     )
     return PatchOutcome("conflict", patch.files, problems, message)
+
+
+def is_applied(top: Path, patch: WorkspacePatch) -> bool:
+    """Whether the workspace already holds `patch` (its reverse applies): landing it again is a no-op."""
+    if patch.empty:
+        return True
+    return git_bytes(top, *_APPLY, "--check", "--reverse", "-", stdin=patch.diff, check=False).returncode == 0
 
 
 def apply_patch(
