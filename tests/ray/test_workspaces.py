@@ -272,3 +272,22 @@ async def test_a_conflicting_patch_from_a_ray_agent_is_reported_in_its_result_an
     assert "nothing in the workspace changed" in results[0]
     assert lead_file.read_text() == "users-edit\n"
     assert not (env / "work" / "other.txt").exists()  # all or nothing
+
+
+async def test_auto_works_in_place_where_the_node_shares_the_workspace(
+    env: Path, ray_cluster: RayTestCluster
+) -> None:
+    from corral.orchestration import RESULT_TYPE
+    from corral.orchestration.surfaces import DelegateParams
+    from tests.orchestration._host_helpers import team, write_script
+
+    edit = "echo b = 2 >> app.py && pwd > where.txt"
+    agent = [{"tool_calls": [{"name": "bash", "args": {"command": edit}}]}, {"text": "Edited."}]
+    write_script(env, "team", {**LEAD, "agents": {"*": agent}})
+    async with team(env, "team", settings=_ray_settings(ray_cluster, "auto")) as t:
+        await t.controller.delegate(t.caller, DelegateParams(definition="builder", task="Edit"))
+        await t.quiet()
+        results = [str(r["content"]) for r in t.lead_entries(RESULT_TYPE)]
+    assert len(results) == 1 and "Edited." in results[0] and "Workspace:" not in results[0]
+    assert (env / "work" / "where.txt").read_text().strip() == str((env / "work").resolve())
+    assert (env / "work" / "app.py").read_text() == "a = 1\nb = 2\n"
