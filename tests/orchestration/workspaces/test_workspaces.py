@@ -343,3 +343,28 @@ def test_the_quick_identity_compares_path_and_head_only_and_survives_json(repo: 
     assert check_shared(quick).shared
     git(repo, "commit", "-q", "--allow-empty", "-m", "moved")
     assert "HEAD" in check_shared(quick).reason
+
+
+async def test_the_host_lands_a_patch_from_the_session_once_and_a_second_landing_is_a_no_op(
+    repo: Path, tmp_path: Path
+) -> None:
+    from corral.orchestration.workspaces._extension import PATCH_ENTRY, WorkspacesExtension, patch_entry_data
+
+    unpacked = unpack(take_snapshot(repo), _node(tmp_path))
+    (unpacked.root / "app.py").write_text("a = 1\nb = 2\nc = 3\nd = 4\n")
+    (unpacked.root / "added.txt").write_text("new\n")
+    patch = collect_patch(unpacked)
+    session = tmp_path / "session.jsonl"
+    entry = {"type": "custom", "customType": PATCH_ENTRY, "data": patch_entry_data(patch, str(repo))}
+    session.write_text(json.dumps({"type": "session"}) + "\n" + json.dumps(entry) + "\n")
+    extension = WorkspacesExtension()
+
+    first = await extension.remote_result("run", session)
+    # A host that crashed after landing but before storing the result collects it again.
+    second = await extension.remote_result("run", session)
+
+    assert first is not None and "were applied to the workspace" in first
+    assert second is not None and "are in the workspace" in second
+    assert (repo / "app.py").read_text() == "a = 1\nb = 2\nc = 3\nd = 4\n"
+    assert (repo / "added.txt").read_text() == "new\n"
+    assert await extension.remote_result("run", tmp_path / "absent.jsonl") is None
