@@ -9,9 +9,7 @@ nothing until the user runs the commands).
 
 from __future__ import annotations
 
-from typing import TYPE_CHECKING, Any
-
-from textual import work
+from typing import TYPE_CHECKING, Any, Protocol
 
 from corral.errors import CorralError
 from corral.orchestration.teams._tiers import TIERS
@@ -28,45 +26,69 @@ from corral.tui._onboard import (
 from corral.tui.screens import AgentsScreen
 
 if TYPE_CHECKING:
-    from textual.app import App
+    from collections.abc import Awaitable, Coroutine
+
+    from textual.screen import Screen
+    from textual.worker import Worker
 
     from corral._cli._launch import Launched
     from corral.lead._agents import LeadAgents
-    from corral.lead._host import ComposedHost as Host
     from corral.orchestration import ListResult
 
-    _AppBase = App[int]
-else:
-    _AppBase = object
-
-__all__ = ["CHECKPOINTS_USAGE", "AgentCommandsMixin"]
+__all__ = ["CHECKPOINTS_USAGE", "AgentCommands", "AgentCommandsApp"]
 
 CHECKPOINTS_USAGE = "usage: /agents-checkpoints [list] | /agents-checkpoints delete <checkpoint id>"
 
 
-class AgentCommandsMixin(_AppBase):
-    """`/agents`, `/agents-checkpoints`, `/agents-extensions` and `/onboard` for `CorralApp`."""
+class AgentCommandsApp(Protocol):
+    """What `AgentCommands` needs from the app (`CorralApp`)."""
 
-    if TYPE_CHECKING:
-        launched: Launched | None
+    @property
+    def launched(self) -> Launched | None:
+        """The lead session, once open."""
+        ...
 
-        @property
-        def host(self) -> Host | None: ...
+    @property
+    def agents(self) -> LeadAgents | None:
+        """The lead's agents port, once the host is attached."""
+        ...
 
-        @property
-        def agents(self) -> LeadAgents | None: ...
+    def notice(self, text: str, *, kind: str = "info") -> None:
+        """Show one notice in the chat."""
+        ...
 
-        def notice(self, text: str, *, kind: str = "info") -> None: ...
+    def prompt_lead(self, text: str) -> object:
+        """Send the lead one prompt (as the app's own prompt worker)."""
+        ...
 
-        def _prompt(self, text: str) -> object: ...
+    async def list_result(self) -> ListResult | None:
+        """The lead's `list`; `None` without a host."""
+        ...
 
-        async def _list_result(self) -> ListResult | None: ...
+    def push_screen(self, screen: Screen[Any]) -> Awaitable[Any]:
+        """Open a screen over the app."""
+        ...
+
+    def run_worker(self, work: Coroutine[Any, Any, None], *, group: str) -> Worker[None]:
+        """Run `work` as one of the app's workers."""
+        ...
+
+
+class AgentCommands:
+    """`/agents`, `/agents-checkpoints`, `/agents-extensions` and `/onboard`, composed into `CorralApp`.
+
+    The app routes each command here; the slow ones run as workers of the `agents` group.
+    """
+
+    def __init__(self, app: AgentCommandsApp) -> None:
+        """Serve `app`'s agent commands."""
+        self.app = app
 
     def _lead_agents(self, command: str) -> LeadAgents | None:
         """The lead's agents; a notice (and `None`) when there is no orchestration host."""
-        agents = self.agents
+        agents = self.app.agents
         if agents is None:
-            self.notice(
+            self.app.notice(
                 f"{command} needs the lead's orchestration host: start with --surfaces teams "
                 "(or agent,teams), or wait until it is attached",
                 kind="error",
@@ -76,30 +98,32 @@ class AgentCommandsMixin(_AppBase):
 
     # --- /agents -------------------------------------------------------------------------------
 
-    @work(group="agents")
-    async def show_agents(self) -> None:
+    def show_agents(self) -> None:
         """`/agents`: managed agents and teams agents (live, queued and recent completions)."""
-        listed = await self._list_result()
+        self.app.run_worker(self._show_agents(), group="agents")
+
+    async def _show_agents(self) -> None:
+        listed = await self.app.list_result()
         records = [] if listed is None else list(listed.agents)
         invalid = [] if listed is None else list(listed.invalid_definitions)
         teams: list[dict[str, Any]] = []
-        agents, launched = self.agents, self.launched
+        agents, launched = self.app.agents, self.app.launched
         if agents is not None and launched is not None and "teams" in launched.surfaces:
             try:
                 details = (await agents.teams.status(agents.caller, None)).details
             except CorralError as exc:
-                self.notice(f"/agents: teams status unavailable: {exc}", kind="error")
+                self.app.notice(f"/agents: teams status unavailable: {exc}", kind="error")
             else:
                 teams = list(details.get("agents") or [])
-        await self.push_screen(AgentsScreen(records, teams, invalid))
+        await self.app.push_screen(AgentsScreen(records, teams, invalid))
 
     # --- /agents-checkpoints --------------------------------------------------------------------
 
-    def checkpoints_command(self, arg: str) -> None:
+    def checkpoints(self, arg: str) -> None:
         """`/agents-checkpoints [list] | delete <checkpoint id>` (the lead's host; other input: usage)."""
         words = arg.split()
         if words not in ([], ["list"]) and not (len(words) == 2 and words[0] == "delete"):
-            self.notice(CHECKPOINTS_USAGE, kind="error")
+            self.app.notice(CHECKPOINTS_USAGE, kind="error")
             return
         agents = self._lead_agents("/agents-checkpoints")
         if agents is None:
@@ -107,37 +131,39 @@ class AgentCommandsMixin(_AppBase):
         checkpoints = agents.teams.checkpoints
         if words and words[0] == "delete":
             try:
-                self.notice(checkpoints.delete(words[1]))
+                self.app.notice(checkpoints.delete(words[1]))
             except CorralError as exc:
-                self.notice(f"/agents-checkpoints: {exc}", kind="error")
+                self.app.notice(f"/agents-checkpoints: {exc}", kind="error")
             return
         try:
             lines, warnings = checkpoints.list_entries()
         except CorralError as exc:
-            self.notice(f"/agents-checkpoints: {exc}", kind="error")
+            self.app.notice(f"/agents-checkpoints: {exc}", kind="error")
             return
-        self.notice("\n".join(lines or [NO_CHECKPOINTS_MESSAGE]))
+        self.app.notice("\n".join(lines or [NO_CHECKPOINTS_MESSAGE]))
         for warning in warnings:
-            self.notice(warning, kind="error")
+            self.app.notice(warning, kind="error")
 
     # --- /agents-extensions ---------------------------------------------------------------------
 
-    @work(group="agents")
-    async def extensions_command(self, arg: str) -> None:
+    def extensions(self, arg: str) -> None:
         """`/agents-extensions [list]`: corral has no extensions; show each kind's fixed tool set."""
+        self.app.run_worker(self._extensions(arg), group="agents")
+
+    async def _extensions(self, arg: str) -> None:
         if arg not in ("", "list"):
-            self.notice(
+            self.app.notice(
                 f"/agents-extensions {arg}: corral has no extension system, so there is nothing to "
                 "select; /agents-extensions lists the tools spawned agents get",
                 kind="error",
             )
             return
         writers = [name for name, tier in TIERS.items() if tier.nests_helpers]
-        self.notice(extensions_text(await self._sandbox_state(), writer_tiers=writers))
+        self.app.notice(extensions_text(await self._sandbox_state(), writer_tiers=writers))
 
     async def _sandbox_state(self) -> SandboxState:
         """The read sandbox: the host's own probe when attached, else the probe `corral doctor` runs."""
-        launched, agents = self.launched, self.agents
+        launched, agents = self.app.launched, self.app.agents
         setting = launched.settings.teams.read_sandbox if launched is not None else "auto"
         if setting == "off":
             return setting, None, "teams.read_sandbox = off"
@@ -150,17 +176,19 @@ class AgentCommandsMixin(_AppBase):
 
     # --- /onboard -------------------------------------------------------------------------------
 
-    @work(group="agents")
-    async def onboard_command(self, arg: str) -> None:
+    def onboard(self, arg: str) -> None:
         """`/onboard`: gather the set-up and ask the lead for a read-only recommendation."""
-        launched = self.launched
+        self.app.run_worker(self._onboard(arg), group="agents")
+
+    async def _onboard(self, arg: str) -> None:
+        launched = self.app.launched
         if launched is None:
             return
         if arg:
-            self.notice(ONBOARD_USAGE, kind="error")
+            self.app.notice(ONBOARD_USAGE, kind="error")
             return
         if not launched.agent.is_idle:
-            self.notice(
+            self.app.notice(
                 "/onboard: the lead is working; wait for the current turn to finish, then run it again"
             )
             return
@@ -178,14 +206,16 @@ class AgentCommandsMixin(_AppBase):
             )
             prompt = onboard_prompt(inventory)
         except (CorralError, OSError) as exc:
-            self.notice(f"/onboard: could not gather the inventory ({exc}); nothing was sent", kind="error")
+            self.app.notice(
+                f"/onboard: could not gather the inventory ({exc}); nothing was sent", kind="error"
+            )
             return
         if not launched.agent.is_idle:  # the lead woke while the probe ran
-            self.notice(
+            self.app.notice(
                 "/onboard: the lead is working; wait for the current turn to finish, then run it again"
             )
             return
-        self.notice(
+        self.app.notice(
             "/onboard: asking the lead for a recommendation (read-only; nothing changes until you run its commands)"
         )
-        self._prompt(prompt)
+        self.app.prompt_lead(prompt)

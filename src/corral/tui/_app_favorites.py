@@ -7,8 +7,8 @@ read from a project file).
 
 from __future__ import annotations
 
-from collections.abc import Callable
-from typing import TYPE_CHECKING
+from collections.abc import Awaitable, Callable
+from typing import TYPE_CHECKING, Any, Protocol
 
 from corral.llm import LlmError, ModelInfo
 from corral.settings import user_settings_path
@@ -22,36 +22,54 @@ from corral.tui._favorites import (
 from corral.tui.screens import TierPickerScreen
 
 if TYPE_CHECKING:
-    from textual.app import App
+    from textual.screen import Screen
 
     from corral._cli._launch import Launched
     from corral.lead._host import ComposedHost as Host
     from corral.tui._palette import ActivityPalette
 
-    _AppBase = App[int]
-else:
-    _AppBase = object
-
-__all__ = ["FavoritesMixin"]
+__all__ = ["FavoriteModels", "FavoritesApp"]
 
 COMMAND = "/agents-favorite-models"
 
 
-class FavoritesMixin(_AppBase):
-    """`/agents-favorite-models` for `CorralApp`."""
+class FavoritesApp(Protocol):
+    """What `FavoriteModels` needs from the app (`CorralApp`)."""
 
-    if TYPE_CHECKING:
-        launched: Launched | None
-        palette: ActivityPalette
+    @property
+    def launched(self) -> Launched | None:
+        """The lead session, once open."""
+        ...
 
-        @property
-        def host(self) -> Host | None: ...
+    @property
+    def palette(self) -> ActivityPalette:
+        """The activity colours (the picker uses them)."""
+        ...
 
-        def notice(self, text: str, *, kind: str = "info") -> None: ...
+    @property
+    def host(self) -> Host | None:
+        """The orchestration host, once attached."""
+        ...
 
-    def favorites_command(self, arg: str) -> None:
+    def notice(self, text: str, *, kind: str = "info") -> None:
+        """Show one notice in the chat."""
+        ...
+
+    def push_screen(self, screen: Screen[Any]) -> Awaitable[Any]:
+        """Open a screen over the app."""
+        ...
+
+
+class FavoriteModels:
+    """`/agents-favorite-models` and its picker, composed into `CorralApp` (which routes to it)."""
+
+    def __init__(self, app: FavoritesApp) -> None:
+        """Serve `app`'s favorites command and picker messages."""
+        self.app = app
+
+    def command(self, arg: str) -> None:
         """`/agents-favorite-models [set <tier> <model> [thinking] | clear <tier> | clear]`."""
-        launched = self.launched
+        launched = self.app.launched
         if launched is None:
             return
         try:
@@ -71,20 +89,20 @@ class FavoritesMixin(_AppBase):
             else:
                 favorites = {}
                 done = "every tier cleared (all inherit the lead's model)"
-            self.save_favorites(favorites)
+            self.save(favorites)
         except FavoritesError as exc:
-            self.notice(f"{COMMAND}: {exc}", kind="error")
+            self.app.notice(f"{COMMAND}: {exc}", kind="error")
             return
-        self.notice(f"{COMMAND}: {done}; saved to {user_settings_path()}")
+        self.app.notice(f"{COMMAND}: {done}; saved to {user_settings_path()}")
 
-    def save_favorites(self, favorites: Favorites) -> None:
+    def save(self, favorites: Favorites) -> None:
         """Write the favorites to the user file and use them in this session from now on.
 
         Raises:
             FavoritesError: The file could not be updated (nothing changed).
         """
         write_favorites(user_settings_path(), favorites)
-        launched, host = self.launched, self.host
+        launched, host = self.app.launched, self.app.host
         update = {"favorite_models": {tier: dict(values) for tier, values in favorites.items()}}
         if launched is not None:
             launched.settings = launched.settings.model_copy(update=update)
@@ -92,7 +110,7 @@ class FavoritesMixin(_AppBase):
             host.settings = host.settings.model_copy(update=update)
 
     def _open_tier_picker(self) -> None:
-        launched = self.launched
+        launched = self.app.launched
         assert launched is not None
         registry = launched.registry
         favorites = read_favorites(user_settings_path())
@@ -111,25 +129,29 @@ class FavoritesMixin(_AppBase):
         ordered = sorted(
             models.values(), key=lambda i: (i.ref not in preferred, i.ref not in available, i.ref)
         )
-        self.push_screen(
+        self.app.push_screen(
             TierPickerScreen(
                 ordered,
                 favorites,
                 lead_model=lead,
                 lead_thinking=launched.agent.thinking_level,
                 available=available,
-                palette=self.palette,
+                palette=self.app.palette,
             )
         )
 
-    def on_tier_picker_screen_favorite_chosen(self, message: TierPickerScreen.FavoriteChosen) -> None:
+    def chosen(self, message: TierPickerScreen.FavoriteChosen) -> None:
+        """The picker chose a tier's favorite: save it."""
+
         def change(favorites: Favorites) -> None:
             favorites[message.tier] = {"model": message.model, "thinking": message.thinking}
 
         done = f"{message.tier}: {message.model} (thinking {message.thinking}) saved"
         self._picker_save(message.picker, change, done)
 
-    def on_tier_picker_screen_favorite_cleared(self, message: TierPickerScreen.FavoriteCleared) -> None:
+    def cleared(self, message: TierPickerScreen.FavoriteCleared) -> None:
+        """The picker cleared one tier's favorite (or all): save that."""
+
         tier = message.tier
 
         def change(favorites: Favorites) -> None:
@@ -145,7 +167,7 @@ class FavoritesMixin(_AppBase):
         try:
             favorites = read_favorites(user_settings_path())
             change(favorites)
-            self.save_favorites(favorites)
+            self.save(favorites)
         except FavoritesError as exc:
             picker.show_favorites(picker.favorites, str(exc), error=True)
             return

@@ -43,13 +43,13 @@ from corral.llm import (
     parse_model_ref,
 )
 from corral.settings import ActivityColorsSettings
-from corral.tui._app_commands import AgentCommandsMixin
-from corral.tui._app_favorites import FavoritesMixin
+from corral.tui._app_commands import AgentCommands
+from corral.tui._app_favorites import FavoriteModels
 from corral.tui._first_run import ONBOARD_HINT, is_new_installation
 from corral.tui._format import ActivityRow, CostSummary, activity_row, format_budget, summarize_args
 from corral.tui._palette import ActivityPalette, resolve_palette
 from corral.tui._teams import team_rows
-from corral.tui.screens import FollowScreen, PickerScreen
+from corral.tui.screens import FollowScreen, PickerScreen, TierPickerScreen
 from corral.tui.widgets import (
     ActivityCard,
     BashCard,
@@ -159,7 +159,7 @@ class SetupCard(Vertical):
         yield Button(f"Use {DEMO_MODEL}", id="use-demo", variant="primary")
 
 
-class CorralApp(AgentCommandsMixin, FavoritesMixin, App[int]):
+class CorralApp(App[int]):
     """The corral terminal app.
 
     Args:
@@ -209,6 +209,10 @@ class CorralApp(AgentCommandsMixin, FavoritesMixin, App[int]):
         self._editor = Editor(commands=list(COMMANDS), cwd=options.cwd)
         self._activity = ActivityCard(clock=clock)
         self._footer = StatusFooter()
+        self.agent_commands = AgentCommands(self)
+        """`/agents`, `/agents-checkpoints`, `/agents-extensions` and `/onboard`."""
+        self.favorite_models = FavoriteModels(self)
+        """`/agents-favorite-models` and its picker."""
 
     # --- layout --------------------------------------------------------------------------------
 
@@ -395,6 +399,10 @@ class CorralApp(AgentCommandsMixin, FavoritesMixin, App[int]):
     def _back_to_lead(self, _result: None) -> None:
         self.editor.focus()
 
+    def prompt_lead(self, text: str) -> object:
+        """Send the lead `text` as a prompt (a worker of the `lead` group)."""
+        return self._prompt(text)
+
     @work(group="lead")
     async def _prompt(self, text: str) -> None:
         launched = self.launched
@@ -542,15 +550,15 @@ class CorralApp(AgentCommandsMixin, FavoritesMixin, App[int]):
             self.notice(f"{name} needs a model first: " + (self.setup_error or ""), kind="error")
             return
         if name == "/agents":
-            self.show_agents()
+            self.agent_commands.show_agents()
         elif name == "/agents-favorite-models":
-            self.favorites_command(arg)
+            self.favorite_models.command(arg)
         elif name == "/agents-checkpoints":
-            self.checkpoints_command(arg)
+            self.agent_commands.checkpoints(arg)
         elif name == "/agents-extensions":
-            self.extensions_command(arg)
+            self.agent_commands.extensions(arg)
         elif name == "/onboard":
-            self.onboard_command(arg)
+            self.agent_commands.onboard(arg)
         elif name == "/thinking":
             self._thinking_command(arg)
         elif name == "/compact":
@@ -733,10 +741,16 @@ class CorralApp(AgentCommandsMixin, FavoritesMixin, App[int]):
         """The lead's agents (rows and controls), once the host is attached."""
         return None if self.launched is None else self.launched.agents
 
-    async def _list_result(self) -> ListResult | None:
+    async def list_result(self) -> ListResult | None:
         """The lead's `list` (agents, definitions, invalid definition files); `None` without a host."""
         agents = self.agents
         return None if agents is None else await agents.list_agents()
+
+    def on_tier_picker_screen_favorite_chosen(self, message: TierPickerScreen.FavoriteChosen) -> None:
+        self.favorite_models.chosen(message)
+
+    def on_tier_picker_screen_favorite_cleared(self, message: TierPickerScreen.FavoriteCleared) -> None:
+        self.favorite_models.cleared(message)
 
     def on_host_changed(self, _message: HostChanged) -> None:
         self._schedule_refresh()
