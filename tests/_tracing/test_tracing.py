@@ -264,3 +264,36 @@ def test_a_worker_sets_up_from_a_carrier_once_and_only_with_somewhere_to_write(t
     _tracing.shutdown()
     [line] = [json.loads(line) for line in (tmp_path / "t.jsonl").read_text().splitlines()]
     assert (line["context"]["trace_id"], line["parent_id"]) == ("0x" + "a" * 32, "0x" + "b" * 16)
+
+
+def test_otel_backend_hands_its_own_and_other_instrumentations_spans_to_the_sinks_once() -> None:
+    """corral's spans reach the sinks from corral's own copy of their attributes (set one by one or at
+    once, a failure included); spans of other instrumentation on the same provider (pydantic-ai's)
+    through the span processor — each exactly once, parented as in OpenTelemetry."""
+    provider, exporter = _otel()
+    memory = _tracing.MemorySink()
+    _tracing.setup(sinks=(memory,), otel_provider=provider, environ=NO_OTEL)
+    with _tracing.span("chat team", {"corral.agent": "a"}) as chat:
+        assert chat is not None
+        chat.set("corral.one", 1)
+        chat.update({"gen_ai.usage.output_tokens": 5, "corral.stop_reason": "error"})
+        chat.fail("overloaded")
+        with provider.get_tracer("pydantic-ai").start_as_current_span(
+            "foreign", attributes={"k": ("x", "y")}
+        ):
+            pass
+    chat.end()  # a second end records nothing more
+    _tracing.shutdown()
+    by_name = {r.name: r for r in memory.spans}
+    assert len(memory.spans) == 2 and set(by_name) == {"chat team", "foreign"}
+    record = by_name["chat team"]
+    assert dict(record.attributes) == {
+        "corral.agent": "a",
+        "corral.one": 1,
+        "gen_ai.usage.output_tokens": 5,
+        "corral.stop_reason": "error",
+    }
+    assert record.error == "overloaded"
+    assert by_name["foreign"].parent_id == record.span_id and by_name["foreign"].attributes["k"] == "x, y"
+    [sdk_chat] = [s for s in exporter.get_finished_spans() if s.name == "chat team"]
+    assert dict(sdk_chat.attributes or {}) == dict(record.attributes)  # the exporters see the same

@@ -203,6 +203,9 @@ class _BuiltinSpan:
     def set(self, key: str, value: AttributeValue) -> None:
         self.attributes[key] = value
 
+    def update(self, attributes: Mapping[str, AttributeValue]) -> None:
+        self.attributes.update(attributes)
+
     def fail(self, description: str) -> None:
         self.error = description
 

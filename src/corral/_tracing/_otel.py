@@ -11,6 +11,7 @@ by commas), `OTEL_EXPORTER_OTLP_*` (endpoint, headers, `…_PROTOCOL`: `http/pro
 from __future__ import annotations
 
 from collections.abc import Mapping, Sequence
+from typing import TYPE_CHECKING, cast
 
 from opentelemetry import context as otel_context
 from opentelemetry import trace
@@ -21,6 +22,9 @@ from opentelemetry.trace import NonRecordingSpan, SpanContext, Status, StatusCod
 
 from corral._tracing._records import AttributeValue, Span, SpanRecord, SpanSink
 from corral._version import __version__
+
+if TYPE_CHECKING:
+    from opentelemetry.sdk.trace import Span as SdkSpan
 
 __all__ = ["OtelTracer", "provider_from_env"]
 
@@ -71,30 +75,46 @@ def _value(value: object) -> AttributeValue:
     return str(value)
 
 
+_SCOPE = "corral"
+"""The instrumentation scope of corral's spans."""
+
+
 class _SinkProcessor(SpanProcessor):
-    """Hands each finished span to corral's sinks (the `--trace` file, memory)."""
+    """Hands finished spans to corral's sinks (the `--trace` file, memory).
+
+    corral's own spans are handed over by `_OtelSpan.end` from what corral already holds (no reading
+    back of the SDK's attribute mapping); this processor takes the spans of other instrumentation in
+    the process (pydantic-ai's model requests), told apart by their instrumentation scope.
+    """
 
     def __init__(self, sinks: tuple[SpanSink, ...]) -> None:
         self.sinks = sinks
         self.closed = False
 
-    def on_end(self, span: ReadableSpan) -> None:
-        context = span.context
-        if self.closed or context is None:
+    def export(self, record: SpanRecord) -> None:
+        if self.closed:
             return
-        status = span.status
-        record = SpanRecord(
-            name=span.name,
-            trace_id=f"{context.trace_id:032x}",
-            span_id=f"{context.span_id:016x}",
-            parent_id=None if span.parent is None else f"{span.parent.span_id:016x}",
-            start_ns=span.start_time or 0,
-            end_ns=span.end_time or 0,
-            attributes={k: _value(v) for k, v in (span.attributes or {}).items()},
-            error=(status.description or "error") if status.status_code is StatusCode.ERROR else None,
-        )
         for sink in self.sinks:
             sink.export(record)
+
+    def on_end(self, span: ReadableSpan) -> None:
+        context = span.context
+        scope = span.instrumentation_scope
+        if self.closed or context is None or (scope is not None and scope.name == _SCOPE):
+            return
+        status = span.status
+        self.export(
+            SpanRecord(
+                name=span.name,
+                trace_id=f"{context.trace_id:032x}",
+                span_id=f"{context.span_id:016x}",
+                parent_id=None if span.parent is None else f"{span.parent.span_id:016x}",
+                start_ns=span.start_time or 0,
+                end_ns=span.end_time or 0,
+                attributes={k: _value(v) for k, v in (span.attributes or {}).items()},
+                error=(status.description or "error") if status.status_code is StatusCode.ERROR else None,
+            )
+        )
 
     def shutdown(self) -> None:
         self.closed = True
@@ -103,19 +123,54 @@ class _SinkProcessor(SpanProcessor):
 
 
 class _OtelSpan:
-    __slots__ = ("inner",)
+    """An SDK span plus corral's copy of its attributes and error, for the sinks when it ends."""
 
-    def __init__(self, inner: trace.Span) -> None:
+    __slots__ = ("attributes", "error", "inner", "out")
+
+    def __init__(
+        self,
+        inner: trace.Span,
+        attributes: Mapping[str, AttributeValue] | None = None,
+        out: _SinkProcessor | None = None,
+    ) -> None:
         self.inner = inner
+        self.out = out
+        self.attributes: dict[str, AttributeValue] = {} if attributes is None else dict(attributes)
+        self.error: str | None = None
 
     def set(self, key: str, value: AttributeValue) -> None:
         self.inner.set_attribute(key, value)
+        self.attributes[key] = value
+
+    def update(self, attributes: Mapping[str, AttributeValue]) -> None:
+        self.inner.set_attributes(attributes)
+        self.attributes.update(attributes)
 
     def fail(self, description: str) -> None:
         self.inner.set_status(Status(StatusCode.ERROR, description))
+        self.error = description
 
     def end(self) -> None:
-        self.inner.end()
+        inner = self.inner
+        out, self.out = self.out, None  # a second `end` records nothing
+        inner.end()
+        if out is None or out.closed:
+            return
+        sdk = cast("SdkSpan", inner)
+        context = sdk.get_span_context()
+        parent = sdk.parent
+        out.export(
+            SpanRecord(
+                name=sdk.name,
+                trace_id=f"{context.trace_id:032x}",
+                span_id=f"{context.span_id:016x}",
+                parent_id=None if parent is None else f"{parent.span_id:016x}",
+                start_ns=sdk.start_time or 0,
+                end_ns=sdk.end_time or 0,
+                attributes=self.attributes,
+                error=self.error,
+            )
+        )
 
 
 class OtelTracer:
@@ -136,7 +191,7 @@ class OtelTracer:
         if sinks:
             self._processor = _SinkProcessor(sinks)
             self.provider.add_span_processor(self._processor)
-        self._tracer = self.provider.get_tracer("corral", __version__)
+        self._tracer = self.provider.get_tracer(_SCOPE, __version__)
         self._remote: otel_context.Context | None = None
         if remote is not None:
             parent = SpanContext(
@@ -153,7 +208,9 @@ class OtelTracer:
             context = trace.set_span_in_context(parent.inner)
         elif self._remote is not None and not trace.get_current_span().get_span_context().is_valid:
             context = self._remote
-        return _OtelSpan(self._tracer.start_span(name, context=context, attributes=attributes))
+        return _OtelSpan(
+            self._tracer.start_span(name, context=context, attributes=attributes), attributes, self._processor
+        )
 
     def remote(self, trace_id: str, span_id: str) -> Span:
         parent = SpanContext(

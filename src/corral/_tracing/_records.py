@@ -45,6 +45,9 @@ class Span(Protocol):
     def set(self, key: str, value: AttributeValue) -> None:
         """Set one attribute."""
 
+    def update(self, attributes: Mapping[str, AttributeValue]) -> None:
+        """Set several attributes at once (one call into the backend)."""
+
     def fail(self, description: str) -> None:
         """Mark the span as failed."""
 

@@ -698,13 +698,16 @@ def _result_text(result: ToolResult) -> str:
 def _end_request_span(span: _tracing.Span, final: AssistantMessage) -> None:
     """Record a model request's outcome on its span (GenAI semantic-convention attributes)."""
     usage = final.usage
-    span.set("gen_ai.response.model", final.model)
-    span.set("gen_ai.usage.input_tokens", usage.input + usage.cache_read + usage.cache_write)
-    span.set("gen_ai.usage.output_tokens", usage.output)
+    outcome: dict[str, _tracing.AttributeValue] = {
+        "gen_ai.response.model": final.model,
+        "gen_ai.usage.input_tokens": usage.input + usage.cache_read + usage.cache_write,
+        "gen_ai.usage.output_tokens": usage.output,
+        "corral.cost_usd": usage.cost.total,
+        "corral.stop_reason": final.stop_reason,
+    }
     if usage.cache_read:
-        span.set("gen_ai.usage.cache_read.input_tokens", usage.cache_read)
-    span.set("corral.cost_usd", usage.cost.total)
-    span.set("corral.stop_reason", final.stop_reason)
+        outcome["gen_ai.usage.cache_read.input_tokens"] = usage.cache_read
+    span.update(outcome)  # one call: the OpenTelemetry SDK takes its span lock once
     if final.stop_reason in ("error", "aborted"):
         span.fail(final.error_message or final.stop_reason)
     span.end()
