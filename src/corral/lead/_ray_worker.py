@@ -66,15 +66,17 @@ _ACK_WAIT_S = 120.0
 class _Questions:
     """`ask_owner` in a worker: the question's files come from the agent's cwd on this node."""
 
-    def __init__(self, limits: FileLimits) -> None:
+    def __init__(self, limits: FileLimits, cwd: Path) -> None:
         self.limits = limits
+        self.cwd = cwd
+        """Where the agent works on this node (its snapshot's copy, when it works on one)."""
 
     async def ask_owner(self, agent_ctx: ManagedChild, params: Any) -> Any:
         from corral.orchestration.agents._controller import AskOutcome
 
         prepared = prepare_files(
             None if params.files is None else list(params.files),
-            cwd=Path(agent_ctx.generation.cwd),
+            cwd=self.cwd,
             limits=self.limits,
             resolve_result_ref=lambda _request_id: None,
         )
@@ -183,7 +185,7 @@ class RayWorker:
                 context_retirement=context_retirement,
             )
             hooks.child = child
-            agent.register_tool(AskOwnerTool(_Questions(FileLimits()), child, agent))
+            agent.register_tool(AskOwnerTool(_Questions(FileLimits(), cwd), child, agent))
             if workspace is not None and not workspace.shared:
                 lead_top = str(dict(described["workspace"]).get("top"))  # type: ignore[call-overload]
                 child.on_work_done = self._patch_back(workspace, session, lead_top)
