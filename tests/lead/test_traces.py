@@ -267,3 +267,28 @@ async def test_open_lead_refuses_a_directory_as_its_trace_file(api_env: ApiEnv) 
         async with corral.open_lead(cwd=api_env.work, trace=api_env.work):
             pass
     assert _tracing.active is None
+
+
+async def test_open_lead_follows_the_otel_variables_without_a_trace_file(
+    api_env: ApiEnv, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """`OTEL_TRACES_EXPORTER` alone traces a program's lead on a provider built from the variables: one
+    trace, the lead's root, the call, the delegated agent under it; tracing ends when the lead closes."""
+    _tracing.shutdown()
+    monkeypatch.setenv("OTEL_TRACES_EXPORTER", "console")
+    api_env.script({"*": AGENT_STEPS})
+    memory = InMemorySpanExporter()
+    async with corral.open_lead(cwd=api_env.work) as lead:
+        provider = getattr(_tracing.active, "provider", None)
+        assert isinstance(provider, TracerProvider)  # built from OTEL_* by open_lead
+        provider.add_span_processor(SimpleSpanProcessor(memory))  # before any span of the lead ends
+        handle = await lead.delegate("scout", "t", label="s1")
+        await handle.result(timeout=WAIT)
+    assert _tracing.active is None
+    spans = list(memory.get_finished_spans())
+    assert len({s.context.trace_id for s in spans if s.context is not None}) == 1
+    root = _one(spans, "invoke_agent lead")
+    assert root.parent is None
+    call = _one(spans, "execute_tool agent")
+    assert _parent(call) == _span_id(root)
+    assert _parent(_one(spans, "invoke_agent s1")) == _span_id(call)
