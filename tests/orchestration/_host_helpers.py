@@ -112,7 +112,11 @@ async def team(
 
 
 async def eventually(check: Callable[[], bool], host: ComposedHost | None = None) -> None:
-    """Wait (on host changes or short yields) until `check()` is true."""
+    """Wait until `check()` is true: on `host`'s change events when the check reads host state
+    (`host.wait_for`), else (files, processes, model calls) with short yields; at most `WAIT` s."""
+    if host is not None:
+        await host.wait_for(check, WAIT)
+        return
 
     async def loop() -> None:
         while not check():

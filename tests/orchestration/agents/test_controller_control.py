@@ -193,7 +193,7 @@ async def test_close_refused_while_result_undelivered(env: Path) -> None:
     async with team(env, "team") as t:
         t.host.unregister_owner(t.caller.session_id)  # the owner cannot receive deliveries for now
         started = await t.controller.delegate(t.caller, DelegateParams(definition="scout", task="x"))
-        await eventually(lambda: t.host.kernel.undelivered_results(t.caller.session_id) != ())
+        await eventually(lambda: t.host.kernel.undelivered_results(t.caller.session_id) != (), t.host)
         with pytest.raises(TargetAmbiguousError, match="durable result"):
             await t.controller.close(t.caller, CloseParams(agent="scout"))
         t.host.register_owner(t.lead)

@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import asyncio
 from pathlib import Path
 
 import pytest
@@ -63,7 +64,7 @@ async def test_recovery_delivers_an_undelivered_result_once(env: Path) -> None:
     async with team(env, "team") as t:
         t.host.unregister_owner(t.caller.session_id)
         started = await t.controller.delegate(t.caller, DelegateParams(definition="scout", task="x"))
-        await eventually(lambda: t.host.kernel.undelivered_results(t.caller.session_id) != ())
+        await eventually(lambda: t.host.kernel.undelivered_results(t.caller.session_id) != (), t.host)
         assert t.lead_entries(RESULT_TYPE) == []
         second = _second_host(env)
         try:
@@ -108,7 +109,7 @@ async def test_busy_owner_gets_result_as_steering_once(env: Path) -> None:
         await eventually(lambda: not t.lead.is_idle)
         await t.controller.delegate(t.caller, DelegateParams(definition="scout", task="x"))
         # The lead's tool batch is still running: the result must be queued as steering.
-        await eventually(lambda: t.lead.pending_message_count == 1)
+        await eventually(lambda: t.lead.pending_message_count == 1, t.host)
         gate.write_text("")
         await t.quiet()
         await run
@@ -134,3 +135,25 @@ async def test_agent_task_failure_is_lost_not_completion(env: Path, monkeypatch:
         assert "disk on fire" in (generation.diagnostic or "")
         assert [g.label for g in t.host.blocked_or_lost(t.caller.session_id)] == ["scout"]
         assert t.lead_entries(RESULT_TYPE) == []
+
+
+async def test_wait_for_rechecks_at_each_host_change_and_times_out(env: Path) -> None:
+    write_script(env, "team", {"steps": [{"text": "ok"}], "on_exhausted": "repeat_last"})
+    async with team(env, "team") as t:
+        await t.host.wait_for(lambda: True, 0.01)  # already true: returns without a change
+        checked: list[int] = []
+        flag = {"set": False}
+
+        def predicate() -> bool:
+            checked.append(1)
+            return flag["set"]
+
+        waiter = asyncio.ensure_future(t.host.wait_for(predicate, 5))
+        await asyncio.sleep(0)  # the waiter checked once and now waits for a change
+        assert len(checked) == 1 and not waiter.done()
+        flag["set"] = True
+        t.host.changed()
+        await asyncio.wait_for(waiter, 5)
+        assert len(checked) == 2  # re-checked at the change, never on a timer
+        with pytest.raises(TimeoutError):
+            await t.host.wait_for(lambda: False, 0.05)

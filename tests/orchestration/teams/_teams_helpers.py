@@ -97,7 +97,13 @@ async def teams_env(
     assert not errors, errors
 
 
-async def eventually(check: Callable[[], bool]) -> None:
+async def eventually(check: Callable[[], bool], host: ComposedHost | None = None) -> None:
+    """Wait until `check()` is true: on `host`'s change events when the check reads host state
+    (`host.wait_for`), else with short yields; at most `WAIT` seconds."""
+    if host is not None:
+        await host.wait_for(check, WAIT)
+        return
+
     async def loop() -> None:
         while not check():
             await asyncio.sleep(0.005)

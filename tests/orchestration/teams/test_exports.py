@@ -17,6 +17,8 @@ print(sorted(name for name in core if f"corral.orchestration.teams.{name}" in sy
 
 
 def test_the_package_exports_nothing_and_loads_no_teams_core() -> None:
-    done = subprocess.run([sys.executable, "-c", CODE], capture_output=True, text=True, timeout=60, check=False)
+    done = subprocess.run(
+        [sys.executable, "-c", CODE], capture_output=True, text=True, timeout=60, check=False
+    )
     assert done.returncode == 0, done.stderr
     assert done.stdout.splitlines() == ["False None", "[]"]

@@ -297,7 +297,7 @@ async def test_claims_are_exclusive_between_writers(tmp_path: Path) -> None:
         await env.teams.spawn(
             env.caller, parse_spawn({"name": "w2", "prompt": "p", "model_slot": "write-patch"})
         )
-        await eventually(lambda: len(env.lead_custom(TEAM_REPORT_TYPE)) == 1)
+        await eventually(lambda: len(env.lead_custom(TEAM_REPORT_TYPE)) == 1, env.host)
         [report] = env.lead_custom(TEAM_REPORT_TYPE)
         assert report["details"]["name"] == "w2" and "w1" in report["content"]
         claims = env.host.repositories.teams.roster.file_claims(env.caller.session_id)
@@ -500,11 +500,11 @@ async def test_peers_message_each_other_and_failed_admissions_show_in_status(
 
         await eventually(listening)
         await env.teams.spawn(env.caller, parse_spawn({"name": "talker", "prompt": "p"}))
-        await eventually(lambda: len(env.lead_custom(TEAM_REPORT_TYPE)) == 1)
+        await eventually(lambda: len(env.lead_custom(TEAM_REPORT_TYPE)) == 1, env.host)
         [talker] = env.lead_custom(TEAM_REPORT_TYPE)
         assert "active-session" in talker["content"]
         await env.teams.interrupt_teammate(env.caller, "listener")
-        await eventually(lambda: len(env.lead_custom(TEAM_REPORT_TYPE)) == 2)
+        await eventually(lambda: len(env.lead_custom(TEAM_REPORT_TYPE)) == 2, env.host)
         # A queued spawn whose launch fails is dropped, recorded, and visible in status.
         await env.teams.spawn(env.caller, parse_spawn({"name": "blocker", "prompt": "p"}))
 

@@ -156,7 +156,7 @@ async def test_file_claims_conflict_across_worktrees(tmp_path: Path) -> None:
     )
     async with teams_env(tmp_path, "lead", settings=Settings(isolation="worktree")) as env:
         await env.lead.prompt("go")
-        await eventually(lambda: len(env.lead_custom(TEAM_REPORT_TYPE)) == 1)
+        await eventually(lambda: len(env.lead_custom(TEAM_REPORT_TYPE)) == 1, env.host)
         trees = {r.name: r.path for r in env.host.repositories.worktrees.worktrees()}
         assert set(trees) == {"w1", "w2"} and trees["w1"] != trees["w2"]
         claims = []

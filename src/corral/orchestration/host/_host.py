@@ -331,6 +331,19 @@ class Host:
         """Return at the next state change (a delivery, a settle, a child's progress); for front ends."""
         await self._change.wait()
 
+    async def wait_for(self, predicate: Callable[[], bool], timeout: float) -> None:
+        """Return once `predicate()` holds, checking it now and again at each state change (`changed`).
+
+        For host state only (generations, results, deliveries, live runs): the predicate is
+        re-checked when the host signals a change, never on a timer.
+
+        Raises:
+            TimeoutError: `predicate()` still did not hold after `timeout` seconds.
+        """
+        async with asyncio.timeout(timeout):
+            while not predicate():
+                await self._change.wait()
+
     # --- child hooks -------------------------------------------------------------------------------
 
     def result_stored(self, run_id: str, request_id: str) -> None:

@@ -108,7 +108,7 @@ async def test_an_urgent_member_wakes_early_in_an_all_settled_group(tmp_path: Pa
     async with teams_env(tmp_path, "lead") as env:
         await env.lead.prompt("go")
         # m1 and m2 are held until the urgent wake reached the lead's session.
-        await eventually(lambda: len(env.lead_custom(GROUP_MESSAGE_TYPE)) == 1)
+        await eventually(lambda: len(env.lead_custom(GROUP_MESSAGE_TYPE)) == 1, env.host)
         gate.touch()
         await env.quiet()
         entries = env.lead_custom(GROUP_MESSAGE_TYPE)
