@@ -86,11 +86,13 @@ async def team(
     surfaces: tuple[str, ...] = (),
     settings: Settings | None = None,
     tmux_socket: Path | None = None,
+    registry: ModelRegistry | None = None,
 ) -> AsyncIterator[Team]:
-    """A host on the store under `tmp` with a scripted lead attached (tmux on `tmux_socket`)."""
+    """A host on the store under `tmp` with a scripted lead attached (tmux on `tmux_socket`; the
+    host's models from `registry`, default: the built-in ones)."""
     sessions_root = tmp / "sessions"
     store = Repositories.open(tmp / "home" / "corral.db")
-    registry = ModelRegistry(Settings(), cwd=tmp / "work")
+    registry = registry or ModelRegistry(Settings(), cwd=tmp / "work")
     host = ComposedHost(
         repositories=store,
         registry=registry,

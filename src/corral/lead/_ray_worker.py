@@ -33,9 +33,10 @@ from pathlib import Path
 from typing import Any
 
 from corral import _tracing
-from corral.agent import AgentEvent, AgentSession
+from corral.agent import AgentEvent, AgentSession, RateLimitWaitEvent
 from corral.llm import ModelRegistry
 from corral.orchestration.agents._delegation import ManagedAgentSpec, build_managed_agent
+from corral.orchestration.budgets import attach_ray_guard
 from corral.orchestration.errors import OrchestrationError
 from corral.orchestration.host._ray_launch import RayLaunch
 from corral.orchestration.kernel._child import ManagedChild
@@ -87,7 +88,8 @@ class _Questions:
 class _Hooks:
     """Child hooks in a worker: the host learns everything from the facts it pulls."""
 
-    def __init__(self) -> None:
+    def __init__(self, store: RemoteStore) -> None:
+        self.store = store
         self.child: ManagedChild | None = None
 
     def result_stored(self, run_id: str, request_id: str) -> None:
@@ -104,7 +106,9 @@ class _Hooks:
         """Nothing: a result-error fact is in the outbox."""
 
     def agent_event(self, run_id: str, event: AgentEvent) -> None:
-        """Nothing: a Ray agent's rate-limit waits are not reported to the host yet (docs/fleet.md)."""
+        """A rate-limit wait becomes a fact (the host's extensions store it); other events are not sent."""
+        if isinstance(event, RateLimitWaitEvent):
+            self.store.emit_event(event)
 
 
 @dataclass
@@ -174,7 +178,8 @@ class RayWorker:
                 spec, session=session, model=model, cwd=cwd, settings=settings
             )
             store = RemoteStore(launch.generation, launch.task, path)
-            hooks = _Hooks()
+            store.view(HostView(launch.generation.phase, None, launch.pushed))
+            hooks = _Hooks(store)
             child = ManagedChild(
                 store=store,
                 agent=agent,
@@ -189,6 +194,7 @@ class RayWorker:
             if workspace is not None and not workspace.shared:
                 lead_top = str(dict(described["workspace"]).get("top"))  # type: ignore[call-overload]
                 child.on_work_done = self._patch_back(workspace, session, lead_top)
+            attach_ray_guard(store, child)  # after the patch-back: its result note follows it
         except BaseException:
             session.close()
             if workspace is not None:

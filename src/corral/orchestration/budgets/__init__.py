@@ -16,6 +16,7 @@ from corral.orchestration.budgets._extension import (
     budget_text,
 )
 from corral.orchestration.budgets._guard import BudgetGuard
+from corral.orchestration.budgets._remote import attach_ray_guard
 from corral.orchestration.budgets._repository import BudgetLedger
 from corral.orchestration.budgets.records import AgentBudget, BudgetName, Limits, Spend, TreeBudget
 
@@ -29,6 +30,7 @@ __all__ = [
     "Limits",
     "Spend",
     "TreeBudget",
+    "attach_ray_guard",
     "attach_worker_guard",
     "budget_details",
     "budget_text",

@@ -23,6 +23,7 @@ from corral.agent import GuardVerdict
 from corral.llm import CustomMessage
 from corral.orchestration.budgets._check import exhausted_finding, tree_reached
 from corral.orchestration.budgets._guard import BudgetGuard, exhausted_line
+from corral.orchestration.budgets._remote import BudgetMarkFact, BudgetPush, SpendFact
 from corral.orchestration.budgets._repository import BudgetLedger
 from corral.orchestration.budgets.records import (
     AgentBudget,
@@ -234,6 +235,25 @@ class BudgetsExtension(HostExtension):
     def result_note(self, run_id: str) -> str | None:
         """`budget_exhausted: …` for an agent stopped at a budget."""
         return result_note(self.ledger, run_id)
+
+    def remote_state(self, run_id: str) -> BudgetPush | None:
+        """The run's budget row and its tree's, pushed to its Ray worker with every pull."""
+        state = self.ledger.state(run_id)
+        return None if state is None else BudgetPush(*state)
+
+    def remote_fact(self, run_id: str, payload: object) -> None:
+        """A Ray agent's spend or budget mark: recorded as an in-process agent's would be."""
+        if isinstance(payload, SpendFact):
+            self.ledger.record(
+                run_id, tokens=payload.tokens, cost_usd=payload.cost_usd, estimated=payload.estimated
+            )
+        elif isinstance(payload, BudgetMarkFact):
+            if payload.mark == "noticed":
+                self.ledger.mark_noticed(run_id)
+            elif payload.name is not None and self.ledger.mark_exhausted(run_id, payload.name):
+                agent = self.ledger.agent(run_id)
+                if agent is not None:
+                    self.tell_lead(agent.tree_id)
 
     def polled(self) -> None:
         """Tell each attached lead once whose tree a tmux agent exhausted."""

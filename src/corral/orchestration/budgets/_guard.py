@@ -11,14 +11,15 @@ from __future__ import annotations
 
 import logging
 from collections.abc import Callable
+from typing import Protocol
 
 from corral.agent import GuardVerdict, RequestEstimate
 from corral.llm import AssistantMessage, ModelInfo, calculate_cost, usage_with_total
 from corral.orchestration.budgets._check import Finding, findings
-from corral.orchestration.budgets._repository import BudgetLedger
+from corral.orchestration.budgets.records import AgentBudget, BudgetName, TreeBudget
 from corral.orchestration.errors import OrchestrationError
 
-__all__ = ["BudgetGuard", "exhausted_line", "final_text", "notice_text"]
+__all__ = ["BudgetBook", "BudgetGuard", "exhausted_line", "final_text", "notice_text"]
 
 _log = logging.getLogger("corral.budgets")
 
@@ -51,17 +52,32 @@ def exhausted_line(finding: Finding) -> str:
     )
 
 
+class BudgetBook(Protocol):
+    """Where a guard reads and records its run's budget: the store (`BudgetLedger`), or in a Ray
+    worker the state the host pushed plus the worker's unconfirmed facts (`RemoteBudget`)."""
+
+    def now(self) -> int: ...
+
+    def state(self, run_id: str) -> tuple[AgentBudget, TreeBudget] | None: ...
+
+    def mark_noticed(self, run_id: str) -> bool: ...
+
+    def mark_exhausted(self, run_id: str, name: BudgetName) -> bool: ...
+
+    def record(self, run_id: str, *, tokens: int, cost_usd: float, estimated: bool) -> None: ...
+
+
 class BudgetGuard:
-    """The budget check of one generation (in the host or a tmux worker; state is in the store).
+    """The budget check of one generation (in the host, a tmux worker or a Ray worker).
 
     Args:
-        ledger: The budgets repository.
+        ledger: Where the run's budget is kept (the budgets repository, or a Ray worker's `RemoteBudget`).
         run_id: The generation.
         on_exhausted: Called with the tree id when this agent reaches a limit (to tell the lead).
     """
 
     def __init__(
-        self, ledger: BudgetLedger, run_id: str, *, on_exhausted: Callable[[str], None] | None = None
+        self, ledger: BudgetBook, run_id: str, *, on_exhausted: Callable[[str], None] | None = None
     ) -> None:
         self.ledger = ledger
         self.run_id = run_id
@@ -93,7 +109,7 @@ class BudgetGuard:
         add_cost = (
             self._cost(estimate.model, estimate.input_tokens, estimate.output_tokens) if costed else 0.0
         )
-        now = self.ledger.db.clock()
+        now = self.ledger.now()
         hard = findings(agent, tree, add_tokens=estimate.tokens, add_cost=add_cost, now=now, soft=False)
         if hard:
             if self.ledger.mark_exhausted(self.run_id, hard[0].name) and self.on_exhausted is not None:

@@ -70,6 +70,10 @@ def _tree(row: Row, prefix: str = "") -> TreeBudget:
 class BudgetLedger(Repository):
     """Budgets of agent trees and agents, and what they spent."""
 
+    def now(self) -> int:
+        """The store's clock (ms)."""
+        return self.db.clock()
+
     def set_tree_limits(self, tree_id: str, limits: Limits) -> None:
         """Set the limits of the tree of lead `tree_id` (its spend is kept; a new tree starts at zero)."""
 

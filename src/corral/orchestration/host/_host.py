@@ -361,6 +361,15 @@ class Host:
         for extension in self.extensions:
             extension.agent_event(run_id, event)
 
+    def remote_state(self, run_id: str) -> tuple[object, ...]:
+        """What the extensions push to the Ray worker of `run_id` with every pull."""
+        return tuple(state for e in self.extensions if (state := e.remote_state(run_id)) is not None)
+
+    def remote_fact(self, run_id: str, payload: object) -> None:
+        """A feature's fact from the Ray worker of `run_id`: every extension sees it."""
+        for extension in self.extensions:
+            extension.remote_fact(run_id, payload)
+
     def result_failed(self, run_id: str, message: str) -> None:
         """Child hook: the run's result could not be stored; warn (the run is then left unsettled)."""
         self.unstored_results.add(run_id)

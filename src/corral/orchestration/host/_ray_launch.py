@@ -49,6 +49,8 @@ class RayLaunchHost(Protocol):
 
     def changed(self) -> None: ...
 
+    def remote_state(self, run_id: str) -> tuple[object, ...]: ...
+
 
 @dataclass(frozen=True, slots=True)
 class RayLaunch:
@@ -66,6 +68,8 @@ class RayLaunch:
     """The session file as the host flushed it (header and entries so far)."""
     trace: TraceCarrier | None = None
     """The trace to continue on the worker (the tool call that starts the agent), while tracing is on."""
+    pushed: tuple[object, ...] = ()
+    """The host extensions' state for the run (e.g. its budget) until the first pull brings newer."""
 
     @property
     def launch(self) -> Mapping[str, object]:
@@ -113,6 +117,7 @@ async def start_on_ray(
             session_name=path.name,
             session_bytes=data,
             trace=_tracing.current_carrier(),
+            pushed=host.remote_state(run_id),
         )
         handle = await host.runtime.start(
             LaunchSpec(

@@ -39,6 +39,8 @@ from corral.orchestration.kernel._remote import (
     AckFact,
     ActivityFact,
     AskFact,
+    EventFact,
+    ExtensionFact,
     HostView,
     LostFact,
     Pulled,
@@ -49,6 +51,7 @@ from corral.orchestration.kernel.records import GenerationRecord
 from corral.runtime import RuntimeError_, RuntimeHandle
 
 if TYPE_CHECKING:
+    from corral.agent import AgentEvent
     from corral.orchestration.kernel._generations import Generations
     from corral.runtime import Runtimes
     from corral.runtime._ray import RayRuntime
@@ -112,6 +115,12 @@ class PumpHost(Protocol):
     def result_failed(self, run_id: str, message: str) -> None: ...
 
     async def remote_result(self, run_id: str, session_path: Path | None) -> str | None: ...
+
+    def agent_event(self, run_id: str, event: AgentEvent) -> None: ...
+
+    def remote_state(self, run_id: str) -> tuple[object, ...]: ...
+
+    def remote_fact(self, run_id: str, payload: object) -> None: ...
 
 
 @dataclass
@@ -195,7 +204,8 @@ class RayPump:
         if generation is None:
             return None, None
         ask = self.host.kernel.pending_ask(run_id)
-        return generation, HostView(generation.phase, None if ask is None else ask.ask_id)
+        pushed = self.host.remote_state(run_id)
+        return generation, HostView(generation.phase, None if ask is None else ask.ask_id, pushed)
 
     async def tick(self, actor: str, mine: dict[str, _Tracked]) -> None:
         """One round for one worker: end finished runs, push requests, pull and apply facts."""
@@ -304,6 +314,10 @@ class RayPump:
             elif isinstance(fact, ResultErrorFact):
                 kernel.record_result_error(run_id, fact.request_id, message=fact.message)
                 self.host.result_failed(run_id, fact.message)
+            elif isinstance(fact, EventFact):
+                self.host.agent_event(run_id, fact.event)
+            elif isinstance(fact, ExtensionFact):
+                self.host.remote_fact(run_id, fact.payload)
             elif isinstance(fact, LostFact):
                 kernel.mark_presence(
                     run_id, "lost", diagnostic=f"{fact.diagnostic} (on {self._where(tracked)})"

@@ -112,6 +112,15 @@ class HostExtension:
     def agent_event(self, run_id: str, event: AgentEvent) -> None:
         """An event of run `run_id`'s agent session, as it happens (keep it cheap: every delta comes here)."""
 
+    def remote_state(self, run_id: str) -> object | None:
+        """What the feature pushes to the Ray worker of `run_id` with every pull (its own typed
+        record, e.g. the run's budget), or `None`. Reads only; called every pull interval."""
+        return None
+
+    def remote_fact(self, run_id: str, payload: object) -> None:
+        """A fact a Ray worker recorded for run `run_id` (a feature's own record; ignore other
+        features' payloads). Make it durable: the worker drops it once the host confirms."""
+
 
 class ToolProvider(Protocol):
     """Where the tools of controllers and of managed children come from."""

@@ -30,6 +30,7 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import Protocol
 
+from corral.agent import AgentEvent
 from corral.orchestration.errors import ManagedAgentBusyError
 from corral.orchestration.kernel.records import (
     AckCode,
@@ -48,6 +49,8 @@ __all__ = [
     "ActivityFact",
     "AskFact",
     "ChildStore",
+    "EventFact",
+    "ExtensionFact",
     "HostView",
     "LostFact",
     "Pulled",
@@ -168,7 +171,25 @@ class LostFact:
     diagnostic: str
 
 
-RemoteFact = AckFact | ActivityFact | AskFact | ResultFact | ResultErrorFact | LostFact
+@dataclass(frozen=True, slots=True)
+class EventFact:
+    """An agent event the host's extensions want (a `rate_limit_wait`), passed to their `agent_event`."""
+
+    seq: int
+    event: AgentEvent
+
+
+@dataclass(frozen=True, slots=True)
+class ExtensionFact:
+    """A feature's own record (e.g. a budget's spend), passed to the host extensions' `remote_fact`."""
+
+    seq: int
+    payload: object
+
+
+RemoteFact = (
+    AckFact | ActivityFact | AskFact | ResultFact | ResultErrorFact | LostFact | EventFact | ExtensionFact
+)
 
 
 @dataclass(frozen=True, slots=True)
@@ -190,6 +211,8 @@ class HostView:
 
     phase: GenerationPhase
     pending_ask_id: str | None
+    pushed: tuple[object, ...] = ()
+    """The host extensions' state for this run (their `remote_state`, e.g. its budget), newest."""
 
 
 class RemoteStore:
@@ -214,12 +237,18 @@ class RemoteStore:
         self._host: HostView | None = None
         self.result_held = False
         """A result fact is in the outbox (not yet confirmed by the host)."""
+        self.confirmed = 0
+        """The last fact number the host confirmed."""
+        self.view_confirmed = 0
+        """`confirmed` when the host's last view arrived: the view's pushed state holds every fact up
+        to it (the host reads the view after it applied and confirmed them)."""
 
     # --- host side of the port -------------------------------------------------------------------
 
     def view(self, host: HostView) -> None:
         """Take the host's view of the generation (its phase; a pending ask it abandoned)."""
         self._host = host
+        self.view_confirmed = self.confirmed
         if self._ask is not None and host.pending_ask_id is None and host.phase == "finalized":
             self._ask = None
 
@@ -247,7 +276,23 @@ class RemoteStore:
     def confirm(self, seq: int) -> None:
         """The host holds every fact up to `seq` durably: drop them (a result is released here)."""
         self._outbox = [fact for fact in self._outbox if fact.seq > seq]
+        self.confirmed = max(self.confirmed, seq)
         self.result_held = any(isinstance(fact, ResultFact) for fact in self._outbox)
+
+    @property
+    def pushed(self) -> tuple[object, ...]:
+        """The host extensions' state from the host's last view (empty before the first)."""
+        return () if self._host is None else self._host.pushed
+
+    def emit_event(self, event: AgentEvent) -> None:
+        """Record an agent event for the host's extensions."""
+        self._emit(EventFact(self._next(), event))
+
+    def emit_extension(self, payload: object) -> int:
+        """Record a feature's own fact for the host's extensions; its number."""
+        seq = self._next()
+        self._emit(ExtensionFact(seq, payload))
+        return seq
 
     def _emit(self, fact: RemoteFact) -> None:
         self._outbox.append(fact)

@@ -1,0 +1,99 @@
+"""Budgets and rate-limit waits of agents on the Ray runtime: the worker's guard decides from the
+budget the host pushes, its spend and waits reach the host's store as facts."""
+
+from __future__ import annotations
+
+import re
+from pathlib import Path
+
+from corral.llm import ModelRegistry
+from corral.orchestration import RESULT_TYPE
+from corral.orchestration.budgets import BudgetLedger
+from corral.orchestration.ratelimits import stored_waits
+from corral.orchestration.surfaces import CloseParams, DelegateParams, ListParams
+from corral.settings import BudgetSettings, Settings
+from tests.llm.fake_server import FakeProviderServer, FakeReply
+from tests.orchestration._host_helpers import eventually, team, write_script
+from tests.ray.conftest import RayTestCluster
+from tests.ray.test_ray_agents import LEAD, env, ray_settings
+
+__all__ = ["env"]
+
+WAITING = re.compile(r"waiting \(rate limit, (\d+)s\)")
+USAGE = {"input": 3000, "output": 100, "cache_read": 0, "cache_write": 0}
+
+
+async def test_a_ray_agent_stops_at_its_agent_budget_and_its_spend_is_in_the_store(
+    env: Path, ray_cluster: RayTestCluster
+) -> None:
+    step = {"text": "digging", "tool_calls": [{"name": "read", "args": {"path": "."}}], "usage": USAGE}
+    agent = [
+        step,
+        step,
+        {
+            "text": "Builder's final report.",
+            "usage": USAGE,
+            "expect": {"last_user_contains": "Budget exhausted"},
+        },
+        {"text": "never asked"},
+    ]
+    write_script(env, "team", {**LEAD, "agents": {"*": agent}})
+    settings = ray_settings(ray_cluster).model_copy(update={"budget": BudgetSettings(agent_tokens=8_000)})
+    async with team(env, "team", settings=settings) as t:
+        started = await t.controller.delegate(t.caller, DelegateParams(definition="builder", task="dig"))
+        generation = t.host.store.get_generation(started.run_id)
+        assert generation is not None and generation.runtime_kind == "ray"
+        await t.quiet()
+        [result] = t.lead_entries(RESULT_TYPE)
+        assert "Builder's final report." in result["content"]
+        assert "budget_exhausted: agent_tokens" in result["content"]
+        assert result["details"]["budget_exhausted"] is True
+        ledger = BudgetLedger(t.host.store.db)
+        row = ledger.agent(started.run_id)
+        assert row is not None and row.exhausted == "agent_tokens" and row.final_taken
+        assert row.spend.requests == 3 and row.spend.tokens == 9_300
+        tree = ledger.tree(t.caller.session_id)
+        assert tree is not None and tree.spend.tokens == 9_300
+        # The worker's agent took its final turn without tools (its streamed session says so).
+        assert generation.session_path is not None
+        text = Path(generation.session_path).read_text()
+        assert text.count("Budget exhausted: agent_tokens") == 1 and "never asked" not in text
+
+
+async def test_a_ray_agents_rate_limit_wait_shows_in_status(env: Path, ray_cluster: RayTestCluster) -> None:
+    (env / "config" / "agents" / "caller.md").write_text(
+        "---\nname: caller\ndescription: Calls a model.\nmodel: fake/m\n---\nAnswer.\n"
+    )
+    write_script(env, "team", LEAD)
+    with FakeProviderServer() as server:
+        server.queue(FakeReply(status=429, error_message="Rate limit reached", headers={"retry-after": "60"}))
+        server.default_reply = FakeReply(text="done")
+        settings = ray_settings(ray_cluster).model_copy(
+            update={
+                "providers": Settings.model_validate(
+                    {
+                        "providers": {
+                            "fake": {
+                                "base_url": server.base_url,
+                                "api": "openai-chat",
+                                "models": [{"id": "m", "context_window": 32768, "max_tokens": 512}],
+                            }
+                        }
+                    }
+                ).providers
+            }
+        )
+        registry = ModelRegistry(settings, cwd=env / "work")
+        async with team(env, "team", settings=settings, registry=registry) as t:
+            started = await t.controller.delegate(t.caller, DelegateParams(definition="caller", task="go"))
+            generation = t.host.store.get_generation(started.run_id)
+            assert generation is not None and generation.runtime_kind == "ray"
+
+            # The worker's wait reaches the store as a fact; every status view shows it.
+            await eventually(lambda: bool(stored_waits(t.host.store.db, [started.run_id])))
+            listed = (await t.controller.list(t.caller, ListParams())).to_details()
+            [record] = listed["agents"]
+            match = WAITING.search(str(record.get("rate_limit")))
+            assert match is not None and 50 <= int(match.group(1)) <= 70, record
+            assert len(server.requests) == 1  # the worker waits out the window instead of retrying
+            await t.controller.close(t.caller, CloseParams(agent=generation.label))
