@@ -176,6 +176,8 @@ class LaunchHost(Protocol):
 
     def changed(self) -> None: ...
 
+    def remote_state(self, run_id: str) -> tuple[object, ...]: ...
+
 
 class Launcher:
     """The host's one launch pipeline (see the module docstring).
