@@ -34,7 +34,7 @@ from typing import Any
 
 from corral import _tracing
 from corral.agent import AgentEvent, AgentSession, RateLimitWaitEvent
-from corral.llm import ModelRegistry
+from corral.llm import EndpointKey, ModelRegistry, current_rate_limiter
 from corral.orchestration.agents._delegation import ManagedAgentSpec, build_managed_agent
 from corral.orchestration.budgets import attach_ray_guard
 from corral.orchestration.errors import OrchestrationError
@@ -43,6 +43,7 @@ from corral.orchestration.kernel._child import ManagedChild
 from corral.orchestration.kernel._files import FileLimits, prepare_files
 from corral.orchestration.kernel._remote import HostView, Pulled, RemoteStore
 from corral.orchestration.kernel.records import AskRecord, RequestRecord
+from corral.orchestration.ratelimits.records import SharedWindow, SharedWindows
 from corral.orchestration.surfaces import AskOwnerTool
 from corral.orchestration.workspaces import (
     NodeWorkspace,
@@ -128,6 +129,8 @@ class RayWorker:
         self.runs: dict[str, _Run] = {}
         self.folder = Path(tempfile.mkdtemp(prefix="corral-ray-"))
         os.chmod(self.folder, 0o700)
+        self._windows: dict[EndpointKey, float] = {}
+        """The end of each endpoint's `Retry-After` window the host knows (pushed or reported)."""
 
     # --- placement -------------------------------------------------------------------------------
 
@@ -263,9 +266,25 @@ class RayWorker:
         if run is None:
             return None
         run.store.view(view)
+        self._share_windows(run, view)
         run.child.wake()
         pulled = run.store.pull(offset)
         return Pulled(pulled.session, pulled.session_end, pulled.facts, run.task.done())
+
+    def _share_windows(self, run: _Run, view: HostView) -> None:
+        """Take the host's endpoint windows into this process's limiter, and report the windows this
+        process learnt (a 429 with `Retry-After`) as a fact of the pulled run."""
+        limiter = current_rate_limiter()
+        for state in view.pushed:
+            if isinstance(state, SharedWindows):
+                for window in state.windows:
+                    key = EndpointKey(window.endpoint, window.key_id)
+                    limiter.open_window_until(key, window.until)
+                    self._windows[key] = max(self._windows.get(key, 0.0), window.until)
+        for key, until in limiter.windows():
+            if until > self._windows.get(key, 0.0) + 0.001:
+                run.store.emit_extension(SharedWindow(key.endpoint, key.key_id, until))
+                self._windows[key] = until
 
     async def pull_many(self, wanted: list[tuple[str, int, HostView]]) -> dict[str, Pulled | None]:
         """`pull` for several runs in one call (the host batches per worker)."""

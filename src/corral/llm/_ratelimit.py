@@ -143,6 +143,14 @@ class RateLimiter(Protocol):
         """Seconds until the endpoint would admit a request (0 when it would now)."""
         ...
 
+    def windows(self) -> list[tuple[EndpointKey, float]]:
+        """The endpoints in a `Retry-After` window now, with its end (Unix seconds)."""
+        ...
+
+    def open_window_until(self, key: EndpointKey, until: float) -> None:
+        """Keep `key`'s endpoint closed until `until` (Unix seconds): a window another process learnt."""
+        ...
+
     async def wait_until_open(self, key: EndpointKey) -> None:
         """Return once the endpoint is out of its window, below its concurrency limit and has no
         queue (at once when it is); for admission of new agents, which takes no slot."""
@@ -436,6 +444,24 @@ class HostRateLimiter:
             if now < endpoint.window_until:
                 return endpoint.window_until - now
             return 0.0
+
+    def windows(self) -> list[tuple[EndpointKey, float]]:
+        """The endpoints in a `Retry-After` window now, with its end (Unix seconds)."""
+        with self._lock:
+            now = time.monotonic()
+            return [(key, e.window_wall) for key, e in self._endpoints.items() if e.window_until > now]
+
+    def open_window_until(self, key: EndpointKey, until: float) -> None:
+        """Keep `key`'s endpoint closed until `until` (Unix seconds; a window only grows)."""
+        with self._lock:
+            endpoint = self._endpoint(
+                key, self._endpoints[key].limits if key in self._endpoints else RateLimits()
+            )
+            seconds = min(until - time.time(), _MAX_WINDOW_S)
+            now = time.monotonic()
+            if seconds > 0 and now + seconds > endpoint.window_until:
+                endpoint.window_until = now + seconds
+                endpoint.window_wall = until
 
     def saturated(self, key: EndpointKey) -> bool:
         """Whether the endpoint is in a window or at its concurrency limit (capacity admission asks)."""

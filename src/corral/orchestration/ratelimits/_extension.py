@@ -2,14 +2,16 @@
 
 from __future__ import annotations
 
+import time
 from collections.abc import Callable, Sequence
 from typing import TYPE_CHECKING
 
 from corral.agent import RateLimitWaitEvent
+from corral.llm import EndpointKey, current_rate_limiter
 from corral.orchestration.host.ports import HostExtension
 
 from ._repository import RateLimitWaits
-from .records import RateLimitWaitRecord
+from .records import RateLimitWaitRecord, SharedWindow, SharedWindows
 
 if TYPE_CHECKING:
     from corral.agent import AgentEvent
@@ -46,6 +48,24 @@ class RateLimitsExtension(HostExtension):
             return
         if self._on_change is not None:
             self._on_change()
+
+    def remote_fact(self, run_id: str, payload: object) -> None:
+        """A Ray worker learnt an endpoint's window: this process's limiter keeps it closed too, and
+        every worker gets it with its next pull (`remote_state`)."""
+        if isinstance(payload, SharedWindow):
+            current_rate_limiter().open_window_until(
+                EndpointKey(payload.endpoint, payload.key_id), payload.until
+            )
+
+    def remote_state(self, run_id: str) -> SharedWindows | None:
+        """The open `Retry-After` windows of this process's limiter (learnt here or from a worker)."""
+        now = time.time()
+        windows = tuple(
+            SharedWindow(key.endpoint, key.key_id, until)
+            for key, until in current_rate_limiter().windows()
+            if until > now
+        )
+        return SharedWindows(windows) if windows else None
 
     def released(self, run_id: str) -> None:
         """The run ended: no wait of it remains."""
