@@ -1,14 +1,14 @@
 """Budgets of an agent in a Ray worker: the host pushes the run's budget, the worker sends facts.
 
-A Ray worker never opens the store. With every pull the host pushes the run's budget row and its
+A Ray worker never opens the store. With the launch and then every pull the host pushes the run's budget row and its
 tree's (`BudgetPush`, the extension's `remote_state`); the worker's `BudgetGuard` decides from that
 state plus the spend the worker recorded since (`RemoteBudget`). Each reply's usage and each
 notice or final turn is a fact (`SpendFact`, `BudgetMarkFact`) that the host pulls and records
 through the budgets repository (`remote_fact`) — the same accounting as an in-process agent.
 
 Overshoot bound: the tree's spend by *other* agents reaches a worker one pull interval late, so a
-tree limit can be passed by at most the requests the tree's agents send within one pull interval
-(and an agent's very first request may go out before the first push arrives). An agent's own spend
+tree limit can be passed by at most the requests the tree's agents send within one pull interval.
+An agent's own spend
 is counted locally at once, so its own limit holds as in-process.
 """
 
