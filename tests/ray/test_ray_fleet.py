@@ -30,6 +30,7 @@ async def test_a_ray_agent_stops_at_its_agent_budget_and_its_spend_is_in_the_sto
     agent = [
         step,
         step,
+        {**step, "expect": {"last_user_contains": "Budget notice"}},  # past 80% of the agent's budget
         {
             "text": "Builder's final report.",
             "usage": USAGE,
@@ -38,7 +39,7 @@ async def test_a_ray_agent_stops_at_its_agent_budget_and_its_spend_is_in_the_sto
         {"text": "never asked"},
     ]
     write_script(env, "team", {**LEAD, "agents": {"*": agent}})
-    settings = ray_settings(ray_cluster).model_copy(update={"budget": BudgetSettings(agent_tokens=8_000)})
+    settings = ray_settings(ray_cluster).model_copy(update={"budget": BudgetSettings(agent_tokens=10_000)})
     async with team(env, "team", settings=settings) as t:
         started = await t.controller.delegate(t.caller, DelegateParams(definition="builder", task="dig"))
         generation = t.host.kernel.get_generation(started.run_id)
@@ -50,13 +51,15 @@ async def test_a_ray_agent_stops_at_its_agent_budget_and_its_spend_is_in_the_sto
         assert result["details"]["budget_exhausted"] is True
         ledger = BudgetLedger(t.host.kernel.db)
         row = ledger.agent(started.run_id)
-        assert row is not None and row.exhausted == "agent_tokens" and row.final_taken
-        assert row.spend.requests == 3 and row.spend.tokens == 9_300
+        assert row is not None and row.exhausted == "agent_tokens" and row.final_taken and row.noticed
+        assert row.spend.requests == 4 and row.spend.tokens == 12_400
         tree = ledger.tree(t.caller.session_id)
-        assert tree is not None and tree.spend.tokens == 9_300
-        # The worker's agent took its final turn without tools (its streamed session says so).
+        assert tree is not None and tree.spend.tokens == 12_400
+        # The worker's agent got one wrap-up notice, then its final turn without tools (its streamed
+        # session says so).
         assert generation.session_path is not None
         text = Path(generation.session_path).read_text()
+        assert text.count("Budget notice: agent_tokens") == 1
         assert text.count("Budget exhausted: agent_tokens") == 1 and "never asked" not in text
 
 
