@@ -6,6 +6,7 @@ from __future__ import annotations
 import re
 from pathlib import Path
 
+from corral.agent import GuardVerdict
 from corral.llm import EndpointKey, ModelRegistry, current_rate_limiter
 from corral.orchestration import RESULT_TYPE
 from corral.orchestration.budgets import BudgetLedger
@@ -133,3 +134,22 @@ async def test_a_429_in_one_worker_makes_every_worker_and_the_host_wait(
             for started in (first, second):
                 label = t.host.kernel.get_generation(started.run_id).label  # type: ignore[union-attr]
                 await t.controller.close(t.caller, CloseParams(agent=label))
+
+
+async def test_a_ray_agent_reaching_the_tree_limit_tells_the_lead_once(
+    env: Path, ray_cluster: RayTestCluster
+) -> None:
+    step = {"text": "digging", "tool_calls": [{"name": "read", "args": {"path": "."}}], "usage": USAGE}
+    final = {"text": "Final.", "usage": USAGE, "expect": {"last_user_contains": "Budget exhausted"}}
+    write_script(env, "team", {**LEAD, "agents": {"*": [step, step, final, {"text": "never asked"}]}})
+    settings = ray_settings(ray_cluster).model_copy(update={"budget": BudgetSettings(tree_tokens=8_000)})
+    async with team(env, "team", settings=settings) as t:
+        started = await t.controller.delegate(t.caller, DelegateParams(definition="builder", task="dig"))
+        await t.quiet()
+        [result] = t.lead_entries(RESULT_TYPE)
+        assert "budget_exhausted: tree_tokens" in result["content"]
+        tree = BudgetLedger(t.host.kernel.db).tree(t.caller.session_id)
+        assert tree is not None and tree.exhausted == "tree_tokens" and tree.spend.tokens == 9_300
+        assert len(t.lead_entries(GuardVerdict.NOTICE_TYPE)) == 1
+        row = BudgetLedger(t.host.kernel.db).agent(started.run_id)
+        assert row is not None and row.exhausted == "tree_tokens"
