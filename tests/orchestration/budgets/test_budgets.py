@@ -234,3 +234,35 @@ async def test_a_final_turn_without_text_still_says_budget_exhausted(env: Path) 
         assert result["details"]["status"] == "failed"
         assert "budget_exhausted: agent_tokens" in result["content"]
         assert result["details"]["budget_exhausted"] is True
+
+
+async def test_a_ray_spend_fact_pulled_twice_counts_once(env: Path) -> None:
+    """A host killed after recording a Ray worker's spend fact but before confirming it to the worker
+    pulls the same fact again after its restart: the fact's id makes the second record a no-op."""
+    from corral.orchestration.budgets._remote import SpendFact
+
+    write_script(env, "team", {**LEAD, "agents": {"scout": [{"text": "slow", "delay_ms": 60000}]}})
+    settings = Settings(budget=BudgetSettings(tree_tokens=100_000, agent_tokens=50_000))
+    async with team(env, "team", settings=settings) as t:
+        started = await t.controller.delegate(t.caller, DelegateParams(definition="scout", task="look"))
+        ledger = BudgetLedger(t.host.kernel.db)
+        before = ledger.state(started.run_id)
+        assert before is not None
+        fact = SpendFact(tokens=700, cost_usd=0.25, estimated=False, fact_id="f-1")
+        t.host.remote_fact(started.run_id, fact)
+        t.host.remote_fact(started.run_id, fact)  # the same fact, pulled again by a restarted host
+        t.host.remote_fact(started.run_id, SpendFact(tokens=300, cost_usd=0.5, estimated=True, fact_id="f-2"))
+        after = ledger.state(started.run_id)
+        assert after is not None
+        agent, tree = after
+        assert agent.spend.tokens - before[0].spend.tokens == 1000
+        assert agent.spend.requests - before[0].spend.requests == 2
+        assert agent.spend.estimated - before[0].spend.estimated == 1
+        assert agent.spend.cost_usd - before[0].spend.cost_usd == pytest.approx(0.75)
+        assert tree.spend.tokens - before[1].spend.tokens == 1000
+        assert tree.spend.requests - before[1].spend.requests == 2
+        # Without an id (an in-process reply) every record counts.
+        ledger.record(started.run_id, tokens=5, cost_usd=0, estimated=False)
+        ledger.record(started.run_id, tokens=5, cost_usd=0, estimated=False)
+        final = ledger.agent(started.run_id)
+        assert final is not None and final.spend.tokens - agent.spend.tokens == 10

@@ -245,7 +245,11 @@ class BudgetsExtension(HostExtension):
         """A Ray agent's spend or budget mark: recorded as an in-process agent's would be."""
         if isinstance(payload, SpendFact):
             self.ledger.record(
-                run_id, tokens=payload.tokens, cost_usd=payload.cost_usd, estimated=payload.estimated
+                run_id,
+                tokens=payload.tokens,
+                cost_usd=payload.cost_usd,
+                estimated=payload.estimated,
+                fact_id=payload.fact_id,
             )
         elif isinstance(payload, BudgetMarkFact):
             if payload.mark == "noticed":

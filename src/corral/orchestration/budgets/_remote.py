@@ -10,12 +10,17 @@ Overshoot bound: the tree's spend by *other* agents reaches a worker one pull in
 tree limit can be passed by at most the requests the tree's agents send within one pull interval.
 An agent's own spend
 is counted locally at once, so its own limit holds as in-process.
+
+Each spend fact carries its own id (`SpendFact.fact_id`): a host killed after recording a fact but
+before confirming it to the worker leaves it in the worker's outbox, and the next host's pull brings
+it again — the repository records each id once, in the spend's transaction, so it counts once.
 """
 
 from __future__ import annotations
 
 import dataclasses
 import time
+import uuid
 from dataclasses import dataclass
 from typing import TYPE_CHECKING, Literal
 
@@ -45,6 +50,8 @@ class SpendFact:
     tokens: int
     cost_usd: float
     estimated: bool
+    fact_id: str
+    """This reply's own id: the host records a fact once, also when a restarted host pulls it again."""
 
 
 @dataclass(frozen=True, slots=True)
@@ -120,7 +127,7 @@ class RemoteBudget:
         return True
 
     def record(self, run_id: str, *, tokens: int, cost_usd: float, estimated: bool) -> None:
-        fact = SpendFact(tokens, cost_usd, estimated)
+        fact = SpendFact(tokens, cost_usd, estimated, uuid.uuid4().hex)
         self._spent.append((self.store.emit_extension(fact), fact))
 
     def result_note(self, run_id: str) -> str | None:

@@ -1,4 +1,5 @@
-"""The budgets repository: limits and spend of trees and agents (tables `budget_trees`, `budget_agents`).
+"""The budgets repository: limits and spend of trees and agents (tables `budget_trees`, `budget_agents`,
+and `budget_spend_facts`, the Ray spend facts already counted).
 
 Every verb is one transaction. Spend is added to an agent's row and to its tree's row in the same
 transaction (group-committed: `durable=False`, like activity — a process crash loses nothing, see
@@ -189,13 +190,23 @@ class BudgetLedger(Repository):
 
         return self._read(body)
 
-    def record(self, run_id: str, *, tokens: int, cost_usd: float, estimated: bool) -> None:
-        """Add one request's spend to generation `run_id` and to its tree."""
+    def record(
+        self, run_id: str, *, tokens: int, cost_usd: float, estimated: bool, fact_id: str | None = None
+    ) -> None:
+        """Add one request's spend to generation `run_id` and to its tree.
+
+        `fact_id` names a Ray worker's spend fact: one already recorded for `run_id` (pulled again by a
+        host that restarted before confirming it to the worker) is not added again."""
 
         def body() -> None:
             row = self._one("SELECT tree_id FROM budget_agents WHERE run_id = ?", (run_id,))
             if row is None:
                 return
+            if fact_id is not None and not self._execute(
+                "INSERT INTO budget_spend_facts (run_id, fact_id) VALUES (?, ?) ON CONFLICT DO NOTHING",
+                (run_id, fact_id),
+            ):
+                return  # already counted
             now = self._tx.now
             params = (tokens, cost_usd, int(estimated), now)
             self._execute(

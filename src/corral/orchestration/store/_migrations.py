@@ -368,7 +368,14 @@ def _v10(conn: sqlite3.Connection) -> None:
     _schema_ratelimits.migrate(conn)
 
 
-MIGRATIONS: tuple[Migration, ...] = (_v1, _v2, _v3, _v4, _v5, _v6, _v7, _v8, _v9, _v10)
+def _v11(conn: sqlite3.Connection) -> None:
+    """Version 11: the ids of Ray spend facts already recorded, so each counts once (`_schema_budgets.py`)."""
+    from corral.orchestration.store import _schema_budgets
+
+    _schema_budgets.migrate_spend_facts(conn)
+
+
+MIGRATIONS: tuple[Migration, ...] = (_v1, _v2, _v3, _v4, _v5, _v6, _v7, _v8, _v9, _v10, _v11)
 """Every step, in order; `MIGRATIONS[i]` takes version `i` to `i + 1`."""
 
 SCHEMA_VERSION = len(MIGRATIONS)

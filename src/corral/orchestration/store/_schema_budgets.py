@@ -4,13 +4,16 @@ Version 9 adds `budget_trees` (one row per lead: its tree's limits and the spend
 owns, nested, summed) and `budget_agents` (one row per generation: its limits, its spend, whether
 it got its wrap-up notice and why it was stopped). Spend is added to both rows in one transaction,
 so the tree's sum never disagrees with its agents'. See `corral.orchestration.budgets`.
+
+Version 11 adds `budget_spend_facts`: the id of every Ray worker's spend fact the host recorded, written
+in the spend's transaction, so a fact pulled again by a restarted host is counted once.
 """
 
 from __future__ import annotations
 
 import sqlite3
 
-__all__ = ["migrate"]
+__all__ = ["migrate", "migrate_spend_facts"]
 
 _LIMITS = """
     tokens_limit     INTEGER CHECK (tokens_limit IS NULL OR tokens_limit > 0),
@@ -51,3 +54,17 @@ def migrate(conn: sqlite3.Connection) -> None:
     for statement in _V9_BUDGETS.split(";"):
         if statement.strip():
             conn.execute(statement)
+
+
+_V11_SPEND_FACTS = """
+CREATE TABLE budget_spend_facts (
+    run_id           TEXT NOT NULL REFERENCES budget_agents (run_id),
+    fact_id          TEXT NOT NULL CHECK (length(fact_id) > 0),
+    PRIMARY KEY (run_id, fact_id)
+) WITHOUT ROWID
+"""
+
+
+def migrate_spend_facts(conn: sqlite3.Connection) -> None:
+    """Create the table of recorded Ray spend facts (runs inside the migration's transaction)."""
+    conn.execute(_V11_SPEND_FACTS)
