@@ -1,4 +1,5 @@
-"""The app shows budgets: the footer has the tree's spend against its limit, the activity card each
+"""The app shows budgets: the footer has the tree's spend against its limit and the lead's own spend
+beside it (not counted), the activity card each
 agent's (and `format_budget` renders a record's `budget`)."""
 
 from __future__ import annotations
@@ -61,6 +62,16 @@ async def test_footer_and_activity_card_show_spend_against_the_limits(
         await wait_until(pilot, lambda: "3.1k/50.0k tok" in seen)
         footer = app.query_one(StatusFooter)
         await wait_until(pilot, lambda: footer.budget_text.startswith("tree budget: 3,100 / 100,000 tok"))
+        launched = app.launched
+        assert launched is not None
+
+        def lead_beside() -> bool:  # the lead's own spend is shown beside the tree's, not counted in it
+            lead = launched.agent.stats()
+            return footer.budget_text.endswith(
+                f"; lead (not counted): {lead.tokens.total:,} tok, ${lead.cost:,.2f}"
+            )
+
+        await wait_until(pilot, lead_beside)
         card = app.query_one(ActivityCard)
         assert "budget 3.1k/50.0k tok" in str(card.render())
         await pilot.press("escape")

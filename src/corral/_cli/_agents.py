@@ -313,13 +313,14 @@ def _tree_budget_line(host: Host, caller: Caller, lead_path: Path | None) -> str
         return None
     if lead_path is not None:
         from corral.agent import compute_session_stats
+        from corral.orchestration.budgets import lead_line
         from corral.session import SessionManager
 
         with contextlib.suppress(Exception), SessionManager.open(lead_path, read_only=True) as lead:
             stats = compute_session_stats(
                 lead.entries, session_file=None, session_id=lead.session_id, context_usage=None
             )
-            line += f"; lead (not counted): {stats.tokens.total:,} tok, ${stats.cost:,.2f}"
+            line += f"; {lead_line(stats.tokens.total, stats.cost)}"
     return line
 
 

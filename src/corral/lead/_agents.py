@@ -13,7 +13,7 @@ from collections.abc import Mapping
 from typing import TYPE_CHECKING
 
 if TYPE_CHECKING:
-    from corral.agent import AgentSession
+    from corral.agent import AgentSession, SessionStats
     from corral.orchestration import (
         AgentView,
         Caller,
@@ -93,9 +93,15 @@ class LeadAgents:
         budget = self._host.status_fields(run_id).get("budget")
         return budget if isinstance(budget, Mapping) else None
 
-    def tree_budget(self) -> str | None:
-        """`tree budget: 9,300 / 10,000 tok …`: the lead's agent tree against its budget, if it has one."""
-        return self._host.budgets.tree_line(self.caller.session_id)
+    def tree_budget(self, lead: SessionStats | None = None) -> str | None:
+        """`tree budget: 9,300 / 10,000 tok …`: the lead's agent tree against its budget, if it has one,
+        then the lead's own spend from `lead` (`; lead (not counted): 1,200 tok, $0.04`)."""
+        from corral.orchestration.budgets import lead_line
+
+        line = self._host.budgets.tree_line(self.caller.session_id)
+        if line is None or lead is None:
+            return line
+        return f"{line}; {lead_line(lead.tokens.total, lead.cost)}"
 
     async def merge(self, agent: str, *, discard: bool = False) -> MergeOutcome:
         """Merge an isolated writer's branch into the working tree, or discard it (`corral merge`)."""

@@ -893,7 +893,7 @@ class CorralApp(App[int]):
             window=None if usage is None else usage.context_window,
             cost=self.cost_summary(),
             busy=not launched.agent.is_idle,
-            tree_budget=None if self.agents is None else self.agents.tree_budget(),
+            tree_budget=None if self.agents is None else self.agents.tree_budget(launched.agent.stats()),
         )
 
 

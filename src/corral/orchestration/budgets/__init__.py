@@ -14,6 +14,7 @@ from corral.orchestration.budgets._extension import (
     attach_worker_guard,
     budget_details,
     budget_text,
+    lead_line,
 )
 from corral.orchestration.budgets._guard import BudgetGuard
 from corral.orchestration.budgets._remote import attach_ray_guard
@@ -34,4 +35,5 @@ __all__ = [
     "attach_worker_guard",
     "budget_details",
     "budget_text",
+    "lead_line",
 ]

@@ -147,6 +147,11 @@ def attach_worker_guard(db: Database, child: ManagedChild) -> bool:
     return True
 
 
+def lead_line(tokens: int, cost_usd: float) -> str:
+    """`lead (not counted): 1,200 tok, $0.04`: the lead's own spend, shown beside its tree's."""
+    return f"lead (not counted): {tokens:,} tok, ${cost_usd:,.2f}"
+
+
 class BudgetsExtension(HostExtension):
     """Budgets of the lead's tree and of each agent (docs/fleet.md, "Budgets")."""
 

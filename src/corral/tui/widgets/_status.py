@@ -82,7 +82,8 @@ class StatusFooter(Static):
         busy: bool,
         tree_budget: str | None = None,
     ) -> None:
-        """Render the footer (`tree_budget`: the lead's agent tree's spend against its budget)."""
+        """Render the footer (`tree_budget`: the lead's agent tree's spend against its budget, and the
+        lead's own spend beside it, not counted)."""
         self.model_ref = model_ref
         self.thinking = thinking
         self.context_text = format_context(percent, window)
