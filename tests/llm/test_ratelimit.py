@@ -19,6 +19,7 @@ from corral.llm import (
     RateLimits,
     RateLimitWait,
     error_status,
+    install_window_source,
     is_retryable_error,
     parse_retry_after,
     rate_limit_listener,
@@ -248,3 +249,34 @@ async def test_a_503_opens_a_window_only_when_it_says_when() -> None:
     told = await _acquire(limiter)
     told.done(503, {"Retry-After": "20"})
     assert 20 <= limiter.blocked_for(KEY) <= 22.1
+
+
+class _SharedWindows:
+    """A `WindowSource` two limiters share, as the host and a tmux worker share the store."""
+
+    def __init__(self) -> None:
+        self.windows: dict[EndpointKey, float] = {}
+
+    def stored_window(self, key: EndpointKey) -> float | None:
+        return self.windows.get(key)
+
+    def store_window(self, key: EndpointKey, until: float) -> None:
+        self.windows[key] = max(until, self.windows.get(key, 0.0))
+
+
+async def test_a_window_learnt_by_one_limiter_holds_back_another_through_the_window_source() -> None:
+    source = _SharedWindows()
+    previous = install_window_source(source)
+    try:
+        host, worker = HostRateLimiter(), HostRateLimiter()
+        refused = await _acquire(host)
+        refused.done(429, {"retry-after": "0.4"})
+        assert KEY in source.windows and source.windows[KEY] >= time.time() + 0.3
+        assert worker.blocked_for(KEY) == 0.0  # the worker has learnt no window itself
+        waits: list[RateLimitWait] = []
+        with rate_limit_listener(waits.append):
+            await _acquire(worker)
+        assert time.time() >= source.windows[KEY]
+        assert waits and waits[0].reason == "retry_after" and waits[0].until == source.windows[KEY]
+    finally:
+        install_window_source(previous)

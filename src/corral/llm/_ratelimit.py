@@ -23,7 +23,10 @@ stops waiting, so the agent can show `waiting (rate limit, Ns)`.
 
 `RateLimiter` is the protocol the model layer calls; `HostRateLimiter` is the in-process
 implementation. `current_rate_limiter()` is the process's limiter; a process that is not the host
-(a Ray worker) installs one that asks the host's (`install_rate_limiter`).
+(a Ray worker) installs one that asks the host's (`install_rate_limiter`). Processes that share a
+store (the host and its tmux workers) share windows through a `WindowSource` the orchestration
+installs (`install_window_source`): a window this process learns is written to it, and before a
+request starts the limiter reads the window stored for its endpoint (at most every 100 ms a key).
 """
 
 from __future__ import annotations
@@ -49,8 +52,10 @@ __all__ = [
     "RateLimitWait",
     "RateLimiter",
     "RateLimits",
+    "WindowSource",
     "current_rate_limiter",
     "install_rate_limiter",
+    "install_window_source",
     "parse_retry_after",
     "rate_limit_listener",
 ]
@@ -71,6 +76,8 @@ _WINDOW_JITTER = 0.10
 _UNBOUNDED_AGAIN = 64
 """Without a configured cap, adaptive concurrency is lifted again once it has grown past this."""
 _BYTES_PER_TOKEN = 4
+_SHARED_READ_EVERY_S = 0.1
+"""How long a window read from the `WindowSource` is trusted before it is read again (per key)."""
 
 
 @dataclass(frozen=True, slots=True)
@@ -155,6 +162,32 @@ class RateLimiter(Protocol):
         """Return once the endpoint is out of its window, below its concurrency limit and has no
         queue (at once when it is); for admission of new agents, which takes no slot."""
         ...
+
+
+class WindowSource(Protocol):
+    """Where processes sharing a store share `Retry-After` windows (installed by the orchestration).
+
+    Both methods must be cheap and must not raise: a source that cannot read or write answers
+    `None` / does nothing (the limiter then holds only the windows this process knows).
+    """
+
+    def stored_window(self, key: EndpointKey) -> float | None:
+        """The end (Unix seconds) of the window stored for `key` by any process, `None` without one."""
+        ...
+
+    def store_window(self, key: EndpointKey, until: float) -> None:
+        """Share that `key`'s endpoint is closed until `until` (Unix seconds; a stored window only grows)."""
+        ...
+
+
+_window_source: WindowSource | None = None
+
+
+def install_window_source(source: WindowSource | None) -> WindowSource | None:
+    """Make `source` where this process's limiter shares its windows; returns the previous one."""
+    global _window_source
+    previous, _window_source = _window_source, source
+    return previous
 
 
 # --- header parsing -------------------------------------------------------------
@@ -299,7 +332,8 @@ class _Waiter:
 class _Endpoint:
     """One endpoint's state. Every method runs under the limiter's lock."""
 
-    def __init__(self, limits: RateLimits) -> None:
+    def __init__(self, key: EndpointKey, limits: RateLimits) -> None:
+        self.key = key
         self.limits = limits
         self.in_flight = 0
         self.cwnd: float = math.inf
@@ -426,11 +460,32 @@ class HostRateLimiter:
     def __init__(self) -> None:
         self._lock = threading.Lock()
         self._endpoints: dict[EndpointKey, _Endpoint] = {}
+        self._shared_read: dict[EndpointKey, float] = {}
+        """When (monotonic) each key's stored window was last read from the `WindowSource`."""
+
+    def _read_shared(self, key: EndpointKey) -> None:
+        """Hold `key` closed for the window another process stored (read at most every 100 ms)."""
+        source = _window_source
+        if source is None:
+            return
+        now = time.monotonic()
+        if now - self._shared_read.get(key, -math.inf) < _SHARED_READ_EVERY_S:
+            return
+        self._shared_read[key] = now
+        until = source.stored_window(key)
+        if until is not None:
+            self._hold_until(key, until)
+
+    def _share(self, key: EndpointKey, until: float) -> None:
+        """Write a window this process learnt to the `WindowSource` (outside the lock)."""
+        source = _window_source
+        if source is not None:
+            source.store_window(key, until)
 
     def _endpoint(self, key: EndpointKey, limits: RateLimits) -> _Endpoint:
         endpoint = self._endpoints.get(key)
         if endpoint is None:
-            endpoint = self._endpoints[key] = _Endpoint(limits)
+            endpoint = self._endpoints[key] = _Endpoint(key, limits)
         elif endpoint.limits != limits:
             endpoint.configure(limits)
         return endpoint
@@ -452,7 +507,12 @@ class HostRateLimiter:
             return [(key, e.window_wall) for key, e in self._endpoints.items() if e.window_until > now]
 
     def open_window_until(self, key: EndpointKey, until: float) -> None:
-        """Keep `key`'s endpoint closed until `until` (Unix seconds; a window only grows)."""
+        """Keep `key`'s endpoint closed until `until` (Unix seconds; a window only grows), and share it."""
+        if self._hold_until(key, until):
+            self._share(key, until)
+
+    def _hold_until(self, key: EndpointKey, until: float) -> bool:
+        """Keep `key`'s endpoint closed until `until`; whether that grew its window."""
         with self._lock:
             endpoint = self._endpoint(
                 key, self._endpoints[key].limits if key in self._endpoints else RateLimits()
@@ -462,6 +522,9 @@ class HostRateLimiter:
             if seconds > 0 and now + seconds > endpoint.window_until:
                 endpoint.window_until = now + seconds
                 endpoint.window_wall = until
+                endpoint.wake_head()
+                return True
+            return False
 
     def saturated(self, key: EndpointKey) -> bool:
         """Whether the endpoint is in a window or at its concurrency limit (capacity admission asks)."""
@@ -476,6 +539,7 @@ class HostRateLimiter:
         endpoint: _Endpoint | None = None
         try:
             while True:
+                self._read_shared(key)
                 with self._lock:
                     endpoint = self._endpoints.get(key)
                     if endpoint is None:
@@ -496,6 +560,7 @@ class HostRateLimiter:
 
     async def acquire(self, key: EndpointKey, limits: RateLimits, *, request_bytes: int) -> Permit:
         tokens = request_bytes // _BYTES_PER_TOKEN
+        self._read_shared(key)
         with self._lock:
             endpoint = self._endpoint(key, limits)
             now = time.monotonic()
@@ -511,6 +576,7 @@ class HostRateLimiter:
         shown: tuple[WaitReason, float | None] | None = None
         try:
             while True:
+                self._read_shared(key)
                 with self._lock:
                     now = time.monotonic()
                     blocked = endpoint.blocked(now, tokens)
@@ -553,6 +619,7 @@ class HostRateLimiter:
         with self._lock:
             endpoint.in_flight -= 1
             now = time.monotonic()
+            before = endpoint.window_until
             if status is not None and headers is not None:
                 if status in RATE_LIMITED_STATUSES or (status == 503 and _names_retry_after(headers)):
                     endpoint.rate_limited(now, started, parse_retry_after(headers))
@@ -562,11 +629,15 @@ class HostRateLimiter:
                     if reset is not None:
                         endpoint.open_window(now, reset)
             endpoint.wake_head()
+            learnt = endpoint.window_wall if endpoint.window_until > before else None
+        if learnt is not None:
+            self._share(endpoint.key, learnt)
 
     def reset(self) -> None:
         """Forget every endpoint's state (tests)."""
         with self._lock:
             self._endpoints.clear()
+            self._shared_read.clear()
 
 
 _limiter: RateLimiter = HostRateLimiter()

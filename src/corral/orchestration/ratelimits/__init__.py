@@ -5,7 +5,7 @@ records each run's current wait (`RateLimitsExtension`, a `HostExtension` fed by
 `rate_limit_wait` events) and reads it back (`stored_wait`).
 """
 
-from ._extension import RateLimitsExtension, stored_waits
+from ._extension import RateLimitsExtension, StoredWindows, stored_waits
 from .records import RateLimitWaitRecord
 
-__all__ = ["RateLimitWaitRecord", "RateLimitsExtension", "stored_waits"]
+__all__ = ["RateLimitWaitRecord", "RateLimitsExtension", "StoredWindows", "stored_waits"]

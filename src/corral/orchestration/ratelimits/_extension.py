@@ -2,26 +2,54 @@
 
 from __future__ import annotations
 
+import contextlib
+import math
 import time
 from collections.abc import Callable, Sequence
 from typing import TYPE_CHECKING
 
 from corral.agent import RateLimitWaitEvent
-from corral.llm import EndpointKey, current_rate_limiter
+from corral.llm import EndpointKey, current_rate_limiter, install_window_source
+from corral.orchestration.errors import OrchestrationError
 from corral.orchestration.host.ports import HostExtension
 
-from ._repository import RateLimitWaits
+from ._repository import RateLimitWaits, RateLimitWindows
 from .records import RateLimitWaitRecord, SharedWindow, SharedWindows
 
 if TYPE_CHECKING:
     from corral.agent import AgentEvent
     from corral.orchestration.store._database import Database
 
-__all__ = ["RateLimitsExtension", "stored_waits"]
+__all__ = ["RateLimitsExtension", "StoredWindows", "stored_waits"]
+
+
+class StoredWindows:
+    """The store as the limiter's `WindowSource`: windows shared by the host and its tmux workers.
+
+    A store that cannot be read or written (closed, busy, full disk) shares nothing: the limiter then
+    holds only the windows its own process learnt.
+    """
+
+    def __init__(self, db: Database) -> None:
+        self._windows = RateLimitWindows(db)
+
+    def stored_window(self, key: EndpointKey) -> float | None:
+        """The end (Unix seconds) of the window stored for `key`, `None` without one."""
+        try:
+            until_ms = self._windows.until_ms(key.endpoint, key.key_id)
+        except OrchestrationError:
+            return None
+        return None if until_ms is None else until_ms / 1000
+
+    def store_window(self, key: EndpointKey, until: float) -> None:
+        """Store that `key`'s endpoint is closed until `until` (Unix seconds)."""
+        with contextlib.suppress(OrchestrationError):
+            self._windows.store(key.endpoint, key.key_id, math.ceil(until * 1000))
 
 
 class RateLimitsExtension(HostExtension):
-    """Keeps the store's `rate_limit_waits` current for the runs of this process."""
+    """Keeps the store's `rate_limit_waits` current for the runs of this process, and shares the
+    limiter's windows with the other processes of the store (it installs `StoredWindows`)."""
 
     def __init__(self, db: Database, *, on_change: Callable[[], None] | None = None) -> None:
         """Args:
@@ -29,6 +57,7 @@ class RateLimitsExtension(HostExtension):
         on_change: Called when a run starts or stops waiting (the host's `changed`, so front ends refresh).
         """
         self.waits = RateLimitWaits(db)
+        install_window_source(StoredWindows(db))
         self._on_change = on_change
         self._waiting: set[str] = set()
 

@@ -13,7 +13,7 @@ from corral.orchestration.store._repository import Repository
 
 from .records import RateLimitWaitRecord
 
-__all__ = ["RateLimitWaits"]
+__all__ = ["RateLimitWaits", "RateLimitWindows"]
 
 
 def _from_row(row: Row) -> RateLimitWaitRecord:
@@ -57,3 +57,29 @@ class RateLimitWaits(Repository):
             lambda: self._all(f"SELECT * FROM rate_limit_waits WHERE run_id IN ({marks})", run_ids)
         )
         return {row["run_id"]: _from_row(row) for row in rows}
+
+
+class RateLimitWindows(Repository):
+    """`Retry-After` windows learnt by any process of the store, one row per endpoint and key."""
+
+    def store(self, endpoint: str, key_id: str, until_ms: int) -> None:
+        """Keep the endpoint closed until `until_ms` (Unix ms); a stored window only grows."""
+
+        def body() -> None:
+            self._execute(
+                "INSERT INTO rate_limit_windows (endpoint, key_id, until_ms) VALUES (?, ?, ?)"
+                " ON CONFLICT (endpoint, key_id) DO UPDATE SET until_ms = max(until_ms, excluded.until_ms)",
+                (endpoint, key_id, until_ms),
+            )
+
+        self._write(body, durable=False)
+
+    def until_ms(self, endpoint: str, key_id: str) -> int | None:
+        """When the window stored for the endpoint and key ends (Unix ms), `None` without one."""
+        row = self._read(
+            lambda: self._one(
+                "SELECT until_ms FROM rate_limit_windows WHERE endpoint = ? AND key_id = ?",
+                (endpoint, key_id),
+            )
+        )
+        return None if row is None else int(row["until_ms"])

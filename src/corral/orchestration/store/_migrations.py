@@ -375,7 +375,14 @@ def _v11(conn: sqlite3.Connection) -> None:
     _schema_budgets.migrate_spend_facts(conn)
 
 
-MIGRATIONS: tuple[Migration, ...] = (_v1, _v2, _v3, _v4, _v5, _v6, _v7, _v8, _v9, _v10, _v11)
+def _v12(conn: sqlite3.Connection) -> None:
+    """Version 12: `Retry-After` windows shared by the processes of a store (`_schema_ratelimits.py`)."""
+    from corral.orchestration.store import _schema_ratelimits
+
+    _schema_ratelimits.migrate_windows(conn)
+
+
+MIGRATIONS: tuple[Migration, ...] = (_v1, _v2, _v3, _v4, _v5, _v6, _v7, _v8, _v9, _v10, _v11, _v12)
 """Every step, in order; `MIGRATIONS[i]` takes version `i` to `i + 1`."""
 
 SCHEMA_VERSION = len(MIGRATIONS)
