@@ -122,7 +122,7 @@ async def test_lead_message_steers_a_live_agent_and_missing_recipients_fail(tmp_
         sent = await env.teams.send_message(
             env.caller, SendMessageRequest(recipient="a", content="focus on auth")
         )
-        assert sent.details["delivery"] == "active-session", sent
+        assert sent.delivery == "active-session", sent
         result = await env.teams.interrupt_teammate(env.caller, "a")
         status, idetails = render_interrupt(result), result.details
         assert idetails["status"] == "interrupted", status

@@ -166,7 +166,7 @@ class TeamControl:
                 delivery="inbox",
             )
             self.host.spawn_background(self.deliver_lead_messages(lead))
-            return MessageSent(TEAM_LEAD, {"session": team, "recipient": TEAM_LEAD, "delivery": "inbox"})
+            return MessageSent(TEAM_LEAD, team, "inbox")
         member = repos.roster.live_team_member(lead, recipient)
         if member is None or member.fence != "none":
             raise TargetNotFoundError(f"Cannot send message to {recipient}: agent is not running.")
@@ -185,8 +185,7 @@ class TeamControl:
         )
         if direct and child is not None and not child.inject(text):
             direct = False
-        delivery = "active-session" if direct else "inbox"
-        return MessageSent(recipient, {"session": team, "recipient": recipient, "delivery": delivery})
+        return MessageSent(recipient, team, "active-session" if direct else "inbox")
 
     async def read_inbox(self, reader: Caller | TeamChild, request: ReadInboxRequest) -> InboxResult:
         """`read_inbox`: the reader's messages (the lead may name an agent's inbox)."""
@@ -644,14 +643,12 @@ class TeamControl:
         outcome = self.repos.roster.claim_files(
             child.member.lead_session_id, run_id=child.run_id, agent=child.label, paths=normalized
         )
-        details: dict[str, Any] = {
-            "agent": child.label,
-            "session": team_name(child.member.lead_session_id),
-            "granted": [c.path for c in outcome.granted],
-            "conflicts": [{"path": p, "heldBy": holder} for p, holder in outcome.conflicts],
-        }
-        granted = tuple(c.path for c in outcome.granted)
-        return ClaimResult(granted, tuple((p, holder) for p, holder in outcome.conflicts), details)
+        return ClaimResult(
+            tuple(c.path for c in outcome.granted),
+            tuple((p, holder) for p, holder in outcome.conflicts),
+            child.label,
+            team_name(child.member.lead_session_id),
+        )
 
     def release_files(self, child: TeamChild, paths: tuple[str, ...]) -> ReleaseResult:
         """`release_file`: release the caller's own claims."""
@@ -660,15 +657,13 @@ class TeamControl:
         released = self.repos.roster.release_files(
             child.member.lead_session_id, run_id=child.run_id, paths=normalized
         )
-        return ReleaseResult(tuple(released), {"released": list(released)})
+        return ReleaseResult(tuple(released))
 
     def list_file_claims(self, scope: Caller | TeamChild) -> ClaimsList:
         """`list_file_claims`: every claim of the team."""
         lead = self._lead_id(scope) if isinstance(scope, Caller) else scope.member.lead_session_id
         claims = self.repos.roster.file_claims(lead)
-        return ClaimsList(
-            tuple(claims), {"claims": [{"path": c.path, "agent": c.agent, "since": c.since} for c in claims]}
-        )
+        return ClaimsList(tuple(claims))
 
     def _require_writer(self, child: TeamChild) -> None:
         generation = self.host.kernel.get_generation(child.run_id)

@@ -107,8 +107,10 @@ class MessageSent:
 
     recipient: str
     """Who gets it (`team-lead` or an agent's name)."""
-    details: dict[str, Any]
-    """The `send_message` details (`session`, `recipient`, `delivery`)."""
+    session: str
+    """The team's name."""
+    delivery: Literal["inbox", "active-session"]
+    """Stored in the inbox, or also injected into the recipient's running session."""
 
 
 @dataclass(frozen=True, slots=True)
@@ -133,8 +135,10 @@ class ClaimResult:
     """The paths claimed (empty when any path was held)."""
     conflicts: tuple[tuple[str, str], ...]
     """`(path, holder)` of each path another agent holds."""
-    details: dict[str, Any]
-    """The `claim_file` details (`agent`, `session`, `granted`, `conflicts`)."""
+    agent: str
+    """The claiming agent's label."""
+    session: str
+    """The team's name."""
 
 
 @dataclass(frozen=True, slots=True)
@@ -143,8 +147,6 @@ class ReleaseResult:
 
     released: tuple[str, ...]
     """The paths released (those the caller held)."""
-    details: dict[str, Any]
-    """The `release_file` details (`released`)."""
 
 
 @dataclass(frozen=True, slots=True)
@@ -153,8 +155,6 @@ class ClaimsList:
 
     claims: tuple[FileClaimRecord, ...]
     """The claims."""
-    details: dict[str, Any]
-    """The `list_file_claims` details (`claims`)."""
 
 
 @dataclass(frozen=True, slots=True)

@@ -346,7 +346,7 @@ class FollowScreen(Screen[None]):
                 sent = await agents.teams.send_message(
                     caller, SendMessageRequest(recipient=label, content=draft, summary="From the user")
                 )
-                self.transcript.notice(f"message sent to {label} ({sent.details.get('delivery', 'inbox')})")
+                self.transcript.notice(f"message sent to {label} ({sent.delivery})")
             elif row.state == "blocked":
                 await controller.reply(caller, ReplyParams(agent=label, message=draft))
                 self.transcript.notice(f"replied to {label}")

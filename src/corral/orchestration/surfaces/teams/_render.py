@@ -27,6 +27,10 @@ from corral.orchestration.teams.results import (
 )
 
 __all__ = [
+    "claim_details",
+    "claims_details",
+    "message_sent_details",
+    "release_details",
     "render_claim",
     "render_claims",
     "render_health",
@@ -104,6 +108,11 @@ def render_message_sent(result: MessageSent) -> str:
     return f"Message sent to {result.recipient}."
 
 
+def message_sent_details(result: MessageSent) -> dict[str, Any]:
+    """`send_message`'s JSON details."""
+    return {"session": result.session, "recipient": result.recipient, "delivery": result.delivery}
+
+
 def render_inbox(result: InboxResult) -> str:
     """`read_inbox`'s text: each message with its time (UTC), sender and label, or that there are none."""
     if not result.messages:
@@ -123,6 +132,16 @@ def render_claim(result: ClaimResult) -> str:
     return "Claimed: " + ", ".join(result.granted) + "."
 
 
+def claim_details(result: ClaimResult) -> dict[str, Any]:
+    """`claim_file`'s JSON details."""
+    return {
+        "agent": result.agent,
+        "session": result.session,
+        "granted": list(result.granted),
+        "conflicts": [{"path": path, "heldBy": holder} for path, holder in result.conflicts],
+    }
+
+
 def render_release(result: ReleaseResult) -> str:
     """`release_file`'s text."""
     if result.released:
@@ -130,11 +149,21 @@ def render_release(result: ReleaseResult) -> str:
     return "None of those paths were claimed by you."
 
 
+def release_details(result: ReleaseResult) -> dict[str, Any]:
+    """`release_file`'s JSON details."""
+    return {"released": list(result.released)}
+
+
 def render_claims(result: ClaimsList) -> str:
     """`list_file_claims`' text."""
     if not result.claims:
         return "No file claims."
     return "File claims:\n" + "\n".join(f"- {claim.path}: {claim.agent}" for claim in result.claims)
+
+
+def claims_details(result: ClaimsList) -> dict[str, Any]:
+    """`list_file_claims`' JSON details."""
+    return {"claims": [{"path": c.path, "agent": c.agent, "since": c.since} for c in result.claims]}
 
 
 def render_stop(result: StopResult) -> str:

@@ -21,6 +21,10 @@ from corral.orchestration.surfaces._common import PASS_THROUGH_SCHEMA, error_res
 from corral.orchestration.surfaces.agent._render import TEAMS_TOOL_NAMES
 
 from ._render import (
+    claim_details,
+    claims_details,
+    message_sent_details,
+    release_details,
     render_claim,
     render_claims,
     render_health,
@@ -159,7 +163,7 @@ def teams_lead_tools(teams: Teams, caller: Caller) -> list[AgentTool]:
 
     async def send(call_id: str, params: dict[str, Any]) -> ToolResult:
         sent = await teams.send_message(caller, parse_send_message(params, lead=True))
-        return ToolResult.text(render_message_sent(sent), details=sent.details)
+        return ToolResult.text(render_message_sent(sent), details=message_sent_details(sent))
 
     async def inbox(call_id: str, params: dict[str, Any]) -> ToolResult:
         inbox = await teams.read_inbox(caller, parse_read_inbox(params, lead=True))
@@ -176,7 +180,7 @@ def teams_lead_tools(teams: Teams, caller: Caller) -> list[AgentTool]:
     async def claims(call_id: str, params: dict[str, Any]) -> ToolResult:
         parse_list_claims(params)
         listed = teams.list_file_claims(caller)
-        return ToolResult.text(render_claims(listed), details=listed.details)
+        return ToolResult.text(render_claims(listed), details=claims_details(listed))
 
     handlers: dict[str, Handler] = {
         "spawn_agent": spawn,
@@ -202,7 +206,7 @@ def team_member_tools(teams: Teams, child: TeamChild) -> list[AgentTool]:
 
     async def send(call_id: str, params: dict[str, Any]) -> ToolResult:
         sent = await teams.send_message(child, parse_send_message(params, lead=False))
-        return ToolResult.text(render_message_sent(sent), details=sent.details)
+        return ToolResult.text(render_message_sent(sent), details=message_sent_details(sent))
 
     async def inbox(call_id: str, params: dict[str, Any]) -> ToolResult:
         inbox = await teams.read_inbox(child, parse_read_inbox(params, lead=False))
@@ -225,16 +229,16 @@ def team_member_tools(teams: Teams, child: TeamChild) -> list[AgentTool]:
 
         async def claim(call_id: str, params: dict[str, Any]) -> ToolResult:
             claimed = teams.claim_files(child, parse_claim(params, tool="claim_file").paths)
-            return ToolResult.text(render_claim(claimed), details=claimed.details)
+            return ToolResult.text(render_claim(claimed), details=claim_details(claimed))
 
         async def release(call_id: str, params: dict[str, Any]) -> ToolResult:
             released = teams.release_files(child, parse_claim(params, tool="release_file").paths)
-            return ToolResult.text(render_release(released), details=released.details)
+            return ToolResult.text(render_release(released), details=release_details(released))
 
         async def claims(call_id: str, params: dict[str, Any]) -> ToolResult:
             parse_list_claims(params)
             listed = teams.list_file_claims(child)
-            return ToolResult.text(render_claims(listed), details=listed.details)
+            return ToolResult.text(render_claims(listed), details=claims_details(listed))
 
         tools += [
             TeamsTool("claim_file", claim),
