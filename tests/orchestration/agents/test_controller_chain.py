@@ -54,7 +54,9 @@ async def test_visibility_allowlist_and_cascade_close(env: Path) -> None:
             t.caller, DelegateParams(definition="implementer", task="build")
         )
         child = t.host.children[started.run_id]
-        await eventually(lambda: child.waiting and t.host.kernel.generation_by_label("scout") is not None)
+        await eventually(
+            lambda: child.waiting and t.host.kernel.generation_by_label("scout") is not None, t.host
+        )
         listed = (await t.controller.list(t.caller, ListParams())).to_details()
         records = {a["agent"]: a for a in listed["agents"]}
         assert records["implementer"]["state"] == "blocked"

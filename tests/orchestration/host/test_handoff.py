@@ -274,7 +274,7 @@ async def test_handoff_is_refused_without_changes_for_a_pending_ask_a_running_ch
         store = t.host.repositories
         # A pending question to the owner.
         asking = await t.controller.delegate(t.caller, DelegateParams(definition="scout", task="Decide"))
-        await eventually(lambda: store.kernel.pending_ask(asking.run_id) is not None)
+        await eventually(lambda: store.kernel.pending_ask(asking.run_id) is not None, t.host)
         before = _snapshot(t, asking.run_id)
         refused = await t.host.handoff(asking.run_id)
         assert (refused.status, refused.reason) == ("refused", "ask_pending")

@@ -223,7 +223,7 @@ async def test_host_sigkill_agents_keep_working_and_the_resumed_host_delivers_on
     try:
         caller = await host.attach_lead(lead, surfaces=())
         team_ = Team(host, lead, caller, env, env / "sessions")
-        await eventually(lambda: len(team_.lead_entries(RESULT_TYPE)) == 1)
+        await eventually(lambda: len(team_.lead_entries(RESULT_TYPE)) == 1, host)
         await host.tmux_runtime().refresh()  # presence comes from the latest pane inventory
         listed = (await host.controller.list(caller, ListParams())).to_details()["agents"]
         assert [a["agent"] for a in listed] == ["slow"]
@@ -273,7 +273,7 @@ async def test_a_killed_worker_is_lost_and_its_dead_pane_is_closed(env: Path, tm
             current = t.host.kernel.get_generation(started.run_id)
             return current is not None and current.presence == "lost"
 
-        await eventually(lost)
+        await eventually(lost, t.host)
         record = (await t.controller.list(t.caller, ListParams())).to_details()["agents"][0]
         assert record["state"] == "lost" and "steer" not in record["available_actions"]
         await t.quiet()  # a lost agent no longer keeps its owner busy

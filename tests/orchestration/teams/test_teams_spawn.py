@@ -289,7 +289,10 @@ async def test_spawn_result_returns_before_the_work_is_done(tmp_path: Path) -> N
         text, details = render_stop(result), result.details
         assert details["stopped"] is True, text
         await eventually(
-            lambda: env.host.repositories.teams.roster.live_team_member(env.caller.session_id, "slow") is None
+            lambda: (
+                env.host.repositories.teams.roster.live_team_member(env.caller.session_id, "slow") is None
+            ),
+            env.host,
         )
         await env.quiet()
         assert env.lead_custom(TEAM_REPORT_TYPE) == []
