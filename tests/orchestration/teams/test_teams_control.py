@@ -17,6 +17,8 @@ from corral.orchestration.surfaces.teams import (
     parse_spawn,
 )
 from corral.orchestration.surfaces.teams._render import (
+    inbox_details,
+    interrupt_details,
     render_health,
     render_interrupt,
     render_spawn,
@@ -79,9 +81,9 @@ async def test_agent_message_to_lead_is_delivered_once_and_wakes_it(tmp_path: Pa
         assert "Need a decision on X." in messages[0]["content"]
         assert messages[0]["details"]["from"] == "a"
         # It is stored in the lead's inbox as read (delivered).
-        details = (
+        details = inbox_details(
             await env.teams.read_inbox(env.caller, ReadInboxRequest(unread_only=False, mark_as_read=False))
-        ).details
+        )
         assert [m["from"] for m in details["messages"]] == ["a"]
         assert details["messages"][0]["read"] is True
 
@@ -124,7 +126,7 @@ async def test_lead_message_steers_a_live_agent_and_missing_recipients_fail(tmp_
         )
         assert sent.delivery == "active-session", sent
         result = await env.teams.interrupt_teammate(env.caller, "a")
-        status, idetails = render_interrupt(result), result.details
+        status, idetails = render_interrupt(result), interrupt_details(result)
         assert idetails["status"] == "interrupted", status
         # Interrupted: the bash command died, the agent stays, then continues with the steering it got.
         await env.quiet()

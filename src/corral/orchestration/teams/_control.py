@@ -198,23 +198,9 @@ class TeamControl:
         messages = self.repos.roster.read_team_inbox(
             lead, target, unread_only=request.unread_only, mark_as_read=request.mark_as_read
         )
-        details = {
-            "session": team_name(lead),
-            "targetAgent": target,
-            "messages": [
-                {
-                    "id": m.message_id,
-                    "from": m.sender,
-                    "text": m.content,
-                    "summary": m.summary,
-                    "timestamp": m.created_at,
-                    "read": m.read_at is not None,
-                }
-                for m in messages
-            ],
-            "markAsRead": request.mark_as_read,
-        }
-        return InboxResult(target, request.unread_only, tuple(messages), details)
+        return InboxResult(
+            target, request.unread_only, tuple(messages), team_name(lead), request.mark_as_read
+        )
 
     # --- teardown / stop / interrupt ------------------------------------------------------------
 
@@ -371,22 +357,18 @@ class TeamControl:
         self._require_known(lead, name)
         member = self.repos.roster.live_team_member(lead, name)
         child = None if member is None else self.child(member.run_id)
-        base: dict[str, Any] = {"session": team, "agentName": name}
         if (
             member is not None
             and child is None
             and _runs_in_pane(self.host.kernel.get_generation(member.run_id))
         ):
-            return InterruptResult(name, "tmux", {**base, "status": "unsupported", "reason": "tmux-runtime"})
+            return InterruptResult(name, "tmux", team)
         if member is None or child is None:
-            return InterruptResult(name, "not_found", {**base, "status": "not_found"})
-        base.update(agentKind=member.kind, lifecycleRunId=member.run_id, mechanism="agent-session-abort")
+            return InterruptResult(name, "not_found", team)
         if not child.messages_open:
-            return InterruptResult(
-                name, "closing", {**base, "status": "unsupported", "reason": "lifecycle-closing"}
-            )
+            return InterruptResult(name, "closing", team, agent_kind=member.kind, run_id=member.run_id)
         status = cast('Literal["interrupted", "pending", "no_command"]', await child.interrupt())
-        return InterruptResult(name, status, {**base, "status": status})
+        return InterruptResult(name, status, team, agent_kind=member.kind, run_id=member.run_id)
 
     # --- status -----------------------------------------------------------------------------------
 

@@ -13,7 +13,12 @@ from typing import TYPE_CHECKING, Any, Literal
 
 if TYPE_CHECKING:
     from corral.orchestration.teams.repair._verification import VerificationDecision
-    from corral.orchestration.teams.roster.records import FileClaimRecord, TeamMessageRecord, TeamReportRecord
+    from corral.orchestration.teams.roster.records import (
+        FileClaimRecord,
+        TeamMemberKind,
+        TeamMessageRecord,
+        TeamReportRecord,
+    )
 
 __all__ = [
     "ClaimResult",
@@ -123,8 +128,10 @@ class InboxResult:
     """Only unread messages were asked for."""
     messages: tuple[TeamMessageRecord, ...]
     """The messages, oldest first."""
-    details: dict[str, Any]
-    """The `read_inbox` details (`session`, `targetAgent`, `messages`, `markAsRead`)."""
+    session: str
+    """The team's name."""
+    mark_as_read: bool
+    """The messages read were marked read."""
 
 
 @dataclass(frozen=True, slots=True)
@@ -185,8 +192,13 @@ class InterruptResult:
     """The agent's name."""
     status: Literal["interrupted", "pending", "no_command", "not_found", "closing", "tmux"]
     """Interrupted, still pending, nothing running, not active, closing, or running in a tmux pane."""
-    details: dict[str, Any]
-    """The `interrupt_teammate` details (`session`, `agentName`, `status`, …)."""
+    session: str
+    """The team's name."""
+    _: KW_ONLY
+    agent_kind: TeamMemberKind | None = None
+    """The live agent's kind (`read` or `write`); `None` when no in-process agent was found."""
+    run_id: str | None = None
+    """The live agent's run; `None` when no in-process agent was found."""
 
 
 @dataclass(frozen=True, slots=True)

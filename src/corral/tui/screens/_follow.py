@@ -375,8 +375,8 @@ class FollowScreen(Screen[None]):
                 from corral.orchestration.surfaces.teams._render import render_interrupt
 
                 interrupted = await self.agents.teams.interrupt_teammate(self.agents.caller, label)
-                text, details = render_interrupt(interrupted), interrupted.details
-                ok = details.get("status") in ("interrupted", "pending")
+                text = render_interrupt(interrupted)
+                ok = interrupted.status in ("interrupted", "pending")
                 self.last_error = None if ok else text
                 self.transcript.notice(text, kind="info" if ok else "error")
                 return

@@ -29,6 +29,8 @@ from corral.orchestration.teams.results import (
 __all__ = [
     "claim_details",
     "claims_details",
+    "inbox_details",
+    "interrupt_details",
     "message_sent_details",
     "release_details",
     "render_claim",
@@ -132,6 +134,26 @@ def render_claim(result: ClaimResult) -> str:
     return "Claimed: " + ", ".join(result.granted) + "."
 
 
+def inbox_details(result: InboxResult) -> dict[str, Any]:
+    """`read_inbox`'s JSON details."""
+    return {
+        "session": result.session,
+        "targetAgent": result.target,
+        "messages": [
+            {
+                "id": m.message_id,
+                "from": m.sender,
+                "text": m.content,
+                "summary": m.summary,
+                "timestamp": m.created_at,
+                "read": m.read_at is not None,
+            }
+            for m in result.messages
+        ],
+        "markAsRead": result.mark_as_read,
+    }
+
+
 def claim_details(result: ClaimResult) -> dict[str, Any]:
     """`claim_file`'s JSON details."""
     return {
@@ -196,6 +218,19 @@ def render_interrupt(result: InterruptResult) -> str:
         "no_command": f"Agent {name} has no running tool or model call to interrupt.",
     }
     return texts[result.status]
+
+
+def interrupt_details(result: InterruptResult) -> dict[str, Any]:
+    """`interrupt_teammate`'s JSON details."""
+    details: dict[str, Any] = {"session": result.session, "agentName": result.name}
+    if result.status == "tmux":
+        return {**details, "status": "unsupported", "reason": "tmux-runtime"}
+    if result.status == "not_found":
+        return {**details, "status": "not_found"}
+    details.update(agentKind=result.agent_kind, lifecycleRunId=result.run_id, mechanism="agent-session-abort")
+    if result.status == "closing":
+        return {**details, "status": "unsupported", "reason": "lifecycle-closing"}
+    return {**details, "status": result.status}
 
 
 _STATUS_FOOTER = (

@@ -23,6 +23,8 @@ from corral.orchestration.surfaces.agent._render import TEAMS_TOOL_NAMES
 from ._render import (
     claim_details,
     claims_details,
+    inbox_details,
+    interrupt_details,
     message_sent_details,
     release_details,
     render_claim,
@@ -154,7 +156,7 @@ def teams_lead_tools(teams: Teams, caller: Caller) -> list[AgentTool]:
     async def interrupt(call_id: str, params: dict[str, Any]) -> ToolResult:
         name = parse_agent_name(params, tool="interrupt_teammate").agent_name
         interrupted = await teams.interrupt_teammate(caller, name)
-        return ToolResult.text(render_interrupt(interrupted), details=interrupted.details)
+        return ToolResult.text(render_interrupt(interrupted), details=interrupt_details(interrupted))
 
     async def stop(call_id: str, params: dict[str, Any]) -> ToolResult:
         request = parse_stop(params)
@@ -167,7 +169,7 @@ def teams_lead_tools(teams: Teams, caller: Caller) -> list[AgentTool]:
 
     async def inbox(call_id: str, params: dict[str, Any]) -> ToolResult:
         inbox = await teams.read_inbox(caller, parse_read_inbox(params, lead=True))
-        return ToolResult.text(render_inbox(inbox), details=inbox.details)
+        return ToolResult.text(render_inbox(inbox), details=inbox_details(inbox))
 
     async def report(call_id: str, params: dict[str, Any]) -> ToolResult:
         raise InvalidRequestError(
@@ -210,7 +212,7 @@ def team_member_tools(teams: Teams, child: TeamChild) -> list[AgentTool]:
 
     async def inbox(call_id: str, params: dict[str, Any]) -> ToolResult:
         inbox = await teams.read_inbox(child, parse_read_inbox(params, lead=False))
-        return ToolResult.text(render_inbox(inbox), details=inbox.details)
+        return ToolResult.text(render_inbox(inbox), details=inbox_details(inbox))
 
     async def report(call_id: str, params: dict[str, Any]) -> ToolResult:
         receipt = await teams.submit_report(child, parse_report(params), submission_id=call_id)
