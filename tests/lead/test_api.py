@@ -157,7 +157,9 @@ async def test_interrupt_redirects_the_same_assignment(api_env: ApiEnv) -> None:
     )
     async with corral.open_lead(api_env.work) as lead:
         handle = await lead.delegate("scout", "work", label="i1")
-        await eventually(lambda: any(g.run_id for g in lead.host.kernel.generations() if g.phase == "active"))
+        await lead.host.wait_for(
+            lambda: any(g.run_id for g in lead.host.kernel.generations() if g.phase == "active"), WAIT
+        )
         await handle.interrupt("try another way")
         result = await handle.result(timeout=WAIT)
         assert result.text.endswith("redirected") and result.details["request_id"] == handle.request_id

@@ -116,7 +116,7 @@ async def test_every_teams_tool_answers_as_pinned(tmp_path: Path) -> None:
             child = env.teams.child(slow.run_id)
             return child is not None and child.messages_open and not child.finished.is_set()
 
-        await eventually(slow_listens)
+        await eventually(slow_listens, env.host)
         await call("send_message", "send_message", {"recipient": "slow", "content": "Also check the TTL."})
         await call("read_inbox", "read_inbox", {})
         await call("list_file_claims", "list_file_claims", {})

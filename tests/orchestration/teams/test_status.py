@@ -31,7 +31,7 @@ async def test_rows_and_get_agent_status_share_the_phase_rules(tmp_path: Path) -
         assert one is not None
         child = env.teams.child(one.run_id)
         assert child is not None
-        await eventually(lambda: child.phase() == "thinking")
+        await eventually(lambda: child.phase() == "thinking", env.host)
 
         snapshot = env.teams.snapshot(lead)
         result = await env.teams.status(env.caller, None)

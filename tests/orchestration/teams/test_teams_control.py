@@ -116,7 +116,7 @@ async def test_lead_message_steers_a_live_agent_and_missing_recipients_fail(tmp_
             child = None if member is None else env.teams.child(member.run_id)
             return child is not None and child.active_tool == "bash"
 
-        await eventually(running)
+        await eventually(running, env.host)
         with pytest.raises(InvalidRequestError, match="recipient is required"):
             await env.teams.send_message(env.caller, SendMessageRequest(recipient=None, content="x"))
         with pytest.raises(TargetNotFoundError, match="agent is not running"):
@@ -294,7 +294,8 @@ async def test_claims_are_exclusive_between_writers(tmp_path: Path) -> None:
     async with teams_env(tmp_path, "lead") as env:
         await env.lead.prompt("go")
         await eventually(
-            lambda: len(env.host.repositories.teams.roster.file_claims(env.caller.session_id)) == 1
+            lambda: len(env.host.repositories.teams.roster.file_claims(env.caller.session_id)) == 1,
+            env.host,
         )
         await env.teams.spawn(
             env.caller, parse_spawn({"name": "w2", "prompt": "p", "model_slot": "write-patch"})
@@ -500,7 +501,7 @@ async def test_peers_message_each_other_and_failed_admissions_show_in_status(
             child = None if member is None else env.teams.child(member.run_id)
             return child is not None and child.active_tool == "bash"
 
-        await eventually(listening)
+        await eventually(listening, env.host)
         await env.teams.spawn(env.caller, parse_spawn({"name": "talker", "prompt": "p"}))
         await eventually(lambda: len(env.lead_custom(TEAM_REPORT_TYPE)) == 1, env.host)
         [talker] = env.lead_custom(TEAM_REPORT_TYPE)
@@ -518,7 +519,7 @@ async def test_peers_message_each_other_and_failed_admissions_show_in_status(
         queued = await env.teams.spawn(env.caller, parse_spawn({"name": "doomed", "prompt": "p"}))
         assert queued.details["queued"] is True
         await env.teams.stop_teammate(env.caller, "blocker", None)
-        await eventually(lambda: bool(env.teams.capacity(env.caller.session_id).failures()))
+        await eventually(lambda: bool(env.teams.capacity(env.caller.session_id).failures()), env.host)
         result = await env.teams.status(env.caller, "doomed")
         _, status = render_status(result), result.details
         [snap] = status["agents"]

@@ -59,7 +59,8 @@ async def test_a_teardown_that_does_not_settle_is_quarantined_and_fences_the_nam
         await eventually(
             lambda: (
                 env.host.repositories.teams.roster.live_team_member(env.caller.session_id, "stuck") is None
-            )
+            ),
+            env.host,
         )
         old = env.host.repositories.teams.roster.team_member(first.details["runId"])
         assert old is not None and old.fence == "none" and not old.live

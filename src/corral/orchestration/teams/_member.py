@@ -241,8 +241,10 @@ class TeamChild(ManagedChild):
     def _on_tool_event(self, event: object) -> None:
         if isinstance(event, ToolExecutionStartEvent):
             self.active_tool = event.tool_name
+            self.hooks.changed()  # its live phase (status) changed: `working`
         elif isinstance(event, ToolExecutionEndEvent):
             self.active_tool = None
+            self.hooks.changed()
 
     @property
     def rate_limit_wait(self) -> RateLimitWaitEvent | None:
