@@ -48,4 +48,4 @@ async def test_tmux_agent_reaches_the_tree_limit_in_its_worker(env: Path, tmux_s
         assert row is not None and row.exhausted == "tree_tokens" and row.spend.requests == 3
         tree = ledger.tree(t.caller.session_id)
         assert tree is not None and tree.spend.tokens == 9_300
-        await eventually(lambda: len(t.lead_entries(GuardVerdict.NOTICE_TYPE)) == 1)
+        await eventually(lambda: len(t.lead_entries(GuardVerdict.NOTICE_TYPE)) == 1, t.host)

@@ -64,7 +64,7 @@ async def test_a_queued_spawn_waits_for_the_endpoints_window(tmp_path: Path) -> 
                 return member is not None and env.host.kernel.get_generation(member.run_id) is not None
 
             await eventually(lambda: bool(window_end))
-            await eventually(second_started)
+            await eventually(second_started, env.host)
             member = env.host.repositories.teams.roster.live_team_member(lead, "second")
             assert member is not None
             generation = env.host.kernel.get_generation(member.run_id)

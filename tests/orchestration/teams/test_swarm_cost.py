@@ -51,7 +51,7 @@ async def test_reports_that_arrive_while_the_lead_is_busy_cost_it_one_request_to
         async def held_stream(*args: Any, **kwargs: Any) -> AsyncIterator[Any]:
             requests.append(len(requests) + 1)
             if len(requests) == 2:  # the lead is busy while every report arrives
-                await eventually(lambda: env.lead.pending_message_count == 3)
+                await eventually(lambda: env.lead.pending_message_count == 3, env.host)
             async for event in stream(*args, **kwargs):
                 yield event
 
