@@ -209,7 +209,7 @@ async def test_list_shows_spend_against_the_limits(env: Path) -> None:
 
         from tests.orchestration._host_helpers import eventually
 
-        await eventually(spent)
+        await eventually(spent, t.host)
         details = (await t.controller.list(t.caller, ListParams())).to_details()
         [record] = details["agents"]
         budget = record["budget"]

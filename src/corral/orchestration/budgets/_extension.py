@@ -189,7 +189,12 @@ class BudgetsExtension(HostExtension):
         )
         if child is not None:
             child.agent.set_request_guard(
-                BudgetGuard(self.ledger, generation.run_id, on_exhausted=self.tell_lead)
+                BudgetGuard(
+                    self.ledger,
+                    generation.run_id,
+                    on_exhausted=self.tell_lead,
+                    on_recorded=self.host.changed,
+                )
             )
 
     def admitting(self, owner_session_id: str) -> None:

@@ -74,14 +74,21 @@ class BudgetGuard:
         ledger: Where the run's budget is kept (the budgets repository, or a Ray worker's `RemoteBudget`).
         run_id: The generation.
         on_exhausted: Called with the tree id when this agent reaches a limit (to tell the lead).
+        on_recorded: Called after a reply's spend is recorded (the host's change signal).
     """
 
     def __init__(
-        self, ledger: BudgetBook, run_id: str, *, on_exhausted: Callable[[str], None] | None = None
+        self,
+        ledger: BudgetBook,
+        run_id: str,
+        *,
+        on_exhausted: Callable[[str], None] | None = None,
+        on_recorded: Callable[[], None] | None = None,
     ) -> None:
         self.ledger = ledger
         self.run_id = run_id
         self.on_exhausted = on_exhausted
+        self.on_recorded = on_recorded
         self._rates: dict[tuple[str, str], tuple[float, float]] = {}
 
     def _cost(self, model: ModelInfo, input_tokens: int, output_tokens: int) -> float:
@@ -136,3 +143,6 @@ class BudgetGuard:
             self.ledger.record(self.run_id, tokens=tokens, cost_usd=cost, estimated=estimated)
         except OrchestrationError as exc:
             _log.warning("spend of run %s could not be recorded: %s", self.run_id, exc)
+            return
+        if self.on_recorded is not None:
+            self.on_recorded()
