@@ -21,7 +21,12 @@ from corral.orchestration.host._worker import worker_env
 from corral.orchestration.kernel.records import NewGeneration
 from corral.orchestration.surfaces import DelegateParams
 from corral.orchestration.surfaces.teams import SendMessageRequest, parse_spawn
-from corral.orchestration.surfaces.teams._render import render_health, render_status, render_stop
+from corral.orchestration.surfaces.teams._render import (
+    render_health,
+    render_status,
+    render_stop,
+    stop_details,
+)
 from corral.orchestration.teams._teams import Teams
 from corral.orchestration.teams.checks.records import AssignedCheck
 from corral.orchestration.teams.reports._reports import TEAM_REPORT_TYPE
@@ -243,8 +248,8 @@ async def test_a_moved_teams_agent_shows_working_takes_messages_from_the_store_a
         _text, health = render_health(result), result.details
         assert health["alive"] is True and health["health"] == "healthy"
         # A message to the moved agent goes to its store inbox; its worker takes it in (marks it read).
-        sent = (await teams.send_message(t.caller, SendMessageRequest("r1", "Also check b.txt"))).details
-        assert sent["delivery"] == "inbox"
+        sent = await teams.send_message(t.caller, SendMessageRequest("r1", "Also check b.txt"))
+        assert sent.delivery == "inbox"
         lead = t.caller.session_id
 
         def taken() -> bool:
@@ -255,7 +260,7 @@ async def test_a_moved_teams_agent_shows_working_takes_messages_from_the_store_a
 
         await eventually(taken)
         result = await teams.stop_teammate(t.caller, "r1", "enough")
-        text, details = render_stop(result), result.details
+        text, details = render_stop(result), stop_details(result)
         assert details["stopped"] is True, text
         assert moved.pane_id not in _panes(tmux_socket)
         generation = t.host.kernel.get_generation(run_id)

@@ -24,6 +24,7 @@ from corral.orchestration.surfaces.teams._render import (
     render_spawn,
     render_status,
     render_stop,
+    stop_details,
 )
 from corral.orchestration.teams._control import TEAM_MESSAGE_TYPE
 from corral.orchestration.teams.reports._reports import TEAM_REPORT_TYPE
@@ -196,18 +197,18 @@ async def test_stop_cancels_queued_work_and_status_shows_phases(tmp_path: Path) 
         assert phases["two"] == "queued" and phases["one"] in ("starting", "thinking")
         assert "do not poll" in text
         result = await env.teams.stop_teammate(env.caller, "two", None)
-        stop_text, stopped = render_stop(result), result.details
+        stop_text, stopped = render_stop(result), stop_details(result)
         assert stopped["stopped"] is True and "before it started" in stop_text
         assert (env.caller.session_id, "two") not in env.teams.pending
         result = await env.teams.stop_teammate(env.caller, "one", "no longer needed")
-        _, stop_one = render_stop(result), result.details
+        _, stop_one = render_stop(result), stop_details(result)
         assert stop_one["stopped"] is True
         await env.quiet()
         assert env.host.kernel.generations() == ()
         # "two" was cancelled before launch: only "one" ever had a generation.
         assert [g.label for g in env.host.kernel.generations(include_finalized=True)] == ["one"]
         result = await env.teams.stop_teammate(env.caller, "one", None)
-        _, none = render_stop(result), result.details
+        _, none = render_stop(result), stop_details(result)
         assert none == {
             "session": f"session-{env.caller.session_id}",
             "stopped": False,

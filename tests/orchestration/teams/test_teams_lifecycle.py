@@ -10,7 +10,7 @@ import pytest
 
 from corral.orchestration.errors import InvalidRequestError
 from corral.orchestration.surfaces.teams import parse_spawn
-from corral.orchestration.surfaces.teams._render import render_status, render_stop
+from corral.orchestration.surfaces.teams._render import render_status, render_stop, stop_details
 from corral.orchestration.teams import _control as _team_control
 from corral.orchestration.teams.reports._reports import TEAM_REPORT_TYPE
 from corral.settings import CapacitySettings, Settings, TeamsSettings
@@ -42,7 +42,7 @@ async def test_a_teardown_that_does_not_settle_is_quarantined_and_fences_the_nam
 
         monkeypatch.setattr(runtime, "stop", slow_stop)
         result = await env.teams.stop_teammate(env.caller, "stuck", None)
-        text, details = render_stop(result), result.details
+        text, details = render_stop(result), stop_details(result)
         assert details["stopped"] is False and details["quarantined"] is True, text
         assert "quarantined" in text
         member = env.host.repositories.teams.roster.team_member(first.details["runId"])

@@ -7,7 +7,7 @@ from pathlib import Path
 import pytest
 
 from corral.orchestration.surfaces.teams import TEAMS_LEAD_TOOL_NAMES
-from corral.orchestration.surfaces.teams._render import render_stop
+from corral.orchestration.surfaces.teams._render import render_stop, stop_details
 from corral.orchestration.teams._member import RECOVERY_PROMPT
 from corral.orchestration.teams.reports._reports import TEAM_REPORT_TYPE
 
@@ -286,7 +286,7 @@ async def test_spawn_result_returns_before_the_work_is_done(tmp_path: Path) -> N
         member = env.host.repositories.teams.roster.live_team_member(env.caller.session_id, "slow")
         assert member is not None and member.tier == "read-review"
         result = await env.teams.stop_teammate(env.caller, "slow", None)
-        text, details = render_stop(result), result.details
+        text, details = render_stop(result), stop_details(result)
         assert details["stopped"] is True, text
         await eventually(
             lambda: (

@@ -42,6 +42,7 @@ from .results import (
     StatusSnapshot,
     StopResult,
     TeammateHealth,
+    Teardown,
 )
 
 if TYPE_CHECKING:
@@ -204,7 +205,7 @@ class TeamControl:
 
     # --- teardown / stop / interrupt ------------------------------------------------------------
 
-    async def teardown(self, member: TeamMemberRecord, *, reason: str) -> dict[str, Any]:
+    async def teardown(self, member: TeamMemberRecord, *, reason: str) -> Teardown:
         """Stop one run within 2.5 s and finalize exactly it; quarantine what does not settle."""
         host = self.host
         repos = self.repos
@@ -231,21 +232,14 @@ class TeamControl:
         if problem is not None:
             repos.roster.set_team_fence(run_id, fence="quarantined", reason=problem[:200])
             self.capacity(member.lead_session_id).quarantine(member.name)
-            return {
-                "stopped": False,
-                "blocked": True,
-                "quarantined": True,
-                "teardown": {"status": "cleanup_failed", "reason": reason},
-                "error": problem,
-            }
+            return Teardown("cleanup_failed", reason, error=problem, quarantined=True)
         if not settled:
-            return {
-                "stopped": False,
-                "blocked": True,
-                "quarantined": True,
-                "teardown": {"status": "timed_out", "reason": reason},
-                "error": "the run did not settle within 2.5 s; its name stays fenced until it does",
-            }
+            return Teardown(
+                "timed_out",
+                reason,
+                error="the run did not settle within 2.5 s; its name stays fenced until it does",
+                quarantined=True,
+            )
         return self._finalize_run(member, reason)
 
     def run_lost(self, child: TeamChild, reason: str) -> None:
@@ -261,7 +255,7 @@ class TeamControl:
             self.groups.settled(member.slot_id, status, reason, run_id=member.run_id)
             self.host.spawn_background(self.deliver_group_wakes(member.lead_session_id))
 
-    def _finalize_run(self, member: TeamMemberRecord, reason: str) -> dict[str, Any]:
+    def _finalize_run(self, member: TeamMemberRecord, reason: str) -> Teardown:
         repos = self.repos
         generation = repos.kernel.get_generation(member.run_id)
         released: tuple[str, ...] = ()
@@ -275,12 +269,7 @@ class TeamControl:
                 )
                 repos.kernel.finalize_generation(member.run_id, owner_session_id=generation.owner_session_id)
         except OrchestrationError as exc:
-            return {
-                "stopped": False,
-                "blocked": True,
-                "teardown": {"status": "cleanup_failed", "reason": reason},
-                "error": str(exc),
-            }
+            return Teardown("cleanup_failed", reason, error=str(exc))
         self.host.release(member.run_id)
         if member.fence != "none" or self.capacity(member.lead_session_id).is_quarantined(member.name):
             # A quarantined run settled after all (e.g. its abandoned check was resolved by hand).
@@ -288,11 +277,7 @@ class TeamControl:
                 self.repos.roster.set_team_fence(member.run_id, fence="none", reason=None)
             self.capacity(member.lead_session_id).clear_quarantine(member.name)
         self.host.changed()
-        return {
-            "stopped": True,
-            "teardown": {"status": "settled", "reason": reason, "finalized": True, "removedMember": True},
-            "releasedClaims": list(released),
-        }
+        return Teardown("settled", reason, released_claims=released)
 
     async def _deferred_finalize(self, member: TeamMemberRecord, stopping: asyncio.Future[None]) -> None:
         with contextlib.suppress(BaseException):
@@ -330,21 +315,20 @@ class TeamControl:
             self.capacity(lead).cancel_queued(name, reason=reason or "stopped by the lead")
             self.pending.pop((lead, name), None)
             self.host.changed()
-            return StopResult(name, "cancelled-queued", {"session": team, "stopped": True, "queued": True})
+            return StopResult(name, "cancelled-queued", team)
         member = self.repos.roster.live_team_member(lead, name)
         if member is None or member.depth != 0:
-            return StopResult(name, "not-active", {"session": team, "stopped": False, "reason": "not-active"})
+            return StopResult(name, "not-active", team)
         generation = self.host.kernel.get_generation(member.run_id)
         if generation is not None and generation.phase in ("completed", "result_error"):
-            return StopResult(name, "reported", {"session": team, "stopped": False, "reason": "reported"})
+            return StopResult(name, "reported", team)
         outcome = await self.teardown(member, reason=reason or "stopped by the lead")
-        outcome["session"] = team
-        if outcome.get("stopped"):
-            return StopResult(name, "stopped", outcome, reason=reason)
+        if outcome.stopped:
+            return StopResult(name, "stopped", team, reason=reason, teardown=outcome)
         state: Literal["quarantined", "cleanup-blocked"] = (
-            "quarantined" if outcome.get("quarantined") else "cleanup-blocked"
+            "quarantined" if outcome.quarantined else "cleanup-blocked"
         )
-        return StopResult(name, state, outcome, error=str(outcome.get("error")))
+        return StopResult(name, state, team, teardown=outcome)
 
     async def interrupt_teammate(self, caller: Caller, name: str) -> InterruptResult:
         """`interrupt_teammate`: cancel the running tool or model call; the agent stays.

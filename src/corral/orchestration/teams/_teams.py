@@ -565,9 +565,9 @@ class Teams:
             reason = "its previous report is still being delivered"
         else:
             outcome = await self.teardown(existing, reason="replaced by a new spawn")
-            if outcome.get("stopped"):
+            if outcome.stopped:
                 return
-            reason = str(outcome.get("error") or "its previous run did not settle")
+            reason = outcome.error or "its previous run did not settle"
         raise InvalidRequestError(
             f"Agent {name} cannot be restarted yet: {reason}. Retry after lifecycle cleanup settles."
         )

@@ -34,6 +34,7 @@ __all__ = [
     "SwarmFailure",
     "SwarmResult",
     "TeammateHealth",
+    "Teardown",
 ]
 
 
@@ -165,6 +166,28 @@ class ClaimsList:
 
 
 @dataclass(frozen=True, slots=True)
+class Teardown:
+    """How stopping one run ended (`TeamControl.teardown`)."""
+
+    status: Literal["settled", "cleanup_failed", "timed_out"]
+    """Settled and finalized, cleanup failed, or the run did not settle in time."""
+    reason: str
+    """Why the run was stopped."""
+    _: KW_ONLY
+    error: str | None = None
+    """Why cleanup did not complete (not settled only)."""
+    quarantined: bool = False
+    """The agent's name is fenced until cleanup completes."""
+    released_claims: tuple[str, ...] = ()
+    """The file claims released by finalizing the run (settled only)."""
+
+    @property
+    def stopped(self) -> bool:
+        """The run settled and was finalized."""
+        return self.status == "settled"
+
+
+@dataclass(frozen=True, slots=True)
 class StopResult:
     """What `stop_teammate` did (`Teams.stop_teammate`)."""
 
@@ -175,13 +198,23 @@ class StopResult:
     ]
     """Cancelled before it started, nothing to stop, already reported, stopped, or stopped but its cleanup
     did not complete (quarantined or blocked)."""
-    details: dict[str, Any]
-    """The `stop_teammate` details (`session`, `stopped`, `queued`/`reason`/`teardown`, …)."""
+    session: str
+    """The team's name."""
     _: KW_ONLY
     reason: str | None = None
     """The lead's reason, as given."""
-    error: str | None = None
-    """Why cleanup did not complete."""
+    teardown: Teardown | None = None
+    """How stopping the running agent ended (`stopped`, `quarantined`, `cleanup-blocked` only)."""
+
+    @property
+    def stopped(self) -> bool:
+        """The agent was stopped (or cancelled while queued)."""
+        return self.outcome in ("cancelled-queued", "stopped")
+
+    @property
+    def error(self) -> str | None:
+        """Why cleanup did not complete."""
+        return None if self.teardown is None else self.teardown.error
 
 
 @dataclass(frozen=True, slots=True)

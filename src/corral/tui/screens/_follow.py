@@ -453,12 +453,12 @@ class FollowScreen(Screen[None]):
     async def _stop_teammate(self, name: str) -> None:
         """`x` on a teams agent: `stop_teammate`, then a hidden notice to the lead (teardown included)."""
         agents = self.agents
-        from corral.orchestration.surfaces.teams._render import render_stop
+        from corral.orchestration.surfaces.teams._render import render_stop, stop_details
 
         result = await agents.teams.stop_teammate(
             agents.caller, name, "stopped by the user from the terminal"
         )
-        text, details = render_stop(result), result.details
+        text, details = render_stop(result), stop_details(result)
         stopped = bool(details.get("stopped"))
         self.last_error = None if stopped else text
         self.transcript.notice(text, kind="info" if stopped else "error")

@@ -10,7 +10,7 @@ import pytest
 
 from corral.orchestration import InvalidRequestError, ManagedAgentBusyError, Repositories, TargetNotFoundError
 from corral.orchestration.surfaces.teams import parse_spawn
-from corral.orchestration.surfaces.teams._render import render_stop
+from corral.orchestration.surfaces.teams._render import render_stop, stop_details
 from corral.orchestration.teams.checks._admin import abandon_check, unresolved_checks
 from corral.orchestration.teams.checks.records import check_id
 from corral.orchestration.teams.repair._repair import RepairController, repair_controller_id
@@ -118,7 +118,7 @@ async def test_after_resolving_the_stuck_check_stop_frees_the_name_and_the_file_
             report=report_id(team, "fixer", run_id),
         )
         result = await env.teams.stop_teammate(env.caller, "fixer", None)
-        text, details = render_stop(result), result.details
+        text, details = render_stop(result), stop_details(result)
         assert details["quarantined"] is True and "still claimed" in text
         with pytest.raises(InvalidRequestError, match="cannot be restarted yet"):
             await env.teams.spawn(env.caller, parse_spawn({"name": "fixer", "prompt": "again"}))
@@ -127,7 +127,7 @@ async def test_after_resolving_the_stuck_check_stop_frees_the_name_and_the_file_
 
         result = await env.teams.stop_teammate(env.caller, "fixer", None)
 
-        text, details = render_stop(result), result.details
+        text, details = render_stop(result), stop_details(result)
         assert details["stopped"] is True, text
         assert details["releasedClaims"] == ["app.txt"]
         member = store.teams.roster.team_member(run_id)

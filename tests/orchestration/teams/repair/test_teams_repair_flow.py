@@ -7,7 +7,12 @@ from pathlib import Path
 import pytest
 
 from corral.orchestration.surfaces.teams import handle_request, parse_spawn
-from corral.orchestration.surfaces.teams._render import render_health, render_status, render_stop
+from corral.orchestration.surfaces.teams._render import (
+    render_health,
+    render_status,
+    render_stop,
+    stop_details,
+)
 from corral.orchestration.teams.reports._reports import TEAM_REPORT_TYPE
 from tests.orchestration.teams._git_helpers import make_repo
 from tests.orchestration.teams._teams_helpers import teams_env, write_script
@@ -204,7 +209,7 @@ async def test_stop_cancels_a_running_check_and_the_run_finalizes(tmp_path: Path
 
         await eventually(checking)
         result = await env.teams.stop_teammate(env.caller, "waiter", None)
-        text, details = render_stop(result), result.details
+        text, details = render_stop(result), stop_details(result)
         assert details["stopped"] is True, text
         assert env.host.repositories.teams.checks.claimed_checks(run_id) == ()
         assert env.lead_custom(TEAM_REPORT_TYPE) == []

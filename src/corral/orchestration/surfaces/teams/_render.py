@@ -24,6 +24,7 @@ from corral.orchestration.teams.results import (
     SwarmFailure,
     SwarmResult,
     TeammateHealth,
+    Teardown,
 )
 
 __all__ = [
@@ -45,6 +46,7 @@ __all__ = [
     "render_status",
     "render_stop",
     "render_swarm",
+    "stop_details",
 ]
 
 
@@ -202,6 +204,37 @@ def render_stop(result: StopResult) -> str:
     return (
         f"Agent {name} is inactive but {result.outcome}; lifecycle cleanup did not complete: {result.error}"
     )
+
+
+def _teardown_details(teardown: Teardown) -> dict[str, Any]:
+    if teardown.status == "settled":
+        return {
+            "stopped": True,
+            "teardown": {
+                "status": "settled",
+                "reason": teardown.reason,
+                "finalized": True,
+                "removedMember": True,
+            },
+            "releasedClaims": list(teardown.released_claims),
+        }
+    details: dict[str, Any] = {"stopped": False, "blocked": True}
+    if teardown.quarantined:
+        details["quarantined"] = True
+    return details | {
+        "teardown": {"status": teardown.status, "reason": teardown.reason},
+        "error": teardown.error,
+    }
+
+
+def stop_details(result: StopResult) -> dict[str, Any]:
+    """`stop_teammate`'s JSON details."""
+    if result.outcome == "cancelled-queued":
+        return {"session": result.session, "stopped": True, "queued": True}
+    if result.outcome in ("not-active", "reported"):
+        return {"session": result.session, "stopped": False, "reason": result.outcome}
+    assert result.teardown is not None, "a stopped agent has a teardown"
+    return _teardown_details(result.teardown) | {"session": result.session}
 
 
 def render_interrupt(result: InterruptResult) -> str:

@@ -39,6 +39,7 @@ from ._render import (
     render_status,
     render_stop,
     render_swarm,
+    stop_details,
 )
 from ._wire import (
     TEAMS_SCHEMAS,
@@ -161,7 +162,7 @@ def teams_lead_tools(teams: Teams, caller: Caller) -> list[AgentTool]:
     async def stop(call_id: str, params: dict[str, Any]) -> ToolResult:
         request = parse_stop(params)
         stopped = await teams.stop_teammate(caller, request.agent_name, request.reason)
-        return ToolResult.text(render_stop(stopped), details=stopped.details)
+        return ToolResult.text(render_stop(stopped), details=stop_details(stopped))
 
     async def send(call_id: str, params: dict[str, Any]) -> ToolResult:
         sent = await teams.send_message(caller, parse_send_message(params, lead=True))
