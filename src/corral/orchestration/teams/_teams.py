@@ -416,8 +416,6 @@ class Teams:
                 )
                 group_id = handle.group_id
                 slots = [(handle.group_id, slot_id) for slot_id in handle.slot_ids]
-            spawned: list[dict[str, Any]] = []
-            failed: list[dict[str, str]] = []
             results: list[SpawnResult | SwarmFailure] = []
             guards: dict[Path, ReadGuard] = {}
             for index, member in enumerate(request.members):
@@ -427,21 +425,17 @@ class Teams:
                         caller, member, parent=parent, name=names[index], slot=slot, guards=guards
                     )
                 except OrchestrationError as exc:
-                    failed.append({"name": names[index], "error": str(exc)})
                     results.append(SwarmFailure(names[index], str(exc)))
                     if slot is not None:
                         self.groups.settled(slot[1], "rejected", str(exc))
                     continue
-                spawned.append(outcome.details)
                 results.append(outcome)
-            details: dict[str, Any] = {"session": team, "spawned": spawned, "failed": failed}
             group: tuple[str, str] | None = None
             if group_id is not None and policy is not None:
                 self.groups.seal(group_id)
-                details["completionGroup"] = {"groupId": group_id, "delivery": policy.delivery}
                 self.host.spawn_background(self.deliver_group_wakes(lead))
                 group = (group_id, policy.delivery)
-            return SwarmResult(tuple(results), details, completion_group=group)
+            return SwarmResult(tuple(results), team, completion_group=group)
 
     async def _admit(self, prepared: _Prepared, guards: dict[Path, ReadGuard]) -> SpawnResult:
         if prepared.tier.role == "read":  # refuse before anything changes

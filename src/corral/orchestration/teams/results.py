@@ -77,8 +77,8 @@ class SwarmResult:
 
     members: tuple[SpawnResult | SwarmFailure, ...]
     """Each member's result."""
-    details: dict[str, Any]
-    """The `spawn_swarm_agents` details (`session`, `spawned`, `failed`, `completionGroup`)."""
+    session: str
+    """The team's name."""
     _: KW_ONLY
     completion_group: tuple[str, str] | None = None
     """`(group id, delivery)` when the swarm forms a completion group."""

@@ -47,6 +47,7 @@ __all__ = [
     "render_stop",
     "render_swarm",
     "stop_details",
+    "swarm_details",
 ]
 
 
@@ -90,6 +91,23 @@ def render_swarm(result: SwarmResult) -> str:
     if result.failed:
         return text + "\nNo agent was started: fix the errors above and call spawn_swarm_agents again."
     return text + "\nReports arrive automatically as new turns; end your turn to wait."
+
+
+def swarm_details(result: SwarmResult) -> dict[str, Any]:
+    """`spawn_swarm_agents`' JSON details: each member's spawn details, the failures, the completion group."""
+    details: dict[str, Any] = {
+        "session": result.session,
+        "spawned": [member.details for member in result.members if isinstance(member, SpawnResult)],
+        "failed": [
+            {"name": member.name, "error": member.error}
+            for member in result.members
+            if isinstance(member, SwarmFailure)
+        ],
+    }
+    if result.completion_group is not None:
+        group_id, delivery = result.completion_group
+        details["completionGroup"] = {"groupId": group_id, "delivery": delivery}
+    return details
 
 
 def render_receipt(receipt: ReportReceipt) -> str:

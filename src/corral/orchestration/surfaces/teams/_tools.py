@@ -40,6 +40,7 @@ from ._render import (
     render_stop,
     render_swarm,
     stop_details,
+    swarm_details,
 )
 from ._wire import (
     TEAMS_SCHEMAS,
@@ -143,7 +144,7 @@ def teams_lead_tools(teams: Teams, caller: Caller) -> list[AgentTool]:
 
     async def swarm(call_id: str, params: dict[str, Any]) -> ToolResult:
         outcome = await teams.spawn_swarm(caller, parse_swarm(params), submission_id=call_id)
-        return ToolResult.text(render_swarm(outcome), details=outcome.details, is_error=outcome.failed)
+        return ToolResult.text(render_swarm(outcome), details=swarm_details(outcome), is_error=outcome.failed)
 
     async def status(call_id: str, params: dict[str, Any]) -> ToolResult:
         snapshot = await teams.status(caller, parse_status(params).agent_name)
@@ -257,7 +258,9 @@ def team_member_tools(teams: Teams, child: TeamChild) -> list[AgentTool]:
 
         async def swarm(call_id: str, params: dict[str, Any]) -> ToolResult:
             outcome = await teams.spawn_swarm(helper_caller, parse_nested_swarm(params), parent=child)
-            return ToolResult.text(render_swarm(outcome), details=outcome.details, is_error=outcome.failed)
+            return ToolResult.text(
+                render_swarm(outcome), details=swarm_details(outcome), is_error=outcome.failed
+            )
 
         async def status(call_id: str, params: dict[str, Any]) -> ToolResult:
             snapshot = await teams.status(child, parse_status(params).agent_name)
