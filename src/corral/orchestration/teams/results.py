@@ -95,11 +95,11 @@ class ReportReceipt:
 
     kind: Literal["accepted", "repair", "duplicate"]
     """Accepted (the work ends), not accepted yet (a repair attempt is due), or a duplicate (ignored)."""
-    details: dict[str, Any]
-    """The `report_and_exit` details (`accepted`, `reportId`, `verification`, `repairRequest`, …)."""
     _: KW_ONLY
     decision: VerificationDecision | None = None
     """What verifying the report decided (assigned checks), when it was verified."""
+    report: TeamReportRecord | None = None
+    """The stored report (accepted only)."""
 
     @property
     def accepted(self) -> bool:

@@ -33,6 +33,7 @@ __all__ = [
     "inbox_details",
     "interrupt_details",
     "message_sent_details",
+    "receipt_details",
     "release_details",
     "render_claim",
     "render_claims",
@@ -122,7 +123,37 @@ def render_receipt(receipt: ReportReceipt) -> str:
             "Fix the cause within your assignment's scope, then call report_and_exit again. If you cannot "
             '(e.g. the fix needs edits a read agent may not make), report with outcome "blocked".'
         )
-    return f"Report accepted ({receipt.details['reportId']}). Your work is over: stop now. The lead decides acceptance."
+    assert receipt.report is not None, "an accepted receipt carries its report"
+    return f"Report accepted ({receipt.report.report_id}). Your work is over: stop now. The lead decides acceptance."
+
+
+def receipt_details(receipt: ReportReceipt) -> dict[str, Any]:
+    """`report_and_exit`'s JSON details."""
+    decision = receipt.decision
+    if receipt.kind == "duplicate":
+        return {"accepted": False, "duplicate": True}
+    if receipt.kind == "repair":
+        assert decision is not None, "a repair is only ever requested by a verification"
+        return {
+            "accepted": False,
+            "repairRequest": decision.repair_request,
+            "verification": decision.verification,
+            "repair": decision.repair,
+        }
+    assert receipt.report is not None, "an accepted receipt carries its report"
+    details: dict[str, Any] = {
+        "accepted": True,
+        "reportId": receipt.report.report_id,
+        "taskId": receipt.report.task_id,
+        "runId": receipt.report.run_id,
+        "deliveryOutcome": "none",
+        "cancelledDeliveries": 0,
+    }
+    if decision is not None:
+        details["verification"] = decision.verification
+        if decision.repair is not None:
+            details["repair"] = decision.repair
+    return details
 
 
 def render_message_sent(result: MessageSent) -> str:

@@ -26,6 +26,7 @@ from ._render import (
     inbox_details,
     interrupt_details,
     message_sent_details,
+    receipt_details,
     release_details,
     render_claim,
     render_claims,
@@ -220,7 +221,7 @@ def team_member_tools(teams: Teams, child: TeamChild) -> list[AgentTool]:
         receipt = await teams.submit_report(child, parse_report(params), submission_id=call_id)
         return ToolResult(
             [*ToolResult.text(render_receipt(receipt)).content],
-            details=receipt.details,
+            details=receipt_details(receipt),
             terminate=receipt.accepted,
         )
 

@@ -78,7 +78,7 @@ class TeamReports:
         the receipt carries the repair request and the agent keeps working.
         """
         if child.report_accepted:
-            return ReportReceipt("duplicate", {"accepted": False, "duplicate": True})
+            return ReportReceipt("duplicate")
         task_details = submission.task_details()
         if child.member.checkpoint_policy is not None:
             check_report_fields(task_details)
@@ -95,16 +95,7 @@ class TeamReports:
             child, submission_id=submission_id, signed=signed, outcome=submission.outcome
         )
         if decision is not None and not decision.accepted:
-            return ReportReceipt(
-                "repair",
-                {
-                    "accepted": False,
-                    "repairRequest": decision.repair_request,
-                    "verification": decision.verification,
-                    "repair": decision.repair,
-                },
-                decision=decision,
-            )
+            return ReportReceipt("repair", decision=decision)
         record = self._store_report(
             child,
             status="completed",
@@ -121,19 +112,7 @@ class TeamReports:
         child.agent.end_after_tools()
         if child.delegating:
             self.host.spawn_background(self._close_helpers(child))
-        details: dict[str, Any] = {
-            "accepted": True,
-            "reportId": record.report_id,
-            "taskId": record.task_id,
-            "runId": record.run_id,
-            "deliveryOutcome": "none",
-            "cancelledDeliveries": 0,
-        }
-        if decision is not None:
-            details["verification"] = decision.verification
-            if decision.repair is not None:
-                details["repair"] = decision.repair
-        return ReportReceipt("accepted", details, decision=decision)
+        return ReportReceipt("accepted", decision=decision, report=record)
 
     async def _verify(
         self, child: TeamChild, *, submission_id: str, signed: dict[str, Any], outcome: str | None
