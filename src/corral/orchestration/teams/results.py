@@ -1,9 +1,10 @@
 """What the teams core answers: typed results that the teams surface renders for the model.
 
 The core decides and records; `surfaces/teams/_render.py` turns these into the
-text the model reads. `details` is the tool result's JSON details exactly as
-the contract shapes them (camelCase keys, omitted keys where the contract
-omits them); the typed fields beside it are what the text needs.
+text the model reads and into the tool result's JSON details (`*_details`
+there: camelCase keys, omitted keys where the contract omits them). Results
+still carrying a `details` dict (spawn, status, health) hold it in the
+contract's shape until they get typed fields too.
 """
 
 from __future__ import annotations
