@@ -2,11 +2,14 @@
 
 from __future__ import annotations
 
+import asyncio
 import json
 import os
 import tempfile
+import time
 from collections.abc import Iterator
 from contextlib import contextmanager
+from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
 
@@ -71,3 +74,32 @@ def result_counts(lead: Any) -> dict[str, int]:
             request_id = entry["details"]["request_id"]
             counts[request_id] = counts.get(request_id, 0) + 1
     return counts
+
+
+@dataclass(frozen=True)
+class FanOut:
+    """One fan-out: how long delegating and finishing took, and whether each result arrived once."""
+
+    delegate_all_s: float
+    wall_s: float
+    exactly_once: bool
+
+
+async def fan_out(host: Any, lead: Any, caller: Any, agents: int) -> FanOut:
+    """Delegate `agents` scouts at once (labels `a0`…), wait until every result is delivered."""
+    from corral.orchestration.surfaces import DelegateParams
+
+    begin = time.perf_counter()
+    started = await asyncio.gather(
+        *(
+            host.controller.delegate(caller, DelegateParams(definition="scout", task=f"t{i}", label=f"a{i}"))
+            for i in range(agents)
+        )
+    )
+    delegated = time.perf_counter() - begin
+    await host.wait_until_quiet(caller.session_id)
+    wall = time.perf_counter() - begin
+    counts = result_counts(lead)
+    expected = {r.request_id for r in started}
+    once = set(counts) == expected and all(n == 1 for n in counts.values())
+    return FanOut(round(delegated, 3), round(wall, 3), once)

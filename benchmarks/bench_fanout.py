@@ -17,13 +17,12 @@ import gc
 import json
 import resource
 import sys
-import time
 from pathlib import Path
 
 sys.path.insert(0, str(Path(__file__).resolve().parent))
 
 from _common import environment
-from _orch import data_root, result_counts, start_host
+from _orch import data_root, fan_out, start_host
 
 
 def _script(tool_calls: int) -> dict[str, object]:
@@ -33,34 +32,18 @@ def _script(tool_calls: int) -> dict[str, object]:
 
 
 async def _run(root: Path, agents: int) -> dict[str, object]:
-    from corral.orchestration.surfaces import DelegateParams
-
     host, lead, caller = await start_host(root)
     try:
-        begin = time.perf_counter()
-        started = await asyncio.gather(
-            *(
-                host.controller.delegate(
-                    caller, DelegateParams(definition="scout", task=f"t{i}", label=f"a{i}")
-                )
-                for i in range(agents)
-            )
-        )
-        delegated = time.perf_counter() - begin
-        await host.wait_until_quiet(caller.session_id)
-        wall = time.perf_counter() - begin
-        counts = result_counts(lead)
-        expected = {r.request_id for r in started}
-        exactly_once = set(counts) == expected and all(n == 1 for n in counts.values())
+        run = await fan_out(host, lead, caller, agents)
         finalized = all(g.phase == "finalized" for g in host.kernel.generations(include_finalized=True))
     finally:
         await host.aclose()
         lead.session.close()
     return {
         "agents": agents,
-        "delegate_all_s": round(delegated, 3),
-        "wall_s": round(wall, 3),
-        "exactly_once": exactly_once,
+        "delegate_all_s": run.delegate_all_s,
+        "wall_s": run.wall_s,
+        "exactly_once": run.exactly_once,
         "all_finalized": finalized,
     }
 

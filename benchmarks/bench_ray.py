@@ -37,7 +37,7 @@ from typing import Any
 sys.path.insert(0, str(Path(__file__).resolve().parent))
 
 from _common import environment, summary_ms
-from _orch import data_root, result_counts
+from _orch import data_root, fan_out, result_counts
 
 _OBJECT_STORE = 80 * 1024 * 1024
 
@@ -170,8 +170,6 @@ async def _latency(address: str, rounds: int) -> dict[str, object]:
 
 
 async def _fanout(address: str, agents: int, labels: dict[str, str]) -> dict[str, object]:
-    from corral.orchestration.surfaces import DelegateParams
-
     with data_root(_script(5), "corral-bench-ray-") as root:
         host, lead, caller = await _host(root, address, agents_per_worker=25)
         peaks: dict[str, int] = {}
@@ -190,21 +188,7 @@ async def _fanout(address: str, agents: int, labels: dict[str, str]) -> dict[str
 
         sampler = asyncio.get_running_loop().create_task(sample())
         try:
-            begin = time.perf_counter()
-            started = await asyncio.gather(
-                *(
-                    host.controller.delegate(
-                        caller, DelegateParams(definition="scout", task=f"t{i}", label=f"a{i}")
-                    )
-                    for i in range(agents)
-                )
-            )
-            delegated = time.perf_counter() - begin
-            await host.wait_until_quiet(caller.session_id)
-            wall = time.perf_counter() - begin
-            counts = result_counts(lead)
-            expected = {r.request_id for r in started}
-            once = set(counts) == expected and all(n == 1 for n in counts.values())
+            run = await fan_out(host, lead, caller, agents)
             workers = await _workers(host)
             stop.set()
             await sampler
@@ -222,9 +206,9 @@ async def _fanout(address: str, agents: int, labels: dict[str, str]) -> dict[str
             label: sum(1 for w in workers if labels.get(str(w["node_id"])) == label)
             for label in labels.values()
         },
-        "delegate_all_s": round(delegated, 3),
-        "wall_s": round(wall, 3),
-        "exactly_once": once,
+        "delegate_all_s": run.delegate_all_s,
+        "wall_s": run.wall_s,
+        "exactly_once": run.exactly_once,
         "peak_worker_rss_mb_per_node": {node: round(kb / 1024, 1) for node, kb in sorted(peaks.items())},
         "peak_worker_rss_mb_total": round(sum(peaks.values()) / 1024, 1),
     }
