@@ -22,8 +22,6 @@ from corral.orchestration.ratelimits import RateLimitsExtension
 from corral.orchestration.surfaces import SurfaceTools
 from corral.orchestration.workspaces._extension import WorkspacesExtension
 
-from ._ray_worker import RayWorker
-
 if TYPE_CHECKING:
     from corral.agent import AgentSession
     from corral.orchestration.kernel._caller import Caller
@@ -31,6 +29,13 @@ if TYPE_CHECKING:
     from corral.orchestration.teams._teams import Teams
 
 __all__ = ["ComposedHost"]
+
+
+def _ray_worker_class() -> type:
+    """The Ray worker actor's class, imported with the first Ray launch (start-up never loads it)."""
+    from ._ray_worker import RayWorker
+
+    return RayWorker
 
 
 class ComposedHost(Host):
@@ -52,7 +57,7 @@ class ComposedHost(Host):
         self.budgets = BudgetsExtension(self)
         """Budgets of the lead's agent tree and of each agent (docs/fleet.md)."""
         self.add_extension(self.budgets)
-        self.remote_worker = RayWorker
+        self.remote_worker = _ray_worker_class
         self.add_extension(WorkspacesExtension())
 
     @property

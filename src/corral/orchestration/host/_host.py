@@ -37,7 +37,6 @@ from corral.agent import AgentEvent, AgentSession, AgentSettledEvent
 from corral.orchestration.definitions._roster import ModelNames, Roster, load_roster, model_names
 from corral.orchestration.errors import OrchestrationError
 from corral.orchestration.host._launch import Launcher
-from corral.orchestration.host._ray_pump import RayPump, settle_unplaced_on_ray
 from corral.orchestration.host.ports import HostExtension, ToolProvider
 from corral.orchestration.kernel._caller import Caller
 from corral.orchestration.kernel._child import RETIRED_ENTRY, ManagedChild
@@ -60,6 +59,7 @@ from corral.session import SessionError, SessionManager, SessionWriteError
 
 if TYPE_CHECKING:
     from corral.llm import ModelRegistry
+    from corral.orchestration.host._ray_pump import RayPump
     from corral.settings import Settings
 
 __all__ = ["RETIRED_ENTRY", "Host", "Runtimes"]
@@ -155,8 +155,8 @@ class Host:
         self.on_warning: Callable[[str], None] | None = None
         self.launcher = Launcher(self)
         """The one launch pipeline (`host._launch`): delegate, continue, teams spawn and handoff start here."""
-        self.remote_worker: type | None = None
-        """The worker class of the Ray runtime (the composition root sets it)."""
+        self.remote_worker: Callable[[], type] | None = None
+        """Loads the worker class of the Ray runtime (the composition root sets it; loaded on first Ray use)."""
         self.ray_pump: RayPump | None = None
         """Pulls the facts of Ray runs into the store (made with the first Ray run)."""
 
@@ -505,6 +505,8 @@ class Host:
         self.tmux_runs.add(run_id)
         if handle.kind == "ray":
             if self.ray_pump is None:
+                from corral.orchestration.host._ray_pump import RayPump  # loaded with the first Ray run
+
                 self.ray_pump = RayPump(self, self.runtime.ray)
             self.ray_pump.track(run_id, handle, self.kernel.get_generation(run_id))
         if self._watcher is None or self._watcher.done():
@@ -674,6 +676,8 @@ class Host:
             and generation.run_id not in self.placing
         ]
         if on_ray:
+            from corral.orchestration.host._ray_pump import settle_unplaced_on_ray
+
             await settle_unplaced_on_ray(self, on_ray)
         unplaced = [
             generation

@@ -31,10 +31,10 @@ from __future__ import annotations
 
 import asyncio
 import contextlib
-from collections.abc import Mapping, Sequence
+from collections.abc import Callable, Mapping, Sequence
 from dataclasses import KW_ONLY, dataclass
 from pathlib import Path
-from typing import TYPE_CHECKING, Protocol
+from typing import TYPE_CHECKING, NoReturn, Protocol
 
 from corral.orchestration.errors import (
     InternalFailureError,
@@ -147,6 +147,21 @@ class LaunchPlan:
     runtimes: how long to wait for readiness (`None`: `DEFAULT_STARTUP_S`)."""
 
 
+def _raise_start_failure(exc: BaseException, label: str, where: str) -> NoReturn:
+    """Raise what a worker start that failed (and was rolled back) answers: an orchestration error
+    as it is, marked rolled back; a runtime failure as `pane_not_ready`; anything else unchanged."""
+    if isinstance(exc, OrchestrationError):
+        exc.rollback_occurred = True
+        raise exc
+    if isinstance(exc, RuntimeError_):
+        raise PaneNotReadyError(
+            f"Agent {label} could not be started {where}: {exc}",
+            rollback_occurred=True,
+            ids={"label": label},
+        ) from None
+    raise exc
+
+
 class LaunchHost(Protocol):
     """What a launch needs from the host (`Host` implements it)."""
 
@@ -156,7 +171,7 @@ class LaunchHost(Protocol):
     pid: int
     host_id: str
     handles: dict[str, RuntimeHandle]
-    remote_worker: type | None
+    remote_worker: Callable[[], type] | None
 
     def install_child_tools(self, child: ManagedChild) -> None: ...
 
@@ -263,17 +278,21 @@ class Launcher:
         generation, session = recorded.generation, recorded.session
         kind = generation.runtime_kind
         if kind == "ray":  # a remote worker: no launch file, no store access (`_ray_launch.py`)
-            from corral.orchestration.host._ray_launch import start_on_ray
+            from corral.orchestration.host._ray_launch import place_on_ray, record_on_ray
 
             with host.placing_run(generation.run_id):
-                return await start_on_ray(
-                    host,
-                    generation,
-                    recorded.task,
-                    session,
-                    describe=lambda: steps.worker_launch(recorded),
-                    rollback=lambda: self.rollback(recorded, steps),
-                )
+                try:
+                    handle, path = await place_on_ray(
+                        host,
+                        generation,
+                        recorded.task,
+                        session,
+                        describe=lambda: steps.worker_launch(recorded),
+                    )
+                except BaseException as exc:
+                    await self.rollback(recorded, steps)
+                    _raise_start_failure(exc, generation.label, "on Ray")
+                return record_on_ray(host, generation, recorded.task, handle, path)
         with host.placing_run(generation.run_id):  # no pane recorded yet: no recovery may settle it
             try:
                 launch = steps.worker_launch(recorded)
@@ -289,16 +308,7 @@ class Launcher:
                 )
             except BaseException as exc:
                 await self.rollback(recorded, steps)
-                if isinstance(exc, OrchestrationError):
-                    exc.rollback_occurred = True
-                    raise
-                if isinstance(exc, RuntimeError_):
-                    raise PaneNotReadyError(
-                        f"Agent {generation.label} could not be started in {kind}: {exc}",
-                        rollback_occurred=True,
-                        ids={"label": generation.label},
-                    ) from None
-                raise
+                _raise_start_failure(exc, generation.label, f"in {kind}")
             budget = DEFAULT_STARTUP_S if plan.startup_s is None else plan.startup_s
             try:
                 current = await self.await_worker(generation.run_id, handle, kind=kind, timeout=budget)

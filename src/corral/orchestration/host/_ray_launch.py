@@ -1,6 +1,6 @@
 """The launch pipeline's Ray step: hand a recorded generation to a Ray worker and record it.
 
-`Launcher` (`_launch.py`) calls `start_on_ray` for a generation of kind `ray` after its record
+`Launcher` (`_launch.py`) calls `place_on_ray`, then `record_on_ray`, for a generation of kind `ray` after its record
 step. The host flushes the agent's new session file and hands its bytes to the worker together
 with the feature's worker description (`LaunchSteps.worker_launch`, the same one a tmux worker
 reads from its launch file); the worker keeps a private copy and streams its appends back
@@ -15,16 +15,16 @@ from __future__ import annotations
 
 import contextlib
 import json
-from collections.abc import Awaitable, Callable, Mapping
+from collections.abc import Callable, Mapping
 from dataclasses import dataclass
 from pathlib import Path
 from typing import TYPE_CHECKING, Protocol
 
 from corral import _tracing
-from corral.orchestration.errors import InternalFailureError, OrchestrationError, PaneNotReadyError
+from corral.orchestration.errors import InternalFailureError, OrchestrationError
 from corral.orchestration.kernel._faults import fault_point
 from corral.orchestration.kernel.records import GenerationRecord, RequestRecord
-from corral.runtime import LaunchSpec, RemoteLaunch, RuntimeError_
+from corral.runtime import LaunchSpec, RemoteLaunch
 
 if TYPE_CHECKING:
     from corral._tracing import TraceCarrier
@@ -33,7 +33,7 @@ if TYPE_CHECKING:
     from corral.session import SessionManager
     from corral.settings import Settings
 
-__all__ = ["RayLaunch", "RayLaunchHost", "start_on_ray"]
+__all__ = ["RayLaunch", "RayLaunchHost", "place_on_ray", "record_on_ray"]
 
 
 class RayLaunchHost(Protocol):
@@ -43,7 +43,7 @@ class RayLaunchHost(Protocol):
     settings: Settings
     runtime: Runtimes
     host_id: str
-    remote_worker: type | None
+    remote_worker: Callable[[], type] | None
 
     def track_tmux(self, run_id: str, handle: RuntimeHandle, *, pid: int | None) -> None: ...
 
@@ -79,68 +79,62 @@ class RayLaunch:
         return data
 
 
-async def start_on_ray(
+async def place_on_ray(
     host: RayLaunchHost,
     generation: GenerationRecord,
     task: RequestRecord,
     session: SessionManager,
     *,
     describe: Callable[[], Mapping[str, object]],
-    rollback: Callable[[], Awaitable[None]],
-) -> GenerationRecord:
-    """Place `generation` on a Ray worker and record it (see the module docstring).
+) -> tuple[RuntimeHandle, Path]:
+    """Hand `generation` to a Ray worker; its handle and the session file the host keeps.
 
     Args:
         describe: The feature's worker description of the agent (`LaunchSteps.worker_launch`).
-        rollback: Undoes the launch (the pipeline's rollback).
 
     Raises:
-        PaneNotReadyError: The cluster cannot be reached or no worker took the agent (rolled back).
+        RuntimeError_: The cluster cannot be reached or no worker took the agent (the launch
+            pipeline rolls back and answers `pane_not_ready`).
     """
     run_id = generation.run_id
-    try:
-        launch = describe()
-        worker = host.remote_worker
-        if worker is None:
-            raise InternalFailureError("this host has no Ray worker class; build it with ComposedHost")
-        session.flush()
-        path = session.path
-        if path is None:
-            raise InternalFailureError(f"Agent {generation.label} has no session file to hand to its worker.")
-        data = path.read_bytes()
-        session.close()  # the worker owns the session from here on; the host appends what it streams
-        payload = RayLaunch(
-            generation=generation,
-            task=task,
-            launch_json=json.dumps(dict(launch)),
-            settings_json=host.settings.model_dump_json(),
-            session_name=path.name,
-            session_bytes=data,
-            trace=_tracing.current_carrier(),
-            pushed=host.remote_state(run_id),
+    launch = describe()
+    if host.remote_worker is None:
+        raise InternalFailureError("this host has no Ray worker class; build it with ComposedHost")
+    worker = host.remote_worker()
+    session.flush()
+    path = session.path
+    if path is None:
+        raise InternalFailureError(f"Agent {generation.label} has no session file to hand to its worker.")
+    data = path.read_bytes()
+    session.close()  # the worker owns the session from here on; the host appends what it streams
+    payload = RayLaunch(
+        generation=generation,
+        task=task,
+        launch_json=json.dumps(dict(launch)),
+        settings_json=host.settings.model_dump_json(),
+        session_name=path.name,
+        session_bytes=data,
+        trace=_tracing.current_carrier(),
+        pushed=host.remote_state(run_id),
+    )
+    handle = await host.runtime.start(
+        LaunchSpec(
+            run_id,
+            generation.label,
+            Path(generation.cwd),
+            generation.session_id,
+            session_path=path,
+            remote=RemoteLaunch(worker, payload),
         )
-        handle = await host.runtime.start(
-            LaunchSpec(
-                run_id,
-                generation.label,
-                Path(generation.cwd),
-                generation.session_id,
-                session_path=path,
-                remote=RemoteLaunch(worker, payload),
-            )
-        )
-    except BaseException as exc:
-        await rollback()
-        if isinstance(exc, OrchestrationError):
-            exc.rollback_occurred = True
-            raise
-        if isinstance(exc, RuntimeError_):
-            raise PaneNotReadyError(
-                f"Agent {generation.label} could not be started on Ray: {exc}",
-                rollback_occurred=True,
-                ids={"label": generation.label},
-            ) from None
-        raise
+    )
+    return handle, path
+
+
+def record_on_ray(
+    host: RayLaunchHost, generation: GenerationRecord, task: RequestRecord, handle: RuntimeHandle, path: Path
+) -> GenerationRecord:
+    """Record a placed generation's worker and its acknowledged task, and watch it."""
+    run_id = generation.run_id
     fault_point("before_pane_recorded")
     place = host.runtime.ray.place(handle)
     pid = None if place is None else place.pid
