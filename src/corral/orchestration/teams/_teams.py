@@ -145,7 +145,9 @@ class Teams:
         self.checkpoints = Checkpoints(self.repos.checkpoints)
         self.checkpoint_saves: dict[str, asyncio.Future[None]] = {}
         """Checkpoint saves in flight, by run (`ensure_checkpoint`)."""
-        self.verifier = Verifier(self.repos, logs_dir=lambda lead: self.data_dir(lead) / "checks")
+        self.verifier = Verifier(
+            self.repos, logs_dir=lambda lead: self.data_dir(lead) / "checks", on_change=host.changed
+        )
         self.context = TeamContext(
             host=host,
             repos=self.repos,

@@ -339,6 +339,27 @@ async def test_claim_is_committed_before_the_command_runs(
     assert record.state == "passed"
 
 
+async def test_a_claim_and_its_settle_are_signalled_once_stored(
+    store: Repositories, member: Member, repo: Path, tmp_path: Path
+) -> None:
+    """`on_change` (the host's `changed`) fires with the claim committed, then with the settle: a wait
+    on check state re-checks then, and a duplicate (nothing stored) signals nothing."""
+    seen: list[str | None] = []
+    check = _check(member, repo, "true")
+
+    def changed() -> None:
+        row = store.teams.checks.get_check(check.check_id)
+        seen.append(None if row is None else row.state)
+
+    runner = CheckRunner(
+        CheckStore(store.teams.checks, tmp_path / "checks"), executor=LocalShellExecutor(), on_change=changed
+    )
+    assert (await runner.run(check)).record.state == "passed"
+    assert seen == ["claimed", "passed"]
+    assert not (await runner.run(check)).claimed
+    assert seen == ["claimed", "passed"]
+
+
 @pytest.mark.parametrize("fragment", ["INSERT INTO team_checks", "COMMIT"])
 async def test_a_claim_that_fails_to_commit_runs_nothing(
     member: Member, db_path: Path, repo: Path, out: Path, tmp_path: Path, fragment: str

@@ -15,7 +15,7 @@ from corral.orchestration.surfaces.teams._render import (
 )
 from corral.orchestration.teams.reports._reports import TEAM_REPORT_TYPE
 from tests.orchestration.teams._git_helpers import make_repo
-from tests.orchestration.teams._teams_helpers import teams_env, write_script
+from tests.orchestration.teams._teams_helpers import eventually, teams_env, write_script
 
 
 @pytest.fixture(autouse=True)
@@ -205,9 +205,7 @@ async def test_stop_cancels_a_running_check_and_the_run_finalizes(tmp_path: Path
         def checking() -> bool:
             return bool(env.host.repositories.teams.checks.claimed_checks(run_id))
 
-        from tests.orchestration.teams._teams_helpers import eventually
-
-        await eventually(checking)
+        await eventually(checking, env.host)  # the claim signals the host's change event
         result = await env.teams.stop_teammate(env.caller, "waiter", None)
         text, details = render_stop(result), stop_details(result)
         assert details["stopped"] is True, text

@@ -38,7 +38,7 @@ import math
 import os
 import signal
 import time
-from collections.abc import Mapping, Sequence
+from collections.abc import Callable, Mapping, Sequence
 from dataclasses import KW_ONLY, dataclass
 from typing import TYPE_CHECKING, Any, Literal, Protocol
 
@@ -476,16 +476,29 @@ class CheckBatch:
 class CheckRunner:
     """Runs assigned checks against a `CheckStore`, one at a time, each at most once."""
 
-    def __init__(self, store: CheckStore, *, executor: CheckExecutor | None = None) -> None:
+    def __init__(
+        self,
+        store: CheckStore,
+        *,
+        executor: CheckExecutor | None = None,
+        on_change: Callable[[], None] | None = None,
+    ) -> None:
         """Create a runner.
 
         Args:
             store: Where records and logs live.
             executor: The runtime's local shell; `None` when the runtime has none, which makes
                 every check `unsupported`.
+            on_change: Called after a claim and after a settle are stored (the host's `changed`,
+                so waits on check state and front ends see them).
         """
         self.store = store
         self.executor = executor
+        self._on_change = on_change
+
+    def _changed(self) -> None:
+        if self._on_change is not None:
+            self._on_change()
 
     async def observe_current(self, record: CheckRecord) -> CheckRecord:
         """`observe` the record against the source as it is now (scoped like the check)."""
@@ -511,6 +524,7 @@ class CheckRunner:
         record, fresh = self.store.claim(check)
         if not fresh:
             return CheckRun(await observe_current(record), claimed=False)
+        self._changed()
         fault_point("after_check_claim")
         try:
             settled = await self._execute(record, cancel)
@@ -535,7 +549,9 @@ class CheckRunner:
             size = os.stat(settled.log_path).st_size
         except FileNotFoundError:
             size = 0
-        return self.store.finish(dataclasses.replace(settled, log_bytes=size))
+        finished = self.store.finish(dataclasses.replace(settled, log_bytes=size))
+        self._changed()
+        return finished
 
     async def _execute(self, record: CheckRecord, cancel: asyncio.Event | None) -> CheckRecord:
         def settled(state: CheckState, **fields: Any) -> CheckRecord:

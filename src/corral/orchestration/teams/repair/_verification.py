@@ -109,6 +109,7 @@ class Verifier:
         *,
         logs_dir: Callable[[str], Path],
         executor: CheckExecutor | None = None,
+        on_change: Callable[[], None] | None = None,
     ) -> None:
         """Create the verifier.
 
@@ -117,8 +118,10 @@ class Verifier:
             logs_dir: `logs_dir(lead_session_id)` → the team's checks directory (logs go there).
             executor: The runtime's local shell; default `LocalShellExecutor()`. An executor whose
                 `available()` is false makes every check `unsupported`.
+            on_change: Called when a check is claimed or settles (the host's `changed`).
         """
         self._repos = repos
+        self._on_change = on_change
         self._logs_dir = logs_dir
         self._executor: CheckExecutor = executor if executor is not None else LocalShellExecutor()
         self._active: dict[str, asyncio.Event] = {}
@@ -170,7 +173,9 @@ class Verifier:
         self._active[report_id] = event
         try:
             runner = CheckRunner(
-                CheckStore(self._repos.checks, self._logs_dir(lead_session_id)), executor=self._executor
+                CheckStore(self._repos.checks, self._logs_dir(lead_session_id)),
+                executor=self._executor,
+                on_change=self._on_change,
             )
             assignments = assign_checks(
                 checks, task_id=task_id, run_id=run_id, report_id=report_id, cwd=os.fspath(cwd), attempt=1
