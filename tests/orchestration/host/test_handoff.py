@@ -157,7 +157,7 @@ async def test_a_teams_agent_moved_with_a_file_claim_keeps_it_and_reports_once(
         spawned = await t.host.teams.spawn(
             t.caller, parse_spawn({"name": "w1", "prompt": "Patch a.txt", "model_slot": "write-patch"})
         )
-        run_id = spawned.details["runId"]
+        run_id = spawned.run_id
         store = t.host.repositories
         await eventually(
             lambda: len(model_calls.get("w1", [])) >= 2
@@ -210,7 +210,7 @@ async def test_a_checkpointed_teams_agent_moves_and_its_host_saves_the_checkpoin
             t.caller,
             parse_spawn({"name": "auth", "prompt": "Review auth.", "checkpoint": {"inputs": ["auth"]}}),
         )
-        run_id = spawned.details["runId"]
+        run_id = spawned.run_id
         await eventually(lambda: len(model_calls.get("auth", [])) >= 1)
 
         moved = await t.host.handoff(run_id)
@@ -236,7 +236,7 @@ async def test_a_moved_teams_agent_shows_working_takes_messages_from_the_store_a
     write_script(env, "team", {**LEAD, "agents": {"r1": [SLOW, SLOW]}})
     async with team(env, "team", surfaces=("teams",), tmux_socket=tmux_socket) as t:
         spawned = await t.host.teams.spawn(t.caller, parse_spawn({"name": "r1", "prompt": "Look"}))
-        run_id = spawned.details["runId"]
+        run_id = spawned.run_id
         await eventually(lambda: len(model_calls.get("r1", [])) >= 1)
         moved = await t.host.handoff(run_id)
         assert moved.status == "moved", moved.message
@@ -288,7 +288,7 @@ async def test_handoff_is_refused_without_changes_for_a_pending_ask_a_running_ch
         spawned = await t.host.teams.spawn(
             t.caller, parse_spawn({"name": "w1", "prompt": "p", "model_slot": "write-patch"})
         )
-        run_id = spawned.details["runId"]
+        run_id = spawned.run_id
         await eventually(lambda: len(model_calls.get("w1", [])) >= 1)
         check = AssignedCheck("task-1", run_id, "report-1", "unit", "true", str(env / "work"), 5, 1)
         store.teams.checks.claim_check(

@@ -57,7 +57,7 @@ async def test_a_queued_spawn_waits_for_the_endpoints_window(tmp_path: Path) -> 
             lead = env.caller.session_id
             await env.teams.spawn(env.caller, parse_spawn({"name": "first", "prompt": "p"}))
             queued = await env.teams.spawn(env.caller, parse_spawn({"name": "second", "prompt": "p"}))
-            assert queued.details.get("queued") is True
+            assert queued.queued is True
 
             def second_started() -> bool:
                 member = env.host.repositories.teams.roster.live_team_member(lead, "second")

@@ -24,6 +24,7 @@ from corral.orchestration.surfaces.teams._render import (
     render_spawn,
     render_status,
     render_stop,
+    spawn_details,
     stop_details,
 )
 from corral.orchestration.teams._control import TEAM_MESSAGE_TYPE
@@ -190,7 +191,7 @@ async def test_stop_cancels_queued_work_and_status_shows_phases(tmp_path: Path) 
     async with teams_env(tmp_path, "lead", settings=_limits(read=1)) as env:
         await env.teams.spawn(env.caller, parse_spawn({"name": "one", "prompt": "p"}))
         queued = await env.teams.spawn(env.caller, parse_spawn({"name": "two", "prompt": "p"}))
-        assert queued.details["queued"] is True and queued.details["queuePosition"] == 1
+        assert queued.queued is True and queued.queue_position == 1
         result = await env.teams.status(env.caller, None)
         text, details = render_status(result), result.details
         phases = {a["name"]: a["phase"] for a in details["agents"]}
@@ -223,11 +224,11 @@ async def test_same_name_replacement_stops_the_old_run_first(tmp_path: Path) -> 
     async with teams_env(tmp_path, "lead") as env:
         first = await env.teams.spawn(env.caller, parse_spawn({"name": "dup", "prompt": "p"}))
         second = await env.teams.spawn(env.caller, parse_spawn({"name": "dup", "prompt": "p2"}))
-        assert first.details["runId"] != second.details["runId"]
-        old = env.host.kernel.get_generation(first.details["runId"])
+        assert first.run_id != second.run_id
+        old = env.host.kernel.get_generation(first.run_id)
         assert old is not None and old.phase == "finalized"
         live = env.host.repositories.teams.roster.live_team_member(env.caller.session_id, "dup")
-        assert live is not None and live.run_id == second.details["runId"]
+        assert live is not None and live.run_id == second.run_id
         await env.teams.stop_teammate(env.caller, "dup", None)
 
 
@@ -518,7 +519,7 @@ async def test_peers_message_each_other_and_failed_admissions_show_in_status(
         await env.teams.spawn(env.caller, parse_spawn({"name": "other", "prompt": "p"}))
         monkeypatch.setattr(env.teams, "_build_agent", broken)
         queued = await env.teams.spawn(env.caller, parse_spawn({"name": "doomed", "prompt": "p"}))
-        assert queued.details["queued"] is True
+        assert queued.queued is True
         await env.teams.stop_teammate(env.caller, "blocker", None)
         await eventually(lambda: bool(env.teams.capacity(env.caller.session_id).failures()), env.host)
         result = await env.teams.status(env.caller, "doomed")
@@ -544,7 +545,7 @@ async def test_favorites_choose_the_model_and_sandbox_off_falls_back_to_an_instr
         outcome = await env.teams.spawn(
             env.caller, parse_spawn({"prompt": "p", "model_slot": "reading-fast"})
         )
-        details = outcome.details
+        details = spawn_details(outcome)
         assert details["modelSource"] == "favorite" and details["model"] == "scripted/fav"
         assert details["modelSlot"] == "read-collect" and details["requestedModelSlot"] == "reading-fast"
         assert details["sandbox"] == "instruction" and "instruction only" in render_spawn(outcome)
@@ -555,8 +556,8 @@ async def test_favorites_choose_the_model_and_sandbox_off_falls_back_to_an_instr
         inherited = await env.teams.spawn(
             env.caller, parse_spawn({"prompt": "p", "model_slot": "read-review"})
         )
-        assert inherited.details["modelSource"] == "lead" and inherited.details["model"] == "scripted/lead"
-        await env.teams.stop_teammate(env.caller, inherited.details["name"], None)
+        assert inherited.model_source == "lead" and inherited.model == "scripted/lead"
+        await env.teams.stop_teammate(env.caller, inherited.name, None)
 
 
 async def test_a_bad_favorite_is_one_line_and_a_helper_name_is_not_replaced(tmp_path: Path) -> None:

@@ -45,7 +45,7 @@ async def test_a_teardown_that_does_not_settle_is_quarantined_and_fences_the_nam
         text, details = render_stop(result), stop_details(result)
         assert details["stopped"] is False and details["quarantined"] is True, text
         assert "quarantined" in text
-        member = env.host.repositories.teams.roster.team_member(first.details["runId"])
+        member = env.host.repositories.teams.roster.team_member(first.run_id)
         assert member is not None and member.fence == "quarantined" and member.live
         result = await env.teams.status(env.caller, "stuck")
         _, status = render_status(result), result.details
@@ -54,7 +54,7 @@ async def test_a_teardown_that_does_not_settle_is_quarantined_and_fences_the_nam
             await env.teams.spawn(env.caller, parse_spawn({"name": "stuck", "prompt": "again"}))
         # Unrelated work is not blocked by the fence.
         other = await env.teams.spawn(env.caller, parse_spawn({"name": "other", "prompt": "p"}))
-        assert other.details["queued"] is False
+        assert other.queued is False
         gate.set()
         await eventually(
             lambda: (
@@ -62,10 +62,10 @@ async def test_a_teardown_that_does_not_settle_is_quarantined_and_fences_the_nam
             ),
             env.host,
         )
-        old = env.host.repositories.teams.roster.team_member(first.details["runId"])
+        old = env.host.repositories.teams.roster.team_member(first.run_id)
         assert old is not None and old.fence == "none" and not old.live
         again = await env.teams.spawn(env.caller, parse_spawn({"name": "stuck", "prompt": "again"}))
-        assert again.details["runId"] != first.details["runId"]
+        assert again.run_id != first.run_id
         monkeypatch.setattr(runtime, "stop", real_stop)
         for name in ("stuck", "other"):
             await env.teams.stop_teammate(env.caller, name, None)
@@ -101,7 +101,7 @@ async def test_a_burst_of_200_spawns_never_overshoots_and_drains_in_fifo_order(t
                 for n in names
             )
         )
-        queued = [o.details["name"] for o in outcomes if o.details["queued"]]
+        queued = [o.name for o in outcomes if o.queued]
         assert len(queued) >= 192 - 8  # almost all of them had to wait
         await env.quiet()
         stop.set()

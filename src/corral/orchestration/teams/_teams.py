@@ -467,23 +467,23 @@ class Teams:
         reservation = capacity.reserve(prepared.name, kind)
         if reservation.admission is not None:
             try:
-                details = await self._launch(prepared, reservation.admission)
+                return await self._launch(prepared, reservation.admission)
             except BaseException as exc:
                 capacity.fail(reservation.admission, exc if isinstance(exc, Exception) else str(exc))
                 raise
-            return SpawnResult(details, sandbox_off=self.host.settings.teams.read_sandbox == "off")
         prepared.read_guard = None  # it starts later: it gets a view of the directory as it is then
         self.pending[(lead, prepared.name)] = (reservation, prepared)
         if prepared.slot_id is not None:
             self.groups.queued(prepared.slot_id, str(reservation.id))
         self.host.spawn_background(self._launch_when_admitted(reservation, prepared))
         position = reservation.position or reservation.initial_position
-        details = self._details(prepared, queued=True, queue_id=str(reservation.id), position=position)
         snapshot = capacity.snapshot()
         kind_state = snapshot.kinds.get(kind) if hasattr(snapshot, "kinds") else None
         usage = None if kind_state is None else (kind_state.active, kind_state.limit)
         self.host.changed()
-        return SpawnResult(details, capacity=usage)
+        return self._result(
+            prepared, queued=True, queue_id=str(reservation.id), position=position, capacity=usage
+        )
 
     async def _launch_when_admitted(self, reservation: Reservation, prepared: _Prepared) -> None:
         key = (prepared.lead_session_id, prepared.name)
@@ -568,7 +568,7 @@ class Teams:
             f"Agent {name} cannot be restarted yet: {reason}. Retry after lifecycle cleanup settles."
         )
 
-    def _details(
+    def _result(
         self,
         prepared: _Prepared,
         *,
@@ -576,44 +576,37 @@ class Teams:
         queue_id: str | None = None,
         position: int | None = None,
         context_available: bool = False,
-        sandbox: str | None = None,
+        sandbox: Literal["enforced", "instruction"] | None = None,
         run_id: str | None = None,
-    ) -> dict[str, Any]:
-        team = team_name(prepared.lead_session_id)
-        details: dict[str, Any] = {
-            "agentId": f"{prepared.name}@{team}",
-            "name": prepared.name,
-            "session": team,
-            "role": prepared.tier.role,
-            "requestedRole": prepared.tier.role,
-            "resolvedRole": prepared.tier.role,
-            "requestedModelSlot": prepared.requested_tier,
-            "modelSlot": prepared.tier.name,
-            "model": prepared.model_ref,
-            "thinking": prepared.thinking,
-            "modelSource": prepared.model_source,
-            "mode": "in-process",
-            "terminalId": None,
-            "queued": queued,
-            "queueId": queue_id,
-            "queuePosition": position,
-            "sessionContext": prepared.session_context,
-            "sessionContextAvailable": context_available,
-            "cwd": str(prepared.cwd),
-        }
-        if run_id is not None:
-            details["runId"] = run_id
-        if prepared.tier.role == "read":
-            details["sandbox"] = sandbox or ("pending" if queued else "instruction")
-        if prepared.metadata is not None:
-            details["metadata"] = prepared.metadata
-        if prepared.parent is not None:
-            details["parent"] = prepared.parent.label
-        return details
+        capacity: tuple[int, int] | None = None,
+    ) -> SpawnResult:
+        role = prepared.tier.role
+        return SpawnResult(
+            prepared.name,
+            team_name(prepared.lead_session_id),
+            role,
+            prepared.requested_tier,
+            prepared.tier.name,
+            prepared.model_ref,
+            prepared.thinking,
+            prepared.model_source,
+            prepared.session_context,
+            str(prepared.cwd),
+            queued=queued,
+            queue_id=queue_id,
+            queue_position=position,
+            session_context_available=context_available,
+            run_id=run_id,
+            sandbox=None if role != "read" else sandbox or ("pending" if queued else "instruction"),
+            metadata=prepared.metadata,
+            parent=None if prepared.parent is None else prepared.parent.label,
+            sandbox_off=not queued and self.host.settings.teams.read_sandbox == "off",
+            capacity=capacity,
+        )
 
     # --- launch --------------------------------------------------------------------------------
 
-    async def _launch(self, prepared: _Prepared, admission: Admission) -> dict[str, Any]:
+    async def _launch(self, prepared: _Prepared, admission: Admission) -> SpawnResult:
         """Launch an admitted spawn through the host's launch pipeline (`_SpawnSteps` is its part)."""
         host = self.host
         sandbox = await self.read_sandbox(prepared.name) if prepared.tier.role == "read" else None
@@ -637,11 +630,11 @@ class Teams:
             )
         steps = _SpawnSteps(self, prepared, admission, sandbox, sandbox_state, eligible, owner_session_id)
         generation = await host.launcher.launch(LaunchPlan("spawn_agent", prepared.cwd, stages=stages), steps)
-        return self._details(
+        return self._result(
             prepared,
             queued=False,
             context_available=steps.context_path is not None,
-            sandbox=sandbox_state,
+            sandbox=None if sandbox_state == "none" else sandbox_state,
             run_id=generation.run_id,
         )
 

@@ -9,6 +9,7 @@ contract's shape until they get typed fields too.
 
 from __future__ import annotations
 
+from collections.abc import Mapping
 from dataclasses import KW_ONLY, dataclass
 from typing import TYPE_CHECKING, Any, Literal
 
@@ -43,23 +44,48 @@ __all__ = [
 class SpawnResult:
     """One agent started or queued (`Teams.spawn`)."""
 
-    details: dict[str, Any]
-    """The `spawn_agent` details (`name`, `role`, `modelSlot`, `model`, `queued`, `queuePosition`, …)."""
+    name: str
+    """The agent's name."""
+    session: str
+    """The team's name."""
+    role: Literal["read", "write"]
+    """Its tier's role."""
+    requested_slot: str
+    """The model slot the caller asked for, as given."""
+    model_slot: str
+    """The model slot (tier) it runs in."""
+    model: str
+    """The model it runs on (`provider/model`)."""
+    thinking: str
+    """Its thinking level."""
+    model_source: str
+    """Where the model came from (the tier's setting, the lead's model, …)."""
+    session_context: Literal["none", "lazy"]
+    """Whether it gets a snapshot of the lead's session (`lazy`)."""
+    cwd: str
+    """Its working directory."""
     _: KW_ONLY
+    queued: bool = False
+    """It waits for a free slot."""
+    queue_id: str | None = None
+    """Its reservation in the capacity queue (queued only)."""
+    queue_position: int | None = None
+    """Its place in the capacity queue (queued only)."""
+    session_context_available: bool = False
+    """The session snapshot was written for it (started only)."""
+    run_id: str | None = None
+    """Its run (started only)."""
+    sandbox: Literal["enforced", "instruction", "pending"] | None = None
+    """A read agent's read sandbox: enforced, an instruction only, or built when it starts (queued);
+    `None` for a write agent."""
+    metadata: Mapping[str, object] | None = None
+    """The caller's metadata, as given."""
+    parent: str | None = None
+    """The label of the agent that spawned it (a nested read helper)."""
     sandbox_off: bool = False
     """The read sandbox is turned off in the settings (`teams.read_sandbox = "off"`)."""
     capacity: tuple[int, int] | None = None
     """A queued agent's kind: `(active, limit)` when it was queued; `None` when unknown or started."""
-
-    @property
-    def name(self) -> str:
-        """The agent's name."""
-        return str(self.details["name"])
-
-    @property
-    def queued(self) -> bool:
-        """The agent waits for a free slot."""
-        return bool(self.details["queued"])
 
 
 @dataclass(frozen=True, slots=True)

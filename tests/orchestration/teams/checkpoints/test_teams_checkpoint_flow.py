@@ -72,17 +72,17 @@ async def test_a_checkpointed_report_is_saved_and_continued_as_a_fresh_run(tmp_p
         assert stored is not None
         checkpoint_id = stored.result["checkpointId"]
         record = env.teams.checkpoints.load(checkpoint_id)
-        assert record.author.agent_name == "auth-review" and record.author.run_id == first.details["runId"]
+        assert record.author.agent_name == "auth-review" and record.author.run_id == first.run_id
         assert [f.id for f in record.findings] == ["F1"]
         follow = await env.teams.spawn(
             env.caller,
             parse_spawn({"name": "auth-followup", "prompt": "Recheck F1.", "continue_from": checkpoint_id}),
         )
-        assert follow.details["name"].startswith("auth-followup-")
+        assert follow.name.startswith("auth-followup-")
         await env.quiet()
         reports = env.lead_custom(TEAM_REPORT_TYPE)
         assert len(reports) == 2 and "F1 still holds." in reports[1]["content"]
-        generation = env.host.kernel.get_generation(follow.details["runId"])
+        generation = env.host.kernel.get_generation(follow.run_id)
         assert generation is not None and generation.session_path is not None
         first_user = next(
             e

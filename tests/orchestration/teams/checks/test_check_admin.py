@@ -106,7 +106,7 @@ async def test_after_resolving_the_stuck_check_stop_frees_the_name_and_the_file_
                 }
             ),
         )
-        run_id = spawned.details["runId"]
+        run_id = spawned.run_id
         store = env.host.repositories
         store.teams.roster.claim_files(lead, run_id=run_id, agent="fixer", paths=["app.txt"])
         team = team_name(lead)
@@ -133,5 +133,5 @@ async def test_after_resolving_the_stuck_check_stop_frees_the_name_and_the_file_
         member = store.teams.roster.team_member(run_id)
         assert member is not None and member.fence == "none" and not member.live
         again = await env.teams.spawn(env.caller, parse_spawn({"name": "fixer", "prompt": "again"}))
-        assert again.details["runId"] != run_id
+        assert again.run_id != run_id
         await env.teams.stop_teammate(env.caller, "fixer", None)

@@ -200,7 +200,7 @@ async def test_stop_cancels_a_running_check_and_the_run_finalizes(tmp_path: Path
             env.caller,
             parse_spawn({"name": "waiter", "prompt": "p", "checks": slow, "repair": {"maxAttempts": 1}}),
         )
-        run_id = spawned.details["runId"]
+        run_id = spawned.run_id
 
         def checking() -> bool:
             return bool(env.host.repositories.teams.checks.claimed_checks(run_id))

@@ -47,6 +47,7 @@ __all__ = [
     "render_status",
     "render_stop",
     "render_swarm",
+    "spawn_details",
     "stop_details",
     "swarm_details",
 ]
@@ -54,17 +55,16 @@ __all__ = [
 
 def render_spawn(result: SpawnResult) -> str:
     """`spawn_agent`'s text: started (with the read sandbox's state) or queued (with its position)."""
-    details = result.details
     if result.queued:
         usage = "" if result.capacity is None else f"; capacity is {result.capacity[0]}/{result.capacity[1]}"
         return (
-            f"Agent {result.name} queued at position {details['queuePosition']}{usage}. It starts when a slot "
+            f"Agent {result.name} queued at position {result.queue_position}{usage}. It starts when a slot "
             "frees; its report arrives automatically."
         )
-    text = f"Agent {result.name} started ({details['role']}, in-process, {details['modelSlot']} on {details['model']})."
-    if details.get("sandbox") == "instruction" and result.sandbox_off:
+    text = f"Agent {result.name} started ({result.role}, in-process, {result.model_slot} on {result.model})."
+    if result.sandbox == "instruction" and result.sandbox_off:
         text += " Read-only is an instruction only: the read sandbox is turned off (teams.read_sandbox)."
-    elif details.get("sandbox") == "instruction":
+    elif result.sandbox == "instruction":
         text += (
             " The read-only sandbox is not available here, so read-only is an instruction only "
             "(run `corral doctor`)."
@@ -72,11 +72,45 @@ def render_spawn(result: SpawnResult) -> str:
     return text + " Its report arrives automatically as a new turn; end your turn to wait."
 
 
+def spawn_details(result: SpawnResult) -> dict[str, Any]:
+    """`spawn_agent`'s JSON details (also each started member of a swarm, and a programmatic launch)."""
+    details: dict[str, Any] = {
+        "agentId": f"{result.name}@{result.session}",
+        "name": result.name,
+        "session": result.session,
+        "role": result.role,
+        "requestedRole": result.role,
+        "resolvedRole": result.role,
+        "requestedModelSlot": result.requested_slot,
+        "modelSlot": result.model_slot,
+        "model": result.model,
+        "thinking": result.thinking,
+        "modelSource": result.model_source,
+        "mode": "in-process",
+        "terminalId": None,
+        "queued": result.queued,
+        "queueId": result.queue_id,
+        "queuePosition": result.queue_position,
+        "sessionContext": result.session_context,
+        "sessionContextAvailable": result.session_context_available,
+        "cwd": result.cwd,
+    }
+    if result.run_id is not None:
+        details["runId"] = result.run_id
+    if result.sandbox is not None:
+        details["sandbox"] = result.sandbox
+    if result.metadata is not None:
+        details["metadata"] = result.metadata
+    if result.parent is not None:
+        details["parent"] = result.parent
+    return details
+
+
 def _member_line(member: SpawnResult | SwarmFailure) -> str:
     if isinstance(member, SwarmFailure):
         return f"- {member.name}: failed — {member.error}"
-    where = f"queued at position {member.details['queuePosition']}" if member.queued else "started"
-    return f"- {member.name}: {member.details['role']}, in-process, {where}"
+    where = f"queued at position {member.queue_position}" if member.queued else "started"
+    return f"- {member.name}: {member.role}, in-process, {where}"
 
 
 def render_swarm(result: SwarmResult) -> str:
@@ -98,7 +132,7 @@ def swarm_details(result: SwarmResult) -> dict[str, Any]:
     """`spawn_swarm_agents`' JSON details: each member's spawn details, the failures, the completion group."""
     details: dict[str, Any] = {
         "session": result.session,
-        "spawned": [member.details for member in result.members if isinstance(member, SpawnResult)],
+        "spawned": [spawn_details(member) for member in result.members if isinstance(member, SpawnResult)],
         "failed": [
             {"name": member.name, "error": member.error}
             for member in result.members

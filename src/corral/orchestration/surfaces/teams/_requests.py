@@ -15,7 +15,7 @@ from typing import TYPE_CHECKING, Any
 
 from corral.orchestration.errors import InvalidRequestError, OrchestrationError
 
-from ._render import render_spawn
+from ._render import render_spawn, spawn_details
 from ._wire import parse_spawn
 
 if TYPE_CHECKING:
@@ -86,5 +86,5 @@ async def handle_request(
     except OrchestrationError as exc:
         return OrchestrationResponse(request_id, kind, ok=False, error=str(exc))
     return OrchestrationResponse(
-        request_id, kind, ok=True, details=outcome.details, content=render_spawn(outcome)
+        request_id, kind, ok=True, details=spawn_details(outcome), content=render_spawn(outcome)
     )

@@ -40,6 +40,7 @@ from ._render import (
     render_status,
     render_stop,
     render_swarm,
+    spawn_details,
     stop_details,
     swarm_details,
 )
@@ -141,7 +142,7 @@ def teams_lead_tools(teams: Teams, caller: Caller) -> list[AgentTool]:
 
     async def spawn(call_id: str, params: dict[str, Any]) -> ToolResult:
         outcome = await teams.spawn(caller, parse_spawn(params))
-        return ToolResult.text(render_spawn(outcome), details=outcome.details)
+        return ToolResult.text(render_spawn(outcome), details=spawn_details(outcome))
 
     async def swarm(call_id: str, params: dict[str, Any]) -> ToolResult:
         outcome = await teams.spawn_swarm(caller, parse_swarm(params), submission_id=call_id)
@@ -255,7 +256,7 @@ def team_member_tools(teams: Teams, child: TeamChild) -> list[AgentTool]:
 
         async def spawn(call_id: str, params: dict[str, Any]) -> ToolResult:
             outcome = await teams.spawn(helper_caller, parse_nested_spawn(params), parent=child)
-            return ToolResult.text(render_spawn(outcome), details=outcome.details)
+            return ToolResult.text(render_spawn(outcome), details=spawn_details(outcome))
 
         async def swarm(call_id: str, params: dict[str, Any]) -> ToolResult:
             outcome = await teams.spawn_swarm(helper_caller, parse_nested_swarm(params), parent=child)
