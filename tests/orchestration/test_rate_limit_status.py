@@ -23,7 +23,7 @@ from corral.llm import EndpointKey, HostRateLimiter, RateLimits, rate_limit_list
 from corral.orchestration.surfaces import DelegateParams, InspectParams, ListParams
 from corral.orchestration.surfaces.agent._render import render_inspect, render_list
 from corral.orchestration.surfaces.teams import parse_spawn
-from corral.orchestration.surfaces.teams._render import render_status
+from corral.orchestration.surfaces.teams._render import render_status, status_details
 from corral.tui._teams import team_detail
 from tests.orchestration._host_helpers import team
 from tests.orchestration.teams._teams_helpers import eventually, teams_env, write_script
@@ -85,7 +85,7 @@ async def test_get_agent_status_and_the_apps_rows(tmp_path: Path) -> None:
         assert child is not None
         async with _waiting(child.agent):
             result = await env.teams.status(env.caller, "one")
-            [snapshot] = result.details["agents"]
+            [snapshot] = status_details(result)["agents"]
             assert 28 <= _seconds(snapshot["rateLimit"]) <= 33
             assert snapshot["rateLimit"] in render_status(result)
             wait = child.rate_limit_wait
@@ -98,7 +98,7 @@ async def test_get_agent_status_and_the_apps_rows(tmp_path: Path) -> None:
             shell = await _agents_list(env.lead, teams=True)
             assert 28 <= _seconds(shell) <= 33 and shell.startswith("one\t")
         result = await env.teams.status(env.caller, "one")
-        assert "rateLimit" not in result.details["agents"][0]
+        assert "rateLimit" not in status_details(result)["agents"][0]
         assert "rate limit" not in await _agents_list(env.lead, teams=True)
         await env.teams.stop_teammate(env.caller, "one", None)
 

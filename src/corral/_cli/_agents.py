@@ -150,12 +150,14 @@ def _agents(*, managed: bool, teams: bool) -> Callable[[Host, Caller], Awaitable
 
 async def _team_snapshots(host: Host, caller: Caller) -> list[dict[str, Any]]:
     """The lead's teams agents: `get_agent_status`'s snapshots, settled for a host that runs none of them."""
+    from corral.orchestration.surfaces.teams._render import agent_snapshot_details
+
     # The teams tools answer the attached lead only; this host acts as that lead, read-only.
     host.lead_callers.setdefault(caller.session_id, caller)
-    details = (await host.teams.status(caller, None)).details
+    status = await host.teams.status(caller, None)
     store = host.repositories
     now = int(time.time() * 1000)
-    snapshots: list[dict[str, Any]] = [dict(s) for s in details.get("agents") or []]
+    snapshots = [agent_snapshot_details(agent) for agent in status.agents]
     for snapshot in snapshots:
         member = store.teams.roster.team_member(snapshot["runId"]) if snapshot.get("runId") else None
         if member is None:

@@ -34,6 +34,7 @@ if TYPE_CHECKING:
     from corral._cli._launch import Launched
     from corral.lead._agents import LeadAgents
     from corral.orchestration import ListResult
+    from corral.orchestration.teams.results import AgentSnapshot
 
 __all__ = ["CHECKPOINTS_USAGE", "AgentCommands", "AgentCommandsApp"]
 
@@ -106,15 +107,13 @@ class AgentCommands:
         listed = await self.app.list_result()
         records = [] if listed is None else list(listed.agents)
         invalid = [] if listed is None else list(listed.invalid_definitions)
-        teams: list[dict[str, Any]] = []
+        teams: tuple[AgentSnapshot, ...] = ()
         agents, launched = self.app.agents, self.app.launched
         if agents is not None and launched is not None and "teams" in launched.surfaces:
             try:
-                details = (await agents.teams.status(agents.caller, None)).details
+                teams = (await agents.teams.status(agents.caller, None)).agents
             except CorralError as exc:
                 self.app.notice(f"/agents: teams status unavailable: {exc}", kind="error")
-            else:
-                teams = list(details.get("agents") or [])
         await self.app.push_screen(AgentsScreen(records, teams, invalid))
 
     # --- /agents-checkpoints --------------------------------------------------------------------

@@ -22,9 +22,11 @@ from corral.orchestration.kernel.records import NewGeneration
 from corral.orchestration.surfaces import DelegateParams
 from corral.orchestration.surfaces.teams import SendMessageRequest, parse_spawn
 from corral.orchestration.surfaces.teams._render import (
+    health_details,
     render_health,
     render_status,
     render_stop,
+    status_details,
     stop_details,
 )
 from corral.orchestration.teams._teams import Teams
@@ -242,10 +244,10 @@ async def test_a_moved_teams_agent_shows_working_takes_messages_from_the_store_a
         assert moved.status == "moved", moved.message
         teams = t.host.teams
         result = await teams.status(t.caller, "r1")
-        _text, status = render_status(result), result.details
+        _text, status = render_status(result), status_details(result)
         assert status["agents"][0]["phase"] == "working" and status["agents"][0]["paneId"] == moved.pane_id
         result = await teams.check_teammate(t.caller, "r1")
-        _text, health = render_health(result), result.details
+        _text, health = render_health(result), health_details(result)
         assert health["alive"] is True and health["health"] == "healthy"
         # A message to the moved agent goes to its store inbox; its worker takes it in (marks it read).
         sent = await teams.send_message(t.caller, SendMessageRequest("r1", "Also check b.txt"))

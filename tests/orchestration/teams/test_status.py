@@ -8,7 +8,7 @@ from pathlib import Path
 import pytest
 
 from corral.orchestration.surfaces.teams import parse_spawn
-from corral.orchestration.surfaces.teams._render import render_status
+from corral.orchestration.surfaces.teams._render import render_status, status_details
 from corral.orchestration.teams._status import STALLED_AFTER_MS, member_status
 from corral.settings import CapacitySettings, Settings, TeamsSettings
 from tests.orchestration.teams._teams_helpers import eventually, teams_env, write_script
@@ -35,7 +35,7 @@ async def test_rows_and_get_agent_status_share_the_phase_rules(tmp_path: Path) -
 
         snapshot = env.teams.snapshot(lead)
         result = await env.teams.status(env.caller, None)
-        _, details = render_status(result), result.details
+        _, details = render_status(result), status_details(result)
         now = max(g.last_activity_at or g.created_at for g in snapshot.generations.values())
         rows = env.teams.agent_rows(snapshot, now_ms=now)
         assert [(r.name, None if r.status is None else r.status.phase, r.queue_position) for r in rows] == [

@@ -17,6 +17,7 @@ from corral.orchestration.surfaces.teams import (
     parse_spawn,
 )
 from corral.orchestration.surfaces.teams._render import (
+    health_details,
     inbox_details,
     interrupt_details,
     render_health,
@@ -25,6 +26,7 @@ from corral.orchestration.surfaces.teams._render import (
     render_status,
     render_stop,
     spawn_details,
+    status_details,
     stop_details,
 )
 from corral.orchestration.teams._control import TEAM_MESSAGE_TYPE
@@ -193,7 +195,7 @@ async def test_stop_cancels_queued_work_and_status_shows_phases(tmp_path: Path) 
         queued = await env.teams.spawn(env.caller, parse_spawn({"name": "two", "prompt": "p"}))
         assert queued.queued is True and queued.queue_position == 1
         result = await env.teams.status(env.caller, None)
-        text, details = render_status(result), result.details
+        text, details = render_status(result), status_details(result)
         phases = {a["name"]: a["phase"] for a in details["agents"]}
         assert phases["two"] == "queued" and phases["one"] in ("starting", "thinking")
         assert "do not poll" in text
@@ -249,13 +251,13 @@ async def test_check_teammate_recovers_the_report_after_the_agent_left(tmp_path:
         await env.lead.prompt("go")
         await env.quiet()
         result = await env.teams.check_teammate(env.caller, "gone")
-        text, details = render_health(result), result.details
+        text, details = render_health(result), health_details(result)
         assert details["alive"] is False and details["removedMember"] is True
         assert "The persisted body." in text
         with pytest.raises(TargetNotFoundError, match="no persisted report"):
             await env.teams.check_teammate(env.caller, "never")
         result = await env.teams.status(env.caller, "gone")
-        _, status = render_status(result), result.details
+        _, status = render_status(result), status_details(result)
         [snap] = status["agents"]
         assert snap["phase"] == "completed" and snap["outcome"] == "succeeded"
         accepted = env.teams.record_report_acceptance(snap["reportId"], "accepted", "looks right")
@@ -523,7 +525,7 @@ async def test_peers_message_each_other_and_failed_admissions_show_in_status(
         await env.teams.stop_teammate(env.caller, "blocker", None)
         await eventually(lambda: bool(env.teams.capacity(env.caller.session_id).failures()), env.host)
         result = await env.teams.status(env.caller, "doomed")
-        _, status = render_status(result), result.details
+        _, status = render_status(result), status_details(result)
         [snap] = status["agents"]
         assert snap["phase"] == "failed" and "model runtime unavailable" in snap["error"]
         await env.quiet()

@@ -10,7 +10,12 @@ import pytest
 
 from corral.orchestration.errors import InvalidRequestError
 from corral.orchestration.surfaces.teams import parse_spawn
-from corral.orchestration.surfaces.teams._render import render_status, render_stop, stop_details
+from corral.orchestration.surfaces.teams._render import (
+    render_status,
+    render_stop,
+    status_details,
+    stop_details,
+)
 from corral.orchestration.teams import _control as _team_control
 from corral.orchestration.teams.reports._reports import TEAM_REPORT_TYPE
 from corral.settings import CapacitySettings, Settings, TeamsSettings
@@ -48,7 +53,7 @@ async def test_a_teardown_that_does_not_settle_is_quarantined_and_fences_the_nam
         member = env.host.repositories.teams.roster.team_member(first.run_id)
         assert member is not None and member.fence == "quarantined" and member.live
         result = await env.teams.status(env.caller, "stuck")
-        _, status = render_status(result), result.details
+        _, status = render_status(result), status_details(result)
         assert status["agents"][0]["phase"] == "quarantined"
         with pytest.raises(InvalidRequestError, match="cannot be restarted yet"):
             await env.teams.spawn(env.caller, parse_spawn({"name": "stuck", "prompt": "again"}))

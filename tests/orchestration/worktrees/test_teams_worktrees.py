@@ -8,7 +8,7 @@ from pathlib import Path
 
 import pytest
 
-from corral.orchestration.surfaces.teams._render import render_status
+from corral.orchestration.surfaces.teams._render import render_status, status_details
 from corral.orchestration.teams.reports._reports import TEAM_REPORT_TYPE
 from corral.settings import Settings, TeamsSettings
 from tests.orchestration.teams._git_helpers import GIT_ENV, git, make_repo
@@ -103,7 +103,7 @@ async def test_assigned_checks_run_in_the_worktree(tmp_path: Path) -> None:
         assert details["verification"]["state"] == "passed", details["verification"]
         # Observed later (fingerprints re-taken in the worktree, after corral's commit): still passed.
         result = await env.teams.status(env.caller, "w1")
-        _, status = render_status(result), result.details
+        _, status = render_status(result), status_details(result)
         [snap] = status["agents"]
         assert snap["verification"]["state"] == "passed", snap
         # `value = 2` exists only in the worktree: the lead's tree still holds `value = 1`.

@@ -33,12 +33,18 @@ from corral.orchestration.worktrees._repository import Worktrees as WorktreeRows
 from ._status import TeamAgentRow, TeamSnapshot, member_status
 from .reports._reports import effective_task_outcome, report_id, team_name
 from .results import (
+    AgentSnapshot,
     ClaimResult,
     ClaimsList,
+    CompletedSnapshot,
+    FailedSnapshot,
     InboxResult,
     InterruptResult,
+    MemberSnapshot,
     MessageSent,
+    QueuedSnapshot,
     ReleaseResult,
+    ReportFacts,
     StatusSnapshot,
     StopResult,
     TeammateHealth,
@@ -378,7 +384,7 @@ class TeamControl:
                 for r in repos.reports.team_reports(lead)
                 if (m := repos.roster.team_member(r.run_id)) is not None and m.parent_run_id == scope.run_id
             ]
-        snapshots: list[dict[str, Any]] = []
+        snapshots: list[AgentSnapshot] = []
         active_names = set()
         for member in members:
             active_names.add(member.name)
@@ -387,39 +393,46 @@ class TeamControl:
         for name, prepared in queued:
             active_names.add(name)
             snapshots.append(
-                {
-                    "name": name,
-                    "role": prepared.tier.role,
-                    "modelSlot": prepared.tier.name,
-                    "phase": "queued",
-                    "queuePosition": capacity.queue_position(name),
-                    "queuedAgeMs": int((time.time() - prepared.queued_at) * 1000),
-                }
+                QueuedSnapshot(
+                    name,
+                    prepared.tier.role,
+                    prepared.tier.name,
+                    capacity.queue_position(name),
+                    int((time.time() - prepared.queued_at) * 1000),
+                )
             )
         for failure in capacity.failures():
             if failure.name not in active_names:
                 snapshots.append(
-                    {
-                        "name": failure.name,
-                        "role": "read" if failure.kind in ("read", "helper") else "write",
-                        "phase": "failed",
-                        "error": failure.error,
-                        "completedAgeMs": int((time.time() - failure.failed_at) * 1000),
-                    }
+                    FailedSnapshot(
+                        failure.name,
+                        "read" if failure.kind in ("read", "helper") else "write",
+                        failure.error,
+                        int((time.time() - failure.failed_at) * 1000),
+                    )
                 )
         recent: dict[str, TeamReportRecord] = {}
         for report in reports:
             if report.name not in active_names:
                 recent[report.name] = report
         for report in sorted(recent.values(), key=lambda r: r.created_at)[-RECENT_COMPLETIONS:]:
-            snapshot = _report_snapshot(report, now, await self._observed(report))
-            snapshot.update(self.host.status_fields(report.run_id))  # e.g. its budget (spent / limit)
-            snapshots.append(snapshot)
+            snapshots.append(
+                CompletedSnapshot(
+                    report.name,
+                    report.kind,
+                    report.tier,
+                    "completed" if report.status == "completed" else "failed",
+                    report.run_id,
+                    now - report.created_at,
+                    _report_facts(report, await self._observed(report)),
+                    fields=self.host.status_fields(report.run_id),  # e.g. its budget (spent / limit)
+                )
+            )
         if agent_name is not None:
-            snapshots = [s for s in snapshots if s["name"] == agent_name]
+            snapshots = [s for s in snapshots if s.name == agent_name]
             if not snapshots:
                 raise TargetNotFoundError(f"Agent {agent_name} has no current status in this scope.")
-        return StatusSnapshot(tuple(snapshots), {"session": team_name(lead), "agents": snapshots})
+        return StatusSnapshot(team_name(lead), tuple(snapshots))
 
     async def _observed(self, report: TeamReportRecord) -> dict[str, Any]:
         """The report's result with verification and repair observed now (stale checks show)."""
@@ -431,40 +444,39 @@ class TeamControl:
         except OrchestrationError as exc:
             return {**report.result, "verification": {"state": "failed", "error": str(exc)}}
 
-    async def _member_snapshot(self, member: TeamMemberRecord, now: int) -> dict[str, Any]:
+    async def _member_snapshot(self, member: TeamMemberRecord, now: int) -> MemberSnapshot:
         repos = self.repos
         generation = repos.kernel.get_generation(member.run_id)
-        child = self.child(member.run_id)
-        snapshot: dict[str, Any] = {
-            "name": member.name,
-            "role": member.kind,
-            "modelSlot": member.tier,
-            "model": member.model,
-            "runId": member.run_id,
-        }
-        status = member_status(member, generation, child, now_ms=now)
-        if not status.in_process and status.phase == "working":  # handed off to a tmux pane
-            snapshot["paneId"] = status.pane_id
-        if status.lost_reason is not None:
-            snapshot["error"] = status.lost_reason
-        if status.in_process and status.phase not in ("quarantined", "stopping"):
-            if status.activity_age_ms is not None:
-                snapshot["activityAgeMs"] = status.activity_age_ms
-            snapshot["activeTool"] = status.active_tool
-            if status.rate_limit is not None:
-                snapshot["rateLimit"] = status.rate_limit
-        elif generation is not None and generation.phase == "active":  # its run is in another process
+        status = member_status(member, generation, self.child(member.run_id), now_ms=now)
+        live = status.in_process and status.phase not in ("quarantined", "stopping")
+        rate_limit = status.rate_limit if live else None
+        awaiting_message = False
+        if (
+            not live and generation is not None and generation.phase == "active"
+        ):  # its run is in another process
             stored = stored_waits(self.host.kernel.db, [member.run_id]).get(member.run_id)
             if stored is not None:
-                snapshot["rateLimit"] = stored.describe(now)
-            if status.interrupted:
-                snapshot["progress"] = "interrupted; waiting for a message"
-        snapshot["phase"] = status.phase
+                rate_limit = stored.describe(now)
+            awaiting_message = status.interrupted
         report = repos.reports.team_report_for_run(member.run_id)
-        if report is not None:
-            snapshot.update(_report_facts(report, await self._observed(report)))
-        snapshot.update(self.host.status_fields(member.run_id))  # e.g. its budget (spent / limit)
-        return snapshot
+        return MemberSnapshot(
+            member.name,
+            member.kind,
+            member.tier,
+            member.model,
+            member.run_id,
+            status.phase,
+            in_pane=not status.in_process and status.phase == "working",  # handed off to a tmux pane
+            pane_id=status.pane_id,
+            error=status.lost_reason,
+            live=live,
+            activity_age_ms=status.activity_age_ms if live else None,
+            active_tool=status.active_tool if live else None,
+            rate_limit=rate_limit,
+            awaiting_message=awaiting_message,
+            report=None if report is None else _report_facts(report, await self._observed(report)),
+            fields=self.host.status_fields(member.run_id),  # e.g. its budget (spent / limit)
+        )
 
     # --- the rows a front end shows ---------------------------------------------------------------
 
@@ -547,34 +559,18 @@ class TeamControl:
             report = reports[-1]
             observed = await self._observed(report)
             check_ids = (observed.get("verification") or {}).get("checkIds") or []
-            checks = [
-                {
-                    "checkId": r.check_id,
-                    "name": r.assignment.name,
-                    "state": r.state,
-                    "exitCode": r.exit_code,
-                    "logPath": r.log_path,
-                }
-                for r in self.verifier.records(check_ids)
-            ]
             return TeammateHealth(
                 name,
                 "left",
-                {
-                    "agentName": name,
-                    "alive": False,
-                    "health": report.status,
-                    "removedMember": True,
-                    "completedReport": _report_facts(report, observed) | {"report": report.content},
-                    "reportPath": report.markdown_path,
-                    "checks": checks,
-                },
                 report=report,
+                facts=_report_facts(report, observed),
+                checks=tuple(self.verifier.records(check_ids)),
             )
         child = self.child(member.run_id)
         generation = repos.kernel.get_generation(member.run_id)
         unread = len(repos.roster.read_team_inbox(lead, name, unread_only=True, mark_as_read=False))
         alive = (child is not None and not child.finished.is_set()) or _runs_in_pane(generation)
+        health: Literal["healthy", "starting", "stopping", "dead", "quarantined"]
         if member.fence == "quarantined":
             health = "quarantined"
         elif child is None and alive:
@@ -587,18 +583,16 @@ class TeamControl:
             health = "healthy"
         else:
             health = "starting"
-        details: dict[str, Any] = {
-            "agentName": name,
-            "alive": alive,
-            "unreadCount": unread,
-            "health": health,
-            "agentLoopReady": child is not None and child.acknowledged.is_set(),
-            "runId": member.run_id,
-            "phase": None if generation is None else generation.phase,
-        }
-        if generation is not None and generation.diagnostic:
-            details["error"] = generation.diagnostic
-        return TeammateHealth(name, health, details)
+        return TeammateHealth(
+            name,
+            health,
+            alive=alive,
+            unread=unread,
+            loop_ready=child is not None and child.acknowledged.is_set(),
+            run_id=member.run_id,
+            phase=None if generation is None else generation.phase,
+            error=generation.diagnostic if generation is not None and generation.diagnostic else None,
+        )
 
     # --- claims -----------------------------------------------------------------------------------
 
@@ -688,36 +682,20 @@ def _is_helper_report(repos: TeamsRepositories, report: TeamReportRecord) -> boo
     return member is not None and member.depth != 0
 
 
-def _report_facts(report: TeamReportRecord, observed: dict[str, Any]) -> dict[str, Any]:
-    verification = observed.get("verification") or {"state": "not-requested"}
-    facts = {
-        "taskId": report.task_id,
-        "reportId": report.report_id,
-        "outcome": report.outcome,
-        "effectiveOutcome": effective_task_outcome(observed),
-        "verification": verification,
-        "acceptance": {
-            "state": report.acceptance,
-            **({"reason": report.acceptance_reason} if report.acceptance_reason else {}),
-        },
-        "summary": report.summary,
-        "reportStatus": report.status,
-    }
-    if observed.get("repair") is not None:
-        facts["repair"] = observed["repair"]
-    return facts
-
-
-def _report_snapshot(report: TeamReportRecord, now: int, observed: dict[str, Any]) -> dict[str, Any]:
-    return {
-        "name": report.name,
-        "role": report.kind,
-        "modelSlot": report.tier,
-        "phase": "completed" if report.status == "completed" else "failed",
-        "runId": report.run_id,
-        "completedAgeMs": now - report.created_at,
-        **_report_facts(report, observed),
-    }
+def _report_facts(report: TeamReportRecord, observed: dict[str, Any]) -> ReportFacts:
+    repair = observed.get("repair")
+    return ReportFacts(
+        report.task_id,
+        report.report_id,
+        report.outcome,
+        effective_task_outcome(observed),
+        observed.get("verification") or {"state": "not-requested"},
+        report.acceptance,
+        report.acceptance_reason,
+        report.summary,
+        report.status,
+        repair=repair,
+    )
 
 
 def _runs_in_pane(generation: GenerationRecord | None) -> bool:

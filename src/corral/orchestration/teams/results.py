@@ -2,18 +2,20 @@
 
 The core decides and records; `surfaces/teams/_render.py` turns these into the
 text the model reads and into the tool result's JSON details (`*_details`
-there: camelCase keys, omitted keys where the contract omits them). Results
-still carrying a `details` dict (spawn, status, health) hold it in the
-contract's shape until they get typed fields too.
+there: camelCase keys, omitted keys where the contract omits them). A report's
+verification and repair stay in the JSON shape the report result stores
+(`ReportFacts`); extensions' status fields (e.g. a budget) are theirs to shape.
 """
 
 from __future__ import annotations
 
 from collections.abc import Mapping
-from dataclasses import KW_ONLY, dataclass
-from typing import TYPE_CHECKING, Any, Literal
+from dataclasses import KW_ONLY, dataclass, field
+from typing import TYPE_CHECKING, Literal
 
 if TYPE_CHECKING:
+    from corral.orchestration.teams._status import TeamPhase
+    from corral.orchestration.teams.checks.records import CheckRecord
     from corral.orchestration.teams.repair._verification import VerificationDecision
     from corral.orchestration.teams.roster.records import (
         FileClaimRecord,
@@ -23,12 +25,18 @@ if TYPE_CHECKING:
     )
 
 __all__ = [
+    "AgentSnapshot",
     "ClaimResult",
     "ClaimsList",
+    "CompletedSnapshot",
+    "FailedSnapshot",
     "InboxResult",
     "InterruptResult",
+    "MemberSnapshot",
     "MessageSent",
+    "QueuedSnapshot",
     "ReleaseResult",
+    "ReportFacts",
     "ReportReceipt",
     "SpawnResult",
     "StatusSnapshot",
@@ -262,13 +270,151 @@ class InterruptResult:
 
 
 @dataclass(frozen=True, slots=True)
+class ReportFacts:
+    """A stored report as status shows it, with its verification and repair observed now."""
+
+    task_id: str
+    """The task the report closes."""
+    report_id: str
+    """The report's id."""
+    outcome: str | None
+    """The agent's own outcome (`None`: unspecified)."""
+    effective_outcome: str | None
+    """The outcome after repair (a blocker repair added), else the agent's own."""
+    verification: Mapping[str, object]
+    """Its verification as observed now, in the report result's shape (`{state, checkIds?, error?}`)."""
+    acceptance: str
+    """The lead's decision: `pending`, `accepted`, …"""
+    acceptance_reason: str | None
+    """Why, when the lead gave a reason."""
+    summary: str | None
+    """The report's summary line."""
+    report_status: str
+    """`completed` or `failed`."""
+    repair: Mapping[str, object] | None = None
+    """Its repair as observed now (the repair ledger's JSON), when it was repaired."""
+
+    @property
+    def verification_state(self) -> str:
+        """`not-requested`, `pending`, `passed`, `failed` or `stale`."""
+        return str(self.verification.get("state", "not-requested"))
+
+
+@dataclass(frozen=True, slots=True)
+class MemberSnapshot:
+    """A live member of the scope: its phase (`member_status`) and what is known of its run now."""
+
+    name: str
+    """The agent's name."""
+    role: TeamMemberKind
+    """`read` or `write`."""
+    model_slot: str
+    """Its model slot (tier)."""
+    model: str
+    """Its model."""
+    run_id: str
+    """Its run."""
+    phase: TeamPhase
+    """What it is doing now."""
+    _: KW_ONLY
+    in_pane: bool = False
+    """It was handed off to a tmux pane and works on there (phase `working`)."""
+    pane_id: str | None = None
+    """That pane, when known."""
+    error: str | None = None
+    """Why its run is gone, when the host marked it lost."""
+    live: bool = False
+    """This process runs it and its live facts below are current (not quarantined or stopping)."""
+    activity_age_ms: int | None = None
+    """Time since its last recorded activity (live, when it recorded any)."""
+    active_tool: str | None = None
+    """The tool it is running (live)."""
+    rate_limit: str | None = None
+    """`waiting (rate limit, Ns)`: its model request waits for the endpoint's limiter (from memory when
+    live, else the wait its run in another process stored)."""
+    awaiting_message: bool = False
+    """Interrupted in another process, waiting for a message."""
+    report: ReportFacts | None = None
+    """The report it submitted, while that report is being delivered."""
+    fields: Mapping[str, object] = field(default_factory=dict)
+    """What host extensions add to status (e.g. its budget: spent / limit)."""
+
+
+@dataclass(frozen=True, slots=True)
+class QueuedSnapshot:
+    """A spawn of the scope waiting for capacity."""
+
+    name: str
+    """The agent's name."""
+    role: Literal["read", "write"]
+    """Its tier's role."""
+    model_slot: str
+    """Its model slot (tier)."""
+    queue_position: int | None
+    """Its place in the capacity queue, when known."""
+    queued_age_ms: int
+    """How long it has waited."""
+
+    @property
+    def phase(self) -> Literal["queued"]:
+        """Always `queued`."""
+        return "queued"
+
+
+@dataclass(frozen=True, slots=True)
+class FailedSnapshot:
+    """A queued spawn that could not start (the capacity controller's recent failures)."""
+
+    name: str
+    """The agent's name."""
+    role: Literal["read", "write"]
+    """Its role."""
+    error: str
+    """Why it did not start."""
+    completed_age_ms: int
+    """How long ago it failed."""
+
+    @property
+    def phase(self) -> Literal["failed"]:
+        """Always `failed`."""
+        return "failed"
+
+
+@dataclass(frozen=True, slots=True)
+class CompletedSnapshot:
+    """A recent completion of the scope: an agent that left, with the report it stored."""
+
+    name: str
+    """The agent's name."""
+    role: TeamMemberKind
+    """`read` or `write`."""
+    model_slot: str
+    """Its model slot (tier)."""
+    phase: Literal["completed", "failed"]
+    """How its run ended (the report's status)."""
+    run_id: str
+    """Its run."""
+    completed_age_ms: int
+    """How long ago it reported."""
+    report: ReportFacts
+    """Its report."""
+    _: KW_ONLY
+    fields: Mapping[str, object] = field(default_factory=dict)
+    """What host extensions add to status (e.g. its budget: spent / limit)."""
+
+
+AgentSnapshot = MemberSnapshot | QueuedSnapshot | FailedSnapshot | CompletedSnapshot
+"""One agent in a status snapshot: live, queued, failed to start, or recently completed."""
+
+
+@dataclass(frozen=True, slots=True)
 class StatusSnapshot:
     """One read-only snapshot of a scope's agents (`Teams.status`)."""
 
-    agents: tuple[dict[str, Any], ...]
-    """Each agent's snapshot (`name`, `phase`, `role`, …), as in `details["agents"]`."""
-    details: dict[str, Any]
-    """The `get_agent_status` details (`session`, `agents`)."""
+    session: str
+    """The team's name."""
+    agents: tuple[AgentSnapshot, ...]
+    """Live members (oldest first), queued spawns, failed starts, then recent completions."""
 
 
 @dataclass(frozen=True, slots=True)
@@ -277,10 +423,24 @@ class TeammateHealth:
 
     name: str
     """The agent's name."""
-    health: str
+    health: Literal["healthy", "starting", "stopping", "dead", "quarantined", "left"]
     """`healthy`, `starting`, `stopping`, `dead`, `quarantined`, or `left` (no longer running)."""
-    details: dict[str, Any]
-    """The `check_teammate` details."""
     _: KW_ONLY
+    alive: bool = False
+    """Its run is going on (in this process or in a tmux pane)."""
+    unread: int = 0
+    """Its unread inbox messages."""
+    loop_ready: bool = False
+    """Its in-process agent loop acknowledged the start."""
+    run_id: str | None = None
+    """Its run (a live agent)."""
+    phase: str | None = None
+    """Its generation's phase (a live agent; `None` when there is no generation)."""
+    error: str | None = None
+    """The generation's diagnostic, when it recorded one."""
     report: TeamReportRecord | None = None
     """The persisted report of an agent that left."""
+    facts: ReportFacts | None = None
+    """That report as status shows it, observed now (an agent that left)."""
+    checks: tuple[CheckRecord, ...] = ()
+    """The records of that report's verification checks (an agent that left)."""

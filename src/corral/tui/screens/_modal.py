@@ -12,6 +12,12 @@ from textual.screen import ModalScreen
 from textual.widgets import DataTable, Label, OptionList
 from textual.widgets.option_list import Option
 
+from corral.orchestration.teams.results import (
+    AgentSnapshot,
+    FailedSnapshot,
+    MemberSnapshot,
+    QueuedSnapshot,
+)
 from corral.tui._format import format_tokens
 
 __all__ = ["AgentsScreen", "PickerScreen", "team_status_row"]
@@ -22,30 +28,31 @@ AGENT_COLUMNS = ("agent", "definition", "state", "tokens", "actions", "last acti
 TEAM_COLUMNS = ("agent", "tier", "phase", "outcome", "verification", "acceptance", "summary / detail")
 
 
-def team_status_row(snapshot: Mapping[str, Any]) -> tuple[str, ...]:
+def team_status_row(snapshot: AgentSnapshot) -> tuple[str, ...]:
     """One `/agents` teams row from a `get_agent_status` snapshot (live, queued or a recent completion)."""
-    phase = str(snapshot.get("phase", "?"))
     outcome = verification = acceptance = "-"
-    if "reportId" in snapshot:
-        outcome = str(snapshot.get("outcome") or "unspecified")
-        effective = snapshot.get("effectiveOutcome")
-        if effective and effective != snapshot.get("outcome"):
+    report = None if isinstance(snapshot, (QueuedSnapshot, FailedSnapshot)) else snapshot.report
+    if report is not None:
+        outcome = report.outcome or "unspecified"
+        effective = report.effective_outcome
+        if effective and effective != report.outcome:
             outcome += f" (effective {effective})"
-        verification = str((snapshot.get("verification") or {}).get("state", "not-requested"))
-        acceptance = str((snapshot.get("acceptance") or {}).get("state", "pending"))
-    if phase == "queued" and snapshot.get("queuePosition"):
-        detail = f"queued at position {snapshot['queuePosition']}"
-    elif snapshot.get("paneId"):
-        detail = f"in tmux pane {snapshot['paneId']}"
+        verification = report.verification_state
+        acceptance = report.acceptance
+    if isinstance(snapshot, QueuedSnapshot):
+        detail = "" if not snapshot.queue_position else f"queued at position {snapshot.queue_position}"
+    elif isinstance(snapshot, MemberSnapshot) and snapshot.in_pane and snapshot.pane_id:
+        detail = f"in tmux pane {snapshot.pane_id}"
     else:
-        detail = str(
-            snapshot.get("summary")
-            or snapshot.get("error")
-            or snapshot.get("progress")
-            or (f"using {snapshot['activeTool']}" if snapshot.get("activeTool") else "")
+        member = snapshot if isinstance(snapshot, MemberSnapshot) else None
+        error = snapshot.error if isinstance(snapshot, (MemberSnapshot, FailedSnapshot)) else None
+        waiting = (
+            "interrupted; waiting for a message" if member is not None and member.awaiting_message else None
         )
-    tier = str(snapshot.get("modelSlot") or snapshot.get("role") or "-")
-    return (str(snapshot.get("name", "?")), tier, phase, outcome, verification, acceptance, detail)
+        tool = f"using {member.active_tool}" if member is not None and member.active_tool else ""
+        detail = (None if report is None else report.summary) or error or waiting or tool
+    tier = snapshot.role if isinstance(snapshot, FailedSnapshot) else snapshot.model_slot or snapshot.role
+    return (snapshot.name, tier, snapshot.phase, outcome, verification, acceptance, detail)
 
 
 class AgentsScreen(ModalScreen[None]):
@@ -61,7 +68,7 @@ class AgentsScreen(ModalScreen[None]):
     def __init__(
         self,
         records: Sequence[Mapping[str, Any]],
-        teams: Sequence[Mapping[str, Any]] = (),
+        teams: Sequence[AgentSnapshot] = (),
         invalid: Sequence[Mapping[str, str]] = (),
     ) -> None:
         super().__init__()

@@ -8,9 +8,11 @@ import pytest
 
 from corral.orchestration.surfaces.teams import handle_request, parse_spawn
 from corral.orchestration.surfaces.teams._render import (
+    health_details,
     render_health,
     render_status,
     render_stop,
+    status_details,
     stop_details,
 )
 from corral.orchestration.teams.reports._reports import TEAM_REPORT_TYPE
@@ -105,10 +107,10 @@ async def test_exhausted_repair_keeps_the_outcome_and_adds_an_effective_blocker(
         report = env.host.repositories.teams.reports.team_report(details["report_id"])
         assert report is not None and report.result["repair"]["state"] == "exhausted"
         result = await env.teams.status(env.caller, "stubborn")
-        _, status = render_status(result), result.details
+        _, status = render_status(result), status_details(result)
         assert status["agents"][0]["effectiveOutcome"] == "blocked"
         result = await env.teams.check_teammate(env.caller, "stubborn")
-        _, checked = render_health(result), result.details
+        _, checked = render_health(result), health_details(result)
         assert checked["checks"] and all(Path(c["logPath"]).is_file() for c in checked["checks"])
 
 
@@ -135,7 +137,7 @@ async def test_without_repair_a_failed_check_does_not_block_the_report_and_passe
         assert by_name["writer"]["verification"]["state"] == "passed"
         (tmp_path / "work" / "app.py").write_text("VALUE = 3\n")  # the source changes after the check passed
         result = await env.teams.status(env.caller, "writer")
-        _, status = render_status(result), result.details
+        _, status = render_status(result), status_details(result)
         assert status["agents"][0]["verification"]["state"] == "stale"
         stored = env.host.repositories.teams.reports.team_report(by_name["writer"]["report_id"])
         assert stored is not None and stored.result["verification"]["state"] == "passed"  # history kept
@@ -259,5 +261,5 @@ async def test_the_lead_sees_the_effective_blocker_and_why_a_policy_is_invalid(t
         [entry] = env.lead_custom(TEAM_REPORT_TYPE)
         assert "outcome=succeeded (effective: blocked)" in entry["content"]
         result = await env.teams.status(env.caller, "stubborn")
-        status_text, _ = render_status(result), result.details
+        status_text, _ = render_status(result), status_details(result)
         assert "succeeded (effective: blocked)" in status_text

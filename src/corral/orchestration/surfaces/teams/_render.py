@@ -11,12 +11,17 @@ from typing import Any
 
 from corral.orchestration.teams.reports._reports import outcome_label
 from corral.orchestration.teams.results import (
+    AgentSnapshot,
     ClaimResult,
     ClaimsList,
+    FailedSnapshot,
     InboxResult,
     InterruptResult,
+    MemberSnapshot,
     MessageSent,
+    QueuedSnapshot,
     ReleaseResult,
+    ReportFacts,
     ReportReceipt,
     SpawnResult,
     StatusSnapshot,
@@ -28,8 +33,10 @@ from corral.orchestration.teams.results import (
 )
 
 __all__ = [
+    "agent_snapshot_details",
     "claim_details",
     "claims_details",
+    "health_details",
     "inbox_details",
     "interrupt_details",
     "message_sent_details",
@@ -47,7 +54,9 @@ __all__ = [
     "render_status",
     "render_stop",
     "render_swarm",
+    "report_facts_details",
     "spawn_details",
+    "status_details",
     "stop_details",
     "swarm_details",
 ]
@@ -355,30 +364,119 @@ _STATUS_FOOTER = (
 )
 
 
-def _render_snapshot(snapshot: dict[str, Any]) -> str:
-    lines = [f"{snapshot['name']}: {snapshot['phase']} ({snapshot.get('role', '?')})"]
-    if snapshot.get("progress"):
-        lines.append(f"  progress: {snapshot['progress']}")
-    if snapshot.get("activeTool"):
-        lines.append(f"  tool: {snapshot['activeTool']}")
-    if snapshot.get("rateLimit"):
-        lines.append(f"  {snapshot['rateLimit']}")
-    if snapshot.get("activityAgeMs") is not None:
-        lines.append(f"  last activity: {snapshot['activityAgeMs'] // 1000}s ago")
-    if snapshot.get("queuePosition") is not None:
-        lines.append(f"  queue position: {snapshot['queuePosition']}")
-    if "reportId" in snapshot:
-        verification = snapshot.get("verification") or {}
-        acceptance = snapshot.get("acceptance") or {}
-        outcome = outcome_label(snapshot.get("outcome"), snapshot.get("effectiveOutcome"))
+def report_facts_details(facts: ReportFacts) -> dict[str, Any]:
+    """A report's facts as `get_agent_status` and `check_teammate` show them (camelCase, repair when repaired)."""
+    details: dict[str, Any] = {
+        "taskId": facts.task_id,
+        "reportId": facts.report_id,
+        "outcome": facts.outcome,
+        "effectiveOutcome": facts.effective_outcome,
+        "verification": facts.verification,
+        "acceptance": {
+            "state": facts.acceptance,
+            **({"reason": facts.acceptance_reason} if facts.acceptance_reason else {}),
+        },
+        "summary": facts.summary,
+        "reportStatus": facts.report_status,
+    }
+    if facts.repair is not None:
+        details["repair"] = facts.repair
+    return details
+
+
+def _member_details(snapshot: MemberSnapshot) -> dict[str, Any]:
+    details: dict[str, Any] = {
+        "name": snapshot.name,
+        "role": snapshot.role,
+        "modelSlot": snapshot.model_slot,
+        "model": snapshot.model,
+        "runId": snapshot.run_id,
+    }
+    if snapshot.in_pane:
+        details["paneId"] = snapshot.pane_id
+    if snapshot.error is not None:
+        details["error"] = snapshot.error
+    if snapshot.live:
+        if snapshot.activity_age_ms is not None:
+            details["activityAgeMs"] = snapshot.activity_age_ms
+        details["activeTool"] = snapshot.active_tool
+    if snapshot.rate_limit is not None:
+        details["rateLimit"] = snapshot.rate_limit
+    if snapshot.awaiting_message:
+        details["progress"] = _AWAITING_MESSAGE
+    details["phase"] = snapshot.phase
+    if snapshot.report is not None:
+        details.update(report_facts_details(snapshot.report))
+    details.update(snapshot.fields)
+    return details
+
+
+_AWAITING_MESSAGE = "interrupted; waiting for a message"
+
+
+def agent_snapshot_details(snapshot: AgentSnapshot) -> dict[str, Any]:
+    """One agent of `get_agent_status`' details (`name`, `role`, `phase`, … in the contract's order)."""
+    if isinstance(snapshot, MemberSnapshot):
+        return _member_details(snapshot)
+    if isinstance(snapshot, QueuedSnapshot):
+        return {
+            "name": snapshot.name,
+            "role": snapshot.role,
+            "modelSlot": snapshot.model_slot,
+            "phase": snapshot.phase,
+            "queuePosition": snapshot.queue_position,
+            "queuedAgeMs": snapshot.queued_age_ms,
+        }
+    if isinstance(snapshot, FailedSnapshot):
+        return {
+            "name": snapshot.name,
+            "role": snapshot.role,
+            "phase": snapshot.phase,
+            "error": snapshot.error,
+            "completedAgeMs": snapshot.completed_age_ms,
+        }
+    details: dict[str, Any] = {
+        "name": snapshot.name,
+        "role": snapshot.role,
+        "modelSlot": snapshot.model_slot,
+        "phase": snapshot.phase,
+        "runId": snapshot.run_id,
+        "completedAgeMs": snapshot.completed_age_ms,
+        **report_facts_details(snapshot.report),
+    }
+    details.update(snapshot.fields)
+    return details
+
+
+def status_details(result: StatusSnapshot) -> dict[str, Any]:
+    """`get_agent_status`' JSON details: the team and each agent's snapshot."""
+    return {"session": result.session, "agents": [agent_snapshot_details(agent) for agent in result.agents]}
+
+
+def _render_snapshot(snapshot: AgentSnapshot) -> str:
+    lines = [f"{snapshot.name}: {snapshot.phase} ({snapshot.role})"]
+    report = None if isinstance(snapshot, (QueuedSnapshot, FailedSnapshot)) else snapshot.report
+    error = snapshot.error if isinstance(snapshot, (MemberSnapshot, FailedSnapshot)) else None
+    if isinstance(snapshot, MemberSnapshot):
+        if snapshot.awaiting_message:
+            lines.append(f"  progress: {_AWAITING_MESSAGE}")
+        if snapshot.live and snapshot.active_tool:
+            lines.append(f"  tool: {snapshot.active_tool}")
+        if snapshot.rate_limit:
+            lines.append(f"  {snapshot.rate_limit}")
+        if snapshot.live and snapshot.activity_age_ms is not None:
+            lines.append(f"  last activity: {snapshot.activity_age_ms // 1000}s ago")
+    if isinstance(snapshot, QueuedSnapshot) and snapshot.queue_position is not None:
+        lines.append(f"  queue position: {snapshot.queue_position}")
+    if report is not None:
+        outcome = outcome_label(report.outcome, report.effective_outcome)
         lines.append(
-            f"  task: {outcome}; verification: "
-            f"{verification.get('state', 'not-requested')}; acceptance: {acceptance.get('state', 'pending')}"
+            f"  task: {outcome}; verification: {report.verification_state}; acceptance: {report.acceptance}"
         )
-    if snapshot.get("summary"):
-        lines.append(f"  summary: {snapshot['summary']}")
-    if snapshot.get("error"):
-        lines.append(f"  error: {snapshot['error']}")
+        if report.summary:
+            lines.append(f"  summary: {report.summary}")
+    if error:
+        lines.append(f"  error: {error}")
     return "\n".join(lines)
 
 
@@ -398,5 +496,41 @@ def render_health(result: TeammateHealth) -> str:
             f"Agent {result.name} is no longer running. Its latest report, recovered from the store "
             f"({where}):\n\n{report.content}"
         )
-    error = result.details.get("error")
-    return f"Agent {result.name}: {result.health}" + (f" ({error})" if error else "") + "."
+    return f"Agent {result.name}: {result.health}" + (f" ({result.error})" if result.error else "") + "."
+
+
+def health_details(result: TeammateHealth) -> dict[str, Any]:
+    """`check_teammate`'s JSON details: the live agent's health, or the report (and checks) it left."""
+    report = result.report
+    if report is not None:
+        assert result.facts is not None, "an agent that left carries its report's facts"
+        return {
+            "agentName": result.name,
+            "alive": False,
+            "health": report.status,
+            "removedMember": True,
+            "completedReport": report_facts_details(result.facts) | {"report": report.content},
+            "reportPath": report.markdown_path,
+            "checks": [
+                {
+                    "checkId": check.check_id,
+                    "name": check.assignment.name,
+                    "state": check.state,
+                    "exitCode": check.exit_code,
+                    "logPath": check.log_path,
+                }
+                for check in result.checks
+            ],
+        }
+    details: dict[str, Any] = {
+        "agentName": result.name,
+        "alive": result.alive,
+        "unreadCount": result.unread,
+        "health": result.health,
+        "agentLoopReady": result.loop_ready,
+        "runId": result.run_id,
+        "phase": result.phase,
+    }
+    if result.error is not None:
+        details["error"] = result.error
+    return details

@@ -23,6 +23,7 @@ from corral.orchestration.surfaces.agent._render import TEAMS_TOOL_NAMES
 from ._render import (
     claim_details,
     claims_details,
+    health_details,
     inbox_details,
     interrupt_details,
     message_sent_details,
@@ -41,6 +42,7 @@ from ._render import (
     render_stop,
     render_swarm,
     spawn_details,
+    status_details,
     stop_details,
     swarm_details,
 )
@@ -150,12 +152,12 @@ def teams_lead_tools(teams: Teams, caller: Caller) -> list[AgentTool]:
 
     async def status(call_id: str, params: dict[str, Any]) -> ToolResult:
         snapshot = await teams.status(caller, parse_status(params).agent_name)
-        return ToolResult.text(render_status(snapshot), details=snapshot.details)
+        return ToolResult.text(render_status(snapshot), details=status_details(snapshot))
 
     async def check(call_id: str, params: dict[str, Any]) -> ToolResult:
         name = parse_agent_name(params, tool="check_teammate").agent_name
         health = await teams.check_teammate(caller, name)
-        return ToolResult.text(render_health(health), details=health.details)
+        return ToolResult.text(render_health(health), details=health_details(health))
 
     async def interrupt(call_id: str, params: dict[str, Any]) -> ToolResult:
         name = parse_agent_name(params, tool="interrupt_teammate").agent_name
@@ -266,7 +268,7 @@ def team_member_tools(teams: Teams, child: TeamChild) -> list[AgentTool]:
 
         async def status(call_id: str, params: dict[str, Any]) -> ToolResult:
             snapshot = await teams.status(child, parse_status(params).agent_name)
-            return ToolResult.text(render_status(snapshot), details=snapshot.details)
+            return ToolResult.text(render_status(snapshot), details=status_details(snapshot))
 
         nested = (
             "Read helpers only (canonical read-* tiers); they share your cwd, report back to you, and you stay "
