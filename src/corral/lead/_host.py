@@ -27,6 +27,7 @@ if TYPE_CHECKING:
     from corral.orchestration.kernel._caller import Caller
     from corral.orchestration.teams._extension import TeamsExtension
     from corral.orchestration.teams._teams import Teams
+    from corral.orchestration.teams.roster.records import FileClaimRecord
 
 __all__ = ["ComposedHost"]
 
@@ -58,7 +59,23 @@ class ComposedHost(Host):
         """Budgets of the lead's agent tree and of each agent (docs/fleet.md)."""
         self.add_extension(self.budgets)
         self.remote_worker = _ray_worker_class
-        self.add_extension(WorkspacesExtension())
+        self.add_extension(WorkspacesExtension(claims_of=self._team_claims))
+
+    def _team_claims(self, run_id: str) -> tuple[FileClaimRecord, ...]:
+        """The file claims of the team `run_id` works in: its root lead's (an agent owned by a
+        delegating agent belongs to the lead at the top of its tree)."""
+        kernel = self.repositories.kernel
+        generation = kernel.get_generation(run_id)
+        seen: set[str] = set()
+        while generation is not None and generation.parent_run_id and generation.run_id not in seen:
+            seen.add(generation.run_id)
+            parent = kernel.get_generation(generation.parent_run_id)
+            if parent is None:
+                break
+            generation = parent
+        if generation is None:
+            return ()
+        return self.repositories.teams.roster.file_claims(generation.owner_session_id)
 
     @property
     def teams(self) -> Teams:

@@ -368,3 +368,63 @@ async def test_the_host_lands_a_patch_from_the_session_once_and_a_second_landing
     assert (repo / "app.py").read_text() == "a = 1\nb = 2\nc = 3\nd = 4\n"
     assert (repo / "added.txt").read_text() == "new\n"
     assert await extension.remote_result("run", tmp_path / "absent.jsonl") is None
+
+
+def _patch_session(repo: Path, tmp_path: Path, edits: dict[str, str]) -> Path:
+    """A remote agent's session file carrying its patch (`edits` made on a snapshot of `repo`)."""
+    from corral.orchestration.workspaces._extension import PATCH_ENTRY, patch_entry_data
+
+    unpacked = unpack(take_snapshot(repo), _node(tmp_path))
+    for name, text in edits.items():
+        (unpacked.root / name).write_text(text)
+    entry = {
+        "type": "custom",
+        "customType": PATCH_ENTRY,
+        "data": patch_entry_data(collect_patch(unpacked), str(repo)),
+    }
+    session = tmp_path / "session.jsonl"
+    session.write_text(json.dumps({"type": "session"}) + "\n" + json.dumps(entry) + "\n")
+    return session
+
+
+async def test_the_host_lands_a_remote_patch_under_the_teams_file_claims(
+    repo: Path, tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """The composed host's landing reads the claims of the agent's team (its root lead's): a path
+    another agent claims refuses the whole patch and changes nothing; the agent's own claim does not."""
+    from corral.orchestration.workspaces._extension import WorkspacesExtension
+    from tests.orchestration._host_helpers import prepare_env, team, write_script
+    from tests.orchestration._store_helpers import new_generation
+    from tests.orchestration.teams.roster.test_store_teams import spawn
+
+    prepare_env(tmp_path, monkeypatch)
+    write_script(tmp_path, "lead", {"steps": [{"text": "noted"}]})
+    async with team(tmp_path, "lead") as t:
+        lead = t.caller.session_id
+        store = t.host.repositories
+        alice, _, _ = spawn(store, "alice", kind="write", lead=lead)
+        store.teams.roster.claim_files(lead, run_id=alice.run_id, agent="alice", paths=("src",))
+        # A Ray agent owned by a delegating agent of this lead: its team is the lead's.
+        parent, _ = new_generation(store.kernel, session_id="s-parent", owner=lead, delegating=True)
+        remote, _ = new_generation(
+            store.kernel, session_id="s-remote", owner=parent.session_id, parent_run_id=parent.run_id
+        )
+        (extension,) = [e for e in t.host.extensions if isinstance(e, WorkspacesExtension)]
+        before = _tree_state(repo)
+
+        refused = await extension.remote_result(
+            remote.run_id, _patch_session(repo, tmp_path, {"app.py": "changed\n", "src/lib.py": "x = 1\n"})
+        )
+
+        assert refused is not None and "src/lib.py (claimed by alice)" in refused, refused
+        assert "nothing in the workspace changed" in refused
+        assert _tree_state(repo) == before
+
+        # The claim's holder itself lands its change to the claimed path.
+        store.teams.roster.release_files(lead, run_id=alice.run_id, paths=("src",))
+        store.teams.roster.claim_files(lead, run_id=alice.run_id, agent="alice", paths=("src/lib.py",))
+        own = await extension.remote_result(
+            alice.run_id, _patch_session(repo, tmp_path, {"src/lib.py": "x = 2\n"})
+        )
+        assert own is not None and "were applied" in own, own
+        assert (repo / "src" / "lib.py").read_text() == "x = 2\n"

@@ -12,10 +12,12 @@ from __future__ import annotations
 import asyncio
 import base64
 import json
+from collections.abc import Callable, Sequence
 from pathlib import Path
 
 from corral.orchestration.host._launch import LaunchDraft
 from corral.orchestration.host.ports import HostExtension
+from corral.orchestration.teams.roster.records import FileClaimRecord
 from corral.orchestration.workspaces._apply import apply_patch, is_applied
 from corral.orchestration.workspaces._snapshot import take_snapshot
 from corral.orchestration.workspaces.records import Snapshot, WorkspaceMode, WorkspacePatch
@@ -97,7 +99,7 @@ def _last_patch(session_path: Path) -> dict[str, object] | None:
     return found
 
 
-def _land(session_path: Path) -> str | None:
+def _land(session_path: Path, claims: Sequence[FileClaimRecord], run_id: str) -> str | None:
     data = _last_patch(session_path)
     if data is None:
         return None
@@ -113,21 +115,29 @@ def _land(session_path: Path) -> str | None:
     if is_applied(top, patch):
         outcome_message = f"the agent's changes to {len(patch.files)} file(s) are in the workspace"
         return f"Workspace: {outcome_message} ({', '.join(patch.files)})."
-    outcome = apply_patch(top, patch)
+    outcome = apply_patch(top, patch, claims=claims, run_id=run_id)
     if outcome.applied:
         return f"Workspace: {outcome.message} ({', '.join(patch.files)})."
     return f"Workspace: {outcome.message}."
 
 
 class WorkspacesExtension(HostExtension):
-    """Lands remote write agents' patches on the lead's machine (one at a time)."""
+    """Lands remote write agents' patches on the lead's machine (one at a time), under the team's
+    file claims: a path another agent claims refuses the whole patch (`apply_patch`).
 
-    def __init__(self) -> None:
+    Args:
+        claims_of: The file claims of the team the run belongs to (read when its patch lands);
+            `None`: no claims are known (nothing is refused for a claim).
+    """
+
+    def __init__(self, claims_of: Callable[[str], Sequence[FileClaimRecord]] | None = None) -> None:
         self._lock = asyncio.Lock()
+        self._claims_of = claims_of
 
     async def remote_result(self, run_id: str, session_path: Path | None) -> str | None:
         """Apply the run's patch, if its session carries one; the result's line saying what happened."""
         if session_path is None or not session_path.is_file():
             return None
         async with self._lock:
-            return await asyncio.to_thread(_land, session_path)
+            claims = () if self._claims_of is None else tuple(self._claims_of(run_id))
+            return await asyncio.to_thread(_land, session_path, claims, run_id)
