@@ -1,8 +1,9 @@
 """A host process for the Ray tests: delegates agents on Ray, then waits to be killed.
 
-Usage: `python ray_host_driver.py <dir> <address> <namespace> <label>...`. It writes the lead's
-session path to `<dir>/lead.txt`, delegates one `builder` agent per label on the Ray runtime,
-prints `started` and waits (the test kills it with SIGKILL). A failed delegate prints
+Usage: `python ray_host_driver.py <dir> <address> <namespace> [--workspace=<mode>] <label>...`.
+It writes the lead's session path to `<dir>/lead.txt`, delegates one `builder` agent per label on
+the Ray runtime (`[ray] workspace` = `<mode>`, default `shared`), prints `started` and waits (the
+test kills it with SIGKILL, or a `CORRAL_FAULTS` fault point does). A failed delegate prints
 `error <category>: <message>` and exits with 3.
 """
 
@@ -21,7 +22,11 @@ from corral.session import SessionManager
 from corral.settings import RaySettings, Settings
 
 
-async def main(root: Path, address: str, namespace: str, labels: list[str]) -> int:
+async def main(root: Path, address: str, namespace: str, args: list[str]) -> int:
+    workspace = "shared"
+    if args and args[0].startswith("--workspace="):
+        workspace = args.pop(0).removeprefix("--workspace=")
+    labels = args
     work = root / "work"
     sessions = root / "sessions"
     session = SessionManager.create(work, sessions_root=sessions)
@@ -33,7 +38,13 @@ async def main(root: Path, address: str, namespace: str, labels: list[str]) -> i
     lead = AgentSession(session=session, model=model, thinking_level="off", tools=[], cwd=work)
     settings = Settings(
         runtime="ray",
-        ray=RaySettings(address=address, namespace=namespace, num_cpus=0.1, agents_per_worker=4),
+        ray=RaySettings(
+            address=address,
+            namespace=namespace,
+            num_cpus=0.1,
+            agents_per_worker=4,
+            workspace=workspace,  # type: ignore[arg-type]
+        ),
     )
     host = ComposedHost(
         repositories=Repositories.open(root / "home" / "corral.db"),

@@ -291,3 +291,71 @@ async def test_auto_works_in_place_where_the_node_shares_the_workspace(
     assert len(results) == 1 and "Edited." in results[0] and "Workspace:" not in results[0]
     assert (env / "work" / "where.txt").read_text().strip() == str((env / "work").resolve())
     assert (env / "work" / "app.py").read_text() == "a = 1\nb = 2\n"
+
+
+async def test_a_host_killed_after_landing_a_patch_and_before_storing_its_result_lands_it_once(
+    env: Path, ray_cluster: RayTestCluster
+) -> None:
+    """SIGKILL between the patch landing on the lead's workspace and the result being stored: the
+    next host collects the result once and does not apply the patch a second time."""
+    import asyncio
+    import os
+    import signal
+    import sys
+    import uuid
+
+    from corral.orchestration import RESULT_TYPE, Repositories
+    from corral.settings import RaySettings, Settings
+    from tests.orchestration._host_helpers import WAIT, team, write_script
+
+    agent = [
+        {"tool_calls": [{"name": "bash", "args": {"command": "echo b = 2 >> app.py"}}]},
+        {"text": "Edited."},
+    ]
+    write_script(env, "team", {**LEAD, "agents": {"*": agent}})
+    namespace = f"t-{uuid.uuid4().hex[:8]}"
+    driver = Path(__file__).parent / "ray_host_driver.py"
+    process = await asyncio.create_subprocess_exec(
+        sys.executable,
+        str(driver),
+        str(env),
+        ray_cluster.address,
+        namespace,
+        "--workspace=snapshot",
+        "editor",
+        stdout=asyncio.subprocess.PIPE,
+        stderr=asyncio.subprocess.DEVNULL,
+        env={**os.environ, "CORRAL_FAULTS": "after_remote_result"},
+    )
+    out, _ = await asyncio.wait_for(process.communicate(), WAIT * 3)
+    assert process.returncode == -signal.SIGKILL, out  # killed by the fault point, not by the test
+    app = env / "work" / "app.py"
+    assert app.read_text() == "a = 1\nb = 2\n"  # the patch landed
+    store = Repositories.open(env / "home" / "corral.db")
+    try:
+        generation = store.kernel.generation_by_label("editor")
+        assert generation is not None
+        (task,) = [r for r in store.kernel.requests(generation.run_id) if r.kind == "task"]
+        assert store.kernel.get_result(task.request_id) is None  # and its result was not stored
+    finally:
+        store.close()
+
+    lead_path = Path((env / "lead.txt").read_text())
+    ray_config = RaySettings(
+        address=ray_cluster.address,
+        namespace=namespace,
+        num_cpus=0.1,
+        agents_per_worker=4,
+        workspace="snapshot",
+    )
+    settings = Settings(runtime="ray", ray=ray_config)
+    async with team(env, "team", settings=settings, session_path=lead_path) as t:
+        await t.quiet()
+        results = [str(r["content"]) for r in t.lead_entries(RESULT_TYPE)]
+        assert len(results) == 1 and "Edited." in results[0], results
+        assert "Workspace: the agent's changes to 1 file(s) are in the workspace (app.py)." in results[0]
+        assert t.host.kernel.generation_by_label("editor") is None  # finalized
+    assert app.read_text() == "a = 1\nb = 2\n"  # not applied twice
+    async with team(env, "team", settings=settings, session_path=lead_path) as t:
+        await t.quiet()
+        assert len(t.lead_entries(RESULT_TYPE)) == 1

@@ -35,6 +35,7 @@ from pathlib import Path
 from typing import TYPE_CHECKING, Protocol
 
 from corral.orchestration.errors import OrchestrationError
+from corral.orchestration.kernel._faults import fault_point
 from corral.orchestration.kernel._remote import (
     AckFact,
     ActivityFact,
@@ -254,6 +255,7 @@ class RayPump:
             for fact in found.facts:
                 if isinstance(fact, ResultFact):  # the features' last step on this machine, then stored
                     note = await self.host.remote_result(run_id, tracked.session_path)
+                    fault_point("after_remote_result")  # e.g. a patch landed, its result not stored yet
                     if note:
                         fact = dataclasses.replace(fact, text="\n\n".join(t for t in (fact.text, note) if t))
                 self._apply(run_id, tracked, fact)
