@@ -122,7 +122,7 @@ class _Run:
 
 
 class RayWorker:
-    """Hosts up to `slots` managed agents in this actor process (see the module docstring)."""
+    """Hosts up to `slots` working managed agents in this actor process (see the module docstring)."""
 
     def __init__(self, slots: int) -> None:
         self.slots = max(1, slots)
@@ -144,6 +144,12 @@ class RayWorker:
             "pid": os.getpid(),
         }
 
+    def working(self) -> int:
+        """The runs that still occupy a slot: a finished run held until its host ends it (its
+        result confirmed, its generation finalized) frees its slot at once, so a lead that delegates
+        again right after its results arrived is not sent to a new worker process."""
+        return sum(1 for run in self.runs.values() if not run.task.done())
+
     async def where(self) -> dict[str, Any]:
         """Where this worker runs: node id and address, host name, pid; and its runs."""
         return {**self._place(), "runs": sorted(self.runs)}
@@ -157,7 +163,7 @@ class RayWorker:
         run_id = launch.generation.run_id
         if run_id in self.runs:
             return self._place()
-        if len(self.runs) >= self.slots:
+        if self.working() >= self.slots:
             return None
         settings = Settings.model_validate_json(launch.settings_json)
         described = launch.launch
