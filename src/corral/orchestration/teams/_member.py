@@ -28,7 +28,7 @@ from __future__ import annotations
 
 import asyncio
 import contextlib
-from typing import TYPE_CHECKING, Any, Protocol
+from typing import TYPE_CHECKING, Protocol
 
 from corral.agent import AgentSession, RateLimitWaitEvent, ToolExecutionEndEvent, ToolExecutionStartEvent
 from corral.orchestration.kernel._child import ChildHooks, ManagedChild, SettleOutcome, SettlePolicy
@@ -260,10 +260,6 @@ class TeamChild(ManagedChild):
         if self.agent.is_idle:
             return "waiting" if self.waiting else "thinking"
         return "working" if self.active_tool is not None else "thinking"
-
-    def details(self) -> dict[str, Any]:
-        """Runtime facts for status views."""
-        return {"activeTool": self.active_tool, "interrupted": self.interrupted, "waiting": self.waiting}
 
     def dispose(self) -> None:
         """Drop event subscriptions (after the run ended)."""
