@@ -30,7 +30,7 @@ import tempfile
 from collections.abc import Awaitable, Callable, Mapping
 from dataclasses import dataclass
 from pathlib import Path
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
 from corral import _tracing
 from corral.agent import AgentEvent, AgentSession, RateLimitWaitEvent
@@ -59,6 +59,11 @@ from corral.orchestration.workspaces import (
 from corral.orchestration.workspaces._extension import PATCH_ENTRY, patch_entry_data, snapshot_from_json
 from corral.session import SessionManager
 from corral.settings import Settings
+
+if TYPE_CHECKING:
+    from corral.orchestration.kernel.records import GenerationRecord
+    from corral.orchestration.teams._member import TeamChild
+    from corral.orchestration.teams.remote import RemoteTeams
 
 __all__ = ["RayWorker"]
 
@@ -119,6 +124,8 @@ class _Run:
     session: SessionManager
     task: asyncio.Task[None]
     workspace: NodeWorkspace | None = None
+    port: RemoteTeams | None = None
+    """A teams member's port to the lead's `Teams`."""
 
 
 class RayWorker:
@@ -167,9 +174,8 @@ class RayWorker:
             return None
         settings = Settings.model_validate_json(launch.settings_json)
         described = launch.launch
-        if "spec" not in described:
+        if "spec" not in described and "team" not in described:
             raise ValueError(f"agent {launch.generation.label} cannot run on a Ray worker (no agent spec)")
-        spec = ManagedAgentSpec.from_json(dict(described["spec"]))  # type: ignore[call-overload]
         context_retirement = bool(described.get("contextRetirement", True))
         workspace = await self._open_workspace(described)
         if isinstance(workspace, str):
@@ -182,24 +188,41 @@ class RayWorker:
         session = SessionManager.open(path)
         try:
             registry = ModelRegistry(settings, cwd=cwd)
-            model = registry.create_model(registry.resolve(spec.model_ref), cwd=cwd)
-            agent: AgentSession = build_managed_agent(
-                spec, session=session, model=model, cwd=cwd, settings=settings
-            )
             store = RemoteStore(launch.generation, launch.task, path)
             store.view(HostView(launch.generation.phase, None, launch.pushed))
             hooks = _Hooks(store)
-            child = ManagedChild(
-                store=store,
-                agent=agent,
-                generation=launch.generation,
-                task=launch.task,
-                hooks=hooks,
-                delegating=False,
-                context_retirement=context_retirement,
-            )
+            child: ManagedChild
+            port: RemoteTeams | None = None
+            if "team" in described:  # a teams member: its tools reach the lead's `Teams` as facts
+                child, port = await _build_member(
+                    described,
+                    store=store,
+                    session=session,
+                    registry=registry,
+                    settings=settings,
+                    cwd=cwd,
+                    generation=launch.generation,
+                    task=launch.task,
+                    hooks=hooks,
+                )
+                child.context_retirement = context_retirement
+            else:
+                spec = ManagedAgentSpec.from_json(dict(described["spec"]))  # type: ignore[call-overload]
+                model = registry.create_model(registry.resolve(spec.model_ref), cwd=cwd)
+                agent: AgentSession = build_managed_agent(
+                    spec, session=session, model=model, cwd=cwd, settings=settings
+                )
+                child = ManagedChild(
+                    store=store,
+                    agent=agent,
+                    generation=launch.generation,
+                    task=launch.task,
+                    hooks=hooks,
+                    delegating=False,
+                    context_retirement=context_retirement,
+                )
+                agent.register_tool(AskOwnerTool(_Questions(FileLimits(), cwd), child, agent))
             hooks.child = child
-            agent.register_tool(AskOwnerTool(_Questions(FileLimits(), cwd), child, agent))
             if workspace is not None and not workspace.shared:
                 lead_top = str(dict(described["workspace"]).get("top"))  # type: ignore[call-overload]
                 child.on_work_done = self._patch_back(workspace, session, lead_top)
@@ -213,7 +236,7 @@ class RayWorker:
         with _tracing.under_carrier(launch.trace):  # the agent's spans continue the host's trace
             task = asyncio.get_running_loop().create_task(child.run(), name=f"corral-agent-{child.label}")
         task.add_done_callback(lambda t: None if t.cancelled() else t.exception())
-        self.runs[run_id] = _Run(child, store, session, task, workspace)
+        self.runs[run_id] = _Run(child, store, session, task, workspace, port)
         acked = asyncio.ensure_future(child.acknowledged.wait())
         ended = asyncio.ensure_future(child.finished.wait())
         await asyncio.wait({acked, ended}, timeout=_ACK_WAIT_S, return_when=asyncio.FIRST_COMPLETED)
@@ -273,6 +296,8 @@ class RayWorker:
             return None
         run.store.view(view)
         self._share_windows(run, view)
+        if run.port is not None:  # a teams member: the host's answers and its messages
+            run.port.take(view.pushed)
         run.child.wake()
         pulled = run.store.pull(offset)
         return Pulled(pulled.session, pulled.session_end, pulled.facts, run.task.done())
@@ -366,3 +391,71 @@ class RayWorker:
         for run_id in list(self.runs):
             await self.end(run_id)
         shutil.rmtree(self.folder, ignore_errors=True)
+
+
+async def _build_member(
+    described: Mapping[str, object],
+    *,
+    store: RemoteStore,
+    session: SessionManager,
+    registry: ModelRegistry,
+    settings: Settings,
+    cwd: Path,
+    generation: GenerationRecord,
+    task: RequestRecord,
+    hooks: _Hooks,
+) -> tuple[TeamChild, RemoteTeams]:
+    """The member's agent as its host built it (system prompt, model, thinking, tools) and its
+    `TeamChild` over a `RemoteTeams` port with the same member tools as in-process.
+
+    Raises:
+        ValueError: A read agent's sandbox does not work on this node (it never runs without it).
+    """
+    from corral.agent import AgentSession
+    from corral.agent.tools import ReadOnlySandbox, create_builtin_tools, read_sandbox_policy
+    from corral.llm import parse_model_ref
+    from corral.orchestration.surfaces.teams import team_member_tools
+    from corral.orchestration.teams._member import TeamChild
+    from corral.orchestration.teams.remote import RemoteTeams
+    from corral.orchestration.teams.roster.records import TeamMemberRecord
+
+    team = described["team"]
+    assert isinstance(team, dict)
+    sandbox: ReadOnlySandbox | None = None
+    if team.get("sandbox"):
+        sandbox = ReadOnlySandbox(policy=read_sandbox_policy(settings))
+        status = await sandbox.probe()
+        if not status.ok:  # fail closed: a read agent never runs without its sandbox
+            raise ValueError(f"the read-only sandbox does not work on this node: {status.reason}")
+    names = team.get("tools")
+    tools = create_builtin_tools(
+        cwd,
+        shell_path=settings.shell_path,
+        names=None if names is None else [str(name) for name in names],
+        sandbox=sandbox,
+    )
+    model = registry.create_model(registry.resolve(parse_model_ref(str(team["model"]))), cwd=cwd)
+    agent = AgentSession(
+        session=session,
+        model=model,
+        thinking_level=team["thinking"],
+        tools=tools,
+        cwd=cwd,
+        settings=settings,
+        system_prompt=str(team["systemPrompt"]),
+        agent_name=generation.label,
+    )
+    port = RemoteTeams(store)
+    child = TeamChild(
+        store=store,
+        agent=agent,
+        generation=generation,
+        task=dataclasses.replace(task, payload=str(team["prompt"])),
+        hooks=hooks,
+        member=TeamMemberRecord(**team["member"]),
+        teams=port,
+    )
+    port.child = child
+    for tool in team_member_tools(port, child):
+        agent.register_tool(tool)
+    return child, port

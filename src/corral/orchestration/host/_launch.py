@@ -121,6 +121,10 @@ class LaunchSteps:
     def attach(self, child: ManagedChild) -> None:
         """Called after the host gave `child` its tools and before it starts (for example, a controller's surfaces)."""
 
+    async def before_worker(self, recorded: Recorded) -> None:
+        """On a remote worker runtime (Ray): the feature's steps before the start that `build` does
+        in-process (for example, teams' group slot and mission); `worker_launch` follows."""
+
     def worker_launch(self, recorded: Recorded) -> Mapping[str, object]:
         """A worker runtime's description of the agent (the launch file, without settings and heartbeat)."""
         raise InternalFailureError(
@@ -282,6 +286,7 @@ class Launcher:
 
             with host.placing_run(generation.run_id):
                 try:
+                    await steps.before_worker(recorded)
                     handle, path = await place_on_ray(
                         host,
                         generation,

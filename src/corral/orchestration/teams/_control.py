@@ -61,7 +61,7 @@ if TYPE_CHECKING:
         TeamReportRecord,
     )
 
-    from ._member import TeamChild
+    from ._member import MemberRun, TeamChild
     from ._plans import TeamContext, _Prepared
 
 __all__ = ["TEAM_MESSAGE_TYPE", "TEARDOWN_TIMEOUT_S", "TeamControl", "member_message_text"]
@@ -146,7 +146,7 @@ class TeamControl:
 
     # --- messaging -------------------------------------------------------------------------------
 
-    async def send_message(self, sender: Caller | TeamChild, request: SendMessageRequest) -> MessageSent:
+    async def send_message(self, sender: Caller | MemberRun, request: SendMessageRequest) -> MessageSent:
         """`send_message`: steer a live recipient, or store the message for the lead."""
         repos = self.repos
         if isinstance(sender, Caller):
@@ -194,7 +194,7 @@ class TeamControl:
             direct = False
         return MessageSent(recipient, team, "active-session" if direct else "inbox")
 
-    async def read_inbox(self, reader: Caller | TeamChild, request: ReadInboxRequest) -> InboxResult:
+    async def read_inbox(self, reader: Caller | MemberRun, request: ReadInboxRequest) -> InboxResult:
         """`read_inbox`: the reader's messages (the lead may name an agent's inbox)."""
         if isinstance(reader, Caller):
             lead = self._lead_id(reader)
@@ -248,7 +248,7 @@ class TeamControl:
             )
         return self._finalize_run(member, reason)
 
-    def run_lost(self, child: TeamChild, reason: str) -> None:
+    def run_lost(self, child: MemberRun, reason: str) -> None:
         """A run ended without a report (it raised): its completion-group slot is interrupted."""
         self._settle_slot(child.member, "interrupted", reason)
 
@@ -596,7 +596,7 @@ class TeamControl:
 
     # --- claims -----------------------------------------------------------------------------------
 
-    def claim_files(self, child: TeamChild, paths: tuple[str, ...]) -> ClaimResult:
+    def claim_files(self, child: MemberRun, paths: tuple[str, ...]) -> ClaimResult:
         """`claim_file`: all-or-nothing claims for an edit agent."""
         self._require_writer(child)
         normalized = [normalize_claim_path(p) for p in paths]
@@ -610,7 +610,7 @@ class TeamControl:
             team_name(child.member.lead_session_id),
         )
 
-    def release_files(self, child: TeamChild, paths: tuple[str, ...]) -> ReleaseResult:
+    def release_files(self, child: MemberRun, paths: tuple[str, ...]) -> ReleaseResult:
         """`release_file`: release the caller's own claims."""
         self._require_writer(child)
         normalized = [normalize_claim_path(p) for p in paths]
@@ -619,13 +619,13 @@ class TeamControl:
         )
         return ReleaseResult(tuple(released))
 
-    def list_file_claims(self, scope: Caller | TeamChild) -> ClaimsList:
+    def list_file_claims(self, scope: Caller | MemberRun) -> ClaimsList:
         """`list_file_claims`: every claim of the team."""
         lead = self._lead_id(scope) if isinstance(scope, Caller) else scope.member.lead_session_id
         claims = self.repos.roster.file_claims(lead)
         return ClaimsList(tuple(claims))
 
-    def _require_writer(self, child: TeamChild) -> None:
+    def _require_writer(self, child: MemberRun) -> None:
         generation = self.host.kernel.get_generation(child.run_id)
         if child.member.kind != "write" or generation is None or generation.phase != "active":
             raise InvalidRequestError("Only an active edit agent can claim or release files.")

@@ -11,6 +11,9 @@ names teams; this module turns each hook into the teams core's own verbs:
 * `may_hand_off` / `lost`: a handoff refuses nested helpers, running checks, accepted reports
   and stopping agents; a failed handoff settles the member's group slot.
 * `polled`: lead messages that agents moved to tmux panes stored are relayed to the lead.
+* `remote_fact` / `remote_state`: a member on a Ray worker sends its teams calls as facts; they are
+  applied here through the same verbs and answered, with its inbox, in the state pushed to it
+  (`teams/remote/`).
 
 The composition root adds this extension to a host only once a lead uses teams (the teams
 surface, or teams state in its store), so a lead without either never imports the teams core
@@ -109,6 +112,14 @@ class TeamsExtension(HostExtension):
         if member.fence != "none" or (child is not None and not child.messages_open):
             return "stopping", f"Agent {label} is being stopped."
         return None
+
+    def remote_fact(self, run_id: str, payload: object) -> None:
+        """A Ray member's teams call (applied once, in the background) or what its worker took."""
+        self.teams.remote.fact(run_id, payload)
+
+    def remote_state(self, run_id: str) -> object | None:
+        """A Ray member's answers and unread messages, pushed with every pull (`None`: not a member)."""
+        return self.teams.remote.state(run_id)
 
     def polled(self) -> None:
         """Relay `team-lead` messages that tmux teams agents stored into their leads' sessions.

@@ -36,11 +36,32 @@ from corral.orchestration.kernel._remote import ChildStore
 from corral.orchestration.kernel.records import GenerationRecord, RequestRecord
 
 if TYPE_CHECKING:
+    from collections.abc import Awaitable
+
+    from corral.orchestration.kernel._caller import Caller
+    from corral.orchestration.teams.commands import (
+        ReadInboxRequest,
+        ReportSubmission,
+        SendMessageRequest,
+        SpawnRequest,
+        SwarmRequest,
+    )
+    from corral.orchestration.teams.results import (
+        ClaimResult,
+        ClaimsList,
+        InboxResult,
+        MessageSent,
+        ReleaseResult,
+        ReportReceipt,
+        SpawnResult,
+        StatusSnapshot,
+        SwarmResult,
+    )
     from corral.orchestration.teams.roster.records import TeamMemberRecord
 
     from ._status import LivePhase
 
-__all__ = ["RECOVERY_PROMPT", "MemberPorts", "TeamChild", "TeamSettle"]
+__all__ = ["RECOVERY_PROMPT", "MemberPorts", "MemberRun", "MemberTeams", "TeamChild", "TeamSettle"]
 
 RECOVERY_PROMPT = (
     "Your work ended without a final report. Do no more work now: call report_and_exit once with the "
@@ -49,6 +70,97 @@ RECOVERY_PROMPT = (
 """The single report-only recovery prompt."""
 
 _INTERRUPT_SETTLE_S = 1.5
+
+
+class MemberRun(Protocol):
+    """A teams run as the member verbs (`send_message`, `read_inbox`, claims, `report_and_exit`, the
+    fallback report) see it: a `TeamChild` in this process, or, on the lead's host, the stand-in of a
+    member that runs on a Ray worker (`teams/remote/_host.py`)."""
+
+    member: TeamMemberRecord
+    report_accepted: bool
+    plain_submissions: int
+
+    @property
+    def run_id(self) -> str: ...
+
+    @property
+    def label(self) -> str: ...
+
+    @property
+    def generation(self) -> GenerationRecord: ...
+
+    @property
+    def task(self) -> RequestRecord: ...
+
+    @property
+    def delegating(self) -> bool: ...
+
+    @property
+    def messages_open(self) -> bool: ...
+
+    @property
+    def finished(self) -> asyncio.Event: ...
+
+    @property
+    def started_monotonic(self) -> float: ...
+
+    def close_messages(self) -> None:
+        """Refuse further direct messages."""
+        ...
+
+    def queue_prompt(self, text: str) -> None:
+        """Give the agent `text` as its next prompt."""
+        ...
+
+    def fallback_report(self) -> tuple[str, str, str]:
+        """`(status, content, source)` of a run that ended without an accepted report."""
+        ...
+
+    def usage(self) -> tuple[int, float]:
+        """`(tokens, cost in USD)` of the run's session so far."""
+        ...
+
+    def end_after_report(self) -> None:
+        """The accepted report ends the run after the current tool batch."""
+        ...
+
+
+class MemberTeams(Protocol):
+    """What a teams agent's own tools (`team_member_tools`) call: `Teams` in the lead's process and
+    in a tmux worker; on a Ray worker, a port that turns each call into a fact the lead's host
+    applies through its `Teams` (`teams/remote/_worker.py`). A claim verb may answer later
+    (an awaitable) where the answer crosses the network."""
+
+    async def send_message(self, sender: TeamChild, request: SendMessageRequest) -> MessageSent: ...
+
+    async def read_inbox(self, reader: TeamChild, request: ReadInboxRequest) -> InboxResult: ...
+
+    async def submit_report(
+        self, child: TeamChild, submission: ReportSubmission, *, submission_id: str
+    ) -> ReportReceipt: ...
+
+    def claim_files(
+        self, child: TeamChild, paths: tuple[str, ...]
+    ) -> ClaimResult | Awaitable[ClaimResult]: ...
+
+    def release_files(
+        self, child: TeamChild, paths: tuple[str, ...]
+    ) -> ReleaseResult | Awaitable[ReleaseResult]: ...
+
+    def list_file_claims(self, scope: TeamChild) -> ClaimsList | Awaitable[ClaimsList]: ...
+
+    async def spawn(
+        self, caller: Caller, request: SpawnRequest, *, parent: TeamChild | None = None
+    ) -> SpawnResult:
+        """A nested parent's read helper (only eligible writers in the lead's process get this tool)."""
+        ...
+
+    async def spawn_swarm(
+        self, caller: Caller, request: SwarmRequest, *, parent: TeamChild | None = None
+    ) -> SwarmResult: ...
+
+    async def status(self, scope: TeamChild, agent_name: str | None) -> StatusSnapshot: ...
 
 
 class MemberPorts(Protocol):
@@ -187,6 +299,15 @@ class TeamChild(ManagedChild):
             f"prompt. Its session is kept for inspection: {self.generation.session_path}."
         )
         return "failed", content, "empty"
+
+    def usage(self) -> tuple[int, float]:
+        """`(tokens, cost in USD)` of the run's session so far."""
+        stats = self.agent.stats()
+        return stats.tokens.total, stats.cost
+
+    def end_after_report(self) -> None:
+        """The accepted report ends the run after the current tool batch (no further model request)."""
+        self.agent.end_after_tools()
 
     # --- messages, interrupt ----------------------------------------------------------------------------
 

@@ -28,9 +28,11 @@ from __future__ import annotations
 
 import asyncio
 import contextlib
+import dataclasses
 import os
 import time
 import uuid
+from collections.abc import Mapping
 from dataclasses import replace
 from pathlib import Path
 from typing import TYPE_CHECKING, Any, Literal
@@ -77,6 +79,7 @@ from .checkpoints.records import (
 from .checks._checks import CheckSpec
 from .checks._fingerprint import SourceFingerprint
 from .groups._groups import CompletionGroups
+from .remote._host import RemoteMembers
 from .repair._verification import Verifier
 from .reports._reports import team_name
 from .reports._team_reports import TeamReports
@@ -162,6 +165,8 @@ class Teams:
         )
         self.control = TeamControl(self.context, deliver_group_wakes=self._deliver_group_wakes)
         self.reports = TeamReports(self.context, self.control)
+        self.remote = RemoteMembers(self.context, self.control, self.reports)
+        """Members on Ray workers: their calls, answers and inbox pushes."""
         # The services' verbs, by their public names.
         control, reports = self.control, self.reports
         self.child = control.child
@@ -579,6 +584,7 @@ class Teams:
         sandbox: Literal["enforced", "instruction"] | None = None,
         run_id: str | None = None,
         capacity: tuple[int, int] | None = None,
+        runtime: str = "inprocess",
     ) -> SpawnResult:
         role = prepared.tier.role
         return SpawnResult(
@@ -602,6 +608,7 @@ class Teams:
             parent=None if prepared.parent is None else prepared.parent.label,
             sandbox_off=not queued and self.host.settings.teams.read_sandbox == "off",
             capacity=capacity,
+            mode="ray" if runtime == "ray" else "in-process",
         )
 
     # --- launch --------------------------------------------------------------------------------
@@ -636,6 +643,7 @@ class Teams:
             context_available=steps.context_path is not None,
             sandbox=None if sandbox_state == "none" else sandbox_state,
             run_id=generation.run_id,
+            runtime=generation.runtime_kind,
         )
 
     def _isolated(self, prepared: _Prepared) -> bool:
@@ -667,7 +675,26 @@ class Teams:
         eligible: bool,
     ) -> AgentSession:
         host = self.host
-        settings = host.settings
+        tools, system_prompt = self._agent_parts(prepared, sandbox, eligible=eligible)
+        ref = parse_model_ref(prepared.model_ref)
+        info = host.registry.resolve(ref)
+        model = host.registry.create_model(info, cwd=prepared.cwd)
+        return AgentSession(
+            session=session,
+            model=model,
+            thinking_level=prepared.thinking,  # type: ignore[arg-type]
+            tools=tools,
+            cwd=prepared.cwd,
+            settings=host.settings,
+            system_prompt=system_prompt,
+            agent_name=prepared.name,
+        )
+
+    def _agent_parts(
+        self, prepared: _Prepared, sandbox: ReadOnlySandbox | None, *, eligible: bool
+    ) -> tuple[list[AgentTool], str]:
+        """The member's built-in tools by role and its system prompt (in-process and on Ray alike)."""
+        settings = self.host.settings
         read = prepared.tier.role == "read"
         names = list(READ_TIER_TOOL_NAMES) if read else None
         tools: list[AgentTool] = create_builtin_tools(
@@ -695,24 +722,25 @@ class Teams:
             delegation = _NO_DELEGATION
         common = _TEAM_GUIDANCE_COMMON.format(delegation=delegation)
         system_prompt = build_system_prompt(cwd=prepared.cwd, tools=tools, append=f"{guidance}\n\n{common}")
-        ref = parse_model_ref(prepared.model_ref)
-        info = host.registry.resolve(ref)
-        model = host.registry.create_model(info, cwd=prepared.cwd)
-        return AgentSession(
-            session=session,
-            model=model,
-            thinking_level=prepared.thinking,  # type: ignore[arg-type]
-            tools=tools,
-            cwd=prepared.cwd,
-            settings=settings,
-            system_prompt=system_prompt,
-            agent_name=prepared.name,
-        )
+        return tools, system_prompt
+
+    def runtime_for(self, prepared: _Prepared, *, eligible: bool) -> Literal["inprocess", "ray"]:
+        """Where a spawn runs: on Ray when the `runtime` setting says `ray`, else in this process.
+
+        The rule of `delegate` (`Delegation._runtime_for`): agents that delegate — an eligible nested
+        parent — and read helpers (they share their parent's process) stay in-process. Teams tiers
+        have no `runtime` field, and `runtime = "tmux"` keeps spawns in-process (a running member
+        moves to a pane by handoff).
+        """
+        if self.host.settings.runtime != "ray" or eligible or prepared.depth != 0:
+            return "inprocess"
+        return "ray"
 
     # --- host hooks ----------------------------------------------------------------------------
 
     def released(self, run_id: str) -> None:
         """The host released a generation: give its capacity slot back and drop its snapshot file."""
+        self.remote.released(run_id)
         live = self.live.pop(run_id, None)
         if live is None:
             return
@@ -804,6 +832,9 @@ class _SpawnSteps(LaunchSteps):
         self.source_before: SourceFingerprint | None = None
         self.parent_checkpoint: CheckpointRecord | None = None
         self.child: TeamChild | None = None
+        self.mission = prepared.prompt
+        """The run's first prompt (a continuation's or with the session-context note), for a worker."""
+        self.worker_sandbox: ReadOnlySandbox | None = None
 
     def record(self, draft: LaunchDraft) -> Recorded:
         """The agent's session, then the generation, its task and the team member row in one transaction."""
@@ -835,7 +866,7 @@ class _SpawnSteps(LaunchSteps):
                     session_path=None if session.path is None else str(session.path),
                     parent_run_id=None if prepared.parent is None else prepared.parent.run_id,
                     delegating=self.eligible,
-                    runtime_kind="inprocess",
+                    runtime_kind=self.teams.runtime_for(prepared, eligible=self.eligible),
                     run_id=draft.run_id,
                 ),
                 NewTeamMember(
@@ -874,9 +905,62 @@ class _SpawnSteps(LaunchSteps):
 
     async def build(self, recorded: Recorded) -> ManagedChild:
         """The teams steps before the start, then the agent by tier and its `TeamChild`."""
+        mission, sandbox = await self._before_start(recorded)
+        teams, prepared = self.teams, self.prepared
+        generation, task, session = recorded.generation, recorded.task, recorded.session
+        assert self.member is not None
+        agent = teams._build_agent(prepared, session, self.member, sandbox, eligible=self.eligible)
+        self.child = TeamChild(
+            store=teams.host.kernel,
+            agent=agent,
+            generation=generation,
+            task=task if mission == prepared.prompt else _with_payload(task, mission),
+            hooks=teams.host,
+            member=self.member,
+            teams=teams,
+            delegating=self.eligible,
+        )
+        return self.child
+
+    async def before_worker(self, recorded: Recorded) -> None:
+        """On Ray: the same steps before the start as in-process (the worker gets the mission)."""
+        self.mission, self.worker_sandbox = await self._before_start(recorded)
+
+    def worker_launch(self, recorded: Recorded) -> Mapping[str, object]:
+        """A Ray worker's description of the member: its agent as built here (system prompt, model,
+        thinking, tool names, sandbox), its member row and mission, and its workspace (in place).
+
+        The capacity slot is held for the run from here until its generation is released.
+        """
+        from corral.orchestration.workspaces import identify
+
+        teams, prepared = self.teams, self.prepared
+        assert self.member is not None
+        _tools, system_prompt = teams._agent_parts(prepared, self.worker_sandbox, eligible=self.eligible)
+        read = prepared.tier.role == "read"
+        teams.remote.admit(recorded.generation.run_id, prepared.lead_session_id, self.admission)
+        return {
+            "team": {
+                "member": dataclasses.asdict(self.member),
+                "prompt": self.mission,
+                "model": prepared.model_ref,
+                "thinking": prepared.thinking,
+                "systemPrompt": system_prompt,
+                "tools": list(READ_TIER_TOOL_NAMES) if read else None,
+                "sandbox": read and self.worker_sandbox is not None,
+            },
+            "contextRetirement": teams.host.context_retirement,
+            "workspace": identify(Path(recorded.generation.cwd), tree=False).to_json(),
+            "workspaceMode": "shared",
+            "writes": not read,
+        }
+
+    async def _before_start(self, recorded: Recorded) -> tuple[str, ReadOnlySandbox | None]:
+        """The group slot runs, the checkpoint's inputs, a continuation's prompt and the lazy
+        session-context snapshot: the run's mission and its read sandbox."""
         teams, prepared = self.teams, self.prepared
         repos = teams.repos
-        generation, task, session = recorded.generation, recorded.task, recorded.session
+        generation = recorded.generation
         assert self.member is not None
         if prepared.slot_id is not None:
             teams.groups.running(prepared.slot_id, generation.run_id)
@@ -903,18 +987,7 @@ class _SpawnSteps(LaunchSteps):
         if sandbox is not None and context_path is not None:  # its snapshot lives under $CORRAL_HOME
             sandbox = sandbox.with_policy(replace(sandbox.policy, read_files=(context_path,)))
             prepared.read_guard = None  # another policy: another view
-        agent = teams._build_agent(prepared, session, self.member, sandbox, eligible=self.eligible)
-        self.child = TeamChild(
-            store=teams.host.kernel,
-            agent=agent,
-            generation=generation,
-            task=task if mission == prepared.prompt else _with_payload(task, mission),
-            hooks=teams.host,
-            member=self.member,
-            teams=teams,
-            delegating=self.eligible,
-        )
-        return self.child
+        return mission, sandbox
 
     def attach(self, child: ManagedChild) -> None:
         """The run becomes live for the teams core (its capacity slot is released with it)."""
@@ -933,6 +1006,7 @@ class _SpawnSteps(LaunchSteps):
         live = self.teams.live.get(recorded.generation.run_id)
         if live is not None:
             live.admission = None
+        self.teams.remote.admissions.pop(recorded.generation.run_id, None)
 
 
 def _generated_name(suffix: str = "") -> str:

@@ -73,6 +73,8 @@ class SpawnResult:
     cwd: str
     """Its working directory."""
     _: KW_ONLY
+    mode: Literal["in-process", "ray"] = "in-process"
+    """Where it runs: in the lead's process, or on a Ray worker (`runtime = "ray"`)."""
     queued: bool = False
     """It waits for a free slot."""
     queue_id: str | None = None

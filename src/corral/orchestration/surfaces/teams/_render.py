@@ -70,7 +70,9 @@ def render_spawn(result: SpawnResult) -> str:
             f"Agent {result.name} queued at position {result.queue_position}{usage}. It starts when a slot "
             "frees; its report arrives automatically."
         )
-    text = f"Agent {result.name} started ({result.role}, in-process, {result.model_slot} on {result.model})."
+    text = (
+        f"Agent {result.name} started ({result.role}, {result.mode}, {result.model_slot} on {result.model})."
+    )
     if result.sandbox == "instruction" and result.sandbox_off:
         text += " Read-only is an instruction only: the read sandbox is turned off (teams.read_sandbox)."
     elif result.sandbox == "instruction":
@@ -95,7 +97,7 @@ def spawn_details(result: SpawnResult) -> dict[str, Any]:
         "model": result.model,
         "thinking": result.thinking,
         "modelSource": result.model_source,
-        "mode": "in-process",
+        "mode": result.mode,
         "terminalId": None,
         "queued": result.queued,
         "queueId": result.queue_id,
@@ -119,7 +121,7 @@ def _member_line(member: SpawnResult | SwarmFailure) -> str:
     if isinstance(member, SwarmFailure):
         return f"- {member.name}: failed — {member.error}"
     where = f"queued at position {member.queue_position}" if member.queued else "started"
-    return f"- {member.name}: {member.role}, in-process, {where}"
+    return f"- {member.name}: {member.role}, {member.mode}, {where}"
 
 
 def render_swarm(result: SwarmResult) -> str:

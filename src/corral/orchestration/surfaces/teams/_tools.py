@@ -10,8 +10,9 @@ follows `spec/teams-detail.md` §1.1: `teams_lead_tools` for the lead,
 from __future__ import annotations
 
 import asyncio
+import inspect
 from collections.abc import Awaitable, Callable
-from typing import TYPE_CHECKING, Any
+from typing import TYPE_CHECKING, Any, TypeVar
 
 from corral.agent import AgentTool, ToolResult, ToolUpdate
 from corral.llm import ToolDefinition
@@ -63,7 +64,7 @@ from ._wire import (
 )
 
 if TYPE_CHECKING:
-    from corral.orchestration.teams._member import TeamChild
+    from corral.orchestration.teams._member import MemberTeams, TeamChild
     from corral.orchestration.teams._teams import Teams
 
 __all__ = [
@@ -73,6 +74,8 @@ __all__ = [
     "team_member_tools",
     "teams_lead_tools",
 ]
+
+_T = TypeVar("_T")
 
 Handler = Callable[[str, dict[str, Any]], Awaitable[ToolResult]]
 """A tool's body: `(call_id, params) -> result` (the call id is the runtime's submission id)."""
@@ -207,9 +210,17 @@ def teams_lead_tools(teams: Teams, caller: Caller) -> list[AgentTool]:
     return [TeamsTool(name, handlers[name]) for name in TEAMS_LEAD_TOOL_NAMES]
 
 
-def team_member_tools(teams: Teams, child: TeamChild) -> list[AgentTool]:
+async def _answer(value: _T | Awaitable[_T]) -> _T:
+    """A port's answer: at once in the lead's process, later where it crosses the network."""
+    if inspect.isawaitable(value):
+        return await value
+    return value
+
+
+def team_member_tools(teams: MemberTeams, child: TeamChild) -> list[AgentTool]:
     """The teams tools of one spawned agent: messaging and reporting, claims for writers, nested spawning
-    for an eligible writer."""
+    for an eligible writer. The same tools run in the lead's process, in a tmux worker and on a Ray
+    worker; only `teams` (the port) differs."""
     member = child.member
 
     async def send(call_id: str, params: dict[str, Any]) -> ToolResult:
@@ -236,16 +247,18 @@ def team_member_tools(teams: Teams, child: TeamChild) -> list[AgentTool]:
     if member.kind == "write":
 
         async def claim(call_id: str, params: dict[str, Any]) -> ToolResult:
-            claimed = teams.claim_files(child, parse_claim(params, tool="claim_file").paths)
+            claimed = await _answer(teams.claim_files(child, parse_claim(params, tool="claim_file").paths))
             return ToolResult.text(render_claim(claimed), details=claim_details(claimed))
 
         async def release(call_id: str, params: dict[str, Any]) -> ToolResult:
-            released = teams.release_files(child, parse_claim(params, tool="release_file").paths)
+            released = await _answer(
+                teams.release_files(child, parse_claim(params, tool="release_file").paths)
+            )
             return ToolResult.text(render_release(released), details=release_details(released))
 
         async def claims(call_id: str, params: dict[str, Any]) -> ToolResult:
             parse_list_claims(params)
-            listed = teams.list_file_claims(child)
+            listed = await _answer(teams.list_file_claims(child))
             return ToolResult.text(render_claims(listed), details=claims_details(listed))
 
         tools += [

@@ -39,7 +39,7 @@ from ._reports import report_id, report_result, task_id, team_name, write_report
 if TYPE_CHECKING:
     from corral.orchestration.kernel.records import ResultRecord
     from corral.orchestration.teams._control import TeamControl
-    from corral.orchestration.teams._member import TeamChild
+    from corral.orchestration.teams._member import MemberRun
     from corral.orchestration.teams._plans import TeamContext
     from corral.orchestration.teams.checkpoints.records import CheckpointRecord
     from corral.orchestration.teams.commands import ReportSubmission
@@ -70,7 +70,7 @@ class TeamReports:
     # --- reports -------------------------------------------------------------------------------
 
     async def submit_report(
-        self, child: TeamChild, submission: ReportSubmission, *, submission_id: str
+        self, child: MemberRun, submission: ReportSubmission, *, submission_id: str
     ) -> ReportReceipt:
         """`report_and_exit`: assigned checks first; the first accepted report wins and ends the work.
 
@@ -109,13 +109,13 @@ class TeamReports:
         )
         child.report_accepted = True
         child.close_messages()
-        child.agent.end_after_tools()
+        child.end_after_report()
         if child.delegating:
             self.host.spawn_background(self._close_helpers(child))
         return ReportReceipt("accepted", decision=decision, report=record)
 
     async def _verify(
-        self, child: TeamChild, *, submission_id: str, signed: dict[str, Any], outcome: str | None
+        self, child: MemberRun, *, submission_id: str, signed: dict[str, Any], outcome: str | None
     ) -> VerificationDecision | None:
         """Run the run's assigned checks (and repair bookkeeping); `None` when it has none."""
         member = child.member
@@ -136,7 +136,7 @@ class TeamReports:
             outcome=outcome,
         )
 
-    async def finish_without_report(self, child: TeamChild) -> bool:
+    async def finish_without_report(self, child: MemberRun) -> bool:
         """A run ended without an accepted `report_and_exit`: verify and store its fallback report.
 
         Returns:
@@ -179,7 +179,7 @@ class TeamReports:
             )
         return False
 
-    async def _commit_work(self, child: TeamChild, summary: str) -> Mapping[str, object] | None:
+    async def _commit_work(self, child: MemberRun, summary: str) -> Mapping[str, object] | None:
         """Commit an isolated writer's work on its branch before its report is stored; the
         report's `branch`, `base`, `diffStat` and `merge` (`None` when the run shares the tree)."""
         rows = WorktreeRows(self.host.kernel.db)
@@ -195,7 +195,7 @@ class TeamReports:
 
     def _store_report(
         self,
-        child: TeamChild,
+        child: MemberRun,
         *,
         status: str,
         content: str,
@@ -231,7 +231,7 @@ class TeamReports:
             markdown = write_report_markdown(
                 self.host.kernel.db.path.parent / "reports" / team, member.name, content
             )
-        stats = child.agent.stats()
+        tokens, cost = child.usage()
         elapsed = int((asyncio.get_running_loop().time() - child.started_monotonic) * 1000)
         record = repos.reports.store_team_report(
             child.run_id,
@@ -247,8 +247,8 @@ class TeamReports:
                 report_source=source,
                 markdown_path=None if markdown is None else str(markdown),
                 elapsed_ms=max(0, elapsed),
-                tokens=stats.tokens.total,
-                cost_usd=stats.cost,
+                tokens=tokens,
+                cost_usd=cost,
             ),
         )
         fault_point("after_result_row")
@@ -323,7 +323,7 @@ class TeamReports:
                 f"Checkpoint {record.result.get('checkpointId')} of agent {record.name} was not saved: {exc}",
             )
 
-    async def _close_helpers(self, parent: TeamChild) -> None:
+    async def _close_helpers(self, parent: MemberRun) -> None:
         """A nested parent reported: drop its queued helpers and stop its running ones."""
         lead = parent.member.lead_session_id
         for (lead_id, name), (_reservation, prepared) in list(self.pending.items()):

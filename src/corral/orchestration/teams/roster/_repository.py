@@ -418,6 +418,20 @@ class Roster(Repository):
 
         return self._write(body) if mark_as_read else self._read(body)
 
+    def mark_messages_read(self, message_ids: Sequence[str]) -> None:
+        """Mark these messages read (a member on a Ray worker injected them); read ones stay as they are."""
+        if not message_ids:
+            return
+        marks = ",".join("?" for _ in message_ids)
+
+        def body() -> None:
+            self._execute(
+                f"UPDATE team_messages SET read_at = ? WHERE message_id IN ({marks}) AND read_at IS NULL",
+                (self._clock(), *message_ids),
+            )
+
+        self._write(body)
+
     def has_team_state(self, lead_session_id: str) -> bool:
         """Whether the teams core has anything to recover for this lead: members, messages or checkpoints.
 

@@ -1,0 +1,228 @@
+"""The lead's side of teams members on Ray workers: their calls applied through `Teams`, once each.
+
+A member on a Ray worker sends each teams verb as a `MemberCall` fact (`_worker.py`). `RemoteMembers`
+(one per `Teams`) takes it from the pump (`fact`, through `TeamsExtension.remote_fact`), applies it in
+the background through the same `Teams` verbs an in-process member's tools call — with a stand-in
+for the run (`RemoteRun`, a `MemberRun`) — and pushes the answer with every pull (`state`, through
+`TeamsExtension.remote_state`) until the worker says it took it. Messages in the member's inbox are
+pushed the same way and marked read once the worker injected them.
+
+Exactly once: a call id is applied once per host; after a host restart a report already stored
+for the run answers as accepted again (never a second report), and a fallback report is not
+stored twice. The run's capacity slot is held here while it runs (`admit`) and given back when the
+host releases the generation.
+"""
+
+from __future__ import annotations
+
+import asyncio
+import time
+from typing import TYPE_CHECKING, Any
+
+from corral.orchestration.errors import InternalFailureError, OrchestrationError
+
+from .records import MemberAnswer, MemberCall, MemberMessage, MemberPush, MemberTaken
+
+if TYPE_CHECKING:
+    from corral.orchestration.kernel.records import GenerationRecord, RequestRecord
+    from corral.orchestration.teams._capacity import Admission
+    from corral.orchestration.teams._control import TeamControl
+    from corral.orchestration.teams._plans import TeamContext
+    from corral.orchestration.teams.reports._team_reports import TeamReports
+    from corral.orchestration.teams.roster.records import TeamMemberRecord
+
+__all__ = ["RemoteMembers", "RemoteRun"]
+
+
+class RemoteRun:
+    """A Ray member's run as the teams verbs see it on the lead's host (a `MemberRun`).
+
+    What only the worker knows (its fallback report, its usage) comes with each call; what the
+    verbs decide for the run (a repair turn, the end after a report) goes back in the answer.
+    """
+
+    def __init__(
+        self, member: TeamMemberRecord, generation: GenerationRecord, task: RequestRecord, *, reported: bool
+    ) -> None:
+        self.member = member
+        self.generation = generation
+        self.task = task
+        self.report_accepted = reported
+        self.plain_submissions = 0
+        self.delegating = False
+        self.finished = asyncio.Event()
+        age_s = max(0.0, time.time() - generation.created_at / 1000)
+        self.started_monotonic = asyncio.get_running_loop().time() - age_s
+        self._messages_open = True
+        self._usage = (0, 0.0)
+        self._fallback: tuple[str, str, str] = ("failed", "", "empty")
+        self._prompt: str | None = None
+
+    @property
+    def run_id(self) -> str:
+        return self.generation.run_id
+
+    @property
+    def label(self) -> str:
+        return self.generation.label
+
+    @property
+    def messages_open(self) -> bool:
+        return self._messages_open
+
+    def close_messages(self) -> None:
+        self._messages_open = False
+
+    def queue_prompt(self, text: str) -> None:
+        self._prompt = text
+
+    def fallback_report(self) -> tuple[str, str, str]:
+        return self._fallback
+
+    def usage(self) -> tuple[int, float]:
+        return self._usage
+
+    def end_after_report(self) -> None:
+        """The worker ends the run itself when its answer says accepted."""
+
+    def called(self, call: MemberCall) -> None:
+        """Take what the worker sent with `call`."""
+        self._usage = (call.tokens, call.cost)
+        self._prompt = None
+        if call.verb == "finish_without_report":
+            status, content, source = (str(arg) for arg in call.args)
+            self._fallback = (status, content, source)
+
+    def take_prompt(self) -> str | None:
+        prompt, self._prompt = self._prompt, None
+        return prompt
+
+
+class RemoteMembers:
+    """The calls, answers and inbox pushes of this host's Ray members (see the module docstring)."""
+
+    def __init__(self, context: TeamContext, control: TeamControl, reports: TeamReports) -> None:
+        self.host = context.host
+        self.repos = context.repos
+        self.capacity = context.capacity
+        self.control = control
+        self.reports = reports
+        self.runs: dict[str, RemoteRun] = {}
+        self.calls: dict[str, dict[str, MemberAnswer | None]] = {}
+        """Per run: every call id taken, with its answer (`None` while it is applied)."""
+        self.admissions: dict[str, tuple[str, Admission]] = {}
+        """The capacity slot of each Ray member launched by this host, by run (lead, admission)."""
+        self._members: dict[str, TeamMemberRecord | None] = {}
+
+    def admit(self, run_id: str, lead_session_id: str, admission: Admission) -> None:
+        """Hold the capacity slot of a member placed on Ray until its generation is released."""
+        self.admissions[run_id] = (lead_session_id, admission)
+
+    def released(self, run_id: str) -> None:
+        """The host released the run: its slot goes back; its calls and stand-in are dropped."""
+        held = self.admissions.pop(run_id, None)
+        if held is not None:
+            self.capacity(held[0]).release(held[1])
+        self.runs.pop(run_id, None)
+        self.calls.pop(run_id, None)
+        self._members.pop(run_id, None)
+
+    def _member(self, run_id: str) -> TeamMemberRecord | None:
+        if run_id not in self._members:
+            self._members[run_id] = self.repos.roster.team_member(run_id)
+        return self._members[run_id]
+
+    # --- the pump's two hooks -----------------------------------------------------------------------
+
+    def state(self, run_id: str) -> MemberPush | None:
+        """What this host pushes to the member's worker: answers, known calls, unread messages."""
+        member = self._member(run_id)
+        if member is None:
+            return None
+        calls = self.calls.get(run_id, {})
+        inbox = self.repos.roster.read_team_inbox(
+            member.lead_session_id, member.name, unread_only=True, mark_as_read=False
+        )
+        from corral.orchestration.teams._control import member_message_text
+
+        messages = tuple(
+            MemberMessage(m.message_id, member_message_text(m.sender, m.summary, m.content))
+            for m in inbox
+            if m.recipient_run_id in (None, run_id)
+        )
+        answers = tuple(answer for answer in calls.values() if answer is not None)
+        return MemberPush(answers, frozenset(calls), messages)
+
+    def fact(self, run_id: str, payload: object) -> None:
+        """A member's call (applied in the background, once per call id) or what its worker took."""
+        if isinstance(payload, MemberTaken):
+            calls = self.calls.get(run_id, {})
+            for call_id in payload.call_ids:
+                calls.pop(call_id, None)
+            if payload.message_ids:
+                self.repos.roster.mark_messages_read(payload.message_ids)
+            return
+        if not isinstance(payload, MemberCall):
+            return
+        calls = self.calls.setdefault(run_id, {})
+        if payload.call_id in calls:
+            return
+        calls[payload.call_id] = None
+        self.host.spawn_background(self._apply(run_id, payload))
+
+    async def _apply(self, run_id: str, call: MemberCall) -> None:
+        try:
+            run = self._run(run_id)
+            run.called(call)
+            value = await self._dispatch(run, call)
+            answer = MemberAnswer(call.call_id, value, prompt=run.take_prompt())
+        except OrchestrationError as exc:
+            answer = MemberAnswer(call.call_id, error=(exc.category, exc.message))
+        except Exception as exc:
+            answer = MemberAnswer(call.call_id, error=("internal_failure", f"{type(exc).__name__}: {exc}"))
+        calls = self.calls.get(run_id)
+        if calls is not None and call.call_id in calls:
+            calls[call.call_id] = answer
+        self.host.changed()
+
+    def _run(self, run_id: str) -> RemoteRun:
+        run = self.runs.get(run_id)
+        if run is not None:
+            return run
+        repos = self.repos
+        member = self._member(run_id)
+        generation = repos.kernel.get_generation(run_id)
+        task = next((r for r in repos.kernel.requests(run_id) if r.kind == "task"), None)
+        if member is None or generation is None or task is None:
+            raise InternalFailureError(f"run {run_id} is not a teams agent of this store")
+        reported = repos.reports.team_report_for_run(run_id) is not None
+        run = self.runs[run_id] = RemoteRun(member, generation, task, reported=reported)
+        return run
+
+    async def _dispatch(self, run: RemoteRun, call: MemberCall) -> Any:
+        control, reports, args = self.control, self.reports, call.args
+        if call.verb == "send_message":
+            return await control.send_message(run, args[0])  # type: ignore[arg-type]
+        if call.verb == "read_inbox":
+            return await control.read_inbox(run, args[0])  # type: ignore[arg-type]
+        if call.verb == "submit_report":
+            from corral.orchestration.teams.results import ReportReceipt
+
+            stored = self.repos.reports.team_report_for_run(run.run_id)
+            if stored is not None:  # applied before a host restart: the same answer, no second report
+                return ReportReceipt("accepted", report=stored)
+            return await reports.submit_report(run, args[0], submission_id=str(args[1]))  # type: ignore[arg-type]
+        if call.verb == "finish_without_report":
+            if self.repos.reports.team_report_for_run(run.run_id) is not None:
+                return False
+            return await reports.finish_without_report(run)
+        if call.verb == "claim_files":
+            return control.claim_files(run, args[0])  # type: ignore[arg-type]
+        if call.verb == "release_files":
+            return control.release_files(run, args[0])  # type: ignore[arg-type]
+        if call.verb == "list_file_claims":
+            return control.list_file_claims(run)
+        if call.verb == "run_lost":
+            control.run_lost(run, str(args[0]))
+            return None
+        raise InternalFailureError(f"unknown teams call {call.verb!r}")

@@ -1,0 +1,159 @@
+"""Teams agents on the Ray runtime: a real local two-node cluster, scripted models.
+
+With `runtime = "ray"`, `spawn_agent` / `spawn_swarm_agents` place members on Ray worker actors. Their
+tools are the in-process member tools over a port whose calls cross to the lead's host as facts;
+the host applies them through its `Teams` (reports, messages, claims, checks) and pushes the answers
+and the member's inbox back. Each test asserts what the lead's session and the store hold.
+"""
+
+from __future__ import annotations
+
+import os
+import uuid
+from pathlib import Path
+
+import pytest
+
+from corral.orchestration.teams.commands import SendMessageRequest
+from corral.orchestration.teams.reports._reports import TEAM_REPORT_TYPE
+from corral.settings import RaySettings, Settings, TeamsSettings
+from tests.orchestration.teams._teams_helpers import TeamsEnv, eventually, teams_env, write_script
+from tests.ray.conftest import RayTestCluster
+
+
+@pytest.fixture
+def env(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> Path:
+    from tests.orchestration._host_helpers import prepare_env
+
+    prepare_env(tmp_path, monkeypatch)
+    return tmp_path
+
+
+def ray_settings(cluster: RayTestCluster, **extra: object) -> Settings:
+    options: dict[str, object] = {
+        "address": cluster.address,
+        "namespace": f"t-{uuid.uuid4().hex[:8]}",
+        "num_cpus": 0.1,
+        "agents_per_worker": 4,
+        **extra,
+    }
+    return Settings(
+        runtime="ray",
+        ray=RaySettings(**options),  # type: ignore[arg-type]
+        teams=TeamsSettings(read_sandbox="off"),
+    )
+
+
+def _report(content: str, **expect: object) -> dict[str, object]:
+    step: dict[str, object] = {
+        "tool_calls": [{"name": "report_and_exit", "args": {"content": content, "outcome": "succeeded"}}]
+    }
+    if expect:
+        step["expect"] = expect
+    return step
+
+
+def _wait_for(gate: Path) -> dict[str, object]:
+    command = f"while [ ! -e {gate} ]; do sleep 0.01; done; echo through"
+    return {"tool_calls": [{"name": "bash", "args": {"command": command}}]}
+
+
+def _reports(env: TeamsEnv) -> dict[str, list[str]]:
+    found: dict[str, list[str]] = {}
+    for entry in env.lead_custom(TEAM_REPORT_TYPE):
+        found.setdefault(entry["details"]["name"], []).append(str(entry["content"]))
+    return found
+
+
+async def test_a_swarm_on_ray_reports_once_each_and_takes_messages_claims_and_stop(
+    env: Path, ray_cluster: RayTestCluster
+) -> None:
+    work = env / "work"
+    gate, never = work / "go", work / "never"
+    members = [
+        {"name": "r1", "prompt": "Look.", "model_slot": "read-review"},
+        {"name": "w1", "prompt": "Change a.txt.", "model_slot": "write-patch"},
+        {"name": "s1", "prompt": "Wait.", "model_slot": "read-collect"},
+    ]
+    write_script(
+        env,
+        "lead",
+        {
+            "steps": [
+                {"tool_calls": [{"name": "spawn_swarm_agents", "args": {"agents": members}}]},
+                {"text": "Waiting for the reports."},
+            ],
+            "on_exhausted": "repeat_last",
+            "agents": {
+                "r1": [
+                    {"tool_calls": [{"name": "bash", "args": {"command": "echo pid=$$"}}]},
+                    _report("r1 found nothing"),
+                ],
+                "w1": [
+                    {
+                        "tool_calls": [
+                            {"name": "claim_file", "args": {"paths": ["a.txt"]}},
+                            {"name": "send_message", "args": {"content": "w1 is on it", "summary": "status"}},
+                        ]
+                    },
+                    _wait_for(gate),
+                    {
+                        "expect": {"context_contains": ["the secret is 42"]},
+                        "tool_calls": [{"name": "write", "args": {"path": "a.txt", "content": "42\n"}}],
+                    },
+                    _report("w1 wrote a.txt with 42"),
+                ],
+                "s1": [_wait_for(never)],
+            },
+        },
+    )
+    async with teams_env(env, "lead", settings=ray_settings(ray_cluster)) as t:
+        await t.lead.prompt("go")
+        spawned = t.tool_results("spawn_swarm_agents")[0]
+        assert not spawned.get("isError"), spawned
+        repos = t.host.repositories.teams
+        lead_id = t.caller.session_id
+        runs = {s["name"]: s["runId"] for s in spawned["details"]["spawned"]}
+        assert [s["mode"] for s in spawned["details"]["spawned"]] == ["ray"] * 3
+        for name in ("r1", "w1", "s1"):
+            generation = t.host.kernel.get_generation(runs[name])
+            assert generation is not None and generation.runtime_kind == "ray", name
+            assert generation.pane_id is not None and generation.pane_id.startswith("ray:corral-")
+            assert generation.pid is not None and generation.pid != os.getpid()
+        # w1's claim and its message to the lead went through the lead's `Teams`.
+        await eventually(lambda: [c.path for c in repos.roster.file_claims(lead_id)] == ["a.txt"], t.host)
+        await eventually(
+            lambda: any(
+                m.sender == "w1" and m.content == "w1 is on it"
+                for m in repos.roster.read_team_inbox(
+                    lead_id, "team-lead", unread_only=False, mark_as_read=False
+                )
+            ),
+            t.host,
+        )
+        # A message from the lead reaches w1 on its worker (injected once, then marked read).
+        sent = await t.teams.send_message(t.caller, SendMessageRequest("w1", "the secret is 42"))
+        assert sent.recipient == "w1"
+        await eventually(
+            lambda: all(
+                m.read_at is not None
+                for m in repos.roster.read_team_inbox(lead_id, "w1", unread_only=False, mark_as_read=False)
+            ),
+            t.host,
+        )
+        gate.write_text("")
+        await eventually(lambda: set(_reports(t)) >= {"r1", "w1"}, t.host)
+        assert (work / "a.txt").read_text() == "42\n"
+        # Stop reaches the member on Ray: its run ends and its generation is finalized.
+        stopped = await t.teams.stop_teammate(t.caller, "s1", "enough")
+        assert stopped.stopped, stopped
+        await t.quiet()
+        reports = _reports(t)
+        assert reports["r1"] == [reports["r1"][0]] and "r1 found nothing" in reports["r1"][0]
+        assert len(reports["w1"]) == 1 and "w1 wrote a.txt with 42" in reports["w1"][0]
+        assert repos.roster.team_member(runs["s1"]) is not None
+        s1 = t.host.kernel.get_generation(runs["s1"])
+        assert s1 is None or s1.phase == "finalized"
+        # The reports are stored once each, and the claims were released with the runs.
+        assert len(repos.reports.team_reports(lead_id)) == 2
+        assert repos.roster.file_claims(lead_id) == ()
