@@ -85,9 +85,10 @@ async def test_a_swarm_on_ray_reports_once_each_and_takes_messages_claims_and_st
             ],
             "on_exhausted": "repeat_last",
             "agents": {
-                "r1": [
+                "r1": [  # ends without a report: the recovery prompt, then its text is the report
                     {"tool_calls": [{"name": "bash", "args": {"command": "echo pid=$$"}}]},
-                    _report("r1 found nothing"),
+                    {"text": "r1 looked around"},
+                    {"expect": {"last_user_contains": "without a final report"}, "text": "r1 found nothing"},
                 ],
                 "w1": [
                     {
@@ -155,5 +156,8 @@ async def test_a_swarm_on_ray_reports_once_each_and_takes_messages_claims_and_st
         s1 = t.host.kernel.get_generation(runs["s1"])
         assert s1 is None or s1.phase == "finalized"
         # The reports are stored once each, and the claims were released with the runs.
+        stored = {r.name: r for r in repos.reports.team_reports(lead_id)}
         assert len(repos.reports.team_reports(lead_id)) == 2
+        assert stored["r1"].report_source == "assistant-text" and stored["r1"].content == "r1 found nothing"
+        assert stored["w1"].report_source == "report_and_exit"
         assert repos.roster.file_claims(lead_id) == ()
