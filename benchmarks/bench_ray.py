@@ -133,12 +133,16 @@ def _rss_kb(pid: int) -> int:
 
 
 async def _workers(host: Any) -> list[dict[str, Any]]:
-    ray = host.runtime.ray
+    from corral.runtime._ray import ray_runtime
+
+    ray = ray_runtime(host.runtime)
     return [await ray.call_worker(name, "where") for name in await ray.worker_names()]
 
 
 async def _kill_workers(host: Any) -> None:
-    ray = host.runtime.ray
+    from corral.runtime._ray import ray_runtime
+
+    ray = ray_runtime(host.runtime)
     for name in await ray.worker_names():
         await ray.kill_worker(name)
 

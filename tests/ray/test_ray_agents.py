@@ -30,6 +30,7 @@ from corral.orchestration.surfaces import (
     SteerParams,
     TranscriptParams,
 )
+from corral.runtime._ray import ray_runtime
 from corral.settings import RaySettings, Settings
 from tests.orchestration._host_helpers import WAIT, eventually, prepare_env, team, write_script
 from tests.ray.conftest import RayNodes, RayTestCluster
@@ -140,7 +141,7 @@ async def test_ask_reply_steer_interrupt_inspect_and_close_reach_the_worker(
         assert [(a["agent"], a["state"]) for a in listed] == [("second", "working")]
         closed = await t.controller.close(t.caller, CloseParams(agent="second"))
         assert closed.closed == ("second",)
-        handle_runs = await t.host.runtime.ray.call_worker(
+        handle_runs = await ray_runtime(t.host.runtime).call_worker(
             other.pane_id.removeprefix("ray:").split("@")[0], "runs_held"
         )
         assert other.run_id not in handle_runs
@@ -237,7 +238,7 @@ async def test_a_removed_node_makes_its_agents_lost_and_the_others_finish(
         )
         assert doomed.pane_id is not None
         # The next agent goes to a new worker pinned to the head node (its label resource).
-        ray = t.host.runtime.ray
+        ray = ray_runtime(t.host.runtime)
         ray.config = dataclasses.replace(ray.config, resources={ray_cluster.head.label: 1})
         ray.prefix += "head-"
         fine = await t.controller.delegate(
@@ -269,7 +270,7 @@ async def test_reap_kills_only_workers_that_hold_no_live_agent(
     agents = {"quick": [{"text": "quick result"}], "busy": [{"text": "slow", "delay_ms": 60000}]}
     write_script(env, "team", {**LEAD, "agents": agents})
     async with team(env, "team", settings=ray_settings(ray_cluster, agents_per_worker=1)) as t:
-        ray = t.host.runtime.ray
+        ray = ray_runtime(t.host.runtime)
         busy = await t.controller.delegate(
             t.caller, DelegateParams(definition="builder", task="y", label="busy")
         )

@@ -16,6 +16,7 @@ from corral.runtime import (
     RuntimeError_,
     RuntimeHandle,
     Runtimes,
+    ProcessWorkerRuntime,
     WorkerRuntime,
 )
 
@@ -46,6 +47,9 @@ class FarRuntime:
     def adopt(self, handle: RuntimeHandle, pid: int | None) -> None:
         self.calls.append(f"adopt {handle.runtime_id} {pid}")
 
+    async def prepare_evidence(self, handle: RuntimeHandle) -> None:
+        self.calls.append(f"evidence {handle.runtime_id}")
+
     def forget(self, handle: RuntimeHandle) -> None:
         self.calls.append(f"forget {handle.runtime_id}")
 
@@ -68,7 +72,7 @@ class FarRuntime:
 async def test_a_registered_worker_runtime_gets_its_kind_and_its_handles(tmp_path: Path) -> None:
     runtimes = Runtimes(InProcessRuntime(), tmp_path / "tmux" / "socket")
     far = FarRuntime(tmp_path)
-    checked: WorkerRuntime = far  # it satisfies the protocol the launch pipeline uses
+    checked: ProcessWorkerRuntime = far  # it satisfies the protocol the launch pipeline uses
     runtimes.register(checked)
     assert runtimes.worker("far") is far
     handle = await far.start(LaunchSpec("r1", "probe", tmp_path, "sid"))
@@ -91,3 +95,24 @@ def test_an_unknown_or_taken_kind_is_refused(tmp_path: Path) -> None:
     tmux_kind.kind = "tmux"
     with pytest.raises(ValueError, match="already there"):
         runtimes.register(tmux_kind)
+
+
+async def test_a_lazily_registered_runtime_is_made_once_on_first_use(tmp_path: Path) -> None:
+    runtimes = Runtimes(InProcessRuntime(), tmp_path / "tmux" / "socket")
+    made: list[FarRuntime] = []
+
+    def make() -> WorkerRuntime:
+        made.append(FarRuntime(tmp_path))
+        return made[-1]
+
+    runtimes.register_lazy("far", make)
+    assert runtimes.offers("far") and runtimes.made("far") is None and made == []
+    handle = RuntimeHandle(runtime_id="far-r1", kind="far", run_id="r1")
+    runtimes.adopt(handle, 42)
+    await runtimes.prepare_evidence(handle)
+    assert runtimes.worker("far") is made[0] and len(made) == 1
+    assert made[0].calls == ["adopt far-r1 42", "evidence far-r1"]
+    with pytest.raises(ValueError, match="already there"):
+        runtimes.register_lazy("far", make)
+    foreign = RuntimeHandle(runtime_id="x", kind="elsewhere", run_id="r2")
+    assert runtimes.presence(foreign) == "unknown"  # a kind not offered here proves nothing

@@ -24,10 +24,12 @@ from corral.orchestration.workspaces._extension import WorkspacesExtension
 
 if TYPE_CHECKING:
     from corral.agent import AgentSession
+    from corral.orchestration.host._launch import WorkerStart
     from corral.orchestration.kernel._caller import Caller
     from corral.orchestration.teams._extension import TeamsExtension
     from corral.orchestration.teams._teams import Teams
     from corral.orchestration.teams.roster.records import FileClaimRecord
+    from corral.runtime import WorkerRuntime
 
 __all__ = ["ComposedHost"]
 
@@ -37,6 +39,25 @@ def _ray_worker_class() -> type:
     from ._ray_worker import RayWorker
 
     return RayWorker
+
+
+def _register_ray(host: Host) -> None:
+    """Register the Ray runtime and its start step with `host`, both made on first use (a host that
+    never runs an agent on Ray imports neither Ray nor corral's Ray modules)."""
+    settings, data_root = host.settings.ray, host.kernel.db.path.parent
+
+    def runtime() -> WorkerRuntime:
+        from corral.runtime._ray import RayRuntime, ray_config
+
+        return RayRuntime(ray_config(settings), data_root=data_root)
+
+    def workers() -> WorkerStart:
+        from corral.orchestration.host._ray_launch import RayWorkers
+
+        return RayWorkers(host, _ray_worker_class)
+
+    host.runtime.register_lazy("ray", runtime)
+    host.register_workers("ray", workers)
 
 
 class ComposedHost(Host):
@@ -58,7 +79,7 @@ class ComposedHost(Host):
         self.budgets = BudgetsExtension(self)
         """Budgets of the lead's agent tree and of each agent (docs/fleet.md)."""
         self.add_extension(self.budgets)
-        self.remote_worker = _ray_worker_class
+        _register_ray(self)
         self.add_extension(WorkspacesExtension(claims_of=self._team_claims))
 
     def _team_claims(self, run_id: str) -> tuple[FileClaimRecord, ...]:

@@ -22,6 +22,7 @@ __all__ = [
     "LaunchSpec",
     "PresenceVerdict",
     "ProcessEvidence",
+    "ProcessWorkerRuntime",
     "RecentOutput",
     "RemoteLaunch",
     "Runtime",
@@ -151,7 +152,27 @@ class Runtime(Protocol):
 
 
 class WorkerRuntime(Runtime, Protocol):
-    """A runtime whose agents run as `corral worker` processes (tmux; others register with `Runtimes`).
+    """A runtime whose agents run outside the host's process (tmux panes, Ray actors; others register
+    with `Runtimes`). The host watches their runs (`adopt`, `forget`) and captures their evidence
+    before `inspect` (`prepare_evidence`); how an agent is started on one is the runtime's own
+    start step in the host's launch pipeline."""
+
+    async def prepare_evidence(self, handle: RuntimeHandle) -> None:
+        """Capture recent output and processes before `recent_output`/`process_evidence`."""
+        ...
+
+    def adopt(self, handle: RuntimeHandle, pid: int | None) -> None:
+        """Take over a worker (identity: its handle and its pid, once known)."""
+        ...
+
+    def forget(self, handle: RuntimeHandle) -> None:
+        """Drop the bookkeeping of a finished worker."""
+        ...
+
+
+@runtime_checkable
+class ProcessWorkerRuntime(WorkerRuntime, Protocol):
+    """A worker runtime whose agents run as `corral worker` processes (tmux, or one registered).
 
     The host's launch pipeline writes the worker's launch file under `launch_dir`, starts it with
     the worker's command line (`LaunchSpec.argv`), and waits with `wait_ready` until the worker
@@ -169,12 +190,4 @@ class WorkerRuntime(Runtime, Protocol):
 
     async def wait_ready(self, handle: RuntimeHandle, ready: Callable[[], bool], *, timeout: float) -> None:
         """Wait until `ready()`; otherwise remove the worker and raise (the runtime's own errors)."""
-        ...
-
-    def adopt(self, handle: RuntimeHandle, pid: int | None) -> None:
-        """Take over a worker (identity: its handle and its pid, once known)."""
-        ...
-
-    def forget(self, handle: RuntimeHandle) -> None:
-        """Drop the bookkeeping of a finished worker."""
         ...

@@ -43,6 +43,7 @@ from corral.runtime._base import (
 from corral.runtime._inprocess import bound_output
 
 if TYPE_CHECKING:
+    from corral.runtime._runtimes import Runtimes
     from corral.settings import RaySettings
 
 __all__ = [
@@ -54,6 +55,7 @@ __all__ = [
     "actor_prefix",
     "parse_runtime_id",
     "ray_config",
+    "ray_runtime",
 ]
 
 FORWARDED_ENV = ("CORRAL_HOME", "CORRAL_SCRIPTS", "XDG_CONFIG_HOME")
@@ -423,6 +425,18 @@ class RayRuntime:
             return
         await asyncio.to_thread(ray.kill, actor, no_restart=True)
         self._actors.pop(name, None)
+
+
+def ray_runtime(runtimes: Runtimes) -> RayRuntime:
+    """The host's Ray runtime (`Runtimes.worker("ray")`, made on first use).
+
+    Raises:
+        RuntimeError_: No Ray runtime is registered with these runtimes.
+    """
+    runtime = runtimes.worker("ray")
+    if not isinstance(runtime, RayRuntime):
+        raise RuntimeError_(f"the 'ray' runtime here is not the Ray runtime ({type(runtime).__name__})")
+    return runtime
 
 
 def _probe(address: str) -> None:

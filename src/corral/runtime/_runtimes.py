@@ -1,10 +1,10 @@
-"""The host's runtimes behind one face: in-process always, tmux and Ray when first needed, others registered
-(`Runtimes`)."""
+"""The host's runtimes behind one face: in-process always, tmux when first needed, further worker
+runtimes (Ray) registered (`Runtimes`)."""
 
 from __future__ import annotations
 
+from collections.abc import Callable
 from pathlib import Path
-from typing import TYPE_CHECKING
 
 from ._base import (
     LaunchSpec,
@@ -18,40 +18,26 @@ from ._base import (
 from ._inprocess import InProcessRuntime
 from ._tmux import TmuxRuntime
 
-if TYPE_CHECKING:
-    from corral.settings import RaySettings
-
-    from ._ray import RayRuntime
-
 __all__ = ["Runtimes"]
 
 
 class Runtimes:
-    """The host's runtimes behind one face: in-process always, tmux and Ray when first needed.
+    """The host's runtimes behind one face: in-process always, tmux when first needed, others registered.
 
     This is the one place a runtime kind maps to a runtime: calls taking a handle go to the
     runtime of `handle.kind`, and the launch pipeline asks `worker(kind)` for the runtime of a
-    worker generation. A further worker runtime slots in with `register` (nothing else in the
-    core names runtime kinds). `start` with a `program` is in-process, with a `remote` launch on Ray
-    (imported only when first used). `stop_all` stops in-process
-    agents only: worker agents outlive their host.
+    worker generation. A further worker runtime slots in with `register`, or with `register_lazy`
+    when it is made on first use (the composition root registers Ray that way, so nothing imports
+    Ray before a Ray run); nothing else in the core names runtime kinds. `start` with a `program`
+    is in-process. `stop_all` stops in-process agents only: worker agents outlive their host.
     """
 
-    def __init__(
-        self,
-        inprocess: InProcessRuntime,
-        tmux_socket: Path | None = None,
-        *,
-        ray_settings: RaySettings | None = None,
-        data_root: Path | None = None,
-    ) -> None:
+    def __init__(self, inprocess: InProcessRuntime, tmux_socket: Path | None = None) -> None:
         self.inprocess = inprocess
         self._tmux: TmuxRuntime | None = None
         self._tmux_socket = tmux_socket
         self._registered: dict[str, WorkerRuntime] = {}
-        self._ray: RayRuntime | None = None
-        self._ray_settings = ray_settings
-        self._data_root = data_root
+        self._lazy: dict[str, Callable[[], WorkerRuntime]] = {}
 
     @property
     def tmux(self) -> TmuxRuntime:
@@ -65,19 +51,9 @@ class Runtimes:
         """Whether the tmux runtime was used."""
         return self._tmux is not None
 
-    @property
-    def ray(self) -> RayRuntime:
-        """The Ray runtime (created on first use; it connects on its first call)."""
-        if self._ray is None:
-            from ._ray import RayRuntime, ray_config
-
-            self._ray = RayRuntime(ray_config(self._ray_settings), data_root=self._data_root or Path.cwd())
-        return self._ray
-
-    @property
-    def has_ray(self) -> bool:
-        """Whether the Ray runtime was used."""
-        return self._ray is not None
+    def _check_free(self, kind: str) -> None:
+        if kind in ("inprocess", "tmux") or kind in self._registered or kind in self._lazy:
+            raise ValueError(f"a runtime of kind {kind!r} is already there")
 
     def register(self, runtime: WorkerRuntime) -> None:
         """Add a worker runtime of a further kind (`runtime.kind`, e.g. a distributed one).
@@ -85,12 +61,20 @@ class Runtimes:
         Raises:
             ValueError: The kind is built in or already registered.
         """
-        if runtime.kind in ("inprocess", "tmux", "ray") or runtime.kind in self._registered:
-            raise ValueError(f"a runtime of kind {runtime.kind!r} is already there")
+        self._check_free(runtime.kind)
         self._registered[runtime.kind] = runtime
 
+    def register_lazy(self, kind: str, make: Callable[[], WorkerRuntime]) -> None:
+        """Add a worker runtime of `kind` that `make` builds when it is first needed.
+
+        Raises:
+            ValueError: The kind is built in or already registered.
+        """
+        self._check_free(kind)
+        self._lazy[kind] = make
+
     def worker(self, kind: str) -> WorkerRuntime:
-        """The worker runtime of `kind` (`tmux`, or one registered).
+        """The worker runtime of `kind` (`tmux`, or one registered; a lazy one is made now).
 
         Raises:
             RuntimeError_: No worker runtime of that kind is there.
@@ -99,32 +83,41 @@ class Runtimes:
             return self.tmux
         runtime = self._registered.get(kind)
         if runtime is None:
-            raise RuntimeError_(f"no {kind!r} runtime is available here")
+            make = self._lazy.get(kind)
+            if make is None:
+                raise RuntimeError_(f"no {kind!r} runtime is available here")
+            runtime = self._registered[kind] = make()
+            if runtime.kind != kind:
+                raise RuntimeError_(f"the {kind!r} runtime was made as {runtime.kind!r}")
         return runtime
 
-    def _for(self, handle: RuntimeHandle) -> InProcessRuntime | WorkerRuntime | RayRuntime:
-        if handle.kind == "tmux":
-            return self.tmux
-        if handle.kind == "ray":
-            return self.ray
-        return self._registered.get(handle.kind) or self.inprocess
+    def offers(self, kind: str) -> bool:
+        """Whether a worker runtime of `kind` is there (made or registered to be made)."""
+        return kind == "tmux" or kind in self._registered or kind in self._lazy
+
+    def made(self, kind: str) -> WorkerRuntime | None:
+        """The worker runtime of `kind` if it was made already (`None`: not used yet; never makes it)."""
+        if kind == "tmux":
+            return self._tmux
+        return self._registered.get(kind)
+
+    def _for(self, handle: RuntimeHandle) -> InProcessRuntime | WorkerRuntime:
+        if handle.kind != "inprocess" and self.offers(handle.kind):
+            return self.worker(handle.kind)
+        return self.inprocess  # a kind not offered here: a foreign handle (presence `unknown`)
 
     async def start(self, spec: LaunchSpec) -> RuntimeHandle:
-        """Start in-process when `spec.program` is set, on Ray with `spec.remote`, else in tmux."""
+        """Start in-process when `spec.program` is set, else in tmux (other worker runtimes start
+        through `worker(kind)`)."""
         if spec.program is not None:
             return await self.inprocess.start(spec)
-        if spec.remote is not None:
-            return await self.ray.start(spec)
         return await self.tmux.start(spec)
 
     def adopt(self, handle: RuntimeHandle, pid: int | None) -> None:
-        """Watch a tmux or Ray handle recorded by another host."""
-        if handle.kind == "ray":
-            self.ray.adopt(handle, pid)
-        elif handle.kind in self._registered:
-            self._registered[handle.kind].adopt(handle, pid)
-        else:
-            self.tmux.adopt(handle, pid)
+        """Watch a worker handle recorded by another host (or started here); a kind not offered here
+        stays unobserved (its presence `unknown`)."""
+        if self.offers(handle.kind):
+            self.worker(handle.kind).adopt(handle, pid)
 
     async def refresh(self) -> None:
         """Refresh the tmux runtime's pane inventory (when tmux is in use)."""
@@ -140,11 +133,9 @@ class Runtimes:
         return self._for(handle).presence(handle)
 
     async def prepare_evidence(self, handle: RuntimeHandle) -> None:
-        """Capture evidence before `recent_output`/`process_evidence` (tmux, Ray); nothing in-process."""
-        if handle.kind == "tmux":
-            await self.tmux.prepare_evidence(handle)
-        elif handle.kind == "ray":
-            await self.ray.prepare_evidence(handle)
+        """Capture evidence before `recent_output`/`process_evidence` (worker runtimes); nothing in-process."""
+        if handle.kind != "inprocess" and self.offers(handle.kind):
+            await self.worker(handle.kind).prepare_evidence(handle)
 
     def recent_output(
         self, handle: RuntimeHandle, *, lines: int = 80, max_bytes: int = 16384
@@ -165,5 +156,5 @@ class Runtimes:
         self._for(handle).forget(handle)
 
     async def stop_all(self) -> None:
-        """Stop every in-process agent (host shutdown); tmux and Ray agents keep running."""
+        """Stop every in-process agent (host shutdown); worker agents keep running."""
         await self.inprocess.stop_all()

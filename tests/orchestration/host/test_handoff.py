@@ -350,7 +350,7 @@ async def test_a_worker_that_cannot_start_leaves_the_agent_lost_with_a_diagnosti
         generation = t.host.kernel.get_generation(started.run_id)
         assert generation is not None and generation.presence == "lost"
         assert generation.diagnostic is not None and "handoff to tmux failed" in generation.diagnostic
-        assert started.run_id not in t.host.children and started.run_id not in t.host.tmux_runs
+        assert started.run_id not in t.host.children and started.run_id not in t.host.worker_runs
         assert _panes(tmux_socket) == []
         await t.quiet()  # a lost agent keeps nobody waiting
         assert t.lead_entries(RESULT_TYPE) == []

@@ -267,7 +267,7 @@ class Controller:
         """
         child = self.host.children.get(generation.run_id)
         request = self.host.kernel.get_request(request_id)
-        if child is None and request is not None and generation.run_id in self.host.tmux_runs:
+        if child is None and request is not None and generation.run_id in self.host.worker_runs:
             acked_tmux = await self.host.await_ack(generation.run_id, request_id)
             if acked_tmux is None or not acked_tmux.acknowledged:
                 raise ManagedAgentBusyError(

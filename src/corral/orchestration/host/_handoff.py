@@ -18,7 +18,7 @@ go on in a `corral worker` process; nothing is re-acknowledged or re-sent.
    over. The session is flushed and closed (its writer lock released).
 3. **Transfer**: `Generations.transfer_runtime` flips the generation to `tmux` in one
    checked transaction, then the launch pipeline's worker half
-   (`Launcher.start_worker`, `Launcher.await_worker`) starts a worker in a new
+   (`WorkerStart.place`, `WorkerStart.ready` of `host.workers("tmux")`) starts a worker in a new
    pane in resume mode (the launch file holds the agent's exact system prompt,
    model, thinking level and built-in tools) and waits for its readiness record.
 4. **Failure** after the safe point cannot go back in-process (that run is
@@ -185,7 +185,8 @@ async def _handoff(host: Host, run_id: str, ready_timeout: float) -> HandoffResu
             "refused", "finished", f"Agent {label} finished before it could be moved.", run_id
         )
     # --- transfer and start the worker (the launch pipeline's worker half) ---
-    launcher = host.launcher
+    workers = host.workers("tmux")
+    task = child.task
     with host.placing_run(run_id):  # until the pane is recorded, recovery must not settle this generation
         try:
             if session_path is None:
@@ -194,9 +195,9 @@ async def _handoff(host: Host, run_id: str, ready_timeout: float) -> HandoffResu
                 run_id, owner_session_id=generation.owner_session_id, host_id=host.host_id
             )
             fault_point("after_runtime_transfer")
-            started = await launcher.start_worker(
+            started = await workers.place(
                 generation,
-                kind="tmux",
+                task,
                 session_path=session_path,
                 launch={
                     "resume": _resume_description(child, carried, team=team),
@@ -207,7 +208,7 @@ async def _handoff(host: Host, run_id: str, ready_timeout: float) -> HandoffResu
             return _lost(host, child, generation, "start_failed", f"the worker could not start: {exc}", None)
 
     try:
-        await launcher.await_worker(run_id, started, kind="tmux", timeout=ready_timeout)
+        await workers.ready(generation, started, timeout=ready_timeout)
     except PaneNotReady as exc:
         detail = f"the worker in pane {started.runtime_id} was not ready: {exc}\n{exc.diagnostic}"
         return _lost(host, child, generation, "pane_not_ready", detail, None)
@@ -242,7 +243,7 @@ def _lost(
     """The in-process run is gone and no worker took over: mark the generation lost (never two runners)."""
     run_id = generation.run_id
     if pane_id is None:
-        host.untrack_tmux(run_id)  # the pane is gone; a kept pane stays tracked so `close` can remove it
+        host.untrack_worker(run_id)  # the pane is gone; a kept pane stays tracked so `close` can remove it
     diagnostic = f"handoff to tmux failed: {detail}"
     with contextlib.suppress(OrchestrationError):
         host.kernel.mark_presence(run_id, "lost", diagnostic=diagnostic)

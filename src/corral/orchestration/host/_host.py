@@ -36,7 +36,7 @@ from typing import TYPE_CHECKING, Any, TypeVar
 from corral.agent import AgentEvent, AgentSession, AgentSettledEvent
 from corral.orchestration.definitions._roster import ModelNames, Roster, load_roster, model_names
 from corral.orchestration.errors import OrchestrationError
-from corral.orchestration.host._launch import Launcher
+from corral.orchestration.host._launch import Launcher, ProcessWorkers, WorkerStart
 from corral.orchestration.host.ports import HostExtension, ToolProvider
 from corral.orchestration.kernel._caller import Caller
 from corral.orchestration.kernel._child import RETIRED_ENTRY, ManagedChild
@@ -59,7 +59,6 @@ from corral.session import SessionError, SessionManager, SessionWriteError
 
 if TYPE_CHECKING:
     from corral.llm import ModelRegistry
-    from corral.orchestration.host._ray_pump import RayPump
     from corral.settings import Settings
 
 __all__ = ["RETIRED_ENTRY", "Host", "Runtimes"]
@@ -119,12 +118,7 @@ class Host:
         self.roster_loader = roster_loader or (lambda cwd: load_roster(cwd, models=self.model_names()))
         self.host_id = f"{uuid.uuid4()}"
         self.pid = os.getpid()
-        self.runtime = Runtimes(
-            runtime or InProcessRuntime(host_tag=self.host_id[:8]),
-            tmux_socket,
-            ray_settings=settings.ray,
-            data_root=kernel.db.path.parent,
-        )
+        self.runtime = Runtimes(runtime or InProcessRuntime(host_tag=self.host_id[:8]), tmux_socket)
         self.context_retirement = context_retirement
         self.file_limits = file_limits or FileLimits()
         self.owners: dict[str, AgentSession] = {}
@@ -141,10 +135,10 @@ class Host:
         self._tasks: set[asyncio.Task[Any]] = set()
         self._change = asyncio.Event()
         self._closed = False
-        self.tmux_runs: set[str] = set()
-        """Generations running in tmux panes that this host watches."""
+        self.worker_runs: set[str] = set()
+        """Generations running on worker runtimes (tmux panes, Ray actors) that this host watches."""
         self.placing: set[str] = set()
-        """Tmux generations this host is starting or moving right now (no pane recorded yet)."""
+        """Worker generations this host is starting or moving right now (no worker recorded yet)."""
         self._watcher: asyncio.Task[None] | None = None
         self._watch_signature: object = None
         self.on_background_error: Callable[[BaseException], None] | None = None
@@ -155,10 +149,8 @@ class Host:
         self.on_warning: Callable[[str], None] | None = None
         self.launcher = Launcher(self)
         """The one launch pipeline (`host._launch`): delegate, continue, teams spawn and handoff start here."""
-        self.remote_worker: Callable[[], type] | None = None
-        """Loads the worker class of the Ray runtime (the composition root sets it; loaded on first Ray use)."""
-        self.ray_pump: RayPump | None = None
-        """Pulls the facts of Ray runs into the store (made with the first Ray run)."""
+        self._worker_kinds: dict[str, Callable[[], WorkerStart]] = {}
+        self._workers: dict[str, WorkerStart] = {}
 
     @property
     def closed(self) -> bool:
@@ -307,7 +299,7 @@ class Host:
 
     @contextlib.contextmanager
     def placing_run(self, run_id: str) -> Iterator[None]:
-        """While a tmux start or move of `run_id` has no pane recorded yet (recovery leaves it alone)."""
+        """While a worker start or move of `run_id` has no worker recorded yet (recovery leaves it alone)."""
         self.placing.add(run_id)
         try:
             generation = self.kernel.get_generation(run_id)
@@ -490,41 +482,56 @@ class Host:
         finally:
             self._asking.discard(ask_id)
 
-    # --- tmux generations ------------------------------------------------------------------------------
+    # --- worker generations (tmux, Ray, …) ---------------------------------------------------------------
 
     def tmux_runtime(self) -> TmuxRuntime:
         """The tmux runtime (its private server starts with the first pane)."""
         return self.runtime.tmux
 
-    def track_tmux(self, run_id: str, handle: RuntimeHandle, *, pid: int | None) -> None:
-        """Watch a tmux or Ray generation: discover its results and asks through the store.
+    def register_workers(self, kind: str, make: Callable[[], WorkerStart]) -> None:
+        """The start step of the worker runtime `kind` (made on first use); without one, a kind starts
+        `corral worker` processes (`ProcessWorkers`). The composition root registers Ray's.
 
-        A Ray run's facts are pulled into the store by the `RayPump` first (`_ray_pump.py`)."""
+        Raises:
+            ValueError: `kind` has one already.
+        """
+        if kind in self._worker_kinds or kind in self._workers:
+            raise ValueError(f"the {kind!r} runtime has a start step already")
+        self._worker_kinds[kind] = make
+
+    def workers(self, kind: str) -> WorkerStart:
+        """The start step of the worker runtime `kind` (see `register_workers`)."""
+        found = self._workers.get(kind)
+        if found is None:
+            make = self._worker_kinds.get(kind)
+            found = self._workers[kind] = ProcessWorkers(self, kind) if make is None else make()
+        return found
+
+    def track_worker(self, run_id: str, handle: RuntimeHandle, *, pid: int | None) -> None:
+        """Watch a generation on the worker runtime `handle.kind`: discover its results and asks
+        through the store (its runtime's `WorkerStart.watch` brings its facts there first, e.g. Ray's
+        pump, `_ray_pump.py`)."""
         self.runtime.adopt(handle, pid)
         self.handles[run_id] = handle
-        self.tmux_runs.add(run_id)
-        if handle.kind == "ray":
-            if self.ray_pump is None:
-                from corral.orchestration.host._ray_pump import RayPump  # loaded with the first Ray run
-
-                self.ray_pump = RayPump(self, self.runtime.ray)
-            self.ray_pump.track(run_id, handle, self.kernel.get_generation(run_id))
+        self.worker_runs.add(run_id)
+        self.workers(handle.kind).watch(run_id, handle, self.kernel.get_generation(run_id))
         if self._watcher is None or self._watcher.done():
-            self._watcher = asyncio.get_running_loop().create_task(self._watch(), name="corral-tmux-watch")
+            self._watcher = asyncio.get_running_loop().create_task(self._watch(), name="corral-worker-watch")
 
-    def untrack_tmux(self, run_id: str) -> None:
-        """Stop watching a tmux generation."""
-        if self.ray_pump is not None:
-            self.ray_pump.untrack(run_id)
-        if run_id in self.tmux_runs:
-            self.tmux_runs.discard(run_id)
+    def untrack_worker(self, run_id: str) -> None:
+        """Stop watching a worker generation."""
+        handle = self.handles.get(run_id)
+        if handle is not None and handle.kind in self._workers:
+            self._workers[handle.kind].unwatch(run_id)
+        if run_id in self.worker_runs:
+            self.worker_runs.discard(run_id)
             handle = self.handles.pop(run_id, None)
             if handle is not None:
                 self.runtime.forget(handle)
 
     async def _watch(self) -> None:
-        """Poll the store for tmux generations' results and asks and deliver them (same routines)."""
-        while self.tmux_runs and not self._closed:
+        """Poll the store for worker generations' results and asks and deliver them (same routines)."""
+        while self.worker_runs and not self._closed:
             try:
                 await self.runtime.refresh()
                 self._watch_once()
@@ -535,10 +542,10 @@ class Host:
 
     def _watch_once(self) -> None:
         signature: list[object] = []
-        for run_id in sorted(self.tmux_runs):
+        for run_id in sorted(self.worker_runs):
             generation = self.kernel.get_generation(run_id)
             if generation is None or generation.phase == "finalized":
-                self.untrack_tmux(run_id)
+                self.untrack_worker(run_id)
                 signature.append(run_id)
                 continue
             handle = self.handles.get(run_id)
@@ -581,14 +588,14 @@ class Host:
             self.changed()
 
     async def await_ack(self, run_id: str, request_id: str, *, timeout: float = 30.0) -> RequestRecord | None:
-        """Wait until the worker acknowledged `request_id` (tmux: requests go through the store)."""
+        """Wait until the worker acknowledged `request_id` (worker runs: requests go through the store)."""
         loop = asyncio.get_running_loop()
         deadline = loop.time() + timeout
         while True:
             request = self.kernel.get_request(request_id)
             if request is None or request.acknowledged:
                 return request
-            if loop.time() >= deadline or run_id not in self.tmux_runs:
+            if loop.time() >= deadline or run_id not in self.worker_runs:
                 return request
             await asyncio.sleep(_ACK_POLL_S)
 
@@ -634,16 +641,17 @@ class Host:
                 )
         for generation in self.tree(owner_session_id):
             if (
-                generation.runtime_kind in ("tmux", "ray")
+                generation.runtime_kind != "inprocess"
+                and self.runtime.offers(generation.runtime_kind)
                 and generation.pane_id is not None
                 and generation.presence != "lost"
                 and generation.phase in ("starting", "active", "completed")
-                and generation.run_id not in self.tmux_runs
+                and generation.run_id not in self.worker_runs
             ):
                 handle = RuntimeHandle(
                     runtime_id=generation.pane_id, kind=generation.runtime_kind, run_id=generation.run_id
                 )
-                self.track_tmux(generation.run_id, handle, pid=generation.pid)
+                self.track_worker(generation.run_id, handle, pid=generation.pid)
         for generation in self.tree(owner_session_id):
             if generation.owner_session_id != owner_session_id:
                 continue
@@ -656,65 +664,29 @@ class Host:
         self.changed()
 
     async def recover_unplaced(self, owner_session_id: str) -> None:
-        """Settle tmux (and Ray: `settle_unplaced_on_ray`) generations whose host died before it
-        recorded their pane (worker).
+        """Settle worker generations whose host died before it recorded their worker (pane, actor).
 
-        The store says `tmux` from the moment a tmux start or a handoff begins, but the pane id
-        is recorded only once the pane exists. For a generation left in between, the pane
-        inventory decides: a pane whose worker runs this generation is adopted (recorded and
-        watched like any tmux agent); no such pane proves the worker never started, and the
-        generation is marked `lost` so it can be closed. When tmux cannot list its panes nothing
-        is proven and nothing changes (a warning says so).
+        The store names the worker runtime from the moment a start or a handoff begins, but the
+        worker is recorded only once it exists. Each runtime's start step settles its own
+        (`WorkerStart.settle_unplaced`: tmux asks its pane inventory, Ray its workers): a worker
+        that runs the generation is adopted, none proves it never started (`lost`), and when
+        nothing can be proven nothing changes (a warning says so).
         """
-        on_ray = [
-            generation
-            for generation in self.tree(owner_session_id)
-            if generation.runtime_kind == "ray"
-            and generation.pane_id is None
-            and generation.presence != "lost"
-            and generation.phase in ("starting", "active")
-            and generation.run_id not in self.placing
-        ]
-        if on_ray:
-            from corral.orchestration.host._ray_pump import settle_unplaced_on_ray
-
-            await settle_unplaced_on_ray(self, on_ray)
-        unplaced = [
-            generation
-            for generation in self.tree(owner_session_id)
-            if generation.runtime_kind == "tmux"
-            and generation.pane_id is None
-            and generation.presence != "lost"
-            and generation.phase in ("starting", "active")
-            and generation.run_id not in self.placing
-        ]
+        unplaced: dict[str, list[GenerationRecord]] = {}
+        for generation in self.tree(owner_session_id):
+            if (
+                generation.runtime_kind != "inprocess"
+                and self.runtime.offers(generation.runtime_kind)
+                and generation.pane_id is None
+                and generation.presence != "lost"
+                and generation.phase in ("starting", "active")
+                and generation.run_id not in self.placing
+            ):
+                unplaced.setdefault(generation.runtime_kind, []).append(generation)
         if not unplaced:
             return
-        tmux = self.runtime.tmux
-        panes = await tmux.panes()
-        if panes is None:
-            labels = ", ".join(g.label for g in unplaced)
-            self.warn(
-                f"Agents {labels}: their tmux panes were never recorded and the panes of the tmux server "
-                f"at {tmux.socket} cannot be listed; left as they are."
-            )
-            return
-        for generation in unplaced:
-            run_id = generation.run_id
-            if run_id in self.placing:
-                continue  # a start of this host got there meanwhile
-            pane = tmux.pane_running(panes, ("--run-id", run_id))
-            with contextlib.suppress(OrchestrationError):
-                if pane is None:
-                    self.kernel.mark_presence(
-                        run_id,
-                        "lost",
-                        diagnostic="its host stopped while starting it in tmux, and no pane runs its worker",
-                    )
-                    continue
-                self.kernel.record_started(run_id, host_id=self.host_id, pane_id=pane.pane_id)
-                handle = RuntimeHandle(runtime_id=pane.pane_id, kind="tmux", run_id=run_id)
-                self.track_tmux(run_id, handle, pid=pane.pid)
+        for kind, generations in sorted(unplaced.items()):
+            await self.workers(kind).settle_unplaced(generations)
         self.changed()
 
     # --- observation ----------------------------------------------------------------------------------
@@ -729,8 +701,8 @@ class Host:
                 ready = stat.st_size > 0 and Path(path).is_file()
         child = self.children.get(generation.run_id)
         handle = self.handles.get(generation.run_id)
-        if generation.run_id in self.tmux_runs and handle is not None:
-            return self._observe_tmux(generation, handle, ready)
+        if generation.run_id in self.worker_runs and handle is not None:
+            return self._observe_worker(generation, handle, ready)
         if child is not None and handle is not None:
             presence = self.runtime.presence(handle)
             if presence == "lost" and generation.phase in ("completed", "finalized"):
@@ -743,7 +715,9 @@ class Host:
             return Observation(presence="lost", lifecycle="unknown", transcript_ready=ready)
         return Observation(presence="unknown", lifecycle="unknown", transcript_ready=ready)
 
-    def _observe_tmux(self, generation: GenerationRecord, handle: RuntimeHandle, ready: bool) -> Observation:
+    def _observe_worker(
+        self, generation: GenerationRecord, handle: RuntimeHandle, ready: bool
+    ) -> Observation:
         presence = self.runtime.presence(handle)
         if presence == "lost" and generation.phase in ("completed", "finalized"):
             presence = "live"  # finished normally; cleanup is converging
@@ -783,7 +757,7 @@ class Host:
             return False
         for generation in self.tree(owner_session_id):
             child = self.children.get(generation.run_id)
-            if generation.run_id in self.tmux_runs and generation.presence != "lost":
+            if generation.run_id in self.worker_runs and generation.presence != "lost":
                 if generation.phase in ("starting", "completed"):
                     return False
                 if generation.phase == "active":
@@ -810,13 +784,13 @@ class Host:
         return True
 
     def has_live_agents(self, owner_session_id: str) -> bool:
-        """Whether the owner's tree has an agent still running here or in tmux (waiting ones included)."""
+        """Whether the owner's tree has an agent still running here or on a worker (waiting ones included)."""
         for generation in self.tree(owner_session_id):
             child = self.children.get(generation.run_id)
             if child is not None and not child.finished.is_set():
                 return True
             if (
-                generation.run_id in self.tmux_runs
+                generation.run_id in self.worker_runs
                 and generation.presence != "lost"
                 and generation.phase in ("starting", "active", "completed")
             ):
@@ -863,8 +837,8 @@ class Host:
             self._watcher.cancel()
             with contextlib.suppress(BaseException):
                 await self._watcher
-        if self.ray_pump is not None:
-            await self.ray_pump.aclose()
+        for workers in list(self._workers.values()):
+            await workers.aclose()
         for task in list(self._tasks):
             task.cancel()
         for task in list(self._tasks):

@@ -12,26 +12,29 @@ A launch is **prepare → record → start → roll back on failure** (`Launcher
    runtime. In-process: `LaunchSteps.build` makes the `ManagedChild` (including a feature's own
    steps: the teams session context, checkpoints, the read sandbox); the host gives it its tools,
    registers a delegating child as an owner, runs it and records it started. It then waits for
-   the task's acknowledgement when the plan asks for that. On a worker runtime (tmux), the
-   session is handed over, `LaunchSteps.worker_launch` describes the agent in a private launch
-   file, and the worker starts (`start_worker`). It is recorded with its pane, and the launch
-   waits until the worker is ready (`await_worker`). On Ray (`_ray_launch.py`) the same
-   description and the session file's bytes go to a worker actor, which returns once the agent
-   acknowledged its task.
+   the task's acknowledgement when the plan asks for that. On a worker runtime, the session is
+   flushed and handed over with the feature's description of the agent
+   (`LaunchSteps.worker_launch`) to that runtime's *start step* (`WorkerStart`, from
+   `host.workers(kind)`): `place` starts the worker, records where it runs and watches it;
+   `ready` waits until it runs the agent. A `corral worker` process (tmux, or a registered
+   process runtime: `ProcessWorkers`) reads the description from a private launch file and
+   records its readiness in the store; on Ray (`_ray_launch.RayWorkers`, registered by the
+   composition root) the description and the session file's bytes go to a worker actor, which
+   returns once the agent acknowledged its task.
 4. *Roll back*: the feature's undo first (`LaunchSteps.rolled_back`; teams hands the capacity slot
    back to its caller), then the kernel's: stop what runs, finalize the generation, release it,
    stop watching it. An `OrchestrationError` raised by the launch says `rollback_occurred`.
 
-Handoff (`host/_handoff.py`) moves a generation that already runs, so it uses only the worker half
-(`start_worker`, `await_worker`). Its failures cannot roll back (the in-process run is gone). It
-handles them itself and marks the generation lost.
+Handoff (`host/_handoff.py`) moves a generation that already runs, so it uses only the start step
+(`WorkerStart.place`, `WorkerStart.ready`) of its target runtime. Its failures cannot roll back (the
+in-process run is gone). It handles them itself and marks the generation lost.
 """
 
 from __future__ import annotations
 
 import asyncio
 import contextlib
-from collections.abc import Callable, Mapping, Sequence
+from collections.abc import Mapping, Sequence
 from dataclasses import KW_ONLY, dataclass
 from pathlib import Path
 from typing import TYPE_CHECKING, NoReturn, Protocol
@@ -44,7 +47,15 @@ from corral.orchestration.errors import (
 )
 from corral.orchestration.host._worker import worker_argv, worker_env, write_launch_file
 from corral.orchestration.kernel._faults import fault_point
-from corral.runtime import LaunchSpec, PaneNotReady, RollbackFailed, RuntimeError_, RuntimeHandle
+from corral.runtime import (
+    LaunchSpec,
+    PaneNotReady,
+    ProcessWorkerRuntime,
+    RollbackFailed,
+    RuntimeError_,
+    RuntimeHandle,
+    TmuxRuntime,
+)
 
 if TYPE_CHECKING:
     from corral.agent import AgentSession
@@ -63,7 +74,9 @@ __all__ = [
     "LaunchStage",
     "LaunchSteps",
     "Launcher",
+    "ProcessWorkers",
     "Recorded",
+    "WorkerStart",
 ]
 
 DEFAULT_STARTUP_S = 302.0
@@ -122,8 +135,8 @@ class LaunchSteps:
         """Called after the host gave `child` its tools and before it starts (for example, a controller's surfaces)."""
 
     async def before_worker(self, recorded: Recorded) -> None:
-        """On a remote worker runtime (Ray): the feature's steps before the start that `build` does
-        in-process (for example, teams' group slot and mission); `worker_launch` follows."""
+        """On a worker runtime: the feature's steps before the start that `build` does in-process
+        (for example, teams' group slot and mission); `worker_launch` follows."""
 
     def worker_launch(self, recorded: Recorded) -> Mapping[str, object]:
         """A worker runtime's description of the agent (the launch file, without settings and heartbeat)."""
@@ -175,7 +188,7 @@ class LaunchHost(Protocol):
     pid: int
     host_id: str
     handles: dict[str, RuntimeHandle]
-    remote_worker: Callable[[], type] | None
+    placing: set[str]
 
     def install_child_tools(self, child: ManagedChild) -> None: ...
 
@@ -187,15 +200,73 @@ class LaunchHost(Protocol):
 
     def placing_run(self, run_id: str) -> contextlib.AbstractContextManager[None]: ...
 
-    def track_tmux(self, run_id: str, handle: RuntimeHandle, *, pid: int | None) -> None: ...
+    def workers(self, kind: str) -> WorkerStart: ...
 
-    def untrack_tmux(self, run_id: str) -> None: ...
+    def track_worker(self, run_id: str, handle: RuntimeHandle, *, pid: int | None) -> None: ...
+
+    def untrack_worker(self, run_id: str) -> None: ...
 
     def release(self, run_id: str) -> None: ...
 
     def changed(self) -> None: ...
 
-    def remote_state(self, run_id: str) -> tuple[object, ...]: ...
+    def warn(self, text: str) -> None: ...
+
+
+class WorkerStart(Protocol):
+    """A worker runtime's part of the host: its start step in the launch pipeline (and a handoff's),
+    what the host does while it watches its runs, and how recovery settles a run whose host died
+    before it recorded the worker. `host.workers(kind)` gives the one of a kind: `ProcessWorkers`
+    unless the composition root registered another (Ray)."""
+
+    async def place(
+        self,
+        generation: GenerationRecord,
+        task: RequestRecord,
+        *,
+        session_path: Path,
+        launch: Mapping[str, object],
+    ) -> RuntimeHandle:
+        """Start `generation`'s agent on a worker, record where it runs and watch it (`track_worker`).
+
+        Run it under `placing_run`. The session file at `session_path` is flushed and closed (the
+        worker owns it from here on); `launch` is the feature's description of the agent
+        (`LaunchSteps.worker_launch`, or a handoff's `resume`).
+
+        Raises:
+            RuntimeError_: The runtime could not start the worker (the cluster cannot be reached, …).
+            OrchestrationError: The worker could not be recorded (a started worker is stopped).
+            OSError: A file the start needs could not be written.
+        """
+        ...
+
+    async def ready(
+        self, generation: GenerationRecord, handle: RuntimeHandle, *, timeout: float
+    ) -> GenerationRecord | None:
+        """Wait until the placed worker runs the agent; the generation as it is then (`None`: gone).
+
+        Raises:
+            PaneNotReady: Not ready in time; the worker was removed.
+            RollbackFailed: Not ready, and the worker could not be removed.
+        """
+        ...
+
+    def watch(self, run_id: str, handle: RuntimeHandle, generation: GenerationRecord | None) -> None:
+        """The host watches `run_id` on this runtime from now on (`Host.track_worker`)."""
+        ...
+
+    def unwatch(self, run_id: str) -> None:
+        """The host stopped watching `run_id` (`Host.untrack_worker`)."""
+        ...
+
+    async def settle_unplaced(self, generations: Sequence[GenerationRecord]) -> None:
+        """Settle generations of this kind whose host died before it recorded their worker: adopt
+        the worker that runs one, mark one lost when none does, leave it when nothing is proven."""
+        ...
+
+    async def aclose(self) -> None:
+        """The host closes (the agents keep running in their workers)."""
+        ...
 
 
 class Launcher:
@@ -281,25 +352,10 @@ class Launcher:
         host = self.host
         generation, session = recorded.generation, recorded.session
         kind = generation.runtime_kind
-        if kind == "ray":  # a remote worker: no launch file, no store access (`_ray_launch.py`)
-            from corral.orchestration.host._ray_launch import place_on_ray, record_on_ray
-
-            with host.placing_run(generation.run_id):
-                try:
-                    await steps.before_worker(recorded)
-                    handle, path = await place_on_ray(
-                        host,
-                        generation,
-                        recorded.task,
-                        session,
-                        describe=lambda: steps.worker_launch(recorded),
-                    )
-                except BaseException as exc:
-                    await self.rollback(recorded, steps)
-                    _raise_start_failure(exc, generation.label, "on Ray")
-                return record_on_ray(host, generation, recorded.task, handle, path)
-        with host.placing_run(generation.run_id):  # no pane recorded yet: no recovery may settle it
+        with host.placing_run(generation.run_id):  # no worker recorded yet: no recovery may settle it
             try:
+                workers = host.workers(kind)
+                await steps.before_worker(recorded)
                 launch = steps.worker_launch(recorded)
                 session.flush()
                 session_path = session.path
@@ -308,17 +364,17 @@ class Launcher:
                     raise InternalFailureError(
                         f"Agent {generation.label} has no session file to hand to its worker."
                     )
-                handle = await self.start_worker(
-                    generation, kind=kind, session_path=session_path, launch=launch
+                handle = await workers.place(
+                    generation, recorded.task, session_path=session_path, launch=launch
                 )
             except BaseException as exc:
                 await self.rollback(recorded, steps)
-                _raise_start_failure(exc, generation.label, f"in {kind}")
+                _raise_start_failure(exc, generation.label, f"on the {kind} runtime")
             budget = DEFAULT_STARTUP_S if plan.startup_s is None else plan.startup_s
             try:
-                current = await self.await_worker(generation.run_id, handle, kind=kind, timeout=budget)
+                current = await workers.ready(generation, handle, timeout=budget)
             except (PaneNotReady, RollbackFailed) as exc:
-                host.untrack_tmux(generation.run_id)
+                host.untrack_worker(generation.run_id)
                 with contextlib.suppress(OrchestrationError):
                     host.kernel.finalize_generation(
                         generation.run_id, owner_session_id=generation.owner_session_id
@@ -339,18 +395,51 @@ class Launcher:
         host.changed()
         return generation if current is None else current
 
-    async def start_worker(
+    async def rollback(self, recorded: Recorded, steps: LaunchSteps) -> None:
+        """Undo a launch after its record step: the feature's part, then stop, finalize and release."""
+        host = self.host
+        run_id = recorded.generation.run_id
+        steps.rolled_back(recorded)
+        handle = host.handles.get(run_id)
+        if handle is not None:
+            with contextlib.suppress(RuntimeError_):
+                await host.runtime.stop(handle)
+        with contextlib.suppress(OrchestrationError):
+            host.kernel.finalize_generation(run_id, owner_session_id=recorded.generation.owner_session_id)
+        host.release(run_id)
+        host.untrack_worker(run_id)
+
+
+class ProcessWorkers:
+    """The start step of a process worker runtime (tmux, or one registered with `Runtimes.register`):
+    the agent runs as a `corral worker` process that reads a private launch file and records itself
+    in the store.
+
+    Args:
+        host: The host whose runtimes run the worker.
+        kind: The runtime kind (`tmux`, …).
+    """
+
+    def __init__(self, host: LaunchHost, kind: str) -> None:
+        self.host = host
+        self.kind = kind
+
+    def _runtime(self) -> ProcessWorkerRuntime:
+        runtime = self.host.runtime.worker(self.kind)
+        if not isinstance(runtime, ProcessWorkerRuntime):
+            raise RuntimeError_(f"the {self.kind} runtime does not run corral worker processes")
+        return runtime
+
+    async def place(
         self,
         generation: GenerationRecord,
+        task: RequestRecord,
         *,
-        kind: str,
         session_path: Path,
         launch: Mapping[str, object],
     ) -> RuntimeHandle:
-        """Start `generation`'s worker on the `kind` runtime, watch it and record its pane.
-
-        The launch file holds `launch` plus the host's settings and the worker's heartbeat file.
-        Run it under `placing_run`: until the pane is recorded, recovery must not settle the run.
+        """Write the launch file (`launch` plus the host's settings and the worker's heartbeat file),
+        start the worker, watch it and record its pane.
 
         Raises:
             RuntimeError_: The runtime could not start the worker.
@@ -358,7 +447,7 @@ class Launcher:
             OSError: The launch file could not be written.
         """
         host = self.host
-        runtime = host.runtime.worker(kind)
+        runtime = self._runtime()
         run_id = generation.run_id
         path = write_launch_file(
             runtime.launch_dir,
@@ -382,51 +471,79 @@ class Launcher:
         )
         try:
             fault_point("before_pane_recorded")
-            host.track_tmux(run_id, started, pid=None)
+            host.track_worker(run_id, started, pid=None)
             host.kernel.record_started(
                 run_id, session_path=str(session_path), host_id=host.host_id, pane_id=started.runtime_id
             )
         except BaseException:
-            host.untrack_tmux(run_id)
+            host.untrack_worker(run_id)
             with contextlib.suppress(RuntimeError_):
                 await runtime.stop(started)
             raise
         return started
 
-    async def await_worker(
-        self, run_id: str, handle: RuntimeHandle, *, kind: str, timeout: float
+    async def ready(
+        self, generation: GenerationRecord, handle: RuntimeHandle, *, timeout: float
     ) -> GenerationRecord | None:
         """Wait until the worker recorded its pid (and left `starting`), then adopt its process.
-
-        Returns:
-            The generation as the worker left it (`None` when it is gone from the store).
 
         Raises:
             PaneNotReady: Not ready in time; its pane was removed.
             RollbackFailed: Not ready, and its pane could not be removed.
         """
         kernel = self.host.kernel
-        runtime = self.host.runtime.worker(kind)
+        runtime = self._runtime()
+        run_id = generation.run_id
 
-        def ready() -> bool:
+        def is_ready() -> bool:
             current = kernel.get_generation(run_id)
             return current is not None and current.pid is not None and current.phase != "starting"
 
-        await runtime.wait_ready(handle, ready, timeout=timeout)
+        await runtime.wait_ready(handle, is_ready, timeout=timeout)
         current = kernel.get_generation(run_id)
         runtime.adopt(handle, None if current is None else current.pid)
         return current
 
-    async def rollback(self, recorded: Recorded, steps: LaunchSteps) -> None:
-        """Undo a launch after its record step: the feature's part, then stop, finalize and release."""
+    def watch(self, run_id: str, handle: RuntimeHandle, generation: GenerationRecord | None) -> None:
+        """Nothing more: the worker records its facts in the store, which the host polls."""
+
+    def unwatch(self, run_id: str) -> None:
+        """Nothing more."""
+
+    async def settle_unplaced(self, generations: Sequence[GenerationRecord]) -> None:
+        """The pane inventory decides: a pane whose worker runs a generation is adopted (recorded and
+        watched like any worker); no such pane proves the worker never started, and the generation
+        is marked `lost` so it can be closed. When the panes cannot be listed nothing is proven and
+        nothing changes (a warning says so)."""
         host = self.host
-        run_id = recorded.generation.run_id
-        steps.rolled_back(recorded)
-        handle = host.handles.get(run_id)
-        if handle is not None:
-            with contextlib.suppress(RuntimeError_):
-                await host.runtime.stop(handle)
-        with contextlib.suppress(OrchestrationError):
-            host.kernel.finalize_generation(run_id, owner_session_id=recorded.generation.owner_session_id)
-        host.release(run_id)
-        host.untrack_tmux(run_id)
+        runtime = host.runtime.worker(self.kind)
+        labels = ", ".join(g.label for g in generations)
+        if not isinstance(runtime, TmuxRuntime):
+            host.warn(f"Agents {labels}: their {self.kind} workers were never recorded; left as they are.")
+            return
+        panes = await runtime.panes()
+        if panes is None:
+            host.warn(
+                f"Agents {labels}: their tmux panes were never recorded and the panes of the tmux server "
+                f"at {runtime.socket} cannot be listed; left as they are."
+            )
+            return
+        for generation in generations:
+            run_id = generation.run_id
+            if run_id in host.placing:
+                continue  # a start of this host got there meanwhile
+            pane = runtime.pane_running(panes, ("--run-id", run_id))
+            with contextlib.suppress(OrchestrationError):
+                if pane is None:
+                    host.kernel.mark_presence(
+                        run_id,
+                        "lost",
+                        diagnostic="its host stopped while starting it in tmux, and no pane runs its worker",
+                    )
+                    continue
+                host.kernel.record_started(run_id, host_id=host.host_id, pane_id=pane.pane_id)
+                handle = RuntimeHandle(runtime_id=pane.pane_id, kind="tmux", run_id=run_id)
+                host.track_worker(run_id, handle, pid=pane.pid)
+
+    async def aclose(self) -> None:
+        """Nothing to close."""

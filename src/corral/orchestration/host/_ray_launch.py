@@ -1,39 +1,40 @@
-"""The launch pipeline's Ray step: hand a recorded generation to a Ray worker and record it.
+"""The Ray runtime's start step (`RayWorkers`): hand a recorded generation to a Ray worker and record it.
 
-`Launcher` (`_launch.py`) calls `place_on_ray`, then `record_on_ray`, for a generation of kind `ray` after its record
-step. The host flushes the agent's new session file and hands its bytes to the worker together
-with the feature's worker description (`LaunchSteps.worker_launch`, the same one a tmux worker
-reads from its launch file); the worker keeps a private copy and streams its appends back
-(`_ray_pump.py`), so the host's file stays the real session file. It returns once the worker holds
-the agent and the agent acknowledged its task; the acknowledgement and the worker's identity
-(`ray:<actor>@<node ip>`, its pid) are recorded before it returns. An unreachable cluster or a
-worker that cannot take the agent fails with `pane_not_ready` after the launch is rolled back:
-nothing durable is left of it.
+The composition root registers `RayWorkers` as the host's start step of kind `ray`
+(`Host.register_workers`); the launch pipeline (`_launch.py`) and a handoff call its `place`, then
+`ready`. The host hands the agent's session file's bytes to the worker together with the feature's
+worker description (`LaunchSteps.worker_launch`, the same one a tmux worker reads from its launch
+file, or a handoff's `resume`); the worker keeps a private copy and streams its appends back
+(`_ray_pump.py`), so the host's file stays the real session file. `place` returns once the worker
+holds the agent and (a new launch) the agent acknowledged its task; the acknowledgement and the
+worker's identity (`ray:<actor>@<node ip>`, its pid) are recorded before it returns. An unreachable
+cluster or a worker that cannot take the agent fails with `pane_not_ready` after the launch is
+rolled back: nothing durable is left of it.
 """
 
 from __future__ import annotations
 
 import contextlib
 import json
-from collections.abc import Callable, Mapping
+from collections.abc import Callable, Mapping, Sequence
 from dataclasses import dataclass
 from pathlib import Path
 from typing import TYPE_CHECKING, Protocol
 
 from corral import _tracing
-from corral.orchestration.errors import InternalFailureError, OrchestrationError
+from corral.orchestration.errors import OrchestrationError
 from corral.orchestration.kernel._faults import fault_point
 from corral.orchestration.kernel.records import GenerationRecord, RequestRecord
 from corral.runtime import LaunchSpec, RemoteLaunch
 
 if TYPE_CHECKING:
     from corral._tracing import TraceCarrier
+    from corral.orchestration.host._ray_pump import PumpHost, RayPump
     from corral.orchestration.kernel._generations import Generations
     from corral.runtime import RuntimeHandle, Runtimes
-    from corral.session import SessionManager
     from corral.settings import Settings
 
-__all__ = ["RayLaunch", "RayLaunchHost", "place_on_ray", "record_on_ray"]
+__all__ = ["RayLaunch", "RayLaunchHost", "RayWorkers", "place_on_ray", "record_on_ray"]
 
 
 class RayLaunchHost(Protocol):
@@ -41,11 +42,12 @@ class RayLaunchHost(Protocol):
 
     kernel: Generations
     settings: Settings
-    runtime: Runtimes
     host_id: str
-    remote_worker: Callable[[], type] | None
 
-    def track_tmux(self, run_id: str, handle: RuntimeHandle, *, pid: int | None) -> None: ...
+    @property
+    def runtime(self) -> Runtimes: ...
+
+    def track_worker(self, run_id: str, handle: RuntimeHandle, *, pid: int | None) -> None: ...
 
     def changed(self) -> None: ...
 
@@ -81,72 +83,131 @@ class RayLaunch:
 
 async def place_on_ray(
     host: RayLaunchHost,
+    worker: type,
     generation: GenerationRecord,
     task: RequestRecord,
-    session: SessionManager,
     *,
-    describe: Callable[[], Mapping[str, object]],
-) -> tuple[RuntimeHandle, Path]:
-    """Hand `generation` to a Ray worker; its handle and the session file the host keeps.
+    session_path: Path,
+    launch: Mapping[str, object],
+) -> RuntimeHandle:
+    """Hand `generation` to a Ray worker (an actor of class `worker`); its handle.
 
     Args:
-        describe: The feature's worker description of the agent (`LaunchSteps.worker_launch`).
+        session_path: The agent's session file, flushed and closed (the host appends what the
+            worker streams from here on).
+        launch: The worker description (`LaunchSteps.worker_launch`, or a handoff's `resume`).
 
     Raises:
         RuntimeError_: The cluster cannot be reached or no worker took the agent (the launch
             pipeline rolls back and answers `pane_not_ready`).
+        OSError: The session file cannot be read.
     """
+    from corral.runtime._ray import ray_runtime
+
     run_id = generation.run_id
-    launch = describe()
-    if host.remote_worker is None:
-        raise InternalFailureError("this host has no Ray worker class; build it with ComposedHost")
-    worker = host.remote_worker()
-    session.flush()
-    path = session.path
-    if path is None:
-        raise InternalFailureError(f"Agent {generation.label} has no session file to hand to its worker.")
-    data = path.read_bytes()
-    session.close()  # the worker owns the session from here on; the host appends what it streams
     payload = RayLaunch(
         generation=generation,
         task=task,
         launch_json=json.dumps(dict(launch)),
         settings_json=host.settings.model_dump_json(),
-        session_name=path.name,
-        session_bytes=data,
+        session_name=session_path.name,
+        session_bytes=session_path.read_bytes(),
         trace=_tracing.current_carrier(),
         pushed=host.remote_state(run_id),
     )
-    handle = await host.runtime.start(
+    return await ray_runtime(host.runtime).start(
         LaunchSpec(
             run_id,
             generation.label,
             Path(generation.cwd),
             generation.session_id,
-            session_path=path,
+            session_path=session_path,
             remote=RemoteLaunch(worker, payload),
         )
     )
-    return handle, path
 
 
 def record_on_ray(
     host: RayLaunchHost, generation: GenerationRecord, task: RequestRecord, handle: RuntimeHandle, path: Path
 ) -> GenerationRecord:
-    """Record a placed generation's worker and its acknowledged task, and watch it."""
+    """Record a placed generation's worker and its acknowledged task (a new launch), and watch it."""
+    from corral.runtime._ray import ray_runtime
+
     run_id = generation.run_id
     fault_point("before_pane_recorded")
-    place = host.runtime.ray.place(handle)
+    place = ray_runtime(host.runtime).place(handle)
     pid = None if place is None else place.pid
     with contextlib.suppress(OrchestrationError):
         host.kernel.record_started(
             run_id, session_path=str(path), host_id=host.host_id, pid=pid, pane_id=handle.runtime_id
         )
-    # The worker returned once the task was acknowledged; record it now (the pump's copy of the
-    # same ack is then a no-op), so the launch returns an active agent as on the other runtimes.
-    with contextlib.suppress(OrchestrationError):
-        host.kernel.record_ack(run_id, task.request_id, accepted=True)
-    host.track_tmux(run_id, handle, pid=pid)
+    if not task.acknowledged:
+        # The worker returned once the task was acknowledged; record it now (the pump's copy of the
+        # same ack is then a no-op), so the launch returns an active agent as on the other runtimes.
+        # A moved agent's task was acknowledged long ago.
+        with contextlib.suppress(OrchestrationError):
+            host.kernel.record_ack(run_id, task.request_id, accepted=True)
+    host.track_worker(run_id, handle, pid=pid)
     host.changed()
     current = host.kernel.get_generation(run_id)
     return generation if current is None else current
+
+
+class RayWorkers:
+    """The Ray runtime's start step (`WorkerStart`) and watch: the `RayPump` pulls its runs' facts.
+
+    Args:
+        host: The host (`Host`).
+        worker_class: Loads the worker actor's class (`corral.lead._ray_worker.RayWorker`).
+    """
+
+    def __init__(self, host: PumpHost, worker_class: Callable[[], type]) -> None:
+        self.host = host
+        self.worker_class = worker_class
+        self.pump: RayPump | None = None
+
+    async def place(
+        self,
+        generation: GenerationRecord,
+        task: RequestRecord,
+        *,
+        session_path: Path,
+        launch: Mapping[str, object],
+    ) -> RuntimeHandle:
+        """Hand the agent to a worker actor (`place_on_ray`), then record and watch it (`record_on_ray`)."""
+        handle = await place_on_ray(
+            self.host, self.worker_class(), generation, task, session_path=session_path, launch=launch
+        )
+        record_on_ray(self.host, generation, task, handle, session_path)
+        return handle
+
+    async def ready(
+        self, generation: GenerationRecord, handle: RuntimeHandle, *, timeout: float
+    ) -> GenerationRecord | None:
+        """Nothing to wait for: `place` returned once the worker held the agent."""
+        return self.host.kernel.get_generation(generation.run_id)
+
+    def watch(self, run_id: str, handle: RuntimeHandle, generation: GenerationRecord | None) -> None:
+        """Pull the run's facts and session bytes into the store (the pump is made with the first run)."""
+        if self.pump is None:
+            from corral.orchestration.host._ray_pump import RayPump
+            from corral.runtime._ray import ray_runtime
+
+            self.pump = RayPump(self.host, ray_runtime(self.host.runtime))
+        self.pump.track(run_id, handle, generation)
+
+    def unwatch(self, run_id: str) -> None:
+        """Stop pulling the run (its worker drops it)."""
+        if self.pump is not None:
+            self.pump.untrack(run_id)
+
+    async def settle_unplaced(self, generations: Sequence[GenerationRecord]) -> None:
+        """Ask the workers (`settle_unplaced_on_ray`)."""
+        from corral.orchestration.host._ray_pump import settle_unplaced_on_ray
+
+        await settle_unplaced_on_ray(self.host, list(generations))
+
+    async def aclose(self) -> None:
+        """Stop pulling (the agents keep running in their workers)."""
+        if self.pump is not None:
+            await self.pump.aclose()

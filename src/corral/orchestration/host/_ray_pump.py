@@ -56,6 +56,7 @@ if TYPE_CHECKING:
     from corral.orchestration.kernel._generations import Generations
     from corral.runtime import Runtimes
     from corral.runtime._ray import RayRuntime
+    from corral.settings import Settings
 
 __all__ = ["PumpHost", "RayPump", "session_offset", "settle_unplaced_on_ray"]
 
@@ -97,6 +98,7 @@ class PumpHost(Protocol):
     """What the pump needs of its host (`Host`)."""
 
     kernel: Generations
+    settings: Settings
     on_background_error: Callable[[BaseException], None] | None
 
     @property
@@ -111,7 +113,7 @@ class PumpHost(Protocol):
 
     host_id: str
 
-    def track_tmux(self, run_id: str, handle: RuntimeHandle, *, pid: int | None) -> None: ...
+    def track_worker(self, run_id: str, handle: RuntimeHandle, *, pid: int | None) -> None: ...
 
     def result_failed(self, run_id: str, message: str) -> None: ...
 
@@ -373,7 +375,9 @@ async def settle_unplaced_on_ray(host: PumpHost, generations: list[GenerationRec
     holding it proves it never started, and the generation is marked `lost` so it can be closed.
     When the cluster cannot be asked nothing is proven and nothing changes (a warning says so).
     """
-    ray = host.runtime.ray
+    from corral.runtime._ray import ray_runtime
+
+    ray = ray_runtime(host.runtime)
     held: dict[str, tuple[str, dict[str, object]]] = {}
     try:
         for name in await ray.worker_names():
@@ -410,5 +414,5 @@ async def settle_unplaced_on_ray(host: PumpHost, generations: list[GenerationRec
                 pid=pid if isinstance(pid, int) else None,
                 pane_id=handle.runtime_id,
             )
-            host.track_tmux(run_id, handle, pid=pid if isinstance(pid, int) else None)
+            host.track_worker(run_id, handle, pid=pid if isinstance(pid, int) else None)
     host.changed()

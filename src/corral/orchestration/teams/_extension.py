@@ -130,7 +130,7 @@ class TeamsExtension(HostExtension):
         teams = self.teams
         host = self.host
         leads: set[str] = set()
-        for run_id in host.tmux_runs:
+        for run_id in host.worker_runs:
             member = self.teams.repos.roster.team_member(run_id)
             if member is not None and member.lead_session_id in host.owners:
                 leads.add(member.lead_session_id)
