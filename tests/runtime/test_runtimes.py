@@ -12,11 +12,11 @@ from corral.runtime import (
     LaunchSpec,
     PresenceVerdict,
     ProcessEvidence,
+    ProcessWorkerRuntime,
     RecentOutput,
     RuntimeError_,
     RuntimeHandle,
     Runtimes,
-    ProcessWorkerRuntime,
     WorkerRuntime,
 )
 
