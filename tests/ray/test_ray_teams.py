@@ -17,6 +17,7 @@ import pytest
 from corral.orchestration.teams.commands import SendMessageRequest
 from corral.orchestration.teams.reports._reports import TEAM_REPORT_TYPE
 from corral.settings import RaySettings, Settings, TeamsSettings
+from tests.orchestration.teams._git_helpers import make_repo
 from tests.orchestration.teams._teams_helpers import TeamsEnv, eventually, teams_env, write_script
 from tests.ray.conftest import RayTestCluster
 
@@ -161,3 +162,61 @@ async def test_a_swarm_on_ray_reports_once_each_and_takes_messages_claims_and_st
         assert stored["r1"].report_source == "assistant-text" and stored["r1"].content == "r1 found nothing"
         assert stored["w1"].report_source == "report_and_exit"
         assert repos.roster.file_claims(lead_id) == ()
+
+
+async def test_an_assigned_check_of_a_member_on_ray_runs_on_its_node(
+    env: Path, ray_cluster: RayTestCluster
+) -> None:
+    make_repo(env / "work", {"README": "x\n"})
+    check = {
+        "name": "node",
+        "command": f"echo $PPID > {env / 'check-ppid.txt'} && echo checked-on-node && test -f made.txt",
+        "timeoutSeconds": 60,
+    }
+    write_script(
+        env,
+        "lead",
+        {
+            "steps": [
+                {
+                    "tool_calls": [
+                        {
+                            "name": "spawn_agent",
+                            "args": {
+                                "name": "c1",
+                                "prompt": "Make made.txt.",
+                                "model_slot": "write-patch",
+                                "checks": [check],
+                            },
+                        }
+                    ]
+                },
+                {"text": "Waiting for the report."},
+            ],
+            "on_exhausted": "repeat_last",
+            "agents": {
+                "c1": [
+                    {"tool_calls": [{"name": "write", "args": {"path": "made.txt", "content": "x\n"}}]},
+                    _report("c1 made it"),
+                ]
+            },
+        },
+    )
+    async with teams_env(env, "lead", settings=ray_settings(ray_cluster)) as t:
+        await t.lead.prompt("go")
+        spawned = t.tool_results("spawn_agent")[0]["details"]
+        generation = t.host.kernel.get_generation(spawned["runId"])
+        assert generation is not None and generation.runtime_kind == "ray"
+        worker_pid = generation.pid
+        assert worker_pid is not None and worker_pid != os.getpid()
+        await eventually(lambda: "c1" in _reports(t), t.host)
+        await t.quiet()
+        (entry,) = t.lead_custom(TEAM_REPORT_TYPE)
+        (check_id,) = entry["details"]["verification"]["check_ids"]
+        record = t.host.repositories.teams.checks.get_check(check_id)
+        assert entry["details"]["verification"]["state"] == "passed", record
+        # The command ran in the worker process's workspace on its node (its shell's parent is the
+        # worker actor), and its output is in the check's log on the lead's machine.
+        assert int((env / "check-ppid.txt").read_text()) == worker_pid
+        assert record is not None and record.state == "passed"
+        assert "checked-on-node" in Path(record.log_path).read_text()

@@ -63,11 +63,13 @@ from corral.settings import Settings
 if TYPE_CHECKING:
     from corral.orchestration.kernel.records import GenerationRecord
     from corral.orchestration.teams._member import TeamChild
+    from corral.orchestration.teams.checks._checks import CheckExecution
     from corral.orchestration.teams.remote import RemoteTeams
 
 __all__ = ["RayWorker"]
 
 _ACK_WAIT_S = 120.0
+_CHECK_OUTPUT_MAX = 4 * 1024 * 1024
 
 
 class _Questions:
@@ -126,6 +128,10 @@ class _Run:
     workspace: NodeWorkspace | None = None
     port: RemoteTeams | None = None
     """A teams member's port to the lead's `Teams`."""
+    cwd: Path | None = None
+    """Where the agent works on this node."""
+    shell_path: str | None = None
+    """The settings' shell (its check commands run with it)."""
 
 
 class RayWorker:
@@ -136,6 +142,8 @@ class RayWorker:
         self.runs: dict[str, _Run] = {}
         self.folder = Path(tempfile.mkdtemp(prefix="corral-ray-"))
         os.chmod(self.folder, 0o700)
+        self._checks: dict[str, asyncio.Event] = {}
+        """The cancel events of check commands running here, by the host's token."""
         self._windows: dict[EndpointKey, float] = {}
         """The end of each endpoint's `Retry-After` window the host knows (pushed or reported)."""
 
@@ -236,7 +244,7 @@ class RayWorker:
         with _tracing.under_carrier(launch.trace):  # the agent's spans continue the host's trace
             task = asyncio.get_running_loop().create_task(child.run(), name=f"corral-agent-{child.label}")
         task.add_done_callback(lambda t: None if t.cancelled() else t.exception())
-        self.runs[run_id] = _Run(child, store, session, task, workspace, port)
+        self.runs[run_id] = _Run(child, store, session, task, workspace, port, cwd, settings.shell_path)
         acked = asyncio.ensure_future(child.acknowledged.wait())
         ended = asyncio.ensure_future(child.finished.wait())
         await asyncio.wait({acked, ended}, timeout=_ACK_WAIT_S, return_when=asyncio.FIRST_COMPLETED)
@@ -363,6 +371,44 @@ class RayWorker:
             "lines": run.child.activity_lines(),
             "processes": [(p.pid, p.argv0, p.cmdline) for p in run.child.running_processes()],
         }
+
+    async def run_check(
+        self, run_id: str, token: str, command: str, timeout_seconds: float
+    ) -> tuple[CheckExecution, bytes] | None:
+        """Run a teams member's check command here, in its workspace on this node (`None`: not here).
+
+        The same local shell handling as on the lead's machine (a new process group, killed on
+        timeout or cancel); returns how it ended and its output (the last `_CHECK_OUTPUT_MAX` bytes).
+        """
+        from corral.orchestration.teams.checks._checks import LocalShellExecutor
+
+        run = self.runs.get(run_id)
+        if run is None or run.cwd is None:
+            return None
+        cancel = self._checks[token] = asyncio.Event()
+        fd, name = tempfile.mkstemp(prefix="check-", dir=self.folder)
+        try:
+            execution = await LocalShellExecutor(run.shell_path).execute(
+                command, cwd=str(run.cwd), log_fd=fd, timeout_seconds=timeout_seconds, cancel=cancel
+            )
+            size = os.fstat(fd).st_size
+            with open(name, "rb") as handle:
+                handle.seek(max(0, size - _CHECK_OUTPUT_MAX))
+                output = handle.read()
+        finally:
+            self._checks.pop(token, None)
+            os.close(fd)
+            with contextlib.suppress(OSError):
+                os.unlink(name)
+        return execution, output
+
+    async def cancel_check(self, run_id: str, token: str) -> bool:
+        """Kill the check command the host started with `token` (`False`: not running)."""
+        cancel = self._checks.get(token)
+        if cancel is None:
+            return False
+        cancel.set()
+        return True
 
     async def end(self, run_id: str) -> bool:
         """Stop `run_id` (if still running) and drop it with its local session copy."""

@@ -39,6 +39,7 @@ if TYPE_CHECKING:
     from collections.abc import Awaitable
 
     from corral.orchestration.kernel._caller import Caller
+    from corral.orchestration.teams.checks._checks import CheckExecutor
     from corral.orchestration.teams.commands import (
         ReadInboxRequest,
         ReportSubmission,
@@ -80,6 +81,11 @@ class MemberRun(Protocol):
     member: TeamMemberRecord
     report_accepted: bool
     plain_submissions: int
+
+    @property
+    def check_executor(self) -> CheckExecutor | None:
+        """Where the run's assigned checks execute when not in this process (its Ray worker's node)."""
+        ...
 
     @property
     def run_id(self) -> str: ...
@@ -263,6 +269,8 @@ class TeamChild(ManagedChild):
         settle.child = self
         self.member = member
         self.teams = teams
+        self.check_executor: CheckExecutor | None = None
+        """Its checks run in this process (the verifier's own executor)."""
         self.report_accepted = False
         """An accepted `report_and_exit` closed this run."""
         self.messages_open = True

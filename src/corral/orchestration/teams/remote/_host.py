@@ -16,14 +16,19 @@ host releases the generation.
 from __future__ import annotations
 
 import asyncio
+import contextlib
+import os
 import time
+import uuid
 from typing import TYPE_CHECKING, Any
 
 from corral.orchestration.errors import InternalFailureError, OrchestrationError
+from corral.orchestration.teams.checks._checks import CheckExecution
 
 from .records import MemberAnswer, MemberCall, MemberMessage, MemberPush, MemberTaken
 
 if TYPE_CHECKING:
+    from corral.orchestration.host._host import Host
     from corral.orchestration.kernel.records import GenerationRecord, RequestRecord
     from corral.orchestration.teams._capacity import Admission
     from corral.orchestration.teams._control import TeamControl
@@ -31,7 +36,89 @@ if TYPE_CHECKING:
     from corral.orchestration.teams.reports._team_reports import TeamReports
     from corral.orchestration.teams.roster.records import TeamMemberRecord
 
-__all__ = ["RemoteMembers", "RemoteRun"]
+__all__ = ["NodeCheckExecutor", "RemoteMembers", "RemoteRun"]
+
+_CHECK_CALL_SLACK_S = 60.0
+"""How much longer than a check's own timeout the host waits for its worker's answer."""
+
+
+class NodeCheckExecutor:
+    """Runs a Ray member's check commands on its worker's node, in the agent's workspace there
+    (a `CheckExecutor`): the worker runs the command with the same local shell handling and returns
+    how it ended with its output, which goes to the check's log on the lead's machine. Cancelling
+    the check (its report's cancel event, or the task) kills the command on the node.
+    """
+
+    def __init__(self, host: Host, run_id: str) -> None:
+        self.host = host
+        self.run_id = run_id
+
+    def available(self) -> bool:
+        """The node's shell is checked when the command runs (a failure is the check's error)."""
+        return True
+
+    async def execute(
+        self,
+        command: str,
+        *,
+        cwd: str,
+        log_fd: int,
+        timeout_seconds: float,
+        cancel: asyncio.Event | None = None,
+    ) -> CheckExecution:
+        """Run `command` on the run's node; `OSError` when its worker cannot run it."""
+        from corral.runtime import RuntimeError_
+
+        handle = self.host.handles.get(self.run_id)
+        if handle is None or handle.kind != "ray":
+            raise OSError(f"the agent's Ray worker is not attached to this host (run {self.run_id})")
+        runtime = self.host.runtime.ray
+        token = str(uuid.uuid4())
+        call = asyncio.ensure_future(
+            runtime.call(
+                handle,
+                "run_check",
+                self.run_id,
+                token,
+                command,
+                timeout_seconds,
+                timeout=timeout_seconds + _CHECK_CALL_SLACK_S,
+            )
+        )
+        stop = asyncio.ensure_future(cancel.wait()) if cancel is not None else None
+        try:
+            await asyncio.wait({call} if stop is None else {call, stop}, return_when=asyncio.FIRST_COMPLETED)
+            if not call.done():
+                await self._cancel(token)
+                with contextlib.suppress(Exception):
+                    await asyncio.wait_for(call, _CHECK_CALL_SLACK_S)
+                return CheckExecution(None, cancelled=True)
+            found = call.result()
+        except asyncio.CancelledError:
+            await asyncio.shield(self._cancel(token))
+            raise
+        except RuntimeError_ as exc:
+            raise OSError(f"the agent's Ray worker could not run it: {exc}") from None
+        finally:
+            if stop is not None:
+                stop.cancel()
+            if not call.done():
+                call.cancel()
+        if found is None:
+            raise OSError("the agent's Ray worker no longer holds it")
+        execution, output = found
+        view = memoryview(output)
+        while view:
+            view = view[os.write(log_fd, view) :]
+        return execution  # type: ignore[no-any-return]
+
+    async def _cancel(self, token: str) -> None:
+        from corral.runtime import RuntimeError_
+
+        handle = self.host.handles.get(self.run_id)
+        if handle is not None:
+            with contextlib.suppress(RuntimeError_):
+                await self.host.runtime.ray.call(handle, "cancel_check", self.run_id, token)
 
 
 class RemoteRun:
@@ -42,9 +129,16 @@ class RemoteRun:
     """
 
     def __init__(
-        self, member: TeamMemberRecord, generation: GenerationRecord, task: RequestRecord, *, reported: bool
+        self,
+        member: TeamMemberRecord,
+        generation: GenerationRecord,
+        task: RequestRecord,
+        *,
+        reported: bool,
+        check_executor: NodeCheckExecutor,
     ) -> None:
         self.member = member
+        self.check_executor = check_executor
         self.generation = generation
         self.task = task
         self.report_accepted = reported
@@ -196,7 +290,9 @@ class RemoteMembers:
         if member is None or generation is None or task is None:
             raise InternalFailureError(f"run {run_id} is not a teams agent of this store")
         reported = repos.reports.team_report_for_run(run_id) is not None
-        run = self.runs[run_id] = RemoteRun(member, generation, task, reported=reported)
+        run = self.runs[run_id] = RemoteRun(
+            member, generation, task, reported=reported, check_executor=NodeCheckExecutor(self.host, run_id)
+        )
         return run
 
     async def _dispatch(self, run: RemoteRun, call: MemberCall) -> Any:

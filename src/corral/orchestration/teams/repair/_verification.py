@@ -141,6 +141,7 @@ class Verifier:
         task_details: dict[str, Any],
         outcome: str | None,
         cancel: asyncio.Event | None = None,
+        executor: CheckExecutor | None = None,
     ) -> VerificationDecision:
         """Verify one `report_and_exit` submission.
 
@@ -156,6 +157,8 @@ class Verifier:
             task_details: The submission's normalized task details (its repair signature).
             outcome: The agent's reported outcome (`None` = unspecified).
             cancel: Setting it kills running checks (as `cancel(report_id)` does).
+            executor: Where this run's commands execute, when not here (a member on a Ray worker:
+                its node); default: the verifier's executor.
 
         Raises:
             InvalidRequestError: Repair without checks, or without a submission id.
@@ -174,7 +177,7 @@ class Verifier:
         try:
             runner = CheckRunner(
                 CheckStore(self._repos.checks, self._logs_dir(lead_session_id)),
-                executor=self._executor,
+                executor=executor if executor is not None else self._executor,
                 on_change=self._on_change,
             )
             assignments = assign_checks(

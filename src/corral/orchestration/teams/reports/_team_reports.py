@@ -134,6 +134,7 @@ class TeamReports:
             submission_id=submission_id,
             task_details=signed,
             outcome=outcome,
+            executor=child.check_executor,
         )
 
     async def finish_without_report(self, child: MemberRun) -> bool:
