@@ -72,7 +72,9 @@ class NodeCheckExecutor:
         handle = self.host.handles.get(self.run_id)
         if handle is None or handle.kind != "ray":
             raise OSError(f"the agent's Ray worker is not attached to this host (run {self.run_id})")
-        runtime = self.host.runtime.ray
+        from corral.runtime._ray import ray_runtime
+
+        runtime = ray_runtime(self.host.runtime)
         token = str(uuid.uuid4())
         call = asyncio.ensure_future(
             runtime.call(
@@ -114,11 +116,12 @@ class NodeCheckExecutor:
 
     async def _cancel(self, token: str) -> None:
         from corral.runtime import RuntimeError_
+        from corral.runtime._ray import ray_runtime
 
         handle = self.host.handles.get(self.run_id)
         if handle is not None:
             with contextlib.suppress(RuntimeError_):
-                await self.host.runtime.ray.call(handle, "cancel_check", self.run_id, token)
+                await ray_runtime(self.host.runtime).call(handle, "cancel_check", self.run_id, token)
 
 
 class RemoteRun:
