@@ -1,9 +1,10 @@
 """A host process for the Ray tests: delegates agents on Ray, then waits to be killed.
 
-Usage: `python ray_host_driver.py <dir> <address> <namespace> [--workspace=<mode>] <label>...`.
+Usage: `python ray_host_driver.py <dir> <address> <namespace> [--workspace=<mode>] [--teams] <label>...`.
 It writes the lead's session path to `<dir>/lead.txt`, delegates one `builder` agent per label on
-the Ray runtime (`[ray] workspace` = `<mode>`, default `shared`), prints `started` and waits (the
-test kills it with SIGKILL, or a `CORRAL_FAULTS` fault point does). A failed delegate prints
+the Ray runtime (`[ray] workspace` = `<mode>`, default `shared`) — with `--teams`, spawns one
+`read-collect` teams member per label instead —, prints `started` and waits (the test kills it
+with SIGKILL, or a `CORRAL_FAULTS` fault point does). A failed delegate prints
 `error <category>: <message>` and exits with 3.
 """
 
@@ -18,15 +19,17 @@ from corral.lead._host import ComposedHost
 from corral.llm import ModelRegistry
 from corral.orchestration import OrchestrationError, Repositories, load_roster
 from corral.orchestration.surfaces import DelegateParams
+from corral.orchestration.surfaces.teams._wire import parse_spawn
 from corral.session import SessionManager
-from corral.settings import RaySettings, Settings
+from corral.settings import RaySettings, Settings, TeamsSettings
 
 
 async def main(root: Path, address: str, namespace: str, args: list[str]) -> int:
     workspace = "shared"
     if args and args[0].startswith("--workspace="):
         workspace = args.pop(0).removeprefix("--workspace=")
-    labels = args
+    teams = bool(args) and args[0] == "--teams"
+    labels = args[1:] if teams else args
     work = root / "work"
     sessions = root / "sessions"
     session = SessionManager.create(work, sessions_root=sessions)
@@ -45,6 +48,7 @@ async def main(root: Path, address: str, namespace: str, args: list[str]) -> int
             agents_per_worker=4,
             workspace=workspace,  # type: ignore[arg-type]
         ),
+        teams=TeamsSettings(read_sandbox="off"),
     )
     host = ComposedHost(
         repositories=Repositories.open(root / "home" / "corral.db"),
@@ -53,9 +57,13 @@ async def main(root: Path, address: str, namespace: str, args: list[str]) -> int
         sessions_root=sessions,
         roster_loader=lambda cwd: load_roster(cwd, user_dir=root / "config" / "agents", trust=False),
     )
-    caller = await host.attach_lead(lead, surfaces=())
+    caller = await host.attach_lead(lead, surfaces=("teams",) if teams else ())
     for label in labels:
         try:
+            if teams:
+                request = parse_spawn({"name": label, "prompt": f"do {label}", "model_slot": "read-collect"})
+                await host.teams.spawn(caller, request)
+                continue
             await host.controller.delegate(
                 caller, DelegateParams(definition="builder", task=f"do {label}", label=label)
             )

@@ -8,7 +8,9 @@ and the member's inbox back. Each test asserts what the lead's session and the s
 
 from __future__ import annotations
 
+import asyncio
 import os
+import sys
 import uuid
 from pathlib import Path
 
@@ -17,9 +19,12 @@ import pytest
 from corral.orchestration.teams.commands import SendMessageRequest
 from corral.orchestration.teams.reports._reports import TEAM_REPORT_TYPE
 from corral.settings import RaySettings, Settings, TeamsSettings
+from tests.orchestration._host_helpers import WAIT, team
 from tests.orchestration.teams._git_helpers import make_repo
 from tests.orchestration.teams._teams_helpers import TeamsEnv, eventually, teams_env, write_script
 from tests.ray.conftest import RayTestCluster
+
+DRIVER = Path(__file__).parent / "ray_host_driver.py"
 
 
 @pytest.fixture
@@ -220,3 +225,53 @@ async def test_an_assigned_check_of_a_member_on_ray_runs_on_its_node(
         assert int((env / "check-ppid.txt").read_text()) == worker_pid
         assert record is not None and record.state == "passed"
         assert "checked-on-node" in Path(record.log_path).read_text()
+
+
+async def test_host_sigkill_while_members_work_on_ray_then_resume_delivers_each_report_once(
+    env: Path, ray_cluster: RayTestCluster
+) -> None:
+    gate = env / "work" / "go"
+    agents = {
+        "fast": [_wait_for(gate), _report("fast report")],
+        "slow": [{**_report("slow report"), "delay_ms": 3000}],
+    }
+    write_script(env, "team", {"steps": [{"text": "noted"}], "on_exhausted": "repeat_last", "agents": agents})
+    namespace = f"t-{uuid.uuid4().hex[:8]}"
+    process = await asyncio.create_subprocess_exec(
+        sys.executable,
+        str(DRIVER),
+        str(env),
+        ray_cluster.address,
+        namespace,
+        "--teams",
+        "fast",
+        "slow",
+        stdout=asyncio.subprocess.PIPE,
+        stderr=asyncio.subprocess.DEVNULL,
+    )
+    try:
+        assert process.stdout is not None
+        line = await asyncio.wait_for(process.stdout.readline(), WAIT * 3)
+        assert line.strip() == b"started"
+    finally:
+        process.kill()  # SIGKILL: the host dies without cleanup, its members keep working on Ray
+        await process.wait()
+    gate.write_text("")  # the fast member reports while no host runs: its call waits on its worker
+    lead_path = Path((env / "lead.txt").read_text())
+    settings = ray_settings(ray_cluster, namespace=namespace)
+    async with team(env, "team", settings=settings, session_path=lead_path, surfaces=("teams",)) as t:
+        await eventually(lambda: len(t.lead_entries(TEAM_REPORT_TYPE)) == 2, t.host)
+        await t.quiet()
+        contents = sorted(str(r["content"]) for r in t.lead_entries(TEAM_REPORT_TYPE))
+        assert len(contents) == 2, contents
+        assert "fast report" in contents[0] and "slow report" in contents[1]
+        lead_id = t.caller.session_id
+        stored = t.host.repositories.teams.reports.team_reports(lead_id)
+        assert sorted(r.name for r in stored) == ["fast", "slow"]
+        for member in t.host.repositories.teams.roster.team_members(lead_id):
+            generation = t.host.kernel.get_generation(member.run_id)
+            assert generation is None or generation.phase == "finalized"
+    # A second resume delivers nothing again.
+    async with team(env, "team", settings=settings, session_path=lead_path, surfaces=("teams",)) as t:
+        await t.quiet()
+        assert len(t.lead_entries(TEAM_REPORT_TYPE)) == 2
