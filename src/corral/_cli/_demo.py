@@ -37,7 +37,6 @@ from typing import TYPE_CHECKING, Any, TextIO
 
 from corral.agent import AgentEvent, MessageEndEvent, ToolExecutionEndEvent, ToolExecutionStartEvent
 from corral.llm import AssistantMessage, CustomMessage, TextContent, ThinkingContent
-from corral.orchestration.teams._member import TeamChild
 from corral.orchestration.teams.groups._groups import GROUP_MESSAGE_TYPE
 from corral.orchestration.teams.reports._reports import TEAM_REPORT_TYPE
 
@@ -359,7 +358,8 @@ async def _follow_members(host: Host, timeline: _TeamsTimeline) -> None:
         for run_id, child in list(host.children.items()):
             if run_id not in seen:
                 seen.add(run_id)
-                grouped = isinstance(child, TeamChild) and child.member.group_id is not None
+                run = host.teams.child(run_id) if host.has_teams else None
+                grouped = run is not None and run.member.group_id is not None
                 child.agent.subscribe(_MemberTimeline(timeline, child.label, grouped=grouped))
         await host.wait_for_change()
 

@@ -241,8 +241,6 @@ async def _follow_agents(launched: Launched, writer: LineWriter) -> None:
     The host announces a new agent (`wait_for_change`) before its first model reply can
     arrive, so every reply and tool call of the agent is seen.
     """
-    from corral.orchestration.teams._member import TeamChild
-
     host = launched.host
     assert host is not None
     seen: set[str] = set()
@@ -255,7 +253,7 @@ async def _follow_agents(launched: Launched, writer: LineWriter) -> None:
                 seen.add(run_id)
                 tag = {
                     "label": child.label,
-                    "kind": "teams" if isinstance(child, TeamChild) else "managed",
+                    "kind": "teams" if host.has_teams and host.teams.child(run_id) is not None else "managed",
                     "runId": run_id,
                     "sessionId": child.agent.session.session_id,
                 }

@@ -280,10 +280,10 @@ async def _resumed_child(
         )
         for tool in team_member_tools(teams, team_child):
             agent.register_tool(tool)
-        child = team_child
+        child = team_child.child
 
         def poll_inbox() -> None:
-            if not team_child.messages_open or team_child.finished.is_set():
+            if not team_child.messages_open or team_child.ended:
                 return
             lead, name = member.lead_session_id, member.name
             if not store.teams.roster.read_team_inbox(lead, name, unread_only=True, mark_as_read=False):

@@ -62,7 +62,6 @@ from corral.settings import Settings
 
 if TYPE_CHECKING:
     from corral.orchestration.kernel.records import GenerationRecord
-    from corral.orchestration.teams._member import TeamChild
     from corral.orchestration.teams.checks._checks import CheckExecution
     from corral.orchestration.teams.remote import RemoteTeams
 
@@ -450,9 +449,12 @@ async def _build_member(
     generation: GenerationRecord,
     task: RequestRecord,
     hooks: _Hooks,
-) -> tuple[TeamChild, RemoteTeams]:
+) -> tuple[ManagedChild, RemoteTeams]:
     """The member's agent as its host built it (system prompt, model, thinking, tools) and its
     `TeamChild` over a `RemoteTeams` port with the same member tools as in-process.
+
+    Returns:
+        The `TeamChild`'s kernel child (what the worker runs) and the port (which holds the `TeamChild`).
 
     Raises:
         ValueError: A read agent's sandbox does not work on this node (it never runs without it).
@@ -492,7 +494,7 @@ async def _build_member(
         agent_name=generation.label,
     )
     port = RemoteTeams(store)
-    child = TeamChild(
+    run = TeamChild(
         store=store,
         agent=agent,
         generation=generation,
@@ -501,7 +503,7 @@ async def _build_member(
         member=TeamMemberRecord(**team["member"]),
         teams=port,
     )
-    port.child = child
-    for tool in team_member_tools(port, child):
+    port.child = run
+    for tool in team_member_tools(port, run):
         agent.register_tool(tool)
-    return child, port
+    return run.child, port

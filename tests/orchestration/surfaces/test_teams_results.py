@@ -114,7 +114,7 @@ async def test_every_teams_tool_answers_as_pinned(tmp_path: Path) -> None:
 
         def slow_listens() -> bool:
             child = env.teams.child(slow.run_id)
-            return child is not None and child.messages_open and not child.finished.is_set()
+            return child is not None and child.messages_open and not child.ended
 
         await eventually(slow_listens, env.host)
         await call("send_message", "send_message", {"recipient": "slow", "content": "Also check the TTL."})

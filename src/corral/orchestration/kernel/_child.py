@@ -209,6 +209,11 @@ class ManagedChild:
         self._wake.set()
         self.settle.handoff_begun(self)
 
+    def queue_prompt(self, text: str) -> None:
+        """Make `text` a prompt the agent gets once it is idle (after any queued before it)."""
+        self._queued.append(text)
+        self._wake.set()
+
     def take_pending(self) -> list[str]:
         """Remove and return prompts not yet sent (an interrupt replacement, queued steers and replies)."""
         pending = [] if self._replacement is None else [self._replacement]
@@ -342,7 +347,8 @@ class ManagedChild:
                     return True
         return False
 
-    def _last_assistant(self) -> AssistantMessage | None:
+    def last_assistant(self) -> AssistantMessage | None:
+        """The agent's latest assistant message, if any."""
         for message in reversed(self.agent.messages):
             if isinstance(message, AssistantMessage):
                 return message
@@ -350,14 +356,14 @@ class ManagedChild:
 
     def _empty_result_message(self) -> str:
         """Why there is no text: the provider's error when the last model request failed."""
-        last = self._last_assistant()
+        last = self.last_assistant()
         if last is not None and last.stop_reason == "error":
             return f"Agent {self.label} failed: the model request ended with an error: {last.error_message or 'unknown error'}"
         return "Agent produced no assistant text"
 
     def _finish(self, note: str | None = None) -> None:
         request_id = self.task.request_id
-        last = self._last_assistant()
+        last = self.last_assistant()
         text = (
             ""
             if last is not None and last.stop_reason == "error"
@@ -413,10 +419,9 @@ class ManagedChild:
         if request.kind == "reply":
             if ask is None or ask.ask_id != request.ask_id:
                 return "identity", f"Agent {self.label} ask identity did not match."
-            self._queued.append(
+            self.queue_prompt(
                 f"Owner reply:\n{request.payload}\n\nContinue the original assignment using this answer."
             )
-            self._wake.set()
             return None, None
         if ask is not None:
             return "busy", f"Agent {self.label} is waiting for an owner reply; use reply."
@@ -426,8 +431,7 @@ class ManagedChild:
             if not self.agent.is_idle:
                 self.agent.steer(request.payload)
             else:
-                self._queued.append(request.payload)
-                self._wake.set()
+                self.queue_prompt(request.payload)
             return None, None
         if request.kind == "interrupt":
             if self.agent.is_idle:

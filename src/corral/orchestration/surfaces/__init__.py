@@ -180,10 +180,9 @@ class SurfaceTools:
     def child_tools(self, child: ManagedChild) -> list[AgentTool]:
         """A teams agent's member tools; any other managed agent's `ask_owner`."""
         if self.host.has_teams:  # else no teams agent runs here (and the teams core stays unloaded)
-            from corral.orchestration.teams._member import TeamChild
-
-            if isinstance(child, TeamChild):
+            run = self.host.teams.child(child.run_id)  # a teams agent's run is live from its build
+            if run is not None:
                 from .teams._tools import team_member_tools
 
-                return list(team_member_tools(self.host.teams, child))
+                return list(team_member_tools(self.host.teams, run))
         return [ask_owner_tool(self.host, child, child.agent)]

@@ -109,7 +109,7 @@ class TeamControl:
     def child(self, run_id: str) -> TeamChild | None:
         """The live in-process run of `run_id`, if any (a run moved to a tmux pane has none)."""
         live = self.live.get(run_id)
-        return None if live is None or live.child.handing_off else live.child
+        return None if live is None or live.run.child.handing_off else live.run
 
     def notify_lead(self, lead_session_id: str, text: str) -> None:
         """Send the lead a message from corral itself (stored, then delivered once)."""
@@ -178,7 +178,7 @@ class TeamControl:
         if member is None or member.fence != "none":
             raise TargetNotFoundError(f"Cannot send message to {recipient}: agent is not running.")
         child = self.child(member.run_id)
-        direct = child is not None and child.messages_open and not child.finished.is_set()
+        direct = child is not None and child.messages_open and not child.ended
         text = member_message_text(sender_name, request.summary, request.content)
         repos.roster.add_team_message(
             lead,
@@ -218,7 +218,7 @@ class TeamControl:
         run_id = member.run_id
         live = self.live.get(run_id)
         if live is not None:
-            live.child.close_messages()
+            live.run.close_messages()
         if member.assigned_checks:
             # Kill running checks and make further repair attempts impossible (durably).
             self.verifier.cancel(report_id(team_name(member.lead_session_id), member.name, run_id))
@@ -497,12 +497,7 @@ class TeamControl:
         for member in snapshot.members:
             live = self.live.get(member.run_id)
             parent = member.parent_run_id
-            if (
-                member.depth == 1
-                and parent is not None
-                and live is not None
-                and not live.child.finished.is_set()
-            ):
+            if member.depth == 1 and parent is not None and live is not None and not live.run.ended:
                 helpers[parent] = helpers.get(parent, 0) + 1
         rows: list[TeamAgentRow] = []
         for member in snapshot.members:
@@ -510,7 +505,7 @@ class TeamControl:
                 continue
             generation = snapshot.generations.get(member.run_id)
             live = self.live.get(member.run_id)
-            child = None if live is None else live.child  # a run being handed off still shows its phase
+            child = None if live is None else live.run  # a run being handed off still shows its phase
             rows.append(
                 TeamAgentRow(
                     member.name,
@@ -569,7 +564,7 @@ class TeamControl:
         child = self.child(member.run_id)
         generation = repos.kernel.get_generation(member.run_id)
         unread = len(repos.roster.read_team_inbox(lead, name, unread_only=True, mark_as_read=False))
-        alive = (child is not None and not child.finished.is_set()) or _runs_in_pane(generation)
+        alive = (child is not None and not child.ended) or _runs_in_pane(generation)
         health: Literal["healthy", "starting", "stopping", "dead", "quarantined"]
         if member.fence == "quarantined":
             health = "quarantined"
@@ -579,7 +574,7 @@ class TeamControl:
             health = "dead"
         elif child is not None and not child.messages_open:
             health = "stopping"
-        elif child is not None and child.acknowledged.is_set():
+        elif child is not None and child.ready:
             health = "healthy"
         else:
             health = "starting"
@@ -588,7 +583,7 @@ class TeamControl:
             health,
             alive=alive,
             unread=unread,
-            loop_ready=child is not None and child.acknowledged.is_set(),
+            loop_ready=child is not None and child.ready,
             run_id=member.run_id,
             phase=None if generation is None else generation.phase,
             error=generation.diagnostic if generation is not None and generation.diagnostic else None,

@@ -85,7 +85,7 @@ class TeamsExtension(HostExtension):
         """A live member's run is gone without a report: its group slot is interrupted."""
         live = self.teams.live.get(run_id)
         if live is not None:
-            self.teams.run_lost(live.child, reason)
+            self.teams.run_lost(live.run, reason)
 
     def may_hand_off(self, run_id: str) -> HandoffRefusal | None:
         """Nested helpers, running checks, accepted reports and stopping agents stay where they are."""
@@ -102,14 +102,12 @@ class TeamsExtension(HostExtension):
             )
         teams = self.teams
         live = teams.live.get(run_id)
-        child = None if live is None else live.child
+        run = None if live is None else live.run
         if teams.verifier.unresolved(run_id) is not None:  # a claimed check or a running stage
             return "check_running", f"Agent {label} has an assigned check running; wait for it."
-        if repos.reports.team_report_for_run(run_id) is not None or (
-            child is not None and child.report_accepted
-        ):
+        if repos.reports.team_report_for_run(run_id) is not None or (run is not None and run.report_accepted):
             return "report_accepted", f"Agent {label} already reported; its report is being delivered."
-        if member.fence != "none" or (child is not None and not child.messages_open):
+        if member.fence != "none" or (run is not None and not run.messages_open):
             return "stopping", f"Agent {label} is being stopped."
         return None
 

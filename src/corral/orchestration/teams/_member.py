@@ -1,7 +1,9 @@
-"""A teams agent's run: the managed child with a report instead of a plain result.
+"""A teams agent's run: the kernel's managed child, with a report instead of a plain result.
 
-`TeamChild` is a `ManagedChild` (same store generation, same task
-acknowledgement, same host delivery and finalize) with four differences:
+`TeamChild` is the teams side of one run. It holds the kernel's plain `ManagedChild`
+(`TeamChild.child`: same store generation, same task acknowledgement, same host delivery and
+finalize) and adds the member's state and verbs; the kernel child meets it only through its
+settle policy (`TeamSettle`). Four differences from a managed agent:
 
 * It finishes with a *report*. An accepted `report_and_exit` stores the report
   at once (in the tool call, in the same transaction that completes the
@@ -20,8 +22,10 @@ acknowledgement, same host delivery and finalize) with four differences:
 An eligible nested parent (`delegating`) also stays alive while its read
 helpers are pending, like a delegating managed agent.
 
-A `TeamChild` reaches the teams core only through `MemberPorts` (three verbs), so
-it needs no import of `Teams`; a tmux worker gives it a worker-local one.
+The teams core finds a run's `TeamChild` by run id (`Teams.child`, its live registry); the
+kernel and the host never see one. A `TeamChild` reaches the teams core only through
+`MemberPorts` (three verbs), so it needs no import of `Teams`; a tmux worker gives it a
+worker-local one.
 """
 
 from __future__ import annotations
@@ -104,9 +108,6 @@ class MemberRun(Protocol):
 
     @property
     def messages_open(self) -> bool: ...
-
-    @property
-    def finished(self) -> asyncio.Event: ...
 
     @property
     def started_monotonic(self) -> float: ...
@@ -194,54 +195,49 @@ class TeamSettle(SettlePolicy):
     slot; a run that begins to move stops taking direct messages.
     """
 
-    def __init__(self, teams: MemberPorts) -> None:
-        self.teams = teams
-        self.child: TeamChild | None = None
-        """The run it governs (set by `TeamChild`)."""
-
-    def _run(self) -> TeamChild:
-        assert self.child is not None
-        return self.child
+    def __init__(self, run: TeamChild) -> None:
+        self.run = run
+        """The teams side of the run it governs."""
 
     def resumed(self, child: ManagedChild) -> None:
         """A queued message is sent: the run is no longer interrupted."""
-        self._run().interrupted = False
+        self.run.interrupted = False
 
     def closed(self, child: ManagedChild) -> bool:
         """An accepted `report_and_exit` ended the run."""
-        return self._run().report_accepted
+        return self.run.report_accepted
 
     def holds(self, child: ManagedChild) -> bool:
         """An interrupted run waits for a message; a nested parent waits for its queued helpers."""
-        run = self._run()
-        return run.interrupted or self.teams.pending_helpers(run)
+        run = self.run
+        return run.interrupted or run.teams.pending_helpers(run)
 
     async def finish(self, child: ManagedChild) -> SettleOutcome:
         """The recovery prompt once, then the fallback report (a repair turn keeps the run going)."""
-        run = self._run()
-        if not run.recovery_sent and not run._ended_by_provider_error():
+        run = self.run
+        if not run.recovery_sent and not run.ended_by_provider_error():
             run.recovery_sent = True
-            await run.agent.prompt(RECOVERY_PROMPT, streaming_behavior="steer")
+            await child.agent.prompt(RECOVERY_PROMPT, streaming_behavior="steer")
             return "again"
-        if await self.teams.finish_without_report(run):
+        if await run.teams.finish_without_report(run):
             return "again"
         return "closed"
 
     def run_failed(self, child: ManagedChild, reason: str) -> None:
         """A run that died without a report settles its group slot."""
-        self.teams.run_lost(self._run(), reason)
+        self.run.teams.run_lost(self.run, reason)
 
     def handoff_begun(self, child: ManagedChild) -> None:
         """New messages go to its store inbox (the worker's) from now on."""
-        self._run().close_messages()
+        self.run.close_messages()
 
 
-class TeamChild(ManagedChild):
-    """One teams agent's run (a runtime program).
+class TeamChild:
+    """One teams agent's run: its member state and verbs beside the kernel's child (`child`).
 
-    It adds the teams verbs (`inject`, `interrupt`, `queue_prompt`, `phase`) and state to the
-    kernel's child; how the run may end is its `TeamSettle` policy, so it overrides none of the
-    kernel child's behaviour.
+    It makes the plain `ManagedChild` the runtime runs, with a `TeamSettle` policy over this
+    object, and adds the teams verbs (`inject`, `interrupt`, `queue_prompt`, `phase`) and state.
+    The kernel child neither knows nor references it beyond that policy.
     """
 
     def __init__(
@@ -256,17 +252,16 @@ class TeamChild(ManagedChild):
         teams: MemberPorts,
         delegating: bool = False,
     ) -> None:
-        settle = TeamSettle(teams)
-        super().__init__(
+        self.child = ManagedChild(
             store=store,
             agent=agent,
             generation=generation,
             task=task,
             hooks=hooks,
             delegating=delegating,
-            settle=settle,
+            settle=TeamSettle(self),
         )
-        settle.child = self
+        """The kernel's child the runtime runs (a plain `ManagedChild`)."""
         self.member = member
         self.teams = teams
         self.check_executor: CheckExecutor | None = None
@@ -280,19 +275,59 @@ class TeamChild(ManagedChild):
         self.plain_submissions = 0
         """Plain-text final answers verified so far (each is a repair submission)."""
         self.active_tool: str | None = None
-        self.progress: str | None = None
         self.started_monotonic = asyncio.get_running_loop().time()
         self._tool_unsubscribe = agent.subscribe(self._on_tool_event)
 
+    @property
+    def run_id(self) -> str:
+        """The run id of its generation."""
+        return self.child.run_id
+
+    @property
+    def label(self) -> str:
+        """The agent's name (its generation's label)."""
+        return self.child.label
+
+    @property
+    def agent(self) -> AgentSession:
+        """The agent session the kernel child drives."""
+        return self.child.agent
+
+    @property
+    def generation(self) -> GenerationRecord:
+        """Its generation row (as launched)."""
+        return self.child.generation
+
+    @property
+    def task(self) -> RequestRecord:
+        """Its single `task` request."""
+        return self.child.task
+
+    @property
+    def delegating(self) -> bool:
+        """Whether it may spawn read helpers (an eligible writer)."""
+        return self.child.delegating
+
+    @property
+    def ready(self) -> bool:
+        """Whether its run acknowledged the task (its agent loop is running)."""
+        return self.child.acknowledged.is_set()
+
+    @property
+    def ended(self) -> bool:
+        """Whether its run has ended."""
+        return self.child.finished.is_set()
+
     # --- the run --------------------------------------------------------------------------------
 
-    def _ended_by_provider_error(self) -> bool:
-        last = self._last_assistant()
+    def ended_by_provider_error(self) -> bool:
+        """Whether its last model request ended with a provider error."""
+        last = self.child.last_assistant()
         return last is not None and last.stop_reason == "error"
 
     def fallback_report(self) -> tuple[str, str, str]:
         """`(status, content, source)` of a run that ended without an accepted report."""
-        last = self._last_assistant()
+        last = self.child.last_assistant()
         text = (self.agent.last_assistant_text() or "").strip()
         if last is not None and last.stop_reason == "error":
             content = (
@@ -325,13 +360,12 @@ class TeamChild(ManagedChild):
         Returns:
             `False` when direct delivery is closed (the agent reported or is being stopped).
         """
-        if not self.messages_open or self.finished.is_set():
+        if not self.messages_open or self.ended:
             return False
         if not self.agent.is_idle:
             self.agent.steer(text)
         else:
-            self._queued.append(text)
-            self._wake.set()
+            self.child.queue_prompt(text)
         return True
 
     async def interrupt(self) -> str:
@@ -351,15 +385,15 @@ class TeamChild(ManagedChild):
         abort.result()
         # Messages that arrived during the cancelled operation continue the agent.
         steering, follow_up = self.agent.clear_queue()
-        self._queued.extend([*steering, *follow_up])
-        self._wake.set()
-        self.hooks.changed()
+        for text in (*steering, *follow_up):
+            self.child.queue_prompt(text)
+        self.child.wake()
+        self.child.hooks.changed()
         return "interrupted"
 
     def queue_prompt(self, text: str) -> None:
         """Give the agent `text` as its next prompt (a repair turn after plain-text reporting)."""
-        self._queued.append(text)
-        self._wake.set()
+        self.child.queue_prompt(text)
 
     def close_messages(self) -> None:
         """Refuse further direct messages (the report was accepted, or teardown began)."""
@@ -370,10 +404,10 @@ class TeamChild(ManagedChild):
     def _on_tool_event(self, event: object) -> None:
         if isinstance(event, ToolExecutionStartEvent):
             self.active_tool = event.tool_name
-            self.hooks.changed()  # its live phase (status) changed: `working`
+            self.child.hooks.changed()  # its live phase (status) changed: `working`
         elif isinstance(event, ToolExecutionEndEvent):
             self.active_tool = None
-            self.hooks.changed()
+            self.child.hooks.changed()
 
     @property
     def rate_limit_wait(self) -> RateLimitWaitEvent | None:
@@ -382,12 +416,12 @@ class TeamChild(ManagedChild):
 
     def phase(self) -> LivePhase:
         """`starting`, `thinking`, `working`, `waiting` or `finishing` (the in-memory part of status)."""
-        if self.report_accepted or self.finished.is_set():
+        if self.report_accepted or self.ended:
             return "finishing"
-        if not self.acknowledged.is_set():
+        if not self.ready:
             return "starting"
         if self.agent.is_idle:
-            return "waiting" if self.waiting else "thinking"
+            return "waiting" if self.child.waiting else "thinking"
         return "working" if self.active_tool is not None else "thinking"
 
     def dispose(self) -> None:

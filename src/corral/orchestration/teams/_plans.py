@@ -69,7 +69,8 @@ class _Prepared:
 class _Live:
     """In-memory facts of a launched teams agent (beside its store rows)."""
 
-    child: TeamChild
+    run: TeamChild
+    """The teams side of its run (it holds the kernel's child)."""
     admission: Admission | None
     lead_session_id: str
     context_path: Path | None = None

@@ -543,7 +543,7 @@ class Teams:
             or generation.phase != "active"
             or parent.report_accepted
             or not parent.messages_open
-            or parent.finished.is_set()
+            or parent.ended
             or parent.member.fence != "none"
         ):
             raise InvalidRequestError(
@@ -744,7 +744,7 @@ class Teams:
         live = self.live.pop(run_id, None)
         if live is None:
             return
-        live.child.dispose()
+        live.run.dispose()
         if live.admission is not None:
             self.capacity(live.lead_session_id).release(live.admission)
         if live.context_path is not None:
@@ -803,7 +803,7 @@ class Teams:
 
 
 class _SpawnSteps(LaunchSteps):
-    """A teams spawn's part of a launch: the member row, its own launch steps, `TeamChild`, the live entry.
+    """A teams spawn's part of a launch: the member row, its own launch steps, the `TeamChild` and its live entry.
 
     Its steps between recording and starting: the group slot runs, the checkpoint's inputs are
     fingerprinted, a continuation's prompt is built, the lazy session-context snapshot is written,
@@ -831,7 +831,6 @@ class _SpawnSteps(LaunchSteps):
         self.context_path: Path | None = None
         self.source_before: SourceFingerprint | None = None
         self.parent_checkpoint: CheckpointRecord | None = None
-        self.child: TeamChild | None = None
         self.mission = prepared.prompt
         """The run's first prompt (a continuation's or with the session-context note), for a worker."""
         self.worker_sandbox: ReadOnlySandbox | None = None
@@ -904,13 +903,17 @@ class _SpawnSteps(LaunchSteps):
         return Recorded(generation, task, session)
 
     async def build(self, recorded: Recorded) -> ManagedChild:
-        """The teams steps before the start, then the agent by tier and its `TeamChild`."""
+        """The teams steps before the start, then the agent by tier and its `TeamChild` (made live).
+
+        Returns:
+            The kernel's child of the `TeamChild`, for the runtime to run.
+        """
         mission, sandbox = await self._before_start(recorded)
         teams, prepared = self.teams, self.prepared
         generation, task, session = recorded.generation, recorded.task, recorded.session
         assert self.member is not None
         agent = teams._build_agent(prepared, session, self.member, sandbox, eligible=self.eligible)
-        self.child = TeamChild(
+        run = TeamChild(
             store=teams.host.kernel,
             agent=agent,
             generation=generation,
@@ -920,7 +923,17 @@ class _SpawnSteps(LaunchSteps):
             teams=teams,
             delegating=self.eligible,
         )
-        return self.child
+        # Live for the teams core from here (the host's tools find its `TeamChild` by run id);
+        # its capacity slot is released with it, also when the launch is rolled back.
+        teams.live[generation.run_id] = _Live(
+            run=run,
+            admission=self.admission,
+            lead_session_id=prepared.lead_session_id,
+            context_path=self.context_path,
+            source_before=self.source_before,
+            parent_checkpoint=self.parent_checkpoint,
+        )
+        return run.child
 
     async def before_worker(self, recorded: Recorded) -> None:
         """On Ray: the same steps before the start as in-process (the worker gets the mission)."""
@@ -988,18 +1001,6 @@ class _SpawnSteps(LaunchSteps):
             sandbox = sandbox.with_policy(replace(sandbox.policy, read_files=(context_path,)))
             prepared.read_guard = None  # another policy: another view
         return mission, sandbox
-
-    def attach(self, child: ManagedChild) -> None:
-        """The run becomes live for the teams core (its capacity slot is released with it)."""
-        assert self.child is child
-        self.teams.live[child.run_id] = _Live(
-            child=self.child,
-            admission=self.admission,
-            lead_session_id=self.prepared.lead_session_id,
-            context_path=self.context_path,
-            source_before=self.source_before,
-            parent_checkpoint=self.parent_checkpoint,
-        )
 
     def rolled_back(self, recorded: Recorded) -> None:
         """The caller fails the admission: the release that follows must not give the slot back."""

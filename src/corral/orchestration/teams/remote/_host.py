@@ -147,7 +147,6 @@ class RemoteRun:
         self.report_accepted = reported
         self.plain_submissions = 0
         self.delegating = False
-        self.finished = asyncio.Event()
         age_s = max(0.0, time.time() - generation.created_at / 1000)
         self.started_monotonic = asyncio.get_running_loop().time() - age_s
         self._messages_open = True
