@@ -6,7 +6,8 @@ from pathlib import Path
 
 import pytest
 
-from corral.orchestration.surfaces.teams import TEAMS_LEAD_TOOL_NAMES
+from corral.orchestration.kernel._child import ManagedChild
+from corral.orchestration.surfaces.teams import TEAMS_LEAD_TOOL_NAMES, parse_spawn
 from corral.orchestration.surfaces.teams._render import render_stop, stop_details
 from corral.orchestration.teams._member import RECOVERY_PROMPT
 from corral.orchestration.teams.reports._reports import TEAM_REPORT_TYPE
@@ -34,6 +35,25 @@ async def test_lead_gets_the_teams_tools_and_not_the_agent_tool(tmp_path: Path) 
         names = [tool.name for tool in env.lead.tools]
         assert names == list(TEAMS_LEAD_TOOL_NAMES)
         assert "agent" not in names
+
+
+async def test_the_kernel_runs_a_plain_child_and_the_teams_side_is_found_by_run_id(tmp_path: Path) -> None:
+    write_script(
+        tmp_path, "lead", {"steps": [{"text": "x"}], "agents": {"*": [{"delay_ms": 60000, "text": "z"}]}}
+    )
+    async with teams_env(tmp_path, "lead") as env:
+        await env.teams.spawn(env.caller, parse_spawn({"name": "one", "prompt": "p"}))
+        member = env.host.repositories.teams.roster.live_team_member(env.caller.session_id, "one")
+        assert member is not None
+        kernel_child = env.host.children[member.run_id]
+        assert type(kernel_child) is ManagedChild  # no teams subclass in the kernel's runtime
+        run = env.teams.child(member.run_id)
+        assert run is not None and run.child is kernel_child and run.member.name == "one"
+        # The host's tools found it by run id: the member tools, not a managed agent's ask_owner.
+        names = {tool.name for tool in kernel_child.agent.tools}
+        assert {"report_and_exit", "send_message"} <= names and "ask_owner" not in names
+        await env.teams.stop_teammate(env.caller, "one", None)
+        assert env.teams.child(member.run_id) is None  # released with its generation
 
 
 async def test_read_agent_reports_once_and_makes_no_request_after_its_report(tmp_path: Path) -> None:

@@ -60,10 +60,10 @@ class TeamsExtension(HostExtension):
         if report is None:
             return False
         teams = self.teams
-        await teams.ensure_checkpoint(report)
+        await teams.reports.ensure_checkpoint(report)
         member = repos.roster.team_member(result.run_id)
         if member is not None and member.slot_id is not None:
-            await teams.deliver_grouped(report, result)
+            await teams.reports.deliver_grouped(report, result)
         else:
             await deliver_team_report(repos.kernel, owner, report, result)
         return True
@@ -139,7 +139,7 @@ class TeamsExtension(HostExtension):
 
             async def deliver(lead_session_id: str = lead) -> None:
                 try:
-                    await teams.deliver_lead_messages(lead_session_id)
+                    await teams.control.deliver_lead_messages(lead_session_id)
                 finally:
                     self._relaying.discard(lead_session_id)
 

@@ -66,7 +66,7 @@ from corral.session import SessionManager
 from ._capacity import DEFAULT_LIMITS, Admission, CapacityController, Reservation
 from ._control import TeamControl
 from ._errors import AdmissionCancelledError, TierModelError
-from ._member import TeamChild
+from ._member import MemberRun, TeamChild
 from ._plans import TeamContext, _Live, _Prepared
 from ._tiers import TierFavorites, resolve_tier, resolve_tier_model
 from .checkpoints._checkpoints import Checkpoints
@@ -83,12 +83,35 @@ from .remote._host import RemoteMembers
 from .repair._verification import Verifier
 from .reports._reports import team_name
 from .reports._team_reports import TeamReports
-from .results import SpawnResult, SwarmFailure, SwarmResult
+from .results import (
+    ClaimResult,
+    ClaimsList,
+    InboxResult,
+    InterruptResult,
+    MessageSent,
+    ReleaseResult,
+    ReportReceipt,
+    SpawnResult,
+    StatusSnapshot,
+    StopResult,
+    SwarmFailure,
+    SwarmResult,
+    TeammateHealth,
+)
 
 if TYPE_CHECKING:
     from corral.orchestration.host._host import Host
-    from corral.orchestration.teams.commands import SpawnRequest, SwarmRequest
-    from corral.orchestration.teams.roster.records import TeamMemberRecord
+    from corral.orchestration.teams.commands import (
+        ReadInboxRequest,
+        ReportSubmission,
+        SendMessageRequest,
+        SpawnRequest,
+        SwarmRequest,
+    )
+    from corral.orchestration.teams.roster.records import TeamMemberRecord, TeamReportRecord
+
+    from ._costs import TeamCosts
+    from ._status import TeamAgentRow, TeamSnapshot
 
 __all__ = ["READ_TIER_TOOL_NAMES", "SpawnResult", "SwarmResult", "Teams"]
 
@@ -126,8 +149,9 @@ class Teams:
 
     It spawns and launches (this class), and composes two services over one `TeamContext`:
     `control` (`TeamControl`: messages, stop and interrupt, status, claims) and `reports`
-    (`TeamReports`: reports, checkpoints, grouped delivery, costs). Their public verbs are
-    reachable here too, the names the surfaces, the extension and the Python API call.
+    (`TeamReports`: reports, checkpoints, grouped delivery, costs). The verbs the surfaces, the
+    front ends and a run's `MemberPorts` call are its methods too (thin delegations); the
+    extension and the services themselves call the owning service.
     """
 
     def __init__(self, host: Host) -> None:
@@ -167,37 +191,99 @@ class Teams:
         self.reports = TeamReports(self.context, self.control)
         self.remote = RemoteMembers(self.context, self.control, self.reports)
         """Members on Ray workers: their calls, answers and inbox pushes."""
-        # The services' verbs, by their public names.
-        control, reports = self.control, self.reports
-        self.child = control.child
-        self.notify_lead = control.notify_lead
-        self.notify_requester = control.notify_requester
-        self.deliver_lead_messages = control.deliver_lead_messages
-        self.send_message = control.send_message
-        self.read_inbox = control.read_inbox
-        self.teardown = control.teardown
-        self.run_lost = control.run_lost
-        self.stop_teammate = control.stop_teammate
-        self.interrupt_teammate = control.interrupt_teammate
-        self.status = control.status
-        self.snapshot = control.snapshot
-        self.agent_rows = control.agent_rows
-        self.check_teammate = control.check_teammate
-        self.claim_files = control.claim_files
-        self.release_files = control.release_files
-        self.list_file_claims = control.list_file_claims
-        self.record_report_acceptance = control.record_report_acceptance
-        self.submit_report = reports.submit_report
-        self.finish_without_report = reports.finish_without_report
-        self.ensure_checkpoint = reports.ensure_checkpoint
-        self.save_checkpoint = reports.save_checkpoint
-        self.deliver_grouped = reports.deliver_grouped
-        self.deliver_group_wakes = reports.deliver_group_wakes
-        self.recover_groups = reports.recover_groups
-        self.costs = reports.costs
 
     async def _deliver_group_wakes(self, lead_session_id: str) -> None:
         await self.reports.deliver_group_wakes(lead_session_id)
+
+    # --- the services' verbs (what the surfaces, the front ends and a run's ports call) ----------
+    # Thin delegations, so a caller needs only `Teams`; inside the teams core, code calls the
+    # service that owns the verb (`self.control`, `self.reports`).
+
+    def child(self, run_id: str) -> TeamChild | None:
+        """The live in-process run of `run_id`, if any (a run moved to a tmux pane has none)."""
+        return self.control.child(run_id)
+
+    def notify_lead(self, lead_session_id: str, text: str) -> None:
+        """Send the lead a message from corral itself (stored, then delivered once)."""
+        self.control.notify_lead(lead_session_id, text)
+
+    async def send_message(self, sender: Caller | MemberRun, request: SendMessageRequest) -> MessageSent:
+        """`send_message`: steer a live recipient, or store the message for the lead."""
+        return await self.control.send_message(sender, request)
+
+    async def read_inbox(self, reader: Caller | MemberRun, request: ReadInboxRequest) -> InboxResult:
+        """`read_inbox`: the reader's messages (the lead may name an agent's inbox)."""
+        return await self.control.read_inbox(reader, request)
+
+    async def stop_teammate(self, caller: Caller, name: str, reason: str | None) -> StopResult:
+        """`stop_teammate`: cancel a queued request, or stop the whole agent.
+
+        Raises:
+            TargetNotFoundError: the lead never had an agent called `name`.
+        """
+        return await self.control.stop_teammate(caller, name, reason)
+
+    async def interrupt_teammate(self, caller: Caller, name: str) -> InterruptResult:
+        """`interrupt_teammate`: cancel the running tool or model call; the agent stays.
+
+        Raises:
+            TargetNotFoundError: the lead never had an agent called `name`.
+        """
+        return await self.control.interrupt_teammate(caller, name)
+
+    async def check_teammate(self, caller: Caller, name: str) -> TeammateHealth:
+        """`check_teammate`: health of a live agent, or the persisted report after it left."""
+        return await self.control.check_teammate(caller, name)
+
+    async def status(self, scope: Caller | TeamChild, agent_name: str | None) -> StatusSnapshot:
+        """`get_agent_status`: one read-only snapshot of the scope's agents (a lead's, or a writer's helpers)."""
+        return await self.control.status(scope, agent_name)
+
+    def snapshot(self, lead_session_id: str) -> TeamSnapshot:
+        """The lead's members and their live generations, read from the store (two queries)."""
+        return self.control.snapshot(lead_session_id)
+
+    def agent_rows(self, snapshot: TeamSnapshot, *, now_ms: int) -> list[TeamAgentRow]:
+        """The lead's own agents, oldest first, then its queued spawns (what a front end lists)."""
+        return self.control.agent_rows(snapshot, now_ms=now_ms)
+
+    def claim_files(self, child: MemberRun, paths: tuple[str, ...]) -> ClaimResult:
+        """`claim_file`: all-or-nothing claims for an edit agent."""
+        return self.control.claim_files(child, paths)
+
+    def release_files(self, child: MemberRun, paths: tuple[str, ...]) -> ReleaseResult:
+        """`release_file`: release the caller's own claims."""
+        return self.control.release_files(child, paths)
+
+    def list_file_claims(self, scope: Caller | MemberRun) -> ClaimsList:
+        """`list_file_claims`: every claim of the team."""
+        return self.control.list_file_claims(scope)
+
+    def record_report_acceptance(
+        self, report_id: str, state: str, reason: str | None = None
+    ) -> TeamReportRecord:
+        """Record the lead's (or a trusted integration's) decision on a stored report (a merge on accept)."""
+        return self.control.record_report_acceptance(report_id, state, reason)
+
+    async def submit_report(
+        self, child: MemberRun, submission: ReportSubmission, *, submission_id: str
+    ) -> ReportReceipt:
+        """`report_and_exit`: assigned checks first; the first accepted report wins and ends the work."""
+        return await self.reports.submit_report(child, submission, submission_id=submission_id)
+
+    def costs(self, lead_session_id: str) -> TeamCosts:
+        """Per-agent and combined tokens and cost of the lead's session and every teams agent's session."""
+        return self.reports.costs(lead_session_id)
+
+    # --- a run's ports (`MemberPorts`) -----------------------------------------------------------
+
+    def run_lost(self, child: MemberRun, reason: str) -> None:
+        """A run ended without a report (it raised): its completion-group slot is interrupted."""
+        self.control.run_lost(child, reason)
+
+    async def finish_without_report(self, child: MemberRun) -> bool:
+        """Store the fallback report of a run that ended without one; `True` when a repair turn was queued."""
+        return await self.reports.finish_without_report(child)
 
     # --- configuration -------------------------------------------------------------------------
 
@@ -440,7 +526,7 @@ class Teams:
             group: tuple[str, str] | None = None
             if group_id is not None and policy is not None:
                 self.groups.seal(group_id)
-                self.host.spawn_background(self.deliver_group_wakes(lead))
+                self.host.spawn_background(self.reports.deliver_group_wakes(lead))
                 group = (group_id, policy.delivery)
             return SwarmResult(tuple(results), team, completion_group=group)
 
@@ -501,7 +587,7 @@ class Teams:
             if prepared.slot_id is not None:
                 with contextlib.suppress(OrchestrationError):
                     self.groups.settled(prepared.slot_id, "cancelled", str(exc), queue_id=str(reservation.id))
-                    self.host.spawn_background(self.deliver_group_wakes(prepared.lead_session_id))
+                    self.host.spawn_background(self.reports.deliver_group_wakes(prepared.lead_session_id))
             return
         try:
             await self._endpoint_open(prepared)
@@ -513,8 +599,8 @@ class Teams:
             if prepared.slot_id is not None:
                 with contextlib.suppress(OrchestrationError):
                     self.groups.settled(prepared.slot_id, "rejected", str(exc), queue_id=str(reservation.id))
-                    self.host.spawn_background(self.deliver_group_wakes(prepared.lead_session_id))
-            self.notify_requester(prepared, f"Queued agent {prepared.name} could not start: {exc}")
+                    self.host.spawn_background(self.reports.deliver_group_wakes(prepared.lead_session_id))
+            self.control.notify_requester(prepared, f"Queued agent {prepared.name} could not start: {exc}")
         finally:
             if self.pending.get(key, (None,))[0] is reservation:
                 self.pending.pop(key, None)
@@ -565,7 +651,7 @@ class Teams:
         elif generation is not None and generation.phase in ("completed", "result_error"):
             reason = "its previous report is still being delivered"
         else:
-            outcome = await self.teardown(existing, reason="replaced by a new spawn")
+            outcome = await self.control.teardown(existing, reason="replaced by a new spawn")
             if outcome.stopped:
                 return
             reason = outcome.error or "its previous run did not settle"
@@ -788,7 +874,7 @@ class Teams:
                     )
         # Group recovery interrupts unadmitted slots: only for groups no live part of this process owns.
         groups_warnings = (
-            [] if lead_session_id in self.lead_sessions else self.recover_groups(lead_session_id)
+            [] if lead_session_id in self.lead_sessions else self.reports.recover_groups(lead_session_id)
         )
         for warning in [*self.checkpoints.retire_expired(), *groups_warnings]:
             self.host.warn(warning)
@@ -796,10 +882,10 @@ class Teams:
             checkpoint = report.result.get("checkpointId")
             if isinstance(checkpoint, str) and repos.checkpoints.get_checkpoint(checkpoint) is None:
                 # The host died between storing the report and saving its checkpoint.
-                self.host.spawn_background(self.ensure_checkpoint(report))
-        self.host.spawn_background(self.deliver_group_wakes(lead_session_id))
+                self.host.spawn_background(self.reports.ensure_checkpoint(report))
+        self.host.spawn_background(self.reports.deliver_group_wakes(lead_session_id))
         if self.repos.roster.undelivered_lead_messages(lead_session_id):
-            self.host.spawn_background(self.deliver_lead_messages(lead_session_id))
+            self.host.spawn_background(self.control.deliver_lead_messages(lead_session_id))
 
 
 class _SpawnSteps(LaunchSteps):

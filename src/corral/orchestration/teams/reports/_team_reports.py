@@ -39,6 +39,7 @@ from ._reports import report_id, report_result, task_id, team_name, write_report
 if TYPE_CHECKING:
     from corral.orchestration.kernel.records import ResultRecord
     from corral.orchestration.teams._control import TeamControl
+    from corral.orchestration.teams._costs import TeamCosts
     from corral.orchestration.teams._member import MemberRun
     from corral.orchestration.teams._plans import TeamContext
     from corral.orchestration.teams.checkpoints.records import CheckpointRecord
@@ -375,7 +376,7 @@ class TeamReports:
         delivered = self.groups.find_wakes(lead_session_id, lead.session.entries)
         return self.groups.recover(lead_session_id, delivered=delivered)
 
-    def costs(self, lead_session_id: str) -> Any:
+    def costs(self, lead_session_id: str) -> TeamCosts:
         """Per-agent and combined tokens and cost of the lead's session and every teams agent's session."""
         from corral.orchestration.teams._costs import team_costs
 
