@@ -316,7 +316,8 @@ async def test_h_hands_the_selected_agent_off_and_shows_the_outcome(
         ]
     )
 
-    async def fake_handoff(self: ComposedHost, run_id: str) -> HandoffResult:
+    async def fake_handoff(self: ComposedHost, run_id: str, *, runtime: str | None = None) -> HandoffResult:
+        assert runtime is None  # the host picks the target from the settings (`handoff_target`)
         calls.append(run_id)
         return next(outcomes)
 

@@ -112,6 +112,12 @@ class LeadAgents:
         trees = worktrees_of(self._host.extensions, self._host.kernel.db)
         return await asyncio.to_thread(trees.discard if discard else trees.merge, agent)
 
-    async def handoff(self, run_id: str) -> HandoffResult:
-        """Move the in-process agent `run_id` into a tmux pane at a safe point (`Host.handoff`)."""
-        return await self._host.handoff(run_id)
+    def handoff_target(self) -> str:
+        """Where `handoff` moves an agent: the `runtime` setting when it names a worker runtime
+        (`tmux`, `ray`), else `tmux`."""
+        return self._host.handoff_target()
+
+    async def handoff(self, run_id: str, *, runtime: str | None = None) -> HandoffResult:
+        """Move the in-process agent `run_id` onto a worker runtime at a safe point (`Host.handoff`):
+        `runtime`, else `handoff_target()`."""
+        return await self._host.handoff(run_id, runtime=runtime)

@@ -16,7 +16,7 @@ from typing import TYPE_CHECKING, Any
 from corral.orchestration._repositories import Repositories
 from corral.orchestration.agents._controller import Controller
 from corral.orchestration.budgets import BudgetsExtension
-from corral.orchestration.host._handoff import HandoffResult, handoff
+from corral.orchestration.host._handoff import HandoffResult, handoff, handoff_runtime
 from corral.orchestration.host._host import Host
 from corral.orchestration.ratelimits import RateLimitsExtension
 from corral.orchestration.surfaces import SurfaceTools
@@ -120,6 +120,12 @@ class ComposedHost(Host):
             _ = self.teams  # made now, so the lead's teams state is recovered
         return await super().attach_lead(agent, surfaces=surfaces)
 
-    async def handoff(self, run_id: str) -> HandoffResult:
-        """Move the live in-process agent `run_id` into a tmux pane at a safe point (see `host._handoff`)."""
-        return await handoff(self, run_id)
+    def handoff_target(self, runtime: str | None = None) -> str:
+        """The runtime a handoff targets: `runtime`, else the `runtime` setting when it names a worker
+        runtime (`tmux`, `ray`), else `tmux`."""
+        return handoff_runtime(self.settings, runtime)
+
+    async def handoff(self, run_id: str, *, runtime: str | None = None) -> HandoffResult:
+        """Move the live in-process agent `run_id` onto a worker runtime at a safe point (see
+        `host._handoff`): `runtime` (`tmux`, `ray`), else `handoff_target()`."""
+        return await handoff(self, run_id, runtime=self.handoff_target(runtime))

@@ -14,6 +14,10 @@ machine. A run stays in the worker until the host ends it (`end`: its
 generation was finalized, or it was closed); a finished run's result is held
 until the host confirmed it.
 
+A launch with a `resume` section (a handoff) continues a live agent its host
+moved here: it is rebuilt from its exact parts and prompts the handoff note
+once instead of acknowledging its task.
+
 Every method takes and returns plain data (dataclasses, records); the actor
 answers Ray calls from hosts on any machine.
 """
@@ -181,7 +185,7 @@ class RayWorker:
             return None
         settings = Settings.model_validate_json(launch.settings_json)
         described = launch.launch
-        if "spec" not in described and "team" not in described:
+        if "spec" not in described and "team" not in described and "resume" not in described:
             raise ValueError(f"agent {launch.generation.label} cannot run on a Ray worker (no agent spec)")
         context_retirement = bool(described.get("contextRetirement", True))
         workspace = await self._open_workspace(described)
@@ -202,6 +206,19 @@ class RayWorker:
             port: RemoteTeams | None = None
             if "team" in described:  # a teams member: its tools reach the lead's `Teams` as facts
                 child, port = await _build_member(
+                    described,
+                    store=store,
+                    session=session,
+                    registry=registry,
+                    settings=settings,
+                    cwd=cwd,
+                    generation=launch.generation,
+                    task=launch.task,
+                    hooks=hooks,
+                )
+                child.context_retirement = context_retirement
+            elif "resume" in described:  # a live agent moved here by a handoff
+                child = await _resumed_child(
                     described,
                     store=store,
                     session=session,
@@ -459,9 +476,6 @@ async def _build_member(
     Raises:
         ValueError: A read agent's sandbox does not work on this node (it never runs without it).
     """
-    from corral.agent import AgentSession
-    from corral.agent.tools import ReadOnlySandbox, create_builtin_tools, read_sandbox_policy
-    from corral.llm import parse_model_ref
     from corral.orchestration.surfaces.teams import team_member_tools
     from corral.orchestration.teams._member import TeamChild
     from corral.orchestration.teams.remote import RemoteTeams
@@ -469,29 +483,8 @@ async def _build_member(
 
     team = described["team"]
     assert isinstance(team, dict)
-    sandbox: ReadOnlySandbox | None = None
-    if team.get("sandbox"):
-        sandbox = ReadOnlySandbox(policy=read_sandbox_policy(settings))
-        status = await sandbox.probe()
-        if not status.ok:  # fail closed: a read agent never runs without its sandbox
-            raise ValueError(f"the read-only sandbox does not work on this node: {status.reason}")
-    names = team.get("tools")
-    tools = create_builtin_tools(
-        cwd,
-        shell_path=settings.shell_path,
-        names=None if names is None else [str(name) for name in names],
-        sandbox=sandbox,
-    )
-    model = registry.create_model(registry.resolve(parse_model_ref(str(team["model"]))), cwd=cwd)
-    agent = AgentSession(
-        session=session,
-        model=model,
-        thinking_level=team["thinking"],
-        tools=tools,
-        cwd=cwd,
-        settings=settings,
-        system_prompt=str(team["systemPrompt"]),
-        agent_name=generation.label,
+    agent = await _agent_from_parts(
+        team, session=session, registry=registry, settings=settings, cwd=cwd, label=generation.label
     )
     port = RemoteTeams(store)
     run = TeamChild(
@@ -507,3 +500,79 @@ async def _build_member(
     for tool in team_member_tools(port, run):
         agent.register_tool(tool)
     return run.child, port
+
+
+async def _agent_from_parts(
+    parts: Mapping[str, Any],
+    *,
+    session: SessionManager,
+    registry: ModelRegistry,
+    settings: Settings,
+    cwd: Path,
+    label: str,
+) -> AgentSession:
+    """An agent exactly as its host described it: `model`, `thinking`, `systemPrompt`, built-in
+    `tools` (`None`: all) and, for a read agent, its bash in the read-only `sandbox`.
+
+    Raises:
+        ValueError: A read agent's sandbox does not work on this node (it never runs without it).
+    """
+    from corral.agent.tools import ReadOnlySandbox, create_builtin_tools, read_sandbox_policy
+    from corral.llm import parse_model_ref
+
+    sandbox: ReadOnlySandbox | None = None
+    if parts.get("sandbox"):
+        sandbox = ReadOnlySandbox(policy=read_sandbox_policy(settings))
+        status = await sandbox.probe()
+        if not status.ok:  # fail closed: a read agent never runs without its sandbox
+            raise ValueError(f"the read-only sandbox does not work on this node: {status.reason}")
+    names = parts.get("tools")
+    tools = create_builtin_tools(
+        cwd,
+        shell_path=settings.shell_path,
+        names=None if names is None else [str(name) for name in names],
+        sandbox=sandbox,
+    )
+    model = registry.create_model(registry.resolve(parse_model_ref(str(parts["model"]))), cwd=cwd)
+    return AgentSession(
+        session=session,
+        model=model,
+        thinking_level=parts["thinking"],
+        tools=tools,
+        cwd=cwd,
+        settings=settings,
+        system_prompt=str(parts["systemPrompt"]),
+        agent_name=label,
+    )
+
+
+async def _resumed_child(
+    described: Mapping[str, object],
+    *,
+    store: RemoteStore,
+    session: SessionManager,
+    registry: ModelRegistry,
+    settings: Settings,
+    cwd: Path,
+    generation: GenerationRecord,
+    task: RequestRecord,
+    hooks: _Hooks,
+) -> ManagedChild:
+    """A managed agent a handoff moved here (`resume`: its exact parts and the one prompt it gets):
+    the task is neither acknowledged nor sent again; the agent prompts the handoff note once.
+
+    Raises:
+        ValueError: A read agent's sandbox does not work on this node.
+    """
+    resume = described["resume"]
+    assert isinstance(resume, dict)
+    agent = await _agent_from_parts(
+        resume, session=session, registry=registry, settings=settings, cwd=cwd, label=generation.label
+    )
+    child = ManagedChild(
+        store=store, agent=agent, generation=generation, task=task, hooks=hooks, delegating=False
+    )
+    if resume.get("askOwner"):
+        agent.register_tool(AskOwnerTool(_Questions(FileLimits(), cwd), child, agent))
+    child.resume_prompt = str(resume["prompt"])
+    return child

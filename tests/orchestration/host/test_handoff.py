@@ -16,7 +16,7 @@ from corral.agent import AgentSession, MessageStartEvent
 from corral.llm import AssistantMessage
 from corral.orchestration import RESULT_TYPE
 from corral.orchestration.agents import _delegation as _delegate
-from corral.orchestration.host._handoff import HANDOFF_PROMPT
+from corral.orchestration.host._handoff import HANDOFF_PROMPT, handoff_runtime
 from corral.orchestration.host._worker import worker_env
 from corral.orchestration.kernel.records import NewGeneration
 from corral.orchestration.surfaces import DelegateParams
@@ -32,6 +32,7 @@ from corral.orchestration.surfaces.teams._render import (
 from corral.orchestration.teams._teams import Teams
 from corral.orchestration.teams.checks.records import AssignedCheck
 from corral.orchestration.teams.reports._reports import TEAM_REPORT_TYPE
+from corral.settings import Settings
 from tests.orchestration._host_helpers import Team, eventually, team, write_script
 from tests.orchestration.teams._git_helpers import make_repo
 from tests.runtime._tmux_fixtures import tmux_socket
@@ -286,12 +287,26 @@ async def test_handoff_is_refused_without_changes_for_a_pending_ask_a_running_ch
         refused = await t.host.handoff(asking.run_id)
         assert (refused.status, refused.reason) == ("refused", "ask_pending")
         assert _snapshot(t, asking.run_id) == before
+        # A runtime that is not there.
+        refused = await t.host.handoff(asking.run_id, runtime="podman")
+        assert (refused.status, refused.reason, refused.runtime) == (
+            "refused",
+            "runtime_unavailable",
+            "podman",
+        )
+        assert _snapshot(t, asking.run_id) == before
         # A teams agent whose assigned check is running (a claimed check row).
         spawned = await t.host.teams.spawn(
             t.caller, parse_spawn({"name": "w1", "prompt": "p", "model_slot": "write-patch"})
         )
         run_id = spawned.run_id
         await eventually(lambda: len(model_calls.get("w1", [])) >= 1)
+        # A live teams agent moves into a tmux pane only, not onto Ray.
+        before = _snapshot(t, run_id)
+        refused = await t.host.handoff(run_id, runtime="ray")
+        assert (refused.status, refused.reason, refused.runtime) == ("refused", "runtime_unsupported", "ray")
+        assert "teams agent" in refused.message and "tmux pane" in refused.message
+        assert _snapshot(t, run_id) == before
         check = AssignedCheck("task-1", run_id, "report-1", "unit", "true", str(env / "work"), 5, 1)
         store.teams.checks.claim_check(
             check.check_id,
@@ -354,3 +369,10 @@ async def test_a_worker_that_cannot_start_leaves_the_agent_lost_with_a_diagnosti
         assert _panes(tmux_socket) == []
         await t.quiet()  # a lost agent keeps nobody waiting
         assert t.lead_entries(RESULT_TYPE) == []
+
+
+def test_a_handoff_targets_the_runtime_asked_for_else_the_worker_runtime_setting_else_tmux() -> None:
+    assert handoff_runtime(Settings(runtime="ray")) == "ray"
+    assert handoff_runtime(Settings(runtime="tmux")) == "tmux"
+    assert handoff_runtime(Settings()) == "tmux"  # in-process is no handoff target
+    assert handoff_runtime(Settings(runtime="ray"), "tmux") == "tmux"

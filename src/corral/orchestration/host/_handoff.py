@@ -1,39 +1,41 @@
-"""Handoff: move a live in-process agent into a tmux pane at a safe point (`ComposedHost.handoff`).
+"""Handoff: move a live in-process agent onto a worker runtime at a safe point (`ComposedHost.handoff`).
 
-The same generation, session file, assignment and (for a teams agent) claims
-go on in a `corral worker` process; nothing is re-acknowledged or re-sent.
+The target is a tmux pane (`corral worker`) or a Ray worker actor (`runtime="ray"`). The same
+generation, session file, assignment and (for a teams agent, into tmux) claims go on in the worker;
+nothing is re-acknowledged or re-sent.
 
-1. **Refuse** (nothing changes) unless tmux is there and the generation is an
-   active, live in-process agent of this host that does not delegate, has no
-   pending question or unacknowledged request, and that no host extension
-   keeps (`HostExtension.may_hand_off`: teams keeps nested helpers, agents with
-   a running check or an accepted report, and agents being stopped). A
-   checkpointed teams agent moves too: its owner's host saves the checkpoint
-   before it delivers the report the worker stored.
+1. **Refuse** (nothing changes) unless the target runtime is there and can start a worker here
+   (`WorkerStart.unavailable`: tmux installed, Ray installed) and the generation is an active,
+   live in-process agent of this host that does not delegate, has no pending question or
+   unacknowledged request, and that no host extension keeps (`HostExtension.may_hand_off`: teams
+   keeps nested helpers, agents with a running check or an accepted report, agents being
+   stopped, and moves its members into tmux panes only). A checkpointed teams agent moves too:
+   its owner's host saves the checkpoint before it delivers the report the worker stored.
 2. **Safe point**: the child is marked `handing_off` (`ManagedChild.begin_handoff`:
-   requests are answered `busy`; a teams agent's messages go to its store
-   inbox), its model or tool call is aborted
-   like an interrupt, and its run ends at the settle — storing nothing,
-   reporting no loss, keeping claims. Prompts it had not sent yet are carried
-   over. The session is flushed and closed (its writer lock released).
-3. **Transfer**: `Generations.transfer_runtime` flips the generation to `tmux` in one
-   checked transaction, then the launch pipeline's worker half
-   (`WorkerStart.place`, `WorkerStart.ready` of `host.workers("tmux")`) starts a worker in a new
-   pane in resume mode (the launch file holds the agent's exact system prompt,
-   model, thinking level and built-in tools) and waits for its readiness record.
-4. **Failure** after the safe point cannot go back in-process (that run is
-   gone): the pane is rolled back once its identity is proven, the generation
-   is marked `lost` with a diagnostic, and the result is `failed`.
+   requests are answered `busy`; a teams agent's messages go to its store inbox), its model or
+   tool call is aborted like an interrupt, and its run ends at the settle — storing nothing,
+   reporting no loss, keeping claims. Prompts it had not sent yet are carried over. The session
+   is flushed and closed (its writer lock released).
+3. **Transfer**: `Generations.transfer_runtime` flips the generation to the target kind in one
+   checked transaction, then that runtime's start step (`host.workers(kind)`: `WorkerStart.place`,
+   `WorkerStart.ready`, as the launch pipeline uses it) starts a worker in resume mode: the
+   description holds the agent's exact system prompt, model, thinking level and built-in tools,
+   the carried prompts, and what extensions add (`HostExtension.handoff_launch`: the workspace a
+   remote node must share). A tmux worker reads it from its launch file and records its
+   readiness; a Ray worker gets it with the session file's bytes, and the host keeps the real
+   session file and appends what the worker streams.
+4. **Failure** after the safe point cannot go back in-process (that run is gone): a worker that
+   did not become ready is removed once its identity is proven, the generation is marked `lost`
+   with a diagnostic, and the result is `failed`.
 
-From then on the host watches it as a tmux run; results, reports and
-questions arrive through the store as for any worker.
+From then on the host watches it as a worker run; results, reports and questions arrive through
+the store (Ray: pulled into it first) as for any worker.
 """
 
 from __future__ import annotations
 
 import asyncio
 import contextlib
-import shutil
 from dataclasses import dataclass
 from typing import TYPE_CHECKING, Any, Literal
 
@@ -46,16 +48,22 @@ if TYPE_CHECKING:
     from corral.orchestration.host._host import Host
     from corral.orchestration.kernel._child import ManagedChild
     from corral.orchestration.kernel.records import GenerationRecord
+    from corral.settings import Settings
 
-__all__ = ["HANDOFF_PROMPT", "HandoffResult", "HandoffStatus", "handoff"]
+__all__ = ["HANDOFF_PROMPT", "REMOTE_HANDOFF_PROMPT", "HandoffResult", "HandoffStatus", "handoff"]
 
 HandoffStatus = Literal["moved", "refused", "failed"]
-"""`moved`: runs in a pane now; `refused`: nothing changed; `failed`: the agent is lost."""
+"""`moved`: runs on the worker now; `refused`: nothing changed; `failed`: the agent is lost."""
 
 HANDOFF_PROMPT = (
     "You were moved to a terminal pane by your owner; continue the same assignment where you left off."
 )
-"""The one prompt a moved agent gets in its worker (before any carried-over messages)."""
+"""The one prompt an agent moved into a tmux pane gets in its worker (before any carried-over messages)."""
+
+REMOTE_HANDOFF_PROMPT = (
+    "You were moved to another worker by your owner; continue the same assignment where you left off."
+)
+"""The one prompt an agent moved to another worker runtime (Ray) gets there."""
 
 _SETTLE_S = 10.0
 _DEFAULT_READY_S = 60.0
@@ -67,33 +75,50 @@ class HandoffResult:
 
     status: HandoffStatus
     reason: str
-    """A short code: `moved`, or why it was refused (`tmux_unavailable`, `not_inprocess`, `not_active`,
-    `delegating`, `nested_helper`, `ask_pending`, `request_pending`, `check_running`, `report_accepted`,
-    `stopping`, `finished`) or failed (`not_settled`, `start_failed`, `pane_not_ready`,
-    `rollback_failure`)."""
+    """A short code: `moved`, or why it was refused (`runtime_unavailable`, `tmux_unavailable`,
+    `ray_unavailable`, `not_inprocess`, `not_active`, `delegating`, `nested_helper`, `ask_pending`,
+    `request_pending`, `check_running`, `report_accepted`, `stopping`, `runtime_unsupported`,
+    `finished`) or failed (`not_settled`, `start_failed`, `pane_not_ready`, `rollback_failure`)."""
     message: str
     """One line for the person."""
     run_id: str
     pane_id: str | None = None
-    """The new pane (`moved`)."""
+    """Where it runs now (`moved`): the tmux pane (`%7`) or the Ray worker (`ray:<actor>@<node ip>`)."""
+    runtime: str = "tmux"
+    """The runtime the handoff targeted (`tmux`, `ray`)."""
 
 
-async def handoff(host: Host, run_id: str, *, ready_timeout: float = _DEFAULT_READY_S) -> HandoffResult:
-    """Move generation `run_id` from this host's in-process runtime into a tmux pane.
+def handoff_runtime(settings: Settings, runtime: str | None = None) -> str:
+    """The runtime a handoff targets: `runtime` when given, else the `runtime` setting when it names a
+    worker runtime (`tmux`, `ray`), else `tmux`."""
+    if runtime is not None:
+        return runtime
+    return settings.runtime if settings.runtime != "inprocess" else "tmux"
+
+
+async def handoff(
+    host: Host, run_id: str, *, runtime: str = "tmux", ready_timeout: float = _DEFAULT_READY_S
+) -> HandoffResult:
+    """Move generation `run_id` from this host's in-process runtime onto the worker runtime `runtime`.
 
     The work runs as a host background task, so cancelling the caller never leaves a half-moved
     agent, and the owner is not reported quiet while the move is in flight.
     """
-    return await asyncio.shield(host.spawn_background(_handoff(host, run_id, ready_timeout)))
+    return await asyncio.shield(host.spawn_background(_handoff(host, run_id, runtime, ready_timeout)))
 
 
-def _refusal(host: Host, run_id: str) -> tuple[str, str] | None:
-    """Why `run_id` cannot be moved now (`(reason, message)`), else `None`. Reads only."""
+def _refusal(host: Host, run_id: str, runtime: str) -> tuple[str, str] | None:
+    """Why `run_id` cannot be moved to `runtime` now (`(reason, message)`), else `None`. Reads only."""
     kernel = host.kernel
     generation = kernel.get_generation(run_id)
-    tmux = host.runtime.tmux
-    if shutil.which(tmux.tmux) is None:
-        return "tmux_unavailable", f"tmux ({tmux.tmux}) is not installed; the agent stays in-process."
+    if runtime == "inprocess" or not host.runtime.offers(runtime):
+        return (
+            "runtime_unavailable",
+            f"There is no {runtime} worker runtime here; the agent stays in-process.",
+        )
+    unavailable = host.workers(runtime).unavailable()
+    if unavailable is not None:
+        return f"{runtime}_unavailable", f"{unavailable}; the agent stays in-process."
     child = host.children.get(run_id)
     handle = host.handles.get(run_id)
     if generation is None or not generation.live:
@@ -122,19 +147,21 @@ def _refusal(host: Host, run_id: str) -> tuple[str, str] | None:
     if any(r.kind != "task" and not r.acknowledged for r in kernel.requests(run_id)):
         return "request_pending", f"Agent {label} has an unacknowledged request; retry in a moment."
     for extension in host.extensions:
-        refusal = extension.may_hand_off(run_id)
+        refusal = extension.may_hand_off(run_id, runtime)
         if refusal is not None:
             return refusal
     return None
 
 
-def _resume_description(child: ManagedChild, carried: list[str], *, team: bool) -> dict[str, Any]:
+def _resume_description(
+    child: ManagedChild, carried: list[str], *, team: bool, runtime: str
+) -> dict[str, Any]:
     """What the worker needs to rebuild this exact agent (plain data for the launch file)."""
     agent = child.agent
     info = agent.model.info
     tools = [tool.name for tool in agent.tools if tool.name in ALL_TOOL_NAMES]
     sandboxed = any(isinstance(tool, BashTool) and tool.sandbox is not None for tool in agent.tools)
-    prompt = HANDOFF_PROMPT
+    prompt = HANDOFF_PROMPT if runtime == "tmux" else REMOTE_HANDOFF_PROMPT
     if carried:
         prompt += "\n\nMessages that arrived while you were being moved:\n\n" + "\n\n".join(carried)
     return {
@@ -149,10 +176,10 @@ def _resume_description(child: ManagedChild, carried: list[str], *, team: bool) 
     }
 
 
-async def _handoff(host: Host, run_id: str, ready_timeout: float) -> HandoffResult:
-    refusal = _refusal(host, run_id)
+async def _handoff(host: Host, run_id: str, runtime: str, ready_timeout: float) -> HandoffResult:
+    refusal = _refusal(host, run_id, runtime)
     if refusal is not None:
-        return HandoffResult("refused", refusal[0], refusal[1], run_id)
+        return HandoffResult("refused", refusal[0], refusal[1], run_id, runtime=runtime)
     kernel = host.kernel
     child = host.children[run_id]
     handle = host.handles[run_id]
@@ -168,7 +195,7 @@ async def _handoff(host: Host, run_id: str, ready_timeout: float) -> HandoffResu
     except TimeoutError:
         await asyncio.wait({asyncio.ensure_future(host.runtime.stop(handle))}, timeout=_SETTLE_S)
     if not child.finished.is_set():
-        return _lost(host, child, generation, "not_settled", "its in-process run did not stop", None)
+        return _lost(host, generation, runtime, "not_settled", "its in-process run did not stop", None)
     steering, follow_up = child.agent.clear_queue()
     carried = [*child.take_pending(), *steering, *follow_up]
     session = child.agent.session
@@ -182,46 +209,55 @@ async def _handoff(host: Host, run_id: str, ready_timeout: float) -> HandoffResu
         # It finished in the same instant (a report stored by its last tool call): delivered as usual.
         host.changed()
         return HandoffResult(
-            "refused", "finished", f"Agent {label} finished before it could be moved.", run_id
+            "refused",
+            "finished",
+            f"Agent {label} finished before it could be moved.",
+            run_id,
+            runtime=runtime,
         )
-    # --- transfer and start the worker (the launch pipeline's worker half) ---
-    workers = host.workers("tmux")
-    task = child.task
-    with host.placing_run(run_id):  # until the pane is recorded, recovery must not settle this generation
+    # --- transfer and start the worker (the runtime's start step, as the launch pipeline uses it) ---
+    workers = host.workers(runtime)
+    task = kernel.get_request(child.task.request_id) or child.task
+    launch: dict[str, object] = {}
+    for extension in host.extensions:
+        launch.update(extension.handoff_launch(generation, runtime) or {})
+    launch["resume"] = _resume_description(child, carried, team=team, runtime=runtime)
+    launch["contextRetirement"] = child.context_retirement
+    with host.placing_run(run_id):  # until the worker is recorded, recovery must not settle this generation
         try:
             if session_path is None:
                 raise RuntimeError_(f"agent {label} has no session file to hand to its worker")
-            kernel.transfer_runtime(
-                run_id, owner_session_id=generation.owner_session_id, host_id=host.host_id
+            moved = kernel.transfer_runtime(
+                run_id, owner_session_id=generation.owner_session_id, host_id=host.host_id, runtime=runtime
             )
             fault_point("after_runtime_transfer")
-            started = await workers.place(
-                generation,
-                task,
-                session_path=session_path,
-                launch={
-                    "resume": _resume_description(child, carried, team=team),
-                    "contextRetirement": child.context_retirement,
-                },
-            )
+            started = await workers.place(moved, task, session_path=session_path, launch=launch)
         except (OrchestrationError, RuntimeError_, OSError) as exc:
-            return _lost(host, child, generation, "start_failed", f"the worker could not start: {exc}", None)
+            return _lost(
+                host, generation, runtime, "start_failed", f"the worker could not start: {exc}", None
+            )
 
     try:
-        await workers.ready(generation, started, timeout=ready_timeout)
+        await workers.ready(moved, started, timeout=ready_timeout)
     except PaneNotReady as exc:
         detail = f"the worker in pane {started.runtime_id} was not ready: {exc}\n{exc.diagnostic}"
-        return _lost(host, child, generation, "pane_not_ready", detail, None)
+        return _lost(host, generation, runtime, "pane_not_ready", detail, None)
     except RollbackFailed as exc:
         detail = f"the worker was not ready ({exc.primary}) and its pane could not be removed ({exc.cleanup})"
-        return _lost(host, child, generation, "rollback_failure", detail, started.runtime_id)
+        return _lost(host, generation, runtime, "rollback_failure", detail, started.runtime_id)
     host.changed()
+    where = (
+        f"in tmux pane {started.runtime_id}"
+        if runtime == "tmux"
+        else f"on {runtime} worker {started.runtime_id}"
+    )
     return HandoffResult(
         "moved",
         "moved",
-        f"Agent {label} now runs in tmux pane {started.runtime_id}; same session and assignment.",
+        f"Agent {label} now runs {where}; same session and assignment.",
         run_id,
         pane_id=started.runtime_id,
+        runtime=runtime,
     )
 
 
@@ -234,8 +270,8 @@ async def _settle(child: ManagedChild) -> None:
 
 def _lost(
     host: Host,
-    child: ManagedChild,
     generation: GenerationRecord,
+    runtime: str,
     reason: str,
     detail: str,
     pane_id: str | None,
@@ -244,7 +280,7 @@ def _lost(
     run_id = generation.run_id
     if pane_id is None:
         host.untrack_worker(run_id)  # the pane is gone; a kept pane stays tracked so `close` can remove it
-    diagnostic = f"handoff to tmux failed: {detail}"
+    diagnostic = f"handoff to {runtime} failed: {detail}"
     with contextlib.suppress(OrchestrationError):
         host.kernel.mark_presence(run_id, "lost", diagnostic=diagnostic)
     for extension in host.extensions:
@@ -256,4 +292,5 @@ def _lost(
         f"Agent {generation.label} could not be moved and is lost: {detail}",
         run_id,
         pane_id=pane_id,
+        runtime=runtime,
     )

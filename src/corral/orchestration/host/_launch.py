@@ -34,6 +34,7 @@ from __future__ import annotations
 
 import asyncio
 import contextlib
+import shutil
 from collections.abc import Mapping, Sequence
 from dataclasses import KW_ONLY, dataclass
 from pathlib import Path
@@ -218,6 +219,11 @@ class WorkerStart(Protocol):
     what the host does while it watches its runs, and how recovery settles a run whose host died
     before it recorded the worker. `host.workers(kind)` gives the one of a kind: `ProcessWorkers`
     unless the composition root registered another (Ray)."""
+
+    def unavailable(self) -> str | None:
+        """Why this runtime cannot start a worker on this machine now (its program or package is
+        missing), else `None`. Cheap and read-only (a handoff asks before its safe point)."""
+        ...
 
     async def place(
         self,
@@ -423,6 +429,13 @@ class ProcessWorkers:
     def __init__(self, host: LaunchHost, kind: str) -> None:
         self.host = host
         self.kind = kind
+
+    def unavailable(self) -> str | None:
+        """tmux not installed (another process runtime: always available)."""
+        runtime = self.host.runtime.worker(self.kind)
+        if isinstance(runtime, TmuxRuntime) and shutil.which(runtime.tmux) is None:
+            return f"tmux ({runtime.tmux}) is not installed"
+        return None
 
     def _runtime(self) -> ProcessWorkerRuntime:
         runtime = self.host.runtime.worker(self.kind)

@@ -15,6 +15,7 @@ rolled back: nothing durable is left of it.
 from __future__ import annotations
 
 import contextlib
+import importlib.util
 import json
 from collections.abc import Callable, Mapping, Sequence
 from dataclasses import dataclass
@@ -165,6 +166,12 @@ class RayWorkers:
         self.host = host
         self.worker_class = worker_class
         self.pump: RayPump | None = None
+
+    def unavailable(self) -> str | None:
+        """Ray not installed (whether the cluster answers is known only when `place` connects)."""
+        if importlib.util.find_spec("ray") is None:
+            return "Ray is not installed (pip install 'corral[ray]')"
+        return None
 
     async def place(
         self,

@@ -32,7 +32,7 @@ if TYPE_CHECKING:
 __all__ = ["HandoffRefusal", "HostExtension", "ToolProvider"]
 
 HandoffRefusal = tuple[str, str]
-"""Why a run may not move to a tmux pane now: `(reason code, one line for the person)`."""
+"""Why a run may not move to a worker runtime now: `(reason code, one line for the person)`."""
 
 
 class HostExtension:
@@ -92,8 +92,14 @@ class HostExtension:
     def lost(self, run_id: str, reason: str) -> None:
         """The in-process run of `run_id` is gone without a result (a failed handoff)."""
 
-    def may_hand_off(self, run_id: str) -> HandoffRefusal | None:
-        """Why `run_id` may not move to a tmux pane now, else `None` (reads only)."""
+    def may_hand_off(self, run_id: str, runtime: str) -> HandoffRefusal | None:
+        """Why `run_id` may not move to the worker runtime `runtime` (`tmux`, `ray`, …) now, else
+        `None` (reads only)."""
+        return None
+
+    def handoff_launch(self, generation: GenerationRecord, runtime: str) -> Mapping[str, object] | None:
+        """What the feature adds to the worker description of `generation` moving to `runtime` (keys
+        of the launch beside `resume`, e.g. the workspace a remote worker checks), or `None`. Reads only."""
         return None
 
     def polled(self) -> None:

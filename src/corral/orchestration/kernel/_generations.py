@@ -712,12 +712,15 @@ class Generations(Repository):
 
         return self._write(body, durable=False)
 
-    def transfer_runtime(self, run_id: str, *, owner_session_id: str, host_id: str) -> GenerationRecord:
-        """Move a live in-process generation to the tmux runtime (a handoff), in one transaction.
+    def transfer_runtime(
+        self, run_id: str, *, owner_session_id: str, host_id: str, runtime: str = "tmux"
+    ) -> GenerationRecord:
+        """Move a live in-process generation to the worker runtime `runtime` (a handoff), in one
+        transaction.
 
         Re-checks that it is live, `inprocess`, `active`, not lost, owned by `owner_session_id` and
-        run by host `host_id`; then records `runtime_kind='tmux'` and clears `pid`, `host_id` and
-        `pane_id` for the worker's readiness record.
+        run by host `host_id`; then records `runtime_kind=runtime` and clears `pid`, `host_id` and
+        `pane_id` for the worker's record.
 
         Raises:
             TargetNotFoundError: No live generation `run_id` of that owner.
@@ -738,9 +741,9 @@ class Generations(Repository):
                     ids={"label": generation.label, "runId": run_id},
                 )
             self._execute(
-                "UPDATE generations SET runtime_kind = 'tmux', pid = NULL, host_id = NULL, pane_id = NULL,"
+                "UPDATE generations SET runtime_kind = ?, pid = NULL, host_id = NULL, pane_id = NULL,"
                 " updated_at = ? WHERE run_id = ?",
-                (self._clock(), run_id),
+                (runtime, self._clock(), run_id),
             )
             return self._reload(run_id)
 

@@ -87,14 +87,21 @@ class TeamsExtension(HostExtension):
         if live is not None:
             self.teams.run_lost(live.run, reason)
 
-    def may_hand_off(self, run_id: str) -> HandoffRefusal | None:
-        """Nested helpers, running checks, accepted reports and stopping agents stay where they are."""
+    def may_hand_off(self, run_id: str, runtime: str) -> HandoffRefusal | None:
+        """Nested helpers, running checks, accepted reports and stopping agents stay where they are;
+        a member moves into a tmux pane only (its moved tools are the tmux worker's)."""
         repos = self.teams.repos
         member = repos.roster.team_member(run_id)
         if member is None:
             return None
         generation = repos.kernel.get_generation(run_id)
         label = member.name if generation is None else generation.label
+        if runtime != "tmux":
+            return (
+                "runtime_unsupported",
+                f"Agent {label} is a teams agent; a live teams agent moves only into a tmux pane "
+                f'(not onto {runtime}). Spawn teams agents with runtime = "{runtime}" to run them there.',
+            )
         if member.depth != 0:
             return (
                 "nested_helper",

@@ -12,14 +12,15 @@ from __future__ import annotations
 import asyncio
 import base64
 import json
-from collections.abc import Callable, Sequence
+from collections.abc import Callable, Mapping, Sequence
 from pathlib import Path
 
 from corral.orchestration.host._launch import LaunchDraft
 from corral.orchestration.host.ports import HostExtension
+from corral.orchestration.kernel.records import GenerationRecord
 from corral.orchestration.teams.roster.records import FileClaimRecord
 from corral.orchestration.workspaces._apply import apply_patch, is_applied
-from corral.orchestration.workspaces._snapshot import take_snapshot
+from corral.orchestration.workspaces._snapshot import identify, take_snapshot
 from corral.orchestration.workspaces.records import Snapshot, WorkspaceMode, WorkspacePatch
 
 __all__ = ["PATCH_ENTRY", "SnapshotStage", "WorkspacesExtension", "patch_entry_data", "snapshot_json"]
@@ -133,6 +134,12 @@ class WorkspacesExtension(HostExtension):
     def __init__(self, claims_of: Callable[[str], Sequence[FileClaimRecord]] | None = None) -> None:
         self._lock = asyncio.Lock()
         self._claims_of = claims_of
+
+    def handoff_launch(self, generation: GenerationRecord, runtime: str) -> Mapping[str, object] | None:
+        """A moved agent goes on in place: its worker's node must share the workspace (the cwd's path,
+        git top and HEAD), else the worker refuses it (a worker on this machine always does)."""
+        identity = identify(Path(generation.cwd), tree=False)
+        return {"workspace": identity.to_json(), "workspaceMode": "shared", "writes": True}
 
     async def remote_result(self, run_id: str, session_path: Path | None) -> str | None:
         """Apply the run's patch, if its session carries one; the result's line saying what happened."""

@@ -9,7 +9,8 @@ checks ownership and state as it does for the `agent` tool; on a teams agent
 they call the teams core as the lead's own tools do: `send_message` (`m`),
 `interrupt_teammate` (`i`) and `stop_teammate` (`x`, after which the lead
 gets a hidden notice with the teardown's outcome). `h` hands either kind off
-to a tmux pane (`LeadAgents.handoff`); its row goes on, the agent now running there.
+to a tmux pane, or a managed agent to Ray when `runtime = "ray"` (`LeadAgents.handoff`); its row
+goes on, the agent now running there.
 """
 
 from __future__ import annotations
@@ -72,7 +73,7 @@ class FollowScreen(Screen[None]):
         Binding("m", "compose", "Message", show=False),
         Binding("i", "interrupt", "Interrupt", show=False),
         Binding("x", "stop", "Stop", show=False),
-        Binding("h", "handoff", "Hand off to tmux", show=False),
+        Binding("h", "handoff", "Hand off to a worker (tmux or Ray)", show=False),
         Binding("g", "merge", "Merge its branch", show=False),
     ]
 
@@ -427,7 +428,8 @@ class FollowScreen(Screen[None]):
 
     @work(group="follow-control")
     async def action_handoff(self) -> None:
-        """`h`: move the agent into a tmux pane at a safe point; the row goes on there."""
+        """`h`: move the agent onto the handoff runtime (a tmux pane, or Ray when `runtime = "ray"`) at a
+        safe point; the row goes on there."""
         if self.composer.display:
             return
         row = self.row
@@ -436,7 +438,9 @@ class FollowScreen(Screen[None]):
             self.last_error = f"{row.label} has not started"
             self.transcript.notice(f"handoff: {self.last_error}; nothing to move.", kind="error")
             return
-        self.transcript.notice(f"handing {row.label} off to a tmux pane …")
+        target = self.agents.handoff_target()
+        where = "a tmux pane" if target == "tmux" else f"the {target} runtime"
+        self.transcript.notice(f"handing {row.label} off to {where} …")
         try:
             result = await self.agents.handoff(run_id)
         except CorralError as exc:

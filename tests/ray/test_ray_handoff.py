@@ -1,0 +1,158 @@
+"""Handoff to Ray: a live in-process agent moves onto a Ray worker actor and goes on there (a real
+local cluster, the scripted model only for the agent's decisions)."""
+
+from __future__ import annotations
+
+import importlib.util
+import itertools
+import json
+import os
+from pathlib import Path
+from typing import Any
+
+import pytest
+
+from corral.agent import AgentSession, MessageStartEvent
+from corral.llm import AssistantMessage
+from corral.orchestration import RESULT_TYPE
+from corral.orchestration.agents import _delegation as _delegate
+from corral.orchestration.host._handoff import REMOTE_HANDOFF_PROMPT
+from corral.orchestration.surfaces import CloseParams, DelegateParams, SteerParams
+from corral.session import SessionManager
+from corral.settings import RaySettings, Settings
+from tests.orchestration._host_helpers import WAIT, eventually, prepare_env, team, write_script
+from tests.ray.conftest import RayTestCluster, _unavailable
+from tests.ray.test_ray_agents import ray_settings
+
+LEAD = {"steps": [{"text": "noted"}], "on_exhausted": "repeat_last"}
+SLOW = {"text": "working", "delay_ms": 60000}
+
+
+@pytest.fixture
+def env(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> Path:
+    """A data root whose `scout` definition runs in-process even when `runtime = "ray"`."""
+    prepare_env(tmp_path, monkeypatch)
+    agents = tmp_path / "config" / "agents"
+    agents.mkdir(parents=True, exist_ok=True)
+    (agents / "local.md").write_text(
+        "---\nname: local\ndescription: Reads.\ntools: [read, ls]\nruntime: inprocess\n---\nLook around.\n"
+    )
+    return tmp_path
+
+
+@pytest.fixture
+def model_calls(monkeypatch: pytest.MonkeyPatch) -> dict[str, list[object]]:
+    """Every in-process managed agent's model calls by label (each starts an assistant message)."""
+    calls: dict[str, list[object]] = {}
+
+    def watch(agent: AgentSession) -> AgentSession:
+        corral = getattr(agent.session.header, "corral", None) or {}
+        starts = calls.setdefault(str(corral.get("label")), [])
+
+        def on_event(event: object) -> None:
+            if isinstance(event, MessageStartEvent) and isinstance(event.message, AssistantMessage):
+                starts.append(event)
+
+        agent.subscribe(on_event)
+        return agent
+
+    build = _delegate.build_managed_agent
+    monkeypatch.setattr(_delegate, "build_managed_agent", lambda *a, **k: watch(build(*a, **k)))
+    return calls
+
+
+def _entries(path: Path) -> list[dict[str, Any]]:
+    return [json.loads(line) for line in path.read_text().splitlines() if line.strip()]
+
+
+async def test_a_live_agent_moved_to_ray_finishes_there_and_a_moved_one_takes_steer_and_close(
+    env: Path, ray_cluster: RayTestCluster, model_calls: dict[str, list[object]]
+) -> None:
+    mover = [SLOW, {"text": "Finished on Ray.", "expect": {"last_user_contains": REMOTE_HANDOFF_PROMPT}}]
+    lingerer = [SLOW, {"text": "still working on Ray", "delay_ms": 60000}]
+    write_script(env, "team", {**LEAD, "agents": {"mover": mover, "lingerer": lingerer}})
+    async with team(env, "team", settings=ray_settings(ray_cluster)) as t:
+        assert t.host.handoff_target() == "ray"  # `runtime = "ray"`: a handoff goes to Ray
+        started = await t.controller.delegate(
+            t.caller, DelegateParams(definition="local", task="Survey", label="mover")
+        )
+        assert started.session_path is not None
+        first = t.host.kernel.get_generation(started.run_id)
+        assert first is not None and first.runtime_kind == "inprocess"
+        await eventually(lambda: len(model_calls.get("mover", [])) >= 1)  # in its slow model call
+        session_path = Path(started.session_path)
+        before = _entries(session_path)
+
+        moved = await t.host.handoff(started.run_id)
+
+        assert (moved.status, moved.reason, moved.runtime) == ("moved", "moved", "ray"), moved.message
+        assert moved.pane_id is not None and moved.pane_id.startswith("ray:corral-")
+        generation = t.host.kernel.get_generation(started.run_id)
+        assert generation is not None and generation.runtime_kind == "ray"
+        assert generation.pane_id == moved.pane_id and generation.pid not in (None, os.getpid())
+        assert generation.session_path == str(session_path)  # the host keeps the real session file
+        assert started.run_id not in t.host.children  # the in-process run is gone
+        await t.quiet()
+        results = t.lead_entries(RESULT_TYPE)
+        assert len(results) == 1 and "Finished on Ray." in str(results[0]["content"])
+        final = t.host.kernel.get_generation(started.run_id)
+        assert final is not None and final.phase == "finalized"
+        # The same session file on the lead's machine: the entries before the move are unchanged and
+        # every later one (the aborted reply, the handoff prompt, the worker's answer) chains onto it.
+        after = _entries(session_path)
+        assert after[: len(before)] == before
+        later = after[len(before) - 1 :]
+        assert all(entry["parentId"] == prev["id"] for prev, entry in itertools.pairwise(later))
+        texts = [json.dumps(entry) for entry in after[len(before) :]]
+        assert any(REMOTE_HANDOFF_PROMPT in text for text in texts)
+        assert any("Finished on Ray." in text for text in texts)
+        assert sum("Survey" in json.dumps(entry) for entry in after) == 1  # the task was not re-sent
+        with SessionManager.open(session_path, read_only=True) as saved:  # a valid Pi session file
+            assert len(saved.entries) == len(after) - 1
+        await t.quiet()
+        assert len(t.lead_entries(RESULT_TYPE)) == 1  # delivered once
+
+        # A moved agent still working on Ray: steer and close reach it there.
+        other = await t.controller.delegate(
+            t.caller, DelegateParams(definition="local", task="Wait", label="lingerer")
+        )
+        await eventually(lambda: len(model_calls.get("lingerer", [])) >= 1)
+        moved = await t.host.handoff(other.run_id, runtime="ray")
+        assert moved.status == "moved", moved.message
+        steered = await t.controller.steer(t.caller, SteerParams(agent="lingerer", message="also log it"))
+        request = t.host.kernel.get_request(steered.request_id)
+        assert request is not None and request.accepted is True  # the worker acknowledged it
+        await t.controller.close(t.caller, CloseParams(agent="lingerer"))
+
+        def closed() -> bool:
+            generation = t.host.kernel.get_generation(other.run_id)
+            return generation is not None and generation.phase == "finalized"
+
+        await t.host.wait_for(closed, WAIT)
+        assert len(t.lead_entries(RESULT_TYPE)) == 1  # nothing was delivered for the closed one
+
+
+async def test_a_handoff_to_an_unreachable_cluster_leaves_the_agent_lost_with_a_diagnostic(
+    env: Path, model_calls: dict[str, list[object]]
+) -> None:
+    if importlib.util.find_spec("ray") is None:
+        _unavailable("Ray is not installed (pip install 'corral[ray]')")
+    write_script(env, "team", {**LEAD, "agents": {"*": [SLOW]}})
+    settings = Settings(runtime="ray", ray=RaySettings(address="127.0.0.1:9"))  # nothing listens there
+    async with team(env, "team", settings=settings) as t:
+        started = await t.controller.delegate(t.caller, DelegateParams(definition="local", task="Survey"))
+        await eventually(lambda: len(model_calls.get("local", [])) >= 1)
+
+        moved = await t.host.handoff(started.run_id)
+
+        assert (moved.status, moved.reason, moved.runtime) == ("failed", "start_failed", "ray"), moved.message
+        assert "cannot reach the Ray cluster" in moved.message
+        generation = t.host.kernel.get_generation(started.run_id)
+        assert generation is not None and generation.presence == "lost"
+        assert generation.runtime_kind == "ray" and generation.pane_id is None  # never two runners
+        assert generation.diagnostic is not None
+        assert generation.diagnostic.startswith("handoff to ray failed: the worker could not start")
+        assert started.run_id not in t.host.children and started.run_id not in t.host.worker_runs
+        await t.controller.close(t.caller, CloseParams(agent="local"))  # a lost agent can be closed
+        closed = t.host.kernel.get_generation(started.run_id)
+        assert closed is not None and closed.phase == "finalized"
