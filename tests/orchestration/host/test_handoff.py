@@ -261,7 +261,7 @@ async def test_a_moved_teams_agent_shows_working_takes_messages_from_the_store_a
             )
             return [(m.content, m.read_at is not None) for m in inbox] == [("Also check b.txt", True)]
 
-        await eventually(taken)
+        await eventually(taken, t.host)  # the worker's commit signals the host
         result = await teams.stop_teammate(t.caller, "r1", "enough")
         text, details = render_stop(result), stop_details(result)
         assert details["stopped"] is True, text

@@ -103,7 +103,7 @@ async def test_a_window_learnt_in_the_host_holds_back_a_tmux_agent(env: Path, tm
                 wait = stored_waits(t.host.kernel.db, [started.run_id]).get(started.run_id)
                 return wait is not None and wait.reason == "retry_after"
 
-            await eventually(waiting_for_the_window)
+            await eventually(waiting_for_the_window, t.host)  # the worker's commit signals the host
             assert len(server.requests) == 1
             # ... and asks only after it.
             await t.quiet()

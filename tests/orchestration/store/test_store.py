@@ -5,6 +5,8 @@ from __future__ import annotations
 import dataclasses
 import sqlite3
 import stat
+import subprocess
+import sys
 from collections.abc import Callable
 from pathlib import Path
 
@@ -22,7 +24,7 @@ from corral.orchestration import (
     TargetNotFoundError,
     default_store_path,
 )
-from corral.orchestration.store._database import INLINE_RESULT_LIMIT
+from corral.orchestration.store._database import INLINE_RESULT_LIMIT, ForeignWrites
 from tests.orchestration._store_helpers import LEAD, dump, new_generation
 
 
@@ -142,6 +144,23 @@ def test_closed_store_raises_a_clear_error(store: Repositories) -> None:
     store.close()
     with pytest.raises(StoreError, match="closed"):
         store.kernel.get_generation("x")
+
+
+def test_foreign_writes_notices_other_processes_commits_only(store: Repositories, db_path: Path) -> None:
+    foreign = ForeignWrites(store.db)
+    assert not foreign.changed()
+    new_generation(store.kernel, session_id="own")  # this connection's commit is not foreign
+    assert not foreign.changed()
+    script = (
+        "import sqlite3, sys; c = sqlite3.connect(sys.argv[1]); "
+        "c.execute('CREATE TABLE IF NOT EXISTS scratch (x)'); c.commit()"
+    )
+    subprocess.run([sys.executable, "-c", script, str(db_path)], check=True)
+    assert foreign.changed()  # another process committed
+    assert not foreign.changed()  # reported once
+    store.close()
+    with pytest.raises(StoreError, match="closed"):
+        foreign.changed()
 
 
 # --- constraints ---------------------------------------------------------------------------------

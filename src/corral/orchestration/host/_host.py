@@ -46,7 +46,7 @@ from corral.orchestration.kernel._files import FileLimits
 from corral.orchestration.kernel._generations import Generations
 from corral.orchestration.kernel._lifecycle import Observation, RuntimeLifecycle
 from corral.orchestration.kernel.records import AskRecord, GenerationRecord, RequestRecord
-from corral.orchestration.store._database import StoreError
+from corral.orchestration.store._database import ForeignWrites, StoreError
 from corral.runtime import (
     InProcessRuntime,
     LaunchSpec,
@@ -67,7 +67,6 @@ _T = TypeVar("_T")
 
 _FINALIZE_ATTEMPTS = 50
 _WATCH_S = 0.05
-_ACK_POLL_S = 0.02
 
 
 class Host:
@@ -528,19 +527,31 @@ class Host:
             handle = self.handles.pop(run_id, None)
             if handle is not None:
                 self.runtime.forget(handle)
+            self.changed()  # no longer watched: an `await_ack` for it returns
 
     async def _watch(self) -> None:
-        """Poll the store for worker generations' results and asks and deliver them (same routines)."""
+        """Poll the store for worker generations' results and asks and deliver them (same routines).
+
+        The one bounded poll of the host: workers change the store from other processes and tmux
+        panes die without telling anyone, so every `_WATCH_S` it refreshes the panes, reads
+        the watched runs and signals `changed` when they moved or another process committed
+        (`ForeignWrites`) — waits on host state (`wait_for`) then see workers' writes too.
+        """
+        foreign: ForeignWrites | None = None
         while self.worker_runs and not self._closed:
             try:
+                if foreign is None:
+                    foreign = ForeignWrites(self.kernel.db)
                 await self.runtime.refresh()
-                self._watch_once()
+                self._watch_once(foreign.changed())
             except Exception as exc:  # pragma: no cover - surfaced to the embedder
                 if self.on_background_error is not None:
                     self.on_background_error(exc)
             await asyncio.sleep(_WATCH_S)
 
-    def _watch_once(self) -> None:
+    def _watch_once(self, written_elsewhere: bool = False) -> None:
+        """One round of the watch; `written_elsewhere`: another process committed since the last one
+        (checked before this round reads, so a later commit is seen by the next)."""
         signature: list[object] = []
         for run_id in sorted(self.worker_runs):
             generation = self.kernel.get_generation(run_id)
@@ -583,21 +594,23 @@ class Host:
             )
         for extension in self.extensions:
             extension.polled()
-        if signature != self._watch_signature:
+        if signature != self._watch_signature or written_elsewhere:
             self._watch_signature = signature
             self.changed()
 
     async def await_ack(self, run_id: str, request_id: str, *, timeout: float = 30.0) -> RequestRecord | None:
-        """Wait until the worker acknowledged `request_id` (worker runs: requests go through the store)."""
-        loop = asyncio.get_running_loop()
-        deadline = loop.time() + timeout
-        while True:
+        """Wait until the worker acknowledged `request_id` (worker runs: requests go through the store), or
+        its run is no longer watched, or `timeout` passed; returns the request as it is then.
+
+        The worker's ack is another process's commit: the watch signals it (`_watch`)."""
+
+        def settled() -> bool:
             request = self.kernel.get_request(request_id)
-            if request is None or request.acknowledged:
-                return request
-            if loop.time() >= deadline or run_id not in self.worker_runs:
-                return request
-            await asyncio.sleep(_ACK_POLL_S)
+            return request is None or request.acknowledged or run_id not in self.worker_runs
+
+        with contextlib.suppress(TimeoutError):
+            await self.wait_for(settled, timeout)
+        return self.kernel.get_request(request_id)
 
     # --- recovery ------------------------------------------------------------------------------------
 

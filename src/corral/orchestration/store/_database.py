@@ -45,6 +45,7 @@ __all__ = [
     "INLINE_RESULT_LIMIT",
     "LABEL_PATTERN",
     "Database",
+    "ForeignWrites",
     "Row",
     "StoreError",
     "StoreVersionError",
@@ -381,3 +382,44 @@ class Database:
                 raise StoreError(f"Corral database operation failed: {exc}") from exc
             except sqlite3.Error as exc:
                 raise StoreError(f"Corral database constraint or operation failed: {exc}") from exc
+
+    # --- other processes' writes ----------------------------------------------------------------
+
+    def data_version(self) -> int:
+        """SQLite's `PRAGMA data_version`: changes when another connection (another process) commits.
+
+        This connection's own commits leave it unchanged. Use it through `ForeignWrites`.
+
+        Raises:
+            StoreError: The store is closed or cannot be read.
+        """
+        with self._lock:
+            if self._closed:
+                raise StoreError("The corral store is closed; open it again.")
+            try:
+                return int(self._conn.execute("PRAGMA data_version").fetchone()[0])
+            except sqlite3.Error as exc:
+                raise StoreError(f"Corral database operation failed: {exc}") from exc
+
+
+class ForeignWrites:
+    """Notices commits that other processes (tmux workers, `corral agents`) made to the database.
+
+    SQLite tells no connection about another's commits, so a process that must react to them checks
+    `changed()` at a bounded interval: one cheap pragma, no table read. This is the one way corral
+    watches the store for other processes' writes (the host's tmux watch; see "Waits on host state"
+    in docs/development.md).
+    """
+
+    def __init__(self, db: Database) -> None:
+        """Start from the database's current version (earlier commits are not reported)."""
+        self._db = db
+        self._seen = db.data_version()
+
+    def changed(self) -> bool:
+        """Whether another connection committed since the last call (or since this was made)."""
+        version = self._db.data_version()
+        if version == self._seen:
+            return False
+        self._seen = version
+        return True
