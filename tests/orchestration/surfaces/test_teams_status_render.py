@@ -18,6 +18,7 @@ from corral.orchestration.surfaces.teams._render import (
     render_status,
     status_details,
 )
+from corral.orchestration.teams.repair.records import RepairResult, ReportVerification
 from corral.orchestration.teams.results import (
     FailedSnapshot,
     MemberSnapshot,
@@ -31,12 +32,12 @@ FACTS = ReportFacts(
     "report-1",
     "blocked",
     "blocked",
-    {"state": "failed", "checkIds": ["check:1"], "error": "exit 1"},
+    ReportVerification("failed", ("check:1",), error="exit 1"),
     "rejected",
     "needs tests",
     "tests fail",
     "completed",
-    repair={"state": "exhausted"},
+    repair=RepairResult("repair:1", "exhausted", attempts_used=1, max_attempts=1, request_ids=("repair:r1",)),
 )
 
 
@@ -81,7 +82,14 @@ def test_a_live_member_shows_its_live_facts_then_its_phase_report_and_extension_
                 "acceptance": {"state": "rejected", "reason": "needs tests"},
                 "summary": "tests fail",
                 "reportStatus": "completed",
-                "repair": {"state": "exhausted"},
+                "repair": {
+                    "controllerId": "repair:1",
+                    "state": "exhausted",
+                    "attemptsUsed": 1,
+                    "maxAttempts": 1,
+                    "requestIds": ["repair:r1"],
+                    "outcome": "blocked",
+                },
                 "budget": {"spent": 1.5, "limit": 2.0},
             }
         ],

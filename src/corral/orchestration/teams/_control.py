@@ -31,7 +31,8 @@ from corral.orchestration.teams.roster.records import TEAM_MESSAGE_TYPE
 from corral.orchestration.worktrees._repository import Worktrees as WorktreeRows
 
 from ._status import TeamAgentRow, TeamSnapshot, member_status
-from .reports._reports import effective_task_outcome, report_id, team_name
+from .repair.records import ObservedVerification, RepairResult, ReportVerification, effective_outcome
+from .reports._reports import report_id, team_name
 from .results import (
     AgentSnapshot,
     ClaimResult,
@@ -434,15 +435,22 @@ class TeamControl:
                 raise TargetNotFoundError(f"Agent {agent_name} has no current status in this scope.")
         return StatusSnapshot(team_name(lead), tuple(snapshots))
 
-    async def _observed(self, report: TeamReportRecord) -> dict[str, Any]:
-        """The report's result with verification and repair observed now (stale checks show)."""
-        verification = report.result.get("verification") or {}
-        if verification.get("state", "not-requested") == "not-requested" and "repair" not in report.result:
-            return report.result
+    async def _observed(self, report: TeamReportRecord) -> ObservedVerification:
+        """The report's verification and repair observed now (stale checks show)."""
+        verification = ReportVerification.from_json(report.result.get("verification"))
+        repair = RepairResult.from_json(report.result.get("repair"))
+        if verification.state == "not-requested" and repair is None:
+            return ObservedVerification(verification, None)
         try:
-            return await self.verifier.observe(report.result)
+            return await self.verifier.observe(
+                report_id=report.report_id,
+                run_id=report.run_id,
+                task_id=report.task_id,
+                verification=verification,
+                repair=repair,
+            )
         except OrchestrationError as exc:
-            return {**report.result, "verification": {"state": "failed", "error": str(exc)}}
+            return ObservedVerification(ReportVerification("failed", error=str(exc)), repair)
 
     async def _member_snapshot(self, member: TeamMemberRecord, now: int) -> MemberSnapshot:
         repos = self.repos
@@ -553,13 +561,12 @@ class TeamControl:
                 raise TargetNotFoundError(f"Agent {name} not found and no persisted report is available.")
             report = reports[-1]
             observed = await self._observed(report)
-            check_ids = (observed.get("verification") or {}).get("checkIds") or []
             return TeammateHealth(
                 name,
                 "left",
                 report=report,
                 facts=_report_facts(report, observed),
-                checks=tuple(self.verifier.records(check_ids)),
+                checks=tuple(self.verifier.records(observed.verification.check_ids)),
             )
         child = self.child(member.run_id)
         generation = repos.kernel.get_generation(member.run_id)
@@ -677,19 +684,18 @@ def _is_helper_report(repos: TeamsRepositories, report: TeamReportRecord) -> boo
     return member is not None and member.depth != 0
 
 
-def _report_facts(report: TeamReportRecord, observed: dict[str, Any]) -> ReportFacts:
-    repair = observed.get("repair")
+def _report_facts(report: TeamReportRecord, observed: ObservedVerification) -> ReportFacts:
     return ReportFacts(
         report.task_id,
         report.report_id,
         report.outcome,
-        effective_task_outcome(observed),
-        observed.get("verification") or {"state": "not-requested"},
+        effective_outcome(report.outcome, observed.repair),
+        observed.verification,
         report.acceptance,
         report.acceptance_reason,
         report.summary,
         report.status,
-        repair=repair,
+        repair=observed.repair,
     )
 
 

@@ -17,6 +17,7 @@ if TYPE_CHECKING:
     from corral.orchestration.teams._status import TeamPhase
     from corral.orchestration.teams.checks.records import CheckRecord
     from corral.orchestration.teams.repair._verification import VerificationDecision
+    from corral.orchestration.teams.repair.records import RepairResult, ReportVerification
     from corral.orchestration.teams.roster.records import (
         FileClaimRecord,
         TeamMemberKind,
@@ -283,8 +284,8 @@ class ReportFacts:
     """The agent's own outcome (`None`: unspecified)."""
     effective_outcome: str | None
     """The outcome after repair (a blocker repair added), else the agent's own."""
-    verification: Mapping[str, object]
-    """Its verification as observed now, in the report result's shape (`{state, checkIds?, error?}`)."""
+    verification: ReportVerification
+    """Its verification as observed now."""
     acceptance: str
     """The lead's decision: `pending`, `accepted`, …"""
     acceptance_reason: str | None
@@ -293,13 +294,13 @@ class ReportFacts:
     """The report's summary line."""
     report_status: str
     """`completed` or `failed`."""
-    repair: Mapping[str, object] | None = None
-    """Its repair as observed now (the repair ledger's JSON), when it was repaired."""
+    repair: RepairResult | None = None
+    """Its repair decision as observed now (rebuilt from the repair ledger), when it was repaired."""
 
     @property
     def verification_state(self) -> str:
         """`not-requested`, `pending`, `passed`, `failed` or `stale`."""
-        return str(self.verification.get("state", "not-requested"))
+        return self.verification.state
 
 
 @dataclass(frozen=True, slots=True)

@@ -254,7 +254,7 @@ async def test_timed_out_check_is_settled_enough_to_request_repair(
     outcome = await _submit(controller, checks, "call-1")
     assert outcome.result.state == "requested"
     assert outcome.request is not None
-    assert [c["state"] for c in outcome.request["checks"]] == ["timed-out"]
+    assert [c.state for c in outcome.request.checks] == ["timed-out"]
 
 
 @pytest.mark.parametrize("reported", ["blocked", "failed", "cancelled"])

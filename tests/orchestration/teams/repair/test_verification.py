@@ -11,6 +11,7 @@ from typing import Any
 import pytest
 
 from corral.orchestration import InvalidRequestError, Repositories
+from corral.orchestration.surfaces.teams._render import receipt_details
 from corral.orchestration.teams.checks._checks import (
     CheckSpec,
     LocalShellExecutor,
@@ -18,9 +19,12 @@ from corral.orchestration.teams.checks._checks import (
     parse_check_policy,
 )
 from corral.orchestration.teams.checks.records import CheckStore, check_id
+from corral.orchestration.teams.commands import ReportSubmission
 from corral.orchestration.teams.repair._repair import repair_controller_id, repair_request_id
 from corral.orchestration.teams.repair._verification import VerificationDecision, Verifier
+from corral.orchestration.teams.repair.records import RepairResult, ReportVerification
 from corral.orchestration.teams.reports._reports import effective_task_outcome
+from corral.orchestration.teams.results import ReportReceipt
 from tests.orchestration._store_helpers import dump
 from tests.orchestration.teams._check_helpers import LEAD, Member, add_member, counter_lines, mode
 from tests.orchestration.teams._git_helpers import make_repo
@@ -72,7 +76,6 @@ async def _verify(
     *,
     max_attempts: int = 0,
     outcome: str | None = "succeeded",
-    details: dict[str, Any] | None = None,
     cancel: asyncio.Event | None = None,
 ) -> VerificationDecision:
     return await verifier.verify(
@@ -84,8 +87,7 @@ async def _verify(
         checks=checks,
         max_attempts=max_attempts,
         submission_id=submission,
-        task_details=details if details is not None else {"summary": "fixed"},
-        outcome=outcome,
+        submission=ReportSubmission("done", summary="fixed", outcome=outcome),  # type: ignore[arg-type]
         cancel=cancel,
     )
 
@@ -98,12 +100,27 @@ def _result(member: Member, decision: VerificationDecision, *, outcome: str = "s
         "runId": member.run_id,
         "reportId": member.report_id,
         "outcome": outcome,
-        "verification": decision.verification,
+        "verification": decision.verification.to_json(),
         "acceptance": {"state": "pending"},
     }
     if decision.repair is not None:
-        result["repair"] = decision.repair
+        result["repair"] = decision.repair.to_json()
     return result
+
+
+async def _observe(verifier: Verifier, result: dict[str, Any]) -> dict[str, Any]:
+    """Observe a stored result as status does: the observed verification and repair, in the stored JSON shape."""
+    observed = await verifier.observe(
+        report_id=result["reportId"],
+        run_id=result["runId"],
+        task_id=result["taskId"],
+        verification=ReportVerification.from_json(result.get("verification")),
+        repair=RepairResult.from_json(result.get("repair")),
+    )
+    data: dict[str, Any] = {"verification": observed.verification.to_json()}
+    if observed.repair is not None:
+        data["repair"] = observed.repair.to_json()
+    return data
 
 
 # -- without repair ---------------------------------------------------------------------------------
@@ -111,7 +128,7 @@ def _result(member: Member, decision: VerificationDecision, *, outcome: str = "s
 
 async def test_no_checks_is_not_requested(verifier: Verifier, member: Member, repo: Path) -> None:
     decision = await _verify(verifier, member, repo, (), "call-1")
-    assert decision == VerificationDecision(True, {"state": "not-requested"}, None, None)
+    assert decision == VerificationDecision(True, ReportVerification(), None, None)
     assert decision.receipt_text() == "Assigned verification: not-requested."
     with pytest.raises(InvalidRequestError, match="requires explicitly assigned checks"):
         await _verify(verifier, member, repo, (), "call-1", max_attempts=1)
@@ -128,7 +145,7 @@ async def test_failed_checks_never_block_a_report_without_repair(
     decision = await _verify(verifier, member, repo, checks, "call-1")
     ids = [check_id(member.report_id, name, 1) for name in ("lint", "unit")]
     assert decision.accepted
-    assert decision.verification == {"state": "failed", "checkIds": ids}
+    assert decision.verification.to_json() == {"state": "failed", "checkIds": ids}
     assert decision.repair is None and decision.repair_request is None
     unit_log = logs / f"{ids[1].removeprefix('check:')}.log"
     assert unit_log.read_text() == "boom\n"
@@ -145,7 +162,7 @@ async def test_failed_checks_never_block_a_report_without_repair(
 
 async def test_passing_checks_without_repair(verifier: Verifier, member: Member, repo: Path) -> None:
     decision = await _verify(verifier, member, repo, _specs({"name": "unit", "command": "true"}), "call-1")
-    assert decision.accepted and decision.verification["state"] == "passed"
+    assert decision.accepted and decision.verification.state == "passed"
     assert decision.receipt_text() == "Assigned verification: passed."
 
 
@@ -161,7 +178,7 @@ async def test_max_attempts_one_first_failure_requests_then_a_fix_is_repaired(
     attempt_one = check_id(member.report_id, "unit", 1)
     request_one = repair_request_id(member.report_id, 1)
     assert not first.accepted
-    assert first.repair == {
+    assert first.repair is not None and first.repair.to_json() == {
         "controllerId": repair_controller_id(member.report_id),
         "state": "requested",
         "attemptsUsed": 1,
@@ -169,7 +186,7 @@ async def test_max_attempts_one_first_failure_requests_then_a_fix_is_repaired(
         "requestIds": [request_one],
     }
     log = str(logs / f"{attempt_one.removeprefix('check:')}.log")
-    assert first.repair_request == {
+    assert receipt_details(ReportReceipt("repair", decision=first))["repairRequest"] == {
         "id": request_one,
         "attempt": 1,
         "checks": [
@@ -187,9 +204,12 @@ async def test_max_attempts_one_first_failure_requests_then_a_fix_is_repaired(
     (repo / "fixed").write_text("yes\n")
     second = await _verify(verifier, member, repo, checks, "call-2", max_attempts=1)
     assert second.accepted
-    assert second.verification == {"state": "passed", "checkIds": [check_id(member.report_id, "unit", 2)]}
-    assert second.repair is not None and second.repair["state"] == "repaired"
-    assert second.repair["attemptsUsed"] == 1 and "outcome" not in second.repair
+    assert second.verification.to_json() == {
+        "state": "passed",
+        "checkIds": [check_id(member.report_id, "unit", 2)],
+    }
+    assert second.repair is not None and second.repair.state == "repaired"
+    assert second.repair.attempts_used == 1 and second.repair.outcome is None
     assert second.repair_request is None
     assert effective_task_outcome(_result(member, second)) == "succeeded"
 
@@ -207,8 +227,8 @@ async def test_max_attempts_one_second_failure_is_exhausted_and_blocks(
     second = await _verify(verifier, member, repo, checks, "call-2", max_attempts=1)
     assert second.accepted  # the agent is done; the lead sees the blocker
     assert second.repair is not None
-    assert second.repair["state"] == "exhausted" and second.repair["outcome"] == "blocked"
-    assert second.repair["attemptsUsed"] == 1
+    assert second.repair.state == "exhausted" and second.repair.outcome == "blocked"
+    assert second.repair.attempts_used == 1
     result = _result(member, second)
     assert result["outcome"] == "succeeded"  # the agent's own claim is kept
     assert effective_task_outcome(result) == "blocked"
@@ -216,7 +236,7 @@ async def test_max_attempts_one_second_failure_is_exhausted_and_blocks(
     later = await _verify(verifier, member, repo, checks, "call-3", max_attempts=1)
     old = await _verify(verifier, member, repo, checks, "call-1", max_attempts=1)
     assert later.repair == second.repair
-    assert old.repair is not None and old.repair["state"] == "requested"  # its own stage's decision, replayed
+    assert old.repair is not None and old.repair.state == "requested"  # its own stage's decision, replayed
     assert counter_lines(counter) == ["run", "run"]
 
 
@@ -228,9 +248,9 @@ async def test_declined_resubmission_is_a_blocked_outcome(
     await _verify(verifier, member, repo, checks, "call-1", max_attempts=2)
     declined = await _verify(verifier, member, repo, checks, "call-2", max_attempts=2, outcome="blocked")
     assert declined.accepted
-    assert declined.repair is not None and declined.repair["state"] == "declined"
-    assert declined.repair["outcome"] == "blocked"
-    assert declined.verification["state"] == "failed"
+    assert declined.repair is not None and declined.repair.state == "declined"
+    assert declined.repair.outcome == "blocked"
+    assert declined.verification.state == "failed"
     assert counter_lines(counter) == ["run"]
 
 
@@ -239,8 +259,8 @@ async def test_error_check_blocks(verifier: Verifier, member: Member, repo: Path
         verifier, member, repo, _specs({"name": "crash", "command": "kill -9 $$"}), "call-1", max_attempts=2
     )
     assert decision.accepted
-    assert decision.repair is not None and decision.repair["state"] == "blocked"
-    assert decision.repair["outcome"] == "blocked"
+    assert decision.repair is not None and decision.repair.state == "blocked"
+    assert decision.repair.outcome == "blocked"
     assert "- check crash: error, exit code none, log" in decision.receipt_text()
 
 
@@ -253,7 +273,7 @@ async def test_unsupported_runtime_blocks(
     decision = await _verify(
         verifier, member, repo, _specs({"name": "unit", "command": "true"}), "c", max_attempts=1
     )
-    assert decision.repair is not None and decision.repair["state"] == "blocked"
+    assert decision.repair is not None and decision.repair.state == "blocked"
     assert [record.state for record in decision.records] == ["unsupported"]
 
 
@@ -284,13 +304,13 @@ async def test_cancel_kills_the_running_check_and_cancels_repair(
     verifier.cancel(member.report_id)
     decision = await asyncio.wait_for(task, WAIT)
     assert decision.accepted
-    assert decision.repair is not None and decision.repair["state"] == "cancelled"
-    assert decision.repair["outcome"] == "blocked"
+    assert decision.repair is not None and decision.repair.state == "cancelled"
+    assert decision.repair.outcome == "blocked"
     assert [record.state for record in decision.records] == ["cancelled"]
     assert verifier.unresolved(member.run_id) is None
     verifier.cancel_and_require_settled(member.report_id)
     again = await _verify(verifier, member, repo, checks, "call-2", max_attempts=2)
-    assert again.repair is not None and again.repair["state"] == "cancelled"
+    assert again.repair is not None and again.repair.state == "cancelled"
     assert store.teams.checks.get_check(check_id(member.report_id, "unit", 2)) is None
 
 
@@ -301,8 +321,8 @@ async def test_cancel_without_repair_stops_the_checks(
     decision = await _verify(
         verifier, member, repo, _specs({"name": "unit", "command": f"touch {out / 'r'}"}), "c"
     )
-    assert decision.verification["state"] == "failed"
-    assert decision.verification["error"] == "Assigned verification was cancelled before all checks settled."
+    assert decision.verification.state == "failed"
+    assert decision.verification.error == "Assigned verification was cancelled before all checks settled."
     assert not (out / "r").exists()
 
 
@@ -319,8 +339,8 @@ async def test_unresolved_claim_fences_cleanup(
         " its execution never settled."
     )
     decision = await _verify(verifier, member, repo, checks, "call-1", max_attempts=1)
-    assert decision.verification["state"] == "pending"
-    assert decision.repair is not None and decision.repair["state"] == "pending"
+    assert decision.verification.state == "pending"
+    assert decision.repair is not None and decision.repair.state == "pending"
     assert not (out / "ran").exists()
     assert [record.state for record in verifier.records([assigned.check_id, "check:" + "0" * 64])] == [
         "claimed"
@@ -338,15 +358,15 @@ async def test_observe_reports_stale_without_rewriting(
     decision = await _verify(verifier, member, repo, _specs({"name": "unit", "command": "true"}), "call-1")
     stored = _result(member, decision)
     pristine = copy.deepcopy(stored)
-    assert (await verifier.observe(stored))["verification"]["state"] == "passed"
+    assert (await _observe(verifier, stored))["verification"]["state"] == "passed"
     (repo / "a.txt").write_text("changed after the report\n")
     before = dump(db_path)
-    observed = await verifier.observe(stored)
+    observed = await _observe(verifier, stored)
     assert observed["verification"]["state"] == "stale"
-    assert observed["verification"]["checkIds"] == decision.verification["checkIds"]
+    assert observed["verification"]["checkIds"] == list(decision.verification.check_ids)
     assert stored == pristine  # the argument is not touched
     assert dump(db_path) == before  # nothing written
-    (record,) = verifier.records(decision.verification["checkIds"])
+    (record,) = verifier.records(decision.verification.check_ids)
     assert record.state == "passed"
 
 
@@ -359,9 +379,9 @@ async def test_observe_rebuilds_repair_from_the_ledger_ignoring_forged_counts(
     forged["repair"] = {**forged["repair"], "state": "repaired", "attemptsUsed": 0, "requestIds": []}
     forged["verification"] = {"state": "passed", "checkIds": []}
     before = dump(db_path)
-    observed = await verifier.observe(forged)
-    assert observed["repair"] == decision.repair
-    assert observed["verification"] == decision.verification
+    observed = await _observe(verifier, forged)
+    assert decision.repair is not None and observed["repair"] == decision.repair.to_json()
+    assert observed["verification"] == decision.verification.to_json()
     assert dump(db_path) == before
 
 
@@ -378,7 +398,7 @@ async def test_observe_a_referenced_ledger_that_is_missing(verifier: Verifier, m
             "attemptsUsed": 1,
         },
     }
-    observed = await verifier.observe(result)
+    observed = await _observe(verifier, result)
     error = observed["repair"]["error"]
     assert error.startswith("Referenced repair ledger is unavailable; inspect")
     assert observed["repair"] == {
@@ -398,7 +418,7 @@ async def test_observe_a_ledger_of_another_run(
     )
     other = add_member(store, "other")
     moved = {**_result(member, decision), "runId": other.run_id}
-    observed = await verifier.observe(moved)
+    observed = await _observe(verifier, moved)
     assert observed["repair"]["state"] == "pending"
     assert "belongs to another run" in observed["repair"]["error"]
     assert "attemptsUsed" not in observed["repair"]
@@ -415,10 +435,9 @@ async def test_observe_plain_evidence_errors_and_legacy_results(
         "reportId": member.report_id,
         "verification": {"state": "passed", "checkIds": [missing]},
     }
-    observed = await verifier.observe(result)
+    observed = await _observe(verifier, result)
     assert observed["verification"]["state"] == "failed"
     assert f"Check record {missing} is unavailable" in observed["verification"]["error"]
     plain = {"version": 1, "taskId": member.task_id, "runId": member.run_id, "reportId": member.report_id,
              "verification": {"state": "not-requested"}}  # fmt: skip
-    assert await verifier.observe(plain) == plain
-    assert await verifier.observe({"note": "legacy"}) == {"note": "legacy"}
+    assert await _observe(verifier, plain) == {"verification": {"state": "not-requested"}}

@@ -7,7 +7,7 @@ in words, so the core holds no model-facing prose for spawning.
 from __future__ import annotations
 
 import time
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
 from corral.orchestration.teams.reports._reports import outcome_label
 from corral.orchestration.teams.results import (
@@ -31,6 +31,9 @@ from corral.orchestration.teams.results import (
     TeammateHealth,
     Teardown,
 )
+
+if TYPE_CHECKING:
+    from corral.orchestration.teams.repair.records import RepairRequest
 
 __all__ = [
     "agent_snapshot_details",
@@ -181,9 +184,9 @@ def receipt_details(receipt: ReportReceipt) -> dict[str, Any]:
         assert decision is not None, "a repair is only ever requested by a verification"
         return {
             "accepted": False,
-            "repairRequest": decision.repair_request,
-            "verification": decision.verification,
-            "repair": decision.repair,
+            "repairRequest": _repair_request_details(decision.repair_request),
+            "verification": decision.verification.to_json(),
+            "repair": None if decision.repair is None else decision.repair.to_json(),
         }
     assert receipt.report is not None, "an accepted receipt carries its report"
     details: dict[str, Any] = {
@@ -195,10 +198,29 @@ def receipt_details(receipt: ReportReceipt) -> dict[str, Any]:
         "cancelledDeliveries": 0,
     }
     if decision is not None:
-        details["verification"] = decision.verification
+        details["verification"] = decision.verification.to_json()
         if decision.repair is not None:
-            details["repair"] = decision.repair
+            details["repair"] = decision.repair.to_json()
     return details
+
+
+def _repair_request_details(request: RepairRequest | None) -> dict[str, Any] | None:
+    """`{id, attempt, checks: [{checkId, name, state, exitCode, logPath, error?}]}`."""
+    if request is None:
+        return None
+    checks: list[dict[str, Any]] = []
+    for check in request.checks:
+        item: dict[str, Any] = {
+            "checkId": check.check_id,
+            "name": check.name,
+            "state": check.state,
+            "exitCode": check.exit_code,
+            "logPath": check.log_path,
+        }
+        if check.error is not None:
+            item["error"] = check.error
+        checks.append(item)
+    return {"id": request.id, "attempt": request.attempt, "checks": checks}
 
 
 def render_message_sent(result: MessageSent) -> str:
@@ -373,7 +395,7 @@ def report_facts_details(facts: ReportFacts) -> dict[str, Any]:
         "reportId": facts.report_id,
         "outcome": facts.outcome,
         "effectiveOutcome": facts.effective_outcome,
-        "verification": facts.verification,
+        "verification": facts.verification.to_json(),
         "acceptance": {
             "state": facts.acceptance,
             **({"reason": facts.acceptance_reason} if facts.acceptance_reason else {}),
@@ -382,7 +404,7 @@ def report_facts_details(facts: ReportFacts) -> dict[str, Any]:
         "reportStatus": facts.report_status,
     }
     if facts.repair is not None:
-        details["repair"] = facts.repair
+        details["repair"] = facts.repair.to_json()
     return details
 
 

@@ -37,8 +37,8 @@ import contextlib
 import dataclasses
 import hashlib
 from collections.abc import Mapping, Sequence
-from dataclasses import KW_ONLY, dataclass
-from typing import TYPE_CHECKING, Any, Literal
+from dataclasses import dataclass
+from typing import TYPE_CHECKING, Any
 
 from corral.orchestration.errors import InvalidRequestError, ManagedAgentBusyError, OrchestrationError
 from corral.orchestration.store.jsjson import stringify
@@ -59,19 +59,18 @@ from corral.orchestration.teams.checks.records import (
     read_check_records,
 )
 
+from .records import CheckSummary, RepairRequest, RepairResult, RepairState
+
 if TYPE_CHECKING:
     from corral.orchestration.teams._repositories import TeamsRepositories
 
 __all__ = [
-    "BLOCKING_REPAIR_STATES",
     "INVALID_REPAIR_POLICY",
     "MAX_REPAIR_ATTEMPTS",
     "REPAIR_NEEDS_CHECKS",
     "RepairController",
     "RepairOutcome",
     "RepairPolicyError",
-    "RepairResult",
-    "RepairState",
     "RepairUnresolvedError",
     "parse_repair_policy",
     "repair_controller_id",
@@ -85,16 +84,6 @@ MAX_REPAIR_ATTEMPTS = 5
 INVALID_REPAIR_POLICY = "Invalid repair policy."
 REPAIR_NEEDS_CHECKS = "Repair policy requires explicitly assigned checks."
 UNRESOLVED_MESSAGE = "Repair check ownership remains unresolved"
-
-RepairState = Literal[
-    "pending", "not-needed", "requested", "repaired", "exhausted", "cancelled", "declined", "blocked"
-]
-"""The state of a repair decision (`pending` covers a running stage or pending verification)."""
-
-BLOCKING_REPAIR_STATES: frozenset[str] = frozenset(
-    {"pending", "exhausted", "cancelled", "declined", "blocked"}
-)
-"""Decision states that add the effective outcome `blocked`."""
 
 _DECLINING_OUTCOMES = frozenset({"blocked", "failed", "cancelled"})
 _SETTLED_FOR_REPAIR = frozenset({"passed", "failed", "stale", "timed-out"})
@@ -156,59 +145,6 @@ def repair_request_id(report_id: str, attempt: int) -> str:
 
 
 @dataclass(frozen=True, slots=True)
-class RepairResult:
-    """The repair decision of a report (`RepairResult` of the notes)."""
-
-    controller_id: str
-    """The ledger's id."""
-    state: RepairState
-    """Where repair stands."""
-    _: KW_ONLY
-    attempts_used: int | None = None
-    """How many stages requested a repair (omitted when the ledger is unavailable)."""
-    max_attempts: int | None = None
-    """The policy's `maxAttempts` (omitted when the ledger is unavailable)."""
-    request_ids: tuple[str, ...] | None = None
-    """The id of each repair request, oldest first (omitted when the ledger is unavailable)."""
-    error: str | None = None
-    """Why the ledger could not be read."""
-
-    @property
-    def outcome(self) -> Literal["blocked"] | None:
-        """`blocked` when the state blocks the task (pending, exhausted, cancelled, declined, blocked)."""
-        return "blocked" if self.state in BLOCKING_REPAIR_STATES else None
-
-    def to_json(self) -> dict[str, Any]:
-        """`{controllerId, state, attemptsUsed?, maxAttempts?, requestIds?, outcome?, error?}`."""
-        data: dict[str, Any] = {"controllerId": self.controller_id, "state": self.state}
-        if self.attempts_used is not None:
-            data["attemptsUsed"] = self.attempts_used
-        if self.max_attempts is not None:
-            data["maxAttempts"] = self.max_attempts
-        if self.request_ids is not None:
-            data["requestIds"] = list(self.request_ids)
-        if self.outcome is not None:
-            data["outcome"] = self.outcome
-        if self.error is not None:
-            data["error"] = self.error
-        return data
-
-
-def check_summary(record: CheckRecord) -> dict[str, Any]:
-    """`{checkId, name, state, exitCode, logPath, error?}` of an observed record."""
-    data: dict[str, Any] = {
-        "checkId": record.check_id,
-        "name": record.assignment.name,
-        "state": record.state,
-        "exitCode": record.exit_code,
-        "logPath": record.log_path,
-    }
-    if record.error is not None:
-        data["error"] = record.error
-    return data
-
-
-@dataclass(frozen=True, slots=True)
 class RepairOutcome:
     """A repair decision with the verification and records it was built from."""
 
@@ -218,8 +154,8 @@ class RepairOutcome:
     """The verification of the decisive stage's checks, observed now."""
     records: Mapping[str, CheckRecord | None]
     """Those checks' records as observed (`None` when missing), in policy order."""
-    request: dict[str, Any] | None = None
-    """`{id, attempt, checks}` when the state is `requested` (checks = the non-passed records)."""
+    request: RepairRequest | None = None
+    """The repair request when the state is `requested` (its checks: the non-passed records)."""
 
 
 def validate_ledger(ledger: RepairLedgerRow, *, report_id: str, run_id: str) -> tuple[AssignedCheck, ...]:
@@ -497,13 +433,11 @@ class RepairController:
         )
         request = None
         if state == "requested" and stage is not None:
-            request = {
-                "id": repair_request_id(ledger.report_id, stage.attempt),
-                "attempt": stage.attempt,
-                "checks": [
-                    check_summary(r) for r in records.values() if r is not None and r.state != "passed"
-                ],
-            }
+            request = RepairRequest(
+                repair_request_id(ledger.report_id, stage.attempt),
+                stage.attempt,
+                tuple(CheckSummary.of(r) for r in records.values() if r is not None and r.state != "passed"),
+            )
         return RepairOutcome(result, verification, records, request)
 
     # --- observation ----------------------------------------------------------------------------------

@@ -11,8 +11,8 @@ report closes the recipient):
 * with repair → `RepairController.submit` (§7.3); the receipt is not accepted
   only when the decision is `requested`, and then carries the repair request.
 
-`observe` rebuilds a stored `ReportResult`'s verification and repair from the
-store as it is now (a `passed` check whose source changed reads `stale`; a
+`observe` rebuilds a stored report's verification and repair from the store
+as it is now (a `passed` check whose source changed reads `stale`; a
 ledger's decision is never taken from cached report fields), without writing.
 `cancel` kills the report's running checks and cancels its repair durably;
 `unresolved` says why a run's cleanup must stay fenced.
@@ -21,19 +21,17 @@ ledger's decision is never taken from cached report fields), without writing.
 from __future__ import annotations
 
 import asyncio
-import copy
 import os
 from collections.abc import Callable, Sequence
 from dataclasses import dataclass
 from pathlib import Path
-from typing import TYPE_CHECKING, Any
+from typing import TYPE_CHECKING
 
 from corral.orchestration.errors import InvalidRequestError, OrchestrationError
 from corral.orchestration.teams.checks._checks import (
     CheckExecutor,
     CheckRunner,
     CheckSpec,
-    CheckVerification,
     LocalShellExecutor,
     assign_checks,
     read_evidence,
@@ -41,18 +39,13 @@ from corral.orchestration.teams.checks._checks import (
 from corral.orchestration.teams.checks.records import CheckRecord, CheckStore, read_check_records
 
 from ._repair import RepairController, parse_repair_policy, submission_signature
+from .records import ObservedVerification, RepairRequest, RepairResult, ReportVerification
 
 if TYPE_CHECKING:
     from corral.orchestration.teams._repositories import TeamsRepositories
+    from corral.orchestration.teams.commands import ReportSubmission
 
 __all__ = ["VerificationDecision", "Verifier", "parse_repair_policy"]
-
-
-def _verification_json(verification: CheckVerification) -> dict[str, Any]:
-    data = verification.to_json()
-    if not data["checkIds"]:
-        del data["checkIds"]
-    return data
 
 
 @dataclass(frozen=True, slots=True)
@@ -61,20 +54,19 @@ class VerificationDecision:
 
     accepted: bool
     """`False` only when repair requests another attempt (the agent stays active)."""
-    verification: dict[str, Any]
-    """`{"state", "checkIds"?, "error"?}` for the report's `result.verification`."""
-    repair: dict[str, Any] | None
-    """The `RepairResult` JSON (camelCase), or `None` without repair."""
-    repair_request: dict[str, Any] | None
-    """`{"id", "attempt", "checks": [{"checkId", "name", "state", "exitCode", "logPath", "error"?}]}`."""
+    verification: ReportVerification
+    """The report's `result.verification`."""
+    repair: RepairResult | None
+    """The repair decision (the report's `result.repair`), or `None` without repair."""
+    repair_request: RepairRequest | None
+    """The repair the agent is asked for (only when repair requests another attempt)."""
     records: tuple[CheckRecord, ...] = ()
     """The checks' records as observed, in policy order (missing ones left out)."""
 
     def receipt_text(self) -> str:
         """The receipt lines: verification, each non-passing check (name, state, exit code, log), repair."""
-        state = self.verification.get("state", "not-requested")
-        error = self.verification.get("error")
-        lines = [f"Assigned verification: {state}" + (f" ({error})" if error else "") + "."]
+        error = self.verification.error
+        lines = [f"Assigned verification: {self.verification.state}" + (f" ({error})" if error else "") + "."]
         for record in self.records:
             if record.state == "passed":
                 continue
@@ -86,18 +78,28 @@ class VerificationDecision:
                 line += f" ({record.error})"
             lines.append(line)
         if self.repair is not None:
-            repair_state = self.repair.get("state")
             if self.repair_request is not None:
                 lines.append(
-                    f"Repair requested ({self.repair_request['id']}, attempt {self.repair_request['attempt']} of "
-                    f"{self.repair.get('maxAttempts')}): your report was not accepted. Fix the failing checks "
+                    f"Repair requested ({self.repair_request.id}, attempt {self.repair_request.attempt} of "
+                    f"{self.repair.max_attempts}): your report was not accepted. Fix the failing checks "
                     "within your assigned scope (read the full logs above), then call report_and_exit again "
                     "with the complete report. If the fix needs edits you may not make, report a blocker instead."
                 )
             else:
-                note = " — effective outcome blocked" if self.repair.get("outcome") == "blocked" else ""
-                lines.append(f"Repair: {repair_state}{note}.")
+                note = " — effective outcome blocked" if self.repair.outcome == "blocked" else ""
+                lines.append(f"Repair: {self.repair.state}{note}.")
         return "\n".join(lines)
+
+
+def _signature(submission: ReportSubmission) -> str:
+    """The submission's repair signature: its content, summary, outcome, then its claims (key order kept)."""
+    signed = {
+        "content": submission.content,
+        "summary": submission.summary,
+        "outcome": submission.outcome,
+        **submission.task_details(),
+    }
+    return submission_signature(signed)
 
 
 class Verifier:
@@ -138,8 +140,7 @@ class Verifier:
         checks: tuple[CheckSpec, ...],
         max_attempts: int,
         submission_id: str,
-        task_details: dict[str, Any],
-        outcome: str | None,
+        submission: ReportSubmission,
         cancel: asyncio.Event | None = None,
         executor: CheckExecutor | None = None,
     ) -> VerificationDecision:
@@ -154,8 +155,8 @@ class Verifier:
             checks: The spawn's assigned checks, in policy order.
             max_attempts: The repair policy's `maxAttempts` (0 = no repair).
             submission_id: The submission's runtime id (the tool call id); required with repair.
-            task_details: The submission's normalized task details (its repair signature).
-            outcome: The agent's reported outcome (`None` = unspecified).
+            submission: What the agent submitted (its content, summary, outcome and claims sign the
+                submission for repair; a plain final answer is a submission of its content alone).
             cancel: Setting it kills running checks (as `cancel(report_id)` does).
             executor: Where this run's commands execute, when not here (a member on a Ray worker:
                 its node); default: the verifier's executor.
@@ -169,7 +170,7 @@ class Verifier:
         if not checks:
             if max_attempts:
                 raise InvalidRequestError("Repair policy requires explicitly assigned checks.")
-            return VerificationDecision(True, {"state": "not-requested"}, None, None)
+            return VerificationDecision(True, ReportVerification(), None, None)
         event = cancel if cancel is not None else asyncio.Event()
         if report_id in self._cancelled:
             event.set()
@@ -186,13 +187,15 @@ class Verifier:
             if max_attempts == 0:
                 batch = await runner.run_all(assignments, cancel=event)
                 records = tuple(record for record in batch.records.values() if record is not None)
-                return VerificationDecision(True, _verification_json(batch.verification), None, None, records)
+                return VerificationDecision(
+                    True, ReportVerification.of(batch.verification), None, None, records
+                )
             outcome_ = await RepairController(self._repos, runner).submit(
                 assignments,
                 max_attempts=max_attempts,
                 submission_id=submission_id,
-                signature=submission_signature(task_details),
-                outcome=outcome,
+                signature=_signature(submission),
+                outcome=submission.outcome,
                 cancel=event,
             )
         finally:
@@ -201,42 +204,48 @@ class Verifier:
         records = tuple(record for record in outcome_.records.values() if record is not None)
         return VerificationDecision(
             outcome_.result.state != "requested",
-            _verification_json(outcome_.verification),
-            outcome_.result.to_json(),
+            ReportVerification.of(outcome_.verification),
+            outcome_.result,
             outcome_.request,
             records,
         )
 
-    async def observe(self, result: dict[str, Any]) -> dict[str, Any]:
-        """A copy of a stored `ReportResult` with verification and repair observed now; never writes.
+    async def observe(
+        self,
+        *,
+        report_id: str,
+        run_id: str,
+        task_id: str,
+        verification: ReportVerification,
+        repair: RepairResult | None,
+    ) -> ObservedVerification:
+        """A stored report's verification and repair observed now; never writes.
 
-        Without a ledger and without `repair` in the result, the verification is re-read
-        from its check records (`passed` becomes `stale` when the source changed; a missing,
-        corrupt or foreign record makes it `failed` with the error). Otherwise verification
-        and repair are rebuilt from the ledger (§7.6); cached `repair` fields are ignored.
+        Args:
+            report_id: The report.
+            run_id: Its run.
+            task_id: Its task.
+            verification: The verification the report stored.
+            repair: The repair decision the report stored (`None`: it references no repair).
+
+        Without a ledger and without a stored repair, the verification is re-read from its
+        check records (`passed` becomes `stale` when the source changed; a missing, corrupt
+        or foreign record makes it `failed` with the error). Otherwise verification and
+        repair are rebuilt from the ledger (§7.6); the stored repair's fields are ignored.
         """
-        observed = copy.deepcopy(result)
-        report_id, run_id, task_id = (result.get(key) for key in ("reportId", "runId", "taskId"))
-        if not (isinstance(report_id, str) and isinstance(run_id, str) and isinstance(task_id, str)):
-            return observed
-        repair = await RepairController(self._repos).observe(
-            report_id=report_id, run_id=run_id, task_id=task_id, referenced="repair" in result
+        observed = await RepairController(self._repos).observe(
+            report_id=report_id, run_id=run_id, task_id=task_id, referenced=repair is not None
         )
-        if repair is not None:
-            observed["verification"] = _verification_json(repair.verification)
-            observed["repair"] = repair.result.to_json()
-            return observed
-        cached = result.get("verification")
-        ids = cached.get("checkIds") if isinstance(cached, dict) else None
-        if not isinstance(ids, list) or not ids or not all(isinstance(item, str) for item in ids):
-            return observed
+        if observed is not None:
+            return ObservedVerification(ReportVerification.of(observed.verification), observed.result)
+        ids = verification.check_ids
+        if not ids:
+            return ObservedVerification(verification, repair)
         try:
             batch = await read_evidence(self._repos.checks, ids, task_id=task_id, run_id=run_id)
         except OrchestrationError as exc:
-            observed["verification"] = {"state": "failed", "checkIds": list(ids), "error": str(exc)}
-            return observed
-        observed["verification"] = _verification_json(batch.verification)
-        return observed
+            return ObservedVerification(ReportVerification("failed", ids, error=str(exc)), repair)
+        return ObservedVerification(ReportVerification.of(batch.verification), repair)
 
     def cancel(self, report_id: str) -> None:
         """Cancel the report's verification: kill its running checks and cancel its repair durably (§7.5)."""

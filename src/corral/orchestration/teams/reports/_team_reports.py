@@ -28,6 +28,7 @@ from corral.orchestration.teams.checkpoints.records import (
 )
 from corral.orchestration.teams.checks._checks import parse_check_policy
 from corral.orchestration.teams.checks._fingerprint import SourceFingerprint
+from corral.orchestration.teams.commands import ReportSubmission
 from corral.orchestration.teams.repair._verification import VerificationDecision
 from corral.orchestration.teams.results import ReportReceipt
 from corral.orchestration.teams.roster.records import NewTeamReport, TeamReportRecord
@@ -43,7 +44,6 @@ if TYPE_CHECKING:
     from corral.orchestration.teams._member import MemberRun
     from corral.orchestration.teams._plans import TeamContext
     from corral.orchestration.teams.checkpoints.records import CheckpointRecord
-    from corral.orchestration.teams.commands import ReportSubmission
 
 __all__ = ["TeamReports"]
 
@@ -83,18 +83,10 @@ class TeamReports:
         task_details = submission.task_details()
         if child.member.checkpoint_policy is not None:
             check_report_fields(task_details)
-        signed = {
-            "content": submission.content,
-            "summary": submission.summary,
-            "outcome": submission.outcome,
-            **task_details,
-        }
         # An isolated writer's work is committed first, so its checks' fingerprints see the commit
         # that will be merged (a later observation of the same tree is not stale).
         branch = await self._commit_work(child, submission.summary or submission.content)
-        decision = await self._verify(
-            child, submission_id=submission_id, signed=signed, outcome=submission.outcome
-        )
+        decision = await self._verify(child, submission_id=submission_id, submission=submission)
         if decision is not None and not decision.accepted:
             return ReportReceipt("repair", decision=decision)
         record = self._store_report(
@@ -116,7 +108,7 @@ class TeamReports:
         return ReportReceipt("accepted", decision=decision, report=record)
 
     async def _verify(
-        self, child: MemberRun, *, submission_id: str, signed: dict[str, Any], outcome: str | None
+        self, child: MemberRun, *, submission_id: str, submission: ReportSubmission
     ) -> VerificationDecision | None:
         """Run the run's assigned checks (and repair bookkeeping); `None` when it has none."""
         member = child.member
@@ -133,8 +125,7 @@ class TeamReports:
             checks=parse_check_policy(member.assigned_checks),
             max_attempts=int(repair.get("maxAttempts", 0)),
             submission_id=submission_id,
-            task_details=signed,
-            outcome=outcome,
+            submission=submission,
             executor=child.check_executor,
         )
 
@@ -155,8 +146,7 @@ class TeamReports:
             decision = await self._verify(
                 child,
                 submission_id=f"plain-text:{child.plain_submissions}",
-                signed={"content": content, "summary": None, "outcome": None},
-                outcome=None,
+                submission=ReportSubmission(content),
             )
             if decision is not None and not decision.accepted:
                 child.queue_prompt(
@@ -217,9 +207,9 @@ class TeamReports:
         if member.checkpoint_policy is not None:
             result["checkpointId"] = checkpoint_id(team, member.name, child.run_id)
         if decision is not None:
-            result["verification"] = decision.verification
+            result["verification"] = decision.verification.to_json()
             if decision.repair is not None:
-                result["repair"] = decision.repair
+                result["repair"] = decision.repair.to_json()
         elif member.assigned_checks:
             # Checks were assigned but never ran: the run ended without a report to verify.
             result["verification"] = {
