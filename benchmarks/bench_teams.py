@@ -154,7 +154,7 @@ async def _close(host: Any, lead: Any, errors: list[BaseException]) -> None:
 
 
 async def _spawn_latency(root: Path, spawns: int, warmup: int) -> dict[str, Any]:
-    from corral.orchestration.surfaces import parse_spawn
+    from corral.orchestration.surfaces.teams import parse_spawn
     from corral.settings import Settings
 
     host, lead, caller, errors = await _start(root, Settings())
@@ -173,7 +173,7 @@ async def _spawn_latency(root: Path, spawns: int, warmup: int) -> dict[str, Any]
                 await asyncio.sleep(0)
             if index >= warmup:
                 samples.append(first[index] - begin)
-            sandbox = outcome.details.get("sandbox")
+            sandbox = outcome.sandbox
             while len(delivered) <= index:
                 await asyncio.sleep(0)
             await host.wait_until_quiet(caller.session_id)
@@ -195,7 +195,8 @@ async def _spawn_latency(root: Path, spawns: int, warmup: int) -> dict[str, Any]
 
 
 async def _swarm(root: Path, members: int) -> dict[str, Any]:
-    from corral.orchestration.surfaces import parse_swarm
+    from corral.orchestration.surfaces.teams import parse_swarm
+    from corral.orchestration.teams.results import SpawnResult
     from corral.settings import Settings
 
     host, lead, caller, errors = await _start(root, Settings())
@@ -223,8 +224,8 @@ async def _swarm(root: Path, members: int) -> dict[str, Any]:
         wall = max(delivered.values()) - begin
         peak = _rss_mb()
         await host.wait_until_quiet(caller.session_id)
-        spawned = outcome.details["spawned"]
-        queued = sum(1 for s in spawned if s["queued"])
+        spawned = [m for m in outcome.members if isinstance(m, SpawnResult)]
+        queued = sum(1 for s in spawned if s.queued)
         exactly_once = _exactly_once(lead, members)
         finalized = all(g.phase == "finalized" for g in host.kernel.generations(include_finalized=True))
     finally:
@@ -234,7 +235,7 @@ async def _swarm(root: Path, members: int) -> dict[str, Any]:
         "tier": "read-collect",
         "read_max_concurrent": limit,
         "queued_at_spawn": queued,
-        "failed_at_spawn": len(outcome.details["failed"]),
+        "failed_at_spawn": len(outcome.members) - len(spawned),
         "swarm_call_returned_ms": round(returned * 1000, 3),
         "wall_to_all_reports_s": round(wall, 3),
         "report_latency": summary_ms([at - begin for at in delivered.values()]),
@@ -264,14 +265,16 @@ class _PeakDict(dict[str, Any]):
 
 
 async def _burst(root: Path, burst: int, limit: int) -> dict[str, Any]:
-    from corral.orchestration.surfaces import parse_spawn
+    from corral.orchestration.surfaces.teams import parse_spawn
     from corral.settings import CapacitySettings, Settings, TeamsSettings
 
     settings = Settings(teams=TeamsSettings(read_agents=CapacitySettings(max_concurrent=limit)))
     host, lead, caller, errors = await _start(root, settings)
     capacity = host.teams.capacity(caller.session_id)
     live = _PeakDict(lambda: capacity.snapshot().kinds["read"].active)
-    host.teams.live = live
+    # The one live registry the spawn path, control and reports share (the host's tools find a
+    # member's `TeamChild` in it by run id).
+    host.teams.live = host.teams.control.live = host.teams.reports.live = live
     requests = [
         parse_spawn({"name": f"b{i}", "prompt": "Check one thing.", "model_slot": "read-collect"})
         for i in range(burst)
@@ -282,7 +285,7 @@ async def _burst(root: Path, burst: int, limit: int) -> dict[str, Any]:
         returned = time.perf_counter() - begin
         await host.wait_until_quiet(caller.session_id)
         drained = time.perf_counter() - begin
-        queued = sum(1 for o in outcomes if o.details["queued"])
+        queued = sum(1 for o in outcomes if o.queued)
         exactly_once = _exactly_once(lead, burst)
         finalized = all(g.phase == "finalized" for g in host.kernel.generations(include_finalized=True))
         launched = len(host.kernel.generations(include_finalized=True))
