@@ -250,7 +250,7 @@ async def test_a_removed_node_makes_its_agents_lost_and_the_others_finish(
             current = t.host.kernel.get_generation(doomed.run_id)
             return current is not None and current.presence == "lost"
 
-        await eventually(lost)
+        await eventually(lost, t.host)
         current = t.host.kernel.get_generation(doomed.run_id)
         assert current is not None and current.diagnostic is not None
         assert "node" in current.diagnostic and node.node_id[:12] in current.diagnostic, current.diagnostic
@@ -281,7 +281,7 @@ async def test_reap_kills_only_workers_that_hold_no_live_agent(
         busy_worker = busy.pane_id.removeprefix("ray:").split("@")[0]
         quick_worker = quick.pane_id.removeprefix("ray:").split("@")[0]
         assert busy_worker != quick_worker  # one agent per worker here
-        await eventually(lambda: len(t.lead_entries(RESULT_TYPE)) == 1)
+        await eventually(lambda: len(t.lead_entries(RESULT_TYPE)) == 1, t.host)
         for _ in range(200):  # the host ends the finished run in its worker
             if (await ray.call_worker(quick_worker, "where"))["runs"] == []:
                 break

@@ -99,7 +99,7 @@ async def test_a_ray_agents_rate_limit_wait_shows_in_status(env: Path, ray_clust
             assert generation is not None and generation.runtime_kind == "ray"
 
             # The worker's wait reaches the store as a fact; every status view shows it.
-            await eventually(lambda: bool(stored_waits(t.host.kernel.db, [started.run_id])))
+            await eventually(lambda: bool(stored_waits(t.host.kernel.db, [started.run_id])), t.host)
             listed = (await t.controller.list(t.caller, ListParams())).to_details()
             [record] = listed["agents"]
             match = WAITING.search(str(record.get("rate_limit")))
@@ -119,15 +119,15 @@ async def test_a_429_in_one_worker_makes_every_worker_and_the_host_wait(
         registry = ModelRegistry(settings, cwd=env / "work")
         async with team(env, "team", settings=settings, registry=registry) as t:
             first = await t.controller.delegate(t.caller, DelegateParams(definition="caller", task="one"))
-            await eventually(lambda: bool(stored_waits(t.host.kernel.db, [first.run_id])))
+            await eventually(lambda: bool(stored_waits(t.host.kernel.db, [first.run_id])), t.host)
             # The host learnt the first worker's window: its own limiter keeps the endpoint closed.
             key = EndpointKey.of(server.base_url, None)
-            await eventually(lambda: current_rate_limiter().blocked_for(key) > 30)
+            await eventually(lambda: current_rate_limiter().blocked_for(key) > 30, t.host)
             second = await t.controller.delegate(t.caller, DelegateParams(definition="caller", task="two"))
             places = {t.host.kernel.get_generation(r.run_id).pane_id for r in (first, second)}  # type: ignore[union-attr]
             assert len(places) == 2  # two workers: two processes, two limiters
             # The second worker got the window with its launch or first pull: its request waits too.
-            await eventually(lambda: bool(stored_waits(t.host.kernel.db, [second.run_id])))
+            await eventually(lambda: bool(stored_waits(t.host.kernel.db, [second.run_id])), t.host)
             [wait] = stored_waits(t.host.kernel.db, [second.run_id]).values()
             assert wait.reason == "retry_after" and wait.until_ms is not None
             assert len(server.requests) == 1  # only the first agent's refused request reached the endpoint
