@@ -275,3 +275,46 @@ async def test_host_sigkill_while_members_work_on_ray_then_resume_delivers_each_
     async with team(env, "team", settings=settings, session_path=lead_path, surfaces=("teams",)) as t:
         await t.quiet()
         assert len(t.lead_entries(TEAM_REPORT_TYPE)) == 2
+
+
+async def test_spawns_queue_while_the_cluster_has_no_room_and_start_when_a_member_ends(
+    env: Path, ray_cluster: RayTestCluster
+) -> None:
+    # One agent per worker, each worker asking for 400 of node-1's 1000 units of its label
+    # resource: the cluster hosts two members; the third waits for room.
+    gates = {name: env / "work" / f"go-{name}" for name in ("a1", "a2", "a3")}
+    members = [{"name": name, "prompt": "Wait.", "model_slot": "read-collect"} for name in gates]
+    write_script(
+        env,
+        "lead",
+        {
+            "steps": [
+                {"tool_calls": [{"name": "spawn_swarm_agents", "args": {"agents": members}}]},
+                {"text": "Waiting for the reports."},
+            ],
+            "on_exhausted": "repeat_last",
+            "agents": {name: [_wait_for(gate), _report(f"{name} done")] for name, gate in gates.items()},
+        },
+    )
+    settings = ray_settings(
+        ray_cluster, num_cpus=0, agents_per_worker=1, resources={ray_cluster.worker.label: 400}
+    )
+    async with teams_env(env, "lead", settings=settings) as t:
+        await t.lead.prompt("go")
+        spawned = {s["name"]: s for s in t.tool_results("spawn_swarm_agents")[0]["details"]["spawned"]}
+        assert [spawned[n]["queued"] for n in ("a1", "a2", "a3")] == [False, False, True], spawned
+        assert spawned["a3"]["queuePosition"] == 1
+        repos = t.host.repositories.teams
+        lead_id = t.caller.session_id
+        assert repos.roster.live_team_member(lead_id, "a3") is None  # not started: no generation
+        gates["a2"].write_text("")  # a2 reports and ends: its worker's slot frees, a3 takes it
+        await eventually(lambda: repos.roster.live_team_member(lead_id, "a3") is not None, t.host)
+        a3 = repos.roster.live_team_member(lead_id, "a3")
+        assert a3 is not None
+        generation = t.host.kernel.get_generation(a3.run_id)
+        assert generation is not None and generation.runtime_kind == "ray"
+        gates["a1"].write_text("")
+        gates["a3"].write_text("")
+        await eventually(lambda: set(_reports(t)) == {"a1", "a2", "a3"}, t.host)
+        await t.quiet()
+        assert {name: len(found) for name, found in _reports(t).items()} == {"a1": 1, "a2": 1, "a3": 1}

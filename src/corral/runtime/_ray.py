@@ -307,6 +307,43 @@ class RayRuntime:
             return handle
         raise RuntimeError_(f"no Ray worker took agent {spec.label} ({_PLACE_ATTEMPTS} workers full)")
 
+    async def room(self) -> int:
+        """How many more agents the cluster can take now: the free slots of the workers this host
+        placed agents on (as the workers count them), plus `agents_per_worker` for each further worker the nodes' free
+        resources (`num_cpus`, `memory`, `resources`, each times the slots) can hold.
+
+        Raises:
+            RuntimeError_: The cluster cannot be reached.
+        """
+        self.connect()
+        slots = self.config.agents_per_worker
+        free = 0
+        for name, placed in list(self._placed.items()):
+            if placed >= slots:
+                continue
+            try:  # a run this host let go may still be finishing there: the worker's count decides
+                working = int(await self.call_worker(name, "working", timeout=_ROOM_CALL_S))
+            except RuntimeError_:
+                continue
+            free += max(0, slots - max(placed, working))
+        need: dict[str, float] = {"CPU": self.config.num_cpus * slots}
+        if self.config.memory is not None:
+            need["memory"] = float(self.config.memory * slots)
+        need.update({name: value * slots for name, value in self.config.resources.items()})
+        need = {name: value for name, value in need.items() if value > 0}
+        if not need:
+            return _ROOM_UNBOUNDED
+        from ray._private import state
+
+        try:
+            per_node = await asyncio.to_thread(state.available_resources_per_node)
+        except Exception as exc:
+            raise RuntimeError_(f"cannot read the Ray cluster's free resources: {_first_line(exc)}") from None
+        workers = 0
+        for available in per_node.values():
+            workers += min(int(available.get(name, 0.0) / value + 1e-9) for name, value in need.items())
+        return free + workers * slots
+
     def adopt(self, handle: RuntimeHandle, pid: int | None) -> None:
         """Watch a handle recorded by another host (presence `unknown` until a call proves it)."""
         self._presence.setdefault(handle.run_id, "unknown")
@@ -437,6 +474,12 @@ def ray_runtime(runtimes: Runtimes) -> RayRuntime:
     if not isinstance(runtime, RayRuntime):
         raise RuntimeError_(f"the 'ray' runtime here is not the Ray runtime ({type(runtime).__name__})")
     return runtime
+
+
+_ROOM_CALL_S = 10.0
+"""How long `room` waits for a worker's count of its working agents."""
+_ROOM_UNBOUNDED = 1_000_000
+"""`room` when the workers ask for no resources at all."""
 
 
 def _probe(address: str) -> None:

@@ -142,6 +142,8 @@ _PARENT_DELEGATION = (
 )
 _SANDBOX_NOTE = " Your bash commands run in a read-only sandbox without network."
 _CAPACITY_KIND = {"read": "read", "write": "edit"}
+_CLUSTER_POLL_S = 0.25
+"""How often a spawn waiting for room on the Ray cluster asks it again (seconds)."""
 
 
 class Teams:
@@ -161,6 +163,10 @@ class Teams:
         """Launched agents by run id (until their generation is released)."""
         self.pending: dict[tuple[str, str], tuple[Reservation, _Prepared]] = {}
         """Queued spawns by (lead session, name)."""
+        self._placing = 0
+        """Ray launches of this host under way (`_placed_launch`)."""
+        self.cluster_queue: list[tuple[str, str]] = []
+        """Admitted spawns waiting for room on the Ray cluster, by (lead session, name), oldest first."""
         self._sandbox: ReadOnlySandbox | None = None
         self._sandbox_status: SandboxStatus | None = None
         self._sandbox_lock = asyncio.Lock()
@@ -556,9 +562,10 @@ class Teams:
             await self._replace_same_name(lead, prepared.name)
         kind = "helper" if prepared.depth == 1 else _CAPACITY_KIND[prepared.tier.role]
         reservation = capacity.reserve(prepared.name, kind)
-        if reservation.admission is not None:
+        cluster_full = reservation.admission is not None and not await self._cluster_room(prepared)
+        if reservation.admission is not None and not cluster_full:
             try:
-                return await self._launch(prepared, reservation.admission)
+                return await self._placed_launch(prepared, reservation.admission)
             except BaseException as exc:
                 capacity.fail(reservation.admission, exc if isinstance(exc, Exception) else str(exc))
                 raise
@@ -568,6 +575,9 @@ class Teams:
             self.groups.queued(prepared.slot_id, str(reservation.id))
         self.host.spawn_background(self._launch_when_admitted(reservation, prepared))
         position = reservation.position or reservation.initial_position
+        if cluster_full:  # it holds its slot and waits for room on the cluster
+            self.cluster_queue.append((lead, prepared.name))
+            position = len(self.cluster_queue)
         snapshot = capacity.snapshot()
         kind_state = snapshot.kinds.get(kind) if hasattr(snapshot, "kinds") else None
         usage = None if kind_state is None else (kind_state.active, kind_state.limit)
@@ -591,9 +601,14 @@ class Teams:
             return
         try:
             await self._endpoint_open(prepared)
+            if self.pending.get(key, (None,))[0] is reservation:
+                await self._cluster_open(prepared)
+            if self.pending.get(key, (None,))[0] is not reservation:  # stopped while it waited
+                capacity.release(admission)
+                return
             if prepared.parent is not None:
                 self._check_parent(prepared.parent)
-            await self._launch(prepared, admission)
+            await self._placed_launch(prepared, admission)
         except Exception as exc:
             capacity.fail(admission, exc)
             if prepared.slot_id is not None:
@@ -602,9 +617,54 @@ class Teams:
                     self.host.spawn_background(self.reports.deliver_group_wakes(prepared.lead_session_id))
             self.control.notify_requester(prepared, f"Queued agent {prepared.name} could not start: {exc}")
         finally:
+            if key in self.cluster_queue:
+                self.cluster_queue.remove(key)
             if self.pending.get(key, (None,))[0] is reservation:
                 self.pending.pop(key, None)
             self.host.changed()
+
+    def _on_ray(self, prepared: _Prepared) -> bool:
+        eligible = prepared.allow_nested and prepared.tier.nests_helpers and prepared.depth == 0
+        return self.runtime_for(prepared, eligible=eligible) == "ray"
+
+    async def _cluster_room(self, prepared: _Prepared) -> bool:
+        """Whether the Ray cluster can take this spawn now (always, for a spawn that is not placed
+        on Ray, or when the cluster cannot be asked: the launch then fails with its clear error).
+
+        Room is `RayRuntime.room` less the Ray launches of this host under way.
+        """
+        if not self._on_ray(prepared):
+            return True
+        from corral.runtime import RuntimeError_
+        from corral.runtime._ray import ray_runtime
+
+        try:
+            room = await ray_runtime(self.host.runtime).room()
+        except RuntimeError_:
+            return True
+        return room > self._placing
+
+    async def _cluster_open(self, prepared: _Prepared) -> None:
+        """Wait until the Ray cluster has room for this spawn (docs/runtimes.md, "Capacity on Ray").
+
+        It asks again at each host change (a run of this host ended and freed its slot), and at
+        least every `_CLUSTER_POLL_S`: the cluster's free resources also change outside this host
+        (other hosts, nodes joining or leaving).
+        """
+        while not await self._cluster_room(prepared):
+            with contextlib.suppress(TimeoutError):
+                await asyncio.wait_for(self.host.wait_for_change(), _CLUSTER_POLL_S)
+
+    async def _placed_launch(self, prepared: _Prepared, admission: Admission) -> SpawnResult:
+        """`_launch`, counting a Ray launch under way (its worker is not in the cluster's free
+        resources yet) so that concurrent spawns do not all take the same room."""
+        if not self._on_ray(prepared):
+            return await self._launch(prepared, admission)
+        self._placing += 1
+        try:
+            return await self._launch(prepared, admission)
+        finally:
+            self._placing -= 1
 
     async def _endpoint_open(self, prepared: _Prepared) -> None:
         """A queued spawn starts only once its model's endpoint is open (docs/fleet.md, "Admission").
