@@ -18,8 +18,11 @@ from corral.orchestration import RESULT_TYPE
 from corral.orchestration.agents import _delegation as _delegate
 from corral.orchestration.host._handoff import REMOTE_HANDOFF_PROMPT
 from corral.orchestration.surfaces import CloseParams, DelegateParams, SteerParams
+from corral.orchestration.surfaces.teams import parse_spawn
+from corral.orchestration.teams._teams import Teams
+from corral.orchestration.teams.reports._reports import TEAM_REPORT_TYPE
 from corral.session import SessionManager
-from corral.settings import RaySettings, Settings
+from corral.settings import RaySettings, Settings, TeamsSettings
 from tests.orchestration._host_helpers import WAIT, eventually, prepare_env, team, write_script
 from tests.ray.conftest import RayTestCluster, _unavailable
 from tests.ray.test_ray_agents import ray_settings
@@ -58,6 +61,8 @@ def model_calls(monkeypatch: pytest.MonkeyPatch) -> dict[str, list[object]]:
 
     build = _delegate.build_managed_agent
     monkeypatch.setattr(_delegate, "build_managed_agent", lambda *a, **k: watch(build(*a, **k)))
+    build_team = Teams._build_agent
+    monkeypatch.setattr(Teams, "_build_agent", lambda self, *a, **k: watch(build_team(self, *a, **k)))
     return calls
 
 
@@ -156,3 +161,43 @@ async def test_a_handoff_to_an_unreachable_cluster_leaves_the_agent_lost_with_a_
         await t.controller.close(t.caller, CloseParams(agent="local"))  # a lost agent can be closed
         closed = t.host.kernel.get_generation(started.run_id)
         assert closed is not None and closed.phase == "finalized"
+
+
+async def test_a_live_teams_agent_moved_to_ray_reports_once_through_the_lead_host(
+    env: Path, ray_cluster: RayTestCluster, model_calls: dict[str, list[object]]
+) -> None:
+    report = {"content": "Reviewed on Ray", "summary": "reviewed", "outcome": "succeeded"}
+    agent = [
+        SLOW,
+        {
+            "tool_calls": [{"name": "report_and_exit", "args": report}],
+            "expect": {"last_user_contains": REMOTE_HANDOFF_PROMPT, "tools_include": ["report_and_exit"]},
+        },
+        {"text": "bye"},
+    ]
+    write_script(env, "team", {**LEAD, "agents": {"r1": agent}})
+    ray = ray_settings(ray_cluster).ray
+    settings = Settings(ray=ray, teams=TeamsSettings(read_sandbox="off"))  # teams spawn in-process
+    async with team(env, "team", surfaces=("teams",), settings=settings) as t:
+        spawned = await t.host.teams.spawn(
+            t.caller, parse_spawn({"name": "r1", "prompt": "Review it.", "model_slot": "read-review"})
+        )
+        run_id = spawned.run_id
+        await eventually(lambda: len(model_calls.get("r1", [])) >= 1)  # in its slow model call
+        assert t.host.handoff_target() == "tmux"  # `runtime = "inprocess"`: asked for explicitly below
+
+        moved = await t.host.handoff(run_id, runtime="ray")
+
+        assert (moved.status, moved.runtime) == ("moved", "ray"), moved.message
+        generation = t.host.kernel.get_generation(run_id)
+        assert generation is not None and generation.runtime_kind == "ray"
+        assert generation.pid not in (None, os.getpid())
+        await t.quiet()
+        reports = t.lead_entries(TEAM_REPORT_TYPE)
+        assert len(reports) == 1 and "Reviewed on Ray" in str(reports[0]["content"])
+        member = t.host.repositories.teams.roster.team_member(run_id)
+        assert member is not None
+        await t.host.wait_for(
+            lambda: (g := t.host.kernel.get_generation(run_id)) is not None and g.phase == "finalized", WAIT
+        )
+        assert len(t.lead_entries(TEAM_REPORT_TYPE)) == 1  # reported once

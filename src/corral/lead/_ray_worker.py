@@ -468,7 +468,8 @@ async def _build_member(
     hooks: _Hooks,
 ) -> tuple[ManagedChild, RemoteTeams]:
     """The member's agent as its host built it (system prompt, model, thinking, tools) and its
-    `TeamChild` over a `RemoteTeams` port with the same member tools as in-process.
+    `TeamChild` over a `RemoteTeams` port with the same member tools as in-process. A member moved
+    here by a handoff (`resume`) is rebuilt from its exact parts and prompts the handoff note once.
 
     Returns:
         The `TeamChild`'s kernel child (what the worker runs) and the port (which holds the `TeamChild`).
@@ -483,15 +484,17 @@ async def _build_member(
 
     team = described["team"]
     assert isinstance(team, dict)
+    resume = described.get("resume")  # a live member moved here by a handoff: its parts are there
+    parts = resume if isinstance(resume, dict) else team
     agent = await _agent_from_parts(
-        team, session=session, registry=registry, settings=settings, cwd=cwd, label=generation.label
+        parts, session=session, registry=registry, settings=settings, cwd=cwd, label=generation.label
     )
     port = RemoteTeams(store)
     run = TeamChild(
         store=store,
         agent=agent,
         generation=generation,
-        task=dataclasses.replace(task, payload=str(team["prompt"])),
+        task=task if "prompt" not in team else dataclasses.replace(task, payload=str(team["prompt"])),
         hooks=hooks,
         member=TeamMemberRecord(**team["member"]),
         teams=port,
@@ -499,6 +502,8 @@ async def _build_member(
     port.child = run
     for tool in team_member_tools(port, run):
         agent.register_tool(tool)
+    if isinstance(resume, dict):
+        run.child.resume_prompt = str(resume["prompt"])
     return run.child, port
 
 

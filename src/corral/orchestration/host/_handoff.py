@@ -1,15 +1,15 @@
 """Handoff: move a live in-process agent onto a worker runtime at a safe point (`ComposedHost.handoff`).
 
 The target is a tmux pane (`corral worker`) or a Ray worker actor (`runtime="ray"`). The same
-generation, session file, assignment and (for a teams agent, into tmux) claims go on in the worker;
+generation, session file, assignment and (for a teams agent) name, claims and slot go on in the worker;
 nothing is re-acknowledged or re-sent.
 
 1. **Refuse** (nothing changes) unless the target runtime is there and can start a worker here
    (`WorkerStart.unavailable`: tmux installed, Ray installed) and the generation is an active,
    live in-process agent of this host that does not delegate, has no pending question or
    unacknowledged request, and that no host extension keeps (`HostExtension.may_hand_off`: teams
-   keeps nested helpers, agents with a running check or an accepted report, agents being
-   stopped, and moves its members into tmux panes only). A checkpointed teams agent moves too:
+   keeps nested helpers, agents with a running check or an accepted report, and agents being
+   stopped). A checkpointed teams agent moves too:
    its owner's host saves the checkpoint before it delivers the report the worker stored.
 2. **Safe point**: the child is marked `handing_off` (`ManagedChild.begin_handoff`:
    requests are answered `busy`; a teams agent's messages go to its store inbox), its model or
@@ -20,10 +20,10 @@ nothing is re-acknowledged or re-sent.
    checked transaction, then that runtime's start step (`host.workers(kind)`: `WorkerStart.place`,
    `WorkerStart.ready`, as the launch pipeline uses it) starts a worker in resume mode: the
    description holds the agent's exact system prompt, model, thinking level and built-in tools,
-   the carried prompts, and what extensions add (`HostExtension.handoff_launch`: the workspace a
-   remote node must share). A tmux worker reads it from its launch file and records its
-   readiness; a Ray worker gets it with the session file's bytes, and the host keeps the real
-   session file and appends what the worker streams.
+   the carried prompts, and what extensions add (`HostExtension.handoff_launch`: a teams
+   member's row for its Ray port, the workspace a remote node must share). A tmux worker reads
+   it from its launch file and records its readiness; a Ray worker gets it with the session
+   file's bytes, and the host keeps the real session file and appends what the worker streams.
 4. **Failure** after the safe point cannot go back in-process (that run is gone): a worker that
    did not become ready is removed once its identity is proven, the generation is marked `lost`
    with a diagnostic, and the result is `failed`.
@@ -77,8 +77,7 @@ class HandoffResult:
     reason: str
     """A short code: `moved`, or why it was refused (`runtime_unavailable`, `tmux_unavailable`,
     `ray_unavailable`, `not_inprocess`, `not_active`, `delegating`, `nested_helper`, `ask_pending`,
-    `request_pending`, `check_running`, `report_accepted`, `stopping`, `runtime_unsupported`,
-    `finished`) or failed (`not_settled`, `start_failed`, `pane_not_ready`, `rollback_failure`)."""
+    `request_pending`, `check_running`, `report_accepted`, `stopping`, `finished`) or failed (`not_settled`, `start_failed`, `pane_not_ready`, `rollback_failure`)."""
     message: str
     """One line for the person."""
     run_id: str

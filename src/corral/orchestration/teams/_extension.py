@@ -22,7 +22,8 @@ surface, or teams state in its store), so a lead without either never imports th
 
 from __future__ import annotations
 
-from collections.abc import Sequence
+import dataclasses
+from collections.abc import Mapping, Sequence
 from typing import TYPE_CHECKING
 
 from corral.orchestration.host.ports import HandoffRefusal, HostExtension
@@ -88,20 +89,14 @@ class TeamsExtension(HostExtension):
             self.teams.run_lost(live.run, reason)
 
     def may_hand_off(self, run_id: str, runtime: str) -> HandoffRefusal | None:
-        """Nested helpers, running checks, accepted reports and stopping agents stay where they are;
-        a member moves into a tmux pane only (its moved tools are the tmux worker's)."""
+        """Nested helpers, running checks, accepted reports and stopping agents stay where they are
+        (whatever the target runtime: a member moves into a tmux pane or onto Ray alike)."""
         repos = self.teams.repos
         member = repos.roster.team_member(run_id)
         if member is None:
             return None
         generation = repos.kernel.get_generation(run_id)
         label = member.name if generation is None else generation.label
-        if runtime != "tmux":
-            return (
-                "runtime_unsupported",
-                f"Agent {label} is a teams agent; a live teams agent moves only into a tmux pane "
-                f'(not onto {runtime}). Spawn teams agents with runtime = "{runtime}" to run them there.',
-            )
         if member.depth != 0:
             return (
                 "nested_helper",
@@ -117,6 +112,16 @@ class TeamsExtension(HostExtension):
         if member.fence != "none" or (run is not None and not run.messages_open):
             return "stopping", f"Agent {label} is being stopped."
         return None
+
+    def handoff_launch(self, generation: GenerationRecord, runtime: str) -> Mapping[str, object] | None:
+        """A member moving onto Ray: its member row, from which its worker gives it the member tools
+        over the Ray port (a tmux worker reads the row from the store itself)."""
+        if runtime != "ray":
+            return None
+        member = self.teams.repos.roster.team_member(generation.run_id)
+        if member is None:
+            return None
+        return {"team": {"member": dataclasses.asdict(member)}}
 
     def remote_fact(self, run_id: str, payload: object) -> None:
         """A Ray member's teams call (applied once, in the background) or what its worker took."""

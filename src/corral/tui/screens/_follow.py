@@ -9,7 +9,7 @@ checks ownership and state as it does for the `agent` tool; on a teams agent
 they call the teams core as the lead's own tools do: `send_message` (`m`),
 `interrupt_teammate` (`i`) and `stop_teammate` (`x`, after which the lead
 gets a hidden notice with the teardown's outcome). `h` hands either kind off
-to a tmux pane, or a managed agent to Ray when `runtime = "ray"` (`LeadAgents.handoff`); its row
+to a tmux pane, or onto Ray when `runtime = "ray"` (`LeadAgents.handoff`); its row
 goes on, the agent now running there.
 """
 
