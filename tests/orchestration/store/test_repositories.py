@@ -163,3 +163,27 @@ def test_in_pieces_refuse_a_transaction_of_another_database(tmp_path: Path) -> N
                 second.kernel.generation_in(tx, generation.run_id)
         with pytest.raises(RuntimeError, match="No corral database transaction"):
             _ = first.db.current
+
+
+def test_watch_reads_every_watched_run_in_one_transaction(traced: tuple[Repositories, _Statements]) -> None:
+    """The host's watch loop: each run's generation, pending ask and acknowledged requests at once."""
+    store, statements = traced
+    asking, task = new_generation(store.kernel, session_id="s-asking")
+    ask = store.kernel.create_ask(asking.run_id, request_id=task.request_id, question="Which one?")
+    steered, _ = new_generation(store.kernel, session_id="s-steered")
+    store.kernel.submit_request(steered.run_id, kind="steer", text="faster", owner_session_id=LEAD)
+    waiting, _ = new_generation(store.kernel, session_id="s-waiting", ack=False)
+    runs = [asking.run_id, steered.run_id, waiting.run_id]
+    statements.sql.clear()
+
+    watched = store.kernel.watch([*runs, "no-such-run", asking.run_id])
+
+    assert statements.begins() == ["BEGIN"]
+    assert sorted(watched) == sorted(runs)
+    for run_id in runs:
+        assert watched[run_id].generation == store.kernel.get_generation(run_id)
+    assert watched[asking.run_id].pending_ask == ask and watched[asking.run_id].acknowledged == 1
+    assert watched[steered.run_id].pending_ask is None
+    assert watched[steered.run_id].acknowledged == 1  # the task; the steer waits for its ack
+    assert watched[waiting.run_id].acknowledged == 0
+    assert watched[waiting.run_id].generation.phase == "starting"

@@ -553,12 +553,14 @@ class Host:
         """One round of the watch; `written_elsewhere`: another process committed since the last one
         (checked before this round reads, so a later commit is seen by the next)."""
         signature: list[object] = []
+        watched = self.kernel.watch(sorted(self.worker_runs))  # one read for every run
         for run_id in sorted(self.worker_runs):
-            generation = self.kernel.get_generation(run_id)
-            if generation is None or generation.phase == "finalized":
+            seen = watched.get(run_id)
+            if seen is None or seen.generation.phase == "finalized":
                 self.untrack_worker(run_id)
                 signature.append(run_id)
                 continue
+            generation = seen.generation
             handle = self.handles.get(run_id)
             presence = self.runtime.presence(handle) if handle is not None else "unknown"
             if (
@@ -580,7 +582,7 @@ class Host:
                 and generation.owner_session_id in self.owners
             ):
                 self._spawn(self._deliver_and_finalize(generation.completed_request_id))
-            ask = self.kernel.pending_ask(run_id)
+            ask = seen.pending_ask
             if (
                 ask is not None
                 and ask.delivered_entry_id is None
@@ -588,7 +590,7 @@ class Host:
                 and generation.owner_session_id in self.owners
             ):
                 self._spawn(self._deliver_ask(run_id, ask.ask_id))
-            acked = sum(1 for request in self.kernel.requests(run_id) if request.acknowledged)
+            acked = seen.acknowledged
             signature.append(
                 (run_id, generation.phase, generation.presence, generation.pid, presence, ask, acked)
             )

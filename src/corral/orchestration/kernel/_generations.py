@@ -32,7 +32,7 @@ import hashlib
 import os
 import re
 import uuid
-from collections.abc import Callable
+from collections.abc import Callable, Sequence
 from pathlib import Path
 from typing import TypeVar
 
@@ -58,6 +58,7 @@ from corral.orchestration.kernel.records import (
     ResultRecord,
     ResultStatus,
     StoreSnapshot,
+    WatchedRun,
 )
 from corral.orchestration.store._database import (
     INLINE_RESULT_LIMIT,
@@ -78,6 +79,8 @@ FinalizeHook = Callable[[Tx, str], None]
 
 _DIAGNOSTIC_LIMIT = 256
 _MAX_AUTO_LABEL = 999
+_WATCH_CHUNK = 500
+"""Runs per statement of `watch` (SQLite's limit on bound parameters is far above)."""
 
 _T = TypeVar("_T")
 
@@ -528,6 +531,39 @@ class Generations(Repository):
     def get_ask(self, ask_id: str) -> AskRecord | None:
         """The ask `ask_id`, or `None`."""
         return self._read(lambda: self._ask(ask_id))
+
+    def watch(self, run_ids: Sequence[str]) -> dict[str, WatchedRun]:
+        """Each run's generation, pending ask and count of acknowledged requests, in one read (the
+        host's watch loop polls them for every run it watches; runs that do not exist are left out)."""
+        wanted = list(dict.fromkeys(run_ids))
+
+        def body() -> dict[str, WatchedRun]:
+            generations: dict[str, GenerationRecord] = {}
+            asks: dict[str, AskRecord] = {}
+            acked: dict[str, int] = {}
+            for start in range(0, len(wanted), _WATCH_CHUNK):
+                chunk = wanted[start : start + _WATCH_CHUNK]
+                marks = ", ".join("?" * len(chunk))
+                for row in self._all(f"SELECT * FROM generations WHERE run_id IN ({marks})", chunk):
+                    generation = _generation_from_row(row)
+                    generations[generation.run_id] = generation
+                for row in self._all(
+                    f"SELECT * FROM asks WHERE run_id IN ({marks}) AND state = 'pending'", chunk
+                ):
+                    ask = _ask_from_row(row)
+                    asks[ask.run_id] = ask
+                for row in self._all(
+                    f"SELECT run_id, COUNT(*) FROM requests WHERE run_id IN ({marks})"
+                    " AND acknowledged_at IS NOT NULL GROUP BY run_id",
+                    chunk,
+                ):
+                    acked[str(row[0])] = int(row[1])
+            return {
+                run_id: WatchedRun(generation, asks.get(run_id), acked.get(run_id, 0))
+                for run_id, generation in generations.items()
+            }
+
+        return self._read(body)
 
     def pending_ask(self, run_id: str) -> AskRecord | None:
         """The generation's pending ask, or `None`."""

@@ -34,6 +34,7 @@ __all__ = [
     "ResultRecord",
     "ResultStatus",
     "StoreSnapshot",
+    "WatchedRun",
 ]
 
 GenerationPhase = Literal["starting", "active", "completed", "result_error", "finalized"]
@@ -288,3 +289,14 @@ class StoreSnapshot:
     """Results of those generations not yet delivered."""
     taken_at: int
     """When the snapshot was read (ms)."""
+
+
+@dataclass(frozen=True, slots=True)
+class WatchedRun:
+    """What the host's watch loop looks at for one run it watches (read for many runs at once)."""
+
+    generation: GenerationRecord
+    pending_ask: AskRecord | None
+    """The run's pending ask, or `None`."""
+    acknowledged: int
+    """How many of its requests were acknowledged."""
