@@ -67,8 +67,10 @@ async def start_host(root: Path) -> tuple[Any, Any, Any]:
 def result_counts(lead: Any) -> dict[str, int]:
     """`corral-agent-result` entries per request id in the lead's session file."""
     counts: dict[str, int] = {}
-    path = lead.session.path
-    for line in Path(path).read_text().splitlines():
+    path = Path(lead.session.path)
+    if not path.exists():  # nothing was written yet
+        return counts
+    for line in path.read_text().splitlines():
         entry = json.loads(line)
         if entry.get("type") == "custom_message" and entry.get("customType") == "corral-agent-result":
             request_id = entry["details"]["request_id"]
@@ -85,21 +87,28 @@ class FanOut:
     exactly_once: bool
 
 
-async def fan_out(host: Any, lead: Any, caller: Any, agents: int) -> FanOut:
-    """Delegate `agents` scouts at once (labels `a0`…), wait until every result is delivered."""
+async def fan_out(host: Any, lead: Any, caller: Any, agents: int, *, prefix: str = "a") -> FanOut:
+    """Delegate `agents` scouts at once (labels `<prefix>0`…), wait until every result is delivered.
+
+    Exactly once: each of these delegations' results is in the lead's session once, and nothing
+    else arrived since the fan-out began (a host may run several fan-outs, each with its prefix).
+    """
     from corral.orchestration.surfaces import DelegateParams
 
+    earlier = result_counts(lead)
     begin = time.perf_counter()
     started = await asyncio.gather(
         *(
-            host.controller.delegate(caller, DelegateParams(definition="scout", task=f"t{i}", label=f"a{i}"))
+            host.controller.delegate(
+                caller, DelegateParams(definition="scout", task=f"t{i}", label=f"{prefix}{i}")
+            )
             for i in range(agents)
         )
     )
     delegated = time.perf_counter() - begin
     await host.wait_until_quiet(caller.session_id)
     wall = time.perf_counter() - begin
-    counts = result_counts(lead)
+    counts = {k: n for k, n in result_counts(lead).items() if earlier.get(k) != n}
     expected = {r.request_id for r in started}
     once = set(counts) == expected and all(n == 1 for n in counts.values())
     return FanOut(round(delegated, 3), round(wall, 3), once)

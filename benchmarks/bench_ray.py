@@ -8,11 +8,19 @@ the session files stay in this process. Three measurements, each from a fresh da
   once; each sample runs from `delegate` until the host reports the lead quiet (the result
   stored from the worker's facts, delivered into the lead's session, the generation finalized).
   p50/p95 in ms. Target p50 ≤ 150 ms.
-* `fanout`: `--agents` scouts delegated at once, each calling `ls` five times (one per turn)
-  and answering; wall time from the first `delegate` until quiet, exactly-once (one result entry
-  per request id in the lead's session), and the peak RSS per node: the sum of the worker
-  processes' RSS on that node, sampled every 100 ms (this host process's own peak is reported
-  apart). Targets: ≤ 10 s and ≤ 4 GB in total.
+* `fanout`: for each `--agents-per-worker` packing (default 25 and 100), one host delegates
+  `--agents` scouts at once, each calling `ls` five times (one per turn) and answering, twice:
+  `cold` starts the worker processes (none exist yet), `warm` right after reuses them. Each
+  round: wall time from the first `delegate` until quiet, exactly-once (one result entry per
+  request id in the lead's session, nothing else), and the CPU seconds spent meanwhile (user +
+  system, ended children included) by this host process, by corral's worker processes and by the
+  rest of the cluster (Ray's daemons and idle workers: all are this process's descendants), with
+  `idle_2core_wall_estimate_s` = their sum / 2, the wall time two idle cores would need at best.
+  Also the peak RSS per node: the sum of the worker processes' RSS on that node, sampled every
+  100 ms (this host process's own peak is reported apart). Targets: ≤ 10 s and ≤ 4 GB in total.
+  The lead's scripted model reports a fixed usage, so its token estimate over its growing context
+  (work a real model does remotely) is not counted as the host's; corral's modules are compiled
+  to bytecode first, as an install does.
 * `packing`: `--packing-agents` agents that wait (a 60 s model delay; their workers are killed after the measurement) with `agents_per_worker`
   of 1, 10 and 50: worker processes and their total RSS once all are running, and RSS per agent.
 """
@@ -48,7 +56,20 @@ def _script(tool_calls: int, delay_ms: int = 0) -> dict[str, object]:
     if delay_ms:
         final["delay_ms"] = delay_ms
     steps.append(final)
-    return {"steps": [{"text": "noted"}], "on_exhausted": "repeat_last", "agents": {"*": steps}}
+    # The lead reports a fixed usage: the scripted model's default estimate counts the characters of
+    # the lead's whole context at every turn, work of the stand-in model that a real one does remotely.
+    lead = {"text": "noted", "usage": {"input": 1000, "output": 10, "cache_read": 0, "cache_write": 0}}
+    return {"steps": [lead], "on_exhausted": "repeat_last", "agents": {"*": steps}}
+
+
+def _compile_corral() -> None:
+    """Compile corral's modules to bytecode, as `pip install` does: in an editable checkout under
+    `PYTHONDONTWRITEBYTECODE` every new worker process would compile them again (≈ 0.2 s CPU each)."""
+    import compileall
+
+    import corral
+
+    compileall.compile_dir(str(Path(corral.__file__).parent), quiet=2, workers=1)
 
 
 @contextlib.contextmanager
@@ -122,6 +143,68 @@ async def _host(root: Path, address: str, *, agents_per_worker: int) -> tuple[An
     return host, lead, caller
 
 
+_TICKS = os.sysconf("SC_CLK_TCK")
+
+
+def _descendants(root: int) -> dict[int, str]:
+    """Every live process under `root` (itself included): pid → command name."""
+    children: dict[int, list[int]] = {}
+    names: dict[int, str] = {}
+    for entry in Path("/proc").iterdir():
+        if not entry.name.isdigit():
+            continue
+        try:
+            stat = (entry / "stat").read_text()
+        except OSError:
+            continue
+        name = stat[stat.index("(") + 1 : stat.rindex(")")]
+        ppid = int(stat[stat.rindex(")") + 2 :].split()[1])
+        children.setdefault(ppid, []).append(int(entry.name))
+        names[int(entry.name)] = name
+    found: dict[int, str] = {}
+    todo = [root]
+    while todo:
+        pid = todo.pop()
+        if pid in names:
+            found[pid] = names[pid]
+        todo.extend(children.get(pid, []))
+    return found
+
+
+def _cpu_s(pid: int) -> float:
+    """CPU seconds of one process and of its children that ended (utime, stime, cutime, cstime:
+    a worker's tool calls run in child processes); 0 when it is gone."""
+    try:
+        stat = Path(f"/proc/{pid}/stat").read_text()
+    except OSError:
+        return 0.0
+    fields = stat[stat.rindex(")") + 2 :].split()
+    return sum(int(f) for f in fields[11:15]) / _TICKS
+
+
+def _cpu_snapshot() -> dict[int, float]:
+    """CPU seconds so far of this process and every process under it (the cluster's raylets, GCS,
+    workers: `ray.cluster_utils.Cluster` starts them as this process's descendants)."""
+    return {pid: _cpu_s(pid) for pid in _descendants(os.getpid())}
+
+
+def _cpu_split(before: dict[int, float], after: dict[int, float], workers: set[int]) -> dict[str, float]:
+    """CPU seconds spent between two snapshots: this host process, corral's worker processes, and
+    the rest of the cluster (Ray's own daemons and idle workers)."""
+    spent = {pid: cpu - before.get(pid, 0.0) for pid, cpu in after.items()}
+    host = spent.pop(os.getpid(), 0.0)
+    worker = sum(cpu for pid, cpu in spent.items() if pid in workers)
+    rest = sum(cpu for pid, cpu in spent.items() if pid not in workers)
+    total = host + worker + rest
+    return {
+        "host_cpu_s": round(host, 2),
+        "worker_cpu_s": round(worker, 2),
+        "ray_other_cpu_s": round(rest, 2),
+        "total_cpu_s": round(total, 2),
+        "idle_2core_wall_estimate_s": round(total / 2, 2),
+    }
+
+
 def _rss_kb(pid: int) -> int:
     try:
         for line in Path(f"/proc/{pid}/status").read_text().splitlines():
@@ -173,9 +256,10 @@ async def _latency(address: str, rounds: int) -> dict[str, object]:
     }
 
 
-async def _fanout(address: str, agents: int, labels: dict[str, str]) -> dict[str, object]:
+async def _fanout(address: str, agents: int, labels: dict[str, str], per_worker: int) -> dict[str, object]:
+    """Two fan-outs by one host: `cold` starts its worker processes, `warm` reuses them."""
     with data_root(_script(5), "corral-bench-ray-") as root:
-        host, lead, caller = await _host(root, address, agents_per_worker=25)
+        host, lead, caller = await _host(root, address, agents_per_worker=per_worker)
         peaks: dict[str, int] = {}
         stop = asyncio.Event()
 
@@ -190,10 +274,20 @@ async def _fanout(address: str, agents: int, labels: dict[str, str]) -> dict[str
                         peaks[node] = max(peaks.get(node, 0), kb)
                 await asyncio.sleep(0.1)
 
+        rounds: dict[str, dict[str, object]] = {}
         sampler = asyncio.get_running_loop().create_task(sample())
         try:
-            run = await fan_out(host, lead, caller, agents)
-            workers = await _workers(host)
+            for phase in ("cold", "warm"):
+                before = _cpu_snapshot()
+                run = await fan_out(host, lead, caller, agents, prefix=phase[0])
+                after = _cpu_snapshot()
+                workers = await _workers(host)
+                rounds[phase] = {
+                    "delegate_all_s": run.delegate_all_s,
+                    "wall_s": run.wall_s,
+                    "exactly_once": run.exactly_once,
+                    **_cpu_split(before, after, {int(w["pid"]) for w in workers}),
+                }
             stop.set()
             await sampler
             await _kill_workers(host)
@@ -204,15 +298,13 @@ async def _fanout(address: str, agents: int, labels: dict[str, str]) -> dict[str
     return {
         "agents": agents,
         "tool_calls_per_agent": 5,
-        "agents_per_worker": 25,
+        "agents_per_worker": per_worker,
         "workers": len(workers),
         "workers_per_node": {
             label: sum(1 for w in workers if labels.get(str(w["node_id"])) == label)
             for label in labels.values()
         },
-        "delegate_all_s": run.delegate_all_s,
-        "wall_s": run.wall_s,
-        "exactly_once": run.exactly_once,
+        **rounds,
         "peak_worker_rss_mb_per_node": {node: round(kb / 1024, 1) for node, kb in sorted(peaks.items())},
         "peak_worker_rss_mb_total": round(sum(peaks.values()) / 1024, 1),
     }
@@ -244,11 +336,17 @@ async def _packing(address: str, agents: int, per_worker: int) -> dict[str, obje
 
 
 async def _main(args: argparse.Namespace) -> dict[str, object]:
+    figures: dict[str, object] = {}
     with _cluster() as (_cluster_handle, address, labels):
-        latency = await _latency(address, args.rounds)
-        fanout = await _fanout(address, args.agents, labels)
-        packing = [await _packing(address, args.packing_agents, n) for n in (1, 10, 50)]
-    return {"latency": latency, "fanout": fanout, "packing": packing}
+        if "latency" in args.only:
+            figures["latency"] = await _latency(address, args.rounds)
+        if "fanout" in args.only:
+            figures["fanout"] = [
+                await _fanout(address, args.agents, labels, n) for n in args.agents_per_worker
+            ]
+        if "packing" in args.only:
+            figures["packing"] = [await _packing(address, args.packing_agents, n) for n in (1, 10, 50)]
+    return figures
 
 
 def main(argv: list[str] | None = None) -> int:
@@ -257,12 +355,22 @@ def main(argv: list[str] | None = None) -> int:
     parser.add_argument("--rounds", type=int, default=30)
     parser.add_argument("--agents", type=int, default=200)
     parser.add_argument("--packing-agents", type=int, default=50)
+    parser.add_argument(
+        "--agents-per-worker", type=int, nargs="+", default=[25, 100], help="packings of the fan-out"
+    )
+    parser.add_argument(
+        "--only",
+        nargs="+",
+        choices=("latency", "fanout", "packing"),
+        default=["latency", "fanout", "packing"],
+    )
     args = parser.parse_args(argv)
     try:
         import ray  # noqa: F401
     except ImportError:
         print(json.dumps({"benchmark": "ray", "skipped": "Ray is not installed (pip install 'corral[ray]')"}))
         return 0
+    _compile_corral()
     figures = asyncio.run(_main(args))
     peak_mb = resource.getrusage(resource.RUSAGE_SELF).ru_maxrss / 1024
     print(
