@@ -201,3 +201,25 @@ async def test_a_live_teams_agent_moved_to_ray_reports_once_through_the_lead_hos
             lambda: (g := t.host.kernel.get_generation(run_id)) is not None and g.phase == "finalized", WAIT
         )
         assert len(t.lead_entries(TEAM_REPORT_TYPE)) == 1  # reported once
+
+
+async def test_a_refused_handoff_to_ray_changes_nothing_and_never_contacts_the_cluster(
+    env: Path, model_calls: dict[str, list[object]]
+) -> None:
+    if importlib.util.find_spec("ray") is None:
+        _unavailable("Ray is not installed (pip install 'corral[ray]')")
+    asking = [{"tool_calls": [{"name": "ask_owner", "args": {"question": "A or B?"}}]}]
+    write_script(env, "team", {**LEAD, "agents": {"*": asking}})
+    settings = Settings(runtime="ray", ray=RaySettings(address="127.0.0.1:9"))  # never reached
+    async with team(env, "team", settings=settings) as t:
+        started = await t.controller.delegate(t.caller, DelegateParams(definition="local", task="Decide"))
+        await t.host.wait_for(lambda: t.host.kernel.pending_ask(started.run_id) is not None, WAIT)
+        before = t.host.kernel.get_generation(started.run_id)
+        refused = await t.host.handoff(started.run_id)
+
+        assert (refused.status, refused.reason, refused.runtime) == ("refused", "ask_pending", "ray")
+        assert t.host.kernel.get_generation(started.run_id) == before  # still in-process, as it was
+        child = t.host.children[started.run_id]
+        assert not child.handing_off and not child.finished.is_set()
+        assert t.host.handles[started.run_id].kind == "inprocess" and started.run_id not in t.host.worker_runs
+        assert t.host.runtime.made("ray") is None  # the Ray runtime was never made: no connection
