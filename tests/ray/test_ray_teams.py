@@ -151,6 +151,11 @@ async def test_a_swarm_on_ray_reports_once_each_and_takes_messages_claims_and_st
         gate.write_text("")
         await eventually(lambda: set(_reports(t)) >= {"r1", "w1"}, t.host)
         assert (work / "a.txt").read_text() == "42\n"
+        # An interrupt reaches s1 on its worker: its running bash is cancelled, the agent stays.
+        interrupted = await t.teams.interrupt_teammate(t.caller, "s1")
+        assert interrupted.status == "interrupted", interrupted
+        s1_live = t.host.kernel.get_generation(runs["s1"])
+        assert s1_live is not None and s1_live.phase == "active"
         # Stop reaches the member on Ray: its run ends and its generation is finalized.
         stopped = await t.teams.stop_teammate(t.caller, "s1", "enough")
         assert stopped.stopped, stopped

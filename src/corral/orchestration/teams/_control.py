@@ -99,6 +99,8 @@ class TeamControl:
         self.verifier = context.verifier
         self.capacity = context.capacity
         self.deliver_group_wakes = deliver_group_wakes
+        self.remote_interrupt: Callable[[str], Coroutine[Any, Any, str]] | None = None
+        """Interrupts a member on a Ray worker by run id (`RemoteMembers.interrupt`, set by `Teams`)."""
 
     # --- helpers ---------------------------------------------------------------------------------
 
@@ -348,12 +350,24 @@ class TeamControl:
         self._require_known(lead, name)
         member = self.repos.roster.live_team_member(lead, name)
         child = None if member is None else self.child(member.run_id)
+        generation = None if member is None else self.host.kernel.get_generation(member.run_id)
+        if member is not None and child is None and _runs_in_pane(generation):
+            return InterruptResult(name, "tmux", team)
         if (
             member is not None
-            and child is None
-            and _runs_in_pane(self.host.kernel.get_generation(member.run_id))
-        ):
-            return InterruptResult(name, "tmux", team)
+            and generation is not None
+            and generation.runtime_kind == "ray"
+            and generation.phase == "active"
+            and self.remote_interrupt is not None
+        ):  # on a Ray worker: interrupted there, as in-process
+            ray_status = await self.remote_interrupt(member.run_id)
+            return InterruptResult(
+                name,
+                cast('Literal["interrupted", "pending", "no_command"]', ray_status),
+                team,
+                agent_kind=member.kind,
+                run_id=member.run_id,
+            )
         if member is None or child is None:
             return InterruptResult(name, "not_found", team)
         if not child.messages_open:

@@ -196,6 +196,7 @@ class Teams:
         self.control = TeamControl(self.context, deliver_group_wakes=self._deliver_group_wakes)
         self.reports = TeamReports(self.context, self.control)
         self.remote = RemoteMembers(self.context, self.control, self.reports)
+        self.control.remote_interrupt = self.remote.interrupt
         """Members on Ray workers: their calls, answers and inbox pushes."""
 
     async def _deliver_group_wakes(self, lead_session_id: str) -> None:

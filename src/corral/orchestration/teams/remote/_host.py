@@ -25,7 +25,7 @@ from typing import TYPE_CHECKING, Any
 from corral.orchestration.errors import InternalFailureError, OrchestrationError
 from corral.orchestration.teams.checks._checks import CheckExecution
 
-from .records import MemberAnswer, MemberCall, MemberMessage, MemberPush, MemberTaken
+from .records import MemberAnswer, MemberCall, MemberInterrupted, MemberMessage, MemberPush, MemberTaken
 
 if TYPE_CHECKING:
     from corral.orchestration.host._host import Host
@@ -38,6 +38,8 @@ if TYPE_CHECKING:
 
 __all__ = ["NodeCheckExecutor", "RemoteMembers", "RemoteRun"]
 
+_INTERRUPT_WAIT_S = 5.0
+"""How long the lead's `interrupt_teammate` waits for a Ray member's worker to answer."""
 _CHECK_CALL_SLACK_S = 60.0
 """How much longer than a check's own timeout the host waits for its worker's answer."""
 
@@ -209,6 +211,24 @@ class RemoteMembers:
         self.admissions: dict[str, tuple[str, Admission]] = {}
         """The capacity slot of each Ray member launched by this host, by run (lead, admission)."""
         self._members: dict[str, TeamMemberRecord | None] = {}
+        self.interrupts: dict[str, dict[str, asyncio.Future[str]]] = {}
+        """Per run: the lead's interrupts not answered yet, by token."""
+
+    async def interrupt(self, run_id: str) -> str:
+        """`interrupt_teammate` for a member on Ray: pushed to its worker, which interrupts it as
+        in-process; its outcome (`interrupted`, `pending`, `no_command`), or `pending` when the
+        worker does not answer within `_INTERRUPT_WAIT_S`."""
+        token = str(uuid.uuid4())
+        waiter: asyncio.Future[str] = asyncio.get_running_loop().create_future()
+        pending = self.interrupts.setdefault(run_id, {})
+        pending[token] = waiter
+        self.host.changed()
+        try:
+            return await asyncio.wait_for(asyncio.shield(waiter), _INTERRUPT_WAIT_S)
+        except TimeoutError:
+            return "pending"
+        finally:
+            pending.pop(token, None)
 
     def admit(self, run_id: str, lead_session_id: str, admission: Admission) -> None:
         """Hold the capacity slot of a member placed on Ray until its generation is released."""
@@ -222,6 +242,9 @@ class RemoteMembers:
         self.runs.pop(run_id, None)
         self.calls.pop(run_id, None)
         self._members.pop(run_id, None)
+        for waiter in self.interrupts.pop(run_id, {}).values():
+            if not waiter.done():
+                waiter.set_result("no_command")
 
     def _member(self, run_id: str) -> TeamMemberRecord | None:
         if run_id not in self._members:
@@ -247,10 +270,16 @@ class RemoteMembers:
             if m.recipient_run_id in (None, run_id)
         )
         answers = tuple(answer for answer in calls.values() if answer is not None)
-        return MemberPush(answers, frozenset(calls), messages)
+        interrupts = tuple(self.interrupts.get(run_id, {}))
+        return MemberPush(answers, frozenset(calls), messages, interrupts)
 
     def fact(self, run_id: str, payload: object) -> None:
         """A member's call (applied in the background, once per call id) or what its worker took."""
+        if isinstance(payload, MemberInterrupted):
+            waiter = self.interrupts.get(run_id, {}).get(payload.token)
+            if waiter is not None and not waiter.done():
+                waiter.set_result(payload.status)
+            return
         if isinstance(payload, MemberTaken):
             calls = self.calls.get(run_id, {})
             for call_id in payload.call_ids:

@@ -21,7 +21,7 @@ from typing import TYPE_CHECKING, Any
 
 from corral.orchestration.errors import InvalidRequestError, error_class_for
 
-from .records import MemberAnswer, MemberCall, MemberPush, MemberTaken, MemberVerb
+from .records import MemberAnswer, MemberCall, MemberInterrupted, MemberPush, MemberTaken, MemberVerb
 
 if TYPE_CHECKING:
     from corral.orchestration.kernel._caller import Caller
@@ -60,6 +60,8 @@ class RemoteTeams:
         self._told: set[str] = set()
         """Answers and messages already reported taken."""
         self._injected: set[str] = set()
+        self._interrupts: set[str] = set()
+        """Interrupt tokens already applied (or being applied)."""
 
     # --- the host's side ---------------------------------------------------------------------------
 
@@ -90,6 +92,15 @@ class RemoteTeams:
                 messages.append(message.message_id)
         if calls or messages:
             self.store.emit_extension(MemberTaken(tuple(calls), tuple(messages)))
+        for token in push.interrupts:
+            if token not in self._interrupts and self.child is not None:
+                self._interrupts.add(token)
+                asyncio.get_running_loop().create_task(self._interrupt(self.child, token))
+
+    async def _interrupt(self, child: TeamChild, token: str) -> None:
+        """Apply the lead's interrupt here (as in-process) and report its outcome."""
+        status = await child.interrupt()
+        self.store.emit_extension(MemberInterrupted(token, status))
 
     async def _call(self, verb: MemberVerb, *args: object) -> MemberAnswer:
         tokens, cost = (0, 0.0) if self.child is None else self.child.usage()

@@ -13,7 +13,15 @@ from __future__ import annotations
 from dataclasses import dataclass
 from typing import Literal
 
-__all__ = ["MemberAnswer", "MemberCall", "MemberMessage", "MemberPush", "MemberTaken", "MemberVerb"]
+__all__ = [
+    "MemberAnswer",
+    "MemberCall",
+    "MemberInterrupted",
+    "MemberMessage",
+    "MemberPush",
+    "MemberTaken",
+    "MemberVerb",
+]
 
 MemberVerb = Literal[
     "send_message",
@@ -24,7 +32,6 @@ MemberVerb = Literal[
     "release_files",
     "list_file_claims",
     "run_lost",
-    "run_check",
 ]
 
 
@@ -72,6 +79,17 @@ class MemberPush:
     """Every call id the host holds (answered or in flight): a worker re-sends a confirmed call the
     host does not know (the host that took it died before answering)."""
     messages: tuple[MemberMessage, ...]
+    interrupts: tuple[str, ...] = ()
+    """The lead's `interrupt_teammate` requests not answered yet (by token): each is applied once."""
+
+
+@dataclass(frozen=True, slots=True)
+class MemberInterrupted:
+    """How the member's worker applied one interrupt (`TeamChild.interrupt`'s outcome)."""
+
+    token: str
+    status: str
+    """`interrupted`, `pending` or `no_command`."""
 
 
 @dataclass(frozen=True, slots=True)
