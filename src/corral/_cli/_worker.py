@@ -251,7 +251,7 @@ async def _resumed_child(
     inbox: Callable[[], None] | None = None
     if resume.get("team"):
         from corral.orchestration.host._host import Host
-        from corral.orchestration.surfaces.teams import team_member_tools
+        from corral.orchestration.surfaces.teams import TeamsNoticeText, team_member_tools
         from corral.orchestration.teams._control import member_message_text
         from corral.orchestration.teams._member import TeamChild
         from corral.orchestration.teams._teams import Teams
@@ -268,7 +268,7 @@ async def _resumed_child(
                 hooks.changed()
 
         local = _WorkerHost(kernel=store.kernel, registry=registry, settings=settings)
-        teams = Teams(local)
+        teams = Teams(local, notices=TeamsNoticeText())
         team_child = TeamChild(
             store=store.kernel,
             agent=agent,

@@ -477,7 +477,7 @@ async def _build_member(
     Raises:
         ValueError: A read agent's sandbox does not work on this node (it never runs without it).
     """
-    from corral.orchestration.surfaces.teams import team_member_tools
+    from corral.orchestration.surfaces.teams import TeamsNoticeText, team_member_tools
     from corral.orchestration.teams._member import TeamChild
     from corral.orchestration.teams.remote import RemoteTeams
     from corral.orchestration.teams.roster.records import TeamMemberRecord
@@ -489,7 +489,7 @@ async def _build_member(
     agent = await _agent_from_parts(
         parts, session=session, registry=registry, settings=settings, cwd=cwd, label=generation.label
     )
-    port = RemoteTeams(store)
+    port = RemoteTeams(store, notices=TeamsNoticeText())
     run = TeamChild(
         store=store,
         agent=agent,

@@ -7,9 +7,8 @@ from pathlib import Path
 import pytest
 
 from corral.orchestration.kernel._child import ManagedChild
-from corral.orchestration.surfaces.teams import TEAMS_LEAD_TOOL_NAMES, parse_spawn
+from corral.orchestration.surfaces.teams import RECOVERY_PROMPT, TEAMS_LEAD_TOOL_NAMES, parse_spawn
 from corral.orchestration.surfaces.teams._render import render_stop, stop_details
-from corral.orchestration.teams._member import RECOVERY_PROMPT
 from corral.orchestration.teams.reports._reports import TEAM_REPORT_TYPE
 
 from ._teams_helpers import WAIT, eventually, session_entries, teams_env, write_script

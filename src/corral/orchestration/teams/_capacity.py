@@ -69,8 +69,8 @@ _KIND_LABELS = {"read": "Read-agent", "edit": "Edit-agent", "helper": "Read-help
 ReservationState = Literal["queued", "admitted", "released", "quarantined", "cancelled", "failed"]
 """Where a reservation stands: waiting, holding a slot, or finished one of four ways."""
 
-RetainedNotice = Callable[["Reservation", str], None]
-"""Called with a queued reservation and the lead-facing message when quarantine retains it."""
+RetainedNotice = Callable[["Reservation"], None]
+"""Called with a queued reservation when quarantine retains it (the caller tells the lead)."""
 
 
 @dataclass(frozen=True, slots=True)
@@ -229,7 +229,7 @@ class CapacityController:
     Args:
         limits: `maxConcurrent` per kind (finite numbers ≥ 1; fractions are floored).
         overflow: Per kind, whether requests at capacity queue (default `True` for every kind).
-        on_retained: Told when quarantine retains a queued request, with the message for the lead.
+        on_retained: Told when quarantine retains a queued request.
         clock: Unix-time source for failure timestamps (default `time.time`).
 
     Raises:
@@ -373,10 +373,7 @@ class CapacityController:
         elif reservation is not None and reservation.state == "queued" and not reservation.retained:
             reservation.retained = True
             if self._on_retained is not None:
-                self._on_retained(
-                    reservation,
-                    f"Retained queued agent {name}: lifecycle quarantine appeared before admission.",
-                )
+                self._on_retained(reservation)
         self._drain()
 
     def clear_quarantine(self, name: str) -> bool:

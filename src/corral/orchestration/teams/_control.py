@@ -98,6 +98,7 @@ class TeamControl:
         self.groups = context.groups
         self.verifier = context.verifier
         self.capacity = context.capacity
+        self.notices = context.notices
         self.deliver_group_wakes = deliver_group_wakes
         self.remote_interrupt: Callable[[str], Coroutine[Any, Any, str]] | None = None
         """Interrupts a member on a Ray worker by run id (`RemoteMembers.interrupt`, set by `Teams`)."""
@@ -131,7 +132,7 @@ class TeamControl:
     def notify_requester(self, prepared: _Prepared, text: str) -> None:
         """Tell whoever asked for a spawn that it failed (the writer for a helper, else the lead)."""
         parent = prepared.parent
-        if parent is not None and parent.inject(f"Notice from corral: {text}"):
+        if parent is not None and parent.inject(self.notices.parent_notice(text)):
             return
         self.notify_lead(prepared.lead_session_id, text)
 

@@ -36,15 +36,17 @@ if TYPE_CHECKING:
     from corral.orchestration.host._host import Host
     from corral.orchestration.kernel.records import GenerationRecord, ResultRecord
 
+    from .notices import TeamsNotices
+
 __all__ = ["TeamsExtension"]
 
 
 class TeamsExtension(HostExtension):
     """The teams core on the host's extension port (see the module docstring)."""
 
-    def __init__(self, host: Host) -> None:
+    def __init__(self, host: Host, *, notices: TeamsNotices) -> None:
         self.host = host
-        self.teams = Teams(host)
+        self.teams = Teams(host, notices=notices)
         self._relaying: set[str] = set()
         """Leads whose stored messages are being relayed now (`polled`)."""
 

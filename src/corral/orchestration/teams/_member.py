@@ -39,6 +39,8 @@ from corral.orchestration.kernel._child import ChildHooks, ManagedChild, SettleO
 from corral.orchestration.kernel._remote import ChildStore
 from corral.orchestration.kernel.records import GenerationRecord, RequestRecord
 
+from .notices import FallbackReport, ReportMissing
+
 if TYPE_CHECKING:
     from collections.abc import Awaitable
 
@@ -65,14 +67,9 @@ if TYPE_CHECKING:
     from corral.orchestration.teams.roster.records import TeamMemberRecord
 
     from ._status import LivePhase
+    from .notices import TeamsNotices
 
-__all__ = ["RECOVERY_PROMPT", "MemberPorts", "MemberRun", "MemberTeams", "TeamChild", "TeamSettle"]
-
-RECOVERY_PROMPT = (
-    "Your work ended without a final report. Do no more work now: call report_and_exit once with the "
-    'complete deliverable you have (or with outcome "blocked" and what stopped you).'
-)
-"""The single report-only recovery prompt."""
+__all__ = ["MemberPorts", "MemberRun", "MemberTeams", "TeamChild", "TeamSettle"]
 
 _INTERRUPT_SETTLE_S = 1.5
 
@@ -120,8 +117,8 @@ class MemberRun(Protocol):
         """Give the agent `text` as its next prompt."""
         ...
 
-    def fallback_report(self) -> tuple[str, str, str]:
-        """`(status, content, source)` of a run that ended without an accepted report."""
+    def fallback_report(self) -> FallbackReport:
+        """What a run that ended without an accepted report leaves (the surface words its content)."""
         ...
 
     def usage(self) -> tuple[int, float]:
@@ -173,6 +170,9 @@ class MemberTeams(Protocol):
 class MemberPorts(Protocol):
     """What a teams agent's run asks of the teams core (implemented by `Teams`)."""
 
+    notices: TeamsNotices
+    """Words for the core's notices (the recovery prompt)."""
+
     def pending_helpers(self, parent: TeamChild) -> bool:
         """Whether queued read helpers of `parent` still wait for a slot (they keep it alive)."""
         ...
@@ -217,7 +217,8 @@ class TeamSettle(SettlePolicy):
         run = self.run
         if not run.recovery_sent and not run.ended_by_provider_error():
             run.recovery_sent = True
-            await child.agent.prompt(RECOVERY_PROMPT, streaming_behavior="steer")
+            prompt = run.teams.notices.recovery_prompt(ReportMissing(run.label))
+            await child.agent.prompt(prompt, streaming_behavior="steer")
             return "again"
         if await run.teams.finish_without_report(run):
             return "again"
@@ -325,23 +326,14 @@ class TeamChild:
         last = self.child.last_assistant()
         return last is not None and last.stop_reason == "error"
 
-    def fallback_report(self) -> tuple[str, str, str]:
-        """`(status, content, source)` of a run that ended without an accepted report."""
+    def fallback_report(self) -> FallbackReport:
+        """What a run that ended without an accepted report leaves (the surface words its content)."""
         last = self.child.last_assistant()
         text = (self.agent.last_assistant_text() or "").strip()
+        path = self.generation.session_path
         if last is not None and last.stop_reason == "error":
-            content = (
-                f"Agent {self.label} failed: the model request ended with an error: "
-                f"{last.error_message or 'unknown error'}."
-            )
-            return "failed", content, "provider-error"
-        if text:
-            return "completed", text, "assistant-text"
-        content = (
-            f"Agent {self.label} ended without a report, even after the report-only recovery "
-            f"prompt. Its session is kept for inspection: {self.generation.session_path}."
-        )
-        return "failed", content, "empty"
+            return FallbackReport(self.label, "provider-error", text, last.error_message, path)
+        return FallbackReport(self.label, "assistant-text" if text else "empty", text, None, path)
 
     def usage(self) -> tuple[int, float]:
         """`(tokens, cost in USD)` of the run's session so far."""

@@ -79,6 +79,7 @@ from .checkpoints.records import (
 from .checks._checks import CheckSpec
 from .checks._fingerprint import SourceFingerprint
 from .groups._groups import CompletionGroups
+from .notices import QueuedRetained, QueuedStartFailed, TeamsNotices
 from .remote._host import RemoteMembers
 from .repair._verification import Verifier
 from .reports._reports import team_name
@@ -156,8 +157,14 @@ class Teams:
     extension and the services themselves call the owning service.
     """
 
-    def __init__(self, host: Host) -> None:
+    def __init__(self, host: Host, *, notices: TeamsNotices) -> None:
+        """Args:
+        host: The host the teams agents run on.
+        notices: Words for the notices the core sends on its own (the composition root's choice:
+            the teams surface's `TeamsNoticeText`).
+        """
         self.host = host
+        self.notices = notices
         self._capacity: dict[str, CapacityController] = {}
         self.live: dict[str, _Live] = {}
         """Launched agents by run id (until their generation is released)."""
@@ -192,6 +199,7 @@ class Teams:
             checkpoints=self.checkpoints,
             verifier=self.verifier,
             checkpoint_saves=self.checkpoint_saves,
+            notices=notices,
         )
         self.control = TeamControl(self.context, deliver_group_wakes=self._deliver_group_wakes)
         self.reports = TeamReports(self.context, self.control)
@@ -312,7 +320,9 @@ class Teams:
             controller = CapacityController(
                 limits,
                 overflow=overflow,
-                on_retained=lambda reservation, message: self.notify_lead(lead_session_id, message),
+                on_retained=lambda reservation: self.notify_lead(
+                    lead_session_id, self.notices.queued_retained(QueuedRetained(reservation.name))
+                ),
             )
             self._capacity[lead_session_id] = controller
         return controller
@@ -616,7 +626,9 @@ class Teams:
                 with contextlib.suppress(OrchestrationError):
                     self.groups.settled(prepared.slot_id, "rejected", str(exc), queue_id=str(reservation.id))
                     self.host.spawn_background(self.reports.deliver_group_wakes(prepared.lead_session_id))
-            self.control.notify_requester(prepared, f"Queued agent {prepared.name} could not start: {exc}")
+            self.control.notify_requester(
+                prepared, self.notices.queued_start_failed(QueuedStartFailed(prepared.name, str(exc)))
+            )
         finally:
             if key in self.cluster_queue:
                 self.cluster_queue.remove(key)

@@ -1,7 +1,9 @@
 """The text the teams tools answer the model, rendered from the teams core's typed results.
 
 The core returns what happened (`teams/results.py`); only this module says it
-in words, so the core holds no model-facing prose for spawning.
+in words, so the core holds no model-facing prose for spawning. The notices the core sends on its
+own (a queued agent that could not start, the recovery prompt, a fallback report, ...) are facts
+(`teams/notices.py`) worded here too, by `TeamsNoticeText`, the default `TeamsNotices`.
 """
 
 from __future__ import annotations
@@ -9,6 +11,14 @@ from __future__ import annotations
 import time
 from typing import TYPE_CHECKING, Any
 
+from corral.orchestration.teams.notices import (
+    CheckpointNotSaved,
+    FallbackReport,
+    QueuedRetained,
+    QueuedStartFailed,
+    RepairDue,
+    ReportMissing,
+)
 from corral.orchestration.teams.reports._reports import outcome_label
 from corral.orchestration.teams.results import (
     AgentSnapshot,
@@ -36,6 +46,8 @@ if TYPE_CHECKING:
     from corral.orchestration.teams.repair.records import RepairRequest
 
 __all__ = [
+    "RECOVERY_PROMPT",
+    "TeamsNoticeText",
     "agent_snapshot_details",
     "claim_details",
     "claims_details",
@@ -558,3 +570,58 @@ def health_details(result: TeammateHealth) -> dict[str, Any]:
     if result.error is not None:
         details["error"] = result.error
     return details
+
+
+# --- notices: what the teams core tells a model on its own (`teams/notices.py`) ---------------------
+
+RECOVERY_PROMPT = (
+    "Your work ended without a final report. Do no more work now: call report_and_exit once with the "
+    'complete deliverable you have (or with outcome "blocked" and what stopped you).'
+)
+"""The single report-only recovery prompt."""
+
+
+class TeamsNoticeText:
+    """The teams core's notices in corral's words (the default `TeamsNotices`)."""
+
+    def queued_start_failed(self, fact: QueuedStartFailed) -> str:
+        """`Queued agent <name> could not start: <error>`."""
+        return f"Queued agent {fact.name} could not start: {fact.error}"
+
+    def queued_retained(self, fact: QueuedRetained) -> str:
+        """Quarantine holds a queued agent back."""
+        return f"Retained queued agent {fact.name}: lifecycle quarantine appeared before admission."
+
+    def checkpoint_not_saved(self, fact: CheckpointNotSaved) -> str:
+        """The report stays; its checkpoint did not (the error says why)."""
+        return f"Checkpoint {fact.checkpoint_id} of agent {fact.agent} was not saved: {fact.error}"
+
+    def parent_notice(self, text: str) -> str:
+        """A notice injected into a nested parent's session."""
+        return f"Notice from corral: {text}"
+
+    def recovery_prompt(self, fact: ReportMissing) -> str:
+        """The same prompt for every agent."""
+        return RECOVERY_PROMPT
+
+    def repair_prompt(self, fact: RepairDue) -> str:
+        """The failed check's receipt between the reason and what to do."""
+        return (
+            "An assigned check failed and a repair attempt is available.\n"
+            f"{fact.receipt}\n"
+            "Fix the cause within your assignment's scope, then give your final answer again."
+        )
+
+    def fallback_content(self, fact: FallbackReport) -> str:
+        """The agent's own text, or why there is none."""
+        if fact.source == "provider-error":
+            return (
+                f"Agent {fact.agent} failed: the model request ended with an error: "
+                f"{fact.error or 'unknown error'}."
+            )
+        if fact.source == "assistant-text":
+            return fact.text
+        return (
+            f"Agent {fact.agent} ended without a report, even after the report-only recovery "
+            f"prompt. Its session is kept for inspection: {fact.session_path}."
+        )

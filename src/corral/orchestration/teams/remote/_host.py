@@ -24,6 +24,7 @@ from typing import TYPE_CHECKING, Any
 
 from corral.orchestration.errors import InternalFailureError, OrchestrationError
 from corral.orchestration.teams.checks._checks import CheckExecution
+from corral.orchestration.teams.notices import FallbackReport
 
 from .records import MemberAnswer, MemberCall, MemberInterrupted, MemberMessage, MemberPush, MemberTaken
 
@@ -153,7 +154,7 @@ class RemoteRun:
         self.started_monotonic = asyncio.get_running_loop().time() - age_s
         self._messages_open = True
         self._usage = (0, 0.0)
-        self._fallback: tuple[str, str, str] = ("failed", "", "empty")
+        self._fallback = FallbackReport(generation.label, "empty", "", None, generation.session_path)
         self._prompt: str | None = None
 
     @property
@@ -174,7 +175,7 @@ class RemoteRun:
     def queue_prompt(self, text: str) -> None:
         self._prompt = text
 
-    def fallback_report(self) -> tuple[str, str, str]:
+    def fallback_report(self) -> FallbackReport:
         return self._fallback
 
     def usage(self) -> tuple[int, float]:
@@ -187,9 +188,8 @@ class RemoteRun:
         """Take what the worker sent with `call`."""
         self._usage = (call.tokens, call.cost)
         self._prompt = None
-        if call.verb == "finish_without_report":
-            status, content, source = (str(arg) for arg in call.args)
-            self._fallback = (status, content, source)
+        if call.verb == "finish_without_report" and isinstance(call.args[0], FallbackReport):
+            self._fallback = call.args[0]  # worded here, by the host's notices
 
     def take_prompt(self) -> str | None:
         prompt, self._prompt = self._prompt, None

@@ -29,6 +29,7 @@ from corral.orchestration.teams.checkpoints.records import (
 from corral.orchestration.teams.checks._checks import parse_check_policy
 from corral.orchestration.teams.checks._fingerprint import SourceFingerprint
 from corral.orchestration.teams.commands import ReportSubmission
+from corral.orchestration.teams.notices import CheckpointNotSaved, RepairDue
 from corral.orchestration.teams.repair._verification import VerificationDecision
 from corral.orchestration.teams.results import ReportReceipt
 from corral.orchestration.teams.roster.records import NewTeamReport, TeamReportRecord
@@ -66,6 +67,7 @@ class TeamReports:
         self.live = context.live
         self.checkpoint_saves = context.checkpoint_saves
         self.capacity = context.capacity
+        self.notices = context.notices
         self.control = control
 
     # --- reports -------------------------------------------------------------------------------
@@ -135,7 +137,9 @@ class TeamReports:
         Returns:
             `True` when a repair turn was queued instead (the run goes on).
         """
-        status, content, source = child.fallback_report()
+        fallback = child.fallback_report()
+        status, source = fallback.status, fallback.source
+        content = self.notices.fallback_content(fallback)
         notes = self.host.result_notes(child.run_id)  # e.g. budget_exhausted: the final turn's report
         if notes and status == "completed":
             content = "\n\n".join([content, *notes])
@@ -149,11 +153,7 @@ class TeamReports:
                 submission=ReportSubmission(content),
             )
             if decision is not None and not decision.accepted:
-                child.queue_prompt(
-                    "An assigned check failed and a repair attempt is available.\n"
-                    f"{decision.receipt_text()}\n"
-                    "Fix the cause within your assignment's scope, then give your final answer again."
-                )
+                child.queue_prompt(self.notices.repair_prompt(RepairDue(decision.receipt_text())))
                 return True
         if child.delegating:
             await self._close_helpers(child)
@@ -310,10 +310,9 @@ class TeamReports:
             )
         except Exception as exc:
             lead = record.lead_session_id
-            self.control.notify_lead(
-                lead,
-                f"Checkpoint {record.result.get('checkpointId')} of agent {record.name} was not saved: {exc}",
-            )
+            cid = record.result.get("checkpointId")
+            fact = CheckpointNotSaved(None if cid is None else str(cid), record.name, str(exc))
+            self.control.notify_lead(lead, self.notices.checkpoint_not_saved(fact))
 
     async def _close_helpers(self, parent: MemberRun) -> None:
         """A nested parent reported: drop its queued helpers and stop its running ones."""

@@ -1,0 +1,135 @@
+"""What the teams core tells a model on its own initiative, as typed facts, and the port that words them.
+
+The core decides *that* the lead (or a helper's parent, or an agent) must be told something and
+records *what happened* in a frozen fact below; `TeamsNotices` turns each fact into the text the
+model reads. The default wording is the teams surface's (`corral.orchestration.surfaces.teams.
+TeamsNoticeText`); the composition root hands it to `Teams(host, notices=...)` — the lead's host
+(`corral.lead.ComposedHost`) and the tmux worker's host (`corral._cli._worker`) alike — and to a Ray
+member's port (`RemoteTeams`, in `corral.lead._ray_worker`), which words only the recovery prompt:
+its fallback report crosses to the lead's host as the fact and is worded there. The core holds no
+model-facing prose for these notices and never imports the surface.
+
+Errors are not notices: an `OrchestrationError` keeps its own message (its category and what to do),
+and a fact that carries one (`CheckpointNotSaved.error`) passes that message through unchanged.
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass
+from typing import Literal, Protocol
+
+__all__ = [
+    "CheckpointNotSaved",
+    "FallbackReport",
+    "QueuedRetained",
+    "QueuedStartFailed",
+    "RepairDue",
+    "ReportMissing",
+    "TeamsNotices",
+]
+
+
+@dataclass(frozen=True, slots=True)
+class QueuedStartFailed:
+    """A queued spawn was admitted but its agent could not be launched (told to whoever asked)."""
+
+    name: str
+    """The agent's name."""
+    error: str
+    """Why the launch failed (the error's own message)."""
+
+
+@dataclass(frozen=True, slots=True)
+class QueuedRetained:
+    """A queued spawn is held back: its name was quarantined before it was admitted (told to the lead)."""
+
+    name: str
+    """The agent's name."""
+
+
+@dataclass(frozen=True, slots=True)
+class CheckpointNotSaved:
+    """The checkpoint an agent's report asked for was not saved (told to the lead; the report is kept)."""
+
+    checkpoint_id: str | None
+    """The checkpoint's id as the report gave it (`None` when it gave none)."""
+    agent: str
+    """The reporting agent's name."""
+    error: str
+    """Why it was not saved (a `CheckpointError`'s message, or another failure's)."""
+
+
+@dataclass(frozen=True, slots=True)
+class ReportMissing:
+    """An agent ended its work without an accepted `report_and_exit`: its one report-only recovery prompt."""
+
+    agent: str
+    """The agent's name."""
+
+
+@dataclass(frozen=True, slots=True)
+class RepairDue:
+    """An assigned check failed on an agent's plain final answer and a repair attempt is available."""
+
+    receipt: str
+    """The verification receipt (the verifier's own lines: what failed, attempts left)."""
+
+
+FallbackSource = Literal["provider-error", "assistant-text", "empty"]
+
+
+@dataclass(frozen=True, slots=True)
+class FallbackReport:
+    """A run that ended without an accepted report, even after the recovery prompt: its fallback report.
+
+    `assistant-text` reports the agent's last text as it is; the other two are failures the report's
+    content explains.
+    """
+
+    agent: str
+    """The agent's label."""
+    source: FallbackSource
+    """`provider-error` (the last model request failed), `assistant-text` or `empty` (no text at all)."""
+    text: str
+    """The agent's last assistant text, stripped (may be empty)."""
+    error: str | None
+    """The provider's error message (`provider-error` only; `None` when it gave none)."""
+    session_path: str | None
+    """The run's session file, kept for inspection."""
+
+    @property
+    def status(self) -> Literal["completed", "failed"]:
+        """`completed` for an agent's own text, else `failed`."""
+        return "completed" if self.source == "assistant-text" else "failed"
+
+
+class TeamsNotices(Protocol):
+    """Words for the teams core's notices: one method per fact, each returning the model's text."""
+
+    def queued_start_failed(self, fact: QueuedStartFailed) -> str:
+        """The notice for a queued agent that could not start."""
+        ...
+
+    def queued_retained(self, fact: QueuedRetained) -> str:
+        """The notice for a queued agent that quarantine holds back."""
+        ...
+
+    def checkpoint_not_saved(self, fact: CheckpointNotSaved) -> str:
+        """The notice for a report whose checkpoint was not saved."""
+        ...
+
+    def parent_notice(self, text: str) -> str:
+        """A notice (another method's text) as a nested parent agent reads it in its own session."""
+        ...
+
+    def recovery_prompt(self, fact: ReportMissing) -> str:
+        """The single report-only recovery prompt."""
+        ...
+
+    def repair_prompt(self, fact: RepairDue) -> str:
+        """The prompt that asks for a repaired final answer after a failed assigned check."""
+        ...
+
+    def fallback_content(self, fact: FallbackReport) -> str:
+        """The content of a fallback report (the agent's own text when it left one)."""
+        ...

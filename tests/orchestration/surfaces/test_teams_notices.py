@@ -1,0 +1,83 @@
+"""The teams core's notices in corral's words (`TeamsNoticeText`), byte for byte as the model reads them.
+
+The texts moved from the core to the surface (issue 15); these pins say the move changed no byte.
+The paths that send them run in tests/orchestration/teams (`test_notices.py` proves the core uses the
+port; the spawn, control, repair and checkpoint tests run them with these words).
+"""
+
+from __future__ import annotations
+
+from corral.orchestration.surfaces.teams import RECOVERY_PROMPT, TeamsNoticeText
+from corral.orchestration.teams.notices import (
+    CheckpointNotSaved,
+    FallbackReport,
+    QueuedRetained,
+    QueuedStartFailed,
+    RepairDue,
+    ReportMissing,
+    TeamsNotices,
+)
+
+WORDS: TeamsNotices = TeamsNoticeText()
+
+
+def test_queue_and_quarantine_notices() -> None:
+    assert (
+        WORDS.queued_start_failed(QueuedStartFailed("doomed", "model runtime unavailable"))
+        == "Queued agent doomed could not start: model runtime unavailable"
+    )
+    assert (
+        WORDS.queued_retained(QueuedRetained("fenced"))
+        == "Retained queued agent fenced: lifecycle quarantine appeared before admission."
+    )
+    assert WORDS.parent_notice("Queued agent h could not start: x") == (
+        "Notice from corral: Queued agent h could not start: x"
+    )
+
+
+def test_checkpoint_not_saved_passes_the_error_through() -> None:
+    error = "Checkpoint c1 was not saved: capturing the source took longer than 30 s."
+    assert WORDS.checkpoint_not_saved(CheckpointNotSaved("c1", "scout", error)) == (
+        "Checkpoint c1 of agent scout was not saved: "
+        "Checkpoint c1 was not saved: capturing the source took longer than 30 s."
+    )
+    assert WORDS.checkpoint_not_saved(CheckpointNotSaved(None, "scout", "boom")) == (
+        "Checkpoint None of agent scout was not saved: boom"
+    )
+
+
+def test_recovery_and_repair_prompts() -> None:
+    assert (
+        WORDS.recovery_prompt(ReportMissing("a"))
+        == RECOVERY_PROMPT
+        == (
+            "Your work ended without a final report. Do no more work now: call report_and_exit once with the "
+            'complete deliverable you have (or with outcome "blocked" and what stopped you).'
+        )
+    )
+    assert WORDS.repair_prompt(RepairDue("Check tests failed (exit 1). 1 repair attempt left.")) == (
+        "An assigned check failed and a repair attempt is available.\n"
+        "Check tests failed (exit 1). 1 repair attempt left.\n"
+        "Fix the cause within your assignment's scope, then give your final answer again."
+    )
+
+
+def test_fallback_report_content_by_source() -> None:
+    own = FallbackReport("talker", "assistant-text", "The answer is 42.", None, "/s/talker.jsonl")
+    assert (own.status, WORDS.fallback_content(own)) == ("completed", "The answer is 42.")
+    failed = FallbackReport("a", "provider-error", "", "HTTP 500", "/s/a.jsonl")
+    assert (failed.status, WORDS.fallback_content(failed)) == (
+        "failed",
+        "Agent a failed: the model request ended with an error: HTTP 500.",
+    )
+    unknown = FallbackReport("a", "provider-error", "", None, "/s/a.jsonl")
+    assert (
+        WORDS.fallback_content(unknown)
+        == "Agent a failed: the model request ended with an error: unknown error."
+    )
+    empty = FallbackReport("silent", "empty", "", None, "/s/silent.jsonl")
+    assert (empty.status, WORDS.fallback_content(empty)) == (
+        "failed",
+        "Agent silent ended without a report, even after the report-only recovery prompt. "
+        "Its session is kept for inspection: /s/silent.jsonl.",
+    )

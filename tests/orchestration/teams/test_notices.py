@@ -1,0 +1,111 @@
+"""The teams core says nothing itself: its notices are facts the composition root's renderer words.
+
+A host built with other words (`ComposedHost(teams_notices=...)`) shows that every notice on these
+paths reaches the model through the port — the recovery prompt the agent reads, a fallback report's
+content, the notice that quarantine holds a queued agent back — and carries the facts the core saw.
+"""
+
+from __future__ import annotations
+
+from pathlib import Path
+
+import pytest
+
+from corral.orchestration.teams.notices import (
+    CheckpointNotSaved,
+    FallbackReport,
+    QueuedRetained,
+    QueuedStartFailed,
+    RepairDue,
+    ReportMissing,
+)
+from corral.orchestration.teams.reports._reports import TEAM_REPORT_TYPE
+from corral.orchestration.teams.roster.records import TEAM_MESSAGE_TYPE
+from corral.settings import CapacitySettings, Settings, TeamsSettings
+
+from ._teams_helpers import eventually, teams_env, write_script
+
+pytestmark = pytest.mark.usefixtures("env")
+
+
+class _Tagged:
+    """Other words for every notice: a tag naming the notice and the fact's fields."""
+
+    def queued_start_failed(self, fact: QueuedStartFailed) -> str:
+        return f"<start-failed {fact.name}: {fact.error}>"
+
+    def queued_retained(self, fact: QueuedRetained) -> str:
+        return f"<retained {fact.name}>"
+
+    def checkpoint_not_saved(self, fact: CheckpointNotSaved) -> str:
+        return f"<checkpoint {fact.checkpoint_id} {fact.agent}: {fact.error}>"
+
+    def parent_notice(self, text: str) -> str:
+        return f"<parent {text}>"
+
+    def recovery_prompt(self, fact: ReportMissing) -> str:
+        return f"<recover {fact.agent}>"
+
+    def repair_prompt(self, fact: RepairDue) -> str:
+        return f"<repair {fact.receipt}>"
+
+    def fallback_content(self, fact: FallbackReport) -> str:
+        return f"<fallback {fact.agent} {fact.source} text={fact.text!r}>"
+
+
+async def test_the_recovery_prompt_and_fallback_reports_come_from_the_renderer(tmp_path: Path) -> None:
+    spawn = [
+        {"name": "spawn_agent", "args": {"name": name, "prompt": "p", "model_slot": "read-collect"}}
+        for name in ("talker", "silent")
+    ]
+    write_script(
+        tmp_path,
+        "lead",
+        {
+            "steps": [{"tool_calls": spawn}, {"text": "Waiting."}],
+            "on_exhausted": "repeat_last",
+            "agents": {
+                "talker": [
+                    {"text": "First answer."},
+                    {"expect": {"last_user_contains": "<recover talker>"}, "text": "The answer is 42."},
+                ],
+                "silent": [{"thinking": "hmm"}, {"thinking": "still nothing"}],
+            },
+        },
+    )
+    async with teams_env(tmp_path, "lead", notices=_Tagged()) as env:
+        await env.lead.prompt("go")
+        await env.quiet()
+        reports = env.host.repositories.teams.reports
+        by_name = {e["details"]["name"]: e["details"]["report_id"] for e in env.lead_custom(TEAM_REPORT_TYPE)}
+        talker, silent = reports.team_report(by_name["talker"]), reports.team_report(by_name["silent"])
+        assert talker is not None and silent is not None
+        assert (talker.status, talker.report_source, talker.content) == (
+            "completed",
+            "assistant-text",
+            "<fallback talker assistant-text text='The answer is 42.'>",
+        )
+        assert (silent.status, silent.report_source, silent.content) == (
+            "failed",
+            "empty",
+            "<fallback silent empty text=''>",
+        )
+
+
+async def test_quarantine_retaining_a_queued_agent_tells_the_lead_in_the_renderers_words(
+    tmp_path: Path,
+) -> None:
+    write_script(tmp_path, "lead", {"steps": [{"text": "Noted."}], "on_exhausted": "repeat_last"})
+    settings = Settings(teams=TeamsSettings(read_agents=CapacitySettings(max_concurrent=1)))
+    async with teams_env(tmp_path, "lead", settings=settings, notices=_Tagged()) as env:
+        capacity = env.teams.capacity(env.caller.session_id)
+        holder = await capacity.admit("holder", "read")
+        capacity.reserve("fenced", "read")
+        capacity.quarantine("fenced")
+        await eventually(lambda: bool(env.lead_custom(TEAM_MESSAGE_TYPE)), env.host)
+        [notice] = env.lead_custom(TEAM_MESSAGE_TYPE)
+        assert notice["content"] == "Message from corral — Notice:\n\n<retained fenced>"
+        assert notice["details"]["from"] == "corral"
+        capacity.cancel_queued("fenced")
+        capacity.release(holder)
+        await env.quiet()
