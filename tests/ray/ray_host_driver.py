@@ -1,11 +1,12 @@
 """A host process for the Ray tests: delegates agents on Ray, then waits to be killed.
 
-Usage: `python ray_host_driver.py <dir> <address> <namespace> [--workspace=<mode>] [--teams] <label>...`.
+Usage: `python ray_host_driver.py <dir> <address> <namespace> [--workspace=<mode>] [--teams|--handoff] <label>...`.
 It writes the lead's session path to `<dir>/lead.txt`, delegates one `builder` agent per label on
 the Ray runtime (`[ray] workspace` = `<mode>`, default `shared`) — with `--teams`, spawns one
-`read-collect` teams member per label instead —, prints `started` and waits (the test kills it
-with SIGKILL, or a `CORRAL_FAULTS` fault point does). A failed delegate prints
-`error <category>: <message>` and exits with 3.
+`read-collect` teams member per label instead; with `--handoff`, delegates a `local` agent
+(a definition with `runtime: inprocess`) and hands it off to Ray once it works —, prints `started`
+and waits (the test kills it with SIGKILL, or a `CORRAL_FAULTS` fault point does). A failed
+delegate prints `error <category>: <message>` and exits with 3.
 """
 
 from __future__ import annotations
@@ -29,7 +30,8 @@ async def main(root: Path, address: str, namespace: str, args: list[str]) -> int
     if args and args[0].startswith("--workspace="):
         workspace = args.pop(0).removeprefix("--workspace=")
     teams = bool(args) and args[0] == "--teams"
-    labels = args[1:] if teams else args
+    handoff = bool(args) and args[0] == "--handoff"
+    labels = args[1:] if teams or handoff else args
     work = root / "work"
     sessions = root / "sessions"
     session = SessionManager.create(work, sessions_root=sessions)
@@ -64,9 +66,16 @@ async def main(root: Path, address: str, namespace: str, args: list[str]) -> int
                 request = parse_spawn({"name": label, "prompt": f"do {label}", "model_slot": "read-collect"})
                 await host.teams.spawn(caller, request)
                 continue
-            await host.controller.delegate(
-                caller, DelegateParams(definition="builder", task=f"do {label}", label=label)
+            definition = "local" if handoff else "builder"
+            started = await host.controller.delegate(
+                caller, DelegateParams(definition=definition, task=f"do {label}", label=label)
             )
+            while handoff:
+                moved = await host.handoff(started.run_id)
+                if (moved.status, moved.reason) != ("refused", "not_active"):
+                    assert moved.status == "moved", moved.message
+                    break
+                await asyncio.sleep(0.01)  # not yet in its first model call
         except OrchestrationError as exc:
             print(f"error {exc.category}: {exc}", flush=True)
             await host.aclose()

@@ -3,10 +3,14 @@ local cluster, the scripted model only for the agent's decisions)."""
 
 from __future__ import annotations
 
+import asyncio
 import importlib.util
 import itertools
 import json
 import os
+import signal
+import sys
+import uuid
 from pathlib import Path
 from typing import Any
 
@@ -14,7 +18,7 @@ import pytest
 
 from corral.agent import AgentSession, MessageStartEvent
 from corral.llm import AssistantMessage
-from corral.orchestration import RESULT_TYPE
+from corral.orchestration import RESULT_TYPE, Repositories
 from corral.orchestration.agents import _delegation as _delegate
 from corral.orchestration.host._handoff import REMOTE_HANDOFF_PROMPT
 from corral.orchestration.surfaces import CloseParams, DelegateParams, SteerParams
@@ -25,7 +29,7 @@ from corral.session import SessionManager
 from corral.settings import RaySettings, Settings, TeamsSettings
 from tests.orchestration._host_helpers import WAIT, eventually, prepare_env, team, write_script
 from tests.ray.conftest import RayTestCluster, _unavailable
-from tests.ray.test_ray_agents import ray_settings
+from tests.ray.test_ray_agents import DRIVER, ray_settings
 
 LEAD = {"steps": [{"text": "noted"}], "on_exhausted": "repeat_last"}
 SLOW = {"text": "working", "delay_ms": 60000}
@@ -223,3 +227,44 @@ async def test_a_refused_handoff_to_ray_changes_nothing_and_never_contacts_the_c
         assert not child.handing_off and not child.finished.is_set()
         assert t.host.handles[started.run_id].kind == "inprocess" and started.run_id not in t.host.worker_runs
         assert t.host.runtime.made("ray") is None  # the Ray runtime was never made: no connection
+
+
+async def test_a_host_killed_after_placing_a_moved_agent_on_ray_is_adopted_and_delivers_once(
+    env: Path, ray_cluster: RayTestCluster
+) -> None:
+    moved = {
+        "text": "moved result",
+        "delay_ms": 1000,
+        "expect": {"last_user_contains": REMOTE_HANDOFF_PROMPT},
+    }
+    write_script(env, "team", {**LEAD, "agents": {"*": [SLOW, moved]}})
+    namespace = f"t-{uuid.uuid4().hex[:8]}"
+    process = await asyncio.create_subprocess_exec(
+        sys.executable,
+        str(DRIVER),
+        str(env),
+        ray_cluster.address,
+        namespace,
+        "--handoff",
+        "mover",
+        stdout=asyncio.subprocess.PIPE,
+        stderr=asyncio.subprocess.DEVNULL,
+        env={**os.environ, "CORRAL_FAULTS": "before_pane_recorded"},
+    )
+    await asyncio.wait_for(process.communicate(), WAIT * 3)
+    assert process.returncode == -signal.SIGKILL  # killed after the worker took it, before recording it
+    store = Repositories.open(env / "home" / "corral.db")
+    try:
+        generation = store.kernel.generation_by_label("mover")
+        assert generation is not None and generation.runtime_kind == "ray" and generation.pane_id is None
+    finally:
+        store.close()
+    settings = Settings(
+        runtime="ray",
+        ray=RaySettings(address=ray_cluster.address, namespace=namespace, num_cpus=0.1, agents_per_worker=4),
+    )
+    async with team(env, "team", settings=settings, session_path=Path((env / "lead.txt").read_text())) as t:
+        await t.quiet()
+        results = t.lead_entries(RESULT_TYPE)
+        assert len(results) == 1 and "moved result" in str(results[0]["content"])
+        assert t.host.kernel.generation_by_label("mover") is None  # finalized
