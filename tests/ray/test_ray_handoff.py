@@ -16,20 +16,19 @@ from typing import Any
 
 import pytest
 
-from corral.agent import AgentSession, MessageStartEvent
-from corral.llm import AssistantMessage
 from corral.orchestration import RESULT_TYPE, Repositories
-from corral.orchestration.agents import _delegation as _delegate
 from corral.orchestration.host._handoff import REMOTE_HANDOFF_PROMPT
 from corral.orchestration.surfaces import CloseParams, DelegateParams, SteerParams
 from corral.orchestration.surfaces.teams import parse_spawn
-from corral.orchestration.teams._teams import Teams
 from corral.orchestration.teams.reports._reports import TEAM_REPORT_TYPE
 from corral.session import SessionManager
 from corral.settings import RaySettings, Settings, TeamsSettings
 from tests.orchestration._host_helpers import WAIT, eventually, prepare_env, team, write_script
+from tests.orchestration.host.test_handoff import model_calls
 from tests.ray.conftest import RayTestCluster, _unavailable
 from tests.ray.test_ray_agents import DRIVER, ray_settings
+
+__all__ = ["model_calls"]
 
 LEAD = {"steps": [{"text": "noted"}], "on_exhausted": "repeat_last"}
 SLOW = {"text": "working", "delay_ms": 60000}
@@ -45,29 +44,6 @@ def env(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> Path:
         "---\nname: local\ndescription: Reads.\ntools: [read, ls]\nruntime: inprocess\n---\nLook around.\n"
     )
     return tmp_path
-
-
-@pytest.fixture
-def model_calls(monkeypatch: pytest.MonkeyPatch) -> dict[str, list[object]]:
-    """Every in-process managed agent's model calls by label (each starts an assistant message)."""
-    calls: dict[str, list[object]] = {}
-
-    def watch(agent: AgentSession) -> AgentSession:
-        corral = getattr(agent.session.header, "corral", None) or {}
-        starts = calls.setdefault(str(corral.get("label")), [])
-
-        def on_event(event: object) -> None:
-            if isinstance(event, MessageStartEvent) and isinstance(event.message, AssistantMessage):
-                starts.append(event)
-
-        agent.subscribe(on_event)
-        return agent
-
-    build = _delegate.build_managed_agent
-    monkeypatch.setattr(_delegate, "build_managed_agent", lambda *a, **k: watch(build(*a, **k)))
-    build_team = Teams._build_agent
-    monkeypatch.setattr(Teams, "_build_agent", lambda self, *a, **k: watch(build_team(self, *a, **k)))
-    return calls
 
 
 def _entries(path: Path) -> list[dict[str, Any]]:

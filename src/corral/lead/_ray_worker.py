@@ -204,21 +204,11 @@ class RayWorker:
             hooks = _Hooks(store)
             child: ManagedChild
             port: RemoteTeams | None = None
-            if "team" in described:  # a teams member: its tools reach the lead's `Teams` as facts
-                child, port = await _build_member(
-                    described,
-                    store=store,
-                    session=session,
-                    registry=registry,
-                    settings=settings,
-                    cwd=cwd,
-                    generation=launch.generation,
-                    task=launch.task,
-                    hooks=hooks,
-                )
-                child.context_retirement = context_retirement
-            elif "resume" in described:  # a live agent moved here by a handoff
-                child = await _resumed_child(
+            if "team" in described or "resume" in described:
+                # A teams member (its tools reach the lead's `Teams` as facts), or a live managed
+                # agent moved here by a handoff: rebuilt from the parts its host described.
+                build = _build_member if "team" in described else _resumed_child
+                child, port = await build(
                     described,
                     store=store,
                     session=session,
@@ -562,7 +552,7 @@ async def _resumed_child(
     generation: GenerationRecord,
     task: RequestRecord,
     hooks: _Hooks,
-) -> ManagedChild:
+) -> tuple[ManagedChild, None]:
     """A managed agent a handoff moved here (`resume`: its exact parts and the one prompt it gets):
     the task is neither acknowledged nor sent again; the agent prompts the handoff note once.
 
@@ -580,4 +570,4 @@ async def _resumed_child(
     if resume.get("askOwner"):
         agent.register_tool(AskOwnerTool(_Questions(FileLimits(), cwd), child, agent))
     child.resume_prompt = str(resume["prompt"])
-    return child
+    return child, None
