@@ -252,9 +252,9 @@ async def _resumed_child(
     if resume.get("team"):
         from corral.orchestration.host._host import Host
         from corral.orchestration.surfaces.teams import TeamsNoticeText, team_member_tools
-        from corral.orchestration.teams._control import member_message_text
         from corral.orchestration.teams._member import TeamChild
         from corral.orchestration.teams._teams import Teams
+        from corral.orchestration.teams.notices import MessageArrived
 
         member = store.teams.roster.team_member(generation.run_id)
         if member is None:
@@ -292,7 +292,8 @@ async def _resumed_child(
                 lead, name, unread_only=True, mark_as_read=True
             ):
                 view.line(f"⇐ message from {message.sender}: {_brief(message.content)}")
-                team_child.inject(member_message_text(message.sender, message.summary, message.content))
+                fact = MessageArrived(message.sender, message.summary, message.content)
+                team_child.inject(teams.notices.member_message(fact))
 
         inbox = poll_inbox
     else:

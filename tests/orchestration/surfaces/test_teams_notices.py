@@ -7,16 +7,21 @@ port; the spawn, control, repair and checkpoint tests run them with these words)
 
 from __future__ import annotations
 
+from typing import Any
+
 from corral.orchestration.surfaces.teams import RECOVERY_PROMPT, TeamsNoticeText
 from corral.orchestration.teams.notices import (
     CheckpointNotSaved,
     FallbackReport,
+    MessageArrived,
     QueuedRetained,
     QueuedStartFailed,
     RepairDue,
+    ReportArrived,
     ReportMissing,
     TeamsNotices,
 )
+from corral.orchestration.teams.roster.records import TeamReportRecord
 
 WORDS: TeamsNotices = TeamsNoticeText()
 
@@ -80,4 +85,81 @@ def test_fallback_report_content_by_source() -> None:
         "failed",
         "Agent silent ended without a report, even after the report-only recovery prompt. "
         "Its session is kept for inspection: /s/silent.jsonl.",
+    )
+
+
+def test_messages_as_a_member_and_as_the_lead_read_them() -> None:
+    assert WORDS.member_message(MessageArrived("team-lead", None, "Look at b.py.")) == (
+        "Message from team-lead:\nLook at b.py."
+    )
+    assert WORDS.member_message(MessageArrived("scout", "found it", "It is in b.py.")) == (
+        "Message from scout (found it):\nIt is in b.py."
+    )
+    assert WORDS.lead_message(MessageArrived("corral", "Notice", "Queued agent x could not start: y")) == (
+        "Message from corral — Notice:\n\nQueued agent x could not start: y"
+    )
+    assert WORDS.lead_message(MessageArrived("scout", None, "Should I go on?")) == (
+        "Message from scout:\n\nShould I go on?"
+    )
+
+
+def _report(**fields: Any) -> TeamReportRecord:
+    base: dict[str, Any] = {
+        "report_id": "r1",
+        "task_id": "t1",
+        "run_id": "run",
+        "request_id": "req",
+        "lead_session_id": "lead",
+        "name": "scout",
+        "tier": "read-collect",
+        "kind": "read",
+        "status": "completed",
+        "content": "Found it.",
+        "summary": None,
+        "outcome": None,
+        "result": {},
+        "report_source": "report_and_exit",
+        "markdown_path": None,
+        "acceptance": "pending",
+        "acceptance_reason": None,
+        "decided_at": None,
+        "elapsed_ms": 5,
+        "tokens": 3,
+        "cost_usd": None,
+        "created_at": 1,
+        "delivery": "pending",
+        "delivered_entry_id": None,
+    }
+    return TeamReportRecord(**(base | fields))
+
+
+CAVEAT = "The agent has exited; do not stop it. A report is the agent's claim: check what matters before you rely on it."
+
+
+def test_a_report_as_the_lead_reads_it() -> None:
+    plain = _report()
+    assert WORDS.team_report(ReportArrived(plain, None, "not-requested")) == (
+        "Report from agent scout (read-collect) · status=completed · outcome=unspecified · "
+        "verification=not-requested · acceptance=pending · report=r1\n\nFound it.\n\n" + CAVEAT
+    )
+    full = _report(
+        summary="short",
+        outcome="succeeded",
+        acceptance="accepted",
+        result={
+            "changedPaths": ["a.py"],
+            "branch": "corral/w",
+            "diffStat": {"summary": "1 file changed"},
+            "merge": "merged",
+        },
+    )
+    assert WORDS.team_report(ReportArrived(full, "blocked", "failed")) == (
+        "Report from agent scout (read-collect) · status=completed · outcome=succeeded (effective: blocked) · "
+        "verification=failed · acceptance=accepted · report=r1\n\n"
+        "Summary: short\n\n"
+        "Found it.\n\n"
+        "Structured claims (the agent's, not verified):\n"
+        '{\n  "changedPaths": [\n    "a.py"\n  ]\n}\n\n'
+        "Its work is committed on branch corral/w (1 file changed), not in your working tree; merge: merged "
+        '(`corral merge corral/w`, or accept the report with merge = "on-accept").\n\n' + CAVEAT
     )

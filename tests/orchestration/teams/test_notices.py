@@ -2,7 +2,8 @@
 
 A host built with other words (`ComposedHost(teams_notices=...)`) shows that every notice on these
 paths reaches the model through the port — the recovery prompt the agent reads, a fallback report's
-content, the notice that quarantine holds a queued agent back — and carries the facts the core saw.
+content, the report and the message the lead reads, a message a member reads, the notice that
+quarantine holds a queued agent back — and carries the facts the core saw.
 """
 
 from __future__ import annotations
@@ -14,9 +15,11 @@ import pytest
 from corral.orchestration.teams.notices import (
     CheckpointNotSaved,
     FallbackReport,
+    MessageArrived,
     QueuedRetained,
     QueuedStartFailed,
     RepairDue,
+    ReportArrived,
     ReportMissing,
 )
 from corral.orchestration.teams.reports._reports import TEAM_REPORT_TYPE
@@ -52,6 +55,15 @@ class _Tagged:
     def fallback_content(self, fact: FallbackReport) -> str:
         return f"<fallback {fact.agent} {fact.source} text={fact.text!r}>"
 
+    def member_message(self, fact: MessageArrived) -> str:
+        return f"<to member from {fact.sender}: {fact.content}>"
+
+    def lead_message(self, fact: MessageArrived) -> str:
+        return f"<to lead from {fact.sender} ({fact.summary}): {fact.content}>"
+
+    def team_report(self, fact: ReportArrived) -> str:
+        return f"<report {fact.report.name} {fact.report.status} verification={fact.verification}>"
+
 
 async def test_the_recovery_prompt_and_fallback_reports_come_from_the_renderer(tmp_path: Path) -> None:
     spawn = [
@@ -77,6 +89,11 @@ async def test_the_recovery_prompt_and_fallback_reports_come_from_the_renderer(t
         await env.lead.prompt("go")
         await env.quiet()
         reports = env.host.repositories.teams.reports
+        delivered = {e["details"]["name"]: e["content"] for e in env.lead_custom(TEAM_REPORT_TYPE)}
+        assert delivered == {
+            "talker": "<report talker completed verification=not-requested>",
+            "silent": "<report silent failed verification=not-requested>",
+        }
         by_name = {e["details"]["name"]: e["details"]["report_id"] for e in env.lead_custom(TEAM_REPORT_TYPE)}
         talker, silent = reports.team_report(by_name["talker"]), reports.team_report(by_name["silent"])
         assert talker is not None and silent is not None
@@ -104,7 +121,7 @@ async def test_quarantine_retaining_a_queued_agent_tells_the_lead_in_the_rendere
         capacity.quarantine("fenced")
         await eventually(lambda: bool(env.lead_custom(TEAM_MESSAGE_TYPE)), env.host)
         [notice] = env.lead_custom(TEAM_MESSAGE_TYPE)
-        assert notice["content"] == "Message from corral — Notice:\n\n<retained fenced>"
+        assert notice["content"] == "<to lead from corral (Notice): <retained fenced>>"
         assert notice["details"]["from"] == "corral"
         capacity.cancel_queued("fenced")
         capacity.release(holder)

@@ -31,6 +31,7 @@ from corral.orchestration.teams.roster.records import TEAM_MESSAGE_TYPE
 from corral.orchestration.worktrees._repository import Worktrees as WorktreeRows
 
 from ._status import TeamAgentRow, TeamSnapshot, member_status
+from .notices import MessageArrived
 from .repair.records import ObservedVerification, RepairResult, ReportVerification, effective_outcome
 from .reports._reports import report_id, team_name
 from .results import (
@@ -64,16 +65,12 @@ if TYPE_CHECKING:
 
     from ._member import MemberRun, TeamChild
     from ._plans import TeamContext, _Prepared
+    from .notices import TeamsNotices
 
-__all__ = ["TEAM_MESSAGE_TYPE", "TEARDOWN_TIMEOUT_S", "TeamControl", "member_message_text"]
+__all__ = ["TEAM_MESSAGE_TYPE", "TEARDOWN_TIMEOUT_S", "TeamControl"]
 
 TEARDOWN_TIMEOUT_S = 2.5
 RECENT_COMPLETIONS = 20
-
-
-def member_message_text(sender: str, summary: str | None, content: str) -> str:
-    """How a message reaches a teams agent's conversation (in-process, or from its store inbox)."""
-    return f"Message from {sender}" + (f" ({summary})" if summary else "") + f":\n{content}"
 
 
 class TeamControl:
@@ -143,7 +140,7 @@ class TeamControl:
             return
         for message in self.repos.roster.undelivered_lead_messages(lead_session_id):
             entry_id = await deliver_message(
-                lead, _lead_message(message), key="message_id", value=message.message_id
+                lead, _lead_message(message, self.notices), key="message_id", value=message.message_id
             )
             self.repos.roster.mark_lead_message_delivered(message.message_id, entry_id=entry_id)
         self.host.changed()
@@ -183,7 +180,7 @@ class TeamControl:
             raise TargetNotFoundError(f"Cannot send message to {recipient}: agent is not running.")
         child = self.child(member.run_id)
         direct = child is not None and child.messages_open and not child.ended
-        text = member_message_text(sender_name, request.summary, request.content)
+        text = self.notices.member_message(MessageArrived(sender_name, request.summary, request.content))
         repos.roster.add_team_message(
             lead,
             recipient=recipient,
@@ -680,12 +677,8 @@ class TeamControl:
         return record
 
 
-def _lead_message(message: TeamMessageRecord) -> CustomMessage:
-    text = (
-        f"Message from {message.sender}"
-        + (f" — {message.summary}" if message.summary else "")
-        + f":\n\n{message.content}"
-    )
+def _lead_message(message: TeamMessageRecord, notices: TeamsNotices) -> CustomMessage:
+    text = notices.lead_message(MessageArrived(message.sender, message.summary, message.content))
     return CustomMessage(
         custom_type=TEAM_MESSAGE_TYPE,
         content=text,

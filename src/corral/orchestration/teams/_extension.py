@@ -68,7 +68,7 @@ class TeamsExtension(HostExtension):
         if member is not None and member.slot_id is not None:
             await teams.reports.deliver_grouped(report, result)
         else:
-            await deliver_team_report(repos.kernel, owner, report, result)
+            await deliver_team_report(repos.kernel, owner, report, result, teams.notices)
         return True
 
     def released(self, run_id: str) -> None:

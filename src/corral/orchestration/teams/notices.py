@@ -16,14 +16,19 @@ and a fact that carries one (`CheckpointNotSaved.error`) passes that message thr
 from __future__ import annotations
 
 from dataclasses import dataclass
-from typing import Literal, Protocol
+from typing import TYPE_CHECKING, Literal, Protocol
+
+if TYPE_CHECKING:
+    from corral.orchestration.teams.roster.records import TeamReportRecord
 
 __all__ = [
     "CheckpointNotSaved",
     "FallbackReport",
+    "MessageArrived",
     "QueuedRetained",
     "QueuedStartFailed",
     "RepairDue",
+    "ReportArrived",
     "ReportMissing",
     "TeamsNotices",
 ]
@@ -103,6 +108,31 @@ class FallbackReport:
         return "completed" if self.source == "assistant-text" else "failed"
 
 
+@dataclass(frozen=True, slots=True)
+class MessageArrived:
+    """A teams message reaches its reader: a member (steering, its next prompt, or its worker's
+    inbox) or the lead (a hidden `corral-team-message`)."""
+
+    sender: str
+    """`team-lead`, a member's name, or `corral` (a notice)."""
+    summary: str | None
+    """The sender's one-line summary, if any."""
+    content: str
+    """The message itself."""
+
+
+@dataclass(frozen=True, slots=True)
+class ReportArrived:
+    """A stored teams report reaches the lead (the hidden `corral-team-report` message that wakes it)."""
+
+    report: TeamReportRecord
+    """The stored report (its content, structured claims, branch and merge state)."""
+    effective_outcome: str | None
+    """The outcome after repair (a blocker repair added), else the agent's own."""
+    verification: str
+    """The verification state (`not-requested`, `passed`, `failed`, ...)."""
+
+
 class TeamsNotices(Protocol):
     """Words for the teams core's notices: one method per fact, each returning the model's text."""
 
@@ -132,4 +162,16 @@ class TeamsNotices(Protocol):
 
     def fallback_content(self, fact: FallbackReport) -> str:
         """The content of a fallback report (the agent's own text when it left one)."""
+        ...
+
+    def member_message(self, fact: MessageArrived) -> str:
+        """A message as a member reads it."""
+        ...
+
+    def lead_message(self, fact: MessageArrived) -> str:
+        """A message as the lead reads it."""
+        ...
+
+    def team_report(self, fact: ReportArrived) -> str:
+        """A report as the lead reads it (the message's details stay the core's)."""
         ...

@@ -14,9 +14,11 @@ from typing import TYPE_CHECKING, Any
 from corral.orchestration.teams.notices import (
     CheckpointNotSaved,
     FallbackReport,
+    MessageArrived,
     QueuedRetained,
     QueuedStartFailed,
     RepairDue,
+    ReportArrived,
     ReportMissing,
 )
 from corral.orchestration.teams.reports._reports import outcome_label
@@ -625,3 +627,54 @@ class TeamsNoticeText:
             f"Agent {fact.agent} ended without a report, even after the report-only recovery "
             f"prompt. Its session is kept for inspection: {fact.session_path}."
         )
+
+    def member_message(self, fact: MessageArrived) -> str:
+        """`Message from <sender> (<summary>):` and the content on the next line."""
+        return (
+            f"Message from {fact.sender}"
+            + (f" ({fact.summary})" if fact.summary else "")
+            + f":\n{fact.content}"
+        )
+
+    def lead_message(self, fact: MessageArrived) -> str:
+        """`Message from <sender> — <summary>:`, a blank line, the content."""
+        return (
+            f"Message from {fact.sender}"
+            + (f" — {fact.summary}" if fact.summary else "")
+            + f":\n\n{fact.content}"
+        )
+
+    def team_report(self, fact: ReportArrived) -> str:
+        """The report's head line, summary, content, structured claims, branch, and the caveat."""
+        report = fact.report
+        outcome = outcome_label(report.outcome, fact.effective_outcome)
+        head = (
+            f"Report from agent {report.name} ({report.tier}) · status={report.status} · "
+            f"outcome={outcome} · verification={fact.verification} · "
+            f"acceptance={report.acceptance} · report={report.report_id}"
+        )
+        parts = [head]
+        if report.summary:
+            parts.append(f"Summary: {report.summary}")
+        parts.append(report.content)
+        extras = {
+            k: report.result[k] for k in ("changedPaths", "findings", "questions") if report.result.get(k)
+        }
+        if extras:
+            import json
+
+            parts.append("Structured claims (the agent's, not verified):\n" + json.dumps(extras, indent=2))
+        branch = report.result.get("branch")
+        if isinstance(branch, str):
+            stat = report.result.get("diffStat")
+            summary = stat.get("summary") if isinstance(stat, dict) else None
+            parts.append(
+                f"Its work is committed on branch {branch} ({summary or 'see the diff'}), not in your working "
+                f"tree; merge: {report.result.get('merge', 'pending')} (`corral merge {branch}`, or accept the "
+                'report with merge = "on-accept").'
+            )
+        parts.append(
+            "The agent has exited; do not stop it. A report is the agent's claim: check what matters "
+            "before you rely on it."
+        )
+        return "\n\n".join(parts)

@@ -24,7 +24,7 @@ from typing import TYPE_CHECKING, Any
 
 from corral.orchestration.errors import InternalFailureError, OrchestrationError
 from corral.orchestration.teams.checks._checks import CheckExecution
-from corral.orchestration.teams.notices import FallbackReport
+from corral.orchestration.teams.notices import FallbackReport, MessageArrived
 
 from .records import MemberAnswer, MemberCall, MemberInterrupted, MemberMessage, MemberPush, MemberTaken
 
@@ -203,6 +203,7 @@ class RemoteMembers:
         self.host = context.host
         self.repos = context.repos
         self.capacity = context.capacity
+        self.notices = context.notices
         self.control = control
         self.reports = reports
         self.runs: dict[str, RemoteRun] = {}
@@ -262,10 +263,10 @@ class RemoteMembers:
         inbox = self.repos.roster.read_team_inbox(
             member.lead_session_id, member.name, unread_only=True, mark_as_read=False
         )
-        from corral.orchestration.teams._control import member_message_text
-
         messages = tuple(
-            MemberMessage(m.message_id, member_message_text(m.sender, m.summary, m.content))
+            MemberMessage(
+                m.message_id, self.notices.member_message(MessageArrived(m.sender, m.summary, m.content))
+            )
             for m in inbox
             if m.recipient_run_id in (None, run_id)
         )

@@ -23,12 +23,14 @@ from corral._paths import ensure_private_dir
 from corral.llm import CustomMessage
 from corral.orchestration.kernel._delivery import deliver_message
 from corral.orchestration.kernel._faults import fault_point
+from corral.orchestration.teams.notices import ReportArrived
 from corral.orchestration.teams.roster.records import TEAM_REPORT_TYPE
 
 if TYPE_CHECKING:
     from corral.agent import AgentSession
     from corral.orchestration.kernel._generations import Generations
     from corral.orchestration.kernel.records import ResultRecord
+    from corral.orchestration.teams.notices import TeamsNotices
     from corral.orchestration.teams.roster.records import TeamReportRecord
 
 __all__ = [
@@ -144,41 +146,15 @@ def _verification(result: dict[str, Any]) -> dict[str, Any]:
     return verification
 
 
-def team_report_message(report: TeamReportRecord) -> CustomMessage:
-    """The hidden `corral-team-report` message that gives the lead one full report and wakes it."""
+def team_report_message(report: TeamReportRecord, notices: TeamsNotices) -> CustomMessage:
+    """The hidden `corral-team-report` message that gives the lead one full report and wakes it
+    (its text worded by `notices`)."""
     effective = effective_task_outcome(report.result)
     acceptance: dict[str, Any] = {"state": report.acceptance}
     if report.acceptance_reason:
         acceptance["reason"] = report.acceptance_reason
     verification = _verification(report.result)
-    outcome = outcome_label(report.outcome, effective)
-    head = (
-        f"Report from agent {report.name} ({report.tier}) · status={report.status} · "
-        f"outcome={outcome} · verification={verification['state']} · "
-        f"acceptance={report.acceptance} · report={report.report_id}"
-    )
-    parts = [head]
-    if report.summary:
-        parts.append(f"Summary: {report.summary}")
-    parts.append(report.content)
-    extras = {k: report.result[k] for k in ("changedPaths", "findings", "questions") if report.result.get(k)}
-    if extras:
-        import json
-
-        parts.append("Structured claims (the agent's, not verified):\n" + json.dumps(extras, indent=2))
-    branch = report.result.get("branch")
-    if isinstance(branch, str):
-        stat = report.result.get("diffStat")
-        summary = stat.get("summary") if isinstance(stat, dict) else None
-        parts.append(
-            f"Its work is committed on branch {branch} ({summary or 'see the diff'}), not in your working tree; "
-            f"merge: {report.result.get('merge', 'pending')} (`corral merge {branch}`, or accept the report "
-            'with merge = "on-accept").'
-        )
-    parts.append(
-        "The agent has exited; do not stop it. A report is the agent's claim: check what matters "
-        "before you rely on it."
-    )
+    text = notices.team_report(ReportArrived(report, effective, str(verification["state"])))
     details: dict[str, Any] = {
         "name": report.name,
         "task_id": report.task_id,
@@ -198,20 +174,22 @@ def team_report_message(report: TeamReportRecord) -> CustomMessage:
             details[key] = report.result[key]
     if report.markdown_path:
         details["report_path"] = report.markdown_path
-    return CustomMessage(
-        custom_type=TEAM_REPORT_TYPE, content="\n\n".join(parts), display=False, details=details
-    )
+    return CustomMessage(custom_type=TEAM_REPORT_TYPE, content=text, display=False, details=details)
 
 
 async def deliver_team_report(
-    kernel: Generations, owner: AgentSession, report: TeamReportRecord, result: ResultRecord
+    kernel: Generations,
+    owner: AgentSession,
+    report: TeamReportRecord,
+    result: ResultRecord,
+    notices: TeamsNotices,
 ) -> str:
     """Deliver a teams report exactly once (`corral-team-report`, keyed by `report_id`) and mark it delivered.
 
     The kernel's delivery routine (`kernel._delivery`) with the report's message in place of the
     plain result's.
     """
-    message = team_report_message(report)
+    message = team_report_message(report, notices)
     entry_id = await deliver_message(owner, message, key="report_id", value=report.report_id)
     fault_point("after_owner_append")
     kernel.mark_delivered(result.request_id, owner_session_id=result.owner_session_id, entry_id=entry_id)
