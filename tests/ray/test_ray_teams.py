@@ -323,3 +323,52 @@ async def test_spawns_queue_while_the_cluster_has_no_room_and_start_when_a_membe
         await eventually(lambda: set(_reports(t)) == {"a1", "a2", "a3"}, t.host)
         await t.quiet()
         assert {name: len(found) for name, found in _reports(t).items()} == {"a1": 1, "a2": 1, "a3": 1}
+
+
+async def test_a_host_killed_right_after_storing_a_ray_members_report_delivers_it_once_on_resume(
+    env: Path, ray_cluster: RayTestCluster
+) -> None:
+    # The host dies (a fault point: SIGKILL) in the middle of applying the member's report call:
+    # the report row is committed, the answer never reached the worker. The next host gets the call
+    # again from the worker, answers it from the stored report, and delivers that report once.
+    write_script(
+        env,
+        "team",
+        {
+            "steps": [{"text": "noted"}],
+            "on_exhausted": "repeat_last",
+            "agents": {"once": [_report("once report")]},
+        },
+    )
+    namespace = f"t-{uuid.uuid4().hex[:8]}"
+    process = await asyncio.create_subprocess_exec(
+        sys.executable,
+        str(DRIVER),
+        str(env),
+        ray_cluster.address,
+        namespace,
+        "--teams",
+        "once",
+        stdout=asyncio.subprocess.DEVNULL,
+        stderr=asyncio.subprocess.DEVNULL,
+        env={**os.environ, "CORRAL_FAULTS": "after_result_row"},
+    )
+    try:
+        assert await asyncio.wait_for(process.wait(), WAIT * 3) == -9  # killed at the fault point
+    finally:
+        if process.returncode is None:
+            process.kill()
+            await process.wait()
+    lead_path = Path((env / "lead.txt").read_text())
+    settings = ray_settings(ray_cluster, namespace=namespace)
+    async with team(env, "team", settings=settings, session_path=lead_path, surfaces=("teams",)) as t:
+        lead_id = t.caller.session_id
+        assert [r.name for r in t.host.repositories.teams.reports.team_reports(lead_id)] == ["once"]
+        await eventually(lambda: len(t.lead_entries(TEAM_REPORT_TYPE)) == 1, t.host)
+        await t.quiet()
+        (entry,) = t.lead_entries(TEAM_REPORT_TYPE)
+        assert "once report" in str(entry["content"])
+        assert [r.name for r in t.host.repositories.teams.reports.team_reports(lead_id)] == ["once"]
+    async with team(env, "team", settings=settings, session_path=lead_path, surfaces=("teams",)) as t:
+        await t.quiet()
+        assert len(t.lead_entries(TEAM_REPORT_TYPE)) == 1
