@@ -147,9 +147,17 @@ class TeamControl:
 
     # --- messaging -------------------------------------------------------------------------------
 
-    async def send_message(self, sender: Caller | MemberRun, request: SendMessageRequest) -> MessageSent:
-        """`send_message`: steer a live recipient, or store the message for the lead."""
+    async def send_message(
+        self, sender: Caller | MemberRun, request: SendMessageRequest, *, message_id: str | None = None
+    ) -> MessageSent:
+        """`send_message`: steer a live recipient, or store the message for the lead.
+
+        `message_id` makes it idempotent (a Ray member's call, applied again by a host that
+        restarted): a message of that id already stored is answered as sent, nothing is repeated.
+        """
         repos = self.repos
+        if message_id is not None and (stored := repos.roster.team_message(message_id)) is not None:
+            return MessageSent(stored.recipient, team_name(stored.lead_session_id), stored.delivery)
         if isinstance(sender, Caller):
             lead = self._lead_id(sender)
             sender_name, sender_run = TEAM_LEAD, None
@@ -172,6 +180,7 @@ class TeamControl:
                 content=request.content,
                 summary=request.summary,
                 delivery="inbox",
+                message_id=message_id,
             )
             self.host.spawn_background(self.deliver_lead_messages(lead))
             return MessageSent(TEAM_LEAD, team, "inbox")
@@ -190,6 +199,7 @@ class TeamControl:
             summary=request.summary,
             delivery="active-session" if direct else "inbox",
             expected_run_id=member.run_id,
+            message_id=message_id,
         )
         if direct and child is not None and not child.inject(text):
             direct = False

@@ -566,6 +566,22 @@ def test_messages_to_the_lead_and_to_running_members(store: Repositories) -> Non
     assert notice.sender == "corral"
 
 
+def test_a_message_with_a_chosen_id_is_stored_once_and_marked_read_by_id(store: Repositories) -> None:
+    spawn(store, "alpha")
+    call = "6f1d3c2a-0b4e-4f5a-9c8d-7e6f5a4b3c2d"  # a Ray member's call id
+    first = _send(store, "alpha", "look", message_id=call)
+    again = _send(store, "alpha", "look", message_id=call)
+    assert first == again and first.message_id == call
+    other = _send(store, "alpha", "and this")
+    inbox = store.teams.roster.read_team_inbox(LEAD, "alpha", unread_only=True, mark_as_read=False)
+    assert [m.message_id for m in inbox] == [call, other.message_id]
+    store.teams.roster.mark_messages_read([call])
+    unread = store.teams.roster.read_team_inbox(LEAD, "alpha", unread_only=True, mark_as_read=False)
+    assert [m.message_id for m in unread] == [other.message_id]
+    marked = store.teams.roster.team_message(call)
+    assert marked is not None and marked.read_at is not None and marked.content == first.content
+
+
 @pytest.mark.parametrize("state", ["missing", "fenced", "reported", "finalized", "other run"])
 def test_a_message_to_a_member_that_is_not_running_is_refused(
     store: Repositories, db_path: Path, state: str

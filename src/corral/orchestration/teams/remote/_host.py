@@ -330,7 +330,7 @@ class RemoteMembers:
     async def _dispatch(self, run: RemoteRun, call: MemberCall) -> Any:
         control, reports, args = self.control, self.reports, call.args
         if call.verb == "send_message":
-            return await control.send_message(run, args[0])  # type: ignore[arg-type]
+            return await control.send_message(run, args[0], message_id=call.call_id)  # type: ignore[arg-type]
         if call.verb == "read_inbox":
             return await control.read_inbox(run, args[0])  # type: ignore[arg-type]
         if call.verb == "submit_report":

@@ -323,8 +323,12 @@ class Roster(Repository):
         summary: str,
         delivery: Literal["active-session", "inbox"],
         expected_run_id: str | None = None,
+        message_id: str | None = None,
     ) -> TeamMessageRecord:
         """Store a message for `team-lead` (always admitted) or a running member of the team.
+
+        `message_id` chooses the message's id (a Ray member's call id): a message of that id
+        already stored is returned as it is, nothing is stored again.
 
         A member recipient must be live, unfenced and still running (its
         generation `starting` or `active`), and be run `expected_run_id` when
@@ -347,6 +351,8 @@ class Roster(Repository):
             raise InvalidRequestError(f"Messages to {TEAM_LEAD} go to its inbox; pass delivery='inbox'.")
 
         def body() -> TeamMessageRecord:
+            if message_id is not None and (stored := self._message(message_id)) is not None:
+                return stored
             if sender_run_id is not None:
                 sending = self._team_member(sender_run_id)
                 if sending is None or sending.lead_session_id != lead_session_id:
@@ -369,13 +375,13 @@ class Roster(Repository):
                     )
                 recipient_run_id = member.run_id
             now = self._clock()
-            message_id = _new_id()
+            new_id = message_id or _new_id()
             self._execute(
                 "INSERT INTO team_messages (message_id, lead_session_id, recipient, recipient_run_id, sender,"
                 " sender_run_id, content, summary, delivery, created_at, read_at)"
                 " VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?)",
                 (
-                    message_id,
+                    new_id,
                     lead_session_id,
                     recipient,
                     recipient_run_id,
@@ -388,7 +394,7 @@ class Roster(Repository):
                     now if delivery == "active-session" else None,
                 ),
             )
-            return self._require_message(message_id)
+            return self._require_message(new_id)
 
         return self._write(body)
 
@@ -636,6 +642,10 @@ class Roster(Repository):
                 ids={"runId": run_id},
             )
         return member
+
+    def team_message(self, message_id: str) -> TeamMessageRecord | None:
+        """The message `message_id`, if stored."""
+        return self._read(lambda: self._message(message_id))
 
     def _message(self, message_id: str) -> TeamMessageRecord | None:
         row = self._one("SELECT * FROM team_messages WHERE message_id = ?", (message_id,))
