@@ -256,6 +256,15 @@ async def _latency(address: str, rounds: int) -> dict[str, object]:
     }
 
 
+def _workers_per_node(workers: list[dict[str, Any]], labels: dict[str, str]) -> dict[str, int]:
+    """Worker processes per node: every labelled node (0 if none ran there), others by id prefix."""
+    per_node = dict.fromkeys(labels.values(), 0)
+    for worker in workers:
+        node = labels.get(str(worker["node_id"]), str(worker["node_id"])[:8])
+        per_node[node] = per_node.get(node, 0) + 1
+    return per_node
+
+
 async def _fanout(address: str, agents: int, labels: dict[str, str], per_worker: int) -> dict[str, object]:
     """Two fan-outs by one host: `cold` starts its worker processes, `warm` reuses them."""
     with data_root(_script(5), "corral-bench-ray-") as root:
@@ -300,10 +309,7 @@ async def _fanout(address: str, agents: int, labels: dict[str, str], per_worker:
         "tool_calls_per_agent": 5,
         "agents_per_worker": per_worker,
         "workers": len(workers),
-        "workers_per_node": {
-            label: sum(1 for w in workers if labels.get(str(w["node_id"])) == label)
-            for label in labels.values()
-        },
+        "workers_per_node": _workers_per_node(workers, labels),
         **rounds,
         "peak_worker_rss_mb_per_node": {node: round(kb / 1024, 1) for node, kb in sorted(peaks.items())},
         "peak_worker_rss_mb_total": round(sum(peaks.values()) / 1024, 1),
@@ -335,18 +341,23 @@ async def _packing(address: str, agents: int, per_worker: int) -> dict[str, obje
     }
 
 
-async def _main(args: argparse.Namespace) -> dict[str, object]:
+async def _measure(address: str, labels: dict[str, str], args: argparse.Namespace) -> dict[str, object]:
     figures: dict[str, object] = {}
-    with _cluster() as (_cluster_handle, address, labels):
-        if "latency" in args.only:
-            figures["latency"] = await _latency(address, args.rounds)
-        if "fanout" in args.only:
-            figures["fanout"] = [
-                await _fanout(address, args.agents, labels, n) for n in args.agents_per_worker
-            ]
-        if "packing" in args.only:
-            figures["packing"] = [await _packing(address, args.packing_agents, n) for n in (1, 10, 50)]
+    if "latency" in args.only:
+        figures["latency"] = await _latency(address, args.rounds)
+    if "fanout" in args.only:
+        figures["fanout"] = [await _fanout(address, args.agents, labels, n) for n in args.agents_per_worker]
+    if "packing" in args.only:
+        figures["packing"] = [await _packing(address, args.packing_agents, n) for n in (1, 10, 50)]
     return figures
+
+
+async def _main(args: argparse.Namespace) -> dict[str, object]:
+    if args.address:
+        # Someone else's cluster (the Ray tests' session cluster): nodes go by their id's prefix.
+        return await _measure(args.address, {}, args)
+    with _cluster() as (_cluster_handle, address, labels):
+        return await _measure(address, labels, args)
 
 
 def main(argv: list[str] | None = None) -> int:
@@ -363,6 +374,12 @@ def main(argv: list[str] | None = None) -> int:
         nargs="+",
         choices=("latency", "fanout", "packing"),
         default=["latency", "fanout", "packing"],
+    )
+    parser.add_argument(
+        "--address",
+        help="measure on this running cluster (its GCS host:port, with RAY_TMPDIR as the cluster's) "
+        "instead of a fresh local one; its daemons are not this process's children, so their CPU "
+        "is not counted (the smoke test's mode, tests/ray/test_bench_ray_smoke.py)",
     )
     args = parser.parse_args(argv)
     try:
