@@ -55,6 +55,7 @@ from corral.orchestration.kernel._files import FileLimits
 from corral.orchestration.kernel.records import AskRecord, GenerationRecord, RequestRecord
 from corral.orchestration.ratelimits import RateLimitsExtension
 from corral.orchestration.surfaces import AskOwnerTool
+from corral.orchestration.surfaces._budget_notices import BudgetNoticeText
 from corral.session import SessionManager
 from corral.settings import Settings
 
@@ -200,7 +201,9 @@ async def run_worker(run_id: str, store_path: Path, launch_path: Path, *, out: T
                 from corral.orchestration.worktrees import Worktrees
 
                 child.on_work_done = Worktrees(store.worktrees, home=store.db.path.parent).work_done
-            attach_worker_guard(store.db, child)  # its budget, when the host opened one for it
+            attach_worker_guard(
+                store.db, child, notices=BudgetNoticeText()
+            )  # its budget, when the host opened one for it
             child.agent.subscribe(view.on_event)
             heartbeat = Path(launch["heartbeat"]) if launch.get("heartbeat") else None
             store.kernel.record_started(run_id, pid=os.getpid(), pane_id=os.environ.get("TMUX_PANE") or None)

@@ -49,6 +49,7 @@ from corral.orchestration.kernel._remote import HostView, Pulled, RemoteStore
 from corral.orchestration.kernel.records import AskRecord, RequestRecord
 from corral.orchestration.ratelimits.records import SharedWindow, SharedWindows
 from corral.orchestration.surfaces import AskOwnerTool
+from corral.orchestration.surfaces._budget_notices import BudgetNoticeText
 from corral.orchestration.workspaces import (
     NodeWorkspace,
     SnapshotNeeded,
@@ -240,7 +241,9 @@ class RayWorker:
             if workspace is not None and not workspace.shared:
                 lead_top = str(dict(described["workspace"]).get("top"))  # type: ignore[call-overload]
                 child.on_work_done = self._patch_back(workspace, session, lead_top)
-            attach_ray_guard(store, child)  # after the patch-back: its result note follows it
+            attach_ray_guard(
+                store, child, notices=BudgetNoticeText()
+            )  # after the patch-back: its result note follows it
         except BaseException:
             session.close()
             if workspace is not None:

@@ -22,9 +22,10 @@ from typing import TYPE_CHECKING, Any
 from corral.agent import GuardVerdict
 from corral.llm import CustomMessage
 from corral.orchestration.budgets._check import exhausted_finding, tree_reached
-from corral.orchestration.budgets._guard import BudgetGuard, exhausted_line
+from corral.orchestration.budgets._guard import BudgetGuard
 from corral.orchestration.budgets._remote import BudgetMarkFact, BudgetPush, SpendFact
 from corral.orchestration.budgets._repository import BudgetLedger
+from corral.orchestration.budgets.notices import TreeExhausted
 from corral.orchestration.budgets.records import (
     AgentBudget,
     Limits,
@@ -37,6 +38,7 @@ from corral.orchestration.errors import InvalidRequestError, OrchestrationError
 from corral.orchestration.host.ports import HostExtension
 
 if TYPE_CHECKING:
+    from corral.orchestration.budgets.notices import BudgetNotices
     from corral.orchestration.host._host import Host
     from corral.orchestration.kernel._child import ManagedChild
     from corral.orchestration.kernel.records import GenerationRecord
@@ -118,28 +120,28 @@ def budget_text(budget: Mapping[str, Any]) -> str:
     return text
 
 
-def result_note(ledger: BudgetLedger, run_id: str) -> str | None:
+def result_note(ledger: BudgetLedger, run_id: str, notices: BudgetNotices) -> str | None:
     """`budget_exhausted: …` for an agent stopped at a budget, else `None`."""
     agent = ledger.agent(run_id)
     if agent is None:
         return None
     finding = exhausted_finding(agent, ledger.tree(agent.tree_id), ledger.db.clock())
-    return None if finding is None else exhausted_line(finding)
+    return None if finding is None else notices.stopped(finding)
 
 
-def attach_worker_guard(db: Database, child: ManagedChild) -> bool:
+def attach_worker_guard(db: Database, child: ManagedChild, *, notices: BudgetNotices) -> bool:
     """Give a tmux worker's agent the guard of its generation's budget row, and end its result with
     `budget_exhausted` when it is stopped (after the `on_work_done` already set); `False` without a row."""
     ledger = BudgetLedger(db)
     if ledger.agent(child.run_id) is None:
         return False
-    child.agent.set_request_guard(BudgetGuard(ledger, child.run_id))
+    child.agent.set_request_guard(BudgetGuard(ledger, child.run_id, notices=notices))
     previous = child.on_work_done
 
     async def work_done(run_id: str, summary: str) -> str | None:
         notes = [
             await previous(run_id, summary) if previous is not None else None,
-            result_note(ledger, run_id),
+            result_note(ledger, run_id, notices),
         ]
         return "\n".join(note for note in notes if note) or None
 
@@ -155,8 +157,13 @@ def lead_line(tokens: int, cost_usd: float) -> str:
 class BudgetsExtension(HostExtension):
     """Budgets of the lead's tree and of each agent (docs/fleet.md, "Budgets")."""
 
-    def __init__(self, host: Host) -> None:
+    def __init__(self, host: Host, *, notices: BudgetNotices) -> None:
+        """Args:
+        host: The host whose generations get budgets.
+        notices: Words for what budgets tell agents and the lead (the composition root's choice).
+        """
         self.host = host
+        self.notices = notices
         self.ledger = BudgetLedger(host.kernel.db)
 
     # --- hooks -----------------------------------------------------------------------------------
@@ -192,6 +199,7 @@ class BudgetsExtension(HostExtension):
                 BudgetGuard(
                     self.ledger,
                     generation.run_id,
+                    notices=self.notices,
                     on_exhausted=self.tell_lead,
                     on_recorded=self.host.changed,
                 )
@@ -244,7 +252,7 @@ class BudgetsExtension(HostExtension):
 
     def result_note(self, run_id: str) -> str | None:
         """`budget_exhausted: …` for an agent stopped at a budget."""
-        return result_note(self.ledger, run_id)
+        return result_note(self.ledger, run_id, self.notices)
 
     def remote_state(self, run_id: str) -> BudgetPush | None:
         """The run's budget row and its tree's, pushed to its Ray worker with every pull."""
@@ -308,12 +316,7 @@ class BudgetsExtension(HostExtension):
         if tree is None or tree.exhausted is None:
             return
         reached = tree_reached(tree, self.ledger.db.clock())
-        what = reached[0].describe() if reached else tree.exhausted
-        text = (
-            f"The budget of your agent tree is exhausted ({what}). Its running agents stop with a final "
-            "report (budget_exhausted); new delegations and spawns are refused. Your own turns are not "
-            "limited: work with the results you have."
-        )
+        text = self.notices.tree_exhausted(TreeExhausted(tree.exhausted, reached[0] if reached else None))
         owner.send_custom_message(
             CustomMessage(custom_type=GuardVerdict.NOTICE_TYPE, content=text, display=True)
         )

@@ -11,45 +11,24 @@ from __future__ import annotations
 
 import logging
 from collections.abc import Callable
-from typing import Protocol
+from typing import TYPE_CHECKING, Protocol
 
 from corral.agent import GuardVerdict, RequestEstimate
 from corral.llm import AssistantMessage, ModelInfo, calculate_cost, usage_with_total
-from corral.orchestration.budgets._check import Finding, findings
+from corral.orchestration.budgets._check import findings
 from corral.orchestration.budgets.records import AgentBudget, BudgetName, TreeBudget
 from corral.orchestration.errors import OrchestrationError
 
-__all__ = ["BudgetBook", "BudgetGuard", "exhausted_line", "final_text", "notice_text"]
+if TYPE_CHECKING:
+    from corral.orchestration.budgets.notices import BudgetNotices
+
+__all__ = ["BudgetBook", "BudgetGuard"]
 
 _log = logging.getLogger("corral.budgets")
 
 _GO = GuardVerdict("go")
 _STOP = GuardVerdict("stop")
 _MTOK = 1_000_000
-
-
-def notice_text(finding: Finding) -> str:
-    """The wrap-up notice at a soft threshold."""
-    return (
-        f"Budget notice: {finding.describe()} used ({finding.spent / finding.limit:.0%}). Wrap up now: "
-        "finish the current step and give your final answer (what is done, what remains) soon."
-    )
-
-
-def final_text(finding: Finding) -> str:
-    """The instruction of the final turn."""
-    return (
-        f"Budget exhausted: {finding.describe()}. Your work stops here and tools are no longer run. "
-        "Reply now, without tool calls, with your final report: what you did, what you found, and what "
-        "remains undone."
-    )
-
-
-def exhausted_line(finding: Finding) -> str:
-    """The line a stopped agent's result or report ends with."""
-    return (
-        f"budget_exhausted: {finding.describe()} (stopped at its budget; the text above is its final report)"
-    )
 
 
 class BudgetBook(Protocol):
@@ -73,6 +52,7 @@ class BudgetGuard:
     Args:
         ledger: Where the run's budget is kept (the budgets repository, or a Ray worker's `RemoteBudget`).
         run_id: The generation.
+        notices: Words for the wrap-up notice and the final turn.
         on_exhausted: Called with the tree id when this agent reaches a limit (to tell the lead).
         on_recorded: Called after a reply's spend is recorded (the host's change signal).
     """
@@ -82,11 +62,13 @@ class BudgetGuard:
         ledger: BudgetBook,
         run_id: str,
         *,
+        notices: BudgetNotices,
         on_exhausted: Callable[[str], None] | None = None,
         on_recorded: Callable[[], None] | None = None,
     ) -> None:
         self.ledger = ledger
         self.run_id = run_id
+        self.notices = notices
         self.on_exhausted = on_exhausted
         self.on_recorded = on_recorded
         self._rates: dict[tuple[str, str], tuple[float, float]] = {}
@@ -121,11 +103,11 @@ class BudgetGuard:
         if hard:
             if self.ledger.mark_exhausted(self.run_id, hard[0].name) and self.on_exhausted is not None:
                 self.on_exhausted(agent.tree_id)
-            return GuardVerdict("final", final_text(hard[0]))
+            return GuardVerdict("final", self.notices.final_turn(hard[0]))
         if not agent.noticed:
             soft = findings(agent, tree, add_tokens=estimate.tokens, add_cost=add_cost, now=now, soft=True)
             if soft and self.ledger.mark_noticed(self.run_id):
-                return GuardVerdict("notice", notice_text(soft[0]))
+                return GuardVerdict("notice", self.notices.wrap_up(soft[0]))
         return _GO
 
     def after_reply(self, reply: AssistantMessage, estimate: RequestEstimate) -> None:

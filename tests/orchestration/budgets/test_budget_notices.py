@@ -1,0 +1,73 @@
+"""Budgets say nothing themselves: the guard's notice and final turn, a stopped agent's result line and
+the lead's notice are worded by the `BudgetNotices` port; the default words are pinned byte for byte."""
+
+from __future__ import annotations
+
+from pathlib import Path
+
+from corral.agent import RequestEstimate
+from corral.llm import ModelInfo
+from corral.orchestration import Repositories
+from corral.orchestration.budgets import BudgetGuard, BudgetLedger, Finding, Limits
+from corral.orchestration.budgets._extension import result_note
+from corral.orchestration.budgets.notices import BudgetNotices, TreeExhausted
+from corral.orchestration.surfaces._budget_notices import BudgetNoticeText
+
+WORDS: BudgetNotices = BudgetNoticeText()
+RUN = "00000000-0000-4000-8000-000000000001"
+
+
+class _Tagged:
+    def wrap_up(self, finding: Finding) -> str:
+        return f"<wrap up {finding.name}>"
+
+    def final_turn(self, finding: Finding) -> str:
+        return f"<final {finding.name}>"
+
+    def stopped(self, finding: Finding) -> str:
+        return f"<stopped {finding.name}>"
+
+    def tree_exhausted(self, fact: TreeExhausted) -> str:
+        return f"<tree {fact.name}>"
+
+
+def test_the_guard_and_the_result_note_speak_through_the_port(tmp_path: Path) -> None:
+    with Repositories.open(tmp_path / "corral.db") as store:
+        ledger = BudgetLedger(store.db)
+        ledger.set_tree_limits("lead", Limits())
+        ledger.open_agent(RUN, tree_id="lead", session_id="s", label="scout", limits=Limits(tokens=10_000))
+        guard = BudgetGuard(ledger, RUN, notices=_Tagged())
+        model = ModelInfo(id="m", provider="scripted", api="scripted")
+        near = guard.before_request(RequestEstimate(model=model, input_tokens=9_000, output_tokens=0))
+        over = guard.before_request(RequestEstimate(model=model, input_tokens=12_000, output_tokens=0))
+        assert (near.action, near.text) == ("notice", "<wrap up agent_tokens>")
+        assert (over.action, over.text) == ("final", "<final agent_tokens>")
+        assert result_note(ledger, RUN, _Tagged()) == "<stopped agent_tokens>"
+
+
+def test_default_words() -> None:
+    tokens = Finding("agent_tokens", 12_400, 10_000)
+    assert WORDS.wrap_up(Finding("agent_tokens", 8_000, 10_000)) == (
+        "Budget notice: agent_tokens 8,000 / 10,000 tokens used (80%). Wrap up now: finish the current step "
+        "and give your final answer (what is done, what remains) soon."
+    )
+    assert WORDS.final_turn(tokens) == (
+        "Budget exhausted: agent_tokens 12,400 / 10,000 tokens. Your work stops here and tools are no longer "
+        "run. Reply now, without tool calls, with your final report: what you did, what you found, and what "
+        "remains undone."
+    )
+    assert WORDS.stopped(tokens) == (
+        "budget_exhausted: agent_tokens 12,400 / 10,000 tokens (stopped at its budget; the text above is its "
+        "final report)"
+    )
+    tail = (
+        "Its running agents stop with a final report (budget_exhausted); new delegations and spawns are "
+        "refused. Your own turns are not limited: work with the results you have."
+    )
+    reached = TreeExhausted("tree_cost_usd", Finding("tree_cost_usd", 1.02, 1.0))
+    assert WORDS.tree_exhausted(reached) == (
+        "The budget of your agent tree is exhausted (tree_cost_usd $1.0200 / $1.0000). " + tail
+    )
+    assert WORDS.tree_exhausted(TreeExhausted("tree_minutes", None)) == (
+        "The budget of your agent tree is exhausted (tree_minutes). " + tail
+    )
