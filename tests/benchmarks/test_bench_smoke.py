@@ -72,6 +72,7 @@ def _delivery(out: dict[str, Any]) -> None:
 
 
 SMOKES: dict[str, Smoke] = {
+    # `script` or `script:variant` (another option that takes another path) -> its tiny run.
     "bench_budget": Smoke(
         ("--requests", "20"), frozenset({"requests", "check", "record", "check_and_record"})
     ),
@@ -145,30 +146,34 @@ SMOKES: dict[str, Smoke] = {
         ("--agents", "3", "--tool-calls", "1", "--rounds", "1"),
         frozenset({"best_wall_s", "spans_written", "overhead_pct", "cpu_overhead_pct"}),
     ),
-    # Agents of 20 steps of 100 ms: still working while the keys are typed (`_tui` checks it).
+    # Agents of 100 steps of 100 ms: still working while the keys are typed (`_tui` checks it), even
+    # on a loaded machine; the app closes right after the keys, so the steps left cost nothing.
     "bench_tui": Smoke(
         (
-            "--agents",
-            "2",
-            "--keys",
-            "3",
-            "--steps",
-            "20",
-            "--step-ms",
-            "100",
-            "--reply-kb",
-            "0.5",
-            "--reply-deltas",
-            "5",
-            "--reply-pace-ms",
-            "5",
-            "--reply-timeout",
-            "60",
+            *("--agents", "2", "--keys", "3", "--steps", "100", "--step-ms", "100"),
+            *("--reply-kb", "0.5", "--reply-deltas", "5", "--reply-pace-ms", "5", "--reply-timeout", "60"),
         ),
         frozenset({"baseline", "loaded", "long_reply"}),
         check=_tui,
     ),
+    # The teams surface: one `spawn_swarm_agents` call instead of `agent` delegates; the long reply
+    # is the same path as above, so `--reply-only` is not run apart.
+    "bench_tui:teams": Smoke(
+        (
+            *("--surface", "teams", "--agents", "2", "--keys", "3", "--steps", "100", "--step-ms", "100"),
+            *("--reply-kb", "0.5", "--reply-deltas", "5", "--reply-pace-ms", "5", "--reply-timeout", "60"),
+        ),
+        frozenset({"baseline", "loaded", "long_reply"}),
+        check=_tui,
+    ),
+    # Each provider API the fake server speaks: the requests and replies differ.
     "bench_turn": Smoke(("--turns", "1", "--sizes", "1"), frozenset({"api", "lead_turn"})),
+    "bench_turn:openai-responses": Smoke(
+        ("--turns", "1", "--sizes", "1", "--api", "openai-responses"), frozenset({"api", "lead_turn"})
+    ),
+    "bench_turn:anthropic": Smoke(
+        ("--turns", "1", "--sizes", "1", "--api", "anthropic"), frozenset({"api", "lead_turn"})
+    ),
     "bench_workspace": Smoke(
         ("--files", "20", "--rounds", "1"),
         frozenset({"take_snapshot", "unpack", "collect_patch", "apply_patch", "discard"}),
@@ -225,17 +230,22 @@ def check_output(name: str, out: dict[str, Any], keys: frozenset[str]) -> None:
     assert all(value is True for value in flags.values()), f"{name}: exactly-once broken: {flags}"
 
 
+def _script(run: str) -> str:
+    return run.partition(":")[0]
+
+
 def test_every_benchmark_has_a_smoke_run() -> None:
     scripts = {path.stem for path in BENCHMARKS.glob("bench_*.py")}
-    assert scripts == set(SMOKES) | set(ELSEWHERE), (
+    covered = {_script(run) for run in SMOKES} | set(ELSEWHERE)
+    assert scripts == covered, (
         f"give each benchmark a tiny run in {Path(__file__).name}: "
-        f"missing {sorted(scripts - set(SMOKES) - set(ELSEWHERE))}, stale {sorted(set(SMOKES) - scripts)}"
+        f"missing {sorted(scripts - covered)}, stale {sorted(covered - scripts)}"
     )
 
 
-@pytest.mark.parametrize("name", sorted(SMOKES))
-def test_benchmark_runs_tiny(name: str) -> None:
-    smoke = SMOKES[name]
+@pytest.mark.parametrize("run", sorted(SMOKES))
+def test_benchmark_runs_tiny(run: str) -> None:
+    smoke, name = SMOKES[run], _script(run)
     missing = [tool for tool in smoke.needs if shutil.which(tool) is None]
     if missing:
         if os.environ.get("CI") == "true":
