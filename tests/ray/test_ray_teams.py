@@ -18,6 +18,7 @@ import pytest
 
 from corral.orchestration.teams.commands import SendMessageRequest
 from corral.orchestration.teams.reports._reports import TEAM_REPORT_TYPE
+from corral.orchestration.teams.results import MemberSnapshot
 from corral.settings import RaySettings, Settings, TeamsSettings
 from tests.orchestration._host_helpers import WAIT, team
 from tests.orchestration.teams._git_helpers import make_repo
@@ -151,6 +152,12 @@ async def test_a_swarm_on_ray_reports_once_each_and_takes_messages_claims_and_st
         gate.write_text("")
         await eventually(lambda: set(_reports(t)) >= {"r1", "w1"}, t.host)
         assert (work / "a.txt").read_text() == "42\n"
+        # Status and health see s1 working on its Ray worker.
+        status = await t.teams.status(t.caller, "s1")
+        (s1_row,) = [m for m in status.agents if isinstance(m, MemberSnapshot) and m.name == "s1"]
+        assert s1_row.phase == "working" and s1_row.in_pane and (s1_row.pane_id or "").startswith("ray:")
+        health = await t.teams.check_teammate(t.caller, "s1")
+        assert health.health == "healthy" and health.alive
         # An interrupt reaches s1 on its worker: its running bash is cancelled, the agent stays.
         interrupted = await t.teams.interrupt_teammate(t.caller, "s1")
         assert interrupted.status == "interrupted", interrupted

@@ -39,6 +39,9 @@ def team_detail(
     if phase == "quarantined":
         return fence_reason or "its teardown did not settle"
     if not status.in_process:
+        where = status.pane_id or ""
+        if phase == "working" and where.startswith("ray:"):
+            return f"on Ray worker {where.removeprefix('ray:')}"
         if phase == "working":
             return f"in tmux pane {status.pane_id or '?'} (handed off)"
         if phase == "finishing":

@@ -169,6 +169,11 @@ class GenerationRecord:
         """Whether it works on in a tmux pane (e.g. moved there by a handoff) and is not known to be lost."""
         return self.runtime_kind == "tmux" and self.phase == "active" and self.presence != "lost"
 
+    @property
+    def runs_on_ray(self) -> bool:
+        """Whether it works on in a Ray worker actor and is not known to be lost."""
+        return self.runtime_kind == "ray" and self.phase == "active" and self.presence != "lost"
+
 
 @dataclass(frozen=True, slots=True)
 class RequestRecord:

@@ -496,7 +496,7 @@ class TeamControl:
             member.model,
             member.run_id,
             status.phase,
-            in_pane=not status.in_process and status.phase == "working",  # handed off to a tmux pane
+            in_pane=not status.in_process and status.phase == "working",  # a tmux pane or a Ray worker
             pane_id=status.pane_id,
             error=status.lost_reason,
             live=live,
@@ -593,12 +593,16 @@ class TeamControl:
         child = self.child(member.run_id)
         generation = repos.kernel.get_generation(member.run_id)
         unread = len(repos.roster.read_team_inbox(lead, name, unread_only=True, mark_as_read=False))
-        alive = (child is not None and not child.ended) or _runs_in_pane(generation)
+        alive = (
+            (child is not None and not child.ended)
+            or _runs_in_pane(generation)
+            or (generation is not None and generation.runs_on_ray)
+        )
         health: Literal["healthy", "starting", "stopping", "dead", "quarantined"]
         if member.fence == "quarantined":
             health = "quarantined"
         elif child is None and alive:
-            health = "healthy"  # runs in a tmux pane
+            health = "healthy"  # runs in a tmux pane or on a Ray worker
         elif not alive:
             health = "dead"
         elif child is not None and not child.messages_open:

@@ -101,7 +101,8 @@ def member_status(
     if member.fence == "quarantined":
         return MemberStatus("quarantined", in_process=child is not None)
     if child is None:
-        if generation is not None and generation.runs_in_pane:
+        if generation is not None and (generation.runs_in_pane or generation.runs_on_ray):
+            # Its worker (a tmux pane, or a Ray worker actor: `ray:<actor>@<node>`) runs it.
             return MemberStatus("working", in_process=False, pane_id=generation.pane_id)
         lost = None
         if generation is not None and generation.presence == "lost":

@@ -321,9 +321,10 @@ class MemberSnapshot:
     """What it is doing now."""
     _: KW_ONLY
     in_pane: bool = False
-    """It was handed off to a tmux pane and works on there (phase `working`)."""
+    """It works on in another process (phase `working`): a tmux pane it was handed off to, or a
+    Ray worker actor."""
     pane_id: str | None = None
-    """That pane, when known."""
+    """That pane, or the Ray worker (`ray:<actor>@<node ip>`), when known."""
     error: str | None = None
     """Why its run is gone, when the host marked it lost."""
     live: bool = False

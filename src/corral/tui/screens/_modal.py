@@ -42,7 +42,8 @@ def team_status_row(snapshot: AgentSnapshot) -> tuple[str, ...]:
     if isinstance(snapshot, QueuedSnapshot):
         detail = "" if not snapshot.queue_position else f"queued at position {snapshot.queue_position}"
     elif isinstance(snapshot, MemberSnapshot) and snapshot.in_pane and snapshot.pane_id:
-        detail = f"in tmux pane {snapshot.pane_id}"
+        ray = snapshot.pane_id.startswith("ray:")
+        detail = f"on Ray worker {snapshot.pane_id[4:]}" if ray else f"in tmux pane {snapshot.pane_id}"
     else:
         member = snapshot if isinstance(snapshot, MemberSnapshot) else None
         error = snapshot.error if isinstance(snapshot, (MemberSnapshot, FailedSnapshot)) else None
