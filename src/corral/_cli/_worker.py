@@ -36,20 +36,19 @@ from typing import Any, TextIO
 from corral import _tracing
 from corral.agent import (
     AgentEvent,
-    AgentSession,
     AgentSettledEvent,
     MessageEndEvent,
     MessageUpdateEvent,
     ToolExecutionEndEvent,
     ToolExecutionStartEvent,
 )
-from corral.agent.tools import ReadOnlySandbox, create_builtin_tools, read_sandbox_policy
-from corral.llm import AssistantMessage, ModelRegistry, parse_model_ref
+from corral.llm import AssistantMessage, ModelRegistry
 from corral.orchestration._repositories import Repositories
 from corral.orchestration.agents._controller import OwnerQuestions
 from corral.orchestration.agents._delegation import ManagedAgentSpec, build_managed_agent
 from corral.orchestration.budgets import attach_worker_guard
 from corral.orchestration.errors import OrchestrationError
+from corral.orchestration.host._worker import agent_from_description
 from corral.orchestration.kernel._child import ManagedChild
 from corral.orchestration.kernel._files import FileLimits
 from corral.orchestration.kernel.records import AskRecord, GenerationRecord, RequestRecord
@@ -232,24 +231,12 @@ async def _resumed_child(
     store inbox and the returned poller brings them into the session.
     """
     cwd = Path(generation.cwd)
-    model = registry.create_model(registry.resolve(parse_model_ref(resume["model"])), cwd=cwd)
-    sandbox: ReadOnlySandbox | None = None
-    if resume.get("sandbox"):
-        sandbox = ReadOnlySandbox(policy=read_sandbox_policy(settings))
-        status = await sandbox.probe()
-        if not status.ok:  # fail closed: a read agent never continues without its sandbox
-            raise WorkerError(f"the read-only sandbox does not work here: {status.reason}")
-    tools = create_builtin_tools(cwd, shell_path=settings.shell_path, names=resume["tools"], sandbox=sandbox)
-    agent = AgentSession(
-        session=session,
-        model=model,
-        thinking_level=resume["thinking"],
-        tools=tools,
-        cwd=cwd,
-        settings=settings,
-        system_prompt=resume["systemPrompt"],
-        agent_name=generation.label,
-    )
+    try:
+        agent = await agent_from_description(
+            resume, session=session, registry=registry, settings=settings, cwd=cwd, label=generation.label
+        )
+    except ValueError as exc:  # fail closed: a read agent never continues without its sandbox
+        raise WorkerError(str(exc)) from None
     child: ManagedChild
     inbox: Callable[[], None] | None = None
     if resume.get("team"):

@@ -43,6 +43,7 @@ from corral.orchestration.agents._delegation import ManagedAgentSpec, build_mana
 from corral.orchestration.budgets import attach_ray_guard
 from corral.orchestration.errors import OrchestrationError
 from corral.orchestration.host._ray_launch import RayLaunch
+from corral.orchestration.host._worker import agent_from_description
 from corral.orchestration.kernel._child import ManagedChild
 from corral.orchestration.kernel._files import FileLimits, prepare_files
 from corral.orchestration.kernel._remote import HostView, Pulled, RemoteStore
@@ -479,7 +480,7 @@ async def _build_member(
     assert isinstance(team, dict)
     resume = described.get("resume")  # a live member moved here by a handoff: its parts are there
     parts = resume if isinstance(resume, dict) else team
-    agent = await _agent_from_parts(
+    agent = await agent_from_description(
         parts, session=session, registry=registry, settings=settings, cwd=cwd, label=generation.label
     )
     port = RemoteTeams(store, notices=TeamsNoticeText())
@@ -498,50 +499,6 @@ async def _build_member(
     if isinstance(resume, dict):
         run.child.resume_prompt = str(resume["prompt"])
     return run.child, port
-
-
-async def _agent_from_parts(
-    parts: Mapping[str, Any],
-    *,
-    session: SessionManager,
-    registry: ModelRegistry,
-    settings: Settings,
-    cwd: Path,
-    label: str,
-) -> AgentSession:
-    """An agent exactly as its host described it: `model`, `thinking`, `systemPrompt`, built-in
-    `tools` (`None`: all) and, for a read agent, its bash in the read-only `sandbox`.
-
-    Raises:
-        ValueError: A read agent's sandbox does not work on this node (it never runs without it).
-    """
-    from corral.agent.tools import ReadOnlySandbox, create_builtin_tools, read_sandbox_policy
-    from corral.llm import parse_model_ref
-
-    sandbox: ReadOnlySandbox | None = None
-    if parts.get("sandbox"):
-        sandbox = ReadOnlySandbox(policy=read_sandbox_policy(settings))
-        status = await sandbox.probe()
-        if not status.ok:  # fail closed: a read agent never runs without its sandbox
-            raise ValueError(f"the read-only sandbox does not work on this node: {status.reason}")
-    names = parts.get("tools")
-    tools = create_builtin_tools(
-        cwd,
-        shell_path=settings.shell_path,
-        names=None if names is None else [str(name) for name in names],
-        sandbox=sandbox,
-    )
-    model = registry.create_model(registry.resolve(parse_model_ref(str(parts["model"]))), cwd=cwd)
-    return AgentSession(
-        session=session,
-        model=model,
-        thinking_level=parts["thinking"],
-        tools=tools,
-        cwd=cwd,
-        settings=settings,
-        system_prompt=str(parts["systemPrompt"]),
-        agent_name=label,
-    )
 
 
 async def _resumed_child(
@@ -564,7 +521,7 @@ async def _resumed_child(
     """
     resume = described["resume"]
     assert isinstance(resume, dict)
-    agent = await _agent_from_parts(
+    agent = await agent_from_description(
         resume, session=session, registry=registry, settings=settings, cwd=cwd, label=generation.label
     )
     child = ManagedChild(

@@ -31,11 +31,18 @@ from corral._paths import ensure_private_dir
 from corral.runtime import PaneInfo, RuntimeError_, TmuxRuntime
 
 if TYPE_CHECKING:
+    from collections.abc import Mapping
+
+    from corral.agent import AgentSession
+    from corral.llm import ModelRegistry
     from corral.orchestration.kernel._generations import Generations
+    from corral.session import SessionManager
+    from corral.settings import Settings
 
 __all__ = [
     "WORKER_ENV_KEYS",
     "Orphan",
+    "agent_from_description",
     "find_orphans",
     "reap_orphans",
     "worker_argv",
@@ -151,3 +158,49 @@ async def reap_orphans(kernel: Generations, tmux: TmuxRuntime) -> tuple[list[Orp
         else:
             reaped.append(orphan)
     return reaped, errors
+
+
+async def agent_from_description(
+    parts: Mapping[str, Any],
+    *,
+    session: SessionManager,
+    registry: ModelRegistry,
+    settings: Settings,
+    cwd: Path,
+    label: str,
+) -> AgentSession:
+    """An agent exactly as its host described it to a worker (a handoff's `resume`, a Ray teams
+    member): `model`, `thinking`, `systemPrompt`, built-in `tools` (`None`: all) and, for a read
+    agent, its bash in the read-only `sandbox`, probed here first.
+
+    Raises:
+        ValueError: The read-only sandbox does not work here (a read agent never runs without it).
+    """
+    from corral.agent import AgentSession
+    from corral.agent.tools import ReadOnlySandbox, create_builtin_tools, read_sandbox_policy
+    from corral.llm import parse_model_ref
+
+    sandbox: ReadOnlySandbox | None = None
+    if parts.get("sandbox"):
+        sandbox = ReadOnlySandbox(policy=read_sandbox_policy(settings))
+        status = await sandbox.probe()
+        if not status.ok:
+            raise ValueError(f"the read-only sandbox does not work here: {status.reason}")
+    names = parts.get("tools")
+    tools = create_builtin_tools(
+        cwd,
+        shell_path=settings.shell_path,
+        names=None if names is None else [str(name) for name in names],
+        sandbox=sandbox,
+    )
+    model = registry.create_model(registry.resolve(parse_model_ref(str(parts["model"]))), cwd=cwd)
+    return AgentSession(
+        session=session,
+        model=model,
+        thinking_level=parts["thinking"],
+        tools=tools,
+        cwd=cwd,
+        settings=settings,
+        system_prompt=str(parts["systemPrompt"]),
+        agent_name=label,
+    )
