@@ -21,6 +21,7 @@ from corral.orchestration.teams.notices import (
     RepairDue,
     ReportArrived,
     ReportMissing,
+    SessionContextAttached,
 )
 from corral.orchestration.teams.reports._reports import TEAM_REPORT_TYPE
 from corral.orchestration.teams.roster.records import TEAM_MESSAGE_TYPE
@@ -50,7 +51,10 @@ class _Tagged:
         return f"<recover {fact.agent}>"
 
     def repair_prompt(self, fact: RepairDue) -> str:
-        return f"<repair {fact.receipt}>"
+        return f"<repair {fact.decision.verification.state}>"
+
+    def session_context(self, fact: SessionContextAttached) -> str:
+        return f"<context {fact.path.name}>"
 
     def fallback_content(self, fact: FallbackReport) -> str:
         return f"<fallback {fact.agent} {fact.source} text={fact.text!r}>"

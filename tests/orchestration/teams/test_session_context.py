@@ -19,6 +19,7 @@ from corral.llm import (
     UserMessage,
 )
 from corral.orchestration.errors import InternalFailureError, OrchestrationError
+from corral.orchestration.surfaces.teams import TeamsNoticeText
 from corral.orchestration.teams import _session_context as session_context_module
 from corral.orchestration.teams._session_context import (
     SESSION_CONTEXT_ENTRY_LIMIT,
@@ -27,9 +28,9 @@ from corral.orchestration.teams._session_context import (
     build_session_context_snapshot,
     redact_secrets,
     remove_session_context,
-    session_context_suffix,
     write_session_context,
 )
+from corral.orchestration.teams.notices import SessionContextAttached
 from corral.session import SessionManager
 
 HEAD = (
@@ -437,7 +438,7 @@ def test_remove_refuses_a_symlinked_directory(tmp_path: Path) -> None:
 def test_the_suffix_points_at_the_file_and_says_how_to_use_it(tmp_path: Path) -> None:
     path = tmp_path / "ctx" / "reviewer--run-1.md"
 
-    suffix = session_context_suffix(path)
+    suffix = TeamsNoticeText().session_context(SessionContextAttached(path))
 
     assert suffix.startswith("## Lead session context\n\n")
     assert suffix == suffix.strip()

@@ -29,7 +29,7 @@ from typing import TYPE_CHECKING
 from corral.orchestration.host.ports import HandoffRefusal, HostExtension
 
 from ._teams import Teams
-from .reports._reports import deliver_team_report
+from .reports._delivery import deliver_team_report
 
 if TYPE_CHECKING:
     from corral.agent import AgentSession

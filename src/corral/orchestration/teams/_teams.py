@@ -79,7 +79,7 @@ from .checkpoints.records import (
 from .checks._checks import CheckSpec
 from .checks._fingerprint import SourceFingerprint
 from .groups._groups import CompletionGroups
-from .notices import QueuedRetained, QueuedStartFailed, TeamsNotices
+from .notices import QueuedRetained, QueuedStartFailed, SessionContextAttached, TeamsNotices
 from .remote._host import RemoteMembers
 from .repair._verification import Verifier
 from .reports._reports import team_name
@@ -1152,9 +1152,8 @@ class _SpawnSteps(LaunchSteps):
         self.context_path = context_path
         sandbox = self.sandbox
         if context_path is not None:
-            from ._session_context import session_context_suffix
-
-            mission = f"{mission}\n\n{session_context_suffix(context_path)}"
+            pointer = teams.notices.session_context(SessionContextAttached(context_path))
+            mission = f"{mission}\n\n{pointer}"
             repos.roster.set_session_context_path(generation.run_id, str(context_path))
         if sandbox is not None and context_path is not None:  # its snapshot lives under $CORRAL_HOME
             sandbox = sandbox.with_policy(replace(sandbox.policy, read_files=(context_path,)))

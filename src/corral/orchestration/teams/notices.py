@@ -19,6 +19,9 @@ from dataclasses import dataclass
 from typing import TYPE_CHECKING, Literal, Protocol
 
 if TYPE_CHECKING:
+    from pathlib import Path
+
+    from corral.orchestration.teams.repair._verification import VerificationDecision
     from corral.orchestration.teams.roster.records import TeamReportRecord
 
 __all__ = [
@@ -30,6 +33,7 @@ __all__ = [
     "RepairDue",
     "ReportArrived",
     "ReportMissing",
+    "SessionContextAttached",
     "TeamsNotices",
 ]
 
@@ -76,8 +80,8 @@ class ReportMissing:
 class RepairDue:
     """An assigned check failed on an agent's plain final answer and a repair attempt is available."""
 
-    receipt: str
-    """The verification receipt (the verifier's own lines: what failed, attempts left)."""
+    decision: VerificationDecision
+    """The verification's decision (what failed, the repair requested, attempts left)."""
 
 
 FallbackSource = Literal["provider-error", "assistant-text", "empty"]
@@ -106,6 +110,15 @@ class FallbackReport:
     def status(self) -> Literal["completed", "failed"]:
         """`completed` for an agent's own text, else `failed`."""
         return "completed" if self.source == "assistant-text" else "failed"
+
+
+@dataclass(frozen=True, slots=True)
+class SessionContextAttached:
+    """An agent's mission comes with a filtered snapshot of the lead's conversation (its pointer ends
+    the mission)."""
+
+    path: Path
+    """The snapshot file (readable by the agent, under `$CORRAL_HOME`)."""
 
 
 @dataclass(frozen=True, slots=True)
@@ -162,6 +175,10 @@ class TeamsNotices(Protocol):
 
     def fallback_content(self, fact: FallbackReport) -> str:
         """The content of a fallback report (the agent's own text when it left one)."""
+        ...
+
+    def session_context(self, fact: SessionContextAttached) -> str:
+        """The paragraph that ends a mission with a session-context snapshot (no blank lines around it)."""
         ...
 
     def member_message(self, fact: MessageArrived) -> str:

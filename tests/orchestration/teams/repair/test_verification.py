@@ -11,7 +11,7 @@ from typing import Any
 import pytest
 
 from corral.orchestration import InvalidRequestError, Repositories
-from corral.orchestration.surfaces.teams._render import receipt_details
+from corral.orchestration.surfaces.teams._render import receipt_details, receipt_text
 from corral.orchestration.teams.checks._checks import (
     CheckSpec,
     LocalShellExecutor,
@@ -129,7 +129,7 @@ async def _observe(verifier: Verifier, result: dict[str, Any]) -> dict[str, Any]
 async def test_no_checks_is_not_requested(verifier: Verifier, member: Member, repo: Path) -> None:
     decision = await _verify(verifier, member, repo, (), "call-1")
     assert decision == VerificationDecision(True, ReportVerification(), None, None)
-    assert decision.receipt_text() == "Assigned verification: not-requested."
+    assert receipt_text(decision) == "Assigned verification: not-requested."
     with pytest.raises(InvalidRequestError, match="requires explicitly assigned checks"):
         await _verify(verifier, member, repo, (), "call-1", max_attempts=1)
 
@@ -150,7 +150,7 @@ async def test_failed_checks_never_block_a_report_without_repair(
     unit_log = logs / f"{ids[1].removeprefix('check:')}.log"
     assert unit_log.read_text() == "boom\n"
     assert mode(unit_log) == 0o600 and mode(logs) == 0o700
-    text = decision.receipt_text()
+    text = receipt_text(decision)
     assert text.splitlines() == [
         "Assigned verification: failed.",
         f"- check unit: failed, exit code 4, log {unit_log}",
@@ -163,7 +163,7 @@ async def test_failed_checks_never_block_a_report_without_repair(
 async def test_passing_checks_without_repair(verifier: Verifier, member: Member, repo: Path) -> None:
     decision = await _verify(verifier, member, repo, _specs({"name": "unit", "command": "true"}), "call-1")
     assert decision.accepted and decision.verification.state == "passed"
-    assert decision.receipt_text() == "Assigned verification: passed."
+    assert receipt_text(decision) == "Assigned verification: passed."
 
 
 # -- the contract's maxAttempts: 1 example ---------------------------------------------------------------
@@ -193,7 +193,7 @@ async def test_max_attempts_one_first_failure_requests_then_a_fix_is_repaired(
             {"checkId": attempt_one, "name": "unit", "state": "failed", "exitCode": 1, "logPath": log}
         ],
     }
-    text = first.receipt_text()
+    text = receipt_text(first)
     assert f"- check unit: failed, exit code 1, log {log}" in text
     assert f"Repair requested ({request_one}, attempt 1 of 1)" in text
 
@@ -232,7 +232,7 @@ async def test_max_attempts_one_second_failure_is_exhausted_and_blocks(
     result = _result(member, second)
     assert result["outcome"] == "succeeded"  # the agent's own claim is kept
     assert effective_task_outcome(result) == "blocked"
-    assert "Repair: exhausted — effective outcome blocked." in second.receipt_text()
+    assert "Repair: exhausted — effective outcome blocked." in receipt_text(second)
     later = await _verify(verifier, member, repo, checks, "call-3", max_attempts=1)
     old = await _verify(verifier, member, repo, checks, "call-1", max_attempts=1)
     assert later.repair == second.repair
@@ -261,7 +261,7 @@ async def test_error_check_blocks(verifier: Verifier, member: Member, repo: Path
     assert decision.accepted
     assert decision.repair is not None and decision.repair.state == "blocked"
     assert decision.repair.outcome == "blocked"
-    assert "- check crash: error, exit code none, log" in decision.receipt_text()
+    assert "- check crash: error, exit code none, log" in receipt_text(decision)
 
 
 async def test_unsupported_runtime_blocks(

@@ -63,33 +63,6 @@ class VerificationDecision:
     records: tuple[CheckRecord, ...] = ()
     """The checks' records as observed, in policy order (missing ones left out)."""
 
-    def receipt_text(self) -> str:
-        """The receipt lines: verification, each non-passing check (name, state, exit code, log), repair."""
-        error = self.verification.error
-        lines = [f"Assigned verification: {self.verification.state}" + (f" ({error})" if error else "") + "."]
-        for record in self.records:
-            if record.state == "passed":
-                continue
-            code = "none" if record.exit_code is None else str(record.exit_code)
-            line = (
-                f"- check {record.assignment.name}: {record.state}, exit code {code}, log {record.log_path}"
-            )
-            if record.error:
-                line += f" ({record.error})"
-            lines.append(line)
-        if self.repair is not None:
-            if self.repair_request is not None:
-                lines.append(
-                    f"Repair requested ({self.repair_request.id}, attempt {self.repair_request.attempt} of "
-                    f"{self.repair.max_attempts}): your report was not accepted. Fix the failing checks "
-                    "within your assigned scope (read the full logs above), then call report_and_exit again "
-                    "with the complete report. If the fix needs edits you may not make, report a blocker instead."
-                )
-            else:
-                note = " — effective outcome blocked" if self.repair.outcome == "blocked" else ""
-                lines.append(f"Repair: {self.repair.state}{note}.")
-        return "\n".join(lines)
-
 
 def _signature(submission: ReportSubmission) -> str:
     """The submission's repair signature: its content, summary, outcome, then its claims (key order kept)."""

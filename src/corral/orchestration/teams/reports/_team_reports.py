@@ -153,7 +153,7 @@ class TeamReports:
                 submission=ReportSubmission(content),
             )
             if decision is not None and not decision.accepted:
-                child.queue_prompt(self.notices.repair_prompt(RepairDue(decision.receipt_text())))
+                child.queue_prompt(self.notices.repair_prompt(RepairDue(decision)))
                 return True
         if child.delegating:
             await self._close_helpers(child)

@@ -1,0 +1,88 @@
+"""A stored teams report reaches the lead: the hidden `corral-team-report` message, delivered once.
+
+Its text is worded by the `TeamsNotices` port (`ReportArrived`); its details are the core's. Kept apart
+from `_reports.py` (ids, the report's `result`, the Markdown copy), which the checkpoint records import.
+"""
+
+from __future__ import annotations
+
+from typing import TYPE_CHECKING, Any
+
+from corral.llm import CustomMessage
+from corral.orchestration.kernel._delivery import deliver_message
+from corral.orchestration.kernel._faults import fault_point
+from corral.orchestration.teams.notices import ReportArrived
+from corral.orchestration.teams.roster.records import TEAM_REPORT_TYPE
+
+from ._reports import effective_task_outcome
+
+if TYPE_CHECKING:
+    from corral.agent import AgentSession
+    from corral.orchestration.kernel._generations import Generations
+    from corral.orchestration.kernel.records import ResultRecord
+    from corral.orchestration.teams.notices import TeamsNotices
+    from corral.orchestration.teams.roster.records import TeamReportRecord
+
+__all__ = ["deliver_team_report", "team_report_message"]
+
+
+def _verification(result: dict[str, Any]) -> dict[str, Any]:
+    raw = result.get("verification")
+    verification: dict[str, Any] = {"state": "not-requested"}
+    if isinstance(raw, dict):
+        verification = {"state": raw.get("state", "not-requested")}
+        if raw.get("checkIds"):
+            verification["check_ids"] = list(raw["checkIds"])
+        if raw.get("error"):
+            verification["error"] = raw["error"]
+    return verification
+
+
+def team_report_message(report: TeamReportRecord, notices: TeamsNotices) -> CustomMessage:
+    """The hidden `corral-team-report` message that gives the lead one full report and wakes it
+    (its text worded by `notices`)."""
+    effective = effective_task_outcome(report.result)
+    acceptance: dict[str, Any] = {"state": report.acceptance}
+    if report.acceptance_reason:
+        acceptance["reason"] = report.acceptance_reason
+    verification = _verification(report.result)
+    text = notices.team_report(ReportArrived(report, effective, str(verification["state"])))
+    details: dict[str, Any] = {
+        "name": report.name,
+        "task_id": report.task_id,
+        "run_id": report.run_id,
+        "report_id": report.report_id,
+        "outcome": report.outcome,
+        "effective_outcome": effective,
+        "verification": verification,
+        "acceptance": acceptance,
+        "elapsed_ms": report.elapsed_ms,
+        "tokens": report.tokens,
+        "status": report.status,
+        "tier": report.tier,
+    }
+    for key in ("branch", "base", "diffStat", "merge"):
+        if key in report.result:
+            details[key] = report.result[key]
+    if report.markdown_path:
+        details["report_path"] = report.markdown_path
+    return CustomMessage(custom_type=TEAM_REPORT_TYPE, content=text, display=False, details=details)
+
+
+async def deliver_team_report(
+    kernel: Generations,
+    owner: AgentSession,
+    report: TeamReportRecord,
+    result: ResultRecord,
+    notices: TeamsNotices,
+) -> str:
+    """Deliver a teams report exactly once (`corral-team-report`, keyed by `report_id`) and mark it delivered.
+
+    The kernel's delivery routine (`kernel._delivery`) with the report's message in place of the
+    plain result's.
+    """
+    message = team_report_message(report, notices)
+    entry_id = await deliver_message(owner, message, key="report_id", value=report.report_id)
+    fault_point("after_owner_append")
+    kernel.mark_delivered(result.request_id, owner_session_id=result.owner_session_id, entry_id=entry_id)
+    return entry_id
