@@ -239,7 +239,7 @@ def test_a_checkpoint_is_still_saved_when_the_host_dies_right_after_the_report(
     assert first.returncode == -9, (first.returncode, first.stderr)
     with Repositories.open(cli_env.home / "corral.db") as store:
         [report] = store.teams.reports.team_reports(lead_session_id=entries_session(_lead_session(cli_env)))
-        checkpoint_id = report.result["checkpointId"]
+        checkpoint_id = report.result.checkpoint_id
         assert (
             store.teams.checkpoints.get_checkpoint(checkpoint_id) is None
         )  # the crash came before it was saved

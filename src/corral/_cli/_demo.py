@@ -239,20 +239,18 @@ class _TeamsTimeline(_Timeline):
     def _report(self, details: dict[str, Any]) -> None:
         name = str(details.get("name"))
         record = self.host.repositories.teams.reports.team_report(str(details.get("report_id")))
-        result: dict[str, Any] = record.result if record is not None else {}
-        findings = len(result.get("findings") or ())
+        result = None if record is None else record.result
+        findings = 0 if result is None else len(result.claims.findings)
         facts = [str(details.get("outcome")), f"{findings} finding{'' if findings == 1 else 's'}"]
         effective = details.get("effective_outcome")
         if effective is not None and effective != details.get("outcome"):
             facts[0] += f" (effective {effective})"
-        verification = result.get("verification")
-        if isinstance(verification, dict) and verification.get("state", "not-requested") != "not-requested":
-            facts.append(f"verification {verification['state']}")
-        repair = result.get("repair")
-        if isinstance(repair, dict):
-            facts.append(f"repair {repair.get('state')}")
-        if result.get("changedPaths"):
-            facts.append("changed " + ", ".join(result["changedPaths"]))
+        if result is not None and result.verification.state != "not-requested":
+            facts.append(f"verification {result.verification.state}")
+        if result is not None and result.repair is not None:
+            facts.append(f"repair {result.repair.state}")
+        if result is not None and result.claims.changed_paths:
+            facts.append("changed " + ", ".join(result.claims.changed_paths))
         summary = record.summary if record is not None and record.summary else ""
         self.line(f"report from {name} ({', '.join(facts)}): {summary}".rstrip(": "))
 
@@ -423,7 +421,7 @@ async def _teams_act(workdir: Path, out: TextIO) -> int:
 def _teams_outcome(launched: Launched, host: Host, out: TextIO) -> int:
     delivered = [details.get("report_id") for details in _custom_details(launched, TEAM_REPORT_TYPE)]
     records = [host.repositories.teams.reports.team_report(str(report_id)) for report_id in delivered]
-    changed = sorted({path for r in records if r is not None for path in r.result.get("changedPaths", ())})
+    changed = sorted({path for r in records if r is not None for path in r.result.claims.changed_paths})
     claims = host.repositories.teams.roster.file_claims(launched.session.session_id)
     once = len(delivered) == len(set(delivered))
     out.write(
@@ -519,10 +517,10 @@ def _verify_outcome(launched: Launched, host: Host, out: TextIO) -> int:
     records = [
         host.repositories.teams.reports.team_report(str(details.get("report_id"))) for details in reports
     ]
-    result: dict[str, Any] = records[0].result if len(records) == 1 and records[0] is not None else {}
-    states = tuple(
-        part.get("state") if isinstance(part, dict) else None
-        for part in (result.get("verification"), result.get("repair"))
+    result = records[0].result if len(records) == 1 and records[0] is not None else None
+    states = (
+        None if result is None else result.verification.state,
+        None if result is None or result.repair is None else result.repair.state,
     )
     indexes = _custom_details(launched, GROUP_MESSAGE_TYPE)
     members = sum(len(details.get("slot_ids") or ()) for details in indexes)

@@ -477,7 +477,7 @@ class Lead:
         except OrchestrationError as exc:
             error = error_details(exc, operation="record_report_acceptance")
             raise LeadCallError("record_report_acceptance", str(exc), category=error["category"]) from None
-        return dict(record.result)
+        return record.result.to_json()
 
     async def result_of(self, handle: AgentHandle, timeout: float | None = None) -> LeadItem:
         """The result item of `handle`'s request (see `AgentHandle.result`)."""

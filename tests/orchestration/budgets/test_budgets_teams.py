@@ -55,8 +55,9 @@ async def test_tier_budget_stops_a_teams_agent_and_its_report_says_so(env: Path)
         assert "budget_exhausted: agent_tokens 6,200 / 5,000 tokens" in entry["content"]
         report = team.host.repositories.teams.reports.team_report(entry["details"]["report_id"])
         assert report is not None and report.report_source == "assistant-text"
-        assert report.result["budget_exhausted"] is True
-        assert report.result["budget"]["budget"] == "agent_tokens"
+        assert report.result.extensions["budget_exhausted"] is True
+        budget = report.result.extensions["budget"]
+        assert isinstance(budget, dict) and budget["budget"] == "agent_tokens"
         await team.lead.prompt("status")
         await team.quiet()
         [shown] = team.tool_results("get_agent_status")

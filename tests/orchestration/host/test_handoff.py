@@ -223,10 +223,10 @@ async def test_a_checkpointed_teams_agent_moves_and_its_host_saves_the_checkpoin
         [delivered] = t.lead_entries(TEAM_REPORT_TYPE)
         stored = t.host.repositories.teams.reports.team_report(delivered["details"]["report_id"])
         assert stored is not None and stored.run_id == run_id
-        record = t.host.teams.checkpoints.load(stored.result["checkpointId"])
+        record = t.host.teams.checkpoints.load(stored.result.checkpoint_id)
         assert record.author.run_id == run_id and [f.id for f in record.findings] == ["F1"]
         # Saved by the owner's host before the report reached the lead (never after it).
-        saved = t.host.repositories.teams.checkpoints.get_checkpoint(stored.result["checkpointId"])
+        saved = t.host.repositories.teams.checkpoints.get_checkpoint(stored.result.checkpoint_id)
         assert saved is not None
         delivered_at = datetime.fromisoformat(delivered["timestamp"].replace("Z", "+00:00"))
         assert saved.created_at <= delivered_at.timestamp() * 1000

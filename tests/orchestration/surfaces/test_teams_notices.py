@@ -25,6 +25,7 @@ from corral.orchestration.teams.notices import (
 )
 from corral.orchestration.teams.repair._verification import VerificationDecision
 from corral.orchestration.teams.repair.records import ReportVerification
+from corral.orchestration.teams.reports.records import ReportResult
 from corral.orchestration.teams.roster.records import TeamReportRecord
 
 WORDS: TeamsNotices = TeamsNoticeText()
@@ -122,7 +123,7 @@ def _report(**fields: Any) -> TeamReportRecord:
         "content": "Found it.",
         "summary": None,
         "outcome": None,
-        "result": {},
+        "result": ReportResult("t1", "run", "r1"),
         "report_source": "report_and_exit",
         "markdown_path": None,
         "acceptance": "pending",
@@ -151,12 +152,17 @@ def test_a_report_as_the_lead_reads_it() -> None:
         summary="short",
         outcome="succeeded",
         acceptance="accepted",
-        result={
-            "changedPaths": ["a.py"],
-            "branch": "corral/w",
-            "diffStat": {"summary": "1 file changed"},
-            "merge": "merged",
-        },
+        result=ReportResult.from_json(
+            {
+                "changedPaths": ["a.py"],
+                "branch": "corral/w",
+                "diffStat": {"summary": "1 file changed"},
+                "merge": "merged",
+            },
+            task_id="t1",
+            run_id="run",
+            report_id="r1",
+        ),
     )
     assert WORDS.team_report(ReportArrived(full, "blocked", "failed")) == (
         "Report from agent scout (read-collect) · status=completed · outcome=succeeded (effective: blocked) · "

@@ -579,19 +579,19 @@ def test_report_minimal_and_full() -> None:
         questions=("Auth?",),
         inspected_evidence=("a.py:1-40",),
     )
-    assert report.task_details() == {
-        "changedPaths": ["src/a.py"],
-        "artifacts": [{"path": "out/log.txt", "label": "log"}, {"path": "b"}],
-        "findings": [
-            {"id": "F1", "text": "t", "evidence": ["a.py:3"]},
-            {"id": "F2", "text": "u", "evidence": []},
-        ],
-        "questions": ["Auth?"],
-        "inspectedEvidence": ["a.py:1-40"],
-    }
+    assert list(report.claims().to_json().items()) == [  # the stored order
+        ("changedPaths", ["src/a.py"]),
+        ("inspectedEvidence", ["a.py:1-40"]),
+        ("artifacts", [{"path": "out/log.txt", "label": "log"}, {"path": "b"}]),
+        (
+            "findings",
+            [{"id": "F1", "text": "t", "evidence": ["a.py:3"]}, {"id": "F2", "text": "u", "evidence": []}],
+        ),
+        ("questions", ["Auth?"]),
+    ]
 
 
-def test_report_empty_claims_are_omitted_from_task_details() -> None:
+def test_report_empty_claims_are_omitted_from_the_result() -> None:
     report = parse_report(
         {
             "content": "x",
@@ -603,7 +603,7 @@ def test_report_empty_claims_are_omitted_from_task_details() -> None:
         }
     )
     assert report == ReportSubmission("x")
-    assert report.task_details() == {}
+    assert report.claims().to_json() == {}
 
 
 @pytest.mark.parametrize("outcome", TASK_OUTCOMES)

@@ -16,7 +16,9 @@ from corral.orchestration.teams.checkpoints.records import (
     report_contribution,
 )
 from corral.orchestration.teams.checks._fingerprint import SourceFingerprint
-from corral.orchestration.teams.reports._reports import report_id, report_result, task_id
+from corral.orchestration.teams.repair.records import ReportVerification
+from corral.orchestration.teams.reports._reports import report_id, task_id
+from corral.orchestration.teams.reports.records import ReportClaims, ReportResult
 from corral.orchestration.teams.roster.records import TeamReportRecord
 
 TEAM = "session-lead"
@@ -53,10 +55,14 @@ def report_record(
     team: str = TEAM,
 ) -> TeamReportRecord:
     """A stored-report record as the teams core hands it to `Checkpoints.record`."""
-    result = report_result(
-        team=team, agent=agent, run_id=run_id, outcome="succeeded", task_details=details or {}
+    result = ReportResult(
+        task_id(team, agent, run_id),
+        run_id,
+        report_id(team, agent, run_id),
+        outcome="succeeded",
+        claims=ReportClaims.from_json(details or {}),
+        verification=ReportVerification(verification),  # type: ignore[arg-type]
     )
-    result["verification"] = {"state": verification}
     return TeamReportRecord(
         report_id=report_id(team, agent, run_id),
         task_id=task_id(team, agent, run_id),

@@ -10,7 +10,9 @@ from pathlib import Path
 from typing import Any
 
 from corral.orchestration import NewGeneration, NewTeamMember, NewTeamReport, Repositories, TeamReportRecord
-from corral.orchestration.teams.reports._reports import report_id, report_result, task_id, team_name
+from corral.orchestration.teams.repair.records import RepairResult, ReportVerification
+from corral.orchestration.teams.reports._reports import report_id, task_id, team_name
+from corral.orchestration.teams.reports.records import ReportClaims, ReportResult
 
 LEAD = "lead-groups"
 TEAM = team_name(LEAD)
@@ -95,15 +97,16 @@ def store_report(
 ) -> TeamReportRecord:
     """Store the run's final report (completing its generation), with the given facts."""
     team = team_name(lead)
-    details: dict[str, Any] = {}
-    if findings:
-        details["findings"] = findings
-    result = report_result(team=team, agent=name, run_id=run_id, outcome=outcome, task_details=details)  # type: ignore[arg-type]
-    result["verification"] = {"state": verification}
-    if verification in ("passed", "failed", "stale"):
-        result["verification"]["checkIds"] = ["check:" + "0" * 64]
-    if repair_outcome is not None:
-        result["repair"] = {"state": "exhausted", "outcome": repair_outcome}
+    checks = ("check:" + "0" * 64,) if verification in ("passed", "failed", "stale") else ()
+    result = ReportResult(
+        task_id(team, name, run_id),
+        run_id,
+        report_id(team, name, run_id),
+        outcome=outcome,
+        claims=ReportClaims.from_json({"findings": findings or []}),
+        verification=ReportVerification(verification, checks),  # type: ignore[arg-type]
+        repair=None if repair_outcome is None else RepairResult("repair:" + "0" * 64, "exhausted"),
+    )
     generation = store.kernel.get_generation(run_id)
     assert generation is not None and generation.active_request_id is not None
     return store.teams.reports.store_team_report(

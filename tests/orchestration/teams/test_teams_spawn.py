@@ -111,7 +111,7 @@ async def test_read_agent_reports_once_and_makes_no_request_after_its_report(tmp
         assert "Full findings: none." in entry["content"]
         # The child made exactly one model request: the accepted report ended its work.
         report = env.host.repositories.teams.reports.team_report(details["report_id"])
-        assert report is not None and report.result["findings"][0]["id"] == "F1"
+        assert report is not None and report.result.claims.findings[0].id == "F1"
         generation = env.host.kernel.get_generation(details["run_id"])
         assert generation is not None and generation.phase == "finalized"
         assert generation.session_path is not None
@@ -256,7 +256,7 @@ async def test_write_tier_gets_claim_tools_and_full_edit_tools(tmp_path: Path) -
         # Claims were released with the run's finalization.
         assert env.host.repositories.teams.roster.file_claims(env.caller.session_id) == ()
         report = env.host.repositories.teams.reports.team_report(entry["details"]["report_id"])
-        assert report is not None and report.result["changedPaths"] == ["b.txt"]
+        assert report is not None and report.result.claims.changed_paths == ("b.txt",)
 
 
 @pytest.mark.parametrize(

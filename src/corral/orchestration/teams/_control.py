@@ -32,7 +32,7 @@ from corral.orchestration.worktrees._repository import Worktrees as WorktreeRows
 
 from ._status import TeamAgentRow, TeamSnapshot, member_status
 from .notices import MessageArrived
-from .repair.records import ObservedVerification, RepairResult, ReportVerification, effective_outcome
+from .repair.records import ObservedVerification, ReportVerification, effective_outcome
 from .reports._reports import report_id, team_name
 from .results import (
     AgentSnapshot,
@@ -459,8 +459,7 @@ class TeamControl:
 
     async def _observed(self, report: TeamReportRecord) -> ObservedVerification:
         """The report's verification and repair observed now (stale checks show)."""
-        verification = ReportVerification.from_json(report.result.get("verification"))
-        repair = RepairResult.from_json(report.result.get("repair"))
+        verification, repair = report.result.verification, report.result.repair
         if verification.state == "not-requested" and repair is None:
             return ObservedVerification(verification, None)
         try:

@@ -952,8 +952,8 @@ class Teams:
         for warning in [*self.checkpoints.retire_expired(), *groups_warnings]:
             self.host.warn(warning)
         for report in repos.reports.team_reports(lead_session_id):
-            checkpoint = report.result.get("checkpointId")
-            if isinstance(checkpoint, str) and repos.checkpoints.get_checkpoint(checkpoint) is None:
+            checkpoint = report.result.checkpoint_id
+            if checkpoint is not None and repos.checkpoints.get_checkpoint(checkpoint) is None:
                 # The host died between storing the report and saving its checkpoint.
                 self.host.spawn_background(self.reports.ensure_checkpoint(report))
         self.host.spawn_background(self.reports.deliver_group_wakes(lead_session_id))

@@ -17,6 +17,7 @@ from dataclasses import KW_ONLY, dataclass
 from typing import TYPE_CHECKING, Generic, Literal, TypeVar, cast, get_args
 
 from corral.orchestration.teams._tiers import Tier, resolve_tier
+from corral.orchestration.teams.reports.records import Artifact, Finding, ReportClaims
 
 if TYPE_CHECKING:
     from corral.orchestration.teams.checkpoints.records import CheckpointPolicy
@@ -181,30 +182,6 @@ class ReadInboxRequest:
 
 
 @dataclass(frozen=True, slots=True)
-class Artifact:
-    """An artifact an agent reports: a path and an optional label."""
-
-    path: str
-    """Path as given (non-blank)."""
-    _: KW_ONLY
-    label: str | None = None
-    """Optional label."""
-
-
-@dataclass(frozen=True, slots=True)
-class Finding:
-    """A finding an agent reports: a stable id, its text and evidence references."""
-
-    id: str
-    """Id, unique within the report."""
-    text: str
-    """The finding."""
-    _: KW_ONLY
-    evidence: tuple[str, ...] = ()
-    """Evidence references (paths, lines, commands)."""
-
-
-@dataclass(frozen=True, slots=True)
 class ReportSubmission:
     """A `report_and_exit` call: the deliverable and the agent's claims (never ids or verdicts)."""
 
@@ -226,25 +203,15 @@ class ReportSubmission:
     inspected_evidence: tuple[str, ...] = ()
     """References the agent inspected (≤128, each 1..2048 characters)."""
 
-    def task_details(self) -> dict[str, object]:
-        """The claims as they go into the report's `result` (camelCase; empty ones omitted)."""
-        details: dict[str, object] = {}
-        if self.changed_paths:
-            details["changedPaths"] = list(self.changed_paths)
-        if self.artifacts:
-            details["artifacts"] = [
-                {"path": a.path} if a.label is None else {"path": a.path, "label": a.label}
-                for a in self.artifacts
-            ]
-        if self.findings:
-            details["findings"] = [
-                {"id": f.id, "text": f.text, "evidence": list(f.evidence)} for f in self.findings
-            ]
-        if self.questions:
-            details["questions"] = list(self.questions)
-        if self.inspected_evidence:
-            details["inspectedEvidence"] = list(self.inspected_evidence)
-        return details
+    def claims(self) -> ReportClaims:
+        """The claims as the report's `result` keeps them."""
+        return ReportClaims(
+            changed_paths=self.changed_paths,
+            inspected_evidence=self.inspected_evidence,
+            artifacts=self.artifacts,
+            findings=self.findings,
+            questions=self.questions,
+        )
 
 
 @dataclass(frozen=True, slots=True)

@@ -3,8 +3,12 @@
 The core decides and records; `surfaces/teams/_render.py` turns these into the
 text the model reads and into the tool result's JSON details (`*_details`
 there: camelCase keys, omitted keys where the contract omits them). A report's
-verification and repair stay in the JSON shape the report result stores
-(`ReportFacts`); extensions' status fields (e.g. a budget) are theirs to shape.
+verification and repair are typed (`ReportVerification`, `RepairResult`); the
+model sees them in the shape the report's result stores (their `to_json`).
+Two fields stay mappings because they are genuinely open: a spawn's free-form
+`metadata` (the caller's, echoed as given) and the `fields` host extensions
+add to status (`HostExtension.status_fields`; e.g. a budget), each extension's
+to shape.
 """
 
 from __future__ import annotations
@@ -90,7 +94,7 @@ class SpawnResult:
     """A read agent's read sandbox: enforced, an instruction only, or built when it starts (queued);
     `None` for a write agent."""
     metadata: Mapping[str, object] | None = None
-    """The caller's metadata, as given."""
+    """The caller's metadata, as given (free-form JSON the caller owns, so it stays a mapping)."""
     parent: str | None = None
     """The label of the agent that spawned it (a nested read helper)."""
     sandbox_off: bool = False
@@ -341,7 +345,8 @@ class MemberSnapshot:
     report: ReportFacts | None = None
     """The report it submitted, while that report is being delivered."""
     fields: Mapping[str, object] = field(default_factory=dict)
-    """What host extensions add to status (e.g. its budget: spent / limit)."""
+    """What host extensions add to status (e.g. its budget: spent / limit): open, each extension shapes
+    its own (`HostExtension.status_fields`)."""
 
 
 @dataclass(frozen=True, slots=True)
@@ -404,7 +409,8 @@ class CompletedSnapshot:
     """Its report."""
     _: KW_ONLY
     fields: Mapping[str, object] = field(default_factory=dict)
-    """What host extensions add to status (e.g. its budget: spent / limit)."""
+    """What host extensions add to status (e.g. its budget: spent / limit): open, each extension shapes
+    its own (`HostExtension.status_fields`)."""
 
 
 AgentSnapshot = MemberSnapshot | QueuedSnapshot | FailedSnapshot | CompletedSnapshot

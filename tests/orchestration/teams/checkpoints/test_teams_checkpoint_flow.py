@@ -70,7 +70,7 @@ async def test_a_checkpointed_report_is_saved_and_continued_as_a_fresh_run(tmp_p
         [report] = env.lead_custom(TEAM_REPORT_TYPE)
         stored = env.host.repositories.teams.reports.team_report(report["details"]["report_id"])
         assert stored is not None
-        checkpoint_id = stored.result["checkpointId"]
+        checkpoint_id = stored.result.checkpoint_id
         record = env.teams.checkpoints.load(checkpoint_id)
         assert record.author.agent_name == "auth-review" and record.author.run_id == first.run_id
         assert [f.id for f in record.findings] == ["F1"]

@@ -73,7 +73,8 @@ async def test_a_failed_check_gets_one_repair_attempt_and_then_passes(tmp_path: 
         assert details["outcome"] == "succeeded" and details["effective_outcome"] == "succeeded"
         report = env.host.repositories.teams.reports.team_report(details["report_id"])
         assert report is not None and report.content == "Fixed: VALUE is 2."
-        assert report.result["repair"]["state"] == "repaired" and report.result["repair"]["attemptsUsed"] == 1
+        repair = report.result.repair
+        assert repair is not None and repair.state == "repaired" and repair.attempts_used == 1
 
 
 async def test_exhausted_repair_keeps_the_outcome_and_adds_an_effective_blocker(tmp_path: Path) -> None:
@@ -105,7 +106,11 @@ async def test_exhausted_repair_keeps_the_outcome_and_adds_an_effective_blocker(
         assert details["verification"]["state"] == "failed"
         assert details["outcome"] == "succeeded" and details["effective_outcome"] == "blocked"
         report = env.host.repositories.teams.reports.team_report(details["report_id"])
-        assert report is not None and report.result["repair"]["state"] == "exhausted"
+        assert (
+            report is not None
+            and report.result.repair is not None
+            and report.result.repair.state == "exhausted"
+        )
         result = await env.teams.status(env.caller, "stubborn")
         _, status = render_status(result), status_details(result)
         assert status["agents"][0]["effectiveOutcome"] == "blocked"
@@ -140,7 +145,7 @@ async def test_without_repair_a_failed_check_does_not_block_the_report_and_passe
         _, status = render_status(result), status_details(result)
         assert status["agents"][0]["verification"]["state"] == "stale"
         stored = env.host.repositories.teams.reports.team_report(by_name["writer"]["report_id"])
-        assert stored is not None and stored.result["verification"]["state"] == "passed"  # history kept
+        assert stored is not None and stored.result.verification.state == "passed"  # history kept
 
 
 async def test_checks_are_validated_and_repair_needs_checks(tmp_path: Path) -> None:

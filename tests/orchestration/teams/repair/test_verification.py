@@ -23,7 +23,7 @@ from corral.orchestration.teams.commands import ReportSubmission
 from corral.orchestration.teams.repair._repair import repair_controller_id, repair_request_id
 from corral.orchestration.teams.repair._verification import VerificationDecision, Verifier
 from corral.orchestration.teams.repair.records import RepairResult, ReportVerification
-from corral.orchestration.teams.reports._reports import effective_task_outcome
+from corral.orchestration.teams.reports.records import ReportResult
 from corral.orchestration.teams.results import ReportReceipt
 from tests.orchestration._store_helpers import dump
 from tests.orchestration.teams._check_helpers import LEAD, Member, add_member, counter_lines, mode
@@ -106,6 +106,13 @@ def _result(member: Member, decision: VerificationDecision, *, outcome: str = "s
     if decision.repair is not None:
         result["repair"] = decision.repair.to_json()
     return result
+
+
+def _stored(member: Member, decision: VerificationDecision) -> ReportResult:
+    """`_result` read back as the store reads it."""
+    return ReportResult.from_json(
+        _result(member, decision), task_id=member.task_id, run_id=member.run_id, report_id=member.report_id
+    )
 
 
 async def _observe(verifier: Verifier, result: dict[str, Any]) -> dict[str, Any]:
@@ -211,7 +218,7 @@ async def test_max_attempts_one_first_failure_requests_then_a_fix_is_repaired(
     assert second.repair is not None and second.repair.state == "repaired"
     assert second.repair.attempts_used == 1 and second.repair.outcome is None
     assert second.repair_request is None
-    assert effective_task_outcome(_result(member, second)) == "succeeded"
+    assert _stored(member, second).effective_outcome == "succeeded"
 
     later = await _verify(verifier, member, repo, checks, "call-3", max_attempts=1)
     assert later.repair == second.repair
@@ -231,7 +238,7 @@ async def test_max_attempts_one_second_failure_is_exhausted_and_blocks(
     assert second.repair.attempts_used == 1
     result = _result(member, second)
     assert result["outcome"] == "succeeded"  # the agent's own claim is kept
-    assert effective_task_outcome(result) == "blocked"
+    assert _stored(member, second).effective_outcome == "blocked"
     assert "Repair: exhausted — effective outcome blocked." in receipt_text(second)
     later = await _verify(verifier, member, repo, checks, "call-3", max_attempts=1)
     old = await _verify(verifier, member, repo, checks, "call-1", max_attempts=1)

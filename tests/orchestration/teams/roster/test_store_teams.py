@@ -30,6 +30,8 @@ from corral.orchestration import (
     normalize_claim_path,
 )
 from corral.orchestration.store._database import INLINE_RESULT_LIMIT
+from corral.orchestration.teams.repair.records import ReportVerification
+from corral.orchestration.teams.reports.records import ReportResult
 from tests.orchestration._store_helpers import LEAD, dump, new_generation
 
 OTHER_LEAD = "other-lead"
@@ -111,13 +113,9 @@ def report(
         task_id=f"task:session-{LEAD}:{name}:{run_id}",
         status=status,  # type: ignore[arg-type]
         content=content,
-        result={
-            "version": 1,
-            "runId": run_id,
-            "reportId": f"report:session-{LEAD}:{name}:{run_id}",
-            "verification": {"state": "not-requested"},
-            "acceptance": {"state": "pending"},
-        },
+        result=ReportResult(
+            f"task:session-{LEAD}:{name}:{run_id}", run_id, f"report:session-{LEAD}:{name}:{run_id}"
+        ),
         report_source="report_and_exit",
         summary="bugs",
         outcome="succeeded",
@@ -355,7 +353,7 @@ def test_store_team_report_completes_the_generation_with_a_result(store: Reposit
         "read",
         LEAD,
     )
-    assert stored.result["verification"] == {"state": "not-requested"}
+    assert stored.result.verification == ReportVerification()
     assert (stored.elapsed_ms, stored.tokens, stored.cost_usd) == (1200, 345, 0.25)
     assert (stored.delivery, stored.delivered_entry_id) == ("pending", None)
     result = store.kernel.get_result(task.request_id)
@@ -471,7 +469,7 @@ def test_report_identity_is_checked(store: Repositories, db_path: Path) -> None:
                 task_id="task:x",
                 status="completed",
                 content="text",
-                result={},
+                result=ReportResult("task:x", other.run_id, taken.report_id),
                 report_source="report_and_exit",
             ),
         )
@@ -521,7 +519,7 @@ def test_record_report_acceptance(store: Repositories) -> None:
     accepted = store.teams.reports.record_report_acceptance(stored.report_id, "accepted", "tests pass")
     assert (accepted.acceptance, accepted.acceptance_reason) == ("accepted", "tests pass")
     assert accepted.decided_at is not None
-    assert accepted.result["acceptance"] == {
+    assert accepted.result.acceptance.to_json() == {
         "state": "accepted",
         "decidedAt": accepted.decided_at,
         "reason": "tests pass",
@@ -529,7 +527,7 @@ def test_record_report_acceptance(store: Repositories) -> None:
     assert accepted.content == stored.content and accepted.outcome == stored.outcome
     rejected = store.teams.reports.record_report_acceptance(stored.report_id, "rejected")
     assert (rejected.acceptance, rejected.acceptance_reason) == ("rejected", None)
-    assert rejected.result["acceptance"] == {"state": "rejected", "decidedAt": rejected.decided_at}
+    assert rejected.result.acceptance.to_json() == {"state": "rejected", "decidedAt": rejected.decided_at}
     with pytest.raises(InvalidRequestError) as bad:
         store.teams.reports.record_report_acceptance(stored.report_id, "pending")
     assert str(bad.value) == "Report acceptance must be accepted or rejected."

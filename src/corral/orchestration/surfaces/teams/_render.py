@@ -699,20 +699,20 @@ class TeamsNoticeText:
         if report.summary:
             parts.append(f"Summary: {report.summary}")
         parts.append(report.content)
-        extras = {
-            k: report.result[k] for k in ("changedPaths", "findings", "questions") if report.result.get(k)
-        }
+        claims = report.result.claims.to_json()
+        extras = {k: claims[k] for k in ("changedPaths", "findings", "questions") if k in claims}
         if extras:
             import json
 
             parts.append("Structured claims (the agent's, not verified):\n" + json.dumps(extras, indent=2))
-        branch = report.result.get("branch")
+        work = report.result.extensions  # an isolated writer's branch, base, diffStat and merge
+        branch = work.get("branch")
         if isinstance(branch, str):
-            stat = report.result.get("diffStat")
+            stat = work.get("diffStat")
             summary = stat.get("summary") if isinstance(stat, dict) else None
             parts.append(
                 f"Its work is committed on branch {branch} ({summary or 'see the diff'}), not in your working "
-                f"tree; merge: {report.result.get('merge', 'pending')} (`corral merge {branch}`, or accept the "
+                f"tree; merge: {work.get('merge', 'pending')} (`corral merge {branch}`, or accept the "
                 'report with merge = "on-accept").'
             )
         parts.append(

@@ -327,7 +327,7 @@ class Checkpoints:
                 f"Checkpoint report binding changed: report {report.report_id} is not the report of run "
                 f"{run_id} of agent {agent}."
             )
-        contribution = report_contribution(report.result, own_report)
+        contribution = report_contribution(report.result.claims.to_json(), own_report)
         check_checkpoint_prompt(prompt)
         if not report.markdown_path or not os.path.isabs(report.markdown_path):
             raise CheckpointError(
@@ -348,8 +348,7 @@ class Checkpoints:
             ) from None
         except SourceCaptureError as exc:
             raise CheckpointError(f"Checkpoint {cid} was not saved: {exc}") from None
-        verification = report.result.get("verification")
-        state = verification.get("state") if isinstance(verification, dict) else None
+        state = report.result.verification.state
         own = CheckpointReport(
             own_report,
             report.markdown_path,

@@ -189,20 +189,6 @@ def parse_completion_group(value: object) -> CompletionPolicy:
 # --- records ------------------------------------------------------------------------------------
 
 
-def _verification_state(result: Mapping[str, Any]) -> str:
-    raw = result.get("verification")
-    state = raw.get("state") if isinstance(raw, Mapping) else None
-    return state if isinstance(state, str) else "not-requested"
-
-
-def _effective_outcome(result: Mapping[str, Any]) -> str | None:
-    repair = result.get("repair")
-    if isinstance(repair, Mapping) and isinstance(repair.get("outcome"), str):
-        return str(repair["outcome"])
-    outcome = result.get("outcome")
-    return outcome if isinstance(outcome, str) else None
-
-
 @dataclass(frozen=True, slots=True)
 class SlotReceipt:
     """What the journal keeps of a member's stored report (its provenance, §8.3)."""
@@ -228,9 +214,9 @@ class SlotReceipt:
             run_id=report.run_id,
             report_id=report.report_id,
             runtime_status=report.status,
-            verification=_verification_state(report.result),
+            verification=report.result.verification.state,
             outcome=report.outcome,
-            effective_outcome=_effective_outcome(report.result),
+            effective_outcome=report.result.effective_outcome,
         )
 
     def to_json(self) -> dict[str, Any]:
@@ -515,13 +501,11 @@ def _index_member(slot: GroupSlotRecord, report: TeamReportRecord | None) -> dic
             member["reason"] = _clip(slot.reason)
         return member
     result = report.result
-    verification: dict[str, Any] = {"state": _verification_state(result)}
-    raw = result.get("verification")
-    if isinstance(raw, Mapping):
-        if raw.get("checkIds"):
-            verification["checkIds"] = list(raw["checkIds"])
-        if raw.get("error"):
-            verification["error"] = _clip(str(raw["error"]))
+    verification: dict[str, Any] = {"state": result.verification.state}
+    if result.verification.check_ids:
+        verification["checkIds"] = list(result.verification.check_ids)
+    if result.verification.error:
+        verification["error"] = _clip(result.verification.error)
     acceptance: dict[str, Any] = {"state": report.acceptance}
     if report.acceptance_reason is not None:
         acceptance["reason"] = _clip(report.acceptance_reason)
@@ -533,25 +517,18 @@ def _index_member(slot: GroupSlotRecord, report: TeamReportRecord | None) -> dic
     member["summary"] = _clip(report.summary or report.content.strip())
     if report.outcome is not None:
         member["outcome"] = report.outcome
-    effective = _effective_outcome(result)
+    effective = result.effective_outcome
     if effective is not None:
         member["effectiveOutcome"] = effective
     member["verification"] = verification
     member["acceptance"] = acceptance
-    findings = result.get("findings")
-    if isinstance(findings, list) and findings:
+    if result.claims.findings:
         member["findings"] = [
-            {
-                "id": finding.get("id"),
-                "text": _clip(str(finding.get("text", ""))),
-                "evidence": list(finding.get("evidence") or []),
-            }
-            for finding in findings
-            if isinstance(finding, Mapping)
+            {"id": finding.id, "text": _clip(finding.text), "evidence": list(finding.evidence)}
+            for finding in result.claims.findings
         ]
-    questions = result.get("questions")
-    if isinstance(questions, list) and questions:
-        member["questions"] = list(questions)
+    if result.claims.questions:
+        member["questions"] = list(result.claims.questions)
     member["report"] = {"id": report.report_id, "path": report.markdown_path}
     return member
 

@@ -64,13 +64,18 @@ class VerificationDecision:
     """The checks' records as observed, in policy order (missing ones left out)."""
 
 
+_SIGNED_CLAIMS = ("changedPaths", "artifacts", "findings", "questions", "inspectedEvidence")
+"""The order the signature takes the claims in (not the stored order; kept so signatures stay stable)."""
+
+
 def _signature(submission: ReportSubmission) -> str:
-    """The submission's repair signature: its content, summary, outcome, then its claims (key order kept)."""
+    """The submission's repair signature: its content, summary, outcome, then its claims."""
+    claims = submission.claims().to_json()
     signed = {
         "content": submission.content,
         "summary": submission.summary,
         "outcome": submission.outcome,
-        **submission.task_details(),
+        **{key: claims[key] for key in _SIGNED_CLAIMS if key in claims},
     }
     return submission_signature(signed)
 

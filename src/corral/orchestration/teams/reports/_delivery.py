@@ -14,39 +14,37 @@ from corral.orchestration.kernel._faults import fault_point
 from corral.orchestration.teams.notices import ReportArrived
 from corral.orchestration.teams.roster.records import TEAM_REPORT_TYPE
 
-from ._reports import effective_task_outcome
-
 if TYPE_CHECKING:
     from corral.agent import AgentSession
     from corral.orchestration.kernel._generations import Generations
     from corral.orchestration.kernel.records import ResultRecord
     from corral.orchestration.teams.notices import TeamsNotices
+    from corral.orchestration.teams.repair.records import ReportVerification
     from corral.orchestration.teams.roster.records import TeamReportRecord
 
 __all__ = ["deliver_team_report", "team_report_message"]
 
 
-def _verification(result: dict[str, Any]) -> dict[str, Any]:
-    raw = result.get("verification")
-    verification: dict[str, Any] = {"state": "not-requested"}
-    if isinstance(raw, dict):
-        verification = {"state": raw.get("state", "not-requested")}
-        if raw.get("checkIds"):
-            verification["check_ids"] = list(raw["checkIds"])
-        if raw.get("error"):
-            verification["error"] = raw["error"]
-    return verification
+def _verification_details(verification: ReportVerification) -> dict[str, Any]:
+    """The report message's `verification` details: `{state, check_ids?, error?}`."""
+    details: dict[str, Any] = {"state": verification.state}
+    if verification.check_ids:
+        details["check_ids"] = list(verification.check_ids)
+    if verification.error:
+        details["error"] = verification.error
+    return details
 
 
 def team_report_message(report: TeamReportRecord, notices: TeamsNotices) -> CustomMessage:
     """The hidden `corral-team-report` message that gives the lead one full report and wakes it
     (its text worded by `notices`)."""
-    effective = effective_task_outcome(report.result)
+    effective = report.result.effective_outcome
     acceptance: dict[str, Any] = {"state": report.acceptance}
     if report.acceptance_reason:
         acceptance["reason"] = report.acceptance_reason
-    verification = _verification(report.result)
-    text = notices.team_report(ReportArrived(report, effective, str(verification["state"])))
+    verification = _verification_details(report.result.verification)
+    text = notices.team_report(ReportArrived(report, effective, report.result.verification.state))
+    work = report.result.extensions  # an isolated writer's branch, base, diffStat and merge (the worktrees')
     details: dict[str, Any] = {
         "name": report.name,
         "task_id": report.task_id,
@@ -62,8 +60,8 @@ def team_report_message(report: TeamReportRecord, notices: TeamsNotices) -> Cust
         "tier": report.tier,
     }
     for key in ("branch", "base", "diffStat", "merge"):
-        if key in report.result:
-            details[key] = report.result[key]
+        if key in work:
+            details[key] = work[key]
     if report.markdown_path:
         details["report_path"] = report.markdown_path
     return CustomMessage(custom_type=TEAM_REPORT_TYPE, content=text, display=False, details=details)

@@ -16,7 +16,7 @@ from __future__ import annotations
 
 import os
 from pathlib import Path
-from typing import TYPE_CHECKING, Any, Literal
+from typing import TYPE_CHECKING, Literal
 from urllib.parse import quote
 
 from corral._paths import ensure_private_dir
@@ -26,20 +26,15 @@ if TYPE_CHECKING:
     pass
 
 __all__ = [
-    "REPORT_RESULT_VERSION",
     "TEAM_REPORT_TYPE",
     "ReportOutcome",
-    "effective_task_outcome",
     "outcome_label",
     "report_id",
-    "report_result",
     "task_id",
     "team_name",
     "write_report_markdown",
 ]
 
-
-REPORT_RESULT_VERSION = 1
 
 ReportOutcome = Literal["succeeded", "blocked", "failed", "cancelled"]
 
@@ -61,40 +56,6 @@ def task_id(team: str, agent: str, run_id: str) -> str:
 def report_id(team: str, agent: str, run_id: str) -> str:
     """`report:<team>:<agent>:<run>` (components percent-encoded)."""
     return f"report:{_enc(team)}:{_enc(agent)}:{_enc(run_id)}"
-
-
-def report_result(
-    *,
-    team: str,
-    agent: str,
-    run_id: str,
-    outcome: ReportOutcome | None,
-    task_details: dict[str, Any],
-) -> dict[str, Any]:
-    """The versioned `result` of a new report (verification `not-requested`, acceptance `pending`)."""
-    result: dict[str, Any] = {
-        "version": REPORT_RESULT_VERSION,
-        "taskId": task_id(team, agent, run_id),
-        "runId": run_id,
-        "reportId": report_id(team, agent, run_id),
-    }
-    if outcome is not None:
-        result["outcome"] = outcome
-    for key in ("changedPaths", "inspectedEvidence", "artifacts", "findings", "questions"):
-        if task_details.get(key):
-            result[key] = task_details[key]
-    result["verification"] = {"state": "not-requested"}
-    result["acceptance"] = {"state": "pending"}
-    return result
-
-
-def effective_task_outcome(result: dict[str, Any]) -> str | None:
-    """`result.repair.outcome` when repair added a blocker, else the agent's own `outcome`."""
-    repair = result.get("repair")
-    if isinstance(repair, dict) and isinstance(repair.get("outcome"), str):
-        return str(repair["outcome"])
-    outcome = result.get("outcome")
-    return outcome if isinstance(outcome, str) else None
 
 
 def outcome_label(outcome: str | None, effective: str | None) -> str:

@@ -12,6 +12,7 @@ Table: `team_reports`.
 
 from __future__ import annotations
 
+import dataclasses
 import json
 from typing import Any
 
@@ -20,6 +21,7 @@ from corral.orchestration.kernel._generations import Generations
 from corral.orchestration.kernel.records import GenerationRecord, ResultRecord
 from corral.orchestration.store._database import Database, Row, Tx
 from corral.orchestration.store._repository import Repository
+from corral.orchestration.teams.reports.records import ReportAcceptance, ReportResult
 from corral.orchestration.teams.roster._repository import Roster
 from corral.orchestration.teams.roster.records import (
     NewTeamReport,
@@ -54,7 +56,12 @@ def _report_from_row(row: Row) -> TeamReportRecord:
         content=row["content"],
         summary=row["summary"],
         outcome=row["outcome"],
-        result=json.loads(row["result"]),
+        result=ReportResult.from_json(
+            json.loads(row["result"]),
+            task_id=row["task_id"],
+            run_id=row["run_id"],
+            report_id=row["report_id"],
+        ),
         report_source=row["report_source"],
         markdown_path=row["markdown_path"],
         acceptance=row["acceptance"],
@@ -202,14 +209,12 @@ class Reports(Repository):
             if report is None:
                 raise TargetNotFoundError(f"Structured report {report_id} is unavailable.")
             now = self._clock()
-            acceptance: dict[str, Any] = {"state": state, "decidedAt": now}
-            if stored_reason is not None:
-                acceptance["reason"] = stored_reason
-            result = {**report.result, "acceptance": acceptance}
+            acceptance = ReportAcceptance(state, now, stored_reason)  # type: ignore[arg-type]  # checked above
+            result = dataclasses.replace(report.result, acceptance=acceptance)
             self._execute(
                 "UPDATE team_reports SET acceptance = ?, acceptance_reason = ?, decided_at = ?, result = ?"
                 " WHERE report_id = ?",
-                (state, stored_reason, now, _encode_json(result, "Report result"), report_id),
+                (state, stored_reason, now, _encode_json(result.to_json(), "Report result"), report_id),
             )
             updated = self._team_report(report_id)
             assert updated is not None

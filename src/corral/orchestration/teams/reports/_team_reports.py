@@ -16,7 +16,7 @@ import asyncio
 import contextlib
 from collections.abc import Mapping
 from pathlib import Path
-from typing import TYPE_CHECKING, Any
+from typing import TYPE_CHECKING
 
 from corral.orchestration.errors import InvalidRequestError, OrchestrationError
 from corral.orchestration.kernel._delivery import deliver_message
@@ -31,12 +31,14 @@ from corral.orchestration.teams.checks._fingerprint import SourceFingerprint
 from corral.orchestration.teams.commands import ReportSubmission
 from corral.orchestration.teams.notices import CheckpointNotSaved, RepairDue
 from corral.orchestration.teams.repair._verification import VerificationDecision
+from corral.orchestration.teams.repair.records import ReportVerification
 from corral.orchestration.teams.results import ReportReceipt
-from corral.orchestration.teams.roster.records import NewTeamReport, TeamReportRecord
+from corral.orchestration.teams.roster.records import NewTeamReport, TeamReportOutcome, TeamReportRecord
 from corral.orchestration.worktrees._extension import worktrees_of
 from corral.orchestration.worktrees._repository import Worktrees as WorktreeRows
 
-from ._reports import report_id, report_result, task_id, team_name, write_report_markdown
+from ._reports import report_id, task_id, team_name, write_report_markdown
+from .records import ReportClaims, ReportResult
 
 if TYPE_CHECKING:
     from corral.orchestration.kernel.records import ResultRecord
@@ -45,6 +47,7 @@ if TYPE_CHECKING:
     from corral.orchestration.teams._member import MemberRun
     from corral.orchestration.teams._plans import TeamContext
     from corral.orchestration.teams.checkpoints.records import CheckpointRecord
+    from corral.orchestration.worktrees._worktrees import WorktreeReport
 
 __all__ = ["TeamReports"]
 
@@ -82,12 +85,12 @@ class TeamReports:
         """
         if child.report_accepted:
             return ReportReceipt("duplicate")
-        task_details = submission.task_details()
+        claims = submission.claims()
         if child.member.checkpoint_policy is not None:
-            check_report_fields(task_details)
+            check_report_fields(claims.to_json())
         # An isolated writer's work is committed first, so its checks' fingerprints see the commit
         # that will be merged (a later observation of the same tree is not stale).
-        branch = await self._commit_work(child, submission.summary or submission.content)
+        work = await self._commit_work(child, submission.summary or submission.content)
         decision = await self._verify(child, submission_id=submission_id, submission=submission)
         if decision is not None and not decision.accepted:
             return ReportReceipt("repair", decision=decision)
@@ -97,10 +100,10 @@ class TeamReports:
             content=submission.content,
             summary=submission.summary,
             outcome=submission.outcome,
-            task_details=task_details,
+            claims=claims,
             source="report_and_exit",
             decision=decision,
-            branch=branch,
+            work=None if work is None else work.details(),
         )
         child.report_accepted = True
         child.close_messages()
@@ -143,7 +146,7 @@ class TeamReports:
         notes = self.host.result_notes(child.run_id)  # e.g. budget_exhausted: the final turn's report
         if notes and status == "completed":
             content = "\n\n".join([content, *notes])
-        branch = await self._commit_work(child, content)
+        work = await self._commit_work(child, content)
         decision = None
         if status == "completed":
             child.plain_submissions += 1
@@ -164,16 +167,19 @@ class TeamReports:
                 content=content,
                 summary=None,
                 outcome=None if status == "completed" else "failed",
-                task_details={},
+                claims=ReportClaims(),
                 source=source,
                 decision=decision,
-                branch={**(branch or {}), **(await self.host.result_details(child.run_id) or {})},
+                work={
+                    **({} if work is None else work.details()),
+                    **(await self.host.result_details(child.run_id) or {}),
+                },
             )
         return False
 
-    async def _commit_work(self, child: MemberRun, summary: str) -> Mapping[str, object] | None:
-        """Commit an isolated writer's work on its branch before its report is stored; the
-        report's `branch`, `base`, `diffStat` and `merge` (`None` when the run shares the tree)."""
+    async def _commit_work(self, child: MemberRun, summary: str) -> WorktreeReport | None:
+        """Commit an isolated writer's work on its branch before its report is stored (`None` when
+        the run shares the tree); its `details()` are the report's `branch`, `base`, `diffStat`, `merge`."""
         rows = WorktreeRows(self.host.kernel.db)
         if not rows.has_worktrees() or rows.worktree_for_run(child.run_id) is None:
             return None
@@ -183,7 +189,7 @@ class TeamReports:
         except OrchestrationError as exc:
             self.host.warn(f"the work of {child.member.name} could not be committed on its branch ({exc})")
             return None
-        return None if report is None else report.details()
+        return report
 
     def _store_report(
         self,
@@ -192,32 +198,36 @@ class TeamReports:
         status: str,
         content: str,
         summary: str | None,
-        outcome: Any,
-        task_details: dict[str, Any],
+        outcome: TeamReportOutcome | None,
+        claims: ReportClaims,
         source: str,
         decision: VerificationDecision | None = None,
-        branch: Mapping[str, object] | None = None,
+        work: Mapping[str, object] | None = None,
     ) -> TeamReportRecord:
+        """Store the run's report; `work` holds what host extensions add to its result (an isolated
+        writer's `branch`, `base`, `diffStat`, `merge`; a `budget`): open JSON each extension shapes."""
         repos = self.repos
         member = child.member
         team = team_name(member.lead_session_id)
-        result = report_result(
-            team=team, agent=member.name, run_id=child.run_id, outcome=outcome, task_details=task_details
-        )
-        if member.checkpoint_policy is not None:
-            result["checkpointId"] = checkpoint_id(team, member.name, child.run_id)
+        verification = ReportVerification()
         if decision is not None:
-            result["verification"] = decision.verification.to_json()
-            if decision.repair is not None:
-                result["repair"] = decision.repair.to_json()
+            verification = decision.verification
         elif member.assigned_checks:
             # Checks were assigned but never ran: the run ended without a report to verify.
-            result["verification"] = {
-                "state": "failed",
-                "error": "The run ended without a report; no check ran.",
-            }
-        if branch:
-            result.update(branch)  # an isolated writer's branch, base, diffStat and merge
+            verification = ReportVerification("failed", error="The run ended without a report; no check ran.")
+        result = ReportResult(
+            task_id(team, member.name, child.run_id),
+            child.run_id,
+            report_id(team, member.name, child.run_id),
+            outcome=outcome,
+            claims=claims,
+            verification=verification,
+            checkpoint_id=(
+                None if member.checkpoint_policy is None else checkpoint_id(team, member.name, child.run_id)
+            ),
+            repair=None if decision is None else decision.repair,
+            extensions=dict(work or {}),
+        )
         markdown: Path | None = None
         with contextlib.suppress(OSError):
             markdown = write_report_markdown(
@@ -255,8 +265,8 @@ class TeamReports:
         worker, or before a restart), so the lead never gets a `checkpointId` it cannot continue
         from yet. A run still live here lends its admission-time source and parent checkpoint.
         """
-        checkpoint = record.result.get("checkpointId")
-        if not isinstance(checkpoint, str) or self.repos.checkpoints.get_checkpoint(checkpoint) is not None:
+        checkpoint = record.result.checkpoint_id
+        if checkpoint is None or self.repos.checkpoints.get_checkpoint(checkpoint) is not None:
             return
         saving = self.checkpoint_saves.get(record.run_id)
         if saving is None:
@@ -310,8 +320,7 @@ class TeamReports:
             )
         except Exception as exc:
             lead = record.lead_session_id
-            cid = record.result.get("checkpointId")
-            fact = CheckpointNotSaved(None if cid is None else str(cid), record.name, str(exc))
+            fact = CheckpointNotSaved(record.result.checkpoint_id, record.name, str(exc))
             self.control.notify_lead(lead, self.notices.checkpoint_not_saved(fact))
 
     async def _close_helpers(self, parent: MemberRun) -> None:

@@ -28,6 +28,7 @@ from corral.orchestration.errors import InvalidRequestError
 from corral.orchestration.kernel.records import DeliveryState, NewGeneration
 from corral.orchestration.store._database import _require_text
 from corral.orchestration.store.jsjson import stringify
+from corral.orchestration.teams.reports.records import AcceptanceState, ReportResult
 
 __all__ = [
     "TEAM_LEAD",
@@ -81,8 +82,6 @@ TeamReportStatus = Literal["completed", "failed"]
 TeamReportOutcome = Literal["succeeded", "blocked", "failed", "cancelled"]
 """The agent's own claim about its task (`None` = unspecified)."""
 
-AcceptanceState = Literal["pending", "accepted", "rejected"]
-"""The lead's decision on a report (`record_report_acceptance`)."""
 
 MessageDelivery = Literal["active-session", "inbox"]
 """Whether a message was injected into the recipient's live session or waits in its inbox."""
@@ -212,8 +211,8 @@ class NewTeamReport:
     """`completed`, or `failed` when no usable report could be recovered."""
     content: str
     """The full deliverable (or, when failed, the diagnostic); non-blank."""
-    result: dict[str, Any]
-    """The versioned `ReportResult` (JSON object)."""
+    result: ReportResult
+    """The versioned result document (its ids must be the report's and run's)."""
     report_source: str
     """Where the text came from (`report_and_exit`, `assistant-text`, …)."""
     _: KW_ONLY
@@ -259,8 +258,8 @@ class TeamReportRecord:
     """Short label."""
     outcome: TeamReportOutcome | None
     """The agent's claimed outcome."""
-    result: dict[str, Any]
-    """Decoded `ReportResult` (its `acceptance` follows `record_report_acceptance`)."""
+    result: ReportResult
+    """The versioned result document (its `acceptance` follows `record_report_acceptance`)."""
     report_source: str
     """Where the text came from."""
     markdown_path: str | None
@@ -516,11 +515,15 @@ def _check_report(run_id: str, report: NewTeamReport) -> str:
             raise InvalidRequestError(f"Report {what} must not be negative.")
     if report.cost_usd is not None and (not math.isfinite(report.cost_usd) or report.cost_usd < 0):
         raise InvalidRequestError("Report cost_usd must be a finite, non-negative number.")
-    encoded = _encode_json(report.result, "Report result")
-    for key, expected in (("reportId", report.report_id), ("taskId", report.task_id), ("runId", run_id)):
-        if key in report.result and report.result[key] != expected:
-            raise InvalidRequestError(f"Report result {key} {report.result[key]!r} must be {expected!r}.")
-    return encoded
+    result = report.result
+    for key, value, expected in (
+        ("reportId", result.report_id, report.report_id),
+        ("taskId", result.task_id, report.task_id),
+        ("runId", result.run_id, run_id),
+    ):
+        if value != expected:
+            raise InvalidRequestError(f"Report result {key} {value!r} must be {expected!r}.")
+    return _encode_json(result.to_json(), "Report result")
 
 
 def _unique_claim_paths(paths: Sequence[str]) -> list[str]:
