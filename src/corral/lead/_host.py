@@ -21,11 +21,13 @@ from corral.orchestration.host._host import Host
 from corral.orchestration.ratelimits import RateLimitsExtension
 from corral.orchestration.surfaces import SurfaceTools
 from corral.orchestration.surfaces._budget_notices import BudgetNoticeText
+from corral.orchestration.surfaces._host_notices import HostNoticeText
 from corral.orchestration.workspaces._extension import WorkspacesExtension
 
 if TYPE_CHECKING:
     from corral.agent import AgentSession
     from corral.orchestration.host._launch import WorkerStart
+    from corral.orchestration.host.notices import HostNotices
     from corral.orchestration.kernel._caller import Caller
     from corral.orchestration.teams._extension import TeamsExtension
     from corral.orchestration.teams._teams import Teams
@@ -66,7 +68,12 @@ class ComposedHost(Host):
     """A `Host` with its controller, its tools and (once used) teams; takes `Host`'s other arguments."""
 
     def __init__(
-        self, *, repositories: Repositories, teams_notices: TeamsNotices | None = None, **options: Any
+        self,
+        *,
+        repositories: Repositories,
+        teams_notices: TeamsNotices | None = None,
+        host_notices: HostNotices | None = None,
+        **options: Any,
     ) -> None:
         """Args:
         repositories: The data root's database and repositories (`Repositories.open`); the host
@@ -74,6 +81,8 @@ class ComposedHost(Host):
         teams_notices: Words for the notices the teams core sends on its own (a queued agent that
             could not start, the recovery prompt, a fallback report, ...); default: the teams
             surface's `TeamsNoticeText`.
+        host_notices: Words for what the host tells an agent on its own (the prompt an agent moved
+            onto a worker runtime continues with); default: the surfaces' `HostNoticeText`.
         **options: `Host`'s other arguments.
         """
         super().__init__(kernel=repositories.kernel, tools=SurfaceTools(self), **options)
@@ -84,6 +93,8 @@ class ComposedHost(Host):
         self.add_extension(RateLimitsExtension(repositories.db, on_change=self.changed))
         self._teams: TeamsExtension | None = None
         self._teams_notices = teams_notices
+        self.host_notices: HostNotices = host_notices or HostNoticeText()
+        """Words for the host's own notices (`handoff`'s prompt)."""
         self.budgets = BudgetsExtension(self, notices=BudgetNoticeText())
         """Budgets of the lead's agent tree and of each agent (docs/fleet.md)."""
         self.add_extension(self.budgets)
@@ -137,4 +148,4 @@ class ComposedHost(Host):
     async def handoff(self, run_id: str, *, runtime: str | None = None) -> HandoffResult:
         """Move the live in-process agent `run_id` onto a worker runtime at a safe point (see
         `host._handoff`): `runtime` (`tmux`, `ray`), else `handoff_target()`."""
-        return await handoff(self, run_id, runtime=self.handoff_target(runtime))
+        return await handoff(self, run_id, notices=self.host_notices, runtime=self.handoff_target(runtime))

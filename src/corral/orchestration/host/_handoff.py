@@ -20,7 +20,8 @@ nothing is re-acknowledged or re-sent.
    checked transaction, then that runtime's start step (`host.workers(kind)`: `WorkerStart.place`,
    `WorkerStart.ready`, as the launch pipeline uses it) starts a worker in resume mode: the
    description holds the agent's exact system prompt, model, thinking level and built-in tools,
-   the carried prompts, and what extensions add (`HostExtension.handoff_launch`: a teams
+   its one prompt there (worded by the `HostNotices` port, `host/notices.py`, from a `HandedOff`
+   fact: the target runtime and the carried prompts), and what extensions add (`HostExtension.handoff_launch`: a teams
    member's row for its Ray port, the workspace a remote node must share). A tmux worker reads
    it from its launch file and records its readiness; a Ray worker gets it with the session
    file's bytes, and the host keeps the real session file and appends what the worker streams.
@@ -41,29 +42,21 @@ from typing import TYPE_CHECKING, Any, Literal
 
 from corral.agent.tools import ALL_TOOL_NAMES, BashTool
 from corral.orchestration.errors import OrchestrationError
+from corral.orchestration.host.notices import HandedOff
 from corral.orchestration.kernel._faults import fault_point
 from corral.runtime import PaneNotReady, RollbackFailed, RuntimeError_
 
 if TYPE_CHECKING:
     from corral.orchestration.host._host import Host
+    from corral.orchestration.host.notices import HostNotices
     from corral.orchestration.kernel._child import ManagedChild
     from corral.orchestration.kernel.records import GenerationRecord
     from corral.settings import Settings
 
-__all__ = ["HANDOFF_PROMPT", "REMOTE_HANDOFF_PROMPT", "HandoffResult", "HandoffStatus", "handoff"]
+__all__ = ["HandoffResult", "HandoffStatus", "handoff"]
 
 HandoffStatus = Literal["moved", "refused", "failed"]
 """`moved`: runs on the worker now; `refused`: nothing changed; `failed`: the agent is lost."""
-
-HANDOFF_PROMPT = (
-    "You were moved to a terminal pane by your owner; continue the same assignment where you left off."
-)
-"""The one prompt an agent moved into a tmux pane gets in its worker (before any carried-over messages)."""
-
-REMOTE_HANDOFF_PROMPT = (
-    "You were moved to another worker by your owner; continue the same assignment where you left off."
-)
-"""The one prompt an agent moved to another worker runtime (Ray) gets there."""
 
 _SETTLE_S = 10.0
 _DEFAULT_READY_S = 60.0
@@ -96,14 +89,22 @@ def handoff_runtime(settings: Settings, runtime: str | None = None) -> str:
 
 
 async def handoff(
-    host: Host, run_id: str, *, runtime: str = "tmux", ready_timeout: float = _DEFAULT_READY_S
+    host: Host,
+    run_id: str,
+    *,
+    notices: HostNotices,
+    runtime: str = "tmux",
+    ready_timeout: float = _DEFAULT_READY_S,
 ) -> HandoffResult:
     """Move generation `run_id` from this host's in-process runtime onto the worker runtime `runtime`.
 
-    The work runs as a host background task, so cancelling the caller never leaves a half-moved
+    `notices` words the prompt the agent continues with on the worker. The work runs as a host
+    background task, so cancelling the caller never leaves a half-moved
     agent, and the owner is not reported quiet while the move is in flight.
     """
-    return await asyncio.shield(host.spawn_background(_handoff(host, run_id, runtime, ready_timeout)))
+    return await asyncio.shield(
+        host.spawn_background(_handoff(host, run_id, notices, runtime, ready_timeout))
+    )
 
 
 def _refusal(host: Host, run_id: str, runtime: str) -> tuple[str, str] | None:
@@ -152,17 +153,12 @@ def _refusal(host: Host, run_id: str, runtime: str) -> tuple[str, str] | None:
     return None
 
 
-def _resume_description(
-    child: ManagedChild, carried: list[str], *, team: bool, runtime: str
-) -> dict[str, Any]:
+def _resume_description(child: ManagedChild, prompt: str, *, team: bool) -> dict[str, Any]:
     """What the worker needs to rebuild this exact agent (plain data for the launch file)."""
     agent = child.agent
     info = agent.model.info
     tools = [tool.name for tool in agent.tools if tool.name in ALL_TOOL_NAMES]
     sandboxed = any(isinstance(tool, BashTool) and tool.sandbox is not None for tool in agent.tools)
-    prompt = HANDOFF_PROMPT if runtime == "tmux" else REMOTE_HANDOFF_PROMPT
-    if carried:
-        prompt += "\n\nMessages that arrived while you were being moved:\n\n" + "\n\n".join(carried)
     return {
         "model": f"{info.provider}/{info.id}",
         "thinking": agent.thinking_level,
@@ -175,7 +171,9 @@ def _resume_description(
     }
 
 
-async def _handoff(host: Host, run_id: str, runtime: str, ready_timeout: float) -> HandoffResult:
+async def _handoff(
+    host: Host, run_id: str, notices: HostNotices, runtime: str, ready_timeout: float
+) -> HandoffResult:
     refusal = _refusal(host, run_id, runtime)
     if refusal is not None:
         return HandoffResult("refused", refusal[0], refusal[1], run_id, runtime=runtime)
@@ -220,7 +218,8 @@ async def _handoff(host: Host, run_id: str, runtime: str, ready_timeout: float) 
     launch: dict[str, object] = {}
     for extension in host.extensions:
         launch.update(extension.handoff_launch(generation, runtime) or {})
-    launch["resume"] = _resume_description(child, carried, team=team, runtime=runtime)
+    prompt = notices.handed_off(HandedOff(runtime=runtime, carried=tuple(carried)))
+    launch["resume"] = _resume_description(child, prompt, team=team)
     launch["contextRetirement"] = child.context_retirement
     with host.placing_run(run_id):  # until the worker is recorded, recovery must not settle this generation
         try:

@@ -1,0 +1,35 @@
+"""What the host tells a model, in corral's words (`HostNoticeText`, the default `HostNotices`).
+
+The host decides when an agent is told (`orchestration/host/notices.py`); only this module says it
+in words. Small on purpose: the composition root loads it with every host.
+"""
+
+from __future__ import annotations
+
+from typing import TYPE_CHECKING
+
+if TYPE_CHECKING:
+    from corral.orchestration.host.notices import HandedOff
+
+__all__ = ["HANDOFF_PROMPT", "REMOTE_HANDOFF_PROMPT", "HostNoticeText"]
+
+HANDOFF_PROMPT = (
+    "You were moved to a terminal pane by your owner; continue the same assignment where you left off."
+)
+"""The prompt an agent moved into a tmux pane gets in its worker (before any carried-over messages)."""
+
+REMOTE_HANDOFF_PROMPT = (
+    "You were moved to another worker by your owner; continue the same assignment where you left off."
+)
+"""The prompt an agent moved to another worker runtime (Ray) gets there."""
+
+
+class HostNoticeText:
+    """The host's notices in corral's words."""
+
+    def handed_off(self, fact: HandedOff) -> str:
+        """`HANDOFF_PROMPT` (tmux) or `REMOTE_HANDOFF_PROMPT`, then the carried messages under a heading."""
+        prompt = HANDOFF_PROMPT if fact.runtime == "tmux" else REMOTE_HANDOFF_PROMPT
+        if fact.carried:
+            prompt += "\n\nMessages that arrived while you were being moved:\n\n" + "\n\n".join(fact.carried)
+        return prompt
