@@ -23,7 +23,7 @@ from corral.settings import RaySettings, Settings, TeamsSettings
 from tests.orchestration._host_helpers import WAIT, team
 from tests.orchestration.teams._git_helpers import make_repo
 from tests.orchestration.teams._teams_helpers import TeamsEnv, eventually, teams_env, write_script
-from tests.ray.conftest import RayTestCluster
+from tests.ray.conftest import RayNodes, RayTestCluster
 
 DRIVER = Path(__file__).parent / "ray_host_driver.py"
 
@@ -379,3 +379,48 @@ async def test_a_host_killed_right_after_storing_a_ray_members_report_delivers_i
     async with team(env, "team", settings=settings, session_path=lead_path, surfaces=("teams",)) as t:
         await t.quiet()
         assert len(t.lead_entries(TEAM_REPORT_TYPE)) == 1
+
+
+async def test_a_member_on_a_removed_node_is_lost_and_its_group_slot_settles_interrupted(
+    env: Path, ray_cluster: RayTestCluster, ray_nodes: RayNodes
+) -> None:
+    node = ray_nodes.add(num_cpus=2)
+    members = [{"name": "doomed", "prompt": "Wait.", "model_slot": "read-collect"}]
+    write_script(
+        env,
+        "lead",
+        {
+            "steps": [
+                {
+                    "tool_calls": [
+                        {
+                            "name": "spawn_swarm_agents",
+                            "args": {"agents": members, "completion_group": {"delivery": "all-settled"}},
+                        }
+                    ]
+                },
+                {"text": "Waiting for the reports."},
+            ],
+            "on_exhausted": "repeat_last",
+            "agents": {"doomed": [_wait_for(env / "work" / "never")]},
+        },
+    )
+    async with teams_env(env, "lead", settings=ray_settings(ray_cluster, resources={node.label: 1})) as t:
+        await t.lead.prompt("go")
+        (spawned,) = t.tool_results("spawn_swarm_agents")[0]["details"]["spawned"]
+        run_id = spawned["runId"]
+        repos = t.host.repositories.teams
+        member = repos.roster.team_member(run_id)
+        assert member is not None and member.slot_id is not None
+        ray_nodes.remove(node)
+
+        def settled() -> bool:
+            slot = repos.groups.completion_slot(member.slot_id)  # type: ignore[arg-type]
+            return slot is not None and slot.status == "interrupted"
+
+        await eventually(settled, t.host)
+        generation = t.host.kernel.get_generation(run_id)
+        assert generation is not None and generation.presence == "lost"
+        assert generation.diagnostic is not None and node.node_id[:12] in generation.diagnostic
+        slot = repos.groups.completion_slot(member.slot_id)
+        assert slot is not None and generation.diagnostic in (slot.reason or "")

@@ -361,6 +361,11 @@ class Host:
         for extension in self.extensions:
             extension.remote_fact(run_id, payload)
 
+    def remote_lost(self, run_id: str, diagnostic: str) -> None:
+        """A remote run was marked `lost` (its Ray worker or node is gone): every extension's `lost`."""
+        for extension in self.extensions:
+            extension.lost(run_id, diagnostic)
+
     def result_failed(self, run_id: str, message: str) -> None:
         """Child hook: the run's result could not be stored; warn (the run is then left unsettled)."""
         self.unstored_results.add(run_id)

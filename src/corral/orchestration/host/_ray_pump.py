@@ -125,6 +125,8 @@ class PumpHost(Protocol):
 
     def remote_fact(self, run_id: str, payload: object) -> None: ...
 
+    def remote_lost(self, run_id: str, diagnostic: str) -> None: ...
+
 
 @dataclass
 class _Tracked:
@@ -323,9 +325,9 @@ class RayPump:
             elif isinstance(fact, ExtensionFact):
                 self.host.remote_fact(run_id, fact.payload)
             elif isinstance(fact, LostFact):
-                kernel.mark_presence(
-                    run_id, "lost", diagnostic=f"{fact.diagnostic} (on {self._where(tracked)})"
-                )
+                diagnostic = f"{fact.diagnostic} (on {self._where(tracked)})"
+                kernel.mark_presence(run_id, "lost", diagnostic=diagnostic)
+                self.host.remote_lost(run_id, diagnostic)
 
     def _where(self, tracked: _Tracked) -> str:
         return self.runtime.describe(tracked.handle)
@@ -342,10 +344,10 @@ class RayPump:
             or generation.presence == "lost"
         ):
             return False
+        diagnostic = f"{self._where(tracked)} no longer holds this agent"
         with contextlib.suppress(OrchestrationError):
-            self.host.kernel.mark_presence(
-                run_id, "lost", diagnostic=f"{self._where(tracked)} no longer holds this agent"
-            )
+            self.host.kernel.mark_presence(run_id, "lost", diagnostic=diagnostic)
+            self.host.remote_lost(run_id, diagnostic)
         return True
 
     def _worker_gone(self, actor: str, mine: dict[str, _Tracked], reason: str) -> None:
@@ -360,10 +362,10 @@ class RayPump:
                 or generation.presence == "lost"
             ):
                 continue
+            diagnostic = f"{self._where(tracked)} is gone: {reason}"
             with contextlib.suppress(OrchestrationError):
-                self.host.kernel.mark_presence(
-                    run_id, "lost", diagnostic=f"{self._where(tracked)} is gone: {reason}"
-                )
+                self.host.kernel.mark_presence(run_id, "lost", diagnostic=diagnostic)
+                self.host.remote_lost(run_id, diagnostic)
         self.host.changed()
 
 

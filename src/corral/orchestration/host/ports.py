@@ -90,7 +90,8 @@ class HostExtension:
         return False
 
     def lost(self, run_id: str, reason: str) -> None:
-        """The in-process run of `run_id` is gone without a result (a failed handoff)."""
+        """The run of `run_id` is gone without a result: a failed handoff of an in-process run, or a
+        remote run whose Ray worker or node is gone (marked `lost`)."""
 
     def may_hand_off(self, run_id: str, runtime: str) -> HandoffRefusal | None:
         """Why `run_id` may not move to the worker runtime `runtime` (`tmux`, `ray`, …) now, else

@@ -85,10 +85,13 @@ class TeamsExtension(HostExtension):
         return ()
 
     def lost(self, run_id: str, reason: str) -> None:
-        """A live member's run is gone without a report: its group slot is interrupted."""
+        """A member's run is gone without a report (a failed handoff, a lost Ray worker): its group
+        slot is interrupted."""
         live = self.teams.live.get(run_id)
         if live is not None:
             self.teams.run_lost(live.run, reason)
+            return
+        self.teams.remote.lost(run_id, reason)
 
     def may_hand_off(self, run_id: str, runtime: str) -> HandoffRefusal | None:
         """Nested helpers, running checks, accepted reports and stopping agents stay where they are

@@ -247,6 +247,14 @@ class RemoteMembers:
             if not waiter.done():
                 waiter.set_result("no_command")
 
+    def lost(self, run_id: str, reason: str) -> None:
+        """A member's Ray worker or node is gone (the run is `lost`): its group slot is interrupted,
+        as for an in-process member whose run raised."""
+        if self._member(run_id) is None:
+            return
+        with contextlib.suppress(OrchestrationError):
+            self.control.run_lost(self._run(run_id), reason)
+
     def _member(self, run_id: str) -> TeamMemberRecord | None:
         if run_id not in self._members:
             self._members[run_id] = self.repos.roster.team_member(run_id)
