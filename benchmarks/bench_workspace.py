@@ -27,8 +27,8 @@ sys.path.insert(0, str(Path(__file__).resolve().parent))
 
 from _common import environment, summary_ms
 
-from corral.orchestration.workspaces import (
-    apply_patch,
+from corral.orchestration.workspaces._apply import apply_patch
+from corral.orchestration.workspaces._snapshot import (
     check_shared,
     collect_patch,
     discard,

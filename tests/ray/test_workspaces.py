@@ -9,17 +9,17 @@ from pathlib import Path
 
 import pytest
 
-from corral.orchestration.workspaces import (
+from corral.orchestration.workspaces._remote import (
     NodeWorkspace,
     PatchLanding,
     SnapshotNeeded,
-    WorkspacePatch,
     WorkspacePlan,
     close_workspace,
     open_workspace,
     plan_for,
     with_snapshot,
 )
+from corral.orchestration.workspaces.records import WorkspacePatch
 from tests.orchestration.teams._git_helpers import GIT_ENV, git, make_repo
 
 from .conftest import RayTestCluster
@@ -201,7 +201,7 @@ async def test_a_node_that_does_not_share_the_workspace_refuses_the_agent_and_no
 ) -> None:
     import dataclasses
 
-    import corral.orchestration.workspaces as workspaces
+    import corral.orchestration.workspaces._snapshot as workspaces
     from corral.orchestration.errors import PaneNotReadyError
     from corral.orchestration.surfaces import DelegateParams
     from tests.orchestration._host_helpers import team, write_script

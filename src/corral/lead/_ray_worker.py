@@ -40,7 +40,7 @@ from corral import _tracing
 from corral.agent import AgentEvent, AgentSession, RateLimitWaitEvent
 from corral.llm import EndpointKey, ModelRegistry, current_rate_limiter
 from corral.orchestration.agents._delegation import ManagedAgentSpec, build_managed_agent
-from corral.orchestration.budgets import attach_ray_guard
+from corral.orchestration.budgets._remote import attach_ray_guard
 from corral.orchestration.errors import OrchestrationError
 from corral.orchestration.host._ray_launch import RayLaunch
 from corral.orchestration.host._worker import agent_from_description
@@ -51,18 +51,16 @@ from corral.orchestration.kernel.records import AskRecord, RequestRecord
 from corral.orchestration.ratelimits.records import SharedWindow, SharedWindows
 from corral.orchestration.surfaces import AskOwnerTool
 from corral.orchestration.surfaces._budget_notices import BudgetNoticeText
-from corral.orchestration.workspaces import (
+from corral.orchestration.workspaces._extension import PATCH_ENTRY, patch_entry_data, snapshot_from_json
+from corral.orchestration.workspaces._remote import (
     NodeWorkspace,
     SnapshotNeeded,
-    WorkspaceIdentity,
-    WorkspaceNotSharedError,
     WorkspacePlan,
-    check_shared,
     close_workspace,
-    discard,
     open_workspace,
 )
-from corral.orchestration.workspaces._extension import PATCH_ENTRY, patch_entry_data, snapshot_from_json
+from corral.orchestration.workspaces._snapshot import WorkspaceNotSharedError, check_shared, discard
+from corral.orchestration.workspaces.records import WorkspaceIdentity
 from corral.session import SessionManager
 from corral.settings import Settings
 

@@ -13,11 +13,9 @@ import pytest
 
 from corral.orchestration.errors import InvalidRequestError
 from corral.orchestration.teams.roster.records import FileClaimRecord
-from corral.orchestration.workspaces import (
-    SharedCheck,
-    Unpacked,
+from corral.orchestration.workspaces._apply import apply_patch
+from corral.orchestration.workspaces._snapshot import (
     WorkspaceNotSharedError,
-    apply_patch,
     check_shared,
     collect_patch,
     discard,
@@ -26,6 +24,7 @@ from corral.orchestration.workspaces import (
     take_snapshot,
     unpack,
 )
+from corral.orchestration.workspaces.records import SharedCheck, Unpacked
 from tests.orchestration.teams._git_helpers import GIT_ENV, git, make_repo
 
 RUN = "0a1b2c3d-0000-4000-8000-000000000001"

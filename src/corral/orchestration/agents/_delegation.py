@@ -598,8 +598,8 @@ class _ManagedSteps(LaunchSteps):
     def worker_launch(self, recorded: Recorded) -> Mapping[str, object]:
         """The worker rebuilds the agent from its spec; a remote worker first checks that its node
         shares the agent's workspace (`workspace`: the cwd's path, git top and HEAD)."""
-        from corral.orchestration.workspaces import identify
         from corral.orchestration.workspaces._extension import snapshot_json
+        from corral.orchestration.workspaces._snapshot import identify
 
         workspace = identify(Path(recorded.generation.cwd), tree=False)
         launch: dict[str, object] = {

@@ -6,6 +6,9 @@ of a managed agent (`BudgetGuard`, the agent loop's `RequestGuard`), from the sp
 the store (`BudgetLedger`) plus the request's estimate: one wrap-up notice at the soft threshold,
 a final turn without tools at the limit, `budget_exhausted` in the result or report; new agents
 are refused when the tree's remainder cannot cover them (`BudgetsExtension`).
+
+Ray's part (`_remote.py`: the pushed budget, the worker's facts, `attach_ray_guard`) is not
+re-exported: every host has the extension, and only a Ray run loads it.
 """
 
 from corral.orchestration.budgets._check import Finding
@@ -17,7 +20,6 @@ from corral.orchestration.budgets._extension import (
     lead_line,
 )
 from corral.orchestration.budgets._guard import BudgetGuard
-from corral.orchestration.budgets._remote import attach_ray_guard
 from corral.orchestration.budgets._repository import BudgetLedger
 from corral.orchestration.budgets.records import AgentBudget, BudgetName, Limits, Spend, TreeBudget
 
@@ -31,7 +33,6 @@ __all__ = [
     "Limits",
     "Spend",
     "TreeBudget",
-    "attach_ray_guard",
     "attach_worker_guard",
     "budget_details",
     "budget_text",

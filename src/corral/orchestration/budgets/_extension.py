@@ -23,7 +23,6 @@ from corral.agent import GuardVerdict
 from corral.llm import CustomMessage
 from corral.orchestration.budgets._check import exhausted_finding, tree_reached
 from corral.orchestration.budgets._guard import BudgetGuard
-from corral.orchestration.budgets._remote import BudgetMarkFact, BudgetPush, SpendFact
 from corral.orchestration.budgets._repository import BudgetLedger
 from corral.orchestration.budgets.notices import TreeExhausted
 from corral.orchestration.budgets.records import (
@@ -38,6 +37,7 @@ from corral.orchestration.errors import InvalidRequestError, OrchestrationError
 from corral.orchestration.host.ports import HostExtension
 
 if TYPE_CHECKING:
+    from corral.orchestration.budgets._remote import BudgetPush
     from corral.orchestration.budgets.notices import BudgetNotices
     from corral.orchestration.host._host import Host
     from corral.orchestration.kernel._child import ManagedChild
@@ -256,11 +256,15 @@ class BudgetsExtension(HostExtension):
 
     def remote_state(self, run_id: str) -> BudgetPush | None:
         """The run's budget row and its tree's, pushed to its Ray worker with every pull."""
+        from corral.orchestration.budgets._remote import BudgetPush  # Ray's part: loads with a Ray run
+
         state = self.ledger.state(run_id)
         return None if state is None else BudgetPush(*state)
 
     def remote_fact(self, run_id: str, payload: object) -> None:
         """A Ray agent's spend or budget mark: recorded as an in-process agent's would be."""
+        from corral.orchestration.budgets._remote import BudgetMarkFact, SpendFact
+
         if isinstance(payload, SpendFact):
             self.ledger.record(
                 run_id,

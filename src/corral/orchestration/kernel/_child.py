@@ -24,7 +24,7 @@ import contextlib
 import json
 import time
 from collections.abc import Awaitable, Callable
-from typing import Literal, Protocol
+from typing import TYPE_CHECKING, Literal, Protocol
 
 from corral import _tracing
 from corral.agent import (
@@ -42,10 +42,12 @@ from corral.agent.tools import BashTool
 from corral.llm import AssistantMessage, CustomMessage
 from corral.orchestration.errors import ManagedAgentBusyError, OrchestrationError
 from corral.orchestration.kernel._faults import fault_point
-from corral.orchestration.kernel._remote import ChildStore
 from corral.orchestration.kernel.records import AckCode, AskRecord, GenerationRecord, RequestRecord
 from corral.orchestration.store._database import StoreError
 from corral.runtime import ProcessEvidence
+
+if TYPE_CHECKING:
+    from corral.orchestration.kernel._remote import ChildStore  # Ray's port; loaded with the first Ray run
 
 __all__ = ["ASK_OWNER_TOOL", "RETIRED_ENTRY", "ChildHooks", "ManagedChild", "SettleOutcome", "SettlePolicy"]
 

@@ -22,68 +22,8 @@ the same one:
 
 Pure git over argv subprocesses (the worktrees feature's `git` helpers); no Ray. See
 docs/runtimes.md ("Workspaces").
+
+The package re-exports nothing: import a name from the module that defines it (`_snapshot`,
+`_apply`, `_remote`, `records`, `_extension`). `WorkspacesExtension` is on every host, so loading it
+must not load the snapshot and patch code; that loads with the first Ray agent that uses it.
 """
-
-from __future__ import annotations
-
-from corral.orchestration.workspaces._apply import apply_patch
-from corral.orchestration.workspaces._remote import (
-    NodeWorkspace,
-    PatchLanding,
-    SnapshotNeeded,
-    WorkspacePlan,
-    close_workspace,
-    open_workspace,
-    plan_for,
-    with_snapshot,
-)
-from corral.orchestration.workspaces._snapshot import (
-    SNAPSHOT_LIMIT_BYTES,
-    WorkspaceNotSharedError,
-    check_shared,
-    collect_patch,
-    discard,
-    identify,
-    needs_snapshot,
-    take_snapshot,
-    unpack,
-)
-from corral.orchestration.workspaces.records import (
-    PatchOutcome,
-    PathProblem,
-    SharedCheck,
-    Snapshot,
-    Unpacked,
-    WorkspaceIdentity,
-    WorkspaceMode,
-    WorkspacePatch,
-)
-
-__all__ = [
-    "SNAPSHOT_LIMIT_BYTES",
-    "NodeWorkspace",
-    "PatchLanding",
-    "PatchOutcome",
-    "PathProblem",
-    "SharedCheck",
-    "Snapshot",
-    "SnapshotNeeded",
-    "Unpacked",
-    "WorkspaceIdentity",
-    "WorkspaceMode",
-    "WorkspaceNotSharedError",
-    "WorkspacePatch",
-    "WorkspacePlan",
-    "apply_patch",
-    "check_shared",
-    "close_workspace",
-    "collect_patch",
-    "discard",
-    "identify",
-    "needs_snapshot",
-    "open_workspace",
-    "plan_for",
-    "take_snapshot",
-    "unpack",
-    "with_snapshot",
-]

@@ -5,6 +5,9 @@ The patch travels in the agent's own session file (a `corral-workspace-patch` cu
 worker appends before the result), which the Ray pump streams to the lead's machine ahead of the
 result, so nothing new crosses the network and a host that crashed finds it again. Landing is
 idempotent: a patch that is already in the workspace (its reverse applies) counts as applied.
+
+Every host has the extension, so this module imports only the port: the snapshot and patch code
+(and the records) load inside the functions that use them, with the first Ray agent.
 """
 
 from __future__ import annotations
@@ -14,14 +17,15 @@ import base64
 import json
 from collections.abc import Callable, Mapping, Sequence
 from pathlib import Path
+from typing import TYPE_CHECKING
 
-from corral.orchestration.host._launch import LaunchDraft
 from corral.orchestration.host.ports import HostExtension
-from corral.orchestration.kernel.records import GenerationRecord
-from corral.orchestration.teams.roster.records import FileClaimRecord
-from corral.orchestration.workspaces._apply import apply_patch, is_applied
-from corral.orchestration.workspaces._snapshot import identify, take_snapshot
-from corral.orchestration.workspaces.records import Snapshot, WorkspaceMode, WorkspacePatch
+
+if TYPE_CHECKING:
+    from corral.orchestration.host._launch import LaunchDraft
+    from corral.orchestration.kernel.records import GenerationRecord
+    from corral.orchestration.teams.roster.records import FileClaimRecord
+    from corral.orchestration.workspaces.records import Snapshot, WorkspaceMode, WorkspacePatch
 
 __all__ = ["PATCH_ENTRY", "SnapshotStage", "WorkspacesExtension", "patch_entry_data", "snapshot_json"]
 
@@ -45,6 +49,8 @@ def snapshot_json(snapshot: Snapshot) -> dict[str, object]:
 
 def snapshot_from_json(data: dict[str, object]) -> Snapshot:
     """The snapshot `snapshot_json` wrote."""
+    from corral.orchestration.workspaces.records import Snapshot
+
     skipped = data.get("skipped")
     return Snapshot(
         top=str(data["top"]),
@@ -81,6 +87,8 @@ class SnapshotStage:
 
     async def enter(self, draft: LaunchDraft) -> None:
         """Take the snapshot of `draft.cwd` (raises `InvalidRequestError` when it cannot be shipped)."""
+        from corral.orchestration.workspaces._snapshot import take_snapshot
+
         self.snapshot = await asyncio.to_thread(take_snapshot, draft.cwd)
 
     async def undo(self) -> None:
@@ -101,6 +109,9 @@ def _last_patch(session_path: Path) -> dict[str, object] | None:
 
 
 def _land(session_path: Path, claims: Sequence[FileClaimRecord], run_id: str) -> str | None:
+    from corral.orchestration.workspaces._apply import apply_patch, is_applied
+    from corral.orchestration.workspaces.records import WorkspacePatch
+
     data = _last_patch(session_path)
     if data is None:
         return None
@@ -138,6 +149,8 @@ class WorkspacesExtension(HostExtension):
     def handoff_launch(self, generation: GenerationRecord, runtime: str) -> Mapping[str, object] | None:
         """A moved agent goes on in place: its worker's node must share the workspace (the cwd's path,
         git top and HEAD), else the worker refuses it (a worker on this machine always does)."""
+        from corral.orchestration.workspaces._snapshot import identify
+
         identity = identify(Path(generation.cwd), tree=False)
         return {"workspace": identity.to_json(), "workspaceMode": "shared", "writes": True}
 
