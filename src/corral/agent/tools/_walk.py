@@ -25,8 +25,10 @@ import threading
 from collections.abc import Callable, Iterator
 from dataclasses import dataclass
 from pathlib import Path
+from typing import TYPE_CHECKING
 
-import pathspec
+if TYPE_CHECKING:
+    import pathspec
 
 __all__ = ["WalkEntry", "glob_matcher", "walk"]
 
@@ -62,7 +64,11 @@ def _load_rules(directory: str, name: str = ".gitignore") -> _Rules | None:
             lines = handle.read().splitlines()
     except OSError:
         return None
-    return _Rules(directory, pathspec.GitIgnoreSpec.from_lines(lines)) if lines else None
+    if not lines:
+        return None
+    import pathspec  # ~8 ms of imports: loaded by the first walk, not with the tools
+
+    return _Rules(directory, pathspec.GitIgnoreSpec.from_lines(lines))
 
 
 def _ancestor_rules(root: str) -> list[_Rules]:
