@@ -1104,7 +1104,7 @@ class _SpawnSteps(LaunchSteps):
 
         The capacity slot is held for the run from here until its generation is released.
         """
-        from corral.orchestration.workspaces import identify
+        from corral.orchestration.workspaces._snapshot import identify
 
         teams, prepared = self.teams, self.prepared
         assert self.member is not None
