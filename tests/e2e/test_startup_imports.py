@@ -98,3 +98,50 @@ def test_a_run_that_does_not_use_the_ray_runtime_never_imports_ray(cli_env: Env)
     )
     assert done.returncode == 0, done.stderr
     assert done.stdout.splitlines()[-1] == "ray not imported"
+
+
+LAZY = (
+    # Ray's parts: the launch, the pump, the worker actor, the child's remote store, budgets' facts.
+    "corral.runtime._ray",
+    "corral.orchestration.host._ray_launch",
+    "corral.orchestration.host._ray_pump",
+    "corral.lead._ray_worker",
+    "corral.orchestration.kernel._remote",
+    "corral.orchestration.budgets._remote",
+    # Workspaces' snapshot and patch code (its extension is on every host, the rest is not loaded).
+    "corral.orchestration.workspaces._snapshot",
+    "corral.orchestration.workspaces._apply",
+    "corral.orchestration.workspaces._remote",
+    "corral.orchestration.workspaces.records",
+    # The teams repositories besides the roster (made on first use).
+    "corral.orchestration.teams.reports._repository",
+    "corral.orchestration.teams.checks._repository",
+    "corral.orchestration.teams.repair._repository",
+    "corral.orchestration.teams.groups._repository",
+    "corral.orchestration.teams.checkpoints._repository",
+    # The gitignore matcher of the find and grep tools (loaded by the first walk).
+    "pathspec",
+)
+LAZY_CODE = f"""\
+import sys
+from corral.cli import main
+code = main(['run', '--model', 'scripted/hello', '--no-session', '-p', 'hi'])
+print('loaded:', sorted(m for m in {LAZY!r} if m in sys.modules))
+raise SystemExit(code)
+"""
+
+
+def test_a_plain_run_leaves_ray_workspaces_and_unused_teams_repositories_unloaded(cli_env: Env) -> None:
+    # Each is a few ms of CPU at every start; none is used by a lead whose agents run in this process.
+    cli_env.script("hello", 'steps:\n  - text: "hello"\n')
+    done = subprocess.run(
+        [sys.executable, "-c", LAZY_CODE],
+        cwd=cli_env.project,
+        env=cli_env.vars,
+        capture_output=True,
+        text=True,
+        timeout=60,
+        check=False,
+    )
+    assert done.returncode == 0, done.stderr
+    assert done.stdout.splitlines()[-1] == "loaded: []"
