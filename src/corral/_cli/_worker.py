@@ -51,10 +51,12 @@ from corral.orchestration.errors import OrchestrationError
 from corral.orchestration.host._worker import agent_from_description
 from corral.orchestration.kernel._child import ManagedChild
 from corral.orchestration.kernel._files import FileLimits
+from corral.orchestration.kernel.notices import ChildNotices, ContextRetired
 from corral.orchestration.kernel.records import AskRecord, GenerationRecord, RequestRecord
 from corral.orchestration.ratelimits import RateLimitsExtension
 from corral.orchestration.surfaces import AskOwnerTool
 from corral.orchestration.surfaces._budget_notices import BudgetNoticeText
+from corral.orchestration.surfaces._host_notices import HostNoticeText
 from corral.session import SessionManager
 from corral.settings import Settings
 
@@ -78,9 +80,14 @@ def _brief(text: str) -> str:
 class _Hooks:
     """Child hooks in a worker: the host discovers results and asks through the store."""
 
-    def __init__(self, rate_limits: RateLimitsExtension) -> None:
+    def __init__(self, rate_limits: RateLimitsExtension, notices: ChildNotices) -> None:
         self.child: ManagedChild | None = None
         self.rate_limits = rate_limits
+        self.notices = notices
+
+    def context_retired(self, fact: ContextRetired) -> str:
+        """The words of a retired session's steer."""
+        return self.notices.context_retired(fact)
 
     def agent_event(self, run_id: str, event: AgentEvent) -> None:
         """Keep the run's rate-limit wait in the store, for the lead's status views."""
@@ -171,7 +178,7 @@ async def run_worker(run_id: str, store_path: Path, launch_path: Path, *, out: T
         registry = ModelRegistry(settings, cwd=cwd)
         session = SessionManager.open(Path(generation.session_path))
         try:
-            hooks = _Hooks(RateLimitsExtension(store.db))
+            hooks = _Hooks(RateLimitsExtension(store.db), HostNoticeText())
             inbox: Callable[[], None] | None = None
             if resume is not None:
                 child, inbox = await _resumed_child(
@@ -257,7 +264,9 @@ async def _resumed_child(
             def result_stored(self, run_id: str, request_id: str) -> None:
                 hooks.changed()
 
-        local = _WorkerHost(kernel=store.kernel, registry=registry, settings=settings)
+        local = _WorkerHost(
+            kernel=store.kernel, registry=registry, settings=settings, notices=HostNoticeText()
+        )
         teams = Teams(local, notices=TeamsNoticeText())
         team_child = TeamChild(
             store=store.kernel,

@@ -82,10 +82,16 @@ class ComposedHost(Host):
             could not start, the recovery prompt, a fallback report, ...); default: the teams
             surface's `TeamsNoticeText`.
         host_notices: Words for what the host tells an agent on its own (the prompt an agent moved
-            onto a worker runtime continues with); default: the surfaces' `HostNoticeText`.
+            onto a worker runtime continues with, the steer of a retired session); default: the
+            surfaces' `HostNoticeText`.
         **options: `Host`'s other arguments.
         """
-        super().__init__(kernel=repositories.kernel, tools=SurfaceTools(self), **options)
+        super().__init__(
+            kernel=repositories.kernel,
+            tools=SurfaceTools(self),
+            notices=host_notices or HostNoticeText(),
+            **options,
+        )
         self.repositories = repositories
         """Every repository over the host's database (front ends read teams and worktrees rows here)."""
         self.controller: Controller = Controller(self, hidden_runs=repositories.teams.roster.team_run_ids)
@@ -93,8 +99,6 @@ class ComposedHost(Host):
         self.add_extension(RateLimitsExtension(repositories.db, on_change=self.changed))
         self._teams: TeamsExtension | None = None
         self._teams_notices = teams_notices
-        self.host_notices: HostNotices = host_notices or HostNoticeText()
-        """Words for the host's own notices (`handoff`'s prompt)."""
         self.budgets = BudgetsExtension(self, notices=BudgetNoticeText())
         """Budgets of the lead's agent tree and of each agent (docs/fleet.md)."""
         self.add_extension(self.budgets)
@@ -148,4 +152,4 @@ class ComposedHost(Host):
     async def handoff(self, run_id: str, *, runtime: str | None = None) -> HandoffResult:
         """Move the live in-process agent `run_id` onto a worker runtime at a safe point (see
         `host._handoff`): `runtime` (`tmux`, `ray`), else `handoff_target()`."""
-        return await handoff(self, run_id, notices=self.host_notices, runtime=self.handoff_target(runtime))
+        return await handoff(self, run_id, runtime=self.handoff_target(runtime))

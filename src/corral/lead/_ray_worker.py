@@ -51,6 +51,7 @@ from corral.orchestration.kernel.records import AskRecord, RequestRecord
 from corral.orchestration.ratelimits.records import SharedWindow, SharedWindows
 from corral.orchestration.surfaces import AskOwnerTool
 from corral.orchestration.surfaces._budget_notices import BudgetNoticeText
+from corral.orchestration.surfaces._host_notices import HostNoticeText
 from corral.orchestration.workspaces._extension import PATCH_ENTRY, patch_entry_data, snapshot_from_json
 from corral.orchestration.workspaces._remote import (
     NodeWorkspace,
@@ -65,6 +66,7 @@ from corral.session import SessionManager
 from corral.settings import Settings
 
 if TYPE_CHECKING:
+    from corral.orchestration.kernel.notices import ChildNotices, ContextRetired
     from corral.orchestration.kernel.records import GenerationRecord
     from corral.orchestration.teams.checks._checks import CheckExecution
     from corral.orchestration.teams.remote import RemoteTeams
@@ -99,9 +101,14 @@ class _Questions:
 class _Hooks:
     """Child hooks in a worker: the host learns everything from the facts it pulls."""
 
-    def __init__(self, store: RemoteStore) -> None:
+    def __init__(self, store: RemoteStore, notices: ChildNotices) -> None:
         self.store = store
         self.child: ManagedChild | None = None
+        self.notices = notices
+
+    def context_retired(self, fact: ContextRetired) -> str:
+        """The words of a retired session's steer."""
+        return self.notices.context_retired(fact)
 
     def result_stored(self, run_id: str, request_id: str) -> None:
         """Nothing: the result fact is in the outbox."""
@@ -201,7 +208,7 @@ class RayWorker:
             registry = ModelRegistry(settings, cwd=cwd)
             store = RemoteStore(launch.generation, launch.task, path)
             store.view(HostView(launch.generation.phase, None, launch.pushed))
-            hooks = _Hooks(store)
+            hooks = _Hooks(store, HostNoticeText())
             child: ManagedChild
             port: RemoteTeams | None = None
             if "team" in described or "resume" in described:

@@ -310,3 +310,54 @@ async def test_a_delivered_result_is_addressable_as_a_file_reference(env: Path) 
         assert [r["details"]["agent"] for r in results] == ["first", "second"]
         assert results[1]["details"]["status"] == "completed"  # the expectation held
         assert "I can see the first result." in results[1]["content"]
+
+
+def test_the_default_retirement_steer_is_pinned() -> None:
+    from corral.orchestration.kernel.notices import ContextRetired
+    from corral.orchestration.surfaces._host_notices import HostNoticeText
+
+    assert HostNoticeText().context_retired(ContextRetired(run_id="r", session_id="s")) == (
+        "Your context is under pressure and this session is now retired. Do not start new work: finish the "
+        "current coherent step and end with a self-contained handoff (what is done, what remains, relevant "
+        "files) as your final answer."
+    )
+
+
+async def test_threshold_compaction_retires_the_session_with_the_hosts_words(env: Path) -> None:
+    from corral.llm._registry import SCRIPTED_CONTEXT_WINDOW
+    from corral.orchestration.host.notices import HandedOff
+    from corral.orchestration.kernel._child import RETIRED_ENTRY, RETIREMENT_TYPE
+    from corral.orchestration.kernel.notices import ContextRetired
+    from corral.session import SessionManager
+    from corral.settings import Settings
+
+    class Tagged:
+        def handed_off(self, fact: HandedOff) -> str:
+            return f"<moved to {fact.runtime}>"
+
+        def context_retired(self, fact: ContextRetired) -> str:
+            return f"<retired {fact.run_id} {fact.session_id}>"
+
+    big = {"input": SCRIPTED_CONTEXT_WINDOW - 100, "output": 10, "cache_read": 0, "cache_write": 0}
+    agent = [
+        {"text": "worked a lot " * 50, "usage": big},
+        {"text": "the summary"},
+        {"text": "Handed off.", "expect": {"last_user_contains": "<retired "}},
+    ]
+    write_script(
+        env, "team", {"steps": [{"text": "noted"}], "on_exhausted": "repeat_last", "agents": {"*": agent}}
+    )
+    settings = Settings.model_validate({"compaction": {"keep_recent_tokens": 20}})
+    async with team(env, "team", settings=settings) as t:
+        t.host.notices = Tagged()
+        started = await t.controller.delegate(t.caller, DelegateParams(definition="scout", task="one"))
+        await t.quiet()
+        results = t.lead_entries(RESULT_TYPE)
+        assert len(results) == 1 and "Handed off." in results[0]["content"]
+        assert started.session_path is not None
+        with SessionManager.open(Path(started.session_path), read_only=True) as saved:
+            entries = saved.entries
+        assert any(getattr(e, "custom_type", None) == RETIRED_ENTRY for e in entries)
+        # The steer the model read (its script expected it) carries the fact's run and session.
+        steers = [str(e) for e in entries if RETIREMENT_TYPE in str(e)]
+        assert len(steers) == 1 and f"<retired {started.run_id} {started.session_id}>" in steers[0]

@@ -19,6 +19,7 @@ from corral.orchestration.agents import _delegation as _delegate
 from corral.orchestration.host._handoff import handoff_runtime
 from corral.orchestration.host._worker import worker_env
 from corral.orchestration.host.notices import HandedOff
+from corral.orchestration.kernel.notices import ContextRetired
 from corral.orchestration.kernel.records import NewGeneration
 from corral.orchestration.surfaces import DelegateParams
 from corral.orchestration.surfaces._host_notices import HANDOFF_PROMPT, HostNoticeText
@@ -391,6 +392,9 @@ class _TaggedHostNotices:
     def handed_off(self, fact: HandedOff) -> str:
         return f"<moved to {fact.runtime} carrying {len(fact.carried)}>"
 
+    def context_retired(self, fact: ContextRetired) -> str:
+        return f"<retired {fact.session_id}>"
+
 
 async def test_the_handoff_prompt_the_moved_agent_reads_comes_from_the_hosts_notices(
     env: Path, tmux_socket: Path, model_calls: dict[str, list[object]]
@@ -401,7 +405,7 @@ async def test_the_handoff_prompt_the_moved_agent_reads_comes_from_the_hosts_not
     ]
     write_script(env, "team", {**LEAD, "agents": {"*": agent}})
     async with team(env, "team", tmux_socket=tmux_socket) as t:
-        t.host.host_notices = _TaggedHostNotices()
+        t.host.notices = _TaggedHostNotices()
         started = await t.controller.delegate(t.caller, DelegateParams(definition="scout", task="Survey"))
         await eventually(lambda: len(model_calls.get("scout", [])) >= 1)
 

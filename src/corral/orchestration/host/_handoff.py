@@ -48,7 +48,6 @@ from corral.runtime import PaneNotReady, RollbackFailed, RuntimeError_
 
 if TYPE_CHECKING:
     from corral.orchestration.host._host import Host
-    from corral.orchestration.host.notices import HostNotices
     from corral.orchestration.kernel._child import ManagedChild
     from corral.orchestration.kernel.records import GenerationRecord
     from corral.settings import Settings
@@ -92,19 +91,16 @@ async def handoff(
     host: Host,
     run_id: str,
     *,
-    notices: HostNotices,
     runtime: str = "tmux",
     ready_timeout: float = _DEFAULT_READY_S,
 ) -> HandoffResult:
     """Move generation `run_id` from this host's in-process runtime onto the worker runtime `runtime`.
 
-    `notices` words the prompt the agent continues with on the worker. The work runs as a host
-    background task, so cancelling the caller never leaves a half-moved
+    The host's `notices` word the prompt the agent continues with on the worker. The work runs as a
+    host background task, so cancelling the caller never leaves a half-moved
     agent, and the owner is not reported quiet while the move is in flight.
     """
-    return await asyncio.shield(
-        host.spawn_background(_handoff(host, run_id, notices, runtime, ready_timeout))
-    )
+    return await asyncio.shield(host.spawn_background(_handoff(host, run_id, runtime, ready_timeout)))
 
 
 def _refusal(host: Host, run_id: str, runtime: str) -> tuple[str, str] | None:
@@ -171,9 +167,7 @@ def _resume_description(child: ManagedChild, prompt: str, *, team: bool) -> dict
     }
 
 
-async def _handoff(
-    host: Host, run_id: str, notices: HostNotices, runtime: str, ready_timeout: float
-) -> HandoffResult:
+async def _handoff(host: Host, run_id: str, runtime: str, ready_timeout: float) -> HandoffResult:
     refusal = _refusal(host, run_id, runtime)
     if refusal is not None:
         return HandoffResult("refused", refusal[0], refusal[1], run_id, runtime=runtime)
@@ -218,7 +212,7 @@ async def _handoff(
     launch: dict[str, object] = {}
     for extension in host.extensions:
         launch.update(extension.handoff_launch(generation, runtime) or {})
-    prompt = notices.handed_off(HandedOff(runtime=runtime, carried=tuple(carried)))
+    prompt = host.notices.handed_off(HandedOff(runtime=runtime, carried=tuple(carried)))
     launch["resume"] = _resume_description(child, prompt, team=team)
     launch["contextRetirement"] = child.context_retirement
     with host.placing_run(run_id):  # until the worker is recorded, recovery must not settle this generation

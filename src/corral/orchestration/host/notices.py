@@ -2,8 +2,10 @@
 
 The host decides *that* an agent moved onto a worker runtime gets one prompt there (`_handoff.py`)
 and records *what happened* in a frozen fact; `HostNotices` turns it into the text the agent reads.
-The default wording is the surfaces' (`corral.orchestration.surfaces._host_notices.HostNoticeText`); the
-composition root (`corral.lead.ComposedHost`) hands it to `handoff`. The host holds no model-facing
+It also words its children's notices (`ChildNotices`, `kernel/notices.py`: the retirement steer),
+which the host answers as their `ChildHooks`. The default wording is the surfaces'
+(`corral.orchestration.surfaces._host_notices.HostNoticeText`); the composition root
+(`corral.lead.ComposedHost`, the tmux worker's teams host) hands it to `Host(notices=...)`. The host holds no model-facing
 prose for these notices and never imports a surface.
 """
 
@@ -11,6 +13,8 @@ from __future__ import annotations
 
 from dataclasses import dataclass
 from typing import Protocol
+
+from corral.orchestration.kernel.notices import ChildNotices
 
 __all__ = ["HandedOff", "HostNotices"]
 
@@ -25,8 +29,8 @@ class HandedOff:
     """Prompts that arrived for it while it was being moved, in order (sent with this prompt)."""
 
 
-class HostNotices(Protocol):
-    """Words for the host's notices: one method per fact, each returning the model's text."""
+class HostNotices(ChildNotices, Protocol):
+    """Words for the host's notices and its children's: one method per fact, each returning the model's text."""
 
     def handed_off(self, fact: HandedOff) -> str:
         """The prompt an agent moved onto a worker runtime continues with (before carried messages)."""

@@ -42,6 +42,7 @@ from corral.agent.tools import BashTool
 from corral.llm import AssistantMessage, CustomMessage
 from corral.orchestration.errors import ManagedAgentBusyError, OrchestrationError
 from corral.orchestration.kernel._faults import fault_point
+from corral.orchestration.kernel.notices import ContextRetired
 from corral.orchestration.kernel.records import AckCode, AskRecord, GenerationRecord, RequestRecord
 from corral.orchestration.store._database import StoreError
 from corral.runtime import ProcessEvidence
@@ -54,11 +55,6 @@ __all__ = ["ASK_OWNER_TOOL", "RETIRED_ENTRY", "ChildHooks", "ManagedChild", "Set
 ASK_OWNER_TOOL = "ask_owner"
 RETIRED_ENTRY = "corral-agent-context-retired"
 RETIREMENT_TYPE = "corral-agent-retirement"
-_RETIREMENT_TEXT = (
-    "Your context is under pressure and this session is now retired. Do not start new work: finish the "
-    "current coherent step and end with a self-contained handoff (what is done, what remains, relevant "
-    "files) as your final answer."
-)
 _ACTIVITY_THROTTLE_MS = 5000
 _ACTIVITY_LINES = 200
 _LINE_CHARS = 240
@@ -85,6 +81,10 @@ class ChildHooks(Protocol):
 
     def agent_event(self, run_id: str, event: AgentEvent) -> None:
         """An event of the run's agent session, as it happens (the host hands it to its extensions)."""
+
+    def context_retired(self, fact: ContextRetired) -> str:
+        """The words of the steer a retired session gets (the host's `ChildNotices`, `kernel/notices.py`)."""
+        ...
 
 
 SettleOutcome = Literal["result", "again", "closed"]
@@ -512,7 +512,8 @@ class ManagedChild:
         if any(getattr(entry, "custom_type", None) == RETIRED_ENTRY for entry in session.entries):
             return
         session.append_custom(RETIRED_ENTRY, {"sessionId": session.session_id})
-        self.agent.steer(CustomMessage(custom_type=RETIREMENT_TYPE, content=_RETIREMENT_TEXT, display=False))
+        text = self.hooks.context_retired(ContextRetired(run_id=self.run_id, session_id=session.session_id))
+        self.agent.steer(CustomMessage(custom_type=RETIREMENT_TYPE, content=text, display=False))
 
     def _touch(self) -> None:
         now = int(time.time() * 1000)
