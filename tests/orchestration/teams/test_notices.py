@@ -14,6 +14,7 @@ import pytest
 
 from corral.orchestration.teams.notices import (
     CheckpointNotSaved,
+    ContinuationDue,
     FallbackReport,
     MessageArrived,
     QueuedRetained,
@@ -55,6 +56,9 @@ class _Tagged:
 
     def session_context(self, fact: SessionContextAttached) -> str:
         return f"<context {fact.path.name}>"
+
+    def continuation_prompt(self, fact: ContinuationDue) -> str:
+        return f"<continue {fact.checkpoint.id}: {fact.assignment}>"
 
     def fallback_content(self, fact: FallbackReport) -> str:
         return f"<fallback {fact.agent} {fact.source} text={fact.text!r}>"

@@ -1142,12 +1142,13 @@ class _SpawnSteps(LaunchSteps):
             repos.roster.set_checkpoint_source(generation.run_id, self.source_before.to_json())
         if prepared.continue_from is not None:
             self.parent_checkpoint = teams.checkpoints.load(prepared.continue_from)
-            mission = await teams.checkpoints.continuation_prompt(
+            continuation = await teams.checkpoints.continuation(
                 self.parent_checkpoint,
                 cwd=prepared.cwd,
                 prompt=prepared.prompt,
                 source_before=self.source_before,
             )
+            mission = teams.notices.continuation_prompt(continuation)
         context_path = teams._write_session_context(prepared, generation.run_id)
         self.context_path = context_path
         sandbox = self.sandbox

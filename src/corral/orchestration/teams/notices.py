@@ -21,11 +21,13 @@ from typing import TYPE_CHECKING, Literal, Protocol
 if TYPE_CHECKING:
     from pathlib import Path
 
+    from corral.orchestration.teams.checkpoints.records import CheckpointRecord, Revalidation
     from corral.orchestration.teams.repair._verification import VerificationDecision
     from corral.orchestration.teams.roster.records import TeamReportRecord
 
 __all__ = [
     "CheckpointNotSaved",
+    "ContinuationDue",
     "FallbackReport",
     "MessageArrived",
     "QueuedRetained",
@@ -122,6 +124,19 @@ class SessionContextAttached:
 
 
 @dataclass(frozen=True, slots=True)
+class ContinuationDue:
+    """A spawn continues from a checkpoint: its first prompt, built at actual launch (also after a
+    queue wait), carries the checkpoint as historical data and what must be revalidated."""
+
+    checkpoint: CheckpointRecord
+    """The checkpoint as read again at launch."""
+    revalidation: tuple[Revalidation, ...]
+    """Per retained report: whether its scope changed since (`Checkpoints.revalidation`)."""
+    assignment: str
+    """The current assignment (authoritative)."""
+
+
+@dataclass(frozen=True, slots=True)
 class MessageArrived:
     """A teams message reaches its reader: a member (steering, its next prompt, or its worker's
     inbox) or the lead (a hidden `corral-team-message`)."""
@@ -175,6 +190,10 @@ class TeamsNotices(Protocol):
 
     def fallback_content(self, fact: FallbackReport) -> str:
         """The content of a fallback report (the agent's own text when it left one)."""
+        ...
+
+    def continuation_prompt(self, fact: ContinuationDue) -> str:
+        """The first prompt of a run that continues from a checkpoint."""
         ...
 
     def session_context(self, fact: SessionContextAttached) -> str:

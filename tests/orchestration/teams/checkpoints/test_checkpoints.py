@@ -18,11 +18,12 @@ from typing import Any
 import pytest
 
 from corral.orchestration import InvalidRequestError, Repositories
-from corral.orchestration.teams.checkpoints._checkpoints import (
+from corral.orchestration.surfaces.teams._render import (
     CONTINUATION_PREAMBLE,
     REVALIDATION_INSTRUCTION,
-    Checkpoints,
+    TeamsNoticeText,
 )
+from corral.orchestration.teams.checkpoints._checkpoints import Checkpoints
 from corral.orchestration.teams.checkpoints._repository import CheckpointRow
 from corral.orchestration.teams.checkpoints.records import (
     MAX_CHECKPOINT_BYTES,
@@ -768,7 +769,9 @@ async def test_continuation_prompt_and_revalidation(
     parent = await _create(checkpoints, repo, tmp_path, run_id="run-1")
     policy = checkpoints.inherited_policy(parent, None)
     assert policy == CheckpointPolicy(("src",), retention_days=30)  # decisions are not re-authorized
-    prompt = await checkpoints.continuation_prompt(parent, cwd=repo, prompt="Recheck F1.")
+    prompt = TeamsNoticeText().continuation_prompt(
+        await checkpoints.continuation(parent, cwd=repo, prompt="Recheck F1.")
+    )
     parts = prompt.split("\n\n")
     assert parts[0] == CONTINUATION_PREAMBLE
     assert json.loads(parts[1]) == parent.to_json()
@@ -855,7 +858,7 @@ async def test_continuation_rereads_the_checkpoint_at_launch(
     loaded = checkpoints.load(record.id)
     checkpoints.delete(record.id)
     with pytest.raises(CheckpointError, match="was deleted"):
-        await checkpoints.continuation_prompt(loaded, cwd=repo, prompt="Go.")
+        await checkpoints.continuation(loaded, cwd=repo, prompt="Go.")
 
 
 async def test_revalidation_outside_a_repository_is_unavailable(

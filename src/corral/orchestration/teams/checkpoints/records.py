@@ -55,6 +55,7 @@ __all__ = [
     "CheckpointReport",
     "CheckpointVerification",
     "RetiredCheckpoint",
+    "Revalidation",
     "check_checkpoint_prompt",
     "check_report_fields",
     "checkpoint_id",
@@ -733,3 +734,19 @@ def check_checkpoint_prompt(prompt: object) -> str:
             f"{MAX_ASSIGNMENT_CHARS} characters; shorten the prompt or drop the checkpoint."
         )
     return prompt
+
+
+@dataclass(frozen=True, slots=True)
+class Revalidation:
+    """Whether a retained report's findings need revalidation before a continuation reuses them."""
+
+    report_id: str
+    """The retained report."""
+    required: bool
+    """Whether its scope changed (or could not be compared)."""
+    reason: str
+    """Why."""
+
+    def to_json(self) -> dict[str, Any]:
+        """`{reportId, required, reason}`."""
+        return {"reportId": self.report_id, "required": self.required, "reason": self.reason}
