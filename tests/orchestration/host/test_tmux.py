@@ -184,8 +184,13 @@ async def test_a_worker_that_cannot_start_fails_pane_not_ready_with_its_diagnost
 async def test_host_sigkill_agents_keep_working_and_the_resumed_host_delivers_once(
     env: Path, tmux_socket: Path
 ) -> None:
+    # "fast" finishes only once the test opens its gate, after the host is dead: the order is explicit.
+    gate = _builder_definition(env)
     agents = {
-        "fast": [{"text": "fast result", "delay_ms": 1500}],
+        "fast": [
+            {"tool_calls": [{"name": "bash", "args": {"command": _gate_command(gate)}}]},
+            {"text": "fast result"},
+        ],
         "slow": [{"text": "slow", "delay_ms": 60000}],
     }
     write_script(env, "team", {**LEAD, "agents": agents})
@@ -195,6 +200,8 @@ async def test_host_sigkill_agents_keep_working_and_the_resumed_host_delivers_on
         str(driver),
         str(env),
         str(tmux_socket),
+        "--definition",
+        "builder",
         "fast",
         "slow",
         stdout=asyncio.subprocess.PIPE,
@@ -208,6 +215,10 @@ async def test_host_sigkill_agents_keep_working_and_the_resumed_host_delivers_on
         await process.wait()
     store = Repositories.open(env / "home" / "corral.db")
     try:
+        fast = store.kernel.generation_by_label("fast")
+        assert fast is not None and fast.phase != "completed"  # still held at its gate
+        gate.touch()
+
         # With no host at all, the fast agent finishes and stores its result durably.
         def fast_completed() -> bool:
             generation = store.kernel.generation_by_label("fast")
@@ -302,15 +313,24 @@ async def _run_driver_until_killed(env: Path, socket: Path, fault: str, *args: s
     return Path((env / "lead.txt").read_text())
 
 
-def _gated_builder(env: Path) -> dict[str, object]:
-    """A user-defined `builder` (bash, no delegation) that works, runs a gated command, then answers."""
+def _builder_definition(env: Path) -> Path:
+    """Write a user-defined `builder` (bash, no delegation); return the gate file its commands wait on."""
     agents = env / "config" / "agents"
     agents.mkdir(parents=True, exist_ok=True)
     (agents / "builder.md").write_text(
         "---\nname: builder\ndescription: Runs commands.\ntools: [read, bash]\n---\nRun what you are asked.\n"
     )
-    gate = env / "work" / "go"
-    command = f"while [ ! -e {gate} ]; do sleep 0.01; done"
+    return env / "work" / "go"
+
+
+def _gate_command(gate: Path) -> str:
+    """A shell command that returns once the test creates `gate`."""
+    return f"while [ ! -e {gate} ]; do sleep 0.01; done"
+
+
+def _gated_builder(env: Path) -> dict[str, object]:
+    """A `builder` that works, runs a gated command, then answers."""
+    command = _gate_command(_builder_definition(env))
     return {
         **LEAD,
         "agents": {
