@@ -5,6 +5,11 @@ model (a fake OpenAI-compatible endpoint on 127.0.0.1) with the same endpoint an
 agent is refused with `Retry-After`; the worker's limiter reads that window from the store, so the
 tmux agent waits (its stored wait says `retry_after`) and its request reaches the endpoint only
 after the window.
+
+The window opens only once the worker is up: the endpoint holds the worker's first request until
+the host's agent has been refused, then answers it with a tool call, so the worker's next request
+is the one the window holds back. A loaded machine that starts the worker slowly cannot close the
+window before the worker asks.
 """
 
 from __future__ import annotations
@@ -21,14 +26,14 @@ from corral.orchestration.ratelimits import stored_waits
 from corral.orchestration.surfaces import DelegateParams
 from corral.session import SessionManager
 from corral.settings import Settings
-from tests.llm.fake_server import FakeProviderServer, FakeReply, RecordedRequest
-from tests.orchestration._host_helpers import eventually, prepare_env, team, write_script
+from tests.llm.fake_server import FakeProviderServer, FakeReply, FakeToolCall, RecordedRequest
+from tests.orchestration._host_helpers import WAIT, eventually, prepare_env, team, write_script
 from tests.runtime._tmux_fixtures import tmux_socket
 
 __all__ = ["tmux_socket"]
 
 RETRY_AFTER_S = 6
-"""Long enough that the worker is up and asking well inside the window."""
+"""The worker already runs and only has to finish an `ls` to ask again: well inside the window."""
 
 
 @pytest.fixture
@@ -51,8 +56,16 @@ async def test_a_window_learnt_in_the_host_holds_back_a_tmux_agent(env: Path, tm
     )
     lock = threading.Lock()
     window_end: list[float] = []
+    worker_asked = threading.Event()
+    window_learnt = threading.Event()
 
     def respond(request: RecordedRequest) -> FakeReply:
+        if "tmux question" in _task_of(request) and not worker_asked.is_set():
+            # The worker is up: hold its first request until the host has learnt the window.
+            worker_asked.set()
+            if not window_learnt.wait(WAIT):
+                return FakeReply(status=500, error_message="the host never learnt the window")
+            return FakeReply(tool_calls=[FakeToolCall("ls", {"path": "."})])
         with lock:
             if not window_end:
                 # Taken before the 429 is written: a client's window can only end later than this.
@@ -88,15 +101,18 @@ async def test_a_window_learnt_in_the_host_holds_back_a_tmux_agent(env: Path, tm
                 cwd=env / "work",
                 settings=settings,
             )
-            await local.prompt("in-process question")
-            assert len(server.requests) == 1 and window_end
-            assert "in-process question" in _task_of(server.requests[0])
-
             started = await t.controller.delegate(
                 t.caller, DelegateParams(definition="prober", task="tmux question")
             )
             generation = t.host.kernel.get_generation(started.run_id)
             assert generation is not None and generation.runtime_kind == "tmux"
+            await eventually(worker_asked.is_set)
+            try:
+                await local.prompt("in-process question")
+            finally:
+                window_learnt.set()
+            assert len(server.requests) == 2 and window_end
+            assert "in-process question" in _task_of(server.requests[1])
 
             # The worker's agent waits out the host's window (its wait is stored by the worker) ...
             def waiting_for_the_window() -> bool:
@@ -104,9 +120,9 @@ async def test_a_window_learnt_in_the_host_holds_back_a_tmux_agent(env: Path, tm
                 return wait is not None and wait.reason == "retry_after"
 
             await eventually(waiting_for_the_window, t.host)  # the worker's commit signals the host
-            assert len(server.requests) == 1
-            # ... and asks only after it.
+            assert len(server.requests) == 2
+            # ... and asks again only after it.
             await t.quiet()
-            tmux_requests = [r for r in server.requests if "tmux question" in _task_of(r)]
+            tmux_requests = [r for r in server.requests if "tmux question" in _task_of(r)][1:]
             assert tmux_requests, [_task_of(r) for r in server.requests]
             assert all(r.at >= window_end[0] for r in tmux_requests)
