@@ -29,6 +29,7 @@ from concurrent.futures import ThreadPoolExecutor
 from dataclasses import dataclass
 from pathlib import Path
 
+import pytest
 import yaml
 
 from corral.orchestration import RESULT_TYPE, Repositories
@@ -39,6 +40,15 @@ WEIGHTS = (2, 2, 2, 1)
 AGENTS_PER_RUN = 3
 CRASHES_PER_CHAIN = 52
 CHAINS = 2
+RUN_BUDGET_S = 4.0
+"""Wall time allowed for one run of a chain. A run costs about 0.1 s of CPU (a fork, a host, three
+agents, a few hundred SQLite statements); measured on the 2-core test machine: 0.12 s of wall time
+in an already warm process, 0.5 s a forked run at load 13, 1.9 s at load 14 under `nice -n 5` with
+both chains running (before the fork server: over 4 s, most of it Python start-up and imports). The runs are CPU-bound, so the time the test needs scales with the machine's load,
+not with anything the test could wait on: its timeout is this budget times the runs of a chain."""
+TIMEOUT_S = 60 + (CRASHES_PER_CHAIN + 1) * RUN_BUDGET_S
+"""The chains run in parallel, each `CRASHES_PER_CHAIN + 1` runs; 60 s more for the fork servers to
+import corral and for the checks."""
 
 
 def _env(root: Path) -> dict[str, str]:
@@ -150,6 +160,7 @@ def _check(root: Path) -> None:
     assert all(n == 1 for n in counts.values()), {k: n for k, n in counts.items() if n != 1}
 
 
+@pytest.mark.timeout(TIMEOUT_S)
 def test_crash_points_deliver_exactly_once(tmp_path: Path) -> None:
     seed = random.randrange(1 << 30)
     with ThreadPoolExecutor(CHAINS) as pool:
