@@ -21,6 +21,9 @@ from corral.session import SessionManager
 from corral.settings import Settings
 
 WAIT = 20.0
+STARTUP_WAIT = 90.0
+"""For a wait that includes a Python process's start-up (a host driver, a `corral worker`): corral's
+imports cost about a second of CPU, which on a loaded 2-core machine takes tens of seconds."""
 
 
 @dataclass
@@ -113,18 +116,21 @@ async def team(
     assert not errors, errors
 
 
-async def eventually(check: Callable[[], bool], host: ComposedHost | None = None) -> None:
+async def eventually(
+    check: Callable[[], bool], host: ComposedHost | None = None, *, timeout: float = WAIT
+) -> None:
     """Wait until `check()` is true: on `host`'s change events when the check reads host state
-    (`host.wait_for`), else (files, processes, model calls) with short yields; at most `WAIT` s."""
+    (`host.wait_for`), else (files, processes, model calls) with short yields; at most `timeout` s
+    (`STARTUP_WAIT` when the wait includes a process's start-up)."""
     if host is not None:
-        await host.wait_for(check, WAIT)
+        await host.wait_for(check, timeout)
         return
 
     async def loop() -> None:
         while not check():
             await asyncio.sleep(0.005)
 
-    await asyncio.wait_for(loop(), WAIT)
+    await asyncio.wait_for(loop(), timeout)
 
 
 AsyncFn = Callable[[], Awaitable[None]]

@@ -35,6 +35,7 @@ from corral.orchestration.surfaces import (
 from corral.runtime import LaunchSpec, TmuxRuntime
 from corral.settings import Settings
 from tests.orchestration._host_helpers import (
+    STARTUP_WAIT,
     WAIT,
     Team,
     eventually,
@@ -208,7 +209,7 @@ async def test_host_sigkill_agents_keep_working_and_the_resumed_host_delivers_on
     )
     try:
         assert process.stdout is not None
-        line = await asyncio.wait_for(process.stdout.readline(), WAIT)
+        line = await asyncio.wait_for(process.stdout.readline(), STARTUP_WAIT)
         assert line.strip() == b"started"
     finally:
         process.kill()  # SIGKILL: the host dies without cleanup
@@ -224,7 +225,7 @@ async def test_host_sigkill_agents_keep_working_and_the_resumed_host_delivers_on
             generation = store.kernel.generation_by_label("fast")
             return generation is not None and generation.phase == "completed"
 
-        await eventually(fast_completed)
+        await eventually(fast_completed, timeout=STARTUP_WAIT)  # its worker may still be starting
     finally:
         store.close()
     assert len(_panes(tmux_socket)) == 2  # both workers outlived their host

@@ -27,7 +27,14 @@ from corral.orchestration.surfaces import DelegateParams
 from corral.session import SessionManager
 from corral.settings import Settings
 from tests.llm.fake_server import FakeProviderServer, FakeReply, FakeToolCall, RecordedRequest
-from tests.orchestration._host_helpers import WAIT, eventually, prepare_env, team, write_script
+from tests.orchestration._host_helpers import (
+    STARTUP_WAIT,
+    WAIT,
+    eventually,
+    prepare_env,
+    team,
+    write_script,
+)
 from tests.runtime._tmux_fixtures import tmux_socket
 
 __all__ = ["tmux_socket"]
@@ -106,7 +113,7 @@ async def test_a_window_learnt_in_the_host_holds_back_a_tmux_agent(env: Path, tm
             )
             generation = t.host.kernel.get_generation(started.run_id)
             assert generation is not None and generation.runtime_kind == "tmux"
-            await eventually(worker_asked.is_set)
+            await eventually(worker_asked.is_set, timeout=STARTUP_WAIT)  # the worker's start-up
             try:
                 await local.prompt("in-process question")
             finally:
