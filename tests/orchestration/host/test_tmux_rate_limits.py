@@ -22,6 +22,7 @@ import pytest
 
 from corral.agent import AgentSession
 from corral.llm import ModelRegistry
+from corral.llm._ratelimit import _SHARED_READ_EVERY_S
 from corral.orchestration.ratelimits import stored_waits
 from corral.orchestration.surfaces import DelegateParams
 from corral.session import SessionManager
@@ -72,6 +73,10 @@ async def test_a_window_learnt_in_the_host_holds_back_a_tmux_agent(env: Path, tm
             worker_asked.set()
             if not window_learnt.wait(WAIT):
                 return FakeReply(status=500, error_message="the host never learnt the window")
+            # The worker's limiter read the store before this request and trusts that read for
+            # `_SHARED_READ_EVERY_S`: held at least that long, its next request reads the store again.
+            stale_until = request.at + _SHARED_READ_EVERY_S
+            threading.Event().wait(max(0.0, stale_until - time.monotonic()))
             return FakeReply(tool_calls=[FakeToolCall("ls", {"path": "."})])
         with lock:
             if not window_end:
