@@ -55,6 +55,7 @@ from corral.orchestration.kernel.notices import ChildNotices, ContextRetired
 from corral.orchestration.kernel.records import AskRecord, GenerationRecord, RequestRecord
 from corral.orchestration.ratelimits import RateLimitsExtension
 from corral.orchestration.surfaces import AskOwnerTool
+from corral.orchestration.surfaces._agent_notices import AgentNoticeText
 from corral.orchestration.surfaces._budget_notices import BudgetNoticeText
 from corral.orchestration.surfaces._host_notices import HostNoticeText
 from corral.session import SessionManager
@@ -199,7 +200,9 @@ async def run_worker(run_id: str, store_path: Path, launch_path: Path, *, out: T
                     context_retirement=bool(launch.get("contextRetirement", True)),
                 )
                 # The same ask_owner as in-process agents, recording into the shared store.
-                agent.register_tool(AskOwnerTool(OwnerQuestions(store.kernel, FileLimits()), child, agent))
+                agent.register_tool(
+                    AskOwnerTool(OwnerQuestions(store.kernel, FileLimits(), AgentNoticeText()), child, agent)
+                )
             hooks.child = child
             if (
                 store.worktrees.has_worktrees()
@@ -298,7 +301,9 @@ async def _resumed_child(
     else:
         child = ManagedChild(store=store.kernel, agent=agent, generation=generation, task=task, hooks=hooks)
         if resume.get("askOwner"):
-            agent.register_tool(AskOwnerTool(OwnerQuestions(store.kernel, FileLimits()), child, agent))
+            agent.register_tool(
+                AskOwnerTool(OwnerQuestions(store.kernel, FileLimits(), AgentNoticeText()), child, agent)
+            )
     child.resume_prompt = str(resume["prompt"])
     return child, inbox
 

@@ -48,7 +48,9 @@ from corral.session import CustomEntry, CustomMessageEntry, SessionError, Sessio
 
 if TYPE_CHECKING:
     from corral.orchestration.agents.commands import ContinueParams, DelegateParams
+    from corral.orchestration.agents.notices import AgentNotices
     from corral.orchestration.host._host import Host
+    from corral.orchestration.kernel._files import MessageHeading
     from corral.orchestration.workspaces._extension import SnapshotStage
     from corral.settings import Settings
 
@@ -189,9 +191,16 @@ class Delegation:
         resolve_result_ref: `result:<request-id>` → the durable result artifact (for `files`).
     """
 
-    def __init__(self, host: Host, *, resolve_result_ref: Callable[[str], Path | str | None]) -> None:
+    def __init__(
+        self,
+        host: Host,
+        *,
+        resolve_result_ref: Callable[[str], Path | str | None],
+        notices: AgentNotices,
+    ) -> None:
         self.host = host
         self.resolve_result_ref = resolve_result_ref
+        self.notices = notices
 
     # --- delegate ------------------------------------------------------------------------------
 
@@ -418,8 +427,8 @@ class Delegation:
             )
         return caller.allowed
 
-    def render(self, caller: Caller, files: Sequence[str] | None, heading: Any, text: str) -> str:
-        """`text` under `heading` with the prepared `files` (from the caller's cwd) appended."""
+    def render(self, caller: Caller, files: Sequence[str] | None, heading: MessageHeading, text: str) -> str:
+        """`text` under the worded `heading` with the prepared `files` (from the caller's cwd) first."""
         host = self.host
         prepared = prepare_files(
             files,
@@ -427,7 +436,7 @@ class Delegation:
             limits=host.file_limits,
             resolve_result_ref=self.resolve_result_ref,
         )
-        return prepared.render(heading, text).text
+        return prepared.render(self.notices.heading(heading), text).text
 
     def _model_for(
         self, defn: AgentDefinition, fallback_ref: str, fallback_thinking: ThinkingLevel, cwd: Path
