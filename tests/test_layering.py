@@ -53,6 +53,7 @@ RANK = {
     "_cli": 5,
     "_demo": 5,
     "lead": 5,
+    "_ray_worker": 5,
     "_mcp": 5,
     "__init__": 6,
 }

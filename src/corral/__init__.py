@@ -1,7 +1,9 @@
 """corral: teams of coding agents that a lead controls.
 
 The Python API (`open_lead` and its types, docs/python-api.md) is loaded on
-first use, so `import corral` and `corral --help` stay fast.
+first use, so `import corral` and `corral --help` stay fast. This module-level
+`__getattr__` is the one such map in corral, kept for the documented public API;
+every internal package re-exports eagerly or not at all.
 """
 
 from __future__ import annotations

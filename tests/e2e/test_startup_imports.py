@@ -105,7 +105,7 @@ LAZY = (
     "corral.runtime._ray",
     "corral.orchestration.host._ray_launch",
     "corral.orchestration.host._ray_pump",
-    "corral.lead._ray_worker",
+    "corral._ray_worker",
     "corral.orchestration.kernel._remote",
     "corral.orchestration.budgets._remote",
     # Workspaces' snapshot and patch code (its extension is on every host, the rest is not loaded).

@@ -8,7 +8,7 @@ from pathlib import Path
 
 import pytest
 
-from corral.lead._ray_worker import RayWorker, _Run
+from corral._ray_worker import RayWorker, _Run
 from corral.orchestration import Repositories
 from corral.orchestration.host._ray_launch import RayLaunch
 from corral.settings import Settings

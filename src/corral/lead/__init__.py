@@ -1,20 +1,15 @@
 """The public Python API: a program leads a corral team (`corral.open_lead`).
 
 See docs/python-api.md. The composition root every front end builds its lead
-with lives here too (`_compose`). The API's modules load on first use, so a
-process that needs only one module of this package (a Ray worker process
-imports `_ray_worker`) does not pay for the others.
+with lives here too (`_compose`). The Ray worker actor, which a Ray worker
+process imports without the API, lives outside this package (`corral._ray_worker`).
 """
 
 from __future__ import annotations
 
-import importlib
-from typing import TYPE_CHECKING, Any
-
-if TYPE_CHECKING:
-    from ._handles import AgentHandle, AgentRow, LeadCallError
-    from ._items import ItemKind, LeadItem
-    from ._lead import Lead, ToolOutcome, open_lead
+from ._handles import AgentHandle, AgentRow, LeadCallError
+from ._items import ItemKind, LeadItem
+from ._lead import Lead, ToolOutcome, open_lead
 
 __all__ = [
     "AgentHandle",
@@ -26,23 +21,3 @@ __all__ = [
     "ToolOutcome",
     "open_lead",
 ]
-
-_HOME = {
-    "AgentHandle": "._handles",
-    "AgentRow": "._handles",
-    "LeadCallError": "._handles",
-    "ItemKind": "._items",
-    "LeadItem": "._items",
-    "Lead": "._lead",
-    "ToolOutcome": "._lead",
-    "open_lead": "._lead",
-}
-
-
-def __getattr__(name: str) -> Any:
-    home = _HOME.get(name)
-    if home is None:
-        raise AttributeError(f"module {__name__!r} has no attribute {name!r}")
-    value = getattr(importlib.import_module(home, __name__), name)
-    globals()[name] = value
-    return value

@@ -41,7 +41,7 @@ __all__ = ["ComposedHost"]
 
 def _ray_worker_class() -> type:
     """The Ray worker actor's class, imported with the first Ray launch (start-up never loads it)."""
-    from ._ray_worker import RayWorker
+    from corral._ray_worker import RayWorker
 
     return RayWorker
 

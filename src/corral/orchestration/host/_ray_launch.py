@@ -159,7 +159,7 @@ class RayWorkers:
 
     Args:
         host: The host (`Host`).
-        worker_class: Loads the worker actor's class (`corral.lead._ray_worker.RayWorker`).
+        worker_class: Loads the worker actor's class (`corral._ray_worker.RayWorker`).
     """
 
     def __init__(self, host: PumpHost, worker_class: Callable[[], type]) -> None:

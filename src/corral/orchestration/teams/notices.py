@@ -5,7 +5,7 @@ records *what happened* in a frozen fact below; `TeamsNotices` turns each fact i
 model reads. The default wording is the teams surface's (`corral.orchestration.surfaces.teams.
 TeamsNoticeText`); the composition root hands it to `Teams(host, notices=...)` — the lead's host
 (`corral.lead.ComposedHost`) and the tmux worker's host (`corral._cli._worker`) alike — and to a Ray
-member's port (`RemoteTeams`, in `corral.lead._ray_worker`), which words only the recovery prompt:
+member's port (`RemoteTeams`, in `corral._ray_worker`), which words only the recovery prompt:
 its fallback report crosses to the lead's host as the fact and is worded there. The core holds no
 model-facing prose for these notices and never imports the surface.
 
