@@ -328,10 +328,11 @@ async def test_threshold_compaction_retires_the_session_with_the_hosts_words(env
     from corral.orchestration.host.notices import HandedOff
     from corral.orchestration.kernel._child import RETIRED_ENTRY, RETIREMENT_TYPE
     from corral.orchestration.kernel.notices import ContextRetired
+    from corral.orchestration.surfaces._host_notices import HostNoticeText
     from corral.session import SessionManager
     from corral.settings import Settings
 
-    class Tagged:
+    class Tagged(HostNoticeText):
         def handed_off(self, fact: HandedOff) -> str:
             return f"<moved to {fact.runtime}>"
 

@@ -386,8 +386,8 @@ def test_the_default_handoff_prompts_are_pinned() -> None:
     )
 
 
-class _TaggedHostNotices:
-    """Other words for the host's notices: a tag naming the notice and the fact's fields."""
+class _TaggedHostNotices(HostNoticeText):
+    """Other words for the handoff notices: a tag naming the notice and the fact's fields."""
 
     def handed_off(self, fact: HandedOff) -> str:
         return f"<moved to {fact.runtime} carrying {len(fact.carried)}>"

@@ -444,6 +444,7 @@ class Host:
                     generation,
                     result,
                     retired=self.is_retired(generation),
+                    words=self.notices,
                     extra=await self.result_details(generation.run_id),
                 )
         fault_point("before_cleanup")
@@ -493,7 +494,7 @@ class Host:
                 return
             owner = self.owners.get(generation.owner_session_id)
             if owner is not None:
-                await deliver_ask(self.kernel, owner, generation, ask)
+                await deliver_ask(self.kernel, owner, generation, ask, words=self.notices)
         finally:
             self._asking.discard(ask_id)
 

@@ -14,7 +14,7 @@ from __future__ import annotations
 from dataclasses import dataclass
 from typing import Protocol
 
-from corral.orchestration.kernel.notices import ChildNotices
+from corral.orchestration.kernel.notices import AgentMessages, ChildNotices
 
 __all__ = ["HandedOff", "HostNotices"]
 
@@ -29,7 +29,7 @@ class HandedOff:
     """Prompts that arrived for it while it was being moved, in order (sent with this prompt)."""
 
 
-class HostNotices(ChildNotices, Protocol):
+class HostNotices(ChildNotices, AgentMessages, Protocol):
     """Words for the host's notices and its children's: one method per fact, each returning the model's text."""
 
     def handed_off(self, fact: HandedOff) -> str:

@@ -26,6 +26,7 @@ from corral.agent import AgentSession, MessageEndEvent
 from corral.llm import CustomMessage
 from corral.orchestration.kernel._faults import fault_point
 from corral.orchestration.kernel._generations import Generations
+from corral.orchestration.kernel.notices import AgentMessages, AskPending, ResultReady
 from corral.orchestration.kernel.records import AskRecord, GenerationRecord, ResultRecord
 from corral.session import CustomMessageEntry, SessionManager
 
@@ -44,10 +45,6 @@ RESULT_TYPE = "corral-agent-result"
 ASK_TYPE = "corral-agent-ask"
 RESULT_HEAD_LINES = 2000
 RESULT_HEAD_BYTES = 50 * 1024
-RETIRED_NOTE = (
-    "Session retired after context pressure. Do not continue this session. For follow-up, delegate a "
-    "fresh agent and pass this result/handoff plus the relevant files."
-)
 
 
 def find_delivered(session: SessionManager, custom_type: str, key: str, value: str) -> str | None:
@@ -79,22 +76,15 @@ def result_message(
     result: ResultRecord,
     text: str | None,
     *,
+    words: AgentMessages,
     retired: bool = False,
     extra: Mapping[str, object] | None = None,
 ) -> CustomMessage:
-    """The `corral-agent-result` message for a durable result."""
+    """The `corral-agent-result` message for a durable result (its content worded by `words`)."""
     ref = f"result:{result.request_id}"
-    body = text if result.status == "completed" and text else (result.error_message or "Agent failed.")
-    shown, truncated = _head(body)
-    header = (
-        f"Agent result · agent={generation.label} · definition={generation.definition} · "
-        f"session={generation.session_id} · request={result.request_id} · status={result.status}"
-    )
-    parts = [header, shown]
-    if truncated:
-        parts.append(f"[Result truncated; the full text is available as {ref} in `files`.]")
-    if retired:
-        parts.append(RETIRED_NOTE)
+    body = text if result.status == "completed" and text else (result.error_message or None)
+    shown, truncated = _head(body) if body is not None else (None, False)
+    content = words.result_text(ResultReady(generation, result, shown, truncated, retired))
     details: dict[str, Any] = {
         "run_id": generation.run_id,
         "request_id": result.request_id,
@@ -112,15 +102,12 @@ def result_message(
     }
     if extra:
         details.update({k: v for k, v in extra.items() if k not in details})
-    return CustomMessage(custom_type=RESULT_TYPE, content="\n\n".join(parts), display=True, details=details)
+    return CustomMessage(custom_type=RESULT_TYPE, content=content, display=True, details=details)
 
 
-def ask_message(generation: GenerationRecord, ask: AskRecord) -> CustomMessage:
-    """The `corral-agent-ask` message for a pending question."""
-    text = (
-        f"Agent {generation.label} needs your input:\n\n{ask.question}\n\n"
-        f"Answer with the agent tool: action reply, agent={generation.label}."
-    )
+def ask_message(generation: GenerationRecord, ask: AskRecord, *, words: AgentMessages) -> CustomMessage:
+    """The `corral-agent-ask` message for a pending question (its content worded by `words`)."""
+    text = words.ask_text(AskPending(generation, ask))
     details = {
         "ask_id": ask.ask_id,
         "question": ask.question,
@@ -166,6 +153,7 @@ async def deliver_result(
     result: ResultRecord,
     *,
     retired: bool,
+    words: AgentMessages,
     extra: Mapping[str, object] | None = None,
 ) -> str:
     """Deliver a durable result exactly once and mark it delivered; returns the entry id.
@@ -173,7 +161,7 @@ async def deliver_result(
     `extra` adds a feature's fields to the message's details (an isolated writer's branch).
     """
     text = kernel.result_text(result)
-    message = result_message(generation, result, text, retired=retired, extra=extra)
+    message = result_message(generation, result, text, words=words, retired=retired, extra=extra)
     entry_id = await deliver_message(owner, message, key="request_id", value=result.request_id)
     fault_point("after_owner_append")
     kernel.mark_delivered(result.request_id, owner_session_id=result.owner_session_id, entry_id=entry_id)
@@ -181,9 +169,15 @@ async def deliver_result(
 
 
 async def deliver_ask(
-    kernel: Generations, owner: AgentSession, generation: GenerationRecord, ask: AskRecord
+    kernel: Generations,
+    owner: AgentSession,
+    generation: GenerationRecord,
+    ask: AskRecord,
+    *,
+    words: AgentMessages,
 ) -> str:
     """Deliver a pending question exactly once and record the entry; returns the entry id."""
-    entry_id = await deliver_message(owner, ask_message(generation, ask), key="ask_id", value=ask.ask_id)
+    message = ask_message(generation, ask, words=words)
+    entry_id = await deliver_message(owner, message, key="ask_id", value=ask.ask_id)
     kernel.mark_ask_delivered(ask.ask_id, owner_session_id=generation.owner_session_id, entry_id=entry_id)
     return entry_id

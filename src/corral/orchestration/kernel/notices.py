@@ -12,9 +12,12 @@ workers' hooks. The kernel holds no model-facing prose for these notices and nev
 from __future__ import annotations
 
 from dataclasses import dataclass
-from typing import Protocol
+from typing import TYPE_CHECKING, Protocol
 
-__all__ = ["ChildNotices", "ContextRetired"]
+if TYPE_CHECKING:
+    from corral.orchestration.kernel.records import AskRecord, GenerationRecord, ResultRecord
+
+__all__ = ["AgentMessages", "AskPending", "ChildNotices", "ContextRetired", "ResultReady"]
 
 
 @dataclass(frozen=True, slots=True)
@@ -32,4 +35,47 @@ class ChildNotices(Protocol):
 
     def context_retired(self, fact: ContextRetired) -> str:
         """The steer that tells the agent to finish its step and end with a self-contained handoff."""
+        ...
+
+
+@dataclass(frozen=True, slots=True)
+class ResultReady:
+    """A durable result is delivered to its owner (the `corral-agent-result` message's text)."""
+
+    generation: GenerationRecord
+    """The generation that produced it."""
+    result: ResultRecord
+    """The stored result (its status, request id and error message)."""
+    shown: str | None
+    """The head of the body the owner reads: the result's text when it completed with text, else its
+    error message (`None` when it has none); cut at `RESULT_HEAD_LINES` / `RESULT_HEAD_BYTES`."""
+    truncated: bool
+    """Whether `shown` was cut (the full text is `result:<request id>` in `files`)."""
+    retired: bool
+    """Whether the agent's session was retired after context pressure (it must not be continued)."""
+
+
+@dataclass(frozen=True, slots=True)
+class AskPending:
+    """A managed agent's question is delivered to its owner (the `corral-agent-ask` message's text)."""
+
+    generation: GenerationRecord
+    """The asking generation."""
+    ask: AskRecord
+    """The pending question."""
+
+
+class AgentMessages(Protocol):
+    """Words for the messages the host delivers to an owner: one method per fact.
+
+    The first line of a result's text is a seed contract (`Agent result · agent=… · status=…`); a
+    renderer that changes it breaks tools that read it.
+    """
+
+    def result_text(self, fact: ResultReady) -> str:
+        """The `corral-agent-result` message's content."""
+        ...
+
+    def ask_text(self, fact: AskPending) -> str:
+        """The `corral-agent-ask` message's content."""
         ...

@@ -10,9 +10,9 @@ from typing import TYPE_CHECKING
 
 if TYPE_CHECKING:
     from corral.orchestration.host.notices import HandedOff
-    from corral.orchestration.kernel.notices import ContextRetired
+    from corral.orchestration.kernel.notices import AskPending, ContextRetired, ResultReady
 
-__all__ = ["HANDOFF_PROMPT", "REMOTE_HANDOFF_PROMPT", "RETIREMENT_TEXT", "HostNoticeText"]
+__all__ = ["HANDOFF_PROMPT", "REMOTE_HANDOFF_PROMPT", "RETIRED_NOTE", "RETIREMENT_TEXT", "HostNoticeText"]
 
 HANDOFF_PROMPT = (
     "You were moved to a terminal pane by your owner; continue the same assignment where you left off."
@@ -33,8 +33,41 @@ RETIREMENT_TEXT = (
 """The steer an agent gets when its context is compacted at its threshold (`contextRetirement`)."""
 
 
+RETIRED_NOTE = (
+    "Session retired after context pressure. Do not continue this session. For follow-up, delegate a "
+    "fresh agent and pass this result/handoff plus the relevant files."
+)
+"""The last paragraph of a result whose session was retired."""
+
+
 class HostNoticeText:
     """The host's and its children's notices in corral's words."""
+
+    def result_text(self, fact: ResultReady) -> str:
+        """The header line (a seed contract: `Agent result · agent=… · definition=… · session=… ·
+        request=… · status=…`), the result's head (`Agent failed.` without one), the truncation
+        pointer and `RETIRED_NOTE`, separated by blank lines."""
+        generation, result = fact.generation, fact.result
+        header = (
+            f"Agent result · agent={generation.label} · definition={generation.definition} · "
+            f"session={generation.session_id} · request={result.request_id} · status={result.status}"
+        )
+        parts = [header, fact.shown if fact.shown is not None else "Agent failed."]
+        if fact.truncated:
+            parts.append(
+                f"[Result truncated; the full text is available as result:{result.request_id} in `files`.]"
+            )
+        if fact.retired:
+            parts.append(RETIRED_NOTE)
+        return "\n\n".join(parts)
+
+    def ask_text(self, fact: AskPending) -> str:
+        """`Agent <label> needs your input:`, the question, and how to answer."""
+        label = fact.generation.label
+        return (
+            f"Agent {label} needs your input:\n\n{fact.ask.question}\n\n"
+            f"Answer with the agent tool: action reply, agent={label}."
+        )
 
     def context_retired(self, fact: ContextRetired) -> str:
         """`RETIREMENT_TEXT`: finish the current step, end with a self-contained handoff."""
