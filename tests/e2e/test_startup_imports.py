@@ -119,6 +119,9 @@ LAZY = (
     "corral.orchestration.teams.repair._repository",
     "corral.orchestration.teams.groups._repository",
     "corral.orchestration.teams.checkpoints._repository",
+    # The report document and its verification/repair records (loaded with the reports feature).
+    "corral.orchestration.teams.reports.records",
+    "corral.orchestration.teams.repair.records",
     # The gitignore matcher of the find and grep tools (loaded by the first walk).
     "pathspec",
 )

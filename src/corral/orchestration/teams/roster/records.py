@@ -22,20 +22,21 @@ import posixpath
 import re
 from collections.abc import Iterable, Sequence
 from dataclasses import KW_ONLY, dataclass
-from typing import Any, Literal
+from typing import TYPE_CHECKING, Any, Literal
 
 from corral.orchestration.errors import InvalidRequestError
 from corral.orchestration.kernel.records import DeliveryState, NewGeneration
 from corral.orchestration.store._database import _require_text
 from corral.orchestration.store.jsjson import stringify
-from corral.orchestration.teams.reports.records import AcceptanceState, ReportResult
+
+if TYPE_CHECKING:  # the report's document loads with the reports feature, not with every start
+    from corral.orchestration.teams.reports.records import AcceptanceState, ReportResult
 
 __all__ = [
     "TEAM_LEAD",
     "TEAM_MESSAGE_TYPE",
     "TEAM_NAME_PATTERN",
     "TEAM_REPORT_TYPE",
-    "AcceptanceState",
     "ClaimOutcome",
     "FileClaimRecord",
     "MessageDelivery",
