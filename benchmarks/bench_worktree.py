@@ -41,8 +41,8 @@ sys.path.insert(0, str(Path(__file__).resolve().parent))
 from _common import environment, summary_ms
 
 from corral.orchestration import Repositories
-from corral.orchestration.worktrees import Worktrees
 from corral.orchestration.worktrees._tree import disk_usage
+from corral.orchestration.worktrees._worktrees import Worktrees
 
 GIT_ENV = {
     "GIT_CONFIG_GLOBAL": os.devnull,

@@ -207,7 +207,7 @@ async def run_worker(run_id: str, store_path: Path, launch_path: Path, *, out: T
             if (
                 store.worktrees.has_worktrees()
             ):  # an isolated writer commits its work on its branch at the end
-                from corral.orchestration.worktrees import Worktrees
+                from corral.orchestration.worktrees._worktrees import Worktrees
 
                 child.on_work_done = Worktrees(store.worktrees, home=store.db.path.parent).work_done
             attach_worker_guard(

@@ -14,7 +14,7 @@ from corral._units import format_bytes
 
 if TYPE_CHECKING:
     from corral.orchestration import Repositories
-    from corral.orchestration.worktrees import Worktrees
+    from corral.orchestration.worktrees._worktrees import Worktrees
 
 __all__ = ["live_runs", "merge", "reap_worktrees", "worktree_summary"]
 
@@ -29,14 +29,13 @@ def live_runs(store: Repositories) -> frozenset[str]:
 
 
 def _trees(store: Repositories) -> Worktrees:
-    from corral.orchestration.worktrees import Worktrees
+    from corral.orchestration.worktrees._worktrees import Worktrees
 
     return Worktrees(store.worktrees, home=store.db.path.parent)
 
 
 def _repos(cwd: Path) -> tuple[Path, ...]:
-    from corral.orchestration.worktrees import NotAGitRepositoryError
-    from corral.orchestration.worktrees._git import repo_toplevel
+    from corral.orchestration.worktrees._git import NotAGitRepositoryError, repo_toplevel
 
     try:
         return (repo_toplevel(cwd),)

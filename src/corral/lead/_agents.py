@@ -24,7 +24,7 @@ if TYPE_CHECKING:
     )
     from corral.orchestration.teams._status import TeamAgentRow, TeamSnapshot
     from corral.orchestration.teams._teams import Teams
-    from corral.orchestration.worktrees import MergeOutcome
+    from corral.orchestration.worktrees._worktrees import MergeOutcome
 
     from ._host import ComposedHost as Host
 

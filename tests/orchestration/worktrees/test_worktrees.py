@@ -14,7 +14,8 @@ import pytest
 
 from corral.orchestration import Repositories
 from corral.orchestration.errors import InvalidRequestError, TargetAmbiguousError
-from corral.orchestration.worktrees import NotAGitRepositoryError, Worktrees, branch_name
+from corral.orchestration.worktrees._git import NotAGitRepositoryError
+from corral.orchestration.worktrees._worktrees import Worktrees, branch_name
 from tests.orchestration.teams._git_helpers import GIT_ENV, git, make_repo
 
 RUN_A = "0a1b2c3d-0000-4000-8000-000000000001"
@@ -299,7 +300,7 @@ _DRIVER = textwrap.dedent(
     import sys
     from pathlib import Path
     from corral.orchestration import Repositories
-    from corral.orchestration.worktrees import Worktrees
+    from corral.orchestration.worktrees._worktrees import Worktrees
     home = Path(sys.argv[1])
     with Repositories.open(home / "corral.db") as store:
         print(Worktrees(store.worktrees, home=home).merge(sys.argv[2]).outcome)

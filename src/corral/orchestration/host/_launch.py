@@ -3,7 +3,7 @@
 A launch is **prepare → record → start → roll back on failure** (`Launcher.launch`):
 
 1. *Prepare* (`LaunchStage.enter`, in order): work before anything durable. An isolated writer's
-   worktree (`corral.orchestration.worktrees.IsolationStage`) chooses the cwd and the run id. Each
+   worktree (`corral.orchestration.worktrees._extension.IsolationStage`) chooses the cwd and the run id. Each
    stage entered is undone (`LaunchStage.undo`, in reverse order) when a later step fails, also
    after a rollback.
 2. *Record* (`LaunchSteps.record`): the feature's one store transaction (the generation, its task and
