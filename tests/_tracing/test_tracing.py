@@ -13,6 +13,8 @@ from pathlib import Path
 import pytest
 
 from corral import _tracing
+from corral._tracing._builtin import MemorySink
+from corral._tracing._carrier import TraceCarrier
 from tests.otel_extra import require_otel
 
 require_otel()
@@ -59,7 +61,7 @@ def test_off_records_nothing_and_the_carrier_is_none() -> None:
 
 @pytest.mark.parametrize("backend", ["builtin", "otel"])
 def test_both_backends_record_the_same_parentage_across_tasks(backend: str) -> None:
-    memory = _tracing.MemorySink()
+    memory = MemorySink()
     provider = _otel()[0] if backend == "otel" else None
     _tracing.setup(sinks=(memory,), otel_provider=provider, environ=NO_OTEL)
     asyncio.run(_workload())
@@ -74,7 +76,7 @@ def test_both_backends_record_the_same_parentage_across_tasks(backend: str) -> N
 
 
 def test_an_exception_marks_the_span_failed() -> None:
-    memory = _tracing.MemorySink()
+    memory = MemorySink()
     _tracing.setup(sinks=(memory,), environ=NO_OTEL)
     with pytest.raises(ValueError), _tracing.span("boom"):
         raise ValueError("bad input")
@@ -84,7 +86,7 @@ def test_an_exception_marks_the_span_failed() -> None:
 
 @pytest.mark.parametrize("backend", ["builtin", "otel"])
 def test_a_resumed_process_continues_the_trace_under_the_carried_span(backend: str) -> None:
-    memory = _tracing.MemorySink()
+    memory = MemorySink()
     _tracing.setup(sinks=(memory,), otel_provider=_otel()[0] if backend == "otel" else None, environ=NO_OTEL)
     with _tracing.span("launch"):
         carrier = _tracing.current_carrier()
@@ -94,8 +96,8 @@ def test_a_resumed_process_continues_the_trace_under_the_carried_span(backend: s
     env = carrier.as_env()
     assert env["TRACEPARENT"] == carrier.traceparent
     # The other side: a fresh setup from the environment.
-    other = _tracing.MemorySink()
-    received = _tracing.TraceCarrier.from_env(env)
+    other = MemorySink()
+    received = TraceCarrier.from_env(env)
     assert received is not None and received.traceparent == carrier.traceparent
     _tracing.setup(sinks=(other,), parent=received.traceparent, environ=NO_OTEL)
     with _tracing.span("worker"), _tracing.span("inner"):
@@ -116,7 +118,7 @@ def test_a_resumed_process_continues_the_trace_under_the_carried_span(backend: s
     ],
 )
 def test_a_malformed_traceparent_is_no_carrier(value: str) -> None:
-    assert _tracing.TraceCarrier.from_env({"TRACEPARENT": value}) is None
+    assert TraceCarrier.from_env({"TRACEPARENT": value}) is None
 
 
 def test_the_file_sink_writes_otel_json_lines_private_and_appends(tmp_path: Path) -> None:
@@ -178,7 +180,7 @@ def test_pydantic_ai_instrumentation_follows_the_variable_and_needs_opentelemetr
     assert _tracing.model_instrumentation() is None
     _tracing.setup(otel_provider=provider, environ={"CORRAL_TRACE_PYDANTIC_AI": "1"})
     assert _tracing.model_instrumentation() is provider
-    _tracing.setup(sinks=(_tracing.MemorySink(),), environ={"CORRAL_TRACE_PYDANTIC_AI": "1"})
+    _tracing.setup(sinks=(MemorySink(),), environ={"CORRAL_TRACE_PYDANTIC_AI": "1"})
     assert _tracing.model_instrumentation() is None  # the built-in recorder has no provider to give
 
 
@@ -221,7 +223,7 @@ def test_a_written_line_is_exactly_the_spans_json_form(tmp_path: Path) -> None:
 
 @pytest.mark.parametrize("backend", ["builtin", "otel"])
 def test_agents_of_several_parents_in_one_process_each_continue_their_own(backend: str) -> None:
-    memory = _tracing.MemorySink()
+    memory = MemorySink()
     _tracing.setup(sinks=(memory,), otel_provider=_otel()[0] if backend == "otel" else None, environ=NO_OTEL)
     carriers = []
     for name in ("tool-a", "tool-b"):
@@ -229,7 +231,7 @@ def test_agents_of_several_parents_in_one_process_each_continue_their_own(backen
             carriers.append(_tracing.current_carrier())
     _tracing.shutdown()
     # The worker process: tracing set up once, then each agent under its own carrier.
-    other = _tracing.MemorySink()
+    other = MemorySink()
     _tracing.setup(sinks=(other,), otel_provider=_otel()[0] if backend == "otel" else None, environ=NO_OTEL)
 
     async def agent(name: str) -> None:
@@ -252,11 +254,11 @@ def test_agents_of_several_parents_in_one_process_each_continue_their_own(backen
 
 
 def test_a_worker_sets_up_from_a_carrier_once_and_only_with_somewhere_to_write(tmp_path: Path) -> None:
-    carrier = _tracing.TraceCarrier(traceparent="00-" + "a" * 32 + "-" + "b" * 16 + "-01")
+    carrier = TraceCarrier(traceparent="00-" + "a" * 32 + "-" + "b" * 16 + "-01")
     assert _tracing.setup_for(carrier) is None  # no file, no exporter: nothing to record into
-    unreachable = _tracing.TraceCarrier(carrier.traceparent, file=str(tmp_path / "not-here" / "t.jsonl"))
+    unreachable = TraceCarrier(carrier.traceparent, file=str(tmp_path / "not-here" / "t.jsonl"))
     assert _tracing.setup_for(unreachable) is None  # another machine's path: left off, no error
-    reachable = _tracing.TraceCarrier(carrier.traceparent, file=str(tmp_path / "t.jsonl"))
+    reachable = TraceCarrier(carrier.traceparent, file=str(tmp_path / "t.jsonl"))
     tracer = _tracing.setup_for(reachable)
     assert tracer is not None and _tracing.setup_for(reachable) is tracer  # once per process
     with _tracing.under_carrier(reachable), _tracing.span("agent"):
@@ -271,7 +273,7 @@ def test_otel_backend_hands_its_own_and_other_instrumentations_spans_to_the_sink
     once, a failure included); spans of other instrumentation on the same provider (pydantic-ai's)
     through the span processor — each exactly once, parented as in OpenTelemetry."""
     provider, exporter = _otel()
-    memory = _tracing.MemorySink()
+    memory = MemorySink()
     _tracing.setup(sinks=(memory,), otel_provider=provider, environ=NO_OTEL)
     with _tracing.span("chat team", {"corral.agent": "a"}) as chat:
         assert chat is not None

@@ -505,7 +505,9 @@ def main(argv: list[str] | None = None) -> int:
 
 def _resume_trace() -> None:
     """Continue the host's trace when it passed one (`TRACEPARENT` in the pane's environment)."""
-    carrier = _tracing.TraceCarrier.from_env(os.environ)
+    from corral._tracing._carrier import TraceCarrier
+
+    carrier = TraceCarrier.from_env(os.environ)
     if carrier is None:
         return
     try:

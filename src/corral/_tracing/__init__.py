@@ -22,26 +22,18 @@ from __future__ import annotations
 import os
 from collections.abc import Mapping
 from pathlib import Path
-from typing import TYPE_CHECKING, Any
+from typing import TYPE_CHECKING
 
 if TYPE_CHECKING:
     from opentelemetry.sdk.trace import TracerProvider
 
-    from corral._tracing._builtin import JsonLinesSink, MemorySink, span_json
-    from corral._tracing._carrier import TRACE_FILE_ENV, TRACEPARENT_ENV, TraceCarrier
-    from corral._tracing._records import AttributeValue, Span, SpanRecord, SpanSink, Tracer
+    from corral._tracing._carrier import TraceCarrier
+    from corral._tracing._records import AttributeValue, Span, SpanSink, Tracer
 
+# The package defines only the switch and the hooks below, so importing it loads no class of the
+# recorder and no dataclass; it re-exports nothing: import the rest from the module that defines it
+# (`_builtin`: `MemorySink`, `JsonLinesSink`; `_carrier`: `TraceCarrier`; `_records`: `Span`, `Tracer`).
 __all__ = [
-    "TRACEPARENT_ENV",
-    "TRACE_FILE_ENV",
-    "AttributeValue",
-    "JsonLinesSink",
-    "MemorySink",
-    "Span",
-    "SpanRecord",
-    "SpanSink",
-    "TraceCarrier",
-    "Tracer",
     "active",
     "current_carrier",
     "model_instrumentation",
@@ -51,33 +43,11 @@ __all__ = [
     "setup_for",
     "shutdown",
     "span",
-    "span_json",
     "under_carrier",
 ]
 
-# What an import of this package loads is only this file (no class of the recorder, no dataclass):
-# the rest comes with `setup()`, or on first use of a name below.
-_LAZY = {
-    "JsonLinesSink": "_builtin",
-    "MemorySink": "_builtin",
-    "span_json": "_builtin",
-    "TraceCarrier": "_carrier",
-    "TRACEPARENT_ENV": "_carrier",
-    "TRACE_FILE_ENV": "_carrier",
-    "SpanRecord": "_records",
-}
-
 active: Tracer | None = None
 """The process's tracer; `None` while tracing is off (the only thing hot paths look at)."""
-
-
-def __getattr__(name: str) -> Any:
-    module = _LAZY.get(name)
-    if module is None:
-        raise AttributeError(f"module {__name__!r} has no attribute {name!r}")
-    import importlib
-
-    return getattr(importlib.import_module(f"{__name__}.{module}"), name)
 
 
 _file: Path | None = None

@@ -5,9 +5,13 @@ from __future__ import annotations
 
 from dataclasses import dataclass
 from pathlib import Path
+from typing import TYPE_CHECKING
 
 import corral._tracing as _tracing
 from corral.errors import UsageError
+
+if TYPE_CHECKING:
+    from corral._tracing._records import Span, Tracer
 
 __all__ = ["RunTrace", "start_run_trace"]
 
@@ -16,8 +20,8 @@ __all__ = ["RunTrace", "start_run_trace"]
 class RunTrace:
     """A traced lead's root span, until `close`; `owned`: this run set tracing up and turns it off."""
 
-    tracer: _tracing.Tracer
-    root: _tracing.Span
+    tracer: Tracer
+    root: Span
     token: object
     owned: bool = True
 
@@ -54,7 +58,7 @@ def start_run_trace(
             `corral[otel]` extra or with an unknown exporter.
     """
     owned = True
-    tracer: _tracing.Tracer | None
+    tracer: Tracer | None
     if file is None and reuse_active and _tracing.active is not None:
         tracer, owned = _tracing.active, False
     else:

@@ -73,6 +73,7 @@ from ._tool import AgentTool, ToolError, ToolResult
 from ._validation import ToolArgumentsError, validate_tool_arguments
 
 if TYPE_CHECKING:
+    from corral._tracing._records import AttributeValue, Span
     from corral.session import SessionManager
 
 __all__ = ["ABORTED", "Aborted", "LoopMixin", "RunAction", "RunOutcome", "message_text", "to_agent_message"]
@@ -148,8 +149,8 @@ class LoopMixin:
     _llm_cache_owner: list[AgentMessage] | None
     _llm_cache_count: int
     _agent_name: str | None
-    trace_anchor: _tracing.Span | None
-    _turn_span: _tracing.Span | None = None
+    trace_anchor: Span | None
+    _turn_span: Span | None = None
     _turn_token: object = None
     _turn_index: int = 0
     _request_guard: RequestGuard | None = None
@@ -502,7 +503,7 @@ class LoopMixin:
         )
         state = _StreamState()
         tracer = _tracing.active
-        request: _tracing.Span | None = None
+        request: Span | None = None
         token: object = None
         if tracer is not None:
             request = tracer.start(f"chat {self._model.info.id}", self._request_attributes())
@@ -533,7 +534,7 @@ class LoopMixin:
         self._end_message(final)
         return final
 
-    def _request_attributes(self) -> dict[str, _tracing.AttributeValue]:
+    def _request_attributes(self) -> dict[str, AttributeValue]:
         info = self._model.info
         return {
             "gen_ai.operation.name": "chat",
@@ -567,7 +568,7 @@ class LoopMixin:
             )
 
         tracer = _tracing.active
-        traced: _tracing.Span | None = None
+        traced: Span | None = None
         token: object = None
         if tracer is not None:
             traced = tracer.start(
@@ -695,10 +696,10 @@ def _result_text(result: ToolResult) -> str:
     return "".join(block.text for block in result.content if isinstance(block, TextContent))
 
 
-def _end_request_span(span: _tracing.Span, final: AssistantMessage) -> None:
+def _end_request_span(span: Span, final: AssistantMessage) -> None:
     """Record a model request's outcome on its span (GenAI semantic-convention attributes)."""
     usage = final.usage
-    outcome: dict[str, _tracing.AttributeValue] = {
+    outcome: dict[str, AttributeValue] = {
         "gen_ai.response.model": final.model,
         "gen_ai.usage.input_tokens": usage.input + usage.cache_read + usage.cache_write,
         "gen_ai.usage.output_tokens": usage.output,

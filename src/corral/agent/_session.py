@@ -71,6 +71,7 @@ from ._tool import AgentTool
 from ._window import ContextOverhead, estimate_overhead_tokens
 
 if TYPE_CHECKING:
+    from corral._tracing._records import Span
     from corral.session import CompactionEntry, SessionManager
     from corral.settings import QueueMode, Settings
 
@@ -155,7 +156,7 @@ class AgentSession(LoopMixin):
         self._retry_wait: asyncio.Task[Any] | None = None
         self._pending_bash: list[BashExecutionMessage] = []
         tracer = _tracing.active
-        self.trace_anchor: _tracing.Span | None = None if tracer is None else tracer.current()
+        self.trace_anchor: Span | None = None if tracer is None else tracer.current()
         """The span this agent's turns are recorded under (tracing on): the span current when the session
         was built (a lead's run), or its generation's span (set by the managed child)."""
         self._request_guard: RequestGuard | None = None

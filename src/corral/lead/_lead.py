@@ -53,6 +53,7 @@ from ._handles import AgentHandle, AgentRow, LeadCallError
 from ._items import ITEM_TYPES, ItemLog, LeadItem
 
 if TYPE_CHECKING:
+    from corral._tracing._records import Span
     from corral.orchestration import Caller
 
     from ._host import ComposedHost as Host
@@ -96,7 +97,7 @@ class _SilentGuide:
 class Lead:
     """One open lead session; made by `open_lead`."""
 
-    def __init__(self, launched: Launched, *, trace_root: _tracing.Span | None = None) -> None:
+    def __init__(self, launched: Launched, *, trace_root: Span | None = None) -> None:
         self._launched = launched
         self._trace_root = trace_root
         """The lead's root span (tracing on): the program's tool calls are recorded under it."""
@@ -502,7 +503,7 @@ class Lead:
 
 
 @contextlib.contextmanager
-def _tool_span(root: _tracing.Span | None, tool_name: str, call_id: str) -> Iterator[_tracing.Span | None]:
+def _tool_span(root: Span | None, tool_name: str, call_id: str) -> Iterator[Span | None]:
     """The program's tool call as a span under the lead's root, current while the tool runs (an agent
     it starts runs under it); nothing while tracing is off."""
     tracer = _tracing.active
@@ -639,7 +640,7 @@ async def _traced_lead(
     isolation: Literal["shared", "worktree"] | None,
     merge: Literal["manual", "on-accept"] | None,
     budget: Mapping[str, float] | None,
-    root: _tracing.Span | None,
+    root: Span | None,
 ) -> AsyncIterator[Lead]:
     overrides: dict[str, object] = {
         k: v for k, v in (("isolation", isolation), ("merge", merge)) if v is not None

@@ -29,7 +29,7 @@ from corral.orchestration.kernel.records import GenerationRecord, RequestRecord
 from corral.runtime import LaunchSpec, RemoteLaunch
 
 if TYPE_CHECKING:
-    from corral._tracing import TraceCarrier
+    from corral._tracing._carrier import TraceCarrier
     from corral.orchestration.host._ray_pump import PumpHost, RayPump
     from corral.orchestration.kernel._generations import Generations
     from corral.runtime import RuntimeHandle, Runtimes
