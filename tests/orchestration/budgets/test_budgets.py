@@ -266,3 +266,45 @@ async def test_a_ray_spend_fact_pulled_twice_counts_once(env: Path) -> None:
         ledger.record(started.run_id, tokens=5, cost_usd=0, estimated=False)
         final = ledger.agent(started.run_id)
         assert final is not None and final.spend.tokens - agent.spend.tokens == 10
+
+
+async def test_a_delegate_reads_the_definitions_once_and_the_agent_gets_its_definitions_budget(
+    env: Path,
+) -> None:
+    # The budget's per-definition limit comes from the roster the delegation read (one read per
+    # launch, `Host.one_roster`); outside a launch every read goes to the files again.
+    agents = env / "config" / "agents"
+    agents.mkdir(parents=True, exist_ok=True)
+    (agents / "frugal.md").write_text(
+        "---\nname: frugal\ndescription: A small budget.\nbudget:\n  agent_tokens: 1234\n---\nBe brief.\n"
+    )
+    write_script(env, "team", {**LEAD, "agents": {"*": [{"text": "done"}]}})
+    reads: list[Path] = []
+
+    def loader(cwd: Path) -> Any:
+        reads.append(cwd)
+        return load_roster(cwd, user_dir=agents, trust=False)
+
+    from tests.orchestration._host_helpers import make_lead
+
+    host = ComposedHost(
+        repositories=Repositories.open(env / "home" / "corral.db"),
+        registry=ModelRegistry(Settings(), cwd=env / "work"),
+        sessions_root=env / "sessions",
+        roster_loader=loader,
+    )
+    lead = make_lead(env, "team", sessions_root=env / "sessions")
+    try:
+        caller = await host.attach_lead(lead, surfaces=())
+        reads.clear()
+        started = await host.controller.delegate(caller, DelegateParams(definition="frugal", task="x"))
+        assert len(reads) == 1
+        agent = BudgetLedger(host.kernel.db).agent(started.run_id)
+        assert agent is not None and agent.limits.tokens == 1234
+        await host.wait_until_quiet(caller.session_id)
+        host.roster_loader(env / "work")
+        host.roster_loader(env / "work")
+        assert len(reads) == 3
+    finally:
+        await host.aclose()
+        lead.session.close()

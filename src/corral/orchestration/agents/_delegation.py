@@ -206,7 +206,7 @@ class Delegation:
 
     async def delegate(self, caller: Caller, params: DelegateParams) -> DelegateResult:
         """Start a new agent generation for one assignment (§2.2)."""
-        with error_context("delegate"):
+        with error_context("delegate"), self.host.one_roster():
             host = self.host
             allowed = self.allowed(caller)
             host.admit_agent(caller.session_id)
@@ -304,7 +304,7 @@ class Delegation:
 
     async def continue_(self, caller: Caller, params: ContinueParams) -> DelegateResult:
         """A new generation on a saved managed session owned by the caller's tree (§2.3)."""
-        with error_context("continue"):
+        with error_context("continue"), self.host.one_roster():
             host = self.host
             host.admit_agent(caller.session_id)
             ref = params.session.strip()

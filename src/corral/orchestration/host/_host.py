@@ -27,6 +27,7 @@ from __future__ import annotations
 
 import asyncio
 import contextlib
+import contextvars
 import os
 import uuid
 from collections.abc import Callable, Coroutine, Iterable, Iterator, Sequence
@@ -66,6 +67,11 @@ if TYPE_CHECKING:
 __all__ = ["RETIRED_ENTRY", "Host", "Runtimes"]
 
 _T = TypeVar("_T")
+
+_ONE_ROSTER: contextvars.ContextVar[dict[Path, Roster] | None] = contextvars.ContextVar(
+    "corral_one_roster", default=None
+)
+"""The rosters read so far by the launch this task runs (`Host.one_roster`), by cwd."""
 
 _FINALIZE_ATTEMPTS = 50
 _WATCH_S = 0.05
@@ -121,7 +127,7 @@ class Host:
             settings = _Settings()
         self.settings: Settings = settings
         self.sessions_root = sessions_root
-        self.roster_loader = roster_loader or (lambda cwd: load_roster(cwd, models=self.model_names()))
+        self._read_roster = roster_loader or (lambda cwd: load_roster(cwd, models=self.model_names()))
         self.host_id = f"{uuid.uuid4()}"
         self.pid = os.getpid()
         self.runtime = Runtimes(runtime or InProcessRuntime(host_tag=self.host_id[:8]), tmux_socket)
@@ -269,6 +275,31 @@ class Host:
             return
         for tool in self.tools.child_tools(child):
             child.agent.register_tool(tool)
+
+    def roster_loader(self, cwd: Path) -> Roster:
+        """The agent definitions for `cwd`, read from their files (so a changed definition shows at
+        the next call) — once per launch inside `one_roster`."""
+        seen = _ONE_ROSTER.get()
+        if seen is None:
+            return self._read_roster(cwd)
+        roster = seen.get(cwd)
+        if roster is None:
+            roster = seen[cwd] = self._read_roster(cwd)
+        return roster
+
+    @contextlib.contextmanager
+    def one_roster(self) -> Iterator[None]:
+        """Within it (one delegate or continue, its launch and the features' hooks on it), every
+        roster read of the same cwd returns the roster read first: the definitions are read once
+        per launch, not by each step that looks at them."""
+        if _ONE_ROSTER.get() is not None:
+            yield
+            return
+        token = _ONE_ROSTER.set({})
+        try:
+            yield
+        finally:
+            _ONE_ROSTER.reset(token)
 
     # --- live runs ------------------------------------------------------------------------------
 
