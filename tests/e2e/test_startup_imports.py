@@ -13,6 +13,24 @@ import pytest
 
 from .conftest import Env
 
+
+def _last_line(cli_env: Env, code: str, *flags: str) -> str:
+    """Run `code` (a scripted `corral run -p` that prints what it imported) in a fresh interpreter;
+    its last line of output."""
+    cli_env.script("hello", 'steps:\n  - text: "hello"\n')
+    done = subprocess.run(
+        [sys.executable, "-c", code, *flags],
+        cwd=cli_env.project,
+        env=cli_env.vars,
+        capture_output=True,
+        text=True,
+        timeout=60,
+        check=False,
+    )
+    assert done.returncode == 0, done.stderr
+    return done.stdout.splitlines()[-1]
+
+
 CODE = """\
 import sys
 from corral.cli import main
@@ -31,18 +49,7 @@ raise SystemExit(code)
 def test_the_teams_core_loads_only_for_a_lead_that_uses_it(
     cli_env: Env, flags: tuple[str, ...], expected: str
 ) -> None:
-    cli_env.script("hello", 'steps:\n  - text: "hello"\n')
-    done = subprocess.run(
-        [sys.executable, "-c", CODE, *flags],
-        cwd=cli_env.project,
-        env=cli_env.vars,
-        capture_output=True,
-        text=True,
-        timeout=60,
-        check=False,
-    )
-    assert done.returncode == 0, done.stderr
-    assert done.stdout.splitlines()[-1] == expected
+    assert _last_line(cli_env, CODE, *flags) == expected
 
 
 PRICES = """\
@@ -56,18 +63,7 @@ raise SystemExit(code)
 
 def test_a_scripted_run_never_loads_the_price_catalogue(cli_env: Env) -> None:
     # Scripted models have configured (zero) prices; the catalogue is for real providers only.
-    cli_env.script("hello", 'steps:\n  - text: "hello"\n')
-    done = subprocess.run(
-        [sys.executable, "-c", PRICES],
-        cwd=cli_env.project,
-        env=cli_env.vars,
-        capture_output=True,
-        text=True,
-        timeout=60,
-        check=False,
-    )
-    assert done.returncode == 0, done.stderr
-    assert done.stdout.splitlines()[-1] == "genai_prices not imported"
+    assert _last_line(cli_env, PRICES) == "genai_prices not imported"
 
 
 RAY = """\
@@ -86,18 +82,7 @@ def test_a_run_that_does_not_use_the_ray_runtime_never_imports_ray(cli_env: Env)
         if os.environ.get("CI") == "true":
             pytest.fail(missing)
         pytest.skip(missing)
-    cli_env.script("hello", 'steps:\n  - text: "hello"\n')
-    done = subprocess.run(
-        [sys.executable, "-c", RAY],
-        cwd=cli_env.project,
-        env=cli_env.vars,
-        capture_output=True,
-        text=True,
-        timeout=60,
-        check=False,
-    )
-    assert done.returncode == 0, done.stderr
-    assert done.stdout.splitlines()[-1] == "ray not imported"
+    assert _last_line(cli_env, RAY) == "ray not imported"
 
 
 LAZY = (
@@ -136,15 +121,4 @@ raise SystemExit(code)
 
 def test_a_plain_run_leaves_ray_workspaces_and_unused_teams_repositories_unloaded(cli_env: Env) -> None:
     # Each is a few ms of CPU at every start; none is used by a lead whose agents run in this process.
-    cli_env.script("hello", 'steps:\n  - text: "hello"\n')
-    done = subprocess.run(
-        [sys.executable, "-c", LAZY_CODE],
-        cwd=cli_env.project,
-        env=cli_env.vars,
-        capture_output=True,
-        text=True,
-        timeout=60,
-        check=False,
-    )
-    assert done.returncode == 0, done.stderr
-    assert done.stdout.splitlines()[-1] == "loaded: []"
+    assert _last_line(cli_env, LAZY_CODE) == "loaded: []"
