@@ -1,50 +1,77 @@
-# The two commands a fresh machine needs: `make demo` and `make test`.
+# The commands a fresh machine needs: `make demo`, `make test`, `make install`.
+# Every target installs from uv.lock (`uv sync --locked`): a lock that no longer matches pyproject.toml
+# fails the target instead of resolving anew. Raise the lock on purpose: `make latest` (the suite
+# against the newest allowed versions, in a throw-away venv), then `make lock-upgrade`.
 PYTHON ?= python3
 VENV := .venv
 BIN := $(VENV)/bin
-UV := $(BIN)/uv
-STAMP := $(VENV)/.installed
-RUNTIME_STAMP := $(VENV)/.installed-runtime
+# uv itself lives in its own small venv (.uv/), from PyPI: `uv sync` makes .venv exactly the lock,
+# so uv cannot live inside it.
+UV_HOME := .uv
+UV := $(UV_HOME)/bin/uv
+export UV_PROJECT_ENVIRONMENT := $(VENV)
+# The extras the suite needs: tests/ray/ runs on a local Ray cluster, tests of traces need otel, the
+# MCP server's tests need the MCP SDK (also in `test`).
+TEST_EXTRAS := --extra test --extra ray --extra otel --extra mcp
+ALL_EXTRAS := mcp,ray,otel
 
-.PHONY: demo test lint typecheck unit bench clean
+.PHONY: sync-test demo test lint typecheck unit bench install latest lock lock-upgrade lock-check wheel clean
 
-$(BIN)/python:
-	$(PYTHON) -m venv $(VENV)
+$(UV):
+	$(PYTHON) -m venv $(UV_HOME)
+	$(UV_HOME)/bin/python -m pip install --quiet --disable-pip-version-check 'uv>=0.9'
 
-# uv (from PyPI, into the venv) installs the dependencies: several times faster than pip, and the
-# venv's own pip stays for anyone who wants it.
-$(UV): | $(BIN)/python
-	$(BIN)/python -m pip install --quiet --disable-pip-version-check uv
-
-# `make demo` needs only the runtime dependencies; the test tools come with `make test`, and so does
-# the `ray` extra, so the Ray runtime's tests (tests/ray/) run on a local cluster, and the `otel` extra,
-# so the OpenTelemetry traces' tests run. The demo's modules
-# compile on first import; the test venv compiles everything up front.
-$(RUNTIME_STAMP): pyproject.toml | $(UV)
-	$(UV) pip install --quiet --python $(BIN)/python -e .
-	touch $(RUNTIME_STAMP)
-
-$(STAMP): pyproject.toml | $(UV)
-	$(UV) pip install --quiet --python $(BIN)/python --compile-bytecode -e '.[test,ray,otel]'
-	touch $(RUNTIME_STAMP) $(STAMP)
-
-demo: $(RUNTIME_STAMP)
+# `make demo` needs only the runtime dependencies; `make test` syncs the same venv with the test
+# extras (and compiles bytecode up front). Each sync is a no-op when the venv already matches.
+demo: $(UV)
+	$(UV) sync --quiet --locked --python $(PYTHON)
 	$(BIN)/corral demo
+	@echo
+	@echo "corral is in $(BIN)/corral. To run it as 'corral' from anywhere:"
+	@echo "  make install        # uv tool install: corral with every extra on your PATH (~/.local/bin)"
+	@echo "  or: export PATH=\"$(CURDIR)/$(BIN):\$$PATH\""
 
-lint: $(STAMP)
+sync-test: $(UV)
+	$(UV) sync --quiet --locked --python $(PYTHON) --compile-bytecode $(TEST_EXTRAS)
+
+lint: sync-test
 	$(BIN)/ruff check src tests benchmarks
 	$(BIN)/ruff format --check src
 
-typecheck: $(STAMP)
+typecheck: sync-test
 	$(BIN)/mypy
 
-unit: $(STAMP)
+unit: sync-test
 	$(BIN)/python -m pytest -q
 
 test: lint typecheck unit
 
-bench: $(STAMP)
+bench: sync-test
 	$(BIN)/python benchmarks/run_all.py
 
+# corral with every extra, as a uv tool, its dependencies pinned to uv.lock's versions.
+install: $(UV)
+	$(UV) export --quiet --locked --no-hashes --no-emit-project --all-extras --no-dev -o $(UV_HOME)/pins.txt
+	$(UV) tool install --force --python $(PYTHON) --constraints $(UV_HOME)/pins.txt '.[$(ALL_EXTRAS)]'
+	@$(UV) tool dir --bin | xargs -I{} echo "corral installed in {}: make sure it is on your PATH (uv tool update-shell adds it)"
+
+# A wheel and an sdist in dist/.
+wheel: $(UV)
+	$(UV) build --quiet
+
+# The whole check (lint, types, suite) against the newest versions pyproject.toml allows, in a
+# throw-away venv; the lock is not touched. Run before `make lock-upgrade`.
+latest: $(UV)
+	.ci/latest
+
+lock-check: $(UV)
+	$(UV) lock --check
+
+lock: $(UV)
+	$(UV) lock
+
+lock-upgrade: $(UV)
+	$(UV) lock --upgrade
+
 clean:
-	rm -rf $(VENV) build dist .pytest_cache .mypy_cache .ruff_cache
+	rm -rf $(VENV) $(UV_HOME) build dist .pytest_cache .mypy_cache .ruff_cache
