@@ -428,7 +428,8 @@ def models(
     cwd: CwdOpt = None,
 ) -> None:
     """List the models usable with the current settings and credentials; `(default)` marks the one
-    the lead gets without --model."""
+    the lead gets without --model, `(deprecated, …)` and `(retired, …)` the ones their provider
+    deprecated or retired, with the successor it names."""
     import json
 
     from corral._cli._launch import warn
@@ -468,14 +469,32 @@ def models(
                     "cacheWrite": prices.cache_write,
                 },
                 "pricing": source,
+                "lifecycle": None
+                if lifecycle is None
+                else {
+                    "status": lifecycle.status(),
+                    "retirement": None if lifecycle.retirement is None else lifecycle.retirement.isoformat(),
+                    "replacement": lifecycle.replacement,
+                },
             }
             for info in infos
             for prices, source in [pricing(info)]
+            for lifecycle in [registry.lifecycle(info)]
         ]
         print(json.dumps(rows, indent=2))
         return
     for info in infos:
-        print(info.ref + ("  (default)" if (info.provider, info.id) == default_key else ""))
+        marks = ["default"] if (info.provider, info.id) == default_key else []
+        lifecycle = registry.lifecycle(info)
+        if lifecycle is not None:
+            mark = lifecycle.status()
+            if lifecycle.retirement is not None:
+                day = lifecycle.retirement.isoformat()
+                mark += f" {day}" if mark == "retired" else f", retires {day}"
+            if lifecycle.replacement:
+                mark += f"; use {info.provider}/{lifecycle.replacement}"
+            marks.append(mark)
+        print(info.ref + "".join(f"  ({mark})" for mark in marks))
 
 
 @app.command()

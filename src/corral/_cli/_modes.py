@@ -18,6 +18,7 @@ from corral.agent import (
     AgentEvent,
     AutoRetryStartEvent,
     MessageUpdateEvent,
+    ModelNoticeEvent,
     RateLimitWaitEvent,
     describe_failed_reply,
     reply_note,
@@ -93,6 +94,8 @@ async def _run_headless(launched: Launched, prompt: str, err: TextIO) -> None:
             noted_wait.append(event.since_ms)  # once per wait
             now_ms = int(time.time() * 1000)
             print(f"corral: {event.describe(now_ms)} at {event.endpoint}", file=err, flush=True)
+        if isinstance(event, ModelNoticeEvent):
+            print(f"corral: warning: {event.text}", file=err, flush=True)
         if isinstance(event, AutoRetryStartEvent):
             print(
                 f"corral: {event.error_message}; retrying in {event.delay_ms / 1000:g} s "

@@ -263,6 +263,19 @@ class AgentSettledEvent(_Event):
     type: Literal["agent_settled"] = "agent_settled"
 
 
+class ModelNoticeEvent(_Event):
+    """Something the user should know about the model the next request goes to, said once per
+    session and model: today, that its provider deprecated or retired it (`corral.llm._lifecycle`).
+    The request is sent all the same."""
+
+    type: Literal["model_notice"] = "model_notice"
+    model: str
+    """The model's ref (`provider/id`)."""
+    kind: Literal["deprecated", "retired"]
+    text: str
+    """One line for a person, naming the successor when the provider names one."""
+
+
 AgentEvent = Annotated[
     AgentStartEvent
     | AgentEndEvent
@@ -280,6 +293,7 @@ AgentEvent = Annotated[
     | AutoRetryEndEvent
     | QueueUpdateEvent
     | RateLimitWaitEvent
+    | ModelNoticeEvent
     | AgentSettledEvent,
     Field(discriminator="type"),
 ]

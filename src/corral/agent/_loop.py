@@ -59,6 +59,7 @@ from ._events import (
     MessageEndEvent,
     MessageStartEvent,
     MessageUpdateEvent,
+    ModelNoticeEvent,
     QueueUpdateEvent,
     RateLimitWaitEvent,
     ToolExecutionEndEvent,
@@ -155,6 +156,8 @@ class LoopMixin:
     _turn_index: int = 0
     _request_guard: RequestGuard | None = None
     _final_turn: bool = False
+    _noticed_models: set[str]
+    """The models this session has shown a `ModelNoticeEvent` for (set up by the session)."""
 
     # --- hooks implemented by the session ---------------------------------
 
@@ -460,9 +463,21 @@ class LoopMixin:
             if self._rate_limit_wait is not None:
                 self._on_rate_limit(RateLimitWait(False, self._rate_limit_wait.endpoint))
 
+    def _notice_model_once(self) -> None:
+        """Emit a `ModelNoticeEvent` the first time this session sends to a deprecated model."""
+        lifecycle = self._model.lifecycle
+        if lifecycle is None:
+            return
+        ref = self._model.info.ref
+        if ref in self._noticed_models:
+            return
+        self._noticed_models.add(ref)
+        self._emit(ModelNoticeEvent(model=ref, kind=lifecycle.status(), text=lifecycle.notice(ref)))
+
     async def _consume_events(
         self, context: LlmContext, options: StreamOptions, state: _StreamState
     ) -> AssistantMessage | None:
+        self._notice_model_once()
         async for event in self._model.stream(context, options):
             kind = event.type
             if kind == "done":

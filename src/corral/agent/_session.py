@@ -160,6 +160,7 @@ class AgentSession(LoopMixin):
         """The span this agent's turns are recorded under (tracing on): the span current when the session
         was built (a lead's run), or its generation's span (set by the managed child)."""
         self._request_guard: RequestGuard | None = None
+        self._noticed_models: set[str] = set()
 
         is_new = not session.entries
         context = session.build_context()

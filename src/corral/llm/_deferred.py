@@ -26,6 +26,7 @@ from ._messages import AssistantMessage
 from ._model import AssistantMessageEvent, ErrorEvent, LlmContext, Model, ModelInfo, StreamOptions
 
 if TYPE_CHECKING:
+    from ._lifecycle import ModelLifecycle
     from ._model import ApiKind
 
 __all__ = ["DeferredProviderModel", "preload_provider"]
@@ -104,6 +105,13 @@ class DeferredProviderModel(Model):
     def loaded(self) -> Model | None:
         """The real model, once a request has built it."""
         return self._model
+
+    @property
+    def lifecycle(self) -> ModelLifecycle | None:
+        """The real model's once it is built (it also reads the SDK's catalogue), else the table's."""
+        if self._model is not None:
+            return self._model.lifecycle
+        return super().lifecycle
 
     async def _real(self) -> Model:
         if self._model is None:

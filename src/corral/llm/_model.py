@@ -14,9 +14,12 @@ import abc
 from collections.abc import AsyncIterator, Sequence
 from dataclasses import KW_ONLY, dataclass
 from pathlib import Path
-from typing import Any, Literal
+from typing import TYPE_CHECKING, Any, Literal
 
 from ._messages import AgentMessage, AssistantMessage, PiModel, ToolCall
+
+if TYPE_CHECKING:
+    from ._lifecycle import ModelLifecycle
 
 __all__ = [
     "THINKING_LEVELS",
@@ -276,6 +279,17 @@ class Model(abc.ABC):
 
     def __init__(self, info: ModelInfo) -> None:
         self.info = info
+
+    @property
+    def lifecycle(self) -> ModelLifecycle | None:
+        """The provider's deprecation of this model, `None` when it is current or not known.
+
+        The built-in table (`corral.llm._lifecycle`) by default; a provider model also knows what
+        its SDK's catalogue says.
+        """
+        from ._lifecycle import builtin_lifecycle
+
+        return builtin_lifecycle(self.info.provider, self.info.id)
 
     @abc.abstractmethod
     def stream(self, context: LlmContext, options: StreamOptions) -> AsyncIterator[AssistantMessageEvent]:

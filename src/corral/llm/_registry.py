@@ -21,6 +21,7 @@ from pathlib import Path
 from typing import TYPE_CHECKING
 
 from ._errors import LlmError, MissingApiKeyError, UnknownModelError
+from ._lifecycle import ModelLifecycle, builtin_lifecycle
 from ._model import ApiKind, Model, ModelInfo, ModelPrices
 from ._ratelimit import PUBLIC_ENDPOINTS, EndpointKey, RateLimits
 from ._refs import ModelRef, parse_model_ref
@@ -41,7 +42,9 @@ SCRIPTED_CONTEXT_WINDOW = 200_000
 SCRIPTED_MAX_TOKENS = 32_000
 
 
-def _openai(model_id: str, name: str, window: int, max_tokens: int, *, reasoning: bool) -> ModelInfo:
+def _openai(
+    model_id: str, name: str, window: int, max_tokens: int, *, reasoning: bool, xhigh: bool = False
+) -> ModelInfo:
     return ModelInfo(
         "openai",
         model_id,
@@ -50,20 +53,24 @@ def _openai(model_id: str, name: str, window: int, max_tokens: int, *, reasoning
         context_window=window,
         max_tokens=max_tokens,
         reasoning=reasoning,
+        supports_xhigh=xhigh,
         input=("text", "image"),
         api_key_env="OPENAI_API_KEY",
     )
 
 
-def _anthropic(model_id: str, name: str, max_tokens: int) -> ModelInfo:
+def _anthropic(
+    model_id: str, name: str, max_tokens: int, *, window: int = 200_000, xhigh: bool = False
+) -> ModelInfo:
     return ModelInfo(
         "anthropic",
         model_id,
         "anthropic",
         name=name,
-        context_window=200_000,
+        context_window=window,
         max_tokens=max_tokens,
         reasoning=True,
+        supports_xhigh=xhigh,
         input=("text", "image"),
         api_key_env="ANTHROPIC_API_KEY",
     )
@@ -79,6 +86,14 @@ def _with_xhigh(info: ModelInfo) -> ModelInfo:
 BUILTIN_MODELS: tuple[ModelInfo, ...] = tuple(
     _with_xhigh(info)
     for info in (
+        _openai("gpt-6.2-sol", "GPT-6.2 Sol", 1_050_000, 128_000, reasoning=True, xhigh=True),
+        _openai("gpt-6.2-astra", "GPT-6.2 Astra", 1_050_000, 128_000, reasoning=True, xhigh=True),
+        _openai("gpt-6.1-sol", "GPT-6.1 Sol", 1_050_000, 128_000, reasoning=True, xhigh=True),
+        _openai("gpt-6.1-terra", "GPT-6.1 Terra", 1_050_000, 128_000, reasoning=True, xhigh=True),
+        _openai("gpt-6-luna", "GPT-6 Luna", 1_050_000, 128_000, reasoning=True, xhigh=True),
+        _openai("gpt-5.5", "GPT-5.5", 1_000_000, 128_000, reasoning=True, xhigh=True),
+        _openai("gpt-5.4", "GPT-5.4", 1_050_000, 128_000, reasoning=True),
+        _openai("gpt-5.4-mini", "GPT-5.4 mini", 400_000, 128_000, reasoning=True),
         _openai("gpt-5.2", "GPT-5.2", 400_000, 128_000, reasoning=True),
         _openai("gpt-5.1", "GPT-5.1", 400_000, 128_000, reasoning=True),
         _openai("gpt-5", "GPT-5", 400_000, 128_000, reasoning=True),
@@ -89,6 +104,13 @@ BUILTIN_MODELS: tuple[ModelInfo, ...] = tuple(
         _openai("gpt-4o", "GPT-4o", 128_000, 16_384, reasoning=False),
         _openai("o3", "o3", 200_000, 100_000, reasoning=True),
         _openai("o4-mini", "o4-mini", 200_000, 100_000, reasoning=True),
+        _anthropic("claude-opus-5-5", "Claude Opus 5.5", 128_000, window=1_000_000, xhigh=True),
+        _anthropic("claude-sonnet-5-5", "Claude Sonnet 5.5", 64_000, window=1_000_000),
+        _anthropic("claude-haiku-5-5", "Claude Haiku 5.5", 64_000, window=1_000_000),
+        _anthropic("claude-opus-5", "Claude Opus 5", 128_000, window=1_000_000, xhigh=True),
+        _anthropic("claude-sonnet-5", "Claude Sonnet 5", 64_000, window=1_000_000),
+        _anthropic("claude-opus-4-7", "Claude Opus 4.7", 128_000, window=1_000_000, xhigh=True),
+        _anthropic("claude-sonnet-4-6", "Claude Sonnet 4.6", 64_000, window=1_000_000),
         _anthropic("claude-opus-4-6", "Claude Opus 4.6", 128_000),
         _anthropic("claude-opus-4-5", "Claude Opus 4.5", 64_000),
         _anthropic("claude-sonnet-4-5", "Claude Sonnet 4.5", 64_000),
@@ -97,12 +119,15 @@ BUILTIN_MODELS: tuple[ModelInfo, ...] = tuple(
         _anthropic("claude-sonnet-4-0", "Claude Sonnet 4", 64_000),
     )
 )
-"""The models corral knows without settings."""
+"""The models corral knows without settings, newest first per provider. Older models stay listed
+(marked by `corral models` when their provider deprecated or retired them, `_lifecycle.py`) so a
+session that used one still resolves."""
 
-DEFAULT_MODELS: dict[str, str] = {"anthropic": "claude-opus-4-6", "openai": "gpt-5.2"}
+DEFAULT_MODELS: dict[str, str] = {"anthropic": "claude-opus-5-5", "openai": "gpt-6.2-sol"}
 """Each built-in provider's default model (its current most capable one), in the order they are
 tried when neither `--model`, the session nor the `default_model` setting chooses: the first
-provider whose API key is set gives the lead its model."""
+provider whose API key is set gives the lead its model. Never a deprecated or retired model
+(`tests/llm/test_lifecycle.py`)."""
 
 
 def _configured_prices(entry: ModelSettings) -> ModelPrices:
@@ -274,6 +299,12 @@ class ModelRegistry:
             if info is not None and self.has_credentials(info):
                 return info.ref
         return None
+
+    def lifecycle(self, info: ModelInfo) -> ModelLifecycle | None:
+        """What the provider announced for a built-in model (deprecated or retired), else `None`."""
+        if info.provider not in DEFAULT_MODELS:
+            return None
+        return builtin_lifecycle(info.provider, info.id)
 
     def has_credentials(self, info: ModelInfo) -> bool:
         """Whether the model needs no API key or its environment variable is set."""

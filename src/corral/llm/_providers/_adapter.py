@@ -24,6 +24,7 @@ from collections.abc import AsyncIterator
 from dataclasses import dataclass, replace
 from typing import TYPE_CHECKING, Any, Literal
 
+from corral.llm._lifecycle import ModelLifecycle
 from corral.llm._messages import AssistantMessage, TextContent, ThinkingContent, ToolCall, Usage
 from corral.llm._model import (
     AssistantMessageEvent,
@@ -327,11 +328,24 @@ class PydanticAIModel(Model):
             replays it as events, for endpoints that cannot stream.
     """
 
-    def __init__(self, info: ModelInfo, pai_model: PaiModel, *, streaming: bool = True) -> None:
+    def __init__(
+        self,
+        info: ModelInfo,
+        pai_model: PaiModel,
+        *,
+        streaming: bool = True,
+        lifecycle: ModelLifecycle | None = None,
+    ) -> None:
         super().__init__(info)
         self.pai_model = pai_model
         self.streaming = streaming
+        self._lifecycle = lifecycle
         self._conversions: dict[str | None, IncrementalConversion] = {}
+
+    @property
+    def lifecycle(self) -> ModelLifecycle | None:
+        """The built-in table's, else what the SDK's catalogue said when the model was built."""
+        return super().lifecycle or self._lifecycle
 
     def _conversion(self, session_id: str | None) -> IncrementalConversion:
         """The conversion kept for one session's requests (a model may serve several sessions)."""

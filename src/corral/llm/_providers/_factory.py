@@ -6,6 +6,7 @@ import functools
 from collections.abc import Mapping, Sequence
 from typing import TYPE_CHECKING, Any
 
+from corral.llm._lifecycle import ModelLifecycle
 from corral.llm._model import Model, ModelInfo
 from corral.llm._ratelimit import PUBLIC_ENDPOINTS, EndpointKey, RateLimits
 
@@ -134,14 +135,18 @@ def create_provider_model(
         headers, rate_limit=(EndpointKey.of(endpoint, api_key), rate_limits or RateLimits())
     )
     pai_model: PaiModel
+    lifecycle: ModelLifecycle | None
     if info.api in ("openai-responses", "openai-chat"):
         from pydantic_ai.providers.openai import OpenAIProvider
 
         # The SDKs' own retries are off for every request (`max_retries: 0` in `to_model_settings`):
         # corral retries, behind the shared limiter.
         provider = OpenAIProvider(base_url=base_url, api_key=key, http_client=http_client)
+        lifecycle = _catalogue_lifecycle(provider, info.id)
         if info.api == "openai-responses":
-            pai_model = _pi_responses_model_class()(info.id, provider=provider)
+            pai_model = _pi_responses_model_class()(
+                info.id, provider=provider, profile=_NO_DEPRECATION_WARNING
+            )
         else:
             from pydantic_ai.profiles.openai import OpenAIModelProfile
 
@@ -149,16 +154,44 @@ def create_provider_model(
             profile = OpenAIModelProfile(
                 openai_chat_supports_max_completion_tokens=info.reply_cap_field != "max_tokens"
             )
+            profile.update(_NO_DEPRECATION_WARNING)  # type: ignore[typeddict-item]
             pai_model = _pi_chat_model_class()(info.id, provider=provider, profile=profile)
     elif info.api == "anthropic":
         from pydantic_ai.models.anthropic import AnthropicModel
         from pydantic_ai.providers.anthropic import AnthropicProvider
 
-        pai_model = AnthropicModel(
-            info.id, provider=AnthropicProvider(api_key=key, base_url=base_url, http_client=http_client)
-        )
+        anthropic = AnthropicProvider(api_key=key, base_url=base_url, http_client=http_client)
+        lifecycle = _catalogue_lifecycle(anthropic, info.id)
+        pai_model = AnthropicModel(info.id, provider=anthropic, profile=_NO_DEPRECATION_WARNING)
     else:
         raise ValueError(
             f"API {info.api!r} of {info.ref} is not an HTTP provider API; use the registry's create_model."
         )
-    return PydanticAIModel(info, pai_model, streaming=info.stream if streaming is None else streaming)
+    return PydanticAIModel(
+        info, pai_model, streaming=info.stream if streaming is None else streaming, lifecycle=lifecycle
+    )
+
+
+_NO_DEPRECATION_WARNING: Any = {"deprecation": None}
+"""The profile layer that stops pydantic-ai's `DeprecatedModelWarning` at each request.
+
+A warning raised inside a request (under `-W error`, or a test's `filterwarnings = error`) would
+fail the request; corral reads the deprecation itself (`_catalogue_lifecycle`) and the agent shows
+it once as a notice (`ModelNoticeEvent`). Older pydantic-ai releases have no such key and ignore it.
+"""
+
+
+def _catalogue_lifecycle(provider: Any, model_id: str) -> ModelLifecycle | None:
+    """The deprecation pydantic-ai's provider profile knows for `model_id`, as a `ModelLifecycle`."""
+    try:
+        profile = provider.model_profile(model_id)
+        deprecation = profile.get("deprecation") if profile else None
+    except Exception:  # an SDK without a catalogue, or a profile of another shape
+        return None
+    if deprecation is None:
+        return None
+    return ModelLifecycle(
+        retirement=getattr(deprecation, "retirement_date", None),
+        replacement=getattr(deprecation, "replacement", None),
+        source_url=getattr(deprecation, "source_url", "") or "",
+    )

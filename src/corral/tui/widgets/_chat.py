@@ -26,6 +26,7 @@ from corral.agent import (
     MessageEndEvent,
     MessageStartEvent,
     MessageUpdateEvent,
+    ModelNoticeEvent,
     RateLimitWaitEvent,
     ToolExecutionEndEvent,
     ToolExecutionStartEvent,
@@ -547,6 +548,8 @@ class ChatLog(VerticalScroll):
                 # Once per wait (its reason or expected end may change while it lasts).
                 self._rate_limit_since = event.since_ms
                 self.notice(f"{event.describe(int(time.time() * 1000))} at {event.endpoint}", kind="warning")
+        elif isinstance(event, ModelNoticeEvent):
+            self.notice(event.text, kind="warning")
         elif isinstance(event, CompactionEndEvent) and event.error_message and not event.aborted:
             self.notice(f"compaction ({event.reason}) failed: {event.error_message}", kind="warning")
         elif isinstance(event, ToolExecutionStartEvent):
