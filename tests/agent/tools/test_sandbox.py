@@ -31,7 +31,7 @@ from corral.agent.tools import (
     create_builtin_tools,
     sandbox_environment,
 )
-from tests.sandbox_attacks import fork_flood
+from tests.sandbox_attacks import IO_URING_CONNECT_C, fork_flood, io_uring_probe, socketpair_datagram
 
 from .conftest import details_of, text_of
 
@@ -417,6 +417,126 @@ async def test_read_agent_bash_cannot_connect_to_unix_sockets(
     finally:
         for server in servers:
             server.close()
+
+
+def _compile(source: str, out: Path) -> Path:
+    """`source` (C) built with gcc into `out`; gcc is required under `CI=true`."""
+    gcc = shutil.which("gcc")
+    if gcc is None:
+        if os.environ.get("CI") == "true":
+            pytest.fail("CI=true but gcc is not installed")
+        pytest.skip("needs gcc")
+    src = out.with_suffix(".c")
+    src.write_text(source)
+    subprocess.run([gcc, "-O1", "-o", str(out), str(src)], check=True, capture_output=True)
+    return out
+
+
+async def test_read_agent_bash_cannot_reach_a_project_socket_through_io_uring(
+    sandbox: ReadOnlySandbox, home_project: Path
+) -> None:
+    # The reported escape: io_uring makes the AF_UNIX socket (IORING_OP_SOCKET), so the
+    # socket() rule never sees it, and a plain connect() reaches a tmux server in the project.
+    attack = _compile(IO_URING_CONNECT_C, home_project / "io-uring-connect")
+    server = _UnixServer(home_project / "u.sock")
+    try:
+        outside_ok, outside = await _run(BashTool(home_project), f"{attack} {server.path}")
+        assert outside_ok and "connected" in outside, outside  # the channel is real on this kernel
+        assert await _wait_for(lambda: server.accepted == 1)
+        ok, text = await _run(BashTool(home_project, sandbox=sandbox), f"{attack} {server.path}")
+        assert not ok
+        assert "io_uring_setup: Function not implemented" in text, text
+        assert server.accepted == 1
+    finally:
+        server.close()
+
+
+async def test_read_agent_bash_gets_no_io_uring_system_call(sandbox: ReadOnlySandbox, project: Path) -> None:
+    command = f"{PYTHON} -c \"{io_uring_probe()}\""
+    ok, outside = await _run(BashTool(project), command)
+    assert ok and "io_uring_setup ok" in outside and "ENOSYS" not in outside, outside
+    ok, text = await _run(BashTool(project, sandbox=sandbox), command)
+    assert ok, text
+    assert text.splitlines() == [
+        "io_uring_setup ENOSYS",
+        "io_uring_enter ENOSYS",
+        "io_uring_register ENOSYS",
+    ]
+
+
+class _DatagramServer:
+    """A Unix datagram socket; `received()` drains what reached it."""
+
+    def __init__(self, path: Path) -> None:
+        self.path = path
+        self._sock = socket.socket(socket.AF_UNIX, socket.SOCK_DGRAM)
+        self._sock.bind(str(path))
+        self._sock.setblocking(False)
+
+    def received(self) -> list[bytes]:
+        got: list[bytes] = []
+        while True:
+            try:
+                got.append(self._sock.recv(100))
+            except BlockingIOError:
+                return got
+
+    def close(self) -> None:
+        self._sock.close()
+
+
+async def test_read_agent_bash_cannot_reach_a_project_socket_through_a_datagram_socketpair(
+    sandbox: ReadOnlySandbox, home_project: Path
+) -> None:
+    # A datagram socketpair needs no socket() call, yet may sendto (or connect to) any socket path.
+    server = _DatagramServer(home_project / "d.sock")
+    command = f"{PYTHON} -c \"{socketpair_datagram(str(server.path))}\""
+    try:
+        outside_ok, outside = await _run(BashTool(home_project), command)
+        assert outside_ok and outside == "sent\nsent\n", outside
+        assert server.received() == [b"sendto", b"connect"]
+        ok, text = await _run(BashTool(home_project, sandbox=sandbox), command)
+        assert not ok
+        assert "socketpair refused: [Errno 13] Permission denied" in text, text
+        assert server.received() == []
+    finally:
+        server.close()
+
+
+async def test_read_agent_bash_keeps_stream_socketpairs_for_asyncio(
+    sandbox: ReadOnlySandbox, project: Path
+) -> None:
+    # A stream socketpair is connected for life (connect and sendto fail with EISCONN), so it
+    # reaches nothing outside; asyncio's event loop needs one, and read agents run test suites.
+    code = (
+        "import asyncio, socket; asyncio.run(asyncio.sleep(0)); a, b = socket.socketpair(); "
+        "a.send(b'x'); print(b.recv(1)); "
+        "s = socket.socketpair(socket.AF_UNIX, socket.SOCK_SEQPACKET); print('seqpacket')"
+    )
+    ok, text = await _run(BashTool(project, sandbox=sandbox), f'{PYTHON} -c "{code}"')
+    assert ok and text == "b'x'\nseqpacket\n", text
+
+
+async def test_read_agent_bash_inherits_no_socket_of_the_host(
+    sandbox: ReadOnlySandbox, home_project: Path
+) -> None:
+    # A socket corral holds (connected to a server in the project), even one marked inheritable,
+    # never reaches the command: it could write to the server through it without any socket call.
+    server = _UnixServer(home_project / "i.sock")
+    held = socket.socket(socket.AF_UNIX)
+    held.connect(str(server.path))
+    held.set_inheritable(True)
+    fd = held.fileno()
+    command = f"ls -l /proc/self/fd/; echo pwned >&{fd} && echo wrote"
+    try:
+        assert await _wait_for(lambda: server.accepted == 1)
+        ok, text = await _run(BashTool(home_project, sandbox=sandbox), command)
+        assert not ok, text
+        assert "socket:" not in text and "wrote" not in text, text
+        assert "Bad file descriptor" in text, text
+    finally:
+        held.close()
+        server.close()
 
 
 async def test_read_agent_bash_cannot_reach_the_network(
