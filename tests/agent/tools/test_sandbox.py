@@ -581,6 +581,57 @@ async def test_read_agent_bash_cannot_read_credentials_or_corral_data(
         assert secret not in text, text
 
 
+_AGENT_AND_SHELL_SECRETS = {
+    ".claude/.credentials.json": "claude-oauth",
+    ".claude.json": "claude-config",
+    ".codex/auth.json": "codex-auth",
+    ".gemini/oauth_creds.json": "gemini-oauth",
+    ".local/share/opencode/auth.json": "opencode-auth",
+    ".config/goose/secrets.yaml": "goose-secrets",
+    ".pi/agent/auth.json": "pi-auth",
+    ".config/github-copilot/apps.json": "copilot-token",
+    ".bash_history": "bash-history",
+    ".zsh_history": "zsh-history",
+    ".python_history": "python-history",
+    ".psql_history": "psql-history",
+    ".mysql_history": "mysql-history",
+    ".sqlite_history": "sqlite-history",
+    ".node_repl_history": "node-history",
+    ".local/share/fish/fish_history": "fish-history",
+    ".netrc": "netrc",
+    ".git-credentials": "git-credentials",
+    ".docker/config.json": "docker-auth",
+    ".kube/config": "kube-config",
+    ".config/gh/hosts.yml": "gh-hosts",
+}
+
+
+async def test_agent_credentials_and_shell_history_are_hidden_when_the_project_is_home(
+    sandbox: ReadOnlySandbox, user_home: Path
+) -> None:
+    # The lead started in $HOME: the whole home directory is the project, so each of these files
+    # sits inside a bound directory, and only its mask keeps it out of a read agent's reach.
+    for relative, marker in _AGENT_AND_SHELL_SECRETS.items():
+        path = user_home / relative
+        path.parent.mkdir(parents=True, exist_ok=True)
+        path.write_text(f"SECRET-{marker}\n")
+    (user_home / "notes.txt").write_text("VISIBLE-notes\n")
+    paths = " ".join(["notes.txt", *_AGENT_AND_SHELL_SECRETS])
+    command = f"cat {paths} 2>/dev/null; grep -rh SECRET- . 2>/dev/null; true"
+    _, outside = await _run(BashTool(user_home), command)
+    assert all(f"SECRET-{m}" in outside for m in _AGENT_AND_SHELL_SECRETS.values())  # the files are real
+    ok, text = await _run(BashTool(user_home, sandbox=sandbox), command)
+    assert ok and "VISIBLE-notes" in text, text
+    leaked = [m for m in _AGENT_AND_SHELL_SECRETS.values() if f"SECRET-{m}" in text]
+    assert leaked == []
+    tools = {tool.name: tool for tool in create_builtin_tools(user_home, sandbox=sandbox)}
+    for relative in _AGENT_AND_SHELL_SECRETS:
+        with pytest.raises(ToolError, match="not available to read agents"):
+            await tools["read"].execute("c", {"path": relative})
+    found = text_of(await tools["grep"].execute("c", {"pattern": "SECRET-|VISIBLE-"}))
+    assert "VISIBLE-notes" in found and "SECRET-" not in found
+
+
 async def test_read_agent_bash_does_not_get_secret_variables(
     sandbox_status: SandboxStatus, project: Path, monkeypatch: pytest.MonkeyPatch
 ) -> None:
