@@ -230,31 +230,57 @@ def test_wrap_refuses_a_working_directory_that_would_show_every_socket(tmp_path:
         ReadOnlySandbox("/usr/bin/bwrap").wrap(["ls"], Path("/"))
 
 
-def test_environment_drops_secrets_and_keeps_what_the_user_passes_through() -> None:
+_UNLISTED_SECRETS = {
+    "API_KEY": "k1",
+    "TOKEN": "k2",
+    "SECRET_KEY": "k3",
+    "PGPASSWORD": "k4",
+    "MYSQL_PWD": "k5",
+    "DATABASE_URL": "postgres://u:k6@db/x",
+    "GITHUB_PAT": "k7",
+    "ANTHROPIC_API_KEY": "k8",
+    "MY_SERVICE_API_KEY": "k9",
+    "AWS_SECRET_ACCESS_KEY": "k10",
+    "SSH_AUTH_SOCK": "/tmp/ssh-x/agent",
+    "CORRAL_HOME": "/home/u/.local/share/corral",
+    "SENTRY_DSN": "https://k11@sentry.example/1",
+}
+"""Names a denylist misses or catches alike: none is on the allowlist, so none reaches a command."""
+
+
+def test_environment_keeps_only_the_allowlist_and_what_the_user_passes_through() -> None:
     environ = {
+        **_UNLISTED_SECRETS,
         "PATH": "/usr/bin",
         "HOME": "/home/u",
-        "ANTHROPIC_API_KEY": "a",
-        "MY_SERVICE_API_KEY": "b",
-        "GITHUB_TOKEN": "c",
-        "DB_PASSWORD": "d",
-        "AWS_SECRET_ACCESS_KEY": "e",
-        "AWS_PROFILE": "f",
-        "SSH_AUTH_SOCK": "/tmp/ssh-x/agent",
-        "CUSTOM_PROVIDER_KEY": "g",
-        "NPM_TOKEN": "h",
-        "CLIENT_SECRET_VALUE": "i",
         "LANG": "C.UTF-8",
+        "LC_ALL": "C.UTF-8",
+        "TERM": "xterm",
+        "TZ": "UTC",
+        "VIRTUAL_ENV": "/p/.venv",
+        "NPM_TOKEN": "kept",
+        "CUSTOM_PROVIDER_KEY": "g",
+        "lang": "lower-case names are other names",
     }
-    policy = SandboxPolicy(secret_env=("CUSTOM_PROVIDER_KEY",), env_passthrough=("NPM_TOKEN",))
+    policy = SandboxPolicy(secret_env=("CUSTOM_PROVIDER_KEY",), env_passthrough=("NPM_TOKEN", "GITHUB_PAT"))
     env = sandbox_environment(policy, environ)
     assert env == {
         "PATH": "/usr/bin",
         "HOME": "/home/u",
         "LANG": "C.UTF-8",
-        "NPM_TOKEN": "h",
+        "LC_ALL": "C.UTF-8",
+        "TERM": "xterm",
+        "TZ": "UTC",
+        "VIRTUAL_ENV": "/p/.venv",
+        "NPM_TOKEN": "kept",
+        "GITHUB_PAT": "k7",
         "TMPDIR": "/tmp",
     }
+
+
+def test_a_passed_through_provider_key_is_kept_because_the_user_named_it() -> None:
+    policy = SandboxPolicy(secret_env=("OPENAI_API_KEY",), env_passthrough=("OPENAI_API_KEY",))
+    assert sandbox_environment(policy, {"OPENAI_API_KEY": "k"})["OPENAI_API_KEY"] == "k"
 
 
 # --- writes -------------------------------------------------------------------------------------
@@ -452,7 +478,7 @@ async def test_read_agent_bash_cannot_reach_a_project_socket_through_io_uring(
 
 
 async def test_read_agent_bash_gets_no_io_uring_system_call(sandbox: ReadOnlySandbox, project: Path) -> None:
-    command = f"{PYTHON} -c \"{io_uring_probe()}\""
+    command = f'{PYTHON} -c "{io_uring_probe()}"'
     ok, outside = await _run(BashTool(project), command)
     assert ok and "io_uring_setup ok" in outside and "ENOSYS" not in outside, outside
     ok, text = await _run(BashTool(project, sandbox=sandbox), command)
@@ -490,7 +516,7 @@ async def test_read_agent_bash_cannot_reach_a_project_socket_through_a_datagram_
 ) -> None:
     # A datagram socketpair needs no socket() call, yet may sendto (or connect to) any socket path.
     server = _DatagramServer(home_project / "d.sock")
-    command = f"{PYTHON} -c \"{socketpair_datagram(str(server.path))}\""
+    command = f'{PYTHON} -c "{socketpair_datagram(str(server.path))}"'
     try:
         outside_ok, outside = await _run(BashTool(home_project), command)
         assert outside_ok and outside == "sent\nsent\n", outside
@@ -636,16 +662,19 @@ async def test_read_agent_bash_does_not_get_secret_variables(
     sandbox_status: SandboxStatus, project: Path, monkeypatch: pytest.MonkeyPatch
 ) -> None:
     _require_sandbox(sandbox_status)
-    monkeypatch.setenv("MY_SERVICE_API_KEY", "sk-fake-service-key")
-    monkeypatch.setenv("LOCAL_LLM_KEY", "fake-provider-key")
+    for name, value in _UNLISTED_SECRETS.items():
+        monkeypatch.setenv(name, f"{value}-real")
     monkeypatch.setenv("KEPT_TOKEN", "fake-kept-token")
-    policy = SandboxPolicy(secret_env=("LOCAL_LLM_KEY",), env_passthrough=("KEPT_TOKEN",))
+    monkeypatch.setenv("LC_TIME", "C")
+    policy = SandboxPolicy(secret_env=("API_KEY",), env_passthrough=("KEPT_TOKEN",))
     ok, text = await _run(BashTool(project, sandbox=ReadOnlySandbox(policy=policy)), "env")
     assert ok, text
-    assert "sk-fake-service-key" not in text and "fake-provider-key" not in text
-    assert "KEPT_TOKEN=fake-kept-token" in text
+    names = {line.split("=", 1)[0] for line in text.splitlines()}
+    assert names.isdisjoint(_UNLISTED_SECRETS), names & set(_UNLISTED_SECRETS)
+    assert all(f"{value}-real" not in text for value in _UNLISTED_SECRETS.values())
+    assert "KEPT_TOKEN=fake-kept-token" in text and "LC_TIME=C" in text and "TMPDIR=/tmp" in text
     _, outside = await _run(BashTool(project), "env")
-    assert "sk-fake-service-key" in outside  # the unconfined bash (write agents, the lead) keeps them
+    assert "GITHUB_PAT=k7-real" in outside  # the unconfined bash (write agents, the lead) keeps them
 
 
 # --- limits -------------------------------------------------------------------------------------

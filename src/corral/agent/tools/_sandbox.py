@@ -39,9 +39,10 @@ the command can see and do is decided by a [`SandboxPolicy`][corral.agent.tools.
   root, so when corral runs as root each command also gets its own `pids` cgroup
   (v1 or v2) with `pids.max`; a leftover cgroup of a killed host is removed the
   next time one is made.
-* **A scrubbed environment.** Provider key variables and every name matching
-  `DENIED_ENV_PATTERNS` (`*_API_KEY`, `*_TOKEN`, `*_SECRET*`, `AWS_*`,
-  `SSH_AUTH_SOCK`, …) are removed, except names the policy passes through.
+* **An allowlisted environment.** Only the names on `SANDBOX_ENV_ALLOWLIST` (`PATH`,
+  `HOME`, `LANG`, `LC_*`, `TERM`, … and toolchain locations) reach the command, with
+  `TMPDIR=/tmp`, plus the names the policy passes through; every other variable,
+  whatever its name (`API_KEY`, `PGPASSWORD`, `DATABASE_URL`, …), is left out.
 
 `ReadOnlySandbox.probe()` runs a tiny command through exactly this and checks that
 it worked: the command ran, `$TMPDIR` was writable, and the working directory was
@@ -80,8 +81,8 @@ if TYPE_CHECKING:
 
 __all__ = [
     "CREDENTIAL_PATHS",
-    "DENIED_ENV_PATTERNS",
     "PROBE_TIMEOUT_SECONDS",
+    "SANDBOX_ENV_ALLOWLIST",
     "CommandSandbox",
     "ReadGuard",
     "ReadOnlySandbox",
@@ -96,41 +97,41 @@ __all__ = [
 PROBE_TIMEOUT_SECONDS = 10.0
 """How long the probe command may take before the sandbox counts as not working."""
 
-DENIED_ENV_PATTERNS: tuple[str, ...] = (
-    "*_API_KEY",
-    "*_APIKEY",
-    "*_API_TOKEN",
-    "*_TOKEN",
-    "*_TOKEN_*",
-    "*_SECRET*",
-    "*_PASSWORD*",
-    "*_PASSWD*",
-    "*_CREDENTIAL*",
-    "*_PRIVATE_KEY*",
-    "*_ACCESS_KEY*",
-    "*_AUTH",
-    "ANTHROPIC_*",
-    "OPENAI_*",
-    "AWS_*",
-    "AZURE_*",
-    "GOOGLE_APPLICATION_CREDENTIALS",
-    "CORRAL_*",
-    "SSH_AUTH_SOCK",
-    "SSH_AGENT_PID",
-    "GPG_AGENT_INFO",
-    "DBUS_SESSION_BUS_ADDRESS",
-    "XDG_RUNTIME_DIR",
-    "DISPLAY",
-    "WAYLAND_DISPLAY",
-    "XAUTHORITY",
-    "TMUX",
-    "TMUX_PANE",
-    "DOCKER_HOST",
-    "DOCKER_CONFIG",
-    "KUBECONFIG",
-    "NETRC",
+SANDBOX_ENV_ALLOWLIST: tuple[str, ...] = (
+    # the shell and the terminal
+    "PATH",
+    "HOME",
+    "USER",
+    "LOGNAME",
+    "SHELL",
+    "PWD",
+    "TERM",
+    "COLORTERM",
+    "NO_COLOR",
+    "COLUMNS",
+    "LINES",
+    # locale and time
+    "LANG",
+    "LANGUAGE",
+    "LC_*",
+    "TZ",
+    # toolchains: where they are, never how to log in anywhere
+    "VIRTUAL_ENV",
+    "CONDA_PREFIX",
+    "PYTHONPATH",
+    "PYTHONDONTWRITEBYTECODE",
+    "PYTHONIOENCODING",
+    "PYTHONUNBUFFERED",
+    "JAVA_HOME",
+    "GOROOT",
+    "GOPATH",
+    "CARGO_HOME",
+    "RUSTUP_HOME",
+    "NODE_PATH",
 )
-"""Environment variables a read agent's command never gets (matched case-insensitively, shell-style)."""
+"""The environment variables a read agent's command gets (names, case-sensitive; `LC_*` is a pattern);
+`$TMPDIR` is set to `/tmp` and `SandboxPolicy.env_passthrough` adds names. Everything else — any API
+key, token, password, database URL, agent socket — is left out, whatever its name."""
 
 CREDENTIAL_PATHS: tuple[str, ...] = (
     ".ssh",
@@ -241,9 +242,10 @@ class SandboxPolicy:
     hidden_paths: tuple[Path, ...] = ()
     """Extra paths never visible, besides `CREDENTIAL_PATHS`, `$CORRAL_HOME` and corral's config."""
     secret_env: tuple[str, ...] = ()
-    """Extra variable names always removed (the providers' key variables)."""
+    """Variable names removed even when the allowlist holds them (the providers' key variables)."""
     env_passthrough: tuple[str, ...] = ()
-    """Variable names kept even though they match `DENIED_ENV_PATTERNS` or `secret_env`."""
+    """Variable names kept besides `SANDBOX_ENV_ALLOWLIST`, also when `secret_env` names them (exact,
+    case-sensitive names: the user listed them on purpose)."""
     read_files: tuple[Path, ...] = ()
     """Single files shown read-only even inside a hidden directory (a read agent's session-context
     snapshot under `$CORRAL_HOME`)."""
@@ -269,16 +271,21 @@ def read_sandbox_policy(settings: Settings) -> SandboxPolicy:
 
 
 def sandbox_environment(policy: SandboxPolicy, environ: Mapping[str, str] | None = None) -> dict[str, str]:
-    """`environ` (default `os.environ`) without the secrets the policy keeps out, with `TMPDIR=/tmp`."""
+    """The part of `environ` (default `os.environ`) a sandboxed command gets, with `TMPDIR=/tmp`.
+
+    That is the names on `SANDBOX_ENV_ALLOWLIST` minus the policy's `secret_env`, plus the names
+    in its `env_passthrough`.
+    """
     source = os.environ if environ is None else environ
     keep = set(policy.env_passthrough)
-    secret = {name.upper() for name in policy.secret_env}
+    secret = set(policy.secret_env)
 
-    def denied(name: str) -> bool:
-        upper = name.upper()
-        return upper in secret or any(fnmatch.fnmatchcase(upper, p) for p in DENIED_ENV_PATTERNS)
+    def allowed(name: str) -> bool:
+        if name in keep:
+            return True
+        return name not in secret and any(fnmatch.fnmatchcase(name, p) for p in SANDBOX_ENV_ALLOWLIST)
 
-    env = {k: v for k, v in source.items() if k in keep or not denied(k)}
+    env = {k: v for k, v in source.items() if allowed(k)}
     env["TMPDIR"] = _SANDBOX_TMP
     return env
 
