@@ -393,3 +393,14 @@ def test_an_untrusted_project_cannot_weaken_the_read_sandbox(user_dir: Path, pro
     trust_project(project)
     trusted = load_settings(project).teams
     assert trusted.sandbox_env_passthrough == ["OPENAI_API_KEY"] and trusted.sandbox_tmp_mib == 100000
+
+
+@pytest.mark.parametrize("name", ["NPM_*", "", "1TOKEN", "MY-TOKEN", "TOKÉN"])
+def test_sandbox_env_passthrough_takes_exact_variable_names(
+    user_dir: Path, tmp_path: Path, name: str
+) -> None:
+    write(user_dir / "settings.toml", f'[teams]\nsandbox_env_passthrough = ["NPM_TOKEN", "{name}"]\n')
+    with pytest.raises(SettingsError, match=r"is not an environment variable name .*exact names"):
+        load_settings(tmp_path)
+    write(user_dir / "settings.toml", '[teams]\nsandbox_env_passthrough = ["NPM_TOKEN", "_x1"]\n')
+    assert load_settings(tmp_path).teams.sandbox_env_passthrough == ["NPM_TOKEN", "_x1"]

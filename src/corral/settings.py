@@ -246,6 +246,9 @@ class CapacitySettings(_Section):
     """Queue spawns beyond `max_concurrent` (default) instead of failing them."""
 
 
+_ENV_NAME = re.compile(r"[A-Za-z_][A-Za-z0-9_]*")
+
+
 class TeamsSettings(_Section):
     """`[teams]` table: the teams surface."""
 
@@ -261,7 +264,8 @@ class TeamsSettings(_Section):
     with a warning; `required`: a read spawn fails when the sandbox does not work; `off`: read-only is
     an instruction only."""
     sandbox_env_passthrough: list[str] = Field(default_factory=list)
-    """Environment variable names a read agent's bash keeps although the secret denylist would drop them."""
+    """Environment variable names a read agent's bash gets besides the sandbox's allowlist (`PATH`, `HOME`,
+    `LANG`, `LC_*`, `TERM`, …); exact, case-sensitive names."""
     sandbox_read_paths: list[str] = Field(default_factory=list)
     """Extra directories (toolchains, e.g. `~/.rustup`) a read agent's bash sees read-only."""
     sandbox_tmp_mib: int = Field(default=512, ge=1)
@@ -288,6 +292,17 @@ class TeamsSettings(_Section):
     ] = Field(default_factory=dict)
     """`[teams.tier_budget.<tier>]`: `agent_*` limits for the agents of one tier (they replace the
     `[budget]` keys they set; docs/fleet.md)."""
+
+    @field_validator("sandbox_env_passthrough")
+    @classmethod
+    def _check_env_names(cls, value: list[str]) -> list[str]:
+        for name in value:
+            if _ENV_NAME.fullmatch(name) is None:
+                raise ValueError(
+                    f"{name!r} is not an environment variable name (list exact names such as "
+                    '"NPM_TOKEN"; patterns are not supported)'
+                )
+        return value
 
     @field_validator("tier_isolation")
     @classmethod

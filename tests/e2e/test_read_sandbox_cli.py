@@ -26,13 +26,17 @@ from pathlib import Path
 import pytest
 
 from corral.agent.tools import ReadOnlySandbox
-from tests.sandbox_attacks import fork_flood
+from tests.sandbox_attacks import IO_URING_CONNECT_C, fork_flood, socketpair_datagram
 
 from .conftest import Env, RunCorral
 
 PYTHON = os.path.realpath(sys.executable)
 SECRET_KEY = "sk-e2e-fake-service-key"
 SSH_KEY = "-----BEGIN E2E FAKE KEY-----"
+BARE_SECRETS = {
+    name: f"e2e-bare-{name.lower()}"
+    for name in ("API_KEY", "TOKEN", "SECRET_KEY", "PGPASSWORD", "MYSQL_PWD", "DATABASE_URL", "GITHUB_PAT")
+}
 
 
 def _require_tools() -> None:
@@ -46,6 +50,18 @@ def _require_tools() -> None:
         pytest.skip(f"needs {', '.join(missing)}")
 
 
+def _compile(source: str, out: Path) -> Path:
+    """`source` (C) built with gcc into `out` (in the project: the agent runs it from there)."""
+    gcc = shutil.which("gcc")
+    if gcc is None:
+        if os.environ.get("CI") == "true":
+            pytest.fail("CI=true but gcc is not installed")
+        pytest.skip("needs gcc")
+    out.with_suffix(".c").write_text(source)
+    subprocess.run([gcc, "-O1", "-o", str(out), str(out.with_suffix(".c"))], check=True, capture_output=True)
+    return out
+
+
 @pytest.fixture
 def short_tmp() -> Iterator[Path]:
     path = Path(tempfile.mkdtemp(prefix="cs-"))  # Unix socket paths must stay short
@@ -56,9 +72,10 @@ def short_tmp() -> Iterator[Path]:
 
 
 class _Servers:
-    """The channels the agent tries: two tmux servers, a Unix socket server, a TCP server."""
+    """The channels the agent tries: two tmux servers, a Unix socket server outside the project and one
+    inside it, a datagram socket inside it, a TCP server."""
 
-    def __init__(self, root: Path, corral_home: Path) -> None:
+    def __init__(self, root: Path, corral_home: Path, project: Path) -> None:
         self.user_tmux = ["tmux", "-L", f"corral-e2e-{os.getpid()}"]
         corral_socket = corral_home / "tmux" / "default"
         corral_socket.parent.mkdir(parents=True, mode=0o700)
@@ -71,11 +88,18 @@ class _Servers:
         self._unix.bind(str(self.unix_path))
         self._tcp = socket.create_server(("127.0.0.1", 0))
         self.tcp_port = self._tcp.getsockname()[1]
+        # Inside the project (named relative to it: the commands run there): the view shows them.
+        self._in_project = socket.socket(socket.AF_UNIX)
+        self._in_project.bind(str(project / "in.sock"))
+        self.datagram = socket.socket(socket.AF_UNIX, socket.SOCK_DGRAM)
+        self.datagram.bind(str(project / "dgram.sock"))
+        self.datagram.setblocking(False)
         self._threads = [
             threading.Thread(target=self._serve, args=(sock, name), daemon=True)
-            for sock, name in ((self._unix, "unix"), (self._tcp, "tcp"))
+            for sock, name in ((self._unix, "unix"), (self._tcp, "tcp"), (self._in_project, "in-project"))
         ]
         self._unix.listen()
+        self._in_project.listen()
         for thread in self._threads:
             thread.start()
 
@@ -91,13 +115,22 @@ class _Servers:
     def close(self) -> None:
         for server in (self.user_tmux, self.corral_tmux):
             subprocess.run([*server, "kill-server"], check=False, capture_output=True)
-        for sock in (self._unix, self._tcp):
+        for sock in (self._unix, self._tcp, self._in_project):
             with contextlib.suppress(OSError):
                 sock.shutdown(socket.SHUT_RDWR)  # wakes the accepting thread
             sock.close()
+        self.datagram.close()
+
+    def datagrams(self) -> list[bytes]:
+        got: list[bytes] = []
+        while True:
+            try:
+                got.append(self.datagram.recv(100))
+            except (BlockingIOError, OSError):
+                return got
 
 
-def _attacks(servers: _Servers, markers: Path, home: Path) -> list[tuple[str, bool]]:
+def _attacks(servers: _Servers, markers: Path, home: Path, io_uring: Path) -> list[tuple[str, bool]]:
     """(command, fails) for each attack, in the order the agent runs them."""
     unix = f"import socket; s = socket.socket(socket.AF_UNIX); s.connect('{servers.unix_path}')"
     tcp = f"import socket; socket.create_connection(('127.0.0.1', {servers.tcp_port}), timeout=5)"
@@ -106,6 +139,8 @@ def _attacks(servers: _Servers, markers: Path, home: Path) -> list[tuple[str, bo
         (" ".join([*servers.user_tmux, "new-window", f"'touch {markers}/user-tmux'"]), True),
         (" ".join([*servers.corral_tmux, "new-window", f"'touch {markers}/corral-tmux'"]), True),
         (f'{PYTHON} -c "{unix}"', True),
+        (f"{io_uring} in.sock", True),
+        (f'{PYTHON} -c "{socketpair_datagram("dgram.sock")}"', True),
         (f'{PYTHON} -c "{tcp}"', True),
         ("echo pwned > pwned-project.txt", True),
         (f"echo pwned > {home}/pwned-home.txt", True),
@@ -181,8 +216,9 @@ def test_a_read_agents_attacks_through_every_channel_fail_and_the_host_survives(
     subprocess.run([*git, "commit", "-q", "-m", "first"], check=True)
     head = subprocess.run([*git[:3], "rev-parse", "HEAD"], capture_output=True, text=True).stdout
     cli_env.settings("[teams]\nsandbox_tmp_mib = 8\nsandbox_max_processes = 32\n")
-    servers = _Servers(short_tmp, corral_home)
-    attacks = _attacks(servers, markers, home)
+    io_uring = _compile(IO_URING_CONNECT_C, project / "io-uring-connect")
+    servers = _Servers(short_tmp, corral_home, project)
+    attacks = _attacks(servers, markers, home, io_uring)
     try:
         reads = _reads(home, corral_home)
         cli_env.script("lead", _attack_script(attacks, reads))
@@ -194,7 +230,7 @@ def test_a_read_agents_attacks_through_every_channel_fail_and_the_host_survives(
             "scripted/lead",
             "-p",
             "probe",
-            env={"CORRAL_HOME": str(corral_home), "MY_SERVICE_API_KEY": SECRET_KEY},
+            env={"CORRAL_HOME": str(corral_home), "MY_SERVICE_API_KEY": SECRET_KEY, **BARE_SECRETS},
             timeout=240,
         )
         # The channels are real: the same tmux command from outside does run.
@@ -207,6 +243,7 @@ def test_a_read_agents_attacks_through_every_channel_fail_and_the_host_survives(
     assert done.stdout == "Got the report.\n"
     assert sorted(p.name for p in markers.iterdir()) == ["control"]  # neither tmux server obeyed
     assert servers.accepted == []
+    assert servers.datagrams() == []
     assert not list(project.glob("pwned*")) and not (home / "pwned-home.txt").exists()
     assert not Path(tempfile.gettempdir(), f"corral-e2e-pwned-{os.getpid()}").exists()
     assert subprocess.run([*git[:3], "rev-parse", "HEAD"], capture_output=True, text=True).stdout == head
@@ -220,6 +257,8 @@ def test_a_read_agents_attacks_through_every_channel_fail_and_the_host_survives(
     by_command = dict(zip((command for command, _ in attacks), (text for text, _ in results), strict=False))
     env_dump = by_command["env"]
     assert "PATH=" in env_dump and "MY_SERVICE_API_KEY" not in env_dump
+    assert all(f"{name}=" not in env_dump for name in BARE_SECRETS), env_dump
+    assert "io_uring_setup: Function not implemented" in by_command[f"{io_uring} in.sock"]
     assert (
         "the private temp dir is full (8 MiB" in by_command["dd if=/dev/zero of=$TMPDIR/fill bs=1M count=64"]
     )
@@ -227,6 +266,7 @@ def test_a_read_agents_attacks_through_every_channel_fail_and_the_host_survives(
     assert "flood stopped after" in flood and "at most 32 processes" in flood
     everything = json.dumps(results)
     assert SSH_KEY not in everything and SECRET_KEY not in everything
+    assert all(value not in everything for value in BARE_SECRETS.values())
     assert "UNCONFINED" not in done.stderr  # the sandbox worked: no warning
 
 

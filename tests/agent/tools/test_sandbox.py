@@ -31,7 +31,7 @@ from corral.agent.tools import (
     create_builtin_tools,
     sandbox_environment,
 )
-from tests.sandbox_attacks import fork_flood
+from tests.sandbox_attacks import IO_URING_CONNECT_C, fork_flood, io_uring_probe, socketpair_datagram
 
 from .conftest import details_of, text_of
 
@@ -230,31 +230,57 @@ def test_wrap_refuses_a_working_directory_that_would_show_every_socket(tmp_path:
         ReadOnlySandbox("/usr/bin/bwrap").wrap(["ls"], Path("/"))
 
 
-def test_environment_drops_secrets_and_keeps_what_the_user_passes_through() -> None:
+_UNLISTED_SECRETS = {
+    "API_KEY": "k1",
+    "TOKEN": "k2",
+    "SECRET_KEY": "k3",
+    "PGPASSWORD": "k4",
+    "MYSQL_PWD": "k5",
+    "DATABASE_URL": "postgres://u:k6@db/x",
+    "GITHUB_PAT": "k7",
+    "ANTHROPIC_API_KEY": "k8",
+    "MY_SERVICE_API_KEY": "k9",
+    "AWS_SECRET_ACCESS_KEY": "k10",
+    "SSH_AUTH_SOCK": "/tmp/ssh-x/agent",
+    "CORRAL_HOME": "/home/u/.local/share/corral",
+    "SENTRY_DSN": "https://k11@sentry.example/1",
+}
+"""Names a denylist misses or catches alike: none is on the allowlist, so none reaches a command."""
+
+
+def test_environment_keeps_only_the_allowlist_and_what_the_user_passes_through() -> None:
     environ = {
+        **_UNLISTED_SECRETS,
         "PATH": "/usr/bin",
         "HOME": "/home/u",
-        "ANTHROPIC_API_KEY": "a",
-        "MY_SERVICE_API_KEY": "b",
-        "GITHUB_TOKEN": "c",
-        "DB_PASSWORD": "d",
-        "AWS_SECRET_ACCESS_KEY": "e",
-        "AWS_PROFILE": "f",
-        "SSH_AUTH_SOCK": "/tmp/ssh-x/agent",
-        "CUSTOM_PROVIDER_KEY": "g",
-        "NPM_TOKEN": "h",
-        "CLIENT_SECRET_VALUE": "i",
         "LANG": "C.UTF-8",
+        "LC_ALL": "C.UTF-8",
+        "TERM": "xterm",
+        "TZ": "UTC",
+        "VIRTUAL_ENV": "/p/.venv",
+        "NPM_TOKEN": "kept",
+        "CUSTOM_PROVIDER_KEY": "g",
+        "lang": "lower-case names are other names",
     }
-    policy = SandboxPolicy(secret_env=("CUSTOM_PROVIDER_KEY",), env_passthrough=("NPM_TOKEN",))
+    policy = SandboxPolicy(secret_env=("CUSTOM_PROVIDER_KEY",), env_passthrough=("NPM_TOKEN", "GITHUB_PAT"))
     env = sandbox_environment(policy, environ)
     assert env == {
         "PATH": "/usr/bin",
         "HOME": "/home/u",
         "LANG": "C.UTF-8",
-        "NPM_TOKEN": "h",
+        "LC_ALL": "C.UTF-8",
+        "TERM": "xterm",
+        "TZ": "UTC",
+        "VIRTUAL_ENV": "/p/.venv",
+        "NPM_TOKEN": "kept",
+        "GITHUB_PAT": "k7",
         "TMPDIR": "/tmp",
     }
+
+
+def test_a_passed_through_provider_key_is_kept_because_the_user_named_it() -> None:
+    policy = SandboxPolicy(secret_env=("OPENAI_API_KEY",), env_passthrough=("OPENAI_API_KEY",))
+    assert sandbox_environment(policy, {"OPENAI_API_KEY": "k"})["OPENAI_API_KEY"] == "k"
 
 
 # --- writes -------------------------------------------------------------------------------------
@@ -419,6 +445,126 @@ async def test_read_agent_bash_cannot_connect_to_unix_sockets(
             server.close()
 
 
+def _compile(source: str, out: Path) -> Path:
+    """`source` (C) built with gcc into `out`; gcc is required under `CI=true`."""
+    gcc = shutil.which("gcc")
+    if gcc is None:
+        if os.environ.get("CI") == "true":
+            pytest.fail("CI=true but gcc is not installed")
+        pytest.skip("needs gcc")
+    src = out.with_suffix(".c")
+    src.write_text(source)
+    subprocess.run([gcc, "-O1", "-o", str(out), str(src)], check=True, capture_output=True)
+    return out
+
+
+async def test_read_agent_bash_cannot_reach_a_project_socket_through_io_uring(
+    sandbox: ReadOnlySandbox, home_project: Path
+) -> None:
+    # The reported escape: io_uring makes the AF_UNIX socket (IORING_OP_SOCKET), so the
+    # socket() rule never sees it, and a plain connect() reaches a tmux server in the project.
+    attack = _compile(IO_URING_CONNECT_C, home_project / "io-uring-connect")
+    server = _UnixServer(home_project / "u.sock")
+    try:
+        outside_ok, outside = await _run(BashTool(home_project), f"{attack} {server.path}")
+        assert outside_ok and "connected" in outside, outside  # the channel is real on this kernel
+        assert await _wait_for(lambda: server.accepted == 1)
+        ok, text = await _run(BashTool(home_project, sandbox=sandbox), f"{attack} {server.path}")
+        assert not ok
+        assert "io_uring_setup: Function not implemented" in text, text
+        assert server.accepted == 1
+    finally:
+        server.close()
+
+
+async def test_read_agent_bash_gets_no_io_uring_system_call(sandbox: ReadOnlySandbox, project: Path) -> None:
+    command = f'{PYTHON} -c "{io_uring_probe()}"'
+    ok, outside = await _run(BashTool(project), command)
+    assert ok and "io_uring_setup ok" in outside and "ENOSYS" not in outside, outside
+    ok, text = await _run(BashTool(project, sandbox=sandbox), command)
+    assert ok, text
+    assert text.splitlines() == [
+        "io_uring_setup ENOSYS",
+        "io_uring_enter ENOSYS",
+        "io_uring_register ENOSYS",
+    ]
+
+
+class _DatagramServer:
+    """A Unix datagram socket; `received()` drains what reached it."""
+
+    def __init__(self, path: Path) -> None:
+        self.path = path
+        self._sock = socket.socket(socket.AF_UNIX, socket.SOCK_DGRAM)
+        self._sock.bind(str(path))
+        self._sock.setblocking(False)
+
+    def received(self) -> list[bytes]:
+        got: list[bytes] = []
+        while True:
+            try:
+                got.append(self._sock.recv(100))
+            except BlockingIOError:
+                return got
+
+    def close(self) -> None:
+        self._sock.close()
+
+
+async def test_read_agent_bash_cannot_reach_a_project_socket_through_a_datagram_socketpair(
+    sandbox: ReadOnlySandbox, home_project: Path
+) -> None:
+    # A datagram socketpair needs no socket() call, yet may sendto (or connect to) any socket path.
+    server = _DatagramServer(home_project / "d.sock")
+    command = f'{PYTHON} -c "{socketpair_datagram(str(server.path))}"'
+    try:
+        outside_ok, outside = await _run(BashTool(home_project), command)
+        assert outside_ok and outside == "sent\nsent\n", outside
+        assert server.received() == [b"sendto", b"connect"]
+        ok, text = await _run(BashTool(home_project, sandbox=sandbox), command)
+        assert not ok
+        assert "socketpair refused: [Errno 13] Permission denied" in text, text
+        assert server.received() == []
+    finally:
+        server.close()
+
+
+async def test_read_agent_bash_keeps_stream_socketpairs_for_asyncio(
+    sandbox: ReadOnlySandbox, project: Path
+) -> None:
+    # A stream socketpair is connected for life (connect and sendto fail with EISCONN), so it
+    # reaches nothing outside; asyncio's event loop needs one, and read agents run test suites.
+    code = (
+        "import asyncio, socket; asyncio.run(asyncio.sleep(0)); a, b = socket.socketpair(); "
+        "a.send(b'x'); print(b.recv(1)); "
+        "s = socket.socketpair(socket.AF_UNIX, socket.SOCK_SEQPACKET); print('seqpacket')"
+    )
+    ok, text = await _run(BashTool(project, sandbox=sandbox), f'{PYTHON} -c "{code}"')
+    assert ok and text == "b'x'\nseqpacket\n", text
+
+
+async def test_read_agent_bash_inherits_no_socket_of_the_host(
+    sandbox: ReadOnlySandbox, home_project: Path
+) -> None:
+    # A socket corral holds (connected to a server in the project), even one marked inheritable,
+    # never reaches the command: it could write to the server through it without any socket call.
+    server = _UnixServer(home_project / "i.sock")
+    held = socket.socket(socket.AF_UNIX)
+    held.connect(str(server.path))
+    held.set_inheritable(True)
+    fd = held.fileno()
+    command = f"ls -l /proc/self/fd/; echo pwned >&{fd} && echo wrote"
+    try:
+        assert await _wait_for(lambda: server.accepted == 1)
+        ok, text = await _run(BashTool(home_project, sandbox=sandbox), command)
+        assert not ok, text
+        assert "socket:" not in text and "wrote" not in text, text
+        assert "Bad file descriptor" in text, text
+    finally:
+        held.close()
+        server.close()
+
+
 async def test_read_agent_bash_cannot_reach_the_network(
     sandbox: ReadOnlySandbox, project: Path, listener: int
 ) -> None:
@@ -461,20 +607,74 @@ async def test_read_agent_bash_cannot_read_credentials_or_corral_data(
         assert secret not in text, text
 
 
+_AGENT_AND_SHELL_SECRETS = {
+    ".claude/.credentials.json": "claude-oauth",
+    ".claude.json": "claude-config",
+    ".codex/auth.json": "codex-auth",
+    ".gemini/oauth_creds.json": "gemini-oauth",
+    ".local/share/opencode/auth.json": "opencode-auth",
+    ".config/goose/secrets.yaml": "goose-secrets",
+    ".pi/agent/auth.json": "pi-auth",
+    ".config/github-copilot/apps.json": "copilot-token",
+    ".bash_history": "bash-history",
+    ".zsh_history": "zsh-history",
+    ".python_history": "python-history",
+    ".psql_history": "psql-history",
+    ".mysql_history": "mysql-history",
+    ".sqlite_history": "sqlite-history",
+    ".node_repl_history": "node-history",
+    ".local/share/fish/fish_history": "fish-history",
+    ".netrc": "netrc",
+    ".git-credentials": "git-credentials",
+    ".docker/config.json": "docker-auth",
+    ".kube/config": "kube-config",
+    ".config/gh/hosts.yml": "gh-hosts",
+}
+
+
+async def test_agent_credentials_and_shell_history_are_hidden_when_the_project_is_home(
+    sandbox: ReadOnlySandbox, user_home: Path
+) -> None:
+    # The lead started in $HOME: the whole home directory is the project, so each of these files
+    # sits inside a bound directory, and only its mask keeps it out of a read agent's reach.
+    for relative, marker in _AGENT_AND_SHELL_SECRETS.items():
+        path = user_home / relative
+        path.parent.mkdir(parents=True, exist_ok=True)
+        path.write_text(f"SECRET-{marker}\n")
+    (user_home / "notes.txt").write_text("VISIBLE-notes\n")
+    paths = " ".join(["notes.txt", *_AGENT_AND_SHELL_SECRETS])
+    command = f"cat {paths} 2>/dev/null; grep -rh SECRET- . 2>/dev/null; true"
+    _, outside = await _run(BashTool(user_home), command)
+    assert all(f"SECRET-{m}" in outside for m in _AGENT_AND_SHELL_SECRETS.values())  # the files are real
+    ok, text = await _run(BashTool(user_home, sandbox=sandbox), command)
+    assert ok and "VISIBLE-notes" in text, text
+    leaked = [m for m in _AGENT_AND_SHELL_SECRETS.values() if f"SECRET-{m}" in text]
+    assert leaked == []
+    tools = {tool.name: tool for tool in create_builtin_tools(user_home, sandbox=sandbox)}
+    for relative in _AGENT_AND_SHELL_SECRETS:
+        with pytest.raises(ToolError, match="not available to read agents"):
+            await tools["read"].execute("c", {"path": relative})
+    found = text_of(await tools["grep"].execute("c", {"pattern": "SECRET-|VISIBLE-"}))
+    assert "VISIBLE-notes" in found and "SECRET-" not in found
+
+
 async def test_read_agent_bash_does_not_get_secret_variables(
     sandbox_status: SandboxStatus, project: Path, monkeypatch: pytest.MonkeyPatch
 ) -> None:
     _require_sandbox(sandbox_status)
-    monkeypatch.setenv("MY_SERVICE_API_KEY", "sk-fake-service-key")
-    monkeypatch.setenv("LOCAL_LLM_KEY", "fake-provider-key")
+    for name, value in _UNLISTED_SECRETS.items():
+        monkeypatch.setenv(name, f"{value}-real")
     monkeypatch.setenv("KEPT_TOKEN", "fake-kept-token")
-    policy = SandboxPolicy(secret_env=("LOCAL_LLM_KEY",), env_passthrough=("KEPT_TOKEN",))
+    monkeypatch.setenv("LC_TIME", "C")
+    policy = SandboxPolicy(secret_env=("API_KEY",), env_passthrough=("KEPT_TOKEN",))
     ok, text = await _run(BashTool(project, sandbox=ReadOnlySandbox(policy=policy)), "env")
     assert ok, text
-    assert "sk-fake-service-key" not in text and "fake-provider-key" not in text
-    assert "KEPT_TOKEN=fake-kept-token" in text
+    names = {line.split("=", 1)[0] for line in text.splitlines()}
+    assert names.isdisjoint(_UNLISTED_SECRETS), names & set(_UNLISTED_SECRETS)
+    assert all(f"{value}-real" not in text for value in _UNLISTED_SECRETS.values())
+    assert "KEPT_TOKEN=fake-kept-token" in text and "LC_TIME=C" in text and "TMPDIR=/tmp" in text
     _, outside = await _run(BashTool(project), "env")
-    assert "sk-fake-service-key" in outside  # the unconfined bash (write agents, the lead) keeps them
+    assert "GITHUB_PAT=k7-real" in outside  # the unconfined bash (write agents, the lead) keeps them
 
 
 # --- limits -------------------------------------------------------------------------------------

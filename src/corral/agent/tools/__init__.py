@@ -25,8 +25,8 @@ from ._read import ReadTool
 from ._registry import ALL_TOOL_NAMES, DEFAULT_TOOL_NAMES, READ_ONLY_TOOL_NAMES, create_builtin_tools
 from ._sandbox import (
     CREDENTIAL_PATHS,
-    DENIED_ENV_PATTERNS,
     PROBE_TIMEOUT_SECONDS,
+    SANDBOX_ENV_ALLOWLIST,
     CommandSandbox,
     ReadGuard,
     ReadOnlySandbox,
@@ -55,10 +55,10 @@ __all__ = [
     "DEFAULT_MAX_BYTES",
     "DEFAULT_MAX_LINES",
     "DEFAULT_TOOL_NAMES",
-    "DENIED_ENV_PATTERNS",
     "GREP_MAX_LINE_LENGTH",
     "PROBE_TIMEOUT_SECONDS",
     "READ_ONLY_TOOL_NAMES",
+    "SANDBOX_ENV_ALLOWLIST",
     "BashTool",
     "CommandSandbox",
     "EditTool",

@@ -16,11 +16,14 @@ the command can see and do is decided by a [`SandboxPolicy`][corral.agent.tools.
   `~/.aws`, … see `CREDENTIAL_PATHS`), corral's data and config directories and
   `/etc`'s secrets are covered by empty read-only mounts wherever a bound
   directory would show them (e.g. a project under `$HOME`).
-* **No Unix sockets at all.** A seccomp filter makes `socket(AF_UNIX, …)` fail
-  with `EACCES`, so a socket file that sits inside a bound directory (a project's
-  `.git/fsmonitor--daemon.ipc`, say) is unreachable too. `socketpair` still
-  works. The filter also refuses system calls of a foreign architecture (32-bit
-  binaries on a 64-bit host) and the x32 ABI, which could otherwise bypass it.
+* **No Unix sockets at all.** A seccomp filter makes `socket(AF_UNIX, …)` and a
+  datagram `socketpair` fail with `EACCES` and io_uring (which makes and connects
+  sockets without those calls) fail with `ENOSYS`, so a socket file that sits
+  inside a bound directory (a project's `.git/fsmonitor--daemon.ipc`, a tmux
+  server's socket, say) is unreachable too. A stream `socketpair` still works: it
+  is connected to itself for life. No socket descriptor is inherited. The filter
+  also refuses system calls of a foreign architecture (32-bit binaries on a
+  64-bit host) and the x32 ABI, which could otherwise bypass it.
 * **A private, size-capped `/tmp`.** A tmpfs of `tmp_mib` MiB, empty for each
   command and gone after it; `$TMPDIR` is `/tmp`. Nothing is created on the host.
   `/dev/shm` is a second such tmpfs; the rest of `/dev` (bwrap's minimal one) and
@@ -36,9 +39,10 @@ the command can see and do is decided by a [`SandboxPolicy`][corral.agent.tools.
   root, so when corral runs as root each command also gets its own `pids` cgroup
   (v1 or v2) with `pids.max`; a leftover cgroup of a killed host is removed the
   next time one is made.
-* **A scrubbed environment.** Provider key variables and every name matching
-  `DENIED_ENV_PATTERNS` (`*_API_KEY`, `*_TOKEN`, `*_SECRET*`, `AWS_*`,
-  `SSH_AUTH_SOCK`, …) are removed, except names the policy passes through.
+* **An allowlisted environment.** Only the names on `SANDBOX_ENV_ALLOWLIST` (`PATH`,
+  `HOME`, `LANG`, `LC_*`, `TERM`, … and toolchain locations) reach the command, with
+  `TMPDIR=/tmp`, plus the names the policy passes through; every other variable,
+  whatever its name (`API_KEY`, `PGPASSWORD`, `DATABASE_URL`, …), is left out.
 
 `ReadOnlySandbox.probe()` runs a tiny command through exactly this and checks that
 it worked: the command ran, `$TMPDIR` was writable, and the working directory was
@@ -77,8 +81,8 @@ if TYPE_CHECKING:
 
 __all__ = [
     "CREDENTIAL_PATHS",
-    "DENIED_ENV_PATTERNS",
     "PROBE_TIMEOUT_SECONDS",
+    "SANDBOX_ENV_ALLOWLIST",
     "CommandSandbox",
     "ReadGuard",
     "ReadOnlySandbox",
@@ -93,41 +97,41 @@ __all__ = [
 PROBE_TIMEOUT_SECONDS = 10.0
 """How long the probe command may take before the sandbox counts as not working."""
 
-DENIED_ENV_PATTERNS: tuple[str, ...] = (
-    "*_API_KEY",
-    "*_APIKEY",
-    "*_API_TOKEN",
-    "*_TOKEN",
-    "*_TOKEN_*",
-    "*_SECRET*",
-    "*_PASSWORD*",
-    "*_PASSWD*",
-    "*_CREDENTIAL*",
-    "*_PRIVATE_KEY*",
-    "*_ACCESS_KEY*",
-    "*_AUTH",
-    "ANTHROPIC_*",
-    "OPENAI_*",
-    "AWS_*",
-    "AZURE_*",
-    "GOOGLE_APPLICATION_CREDENTIALS",
-    "CORRAL_*",
-    "SSH_AUTH_SOCK",
-    "SSH_AGENT_PID",
-    "GPG_AGENT_INFO",
-    "DBUS_SESSION_BUS_ADDRESS",
-    "XDG_RUNTIME_DIR",
-    "DISPLAY",
-    "WAYLAND_DISPLAY",
-    "XAUTHORITY",
-    "TMUX",
-    "TMUX_PANE",
-    "DOCKER_HOST",
-    "DOCKER_CONFIG",
-    "KUBECONFIG",
-    "NETRC",
+SANDBOX_ENV_ALLOWLIST: tuple[str, ...] = (
+    # the shell and the terminal
+    "PATH",
+    "HOME",
+    "USER",
+    "LOGNAME",
+    "SHELL",
+    "PWD",
+    "TERM",
+    "COLORTERM",
+    "NO_COLOR",
+    "COLUMNS",
+    "LINES",
+    # locale and time
+    "LANG",
+    "LANGUAGE",
+    "LC_*",
+    "TZ",
+    # toolchains: where they are, never how to log in anywhere
+    "VIRTUAL_ENV",
+    "CONDA_PREFIX",
+    "PYTHONPATH",
+    "PYTHONDONTWRITEBYTECODE",
+    "PYTHONIOENCODING",
+    "PYTHONUNBUFFERED",
+    "JAVA_HOME",
+    "GOROOT",
+    "GOPATH",
+    "CARGO_HOME",
+    "RUSTUP_HOME",
+    "NODE_PATH",
 )
-"""Environment variables a read agent's command never gets (matched case-insensitively, shell-style)."""
+"""The environment variables a read agent's command gets (names, case-sensitive; `LC_*` is a pattern);
+`$TMPDIR` is set to `/tmp` and `SandboxPolicy.env_passthrough` adds names. Everything else — any API
+key, token, password, database URL, agent socket — is left out, whatever its name."""
 
 CREDENTIAL_PATHS: tuple[str, ...] = (
     ".ssh",
@@ -156,6 +160,35 @@ CREDENTIAL_PATHS: tuple[str, ...] = (
     ".cargo/credentials",
     ".cargo/credentials.toml",
     ".local/share/keyrings",
+    # coding agents' keys, tokens and transcripts
+    ".claude",
+    ".claude.json",
+    ".claude.json.backup",
+    ".codex",
+    ".gemini",
+    ".pi",
+    ".config/opencode",
+    ".local/share/opencode",
+    ".config/goose",
+    ".local/share/goose",
+    ".config/github-copilot",
+    ".aider",
+    # shell and REPL history (commands typed with passwords and tokens in them)
+    ".bash_history",
+    ".zsh_history",
+    ".zhistory",
+    ".histfile",
+    ".sh_history",
+    ".local/share/fish/fish_history",
+    ".python_history",
+    ".psql_history",
+    ".mysql_history",
+    ".sqlite_history",
+    ".node_repl_history",
+    ".irb_history",
+    ".rediscli_history",
+    ".lesshst",
+    ".viminfo",
 )
 """Paths under `$HOME` that are never visible in the sandbox, even when a bound directory holds them."""
 
@@ -209,9 +242,10 @@ class SandboxPolicy:
     hidden_paths: tuple[Path, ...] = ()
     """Extra paths never visible, besides `CREDENTIAL_PATHS`, `$CORRAL_HOME` and corral's config."""
     secret_env: tuple[str, ...] = ()
-    """Extra variable names always removed (the providers' key variables)."""
+    """Variable names removed even when the allowlist holds them (the providers' key variables)."""
     env_passthrough: tuple[str, ...] = ()
-    """Variable names kept even though they match `DENIED_ENV_PATTERNS` or `secret_env`."""
+    """Variable names kept besides `SANDBOX_ENV_ALLOWLIST`, also when `secret_env` names them (exact,
+    case-sensitive names: the user listed them on purpose)."""
     read_files: tuple[Path, ...] = ()
     """Single files shown read-only even inside a hidden directory (a read agent's session-context
     snapshot under `$CORRAL_HOME`)."""
@@ -237,16 +271,21 @@ def read_sandbox_policy(settings: Settings) -> SandboxPolicy:
 
 
 def sandbox_environment(policy: SandboxPolicy, environ: Mapping[str, str] | None = None) -> dict[str, str]:
-    """`environ` (default `os.environ`) without the secrets the policy keeps out, with `TMPDIR=/tmp`."""
+    """The part of `environ` (default `os.environ`) a sandboxed command gets, with `TMPDIR=/tmp`.
+
+    That is the names on `SANDBOX_ENV_ALLOWLIST` minus the policy's `secret_env`, plus the names
+    in its `env_passthrough`.
+    """
     source = os.environ if environ is None else environ
     keep = set(policy.env_passthrough)
-    secret = {name.upper() for name in policy.secret_env}
+    secret = set(policy.secret_env)
 
-    def denied(name: str) -> bool:
-        upper = name.upper()
-        return upper in secret or any(fnmatch.fnmatchcase(upper, p) for p in DENIED_ENV_PATTERNS)
+    def allowed(name: str) -> bool:
+        if name in keep:
+            return True
+        return name not in secret and any(fnmatch.fnmatchcase(name, p) for p in SANDBOX_ENV_ALLOWLIST)
 
-    env = {k: v for k, v in source.items() if k in keep or not denied(k)}
+    env = {k: v for k, v in source.items() if allowed(k)}
     env["TMPDIR"] = _SANDBOX_TMP
     return env
 
@@ -688,33 +727,71 @@ def _hidden_paths(extra: Iterable[Path]) -> list[Path]:
 
 # --- seccomp: no AF_UNIX sockets ----------------------------------------------------------------
 
-_AUDIT_ARCH = {"x86_64": (0xC000003E, 41), "aarch64": (0xC00000B7, 198)}
-"""`platform.machine()` → (AUDIT_ARCH_*, the `socket` system call's number)."""
+_AUDIT_ARCH = {"x86_64": (0xC000003E, 41, 53), "aarch64": (0xC00000B7, 198, 199)}
+"""`platform.machine()` → (AUDIT_ARCH_*, the `socket` and `socketpair` system calls' numbers)."""
+
+_IO_URING = (425, 427)
+"""`io_uring_setup`, `io_uring_enter`, `io_uring_register`: the same numbers on every architecture."""
+
+_AF_UNIX = 1
+_STREAM_TYPES = (1, 5)
+"""`SOCK_STREAM`, `SOCK_SEQPACKET`: socketpair types that stay connected to each other for life."""
 
 
 def _unix_socket_filter() -> bytes | None:
-    """A classic-BPF seccomp program: `socket(AF_UNIX, …)` fails with EACCES; foreign ABIs with ENOSYS."""
+    """A classic-BPF seccomp program that leaves a command no way to a Unix socket it did not make.
+
+    * `socket(AF_UNIX, …)` fails with `EACCES`.
+    * `socketpair` fails with `EACCES` unless its type is `SOCK_STREAM` or `SOCK_SEQPACKET`: such a
+      pair is connected to itself for life (`connect`, and `sendto`/`sendmsg` with an address,
+      fail with `EISCONN`), while a `SOCK_DGRAM` one could send to, or connect to, any socket path.
+      Stream pairs stay because asyncio's event loop and many test suites need them.
+    * `io_uring_setup`, `io_uring_enter` and `io_uring_register` fail with `ENOSYS` (what a kernel
+      without io_uring says, so programs fall back to plain system calls): io_uring makes sockets
+      (`IORING_OP_SOCKET`) and connects them without any system call this filter could check.
+    * System calls of a foreign architecture (32-bit binaries) and the x32 ABI fail with `ENOSYS`.
+
+    With no AF_UNIX socket of its own that reaches anything, a command could only use one it
+    inherits; `BashTool` starts it with stdin from `/dev/null`, its output to a pipe and every
+    other descriptor closed, and bwrap adds only its own non-socket descriptors. `None` on an
+    architecture this does not know.
+    """
     arch = _AUDIT_ARCH.get(platform.machine())
     if arch is None or not sys.platform.startswith("linux"):
         return None
-    audit_arch, socket_nr = arch
-    ld, jeq, jge, ret = 0x20, 0x15, 0x35, 0x06
+    audit_arch, socket_nr, socketpair_nr = arch
+    ld, jeq, jge, jgt, and_k, ret = 0x20, 0x15, 0x35, 0x25, 0x54, 0x06
     allow, deny_socket = 0x7FFF0000, 0x00050000 | errno.EACCES
     deny_abi = 0x00050000 | errno.ENOSYS
-    program = [
-        (ld, 0, 0, 4),  # 0: arch
-        (jeq, 1, 0, audit_arch),  # 1: native → 3
-        (ret, 0, 0, deny_abi),  # 2
-        (ld, 0, 0, 0),  # 3: system call number
-        (jge, 4, 0, 0x40000000),  # 4: x32 ABI → 9
-        (jeq, 0, 2, socket_nr),  # 5: socket → 6, else → 8
-        (ld, 0, 0, 16),  # 6: args[0] (low 32 bits): the domain
-        (jeq, 2, 0, 1),  # 7: AF_UNIX → 10
-        (ret, 0, 0, allow),  # 8
-        (ret, 0, 0, deny_abi),  # 9
-        (ret, 0, 0, deny_socket),  # 10
+    # (label, (code, true target, false target, k)); targets are labels, None = the next instruction.
+    program: list[tuple[str, tuple[int, str | None, str | None, int]]] = [
+        ("", (ld, None, None, 4)),  # arch
+        ("", (jeq, None, "enosys", audit_arch)),
+        ("", (ld, None, None, 0)),  # system call number
+        ("", (jge, "enosys", None, 0x40000000)),  # x32 ABI
+        ("", (jeq, "socket", None, socket_nr)),
+        ("", (jeq, "socketpair", None, socketpair_nr)),
+        ("", (jge, None, "allow", _IO_URING[0])),
+        ("", (jgt, "allow", "enosys", _IO_URING[1])),
+        ("socket", (ld, None, None, 16)),  # args[0] (low 32 bits): the domain
+        ("", (jeq, "eacces", "allow", _AF_UNIX)),
+        ("socketpair", (ld, None, None, 24)),  # args[1] (low 32 bits): the type and its flags
+        ("", (and_k, None, None, 0xF)),  # SOCK_NONBLOCK and SOCK_CLOEXEC off
+        ("", (jeq, "allow", None, _STREAM_TYPES[0])),
+        ("", (jeq, "allow", "eacces", _STREAM_TYPES[1])),
+        ("allow", (ret, None, None, allow)),
+        ("enosys", (ret, None, None, deny_abi)),
+        ("eacces", (ret, None, None, deny_socket)),
     ]
-    return b"".join(struct.pack("=HBBI", *insn) for insn in program)
+    where = {label: i for i, (label, _) in enumerate(program) if label}
+
+    def jump(at: int, target: str | None) -> int:
+        return 0 if target is None else where[target] - at - 1
+
+    code = b""
+    for at, (_, (op, true, false, k)) in enumerate(program):
+        code += struct.pack("=HBBI", op, jump(at, true), jump(at, false), k)
+    return code
 
 
 # --- cgroups: a process limit that also binds root ----------------------------------------------
