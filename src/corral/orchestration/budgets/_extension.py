@@ -8,6 +8,8 @@
   worker gives its agent the guard itself (`attach_worker_guard`), from the same row.
 * `admitting` refuses a new delegation or spawn the tree's remainder cannot cover.
 * `result_note` / `result_details` put `budget_exhausted` in a stopped agent's result or report.
+* `released` / `lost` drop a finished or lost run's reservation (the store ignores one of a run
+  that ended or was marked lost anyway, e.g. after a crash that left it behind).
 * the lead is told once when its tree reaches a limit (in-process at once; a tmux agent's on the
   host's next watcher tick, `polled`).
 """
@@ -280,6 +282,16 @@ class BudgetsExtension(HostExtension):
                 agent = self.ledger.agent(run_id)
                 if agent is not None:
                     self.tell_lead(agent.tree_id)
+
+    def released(self, run_id: str) -> None:
+        """A finished run holds no reservation (one left by a request cut short is dropped)."""
+        with contextlib.suppress(OrchestrationError):
+            self.ledger.release(run_id)
+
+    def lost(self, run_id: str, reason: str) -> None:
+        """A lost run holds no reservation (its process may have died mid-request)."""
+        with contextlib.suppress(OrchestrationError):
+            self.ledger.release(run_id)
 
     def polled(self) -> None:
         """Tell each attached lead once whose tree a tmux agent exhausted."""

@@ -1,0 +1,119 @@
+"""A tree budget is a cap (issue 27, item 5): 25 agents started at once with `tree_tokens = 10000`
+spend at most 1.25× the limit — each request reserves its estimate in the store before it goes out,
+the reservation is settled by the reply's usage, and a stopped agent's final turn is bounded and
+skipped once the tree is spent."""
+
+from __future__ import annotations
+
+import asyncio
+from pathlib import Path
+from typing import Any
+
+from corral.agent import RequestEstimate
+from corral.llm import AssistantMessage, ModelInfo, usage_with_total
+from corral.orchestration import RESULT_TYPE, Repositories
+from corral.orchestration.budgets import BudgetGuard, BudgetLedger, Limits
+from corral.orchestration.surfaces import DelegateParams
+from corral.orchestration.surfaces._budget_notices import BudgetNoticeText
+from corral.settings import BudgetSettings, Settings
+from tests.orchestration._host_helpers import team, write_script
+
+AGENTS = 25
+LIMIT = 10_000
+
+
+def _work(n: int) -> dict[str, Any]:
+    # No `usage`: the scripted model reports the request's and the reply's size (chars / 4), as a
+    # provider would; a short delay keeps every agent's request in flight together.
+    return {
+        "text": f"step {n}: " + "looked at the files and noted what they hold. " * 8,
+        "tool_calls": [{"name": "ls", "args": {"path": "."}}],
+        "delay_ms": 20,
+    }
+
+
+async def test_25_parallel_agents_spend_at_most_a_quarter_over_the_tree_limit(env: Path) -> None:
+    agents = {"*": [*(_work(n) for n in range(6)), {"text": "Final report: what I found."}]}
+    write_script(env, "team", {"steps": [{"text": "noted"}], "on_exhausted": "repeat_last", "agents": agents})
+    settings = Settings(budget=BudgetSettings(tree_tokens=LIMIT))
+    async with team(env, "team", settings=settings) as t:
+        started = await asyncio.gather(
+            *(
+                t.controller.delegate(
+                    t.caller, DelegateParams(definition="scout", task="look around", label=f"scout-{i}")
+                )
+                for i in range(AGENTS)
+            )
+        )
+        assert len({s.run_id for s in started}) == AGENTS
+        await t.quiet()
+        ledger = BudgetLedger(t.host.kernel.db)
+        tree = ledger.tree(t.caller.session_id)
+        assert tree is not None and tree.exhausted == "tree_tokens"
+        members = ledger.agents(t.caller.session_id)
+        assert len(members) == AGENTS
+        assert tree.spend.tokens == sum(a.spend.tokens for a in members)
+        assert tree.spend.tokens <= 1.25 * LIMIT, f"tree spent {tree.spend.tokens / LIMIT:.2f}× its limit"
+        # Every agent reported, each stopped one saying so; no reservation outlives its request.
+        results = t.lead_entries(RESULT_TYPE)
+        assert len(results) == AGENTS
+        assert all(
+            "budget_exhausted: tree_tokens" in r["content"]
+            for r in results
+            if r["details"].get("budget_exhausted")
+        )
+        assert ledger.reserved(t.caller.session_id) == (0, 0.0)
+
+
+MODEL = ModelInfo(id="m", provider="scripted", api="scripted")
+RUNS = [f"00000000-0000-4000-8000-{n:012d}" for n in range(1, 4)]
+
+
+def _estimate(tokens: int) -> RequestEstimate:
+    return RequestEstimate(model=MODEL, input_tokens=tokens, output_tokens=0)
+
+
+def _reply(tokens: int, stop: str = "stop") -> AssistantMessage:
+    return AssistantMessage(
+        api="scripted", provider="scripted", model="m", usage=usage_with_total(input=tokens), stop_reason=stop
+    )  # type: ignore[arg-type]
+
+
+def test_requests_in_flight_reserve_the_tree_and_their_replies_settle_it(tmp_path: Path) -> None:
+    with Repositories.open(tmp_path / "corral.db") as store:
+        ledger = BudgetLedger(store.db)
+        ledger.set_tree_limits("lead", Limits(tokens=10_000))
+        guards = []
+        for run in RUNS:
+            ledger.open_agent(run, tree_id="lead", session_id=run, label=run[-3:], limits=Limits())
+            guards.append(BudgetGuard(ledger, run, notices=BudgetNoticeText()))
+        first, second, third = guards
+        assert first.before_request(_estimate(4_000)).action == "go"
+        assert ledger.reserved("lead")[0] >= 4_000
+        assert second.before_request(_estimate(4_000)).action in ("go", "notice")
+        # Nothing is spent yet, but the two requests in flight leave no room for a third full one:
+        # it gets the final turn, its reply capped.
+        verdict = third.before_request(_estimate(4_000))
+        assert verdict.action == "final" and verdict.max_output_tokens is not None
+        assert "reserved by requests in flight" in verdict.text
+        # The replies settle the reservations with what they really used.
+        first.after_reply(_reply(1_000), _estimate(4_000))
+        second.after_reply(_reply(0, "error"), _estimate(4_000))  # a failed request releases its share
+        third.after_reply(_reply(2_000), _estimate(4_000))
+        assert ledger.reserved("lead") == (0, 0.0)
+        tree = ledger.tree("lead")
+        assert tree is not None and tree.spend.tokens == 3_000
+
+
+def test_a_reservation_of_a_run_that_ended_or_was_lost_blocks_nothing(tmp_path: Path) -> None:
+    """A process killed mid-request leaves its reservation in the store; it stops counting once its
+    generation is no longer running (finished, finalized or marked lost by recovery)."""
+    with Repositories.open(tmp_path / "corral.db") as store:
+        ledger = BudgetLedger(store.db)
+        ledger.set_tree_limits("lead", Limits(tokens=10_000))
+        ledger.open_agent(RUNS[0], tree_id="lead", session_id="s", label="a", limits=Limits())
+        guard = BudgetGuard(ledger, RUNS[0], notices=BudgetNoticeText())
+        assert guard.before_request(_estimate(9_000)).action in ("go", "notice")
+        assert ledger.reserved("lead")[0] >= 9_000
+        ledger.release(RUNS[0])  # the host's `lost` / `released` hook
+        assert ledger.reserved("lead") == (0, 0.0)
