@@ -117,3 +117,71 @@ def test_a_reservation_of_a_run_that_ended_or_was_lost_blocks_nothing(tmp_path: 
         assert ledger.reserved("lead")[0] >= 9_000
         ledger.release(RUNS[0])  # the host's `lost` / `released` hook
         assert ledger.reserved("lead") == (0, 0.0)
+
+
+async def test_a_request_in_flight_holds_the_tree_until_its_run_is_found_lost(env: Path) -> None:
+    """What a host killed mid-request leaves: its agent's reservation row. Recovery marks the run
+    `lost` (here directly, as `Host.recover` does for a dead host's run, no extension hook called):
+    from then on the row counts nothing, so the tree is not blocked."""
+    from tests.orchestration._host_helpers import eventually
+
+    write_script(
+        env, "team", {"steps": [{"text": "noted"}], "agents": {"*": [{"text": "slow", "delay_ms": 60_000}]}}
+    )
+    async with team(env, "team", settings=Settings(budget=BudgetSettings(tree_tokens=LIMIT))) as t:
+        started = await t.controller.delegate(t.caller, DelegateParams(definition="scout", task="look"))
+        ledger = BudgetLedger(t.host.kernel.db)
+        tree_id = t.caller.session_id
+        await eventually(lambda: ledger.reserved(tree_id)[0] > 0)
+        held = ledger.reserved(tree_id)[0]
+        assert held >= 256  # the input estimate plus the output floor
+        t.host.kernel.mark_presence(started.run_id, "lost", diagnostic="host gone")
+        assert ledger.reserved(tree_id) == (0, 0.0)
+        row = store_row(ledger, started.run_id)
+        assert row == held  # the row is still there: it is the run's state that makes it count nothing
+
+
+def store_row(ledger: BudgetLedger, run_id: str) -> int | None:
+    with ledger.db.read() as tx:
+        row = tx.one("SELECT tokens FROM budget_reservations WHERE run_id = ?", (run_id,))
+    return None if row is None else int(row["tokens"])
+
+
+async def test_notices_tell_spent_from_estimated_and_agree_with_the_result_line(env: Path) -> None:
+    """Issue 28: the notice said `1,422 / 1,000` (spent plus the next request's estimate) and the result
+    `410 / 1,000`. Now each notice names what is spent and what is estimated, and the result line's
+    spend is the notice's plus the final turn's own reply."""
+    import re
+
+    from corral.agent import GuardVerdict
+
+    usage = {"input": 400, "output": 10, "cache_read": 0, "cache_write": 0}
+    step = {"text": "working", "tool_calls": [{"name": "ls", "args": {"path": "."}}], "usage": usage}
+    script = {"*": [step] * 12 + [{"text": "Final report.", "usage": usage}]}
+    write_script(env, "team", {"steps": [{"text": "noted"}], "on_exhausted": "repeat_last", "agents": script})
+    async with team(env, "team", settings=Settings(budget=BudgetSettings(agent_tokens=3_000))) as t:
+        started = await t.controller.delegate(t.caller, DelegateParams(definition="scout", task="look"))
+        await t.quiet()
+        from tests.orchestration.budgets.test_budgets import _messages
+
+        notices = [
+            m.content
+            for m in _messages(t, started.run_id)
+            if getattr(m, "custom_type", "") == GuardVerdict.NOTICE_TYPE
+        ]
+        assert len(notices) == 2, notices
+        pattern = r"agent_tokens ([\d,]+) / 3,000 tokens spent, \+ ~([\d,]+) estimated for the next request"
+        spent = []
+        for text in notices:
+            found = re.search(pattern, text)
+            assert found is not None, text
+            assert int(found[1].replace(",", "")) % 410 == 0  # only replies' usage counts as spent
+            spent.append(int(found[1].replace(",", "")))
+        row = BudgetLedger(t.host.kernel.db).agent(started.run_id)
+        assert row is not None
+        assert spent[1] + 410 == row.spend.tokens  # the final turn's reply is the difference
+        [result] = t.lead_entries(RESULT_TYPE)
+        assert (
+            f"budget_exhausted: agent_tokens {row.spend.tokens:,} / 3,000 tokens (stopped"
+            in result["content"]
+        )
