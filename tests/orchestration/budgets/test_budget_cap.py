@@ -185,3 +185,19 @@ async def test_notices_tell_spent_from_estimated_and_agree_with_the_result_line(
             f"budget_exhausted: agent_tokens {row.spend.tokens:,} / 3,000 tokens (stopped"
             in result["content"]
         )
+
+
+async def test_agents_list_prints_no_budget_line_without_a_budget(env: Path) -> None:
+    """Issue 28: `corral agents list` printed `No agents.` and then `tree budget: …` with no budget set."""
+    import io
+
+    from corral._cli._agents import agents_list
+
+    write_script(env, "team", {"steps": [{"text": "noted"}], "agents": {"*": [{"text": "done"}]}})
+    async with team(env, "team") as t:
+        await t.controller.delegate(t.caller, DelegateParams(definition="scout", task="look"))
+        await t.quiet()
+        lead_path = t.lead.session.path
+    out = io.StringIO()
+    assert await agents_list(cwd=env / "work", session=str(lead_path), as_json=False, out=out) == 0
+    assert out.getvalue() == "No agents.\n"  # the agent finished; its spend made no budget line

@@ -238,11 +238,11 @@ class BudgetsExtension(HostExtension):
             return None
         return {"budget": budget_status(agent, tree)}
 
-    def tree_line(self, lead_session_id: str, *, without_limits: bool = False) -> str | None:
+    def tree_line(self, lead_session_id: str) -> str | None:
         """`tree budget: 9,300 / 10,000 tok (exhausted: tree_tokens)` for a lead whose tree has limits
-        (`without_limits`: also the spend of a tree without any, once it made a request)."""
+        (`None` without any: no budget, no line)."""
         tree = self.ledger.tree(lead_session_id)
-        if tree is None or not (tree.limits.any or (without_limits and tree.spend.requests)):
+        if tree is None or not tree.limits.any:
             return None
         line = f"tree budget: {spent_over_limit(tree.spend, tree.limits)}"
         if tree.limits.ms is not None and tree.started_at is not None:
