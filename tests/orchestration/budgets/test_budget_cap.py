@@ -132,7 +132,7 @@ async def test_a_request_in_flight_holds_the_tree_until_its_run_is_found_lost(en
         started = await t.controller.delegate(t.caller, DelegateParams(definition="scout", task="look"))
         ledger = BudgetLedger(t.host.kernel.db)
         tree_id = t.caller.session_id
-        await eventually(lambda: ledger.reserved(tree_id)[0] > 0)
+        await eventually(lambda: ledger.reserved(tree_id)[0] > 0, t.host)
         held = ledger.reserved(tree_id)[0]
         assert held >= 256  # the input estimate plus the output floor
         t.host.kernel.mark_presence(started.run_id, "lost", diagnostic="host gone")

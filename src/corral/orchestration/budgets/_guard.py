@@ -71,7 +71,8 @@ class BudgetGuard:
         run_id: The generation.
         notices: Words for the wrap-up notice and the final turn.
         on_exhausted: Called with the tree id when this agent reaches a limit (to tell the lead).
-        on_recorded: Called after a reply's spend is recorded (the host's change signal).
+        on_recorded: Called after a request's reservation or a reply's spend is recorded (the host's
+            change signal).
     """
 
     def __init__(
@@ -134,6 +135,12 @@ class BudgetGuard:
         except OrchestrationError as exc:
             _log.warning("budget of run %s could not be read (%s); the request goes out", self.run_id, exc)
             return _GO
+        if (
+            decision is not None
+            and decision.action in ("go", "notice", "final")
+            and self.on_recorded is not None
+        ):
+            self.on_recorded()  # a reservation was stored: host state others may wait on
         if decision is None or decision.action == "go":
             return _GO
         if decision.action == "stop":
