@@ -40,8 +40,8 @@ def data_root(script: dict[str, Any], prefix: str) -> Iterator[Path]:
                     os.environ[key] = value
 
 
-async def start_host(root: Path) -> tuple[Any, Any, Any]:
-    """A host with a scripted lead attached: `(host, lead, caller)`."""
+async def start_host(root: Path, *, settings: Any = None) -> tuple[Any, Any, Any]:
+    """A host with a scripted lead attached: `(host, lead, caller)` (`settings`: the host's, e.g. a budget)."""
     from corral.agent import AgentSession
     from corral.lead._host import ComposedHost
     from corral.llm import ModelRegistry
@@ -57,6 +57,7 @@ async def start_host(root: Path) -> tuple[Any, Any, Any]:
     host = ComposedHost(
         repositories=Repositories.open(root / "home" / "corral.db"),
         registry=registry,
+        settings=settings,
         sessions_root=root / "sessions",
         roster_loader=lambda cwd: load_roster(cwd, user_dir=root / "none", trust=False),
     )

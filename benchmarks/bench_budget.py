@@ -10,12 +10,20 @@ times each, one call at a time:
   group-committed write);
 * `check_and_record`: both, what one model request costs in all.
 
+And the cap (`overshoot`, issue 27): `--overshoot-agents` agents (default 8 and 25) delegated at once
+under `[budget] tree_tokens = --tree-tokens` (default 10,000), each a scripted scout whose six
+steps call a tool and whose usage the scripted model reports from the request's and the reply's
+size (chars / 4), as a provider would; a 20 ms step delay keeps them in flight together. Printed
+per agent count: the tree's spend, `ratio` (spend / limit; the documented bound is ≤ 1.25), the
+model requests, how many agents were stopped and whether every result arrived exactly once.
+
 Prints one JSON object; figures in milliseconds.
 """
 
 from __future__ import annotations
 
 import argparse
+import asyncio
 import json
 import sys
 import tempfile
@@ -26,6 +34,7 @@ from pathlib import Path
 sys.path.insert(0, str(Path(__file__).resolve().parent))
 
 from _common import environment, summary_ms
+from _orch import data_root, fan_out, start_host
 
 from corral.agent import RequestEstimate
 from corral.llm import AssistantMessage, ModelInfo, usage_with_total
@@ -34,11 +43,58 @@ from corral.orchestration.budgets import BudgetGuard, BudgetLedger, Limits
 from corral.orchestration.surfaces._budget_notices import BudgetNoticeText
 
 TARGET_MS = 0.1
+BOUND = 1.25
+"""Tree spend / limit that docs/fleet.md promises for parallel agents."""
+
+
+def _scout_script() -> dict[str, object]:
+    work = [
+        {
+            "text": f"step {n}: " + "looked at the files and noted what they hold. " * 8,
+            "tool_calls": [{"name": "ls", "args": {"path": "."}}],
+            "delay_ms": 20,
+        }
+        for n in range(6)
+    ]
+    return {
+        "steps": [{"text": "noted"}],
+        "on_exhausted": "repeat_last",
+        "agents": {"*": [*work, {"text": "Final report: what I found."}]},
+    }
+
+
+async def _overshoot(agents: int, tree_tokens: int) -> dict[str, object]:
+    from corral.settings import BudgetSettings, Settings
+
+    with data_root(_scout_script(), "bench-budget-cap-") as root:
+        settings = Settings(budget=BudgetSettings(tree_tokens=tree_tokens))
+        host, lead, caller = await start_host(root, settings=settings)
+        try:
+            fan = await fan_out(host, lead, caller, agents)
+            ledger = BudgetLedger(host.kernel.db)
+            tree = ledger.tree(caller.session_id)
+            assert tree is not None
+            stopped = sum(1 for a in ledger.agents(caller.session_id) if a.exhausted is not None)
+            return {
+                "agents": agents,
+                "tree_tokens": tree_tokens,
+                "spent_tokens": tree.spend.tokens,
+                "ratio": round(tree.spend.tokens / tree_tokens, 3),
+                "within_bound": tree.spend.tokens <= BOUND * tree_tokens,
+                "requests": tree.spend.requests,
+                "stopped_agents": stopped,
+                "exactly_once": fan.exactly_once,
+            }
+        finally:
+            await host.aclose()
+            lead.session.close()
 
 
 def main() -> int:
     parser = argparse.ArgumentParser(description=__doc__)
     parser.add_argument("--requests", type=int, default=5000)
+    parser.add_argument("--overshoot-agents", type=int, nargs="*", default=[8, 25])
+    parser.add_argument("--tree-tokens", type=int, default=10_000)
     args = parser.parse_args()
     with tempfile.TemporaryDirectory() as tmp:
         store = Repositories.open(Path(tmp) / "corral.db")
@@ -77,6 +133,7 @@ def main() -> int:
         finally:
             store.close()
     check = summary_ms(checks)
+    overshoot = [asyncio.run(_overshoot(n, args.tree_tokens)) for n in args.overshoot_agents]
     print(
         json.dumps(
             {
@@ -87,6 +144,8 @@ def main() -> int:
                 "check_and_record": summary_ms(both),
                 "target_check_ms": TARGET_MS,
                 "check_p50_within_target": check["p50_ms"] <= TARGET_MS,
+                "overshoot": overshoot,
+                "overshoot_bound": BOUND,
             },
             indent=2,
         )

@@ -363,3 +363,33 @@ async def test_user_message_object_prompt(harness: Harness) -> None:
     agent, _ = harness.agent(model)
     await wait(agent.prompt(UserMessage(content="as object")))
     assert model.requests[0].texts() == ["as object"]
+
+
+async def test_a_final_turn_caps_its_reply_and_the_guard_sees_every_reply(harness: Harness) -> None:
+    """A request guard's `final` verdict with `max_output_tokens` caps that request's reply
+    (`StreamOptions.max_tokens`); requests before it keep the model's own cap (issue 27, budgets)."""
+    from corral.agent import GuardVerdict, RequestEstimate
+
+    class Guard:
+        def __init__(self) -> None:
+            self.calls = 0
+            self.replies: list[str] = []
+
+        def before_request(self, estimate: RequestEstimate) -> GuardVerdict:
+            self.calls += 1
+            if self.calls == 1:
+                return GuardVerdict("go")
+            return GuardVerdict("final", "Budget exhausted: stop.", max_output_tokens=77)
+
+        def after_reply(self, reply: AssistantMessage, estimate: RequestEstimate) -> None:
+            self.replies.append(reply.text)
+
+    model = PlannedModel([Reply("one", calls=[("echo", {"text": "x"})]), Reply("final words")])
+    agent, _ = harness.agent(model, tools=[EchoTool()])
+    guard = Guard()
+    agent.set_request_guard(guard)
+    await wait(agent.prompt("go"))
+    first, final = model.requests
+    assert first.options.max_tokens is None
+    assert final.options.max_tokens == 77
+    assert guard.replies == ["one", "final words"]

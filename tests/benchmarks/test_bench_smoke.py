@@ -74,7 +74,8 @@ def _delivery(out: dict[str, Any]) -> None:
 SMOKES: dict[str, Smoke] = {
     # `script` or `script:variant` (another option that takes another path) -> its tiny run.
     "bench_budget": Smoke(
-        ("--requests", "20"), frozenset({"requests", "check", "record", "check_and_record"})
+        ("--requests", "20", "--overshoot-agents", "3", "--tree-tokens", "3000"),
+        frozenset({"requests", "check", "record", "check_and_record", "overshoot"}),
     ),
     "bench_capacity": Smoke(
         ("--burst", "6", "--limit", "2", "--repeat", "1"),

@@ -310,7 +310,7 @@ def _line(record: dict[str, Any]) -> str:
 
 def _tree_budget_line(host: Host, caller: Caller, lead_path: Path | None) -> str | None:
     """The tree's spend against its limits, and the lead's own spend beside it (not counted)."""
-    line = host.budgets.tree_line(caller.session_id, without_limits=True)
+    line = host.budgets.tree_line(caller.session_id)  # none without a tree limit
     if line is None:
         return None
     if lead_path is not None:

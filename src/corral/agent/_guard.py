@@ -11,9 +11,14 @@ The guard answers with a `GuardVerdict`:
 * `go` — send the request;
 * `notice` — add `text` to the context as a steering notice first (once), then send;
 * `final` — the limit is reached: add `text` to the context and send one last
-  request; tool calls of that reply are not run (each gets an error result saying
-  so) and the run ends;
-* `stop` — the final turn was already taken: end the run without a request.
+  request, its reply capped at `max_output_tokens` when set; tool calls of that
+  reply are not run (each gets an error result saying so) and the run ends;
+* `stop` — end the run without a request (the final turn was already taken, or
+  the budget cannot cover even a final turn).
+
+A guard that reserves budget for a request in `before_request` settles it in
+`after_reply`, which the loop calls for every request that went out, failed
+and aborted ones included.
 """
 
 from __future__ import annotations
@@ -54,6 +59,8 @@ class GuardVerdict:
 
     action: GuardAction
     text: str = ""
+    max_output_tokens: int | None = None
+    """For `final`: the reply's cap (`StreamOptions.max_tokens`), `None` for the model's own."""
 
 
 GO = GuardVerdict("go")

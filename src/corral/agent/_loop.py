@@ -30,7 +30,7 @@ import logging
 import time
 from collections import deque
 from collections.abc import Callable, Coroutine, Sequence
-from dataclasses import dataclass
+from dataclasses import dataclass, replace
 from typing import TYPE_CHECKING, Any, Literal, TypeVar
 
 from corral import _tracing
@@ -158,6 +158,8 @@ class LoopMixin:
     _final_turn: bool = False
     _noticed_models: set[str]
     """The models this session has shown a `ModelNoticeEvent` for (set up by the session)."""
+    _reply_cap: int | None = None
+    """The next request's reply cap (`max_tokens`), set for a budget's final turn."""
 
     # --- hooks implemented by the session ---------------------------------
 
@@ -360,6 +362,8 @@ class LoopMixin:
                     )
                     self._add_message(notice, added)
                     self._final_turn = verdict.action == "final"
+                    if self._final_turn:
+                        self._reply_cap = verdict.max_output_tokens
                 last = await self._stream_reply()
                 added.append(last)
                 self._guard_after(last, estimate)
@@ -432,6 +436,7 @@ class LoopMixin:
 
     def _end_run(self, added: list[AgentMessage], last: AssistantMessage | None) -> RunOutcome:
         self._final_turn = False
+        self._reply_cap = None
         action = None if self._aborting else self._decide_after_run(last)
         self._emit(AgentEndEvent(messages=added, will_retry=action is not None))
         return RunOutcome(last_assistant=last, action=action)
@@ -524,7 +529,10 @@ class LoopMixin:
             request = tracer.start(f"chat {self._model.info.id}", self._request_attributes())
             token = tracer.activate(request)  # the stream's task (and pydantic-ai's spans) run under it
         try:
-            outcome = await self._await_step(self._consume_stream(context, self._stream_options(), state))
+            options = self._stream_options()
+            if self._reply_cap is not None:
+                options = replace(options, max_tokens=self._reply_cap)
+            outcome = await self._await_step(self._consume_stream(context, options, state))
         except Exception as exc:
             _log.exception("model stream raised")
             outcome = self._blank_reply("error", str(exc) or type(exc).__name__)

@@ -48,8 +48,19 @@ def test_the_guard_and_the_result_note_speak_through_the_port(tmp_path: Path) ->
 def test_default_words() -> None:
     tokens = Finding("agent_tokens", 12_400, 10_000)
     assert WORDS.wrap_up(Finding("agent_tokens", 8_000, 10_000)) == (
-        "Budget notice: agent_tokens 8,000 / 10,000 tokens used (80%). Wrap up now: finish the current step "
-        "and give your final answer (what is done, what remains) soon."
+        "Budget notice: agent_tokens 8,000 / 10,000 tokens (80% of the limit). Wrap up now: finish the current "
+        "step and give your final answer (what is done, what remains) soon."
+    )
+    # What is spent and what is only estimated are told apart (issue 28): 2,050 spent is not "used 2,476".
+    assert WORDS.wrap_up(Finding("agent_tokens", 2_050, 3_000, estimated=426)) == (
+        "Budget notice: agent_tokens 2,050 / 3,000 tokens spent, + ~426 estimated for the next request (83% "
+        "of the limit with the next request). Wrap up now: finish the current step and give your final answer "
+        "(what is done, what remains) soon."
+    )
+    assert WORDS.final_turn(Finding("tree_tokens", 6_200, 10_000, estimated=3_256, reserved=2_400)) == (
+        "Budget exhausted: tree_tokens 6,200 / 10,000 tokens spent, + 2,400 reserved by requests in flight, "
+        "+ ~3,256 estimated for the next request. Your work stops here and tools are no longer run. Reply now, "
+        "without tool calls, with your final report: what you did, what you found, and what remains undone."
     )
     assert WORDS.final_turn(tokens) == (
         "Budget exhausted: agent_tokens 12,400 / 10,000 tokens. Your work stops here and tools are no longer "
@@ -57,8 +68,12 @@ def test_default_words() -> None:
         "remains undone."
     )
     assert WORDS.stopped(tokens) == (
-        "budget_exhausted: agent_tokens 12,400 / 10,000 tokens (stopped at its budget; the text above is its "
-        "final report)"
+        "budget_exhausted: agent_tokens 12,400 / 10,000 tokens (stopped at its budget: its next request would "
+        "have passed the limit; the text above is its final report)"
+    )
+    assert WORDS.stopped(Finding("agent_minutes", 600_000, 600_000)) == (
+        "budget_exhausted: agent_minutes 10.0 / 10.0 min (stopped at its budget: its time ran out; the text "
+        "above is its final report)"
     )
     tail = (
         "Its running agents stop with a final report (budget_exhausted); new delegations and spawns are "

@@ -3,9 +3,11 @@
 Limits on tokens, cost and wall time, for a lead's tree (every agent it owns, nested, in every
 runtime; the lead's own spend is not counted) and per agent. Checked before every model request
 of a managed agent (`BudgetGuard`, the agent loop's `RequestGuard`), from the spend recorded in
-the store (`BudgetLedger`) plus the request's estimate: one wrap-up notice at the soft threshold,
-a final turn without tools at the limit, `budget_exhausted` in the result or report; new agents
-are refused when the tree's remainder cannot cover them (`BudgetsExtension`).
+the store (`BudgetLedger`) plus the tree's requests in flight (their reservations) plus the
+request's estimate, which it reserves in the same transaction: one wrap-up notice at the soft
+threshold, a final turn without tools and with a capped reply at the limit (none once the tree is
+spent), `budget_exhausted` in the result or report; new agents are refused when the tree's
+remainder cannot cover them (`BudgetsExtension`).
 
 Ray's part (`_remote.py`: the pushed budget, the worker's facts, `attach_ray_guard`) is not
 re-exported: every host has the extension, and only a Ray run loads it.

@@ -8,6 +8,8 @@
   worker gives its agent the guard itself (`attach_worker_guard`), from the same row.
 * `admitting` refuses a new delegation or spawn the tree's remainder cannot cover.
 * `result_note` / `result_details` put `budget_exhausted` in a stopped agent's result or report.
+* `released` / `lost` drop a finished or lost run's reservation (the store ignores one of a run
+  that ended or was marked lost anyway, e.g. after a crash that left it behind).
 * the lead is told once when its tree reaches a limit (in-process at once; a tmux agent's on the
   host's next watcher tick, `polled`).
 """
@@ -236,11 +238,11 @@ class BudgetsExtension(HostExtension):
             return None
         return {"budget": budget_status(agent, tree)}
 
-    def tree_line(self, lead_session_id: str, *, without_limits: bool = False) -> str | None:
+    def tree_line(self, lead_session_id: str) -> str | None:
         """`tree budget: 9,300 / 10,000 tok (exhausted: tree_tokens)` for a lead whose tree has limits
-        (`without_limits`: also the spend of a tree without any, once it made a request)."""
+        (`None` without any: no budget, no line)."""
         tree = self.ledger.tree(lead_session_id)
-        if tree is None or not (tree.limits.any or (without_limits and tree.spend.requests)):
+        if tree is None or not tree.limits.any:
             return None
         line = f"tree budget: {spent_over_limit(tree.spend, tree.limits)}"
         if tree.limits.ms is not None and tree.started_at is not None:
@@ -280,6 +282,16 @@ class BudgetsExtension(HostExtension):
                 agent = self.ledger.agent(run_id)
                 if agent is not None:
                     self.tell_lead(agent.tree_id)
+
+    def released(self, run_id: str) -> None:
+        """A finished run holds no reservation (one left by a request cut short is dropped)."""
+        with contextlib.suppress(OrchestrationError):
+            self.ledger.release(run_id)
+
+    def lost(self, run_id: str, reason: str) -> None:
+        """A lost run holds no reservation (its process may have died mid-request)."""
+        with contextlib.suppress(OrchestrationError):
+            self.ledger.release(run_id)
 
     def polled(self) -> None:
         """Tell each attached lead once whose tree a tmux agent exhausted."""

@@ -1,34 +1,45 @@
 """`BudgetGuard`: the request guard of a managed agent (`corral.agent.RequestGuard`).
 
-Before every model request it reads the agent's and its tree's rows (one read) and compares the
-spend plus the request's estimate with the limits: a limit reached → the final turn (marked in the
-store, so it happens once, whichever process runs the agent); the soft threshold reached → one
-wrap-up notice. After every reply it adds the reply's usage, or the estimate when the provider
-reported none, to the agent and its tree.
+Before every model request it checks and reserves in one step (`BudgetBook.reserve`): the agent's
+and its tree's spend, plus the estimates the tree's other requests in flight hold, plus this
+request's estimate, against the limits. Within them the request goes out holding its estimate (a
+wrap-up notice first, once, at the soft threshold). At a limit the agent takes one final turn, its
+reply capped at `FINAL_REPLY_TOKENS` and its tool calls not run — unless its tree is already spent
+(spent plus reserved at its limit): then the run ends without a request. After every reply the
+reply's usage, or the estimate when the provider reported none, replaces the reservation; a failed
+request without usage releases it.
 """
 
 from __future__ import annotations
 
 import logging
 from collections.abc import Callable
-from typing import TYPE_CHECKING, Protocol
+from dataclasses import dataclass
+from typing import TYPE_CHECKING, Protocol, TypeVar
 
 from corral.agent import GuardVerdict, RequestEstimate
 from corral.llm import AssistantMessage, ModelInfo, calculate_cost, usage_with_total
-from corral.orchestration.budgets._check import findings
+from corral.orchestration.budgets._check import Finding, findings
 from corral.orchestration.budgets.records import AgentBudget, BudgetName, TreeBudget
 from corral.orchestration.errors import OrchestrationError
 
 if TYPE_CHECKING:
     from corral.orchestration.budgets.notices import BudgetNotices
 
-__all__ = ["BudgetBook", "BudgetGuard"]
+__all__ = ["FINAL_REPLY_TOKENS", "OUTPUT_FLOOR_TOKENS", "BudgetBook", "BudgetGuard"]
 
 _log = logging.getLogger("corral.budgets")
+
+T = TypeVar("T")
 
 _GO = GuardVerdict("go")
 _STOP = GuardVerdict("stop")
 _MTOK = 1_000_000
+
+FINAL_REPLY_TOKENS = 512
+"""The reply cap of a final turn (the model's own cap when lower)."""
+OUTPUT_FLOOR_TOKENS = 256
+"""The least output a request reserves (its estimate's output is the previous reply's, 0 at first)."""
 
 
 class BudgetBook(Protocol):
@@ -43,6 +54,12 @@ class BudgetBook(Protocol):
 
     def mark_exhausted(self, run_id: str, name: BudgetName) -> bool: ...
 
+    def reserve(
+        self, run_id: str, decide: Callable[[AgentBudget, TreeBudget], tuple[T, tuple[int, float] | None]]
+    ) -> T | None: ...
+
+    def release(self, run_id: str) -> None: ...
+
     def record(self, run_id: str, *, tokens: int, cost_usd: float, estimated: bool) -> None: ...
 
 
@@ -54,7 +71,8 @@ class BudgetGuard:
         run_id: The generation.
         notices: Words for the wrap-up notice and the final turn.
         on_exhausted: Called with the tree id when this agent reaches a limit (to tell the lead).
-        on_recorded: Called after a reply's spend is recorded (the host's change signal).
+        on_recorded: Called after a request's reservation or a reply's spend is recorded (the host's
+            change signal).
     """
 
     def __init__(
@@ -83,32 +101,61 @@ class BudgetGuard:
         return input_tokens * rates[0] + output_tokens * rates[1]
 
     def before_request(self, estimate: RequestEstimate) -> GuardVerdict:
-        """Final turn at a limit, one notice at the soft threshold, else go (see the module docstring)."""
+        """Reserve and go, a notice once at the soft threshold, a bounded final turn at a limit, or
+        stop (see the module docstring)."""
+        model = estimate.model
+        output = max(estimate.output_tokens, min(OUTPUT_FLOOR_TOKENS, model.max_tokens))
+        request = _Request(estimate.input_tokens, output)
+        final = _Request(estimate.input_tokens, min(FINAL_REPLY_TOKENS, model.max_tokens))
+        now = self.ledger.now()
+
+        def decide(agent: AgentBudget, tree: TreeBudget) -> tuple[_Decision, tuple[int, float] | None]:
+            if agent.final_taken:
+                return _Decision("stop"), None
+            costed = agent.limits.cost_usd is not None or tree.limits.cost_usd is not None
+            cost = self._cost(model, request.input, request.output) if costed else 0.0
+            hard = findings(agent, tree, add_tokens=request.tokens, add_cost=cost, now=now, soft=False)
+            if not hard:
+                soft = []
+                if not agent.noticed:
+                    soft = findings(agent, tree, add_tokens=request.tokens, add_cost=cost, now=now, soft=True)
+                return _Decision("notice" if soft else "go", soft[0] if soft else None), (
+                    request.tokens,
+                    cost,
+                )
+            # A limit is reached: the final turn, unless the tree is spent (no room left at all).
+            spent = findings(agent, tree, add_tokens=0, add_cost=0.0, now=now, soft=False)
+            if any(f.name in ("tree_tokens", "tree_cost_usd") for f in spent):
+                return _Decision("skip", hard[0], agent.tree_id), None
+            final_cost = self._cost(model, final.input, final.output) if costed else 0.0
+            return _Decision("final", hard[0], agent.tree_id), (final.tokens, final_cost)
+
         try:
-            state = self.ledger.state(self.run_id)
+            decision = self.ledger.reserve(self.run_id, decide)
         except OrchestrationError as exc:
             _log.warning("budget of run %s could not be read (%s); the request goes out", self.run_id, exc)
             return _GO
-        if state is None:
+        if (
+            decision is not None
+            and decision.action in ("go", "notice", "final")
+            and self.on_recorded is not None
+        ):
+            self.on_recorded()  # a reservation was stored: host state others may wait on
+        if decision is None or decision.action == "go":
             return _GO
-        agent, tree = state
-        if agent.final_taken:
+        if decision.action == "stop":
             return _STOP
-        costed = agent.limits.cost_usd is not None or tree.limits.cost_usd is not None
-        add_cost = (
-            self._cost(estimate.model, estimate.input_tokens, estimate.output_tokens) if costed else 0.0
-        )
-        now = self.ledger.now()
-        hard = findings(agent, tree, add_tokens=estimate.tokens, add_cost=add_cost, now=now, soft=False)
-        if hard:
-            if self.ledger.mark_exhausted(self.run_id, hard[0].name) and self.on_exhausted is not None:
-                self.on_exhausted(agent.tree_id)
-            return GuardVerdict("final", self.notices.final_turn(hard[0]))
-        if not agent.noticed:
-            soft = findings(agent, tree, add_tokens=estimate.tokens, add_cost=add_cost, now=now, soft=True)
-            if soft and self.ledger.mark_noticed(self.run_id):
-                return GuardVerdict("notice", self.notices.wrap_up(soft[0]))
-        return _GO
+        finding = decision.finding
+        assert finding is not None
+        if decision.action == "notice":
+            if self.ledger.mark_noticed(self.run_id):
+                return GuardVerdict("notice", self.notices.wrap_up(finding))
+            return _GO
+        if self.ledger.mark_exhausted(self.run_id, finding.name) and self.on_exhausted is not None:
+            self.on_exhausted(decision.tree_id)
+        if decision.action == "skip":
+            return _STOP
+        return GuardVerdict("final", self.notices.final_turn(finding), max_output_tokens=final.output)
 
     def after_reply(self, reply: AssistantMessage, estimate: RequestEstimate) -> None:
         """Add the reply's usage (or, when the provider reported none, the estimate, flagged)."""
@@ -116,7 +163,11 @@ class BudgetGuard:
         if usage.total_tokens > 0:
             tokens, cost, estimated = usage.total_tokens, usage.cost.total, False
         elif reply.stop_reason in ("error", "aborted"):
-            return  # a failed request without usage is not counted
+            try:
+                self.ledger.release(self.run_id)  # a failed request without usage is not counted
+            except OrchestrationError as exc:
+                _log.warning("budget reservation of run %s could not be released: %s", self.run_id, exc)
+            return
         else:
             tokens = estimate.tokens
             cost = self._cost(estimate.model, estimate.input_tokens, estimate.output_tokens)
@@ -128,3 +179,21 @@ class BudgetGuard:
             return
         if self.on_recorded is not None:
             self.on_recorded()
+
+
+@dataclass(frozen=True, slots=True)
+class _Request:
+    input: int
+    output: int
+
+    @property
+    def tokens(self) -> int:
+        return self.input + self.output
+
+
+@dataclass(frozen=True, slots=True)
+class _Decision:
+    action: str
+    """`go`, `notice`, `final`, `skip` (a limit reached, the tree spent: no final turn) or `stop`."""
+    finding: Finding | None = None
+    tree_id: str = ""

@@ -8,8 +8,10 @@ through the budgets repository (`remote_fact`) — the same accounting as an in-
 
 Overshoot bound: the tree's spend by *other* agents reaches a worker one pull interval late, so a
 tree limit can be passed by at most the requests the tree's agents send within one pull interval.
-An agent's own spend
-is counted locally at once, so its own limit holds as in-process.
+A Ray agent's own request reserves nothing in the store (the worker has none): the pushed tree
+carries the reservations of the tree's other agents (in-process and tmux ones) as of the push, and
+the worker decides from them. An agent's own spend is counted locally at once, so its own limit
+holds as in-process.
 
 Each spend fact carries its own id (`SpendFact.fact_id`): a host killed after recording a fact but
 before confirming it to the worker leaves it in the worker's outbox, and the next host's pull brings
@@ -21,8 +23,9 @@ from __future__ import annotations
 import dataclasses
 import time
 import uuid
+from collections.abc import Callable
 from dataclasses import dataclass
-from typing import TYPE_CHECKING, Literal
+from typing import TYPE_CHECKING, Literal, TypeVar
 
 from corral.orchestration.budgets._check import exhausted_finding
 from corral.orchestration.budgets._guard import BudgetGuard
@@ -34,6 +37,8 @@ if TYPE_CHECKING:
     from corral.orchestration.kernel._remote import RemoteStore
 
 __all__ = ["BudgetMarkFact", "BudgetPush", "RemoteBudget", "SpendFact", "attach_ray_guard"]
+
+T = TypeVar("T")
 
 
 @dataclass(frozen=True, slots=True)
@@ -126,6 +131,16 @@ class RemoteBudget:
         self._exhausted = name
         self.store.emit_extension(BudgetMarkFact("exhausted", name))
         return True
+
+    def reserve(
+        self, run_id: str, decide: Callable[[AgentBudget, TreeBudget], tuple[T, tuple[int, float] | None]]
+    ) -> T | None:
+        """Decide on the pushed state plus this worker's spend; the reservation is not shared (no store)."""
+        state = self.state(run_id)
+        return None if state is None else decide(*state)[0]
+
+    def release(self, run_id: str) -> None:
+        """Nothing to release: a Ray worker's requests reserve nothing in the store."""
 
     def record(self, run_id: str, *, tokens: int, cost_usd: float, estimated: bool) -> None:
         fact = SpendFact(tokens, cost_usd, estimated, uuid.uuid4().hex)

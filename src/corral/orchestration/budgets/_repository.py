@@ -1,12 +1,21 @@
 """The budgets repository: limits and spend of trees and agents (tables `budget_trees`, `budget_agents`,
-and `budget_spend_facts`, the Ray spend facts already counted).
+`budget_spend_facts`, the Ray spend facts already counted, and `budget_reservations`, the estimates
+of requests in flight).
 
 Every verb is one transaction. Spend is added to an agent's row and to its tree's row in the same
 transaction (group-committed: `durable=False`, like activity — a process crash loses nothing, see
-`Database`), so the tree's sum is always the sum of its agents'.
+`Database`), so the tree's sum is always the sum of its agents'. The check before a request and its
+reservation are one transaction too (`reserve`), so two processes of one tree (the host and a tmux
+worker) never both take the last room. A reply's spend replaces its reservation in the spend's
+transaction. A reservation counts only while its generation runs: once the kernel's row says the
+run finished or was lost (a process killed mid-request), it counts nothing.
 """
 
 from __future__ import annotations
+
+from collections.abc import Callable
+from dataclasses import replace
+from typing import TypeVar
 
 from corral.orchestration.budgets._check import tree_reached
 from corral.orchestration.budgets.records import AgentBudget, BudgetName, Limits, Spend, TreeBudget
@@ -14,6 +23,15 @@ from corral.orchestration.store._database import Row
 from corral.orchestration.store._repository import Repository
 
 __all__ = ["BudgetLedger"]
+
+T = TypeVar("T")
+
+_LIVE_RESERVATIONS = (
+    "FROM budget_reservations r WHERE r.tree_id = ? AND r.run_id <> ? AND NOT EXISTS"
+    " (SELECT 1 FROM generations g WHERE g.run_id = r.run_id"
+    " AND (g.phase IN ('completed', 'result_error', 'finalized') OR g.presence = 'lost'))"
+)
+"""The tree's reservations that still count: of other runs, whose generation has not ended or been lost."""
 
 _AGENT_COLUMNS = (
     "a.run_id, a.tree_id, a.session_id, a.label, a.started_at, a.noticed, a.final_taken, a.exhausted,"
@@ -156,16 +174,72 @@ class BudgetLedger(Repository):
 
         return self._write(body, durable=False)
 
-    def state(self, run_id: str) -> tuple[AgentBudget, TreeBudget] | None:
-        """Generation `run_id`'s row and its tree's, read together (the check before a request)."""
+    def _state(self, run_id: str) -> tuple[AgentBudget, TreeBudget] | None:
+        row = self._one(
+            f"SELECT {_AGENT_COLUMNS}, {_TREE_COLUMNS} FROM budget_agents a"
+            " JOIN budget_trees t ON t.tree_id = a.tree_id WHERE a.run_id = ?",
+            (run_id,),
+        )
+        if row is None:
+            return None
+        agent, tree = _agent(row), _tree(row, "t_")
+        held = self._one(
+            f"SELECT COALESCE(SUM(r.tokens), 0) AS tokens, COALESCE(SUM(r.cost_usd), 0) AS cost {_LIVE_RESERVATIONS}",
+            (agent.tree_id, run_id),
+        )
+        assert held is not None
+        return agent, replace(tree, reserved_tokens=int(held["tokens"]), reserved_cost=float(held["cost"]))
 
-        def body() -> tuple[AgentBudget, TreeBudget] | None:
+    def state(self, run_id: str) -> tuple[AgentBudget, TreeBudget] | None:
+        """Generation `run_id`'s row and its tree's, read together (the check before a request); the
+        tree's `reserved_*` are the other runs' requests in flight."""
+        return self._read(lambda: self._state(run_id))
+
+    def reserve(
+        self,
+        run_id: str,
+        decide: Callable[[AgentBudget, TreeBudget], tuple[T, tuple[int, float] | None]],
+    ) -> T | None:
+        """The check before a request and its reservation, in one transaction: `decide` gets the run's
+        state (as `state`) and returns its answer and what to reserve (tokens, USD) for the request
+        about to go out, or `None` to hold nothing; the run's previous reservation is replaced.
+        `None` when the run has no budget row."""
+
+        def body() -> T | None:
+            state = self._state(run_id)
+            if state is None:
+                return None
+            answer, hold = decide(*state)
+            if hold is None:
+                self._execute("DELETE FROM budget_reservations WHERE run_id = ?", (run_id,))
+            else:
+                self._execute(
+                    "INSERT INTO budget_reservations (run_id, tree_id, tokens, cost_usd, reserved_at)"
+                    " VALUES (?, ?, ?, ?, ?) ON CONFLICT (run_id) DO UPDATE SET tokens = excluded.tokens,"
+                    " cost_usd = excluded.cost_usd, reserved_at = excluded.reserved_at",
+                    (run_id, state[0].tree_id, max(0, hold[0]), max(0.0, hold[1]), self._tx.now),
+                )
+            return answer
+
+        return self._write(body, durable=False)
+
+    def release(self, run_id: str) -> None:
+        """Drop the reservation of `run_id` (its request failed without usage, or its run ended)."""
+        self._write(
+            lambda: self._execute("DELETE FROM budget_reservations WHERE run_id = ?", (run_id,)),
+            durable=False,
+        )
+
+    def reserved(self, tree_id: str) -> tuple[int, float]:
+        """Tokens and USD the tree's requests in flight hold (reservations that still count)."""
+
+        def body() -> tuple[int, float]:
             row = self._one(
-                f"SELECT {_AGENT_COLUMNS}, {_TREE_COLUMNS} FROM budget_agents a"
-                " JOIN budget_trees t ON t.tree_id = a.tree_id WHERE a.run_id = ?",
-                (run_id,),
+                f"SELECT COALESCE(SUM(r.tokens), 0) AS tokens, COALESCE(SUM(r.cost_usd), 0) AS cost {_LIVE_RESERVATIONS}",
+                (tree_id, ""),
             )
-            return None if row is None else (_agent(row), _tree(row, "t_"))
+            assert row is not None
+            return int(row["tokens"]), float(row["cost"])
 
         return self._read(body)
 
@@ -193,7 +267,8 @@ class BudgetLedger(Repository):
     def record(
         self, run_id: str, *, tokens: int, cost_usd: float, estimated: bool, fact_id: str | None = None
     ) -> None:
-        """Add one request's spend to generation `run_id` and to its tree.
+        """Add one request's spend to generation `run_id` and to its tree; it replaces the request's
+        reservation.
 
         `fact_id` names a Ray worker's spend fact: one already recorded for `run_id` (pulled again by a
         host that restarted before confirming it to the worker) is not added again."""
@@ -208,6 +283,7 @@ class BudgetLedger(Repository):
             ):
                 return  # already counted
             now = self._tx.now
+            self._execute("DELETE FROM budget_reservations WHERE run_id = ?", (run_id,))  # settled
             params = (tokens, cost_usd, int(estimated), now)
             self._execute(
                 "UPDATE budget_agents SET tokens = tokens + ?, cost_usd = cost_usd + ?, requests = requests + 1,"

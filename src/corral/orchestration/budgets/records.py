@@ -89,6 +89,9 @@ class TreeBudget:
     exhausted: BudgetName | None
     """The tree limit that was reached first, once one was."""
     lead_told: bool
+    reserved_tokens: int = 0
+    """Estimates of the tree's requests in flight (other than the reading agent's own), not yet spent."""
+    reserved_cost: float = 0.0
 
 
 @dataclass(frozen=True, slots=True)

@@ -382,7 +382,16 @@ def _v12(conn: sqlite3.Connection) -> None:
     _schema_ratelimits.migrate_windows(conn)
 
 
-MIGRATIONS: tuple[Migration, ...] = (_v1, _v2, _v3, _v4, _v5, _v6, _v7, _v8, _v9, _v10, _v11, _v12)
+def _v13(conn: sqlite3.Connection) -> None:
+    """Version 13: budget reservations of model requests in flight (`_schema_budgets.py`)."""
+    from corral.orchestration.store import _schema_budgets
+
+    _schema_budgets.migrate_reservations(conn)
+
+
+MIGRATIONS: tuple[Migration, ...] = (
+    _v1, _v2, _v3, _v4, _v5, _v6, _v7, _v8, _v9, _v10, _v11, _v12, _v13,
+)  # fmt: skip
 """Every step, in order; `MIGRATIONS[i]` takes version `i` to `i + 1`."""
 
 SCHEMA_VERSION = len(MIGRATIONS)

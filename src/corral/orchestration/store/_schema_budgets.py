@@ -7,13 +7,18 @@ so the tree's sum never disagrees with its agents'. See `corral.orchestration.bu
 
 Version 11 adds `budget_spend_facts`: the id of every Ray worker's spend fact the host recorded, written
 in the spend's transaction, so a fact pulled again by a restarted host is counted once.
+
+Version 13 adds `budget_reservations`: one row per agent whose model request is in flight, holding
+its estimate (tokens and cost) against its tree until the reply's usage replaces it (in the spend's
+transaction). A row of a generation that is no longer running (finished, or marked lost) counts
+nothing, so a process killed mid-request blocks its tree only until its run ends or is found lost.
 """
 
 from __future__ import annotations
 
 import sqlite3
 
-__all__ = ["migrate", "migrate_spend_facts"]
+__all__ = ["migrate", "migrate_reservations", "migrate_spend_facts"]
 
 _LIMITS = """
     tokens_limit     INTEGER CHECK (tokens_limit IS NULL OR tokens_limit > 0),
@@ -68,3 +73,22 @@ CREATE TABLE budget_spend_facts (
 def migrate_spend_facts(conn: sqlite3.Connection) -> None:
     """Create the table of recorded Ray spend facts (runs inside the migration's transaction)."""
     conn.execute(_V11_SPEND_FACTS)
+
+
+_V13_RESERVATIONS = """
+CREATE TABLE budget_reservations (
+    run_id           TEXT PRIMARY KEY REFERENCES budget_agents (run_id),
+    tree_id          TEXT NOT NULL REFERENCES budget_trees (tree_id),
+    tokens           INTEGER NOT NULL CHECK (tokens >= 0),
+    cost_usd         REAL NOT NULL CHECK (cost_usd >= 0),
+    reserved_at      INTEGER NOT NULL CHECK (reserved_at >= 0)
+);
+CREATE INDEX budget_reservations_tree ON budget_reservations (tree_id)
+"""
+
+
+def migrate_reservations(conn: sqlite3.Connection) -> None:
+    """Create the table of model requests in flight and their estimates (inside the migration's transaction)."""
+    for statement in _V13_RESERVATIONS.split(";"):
+        if statement.strip():
+            conn.execute(statement)

@@ -19,9 +19,12 @@ class BudgetNoticeText:
     """Budgets' notices in corral's words."""
 
     def wrap_up(self, finding: Finding) -> str:
-        """`Budget notice: <limit> used (<n>%). Wrap up now: ...`."""
+        """`Budget notice: <spent> / <limit>[, + <estimates>] (<n>% of the limit). Wrap up now: ...`."""
+        share = f"{finding.total / finding.limit:.0%} of the limit"
+        if finding.reserved or finding.estimated:
+            share += " with the next request"
         return (
-            f"Budget notice: {finding.describe()} used ({finding.spent / finding.limit:.0%}). Wrap up now: "
+            f"Budget notice: {finding.describe()} ({share}). Wrap up now: "
             "finish the current step and give your final answer (what is done, what remains) soon."
         )
 
@@ -35,7 +38,12 @@ class BudgetNoticeText:
 
     def stopped(self, finding: Finding) -> str:
         """`budget_exhausted: <limit> (stopped at its budget; ...)`."""
-        return f"budget_exhausted: {finding.describe()} (stopped at its budget; the text above is its final report)"
+        why = (
+            "its time ran out"
+            if finding.name.endswith("_minutes")
+            else "its next request would have passed the limit"
+        )
+        return f"budget_exhausted: {finding.describe()} (stopped at its budget: {why}; the text above is its final report)"
 
     def tree_exhausted(self, fact: TreeExhausted) -> str:
         """What stops, what is refused, and that the lead's own turns go on."""
