@@ -29,7 +29,7 @@ demo: $(UV)
 	@echo
 	@echo "corral is in $(BIN)/corral. To run it as 'corral' from anywhere:"
 	@echo "  make install        # uv tool install: corral with every extra on your PATH (~/.local/bin)"
-	@echo "  or: export PATH=\"$(CURDIR)/$(BIN):\$$PATH\""
+	@echo "  or: export PATH=\"$(abspath $(BIN)):\$$PATH\""
 
 sync-test: $(UV)
 	$(UV) sync --quiet --locked --python $(PYTHON) --compile-bytecode $(TEST_EXTRAS)

@@ -28,17 +28,48 @@ def _dry_run(target: str, venv: Path) -> list[str]:
     return done.stdout.splitlines()
 
 
-def test_make_demo_installs_the_runtime_dependencies_only(tmp_path: Path) -> None:
+def test_make_demo_installs_the_runtime_dependencies_only_from_the_lock(tmp_path: Path) -> None:
     lines = _dry_run("demo", tmp_path / "venv")
-    installs = [line for line in lines if " install " in line and "uv pip" in line]
+    installs = [
+        line for line in lines if not line.startswith("echo") and (" sync " in line or " install " in line)
+    ]
     assert len(installs) == 1, lines
-    assert installs[0].endswith(" -e ."), installs
-    assert not any("[test" in line or "ray]" in line or "otel]" in line for line in lines), lines
-    assert lines[-1].endswith("/bin/corral demo")
+    assert "uv sync" in installs[0] and "--locked" in installs[0], installs
+    assert "--extra" not in installs[0], installs
+    assert any(line.endswith("/bin/corral demo") for line in lines), lines
+    # The demo's last lines say how to put `corral` on PATH.
+    assert any("make install" in line for line in lines), lines
 
 
-def test_make_test_adds_the_test_ray_and_otel_extras(tmp_path: Path) -> None:
+def test_make_test_adds_the_test_ray_otel_and_mcp_extras_from_the_lock(tmp_path: Path) -> None:
     # The Ray and OpenTelemetry extras too: tests/ray/ and the traces' tests must run (not skip) under
     # `make test`.
     lines = _dry_run("lint", tmp_path / "venv")
-    assert any(line.endswith("-e '.[test,ray,otel]'") for line in lines), lines
+    syncs = [line for line in lines if " sync " in line]
+    assert len(syncs) == 1, lines
+    for extra in ("test", "ray", "otel", "mcp"):
+        assert f"--extra {extra}" in syncs[0], syncs
+    assert "--locked" in syncs[0], syncs
+
+
+def test_no_make_target_resolves_anew(tmp_path: Path) -> None:
+    # Every install goes through the lock: no `uv pip install` or plain `pip install` of corral's dependencies.
+    for target in ("demo", "lint", "typecheck", "unit", "bench"):
+        for line in _dry_run(target, tmp_path / "venv"):
+            assert "uv pip install" not in line, (target, line)
+            if " sync " in line:
+                assert "--locked" in line, (target, line)
+
+
+def test_the_lock_matches_pyproject() -> None:
+    # `uv lock --check` fails when pyproject.toml changed without the lock (CI's `uv sync --locked` would too).
+    uv = ROOT / ".uv" / "bin" / "uv"
+    if not uv.exists():
+        found = shutil.which("uv")
+        if found is None:
+            pytest.skip("uv is not installed (make creates .uv/)")
+        uv = Path(found)
+    done = subprocess.run(
+        [str(uv), "lock", "--check", "--offline"], cwd=ROOT, capture_output=True, text=True, check=False
+    )
+    assert done.returncode == 0, done.stderr

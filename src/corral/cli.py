@@ -135,7 +135,9 @@ def _root(
     except ImportError as exc:  # pragma: no cover - textual ships as a dependency
         from corral.errors import UsageError
 
-        raise UsageError(f"the terminal app needs textual ({exc}); pip install 'corral' again") from exc
+        raise UsageError(
+            f"the terminal app needs textual ({exc}): reinstall corral (README, Install)"
+        ) from exc
     options = LaunchOptions(
         Path.cwd(),
         model=model,

@@ -176,7 +176,7 @@ def _ray_session_cluster(tmp_path_factory: pytest.TempPathFactory) -> Iterator[R
         import ray
         from ray.cluster_utils import Cluster
     except ImportError:
-        _unavailable("Ray is not installed (pip install 'corral[ray]')")
+        _unavailable("Ray is not installed (make test installs the ray extra)")
     root = tmp_path_factory.mktemp("ray")
     private: str | None = None
     if len(str(root)) > _SOCKET_ROOT_MAX:

@@ -14,7 +14,7 @@ from tests.benchmarks.test_bench_smoke import check_output, run_bench
 
 from .conftest import RayTestCluster
 
-pytest.importorskip("ray", reason="Ray is not installed (pip install 'corral[ray]')")
+pytest.importorskip("ray", reason="Ray is not installed (make test installs the ray extra)")
 
 
 # The first test of tests/ray/ by name, so it also waits for the session cluster to start (20-80 s on

@@ -9,7 +9,7 @@ import pytest
 
 from .conftest import RayNodes, RayTestCluster
 
-ray = pytest.importorskip("ray", reason="Ray is not installed (pip install 'corral[ray]')")
+ray = pytest.importorskip("ray", reason="Ray is not installed (make test installs the ray extra)")
 
 
 @ray.remote(num_cpus=0)

@@ -24,7 +24,7 @@ from tests.orchestration.teams._git_helpers import GIT_ENV, git, make_repo
 
 from .conftest import RayTestCluster
 
-ray = pytest.importorskip("ray", reason="Ray is not installed (pip install 'corral[ray]')")
+ray = pytest.importorskip("ray", reason="Ray is not installed (make test installs the ray extra)")
 
 
 @pytest.fixture(autouse=True)

@@ -19,6 +19,7 @@ from dataclasses import KW_ONLY, dataclass, field
 from pathlib import Path
 from typing import TYPE_CHECKING, Any, Literal
 
+from corral._install import missing_extra
 from corral.errors import UsageError
 
 from ._handshake import EarlyAnswer, early_answer, read_line, write_all
@@ -160,7 +161,7 @@ class Opening:
 def _check(options: McpOptions) -> tuple[str, int] | None:
     """The HTTP bind asked for (`None`: stdio), after refusing what cannot be served."""
     if importlib.util.find_spec("mcp") is None:
-        raise UsageError("corral mcp needs the MCP SDK: pip install 'corral[mcp]'")
+        raise UsageError(missing_extra("mcp", "corral mcp needs the MCP SDK"))
     bind = None
     if options.http is not None:
         bind = parse_bind(options.http)
@@ -207,7 +208,7 @@ async def serve(options: McpOptions, *, opening: Opening | None = None) -> int:
     try:
         from ._server import build_server
     except ImportError as exc:
-        raise UsageError(f"corral mcp needs the MCP SDK ({exc}): pip install 'corral[mcp]'") from None
+        raise UsageError(missing_extra("mcp", f"corral mcp needs the MCP SDK ({exc})")) from None
 
     def opener() -> AbstractAsyncContextManager[Lead]:
         from corral.lead import open_lead

@@ -8,6 +8,7 @@ from pathlib import Path
 from typing import TYPE_CHECKING
 
 import corral._tracing as _tracing
+from corral._install import missing_extra
 from corral.errors import UsageError
 
 if TYPE_CHECKING:
@@ -72,8 +73,10 @@ def start_run_trace(
             raise UsageError(f"cannot write the trace file {file}: {exc.strerror or exc}") from None
         except ImportError as exc:
             raise UsageError(
-                f"OTEL_* asks for OpenTelemetry traces but they cannot be exported ({exc}); "
-                "pip install 'corral[otel]', or unset OTEL_TRACES_EXPORTER / OTEL_EXPORTER_OTLP_ENDPOINT"
+                missing_extra(
+                    "otel", f"OTEL_* asks for OpenTelemetry traces but they cannot be exported ({exc})"
+                )
+                + "; or unset OTEL_TRACES_EXPORTER / OTEL_EXPORTER_OTLP_ENDPOINT"
             ) from None
         except ValueError as exc:
             raise UsageError(str(exc)) from None

@@ -167,9 +167,9 @@ class RayRuntime:
         try:
             import ray
         except ImportError:
-            raise RuntimeError_(
-                "the Ray runtime needs Ray: install it with pip install 'corral[ray]'"
-            ) from None
+            from corral._install import missing_extra
+
+            raise RuntimeError_(missing_extra("ray", "the Ray runtime needs Ray")) from None
         if not ray.is_initialized():
             _probe(self.config.address)
             try:

@@ -170,7 +170,9 @@ class RayWorkers:
     def unavailable(self) -> str | None:
         """Ray not installed (whether the cluster answers is known only when `place` connects)."""
         if importlib.util.find_spec("ray") is None:
-            return "Ray is not installed (pip install 'corral[ray]')"
+            from corral._install import missing_extra
+
+            return missing_extra("ray", "Ray is not installed")
         return None
 
     async def place(
