@@ -74,8 +74,8 @@ def test_a_link_out_of_the_project_is_pinned_by_its_target_and_never_loaded(
     project: Path, tmp_path: Path
 ) -> None:
     """Trust never reads outside the project; the scripts loader never loads through such a link."""
-    from corral.llm._script_format import find_script, list_script_names
     from corral.llm import ScriptError
+    from corral.llm._script_format import find_script, list_script_names
 
     outside = tmp_path / "outside"
     outside.mkdir()
@@ -103,7 +103,7 @@ def test_a_link_out_of_the_project_is_pinned_by_its_target_and_never_loaded(
 
 def _shell(path: Path, body: str) -> Path:
     path.parent.mkdir(parents=True, exist_ok=True)
-    path.write_text(f"#!/bin/sh\n{body}\nexec /bin/sh \"$@\"\n")
+    path.write_text(f'#!/bin/sh\n{body}\nexec /bin/sh "$@"\n')
     path.chmod(0o755)
     return path
 

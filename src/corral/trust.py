@@ -6,9 +6,11 @@ of harmless settings (`corral.settings.UNTRUSTED_PROJECT_KEYS`). Trust is
 pinned to content: trusting records a SHA-256 digest of every pinned file
 (`PINNED_ENTRIES`: `.corral/settings.toml`, `.corral/SYSTEM.md`,
 `.corral/APPEND_SYSTEM.md` and every file below `.corral/scripts/` and
-`.corral/agents/`, symlinks followed; and the Claude Code and Pi definitions
-in `.claude/agents/` and `.pi/agents/`). When one of them is edited, added or
-removed, the project is untrusted again until the user trusts it anew.
+`.corral/agents/`, symlinks followed while they stay inside the project; the
+Claude Code and Pi definitions in `.claude/agents/` and `.pi/agents/`; and the
+program the project's `shell_path` names). A link out of the project is pinned
+by its target, never read. When one of them is edited, added or removed, the
+project is untrusted again until the user trusts it anew.
 
 The trust store is a small JSON file, `$XDG_CONFIG_HOME/corral/trusted-projects.json`
 (`0600`, in a `0700` directory), keyed by each project's realpath:

@@ -116,7 +116,9 @@ def test_a_fifo_is_refused_without_blocking(
     assert _named(err, repo / "AGENTS.md") == 1 and "a FIFO" in err
 
 
-def test_a_device_node_is_refused(layout: tuple[Path, Path, Path], capsys: pytest.CaptureFixture[str]) -> None:
+def test_a_device_node_is_refused(
+    layout: tuple[Path, Path, Path], capsys: pytest.CaptureFixture[str]
+) -> None:
     _, config, repo = layout
     try:
         os.mknod(repo / "AGENTS.md", stat.S_IFCHR | 0o644, os.makedev(1, 5))  # like /dev/zero
