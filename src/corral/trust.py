@@ -6,9 +6,11 @@ of harmless settings (`corral.settings.UNTRUSTED_PROJECT_KEYS`). Trust is
 pinned to content: trusting records a SHA-256 digest of every pinned file
 (`PINNED_ENTRIES`: `.corral/settings.toml`, `.corral/SYSTEM.md`,
 `.corral/APPEND_SYSTEM.md` and every file below `.corral/scripts/` and
-`.corral/agents/`, symlinks followed; and the Claude Code and Pi definitions
-in `.claude/agents/` and `.pi/agents/`). When one of them is edited, added or
-removed, the project is untrusted again until the user trusts it anew.
+`.corral/agents/`, symlinks followed while they stay inside the project; the
+Claude Code and Pi definitions in `.claude/agents/` and `.pi/agents/`; and the
+program the project's `shell_path` names). A link out of the project is pinned
+by its target, never read. When one of them is edited, added or removed, the
+project is untrusted again until the user trusts it anew.
 
 The trust store is a small JSON file, `$XDG_CONFIG_HOME/corral/trusted-projects.json`
 (`0600`, in a `0700` directory), keyed by each project's realpath:
@@ -28,6 +30,8 @@ import fcntl
 import hashlib
 import json
 import os
+import shutil
+import tomllib
 from collections.abc import Iterator, Mapping
 from contextlib import contextmanager
 from dataclasses import dataclass
@@ -35,6 +39,7 @@ from datetime import UTC, datetime
 from pathlib import Path
 from typing import Any
 
+from corral._confined import is_within
 from corral._paths import config_home, ensure_private_dir
 from corral.errors import CorralError, UsageError
 
@@ -100,41 +105,95 @@ def find_project_dir(cwd: Path) -> Path | None:
 
 def pinned_files(project: Path) -> dict[str, str]:
     """The files trust covers in `project` (relative path → `sha256:<hex>`), read now: the
-    `PINNED_ENTRIES` of `.corral/`, and the Claude Code and Pi definitions (`FOREIGN_AGENT_DIRS`),
-    which count only in a trusted project too.
+    `PINNED_ENTRIES` of `.corral/`, the Claude Code and Pi definitions (`FOREIGN_AGENT_DIRS`),
+    which count only in a trusted project too, and the program a project's `shell_path` names.
 
-    A file that cannot be read is pinned as `unreadable`; a directory walk follows symlinks
-    (each real directory once), so a symlink cannot bring unpinned files into effect.
+    A file that cannot be read is pinned as `unreadable`; a directory walk follows symlinks that
+    stay inside the project (each real directory once). A link in those directories that leaves the
+    project is pinned by its target as `link:<realpath>` and neither walked nor read: corral never
+    loads a definition or script through it, and pointing it elsewhere untrusts the project. The
+    files are listed before any is read, so a huge tree costs no hashing.
 
     Raises:
         UsageError: more than 10000 files are pinned.
     """
     real = Path(os.path.realpath(project))
     found: dict[str, str] = {}
+    to_hash: dict[str, Path] = {}
     paths = [f".corral/{entry}" for entry in PINNED_ENTRIES] + list(FOREIGN_AGENT_DIRS)
     for relative in paths:
         path = real / relative
         if path.is_dir():
-            seen: set[str] = set()
-            for root, dirs, names in os.walk(path, followlinks=True):
-                real_root = os.path.realpath(root)
-                if real_root in seen:
-                    dirs[:] = []
-                    continue
-                seen.add(real_root)
-                dirs.sort()
-                for name in sorted(names):
-                    file = Path(root) / name
-                    if file.is_file():
-                        found[file.relative_to(real).as_posix()] = _digest(file)
-                if len(found) > _MAX_PINNED_FILES:
-                    raise UsageError(
-                        f"{project}: more than {_MAX_PINNED_FILES} files under .corral/; "
-                        "trust covers at most that many, so remove what corral does not need"
-                    )
+            target = Path(os.path.realpath(path))
+            if not is_within(target, real):
+                found[relative] = f"link:{target}"
+                continue
+            _walk_pinned(real, path, found, to_hash)
         elif path.is_file():
-            found[relative] = _digest(path)
+            to_hash[relative] = path
+    for key, file in to_hash.items():
+        found[key] = _digest(file)
+    shell = _project_shell_program(real)
+    if shell is not None:
+        found[shell.as_posix()] = _program_digest(shell)
     return dict(sorted(found.items()))
+
+
+def _walk_pinned(real: Path, path: Path, found: dict[str, str], to_hash: dict[str, Path]) -> None:
+    seen: set[str] = set()
+    for root, dirs, names in os.walk(path, followlinks=True):
+        real_root = os.path.realpath(root)
+        if real_root in seen:
+            dirs[:] = []
+            continue
+        seen.add(real_root)
+        kept: list[str] = []
+        for name in sorted(dirs):
+            target = Path(os.path.realpath(Path(root) / name))
+            if is_within(target, real):
+                kept.append(name)
+            else:
+                found[(Path(root) / name).relative_to(real).as_posix()] = f"link:{target}"
+        dirs[:] = kept
+        for name in sorted(names):
+            file = Path(root) / name
+            key = file.relative_to(real).as_posix()
+            target = Path(os.path.realpath(file))
+            if not is_within(target, real):
+                found[key] = f"link:{target}"
+            elif file.is_file():
+                to_hash[key] = file
+        if len(found) + len(to_hash) > _MAX_PINNED_FILES:
+            raise UsageError(
+                f"{real}: more than {_MAX_PINNED_FILES} files under .corral/; "
+                "trust covers at most that many, so remove what corral does not need"
+            )
+
+
+def _project_shell_program(real: Path) -> Path | None:
+    """The program the project's `.corral/settings.toml` names as `shell_path`, as an absolute path
+    (a relative one is taken from the project directory, a bare name from `PATH`), or `None`."""
+    try:
+        data = tomllib.loads((real / ".corral" / "settings.toml").read_text(encoding="utf-8"))
+    except (OSError, UnicodeDecodeError, tomllib.TOMLDecodeError):
+        return None
+    value = data.get("shell_path")
+    if not isinstance(value, str) or not value:
+        return None
+    if "/" not in value:
+        found = shutil.which(value)
+        return Path(found) if found is not None else Path(value).absolute()
+    program = Path(value).expanduser()
+    return program if program.is_absolute() else real / program
+
+
+def _program_digest(program: Path) -> str:
+    """A `shell_path` program's pin: its digest, `missing`, or `not a regular file` (never read)."""
+    if not program.exists():
+        return "missing"
+    if not program.is_file():
+        return "not a regular file"
+    return _digest(program)
 
 
 def _digest(path: Path) -> str:

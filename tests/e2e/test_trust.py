@@ -232,6 +232,7 @@ def test_trust_pins_the_files_and_an_edit_untrusts_the_project(
         ".corral/agents/evil.md",
         ".corral/scripts/pwn.yaml",
         ".corral/settings.toml",
+        str(cli_env.root / "evil-shell"),  # the program `shell_path` names
     ]
 
     # Trusted: the project's default model and script now run (what the untrusted tests prove absent).
@@ -261,6 +262,13 @@ def test_trust_pins_the_files_and_an_edit_untrusts_the_project(
     added.write_text("---\nname: more\ndescription: x\n---\nbody\n")
     [notice] = _trust_lines(corral("run", "-p", "x").stderr)
     assert ".corral/agents/more.md was added since it was trusted" in notice
+
+    # The shell program `shell_path` names is pinned like the settings file that names it.
+    assert corral("trust").returncode == 0
+    shell = cli_env.root / "evil-shell"
+    shell.write_text(shell.read_text().replace("touch", "touch -c"))
+    [notice] = _trust_lines(corral("run", "-p", "x").stderr)
+    assert f"{shell} was edited since it was trusted" in notice
 
 
 def test_a_corrupt_trust_store_is_a_one_line_error(cli_env: Env, corral: RunCorral, hostile: Hostile) -> None:

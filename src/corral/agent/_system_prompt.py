@@ -10,37 +10,65 @@
    one file per directory from the filesystem root down to `cwd`
    (`AGENTS.md` preferred over `CLAUDE.md`), each under `## <path>`.
 4. `Current date: YYYY-MM-DD` and `Current working directory: <cwd>`.
+
+Every file read here may come from a repository someone else wrote, so it is read through
+`corral._confined`: only a regular file of at most `CONTEXT_FILE_MAX_BYTES`, outside `/proc`,
+`/dev` and `/sys`, whose real path stays inside the project (`project_root`: the nearest directory
+holding `.git` or `.corral/`, else `cwd`) — or, for a directory above the project, inside that
+directory. The user's own `<config>` files may also link into the home directory. A refused file is
+left out and named once per process on stderr; the directory's other name (`CLAUDE.md`) is tried.
 """
 
 from __future__ import annotations
 
+import os
 from collections.abc import Sequence
 from datetime import datetime
 from pathlib import Path
 
+from corral._confined import Refused, is_within, note_refused, project_root, read_confined
 from corral._paths import config_home
 from corral.trust import TrustStoreError, is_trusted
 
 from ._tool import AgentTool
 
-__all__ = ["build_system_prompt", "find_context_files"]
+__all__ = ["CONTEXT_FILE_MAX_BYTES", "build_system_prompt", "find_context_files"]
 
 _CONTEXT_FILE_NAMES = ("AGENTS.md", "CLAUDE.md")
+CONTEXT_FILE_MAX_BYTES = 131072
+"""The largest context or prompt file read (128 KiB); a larger one is left out and named on stderr."""
 
 
-def _read_text(path: Path) -> str | None:
+def _read_text(path: Path, roots: Sequence[Path] | None) -> str | None:
+    """The text of `path` if it exists and may be read under `roots` (`corral._confined`), else `None`.
+
+    A missing file (or a link to nothing) is silently absent; a refused one is named once on stderr.
+    """
+    if not os.path.exists(path):
+        return None
     try:
-        return path.read_text(encoding="utf-8")
-    except (OSError, UnicodeDecodeError):
+        data = read_confined(path, roots=roots, limit=CONTEXT_FILE_MAX_BYTES)
+    except Refused as refused:
+        note_refused(path, refused.reason, what="context file")
+        return None
+    except OSError:
+        return None
+    try:
+        return data.decode("utf-8")
+    except UnicodeDecodeError:
         return None
 
 
-def _first_existing(*candidates: Path) -> str | None:
-    for candidate in candidates:
-        if candidate.is_file():
-            text = _read_text(candidate)
-            if text is not None:
-                return text
+def _user_roots(config_dir: Path) -> list[Path]:
+    """Where the user's own files may link: the config directory and the home directory."""
+    return [Path(os.path.realpath(config_dir)), Path(os.path.realpath(Path.home()))]
+
+
+def _first_existing(*candidates: tuple[Path, Sequence[Path] | None]) -> str | None:
+    for candidate, roots in candidates:
+        text = _read_text(candidate, roots)
+        if text is not None:
+            return text
     return None
 
 
@@ -58,29 +86,34 @@ def _project_prompts_apply(cwd: Path) -> bool:
 def find_context_files(cwd: Path, global_config_dir: Path) -> list[tuple[Path, str]]:
     """The context files for `cwd`: global first, then root→cwd, at most one per directory.
 
+    A file in the project (`corral._confined.project_root`) must resolve inside the project; one in a
+    directory above it, inside that directory; the global one, inside the config or home directory.
+    None is read from `/proc`, `/dev` or `/sys`, none that is not a regular file or is larger than
+    `CONTEXT_FILE_MAX_BYTES`; each refused file is named once per process on stderr.
+
     Returns:
-        `(path, text)` pairs in prompt order; unreadable files are skipped.
+        `(path, text)` pairs in prompt order; unreadable and refused files are skipped.
     """
     found: list[tuple[Path, str]] = []
     seen: set[Path] = set()
 
-    def take_from(directory: Path) -> None:
+    def take_from(directory: Path, roots: Sequence[Path]) -> None:
         for name in _CONTEXT_FILE_NAMES:
             candidate = directory / name
-            if candidate.is_file():
-                resolved = candidate.resolve()
-                if resolved in seen:
-                    return
-                text = _read_text(candidate)
-                if text is not None:
-                    seen.add(resolved)
-                    found.append((candidate, text))
-                    return
+            text = _read_text(candidate, roots)
+            if text is None:
+                continue
+            resolved = Path(os.path.realpath(candidate))
+            if resolved not in seen:
+                seen.add(resolved)
+                found.append((candidate, text))
+            return
 
-    take_from(global_config_dir)
-    cwd = cwd.resolve()
+    take_from(global_config_dir, _user_roots(global_config_dir))
+    cwd = Path(os.path.realpath(cwd))
+    project = project_root(cwd)
     for directory in [*reversed(cwd.parents), cwd]:
-        take_from(directory)
+        take_from(directory, [project if is_within(directory, project) else directory])
     return found
 
 
@@ -161,18 +194,24 @@ def build_system_prompt(
     """
     config_dir = global_config_dir if global_config_dir is not None else config_home()
     project_dir = cwd / ".corral"
+    user_roots = _user_roots(config_dir)
+    project_roots: Sequence[Path] = [project_root(cwd)]
     if not _project_prompts_apply(cwd):
-        project_dir = config_dir
+        project_dir, project_roots = config_dir, user_roots
     base = custom_prompt
     if base is None:
-        base = _first_existing(project_dir / "SYSTEM.md", config_dir / "SYSTEM.md")
+        base = _first_existing(
+            (project_dir / "SYSTEM.md", project_roots), (config_dir / "SYSTEM.md", user_roots)
+        )
     if base is None:
         base = _base_prompt(tools)
     parts = [base.rstrip("\n")]
 
     append_text = append
     if append_text is None:
-        append_text = _first_existing(project_dir / "APPEND_SYSTEM.md", config_dir / "APPEND_SYSTEM.md")
+        append_text = _first_existing(
+            (project_dir / "APPEND_SYSTEM.md", project_roots), (config_dir / "APPEND_SYSTEM.md", user_roots)
+        )
     if append_text and append_text.strip():
         parts.append(append_text.strip("\n"))
 

@@ -238,6 +238,13 @@ def _nearest_project_scripts(cwd: Path) -> Path | None:
     return None
 
 
+def _stays_in_project(path: Path, scripts: Path) -> bool:
+    """Whether a project script resolves inside its project (trust pins no link out of it)."""
+    project = Path(os.path.realpath(scripts.parent.parent))
+    real = Path(os.path.realpath(path))
+    return real == project or project in real.parents
+
+
 def script_dirs(cwd: Path | None, *, environ: Mapping[str, str] | None = None) -> list[tuple[str, Path]]:
     """The directories searched, in order, each with a label for messages.
 
@@ -284,10 +291,11 @@ def find_script(name: str, *, cwd: Path | None, environ: Mapping[str, str] | Non
     """
     check_script_name(name)
     dirs = script_dirs(cwd, environ=environ)
+    project = _nearest_project_scripts(cwd) if cwd is not None else None
     for _label, directory in dirs:
         for suffix in SCRIPT_SUFFIXES:
             candidate = directory / f"{name}{suffix}"
-            if candidate.is_file():
+            if candidate.is_file() and (directory != project or _stays_in_project(candidate, directory)):
                 return candidate
     searched = "; ".join(label for label, _ in dirs)
     raise ScriptError(
@@ -298,10 +306,13 @@ def find_script(name: str, *, cwd: Path | None, environ: Mapping[str, str] | Non
 def list_script_names(cwd: Path | None, *, environ: Mapping[str, str] | None = None) -> list[str]:
     """Names of every script that `scripted/<name>` would find, sorted."""
     names: set[str] = set()
+    project = _nearest_project_scripts(cwd) if cwd is not None else None
     for _label, directory in script_dirs(cwd, environ=environ):
         if not directory.is_dir():
             continue
         for path in directory.rglob("*"):
+            if directory == project and not _stays_in_project(path, directory):
+                continue
             if path.suffix in SCRIPT_SUFFIXES and path.is_file():
                 names.add(path.relative_to(directory).with_suffix("").as_posix())
     return sorted(names)

@@ -29,6 +29,12 @@ inherits and a non-empty body replaces, or with `bodyMode: append` is added
 after the lower body. Body lines that are exactly `@./…` or `@../…` are
 resolved against the declaring file before layering.
 
+The walk is bounded and stays home: a project layer's directory, and every definition file in it,
+must resolve inside the project (`corral._confined.project_root`), so a repository's
+`.corral/agents -> /usr` loads nothing from `/usr` (and costs nothing); a user layer's may link
+anywhere but `/proc`, `/dev` and `/sys`. A directory's walk stops after `_MAX_WALK_ENTRIES` entries.
+Each refusal is a `DefinitionIssue` and is named once per process on stderr.
+
 A bad file never breaks the roster: it is reported as a `DefinitionIssue`
 with its path and the problem, and the rest loads. When the bad file still
 names a definition, that definition is disabled rather than silently left at
@@ -51,6 +57,7 @@ from typing import Any, Literal
 import yaml
 from pydantic import ValidationError
 
+from corral._confined import Refused, confined_target, note_refused, project_root
 from corral._paths import config_home
 from corral.agent.tools import ALL_TOOL_NAMES
 from corral.llm._errors import ModelRefError
@@ -94,6 +101,8 @@ _SOURCE_KEYS: dict[DefinitionLayer, str] = {
     "user": "overrideSource",
 }
 _MAX_DEFINITION_BYTES = 1048576
+_MAX_WALK_ENTRIES = 10000
+"""Entries (files and directories) one layer directory's walk visits at most."""
 _DELEGATION_TOOL = "agent"
 _BODY_REF = re.compile(r"^@(\.\.?/.*)$")
 
@@ -433,6 +442,7 @@ def load_roster(
     if home is None and user_dir is None:
         home = Path.home()
     real_cwd = Path(os.path.realpath(cwd))
+    project = project_root(real_cwd)
     dirs: dict[DefinitionLayer, list[tuple[Path, DefinitionFormat]]] = {
         "bundled": [(bundled_dir if bundled_dir is not None else bundled_definitions_dir(), "corral")],
         "project": [*foreign_definition_dirs(real_cwd, "project"), (project_dir, "corral")],
@@ -446,7 +456,8 @@ def load_roster(
     broken: dict[str, str] = {}
     untrusted: list[_Raw] = []
     for layer, directory, fmt in [(name, d, f) for name in _LAYERS for d, f in dirs[name]]:
-        raws, poisoned = _read_layer(layer, directory, issues, fmt, names)
+        root = project if layer == "project" else None
+        raws, poisoned = _read_layer(layer, directory, issues, fmt, names, root)
         if layer == "project" and not trust:
             untrusted += raws
             continue
@@ -600,12 +611,13 @@ def _read_layer(
     issues: list[DefinitionIssue],
     fmt: DefinitionFormat = "corral",
     models: ModelNames | None = None,
+    root: Path | None = None,
 ) -> tuple[list[_Raw], dict[str, str]]:
     """Parse every definition file of a layer's directory; returns the good ones and the names made unusable."""
     raws: list[_Raw] = []
     poisoned: dict[str, str] = {}
     by_name: dict[str, Path] = {}
-    for path in _discover(directory, issues):
+    for path in _discover(directory, issues, root):
         try:
             raws.append(_parse_file(path, layer, fmt, models or ModelNames()))
         except _DefinitionFileError as exc:
@@ -627,8 +639,27 @@ def _read_layer(
     return unique, poisoned
 
 
-def _discover(directory: Path, issues: list[DefinitionIssue]) -> list[Path]:
+def _discover(directory: Path, issues: list[DefinitionIssue], root: Path | None = None) -> list[Path]:
+    """The definition files below `directory`, sorted, walked at most `_MAX_WALK_ENTRIES` entries deep.
+
+    With `root` (a project layer), the directory and each file must resolve inside it; without, they
+    may resolve anywhere but `/proc`, `/dev` and `/sys`. Symlinked subdirectories are not entered.
+    """
     if not directory.is_dir():
+        return []
+    roots = [root] if root is not None else None
+
+    def refuse(path: Path, refused: Refused) -> None:
+        problem = f"not read: {refused.reason}"
+        if root is not None:
+            problem += "; keep agent definitions inside the project"
+        issues.append(DefinitionIssue(path, problem))
+        note_refused(path, problem.removeprefix("not read: "), what="agent definition path")
+
+    try:
+        confined_target(directory, roots)
+    except Refused as refused:
+        refuse(directory, refused)
         return []
     found: list[Path] = []
 
@@ -637,11 +668,27 @@ def _discover(directory: Path, issues: list[DefinitionIssue]) -> list[Path]:
             DefinitionIssue(Path(exc.filename or directory), f"cannot list directory: {exc.strerror}")
         )
 
-    for root, dirnames, filenames in os.walk(directory, onerror=on_error):
+    visited = 0
+    for top, dirnames, filenames in os.walk(directory, onerror=on_error):
+        visited += len(dirnames) + len(filenames)
+        if visited > _MAX_WALK_ENTRIES:
+            problem = (
+                f"more than {_MAX_WALK_ENTRIES} entries below it; only the definitions found before were "
+                "read, so keep definition directories small"
+            )
+            issues.append(DefinitionIssue(directory, problem))
+            note_refused(directory, problem, what="agent definition directory")
+            break
         dirnames.sort()
         for filename in sorted(filenames):
             if filename.endswith(".md") and not filename.endswith(".example.md"):
-                found.append(Path(root) / filename)
+                path = Path(top) / filename
+                try:
+                    confined_target(path, roots)
+                except Refused as refused:
+                    refuse(path, refused)
+                    continue
+                found.append(path)
     return found
 
 
