@@ -489,7 +489,7 @@ def models(
         marks = ["default"] if (info.provider, info.id) == default_key else []
         lifecycle = registry.lifecycle(info)
         if lifecycle is not None:
-            mark = lifecycle.status()
+            mark: str = lifecycle.status()
             if lifecycle.retirement is not None:
                 day = lifecycle.retirement.isoformat()
                 mark += f" {day}" if mark == "retired" else f", retires {day}"
