@@ -46,7 +46,14 @@ from corral.settings import ActivityColorsSettings
 from corral.tui._app_commands import AgentCommands
 from corral.tui._app_favorites import FavoriteModels
 from corral.tui._first_run import ONBOARD_HINT, is_new_installation
-from corral.tui._format import ActivityRow, CostSummary, activity_row, format_budget, summarize_args
+from corral.tui._format import (
+    ActivityRow,
+    CostSummary,
+    activity_row,
+    format_budget,
+    latest_progress,
+    summarize_args,
+)
 from corral.tui._palette import ActivityPalette, resolve_palette
 from corral.tui._teams import team_rows
 from corral.tui.screens import FollowScreen, PickerScreen, TierPickerScreen
@@ -791,6 +798,11 @@ class CorralApp(App[int]):
                 # Cost so far once; later replies add their own cost (see `_child_listener`).
                 self._child_costs[run_id] = session.stats().cost
                 self._child_subscriptions[run_id] = session.subscribe(self._child_listener(run_id))
+                # What it did before this subscription (a tool call already running) from its
+                # transcript; its events keep it current from here.
+                seen = latest_progress(session.messages)
+                if seen is not None and run_id not in self._progress:
+                    self._progress[run_id] = seen
         self._render_activity()
         self._render_footer()
 
@@ -820,16 +832,20 @@ class CorralApp(App[int]):
 
     def _render_activity(self) -> None:
         now = int(self.clock() * 1000)
-        rows = [
-            activity_row(
-                record,
-                started_at_ms=self._started.get(str(record.get("agent"))),
-                now_ms=now,
-                progress=self._progress.get(self._run_ids.get(str(record.get("agent")), ""), ("", ""))[1],
-            )
-            for record in self._records
-        ]
         agents, launched = self.agents, self.launched
+        rows: list[ActivityRow] = []
+        for record in self._records:
+            run_id = self._run_ids.get(str(record.get("agent")), "")
+            session = None if agents is None or not run_id else agents.session(run_id)
+            rows.append(
+                activity_row(
+                    record,
+                    started_at_ms=self._started.get(str(record.get("agent"))),
+                    now_ms=now,
+                    progress=self._progress.get(run_id, ("", ""))[1],
+                    context=None if session is None else session.context_usage(),
+                )
+            )
         if agents is not None and launched is not None and "teams" in launched.surfaces:
             snapshot = self._team_snapshot
             if (
