@@ -76,6 +76,7 @@ if TYPE_CHECKING:
 __all__ = [
     "COMMANDS",
     "DEMO_MODEL",
+    "FOLLOW_KEYS",
     "KEYS",
     "AgentProgress",
     "CorralApp",
@@ -110,8 +111,7 @@ KEYS: dict[str, str] = {
     "Shift+Enter / Ctrl+J": "new line",
     "Tab": "complete a /command or an @path",
     "Up / Down": "walk the prompt history",
-    "Down (empty prompt)": "open the agents view: ↑/↓ pick, ←/→ cycle, m message (answers a question), "
-    "i interrupt, x stop, l logs, Escape back",
+    "Down (empty prompt)": "open the agents view (its keys below)",
     "Escape": "interrupt the lead (queued messages come back to the prompt)",
     "l": "expand long tool logs and result ids (in the chat)",
     "Ctrl+O": "expand or collapse every long log",
@@ -120,6 +120,20 @@ KEYS: dict[str, str] = {
     "!cmd / !!cmd": "run a shell command; its output joins the lead's context (!! keeps it out)",
 }
 """Every key and prompt prefix of the main screen (`/help` lists them)."""
+
+FOLLOW_KEYS: dict[str, str] = {
+    "Up / Down": "previous / next agent (Up from the first: back to the lead)",
+    "Left / Right": "cycle through the agents",
+    "PgUp / PgDn, Home / End": "scroll the transcript; End follows new output again",
+    "m": "message the agent (steer it; answers its question when it is blocked)",
+    "i": "interrupt its running tool or model call",
+    "x": "stop it (and the agents it started)",
+    "h": "hand it off to a tmux pane (or Ray, with runtime = \"ray\")",
+    "g": "merge its branch (an isolated writer), like corral merge",
+    "l": "expand long tool logs",
+    "Escape": "close the composer, else back to the lead",
+}
+"""Every key of the agents view (the follow view; `/help` lists them)."""
 
 REFRESH_S = 0.15
 """At most one activity-card refresh per this many seconds (bursts of changes coalesce)."""
@@ -535,6 +549,8 @@ class CorralApp(App[int]):
             lines += [f"  {cmd}  {desc}" for cmd, desc in COMMANDS.items()]
             lines += ["Keys:"]
             lines += [f"  {key}  {desc}" for key, desc in KEYS.items()]
+            lines += ["Keys in the agents view:"]
+            lines += [f"  {key}  {desc}" for key, desc in FOLLOW_KEYS.items()]
             self.notice("\n".join(lines))
             return
         if name == "/new":
