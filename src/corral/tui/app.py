@@ -260,7 +260,12 @@ class CorralApp(App[int]):
         new_installation = is_new_installation()  # before the lead's session can be written
         await self._open(self.options)
         launched = self.launched
-        if new_installation and launched is not None and not launched.session.is_persisted:
+        if (
+            new_installation
+            and launched is not None
+            and not launched.session.is_persisted
+            and launched.model_info.ref != DEMO_MODEL  # the tour would only replay itself
+        ):
             self.notice(ONBOARD_HINT)  # skipped without a model: the setup card comes first
 
     def _apply_palette(self) -> None:
