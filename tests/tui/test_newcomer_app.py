@@ -4,6 +4,7 @@ built-in default model shown in the footer."""
 from __future__ import annotations
 
 import pytest
+from textual.widgets import Static
 
 from corral.llm import AssistantMessage, CustomMessage
 from corral.tui import CorralApp
@@ -65,3 +66,27 @@ async def test_the_footer_marks_the_built_in_default_model(
     async with chosen.run_test(size=SIZE) as pilot:
         await wait_until(pilot, lambda: chosen.launched is not None)
         assert chosen.query_one(StatusFooter).model_ref == "anthropic/claude-haiku-4-5"
+
+
+async def test_a_broken_settings_file_gets_its_own_card_naming_the_file_and_line(tui_env: TuiEnv) -> None:
+    """Issue 28: the app opened with a broken `settings.toml` put the TOML error in the "no model
+    configured" card, followed by "Set one of those and restart"; it now says which file and line to
+    fix, and offers no tour (the tour needs the settings too)."""
+    tui_env.settings('default_model = "scripted/tour"\n[compaction\nenabled = true\n')
+    path = tui_env.root / "config" / "corral" / "settings.toml"
+    app = tui_env.app(None)
+    async with app.run_test(size=SIZE) as pilot:
+        await wait_until(pilot, lambda: bool(app.query(SetupCard)))
+        card = app.query_one(SetupCard)
+        assert card.settings_broken
+        shown = "\n".join(str(s.render()) for s in card.query(Static))
+        assert str(path) in shown and "line 2" in shown, shown
+        assert "Fix the file" in shown and "restart" in shown
+        assert "no model configured" not in shown and "Set one of those" not in shown
+        assert not card.query("#use-demo")
+        footer = str(app.query_one(StatusFooter).render())
+        assert "settings error" in footer and "no model configured" not in footer
+        app.editor.load_text("hello")
+        await pilot.press("enter")
+        await pilot.pause()
+        assert app.launched is None

@@ -223,7 +223,9 @@ async def test_a_managed_row_shows_its_context_tokens_and_running_tool(tui_env: 
             card = app.query_one(ActivityCard)
             await type_text(pilot, "go")
             await pilot.press("enter")
-            await wait_until(pilot, lambda: any(r.label == "slow" and r.state == "working" for r in card.rows))
+            await wait_until(
+                pilot, lambda: any(r.label == "slow" and r.state == "working" for r in card.rows)
+            )
             await wait_until(pilot, lambda: card.rows[0].progress.startswith("bash command=until"))
             row = card.rows[0]
             assert re.fullmatch(r"\d+ tok \(\d+%\)", row.tokens), row.tokens

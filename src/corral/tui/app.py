@@ -42,7 +42,7 @@ from corral.llm import (
     available_thinking_levels,
     parse_model_ref,
 )
-from corral.settings import ActivityColorsSettings
+from corral.settings import ActivityColorsSettings, SettingsError
 from corral.tui._app_commands import AgentCommands
 from corral.tui._app_favorites import FavoriteModels
 from corral.tui._first_run import ONBOARD_HINT, is_new_installation
@@ -128,7 +128,7 @@ FOLLOW_KEYS: dict[str, str] = {
     "m": "message the agent (steer it; answers its question when it is blocked)",
     "i": "interrupt its running tool or model call",
     "x": "stop it (and the agents it started)",
-    "h": "hand it off to a tmux pane (or Ray, with runtime = \"ray\")",
+    "h": 'hand it off to a tmux pane (or Ray, with runtime = "ray")',
     "g": "merge its branch (an isolated writer), like corral merge",
     "l": "expand long tool logs",
     "Escape": "close the composer, else back to the lead",
@@ -163,13 +163,26 @@ class AgentProgress(Message):
 
 
 class SetupCard(Vertical):
-    """Shown when no model is configured: what to set, and the offline demo model."""
+    """Shown when the lead cannot start: no model configured (what to set, and the offline demo
+    model), or a settings file that does not load (which file and line to fix; the demo model needs
+    the settings too, so it is not offered)."""
 
-    def __init__(self, message: str) -> None:
+    def __init__(self, message: str, *, settings_broken: bool = False) -> None:
         super().__init__(id="setup")
         self.message = message
+        self.settings_broken = settings_broken
+        """The settings did not load (`SettingsError`), rather than no model being configured."""
 
     def compose(self) -> ComposeResult:
+        if self.settings_broken:
+            yield Static("A settings file is broken, so the lead cannot start:", id="setup-title")
+            yield Static(self.message, id="setup-message")
+            yield Static(
+                "Fix the file at the place named above and restart corral (corral doctor shows the "
+                "same error). Nothing else was read or changed.",
+                id="setup-hint",
+            )
+            return
         yield Static(self.message, id="setup-message")
         yield Static(
             f"Set one of those and restart, or take the offline tour with {DEMO_MODEL}: a scripted "
@@ -210,6 +223,8 @@ class CorralApp(App[int]):
         self.clock = clock
         self.launched: Launched | None = None
         self.setup_error: str | None = None
+        self.settings_broken = False
+        """The lead could not start because a settings file does not load (see `SetupCard`)."""
         self._unsubscribe: Callable[[], None] | None = None
         self._records: list[dict[str, Any]] = []
         self._started: dict[str, int | None] = {}
@@ -291,7 +306,8 @@ class CorralApp(App[int]):
             launched = self.launcher(options)
         except CorralError as exc:
             self.setup_error = str(exc)
-            await self.chat.mount(SetupCard(str(exc)))
+            self.settings_broken = isinstance(exc, SettingsError)
+            await self.chat.mount(SetupCard(str(exc), settings_broken=self.settings_broken))
             self._render_footer()
             return
         self.setup_error = None
@@ -390,7 +406,12 @@ class CorralApp(App[int]):
             return
         launched = self.launched
         if launched is None:
-            self.notice("No model yet: " + (self.setup_error or "choose one with /model"), kind="error")
+            if self.settings_broken:
+                self.notice(
+                    f"Nothing was sent: fix the settings file and restart ({self.setup_error})", kind="error"
+                )
+            else:
+                self.notice("No model yet: " + (self.setup_error or "choose one with /model"), kind="error")
             return
         if text.startswith("!"):
             self._shell(text)
@@ -575,7 +596,10 @@ class CorralApp(App[int]):
             return
         launched = self.launched
         if name in COMMANDS and launched is None:
-            self.notice(f"{name} needs a model first: " + (self.setup_error or ""), kind="error")
+            if self.settings_broken:
+                self.notice(f"{name}: fix the settings file and restart ({self.setup_error})", kind="error")
+            else:
+                self.notice(f"{name} needs a model first: " + (self.setup_error or ""), kind="error")
             return
         if name == "/agents":
             self.agent_commands.show_agents()
@@ -920,7 +944,10 @@ class CorralApp(App[int]):
         footer = self._footer
         launched = self.launched
         if launched is None:
-            footer.update("no model configured · /model " + DEMO_MODEL + " for the offline tour")
+            if self.settings_broken:
+                footer.update("settings error · fix the file named above and restart")
+            else:
+                footer.update("no model configured · /model " + DEMO_MODEL + " for the offline tour")
             return
         usage = launched.agent.context_usage()
         footer.show(
