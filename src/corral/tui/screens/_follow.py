@@ -32,7 +32,7 @@ from corral.agent import AgentEvent
 from corral.errors import CorralError
 from corral.tui._format import ActivityRow
 from corral.tui._palette import DARK_DEFAULTS, ActivityPalette, tier_level
-from corral.tui._teams import stop_notice
+from corral.tui._teams import interrupt_note, message_note, stop_notice
 from corral.tui.widgets import ChatLog
 
 if TYPE_CHECKING:
@@ -347,7 +347,7 @@ class FollowScreen(Screen[None]):
                 sent = await agents.teams.send_message(
                     caller, SendMessageRequest(recipient=label, content=draft, summary="From the user")
                 )
-                self.transcript.notice(f"message sent to {label} ({sent.delivery})")
+                self.transcript.notice(message_note(label, sent.delivery))
             elif row.state == "blocked":
                 await controller.reply(caller, ReplyParams(agent=label, message=draft))
                 self.transcript.notice(f"replied to {label}")
@@ -373,10 +373,8 @@ class FollowScreen(Screen[None]):
         label = row.label
         try:
             if row.is_team:
-                from corral.orchestration.surfaces.teams._render import render_interrupt
-
                 interrupted = await self.agents.teams.interrupt_teammate(self.agents.caller, label)
-                text = render_interrupt(interrupted)
+                text = interrupt_note(interrupted)
                 ok = interrupted.status in ("interrupted", "pending")
                 self.last_error = None if ok else text
                 self.transcript.notice(text, kind="info" if ok else "error")
