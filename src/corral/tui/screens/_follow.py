@@ -233,6 +233,11 @@ class FollowScreen(Screen[None]):
                     f"{label} has left the team: it reported or was stopped; "
                     "a report, if any, is in the lead's chat."
                 )
+            elif state == "finished":
+                log.notice(
+                    f"{label} has finished: it delivered its result (in the lead's chat) or was stopped; "
+                    "`corral agents show` still reads it."
+                )
             elif row.is_team:
                 log.notice(f"{label} is {state}: {row.progress or 'its run is not in this process'}.")
             else:
@@ -478,5 +483,6 @@ def handoff_line(result: HandoffResult) -> str:
 
 
 def _departed(row: ActivityRow) -> ActivityRow:
-    """A teams agent that left the card: `finished` (a managed agent keeps its last state)."""
-    return replace(row, state="finished", progress="") if row.is_team else row
+    """An agent that left the card: `finished` (a managed agent delivered its result or was closed; a
+    teams agent reported or was stopped), never the last state it was seen in."""
+    return replace(row, state="finished", progress="")
