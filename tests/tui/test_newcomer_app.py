@@ -3,6 +3,9 @@ built-in default model shown in the footer."""
 
 from __future__ import annotations
 
+import shutil
+import subprocess
+
 import pytest
 from textual.widgets import Static
 
@@ -90,3 +93,29 @@ async def test_a_broken_settings_file_gets_its_own_card_naming_the_file_and_line
         await pilot.press("enter")
         await pilot.pause()
         assert app.launched is None
+
+
+@pytest.mark.skipif(shutil.which("git") is None, reason="needs git")
+async def test_the_tour_quotes_tool_output_instead_of_rendering_it_as_markdown(tui_env: TuiEnv) -> None:
+    """Issue 28: in a git repository the tour's `git status --short --branch` output (`## master`) was
+    drawn as a Markdown heading reading "master"; the tour quotes tool output in a code block."""
+    from textual.widgets._markdown import MarkdownFence, MarkdownHeader
+
+    from corral.tui.widgets import AssistantCard
+
+    subprocess.run(["git", "init", "-q", str(tui_env.project)], check=True)
+    app = tui_env.app("scripted/tour")
+    async with app.run_test(size=SIZE) as pilot:
+        await wait_until(pilot, lambda: app.launched is not None)
+        app.editor.load_text("show me around")
+        await pilot.press("enter")
+        await wait_until(
+            pilot,
+            lambda: any(c.rendered.startswith("Both commands worked") for c in app.chat.query(AssistantCard)),
+            timeout=60,
+        )
+        card = next(c for c in app.chat.query(AssistantCard) if c.rendered.startswith("Both commands worked"))
+        assert "## " in card.rendered  # git's branch line is there …
+        assert not card.query(MarkdownHeader)  # … but not as a heading
+        fences = list(card.query(MarkdownFence))
+        assert any("## " in fence.code for fence in fences), [f.code for f in fences]
