@@ -33,6 +33,7 @@ __all__ = [
     "format_elapsed",
     "format_tokens",
     "latest_progress",
+    "one_line",
     "summarize_args",
 ]
 
@@ -247,6 +248,13 @@ def latest_progress(messages: Sequence[AgentMessage]) -> tuple[str, str] | None:
             if lines:
                 return "reply", lines[-1][:80]
     return None
+
+
+def one_line(text: str, *, limit: int = 60) -> str:
+    """`text` on one line: every run of whitespace (newlines, tabs) as one space, cut to `limit`
+    characters with `…` (a picker row, a notice's quote)."""
+    line = " ".join(text.split())
+    return line if len(line) <= limit else line[: limit - 1] + "…"
 
 
 def summarize_args(args: Mapping[str, Any], *, limit: int = 60) -> str:

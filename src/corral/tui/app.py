@@ -52,6 +52,7 @@ from corral.tui._format import (
     activity_row,
     format_budget,
     latest_progress,
+    one_line,
     summarize_args,
 )
 from corral.tui._palette import ActivityPalette, resolve_palette
@@ -756,7 +757,7 @@ class CorralApp(App[int]):
         choices = [
             (
                 str(info.path),
-                f"{info.modified:%Y-%m-%d %H:%M}  {info.name or info.first_message[:60] or '(empty)'}"
+                f"{info.modified:%Y-%m-%d %H:%M}  {one_line(info.name or info.first_message) or '(empty)'}"
                 f"  [{info.id[:8]}]",
             )
             for info in sessions
