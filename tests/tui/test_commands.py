@@ -14,7 +14,7 @@ from corral.tui.app import SetupCard
 from corral.tui.screens import AgentsScreen, PickerScreen
 from corral.tui.widgets import AssistantCard, NoticeCard, StatusFooter, UserCard
 
-from .conftest import SIZE, TuiEnv, wait_until
+from .conftest import SIZE, TuiEnv, started, wait_until
 
 
 def _idle(app: CorralApp) -> bool:
@@ -211,6 +211,7 @@ async def test_unknown_command_and_help(tui_env: TuiEnv) -> None:
 async def test_no_model_says_what_to_set_and_offers_the_demo_model(tui_env: TuiEnv) -> None:
     app = tui_env.app(None)
     async with app.run_test(size=SIZE) as pilot:
+        await started(pilot, app)
         setup = app.query_one(SetupCard)
         assert "no model configured" in setup.message and "OPENAI_API_KEY" in setup.message
         assert app.launched is None

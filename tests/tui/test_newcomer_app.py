@@ -14,7 +14,7 @@ from corral.tui import CorralApp
 from corral.tui.app import SetupCard
 from corral.tui.widgets import StatusFooter
 
-from .conftest import SIZE, TuiEnv, wait_until
+from .conftest import SIZE, TuiEnv, started, wait_until
 
 
 def _results(app: CorralApp) -> list[CustomMessage]:
@@ -29,6 +29,7 @@ def _results(app: CorralApp) -> list[CustomMessage]:
 async def test_the_use_tour_button_runs_the_offline_tour_in_any_directory(tui_env: TuiEnv) -> None:
     app = tui_env.app(None)
     async with app.run_test(size=SIZE) as pilot:
+        await started(pilot, app)
         card = app.query_one(SetupCard)
         assert "scripted/tour" in card.message or "scripted/tour" in str(
             card.query_one("#setup-hint").render()

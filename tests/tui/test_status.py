@@ -19,7 +19,7 @@ from corral.tui._format import (
 )
 from corral.tui.widgets import ActivityCard, AgentAskCard, AgentResultCard, StatusFooter
 
-from .conftest import SIZE, TuiEnv, type_text, wait_until
+from .conftest import SIZE, TuiEnv, started, type_text, wait_until
 
 
 def _idle(app: CorralApp) -> bool:
@@ -78,6 +78,7 @@ async def test_footer_shows_model_thinking_and_context_warnings(tui_env: TuiEnv)
     )
     app = tui_env.app(model, thinking="low")
     async with app.run_test(size=SIZE) as pilot:
+        await started(pilot, app)
         footer = app.query_one(StatusFooter)
         assert footer.model_ref == model and footer.thinking == "low"
         for prompt, expected in (("one", None), ("two", "ctx-warn"), ("three", "ctx-danger")):

@@ -225,6 +225,9 @@ class CorralApp(App[int]):
         self.launched: Launched | None = None
         self.setup_error: str | None = None
         self.settings_broken = False
+        self.starting = True
+        """The lead is still being opened (the app paints first); submissions wait for it."""
+        self._pending_submissions: list[Editor.Submitted] = []
         """The lead could not start because a settings file does not load (see `SetupCard`)."""
         self._unsubscribe: Callable[[], None] | None = None
         self._records: list[dict[str, Any]] = []
@@ -274,6 +277,22 @@ class CorralApp(App[int]):
         self.set_interval(1.0, self._tick)
         self.theme_changed_signal.subscribe(self, lambda _theme: self._apply_palette())
         new_installation = is_new_installation()  # before the lead's session can be written
+        self._footer.update("starting …")
+        # The first frame is painted before the lead starts: opening the session and the store, and
+        # the provider SDK's import (pydantic-ai, openai/anthropic: seconds of CPU), come after it.
+        self.call_after_refresh(lambda: self.run_worker(self._start(new_installation), group="start"))
+
+    async def _start(self, new_installation: bool) -> None:
+        """Open the lead (after the first paint), then send what was submitted while it started."""
+        try:
+            await self._first_open(new_installation)
+        finally:
+            self.starting = False
+            pending, self._pending_submissions = self._pending_submissions, []
+            for message in pending:
+                await self.on_editor_submitted(message)
+
+    async def _first_open(self, new_installation: bool) -> None:
         await self._open(self.options)
         launched = self.launched
         if (
@@ -401,6 +420,9 @@ class CorralApp(App[int]):
         self.notice("  ".join(shown) + more)
 
     async def on_editor_submitted(self, message: Editor.Submitted) -> None:
+        if self.starting:  # sent as soon as the lead has started, in order
+            self._pending_submissions.append(message)
+            return
         text = message.text
         if text.startswith("/"):
             await self._command(text)
