@@ -135,6 +135,8 @@ async def _measure(
     try:
         async with app.run_test(size=(120, 60)) as pilot:
             editor = app.query_one(Editor)
+            while app.starting:  # the app paints first, then opens the lead
+                await pilot.pause()
             if agents:
                 await pilot.press(*"go")
                 await pilot.press("enter")
@@ -217,7 +219,8 @@ async def _measure_reply(
 
     async with app.run_test(size=(120, 60)) as pilot:
         editor = app.query_one(Editor)
-        await pilot.pause()
+        while app.starting:  # the app paints first, then opens the lead
+            await pilot.pause()
         # 1. the whole reply at once
         began, cpu_began = time.perf_counter(), time.process_time()
         for event in (start, *updates, end):

@@ -35,6 +35,7 @@ context_window = 32768
 
 from __future__ import annotations
 
+import difflib
 import re
 import shutil
 import tomllib
@@ -313,10 +314,27 @@ class TeamsSettings(_Section):
         return value
 
 
-_COLOR_PATTERN = (
-    r"^(#[0-9a-fA-F]{6}|#[0-9a-fA-F]{3}|[a-z][a-z0-9_]*|rgb\(\s*\d{1,3}\s*,\s*\d{1,3}\s*,\s*\d{1,3}\s*\))$"
-)
-"""A colour: `#rrggbb`, `#rgb`, a colour name (`blue`, `bright_red`, `grey50`) or `rgb(r, g, b)`."""
+_COLOR_PATTERN = r"^(#[0-9a-fA-F]{6}|#[0-9a-fA-F]{3}|rgb\(\s*\d{1,3}\s*,\s*\d{1,3}\s*,\s*\d{1,3}\s*\))$"
+"""A colour given by value: `#rrggbb`, `#rgb` or `rgb(r, g, b)` (names are checked against Rich's)."""
+
+COLOR_NAMES_URL = "https://rich.readthedocs.io/en/stable/appendix/colors.html"
+"""Where the colour names `[activity_colors]` accepts are listed (the terminal's standard names)."""
+
+
+def _check_color(color: str) -> None:
+    """Raise `ValueError` unless `color` is a value (`_COLOR_PATTERN`) or a colour name Rich knows."""
+    if re.match(_COLOR_PATTERN, color):
+        return
+    from rich.color import ANSI_COLOR_NAMES  # only when colours are set: Rich is the app's
+
+    if color in ANSI_COLOR_NAMES:
+        return
+    close = difflib.get_close_matches(color.lower(), list(ANSI_COLOR_NAMES), n=1)
+    hint = f"did you mean {close[0]!r}? " if close else ""
+    raise ValueError(
+        f"{color!r} is not a colour: {hint}use #rrggbb, #rgb, rgb(r, g, b) or a colour name such as blue, "
+        f"bright_red or grey50 (every name: {COLOR_NAMES_URL})"
+    )
 
 
 class ActivityColorsSettings(_Section):
@@ -349,8 +367,7 @@ class ActivityColorsSettings(_Section):
     @classmethod
     def _check_colors(cls, value: str | list[str] | None) -> str | list[str] | None:
         for color in [value] if isinstance(value, str) else value or ():
-            if not re.match(_COLOR_PATTERN, color):
-                raise ValueError(f"{color!r} is not a colour (use #rrggbb, #rgb, a name or rgb(r, g, b))")
+            _check_color(color)
         return value
 
 

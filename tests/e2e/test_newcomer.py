@@ -196,7 +196,7 @@ def test_the_offline_tour_works_in_any_directory_and_every_hint_points_at_it(
         subprocess.run(["git", "init", "-q", str(cli_env.project)], check=True)
         in_git = corral("run", "--mode", "json", "--model", "scripted/tour", "-p", "show me around")
         assert in_git.returncode == 0, in_git.stderr
-        assert _assistant_texts(in_git.stdout)[1].startswith("Both commands worked; git says:\n## ")
+        assert _assistant_texts(in_git.stdout)[1].startswith("Both commands worked; git says:\n```text\n## ")
 
     plain = corral(
         "run", "--mode", "json", "--model", "scripted/tour", "--surfaces", "", "-p", "show me around"

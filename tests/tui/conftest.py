@@ -68,3 +68,8 @@ async def type_text(pilot: Pilot[int], text: str) -> None:
     """Type `text` into the focused widget, one key per character."""
     keys = ["space" if ch == " " else ch for ch in text]
     await pilot.press(*keys)
+
+
+async def started(pilot: Pilot[int], app: CorralApp) -> None:
+    """Wait until the app has opened its lead (it paints its first frame before that)."""
+    await wait_until(pilot, lambda: not app.starting)

@@ -14,7 +14,7 @@ from corral.tui.app import SetupCard
 from corral.tui.screens import AgentsScreen, PickerScreen
 from corral.tui.widgets import AssistantCard, NoticeCard, StatusFooter, UserCard
 
-from .conftest import SIZE, TuiEnv, wait_until
+from .conftest import SIZE, TuiEnv, started, wait_until
 
 
 def _idle(app: CorralApp) -> bool:
@@ -151,6 +151,27 @@ async def test_resume_command_opens_another_session(tui_env: TuiEnv) -> None:
         assert app.launched is not None and app.launched.session.session_id == old.session_id
 
 
+async def test_resume_picker_keeps_each_session_on_one_row(tui_env: TuiEnv) -> None:
+    """Issue 28: a first prompt with a newline broke its row; the id landed on the next line."""
+    from textual.widgets import OptionList
+
+    from corral.llm import AssistantMessage, TextContent, UserMessage
+
+    model = tui_env.script("resume", 'steps:\n  - text: "ok"\non_exhausted: repeat_last\n')
+    old = SessionManager.create(tui_env.project.resolve())
+    old.append_message(UserMessage(content="fix the bug\n\n  in   parser.py\twhen it\r\nfails"))
+    old.append_message(AssistantMessage(content=[TextContent(text="done")]))
+    old.close()
+    app = tui_env.app(model)
+    async with app.run_test(size=SIZE) as pilot:
+        await _command(pilot, "/resume")
+        await wait_until(pilot, lambda: isinstance(app.screen, PickerScreen))
+        picker = app.screen.query_one("#picker", OptionList)
+        label = str(picker.get_option_at_index(0).prompt)
+        assert "\n" not in label and "\r" not in label and "\t" not in label, repr(label)
+        assert label.endswith(f"fix the bug in parser.py when it fails  [{old.session_id[:8]}]"), label
+
+
 async def test_trust_command_trusts_the_project(tui_env: TuiEnv) -> None:
     model = tui_env.script("trust", 'steps:\n  - text: "ok"\n')
     app = tui_env.app(model)
@@ -190,6 +211,7 @@ async def test_unknown_command_and_help(tui_env: TuiEnv) -> None:
 async def test_no_model_says_what_to_set_and_offers_the_demo_model(tui_env: TuiEnv) -> None:
     app = tui_env.app(None)
     async with app.run_test(size=SIZE) as pilot:
+        await started(pilot, app)
         setup = app.query_one(SetupCard)
         assert "no model configured" in setup.message and "OPENAI_API_KEY" in setup.message
         assert app.launched is None

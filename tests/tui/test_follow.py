@@ -170,6 +170,11 @@ async def test_a_question_offers_a_reply_box(tui_env: TuiEnv) -> None:
                 c.text == "Reviewed with your answer." for c in screen.transcript.query(AssistantCard)
             ),
         )
+        # Issue 28: the header said `rev · blocked` after the agent finished; it follows the agent.
+        header = screen.query_one("#follow-header", Static)
+        await wait_until(pilot, lambda: not any(r.label == "rev" for r in app.rows))
+        await pilot.pause()
+        assert str(header.render()).startswith("rev · finished"), str(header.render())
 
 
 ISOLATED = """\

@@ -140,3 +140,15 @@ def _save_session(cwd: Path, *, sessions: Path) -> Path:
     manager.close()
     assert path is not None and path.is_file()
     return path
+
+
+async def test_no_hint_when_the_lead_is_the_offline_tour(tui_env: TuiEnv) -> None:
+    """Issue 28: with `scripted/tour` as the lead the hint pointed to `/onboard`, which the tour ignores
+    (it runs the tour again); a new installation opening on the tour shows no hint."""
+    app = tui_env.app("scripted/tour")
+    async with app.run_test(size=SIZE) as pilot:
+        await wait_until(pilot, lambda: app.launched is not None)
+        await pilot.pause()
+        assert app.launched is not None and app.launched.model_info.ref == "scripted/tour"
+        assert is_new_installation()
+        assert not _hints(app)

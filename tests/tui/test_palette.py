@@ -19,7 +19,10 @@ def test_palette_defaults_follow_the_theme_and_settings_override_them() -> None:
     light = resolve_palette(ActivityColorsSettings(), dark=False, warning="#aa8800", error=None)
     assert light.names == LIGHT_DEFAULTS.names and light.warning == "#aa8800"
     custom = resolve_palette(
-        ActivityColorsSettings(names="red", tier=["#111111", "#222222"], error="nosuchcolour"),
+        # Settings refuse an unknown name; built unchecked, the palette still falls back.
+        ActivityColorsSettings.model_construct(
+            names="red", tier=["#111111", "#222222"], error="nosuchcolour"
+        ),
         dark=True,
         error="#ff0000",
     )
@@ -101,3 +104,29 @@ def test_a_bad_colour_is_a_settings_error_naming_the_key(tui_env: TuiEnv) -> Non
     tui_env.settings('[activity_colors]\nshade = "red"\n')
     with pytest.raises(SettingsError, match=r"activity_colors\.shade"):
         load_settings(None)
+
+
+def test_an_unknown_colour_name_is_a_settings_error_naming_the_key(tui_env: TuiEnv) -> None:
+    """Issue 28: any lowercase word passed (`names = "blurple"`, `tier = ["notacolour"]`) and was
+    silently ignored; a name must be one Rich knows, and the error names the key and what to use."""
+    tui_env.settings('[activity_colors]\nnames = "blurple"\n')
+    with pytest.raises(
+        SettingsError,
+        match=r"'activity_colors\.names'.*'blurple' is not a colour: did you mean 'purple'\? use #rrggbb",
+    ) as info:
+        load_settings(None)
+    assert "rich.readthedocs.io" in str(info.value) and "\n" not in str(info.value)
+    tui_env.settings('[activity_colors]\ntier = ["#ffd6e8", "notacolour"]\n')
+    with pytest.raises(SettingsError, match=r"'activity_colors\.tier'.*'notacolour' is not a colour"):
+        load_settings(None)
+    tui_env.settings(
+        '[activity_colors]\nnames = "bright_red"\nmessages = "grey50"\ntier = ["#abc", "rgb(1, 2, 3)"]\n'
+    )
+    colors = load_settings(None).activity_colors
+    assert (colors.names, colors.messages, colors.tier) == ("bright_red", "grey50", ["#abc", "rgb(1, 2, 3)"])
+
+
+def test_a_short_hex_colour_is_used_not_dropped() -> None:
+    """`#rgb` is documented; Rich parses only `#rrggbb`, so the palette expands it rather than falling back."""
+    palette = resolve_palette(ActivityColorsSettings(names="#abc"), dark=True)
+    assert palette.names == "#aabbcc"

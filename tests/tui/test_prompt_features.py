@@ -2,9 +2,11 @@
 
 from __future__ import annotations
 
+from textual.binding import Binding
+
 from corral.llm import BashExecutionMessage, UserMessage
 from corral.tui import CorralApp
-from corral.tui.app import KEYS
+from corral.tui.app import FOLLOW_KEYS, KEYS
 from corral.tui.widgets import BashCard, NoticeCard
 
 from .conftest import SIZE, TuiEnv, type_text, wait_until
@@ -102,3 +104,18 @@ async def test_new_starts_a_fresh_session_and_help_lists_the_keys(tui_env: TuiEn
         await wait_until(pilot, lambda: any("Keys:" in n for n in _notices(app)))
         shown = next(n for n in _notices(app) if "Keys:" in n)
         assert all(key in shown for key in KEYS) and "/new" in shown and "/quit" in shown
+        follow = shown.split("Keys in the agents view:\n", 1)[1].splitlines()
+        assert any(line.startswith("  h  hand it off") for line in follow), shown
+        assert any(line.startswith("  g  merge its branch") for line in follow), shown
+
+
+def test_help_names_every_key_of_the_agents_view() -> None:
+    """Issue 28: `/help` left out `h` (handoff) and `g` (merge); every binding of the follow view is listed."""
+    from corral.tui.screens import FollowScreen
+
+    named = {word for key in FOLLOW_KEYS for word in key.replace("/", " ").replace(",", " ").split()}
+    shown = {"pageup": "PgUp", "pagedown": "PgDn"}
+    for binding in FollowScreen.BINDINGS:
+        assert isinstance(binding, Binding)
+        key = shown.get(binding.key, binding.key if len(binding.key) == 1 else binding.key.capitalize())
+        assert key in named, f"{binding.key} ({binding.description}) missing from /help"

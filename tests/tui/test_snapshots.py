@@ -73,12 +73,24 @@ class ActivityApp(App[None]):
         self.query_one(ActivityCard).show_rows(
             [
                 ActivityRow(
-                    "scout", "scout", "working", elapsed="1m05s", tokens="12.3k", progress="grep tax"
+                    "scout",
+                    "scout",
+                    "working",
+                    elapsed="1m05s",
+                    tokens="12.3k tok (6%)",
+                    context_percent=6.0,
+                    progress="grep tax",
                 ),
                 ActivityRow(
-                    "reviewer", "reviewer", "blocked", elapsed="42s", tokens="3.1k", progress="asked"
+                    "reviewer",
+                    "reviewer",
+                    "blocked",
+                    elapsed="42s",
+                    tokens="160.3k tok (80%)",
+                    context_percent=80.0,
+                    progress="asked",
                 ),
-                ActivityRow("old", "researcher", "lost", elapsed="9m00s", tokens="1.0k", stale=True),
+                ActivityRow("old", "researcher", "lost", elapsed="9m00s", tokens="1.0k tok", stale=True),
                 team(
                     "scan",
                     "read-collect",

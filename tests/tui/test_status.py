@@ -19,7 +19,7 @@ from corral.tui._format import (
 )
 from corral.tui.widgets import ActivityCard, AgentAskCard, AgentResultCard, StatusFooter
 
-from .conftest import SIZE, TuiEnv, type_text, wait_until
+from .conftest import SIZE, TuiEnv, started, type_text, wait_until
 
 
 def _idle(app: CorralApp) -> bool:
@@ -62,7 +62,7 @@ def test_activity_row_from_a_list_record() -> None:
         "scout",
         "working",
         "1m05s",
-        "12.3k",
+        "12.3k tok",
         True,
         "●",
     )
@@ -78,6 +78,7 @@ async def test_footer_shows_model_thinking_and_context_warnings(tui_env: TuiEnv)
     )
     app = tui_env.app(model, thinking="low")
     async with app.run_test(size=SIZE) as pilot:
+        await started(pilot, app)
         footer = app.query_one(StatusFooter)
         assert footer.model_ref == model and footer.thinking == "low"
         for prompt, expected in (("one", None), ("two", "ctx-warn"), ("three", "ctx-danger")):
@@ -184,3 +185,55 @@ async def test_activity_card_tracks_agents_and_results_arrive_as_cards(
         await wait_until(
             pilot, lambda: any(r.progress.startswith("grep") for r in card.rows) or not card.rows
         )
+
+
+def test_latest_progress_reads_a_running_tool_call_or_the_last_reply_line() -> None:
+    from corral.llm import AssistantMessage, TextContent, ToolCall, ToolResultMessage
+    from corral.tui._format import latest_progress
+
+    call = ToolCall(id="c1", name="bash", arguments={"command": "sleep 40"})
+    asked = AssistantMessage(content=[TextContent(text="Running it.\nNow."), call], timestamp=0)
+    assert latest_progress([UserMessage(content="go", timestamp=0)]) is None
+    assert latest_progress([asked]) == ("tool", "bash command=sleep 40")
+    answered = ToolResultMessage(tool_call_id="c1", tool_name="bash", content=[], timestamp=0)
+    assert latest_progress([asked, answered]) == ("reply", "Now.")
+
+
+GATED = """\
+steps:
+  - text: "Delegating."
+    tool_calls:
+      - {name: agent, args: {action: delegate, definition: generalist, label: slow, task: "Run a long command."}}
+  - text: "Started."
+on_exhausted: repeat_last
+agents:
+  slow:
+    - text: "Running a long command."
+      tool_calls: [{name: bash, args: {command: "until [ -e GATE ]; do sleep 0.05; done; echo slept"}}]
+    - {text: "The long command finished."}
+"""
+
+
+async def test_a_managed_row_shows_its_context_tokens_and_running_tool(tui_env: TuiEnv) -> None:
+    """Issue 28: a managed row read `slow (generalist) working 7s - tok` with no progress, while a teams
+    row shows `435 tok (0%) using bash`: its tool call started before the app subscribed to it."""
+    gate = tui_env.project / "GATE"
+    app = tui_env.app(tui_env.script("gated", GATED.replace("GATE", str(gate))))
+    try:
+        async with app.run_test(size=SIZE) as pilot:
+            card = app.query_one(ActivityCard)
+            await type_text(pilot, "go")
+            await pilot.press("enter")
+            await wait_until(
+                pilot, lambda: any(r.label == "slow" and r.state == "working" for r in card.rows)
+            )
+            await wait_until(pilot, lambda: card.rows[0].progress.startswith("bash command=until"))
+            row = card.rows[0]
+            assert re.fullmatch(r"\d+ tok \(\d+%\)", row.tokens), row.tokens
+            shown = str(card.render())
+            assert f"{row.tokens}  bash command=until" in shown, shown
+            assert "- tok" not in shown
+            gate.touch()
+            await wait_until(pilot, lambda: not card.rows or card.rows[0].state != "working")
+    finally:
+        gate.touch()

@@ -182,11 +182,14 @@ async def test_navigation_message_interrupt_and_stop_on_teams_agents(tui_env: Tu
         await type_text(pilot, "look at auth")
         await pilot.press("enter")
         await wait_until(pilot, lambda: any(t.startswith("message sent to scan") for t in _notices(screen)))
-        assert "message sent to scan (active-session)" in _notices(screen)
+        assert "message sent to scan: it reads it in its running session" in _notices(screen)
         assert not screen.composer.display
         # i: interrupt the model call; the agent keeps going with the message it got.
         await pilot.press("i")
-        await wait_until(pilot, lambda: any(t.startswith("Interrupted agent scan") for t in _notices(screen)))
+        await wait_until(pilot, lambda: any(t.startswith("Interrupted scan") for t in _notices(screen)))
+        # Issue 28: the notes are worded for a person, without the model's tool or delivery names.
+        notes = " ".join(_notices(screen))
+        assert not any(word in notes for word in TOOL_WORDS), notes
         await wait_until(pilot, lambda: bool(app.chat.query(TeamReportCard)))
         # Down: the writer. x stops it (and its helper); the lead gets a hidden notice with the teardown.
         await pilot.press("down")
@@ -288,3 +291,27 @@ async def test_reports_and_messages_render_as_cards(tui_env: TuiEnv) -> None:
         await pilot.press("ctrl+o")  # expands every log and report body; again collapses them
         await pilot.press("ctrl+o")
         assert collapsible.collapsed
+
+
+TOOL_WORDS = (
+    "send_message",
+    "read_inbox",
+    "stop_teammate",
+    "interrupt_teammate",
+    "get_agent_status",
+    "report_and_exit",
+    "active-session",
+)
+
+
+def test_interrupt_and_message_notes_name_no_tools() -> None:
+    """Issue 28: the app quoted the model's tool text ("waits for your message (send_message)") and the
+    delivery enum ("message sent to r1 (active-session)"); every outcome is worded for a person."""
+    from corral.orchestration.teams.results import InterruptResult
+    from corral.tui._teams import interrupt_note, message_note
+
+    notes = [message_note("r1", "active-session"), message_note("r1", "inbox")]
+    for status in ("interrupted", "pending", "no_command", "not_found", "closing", "tmux"):
+        notes.append(interrupt_note(InterruptResult("r1", status, "team")))  # type: ignore[arg-type]
+    for note in notes:
+        assert "r1" in note and not any(word in note for word in TOOL_WORDS), note

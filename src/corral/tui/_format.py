@@ -6,11 +6,16 @@ functions over host records and agent statistics, tested without an app.
 
 from __future__ import annotations
 
-from collections.abc import Mapping
+from collections.abc import Mapping, Sequence
 from dataclasses import KW_ONLY, dataclass
-from typing import Any, Literal
+from typing import TYPE_CHECKING, Any, Literal
 
 from corral._units import format_elapsed
+from corral.llm import AssistantMessage, ToolResultMessage
+
+if TYPE_CHECKING:
+    from corral.agent import ContextUsage
+    from corral.llm import AgentMessage
 
 __all__ = [
     "CONTEXT_DANGER_PERCENT",
@@ -27,6 +32,8 @@ __all__ = [
     "format_cost",
     "format_elapsed",
     "format_tokens",
+    "latest_progress",
+    "one_line",
     "summarize_args",
 ]
 
@@ -146,7 +153,8 @@ class ActivityRow:
     _: KW_ONLY
     elapsed: str = "-"
     tokens: str = "-"
-    """Managed: total tokens (`12.3k`); teams: current context (`12.3k tok (6%)`, `? tok` after compaction)."""
+    """Current context, managed and teams alike: `12.3k tok (6%)` (`? tok` after a compaction; a
+    managed agent not running in this process: the tokens it last reported, `12.3k tok`); `-` unknown."""
     progress: str = ""
     stale: bool = False
     kind: RowKind = "managed"
@@ -157,7 +165,7 @@ class ActivityRow:
     thinking: str = ""
     """Teams: thinking level."""
     context_percent: float | None = None
-    """Teams: current context usage in percent (`None` when unknown)."""
+    """Current context usage in percent (`None` when unknown)."""
     helpers: int = 0
     """Teams writer: its active depth-1 read helpers."""
     budget: str = ""
@@ -185,6 +193,7 @@ def activity_row(
     started_at_ms: int | None,
     now_ms: int,
     progress: str = "",
+    context: ContextUsage | None = None,
 ) -> ActivityRow:
     """Build a row from a controller `list` record.
 
@@ -194,18 +203,58 @@ def activity_row(
         now_ms: The current time (Unix ms).
         progress: The latest progress line seen from the agent, if any (a `rate_limit` wait in the
             record, `waiting (rate limit, Ns)`, is shown instead while it lasts).
+        context: The agent's context usage when it runs in this process (`12.3k tok (6%)`, as a
+            teams row shows it); without it, the tokens the record holds (`12.3k tok`), else `-`.
     """
     elapsed = None if started_at_ms is None else max(0, now_ms - started_at_ms)
+    percent: float | None = None
+    if context is not None:
+        tokens = format_context_tokens(context.tokens, context.percent)
+        percent = context.percent
+    elif record.get("tokens") is not None:
+        tokens = f"{format_tokens(record.get('tokens'))} tok"
+    else:
+        tokens = "-"
     return ActivityRow(
         str(record.get("agent", "?")),
         str(record.get("agent_definition", "?")),
         str(record.get("state", "unknown")),
         elapsed=format_elapsed(elapsed),
-        tokens=format_tokens(record.get("tokens")),
+        tokens=tokens,
         progress=str(record.get("rate_limit") or progress),
         stale=bool(record.get("stale", False)),
+        context_percent=percent,
         budget=format_budget(record.get("budget")),
     )
+
+
+def latest_progress(messages: Sequence[AgentMessage]) -> tuple[str, str] | None:
+    """An agent's latest progress read from its transcript: `("tool", "bash command=…")` while its last
+    tool call has no result yet, else `("reply", <last line of its last reply>)`; `None` before either.
+
+    The app keeps progress from the agent's events; this fills it in for an agent whose events began
+    before the app subscribed to them (a tool call already running when its row first appears).
+    """
+    answered: set[str] = set()
+    for message in reversed(messages):
+        if isinstance(message, ToolResultMessage):
+            answered.add(message.tool_call_id)
+        elif isinstance(message, AssistantMessage):
+            pending = [call for call in message.tool_calls if call.id not in answered]
+            if pending:
+                call = pending[0]
+                return "tool", f"{call.name} {summarize_args(call.arguments)}".rstrip()
+            lines = [line for line in message.text.splitlines() if line.strip()]
+            if lines:
+                return "reply", lines[-1][:80]
+    return None
+
+
+def one_line(text: str, *, limit: int = 60) -> str:
+    """`text` on one line: every run of whitespace (newlines, tabs) as one space, cut to `limit`
+    characters with `…` (a picker row, a notice's quote)."""
+    line = " ".join(text.split())
+    return line if len(line) <= limit else line[: limit - 1] + "…"
 
 
 def summarize_args(args: Mapping[str, Any], *, limit: int = 60) -> str:

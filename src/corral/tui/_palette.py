@@ -82,6 +82,8 @@ def tier_level(tier: str) -> int:
 def _color(value: str | None, default: str) -> str:
     if value is None:
         return default
+    if len(value) == 4 and value.startswith("#"):  # `#rgb`, which Rich does not parse: `#rrggbb`
+        value = "#" + "".join(ch * 2 for ch in value[1:])
     try:
         Color.parse(value)
     except ColorParseError:

@@ -18,8 +18,9 @@ from corral.tui._format import ActivityRow, format_context_tokens, format_elapse
 if TYPE_CHECKING:
     from corral.orchestration.kernel.records import GenerationRecord
     from corral.orchestration.teams._status import MemberStatus, TeamAgentRow
+    from corral.orchestration.teams.results import InterruptResult
 
-__all__ = ["Progress", "stop_notice", "team_detail", "team_rows"]
+__all__ = ["Progress", "interrupt_note", "message_note", "stop_notice", "team_detail", "team_rows"]
 
 Progress = Mapping[str, tuple[str, str]]
 """Latest progress per run id: `(kind, text)`, kind `tool` (a tool call) or `reply` (a reply's last line)."""
@@ -141,3 +142,26 @@ def stop_notice(name: str, text: str, details: Mapping[str, Any]) -> str:
             + (" Its name stays fenced until cleanup completes." if details.get("quarantined") else "")
         )
     return " ".join(lines)
+
+
+def message_note(name: str, delivery: str) -> str:
+    """What `m` did for a teams agent, for the person at the terminal (no tool or delivery names)."""
+    if delivery == "active-session":
+        return f"message sent to {name}: it reads it in its running session"
+    return f"message sent to {name}: kept in its inbox until it next reads it"
+
+
+def interrupt_note(result: InterruptResult) -> str:
+    """What `i` did for a teams agent, for the person at the terminal (`interrupt_teammate`'s tool text
+    names tools the model calls; this names the keys instead)."""
+    name = result.name
+    texts = {
+        "tmux": f"{name} runs in a tmux pane, where it cannot be interrupted; message it (m) or stop it (x).",
+        "not_found": f"{name} is not active in this session.",
+        "closing": f"{name} is closing; nothing to interrupt.",
+        "interrupted": f"Interrupted {name}. It keeps its session, task and claims and waits for a message "
+        "(m) before it continues.",
+        "pending": f"Interrupt of {name} sent; it has not stopped yet.",
+        "no_command": f"{name} has no running tool or model call to interrupt.",
+    }
+    return texts[result.status]

@@ -42,11 +42,19 @@ from corral.llm import (
     available_thinking_levels,
     parse_model_ref,
 )
-from corral.settings import ActivityColorsSettings
+from corral.settings import ActivityColorsSettings, SettingsError
 from corral.tui._app_commands import AgentCommands
 from corral.tui._app_favorites import FavoriteModels
 from corral.tui._first_run import ONBOARD_HINT, is_new_installation
-from corral.tui._format import ActivityRow, CostSummary, activity_row, format_budget, summarize_args
+from corral.tui._format import (
+    ActivityRow,
+    CostSummary,
+    activity_row,
+    format_budget,
+    latest_progress,
+    one_line,
+    summarize_args,
+)
 from corral.tui._palette import ActivityPalette, resolve_palette
 from corral.tui._teams import team_rows
 from corral.tui.screens import FollowScreen, PickerScreen, TierPickerScreen
@@ -69,6 +77,7 @@ if TYPE_CHECKING:
 __all__ = [
     "COMMANDS",
     "DEMO_MODEL",
+    "FOLLOW_KEYS",
     "KEYS",
     "AgentProgress",
     "CorralApp",
@@ -103,8 +112,7 @@ KEYS: dict[str, str] = {
     "Shift+Enter / Ctrl+J": "new line",
     "Tab": "complete a /command or an @path",
     "Up / Down": "walk the prompt history",
-    "Down (empty prompt)": "open the agents view: ↑/↓ pick, ←/→ cycle, m message (answers a question), "
-    "i interrupt, x stop, l logs, Escape back",
+    "Down (empty prompt)": "open the agents view (its keys below)",
     "Escape": "interrupt the lead (queued messages come back to the prompt)",
     "l": "expand long tool logs and result ids (in the chat)",
     "Ctrl+O": "expand or collapse every long log",
@@ -113,6 +121,20 @@ KEYS: dict[str, str] = {
     "!cmd / !!cmd": "run a shell command; its output joins the lead's context (!! keeps it out)",
 }
 """Every key and prompt prefix of the main screen (`/help` lists them)."""
+
+FOLLOW_KEYS: dict[str, str] = {
+    "Up / Down": "previous / next agent (Up from the first: back to the lead)",
+    "Left / Right": "cycle through the agents",
+    "PgUp / PgDn, Home / End": "scroll the transcript; End follows new output again",
+    "m": "message the agent (steer it; answers its question when it is blocked)",
+    "i": "interrupt its running tool or model call",
+    "x": "stop it (and the agents it started)",
+    "h": 'hand it off to a tmux pane (or Ray, with runtime = "ray")',
+    "g": "merge its branch (an isolated writer), like corral merge",
+    "l": "expand long tool logs",
+    "Escape": "close the composer, else back to the lead",
+}
+"""Every key of the agents view (the follow view; `/help` lists them)."""
 
 REFRESH_S = 0.15
 """At most one activity-card refresh per this many seconds (bursts of changes coalesce)."""
@@ -142,13 +164,26 @@ class AgentProgress(Message):
 
 
 class SetupCard(Vertical):
-    """Shown when no model is configured: what to set, and the offline demo model."""
+    """Shown when the lead cannot start: no model configured (what to set, and the offline demo
+    model), or a settings file that does not load (which file and line to fix; the demo model needs
+    the settings too, so it is not offered)."""
 
-    def __init__(self, message: str) -> None:
+    def __init__(self, message: str, *, settings_broken: bool = False) -> None:
         super().__init__(id="setup")
         self.message = message
+        self.settings_broken = settings_broken
+        """The settings did not load (`SettingsError`), rather than no model being configured."""
 
     def compose(self) -> ComposeResult:
+        if self.settings_broken:
+            yield Static("A settings file is broken, so the lead cannot start:", id="setup-title")
+            yield Static(self.message, id="setup-message")
+            yield Static(
+                "Fix the file at the place named above and restart corral (corral doctor shows the "
+                "same error). Nothing else was read or changed.",
+                id="setup-hint",
+            )
+            return
         yield Static(self.message, id="setup-message")
         yield Static(
             f"Set one of those and restart, or take the offline tour with {DEMO_MODEL}: a scripted "
@@ -189,6 +224,11 @@ class CorralApp(App[int]):
         self.clock = clock
         self.launched: Launched | None = None
         self.setup_error: str | None = None
+        self.settings_broken = False
+        self.starting = True
+        """The lead is still being opened (the app paints first); submissions wait for it."""
+        self._pending_submissions: list[Editor.Submitted] = []
+        """The lead could not start because a settings file does not load (see `SetupCard`)."""
         self._unsubscribe: Callable[[], None] | None = None
         self._records: list[dict[str, Any]] = []
         self._started: dict[str, int | None] = {}
@@ -237,9 +277,30 @@ class CorralApp(App[int]):
         self.set_interval(1.0, self._tick)
         self.theme_changed_signal.subscribe(self, lambda _theme: self._apply_palette())
         new_installation = is_new_installation()  # before the lead's session can be written
+        self._footer.update("starting …")
+        # The first frame is painted before the lead starts: opening the session and the store, and
+        # the provider SDK's import (pydantic-ai, openai/anthropic: seconds of CPU), come after it.
+        self.call_after_refresh(lambda: self.run_worker(self._start(new_installation), group="start"))
+
+    async def _start(self, new_installation: bool) -> None:
+        """Open the lead (after the first paint), then send what was submitted while it started."""
+        try:
+            await self._first_open(new_installation)
+        finally:
+            self.starting = False
+            pending, self._pending_submissions = self._pending_submissions, []
+            for message in pending:
+                await self.on_editor_submitted(message)
+
+    async def _first_open(self, new_installation: bool) -> None:
         await self._open(self.options)
         launched = self.launched
-        if new_installation and launched is not None and not launched.session.is_persisted:
+        if (
+            new_installation
+            and launched is not None
+            and not launched.session.is_persisted
+            and launched.model_info.ref != DEMO_MODEL  # the tour would only replay itself
+        ):
             self.notice(ONBOARD_HINT)  # skipped without a model: the setup card comes first
 
     def _apply_palette(self) -> None:
@@ -265,7 +326,8 @@ class CorralApp(App[int]):
             launched = self.launcher(options)
         except CorralError as exc:
             self.setup_error = str(exc)
-            await self.chat.mount(SetupCard(str(exc)))
+            self.settings_broken = isinstance(exc, SettingsError)
+            await self.chat.mount(SetupCard(str(exc), settings_broken=self.settings_broken))
             self._render_footer()
             return
         self.setup_error = None
@@ -358,13 +420,21 @@ class CorralApp(App[int]):
         self.notice("  ".join(shown) + more)
 
     async def on_editor_submitted(self, message: Editor.Submitted) -> None:
+        if self.starting:  # sent as soon as the lead has started, in order
+            self._pending_submissions.append(message)
+            return
         text = message.text
         if text.startswith("/"):
             await self._command(text)
             return
         launched = self.launched
         if launched is None:
-            self.notice("No model yet: " + (self.setup_error or "choose one with /model"), kind="error")
+            if self.settings_broken:
+                self.notice(
+                    f"Nothing was sent: fix the settings file and restart ({self.setup_error})", kind="error"
+                )
+            else:
+                self.notice("No model yet: " + (self.setup_error or "choose one with /model"), kind="error")
             return
         if text.startswith("!"):
             self._shell(text)
@@ -528,6 +598,8 @@ class CorralApp(App[int]):
             lines += [f"  {cmd}  {desc}" for cmd, desc in COMMANDS.items()]
             lines += ["Keys:"]
             lines += [f"  {key}  {desc}" for key, desc in KEYS.items()]
+            lines += ["Keys in the agents view:"]
+            lines += [f"  {key}  {desc}" for key, desc in FOLLOW_KEYS.items()]
             self.notice("\n".join(lines))
             return
         if name == "/new":
@@ -547,7 +619,10 @@ class CorralApp(App[int]):
             return
         launched = self.launched
         if name in COMMANDS and launched is None:
-            self.notice(f"{name} needs a model first: " + (self.setup_error or ""), kind="error")
+            if self.settings_broken:
+                self.notice(f"{name}: fix the settings file and restart ({self.setup_error})", kind="error")
+            else:
+                self.notice(f"{name} needs a model first: " + (self.setup_error or ""), kind="error")
             return
         if name == "/agents":
             self.agent_commands.show_agents()
@@ -704,7 +779,7 @@ class CorralApp(App[int]):
         choices = [
             (
                 str(info.path),
-                f"{info.modified:%Y-%m-%d %H:%M}  {info.name or info.first_message[:60] or '(empty)'}"
+                f"{info.modified:%Y-%m-%d %H:%M}  {one_line(info.name or info.first_message) or '(empty)'}"
                 f"  [{info.id[:8]}]",
             )
             for info in sessions
@@ -791,6 +866,11 @@ class CorralApp(App[int]):
                 # Cost so far once; later replies add their own cost (see `_child_listener`).
                 self._child_costs[run_id] = session.stats().cost
                 self._child_subscriptions[run_id] = session.subscribe(self._child_listener(run_id))
+                # What it did before this subscription (a tool call already running) from its
+                # transcript; its events keep it current from here.
+                seen = latest_progress(session.messages)
+                if seen is not None and run_id not in self._progress:
+                    self._progress[run_id] = seen
         self._render_activity()
         self._render_footer()
 
@@ -820,16 +900,20 @@ class CorralApp(App[int]):
 
     def _render_activity(self) -> None:
         now = int(self.clock() * 1000)
-        rows = [
-            activity_row(
-                record,
-                started_at_ms=self._started.get(str(record.get("agent"))),
-                now_ms=now,
-                progress=self._progress.get(self._run_ids.get(str(record.get("agent")), ""), ("", ""))[1],
-            )
-            for record in self._records
-        ]
         agents, launched = self.agents, self.launched
+        rows: list[ActivityRow] = []
+        for record in self._records:
+            run_id = self._run_ids.get(str(record.get("agent")), "")
+            session = None if agents is None or not run_id else agents.session(run_id)
+            rows.append(
+                activity_row(
+                    record,
+                    started_at_ms=self._started.get(str(record.get("agent"))),
+                    now_ms=now,
+                    progress=self._progress.get(run_id, ("", ""))[1],
+                    context=None if session is None else session.context_usage(),
+                )
+            )
         if agents is not None and launched is not None and "teams" in launched.surfaces:
             snapshot = self._team_snapshot
             if (
@@ -883,7 +967,10 @@ class CorralApp(App[int]):
         footer = self._footer
         launched = self.launched
         if launched is None:
-            footer.update("no model configured · /model " + DEMO_MODEL + " for the offline tour")
+            if self.settings_broken:
+                footer.update("settings error · fix the file named above and restart")
+            else:
+                footer.update("no model configured · /model " + DEMO_MODEL + " for the offline tour")
             return
         usage = launched.agent.context_usage()
         footer.show(

@@ -32,7 +32,7 @@ from corral.agent import AgentEvent
 from corral.errors import CorralError
 from corral.tui._format import ActivityRow
 from corral.tui._palette import DARK_DEFAULTS, ActivityPalette, tier_level
-from corral.tui._teams import stop_notice
+from corral.tui._teams import interrupt_note, message_note, stop_notice
 from corral.tui.widgets import ChatLog
 
 if TYPE_CHECKING:
@@ -233,6 +233,11 @@ class FollowScreen(Screen[None]):
                     f"{label} has left the team: it reported or was stopped; "
                     "a report, if any, is in the lead's chat."
                 )
+            elif state == "finished":
+                log.notice(
+                    f"{label} has finished: it delivered its result (in the lead's chat) or was stopped; "
+                    "`corral agents show` still reads it."
+                )
             elif row.is_team:
                 log.notice(f"{label} is {state}: {row.progress or 'its run is not in this process'}.")
             else:
@@ -347,7 +352,7 @@ class FollowScreen(Screen[None]):
                 sent = await agents.teams.send_message(
                     caller, SendMessageRequest(recipient=label, content=draft, summary="From the user")
                 )
-                self.transcript.notice(f"message sent to {label} ({sent.delivery})")
+                self.transcript.notice(message_note(label, sent.delivery))
             elif row.state == "blocked":
                 await controller.reply(caller, ReplyParams(agent=label, message=draft))
                 self.transcript.notice(f"replied to {label}")
@@ -373,10 +378,8 @@ class FollowScreen(Screen[None]):
         label = row.label
         try:
             if row.is_team:
-                from corral.orchestration.surfaces.teams._render import render_interrupt
-
                 interrupted = await self.agents.teams.interrupt_teammate(self.agents.caller, label)
-                text = render_interrupt(interrupted)
+                text = interrupt_note(interrupted)
                 ok = interrupted.status in ("interrupted", "pending")
                 self.last_error = None if ok else text
                 self.transcript.notice(text, kind="info" if ok else "error")
@@ -480,5 +483,6 @@ def handoff_line(result: HandoffResult) -> str:
 
 
 def _departed(row: ActivityRow) -> ActivityRow:
-    """A teams agent that left the card: `finished` (a managed agent keeps its last state)."""
-    return replace(row, state="finished", progress="") if row.is_team else row
+    """An agent that left the card: `finished` (a managed agent delivered its result or was closed; a
+    teams agent reported or was stopped), never the last state it was seen in."""
+    return replace(row, state="finished", progress="")

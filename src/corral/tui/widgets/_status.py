@@ -306,7 +306,8 @@ def render_activity(
         else:
             text.append(f"  {'(' + row.definition + ')':<14} ", style="dim")
             text.append(f"{row.state:<9}", style=_STATE_STYLE.get(row.state, ""))
-            text.append(f" {row.elapsed:>6}  {row.tokens:>6} tok")
+            text.append(f" {row.elapsed:>6}  ")
+            text.append(f"{row.tokens:>15}", style=_tokens_style(row, palette))
         if row.budget:
             stopped = "✗" in row.budget
             text.append(f"  budget {row.budget}", style=f"bold {palette.error}" if stopped else "dim")
@@ -336,11 +337,15 @@ def _team_row(text: Text, row: ActivityRow, palette: ActivityPalette) -> None:
         state_style = f"bold {palette.warning}"
     text.append(f"{row.state:<11}", style=state_style)
     text.append(f" {row.elapsed:>6}  ")
-    level = context_level(row.context_percent)
-    tokens_style = {"ok": "", "warn": palette.warning, "danger": f"bold {palette.error}"}[level]
-    text.append(f"{row.tokens:>15}", style=tokens_style)
+    text.append(f"{row.tokens:>15}", style=_tokens_style(row, palette))
     if row.helpers:
         text.append(f"  +{row.helpers}", style=f"bold {palette.names}")
+
+
+def _tokens_style(row: ActivityRow, palette: ActivityPalette) -> str:
+    """A row's context tokens: the warning colour from 75%, the error colour from 90%."""
+    level = context_level(row.context_percent)
+    return {"ok": "", "warn": palette.warning, "danger": f"bold {palette.error}"}[level]
 
 
 _STATE_STYLE = {
