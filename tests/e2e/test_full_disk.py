@@ -14,7 +14,7 @@ from pathlib import Path
 
 import pytest
 
-from tests.tmpfs import small_tmpfs
+from tests.tmpfs import fill, small_tmpfs
 
 from .conftest import Env, RunCorral
 
@@ -125,3 +125,64 @@ def test_continuing_a_session_with_a_torn_last_line_warns_and_goes_on(
     assert [m["message"]["role"] for m in messages] == ["user", "assistant", "user", "assistant"]  # type: ignore[index]
     # The new prompt follows the last valid entry.
     assert messages[2]["parentId"] == lines[lines.index(messages[2]) - 1]["id"]
+
+
+_BIG_RESULT = "y" * 70_000  # over the inline limit (64 KiB): the result goes to an artifact file
+
+_RESULT_LEAD = f"""
+steps:
+  - text: "Sending a scout."
+    tool_calls:
+      - {{name: agent, args: {{action: delegate, definition: scout, label: big, task: "Report at length."}}}}
+  - text: "Waiting for the scout."
+  - text: "Resumed."
+on_exhausted: repeat_last
+agents:
+  big:
+    - text: "{_BIG_RESULT}"
+"""
+
+
+def test_an_agent_whose_result_cannot_be_written_settles_as_failed_once_the_lead_resumes(
+    corral: RunCorral, cli_env: Env
+) -> None:
+    """Only the results directory is full: the database still records the write error (`result_error`)."""
+    cli_env.script("team", _RESULT_LEAD)
+    with small_tmpfs(cli_env.home / "results", "256k") as results:
+        filler = fill(results)
+        done = corral("run", "--model", "scripted/team", "-p", "go")
+        assert done.returncode == 1, done.stdout + done.stderr
+        assert "agent big (scout) ended without a stored result (a write failed)" in done.stderr, done.stderr
+        assert "Traceback" not in done.stderr
+
+        # Its host is gone: it is shown lost until the lead resumes, never settling.
+        listed = corral("agents", "list", "--json")
+        assert listed.returncode == 0, listed.stderr
+        assert [r["state"] for r in json.loads(listed.stdout)] == ["lost"]
+
+        filler.unlink()  # the disk is grown
+        resumed = corral("run", "--continue", "-p", "again")
+        assert resumed.returncode == 0, resumed.stderr
+        assert "Traceback" not in resumed.stderr
+
+        listed = corral("agents", "list", "--json")
+        assert listed.returncode == 0, listed.stderr
+        assert [r for r in json.loads(listed.stdout) if r["state"] in ("working", "settling")] == []
+        db = sqlite3.connect(cli_env.home / "corral.db")
+        [(phase, diagnostic)] = db.execute(
+            "SELECT phase, diagnostic FROM generations WHERE label = 'big'"
+        ).fetchall()
+        [(status, code, message, delivery)] = db.execute(
+            "SELECT status, error_code, error_message, delivery FROM results"
+        ).fetchall()
+        db.close()
+        assert phase == "finalized"
+        assert (status, code, delivery) == ("failed", "write_failure", "delivered")
+        assert "No space left on device" in message and "No space left on device" in diagnostic
+        [lead] = [p for p in cli_env.sessions() if '"managed"' not in p.read_text().splitlines()[0]]
+        delivered = [
+            line
+            for line in _lines(lead)
+            if line["type"] == "custom_message" and line["customType"] == "corral-agent-result"
+        ]
+        assert len(delivered) == 1 and "No space left on device" in str(delivered[0]["content"])

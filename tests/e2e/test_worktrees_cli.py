@@ -110,6 +110,43 @@ def test_parallel_writers_work_in_worktrees_and_merge_back_one_clean_one_conflic
     assert dropped.returncode == 0 and "discarded" in dropped.stdout
     assert git(repo, "branch", "--list", "corral/*") == ""
     assert git(repo, "status", "--porcelain").split() == ["M", "README.md"]
+    # Merging a discarded branch: nothing left to merge, exit 0 as documented.
+    after = corral("merge", "beta")
+    assert (after.returncode, after.stderr) == (0, ""), after.stderr
+    assert after.stdout == f"{beta_branch} was discarded; there is nothing to merge.\n"
+
+
+IDLE = """
+steps:
+  - tool_calls:
+      - {name: agent, args: {action: delegate, definition: implementer, label: idle, task: "Look, change nothing."}}
+  - text: "Waiting."
+  - text: "Done."
+on_exhausted: repeat_last
+agents:
+  idle:
+    - tool_calls:
+        - {name: read, args: {path: README.md}}
+    - text: "Nothing needed changing."
+"""
+
+
+def test_a_writer_that_changed_nothing_has_no_merge_pending(
+    corral: RunCorral, cli_env: Env, repo: Path
+) -> None:
+    cli_env.script("lead", IDLE)
+    done = corral("run", "--model", "scripted/lead", "-p", "go")
+    assert done.returncode == 0, done.stderr
+    result = _results(cli_env)["idle"]
+    branch = result["details"]["branch"]
+    assert result["details"]["merge"] == "nothing" and result["details"]["diffStat"]["files"] == []
+    assert "merge pending" not in result["content"]
+    assert f"No changes on branch {branch}: nothing to merge" in result["content"]
+
+    merged = corral("merge", "idle")
+    assert merged.returncode == 0, merged.stderr
+    assert "nothing to merge" in merged.stdout
+    assert git(repo, "branch", "--list", "corral/*") == ""
 
 
 def test_outside_a_git_repository_an_isolated_delegation_fails_clearly(

@@ -106,7 +106,8 @@ async def _run_headless(launched: Launched, prompt: str, err: TextIO) -> None:
 
     unsubscribe = launched.agent.subscribe(on_event)
     try:
-        await launched.agent.prompt(prompt)
+        # A recovered result or question may have woken the lead already: the prompt is answered after it.
+        await launched.agent.prompt_when_idle(prompt)
         await launched.wait_until_quiet()
     except (SessionWriteError, InternalFailureError) as exc:
         # A write failed (typically a full disk): stop here, and name every agent left unsettled.

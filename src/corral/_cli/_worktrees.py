@@ -2,7 +2,8 @@
 
 Exit codes of `corral merge`: 0 merged (or nothing left to merge, or discarded), 1 not merged
 (conflicts, or uncommitted changes in the way: the paths are named), 2 bad input (no such
-agent or branch, still running, already discarded), with one line on stderr.
+agent or branch, still running, its repository gone), with one line on stderr. Merging a
+branch that was already merged or discarded is "nothing left to merge": exit 0.
 """
 
 from __future__ import annotations

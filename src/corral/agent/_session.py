@@ -445,6 +445,17 @@ class AgentSession(LoopMixin):
                 await self.abort()
             raise
 
+    async def prompt_when_idle(self, text_or_message: str | UserMessage | CustomMessage) -> None:
+        """Send a prompt once no run is active, and return once the session has settled.
+
+        A run started by something else (a delivered result or question that woke the session, as
+        a resumed lead's recovered result does) is waited for, never refused: the prompt starts
+        the next run, in the same loop step that saw the session idle.
+        """
+        while not self.is_idle:
+            await self._idle.wait()
+        await self.prompt(text_or_message)
+
     def _queue(self, message: AgentMessage, behavior: StreamingBehavior) -> None:
         (self._steering if behavior == "steer" else self._follow_up).append(message)
         self._emit_queue_update()

@@ -341,8 +341,7 @@ class Lead:
                 "this lead has no model: open it with open_lead(model='provider/model') to prompt"
             )
         agent = self._launched.agent
-        await agent.wait_for_idle()
-        await agent.prompt(text)
+        await agent.prompt_when_idle(text)
         return agent.last_assistant_text() or ""
 
     # --- typed conveniences -----------------------------------------------------------------------

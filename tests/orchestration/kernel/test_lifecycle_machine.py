@@ -244,8 +244,10 @@ class LifecycleMachine(RuleBasedStateMachine):
                 assert ("interrupt" in actions) <= (view.state == "working" and g.run_id not in asks)
                 assert ("steer" in actions) <= (view.state in {"working", "blocked"} and g.run_id not in asks)
                 assert ("close" in actions) <= (g.run_id not in undelivered)
-                if g.run_id in undelivered or g.result_error is not None:
+                if g.run_id in undelivered or (g.result_error is not None and view.presence == "live"):
                     assert view.state == "settling"
+                elif g.result_error is not None:  # no host to settle it: never shown settling
+                    assert view.state == view.presence
                 if view.stale:
                     assert view.state == "working" and view.inactive_ms is not None
 

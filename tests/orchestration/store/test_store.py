@@ -529,6 +529,28 @@ def test_result_error_is_cleanup_safe(store: Repositories) -> None:
     assert store.kernel.finalize_generation(generation.run_id, owner_session_id=LEAD).phase == "finalized"
 
 
+def test_a_result_error_settles_once_as_a_failed_write_failure_result(store: Repositories) -> None:
+    generation, task = new_generation(store.kernel, session_id="s1")
+    assert store.kernel.settle_result_error(generation.run_id) is None  # active: not in result_error
+    store.kernel.record_result_error(generation.run_id, task.request_id, message="No space left on device")
+
+    result = store.kernel.settle_result_error(generation.run_id)
+
+    assert result is not None and result.request_id == task.request_id
+    assert (result.status, result.error_code, result.delivery) == ("failed", "write_failure", "pending")
+    assert result.error_message is not None and "No space left on device" in result.error_message
+    settled = store.kernel.get_generation(generation.run_id)
+    assert settled is not None
+    assert (settled.phase, settled.completed_request_id, settled.result_error) == (
+        "completed",
+        task.request_id,
+        None,
+    )
+    assert settled.diagnostic == "its result could not be written: No space left on device"
+    assert store.kernel.settle_result_error(generation.run_id) is None  # once
+    assert [r.request_id for r in store.kernel.undelivered_results(LEAD)] == [task.request_id]
+
+
 def test_activity_only_moves_forward_and_only_while_active(store: Repositories) -> None:
     generation, _ = new_generation(store.kernel, session_id="s1")
     store.kernel.record_activity(generation.run_id, at=10**13)

@@ -15,6 +15,7 @@ import pytest
 from corral.orchestration import Repositories
 from corral.orchestration.errors import InvalidRequestError, TargetAmbiguousError
 from corral.orchestration.worktrees._git import NotAGitRepositoryError
+from corral.orchestration.worktrees._merge import MergePlan, apply_merge, plan_merge
 from corral.orchestration.worktrees._worktrees import Worktrees, branch_name
 from tests.orchestration.teams._git_helpers import GIT_ENV, git, make_repo
 
@@ -126,6 +127,18 @@ def test_finish_commits_as_corral_with_the_summary_and_reports_the_diff_stat(
     assert trees.finish("not-isolated", "x") is None
 
 
+def test_a_writer_that_changed_nothing_reports_nothing_to_merge(repo: Path, trees: Worktrees) -> None:
+    isolation = trees.isolate(repo, name="writer", run_id=RUN_A, owner_session_id=None)
+
+    report = trees.finish(RUN_A, "looked around")
+
+    assert report is not None and report.merge == "nothing" and report.details()["merge"] == "nothing"
+    assert "pending" not in report.note() and "nothing to merge" in report.note()
+    assert isolation.record.path.is_dir()  # kept for `continue`
+    assert trees.report_of(RUN_A) == report
+    assert trees.merge("writer").outcome == "nothing"
+
+
 def test_merge_fast_forwards_and_removes_the_worktree_and_branch(repo: Path, trees: Worktrees) -> None:
     isolation = trees.isolate(repo, name="writer", run_id=RUN_A, owner_session_id=None)
     (isolation.cwd / "new.py").write_text("new\n")
@@ -218,6 +231,96 @@ def test_merge_refuses_to_overwrite_uncommitted_changes_and_names_the_paths(
     assert (repo / "app.py").read_text().startswith("a = 100\n")
 
 
+def test_merge_refuses_to_replace_an_ignored_file_the_branch_adds(repo: Path, trees: Worktrees) -> None:
+    """A branch that un-ignores `.env` and adds one must not replace the user's own ignored `.env`."""
+    (repo / ".gitignore").write_text("build/\n.env\n")
+    git(repo, "commit", "-q", "-am", "ignore .env")
+    isolation = trees.isolate(repo, name="writer", run_id=RUN_A, owner_session_id=None)
+    (isolation.cwd / ".gitignore").write_text("# nothing ignored\n")
+    (isolation.cwd / ".env").write_text("API_KEY=agent-placeholder\n")
+    (isolation.cwd / "build").mkdir()  # the user's build/ is ignored and holds a file of the same name
+    (isolation.cwd / "build" / "keep.txt").write_text("agent\n")
+    trees.finish(RUN_A, "un-ignore .env")
+    (repo / ".env").write_text("API_KEY=the-users-secret\n")  # ignored, untracked, the user's own
+    (repo / "build").mkdir()
+    (repo / "build" / "keep.txt").write_text("the user's build output\n")
+    head = _head(repo)
+
+    refused = trees.merge("writer")
+
+    assert refused.outcome == "refused" and not refused.ok
+    assert refused.paths == (".env", "build/keep.txt")
+    assert ".env" in refused.message and "move" in refused.message
+    assert (repo / ".env").read_text() == "API_KEY=the-users-secret\n"
+    assert (repo / "build" / "keep.txt").read_text() == "the user's build output\n"
+    assert (repo / ".gitignore").read_text() == "build/\n.env\n"
+    assert _head(repo) == head
+    assert trees.rows.get_worktree(isolation.record.branch).state == "pending"
+    last = trees.rows.worktree_events(isolation.record.branch)[-1]
+    assert (last.outcome, last.paths) == ("refused", (".env", "build/keep.txt"))
+
+    # A file identical to the branch's is not lost by the merge: it goes through.
+    (repo / ".env").write_text("API_KEY=agent-placeholder\n")
+    (repo / "build" / "keep.txt").unlink()
+    assert trees.merge("writer").outcome == "merged"
+    assert (repo / ".env").read_text() == "API_KEY=agent-placeholder\n"
+    assert (repo / "build" / "keep.txt").read_text() == "agent\n"
+
+
+def test_merge_refuses_an_ignored_file_where_the_branch_adds_a_directory(
+    repo: Path, trees: Worktrees
+) -> None:
+    (repo / ".gitignore").write_text("build/\nout\n")
+    git(repo, "commit", "-q", "-am", "ignore out")
+    isolation = trees.isolate(repo, name="writer", run_id=RUN_A, owner_session_id=None)
+    (isolation.cwd / ".gitignore").write_text("build/\n")
+    (isolation.cwd / "out").mkdir()
+    (isolation.cwd / "out" / "a.txt").write_text("agent\n")
+    trees.finish(RUN_A, "out/ becomes a directory")
+    (repo / "out").write_text("the user's ignored file\n")
+
+    refused = trees.merge("writer")
+
+    assert refused.outcome == "refused" and refused.paths == ("out",)
+    assert (repo / "out").read_text() == "the user's ignored file\n"
+
+
+def test_merge_refuses_a_directory_of_ignored_files_where_the_branch_adds_a_file(
+    repo: Path, trees: Worktrees
+) -> None:
+    isolation = trees.isolate(repo, name="writer", run_id=RUN_A, owner_session_id=None)
+    (isolation.cwd / ".gitignore").write_text("# nothing ignored\n")
+    (isolation.cwd / "build").write_text("now a file\n")
+    trees.finish(RUN_A, "build becomes a file")
+    (repo / "build" / "deep").mkdir(parents=True)
+    (repo / "build" / "deep" / "cache.bin").write_text("the user's ignored cache\n")
+
+    refused = trees.merge("writer")
+
+    assert refused.outcome == "refused" and refused.paths == ("build/deep/cache.bin",)
+    assert (repo / "build" / "deep" / "cache.bin").read_text() == "the user's ignored cache\n"
+
+
+def test_an_ignored_file_that_appears_after_the_plan_stops_the_merge(repo: Path, trees: Worktrees) -> None:
+    (repo / ".gitignore").write_text("build/\n.env\n")
+    git(repo, "commit", "-q", "-am", "ignore .env")
+    isolation = trees.isolate(repo, name="writer", run_id=RUN_A, owner_session_id=None)
+    (isolation.cwd / ".gitignore").write_text("build/\n")
+    (isolation.cwd / ".env").write_text("placeholder\n")
+    trees.finish(RUN_A, "add .env")
+    plan = plan_merge(
+        repo, branch=isolation.record.branch, base=isolation.record.base, snapshot=False, message="m"
+    )
+    assert isinstance(plan, MergePlan)
+    (repo / ".env").write_text("the user's secret\n")
+
+    blocked = apply_merge(plan)
+
+    assert blocked is not None and blocked.paths == (".env",)
+    assert (repo / ".env").read_text() == "the user's secret\n"
+    assert _head(repo) == plan.head
+
+
 def test_merge_keeps_unrelated_uncommitted_changes(repo: Path, trees: Worktrees) -> None:
     isolation = trees.isolate(repo, name="writer", run_id=RUN_A, owner_session_id=None)
     (isolation.cwd / "app.py").write_text("a = 100\nb = 2\nc = 3\n")
@@ -284,8 +387,10 @@ def test_discard_removes_the_branch_and_worktree_and_is_recorded(repo: Path, tre
     assert not isolation.record.path.exists() and git(repo, "branch", "--list", "corral/*") == ""
     assert not (repo / "x.txt").exists()
     assert trees.rows.get_worktree(isolation.record.branch).state == "discarded"
-    with pytest.raises(InvalidRequestError, match="discarded"):
-        trees.merge(isolation.record.branch)
+    again = trees.merge(isolation.record.branch)  # settled: nothing left to merge, not an error
+    assert again.ok and again.outcome == "nothing"
+    assert again.message == f"{isolation.record.branch} was discarded; there is nothing to merge."
+    assert trees.merge("writer").ok
 
 
 def test_a_name_with_two_pending_branches_must_be_named_by_branch(repo: Path, trees: Worktrees) -> None:

@@ -716,6 +716,16 @@ class Host:
                 )
                 self.track_worker(generation.run_id, handle, pid=generation.pid)
         for generation in self.tree(owner_session_id):
+            # A result that could not be written (a full disk) by a run that is over: nothing else
+            # will settle it, so it settles as failed, with the write error, and is delivered below.
+            if (
+                generation.owner_session_id == owner_session_id
+                and generation.phase == "result_error"
+                and generation.run_id not in self.children
+                and generation.run_id not in self.worker_runs
+            ):
+                self.kernel.settle_result_error(generation.run_id)
+        for generation in self.tree(owner_session_id):
             if generation.owner_session_id != owner_session_id:
                 continue
             if generation.phase == "completed" and generation.completed_request_id is not None:

@@ -1319,6 +1319,54 @@ class Generations(Repository):
 
         return self._write(body)
 
+    def settle_result_error(self, run_id: str) -> ResultRecord | None:
+        """Settle a generation whose result could not be written (`result_error`) as failed.
+
+        One transaction: a `failed` result (`write_failure`, the recorded write error as its message)
+        for the generation's task, and the generation `completed` with the write error as its
+        diagnostic, so the owner is told once, through the ordinary delivery, and the generation
+        finalizes. For a generation whose run is over (its host is gone): nothing else will settle it.
+
+        Returns:
+            The stored result; `None` when the generation is not (or no longer) in `result_error`.
+        """
+
+        def body() -> ResultRecord | None:
+            generation = self._generation(run_id)
+            if generation is None or generation.phase != "result_error" or generation.result_error is None:
+                return None
+            row = self._one(
+                "SELECT request_id FROM requests WHERE run_id = ? AND kind = 'task' ORDER BY created_at, rowid",
+                (run_id,),
+            )
+            if row is None:
+                return None
+            request_id = str(row["request_id"])
+            error = generation.result_error
+            now = self._clock()
+            if self._result(request_id) is None:
+                self._execute(
+                    "INSERT INTO results (request_id, run_id, owner_session_id, status, text, artifact_path,"
+                    " error_code, error_message, context_tokens, created_at)"
+                    " VALUES (?, ?, ?, 'failed', NULL, NULL, 'write_failure', ?, ?, ?)",
+                    (
+                        request_id,
+                        run_id,
+                        generation.owner_session_id,
+                        f"Agent {generation.label} finished, but its result could not be written: {error}",
+                        generation.tokens,
+                        now,
+                    ),
+                )
+            self._execute(
+                "UPDATE generations SET phase = 'completed', completed_request_id = ?, result_error = NULL,"
+                " diagnostic = ?, updated_at = ? WHERE run_id = ?",
+                (request_id, f"its result could not be written: {error}"[:_DIAGNOSTIC_LIMIT], now, run_id),
+            )
+            return self._result(request_id)
+
+        return self._write(body)
+
     def mark_delivered(self, request_id: str, *, owner_session_id: str, entry_id: str) -> bool:
         """Record that the owner's session holds the result entry `entry_id`.
 

@@ -341,7 +341,9 @@ def project_agents(
         )
         if gated:
             state = "blocked"
-        if completion_pending or recovery_pending:
+        # A stored result settles without the agent's host; a result that could not be written waits
+        # for one (its host, or the owner's next attach settles it failed): without it, presence shows.
+        if completion_pending or (recovery_pending and presence == "live"):
             state = "settling"
             gated = False
         elif presence != "live":

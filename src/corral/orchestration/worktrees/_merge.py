@@ -13,7 +13,12 @@ safe on its own:
 **The user's uncommitted changes are never overwritten**: a merge that would
 change a path the user has modified, staged, deleted or created (untracked,
 not ignored) is refused with those paths named; the user commits or stashes
-them and merges again. corral never stashes on the user's behalf.
+them and merges again. corral never stashes on the user's behalf. Nor does a
+merge replace a file git does not track in HEAD — an ignored `.env` that a
+branch un-ignores and adds, an ignored file where the branch adds a directory,
+ignored files inside a directory where the branch adds a file — unless the
+file already holds exactly the branch's content (`git read-tree -u` itself
+overwrites ignored files, so this is checked first, `in_the_way`).
 
 A branch that started from a *snapshot* of uncommitted changes is merged
 relative to that snapshot (the agent's own work, `base..tip`, not the user's
@@ -29,6 +34,7 @@ files were already in place) or reports the tree unchanged.
 
 from __future__ import annotations
 
+import os
 from dataclasses import dataclass
 from pathlib import Path
 from typing import Literal
@@ -36,7 +42,15 @@ from typing import Literal
 from corral.orchestration.kernel._faults import fault_point
 from corral.orchestration.worktrees._git import GitError, git, git_env, is_ancestor, rev_parse
 
-__all__ = ["MergeBlocked", "MergePlan", "apply_merge", "dirty_paths", "plan_merge", "settle_merge"]
+__all__ = [
+    "MergeBlocked",
+    "MergePlan",
+    "apply_merge",
+    "dirty_paths",
+    "in_the_way",
+    "plan_merge",
+    "settle_merge",
+]
 
 MergeKind = Literal["fast-forward", "merge", "squash"]
 BlockedKind = Literal["nothing", "conflict", "dirty", "busy"]
@@ -112,6 +126,88 @@ def _overlap(changed: tuple[str, ...], dirty: frozenset[str]) -> tuple[str, ...]
         prefix = path + "/"
         hits.update(d for d in dirty if d.startswith(prefix) or path.startswith(d + "/"))
     return tuple(sorted(hits))
+
+
+def _z(output: str) -> list[str]:
+    return [field for field in output.split("\0") if field]
+
+
+def in_the_way(repo: Path, head: str, commit: str) -> tuple[str, ...]:
+    """Files of the user's tree, not tracked in `head` (ignored ones included), that moving the
+    tree from `head` to `commit` would replace or delete; sorted.
+
+    A path the merge adds is in the way when a file or symlink is there with other content than
+    the branch's (identical content is not lost), when a directory is there holding untracked
+    files (each is named), or when one of its leading directories is a file or symlink of the
+    user's instead.
+    """
+    added = _z(git(repo, "diff", "--name-only", "--no-renames", "--diff-filter=A", "-z", head, commit).stdout)
+    hits: set[str] = set()
+    compare: list[str] = []
+    prefixes: set[str] = set()
+    for path in added:
+        parts = path.split("/")
+        prefixes.update("/".join(parts[:i]) for i in range(1, len(parts)))
+        target = repo / path
+        if target.is_symlink() or target.is_file():
+            compare.append(path)
+        elif target.is_dir():
+            hits.update(_z(git(repo, "ls-files", "--others", "-z", "--", f":(literal){path}/").stdout))
+        elif os.path.lexists(target):
+            hits.add(path)  # a socket, fifo or device: never replaced
+    blocking = {p for p in prefixes if os.path.lexists(repo / p) and not _real_dir(repo / p)}
+    if blocking:
+        tracked = set(
+            _z(git(repo, "ls-tree", "-r", "-z", "--name-only", head, "--", *_literal(blocking)).stdout)
+        )
+        hits.update(blocking - tracked)
+    if compare:
+        theirs: dict[str, tuple[str, str]] = {}
+        for record in _z(git(repo, "ls-tree", "-r", "-z", commit, "--", *_literal(compare)).stdout):
+            meta, name = record.split("\t", 1)
+            mode, _kind, oid = meta.split()
+            theirs[name] = (mode, oid)
+        files = [p for p in compare if not (repo / p).is_symlink()]
+        oids = git(repo, "hash-object", "--", *files).stdout.split() if files else []
+        ours = dict(zip(files, oids, strict=True))
+        for path in compare:
+            mode, oid = theirs.get(path, ("", ""))
+            if (repo / path).is_symlink():
+                link = os.readlink(repo / path)
+                same = (
+                    mode == "120000" and git(repo, "hash-object", "--stdin", stdin=link).stdout.strip() == oid
+                )
+            else:
+                same = mode in ("100644", "100755") and ours.get(path) == oid
+            if not same:
+                hits.add(path)
+    return tuple(sorted(hits))
+
+
+def _real_dir(path: Path) -> bool:
+    return path.is_dir() and not path.is_symlink()
+
+
+def _literal(paths: set[str] | list[str]) -> list[str]:
+    return [f":(literal){p}" for p in sorted(paths)]
+
+
+def _refusal(branch: str, dirty: tuple[str, ...], ignored: tuple[str, ...]) -> MergeBlocked:
+    parts: list[str] = []
+    if dirty:
+        parts.append(
+            f"{branch} changes files you have uncommitted changes in: {', '.join(dirty)}; commit or stash them"
+        )
+    if ignored:
+        parts.append(
+            f"{branch} would replace files of yours that git does not track: {', '.join(ignored)}; "
+            "move them aside (or delete them)"
+        )
+    return MergeBlocked(
+        "dirty",
+        tuple(sorted({*dirty, *ignored})),
+        "; ".join(parts) + ", then merge again (nothing was changed).",
+    )
 
 
 def _merge_tree(repo: Path, ours: str, theirs: str) -> tuple[str, tuple[str, ...]]:
@@ -193,13 +289,9 @@ def plan_merge(
         )
     )
     overlap = _overlap(changed, dirty_paths(repo))
-    if overlap:
-        return MergeBlocked(
-            "dirty",
-            overlap,
-            f"{branch} changes files you have uncommitted changes in: {', '.join(overlap)}; "
-            f"commit or stash them, then merge again (nothing was changed).",
-        )
+    untracked = tuple(p for p in in_the_way(repo, head, commit) if p not in overlap)
+    if overlap or untracked:
+        return _refusal(branch, overlap, untracked)
     return MergePlan(repo=repo, branch=branch, tip=tip, head=head, commit=commit, kind=kind, paths=changed)
 
 
@@ -209,6 +301,9 @@ def apply_merge(plan: MergePlan) -> MergeBlocked | None:
     Returns a `MergeBlocked` (and leaves the tree as it was) when git refuses to
     update the files (something appeared in the way since the plan) or HEAD moved.
     """
+    untracked = in_the_way(plan.repo, plan.head, plan.commit)  # what appeared since the plan
+    if untracked:
+        return _refusal(plan.branch, (), untracked)
     moved = git(plan.repo, "read-tree", "-m", "-u", plan.head, plan.commit, check=False)
     if moved.returncode != 0:
         return MergeBlocked(

@@ -80,8 +80,9 @@ class WorktreeReport:
     """The commit it started from."""
     stat: DiffStat
     """What it changed since `base`."""
-    merge: Literal["pending", "merged", "discarded"]
-    """`pending` until `corral merge` (or acceptance with `merge = "on-accept"`) applies it."""
+    merge: Literal["pending", "nothing", "merged", "discarded"]
+    """`pending` until `corral merge` (or acceptance with `merge = "on-accept"`) applies it;
+    `nothing` when the branch holds no change since its base (there is nothing to merge)."""
 
     def details(self) -> dict[str, object]:
         """The fields a result's or report's details carry: `branch`, `base`, `diffStat`, `merge`."""
@@ -99,6 +100,11 @@ class WorktreeReport:
 
     def note(self) -> str:
         """One line for the result text: where the work is and how to take it."""
+        if self.merge == "nothing":
+            return (
+                f"No changes on branch {self.branch}: nothing to merge (its worktree is kept for `continue`; "
+                f"`corral merge --discard {self.branch}` removes it)."
+            )
         if self.merge != "pending":
             return f"Branch {self.branch}: {self.merge}."
         return (
@@ -237,7 +243,7 @@ class Worktrees:
             self.rows.worktree_committed(
                 record.branch, tip, f"committed {tip[:12]} on {record.branch}: {stat.text()}"
             )
-        return WorktreeReport(record.branch, record.base, stat, "pending")
+        return WorktreeReport(record.branch, record.base, stat, "pending" if stat.files else "nothing")
 
     def abandon(self, branch: str, reason: str) -> None:
         """Remove a worktree whose agent never started (a failed launch); recorded as discarded."""
@@ -262,7 +268,8 @@ class Worktrees:
         if record.state == "merged" or record.state == "discarded":
             return WorktreeReport(record.branch, record.base, DiffStat((), 0, 0), record.state)
         tip = record.tip or record.base
-        return WorktreeReport(record.branch, record.base, diff_stat(record.repo, record.base, tip), "pending")
+        stat = diff_stat(record.repo, record.base, tip)
+        return WorktreeReport(record.branch, record.base, stat, "pending" if stat.files else "nothing")
 
     # --- lookup --------------------------------------------------------------------------------
 
@@ -301,7 +308,7 @@ class Worktrees:
         """Apply an agent's branch to the lead's working tree (see `_merge.py`); record the outcome.
 
         Raises:
-            InvalidRequestError: The agent is still running, or the branch was discarded.
+            InvalidRequestError: The agent is still running, or its repository is gone.
             ManagedAgentBusyError: Another merge into the repository is in flight.
         """
         self.recover()
@@ -309,7 +316,9 @@ class Worktrees:
         if record.state == "merged":
             return MergeOutcome(record.branch, "nothing", f"{record.branch} is already merged.")
         if record.state == "discarded":
-            raise InvalidRequestError(f"{record.branch} was discarded; there is nothing to merge.")
+            return MergeOutcome(
+                record.branch, "nothing", f"{record.branch} was discarded; there is nothing to merge."
+            )
         if record.state == "active":
             raise InvalidRequestError(
                 f"{record.name} is still running in {record.branch}; wait for its result (or stop it), then merge."

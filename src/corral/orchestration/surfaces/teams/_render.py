@@ -742,7 +742,12 @@ class TeamsNoticeText:
             parts.append("Structured claims (the agent's, not verified):\n" + json.dumps(extras, indent=2))
         work = report.result.extensions  # an isolated writer's branch, base, diffStat and merge
         branch = work.get("branch")
-        if isinstance(branch, str):
+        if isinstance(branch, str) and work.get("merge") == "nothing":
+            parts.append(
+                f"It changed nothing on branch {branch}: there is nothing to merge "
+                f"(`corral merge --discard {branch}` removes the branch and its worktree)."
+            )
+        elif isinstance(branch, str):
             stat = work.get("diffStat")
             summary = stat.get("summary") if isinstance(stat, dict) else None
             parts.append(
