@@ -14,9 +14,11 @@ machine. A run stays in the worker until the host ends it (`end`: its
 generation was finalized, or it was closed); a finished run's result is held
 until the host confirmed it.
 
-A launch with a `resume` section (a handoff) continues a live agent its host
-moved here: it is rebuilt from its exact parts and prompts the handoff note
-once instead of acknowledging its task.
+Each agent comes as a `host.protocol.WorkerLaunch` (in its `RayLaunch`). One
+with a `resume_prompt` (a handoff) continues a live agent its host moved here:
+it is rebuilt from its exact parts and prompts the handoff note once instead of
+acknowledging its task. A launch the worker cannot run (written by a newer
+corral, or for another harness) is refused with a `LaunchError`.
 
 Every method takes and returns plain data (dataclasses, records); the actor
 answers Ray calls from hosts on any machine.
@@ -31,7 +33,7 @@ import os
 import shutil
 import socket
 import tempfile
-from collections.abc import Awaitable, Callable, Mapping
+from collections.abc import Awaitable, Callable
 from dataclasses import dataclass
 from pathlib import Path
 from typing import TYPE_CHECKING, Any
@@ -39,11 +41,18 @@ from typing import TYPE_CHECKING, Any
 from corral import _tracing
 from corral.agent import AgentEvent, AgentSession, RateLimitWaitEvent
 from corral.llm import EndpointKey, ModelRegistry, current_rate_limiter
-from corral.orchestration.agents._delegation import ManagedAgentSpec, build_managed_agent
+from corral.orchestration.agents._delegation import build_managed_agent
 from corral.orchestration.budgets._remote import attach_ray_guard
 from corral.orchestration.errors import OrchestrationError
 from corral.orchestration.host._ray_launch import RayLaunch
 from corral.orchestration.host._worker import agent_from_description
+from corral.orchestration.host.protocol import (
+    CORRAL_HARNESS,
+    BuiltAgent,
+    LaunchPart,
+    ManagedAgentSpec,
+    WorkerLaunch,
+)
 from corral.orchestration.kernel._child import ManagedChild
 from corral.orchestration.kernel._files import FileLimits, prepare_files
 from corral.orchestration.kernel._remote import HostView, Pulled, RemoteStore
@@ -53,7 +62,8 @@ from corral.orchestration.surfaces import AskOwnerTool
 from corral.orchestration.surfaces._agent_notices import AgentNoticeText
 from corral.orchestration.surfaces._budget_notices import BudgetNoticeText
 from corral.orchestration.surfaces._host_notices import HostNoticeText
-from corral.orchestration.workspaces._extension import PATCH_ENTRY, patch_entry_data, snapshot_from_json
+from corral.orchestration.teams.launch import MemberLaunch
+from corral.orchestration.workspaces._extension import PATCH_ENTRY, patch_entry_data
 from corral.orchestration.workspaces._remote import (
     NodeWorkspace,
     SnapshotNeeded,
@@ -62,7 +72,7 @@ from corral.orchestration.workspaces._remote import (
     open_workspace,
 )
 from corral.orchestration.workspaces._snapshot import WorkspaceNotSharedError, check_shared, discard
-from corral.orchestration.workspaces.records import WorkspaceIdentity
+from corral.orchestration.workspaces.records import WorkspaceLaunch
 from corral.session import SessionManager
 from corral.settings import Settings
 
@@ -72,7 +82,10 @@ if TYPE_CHECKING:
     from corral.orchestration.teams.checks._checks import CheckExecution
     from corral.orchestration.teams.remote import RemoteTeams
 
-__all__ = ["RayWorker"]
+__all__ = ["RAY_WORKER_PARTS", "RayWorker"]
+
+RAY_WORKER_PARTS: tuple[type[LaunchPart], ...] = (MemberLaunch, WorkspaceLaunch)
+"""The extension parts of a launch a Ray worker reads."""
 
 _ACK_WAIT_S = 120.0
 _CHECK_OUTPUT_MAX = 4 * 1024 * 1024
@@ -187,18 +200,20 @@ class RayWorker:
         `{"refused": why}`: this node does not share the agent's workspace).
 
         Starting a run it already holds returns its place again (a retried launch).
+
+        Raises:
+            LaunchError: The launch is not one this worker runs (a newer corral's, another harness).
         """
         run_id = launch.generation.run_id
         if run_id in self.runs:
             return self._place()
         if self.working() >= self.slots:
             return None
-        settings = Settings.model_validate_json(launch.settings_json)
-        described = launch.launch
-        if "spec" not in described and "team" not in described and "resume" not in described:
-            raise ValueError(f"agent {launch.generation.label} cannot run on a Ray worker (no agent spec)")
-        context_retirement = bool(described.get("contextRetirement", True))
-        workspace = await self._open_workspace(described)
+        described = WorkerLaunch.from_json(launch.launch_json, parts=RAY_WORKER_PARTS)
+        described.require_harness(CORRAL_HARNESS)
+        settings = described.settings if described.settings is not None else Settings()
+        workspace_part = described.part(WorkspaceLaunch)
+        workspace = None if workspace_part is None else await self._open_workspace(workspace_part)
         if isinstance(workspace, str):
             return {"refused": workspace}
         cwd = Path(launch.generation.cwd) if workspace is None else workspace.cwd
@@ -214,28 +229,14 @@ class RayWorker:
             hooks = _Hooks(store, HostNoticeText())
             child: ManagedChild
             port: RemoteTeams | None = None
-            if "team" in described or "resume" in described:
-                # A teams member (its tools reach the lead's `Teams` as facts), or a live managed
-                # agent moved here by a handoff: rebuilt from the parts its host described.
-                build = _build_member if "team" in described else _resumed_child
-                child, port = await build(
-                    described,
-                    store=store,
-                    session=session,
-                    registry=registry,
-                    settings=settings,
-                    cwd=cwd,
-                    generation=launch.generation,
-                    task=launch.task,
-                    hooks=hooks,
+            agent = await _agent(described.agent, session, registry, settings, cwd, launch.generation.label)
+            member = described.part(MemberLaunch)
+            if member is not None:
+                # A teams member: its tools reach the lead's `Teams` as facts.
+                child, port = _member_child(
+                    member, agent, store=store, generation=launch.generation, task=launch.task, hooks=hooks
                 )
-                child.context_retirement = context_retirement
             else:
-                spec = ManagedAgentSpec.from_json(dict(described["spec"]))  # type: ignore[call-overload]
-                model = registry.create_model(registry.resolve(spec.model_ref), cwd=cwd)
-                agent: AgentSession = build_managed_agent(
-                    spec, session=session, model=model, cwd=cwd, settings=settings
-                )
                 child = ManagedChild(
                     store=store,
                     agent=agent,
@@ -243,13 +244,16 @@ class RayWorker:
                     task=launch.task,
                     hooks=hooks,
                     delegating=False,
-                    context_retirement=context_retirement,
                 )
-                agent.register_tool(AskOwnerTool(_Questions(FileLimits(), cwd), child, agent))
+                # A defined agent always may ask its owner; a described one when it could where it ran.
+                if isinstance(described.agent, ManagedAgentSpec) or described.agent.ask_owner:
+                    agent.register_tool(AskOwnerTool(_Questions(FileLimits(), cwd), child, agent))
+            child.context_retirement = described.context_retirement
+            child.resume_prompt = described.resume_prompt  # a live agent moved here by a handoff
             hooks.child = child
             if workspace is not None and not workspace.shared:
-                lead_top = str(dict(described["workspace"]).get("top"))  # type: ignore[call-overload]
-                child.on_work_done = self._patch_back(workspace, session, lead_top)
+                assert workspace_part is not None
+                child.on_work_done = self._patch_back(workspace, session, str(workspace_part.identity.top))
             attach_ray_guard(
                 store, child, notices=BudgetNoticeText()
             )  # after the patch-back: its result note follows it
@@ -270,22 +274,14 @@ class RayWorker:
             waiter.cancel()
         return self._place()
 
-    async def _open_workspace(self, described: Mapping[str, object]) -> NodeWorkspace | str | None:
-        """The agent's workspace on this node (`None`: no workspace in the launch), or why not.
+    async def _open_workspace(self, part: WorkspaceLaunch) -> NodeWorkspace | str:
+        """The agent's workspace on this node (workspaces' part of its launch), or why not.
 
         `[ray] workspace = "shared"`: the node must share the lead's workspace; `auto`: in place where
         it does, else the launch's snapshot; `snapshot`: always the snapshot.
         """
-        identity = described.get("workspace")
-        if not isinstance(identity, dict):
-            return None
-        mode = described.get("workspaceMode", "shared")
-        snapshot = described.get("snapshot")
         plan = WorkspacePlan(
-            identity=WorkspaceIdentity.from_json(identity),
-            mode=mode if mode in ("auto", "snapshot") else "shared",
-            writes=bool(described.get("writes", True)),
-            snapshot=snapshot_from_json(snapshot) if isinstance(snapshot, dict) else None,
+            identity=part.identity, mode=part.mode, writes=part.writes, snapshot=part.snapshot
         )
         try:
             opened = await asyncio.to_thread(open_workspace, plan, self.folder / "workspaces")
@@ -457,85 +453,57 @@ class RayWorker:
         shutil.rmtree(self.folder, ignore_errors=True)
 
 
-async def _build_member(
-    described: Mapping[str, object],
-    *,
-    store: RemoteStore,
+async def _agent(
+    described: BuiltAgent | ManagedAgentSpec,
     session: SessionManager,
     registry: ModelRegistry,
     settings: Settings,
     cwd: Path,
-    generation: GenerationRecord,
-    task: RequestRecord,
-    hooks: _Hooks,
-) -> tuple[ManagedChild, RemoteTeams]:
-    """The member's agent as its host built it (system prompt, model, thinking, tools) and its
-    `TeamChild` over a `RemoteTeams` port with the same member tools as in-process. A member moved
-    here by a handoff (`resume`) is rebuilt from its exact parts and prompts the handoff note once.
-
-    Returns:
-        The `TeamChild`'s kernel child (what the worker runs) and the port (which holds the `TeamChild`).
+    label: str,
+) -> AgentSession:
+    """The agent as its host described it: built from its definition's spec, or rebuilt from its
+    exact parts (a teams member, an agent moved here by a handoff).
 
     Raises:
         ValueError: A read agent's sandbox does not work on this node (it never runs without it).
     """
+    if isinstance(described, ManagedAgentSpec):
+        model = registry.create_model(registry.resolve(described.model_ref), cwd=cwd)
+        return build_managed_agent(described, session=session, model=model, cwd=cwd, settings=settings)
+    return await agent_from_description(
+        described, session=session, registry=registry, settings=settings, cwd=cwd, label=label
+    )
+
+
+def _member_child(
+    part: MemberLaunch,
+    agent: AgentSession,
+    *,
+    store: RemoteStore,
+    generation: GenerationRecord,
+    task: RequestRecord,
+    hooks: _Hooks,
+) -> tuple[ManagedChild, RemoteTeams]:
+    """The member's `TeamChild` over a `RemoteTeams` port with the same member tools as in-process.
+
+    Returns:
+        The `TeamChild`'s kernel child (what the worker runs) and the port (which holds the `TeamChild`).
+    """
     from corral.orchestration.surfaces.teams import TeamsNoticeText, team_member_tools
     from corral.orchestration.teams._member import TeamChild
     from corral.orchestration.teams.remote import RemoteTeams
-    from corral.orchestration.teams.roster.records import TeamMemberRecord
 
-    team = described["team"]
-    assert isinstance(team, dict)
-    resume = described.get("resume")  # a live member moved here by a handoff: its parts are there
-    parts = resume if isinstance(resume, dict) else team
-    agent = await agent_from_description(
-        parts, session=session, registry=registry, settings=settings, cwd=cwd, label=generation.label
-    )
     port = RemoteTeams(store, notices=TeamsNoticeText())
     run = TeamChild(
         store=store,
         agent=agent,
         generation=generation,
-        task=task if "prompt" not in team else dataclasses.replace(task, payload=str(team["prompt"])),
+        task=task if part.mission is None else dataclasses.replace(task, payload=part.mission),
         hooks=hooks,
-        member=TeamMemberRecord(**team["member"]),
+        member=part.member,
         teams=port,
     )
     port.child = run
     for tool in team_member_tools(port, run):
         agent.register_tool(tool)
-    if isinstance(resume, dict):
-        run.child.resume_prompt = str(resume["prompt"])
     return run.child, port
-
-
-async def _resumed_child(
-    described: Mapping[str, object],
-    *,
-    store: RemoteStore,
-    session: SessionManager,
-    registry: ModelRegistry,
-    settings: Settings,
-    cwd: Path,
-    generation: GenerationRecord,
-    task: RequestRecord,
-    hooks: _Hooks,
-) -> tuple[ManagedChild, None]:
-    """A managed agent a handoff moved here (`resume`: its exact parts and the one prompt it gets):
-    the task is neither acknowledged nor sent again; the agent prompts the handoff note once.
-
-    Raises:
-        ValueError: A read agent's sandbox does not work on this node.
-    """
-    resume = described["resume"]
-    assert isinstance(resume, dict)
-    agent = await agent_from_description(
-        resume, session=session, registry=registry, settings=settings, cwd=cwd, label=generation.label
-    )
-    child = ManagedChild(
-        store=store, agent=agent, generation=generation, task=task, hooks=hooks, delegating=False
-    )
-    if resume.get("askOwner"):
-        agent.register_tool(AskOwnerTool(_Questions(FileLimits(), cwd), child, agent))
-    child.resume_prompt = str(resume["prompt"])
-    return child, None

@@ -11,7 +11,7 @@ import pytest
 from corral._ray_worker import RayWorker, _Run
 from corral.orchestration import Repositories
 from corral.orchestration.host._ray_launch import RayLaunch
-from corral.settings import Settings
+from corral.orchestration.host.protocol import LaunchError
 from tests.orchestration._store_helpers import new_generation
 
 
@@ -25,12 +25,11 @@ async def _forever() -> None:
 
 def _launch(store: Repositories, session_id: str) -> RayLaunch:
     generation, task = new_generation(store.kernel, session_id=session_id, ack=False)
-    # No agent spec: a launch that passes the slot check fails right after it, before any agent runs.
+    # No launch description: a launch that passes the slot check fails right after it, before any agent runs.
     return RayLaunch(
         generation=generation,
         task=task,
         launch_json="{}",
-        settings_json=Settings().model_dump_json(),
         session_name="s.jsonl",
         session_bytes=b"",
     )
@@ -45,7 +44,7 @@ async def test_a_finished_run_held_for_its_host_frees_its_slot_and_a_working_one
         await held
         worker.runs["finished"] = _Run(child=None, store=None, session=None, task=held)  # type: ignore[arg-type]
         assert worker.working() == 0
-        with pytest.raises(ValueError, match="no agent spec"):  # past the slot check
+        with pytest.raises(LaunchError, match="not a launch description"):  # past the slot check
             await worker.start(_launch(store, "s-next"))
 
         busy = asyncio.get_running_loop().create_task(_forever())

@@ -75,7 +75,9 @@ def test_status_and_notice_name_the_successor() -> None:
 
 def _run_models(tmp_path: Path, *args: str) -> str:
     env = {
-        key: value for key, value in os.environ.items() if not key.endswith("_API_KEY") and key != "CORRAL_HOME"
+        key: value
+        for key, value in os.environ.items()
+        if not key.endswith("_API_KEY") and key != "CORRAL_HOME"
     }
     env.update(
         OPENAI_API_KEY="sk-test",
@@ -137,7 +139,9 @@ async def test_a_deprecated_model_answers_with_one_notice_under_warnings_as_erro
         await asyncio.wait_for(agent.prompt("hi"), 120)
         await asyncio.wait_for(agent.prompt("again"), 120)
         replies = [event.message for event in recorder.of("message_end") if event.message.role == "assistant"]
-        assert [reply.stop_reason for reply in replies] == ["stop", "stop"], [r.error_message for r in replies]
+        assert [reply.stop_reason for reply in replies] == ["stop", "stop"], [
+            r.error_message for r in replies
+        ]
         assert len(server.requests) == 2
         notices = [event for event in recorder.events if isinstance(event, ModelNoticeEvent)]
         assert len(notices) == 1, notices

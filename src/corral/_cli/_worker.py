@@ -2,9 +2,9 @@
 
 It opens the shared store, loads its generation and task, builds the agent
 exactly as the in-process path does (`build_managed_agent` from the launch
-file the host wrote), and records its readiness (its pid and `$TMUX_PANE`)
+file the host wrote: a `host.protocol.WorkerLaunch`), and records its readiness (its pid and `$TMUX_PANE`)
 before running the assignment through the same `ManagedChild`. In resume
-mode (a launch file with `resume`, written by a handoff) it continues a
+mode (a launch with a `resume_prompt`, written by a handoff) it continues a
 generation moved out of its host: the agent is rebuilt from the host's exact
 system prompt, model and tools, a teams agent gets its member tools over a
 worker-local `Teams`, and the run prompts the handoff note once instead of
@@ -25,13 +25,14 @@ from __future__ import annotations
 import argparse
 import asyncio
 import contextlib
+import dataclasses
 import json
 import os
 import sys
 import time
 from collections.abc import Callable
 from pathlib import Path
-from typing import Any, TextIO
+from typing import TextIO
 
 from corral import _tracing
 from corral.agent import (
@@ -45,10 +46,17 @@ from corral.agent import (
 from corral.llm import AssistantMessage, ModelRegistry
 from corral.orchestration._repositories import Repositories
 from corral.orchestration.agents._controller import OwnerQuestions
-from corral.orchestration.agents._delegation import ManagedAgentSpec, build_managed_agent
+from corral.orchestration.agents._delegation import build_managed_agent
 from corral.orchestration.budgets import attach_worker_guard
 from corral.orchestration.errors import OrchestrationError
-from corral.orchestration.host._worker import agent_from_description
+from corral.orchestration.host._worker import agent_from_description, read_launch_file
+from corral.orchestration.host.protocol import (
+    CORRAL_HARNESS,
+    LaunchError,
+    LaunchPart,
+    ManagedAgentSpec,
+    WorkerLaunch,
+)
 from corral.orchestration.kernel._child import ManagedChild
 from corral.orchestration.kernel._files import FileLimits
 from corral.orchestration.kernel.notices import ChildNotices, ContextRetired
@@ -58,6 +66,8 @@ from corral.orchestration.surfaces import AskOwnerTool
 from corral.orchestration.surfaces._agent_notices import AgentNoticeText
 from corral.orchestration.surfaces._budget_notices import BudgetNoticeText
 from corral.orchestration.surfaces._host_notices import HostNoticeText
+from corral.orchestration.teams.launch import MemberLaunch
+from corral.orchestration.workspaces.records import WorkspaceLaunch
 from corral.session import SessionManager
 from corral.settings import Settings
 
@@ -148,22 +158,30 @@ class _View:
             self.state("idle")
 
 
+WORKER_PARTS: tuple[type[LaunchPart], ...] = (MemberLaunch, WorkspaceLaunch)
+"""The extension parts of a launch a `corral worker` reads (a workspace part it needs not: it runs on
+the lead's machine)."""
+
+
 async def run_worker(run_id: str, store_path: Path, launch_path: Path, *, out: TextIO = sys.stdout) -> int:
     """Run generation `run_id` until it is finalized; the exit code (0: done, 1: lost).
 
-    A launch file with a `resume` section (written by a handoff) continues a moved generation:
+    A launch with a `resume_prompt` (written by a handoff) continues a moved generation:
     the task is neither acknowledged nor sent again; the agent gets the handoff prompt once.
 
     Raises:
-        WorkerError: The launch file or the generation cannot be loaded.
+        WorkerError: The launch file or the generation cannot be loaded, or the launch names a
+            harness this worker does not run.
     """
     try:
-        launch: dict[str, Any] = json.loads(launch_path.read_text(encoding="utf-8"))
-        resume: dict[str, Any] | None = launch.get("resume")
-        spec = None if resume is not None else ManagedAgentSpec.from_json(launch["spec"])
-        settings = Settings.model_validate_json(json.dumps(launch.get("settings", {})))
-    except (OSError, ValueError, KeyError, TypeError) as exc:
+        launch = read_launch_file(launch_path, parts=WORKER_PARTS)
+    except (OSError, LaunchError) as exc:
         raise WorkerError(f"cannot read launch file {launch_path}: {exc}") from None
+    try:
+        launch.require_harness(CORRAL_HARNESS)
+    except LaunchError as exc:
+        raise WorkerError(f"cannot run the agent of launch file {launch_path}: {exc}") from None
+    settings = launch.settings if launch.settings is not None else Settings()
     store = Repositories.open(store_path)
     try:
         generation = store.kernel.get_generation(run_id)
@@ -173,36 +191,16 @@ async def run_worker(run_id: str, store_path: Path, launch_path: Path, *, out: T
         if task is None:
             raise WorkerError(f"generation {run_id} has no task request")
         view = _View(out, generation.label)
-        mode = "resuming" if resume is not None else "starting"
+        mode = "resuming" if launch.resume_prompt is not None else "starting"
         view.state(f"{mode} (run {run_id[:8]}, pane {os.environ.get('TMUX_PANE', '?')})")
         cwd = Path(generation.cwd)
         registry = ModelRegistry(settings, cwd=cwd)
         session = SessionManager.open(Path(generation.session_path))
         try:
             hooks = _Hooks(RateLimitsExtension(store.db), HostNoticeText())
-            inbox: Callable[[], None] | None = None
-            if resume is not None:
-                child, inbox = await _resumed_child(
-                    resume, store, generation, task, session, registry, settings, hooks, view
-                )
-                child.context_retirement = bool(launch.get("contextRetirement", True))
-            else:
-                assert spec is not None
-                model = registry.create_model(registry.resolve(spec.model_ref), cwd=cwd)
-                agent = build_managed_agent(spec, session=session, model=model, cwd=cwd, settings=settings)
-                child = ManagedChild(
-                    store=store.kernel,
-                    agent=agent,
-                    generation=generation,
-                    task=task,
-                    hooks=hooks,
-                    delegating=False,
-                    context_retirement=bool(launch.get("contextRetirement", True)),
-                )
-                # The same ask_owner as in-process agents, recording into the shared store.
-                agent.register_tool(
-                    AskOwnerTool(OwnerQuestions(store.kernel, FileLimits(), AgentNoticeText()), child, agent)
-                )
+            child, inbox = await _child(
+                launch, store, generation, task, session, registry, settings, hooks, view
+            )
             hooks.child = child
             if (
                 store.worktrees.has_worktrees()
@@ -214,7 +212,7 @@ async def run_worker(run_id: str, store_path: Path, launch_path: Path, *, out: T
                 store.db, child, notices=BudgetNoticeText()
             )  # its budget, when the host opened one for it
             child.agent.subscribe(view.on_event)
-            heartbeat = Path(launch["heartbeat"]) if launch.get("heartbeat") else None
+            heartbeat = Path(launch.heartbeat) if launch.heartbeat else None
             store.kernel.record_started(run_id, pid=os.getpid(), pane_id=os.environ.get("TMUX_PANE") or None)
             return await _serve(store, child, view, heartbeat, inbox)
         finally:
@@ -223,8 +221,8 @@ async def run_worker(run_id: str, store_path: Path, launch_path: Path, *, out: T
         store.close()
 
 
-async def _resumed_child(
-    resume: dict[str, Any],
+async def _child(
+    launch: WorkerLaunch,
     store: Repositories,
     generation: GenerationRecord,
     task: RequestRecord,
@@ -234,22 +232,35 @@ async def _resumed_child(
     hooks: _Hooks,
     view: _View,
 ) -> tuple[ManagedChild, Callable[[], None] | None]:
-    """Rebuild a moved agent exactly as its host had it (system prompt, model, tools) and its child.
+    """The agent as its host described it (built from its definition's spec, or rebuilt from its
+    exact parts) and its child: a teams member's (`MemberLaunch`) or a managed agent's.
 
     A teams agent gets its member tools from the same code as in-process (`team_member_tools`),
     over a `Teams` of a worker-local host on the same store; messages sent to it arrive in its
-    store inbox and the returned poller brings them into the session.
+    store inbox and the returned poller brings them into the session. A moved agent (a
+    `resume_prompt`) prompts it once instead of acknowledging its task.
     """
     cwd = Path(generation.cwd)
-    try:
-        agent = await agent_from_description(
-            resume, session=session, registry=registry, settings=settings, cwd=cwd, label=generation.label
-        )
-    except ValueError as exc:  # fail closed: a read agent never continues without its sandbox
-        raise WorkerError(str(exc)) from None
+    described = launch.agent
+    if isinstance(described, ManagedAgentSpec):
+        model = registry.create_model(registry.resolve(described.model_ref), cwd=cwd)
+        agent = build_managed_agent(described, session=session, model=model, cwd=cwd, settings=settings)
+    else:
+        try:
+            agent = await agent_from_description(
+                described,
+                session=session,
+                registry=registry,
+                settings=settings,
+                cwd=cwd,
+                label=generation.label,
+            )
+        except ValueError as exc:  # fail closed: a read agent never continues without its sandbox
+            raise WorkerError(str(exc)) from None
     child: ManagedChild
     inbox: Callable[[], None] | None = None
-    if resume.get("team"):
+    teams_part = launch.part(MemberLaunch)
+    if teams_part is not None:
         from corral.orchestration.host._host import Host
         from corral.orchestration.surfaces.teams import TeamsNoticeText, team_member_tools
         from corral.orchestration.teams._member import TeamChild
@@ -271,11 +282,12 @@ async def _resumed_child(
             kernel=store.kernel, registry=registry, settings=settings, notices=HostNoticeText()
         )
         teams = Teams(local, notices=TeamsNoticeText())
+        mission = teams_part.mission
         team_child = TeamChild(
             store=store.kernel,
             agent=agent,
             generation=generation,
-            task=task,
+            task=task if mission is None else dataclasses.replace(task, payload=mission),
             hooks=hooks,
             member=member,
             teams=teams,
@@ -299,12 +311,16 @@ async def _resumed_child(
 
         inbox = poll_inbox
     else:
-        child = ManagedChild(store=store.kernel, agent=agent, generation=generation, task=task, hooks=hooks)
-        if resume.get("askOwner"):
+        child = ManagedChild(
+            store=store.kernel, agent=agent, generation=generation, task=task, hooks=hooks, delegating=False
+        )
+        # A defined agent always may ask its owner; a described one when it could where it ran.
+        if isinstance(described, ManagedAgentSpec) or described.ask_owner:
             agent.register_tool(
                 AskOwnerTool(OwnerQuestions(store.kernel, FileLimits(), AgentNoticeText()), child, agent)
             )
-    child.resume_prompt = str(resume["prompt"])
+    child.context_retirement = launch.context_retirement
+    child.resume_prompt = launch.resume_prompt
     return child, inbox
 
 

@@ -15,8 +15,7 @@ from __future__ import annotations
 
 import os
 import re
-from collections.abc import Callable, Mapping, Sequence
-from dataclasses import asdict, dataclass
+from collections.abc import Callable, Sequence
 from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
@@ -50,6 +49,7 @@ if TYPE_CHECKING:
     from corral.orchestration.agents.commands import ContinueParams, DelegateParams
     from corral.orchestration.agents.notices import AgentNotices
     from corral.orchestration.host._host import Host
+    from corral.orchestration.host.protocol import ManagedAgentSpec, WorkerLaunch
     from corral.orchestration.kernel._files import MessageHeading
     from corral.orchestration.workspaces._extension import SnapshotStage
     from corral.settings import Settings
@@ -57,7 +57,6 @@ if TYPE_CHECKING:
 __all__ = [
     "DEFINITION_ENTRY",
     "Delegation",
-    "ManagedAgentSpec",
     "build_managed_agent",
     "managed_agent_spec",
     "managed_header",
@@ -95,34 +94,12 @@ def _tool_names(defn: AgentDefinition) -> list[str]:
     return [name for name in names if name not in policy.exclude_tools]
 
 
-@dataclass(frozen=True, slots=True)
-class ManagedAgentSpec:
-    """What builds a managed agent's session, in plain data (a tmux worker reads it from a file)."""
-
-    label: str
-    definition: str
-    model_ref: str
-    thinking: ThinkingLevel
-    tool_names: tuple[str, ...]
-    body: str
-    system_prompt_mode: str
-
-    def to_json(self) -> dict[str, Any]:
-        """A JSON-able dict (`from_json` reads it back)."""
-        data = asdict(self)
-        data["tool_names"] = list(self.tool_names)
-        return data
-
-    @classmethod
-    def from_json(cls, data: dict[str, Any]) -> ManagedAgentSpec:
-        """The spec written by `to_json`."""
-        return cls(**{**data, "tool_names": tuple(data["tool_names"])})
-
-
 def managed_agent_spec(
     defn: AgentDefinition, label: str, model: Model, thinking: ThinkingLevel
 ) -> ManagedAgentSpec:
     """The spec of a managed agent of definition `defn` on `model`."""
+    from corral.orchestration.host.protocol import ManagedAgentSpec
+
     return ManagedAgentSpec(
         label=label,
         definition=defn.name,
@@ -604,24 +581,24 @@ class _ManagedSteps(LaunchSteps):
             )
             self.host.install_surfaces(child.agent, caller, ("agent",))
 
-    def worker_launch(self, recorded: Recorded) -> Mapping[str, object]:
-        """The worker rebuilds the agent from its spec; a remote worker first checks that its node
-        shares the agent's workspace (`workspace`: the cwd's path, git top and HEAD)."""
-        from corral.orchestration.workspaces._extension import snapshot_json
+    def worker_launch(self, recorded: Recorded) -> WorkerLaunch:
+        """The worker builds the agent from its spec; a remote worker first checks that its node
+        shares the agent's workspace (workspaces' part: the cwd's path, git top and HEAD, and the
+        snapshot when `[ray] workspace` may use one)."""
+        from corral.orchestration.host.protocol import WorkerLaunch
         from corral.orchestration.workspaces._snapshot import identify
+        from corral.orchestration.workspaces.records import WorkspaceLaunch
 
-        workspace = identify(Path(recorded.generation.cwd), tree=False)
-        launch: dict[str, object] = {
-            "spec": self._spec(recorded).to_json(),
-            "contextRetirement": self.host.context_retirement,
-            "workspace": workspace.to_json(),
-            "workspaceMode": self.host.settings.ray.workspace,
-            "writes": _writes(self.defn),
-        }
         stage = self.snapshot_stage
-        if stage is not None and stage.snapshot is not None:
-            launch["snapshot"] = snapshot_json(stage.snapshot)
-        return launch
+        workspace = WorkspaceLaunch(
+            identify(Path(recorded.generation.cwd), tree=False),
+            mode=self.host.settings.ray.workspace,
+            writes=_writes(self.defn),
+            snapshot=None if stage is None else stage.snapshot,
+        )
+        return WorkerLaunch(
+            self._spec(recorded), context_retirement=self.host.context_retirement, parts=(workspace,)
+        )
 
 
 _WRITING_TOOLS = frozenset({"edit", "write", "bash"})

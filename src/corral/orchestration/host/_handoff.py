@@ -19,10 +19,11 @@ nothing is re-acknowledged or re-sent.
 3. **Transfer**: `Generations.transfer_runtime` flips the generation to the target kind in one
    checked transaction, then that runtime's start step (`host.workers(kind)`: `WorkerStart.place`,
    `WorkerStart.ready`, as the launch pipeline uses it) starts a worker in resume mode: the
-   description holds the agent's exact system prompt, model, thinking level and built-in tools,
-   its one prompt there (worded by the `HostNotices` port, `host/notices.py`, from a `HandedOff`
-   fact: the target runtime and the carried prompts), and what extensions add (`HostExtension.handoff_launch`: a teams
-   member's row for its Ray port, the workspace a remote node must share). A tmux worker reads
+   description (`host/protocol.py`: a `WorkerLaunch` of a `BuiltAgent`) holds the agent's exact
+   system prompt, model, thinking level and built-in tools, its one prompt there (`resume_prompt`,
+   worded by the `HostNotices` port, `host/notices.py`, from a `HandedOff` fact: the target runtime
+   and the carried prompts), and the parts extensions add (`HostExtension.handoff_launch`: a teams
+   member's row, the workspace a remote node must share). A tmux worker reads
    it from its launch file and records its readiness; a Ray worker gets it with the session
    file's bytes, and the host keeps the real session file and appends what the worker streams.
 4. **Failure** after the safe point cannot go back in-process (that run is gone): a worker that
@@ -38,7 +39,7 @@ from __future__ import annotations
 import asyncio
 import contextlib
 from dataclasses import dataclass
-from typing import TYPE_CHECKING, Any, Literal
+from typing import TYPE_CHECKING, Literal
 
 from corral.agent.tools import ALL_TOOL_NAMES, BashTool
 from corral.orchestration.errors import OrchestrationError
@@ -48,6 +49,7 @@ from corral.runtime import PaneNotReady, RollbackFailed, RuntimeError_
 
 if TYPE_CHECKING:
     from corral.orchestration.host._host import Host
+    from corral.orchestration.host.protocol import BuiltAgent
     from corral.orchestration.kernel._child import ManagedChild
     from corral.orchestration.kernel.records import GenerationRecord
     from corral.settings import Settings
@@ -149,22 +151,20 @@ def _refusal(host: Host, run_id: str, runtime: str) -> tuple[str, str] | None:
     return None
 
 
-def _resume_description(child: ManagedChild, prompt: str, *, team: bool) -> dict[str, Any]:
-    """What the worker needs to rebuild this exact agent (plain data for the launch file)."""
+def _built_agent(child: ManagedChild) -> BuiltAgent:
+    """The agent exactly as it runs here, for its worker to rebuild (`agent_from_description`)."""
+    from corral.orchestration.host.protocol import BuiltAgent
+
     agent = child.agent
     info = agent.model.info
-    tools = [tool.name for tool in agent.tools if tool.name in ALL_TOOL_NAMES]
-    sandboxed = any(isinstance(tool, BashTool) and tool.sandbox is not None for tool in agent.tools)
-    return {
-        "model": f"{info.provider}/{info.id}",
-        "thinking": agent.thinking_level,
-        "tools": tools,
-        "sandbox": sandboxed,
-        "systemPrompt": agent.system_prompt,
-        "askOwner": any(tool.name == "ask_owner" for tool in agent.tools),
-        "team": team,
-        "prompt": prompt,
-    }
+    return BuiltAgent(
+        model=f"{info.provider}/{info.id}",
+        thinking=agent.thinking_level,
+        system_prompt=agent.system_prompt,
+        tools=tuple(tool.name for tool in agent.tools if tool.name in ALL_TOOL_NAMES),
+        sandbox=any(isinstance(tool, BashTool) and tool.sandbox is not None for tool in agent.tools),
+        ask_owner=any(tool.name == "ask_owner" for tool in agent.tools),
+    )
 
 
 async def _handoff(host: Host, run_id: str, runtime: str, ready_timeout: float) -> HandoffResult:
@@ -177,7 +177,6 @@ async def _handoff(host: Host, run_id: str, runtime: str, ready_timeout: float) 
     generation = kernel.get_generation(run_id)
     assert generation is not None
     label = generation.label
-    team = any(extension.claims(run_id) for extension in host.extensions)
 
     # --- the safe point: from here on the in-process run ends without a result ---
     child.begin_handoff()
@@ -209,12 +208,17 @@ async def _handoff(host: Host, run_id: str, runtime: str, ready_timeout: float) 
     # --- transfer and start the worker (the runtime's start step, as the launch pipeline uses it) ---
     workers = host.workers(runtime)
     task = kernel.get_request(child.task.request_id) or child.task
-    launch: dict[str, object] = {}
+    from corral.orchestration.host.protocol import WorkerLaunch
+
+    launch = WorkerLaunch(
+        _built_agent(child),
+        resume_prompt=host.notices.handed_off(HandedOff(runtime=runtime, carried=tuple(carried))),
+        context_retirement=child.context_retirement,
+    )
     for extension in host.extensions:
-        launch.update(extension.handoff_launch(generation, runtime) or {})
-    prompt = host.notices.handed_off(HandedOff(runtime=runtime, carried=tuple(carried)))
-    launch["resume"] = _resume_description(child, prompt, team=team)
-    launch["contextRetirement"] = child.context_retirement
+        part = extension.handoff_launch(generation, runtime)
+        if part is not None:
+            launch = launch.with_part(part)
     with host.placing_run(run_id):  # until the worker is recorded, recovery must not settle this generation
         try:
             if session_path is None:

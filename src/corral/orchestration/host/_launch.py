@@ -34,8 +34,9 @@ from __future__ import annotations
 
 import asyncio
 import contextlib
+import dataclasses
 import shutil
-from collections.abc import Mapping, Sequence
+from collections.abc import Sequence
 from dataclasses import KW_ONLY, dataclass
 from pathlib import Path
 from typing import TYPE_CHECKING, NoReturn, Protocol
@@ -60,6 +61,7 @@ from corral.runtime import (
 
 if TYPE_CHECKING:
     from corral.agent import AgentSession
+    from corral.orchestration.host.protocol import WorkerLaunch
     from corral.orchestration.kernel._child import ManagedChild
     from corral.orchestration.kernel._generations import Generations
     from corral.orchestration.kernel.records import GenerationRecord, RequestRecord
@@ -139,8 +141,9 @@ class LaunchSteps:
         """On a worker runtime: the feature's steps before the start that `build` does in-process
         (for example, teams' group slot and mission); `worker_launch` follows."""
 
-    def worker_launch(self, recorded: Recorded) -> Mapping[str, object]:
-        """A worker runtime's description of the agent (the launch file, without settings and heartbeat)."""
+    def worker_launch(self, recorded: Recorded) -> WorkerLaunch:
+        """A worker runtime's description of the agent (`host.protocol.WorkerLaunch`; the start step
+        adds the settings and, for tmux, the heartbeat)."""
         raise InternalFailureError(
             f"Agent {recorded.generation.label} cannot run on the {recorded.generation.runtime_kind} runtime."
         )
@@ -231,13 +234,13 @@ class WorkerStart(Protocol):
         task: RequestRecord,
         *,
         session_path: Path,
-        launch: Mapping[str, object],
+        launch: WorkerLaunch,
     ) -> RuntimeHandle:
         """Start `generation`'s agent on a worker, record where it runs and watch it (`track_worker`).
 
         Run it under `placing_run`. The session file at `session_path` is flushed and closed (the
-        worker owns it from here on); `launch` is the feature's description of the agent
-        (`LaunchSteps.worker_launch`, or a handoff's `resume`).
+        worker owns it from here on); `launch` is the description of the agent
+        (`LaunchSteps.worker_launch`, or a handoff's, which has a `resume_prompt`).
 
         Raises:
             RuntimeError_: The runtime could not start the worker (the cluster cannot be reached, …).
@@ -449,9 +452,9 @@ class ProcessWorkers:
         task: RequestRecord,
         *,
         session_path: Path,
-        launch: Mapping[str, object],
+        launch: WorkerLaunch,
     ) -> RuntimeHandle:
-        """Write the launch file (`launch` plus the host's settings and the worker's heartbeat file),
+        """Write the launch file (`launch` with the host's settings and the worker's heartbeat file),
         start the worker, watch it and record its pane.
 
         Raises:
@@ -465,11 +468,9 @@ class ProcessWorkers:
         path = write_launch_file(
             runtime.launch_dir,
             run_id,
-            {
-                **launch,
-                "settings": host.settings.model_dump(mode="json"),
-                "heartbeat": str(runtime.heartbeat_path(run_id)),
-            },
+            dataclasses.replace(
+                launch, settings=host.settings, heartbeat=str(runtime.heartbeat_path(run_id))
+            ),
         )
         started = await runtime.start(
             LaunchSpec(

@@ -2,9 +2,9 @@
 
 The composition root registers `RayWorkers` as the host's start step of kind `ray`
 (`Host.register_workers`); the launch pipeline (`_launch.py`) and a handoff call its `place`, then
-`ready`. The host hands the agent's session file's bytes to the worker together with the feature's
-worker description (`LaunchSteps.worker_launch`, the same one a tmux worker reads from its launch
-file, or a handoff's `resume`); the worker keeps a private copy and streams its appends back
+`ready`. The host hands the agent's session file's bytes to the worker together with the agent's
+launch description (`host.protocol.WorkerLaunch`: `LaunchSteps.worker_launch`, the same one a tmux
+worker reads from its launch file, or a handoff's) and the host's settings in it; the worker keeps a private copy and streams its appends back
 (`_ray_pump.py`), so the host's file stays the real session file. `place` returns once the worker
 holds the agent and (a new launch) the agent acknowledged its task; the acknowledgement and the
 worker's identity (`ray:<actor>@<node ip>`, its pid) are recorded before it returns. An unreachable
@@ -15,9 +15,9 @@ rolled back: nothing durable is left of it.
 from __future__ import annotations
 
 import contextlib
+import dataclasses
 import importlib.util
-import json
-from collections.abc import Callable, Mapping, Sequence
+from collections.abc import Callable, Sequence
 from dataclasses import dataclass
 from pathlib import Path
 from typing import TYPE_CHECKING, Protocol
@@ -31,6 +31,7 @@ from corral.runtime import LaunchSpec, RemoteLaunch
 if TYPE_CHECKING:
     from corral._tracing._carrier import TraceCarrier
     from corral.orchestration.host._ray_pump import PumpHost, RayPump
+    from corral.orchestration.host.protocol import WorkerLaunch
     from corral.orchestration.kernel._generations import Generations
     from corral.runtime import RuntimeHandle, Runtimes
     from corral.settings import Settings
@@ -62,9 +63,8 @@ class RayLaunch:
     generation: GenerationRecord
     task: RequestRecord
     launch_json: str
-    """The feature's worker description (`LaunchSteps.worker_launch`: the agent's spec, …) as JSON."""
-    settings_json: str
-    """The host's settings (`Settings.model_dump_json`)."""
+    """The agent's launch description with the host's settings (`WorkerLaunch.to_json`); the
+    worker parses it with the extension parts it knows."""
     session_name: str
     """The session file's name (the worker keeps its copy under this name)."""
     session_bytes: bytes
@@ -74,13 +74,6 @@ class RayLaunch:
     pushed: tuple[object, ...] = ()
     """The host extensions' state for the run (e.g. its budget) until the first pull brings newer."""
 
-    @property
-    def launch(self) -> Mapping[str, object]:
-        """The worker description."""
-        data = json.loads(self.launch_json)
-        assert isinstance(data, dict)
-        return data
-
 
 async def place_on_ray(
     host: RayLaunchHost,
@@ -89,14 +82,15 @@ async def place_on_ray(
     task: RequestRecord,
     *,
     session_path: Path,
-    launch: Mapping[str, object],
+    launch: WorkerLaunch,
 ) -> RuntimeHandle:
     """Hand `generation` to a Ray worker (an actor of class `worker`); its handle.
 
     Args:
         session_path: The agent's session file, flushed and closed (the host appends what the
             worker streams from here on).
-        launch: The worker description (`LaunchSteps.worker_launch`, or a handoff's `resume`).
+        launch: The agent's description (`LaunchSteps.worker_launch`, or a handoff's); the host's
+            settings are added here.
 
     Raises:
         RuntimeError_: The cluster cannot be reached or no worker took the agent (the launch
@@ -109,8 +103,7 @@ async def place_on_ray(
     payload = RayLaunch(
         generation=generation,
         task=task,
-        launch_json=json.dumps(dict(launch)),
-        settings_json=host.settings.model_dump_json(),
+        launch_json=dataclasses.replace(launch, settings=host.settings).to_json(),
         session_name=session_path.name,
         session_bytes=session_path.read_bytes(),
         trace=_tracing.current_carrier(),
@@ -181,7 +174,7 @@ class RayWorkers:
         task: RequestRecord,
         *,
         session_path: Path,
-        launch: Mapping[str, object],
+        launch: WorkerLaunch,
     ) -> RuntimeHandle:
         """Hand the agent to a worker actor (`place_on_ray`), then record and watch it (`record_on_ray`)."""
         handle = await place_on_ray(

@@ -1,10 +1,12 @@
 """How a host launches a `corral worker` for a tmux generation.
 
-The host writes the agent's plain-data launch description (its
-`ManagedAgentSpec`, the settings, where to touch the heartbeat) to a private
-file `<tmux dir>/launch/<run-id>.json` (`0600`); the worker reads it, opens
-the same store and session file, and builds the agent with the same builder
-the in-process path uses (`build_managed_agent`).
+The host writes the agent's launch description (a `host.protocol.WorkerLaunch`:
+its `ManagedAgentSpec` or, after a handoff, its exact `BuiltAgent`, the
+extensions' parts, the settings, where to touch the heartbeat) to a private
+file `<tmux dir>/launch/<run-id>.json` (`0600`); the worker reads it
+(`read_launch_file`), opens the same store and session file, and builds the
+agent with the same builder the in-process path uses (`build_managed_agent`),
+or rebuilds a described one (`agent_from_description`).
 
 The pane runs `python -m corral._cli._worker` (the code behind `corral
 worker`) with the host's interpreter: it skips the CLI's imports, which keeps
@@ -19,22 +21,21 @@ host died before recording its pane is named by its command line
 
 from __future__ import annotations
 
-import json
 import os
 import sys
+from collections.abc import Iterable
 from dataclasses import dataclass
 from pathlib import Path
-from typing import TYPE_CHECKING, Any
+from typing import TYPE_CHECKING
 
 from corral import _tracing
 from corral._paths import ensure_private_dir
 from corral.runtime import PaneInfo, RuntimeError_, TmuxRuntime
 
 if TYPE_CHECKING:
-    from collections.abc import Mapping
-
     from corral.agent import AgentSession
     from corral.llm import ModelRegistry
+    from corral.orchestration.host.protocol import BuiltAgent, LaunchPart, WorkerLaunch
     from corral.orchestration.kernel._generations import Generations
     from corral.session import SessionManager
     from corral.settings import Settings
@@ -44,6 +45,7 @@ __all__ = [
     "Orphan",
     "agent_from_description",
     "find_orphans",
+    "read_launch_file",
     "reap_orphans",
     "worker_argv",
     "worker_env",
@@ -63,14 +65,26 @@ WORKER_ENV_KEYS = (
 """Environment passed into a worker's pane (a tmux server keeps the environment it started with)."""
 
 
-def write_launch_file(tmux_dir: Path, run_id: str, data: dict[str, Any]) -> Path:
+def write_launch_file(tmux_dir: Path, run_id: str, launch: WorkerLaunch) -> Path:
     """Write the launch description of `run_id` (`0600`) and return its path."""
     folder = ensure_private_dir(tmux_dir / "launch")
     path = folder / f"{run_id}.json"
     fd = os.open(path, os.O_WRONLY | os.O_CREAT | os.O_TRUNC, 0o600)
     with os.fdopen(fd, "w", encoding="utf-8") as handle:
-        json.dump(data, handle)
+        handle.write(launch.to_json())
     return path
+
+
+def read_launch_file(path: Path, *, parts: Iterable[type[LaunchPart]] = ()) -> WorkerLaunch:
+    """The launch description a host wrote to `path` (`parts`: the extension parts the reader knows).
+
+    Raises:
+        OSError: The file cannot be read.
+        LaunchError: It is not a description this corral reads (`WorkerLaunch.from_json`).
+    """
+    from corral.orchestration.host.protocol import WorkerLaunch
+
+    return WorkerLaunch.from_json(path.read_bytes(), parts=parts)
 
 
 def worker_argv(run_id: str, store_path: Path, launch: Path) -> tuple[str, ...]:
@@ -161,7 +175,7 @@ async def reap_orphans(kernel: Generations, tmux: TmuxRuntime) -> tuple[list[Orp
 
 
 async def agent_from_description(
-    parts: Mapping[str, Any],
+    described: BuiltAgent,
     *,
     session: SessionManager,
     registry: ModelRegistry,
@@ -169,9 +183,9 @@ async def agent_from_description(
     cwd: Path,
     label: str,
 ) -> AgentSession:
-    """An agent exactly as its host described it to a worker (a handoff's `resume`, a Ray teams
-    member): `model`, `thinking`, `systemPrompt`, built-in `tools` (`None`: all) and, for a read
-    agent, its bash in the read-only `sandbox`, probed here first.
+    """An agent exactly as its host described it to a worker (a handoff's, a Ray teams member's
+    `BuiltAgent`): its model, thinking level, system prompt, built-in tools (`None`: all) and, for a
+    read agent, its bash in the read-only sandbox, probed here first.
 
     Raises:
         ValueError: The read-only sandbox does not work here (a read agent never runs without it).
@@ -181,26 +195,26 @@ async def agent_from_description(
     from corral.llm import parse_model_ref
 
     sandbox: ReadOnlySandbox | None = None
-    if parts.get("sandbox"):
+    if described.sandbox:
         sandbox = ReadOnlySandbox(policy=read_sandbox_policy(settings))
         status = await sandbox.probe()
         if not status.ok:
             raise ValueError(f"the read-only sandbox does not work here: {status.reason}")
-    names = parts.get("tools")
+    names = described.tools
     tools = create_builtin_tools(
         cwd,
         shell_path=settings.shell_path,
-        names=None if names is None else [str(name) for name in names],
+        names=None if names is None else list(names),
         sandbox=sandbox,
     )
-    model = registry.create_model(registry.resolve(parse_model_ref(str(parts["model"]))), cwd=cwd)
+    model = registry.create_model(registry.resolve(parse_model_ref(described.model)), cwd=cwd)
     return AgentSession(
         session=session,
         model=model,
-        thinking_level=parts["thinking"],
+        thinking_level=described.thinking,
         tools=tools,
         cwd=cwd,
         settings=settings,
-        system_prompt=str(parts["systemPrompt"]),
+        system_prompt=described.system_prompt,
         agent_name=label,
     )

@@ -25,6 +25,7 @@ from typing import TYPE_CHECKING, Protocol
 
 if TYPE_CHECKING:
     from corral.agent import AgentEvent, AgentSession, AgentTool
+    from corral.orchestration.host.protocol import LaunchPart
     from corral.orchestration.kernel._caller import Caller
     from corral.orchestration.kernel._child import ManagedChild
     from corral.orchestration.kernel.records import GenerationRecord, ResultRecord
@@ -98,9 +99,10 @@ class HostExtension:
         `None` (reads only)."""
         return None
 
-    def handoff_launch(self, generation: GenerationRecord, runtime: str) -> Mapping[str, object] | None:
-        """What the feature adds to the worker description of `generation` moving to `runtime` (keys
-        of the launch beside `resume`, e.g. the workspace a remote worker checks), or `None`. Reads only."""
+    def handoff_launch(self, generation: GenerationRecord, runtime: str) -> LaunchPart | None:
+        """The feature's own part of the worker launch of `generation` moving to `runtime`
+        (`host.protocol.WorkerLaunch.parts`, e.g. the workspace a remote worker checks), or `None`.
+        Reads only."""
         return None
 
     def polled(self) -> None:

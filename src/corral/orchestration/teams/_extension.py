@@ -22,8 +22,7 @@ surface, or teams state in its store), so a lead without either never imports th
 
 from __future__ import annotations
 
-import dataclasses
-from collections.abc import Mapping, Sequence
+from collections.abc import Sequence
 from typing import TYPE_CHECKING
 
 from corral.orchestration.host.ports import HandoffRefusal, HostExtension
@@ -36,6 +35,7 @@ if TYPE_CHECKING:
     from corral.orchestration.host._host import Host
     from corral.orchestration.kernel.records import GenerationRecord, ResultRecord
 
+    from .launch import MemberLaunch
     from .notices import TeamsNotices
 
 __all__ = ["TeamsExtension"]
@@ -118,15 +118,14 @@ class TeamsExtension(HostExtension):
             return "stopping", f"Agent {label} is being stopped."
         return None
 
-    def handoff_launch(self, generation: GenerationRecord, runtime: str) -> Mapping[str, object] | None:
-        """A member moving onto Ray: its member row, from which its worker gives it the member tools
-        over the Ray port (a tmux worker reads the row from the store itself)."""
-        if runtime != "ray":
-            return None
+    def handoff_launch(self, generation: GenerationRecord, runtime: str) -> MemberLaunch | None:
+        """A member moving onto a worker: its member row (`teams.launch.MemberLaunch`), with which its
+        worker gives it the member tools (a Ray worker over the Ray port; a tmux worker reads the row
+        from the store again)."""
+        from corral.orchestration.teams.launch import MemberLaunch
+
         member = self.teams.repos.roster.team_member(generation.run_id)
-        if member is None:
-            return None
-        return {"team": {"member": dataclasses.asdict(member)}}
+        return None if member is None else MemberLaunch(member)
 
     def remote_fact(self, run_id: str, payload: object) -> None:
         """A Ray member's teams call (applied once, in the background) or what its worker took."""

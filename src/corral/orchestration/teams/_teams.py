@@ -28,11 +28,9 @@ from __future__ import annotations
 
 import asyncio
 import contextlib
-import dataclasses
 import os
 import time
 import uuid
-from collections.abc import Mapping
 from dataclasses import replace
 from pathlib import Path
 from typing import TYPE_CHECKING, Any, Literal
@@ -102,6 +100,7 @@ from .results import (
 
 if TYPE_CHECKING:
     from corral.orchestration.host._host import Host
+    from corral.orchestration.host.protocol import WorkerLaunch
     from corral.orchestration.teams.commands import (
         ReadInboxRequest,
         ReportSubmission,
@@ -1098,34 +1097,39 @@ class _SpawnSteps(LaunchSteps):
         """On Ray: the same steps before the start as in-process (the worker gets the mission)."""
         self.mission, self.worker_sandbox = await self._before_start(recorded)
 
-    def worker_launch(self, recorded: Recorded) -> Mapping[str, object]:
+    def worker_launch(self, recorded: Recorded) -> WorkerLaunch:
         """A Ray worker's description of the member: its agent as built here (system prompt, model,
-        thinking, tool names, sandbox), its member row and mission, and its workspace (in place).
+        thinking, tool names, sandbox), teams' part (its member row and mission) and workspaces'
+        (in place).
 
         The capacity slot is held for the run from here until its generation is released.
         """
+        from corral.orchestration.host.protocol import BuiltAgent, WorkerLaunch
+        from corral.orchestration.teams.launch import MemberLaunch
         from corral.orchestration.workspaces._snapshot import identify
+        from corral.orchestration.workspaces.records import WorkspaceLaunch
 
         teams, prepared = self.teams, self.prepared
         assert self.member is not None
         _tools, system_prompt = teams._agent_parts(prepared, self.worker_sandbox, eligible=self.eligible)
         read = prepared.tier.role == "read"
         teams.remote.admit(recorded.generation.run_id, prepared.lead_session_id, self.admission)
-        return {
-            "team": {
-                "member": dataclasses.asdict(self.member),
-                "prompt": self.mission,
-                "model": prepared.model_ref,
-                "thinking": prepared.thinking,
-                "systemPrompt": system_prompt,
-                "tools": list(READ_TIER_TOOL_NAMES) if read else None,
-                "sandbox": read and self.worker_sandbox is not None,
-            },
-            "contextRetirement": teams.host.context_retirement,
-            "workspace": identify(Path(recorded.generation.cwd), tree=False).to_json(),
-            "workspaceMode": "shared",
-            "writes": not read,
-        }
+        agent = BuiltAgent(
+            model=prepared.model_ref,
+            thinking=prepared.thinking,  # type: ignore[arg-type]
+            system_prompt=system_prompt,
+            tools=READ_TIER_TOOL_NAMES if read else None,
+            sandbox=read and self.worker_sandbox is not None,
+        )
+        workspace = identify(Path(recorded.generation.cwd), tree=False)
+        return WorkerLaunch(
+            agent,
+            context_retirement=teams.host.context_retirement,
+            parts=(
+                MemberLaunch(self.member, mission=self.mission),
+                WorkspaceLaunch(workspace, mode="shared", writes=not read),
+            ),
+        )
 
     async def _before_start(self, recorded: Recorded) -> tuple[str, ReadOnlySandbox | None]:
         """The group slot runs, the checkpoint's inputs, a continuation's prompt and the lazy

@@ -15,7 +15,7 @@ from __future__ import annotations
 import asyncio
 import base64
 import json
-from collections.abc import Callable, Mapping, Sequence
+from collections.abc import Callable, Sequence
 from pathlib import Path
 from typing import TYPE_CHECKING
 
@@ -25,43 +25,17 @@ if TYPE_CHECKING:
     from corral.orchestration.host._launch import LaunchDraft
     from corral.orchestration.kernel.records import GenerationRecord
     from corral.orchestration.teams.roster.records import FileClaimRecord
-    from corral.orchestration.workspaces.records import Snapshot, WorkspaceMode, WorkspacePatch
+    from corral.orchestration.workspaces.records import (
+        Snapshot,
+        WorkspaceLaunch,
+        WorkspaceMode,
+        WorkspacePatch,
+    )
 
-__all__ = ["PATCH_ENTRY", "SnapshotStage", "WorkspacesExtension", "patch_entry_data", "snapshot_json"]
+__all__ = ["PATCH_ENTRY", "SnapshotStage", "WorkspacesExtension", "patch_entry_data"]
 
 PATCH_ENTRY = "corral-workspace-patch"
 """The custom entry type of a write agent's patch in its session file."""
-
-
-def snapshot_json(snapshot: Snapshot) -> dict[str, object]:
-    """A snapshot as JSON for a worker's launch description (the pack in base64)."""
-    return {
-        "top": snapshot.top,
-        "subdir": snapshot.subdir,
-        "head": snapshot.head,
-        "base": snapshot.base,
-        "tree": snapshot.tree,
-        "pack": base64.b64encode(snapshot.pack).decode(),
-        "skipped": list(snapshot.skipped),
-        "attributes": snapshot.attributes,
-    }
-
-
-def snapshot_from_json(data: dict[str, object]) -> Snapshot:
-    """The snapshot `snapshot_json` wrote."""
-    from corral.orchestration.workspaces.records import Snapshot
-
-    skipped = data.get("skipped")
-    return Snapshot(
-        top=str(data["top"]),
-        subdir=str(data["subdir"]),
-        head=str(data["head"]),
-        base=str(data["base"]),
-        tree=str(data["tree"]),
-        pack=base64.b64decode(str(data["pack"])),
-        skipped=tuple(str(p) for p in skipped) if isinstance(skipped, list) else (),
-        attributes=bool(data.get("attributes")),
-    )
 
 
 def patch_entry_data(patch: WorkspacePatch, top: str) -> dict[str, object]:
@@ -146,13 +120,13 @@ class WorkspacesExtension(HostExtension):
         self._lock = asyncio.Lock()
         self._claims_of = claims_of
 
-    def handoff_launch(self, generation: GenerationRecord, runtime: str) -> Mapping[str, object] | None:
+    def handoff_launch(self, generation: GenerationRecord, runtime: str) -> WorkspaceLaunch:
         """A moved agent goes on in place: its worker's node must share the workspace (the cwd's path,
         git top and HEAD), else the worker refuses it (a worker on this machine always does)."""
         from corral.orchestration.workspaces._snapshot import identify
+        from corral.orchestration.workspaces.records import WorkspaceLaunch
 
-        identity = identify(Path(generation.cwd), tree=False)
-        return {"workspace": identity.to_json(), "workspaceMode": "shared", "writes": True}
+        return WorkspaceLaunch(identify(Path(generation.cwd), tree=False), mode="shared", writes=True)
 
     async def remote_result(self, run_id: str, session_path: Path | None) -> str | None:
         """Apply the run's patch, if its session carries one; the result's line saying what happened."""

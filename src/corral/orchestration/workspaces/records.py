@@ -2,12 +2,17 @@
 
 from __future__ import annotations
 
+import base64
+import binascii
 from collections.abc import Mapping
-from dataclasses import dataclass
+from dataclasses import KW_ONLY, dataclass
 from pathlib import Path
-from typing import Literal
+from typing import ClassVar, Literal
+
+from corral.orchestration.host.protocol import LaunchError
 
 __all__ = [
+    "WORKSPACE_MODES",
     "PatchKind",
     "PatchOutcome",
     "PathProblem",
@@ -15,6 +20,7 @@ __all__ = [
     "Snapshot",
     "Unpacked",
     "WorkspaceIdentity",
+    "WorkspaceLaunch",
     "WorkspaceMode",
     "WorkspacePatch",
 ]
@@ -22,6 +28,7 @@ __all__ = [
 WorkspaceMode = Literal["auto", "shared", "snapshot"]
 """How a remote agent gets its workspace: `auto` (in place when the node shares it, else a snapshot),
 `shared` (in place; refused when the node does not share it) or `snapshot` (always a snapshot)."""
+WORKSPACE_MODES: tuple[WorkspaceMode, ...] = ("auto", "shared", "snapshot")
 
 PatchKind = Literal["applied", "empty", "conflict", "claimed"]
 
@@ -144,3 +151,85 @@ class PatchOutcome:
     def applied(self) -> bool:
         """Whether the workspace now holds the agent's changes (trivially so for an empty patch)."""
         return self.kind in ("applied", "empty")
+
+
+@dataclass(frozen=True, slots=True)
+class WorkspaceLaunch:
+    """Workspaces' part of a worker launch (`host.protocol.WorkerLaunch`): the workspace a remote
+    worker's node must share, or the snapshot it works on instead. A Ray worker opens it
+    (`_remote.open_workspace`); a tmux worker on the lead's machine needs nothing of it."""
+
+    extension: ClassVar[str] = "workspaces"
+    identity: WorkspaceIdentity
+    """The agent's workspace on the lead (its cwd's path, git top and HEAD)."""
+    _: KW_ONLY
+    mode: WorkspaceMode = "shared"
+    """How the node gets it (`[ray] workspace`; a moved agent always goes on in place: `shared`)."""
+    writes: bool = True
+    """Whether the agent may change files (a write agent's patch comes back from a snapshot)."""
+    snapshot: Snapshot | None = None
+    """The lead's workspace as a snapshot, when the mode may use one."""
+
+    def to_json(self) -> dict[str, object]:
+        """The part as a JSON object (the snapshot's pack in base64)."""
+        snapshot = self.snapshot
+        return {
+            "identity": self.identity.to_json(),
+            "mode": self.mode,
+            "writes": self.writes,
+            "snapshot": None
+            if snapshot is None
+            else {
+                "top": snapshot.top,
+                "subdir": snapshot.subdir,
+                "head": snapshot.head,
+                "base": snapshot.base,
+                "tree": snapshot.tree,
+                "pack": base64.b64encode(snapshot.pack).decode(),
+                "skipped": list(snapshot.skipped),
+                "attributes": snapshot.attributes,
+            },
+        }
+
+    @classmethod
+    def from_json(cls, data: Mapping[str, object]) -> WorkspaceLaunch:
+        """The part `to_json` wrote.
+
+        Raises:
+            LaunchError: A field is missing or not valid.
+        """
+        identity, mode, writes, snapshot = (data.get(k) for k in ("identity", "mode", "writes", "snapshot"))
+        if not isinstance(identity, dict) or not isinstance(identity.get("cwd"), str):
+            raise LaunchError("the launch's workspaces part has no `identity` with a `cwd`")
+        chosen = next((m for m in WORKSPACE_MODES if m == mode), None)
+        if chosen is None:
+            raise LaunchError(f"the launch's workspaces `mode` is not one of {', '.join(WORKSPACE_MODES)}")
+        if not isinstance(writes, bool):
+            raise LaunchError("the launch's workspaces `writes` is not true or false")
+        if snapshot is not None and not isinstance(snapshot, dict):
+            raise LaunchError("the launch's workspaces `snapshot` is not an object")
+        return cls(
+            WorkspaceIdentity.from_json(identity),
+            mode=chosen,
+            writes=writes,
+            snapshot=None if snapshot is None else _snapshot(snapshot),
+        )
+
+
+def _snapshot(data: Mapping[str, object]) -> Snapshot:
+    skipped = data.get("skipped")
+    try:
+        return Snapshot(
+            top=str(data["top"]),
+            subdir=str(data["subdir"]),
+            head=str(data["head"]),
+            base=str(data["base"]),
+            tree=str(data["tree"]),
+            pack=base64.b64decode(str(data["pack"]), validate=True),
+            skipped=tuple(str(p) for p in skipped) if isinstance(skipped, list) else (),
+            attributes=bool(data.get("attributes")),
+        )
+    except KeyError as exc:
+        raise LaunchError(f"the launch's workspaces snapshot has no `{exc.args[0]}`") from None
+    except binascii.Error as exc:
+        raise LaunchError(f"the launch's workspaces snapshot pack is not base64: {exc}") from None
