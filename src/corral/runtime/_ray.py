@@ -511,6 +511,18 @@ class RayRuntime:
             if not call.done():
                 call.cancel()
 
+    async def unplaced(self, name: str) -> bool:
+        """Whether the worker actor `name` exists but Ray has not placed it (no process to ask).
+
+        Raises:
+            RuntimeError_: The cluster cannot be reached.
+        """
+        try:
+            actor = self.actor(name)
+        except RayWorkerGone:
+            return False
+        return await self._pending(actor)
+
     async def _pending(self, actor: Any) -> bool:
         """Whether Ray has not placed the worker actor yet (its GCS state is pending)."""
         from ray._private import state
