@@ -165,3 +165,19 @@ async def ray_runtime_names(cluster: RayTestCluster, namespace: str, env: Path) 
         ray_config(RaySettings(address=cluster.address, namespace=namespace)), data_root=env / "home"
     )
     return await runtime.worker_names()
+
+
+async def test_auto_with_a_cluster_that_is_gone_fails_fast_naming_the_address(
+    env: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    # `auto` resolves as Ray resolves it (here `RAY_ADDRESS`; on a laptop, the address file a
+    # killed `ray start` left behind): nothing listens there, and `ray.init` would retry it for
+    # minutes. The probe answers at once.
+    address = _unreachable()
+    monkeypatch.setenv("RAY_ADDRESS", address)
+    _write_settings(env, 'runtime = "ray"\n[ray]\naddress = "auto"\n')
+
+    check = _one(await run_checks(env / "work"), "ray")
+
+    assert check.status == "warn", check
+    assert f"cannot reach the Ray cluster at 'auto' ({address})" in check.message, check

@@ -729,14 +729,31 @@ _ROOM_UNBOUNDED = 1_000_000
 
 
 def _probe(address: str) -> None:
-    """Fail fast when a `host:port` (or `ray://host:port`) address does not accept connections
-    (Ray itself retries for minutes).
+    """Fail fast when a `host:port` (or `ray://host:port`) address, or the one `auto` resolves to,
+    does not accept connections (Ray itself retries for minutes).
 
     Raises:
         RuntimeError_: Nothing listens there.
     """
-    if address in ("", "auto", "local"):
+    if address == "local":
         return
+    shown = repr(address)
+    if address in ("", "auto"):
+        # Ray's own lookup (`RAY_ADDRESS`, the last `ray start`'s address file, running GCS
+        # processes); a cluster that died without `ray stop` leaves its address file behind, and
+        # `ray.init` would retry that address for minutes.
+        try:
+            from ray._private.services import get_ray_address_from_environment
+
+            found = get_ray_address_from_environment("auto", None)
+        except Exception as exc:  # ConnectionError: no running cluster found
+            raise RuntimeError_(
+                f"cannot reach the Ray cluster at 'auto': {_first_line(exc)}; "
+                "start it (ray start --head) or set [ray] address"
+            ) from None
+        if not isinstance(found, str) or found in ("", "auto", "local"):
+            return
+        address, shown = found, f"'auto' ({found})"
     target = address.removeprefix("ray://")
     host, sep, port = target.rpartition(":")
     if not sep or not port.isdigit():
@@ -746,7 +763,7 @@ def _probe(address: str) -> None:
             pass
     except OSError as exc:
         raise RuntimeError_(
-            f"cannot reach the Ray cluster at {address!r}: {exc.strerror or exc}; "
+            f"cannot reach the Ray cluster at {shown}: {exc.strerror or exc}; "
             "start it (ray start --head) or set [ray] address"
         ) from None
 
