@@ -6,8 +6,10 @@ checks only read: the data root's mode, the orchestration store (opened
 read-only, never migrated), the read-only sandbox (`ReadOnlySandbox.probe`,
 one tiny `bwrap` command), tmux and its version, the private tmux server's
 orphaned worker panes (the same `find_orphans` that `corral agents reap`
-uses, without killing anything), assigned checks left `claimed` by a process
-that died (`corral checks list`), loading the settings, each custom provider's endpoint
+uses, without killing anything), this data root's Ray workers when agents ran
+on Ray (a warm idle one is `ok`), the worker sizing against the Ray cluster's
+nodes with `runtime = "ray"`, assigned checks left `claimed` by a process
+that died (`corral checks list`), loading the settings (and `favorite_models`' tiers), each custom provider's endpoint
 (`GET /models`, and an empty `POST` to each OpenAI wire API to see which exist), and loading the agent
 definitions (each definition file that cannot be used is a `warn` naming its
 path and the problem). No prompt is

@@ -6,7 +6,10 @@ name is `corral-<data root digest>-w<n>` in the `[ray] namespace`, and it is
 detached: it outlives the host that created it, and a restarted host finds it
 again by name. `start` places an agent on the first worker with a free slot
 (creating workers as needed, with the per-agent resources times the slots as
-the actor's resources) and returns once the worker holds it.
+the actor's resources; the slots are `agents_per_worker` or, when no node can
+hold that many agents, as many as the largest node can: `size_worker`) and
+returns once the worker holds it. An ask no node can hold fails at once
+(`RayInfeasible`), before a worker is made or while it is still unplaced.
 
 This module knows Ray, not corral's store: the worker class (the code that
 runs a `ManagedChild`) comes with the launch (`RemoteLaunch`), and every other
