@@ -33,7 +33,9 @@ from mcp.shared.exceptions import MCPError
 
 from corral._version import __version__
 from corral.errors import CorralError
+from corral.orchestration.kernel._faults import fault_point
 
+from ._cursor import WaitCursor
 from ._handshake import LEAD_PROMPT, SERVER_NAME
 from ._slot import LeadSlot
 
@@ -137,11 +139,29 @@ class _Subscribers:
     bus: InMemorySubscriptionBus = field(default_factory=InMemorySubscriptionBus)
 
 
-def _error_result(category: str, text: str) -> types.CallToolResult:
-    details = {"ok": False, "error": {"category": category, "message": text}}
+WAIT_NEXT_ACTION = (
+    "Call wait with timeoutMs from 0 to 300000 and after set to an entry_id a wait returned (or null, or "
+    "leave it out)."
+)
+
+
+def error_result(
+    operation: str, category: str, message: str, next_action: str, **extra: Any
+) -> types.CallToolResult:
+    """A failed call in the shape every corral tool's error has: the text says what failed, the
+    category and what to do (`Next: …`); `structuredContent.error` holds the same."""
+    error = {
+        "category": category,
+        "message": message,
+        "operation": operation,
+        "rollbackOccurred": False,
+        "retryAttempted": False,
+        "nextAction": next_action,
+    }
+    text = f"{operation} failed ({category}): {message}\nNext: {next_action}"
     return types.CallToolResult(
-        content=[types.TextContent(type="text", text=f"{text} (category: {category})")],
-        structured_content=details,
+        content=[types.TextContent(type="text", text=text)],
+        structured_content={"ok": False, "error": error, **extra},
         is_error=True,
     )
 
@@ -150,7 +170,8 @@ def _item_text(item: LeadItem) -> str:
     return f"[{item.kind} · entry_id {item.entry_id}]\n{item.text}"
 
 
-def _parse_wait(args: dict[str, Any], lead: Lead) -> tuple[float, str | None]:
+def _parse_wait(args: dict[str, Any]) -> tuple[float, tuple[str | None] | None]:
+    """`(timeout in seconds, after)`; `after` is `None` when not given, else a 1-tuple."""
     unknown = sorted(set(args) - {"timeoutMs", "after"})
     if unknown:
         raise WaitArgumentsError(f"wait takes timeoutMs and after; remove {', '.join(unknown)}")
@@ -161,10 +182,12 @@ def _parse_wait(args: dict[str, Any], lead: Lead) -> tuple[float, str | None]:
         or not 0 <= timeout_ms <= WAIT_MAX_MS
     ):
         raise WaitArgumentsError(f"timeoutMs must be an integer from 0 to {WAIT_MAX_MS} (milliseconds)")
-    after = args["after"] if "after" in args else lead.saved_cursor()
+    if "after" not in args:
+        return float(timeout_ms) / 1000.0, None
+    after = args["after"]
     if after is not None and (not isinstance(after, str) or not after.strip()):
         raise WaitArgumentsError("after must be the entry_id of an item (a string) or null")
-    return float(timeout_ms) / 1000.0, after
+    return float(timeout_ms) / 1000.0, (after,)
 
 
 async def _progress(session: ServerSession, timeout: float) -> None:
@@ -218,26 +241,37 @@ def _can_elicit(ctx: ServerRequestContext[Any]) -> bool:
 
 
 async def _wait(
-    lead: Lead, args: dict[str, Any], ctx: ServerRequestContext[Any], *, elicit: bool = False
+    cursor: WaitCursor, args: dict[str, Any], ctx: ServerRequestContext[Any], *, elicit: bool = False
 ) -> types.CallToolResult:
-    session = ctx.session
-    timeout, after = _parse_wait(args, lead)
-    ticker = asyncio.create_task(_progress(session, timeout))
+    turn = cursor.arrive()
+    lead = cursor.lead
     try:
-        items = await lead.collect(after, timeout=timeout)
+        timeout, after = _parse_wait(args)
+    except WaitArgumentsError as exc:
+        return error_result("wait", "invalid_request", str(exc), WAIT_NEXT_ACTION)
+    loop = asyncio.get_running_loop()
+    deadline = loop.time() + timeout
+    ticker = asyncio.create_task(_progress(ctx.session, timeout))
+    try:
+        async with cursor.lock:  # one call at a time: each item goes to one answer
+            try:
+                start = cursor.start(turn, after=after)
+                items = await lead.collect(start, timeout=max(0.0, deadline - loop.time()))
+            except CorralError as exc:
+                return error_result("wait", "invalid_request", str(exc), WAIT_NEXT_ACTION)
+            end = items[-1].entry_id if items else start
+            cursor.answered(end)
+            fault_point("mcp_wait_answer")  # collected, not yet answered: a crash test kills here
     finally:
         ticker.cancel()
         with contextlib.suppress(asyncio.CancelledError, Exception):
             await ticker
-    cursor = items[-1].entry_id if items else after
-    if items:
-        lead.save_cursor(cursor)  # durable before the answer leaves: a restarted server goes on after it
     if elicit and _can_elicit(ctx):
         items = [await _elicit(lead, item, ctx) if item.kind == "ask" else item for item in items]
     details = {
         "ok": True,
         "items": [item.to_json() for item in items],
-        "cursor": cursor,
+        "cursor": end,
         "timedOut": not items,
     }
     if items:
@@ -257,15 +291,23 @@ def _merge(lead: Lead, args: dict[str, Any]) -> types.CallToolResult:
         or not isinstance(discard, bool)
         or set(args) - {"agent", "discard"}
     ):
-        return _error_result(
-            "invalid_request", "merge takes {agent: <label, name or branch>, discard?: bool}"
+        return error_result(
+            "merge",
+            "invalid_request",
+            "merge takes {agent: <label, name or branch>, discard?: bool}",
+            "Call merge with agent set to the writer's label, team name or corral/... branch.",
         )
     from corral.lead import LeadCallError
 
     try:
         outcome = lead.merge(agent, discard=discard)
     except LeadCallError as exc:
-        return _error_result(exc.category or "invalid_request", str(exc))
+        return error_result(
+            "merge",
+            exc.category or "invalid_request",
+            str(exc),
+            "Call agent_list for your agents' labels, or pass a corral/... branch.",
+        )
     text = outcome["message"] + "".join(f"\n  {path}" for path in outcome["paths"])
     return types.CallToolResult(
         content=[types.TextContent(type="text", text=text)],
@@ -295,6 +337,12 @@ def build_server(slot: LeadSlot, *, elicit: bool = False) -> Server[Any]:
     returns, when the client can be asked, and replies to the agent with it.
     """
     subscribers = _Subscribers()
+    cursors: list[WaitCursor] = []
+
+    def wait_cursor(lead: Lead) -> WaitCursor:
+        if not cursors:
+            cursors.append(WaitCursor(lead))
+        return cursors[0]
 
     async def list_tools(
         ctx: ServerRequestContext[Any], params: types.PaginatedRequestParams | None
@@ -312,17 +360,20 @@ def build_server(slot: LeadSlot, *, elicit: bool = False) -> Server[Any]:
         names = {definition.name for definition in _offered(lead)}
         try:
             if params.name == "wait":
-                return await _wait(lead, args, ctx, elicit=elicit)
+                return await _wait(wait_cursor(lead), args, ctx, elicit=elicit)
             if params.name == "merge":
                 return _merge(lead, args)
             if params.name not in names:
-                return _error_result(
+                known = ", ".join([*sorted(names), "merge", "wait"])
+                return error_result(
+                    params.name,
                     "invalid_request",
-                    f"Unknown tool {params.name!r}: call one of {', '.join(sorted(names))}, wait",
+                    f"there is no tool {params.name!r}",
+                    f"Call one of {known}.",
                 )
             outcome = await lead.call(params.name, args)
         except CorralError as exc:
-            return _error_result("invalid_request", str(exc))
+            return error_result(params.name, "invalid_request", str(exc), "Fix the arguments and call again.")
         text = outcome.text
         if not outcome.ok and outcome.category and outcome.category not in text:
             text = f"{text} (category: {outcome.category})"
@@ -375,7 +426,7 @@ def build_server(slot: LeadSlot, *, elicit: bool = False) -> Server[Any]:
             outcome = await lead.call("agent_list", {})
             text, mime = json.dumps(outcome.details, ensure_ascii=False), "application/json"
         elif uri == INBOX_URI:
-            pending = [item.to_json() async for item in lead.items(after=lead.saved_cursor())]
+            pending = [item.to_json() async for item in lead.items(after=wait_cursor(lead).pending_from())]
             text, mime = json.dumps({"items": pending}, ensure_ascii=False), "application/json"
         elif uri.startswith("corral://agents/") and uri.endswith("/transcript"):
             label = uri.removeprefix("corral://agents/").removesuffix("/transcript")
