@@ -267,17 +267,25 @@ class _Stop:
 async def _serve_stdio(server: Server[Any], slot: LeadSlot, opening: Opening | None, stop: _Stop) -> None:
     import anyio
     from mcp.server.stdio import stdio_server
+    from mcp.shared.message import SessionMessage
 
-    from ._replay import AnswerOnce, ReplayFirst, parse_line
+    from ._replay import AnswerOnce
+    from ._screen import ScreenedLines, private_stdin
 
-    async with stdio_server() as (read, write):
-        with anyio.CancelScope() as stop.scope:
-            if stop.failures:
-                stop.scope.cancel()
-            reader: Any = read if opening is None else ReplayFirst(read, parse_line(opening.line))
-            early = None if opening is None else opening.early
-            writer = AnswerOnce(write, slot, early=early, failed=stop.fail, warn=_say)
-            await server.run(reader, writer, server.create_initialization_options())
+    with private_stdin() as fd:
+        lines = ScreenedLines(fd, None if opening is None else opening.line)
+        async with stdio_server(stdin=lines) as (read, write):  # type: ignore[arg-type]
+
+            async def answer(error: Any) -> None:
+                await write.send(SessionMessage(error))
+
+            lines.attach(answer)
+            with anyio.CancelScope() as stop.scope:
+                if stop.failures:
+                    stop.scope.cancel()
+                early = None if opening is None else opening.early
+                writer = AnswerOnce(write, slot, early=early, failed=stop.fail, warn=_say)
+                await server.run(read, writer, server.create_initialization_options())
 
 
 async def _serve_http(server: Server[Any], bind: tuple[str, int], token: str | None) -> None:
