@@ -36,8 +36,19 @@ from corral.errors import CorralError
 from corral.orchestration.kernel._faults import fault_point
 
 from ._cursor import WaitCursor
+from ._finished import FinishedAgents
 from ._handshake import LEAD_PROMPT, SERVER_NAME
 from ._slot import LeadSlot
+from ._texts import (
+    TOOL_DESCRIPTIONS,
+    item_json,
+    item_text,
+    mcp_words,
+    output_schema,
+    result_text,
+    tool_hints,
+    transcript_text,
+)
 
 if TYPE_CHECKING:
     from corral.lead import Lead, LeadItem
@@ -166,10 +177,6 @@ def error_result(
     )
 
 
-def _item_text(item: LeadItem) -> str:
-    return f"[{item.kind} · entry_id {item.entry_id}]\n{item.text}"
-
-
 def _parse_wait(args: dict[str, Any]) -> tuple[float, tuple[str | None] | None]:
     """`(timeout in seconds, after)`; `after` is `None` when not given, else a 1-tuple."""
     unknown = sorted(set(args) - {"timeoutMs", "after"})
@@ -270,12 +277,12 @@ async def _wait(
         items = [await _elicit(lead, item, ctx) if item.kind == "ask" else item for item in items]
     details = {
         "ok": True,
-        "items": [item.to_json() for item in items],
+        "items": [item_json(item) for item in items],
         "cursor": end,
         "timedOut": not items,
     }
     if items:
-        text = "\n\n".join(_item_text(item) for item in items)
+        text = "\n\n".join(item_text(item) for item in items)
     else:
         text = f"Nothing arrived within {int(timeout * 1000)} ms. Call wait again to keep waiting."
     return types.CallToolResult(
@@ -316,9 +323,13 @@ def _merge(lead: Lead, args: dict[str, Any]) -> types.CallToolResult:
     )
 
 
-def _tool(definition: ToolDefinition) -> types.Tool:
+def _tool(name: str, description: str, input_schema: dict[str, Any]) -> types.Tool:
     return types.Tool(
-        name=definition.name, description=definition.description, input_schema=definition.parameters
+        name=name,
+        description=description,
+        input_schema=input_schema,
+        output_schema=output_schema(name),
+        annotations=types.ToolAnnotations.model_validate(tool_hints(name)),
     )
 
 
@@ -338,6 +349,25 @@ def build_server(slot: LeadSlot, *, elicit: bool = False) -> Server[Any]:
     """
     subscribers = _Subscribers()
     cursors: list[WaitCursor] = []
+    finished = FinishedAgents()
+
+    async def _finished(lead: Lead, tool: str, label: str) -> types.CallToolResult | None:
+        """A finished agent's transcript, or its closing (`None`: not a finished agent either)."""
+        if tool == "agent_transcript":
+            details = await finished.transcript(lead, label)
+            if details is None:
+                return None
+            text = transcript_text(details)
+        elif tool == "agent_close":
+            if not await finished.close(lead, label):
+                return None
+            details = {"ok": True, "action": "close", "agent": label, "finished": True}
+            text = f"Closed agent {label}: it had finished; its transcript is no longer offered."
+        else:
+            return None
+        return types.CallToolResult(
+            content=[types.TextContent(type="text", text=text)], structured_content=details, is_error=False
+        )
 
     def wait_cursor(lead: Lead) -> WaitCursor:
         if not cursors:
@@ -347,9 +377,12 @@ def build_server(slot: LeadSlot, *, elicit: bool = False) -> Server[Any]:
     async def list_tools(
         ctx: ServerRequestContext[Any], params: types.PaginatedRequestParams | None
     ) -> types.ListToolsResult:
-        tools = [_tool(definition) for definition in _offered(await slot.get())]
-        tools.append(types.Tool(name="merge", description=MERGE_DESCRIPTION, input_schema=MERGE_SCHEMA))
-        tools.append(types.Tool(name="wait", description=WAIT_DESCRIPTION, input_schema=WAIT_SCHEMA))
+        tools = [
+            _tool(d.name, TOOL_DESCRIPTIONS.get(d.name, d.description), d.parameters)
+            for d in _offered(await slot.get())
+        ]
+        tools.append(_tool("merge", MERGE_DESCRIPTION, MERGE_SCHEMA))
+        tools.append(_tool("wait", WAIT_DESCRIPTION, WAIT_SCHEMA))
         return types.ListToolsResult(tools=tools)
 
     async def call_tool(
@@ -372,9 +405,13 @@ def build_server(slot: LeadSlot, *, elicit: bool = False) -> Server[Any]:
                     f"Call one of {known}.",
                 )
             outcome = await lead.call(params.name, args)
+            if outcome.category == "target_not_found" and isinstance(args.get("agent"), str):
+                finished_result = await _finished(lead, params.name, args["agent"])
+                if finished_result is not None:
+                    return finished_result
         except CorralError as exc:
             return error_result(params.name, "invalid_request", str(exc), "Fix the arguments and call again.")
-        text = outcome.text
+        text = result_text(params.name, outcome.text, outcome.details, ok=outcome.ok)
         if not outcome.ok and outcome.category and outcome.category not in text:
             text = f"{text} (category: {outcome.category})"
         return types.CallToolResult(
@@ -426,14 +463,21 @@ def build_server(slot: LeadSlot, *, elicit: bool = False) -> Server[Any]:
             outcome = await lead.call("agent_list", {})
             text, mime = json.dumps(outcome.details, ensure_ascii=False), "application/json"
         elif uri == INBOX_URI:
-            pending = [item.to_json() async for item in lead.items(after=wait_cursor(lead).pending_from())]
+            pending = [item_json(item) async for item in lead.items(after=wait_cursor(lead).pending_from())]
             text, mime = json.dumps({"items": pending}, ensure_ascii=False), "application/json"
         elif uri.startswith("corral://agents/") and uri.endswith("/transcript"):
             label = uri.removeprefix("corral://agents/").removesuffix("/transcript")
             outcome = await lead.call("agent_transcript", {"agent": label})
-            if not outcome.ok:
-                raise ValueError(outcome.text)
-            text, mime = outcome.text, "text/plain"
+            text = outcome.text
+            if outcome.category == "target_not_found":
+                details = await finished.transcript(lead, label)
+                if details is not None:
+                    text = transcript_text(details)
+                else:
+                    raise ValueError(mcp_words(outcome.text))
+            elif not outcome.ok:
+                raise ValueError(mcp_words(outcome.text))
+            mime = "text/plain"
         else:
             raise ValueError(
                 f"unknown resource {uri}: read {AGENTS_URI}, {INBOX_URI} or {TRANSCRIPT_TEMPLATE}"
