@@ -2,13 +2,15 @@
 
 The MCP client (Claude Code, Codex, Cursor, Zed, …) is the lead. Each tool is
 the lead's own tool, called through `Lead.call`, so arguments, results, errors
-and categories are exactly what a lead model gets; a result is its text plus
-`structuredContent` (the details), an error is `isError: true` whose text
-names the category. Besides the per-operation agent tools and, with the teams
-surface, the teams tools, the server adds `wait`: it returns the items
-delivered to the lead after a cursor, blocking until one arrives, and
-remembers the cursor durably in the lead's session (`Lead.save_cursor`) before
-it answers, so a server restarted with `--continue` neither repeats nor skips.
+and categories are what a lead model gets, in MCP's words (`_texts.py`); a
+result is its text plus `structuredContent` (the details, matching the tool's
+`outputSchema`), an error is `isError: true` whose text names the category.
+Besides the per-operation agent tools and, with the teams surface, the teams
+tools, the server adds `merge` and `wait`: `wait` returns the items delivered
+to the lead after a cursor, blocking until one arrives; the durable cursor in
+the lead's session moves only when the client acknowledges an answer
+(`_cursor.py`), so a server restarted with `--continue` never skips an item.
+A finished agent's transcript stays readable until it is closed (`_finished.py`).
 
 Resources: `corral://agents` (the `list` records), `corral://inbox` (items not
 yet returned by `wait`; subscribers — `resources/subscribe` or, from protocol
@@ -94,8 +96,9 @@ TRANSCRIPT_TEMPLATE = "corral://agents/{label}/transcript"
 WAIT_DESCRIPTION = (
     "Wait for what your agents deliver: results, questions (answer with agent_reply), reports, group indexes and "
     "messages. Returns every item after the cursor `after` (an item's entry_id; omitted: after the last item "
-    "wait returned for this lead session), blocking until at least one arrives or timeoutMs passes. Call it "
-    "instead of polling agent_list; each item is returned once."
+    "wait handed out), blocking until at least one arrives or timeoutMs passes. Call it instead of polling "
+    "agent_list. Calling wait again acknowledges what the last answer carried; after a server crash an item "
+    "not yet acknowledged can come once more (pass after to skip what you already have)."
 )
 WAIT_SCHEMA: dict[str, Any] = {
     "type": "object",
