@@ -192,8 +192,8 @@ class RayWorker:
         return sum(1 for run in self.runs.values() if not run.task.done())
 
     async def where(self) -> dict[str, Any]:
-        """Where this worker runs: node id and address, host name, pid; and its runs."""
-        return {**self._place(), "runs": sorted(self.runs)}
+        """Where this worker runs: node id and address, host name, pid; its runs and its slots."""
+        return {**self._place(), "runs": sorted(self.runs), "slots": self.slots}
 
     async def start(self, launch: RayLaunch) -> dict[str, Any] | None:
         """Start one agent and return once it acknowledged its task (`None`: no free slot;

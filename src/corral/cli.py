@@ -754,8 +754,15 @@ def mcp(
     ] = False,
     token: Annotated[
         str | None,
-        typer.Option("--token", envvar="CORRAL_MCP_TOKEN", help="Bearer token HTTP clients must send."),
+        typer.Option(
+            "--token",
+            envvar="CORRAL_MCP_TOKEN",
+            help="Bearer token HTTP clients must send (default: one is generated and printed).",
+        ),
     ] = None,
+    no_token: Annotated[
+        bool, typer.Option("--no-token", help="Serve --http on loopback without a token (any local process).")
+    ] = False,
     elicit: Annotated[
         bool, typer.Option("--elicit", help="Ask the user agents' questions through MCP elicitation.")
     ] = False,
@@ -796,6 +803,7 @@ def mcp(
         http=http,
         allow_remote=allow_remote,
         token=token,
+        no_token=no_token,
         elicit=elicit,
         isolation="worktree" if isolation == "worktree" else "shared" if isolation == "shared" else None,
         budget=limits or None,

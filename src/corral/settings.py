@@ -380,13 +380,14 @@ class RaySettings(_Section):
     namespace: str = Field(default="corral", min_length=1)
     """Ray namespace of corral's worker actors (default `corral`)."""
     num_cpus: float = Field(default=0.25, ge=0)
-    """CPUs one agent reserves; a worker reserves this times `agents_per_worker` (default `0.25`)."""
+    """CPUs one agent reserves; a worker reserves this times its slots (default `0.25`)."""
     memory: int | None = Field(default=None, ge=0)
     """Bytes of memory one agent reserves, likewise multiplied (default: none)."""
     resources: dict[str, float] = Field(default_factory=dict)
     """Custom Ray resources one agent reserves, likewise multiplied, e.g. `{corral = 1}` (default none)."""
     agents_per_worker: int = Field(default=16, ge=1, le=1000)
-    """Agents one worker actor (one process on a node) hosts (default `16`)."""
+    """The most agents one worker actor (one process on a node) hosts (default `16`); fewer when no
+    node can hold that many agents' resources (`corral.runtime._ray.size_worker`)."""
     workspace: Literal["shared", "auto", "snapshot"] = "shared"
     """How a Ray agent gets its workspace (`docs/runtimes.md`, Workspaces): `shared` (default: in place;
     a node that does not share it refuses the agent), `auto` (in place where shared, else a snapshot

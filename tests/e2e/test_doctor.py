@@ -247,6 +247,32 @@ def test_unloadable_settings_fail_with_exit_1(cli_env: Env, corral: RunCorral) -
     assert settings["status"] == "fail" and "not valid TOML" in settings["message"]
 
 
+def test_favorite_models_with_an_unknown_tier_or_a_bad_model_warn_naming_the_fix(
+    cli_env: Env, corral: RunCorral
+) -> None:
+    cli_env.settings('[favorite_models.fastest]\nmodel = "scripted/x"\n')
+    code, report = _report(corral)
+    assert code == 0
+    settings = [c for c in report["checks"] if c["name"] == "settings"]
+    assert [c["status"] for c in settings] == ["ok", "warn"], settings
+    assert "'fastest' is not a tier" in settings[1]["message"]
+    assert "read-collect" in settings[1]["message"] and "write-patch" in settings[1]["message"]
+
+    cli_env.settings('[favorite_models.read-collect]\nmodel = "no-provider-here"\n')
+    _, report = _report(corral)
+    settings = [c for c in report["checks"] if c["name"] == "settings"]
+    assert [c["status"] for c in settings] == ["ok", "warn"], settings
+    assert settings[1]["message"].startswith("favorite_models.read-collect"), settings
+
+    cli_env.settings(
+        '[favorite_models.read-collect]\nmodel = "scripted/x"\n[favorite_models.reading-hard]\nmodel = "scripted/y"\n'
+    )
+    _, report = _report(corral)
+    settings = [c for c in report["checks"] if c["name"] == "settings"]
+    assert [c["status"] for c in settings] == ["ok", "ok"], settings
+    assert "2 tier favorite(s) valid" in settings[1]["message"]
+
+
 def test_a_bad_flag_is_one_line_and_exit_2(corral: RunCorral) -> None:
     done = corral("doctor", "--bogus")
 

@@ -2,12 +2,13 @@
 
 from __future__ import annotations
 
+import subprocess
 from typing import Any
 
 import pytest
 from mcp.types import CallToolResult
 
-from .conftest import WAIT_MS, McpEnv, run_mcp_answering_initialize
+from .conftest import CORRAL, WAIT_MS, McpEnv, run_mcp_answering_initialize
 
 USAGE = {"input": 3000, "output": 100, "cache_read": 0, "cache_write": 0}
 
@@ -38,11 +39,27 @@ async def test_budget_option_stops_the_agent_and_refuses_more(mcp_env: McpEnv) -
         (("--budget", "tree_tokens"), "use KEY=NUMBER"),
         (("--budget", "tree_tokens=lots"), "use KEY=NUMBER"),
         (("--budget", "tree_tokenz=5"), "unknown key 'tree_tokenz'"),
+        (("--budget", "nokey=5"), "unknown key 'nokey'"),
         (("--budget", "agent_tokens=0"), "invalid value for 'agent_tokens'"),
+        (("--budget", "soft_threshold=2"), "invalid value for 'soft_threshold'"),
     ],
 )
 def test_a_bad_budget_is_one_line_exit_2(mcp_env: McpEnv, args: tuple[str, ...], problem: str) -> None:
     done = run_mcp_answering_initialize(mcp_env, *args)
     assert done.returncode == 2, (done.stdout, done.stderr)
+    assert done.stdout == ""  # refused before the handshake: the client's initialize got no answer
     lines = done.stderr.strip().splitlines()
     assert len(lines) == 1 and problem in lines[0] and "Traceback" not in done.stderr
+
+
+def test_a_bad_budget_key_is_refused_even_when_no_client_comes(mcp_env: McpEnv) -> None:
+    done = subprocess.run(
+        [CORRAL, "mcp", "--cwd", str(mcp_env.work), "--budget", "nokey=5"],
+        env=mcp_env.vars,
+        stdin=subprocess.DEVNULL,
+        capture_output=True,
+        text=True,
+        timeout=60,
+        check=False,
+    )
+    assert done.returncode == 2 and "unknown key 'nokey'" in done.stderr, done.stderr

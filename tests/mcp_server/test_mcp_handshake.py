@@ -225,6 +225,8 @@ def test_a_first_line_that_is_not_an_initialize_goes_to_the_sdk(mcp_env: McpEnv)
         process.stdin.write(b"not json\n" + _initialize(request_id=3))
         process.stdin.write(b'{"jsonrpc":"2.0","method":"notifications/initialized"}\n')
         process.stdin.write(b'{"jsonrpc":"2.0","id":4,"method":"prompts/list"}\n')
+        refused = _read_line(process)  # the malformed line gets its JSON-RPC error
+        assert refused["id"] is None and refused["error"]["code"] == -32700
         answered = _read_line(process)
         assert answered["id"] == 3 and answered["result"]["serverInfo"]["name"] == "corral"
         listed = _read_line(process)

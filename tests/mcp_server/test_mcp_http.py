@@ -3,10 +3,13 @@
 from __future__ import annotations
 
 import re
+import signal
+import socket
 import subprocess
 import sys
 from collections.abc import Iterator
 from contextlib import contextmanager
+from dataclasses import dataclass
 
 import httpx2
 from mcp import Client
@@ -15,9 +18,22 @@ from mcp.client.streamable_http import streamable_http_client
 from .conftest import CORRAL, WAIT_MS, McpEnv, run_mcp_answering_initialize
 
 
+@dataclass
+class Served:
+    url: str
+    token: str | None
+    """The generated token the server printed (`None` when it printed none)."""
+    process: subprocess.Popen[str]
+    stderr: str
+
+    def client(self) -> httpx2.AsyncClient:
+        headers = {} if self.token is None else {"Authorization": f"Bearer {self.token}"}
+        return httpx2.AsyncClient(headers=headers)
+
+
 @contextmanager
-def _server(env: McpEnv, *args: str) -> Iterator[str]:
-    """Start `corral mcp --http 127.0.0.1:0 ARGS`; yield its URL (read from its stderr)."""
+def _served(env: McpEnv, *args: str) -> Iterator[Served]:
+    """Start `corral mcp --http 127.0.0.1:0 ARGS`; yield its URL and token (read from its stderr)."""
     process = subprocess.Popen(
         [CORRAL, "mcp", "--cwd", str(env.work), "--http", "127.0.0.1:0", *args],
         env=env.vars,
@@ -34,7 +50,8 @@ def _server(env: McpEnv, *args: str) -> Iterator[str]:
         ):
             seen += line
         assert line and found, seen
-        yield found.group(1)
+        token = re.search(r"bearer token (\S+)", seen)
+        yield Served(found.group(1), token.group(1) if token else None, process, seen)
     finally:
         process.terminate()
         process.wait(timeout=30)
@@ -43,8 +60,11 @@ def _server(env: McpEnv, *args: str) -> Iterator[str]:
 
 
 async def test_delegate_and_wait_over_streamable_http(mcp_env: McpEnv) -> None:
-    with _server(mcp_env) as url:
-        async with Client(url) as client:
+    with _served(mcp_env) as served:
+        async with (
+            served.client() as authed,
+            Client(streamable_http_client(served.url, http_client=authed)) as client,  # type: ignore[arg-type]
+        ):
             names = [tool.name for tool in (await client.list_tools()).tools]
             assert names[0] == "agent_list" and names[-1] == "wait"
             started = await client.call_tool(
@@ -59,7 +79,9 @@ async def test_delegate_and_wait_over_streamable_http(mcp_env: McpEnv) -> None:
 
 
 async def test_a_token_is_required_on_every_request_when_set(mcp_env: McpEnv) -> None:
-    with _server(mcp_env, "--token", "s3cret") as url:
+    with _served(mcp_env, "--token", "s3cret") as served:
+        url = served.url
+        assert served.token is None and "s3cret" not in served.stderr  # a given token is not printed
         async with httpx2.AsyncClient() as plain:
             refused = await plain.post(url, json={"jsonrpc": "2.0", "id": 1, "method": "ping"})
         assert refused.status_code == 401
@@ -70,10 +92,53 @@ async def test_a_token_is_required_on_every_request_when_set(mcp_env: McpEnv) ->
             assert [tool.name for tool in (await client.list_tools()).tools][-1] == "wait"
 
 
+async def test_without_token_one_is_generated_printed_and_required(mcp_env: McpEnv) -> None:
+    with _served(mcp_env) as served:
+        assert served.token is not None and len(served.token) >= 32
+        async with httpx2.AsyncClient() as plain:
+            refused = await plain.post(served.url, json={"jsonrpc": "2.0", "id": 1, "method": "ping"})
+            wrong = await plain.post(
+                served.url,
+                json={"jsonrpc": "2.0", "id": 1, "method": "ping"},
+                headers={"Authorization": "Bearer not-the-token"},
+            )
+        assert refused.status_code == 401 and wrong.status_code == 401
+        async with (
+            served.client() as authed,
+            Client(streamable_http_client(served.url, http_client=authed)) as client,  # type: ignore[arg-type]
+        ):
+            assert [tool.name for tool in (await client.list_tools()).tools][-1] == "wait"
+    with _served(mcp_env) as again:
+        assert again.token is not None and again.token != served.token  # a new one each start
+
+
+async def test_no_token_is_an_explicit_opt_out(mcp_env: McpEnv) -> None:
+    with _served(mcp_env, "--no-token") as served:
+        assert served.token is None and "any process on this machine" in served.stderr
+        async with Client(served.url) as client:  # no Authorization header at all
+            assert [tool.name for tool in (await client.list_tools()).tools][-1] == "wait"
+
+
+def test_the_printed_address_accepts_connections_at_once(mcp_env: McpEnv) -> None:
+    """The socket listens before its address is printed: a client that connects the moment it
+    reads the line is queued, even while the server cannot run (stopped with SIGSTOP)."""
+    with _served(mcp_env) as served:
+        served.process.send_signal(signal.SIGSTOP)
+        try:
+            host, port = served.url.removeprefix("http://").removesuffix("/mcp").split(":")
+            with socket.create_connection((host, int(port)), timeout=30):
+                pass  # connected: the kernel completed the handshake from the listen queue
+        finally:
+            served.process.send_signal(signal.SIGCONT)
+
+
 def test_non_loopback_binds_are_refused(mcp_env: McpEnv) -> None:
     for args, expected in (
         (["--http", "0.0.0.0:8765"], "refusing to serve beyond this machine"),
         (["--http", "0.0.0.0:8765", "--allow-remote"], "needs a bearer token"),
+        (["--http", "0.0.0.0:8765", "--allow-remote", "--no-token"], "always needs a token"),
+        (["--http", "127.0.0.1:0", "--no-token", "--token", "x"], "contradict each other"),
+        (["--no-token"], "--no-token is for --http"),
         (["--http", "nonsense"], "give HOST:PORT"),
     ):
         done = subprocess.run(

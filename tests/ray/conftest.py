@@ -1,6 +1,7 @@
 """A local multi-node Ray cluster for the Ray runtime's tests (`ray.cluster_utils.Cluster`).
 
-One cluster per test session: a head node and one worker node, started once (about 6 s on an idle
+One cluster per test session: a head node and one worker node of 2 CPUs each (a laptop's size:
+the default `[ray]` sizing, 16 agents × 0.25 CPU, does not fit on one of them), started once (about 6 s on an idle
 2-core machine, up to ~30 s under load). Tests add and remove further nodes with `ray_nodes` (a
 "node removed mid-run" test removes one of its own, never the head, which the test process's driver
 is attached to). Each node has a label resource, `corral-test-head`, `corral-test-node-1`,
@@ -84,7 +85,7 @@ class RayTestCluster:
         """The GCS address (`host:port`), what `[ray] address` is set to."""
         return str(self.cluster.address)
 
-    def add_node(self, *, num_cpus: float = 4, resources: dict[str, float] | None = None) -> RayNode:
+    def add_node(self, *, num_cpus: float = 2, resources: dict[str, float] | None = None) -> RayNode:
         """Start one more node (labelled `corral-test-node-<n>`) and wait until the cluster lists it."""
         label = f"corral-test-node-{next(self._labels)}"
         handle = self.cluster.add_node(
@@ -205,7 +206,7 @@ def _ray_session_cluster(tmp_path_factory: pytest.TempPathFactory) -> Iterator[R
             )
             head = cluster.head_node
             worker = cluster.add_node(
-                num_cpus=4,
+                num_cpus=2,
                 object_store_memory=_OBJECT_STORE_BYTES,
                 resources={"corral-test-node-1": 1000},
             )
@@ -278,7 +279,7 @@ class RayNodes:
     cluster: RayTestCluster
     added: list[RayNode] = field(default_factory=list)
 
-    def add(self, *, num_cpus: float = 4, resources: dict[str, float] | None = None) -> RayNode:
+    def add(self, *, num_cpus: float = 2, resources: dict[str, float] | None = None) -> RayNode:
         node = self.cluster.add_node(num_cpus=num_cpus, resources=resources)
         self.added.append(node)
         return node

@@ -6,8 +6,10 @@ checks only read: the data root's mode, the orchestration store (opened
 read-only, never migrated), the read-only sandbox (`ReadOnlySandbox.probe`,
 one tiny `bwrap` command), tmux and its version, the private tmux server's
 orphaned worker panes (the same `find_orphans` that `corral agents reap`
-uses, without killing anything), assigned checks left `claimed` by a process
-that died (`corral checks list`), loading the settings, each custom provider's endpoint
+uses, without killing anything), this data root's Ray workers when agents ran
+on Ray (a warm idle one is `ok`), the worker sizing against the Ray cluster's
+nodes with `runtime = "ray"`, assigned checks left `claimed` by a process
+that died (`corral checks list`), loading the settings (and `favorite_models`' tiers), each custom provider's endpoint
 (`GET /models`, and an empty `POST` to each OpenAI wire API to see which exist), and loading the agent
 definitions (each definition file that cannot be used is a `warn` naming its
 path and the problem). No prompt is
@@ -27,6 +29,8 @@ from typing import IO, TYPE_CHECKING, Literal
 
 if TYPE_CHECKING:
     from corral.orchestration import Repositories
+    from corral.runtime._ray import RayRuntime
+    from corral.settings import Settings
 
 __all__ = ["Check", "CheckStatus", "doctor", "run_checks"]
 
@@ -42,7 +46,7 @@ class Check:
 
     name: str
     """Which check: `data_root`, `store`, `checks`, `worktrees`, `sandbox`, `tmux`, `tmux_workers`, `ray_workers`,
-    `settings`, `endpoint` or `definitions`."""
+    `ray`, `settings`, `endpoint` or `definitions`."""
     status: CheckStatus
     """`ok`, `warn` or `fail`."""
     message: str
@@ -242,31 +246,110 @@ async def _check_orphans(root: Path, store: Repositories | None) -> Check:
     )
 
 
-async def _check_ray_workers(store: Repositories, cwd: Path) -> Check:
-    """Orphaned Ray workers of this data root (only when agents ran on Ray)."""
-    from corral.orchestration.host._ray_orphans import find_ray_orphans
-    from corral.runtime import RuntimeError_
-    from corral.runtime._ray import RayRuntime, ray_config
-    from corral.settings import SettingsError, load_settings
+def _ray_settings(cwd: Path) -> Settings | None:
+    from corral.errors import CorralError
+    from corral.settings import load_settings
 
     try:
-        settings = load_settings(cwd).ray
-    except SettingsError:
+        return load_settings(cwd)
+    except CorralError:
+        return None
+
+
+async def _check_ray_workers(store: Repositories, settings: Settings | None, ray: RayRuntime) -> Check:
+    """This data root's Ray workers that hold no live agent (only when agents ran on Ray).
+
+    A warm worker (idle, or holding only ended runs, which take no slot) is `ok`: it starts the next
+    Ray agent faster. One that Ray never placed is a `warn`. An unreachable cluster is a `warn` only while it matters:
+    `runtime = "ray"`, or agents of the store still live on Ray.
+    """
+    from corral.orchestration.host._ray_orphans import find_ray_orphans
+    from corral.runtime import RuntimeError_
+
+    if settings is None:
         return Check("ray_workers", "warn", "the settings do not load, so the Ray cluster is unknown")
-    ray = RayRuntime(ray_config(settings), data_root=store.db.path.parent)
     try:
         orphans = await find_ray_orphans(store.kernel, ray)
     except RuntimeError_ as exc:
-        return Check("ray_workers", "warn", f"agents ran on Ray, but {exc}")
+        live = any(g.runtime_kind == "ray" for g in store.kernel.generations())
+        if settings.runtime == "ray" or live:
+            return Check("ray_workers", "warn", f"agents ran on Ray, but {exc}")
+        return Check(
+            "ray_workers",
+            "ok",
+            f"agents ran on Ray before; the Ray cluster at {settings.ray.address!r} is not reachable now "
+            "and runtime is not ray, so there is nothing to check",
+        )
     if not orphans:
         return Check("ray_workers", "ok", "no orphaned Ray workers")
-    names = ", ".join(f"{o.name} ({o.reason})" for o in orphans)
+    warm = [o for o in orphans if o.reason in ("idle", "finalized")]  # finished agents take no slot
+    stale = [o for o in orphans if o not in warm]
+    if not stale:
+        names = ", ".join(f"{o.name} on {o.where}" for o in warm)
+        return Check(
+            "ray_workers",
+            "ok",
+            f"{len(warm)} warm Ray worker(s) hold no working agent and wait for the next one (it starts "
+            f"faster): {names}; `corral agents reap` kills them to free their resources",
+        )
+    names = ", ".join(f"{o.name} ({o.reason})" for o in stale)
+    also = f" ({len(warm)} more warm and idle)" if warm else ""
     return Check(
         "ray_workers",
         "warn",
-        f"{len(orphans)} Ray worker(s) hold no live agent: {names}; "
+        f"{len(stale)} Ray worker(s) hold no live agent: {names}{also}; "
         "run `corral agents reap` to kill them (`--dry-run` lists them)",
     )
+
+
+async def _check_ray(settings: Settings, ray: RayRuntime) -> Check:
+    """With `runtime = "ray"`: the cluster answers, and a worker fits on its nodes (`WorkerSizing`)."""
+    from corral.runtime import RuntimeError_
+    from corral.runtime._ray import RayInfeasible
+
+    try:
+        sizing = await ray.sizing()
+    except RayInfeasible as exc:
+        return Check("ray", "fail", f"{exc}; no agent can start on Ray until then")
+    except RuntimeError_ as exc:
+        return Check(
+            "ray", "warn", f"runtime is ray, but {exc}; delegates fail with pane_not_ready until it is up"
+        )
+    return Check("ray", "ok", f"Ray cluster at {settings.ray.address!r}: {sizing.describe()}")
+
+
+def _check_favorites(settings: Settings) -> Check | None:
+    """`favorite_models`: every table names a tier (or a legacy alias) and holds a usable model."""
+    import typing
+
+    from pydantic import ValidationError
+
+    from corral.orchestration.teams._tiers import TIER_ALIASES, TierFavorites, TierName
+
+    raw = settings.favorite_models
+    if not raw:
+        return None
+    tiers = typing.get_args(TierName)
+    unknown = [key for key in raw if key not in tiers and key not in TIER_ALIASES]
+    if unknown:
+        return Check(
+            "settings",
+            "warn",
+            f"favorite_models: {', '.join(repr(k) for k in unknown)} is not a tier, so spawns ignore it; "
+            f"rename the table in your user settings file to one of: {', '.join(tiers)}",
+        )
+    try:
+        TierFavorites.model_validate(raw)
+    except ValidationError as exc:
+        first = exc.errors()[0]
+        where = ".".join(str(part) for part in first["loc"])
+        return Check(
+            "settings",
+            "warn",
+            f"favorite_models.{where}: {first['msg']}; spawns of that tier fail until you fix it in your "
+            "user settings file",
+        )
+    return Check("settings", "ok", f"favorite_models: {len(raw)} tier favorite(s) valid")
 
 
 def _check_worktrees(store: Repositories, cwd: Path) -> Check:
@@ -289,7 +372,7 @@ def _check_settings(cwd: Path) -> list[Check]:
 
     warnings: list[str] = []
     try:
-        load_settings(cwd, on_warning=warnings.append)
+        settings = load_settings(cwd, on_warning=warnings.append)
     except CorralError as exc:
         message = " ".join(str(exc).split())
         return [Check("settings", "fail", f"settings do not load: {message}")]
@@ -301,6 +384,9 @@ def _check_settings(cwd: Path) -> list[Check]:
     )
     checks = [Check("settings", "warn" if warnings else "ok", loaded)]
     checks += [Check("settings", "warn", " ".join(w.split())) for w in warnings]
+    favorites = _check_favorites(settings)
+    if favorites is not None:
+        checks.append(favorites)
     return checks
 
 
@@ -468,7 +554,20 @@ async def run_checks(cwd: Path) -> list[Check]:
 
     root = corral_home()
     checks = [_check_data_root(root)]
-    store_check, store = _open_store(default_store_path())
+    store_path = default_store_path()
+    store_check, store = _open_store(store_path)
+    settings = _ray_settings(cwd)
+    rays: list[RayRuntime] = []
+
+    def _ray(settings: Settings | None, path: Path) -> RayRuntime:
+        from corral.runtime._ray import RayRuntime, ray_config
+
+        if not rays:
+            rays.append(
+                RayRuntime(ray_config(None if settings is None else settings.ray), data_root=path.parent)
+            )
+        return rays[0]
+
     checks.append(store_check)
     try:
         if store is not None:
@@ -478,7 +577,9 @@ async def run_checks(cwd: Path) -> list[Check]:
             from corral.orchestration.host._ray_orphans import has_ray_generations
 
             if has_ray_generations(store.kernel):
-                checks.append(await _check_ray_workers(store, cwd))
+                checks.append(await _check_ray_workers(store, settings, _ray(settings, store_path)))
+        if settings is not None and settings.runtime == "ray":
+            checks.append(await _check_ray(settings, _ray(settings, store_path)))
         sandbox, (tmux, has_tmux) = await asyncio.gather(_check_sandbox(), _check_tmux())
         checks += [sandbox, tmux]
         if has_tmux:

@@ -124,6 +124,11 @@ def read_trace(path: Path) -> list[TraceSpan]:
             continue
         try:
             spans.append(_span(json.loads(line)))
+        except RecursionError:
+            raise UsageError(
+                f"{path} is not a trace file: line {number} nests JSON too deeply to read; "
+                "write one with corral run --trace FILE"
+            ) from None
         except ValueError as exc:  # json.JSONDecodeError is one
             raise UsageError(
                 f"{path} is not a trace file: line {number} is not a span in OpenTelemetry's JSON form "

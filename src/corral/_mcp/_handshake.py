@@ -183,7 +183,7 @@ def early_answer(line: bytes) -> EarlyAnswer | None:
     """
     try:
         message = json.loads(line.decode("utf-8", errors="replace"))
-    except ValueError:
+    except (ValueError, RecursionError):  # the SDK's turn: the line is answered with an error
         return None
     if not isinstance(message, dict) or message.get("jsonrpc") != "2.0":
         return None

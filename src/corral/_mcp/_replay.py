@@ -1,7 +1,7 @@
 """The SDK's side of the early `initialize` answer (`_handshake.py`).
 
-`ReplayFirst` hands the SDK the client's first line (read before the SDK was loaded) ahead of
-everything its stdio transport reads; `AnswerOnce` sits on the transport's write side, starts
+The client's first line (read before the SDK was loaded) reaches the SDK first, ahead of everything
+its stdio transport reads (`_screen.ScreenedLines`); `AnswerOnce` sits on the transport's write side, starts
 the lead once the SDK has answered that opening request, and drops the answer when corral already
 gave it early — after checking the two agree. A different protocol version or a refusal ends the
 server (the client would otherwise believe in a session the SDK never accepted); any other
@@ -10,13 +10,11 @@ difference is one warning on stderr.
 
 from __future__ import annotations
 
-import contextvars
 import json
 from collections.abc import Callable
 from types import TracebackType
 from typing import Any
 
-import anyio
 import mcp_types as types
 from mcp.shared.message import SessionMessage
 
@@ -25,7 +23,7 @@ from corral.errors import CorralError
 from ._handshake import EarlyAnswer
 from ._slot import LeadSlot
 
-__all__ = ["AnswerOnce", "EarlyAnswerMismatch", "ReplayFirst", "parse_line"]
+__all__ = ["AnswerOnce", "EarlyAnswerMismatch", "parse_line"]
 
 
 class EarlyAnswerMismatch(CorralError):
@@ -41,45 +39,6 @@ def parse_line(line: bytes) -> SessionMessage | Exception:
     except Exception as exc:
         return exc
     return SessionMessage(message)
-
-
-class ReplayFirst:
-    """A read stream: `first`, then whatever `stream` yields (sender contexts passed on)."""
-
-    def __init__(self, stream: Any, first: SessionMessage | Exception) -> None:
-        self._stream = stream
-        self._first: SessionMessage | Exception | None = first
-        self.last_context: contextvars.Context | None = None
-
-    async def receive(self) -> SessionMessage | Exception:
-        if self._first is not None:
-            first, self._first = self._first, None
-            self.last_context = None
-            return first
-        item: SessionMessage | Exception = await self._stream.receive()
-        self.last_context = getattr(self._stream, "last_context", None)
-        return item
-
-    async def aclose(self) -> None:
-        await self._stream.aclose()
-
-    def __aiter__(self) -> ReplayFirst:
-        return self
-
-    async def __anext__(self) -> SessionMessage | Exception:
-        try:
-            return await self.receive()
-        except anyio.EndOfStream:
-            raise StopAsyncIteration from None
-
-    async def __aenter__(self) -> ReplayFirst:
-        return self
-
-    async def __aexit__(
-        self, exc_type: type[BaseException] | None, exc: BaseException | None, tb: TracebackType | None
-    ) -> bool | None:
-        await self.aclose()
-        return None
 
 
 class AnswerOnce:

@@ -11,6 +11,7 @@ import asyncio
 import hmac
 import importlib.util
 import ipaddress
+import secrets
 import socket
 import sys
 from collections.abc import Awaitable, Callable, MutableMapping
@@ -53,7 +54,9 @@ class McpOptions:
     """`HOST:PORT` for streamable HTTP; `None`: stdio."""
     allow_remote: bool = False
     token: str | None = None
-    """Bearer token every HTTP request must carry (required for a non-loopback bind)."""
+    """Bearer token every HTTP request must carry (generated when `--http` is given without one)."""
+    no_token: bool = False
+    """`--no-token`: serve HTTP on loopback without a token (any local process may then call)."""
     elicit: bool = False
     """Ask the human for answers to agents' questions through MCP elicitation, where the client can."""
     isolation: Literal["shared", "worktree"] | None = None
@@ -86,6 +89,27 @@ def parse_budget(items: list[str]) -> dict[str, float]:
     return out
 
 
+def check_budget(budget: dict[str, float]) -> None:
+    """Refuse `--budget` keys and values the lead would refuse, before the client's handshake.
+
+    Raises:
+        UsageError: naming the key.
+    """
+    from pydantic import ValidationError
+
+    from corral.settings import BudgetSettings
+
+    try:
+        BudgetSettings.model_validate(budget)
+    except ValidationError as exc:
+        error = exc.errors()[0]
+        key = ".".join(str(part) for part in error["loc"])
+        if error["type"] == "extra_forbidden":
+            known = ", ".join(sorted(BudgetSettings.model_fields))
+            raise UsageError(f"--budget: unknown key {key!r}; the keys are {known}") from None
+        raise UsageError(f"--budget: invalid value for {key!r}: {error['msg']}") from None
+
+
 def parse_bind(text: str) -> tuple[str, int]:
     """`HOST:PORT` (IPv6 as `[::1]:PORT`) as a host and a port.
 
@@ -108,10 +132,19 @@ def _is_loopback(host: str) -> bool:
         return False
 
 
-def check_bind(host: str, *, allow_remote: bool, token: str | None) -> None:
-    """Refuse a non-loopback bind without `--allow-remote` and a token."""
+def check_bind(host: str, *, allow_remote: bool, token: str | None, no_token: bool = False) -> None:
+    """Refuse a non-loopback bind without `--allow-remote` and a token, and `--no-token` with a token
+    or beyond loopback."""
+    if no_token and token:
+        raise UsageError(
+            "--no-token and --token (or CORRAL_MCP_TOKEN) contradict each other: give one of them"
+        )
     if _is_loopback(host):
         return
+    if no_token:
+        raise UsageError(
+            f"--http {host} --no-token: a bind beyond loopback always needs a token; drop --no-token"
+        )
     if not allow_remote:
         raise UsageError(
             f"--http {host}: refusing to serve beyond this machine; bind 127.0.0.1, or pass --allow-remote "
@@ -145,6 +178,10 @@ def _bearer_gate(app: App, token: str) -> App:
     return gate
 
 
+BACKLOG = 2048
+"""Pending connections the HTTP socket queues (uvicorn's default)."""
+
+
 def _say(text: str) -> None:
     print(f"corral mcp: {text}", file=sys.stderr, flush=True)
 
@@ -165,7 +202,13 @@ def _check(options: McpOptions) -> tuple[str, int] | None:
     bind = None
     if options.http is not None:
         bind = parse_bind(options.http)
-        check_bind(bind[0], allow_remote=options.allow_remote, token=options.token)
+        check_bind(bind[0], allow_remote=options.allow_remote, token=options.token, no_token=options.no_token)
+    elif options.no_token:
+        raise UsageError(
+            "--no-token is for --http; over stdio only the client that started the server talks to it"
+        )
+    if options.budget:
+        check_budget(options.budget)
     if not options.surfaces:
         raise UsageError("choose at least one surface: --surfaces agent and/or teams")
     if options.trace is not None and options.trace.is_dir():
@@ -238,7 +281,8 @@ async def serve(options: McpOptions, *, opening: Opening | None = None) -> int:
             await _serve_stdio(server, slot, opening, stop)
         else:
             await slot.get()
-            await _serve_http(server, bind, options.token)
+            token = None if options.no_token else options.token or secrets.token_urlsafe(32)
+            await _serve_http(server, bind, token, generated=token is not None and not options.token)
     except (asyncio.CancelledError, Exception):
         if not stop.failures:  # else whatever the SDK raised while being stopped is a consequence
             raise
@@ -268,20 +312,30 @@ class _Stop:
 async def _serve_stdio(server: Server[Any], slot: LeadSlot, opening: Opening | None, stop: _Stop) -> None:
     import anyio
     from mcp.server.stdio import stdio_server
+    from mcp.shared.message import SessionMessage
 
-    from ._replay import AnswerOnce, ReplayFirst, parse_line
+    from ._replay import AnswerOnce
+    from ._screen import ScreenedLines, private_stdin
 
-    async with stdio_server() as (read, write):
-        with anyio.CancelScope() as stop.scope:
-            if stop.failures:
-                stop.scope.cancel()
-            reader: Any = read if opening is None else ReplayFirst(read, parse_line(opening.line))
-            early = None if opening is None else opening.early
-            writer = AnswerOnce(write, slot, early=early, failed=stop.fail, warn=_say)
-            await server.run(reader, writer, server.create_initialization_options())
+    with private_stdin() as fd:
+        lines = ScreenedLines(fd, None if opening is None else opening.line)
+        async with stdio_server(stdin=lines) as (read, write):  # type: ignore[arg-type]
+
+            async def answer(error: Any) -> None:
+                await write.send(SessionMessage(error))
+
+            lines.attach(answer)
+            with anyio.CancelScope() as stop.scope:
+                if stop.failures:
+                    stop.scope.cancel()
+                early = None if opening is None else opening.early
+                writer = AnswerOnce(write, slot, early=early, failed=stop.fail, warn=_say)
+                await server.run(read, writer, server.create_initialization_options())
 
 
-async def _serve_http(server: Server[Any], bind: tuple[str, int], token: str | None) -> None:
+async def _serve_http(
+    server: Server[Any], bind: tuple[str, int], token: str | None, *, generated: bool = False
+) -> None:
     import uvicorn
 
     host, port = bind
@@ -293,10 +347,17 @@ async def _serve_http(server: Server[Any], bind: tuple[str, int], token: str | N
     except OSError as exc:
         sock.close()
         raise UsageError(f"--http {host}:{port}: cannot listen there ({exc.strerror})") from None
+    sock.listen(BACKLOG)  # connectable from the moment the address is printed (uvicorn listens later)
     app: App = server.streamable_http_app(host=host)
     if token:
         app = _bearer_gate(app, token)
+    if generated:
+        _say(
+            f"bearer token {token} (send Authorization: Bearer <token>; --token sets one, --no-token drops it)"
+        )
+    elif not token:
+        _say("warning: no token (--no-token): any process on this machine may call this server")
     shown = f"[{host}]" if ":" in host else host
     _say(f"serving http://{shown}:{sock.getsockname()[1]}/mcp")
-    config = uvicorn.Config(app, log_level="warning", lifespan="on")
+    config = uvicorn.Config(app, log_level="warning", lifespan="on", backlog=BACKLOG)
     await uvicorn.Server(config).serve(sockets=[sock])

@@ -2,13 +2,15 @@
 
 The MCP client (Claude Code, Codex, Cursor, Zed, …) is the lead. Each tool is
 the lead's own tool, called through `Lead.call`, so arguments, results, errors
-and categories are exactly what a lead model gets; a result is its text plus
-`structuredContent` (the details), an error is `isError: true` whose text
-names the category. Besides the per-operation agent tools and, with the teams
-surface, the teams tools, the server adds `wait`: it returns the items
-delivered to the lead after a cursor, blocking until one arrives, and
-remembers the cursor durably in the lead's session (`Lead.save_cursor`) before
-it answers, so a server restarted with `--continue` neither repeats nor skips.
+and categories are what a lead model gets, in MCP's words (`_texts.py`); a
+result is its text plus `structuredContent` (the details, matching the tool's
+`outputSchema`), an error is `isError: true` whose text names the category.
+Besides the per-operation agent tools and, with the teams surface, the teams
+tools, the server adds `merge` and `wait`: `wait` returns the items delivered
+to the lead after a cursor, blocking until one arrives; the durable cursor in
+the lead's session moves only when the client acknowledges an answer
+(`_cursor.py`), so a server restarted with `--continue` never skips an item.
+A finished agent's transcript stays readable until it is closed (`_finished.py`).
 
 Resources: `corral://agents` (the `list` records), `corral://inbox` (items not
 yet returned by `wait`; subscribers — `resources/subscribe` or, from protocol
@@ -33,9 +35,22 @@ from mcp.shared.exceptions import MCPError
 
 from corral._version import __version__
 from corral.errors import CorralError
+from corral.orchestration.kernel._faults import fault_point
 
+from ._cursor import WaitCursor
+from ._finished import FinishedAgents
 from ._handshake import LEAD_PROMPT, SERVER_NAME
 from ._slot import LeadSlot
+from ._texts import (
+    TOOL_DESCRIPTIONS,
+    item_json,
+    item_text,
+    mcp_words,
+    output_schema,
+    result_text,
+    tool_hints,
+    transcript_text,
+)
 
 if TYPE_CHECKING:
     from corral.lead import Lead, LeadItem
@@ -81,8 +96,9 @@ TRANSCRIPT_TEMPLATE = "corral://agents/{label}/transcript"
 WAIT_DESCRIPTION = (
     "Wait for what your agents deliver: results, questions (answer with agent_reply), reports, group indexes and "
     "messages. Returns every item after the cursor `after` (an item's entry_id; omitted: after the last item "
-    "wait returned for this lead session), blocking until at least one arrives or timeoutMs passes. Call it "
-    "instead of polling agent_list; each item is returned once."
+    "wait handed out), blocking until at least one arrives or timeoutMs passes. Call it instead of polling "
+    "agent_list. Calling wait again acknowledges what the last answer carried; after a server crash an item "
+    "not yet acknowledged can come once more (pass after to skip what you already have)."
 )
 WAIT_SCHEMA: dict[str, Any] = {
     "type": "object",
@@ -137,20 +153,35 @@ class _Subscribers:
     bus: InMemorySubscriptionBus = field(default_factory=InMemorySubscriptionBus)
 
 
-def _error_result(category: str, text: str) -> types.CallToolResult:
-    details = {"ok": False, "error": {"category": category, "message": text}}
+WAIT_NEXT_ACTION = (
+    "Call wait with timeoutMs from 0 to 300000 and after set to an entry_id a wait returned (or null, or "
+    "leave it out)."
+)
+
+
+def error_result(
+    operation: str, category: str, message: str, next_action: str, **extra: Any
+) -> types.CallToolResult:
+    """A failed call in the shape every corral tool's error has: the text says what failed, the
+    category and what to do (`Next: …`); `structuredContent.error` holds the same."""
+    error = {
+        "category": category,
+        "message": message,
+        "operation": operation,
+        "rollbackOccurred": False,
+        "retryAttempted": False,
+        "nextAction": next_action,
+    }
+    text = f"{operation} failed ({category}): {message}\nNext: {next_action}"
     return types.CallToolResult(
-        content=[types.TextContent(type="text", text=f"{text} (category: {category})")],
-        structured_content=details,
+        content=[types.TextContent(type="text", text=text)],
+        structured_content={"ok": False, "error": error, **extra},
         is_error=True,
     )
 
 
-def _item_text(item: LeadItem) -> str:
-    return f"[{item.kind} · entry_id {item.entry_id}]\n{item.text}"
-
-
-def _parse_wait(args: dict[str, Any], lead: Lead) -> tuple[float, str | None]:
+def _parse_wait(args: dict[str, Any]) -> tuple[float, tuple[str | None] | None]:
+    """`(timeout in seconds, after)`; `after` is `None` when not given, else a 1-tuple."""
     unknown = sorted(set(args) - {"timeoutMs", "after"})
     if unknown:
         raise WaitArgumentsError(f"wait takes timeoutMs and after; remove {', '.join(unknown)}")
@@ -161,10 +192,12 @@ def _parse_wait(args: dict[str, Any], lead: Lead) -> tuple[float, str | None]:
         or not 0 <= timeout_ms <= WAIT_MAX_MS
     ):
         raise WaitArgumentsError(f"timeoutMs must be an integer from 0 to {WAIT_MAX_MS} (milliseconds)")
-    after = args["after"] if "after" in args else lead.saved_cursor()
+    if "after" not in args:
+        return float(timeout_ms) / 1000.0, None
+    after = args["after"]
     if after is not None and (not isinstance(after, str) or not after.strip()):
         raise WaitArgumentsError("after must be the entry_id of an item (a string) or null")
-    return float(timeout_ms) / 1000.0, after
+    return float(timeout_ms) / 1000.0, (after,)
 
 
 async def _progress(session: ServerSession, timeout: float) -> None:
@@ -218,30 +251,41 @@ def _can_elicit(ctx: ServerRequestContext[Any]) -> bool:
 
 
 async def _wait(
-    lead: Lead, args: dict[str, Any], ctx: ServerRequestContext[Any], *, elicit: bool = False
+    cursor: WaitCursor, args: dict[str, Any], ctx: ServerRequestContext[Any], *, elicit: bool = False
 ) -> types.CallToolResult:
-    session = ctx.session
-    timeout, after = _parse_wait(args, lead)
-    ticker = asyncio.create_task(_progress(session, timeout))
+    turn = cursor.arrive()
+    lead = cursor.lead
     try:
-        items = await lead.collect(after, timeout=timeout)
+        timeout, after = _parse_wait(args)
+    except WaitArgumentsError as exc:
+        return error_result("wait", "invalid_request", str(exc), WAIT_NEXT_ACTION)
+    loop = asyncio.get_running_loop()
+    deadline = loop.time() + timeout
+    ticker = asyncio.create_task(_progress(ctx.session, timeout))
+    try:
+        async with cursor.lock:  # one call at a time: each item goes to one answer
+            try:
+                start = cursor.start(turn, after=after)
+                items = await lead.collect(start, timeout=max(0.0, deadline - loop.time()))
+            except CorralError as exc:
+                return error_result("wait", "invalid_request", str(exc), WAIT_NEXT_ACTION)
+            end = items[-1].entry_id if items else start
+            cursor.answered(end)
+            fault_point("mcp_wait_answer")  # collected, not yet answered: a crash test kills here
     finally:
         ticker.cancel()
         with contextlib.suppress(asyncio.CancelledError, Exception):
             await ticker
-    cursor = items[-1].entry_id if items else after
-    if items:
-        lead.save_cursor(cursor)  # durable before the answer leaves: a restarted server goes on after it
     if elicit and _can_elicit(ctx):
         items = [await _elicit(lead, item, ctx) if item.kind == "ask" else item for item in items]
     details = {
         "ok": True,
-        "items": [item.to_json() for item in items],
-        "cursor": cursor,
+        "items": [item_json(item) for item in items],
+        "cursor": end,
         "timedOut": not items,
     }
     if items:
-        text = "\n\n".join(_item_text(item) for item in items)
+        text = "\n\n".join(item_text(item) for item in items)
     else:
         text = f"Nothing arrived within {int(timeout * 1000)} ms. Call wait again to keep waiting."
     return types.CallToolResult(
@@ -257,15 +301,23 @@ def _merge(lead: Lead, args: dict[str, Any]) -> types.CallToolResult:
         or not isinstance(discard, bool)
         or set(args) - {"agent", "discard"}
     ):
-        return _error_result(
-            "invalid_request", "merge takes {agent: <label, name or branch>, discard?: bool}"
+        return error_result(
+            "merge",
+            "invalid_request",
+            "merge takes {agent: <label, name or branch>, discard?: bool}",
+            "Call merge with agent set to the writer's label, team name or corral/... branch.",
         )
     from corral.lead import LeadCallError
 
     try:
         outcome = lead.merge(agent, discard=discard)
     except LeadCallError as exc:
-        return _error_result(exc.category or "invalid_request", str(exc))
+        return error_result(
+            "merge",
+            exc.category or "invalid_request",
+            str(exc),
+            "Call agent_list for your agents' labels, or pass a corral/... branch.",
+        )
     text = outcome["message"] + "".join(f"\n  {path}" for path in outcome["paths"])
     return types.CallToolResult(
         content=[types.TextContent(type="text", text=text)],
@@ -274,9 +326,13 @@ def _merge(lead: Lead, args: dict[str, Any]) -> types.CallToolResult:
     )
 
 
-def _tool(definition: ToolDefinition) -> types.Tool:
+def _tool(name: str, description: str, input_schema: dict[str, Any]) -> types.Tool:
     return types.Tool(
-        name=definition.name, description=definition.description, input_schema=definition.parameters
+        name=name,
+        description=description,
+        input_schema=input_schema,
+        output_schema=output_schema(name),
+        annotations=types.ToolAnnotations.model_validate(tool_hints(name)),
     )
 
 
@@ -295,13 +351,41 @@ def build_server(slot: LeadSlot, *, elicit: bool = False) -> Server[Any]:
     returns, when the client can be asked, and replies to the agent with it.
     """
     subscribers = _Subscribers()
+    cursors: list[WaitCursor] = []
+    finished = FinishedAgents()
+
+    async def _finished(lead: Lead, tool: str, label: str) -> types.CallToolResult | None:
+        """A finished agent's transcript, or its closing (`None`: not a finished agent either)."""
+        if tool == "agent_transcript":
+            details = await finished.transcript(lead, label)
+            if details is None:
+                return None
+            text = transcript_text(details)
+        elif tool == "agent_close":
+            if not await finished.close(lead, label):
+                return None
+            details = {"ok": True, "action": "close", "agent": label, "finished": True}
+            text = f"Closed agent {label}: it had finished; its transcript is no longer offered."
+        else:
+            return None
+        return types.CallToolResult(
+            content=[types.TextContent(type="text", text=text)], structured_content=details, is_error=False
+        )
+
+    def wait_cursor(lead: Lead) -> WaitCursor:
+        if not cursors:
+            cursors.append(WaitCursor(lead))
+        return cursors[0]
 
     async def list_tools(
         ctx: ServerRequestContext[Any], params: types.PaginatedRequestParams | None
     ) -> types.ListToolsResult:
-        tools = [_tool(definition) for definition in _offered(await slot.get())]
-        tools.append(types.Tool(name="merge", description=MERGE_DESCRIPTION, input_schema=MERGE_SCHEMA))
-        tools.append(types.Tool(name="wait", description=WAIT_DESCRIPTION, input_schema=WAIT_SCHEMA))
+        tools = [
+            _tool(d.name, TOOL_DESCRIPTIONS.get(d.name, d.description), d.parameters)
+            for d in _offered(await slot.get())
+        ]
+        tools.append(_tool("merge", MERGE_DESCRIPTION, MERGE_SCHEMA))
+        tools.append(_tool("wait", WAIT_DESCRIPTION, WAIT_SCHEMA))
         return types.ListToolsResult(tools=tools)
 
     async def call_tool(
@@ -312,18 +396,25 @@ def build_server(slot: LeadSlot, *, elicit: bool = False) -> Server[Any]:
         names = {definition.name for definition in _offered(lead)}
         try:
             if params.name == "wait":
-                return await _wait(lead, args, ctx, elicit=elicit)
+                return await _wait(wait_cursor(lead), args, ctx, elicit=elicit)
             if params.name == "merge":
                 return _merge(lead, args)
             if params.name not in names:
-                return _error_result(
+                known = ", ".join([*sorted(names), "merge", "wait"])
+                return error_result(
+                    params.name,
                     "invalid_request",
-                    f"Unknown tool {params.name!r}: call one of {', '.join(sorted(names))}, wait",
+                    f"there is no tool {params.name!r}",
+                    f"Call one of {known}.",
                 )
             outcome = await lead.call(params.name, args)
+            if outcome.category == "target_not_found" and isinstance(args.get("agent"), str):
+                finished_result = await _finished(lead, params.name, args["agent"])
+                if finished_result is not None:
+                    return finished_result
         except CorralError as exc:
-            return _error_result("invalid_request", str(exc))
-        text = outcome.text
+            return error_result(params.name, "invalid_request", str(exc), "Fix the arguments and call again.")
+        text = result_text(params.name, outcome.text, outcome.details, ok=outcome.ok)
         if not outcome.ok and outcome.category and outcome.category not in text:
             text = f"{text} (category: {outcome.category})"
         return types.CallToolResult(
@@ -375,14 +466,21 @@ def build_server(slot: LeadSlot, *, elicit: bool = False) -> Server[Any]:
             outcome = await lead.call("agent_list", {})
             text, mime = json.dumps(outcome.details, ensure_ascii=False), "application/json"
         elif uri == INBOX_URI:
-            pending = [item.to_json() async for item in lead.items(after=lead.saved_cursor())]
+            pending = [item_json(item) async for item in lead.items(after=wait_cursor(lead).pending_from())]
             text, mime = json.dumps({"items": pending}, ensure_ascii=False), "application/json"
         elif uri.startswith("corral://agents/") and uri.endswith("/transcript"):
             label = uri.removeprefix("corral://agents/").removesuffix("/transcript")
             outcome = await lead.call("agent_transcript", {"agent": label})
-            if not outcome.ok:
-                raise ValueError(outcome.text)
-            text, mime = outcome.text, "text/plain"
+            text = outcome.text
+            if outcome.category == "target_not_found":
+                details = await finished.transcript(lead, label)
+                if details is not None:
+                    text = transcript_text(details)
+                else:
+                    raise ValueError(mcp_words(outcome.text))
+            elif not outcome.ok:
+                raise ValueError(mcp_words(outcome.text))
+            mime = "text/plain"
         else:
             raise ValueError(
                 f"unknown resource {uri}: read {AGENTS_URI}, {INBOX_URI} or {TRANSCRIPT_TEMPLATE}"

@@ -6,7 +6,10 @@ name is `corral-<data root digest>-w<n>` in the `[ray] namespace`, and it is
 detached: it outlives the host that created it, and a restarted host finds it
 again by name. `start` places an agent on the first worker with a free slot
 (creating workers as needed, with the per-agent resources times the slots as
-the actor's resources) and returns once the worker holds it.
+the actor's resources; the slots are `agents_per_worker` or, when no node can
+hold that many agents, as many as the largest node can: `size_worker`) and
+returns once the worker holds it. An ask no node can hold fails at once
+(`RayInfeasible`), before a worker is made or while it is still unplaced.
 
 This module knows Ray, not corral's store: the worker class (the code that
 runs a `ManagedChild`) comes with the launch (`RemoteLaunch`), and every other
@@ -22,11 +25,13 @@ nothing was proven (the cluster unreachable).
 from __future__ import annotations
 
 import asyncio
+import contextlib
+import dataclasses
 import hashlib
 import logging
 import os
 import socket
-from collections.abc import Mapping
+from collections.abc import Mapping, Sequence
 from dataclasses import dataclass, field
 from pathlib import Path
 from typing import TYPE_CHECKING, Any
@@ -49,13 +54,16 @@ if TYPE_CHECKING:
 __all__ = [
     "FORWARDED_ENV",
     "RayConfig",
+    "RayInfeasible",
     "RayRuntime",
     "RayWorkerGone",
     "WorkerPlace",
+    "WorkerSizing",
     "actor_prefix",
     "parse_runtime_id",
     "ray_config",
     "ray_runtime",
+    "size_worker",
 ]
 
 FORWARDED_ENV = ("CORRAL_HOME", "CORRAL_SCRIPTS", "XDG_CONFIG_HOME")
@@ -64,6 +72,9 @@ FORWARDED_ENV = ("CORRAL_HOME", "CORRAL_SCRIPTS", "XDG_CONFIG_HOME")
 _PLACE_ATTEMPTS = 64
 _LAUNCH_TIMEOUT_S = 120.0
 _PROBE_TIMEOUT_S = 5.0
+_PENDING_CHECK_S = 1.0
+"""How often a start whose worker is not placed yet re-reads the cluster's nodes (a node that could
+hold it may leave; Ray gives no signal for "infeasible")."""
 
 
 @dataclass(frozen=True, slots=True)
@@ -119,6 +130,124 @@ class WorkerPlace:
 
 class RayWorkerGone(RuntimeError_):
     """Ray says the worker actor is dead or does not exist (the agents it hosted are lost)."""
+
+
+class RayInfeasible(RuntimeError_):
+    """No node of the cluster can ever hold one agent's (or one worker's) ask: its message names the
+    ask and the largest node's resources."""
+
+
+_SETTING = {"CPU": "num_cpus", "memory": "memory"}
+
+
+def _amount(name: str, value: float) -> str:
+    if name == "memory":
+        return f"{value / 2**30:.3g} GiB" if value >= 2**27 else f"{value:.0f} bytes"
+    return f"{value:g}"
+
+
+def _describe(resources: Mapping[str, float]) -> str:
+    return ", ".join(f"{name} {_amount(name, value)}" for name, value in resources.items()) or "nothing"
+
+
+@dataclass(frozen=True, slots=True)
+class WorkerSizing:
+    """How many agents one worker actor hosts on this cluster, and what it asks Ray for.
+
+    A worker reserves one agent's resources (`[ray] num_cpus`, `memory`, `resources`) times its
+    slots. `agents_per_worker` is the most slots a worker gets: when that many agents' resources
+    do not fit on any node, the worker gets as many slots as the node that holds the most agents
+    can hold (`size_worker`), so a 2-CPU laptop hosts 8 agents of `num_cpus = 0.25` in one worker
+    instead of asking for 4 CPUs that no node has.
+    """
+
+    per_agent: Mapping[str, float]
+    """One agent's ask, in Ray's resource names (`CPU`, `memory`, custom names); zero asks left out."""
+    slots: int
+    """Agents one worker hosts here (1 ≤ slots ≤ `agents_per_worker`)."""
+    configured: int
+    """`[ray] agents_per_worker`."""
+    largest: Mapping[str, float]
+    """The totals of the asked resources on the node that holds the most agents."""
+    nodes: int
+    """Alive nodes counted."""
+
+    @property
+    def ask(self) -> dict[str, float]:
+        """What one worker asks Ray for (one agent's ask times the slots)."""
+        return {name: value * self.slots for name, value in self.per_agent.items()}
+
+    @property
+    def sized_down(self) -> bool:
+        """Whether a worker hosts fewer agents than `agents_per_worker` on this cluster."""
+        return self.slots < self.configured
+
+    def describe(self) -> str:
+        """One line with the numbers, for `corral doctor` and diagnostics."""
+        per = _describe(self.per_agent) if self.per_agent else "no resources"
+        largest = _describe(self.largest)
+        if not self.sized_down:
+            return (
+                f"a worker hosts {self.slots} agents and asks for {_describe(self.ask) or 'no resources'} "
+                f"(one agent asks for {per}); the largest of {self.nodes} node(s) has {largest}"
+            )
+        full = {name: value * self.configured for name, value in self.per_agent.items()}
+        return (
+            f"a worker hosts {self.slots} agents, not agents_per_worker = {self.configured}: "
+            f"{self.configured} agents would ask for {_describe(full)} and the largest of {self.nodes} "
+            f"node(s) has {largest}; so it asks for {_describe(self.ask)} (one agent asks for {per})"
+        )
+
+
+def _per_agent(config: RayConfig) -> dict[str, float]:
+    need: dict[str, float] = {"CPU": config.num_cpus}
+    if config.memory is not None:
+        need["memory"] = float(config.memory)
+    need.update({name: float(value) for name, value in config.resources.items()})
+    return {name: value for name, value in need.items() if value > 0}
+
+
+def size_worker(config: RayConfig, nodes: Sequence[Mapping[str, float]]) -> WorkerSizing:
+    """Size a worker for a cluster whose alive nodes have the total resources `nodes`.
+
+    A worker gets `agents_per_worker` slots, or fewer: as many agents as the node that holds the
+    most of them can hold (by its total resources, not what is free now).
+
+    Raises:
+        RayInfeasible: No node can hold even one agent (no nodes, a custom resource no node has,
+            `num_cpus` or `memory` above every node's); the message names the numbers.
+    """
+    per_agent = _per_agent(config)
+    best = 0
+    largest: dict[str, float] = {}
+    for totals in nodes:
+        fits = min(
+            (int(totals.get(name, 0.0) / value + 1e-9) for name, value in per_agent.items()),
+            default=config.agents_per_worker,
+        )
+        if fits > best or not largest:
+            best, largest = fits, {name: float(totals.get(name, 0.0)) for name in per_agent}
+    if best < 1:
+        settings = ", ".join(f"[ray] {_SETTING.get(name, f'resources.{name}')}" for name in per_agent)
+        if not nodes:
+            raise RayInfeasible("the Ray cluster has no alive node; start one (ray start --head)")
+        missing = [name for name in per_agent if not any(t.get(name, 0.0) > 0 for t in nodes)]
+        why = (
+            f"no node has the resource {', '.join(repr(m) for m in missing)}"
+            if missing
+            else f"the largest of {len(nodes)} node(s) has {_describe(largest)}"
+        )
+        raise RayInfeasible(
+            f"no Ray node can hold one agent: it asks for {_describe(per_agent)} ({settings}) and {why}; "
+            "lower the ask or add a node that has it"
+        )
+    return WorkerSizing(
+        per_agent=per_agent,
+        slots=min(best, config.agents_per_worker),
+        configured=config.agents_per_worker,
+        largest=largest,
+        nodes=len(nodes),
+    )
 
 
 def actor_prefix(data_root: Path) -> str:
@@ -202,21 +331,48 @@ class RayRuntime:
             self._worker_class = ray.remote(worker_class)
         return self._worker_class
 
-    def _options(self) -> dict[str, Any]:
-        slots = self.config.agents_per_worker
+    async def sizing(self) -> WorkerSizing:
+        """How a worker is sized on the cluster as it is now (`size_worker` over the alive nodes'
+        total resources, read from Ray's GCS).
+
+        Raises:
+            RayInfeasible: No node can hold one agent.
+            RuntimeError_: The cluster cannot be reached or its nodes cannot be read.
+        """
+        return size_worker(self.config, await self.node_totals())
+
+    async def node_totals(self) -> list[dict[str, float]]:
+        """The total resources of each alive node.
+
+        Raises:
+            RuntimeError_: The cluster cannot be reached or its nodes cannot be read.
+        """
+        ray = self.connect()
+        try:
+            nodes = await asyncio.to_thread(ray.nodes)
+        except Exception as exc:
+            raise RuntimeError_(f"cannot read the Ray cluster's nodes: {_first_line(exc)}") from None
+        return [
+            {str(name): float(value) for name, value in dict(node.get("Resources") or {}).items()}
+            for node in nodes
+            if node.get("Alive")
+        ]
+
+    def _options(self, sizing: WorkerSizing) -> dict[str, Any]:
         options: dict[str, Any] = {
             "namespace": self.config.namespace,
             "lifetime": "detached",
             "get_if_exists": True,
             "max_concurrency": 1000,
-            "num_cpus": self.config.num_cpus * slots,
+            "num_cpus": sizing.ask.get("CPU", 0.0),
             "max_restarts": 0,
             "scheduling_strategy": "SPREAD",
         }
-        if self.config.memory is not None:
-            options["memory"] = self.config.memory * slots
-        if self.config.resources:
-            options["resources"] = {name: value * slots for name, value in self.config.resources.items()}
+        custom = {name: value for name, value in sizing.ask.items() if name not in ("CPU", "memory")}
+        if "memory" in sizing.ask:
+            options["memory"] = int(sizing.ask["memory"])
+        if custom:
+            options["resources"] = custom
         if self.config.env:
             options["runtime_env"] = {"env_vars": dict(self.config.env)}
         return options
@@ -262,8 +418,9 @@ class RayRuntime:
         if not isinstance(launch, RemoteLaunch):
             raise RuntimeError_(f"the Ray runtime needs a remote launch to run agent {spec.label}")
         cls = self._actor_class(launch.worker_class)
-        options = self._options()
-        slots = self.config.agents_per_worker
+        sizing = await self.sizing()
+        options = self._options(sizing)
+        slots = sizing.slots
         for index in range(_PLACE_ATTEMPTS):
             name = f"{self.prefix}{index}"
             if self._placed.get(name, 0) >= slots:
@@ -271,13 +428,10 @@ class RayRuntime:
             self._placed[name] = self._placed.get(name, 0) + 1  # reserved before the first await
             try:
                 actor = cls.options(name=name, **options).remote(slots)
-                taken = await asyncio.wait_for(actor.start.remote(launch.payload), _LAUNCH_TIMEOUT_S)
-            except TimeoutError:
+                taken = await self._taken(actor, name, launch.payload, spec.label, sizing)
+            except RuntimeError_:
                 self._placed[name] -= 1
-                raise RuntimeError_(
-                    f"Ray worker {name} did not take agent {spec.label} within {_LAUNCH_TIMEOUT_S:g} s "
-                    "(is there a node with the resources [ray] asks for?)"
-                ) from None
+                raise
             except Exception as exc:
                 self._placed[name] -= 1
                 if _actor_died(self._ray, exc):
@@ -307,16 +461,115 @@ class RayRuntime:
             return handle
         raise RuntimeError_(f"no Ray worker took agent {spec.label} ({_PLACE_ATTEMPTS} workers full)")
 
-    async def room(self) -> int:
-        """How many more agents the cluster can take now: the free slots of the workers this host
-        placed agents on (as the workers count them), plus `agents_per_worker` for each further worker the nodes' free
-        resources (`num_cpus`, `memory`, `resources`, each times the slots) can hold.
+    async def _taken(self, actor: Any, name: str, payload: Any, label: str, sizing: WorkerSizing) -> Any:
+        """The worker's answer to `start`, waited for at most `_LAUNCH_TIMEOUT_S`; while the worker
+        is not placed yet, the cluster's nodes are read every `_PENDING_CHECK_S`, and the start
+        fails at once when none of them can hold the worker any more.
+
+        Raises:
+            RayInfeasible: No alive node can hold the worker (it is killed while still pending).
+            RuntimeError_: The worker took no answer within the timeout (a worker still pending
+                then is killed, so it does not take a node's resources later).
+            Exception: Ray's own error of the call.
+        """
+        call = asyncio.ensure_future(actor.start.remote(payload))
+        loop = asyncio.get_running_loop()
+        deadline = loop.time() + _LAUNCH_TIMEOUT_S
+        try:
+            while True:
+                left = deadline - loop.time()
+                if left <= 0:
+                    pending = await self._pending(actor)
+                    if pending:
+                        await self._kill_pending(actor, name)
+                    raise RuntimeError_(
+                        f"Ray worker {name} did not take agent {label} within {_LAUNCH_TIMEOUT_S:g} s"
+                        + (
+                            f": Ray could not place it ({sizing.describe()}; free now: "
+                            f"{await self._free_text(sizing)}); wait for agents to finish or add a node"
+                            if pending
+                            else ""
+                        )
+                    )
+                done, _ = await asyncio.wait({call}, timeout=min(_PENDING_CHECK_S, left))
+                if done:
+                    return call.result()
+                if not await self._pending(actor):
+                    continue
+                try:
+                    fits = size_worker(
+                        dataclasses.replace(self.config, agents_per_worker=sizing.slots),
+                        await self.node_totals(),
+                    )
+                except RayInfeasible as exc:
+                    await self._kill_pending(actor, name)
+                    raise RayInfeasible(f"Ray worker {name} cannot be placed: {exc}") from None
+                if fits.slots < sizing.slots:
+                    await self._kill_pending(actor, name)
+                    raise RayInfeasible(
+                        f"Ray worker {name} cannot be placed: it asks for {_describe(sizing.ask)} and no "
+                        f"alive node has that much any more ({fits.describe()})"
+                    )
+        finally:
+            if not call.done():
+                call.cancel()
+
+    async def unplaced(self, name: str) -> bool:
+        """Whether the worker actor `name` exists but Ray has not placed it (no process to ask).
 
         Raises:
             RuntimeError_: The cluster cannot be reached.
         """
-        self.connect()
-        slots = self.config.agents_per_worker
+        try:
+            actor = self.actor(name)
+        except RayWorkerGone:
+            return False
+        return await self._pending(actor)
+
+    async def _pending(self, actor: Any) -> bool:
+        """Whether Ray has not placed the worker actor yet (its GCS state is pending)."""
+        from ray._private import state
+
+        try:
+            info = await asyncio.to_thread(state.actors, actor._actor_id.hex())
+        except Exception:  # the GCS did not answer: nothing proven
+            return False
+        return isinstance(info, dict) and info.get("State") in ("PENDING_CREATION", "DEPENDENCIES_UNREADY")
+
+    async def _kill_pending(self, actor: Any, name: str) -> None:
+        """Kill a worker Ray never placed (detached, it would wait for resources forever)."""
+        with contextlib.suppress(Exception):
+            await asyncio.to_thread(self._ray.kill, actor, no_restart=True)
+        self._actors.pop(name, None)
+
+    async def _free_text(self, sizing: WorkerSizing) -> str:
+        from ray._private import state
+
+        try:
+            per_node = await asyncio.to_thread(state.available_resources_per_node)
+        except Exception:
+            return "unknown"
+        names = list(sizing.per_agent)
+        return (
+            "; ".join(
+                f"node {node[:12]}: {_describe({n: float(free.get(n, 0.0)) for n in names})}"
+                for node, free in per_node.items()
+            )
+            or "no node"
+        )
+
+    async def room(self) -> int:
+        """How many more agents the cluster can take now: the free slots of the workers this host
+        placed agents on (as the workers count them), plus a worker's slots (`sizing`) for each
+        further worker the nodes' free resources (`num_cpus`, `memory`, `resources`, each times the
+        slots) can hold.
+
+        Raises:
+            RayInfeasible: No node can ever hold one agent (a launch fails with the same message).
+            RuntimeError_: The cluster cannot be reached.
+        """
+        sizing = await self.sizing()
+        slots = sizing.slots
         free = 0
         for name, placed in list(self._placed.items()):
             if placed >= slots:
@@ -326,11 +579,7 @@ class RayRuntime:
             except RuntimeError_:
                 continue
             free += max(0, slots - max(placed, working))
-        need: dict[str, float] = {"CPU": self.config.num_cpus * slots}
-        if self.config.memory is not None:
-            need["memory"] = float(self.config.memory * slots)
-        need.update({name: value * slots for name, value in self.config.resources.items()})
-        need = {name: value for name, value in need.items() if value > 0}
+        need = sizing.ask
         if not need:
             return _ROOM_UNBOUNDED
         from ray._private import state
@@ -483,14 +732,31 @@ _ROOM_UNBOUNDED = 1_000_000
 
 
 def _probe(address: str) -> None:
-    """Fail fast when a `host:port` (or `ray://host:port`) address does not accept connections
-    (Ray itself retries for minutes).
+    """Fail fast when a `host:port` (or `ray://host:port`) address, or the one `auto` resolves to,
+    does not accept connections (Ray itself retries for minutes).
 
     Raises:
         RuntimeError_: Nothing listens there.
     """
-    if address in ("", "auto", "local"):
+    if address == "local":
         return
+    shown = repr(address)
+    if address in ("", "auto"):
+        # Ray's own lookup (`RAY_ADDRESS`, the last `ray start`'s address file, running GCS
+        # processes); a cluster that died without `ray stop` leaves its address file behind, and
+        # `ray.init` would retry that address for minutes.
+        try:
+            from ray._private.services import get_ray_address_from_environment
+
+            found = get_ray_address_from_environment("auto", None)
+        except Exception as exc:  # ConnectionError: no running cluster found
+            raise RuntimeError_(
+                f"cannot reach the Ray cluster at 'auto': {_first_line(exc)}; "
+                "start it (ray start --head) or set [ray] address"
+            ) from None
+        if not isinstance(found, str) or found in ("", "auto", "local"):
+            return
+        address, shown = found, f"'auto' ({found})"
     target = address.removeprefix("ray://")
     host, sep, port = target.rpartition(":")
     if not sep or not port.isdigit():
@@ -500,7 +766,7 @@ def _probe(address: str) -> None:
             pass
     except OSError as exc:
         raise RuntimeError_(
-            f"cannot reach the Ray cluster at {address!r}: {exc.strerror or exc}; "
+            f"cannot reach the Ray cluster at {shown}: {exc.strerror or exc}; "
             "start it (ray start --head) or set [ray] address"
         ) from None
 

@@ -3,7 +3,8 @@
 A worker actor is detached: it outlives every host and stays on the cluster until it is killed.
 `find_ray_orphans` asks each worker of this data root (by its name prefix, in the `[ray]`
 namespace) which runs it holds; a worker none of whose runs is a live generation of the store
-is an orphan (`idle` when it holds nothing, `finalized` when it holds only ended runs).
+is an orphan (`idle` when it holds nothing, `finalized` when it holds only ended runs, `unplaced`
+when Ray never placed it: it is not asked, it has no process).
 `reap_ray_orphans` kills them (`ray.kill`). `corral agents reap` and `corral doctor` use both.
 """
 
@@ -20,6 +21,9 @@ if TYPE_CHECKING:
 
 __all__ = ["RayOrphan", "find_ray_orphans", "has_ray_generations", "reap_ray_orphans"]
 
+_WHERE_TIMEOUT_S = 10.0
+"""How long a placed worker has to say what it holds (it answers in milliseconds when it lives)."""
+
 
 @dataclass(frozen=True, slots=True)
 class RayOrphan:
@@ -29,7 +33,9 @@ class RayOrphan:
     where: str
     """`node <ip> (<hostname>)`, pid."""
     reason: str
-    """`idle` (it holds no run) or `finalized` (it holds only runs whose generation ended)."""
+    """`idle` (it holds no run: a warm worker, ready for the next agent), `finalized` (it holds only
+    runs whose generation ended) or `unplaced` (Ray never placed it: it waits for resources no node
+    has free)."""
 
 
 def has_ray_generations(kernel: Generations) -> bool:
@@ -46,8 +52,11 @@ async def find_ray_orphans(kernel: Generations, ray: RayRuntime) -> list[RayOrph
     live = {g.run_id for g in kernel.generations() if g.runtime_kind == "ray"}
     found: list[RayOrphan] = []
     for name in await ray.worker_names():
+        if await ray.unplaced(name):  # never started: asking it would wait for a process that is not there
+            found.append(RayOrphan(name, "no node (Ray never placed it)", "unplaced"))
+            continue
         try:
-            info = await ray.call_worker(name, "where", timeout=30.0)
+            info = await ray.call_worker(name, "where", timeout=_WHERE_TIMEOUT_S)
         except RuntimeError_:
             continue  # died meanwhile
         runs = [str(run) for run in info.get("runs", [])]
