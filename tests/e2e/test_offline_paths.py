@@ -7,6 +7,7 @@ import json
 import re
 import signal
 import subprocess
+import sys
 from pathlib import Path
 
 from corral.llm._script_format import BUNDLED_SCRIPTS_DIR
@@ -127,3 +128,52 @@ def test_a_run_killed_during_its_first_request_leaves_no_file(cli_env: Env) -> N
     assert cli_env.sessions() == []
     home: Path = cli_env.home
     assert not list(home.rglob("*.jsonl"))
+
+
+AGENTS_ON_TEAM = """
+import asyncio
+
+import corral
+
+
+async def main() -> None:
+    async with corral.open_lead(cwd=".") as lead:
+        handle = await lead.delegate("scout", "What is here?", label="s1")
+        item = await handle.result(timeout=60)
+        print(item.kind, item.agent, item.details["status"])
+        print("The directory holds:" in item.text and "notes.txt" in item.text)
+    async with corral.open_lead(cwd=".", surfaces=("teams",)) as lead:
+        await lead.spawn("lister", "List this directory.", model_slot="read-collect")
+        report = await lead.next_item(timeout=60)
+        print(report.kind, report.agent)
+        print(report.text)
+
+
+asyncio.run(main())
+"""
+
+
+def test_scripted_team_answers_for_any_agent_a_program_starts(cli_env: Env) -> None:
+    """docs/scripted-model.md: with `default_model = "scripted/team"` (the bundled script) every agent
+    has an offline model; a managed agent answers with a listing, a teams agent reports it."""
+    del cli_env.vars["CORRAL_SCRIPTS"]  # the bundled script, not a test's own `team`
+    cli_env.settings('default_model = "scripted/team"\n')
+    (cli_env.project / "notes.txt").write_text("x\n")
+    done = subprocess.run(
+        [sys.executable, "-c", AGENTS_ON_TEAM],
+        cwd=cli_env.project,
+        env=cli_env.vars,
+        capture_output=True,
+        text=True,
+        timeout=180,
+        check=False,
+    )
+    assert done.returncode == 0, done.stderr
+    lines = done.stdout.splitlines()
+    assert lines[0] == "result s1 completed"
+    assert lines[1] == "True"
+    assert lines[2] == "report lister"
+    report = "\n".join(lines[3:])
+    assert (
+        "outcome=succeeded" in report and "Summary: listed the directory" in report and "notes.txt" in report
+    )
