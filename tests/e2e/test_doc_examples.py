@@ -10,12 +10,17 @@ A shell block (```sh, ```bash, ```shell, ```console) is preceded by one marker c
   a collector); the page then has an offline block too.
 - `<!-- not run: why -->`: interactive or an install step, never an example to copy offline.
 
+A ```toml block is a corral settings file: `corral doctor` run with it as the user's settings.toml
+finds the settings valid (its endpoint checks may fail: no server runs here). A block that is
+another program's config is marked `<!-- not corral settings: whose -->`.
+
 docs/python-api.md has its own test (`tests/lead/test_docs_examples.py`); docs/development.md is
 for corral's engineers.
 """
 
 from __future__ import annotations
 
+import json
 import os
 import re
 import subprocess
@@ -182,3 +187,39 @@ def test_the_offline_examples_of_a_page_run_as_written(page: Path, tmp_path: Pat
             assert done.returncode == status, shown
             assert needle in done.stdout + done.stderr, shown
             assert "Traceback" not in done.stderr, shown
+
+
+SETTINGS = re.compile(r"(?:<!--\s*(?P<marker>[^>]*?)\s*-->\n)?```toml\n(?P<body>.*?)```", re.DOTALL)
+TOML = [
+    Block(page, text.count("\n", 0, m.start("body")), (m.group("marker") or "").strip(), m.group("body"))
+    for page in PAGES
+    for text in [page.read_text()]
+    for m in SETTINGS.finditer(text)
+]
+
+
+def test_the_pages_have_settings_examples() -> None:
+    assert len([b for b in TOML if not b.marker]) >= 10
+
+
+@pytest.mark.parametrize(
+    "block", [b for b in TOML if not b.marker.startswith("not corral settings: ")], ids=lambda b: b.id
+)
+def test_a_settings_example_is_valid_settings(block: Block, tmp_path: Path) -> None:
+    project, env = _sandbox(tmp_path)
+    config = Path(env["XDG_CONFIG_HOME"]) / "corral"
+    config.mkdir(parents=True)
+    (config / "settings.toml").write_text(block.body)
+    done = subprocess.run(
+        ["corral", "doctor", "--json"],
+        cwd=project,
+        env=env,
+        stdin=subprocess.DEVNULL,
+        capture_output=True,
+        text=True,
+        timeout=120,
+        check=False,
+    )
+    checks = {c["name"]: c for c in json.loads(done.stdout)["checks"]}
+    assert checks["settings"]["status"] == "ok", (block.id, checks["settings"])
+    assert checks["definitions"]["status"] == "ok", (block.id, checks["definitions"])
