@@ -223,3 +223,38 @@ def test_a_settings_example_is_valid_settings(block: Block, tmp_path: Path) -> N
     checks = {c["name"]: c for c in json.loads(done.stdout)["checks"]}
     assert checks["settings"]["status"] == "ok", (block.id, checks["settings"])
     assert checks["definitions"]["status"] == "ok", (block.id, checks["definitions"])
+
+
+DEFINITION = re.compile(r"```markdown\n(?P<body>---\n.*?)```", re.DOTALL)
+DEFINITIONS = [
+    (f"{page.name}:{text.count(chr(10), 0, m.start('body'))}", m.group("body"))
+    for page in PAGES
+    for text in [page.read_text()]
+    for m in DEFINITION.finditer(text)
+]
+
+
+@pytest.mark.parametrize(("where", "body"), DEFINITIONS, ids=[w for w, _ in DEFINITIONS])
+def test_a_definition_example_loads(where: str, body: str, tmp_path: Path) -> None:
+    """An agent definition shown on a page loads as a user definition (no unknown field, no bad value)."""
+    project, env = _sandbox(tmp_path)
+    match = re.search(r"^name:\s*(\S+)", body, re.MULTILINE)
+    assert match is not None, where
+    agents = Path(env["XDG_CONFIG_HOME"]) / "corral" / "agents"
+    agents.mkdir(parents=True)
+    (agents / f"{match.group(1)}.md").write_text(body)
+    done = subprocess.run(
+        ["corral", "agents", "definitions", "--json"],
+        cwd=project,
+        env=env,
+        stdin=subprocess.DEVNULL,
+        capture_output=True,
+        text=True,
+        timeout=120,
+        check=False,
+    )
+    assert done.returncode == 0, done.stderr
+    listed = json.loads(done.stdout)
+    assert listed.get("invalid", []) == [], where
+    [loaded] = [d for d in listed["definitions"] if d["name"] == match.group(1)]
+    assert loaded.get("overrideSource", loaded.get("extensionSource", "")).startswith(str(agents)), loaded
