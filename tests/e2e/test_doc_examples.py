@@ -62,7 +62,7 @@ EXPECTED: dict[str, tuple[int, str]] = {
     ),
     "git log -1 | corral run --model scripted/hello -p -": (0, "Hello from the scripted model."),
     "corral models": (0, "scripted/tour"),
-    "corral sessions": (0, "agent reader (scout)"),
+    "corral sessions": (0, '"show me around"'),
     "corral agents list": (0, "No agents."),
     "corral doctor": (0, "ok    store: orchestration store"),
     "corral checks list": (0, "No unresolved checks."),
