@@ -23,6 +23,7 @@ from __future__ import annotations
 import json
 import os
 import re
+import shutil
 import subprocess
 import sys
 from dataclasses import dataclass
@@ -80,6 +81,13 @@ EXPECTED: dict[str, tuple[int, str]] = {
         "The scout `reader` delivered its result",
     ),
     "corral trace run.jsonl": (0, "│     └─ invoke_agent reader            reader"),
+    # docs/runtimes.md
+    """mkdir -p tmux-try/.corral && printf 'runtime = "tmux"\\n' > tmux-try/.corral/settings.toml""": (0, ""),
+    "corral trust tmux-try": (0, "Trusted "),
+    'corral run --cwd tmux-try --model scripted/team -p "what is in the README?"': (
+        0,
+        "The scout `reader` delivered its result",
+    ),
     # docs/mcp.md
     MCP_HANDSHAKE: (0, '"name":"agent_delegate"'),
 }
@@ -169,7 +177,21 @@ def _sandbox(root: Path) -> tuple[Path, dict[str, str]]:
 @pytest.mark.parametrize("page", sorted({b.page for b in OFFLINE}), ids=lambda p: p.name)
 def test_the_offline_examples_of_a_page_run_as_written(page: Path, tmp_path: Path) -> None:
     """The page's offline blocks, in order, in one sandbox (a later line may read what an earlier wrote)."""
+    needs = {"runtimes.md": "tmux"}.get(page.name)
+    if needs and shutil.which(needs) is None:
+        if os.environ.get("CI") == "true":
+            pytest.fail(f"{page.name}'s offline examples need {needs}")
+        pytest.skip(f"{page.name}'s offline examples need {needs}")
     project, env = _sandbox(tmp_path)
+    try:
+        _run_blocks(page, project, env)
+    finally:  # the tmux runtime's example leaves corral's private tmux server running
+        socket = Path(env["CORRAL_HOME"]) / "tmux" / "default"
+        if socket.exists():
+            subprocess.run(["tmux", "-S", str(socket), "kill-server"], capture_output=True, check=False)
+
+
+def _run_blocks(page: Path, project: Path, env: dict[str, str]) -> None:
     for block in (b for b in OFFLINE if b.page == page):
         for command in block.commands():
             status, needle = EXPECTED[_key(command)]
