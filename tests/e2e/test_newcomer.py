@@ -14,11 +14,16 @@ from pathlib import Path
 
 import pytest
 
+from corral.llm import DEFAULT_MODELS
 from tests.tmpfs import small_tmpfs
 
 from .conftest import CORRAL, Env, RunCorral, wait_until
 
 REPO = Path(__file__).resolve().parents[2]
+
+# The built-in defaults, read from the registry (never a real id whose lifecycle can break the test).
+ANTHROPIC_DEFAULT = f"anthropic/{DEFAULT_MODELS['anthropic']}"
+OPENAI_DEFAULT = f"openai/{DEFAULT_MODELS['openai']}"
 
 
 def test_short_help_works_and_says_bare_corral_opens_the_app(corral: RunCorral) -> None:
@@ -117,25 +122,25 @@ def test_default_model_per_provider_is_announced_once_and_marked_in_models(
         return f"{response['data']['model']['provider']}/{response['data']['model']['id']}"
 
     ephemeral = corral("run", "--mode", "rpc", "--no-session", input=state, env=key)
-    assert model_of(ephemeral) == "anthropic/claude-opus-4-6"
-    assert "using the default model anthropic/claude-opus-4-6" in ephemeral.stderr
+    assert model_of(ephemeral) == ANTHROPIC_DEFAULT
+    assert f"using the default model {ANTHROPIC_DEFAULT}" in ephemeral.stderr
     assert not cli_env.home.exists()  # --no-session remembers nothing
     first = corral("run", "--mode", "rpc", input=state, env=key)
-    assert model_of(first) == "anthropic/claude-opus-4-6"
-    assert "using the default model anthropic/claude-opus-4-6" in first.stderr
+    assert model_of(first) == ANTHROPIC_DEFAULT
+    assert f"using the default model {ANTHROPIC_DEFAULT}" in first.stderr
     again = corral("run", "--mode", "rpc", input=state, env=key)
-    assert model_of(again) == "anthropic/claude-opus-4-6"
+    assert model_of(again) == ANTHROPIC_DEFAULT
     assert "default model" not in again.stderr  # said once
 
     openai_only = corral("run", "--mode", "rpc", input=state, env={"OPENAI_API_KEY": "sk-test"})
-    assert model_of(openai_only) == "openai/gpt-5.2"
-    assert "using the default model openai/gpt-5.2" in openai_only.stderr  # a new default is said again
+    assert model_of(openai_only) == OPENAI_DEFAULT
+    assert f"using the default model {OPENAI_DEFAULT}" in openai_only.stderr  # a new default is said again
 
     listed = corral("models", env=key)
-    assert "anthropic/claude-opus-4-6  (default)" in listed.stdout.splitlines()
+    assert f"{ANTHROPIC_DEFAULT}  (default)" in listed.stdout.splitlines()
     assert sum("(default)" in line for line in listed.stdout.splitlines()) == 1
     rows = json.loads(corral("models", "--json", env=key).stdout)
-    assert [row["ref"] for row in rows if row["default"]] == ["anthropic/claude-opus-4-6"]
+    assert [row["ref"] for row in rows if row["default"]] == [ANTHROPIC_DEFAULT]
 
     cli_env.settings('default_model = "anthropic/claude-haiku-4-5"\n')
     listed = corral("models", env=key)

@@ -9,7 +9,7 @@ import subprocess
 import pytest
 from textual.widgets import Static
 
-from corral.llm import AssistantMessage, CustomMessage
+from corral.llm import DEFAULT_MODELS, AssistantMessage, CustomMessage
 from corral.tui import CorralApp
 from corral.tui.app import SetupCard
 from corral.tui.widgets import StatusFooter
@@ -64,8 +64,9 @@ async def test_the_footer_marks_the_built_in_default_model(
     async with app.run_test(size=SIZE) as pilot:
         await wait_until(pilot, lambda: app.launched is not None)
         footer = app.query_one(StatusFooter)
-        assert footer.model_ref == "anthropic/claude-opus-4-6 (default)"
-        assert "anthropic/claude-opus-4-6 (default)" in str(footer.render())
+        default = f"anthropic/{DEFAULT_MODELS['anthropic']}"
+        assert footer.model_ref == f"{default} (default)"
+        assert f"{default} (default)" in str(footer.render())
     chosen = tui_env.app("anthropic/claude-haiku-4-5")
     async with chosen.run_test(size=SIZE) as pilot:
         await wait_until(pilot, lambda: chosen.launched is not None)
