@@ -1,0 +1,68 @@
+"""Misusing the Python API: a bad option, a closed lead, a second data root, no model for agents.
+
+Each is refused with a `UsageError` (or the tool's `invalid_request`) that says what to do, and
+changes nothing durable.
+"""
+
+from __future__ import annotations
+
+import os
+from pathlib import Path
+
+import pytest
+
+import corral
+from corral.errors import UsageError
+
+from .conftest import WAIT, ApiEnv
+
+
+async def test_a_mistyped_isolation_is_refused_before_anything_starts(api_env: ApiEnv) -> None:
+    home_before = sorted(api_env.root.rglob("*"))
+    with pytest.raises(UsageError, match=r"isolation='worktre'.*'shared' or 'worktree'"):
+        async with corral.open_lead(api_env.work, isolation="worktre"):  # type: ignore[arg-type]
+            pass
+    with pytest.raises(UsageError, match=r"merge='on_accept'.*'manual' or 'on-accept'"):
+        async with corral.open_lead(api_env.work, merge="on_accept"):  # type: ignore[arg-type]
+            pass
+    assert sorted(api_env.root.rglob("*")) == home_before  # no session, no store
+
+
+async def test_a_closed_lead_says_so(api_env: ApiEnv) -> None:
+    async with corral.open_lead(api_env.work) as lead:
+        pass
+    for use in (
+        lambda: lead.call("agent", {"action": "list"}),
+        lambda: lead.delegate("scout", "late"),
+        lambda: lead.agents(),
+        lambda: lead.next_item(timeout=0),
+        lambda: lead.collect(),
+        lambda: lead.wait_quiet(timeout=0),
+    ):
+        with pytest.raises(UsageError, match="this lead is closed"):
+            await use()
+    with pytest.raises(UsageError, match="this lead is closed"):
+        lead.merge("writer")
+    with pytest.raises(UsageError, match="this lead is closed"):
+        lead.record_report_acceptance("r1", "accepted")
+    with pytest.raises(UsageError, match="this lead is closed"):
+        lead.save_cursor(None)
+    with pytest.raises(UsageError, match="this lead is closed"):
+        async for _ in lead.items():
+            pass
+
+
+async def test_a_second_data_root_in_one_process_is_refused(api_env: ApiEnv) -> None:
+    other = api_env.root / "other-home"
+    async with corral.open_lead(api_env.work, home=api_env.home) as first:
+        with pytest.raises(UsageError, match=r"data root.*other-home.*one data root"):
+            async with corral.open_lead(api_env.work, home=other):
+                pass
+        assert os.environ["CORRAL_HOME"] == str(api_env.home)
+        assert not other.exists()
+        handle = await first.delegate("scout", "look", label="s1")
+        result = await handle.result(timeout=WAIT)
+        # The agent's session lives under the lead's own data root, beside its store.
+        assert Path(result.details["session_path"]).is_relative_to(api_env.home)
+    async with corral.open_lead(api_env.work, home=other) as second:  # the first one is closed
+        assert second.session_path.is_relative_to(other)
