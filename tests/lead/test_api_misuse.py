@@ -66,3 +66,21 @@ async def test_a_second_data_root_in_one_process_is_refused(api_env: ApiEnv) -> 
         assert Path(result.details["session_path"]).is_relative_to(api_env.home)
     async with corral.open_lead(api_env.work, home=other) as second:  # the first one is closed
         assert second.session_path.is_relative_to(other)
+
+
+async def test_without_a_model_delegate_says_agents_need_one(api_env: ApiEnv) -> None:
+    (api_env.root / "config" / "corral" / "settings.toml").write_text("")
+    async with corral.open_lead(api_env.work) as lead:
+        out = await lead.call("agent", {"action": "delegate", "definition": "scout", "task": "x"})
+        assert not out.ok and out.category == "invalid_request"
+        assert "agents need a model: set `default_model`" in out.text and "pass `model=`" in out.text
+        assert "corral/program" not in out.text and "unknown provider" not in out.text
+        with pytest.raises(corral.LeadCallError, match="agents need a model"):
+            await lead.delegate("scout", "x")
+        assert await lead.agents() == []  # nothing was started or recorded
+        teams = await lead.call("agent", {"action": "list"})
+        assert teams.ok
+    # The lead's own model is what its agents inherit: `model=` makes the same call work.
+    async with corral.open_lead(api_env.work, model="scripted/team") as lead:
+        handle = await lead.delegate("scout", "x")
+        assert (await handle.result(timeout=WAIT)).text.endswith("agent result")

@@ -78,6 +78,12 @@ __all__ = [
 PROGRAM_MODEL_REF = "corral/program"
 """The placeholder model of a program lead with no model and no `default_model`."""
 
+NO_AGENT_MODEL = (
+    "agents need a model: set `default_model` in settings.toml or pass `model=` to open_lead "
+    "(`--model` for `corral mcp`), or name one in the agent's definition"
+)
+"""What a delegation of a program lead with no model (and no `default_model`) is refused with."""
+
 NO_MODEL_HINT = (
     "no model configured: pass --model provider/model (`corral models` lists them), "
     "set default_model in settings.toml, or set ANTHROPIC_API_KEY or OPENAI_API_KEY "
@@ -235,7 +241,8 @@ class Launched:
             settings=self.settings,
             extensions=(WorktreesExtension(repositories.worktrees),),
         )
-        self.caller = await self.host.attach_lead(self.agent, surfaces=self.surfaces)
+        no_model = NO_AGENT_MODEL if self.model_source == "program" else None
+        self.caller = await self.host.attach_lead(self.agent, surfaces=self.surfaces, no_model=no_model)
 
     async def wait_until_quiet(self) -> None:
         """Return once the lead is idle and nothing more can arrive for it (results, questions)."""

@@ -420,7 +420,7 @@ class Teams:
         resolved = resolve_tier_model(
             tier,
             self.favorites(),
-            lead_model_ref=caller.model_ref,
+            lead_model_ref=caller.inherited_model_ref,
             lead_thinking=caller.thinking_level,
             registry=self.host.registry,
         )
