@@ -318,6 +318,7 @@ def _run_launched(
     announce_default_model(launched, remember=not no_session)
 
     aborts: set[asyncio.Future[None]] = set()
+    interrupted: list[str] = []
 
     def terminate() -> None:
         launched.terminated = True
@@ -342,6 +343,10 @@ def _run_launched(
             if mode is Mode.json:
                 return await run_json_mode(launched, prompt, out=sys.stdout, err=sys.stderr, agents=agents)
             return await run_print_mode(launched, prompt, out=sys.stdout, err=sys.stderr)
+        except asyncio.CancelledError:
+            # Ctrl-C (asyncio.run cancels this task): name the agents it ends before they are stopped.
+            interrupted.extend(launched.interrupted())
+            raise
         finally:
             await launched.aclose()
 
@@ -350,6 +355,12 @@ def _run_launched(
     scratch = _scratch_data_root() if no_session else None
     try:
         return asyncio.run(main())
+    except KeyboardInterrupt:
+        # Said here: typer turns an escaping KeyboardInterrupt into a silent exit 130.
+        print("corral: interrupted", file=sys.stderr)
+        for line in interrupted:
+            print(f"corral: {line}", file=sys.stderr)
+        return 130
     finally:
         launched.session.close()
         if scratch is not None:

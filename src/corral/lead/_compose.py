@@ -270,10 +270,27 @@ class Launched:
             elif state == "blocked":
                 lines.append(f"{who} is waiting for your reply in its own pane; reply with {resume}")
             else:
-                lines.append(
-                    f"{who} was lost before it finished (its transcript is kept): {resume} lets the lead "
-                    f"`close` it and `continue` its session {generation.session_id}; `corral agents list` shows it"
-                )
+                lines.append(_lost_line(who, resume, generation.session_id))
+        return lines
+
+    def interrupted(self) -> list[str]:
+        """What an interrupt (Ctrl-C) leaves behind, taken just before the run stops its agents: one
+        line per managed agent of this lead not settled. An agent running in this process is lost with
+        the run (the line a normal exit prints for a lost agent); one in a pane or on Ray goes on."""
+        if self.host is None:
+            return []
+        lines = []
+        resume = f"`corral run --session {self.session.session_id} -p ...`"
+        for generation in self.host.tree(self.session.session_id):
+            who = f"agent {generation.label} ({generation.definition})"
+            if generation.phase == "completed":
+                lines.append(f"{who}: its result is stored but was not delivered; {resume} receives it")
+            elif generation.phase not in ("starting", "active"):
+                continue
+            elif generation.runtime_kind == "inprocess" or generation.presence == "lost":
+                lines.append(_lost_line(who, resume, generation.session_id))
+            else:
+                lines.append(f"{who} goes on in its {generation.runtime_kind} worker; {resume} receives its result")
         return lines
 
     def unsettled(self) -> list[str]:
@@ -302,6 +319,13 @@ class Launched:
         """Stop managed agents that run in this process and close the store."""
         if self.host is not None:
             await self.host.aclose()
+
+
+def _lost_line(who: str, resume: str, session_id: str) -> str:
+    return (
+        f"{who} was lost before it finished (its transcript is kept): {resume} lets the lead "
+        f"`close` it and `continue` its session {session_id}; `corral agents list` shows it"
+    )
 
 
 def warn(message: str) -> None:
