@@ -84,3 +84,22 @@ async def test_without_a_model_delegate_says_agents_need_one(api_env: ApiEnv) ->
     async with corral.open_lead(api_env.work, model="scripted/team") as lead:
         handle = await lead.delegate("scout", "x")
         assert (await handle.result(timeout=WAIT)).text.endswith("agent result")
+
+
+async def test_a_swarm_whose_every_member_fails_has_an_error_category(api_env: ApiEnv) -> None:
+    agents = [{"name": "one", "prompt": "Look.", "cwd": "nowhere-1"}, {"name": "two", "prompt": "Look.", "cwd": "nowhere-2"}]
+    async with corral.open_lead(api_env.work, surfaces=("teams",)) as lead:
+        out = await lead.call("spawn_swarm_agents", {"agents": agents})
+        assert not out.ok and out.details is not None
+        error = out.details["error"]
+        assert error["category"] == "invalid_request" and error["operation"] == "spawn_swarm_agents"
+        assert error["message"].startswith("No agent was started: 2 of 2 members failed; one: ")
+        assert [f["category"] for f in out.details["failed"]] == ["invalid_request", "invalid_request"]
+        assert out.details["spawned"] == []
+        with pytest.raises(corral.LeadCallError) as raised:
+            await lead.spawn_swarm(agents)
+        assert raised.value.category == "invalid_request"
+        assert raised.value.details["error"]["category"] == "invalid_request"
+        # One member started: the call succeeded, with no error object.
+        mixed = await lead.call("spawn_swarm_agents", {"agents": [agents[0], {"name": "ok", "prompt": "Look."}]})
+        assert mixed.ok and mixed.details is not None and "error" not in mixed.details

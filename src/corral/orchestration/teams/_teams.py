@@ -535,7 +535,7 @@ class Teams:
                         caller, member, parent=parent, name=names[index], slot=slot, guards=guards
                     )
                 except OrchestrationError as exc:
-                    results.append(SwarmFailure(names[index], str(exc)))
+                    results.append(SwarmFailure(names[index], str(exc), exc.category))
                     if slot is not None:
                         self.groups.settled(slot[1], "rejected", str(exc))
                     continue
