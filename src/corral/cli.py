@@ -188,6 +188,8 @@ def _prompt_text(prompt: str | None) -> str:
     from corral.errors import UsageError
 
     if prompt is not None and prompt != "-":
+        if not prompt.strip():
+            raise UsageError("the prompt given with -p is empty: give some text, or pipe it on stdin")
         return prompt
     if sys.stdin is None or (prompt is None and sys.stdin.isatty()):
         raise UsageError("give a prompt with -p PROMPT (or pipe it on stdin), or use --mode rpc")
@@ -495,14 +497,21 @@ def sessions(
         bool, typer.Option("--all", help="Every directory's sessions, not only this one's.")
     ] = False,
     json_: Annotated[bool, typer.Option("--json", help="Print JSON.")] = False,
+    agents: Annotated[
+        bool,
+        typer.Option("--agents", help="Also the managed agents' sessions (`agent <label> (<definition>)`)."),
+    ] = False,
     cwd: CwdOpt = None,
 ) -> None:
-    """List saved sessions, newest first: id, last activity, size, name (or first prompt); agents' too."""
+    """List saved lead sessions, newest first: id, last activity, size, name (or first prompt);
+    `--agents` adds the managed agents' sessions."""
     from corral._cli._launch import check_data_root
     from corral._cli._sessions import sessions_list
 
     check_data_root()
-    raise typer.Exit(sessions_list(cwd=cwd or Path.cwd(), all_dirs=all_, as_json=json_, out=sys.stdout))
+    raise typer.Exit(
+        sessions_list(cwd=cwd or Path.cwd(), all_dirs=all_, as_json=json_, out=sys.stdout, agents=agents)
+    )
 
 
 @app.command()
@@ -765,17 +774,19 @@ def mcp(
     trace: TraceOpt = None,
 ) -> None:
     """Serve a lead session over MCP (stdio by default): `claude mcp add corral -- corral mcp`."""
+    from corral.errors import UsageError
+
     if isolation not in (None, "shared", "worktree"):
-        sys.stderr.write(f"corral mcp: --isolation {isolation!r}: use shared or worktree\n")
-        raise typer.Exit(2)
+        raise UsageError(f"--isolation {isolation!r}: use shared or worktree")
+    if cwd is not None and not cwd.is_dir():
+        raise UsageError(f"--cwd {cwd}: not a directory")
     from corral._mcp import McpOptions, parse_budget
     from corral._mcp import main as run_mcp
 
     try:
         limits = parse_budget(budget or [])
     except ValueError as exc:
-        sys.stderr.write(f"corral mcp: {exc}\n")
-        raise typer.Exit(2) from None
+        raise UsageError(str(exc)) from None
 
     options = McpOptions(
         cwd or Path.cwd(),
@@ -816,6 +827,22 @@ def worker(
     raise typer.Exit(run_worker(["--run-id", run_id, "--store", str(store), "--launch", str(launch)]))
 
 
+_SHELL_WORDS = (
+    ("refresh with `list`", "`corral agents list` shows the agents"),
+    ("refresh with get_agent_status", "`corral agents list --teams` shows the teams agents"),
+)
+"""The core's hints name the lead's tools; a shell user gets the command that does the same."""
+
+
+def _whole_short_help(command: "typer._click.Command") -> None:
+    """Give each sub-command its whole first paragraph as the line `--help` lists, so it is wrapped
+    rather than cut with `...` at click's width."""
+    for sub in getattr(command, "commands", {}).values():
+        if not sub.short_help and sub.help:
+            sub.short_help = " ".join(sub.help.split("\n\n")[0].split())
+        _whole_short_help(sub)
+
+
 def main(argv: list[str] | None = None) -> int:
     """Entry point: run the CLI, turning user errors into one line on stderr and exit code 2."""
     from typer._click.exceptions import ClickException, NoArgsIsHelpError
@@ -824,6 +851,7 @@ def main(argv: list[str] | None = None) -> int:
     from corral.errors import CorralError
 
     command = typer.main.get_command(app)
+    _whole_short_help(command)
     args = sys.argv[1:] if argv is None else argv
     try:
         result = command.main(args=args, prog_name="corral", standalone_mode=False)
@@ -834,10 +862,14 @@ def main(argv: list[str] | None = None) -> int:
         return 2
     except ClickException as exc:
         message = " ".join(exc.format_message().split())
+        for wording in ("Value error, ", "Assertion failed, "):  # pydantic's, under typer's conversion
+            message = message.replace(f": {wording}", ": ")
         print(f"corral: error: {message}", file=sys.stderr)
         return 2
     except CorralError as exc:
         message = " ".join(str(exc).split())
+        for tool_words, shell_words in _SHELL_WORDS:
+            message = message.replace(tool_words, shell_words)
         print(f"corral: error: {message}", file=sys.stderr)
         return 2
     except (Abort, KeyboardInterrupt):

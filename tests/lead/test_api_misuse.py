@@ -87,7 +87,10 @@ async def test_without_a_model_delegate_says_agents_need_one(api_env: ApiEnv) ->
 
 
 async def test_a_swarm_whose_every_member_fails_has_an_error_category(api_env: ApiEnv) -> None:
-    agents = [{"name": "one", "prompt": "Look.", "cwd": "nowhere-1"}, {"name": "two", "prompt": "Look.", "cwd": "nowhere-2"}]
+    agents = [
+        {"name": "one", "prompt": "Look.", "cwd": "nowhere-1"},
+        {"name": "two", "prompt": "Look.", "cwd": "nowhere-2"},
+    ]
     async with corral.open_lead(api_env.work, surfaces=("teams",)) as lead:
         out = await lead.call("spawn_swarm_agents", {"agents": agents})
         assert not out.ok and out.details is not None
@@ -101,5 +104,19 @@ async def test_a_swarm_whose_every_member_fails_has_an_error_category(api_env: A
         assert raised.value.category == "invalid_request"
         assert raised.value.details["error"]["category"] == "invalid_request"
         # One member started: the call succeeded, with no error object.
-        mixed = await lead.call("spawn_swarm_agents", {"agents": [agents[0], {"name": "ok", "prompt": "Look."}]})
+        mixed = await lead.call(
+            "spawn_swarm_agents", {"agents": [agents[0], {"name": "ok", "prompt": "Look."}]}
+        )
         assert mixed.ok and mixed.details is not None and "error" not in mixed.details
+
+
+async def test_open_lead_errors_name_the_argument_not_the_cli_flag(api_env: ApiEnv) -> None:
+    missing = api_env.work / "missing"
+    with pytest.raises(UsageError, match=r"open_lead\(cwd='.*missing'\): not a directory") as raised:
+        async with corral.open_lead(missing):
+            pass
+    assert "--cwd" not in str(raised.value)
+    with pytest.raises(UsageError) as raised:
+        async with corral.open_lead(api_env.work, surfaces=("bogus",)):
+            pass
+    assert "--surfaces" not in str(raised.value) and "unknown surface 'bogus'" in str(raised.value)

@@ -54,12 +54,16 @@ def _git(cwd: Path, *args: str) -> None:
 
 
 @pytest.mark.parametrize(("code", "expected"), _examples(), ids=lambda v: v.strip().splitlines()[-1][:30])
-def test_example_runs_offline_and_prints_what_the_page_shows(tmp_path: Path, code: str, expected: str) -> None:
+def test_example_runs_offline_and_prints_what_the_page_shows(
+    tmp_path: Path, code: str, expected: str
+) -> None:
     work = tmp_path / "work"
     work.mkdir()
     (work / "README.md").write_text("# A project\n")
     _git(work, "init", "-q", "-b", "main")
-    _git(work, "-c", "user.name=t", "-c", "user.email=t@example.com", "commit", "-qm", "start", "--allow-empty")
+    _git(
+        work, "-c", "user.name=t", "-c", "user.email=t@example.com", "commit", "-qm", "start", "--allow-empty"
+    )
     _git(work, "add", "README.md")
     _git(work, "-c", "user.name=t", "-c", "user.email=t@example.com", "commit", "-qm", "readme")
     env = {k: v for k, v in os.environ.items() if not k.startswith("CORRAL_")}

@@ -112,6 +112,9 @@ class LaunchOptions:
     """Tool surfaces for the lead; `None` means the `surfaces` setting."""
     program: bool = False
     """A program leads (see the module docstring): the model is optional, deliveries start no turn."""
+    front: str | None = None
+    """A program lead's front end (`api`, `mcp`): a new session's header records it as `corral.lead`,
+    so `corral sessions` can name a lead that has no prompt."""
     prompt: PromptOverrides = field(default_factory=lambda: PromptOverrides())
     """`--system-prompt` / `--append-system-prompt` (Pi's flags), already read."""
 
@@ -290,7 +293,9 @@ class Launched:
             elif generation.runtime_kind == "inprocess" or generation.presence == "lost":
                 lines.append(_lost_line(who, resume, generation.session_id))
             else:
-                lines.append(f"{who} goes on in its {generation.runtime_kind} worker; {resume} receives its result")
+                lines.append(
+                    f"{who} goes on in its {generation.runtime_kind} worker; {resume} receives its result"
+                )
         return lines
 
     def unsettled(self) -> list[str]:
@@ -376,6 +381,8 @@ def _open_session(opts: LaunchOptions) -> SessionManager:
         recent = find_recent_session(opts.cwd)
         if recent is not None:
             return SessionManager.open(recent)
+    if opts.front is not None:
+        return SessionManager.create(opts.cwd, header_extra={"corral": {"lead": opts.front}})
     return SessionManager.create(opts.cwd)
 
 

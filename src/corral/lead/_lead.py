@@ -49,7 +49,7 @@ from corral.llm import CustomMessage, TextContent, ToolDefinition
 from corral.session import CustomEntry
 from corral.settings import BudgetSettings
 
-from ._compose import Launched, LaunchOptions, launch_session
+from ._compose import SURFACE_NAMES, Launched, LaunchOptions, launch_session
 from ._handles import AgentHandle, AgentRow, LeadCallError
 from ._items import ITEM_TYPES, ItemLog, LeadItem
 
@@ -643,6 +643,7 @@ async def open_lead(
     merge: MergePolicy | None = None,
     budget: Mapping[str, float] | None = None,
     trace: str | os.PathLike[str] | None = None,
+    _front: Literal["api", "mcp"] = "api",
 ) -> AsyncIterator[Lead]:
     """Open a lead session for a program: `async with corral.open_lead() as lead: ...`.
 
@@ -667,6 +668,8 @@ async def open_lead(
         trace: Append this lead's spans to this file, like `corral run --trace FILE` (read it with
             `corral trace FILE`). Without it the lead is traced when the `OTEL_*` variables ask for an
             exporter, or under tracing the program set up already (docs/fleet.md, "Traces").
+        _front: corral's own front ends only: which one opened the lead (`corral mcp` passes `mcp`),
+            recorded in a new session's header for `corral sessions`.
 
     Raises:
         UsageError: a bad option (`isolation`, `merge`, `budget`, `surfaces`, `cwd`), or a `home`
@@ -674,7 +677,14 @@ async def open_lead(
         CorralError: for anything else the caller can fix (the message says how).
     """
     if not surfaces:
-        raise UsageError("choose at least one surface: 'agent' and/or 'teams'")
+        raise UsageError("open_lead(surfaces=()): choose at least one surface, 'agent' and/or 'teams'")
+    if not Path(cwd).expanduser().is_dir():
+        raise UsageError(
+            f"open_lead(cwd={os.fspath(cwd)!r}): not a directory; pass the lead's working directory"
+        )
+    for surface in surfaces:
+        if surface not in SURFACE_NAMES:
+            raise UsageError(f"unknown surface {surface!r}: choose 'agent' and/or 'teams'")
     _choice("isolation", isolation, get_args(Isolation))
     _choice("merge", merge, get_args(MergePolicy))
     if budget is not None:
@@ -682,7 +692,7 @@ async def open_lead(
     root = _DATA_ROOTS.enter(home)
     try:
         async with _open_lead(
-            cwd, session, continue_recent, model, surfaces, isolation, merge, budget, trace
+            cwd, session, continue_recent, model, surfaces, isolation, merge, budget, trace, _front
         ) as lead:
             yield lead
     finally:
@@ -700,6 +710,7 @@ async def _open_lead(
     merge: MergePolicy | None,
     budget: Mapping[str, float] | None,
     trace: str | os.PathLike[str] | None,
+    front: Literal["api", "mcp"],
 ) -> AsyncIterator[Lead]:
     options = LaunchOptions(
         Path(cwd),
@@ -708,6 +719,7 @@ async def _open_lead(
         continue_recent=continue_recent,
         surfaces=list(surfaces),
         program=True,
+        front=front,
     )
     # Traced: a root span of its own (a trace file, the `OTEL_*` exporters, or tracing the program set
     # up), unless the program opened the lead under a span of its own already (then that is the root).

@@ -265,7 +265,9 @@ class Delegation:
         """`delegate`'s record step: the new (or forked) session and the generation, in the draft's cwd."""
         host = self.host
         cwd = draft.cwd
-        model, thinking = self._model_for(defn, caller.inherited_model_ref, caller.thinking_level, cwd, caller)
+        model, thinking = self._model_for(
+            defn, caller.inherited_model_ref, caller.thinking_level, cwd, caller
+        )
         delegating = caller.scope == "lead" and is_delegating(defn)
         runtime_kind = self._runtime_for(defn, delegating=delegating)
         if fork_source is not None:
