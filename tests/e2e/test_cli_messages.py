@@ -5,6 +5,7 @@ from __future__ import annotations
 import json
 import signal
 import subprocess
+from pathlib import Path
 
 from .conftest import CORRAL, Env, RunCorral, wait_until
 
@@ -168,3 +169,16 @@ def test_sessions_lists_leads_by_default_and_names_program_leads(corral: RunCorr
     assert titles == ["MCP lead", "Python API lead"]
     rows = json.loads(corral("sessions", "--json").stdout)
     assert sorted(row["lead"] for row in rows) == ["api", "mcp"]
+
+
+def test_the_bundled_hello_script_documents_a_call_that_works(corral: RunCorral) -> None:
+    import re
+    import shlex
+
+    import corral as package
+
+    script = Path(package.__file__).parent / "llm" / "scripts" / "hello.yaml"
+    [command] = re.findall(r"`(corral [^`]+)`", script.read_text().splitlines()[0])
+    done = corral(*shlex.split(command)[1:])
+    assert done.returncode == 0, done.stderr
+    assert done.stdout == "Hello from the scripted model.\n"
