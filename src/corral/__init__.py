@@ -40,6 +40,11 @@ __all__ = [
 _API = frozenset(__all__) - {"__version__"}
 
 
+def __dir__() -> list[str]:
+    """The public API (loaded or not) and the module's dunder names, for REPL and IDE completion."""
+    return sorted(set(__all__) | {name for name in globals() if name.startswith("__")})
+
+
 def __getattr__(name: str) -> Any:
     if name not in _API:
         raise AttributeError(f"module 'corral' has no attribute {name!r}")

@@ -190,6 +190,8 @@ def _prompt_text(prompt: str | None) -> str:
     from corral.errors import UsageError
 
     if prompt is not None and prompt != "-":
+        if not prompt.strip():
+            raise UsageError("the prompt given with -p is empty: give some text, or pipe it on stdin")
         return prompt
     if sys.stdin is None or (prompt is None and sys.stdin.isatty()):
         raise UsageError("give a prompt with -p PROMPT (or pipe it on stdin), or use --mode rpc")
@@ -320,6 +322,7 @@ def _run_launched(
     announce_default_model(launched, remember=not no_session)
 
     aborts: set[asyncio.Future[None]] = set()
+    interrupted: list[str] = []
 
     def terminate() -> None:
         launched.terminated = True
@@ -344,6 +347,10 @@ def _run_launched(
             if mode is Mode.json:
                 return await run_json_mode(launched, prompt, out=sys.stdout, err=sys.stderr, agents=agents)
             return await run_print_mode(launched, prompt, out=sys.stdout, err=sys.stderr)
+        except asyncio.CancelledError:
+            # Ctrl-C (asyncio.run cancels this task): name the agents it ends before they are stopped.
+            interrupted.extend(launched.interrupted())
+            raise
         finally:
             await launched.aclose()
 
@@ -352,6 +359,12 @@ def _run_launched(
     scratch = _scratch_data_root() if no_session else None
     try:
         return asyncio.run(main())
+    except KeyboardInterrupt:
+        # Said here: typer turns an escaping KeyboardInterrupt into a silent exit 130.
+        print("corral: interrupted", file=sys.stderr)
+        for line in interrupted:
+            print(f"corral: {line}", file=sys.stderr)
+        return 130
     finally:
         launched.session.close()
         if scratch is not None:
@@ -505,14 +518,21 @@ def sessions(
         bool, typer.Option("--all", help="Every directory's sessions, not only this one's.")
     ] = False,
     json_: Annotated[bool, typer.Option("--json", help="Print JSON.")] = False,
+    agents: Annotated[
+        bool,
+        typer.Option("--agents", help="Also the managed agents' sessions (`agent <label> (<definition>)`)."),
+    ] = False,
     cwd: CwdOpt = None,
 ) -> None:
-    """List saved sessions, newest first: id, last activity, size, name (or first prompt); agents' too."""
+    """List saved lead sessions, newest first: id, last activity, size, name (or first prompt);
+    `--agents` adds the managed agents' sessions."""
     from corral._cli._launch import check_data_root
     from corral._cli._sessions import sessions_list
 
     check_data_root()
-    raise typer.Exit(sessions_list(cwd=cwd or Path.cwd(), all_dirs=all_, as_json=json_, out=sys.stdout))
+    raise typer.Exit(
+        sessions_list(cwd=cwd or Path.cwd(), all_dirs=all_, as_json=json_, out=sys.stdout, agents=agents)
+    )
 
 
 @app.command()
@@ -782,17 +802,19 @@ def mcp(
     trace: TraceOpt = None,
 ) -> None:
     """Serve a lead session over MCP (stdio by default): `claude mcp add corral -- corral mcp`."""
+    from corral.errors import UsageError
+
     if isolation not in (None, "shared", "worktree"):
-        sys.stderr.write(f"corral mcp: --isolation {isolation!r}: use shared or worktree\n")
-        raise typer.Exit(2)
+        raise UsageError(f"--isolation {isolation!r}: use shared or worktree")
+    if cwd is not None and not cwd.is_dir():
+        raise UsageError(f"--cwd {cwd}: not a directory")
     from corral._mcp import McpOptions, parse_budget
     from corral._mcp import main as run_mcp
 
     try:
         limits = parse_budget(budget or [])
     except ValueError as exc:
-        sys.stderr.write(f"corral mcp: {exc}\n")
-        raise typer.Exit(2) from None
+        raise UsageError(str(exc)) from None
 
     options = McpOptions(
         cwd or Path.cwd(),
@@ -834,6 +856,22 @@ def worker(
     raise typer.Exit(run_worker(["--run-id", run_id, "--store", str(store), "--launch", str(launch)]))
 
 
+_SHELL_WORDS = (
+    ("refresh with `list`", "`corral agents list` shows the agents"),
+    ("refresh with get_agent_status", "`corral agents list --teams` shows the teams agents"),
+)
+"""The core's hints name the lead's tools; a shell user gets the command that does the same."""
+
+
+def _whole_short_help(command: "typer._click.Command") -> None:
+    """Give each sub-command its whole first paragraph as the line `--help` lists, so it is wrapped
+    rather than cut with `...` at click's width."""
+    for sub in getattr(command, "commands", {}).values():
+        if not sub.short_help and sub.help:
+            sub.short_help = " ".join(sub.help.split("\n\n")[0].split())
+        _whole_short_help(sub)
+
+
 def main(argv: list[str] | None = None) -> int:
     """Entry point: run the CLI, turning user errors into one line on stderr and exit code 2."""
     from typer._click.exceptions import ClickException, NoArgsIsHelpError
@@ -842,6 +880,7 @@ def main(argv: list[str] | None = None) -> int:
     from corral.errors import CorralError
 
     command = typer.main.get_command(app)
+    _whole_short_help(command)
     args = sys.argv[1:] if argv is None else argv
     try:
         result = command.main(args=args, prog_name="corral", standalone_mode=False)
@@ -852,10 +891,14 @@ def main(argv: list[str] | None = None) -> int:
         return 2
     except ClickException as exc:
         message = " ".join(exc.format_message().split())
+        for wording in ("Value error, ", "Assertion failed, "):  # pydantic's, under typer's conversion
+            message = message.replace(f": {wording}", ": ")
         print(f"corral: error: {message}", file=sys.stderr)
         return 2
     except CorralError as exc:
         message = " ".join(str(exc).split())
+        for tool_words, shell_words in _SHELL_WORDS:
+            message = message.replace(tool_words, shell_words)
         print(f"corral: error: {message}", file=sys.stderr)
         return 2
     except (Abort, KeyboardInterrupt):

@@ -334,7 +334,11 @@ def test_sessions_lists_a_directory_and_every_directory(corral: RunCorral, cli_e
     cli_env.script("hi", "steps:\n  - text: hello\n")
     assert corral("run", "--model", "scripted/hi", "-p", "first prompt").returncode == 0
     assert corral("run", "--model", "scripted/tour", "-p", "show me around").returncode == 0
-    listed = corral("sessions")
+    leads = corral("sessions")
+    assert leads.returncode == 0, leads.stderr
+    assert len(leads.stdout.splitlines()) == 2  # the two leads; their scouts only with --agents
+    assert "agent " not in leads.stdout
+    listed = corral("sessions", "--agents")
     assert listed.returncode == 0, listed.stderr
     lines = listed.stdout.splitlines()
     assert len(lines) == 4  # two leads, two scouts
@@ -343,13 +347,13 @@ def test_sessions_lists_a_directory_and_every_directory(corral: RunCorral, cli_e
     assert any(line.endswith('"first prompt"') for line in lines)
     assert sum("agent tour-docs (scout)" in line or "agent tour-todos (scout)" in line for line in lines) == 2
     assert all(" KB" in line or " B " in line for line in lines)  # the size
-    rows = json.loads(corral("sessions", "--json").stdout)
+    rows = json.loads(corral("sessions", "--json", "--agents").stdout)
     assert {row["id"] for row in rows} == ids and all(row["size"] > 0 for row in rows)
 
     elsewhere = cli_env.root / "elsewhere"
     elsewhere.mkdir()
     assert corral("sessions", "--cwd", str(elsewhere)).stdout.startswith("No sessions for")
-    every = corral("sessions", "--all", "--cwd", str(elsewhere)).stdout.splitlines()
+    every = corral("sessions", "--all", "--agents", "--cwd", str(elsewhere)).stdout.splitlines()
     assert len(every) == 4 and all(line.endswith(f"[{cli_env.project}]") for line in every)
     missing = corral("run", "--model", "scripted/hi", "--session", "0000dead", "-p", "x")
     _one_line_error(missing, "`corral sessions` lists")

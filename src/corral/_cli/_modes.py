@@ -10,6 +10,7 @@ from __future__ import annotations
 import asyncio
 import contextlib
 import json
+import re
 import time
 from collections.abc import Callable
 from typing import Any, TextIO
@@ -32,6 +33,17 @@ from ._launch import Launched
 __all__ = ["LineWriter", "event_json", "run_json_mode", "run_print_mode"]
 
 
+_CLASS_PREFIX = re.compile(
+    r"^(?:[A-Za-z_][A-Za-z0-9_]*\.)*[A-Z][A-Za-z0-9_]*(?:Error|Exception|Timeout|Failure): "
+)
+"""A Python exception's class name in front of a provider error's text (`ModelConnectionError: …`)."""
+
+
+def plain_error(message: str) -> str:
+    """A provider error as a person reads it: without the exception class name in front."""
+    return _CLASS_PREFIX.sub("", message, count=1)
+
+
 def _exit_status(launched: Launched) -> tuple[int, str | None]:
     """`(1, reason)` when the run ended in an error, an abort, SIGTERM or an empty reply (or a
     reply note that fails the run); else `(0, None)`."""
@@ -46,7 +58,7 @@ def _exit_status(launched: Launched) -> tuple[int, str | None]:
     if last is None:
         return 1, "the model gave no reply"
     if last.stop_reason in ("error", "aborted"):
-        return 1, describe_failed_reply(last, agent.model.info)
+        return 1, plain_error(describe_failed_reply(last, agent.model.info))
     note = reply_note(last, agent.model.info)
     if note is not None and last.stop_reason != "length":
         return 1, note
@@ -98,7 +110,7 @@ async def _run_headless(launched: Launched, prompt: str, err: TextIO) -> None:
             print(f"corral: warning: {event.text}", file=err, flush=True)
         if isinstance(event, AutoRetryStartEvent):
             print(
-                f"corral: {event.error_message}; retrying in {event.delay_ms / 1000:g} s "
+                f"corral: {plain_error(event.error_message)}; retrying in {event.delay_ms / 1000:g} s "
                 f"(attempt {event.attempt} of {event.max_attempts})",
                 file=err,
                 flush=True,

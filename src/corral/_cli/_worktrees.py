@@ -52,7 +52,7 @@ def merge(ref: str, *, discard: bool, out: TextIO, err: TextIO) -> int:
     try:
         store = Repositories.open(default_store_path())
     except OrchestrationError as exc:
-        err.write(f"corral merge: {' '.join(str(exc).split())}\n")
+        err.write(f"corral: error: {' '.join(str(exc).split())}\n")
         return 2
     try:
         trees = _trees(store)
@@ -61,7 +61,7 @@ def merge(ref: str, *, discard: bool, out: TextIO, err: TextIO) -> int:
                 out.write(note + "\n")
             outcome = trees.discard(ref) if discard else trees.merge(ref)
         except OrchestrationError as exc:
-            err.write(f"corral merge: {' '.join(str(exc).split())}\n")
+            err.write(f"corral: error: {' '.join(str(exc).split())}\n")
             return 2
         out.write(outcome.message + "\n")
         for path in outcome.paths:

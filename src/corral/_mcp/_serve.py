@@ -265,6 +265,7 @@ async def serve(options: McpOptions, *, opening: Opening | None = None) -> int:
             isolation=options.isolation,
             budget=options.budget,
             trace=options.trace,
+            _front="mcp",
         )
 
     def opened(lead: Lead) -> None:

@@ -78,6 +78,12 @@ __all__ = [
 PROGRAM_MODEL_REF = "corral/program"
 """The placeholder model of a program lead with no model and no `default_model`."""
 
+NO_AGENT_MODEL = (
+    "agents need a model: set `default_model` in settings.toml or pass `model=` to open_lead "
+    "(`--model` for `corral mcp`), or name one in the agent's definition"
+)
+"""What a delegation of a program lead with no model (and no `default_model`) is refused with."""
+
 NO_MODEL_HINT = (
     "no model configured: pass --model provider/model (`corral models` lists them), "
     "set default_model in settings.toml, or set ANTHROPIC_API_KEY or OPENAI_API_KEY "
@@ -106,6 +112,9 @@ class LaunchOptions:
     """Tool surfaces for the lead; `None` means the `surfaces` setting."""
     program: bool = False
     """A program leads (see the module docstring): the model is optional, deliveries start no turn."""
+    front: str | None = None
+    """A program lead's front end (`api`, `mcp`): a new session's header records it as `corral.lead`,
+    so `corral sessions` can name a lead that has no prompt."""
     prompt: PromptOverrides = field(default_factory=lambda: PromptOverrides())
     """`--system-prompt` / `--append-system-prompt` (Pi's flags), already read."""
 
@@ -235,7 +244,8 @@ class Launched:
             settings=self.settings,
             extensions=(WorktreesExtension(repositories.worktrees),),
         )
-        self.caller = await self.host.attach_lead(self.agent, surfaces=self.surfaces)
+        no_model = NO_AGENT_MODEL if self.model_source == "program" else None
+        self.caller = await self.host.attach_lead(self.agent, surfaces=self.surfaces, no_model=no_model)
 
     async def wait_until_quiet(self) -> None:
         """Return once the lead is idle and nothing more can arrive for it (results, questions)."""
@@ -263,9 +273,28 @@ class Launched:
             elif state == "blocked":
                 lines.append(f"{who} is waiting for your reply in its own pane; reply with {resume}")
             else:
+                lines.append(_lost_line(who, resume, generation.session_id))
+        return lines
+
+    def interrupted(self) -> list[str]:
+        """What an interrupt (Ctrl-C) leaves behind, taken just before the run stops its agents: one
+        line per managed agent of this lead not settled. An agent running in this process is lost with
+        the run (the line a normal exit prints for a lost agent); one in a pane or on Ray goes on."""
+        if self.host is None:
+            return []
+        lines = []
+        resume = f"`corral run --session {self.session.session_id} -p ...`"
+        for generation in self.host.tree(self.session.session_id):
+            who = f"agent {generation.label} ({generation.definition})"
+            if generation.phase == "completed":
+                lines.append(f"{who}: its result is stored but was not delivered; {resume} receives it")
+            elif generation.phase not in ("starting", "active"):
+                continue
+            elif generation.runtime_kind == "inprocess" or generation.presence == "lost":
+                lines.append(_lost_line(who, resume, generation.session_id))
+            else:
                 lines.append(
-                    f"{who} was lost before it finished (its transcript is kept): {resume} lets the lead "
-                    f"`close` it and `continue` its session {generation.session_id}; `corral agents list` shows it"
+                    f"{who} goes on in its {generation.runtime_kind} worker; {resume} receives its result"
                 )
         return lines
 
@@ -295,6 +324,13 @@ class Launched:
         """Stop managed agents that run in this process and close the store."""
         if self.host is not None:
             await self.host.aclose()
+
+
+def _lost_line(who: str, resume: str, session_id: str) -> str:
+    return (
+        f"{who} was lost before it finished (its transcript is kept): {resume} lets the lead "
+        f"`close` it and `continue` its session {session_id}; `corral agents list` shows it"
+    )
 
 
 def warn(message: str) -> None:
@@ -345,6 +381,8 @@ def _open_session(opts: LaunchOptions) -> SessionManager:
         recent = find_recent_session(opts.cwd)
         if recent is not None:
             return SessionManager.open(recent)
+    if opts.front is not None:
+        return SessionManager.create(opts.cwd, header_extra={"corral": {"lead": opts.front}})
     return SessionManager.create(opts.cwd)
 
 

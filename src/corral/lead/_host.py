@@ -140,12 +140,14 @@ class ComposedHost(Host):
         """Whether the teams core was made here."""
         return self._teams is not None
 
-    async def attach_lead(self, agent: AgentSession, *, surfaces: Iterable[str] = ("agent",)) -> Caller:
+    async def attach_lead(
+        self, agent: AgentSession, *, surfaces: Iterable[str] = ("agent",), no_model: str | None = None
+    ) -> Caller:
         """`Host.attach_lead`, with teams added first when the lead uses them or has teams state."""
         surfaces = tuple(surfaces)
         if "teams" in surfaces or self.repositories.teams.roster.has_team_state(agent.session.session_id):
             _ = self.teams  # made now, so the lead's teams state is recovered
-        return await super().attach_lead(agent, surfaces=surfaces)
+        return await super().attach_lead(agent, surfaces=surfaces, no_model=no_model)
 
     def handoff_target(self, runtime: str | None = None) -> str:
         """The runtime a handoff targets: `runtime`, else the `runtime` setting when it names a worker

@@ -29,11 +29,12 @@ import uuid
 from collections.abc import AsyncIterator, Iterator, Mapping, Sequence
 from dataclasses import KW_ONLY, dataclass
 from pathlib import Path
-from typing import TYPE_CHECKING, Any, Literal
+from typing import TYPE_CHECKING, Any, Literal, get_args
 
 from pydantic import ValidationError
 
 from corral import _tracing
+from corral._paths import corral_home
 from corral._tracing._run import start_run_trace
 from corral.agent import (
     AgentTool,
@@ -48,7 +49,7 @@ from corral.llm import CustomMessage, TextContent, ToolDefinition
 from corral.session import CustomEntry
 from corral.settings import BudgetSettings
 
-from ._compose import Launched, LaunchOptions, launch_session
+from ._compose import SURFACE_NAMES, Launched, LaunchOptions, launch_session
 from ._handles import AgentHandle, AgentRow, LeadCallError
 from ._items import ITEM_TYPES, ItemLog, LeadItem
 
@@ -62,6 +63,58 @@ __all__ = ["CURSOR_TYPE", "Lead", "ToolOutcome", "open_lead"]
 
 CURSOR_TYPE = "corral-lead-cursor"
 """`customType` of the durable cursor entry (`data: {"after": entry_id}`)."""
+
+Isolation = Literal["shared", "worktree"]
+MergePolicy = Literal["manual", "on-accept"]
+
+CLOSED = "this lead is closed: use it inside its `async with corral.open_lead(...)` block, or open it again"
+"""What using a lead after its block says."""
+
+
+class _DataRoots:
+    """The data roots of the leads open in this process.
+
+    `home=` sets `CORRAL_HOME` for the whole process, and every part of corral reads it when it writes
+    (sessions, the store, worktrees): a second lead with another root would move the first one's agents
+    to it. So one process has one data root at a time; a lead asking for another is refused while a
+    lead of the first is open.
+    """
+
+    def __init__(self) -> None:
+        self._open: dict[Path, int] = {}
+
+    def enter(self, home: str | os.PathLike[str] | None) -> Path:
+        """Take the data root `home` asks for (`None`: the current one) for one lead; refuse another."""
+        root = corral_home() if home is None else Path(home).expanduser().resolve()
+        held = next((other for other in self._open if other != root), None)
+        if held is not None:
+            raise UsageError(
+                f"open_lead(home={os.fspath(home) if home is not None else None!r}): data root {root} "
+                f"differs from {held}, where a lead of this process is open; a process has one data root "
+                "at a time: close that lead first, or open this one with the same home"
+            )
+        if home is not None:
+            os.environ["CORRAL_HOME"] = os.fspath(root)
+        self._open[root] = self._open.get(root, 0) + 1
+        return root
+
+    def leave(self, root: Path) -> None:
+        """One lead of `root` closed."""
+        left = self._open.get(root, 0) - 1
+        if left > 0:
+            self._open[root] = left
+        else:
+            self._open.pop(root, None)
+
+
+_DATA_ROOTS = _DataRoots()
+
+
+def _choice(name: str, value: object, allowed: tuple[str, ...]) -> None:
+    """Refuse an option value outside `allowed`, naming the allowed ones."""
+    if value is not None and value not in allowed:
+        names = " or ".join(repr(choice) for choice in allowed)
+        raise UsageError(f"open_lead({name}={value!r}): choose {names} (or None for the setting)")
 
 
 @dataclass(frozen=True)
@@ -106,6 +159,16 @@ class Lead:
         self._arrived = asyncio.Event()
         self._tools: dict[str, AgentTool] = {}
         self._unsubscribe = launched.agent.subscribe(self._on_event)
+        self._closed = False
+
+    @property
+    def closed(self) -> bool:
+        """Whether the lead's block was left (every call then raises `UsageError`)."""
+        return self._closed
+
+    def _check_open(self) -> None:
+        if self._closed:
+            raise UsageError(CLOSED)
 
     # --- identity ------------------------------------------------------------------------------
 
@@ -139,6 +202,7 @@ class Lead:
     @property
     def host(self) -> Host:
         """The orchestration host (for front ends built on the API, such as `corral mcp`)."""
+        self._check_open()
         host = self._launched.host
         assert host is not None
         return host
@@ -186,6 +250,7 @@ class Lead:
         Returns:
             The tool's answer; a bad call is an answer too (`ok=False`, with its category).
         """
+        self._check_open()
         tool = self._tools.get(tool_name)
         if tool is None:
             known = ", ".join(self._tools)
@@ -253,6 +318,7 @@ class Lead:
         Each item is returned once per open lead, and only after it is persisted in the
         lead's session. Returns `None` when nothing arrived in time.
         """
+        self._check_open()
         deadline = self._deadline(timeout)
         while True:
             arrived = self._arrived
@@ -281,6 +347,7 @@ class Lead:
         Raises:
             UsageError: `after` is not the entry id of an item of this session.
         """
+        self._check_open()
         index = self._start(after)
         while (item := self._log.at(index)) is not None:
             index += 1
@@ -293,6 +360,7 @@ class Lead:
         Raises:
             UsageError: `after` is not the entry id of an item of this session.
         """
+        self._check_open()
         index = self._start(after)
         deadline = self._deadline(timeout)
         while True:
@@ -306,12 +374,14 @@ class Lead:
 
     def save_cursor(self, entry_id: str | None) -> None:
         """Record durably (in the lead's session) that items up to `entry_id` were handed on."""
+        self._check_open()
         if entry_id is not None:
             self._start(entry_id)
         self._launched.session.append_custom(CURSOR_TYPE, {"after": entry_id})
 
     def saved_cursor(self) -> str | None:
         """The last cursor `save_cursor` recorded in this session (`None`: none yet)."""
+        self._check_open()
         for entry in reversed(self._launched.session.entries):
             if isinstance(entry, CustomEntry) and entry.custom_type == CURSOR_TYPE:
                 data = entry.data if isinstance(entry.data, dict) else {}
@@ -322,6 +392,7 @@ class Lead:
     async def wait_quiet(self, timeout: float | None = None) -> bool:
         """Wait until nothing more can arrive without the program acting (all agents settled,
         idle on a question, or lost). Returns `False` when `timeout` passed first."""
+        self._check_open()
         try:
             await asyncio.wait_for(self.host.wait_until_quiet(self.session_id), timeout)
         except TimeoutError:
@@ -336,6 +407,7 @@ class Lead:
         Raises:
             UsageError: the lead was opened without a model.
         """
+        self._check_open()
         if not self.has_model:
             raise UsageError(
                 "this lead has no model: open it with open_lead(model='provider/model') to prompt"
@@ -377,6 +449,7 @@ class Lead:
 
     def agent(self, label: str) -> AgentHandle:
         """A handle on an existing agent (its `result` is the next result of that agent)."""
+        self._check_open()
         return AgentHandle(self, label, request_id=None, after=len(self._log))
 
     async def agents(self) -> list[AgentRow]:
@@ -432,6 +505,7 @@ class Lead:
             LeadCallError: no such agent or branch (`target_not_found`), it is still running or was
                 discarded (`invalid_request`), another merge is in flight (`agent_busy`).
         """
+        self._check_open()
         from corral.orchestration.errors import OrchestrationError, error_details
         from corral.orchestration.worktrees._extension import worktrees_of
 
@@ -463,6 +537,7 @@ class Lead:
             LeadCallError: no such report of this lead (`target_not_found`), or a bad state
                 (`invalid_request`); nothing is changed.
         """
+        self._check_open()
         report = self.host.repositories.teams.reports.team_report(report_id)
         if report is None or report.lead_session_id != self.session_id:
             raise LeadCallError(
@@ -481,6 +556,7 @@ class Lead:
 
     async def result_of(self, handle: AgentHandle, timeout: float | None = None) -> LeadItem:
         """The result item of `handle`'s request (see `AgentHandle.result`)."""
+        self._check_open()
         deadline = self._deadline(timeout)
         while True:
             arrived = self._arrived
@@ -494,6 +570,9 @@ class Lead:
 
     async def aclose(self) -> None:
         """Stop the agents running in this process, close the store and the session."""
+        if self._closed:
+            return
+        self._closed = True
         self._unsubscribe()
         try:
             await self._launched.aclose()
@@ -559,10 +638,11 @@ async def open_lead(
     model: str | None = None,
     surfaces: Sequence[str] = ("agent",),
     home: str | os.PathLike[str] | None = None,
-    isolation: Literal["shared", "worktree"] | None = None,
-    merge: Literal["manual", "on-accept"] | None = None,
+    isolation: Isolation | None = None,
+    merge: MergePolicy | None = None,
     budget: Mapping[str, float] | None = None,
     trace: str | os.PathLike[str] | None = None,
+    _front: Literal["api", "mcp"] = "api",
 ) -> AsyncIterator[Lead]:
     """Open a lead session for a program: `async with corral.open_lead() as lead: ...`.
 
@@ -574,7 +654,9 @@ async def open_lead(
         continue_recent: Reopen this directory's newest session (like `--continue`).
         model: The lead's model, needed only for `prompt`; `None`: the program is the lead.
         surfaces: The tool surfaces: `agent` and/or `teams`.
-        home: The data root (sets `CORRAL_HOME` for this process; default: the usual one).
+        home: The data root (sets `CORRAL_HOME` for this process; default: the usual one). One
+            process has one data root at a time: while a lead is open, another with a different
+            `home` is refused.
         isolation: Override the `isolation` setting for this lead: `worktree` gives every write
             agent its own git worktree and branch (merge with `Lead.merge`).
         merge: Override the `merge` setting: `on-accept` merges a teams writer's branch when
@@ -585,16 +667,50 @@ async def open_lead(
         trace: Append this lead's spans to this file, like `corral run --trace FILE` (read it with
             `corral trace FILE`). Without it the lead is traced when the `OTEL_*` variables ask for an
             exporter, or under tracing the program set up already (docs/fleet.md, "Traces").
+        _front: corral's own front ends only: which one opened the lead (`corral mcp` passes `mcp`),
+            recorded in a new session's header for `corral sessions`.
 
     Raises:
-        CorralError: for anything the caller can fix (the message says how).
+        UsageError: a bad option (`isolation`, `merge`, `budget`, `surfaces`, `cwd`), or a `home`
+            other than the data root of a lead still open in this process; nothing is created.
+        CorralError: for anything else the caller can fix (the message says how).
     """
-    if home is not None:
-        os.environ["CORRAL_HOME"] = os.fspath(Path(home).expanduser().resolve())
     if not surfaces:
-        raise UsageError("choose at least one surface: 'agent' and/or 'teams'")
+        raise UsageError("open_lead(surfaces=()): choose at least one surface, 'agent' and/or 'teams'")
+    if not Path(cwd).expanduser().is_dir():
+        raise UsageError(
+            f"open_lead(cwd={os.fspath(cwd)!r}): not a directory; pass the lead's working directory"
+        )
+    for surface in surfaces:
+        if surface not in SURFACE_NAMES:
+            raise UsageError(f"unknown surface {surface!r}: choose 'agent' and/or 'teams'")
+    _choice("isolation", isolation, get_args(Isolation))
+    _choice("merge", merge, get_args(MergePolicy))
     if budget is not None:
         _budget_override(BudgetSettings(), budget)  # refused before a session exists
+    root = _DATA_ROOTS.enter(home)
+    try:
+        async with _open_lead(
+            cwd, session, continue_recent, model, surfaces, isolation, merge, budget, trace, _front
+        ) as lead:
+            yield lead
+    finally:
+        _DATA_ROOTS.leave(root)
+
+
+@contextlib.asynccontextmanager
+async def _open_lead(
+    cwd: str | os.PathLike[str],
+    session: str | os.PathLike[str] | None,
+    continue_recent: bool,
+    model: str | None,
+    surfaces: Sequence[str],
+    isolation: Isolation | None,
+    merge: MergePolicy | None,
+    budget: Mapping[str, float] | None,
+    trace: str | os.PathLike[str] | None,
+    front: Literal["api", "mcp"],
+) -> AsyncIterator[Lead]:
     options = LaunchOptions(
         Path(cwd),
         model=model,
@@ -602,6 +718,7 @@ async def open_lead(
         continue_recent=continue_recent,
         surfaces=list(surfaces),
         program=True,
+        front=front,
     )
     # Traced: a root span of its own (a trace file, the `OTEL_*` exporters, or tracing the program set
     # up), unless the program opened the lead under a span of its own already (then that is the root).
@@ -636,8 +753,8 @@ async def open_lead(
 @contextlib.asynccontextmanager
 async def _traced_lead(
     launched: Launched,
-    isolation: Literal["shared", "worktree"] | None,
-    merge: Literal["manual", "on-accept"] | None,
+    isolation: Isolation | None,
+    merge: MergePolicy | None,
     budget: Mapping[str, float] | None,
     root: Span | None,
 ) -> AsyncIterator[Lead]:

@@ -47,6 +47,10 @@ BAD: list[tuple[str, dict[str, Any], tuple[str, ...]]] = [
     ("delegate", {"timeoutMs": 6000.5}, ("timeoutMs", "integer")),
     ("delegate", {"timeoutMs": True}, ("timeoutMs", "integer")),
     ("delegate", {"timeoutMs": "soon"}, ("timeoutMs", "integer")),
+    ("delegate", {"timeoutMs": "9" * 5000}, ("timeoutMs", "must be an integer from 5001 to 300000")),
+    ("delegate", {"timeoutMs": " -" + "9" * 5000}, ("timeoutMs", "must be an integer from 5001 to 300000")),
+    ("delegate", {"timeoutMs": 10**5000}, ("timeoutMs", "5001", "300000")),
+    ("delegate", {"timeoutMs": "0000000060000" + "0" * 5000}, ("timeoutMs", "5001", "300000")),
     ("delegate", {"session": "abc"}, ("session", "not accepted by delegate", "definition, task")),
     ("delegate", {"agent": "scout"}, ("agent", "not accepted by delegate")),
     ("delegate", {"message": "hi"}, ("message", "not accepted by delegate")),
@@ -102,6 +106,7 @@ async def test_bad_field_is_invalid_request_and_calls_nothing(
         assert word in error["message"]
     assert "nextAction" in error
     assert "\n" not in error["message"]
+    assert "int_max_str_digits" not in error["message"] and "digits" not in error["message"]
     assert controller.calls == []
 
 

@@ -242,7 +242,9 @@ class Delegation:
         """`delegate`'s record step: the new (or forked) session and the generation, in the draft's cwd."""
         host = self.host
         cwd = draft.cwd
-        model, thinking = self._model_for(defn, caller.model_ref, caller.thinking_level, cwd)
+        model, thinking = self._model_for(
+            defn, caller.inherited_model_ref, caller.thinking_level, cwd, caller
+        )
         delegating = caller.scope == "lead" and is_delegating(defn)
         runtime_kind = self._runtime_for(defn, delegating=delegating)
         if fork_source is not None:
@@ -320,7 +322,7 @@ class Delegation:
             saved_ref = (
                 f"{context.model.provider}/{context.model.model_id}"
                 if context.model is not None
-                else caller.model_ref
+                else caller.inherited_model_ref
             )
             cwd = Path(saved_cwd)
             rows = WorktreeRows(host.kernel.db)
@@ -330,7 +332,7 @@ class Delegation:
                     f"Session {session_id} ran in a worktree that was merged or discarded ({saved_cwd}); "
                     "delegate a new agent (with fork to keep its context) instead."
                 )
-            model, thinking = self._model_for(defn, saved_ref, context.thinking_level, cwd)
+            model, thinking = self._model_for(defn, saved_ref, context.thinking_level, cwd, caller)
             task_text = self.render(caller, params.files, "Task", params.task)
 
             def record(draft: LaunchDraft) -> tuple[Recorded, Model, ThinkingLevel]:
@@ -416,9 +418,25 @@ class Delegation:
         return prepared.render(self.notices.heading(heading), text).text
 
     def _model_for(
-        self, defn: AgentDefinition, fallback_ref: str, fallback_thinking: ThinkingLevel, cwd: Path
+        self,
+        defn: AgentDefinition,
+        fallback_ref: str | None,
+        fallback_thinking: ThinkingLevel,
+        cwd: Path,
+        caller: Caller,
     ) -> tuple[Model, ThinkingLevel]:
-        ref = parse_model_ref(defn.model or fallback_ref)
+        """The definition's model, else `fallback_ref` (the caller's, or the continued session's).
+
+        Raises:
+            InvalidRequestError: neither names a model (the caller's `no_model` says what to set).
+        """
+        chosen = defn.model or fallback_ref
+        if chosen is None:
+            raise InvalidRequestError(
+                caller.no_model or f"Definition {defn.name} names no model and the caller has none.",
+                next_action="Give the agents a model as the message says, then delegate again.",
+            )
+        ref = parse_model_ref(chosen)
         info = self.host.registry.resolve(ref)
         thinking = defn.thinking or ref.thinking or fallback_thinking
         return self.host.registry.create_model(info, cwd=cwd), thinking

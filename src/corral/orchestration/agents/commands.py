@@ -76,7 +76,11 @@ def _timeout(value: object) -> object:
     # Like Pi's validator, an integer written as a string is accepted; floats and booleans are not.
     if isinstance(value, bool | float):
         raise ValueError("must be an integer number of milliseconds")
-    if isinstance(value, str) and re.fullmatch(r"\s*-?\d+\s*", value):
+    if isinstance(value, str) and (digits := re.fullmatch(r"\s*-?0*(\d+)\s*", value)):
+        if len(digits.group(1)) > len(str(TIMEOUT_MS_MAX)):
+            # Out of range whatever it is, and `int()` of thousands of digits refuses with Python's
+            # own hint (sys.set_int_max_str_digits): say the range instead.
+            raise ValueError(f"must be an integer from {TIMEOUT_MS_MIN} to {TIMEOUT_MS_MAX} (milliseconds)")
         return int(value)
     return value
 

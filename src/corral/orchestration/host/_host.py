@@ -200,13 +200,21 @@ class Host:
         if unsubscribe is not None:
             unsubscribe()
 
-    async def attach_lead(self, agent: AgentSession, *, surfaces: Iterable[str] = ("agent",)) -> Caller:
+    async def attach_lead(
+        self, agent: AgentSession, *, surfaces: Iterable[str] = ("agent",), no_model: str | None = None
+    ) -> Caller:
         """Register the lead, give it its tool surfaces, and recover its generations.
+
+        Args:
+            agent: The lead's agent session.
+            surfaces: Its tool surfaces.
+            no_model: The lead has no model its agents can inherit: what a delegation needing one
+                is refused with (`Caller.no_model`).
 
         Returns:
             The lead's `Caller`.
         """
-        caller = Caller.lead(agent)
+        caller = Caller.lead(agent, no_model=no_model)
         self.register_owner(agent)
         self.lead_callers[caller.session_id] = caller
         self.install_surfaces(agent, caller, surfaces)

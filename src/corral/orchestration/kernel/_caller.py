@@ -30,6 +30,9 @@ class Caller:
     """A delegating agent's own generation."""
     label: str | None = None
     """A delegating agent's own label."""
+    no_model: str | None = None
+    """Set when the caller has no model its agents can inherit (a program lead opened without one):
+    the sentence a delegation that needs the caller's model is refused with, in the front end's words."""
 
     @property
     def session_id(self) -> str:
@@ -48,6 +51,11 @@ class Caller:
         return f"{info.provider}/{info.id}"
 
     @property
+    def inherited_model_ref(self) -> str | None:
+        """The model an agent whose definition names none inherits (`None`: the caller has none)."""
+        return None if self.no_model is not None else self.model_ref
+
+    @property
     def thinking_level(self) -> ThinkingLevel:
         """The caller's current thinking level (inherited like the model)."""
         return self.agent.thinking_level
@@ -58,6 +66,6 @@ class Caller:
         return ControllerScope(self.session_id, kind=self.scope)
 
     @classmethod
-    def lead(cls, agent: AgentSession) -> Caller:
-        """The lead controller of `agent`."""
-        return cls(agent, scope="lead")
+    def lead(cls, agent: AgentSession, *, no_model: str | None = None) -> Caller:
+        """The lead controller of `agent` (`no_model`: see the field)."""
+        return cls(agent, scope="lead", no_model=no_model)

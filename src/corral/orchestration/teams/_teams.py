@@ -419,7 +419,7 @@ class Teams:
         resolved = resolve_tier_model(
             tier,
             self.favorites(),
-            lead_model_ref=caller.model_ref,
+            lead_model_ref=caller.inherited_model_ref,
             lead_thinking=caller.thinking_level,
             registry=self.host.registry,
         )
@@ -534,7 +534,7 @@ class Teams:
                         caller, member, parent=parent, name=names[index], slot=slot, guards=guards
                     )
                 except OrchestrationError as exc:
-                    results.append(SwarmFailure(names[index], str(exc)))
+                    results.append(SwarmFailure(names[index], str(exc), exc.category))
                     if slot is not None:
                         self.groups.settled(slot[1], "rejected", str(exc))
                     continue

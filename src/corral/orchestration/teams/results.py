@@ -18,6 +18,7 @@ from dataclasses import KW_ONLY, dataclass, field
 from typing import TYPE_CHECKING, Literal
 
 if TYPE_CHECKING:
+    from corral.orchestration.errors import ErrorCategory
     from corral.orchestration.teams._status import TeamPhase
     from corral.orchestration.teams.checks.records import CheckRecord
     from corral.orchestration.teams.repair._verification import VerificationDecision
@@ -111,6 +112,8 @@ class SwarmFailure:
     """The member's name."""
     error: str
     """Why, one line."""
+    category: ErrorCategory = "invalid_request"
+    """The public error category of why (`invalid_request`, `agent_busy`, …)."""
 
 
 @dataclass(frozen=True, slots=True)
@@ -129,6 +132,15 @@ class SwarmResult:
     def failed(self) -> bool:
         """Every member failed to spawn: the tool result is an error."""
         return not any(isinstance(member, SpawnResult) for member in self.members)
+
+    @property
+    def category(self) -> ErrorCategory | None:
+        """A swarm that started no member fails as a whole: the category its members' failures share,
+        else `invalid_request` (they failed for different reasons); `None` when a member started."""
+        if not self.failed:
+            return None
+        shared = {member.category for member in self.members if isinstance(member, SwarmFailure)}
+        return shared.pop() if len(shared) == 1 else "invalid_request"
 
 
 @dataclass(frozen=True, slots=True)

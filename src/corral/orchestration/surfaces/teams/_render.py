@@ -170,7 +170,7 @@ def swarm_details(result: SwarmResult) -> dict[str, Any]:
         "session": result.session,
         "spawned": [spawn_details(member) for member in result.members if isinstance(member, SpawnResult)],
         "failed": [
-            {"name": member.name, "error": member.error}
+            {"name": member.name, "error": member.error, "category": member.category}
             for member in result.members
             if isinstance(member, SwarmFailure)
         ],
@@ -178,6 +178,19 @@ def swarm_details(result: SwarmResult) -> dict[str, Any]:
     if result.completion_group is not None:
         group_id, delivery = result.completion_group
         details["completionGroup"] = {"groupId": group_id, "delivery": delivery}
+    if result.category is not None:
+        # Every member failed: the call failed, with the error object every failed tool call has.
+        first = next(member for member in result.members if isinstance(member, SwarmFailure))
+        count = len(result.members)
+        details["ok"] = False
+        details["error"] = {
+            "category": result.category,
+            "message": f"No agent was started: {count} of {count} members failed; {first.name}: {first.error}",
+            "operation": "spawn_swarm_agents",
+            "rollbackOccurred": False,
+            "retryAttempted": False,
+            "nextAction": "Fix the errors the result names and call spawn_swarm_agents again.",
+        }
     return details
 
 
