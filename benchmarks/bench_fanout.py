@@ -13,7 +13,9 @@ entries per request id in the lead's session file. Targets: 100 agents under
 
 `--agents 100,300,1000` runs each size in its own process (a fresh heap, its
 own peak RSS), one after another, and prints them under `runs` with each
-size's wall and CPU relative to the smallest (`scaling`).
+size's wall and CPU relative to the smallest (`scaling`). `--gc-freeze off`
+measures without the host's freezing of its long-lived heap
+(`corral.orchestration.host._heap`).
 """
 
 from __future__ import annotations
@@ -86,7 +88,13 @@ async def _run(root: Path, agents: int) -> dict[str, object]:
     }
 
 
-def _one(agents: int, tool_calls: int) -> dict[str, Any]:
+def _one(agents: int, tool_calls: int, freeze: bool) -> dict[str, Any]:
+    try:
+        from corral.orchestration.host import _heap
+    except ImportError:  # an older corral (measuring before and after): it has no heap keeping
+        pass
+    else:
+        _heap.ENABLED = freeze
     gc.collect()
     with data_root(_script(tool_calls), "corral-bench-fanout-") as root:
         figures = asyncio.run(_run(root, agents))
@@ -94,9 +102,18 @@ def _one(agents: int, tool_calls: int) -> dict[str, Any]:
     return {**figures, "peak_rss_mb": round(peak_mb, 1)}
 
 
-def _in_process(agents: int, tool_calls: int) -> dict[str, Any]:
+def _in_process(agents: int, tool_calls: int, freeze: str) -> dict[str, Any]:
     done = subprocess.run(
-        [sys.executable, __file__, "--agents", str(agents), "--tool-calls", str(tool_calls)],
+        [
+            sys.executable,
+            __file__,
+            "--agents",
+            str(agents),
+            "--tool-calls",
+            str(tool_calls),
+            "--gc-freeze",
+            freeze,
+        ],
         capture_output=True,
         text=True,
         check=False,
@@ -115,20 +132,30 @@ _RUN_KEYS = frozenset(
 def main(argv: list[str] | None = None) -> int:
     """Run the benchmark and print one JSON object."""
     parser = argparse.ArgumentParser(description=(__doc__ or "").splitlines()[0])
-    parser.add_argument("--agents", default="100", help="agents per fan-out; comma-separated for several sizes")
+    parser.add_argument(
+        "--agents", default="100", help="agents per fan-out; comma-separated for several sizes"
+    )
     parser.add_argument("--tool-calls", type=int, default=5)
+    parser.add_argument("--gc-freeze", choices=("on", "off"), default="on")
     args = parser.parse_args(argv)
     sizes = [int(x) for x in args.agents.split(",") if x]
     targets = {"target_wall_s": 3.0, "target_rss_mb": 400}
     if len(sizes) == 1:
-        figures = _one(sizes[0], args.tool_calls)
-        out: dict[str, Any] = {"benchmark": "fanout", **figures, "tool_calls_per_agent": args.tool_calls}
+        figures = _one(sizes[0], args.tool_calls, args.gc_freeze == "on")
+        out: dict[str, Any] = {
+            "benchmark": "fanout",
+            **figures,
+            "tool_calls_per_agent": args.tool_calls,
+            "gc_freeze": args.gc_freeze,
+        }
     else:
-        runs = [_in_process(n, args.tool_calls) for n in sizes]
+        runs = [_in_process(n, args.tool_calls, args.gc_freeze) for n in sizes]
         base = runs[0]
         scaling = {
             str(run["agents"]): {
-                key: round(run[key] / base[key], 2) for key in ("wall_s", "cpu_s") if run.get(key) and base.get(key)
+                key: round(run[key] / base[key], 2)
+                for key in ("wall_s", "cpu_s")
+                if run.get(key) and base.get(key)
             }
             for run in runs
         }
@@ -139,6 +166,7 @@ def main(argv: list[str] | None = None) -> int:
             "exactly_once": all(run.get("exactly_once") is True for run in runs),
             "all_finalized": all(run.get("all_finalized") is True for run in runs),
             "tool_calls_per_agent": args.tool_calls,
+            "gc_freeze": args.gc_freeze,
         }
     print(json.dumps({**out, **targets, **environment("bench_fanout.py")}))
     return 0

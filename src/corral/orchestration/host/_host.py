@@ -37,6 +37,7 @@ from typing import TYPE_CHECKING, Any, TypeVar
 from corral.agent import AgentEvent, AgentSession, AgentSettledEvent
 from corral.orchestration.definitions._roster import ModelNames, Roster, load_roster, model_names
 from corral.orchestration.errors import OrchestrationError
+from corral.orchestration.host import _heap
 from corral.orchestration.host._launch import Launcher, ProcessWorkers, WorkerStart
 from corral.orchestration.host.ports import HostExtension, ToolProvider
 from corral.orchestration.kernel._caller import Caller
@@ -218,6 +219,7 @@ class Host:
         for extension in self.extensions:
             for note in await extension.lead_attached(caller.session_id):
                 self.warn(note)
+        _heap.settled()  # start-up is done: no garbage collection walks its objects again
         return caller
 
     async def work_done(self, run_id: str, summary: str) -> str | None:
@@ -535,6 +537,7 @@ class Host:
                 with contextlib.suppress(Exception):
                     child.agent.session.flush()
             child.agent.session.close()
+            _heap.released(len(self.children))
 
     async def _deliver_ask(self, run_id: str, ask_id: str) -> None:
         if ask_id in self._asking:

@@ -46,6 +46,7 @@ from corral.orchestration.errors import (
     PaneNotReadyError,
     RollbackFailureError,
 )
+from corral.orchestration.host import _heap
 from corral.orchestration.host._worker import worker_argv, worker_env, write_launch_file
 from corral.orchestration.kernel._faults import fault_point
 from corral.runtime import (
@@ -349,6 +350,7 @@ class Launcher:
                     rollback_occurred=True,
                     ids={"label": generation.label},
                 )
+        _heap.settled()  # the agent's session, tools and model live as long as it runs
         host.changed()
         return generation
 
