@@ -294,7 +294,8 @@ class Host:
 
     @contextlib.contextmanager
     def one_roster(self) -> Iterator[None]:
-        """Within it (one delegate or continue, its launch and the features' hooks on it), every
+        """Within it (one delegate or continue, one teams spawn or swarm — its queued members'
+        later launches included —, its launch and the features' hooks on it), every
         roster read of the same cwd returns the roster read first: the definitions are read once
         per launch, not by each step that looks at them."""
         if _ONE_ROSTER.get() is not None:
