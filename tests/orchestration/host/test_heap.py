@@ -19,10 +19,11 @@ def _tracked(obj: object) -> bool:
     return any(found is obj for found in gc.get_objects())
 
 
-async def test_start_up_and_a_launched_agent_are_out_of_the_collectors_generations(env: Path) -> None:
-    write_script(
-        env, "team", {"steps": [{"text": "noted"}], "agents": {"*": [{"text": "slow", "delay_ms": 60000}]}}
-    )
+async def test_start_up_a_launched_agent_and_its_turns_are_out_of_the_collectors_generations(
+    env: Path,
+) -> None:
+    steps = [{"tool_calls": [{"name": "ls", "args": {}}]}, {"text": "slow", "delay_ms": 60000}]
+    write_script(env, "team", {"steps": [{"text": "noted"}], "agents": {"*": steps}})
     async with team(env, "team") as t:
         assert not _tracked(t.lead)  # frozen at the lead's attach: start-up is done
         await t.controller.delegate(t.caller, DelegateParams(definition="scout", task="x"))
@@ -30,6 +31,14 @@ async def test_start_up_and_a_launched_agent_are_out_of_the_collectors_generatio
         [child] = t.host.children.values()
         assert not _tracked(child.agent)
         assert not _tracked(child.agent.session)
+
+        def first_turn_ended() -> bool:
+            return any(getattr(m, "role", "") == "toolResult" for m in child.agent.messages)
+
+        await eventually(first_turn_ended)
+        await eventually(lambda: child.agent.is_idle is False and len(child.agent.messages) >= 3)
+        first_reply = next(m for m in child.agent.messages if getattr(m, "role", "") == "assistant")
+        assert not _tracked(first_reply)  # frozen when its turn ended
 
 
 class _Cycle:

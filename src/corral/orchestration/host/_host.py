@@ -34,7 +34,7 @@ from collections.abc import Callable, Coroutine, Iterable, Iterator, Sequence
 from pathlib import Path
 from typing import TYPE_CHECKING, Any, TypeVar
 
-from corral.agent import AgentEvent, AgentSession, AgentSettledEvent
+from corral.agent import AgentEvent, AgentSession, AgentSettledEvent, TurnEndEvent
 from corral.orchestration.definitions._roster import ModelNames, Roster, load_roster, model_names
 from corral.orchestration.errors import OrchestrationError
 from corral.orchestration.host import _heap
@@ -219,7 +219,7 @@ class Host:
         for extension in self.extensions:
             for note in await extension.lead_attached(caller.session_id):
                 self.warn(note)
-        _heap.settled()  # start-up is done: no garbage collection walks its objects again
+        _heap.settled(len(self.children))  # start-up is done: no collection walks its objects again
         return caller
 
     async def work_done(self, run_id: str, summary: str) -> str | None:
@@ -413,6 +413,8 @@ class Host:
         """Child hook: hand the agent's event to every extension."""
         for extension in self.extensions:
             extension.agent_event(run_id, event)
+        if isinstance(event, TurnEndEvent):
+            _heap.settled(len(self.children))  # what the turn added lives as long as the agent
 
     def remote_state(self, run_id: str) -> tuple[object, ...]:
         """What the extensions push to the Ray worker of `run_id` with every pull."""

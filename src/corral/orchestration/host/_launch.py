@@ -350,7 +350,7 @@ class Launcher:
                     rollback_occurred=True,
                     ids={"label": generation.label},
                 )
-        _heap.settled()  # the agent's session, tools and model live as long as it runs
+        _heap.settled(len(host.children))  # the agent's session, tools and model live as long as it runs
         host.changed()
         return generation
 
