@@ -190,6 +190,7 @@ class LaunchHost(Protocol):
     pid: int
     host_id: str
     handles: dict[str, RuntimeHandle]
+    children: dict[str, ManagedChild]
     placing: set[str]
 
     def install_child_tools(self, child: ManagedChild) -> None: ...
