@@ -6,7 +6,7 @@ answers. The wall time runs from the first `delegate` until the host reports
 the lead quiet (every result delivered, every generation finalized); `cpu_s`
 is the process's CPU time (user + system) over the same span, the figure to
 compare on a loaded machine. `gc` counts the collector's passes per generation
-over the span and the time they took (`gc.callbacks`). Peak RSS is the
+over the span and the time they took, wall and CPU (`gc.callbacks`). Peak RSS is the
 process's high-water mark. The exactly-once check counts `corral-agent-result`
 entries per request id in the lead's session file. Targets: 100 agents under
 3 s and under 400 MB; 1,000 agents ≤ 11× the CPU of 100.
@@ -44,22 +44,28 @@ def _script(tool_calls: int) -> dict[str, object]:
 
 
 class _GcClock:
-    """Collections per generation and their time, from `gc.callbacks`."""
+    """Collections per generation and their time (wall, and the process's CPU), from `gc.callbacks`."""
 
     def __init__(self) -> None:
         self.passes = [0, 0, 0]
         self.seconds = 0.0
-        self._began = 0.0
+        self.cpu_seconds = 0.0
+        self._began = (0.0, 0.0)
 
     def __call__(self, phase: str, info: dict[str, Any]) -> None:
         if phase == "start":
-            self._began = time.perf_counter()
+            self._began = (time.perf_counter(), time.process_time())
         else:
             self.passes[info["generation"]] += 1
-            self.seconds += time.perf_counter() - self._began
+            self.seconds += time.perf_counter() - self._began[0]
+            self.cpu_seconds += time.process_time() - self._began[1]
 
     def figures(self) -> dict[str, Any]:
-        return {"passes_by_generation": self.passes, "seconds": round(self.seconds, 3)}
+        return {
+            "passes_by_generation": self.passes,
+            "seconds": round(self.seconds, 3),
+            "cpu_seconds": round(self.cpu_seconds, 3),
+        }
 
 
 async def _run(root: Path, agents: int) -> dict[str, object]:
