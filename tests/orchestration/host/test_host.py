@@ -165,7 +165,9 @@ def _nested_team(env: Path) -> Path:
     diggers held at the returned gate file."""
     definitions = env / "config" / "agents"
     definitions.mkdir(parents=True, exist_ok=True)
-    (definitions / "digger.md").write_text("---\nname: digger\ndescription: Digs.\ntools: [bash]\n---\nDig.\n")
+    (definitions / "digger.md").write_text(
+        "---\nname: digger\ndescription: Digs.\ntools: [bash]\n---\nDig.\n"
+    )
     (definitions / "boss.md").write_text(
         "---\nname: boss\ndescription: Delegates.\ntools: [bash]\nagents: [digger]\n---\nDelegate.\n"
     )

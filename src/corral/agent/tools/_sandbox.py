@@ -702,7 +702,8 @@ def _view_inputs(policy: SandboxPolicy, cwd: Path) -> tuple[object, ...]:
         with contextlib.suppress(OSError):
             linked = dot_git.read_text(errors="replace")
     hidden = tuple(
-        os.path.realpath(path) if os.path.lexists(path) else None for path in _hidden_paths(policy.hidden_paths)
+        os.path.realpath(path) if os.path.lexists(path) else None
+        for path in _hidden_paths(policy.hidden_paths)
     )
     shown = tuple(file.is_file() for file in policy.read_files)
     return (project, linked, hidden, shown, os.environ.get("PATH", ""))
