@@ -50,6 +50,8 @@ def _peer(out: dict[str, Any]) -> None:
     # The peer runs when Node, Pi and pi-extended-teams are installed; else the script says why.
     assert "pi" in out["results"] or "pi" in out["skipped"], out
     assert out["fanout"]["agents"] == 3, out
+    # Nagle's algorithm would stall each kept-alive request ~40 ms: a tax on the peer's many requests.
+    assert out["fake_server"]["tcp_nodelay"] is True, out
 
 
 def _tui(out: dict[str, Any]) -> None:
@@ -61,6 +63,12 @@ def _tui(out: dict[str, Any]) -> None:
 
 def _fanout(out: dict[str, Any]) -> None:
     assert out["all_finalized"] is True, out
+
+
+def _fanout_sizes(out: dict[str, Any]) -> None:
+    assert [run["agents"] for run in out["runs"]] == [2, 3], out
+    assert all(run["all_finalized"] is True for run in out["runs"]), out
+    assert set(out["scaling"]) == {"2", "3"}, out
 
 
 def _teams(out: dict[str, Any]) -> None:
@@ -93,8 +101,13 @@ SMOKES: dict[str, Smoke] = {
     "bench_exit": Smoke(("--runs", "1", "--agents", "2"), frozenset({"plain", "swarm_2"})),
     "bench_fanout": Smoke(
         ("--agents", "4", "--tool-calls", "2"),
-        frozenset({"agents", "wall_s", "exactly_once", "all_finalized", "peak_rss_mb"}),
+        frozenset({"agents", "wall_s", "cpu_s", "gc", "exactly_once", "all_finalized", "peak_rss_mb"}),
         check=_fanout,
+    ),
+    "bench_fanout:sizes": Smoke(
+        ("--agents", "2,3", "--tool-calls", "1"),
+        frozenset({"runs", "scaling", "exactly_once", "all_finalized"}),
+        check=_fanout_sizes,
     ),
     "bench_http": Smoke(
         ("--agents", "2", "--requests", "2"),

@@ -137,6 +137,9 @@ class _Server(ThreadingHTTPServer):
 
 class _Handler(BaseHTTPRequestHandler):
     protocol_version = "HTTP/1.1"
+    disable_nagle_algorithm = True
+    """`TCP_NODELAY`: headers and each chunk leave at once, as a real server's would (see
+    `FakeProviderServer.nagle_connections`)."""
     server: _Server
 
     def log_message(self, format: str, *args: Any) -> None:
@@ -770,6 +773,10 @@ class FakeProviderServer:
         """How many streams a client abandoned."""
         self.connections_accepted = 0
         """How many TCP connections the server accepted (keep-alive reuses one for many requests)."""
+        self.nagle_connections = 0
+        """Accepted connections that answer with Nagle's algorithm on (`TCP_NODELAY` unset): each
+        response's second small write would then wait for the client's delayed ACK (~40 ms per
+        request on a kept-alive connection), a cost no real provider has. It stays 0."""
         self.responder: Callable[[RecordedRequest], FakeReply | None] | None = None
         """Called (on the server's thread) for each model request before the queue: a reply it returns
         is served instead of the queue's next; `None` falls through to the queue."""
@@ -890,6 +897,8 @@ class FakeProviderServer:
             if add:
                 self._connections.add(conn)
                 self.connections_accepted += 1
+                if not conn.getsockopt(socket.IPPROTO_TCP, socket.TCP_NODELAY):
+                    self.nagle_connections += 1
             else:
                 self._connections.discard(conn)
 

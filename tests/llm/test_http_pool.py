@@ -68,6 +68,9 @@ async def test_agents_share_one_kept_alive_connection(server: FakeProviderServer
     assert len(server.requests) == 2 * AGENTS
     assert server.connections_accepted == 1
     assert _http.pool_count() == 1
+    # Headers and chunks go out as separate small writes: with Nagle's algorithm on, each request
+    # on the kept-alive connection would wait ~40 ms for the client's delayed ACK.
+    assert server.nagle_connections == 0
 
 
 async def test_concurrent_agents_reuse_the_pool_afterwards(server: FakeProviderServer) -> None:

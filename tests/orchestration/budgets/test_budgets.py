@@ -307,3 +307,28 @@ async def test_a_delegate_reads_the_definitions_once_and_the_agent_gets_its_defi
     finally:
         await host.aclose()
         lead.session.close()
+
+
+@pytest.mark.parametrize("budget", [None, BudgetSettings(tree_tokens=1_000_000)])
+async def test_without_limits_a_request_takes_no_budget_transaction(
+    env: Path, monkeypatch: pytest.MonkeyPatch, budget: BudgetSettings | None
+) -> None:
+    """With no limit on the agent or its tree, the check before a request (a write transaction that
+    sums the tree's reservations: quadratic over a fan-out) is skipped; the spend is still recorded.
+    With a limit, every request is checked and reserved."""
+    reserves: list[str] = []
+    real_reserve = BudgetLedger.reserve
+
+    def counted(self: BudgetLedger, run_id: str, decide: Any) -> Any:
+        reserves.append(run_id)
+        return real_reserve(self, run_id, decide)
+
+    monkeypatch.setattr(BudgetLedger, "reserve", counted)
+    write_script(env, "team", {**LEAD, "agents": {"scout": [_step("one"), _step("two"), {"text": "done"}]}})
+    settings = Settings() if budget is None else Settings(budget=budget)
+    async with team(env, "team", settings=settings) as t:
+        started = await t.controller.delegate(t.caller, DelegateParams(definition="scout", task="look"))
+        await t.quiet()
+        row = BudgetLedger(t.host.kernel.db).agent(started.run_id)
+        assert row is not None and row.spend.requests == 3
+    assert reserves == ([] if budget is None else [started.run_id] * 3)

@@ -4,6 +4,7 @@ from __future__ import annotations
 
 import asyncio
 from pathlib import Path
+from typing import Any
 
 import pytest
 
@@ -157,3 +158,100 @@ async def test_wait_for_rechecks_at_each_host_change_and_times_out(env: Path) ->
         assert len(checked) == 2  # re-checked at the change, never on a timer
         with pytest.raises(TimeoutError):
             await t.host.wait_for(lambda: False, 0.05)
+
+
+def _nested_team(env: Path) -> Path:
+    """Scripts and definitions for `boss` (delegates `inner`, then waits for it) and `busy`, both
+    diggers held at the returned gate file."""
+    definitions = env / "config" / "agents"
+    definitions.mkdir(parents=True, exist_ok=True)
+    (definitions / "digger.md").write_text(
+        "---\nname: digger\ndescription: Digs.\ntools: [bash]\n---\nDig.\n"
+    )
+    (definitions / "boss.md").write_text(
+        "---\nname: boss\ndescription: Delegates.\ntools: [bash]\nagents: [digger]\n---\nDelegate.\n"
+    )
+    gate = env / "work" / "go"
+    hold = {"name": "bash", "args": {"command": f"while [ ! -f {gate} ]; do sleep 0.01; done"}}
+    delegate = {"action": "delegate", "definition": "digger", "task": "dig", "label": "inner"}
+    agents = {
+        "boss": [{"tool_calls": [{"name": "agent", "args": delegate}]}, {"text": "waiting for inner"}],
+        "inner": [{"tool_calls": [hold]}, {"text": "inner done"}],
+        "busy": [{"tool_calls": [hold]}, {"text": "busy done"}],
+    }
+    write_script(env, "team", {**LEAD, "agents": agents})
+    return gate
+
+
+async def _nested_running(t: Any) -> None:
+    """Delegate `boss` and `busy`; return once `boss` waits for `inner` and both diggers work."""
+    await t.controller.delegate(t.caller, DelegateParams(definition="boss", task="build"))
+    await t.controller.delegate(t.caller, DelegateParams(definition="digger", task="x", label="busy"))
+
+    def running() -> bool:
+        children = {child.label: child for child in t.host.children.values()}
+        return (
+            set(children) == {"boss", "inner", "busy"}
+            and children["boss"].waiting
+            and all(children[name].busy for name in ("inner", "busy"))
+        )
+
+    await eventually(running, t.host)
+
+
+async def test_a_change_wakes_only_the_children_that_wait_for_one(
+    env: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """`Host.changed` wakes a child waiting for its sub-agent, not the children that are working
+    (at 1,000 agents waking every child on every change cost 10 M wake-ups); the waiting one still
+    finishes once its sub-agent's result arrives."""
+    from corral.orchestration.kernel._child import ManagedChild
+
+    gate = _nested_team(env)
+    wakes: dict[str, int] = {}
+    real_wake = ManagedChild.wake
+
+    def counted(self: ManagedChild) -> None:
+        wakes[self.label] = wakes.get(self.label, 0) + 1
+        real_wake(self)
+
+    monkeypatch.setattr(ManagedChild, "wake", counted)
+    async with team(env, "team") as t:
+        await _nested_running(t)
+        wakes.clear()
+        for _ in range(3):
+            t.host.changed()
+        assert wakes == {"boss": 3}
+        gate.write_text("")
+        await t.quiet()
+        texts = sorted(entry["content"].rsplit("\n", 1)[-1] for entry in t.lead_entries(RESULT_TYPE))
+        assert texts == ["busy done", "waiting for inner"]
+
+
+async def test_the_tree_of_an_owner_is_found_without_comparing_records(
+    env: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """`Host.tree` finds an owner's generations transitively through maps: no record is compared
+    with another (a list-membership test made it quadratic: 11 M comparisons at 1,000 agents)."""
+    from corral.orchestration.kernel.records import GenerationRecord
+
+    gate = _nested_team(env)
+    async with team(env, "team") as t:
+        await _nested_running(t)
+        compared: list[int] = []
+        real_eq = GenerationRecord.__eq__
+
+        def counted(self: GenerationRecord, other: object) -> bool:
+            compared.append(1)
+            return bool(real_eq(self, other))
+
+        monkeypatch.setattr(GenerationRecord, "__eq__", counted)
+        labels = sorted(g.label for g in t.host.tree(t.caller.session_id))
+        boss = next(g for g in t.host.kernel.generations() if g.label == "boss")
+        below_boss = [g.label for g in t.host.tree(boss.session_id)]
+        assert compared == []
+        monkeypatch.undo()
+        assert labels == ["boss", "busy", "inner"]
+        assert below_boss == ["inner"]
+        gate.write_text("")
+        await t.quiet()

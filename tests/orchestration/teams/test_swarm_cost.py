@@ -90,3 +90,30 @@ async def test_a_swarms_read_agents_share_one_sandbox_view_of_their_directory(
         assert sorted(r["details"]["name"] for r in reports) == ["r1", "r2", "r3"]
     # one view for the three members (each used to build two: the admission check and its tools)
     assert len(views) == 1
+
+
+async def test_a_swarm_reads_the_agent_definitions_once_queued_members_included(tmp_path: Path) -> None:
+    """Every member's launch looks up its definition (a budget override); the definition files are
+    read once for the whole swarm, not once per member — also by members that waited in the queue."""
+    from corral.settings import CapacitySettings, Settings, TeamsSettings
+
+    write_script(tmp_path, "lead", _swarm_script({"text": "done"}))
+    settings = Settings(
+        teams=TeamsSettings(read_agents=CapacitySettings(max_concurrent=1), read_sandbox="off")
+    )
+    async with teams_env(tmp_path, "lead", settings=settings) as env:
+        reads: list[Path] = []
+        read = env.host._read_roster
+
+        def counted(cwd: Path) -> Any:
+            reads.append(cwd)
+            return read(cwd)
+
+        env.host._read_roster = counted
+        await env.lead.prompt("go")
+        await env.quiet()
+        spawned = env.tool_results("spawn_swarm_agents")[0]["details"]["spawned"]
+        assert [s.get("queued", False) for s in spawned] == [False, True, True]
+        reports = env.lead_custom(TEAM_REPORT_TYPE)
+        assert sorted(r["details"]["name"] for r in reports) == ["r1", "r2", "r3"]
+    assert len(reads) == 1

@@ -352,6 +352,7 @@ class ReadOnlySandbox:
         self.policy = policy or SandboxPolicy()
         """What commands can see and do."""
         self._status: SandboxStatus | None = None
+        self._views: dict[Path, tuple[tuple[object, ...], _View]] = {}
         self._seccomp = _unix_socket_filter()
         self._cgroups = _PidsCgroups.find() if os.geteuid() == 0 else None
         # util-linux's `prlimit` sets the limits in about a millisecond; Python takes tens.
@@ -375,6 +376,7 @@ class ReadOnlySandbox:
         """The same sandbox (binary, probe result, filter, cgroups) under another policy."""
         derived = copy.copy(self)
         derived.policy = policy
+        derived._views = {}
         return derived
 
     def prepare(self, argv: list[str], cwd: Path) -> SandboxCommand:
@@ -416,7 +418,7 @@ class ReadOnlySandbox:
         policy = self.policy
         limits = policy.limits
         cwd_text = os.path.abspath(cwd)
-        view = _View(policy, Path(cwd_text))
+        view = self._view(Path(cwd_text))
         flags = ["--unshare-net", "--unshare-pid", "--unshare-ipc", "--unshare-uts"]
         flags += ["--unshare-cgroup-try", "--unshare-user-try", "--cap-drop", "ALL"]
         flags += ["--die-with-parent", "--new-session", *view.system_flags]
@@ -448,7 +450,24 @@ class ReadOnlySandbox:
         Raises:
             ValueError: `cwd` cannot be shown (as for `wrap`).
         """
-        return ReadGuard(_View(self.policy, Path(os.path.abspath(cwd))))
+        return ReadGuard(self._view(Path(os.path.abspath(cwd))))
+
+    def _view(self, cwd: Path) -> _View:
+        """The view of `cwd`, built again only when what it was built from changed.
+
+        Building one costs ~4 ms of CPU (every queued read agent and every command built its own);
+        checking its inputs — the project root, a linked work tree's `.git`, which hidden paths exist
+        and where they lead, the shown files, `PATH` — costs a fraction of that, and a view whose
+        inputs are unchanged is the view a new build would make. A hidden path created since (a new
+        credentials directory) changes the inputs, so it is masked from the next command on.
+        """
+        inputs = _view_inputs(self.policy, cwd)
+        cached = self._views.get(cwd)
+        if cached is not None and cached[0] == inputs:
+            return cached[1]
+        view = _View(self.policy, cwd)
+        self._views[cwd] = (inputs, view)
+        return view
 
     def explain(self, output: str) -> str | None:
         """A line naming the sandbox limit a failed command most likely hit (from its output)."""
@@ -672,6 +691,22 @@ def _check_bindable(project: Path) -> None:
                 f"the read sandbox cannot show {project} (it contains {root}); "
                 "run the agent in a project directory"
             )
+
+
+def _view_inputs(policy: SandboxPolicy, cwd: Path) -> tuple[object, ...]:
+    """What `_View(policy, cwd)` is built from that can change while corral runs (see `_view`)."""
+    project = _project_root(cwd)
+    dot_git = project / ".git"
+    linked: str | None = None
+    if dot_git.is_file():
+        with contextlib.suppress(OSError):
+            linked = dot_git.read_text(errors="replace")
+    hidden = tuple(
+        os.path.realpath(path) if os.path.lexists(path) else None
+        for path in _hidden_paths(policy.hidden_paths)
+    )
+    shown = tuple(file.is_file() for file in policy.read_files)
+    return (project, linked, hidden, shown, os.environ.get("PATH", ""))
 
 
 def _project_root(cwd: Path) -> Path:

@@ -167,6 +167,9 @@ class BudgetsExtension(HostExtension):
         self.host = host
         self.notices = notices
         self.ledger = BudgetLedger(host.kernel.db)
+        self._tree_limited: dict[str, bool] = {}
+        """Whether a tree has limits, by tree id: set here when a lead attaches (the only place a
+        tree's limits change), read once for another tree (a nested helper's owner elsewhere)."""
 
     # --- hooks -----------------------------------------------------------------------------------
 
@@ -177,6 +180,7 @@ class BudgetsExtension(HostExtension):
         if (tree is None and limits.any) or (tree is not None and tree.limits != limits):
             self.ledger.set_tree_limits(lead_session_id, limits)  # written only when they change
             tree = self.ledger.tree(lead_session_id)
+        self._tree_limited[lead_session_id] = tree is not None and tree.limits.any
         if tree is not None and tree.exhausted is not None:
             reached = tree_reached(tree, self.ledger.db.clock())
             if reached:
@@ -189,7 +193,7 @@ class BudgetsExtension(HostExtension):
         """Open the generation's budget row; an in-process agent gets its guard."""
         tree_id = self.tree_of(generation.owner_session_id)
         limits = agent_limits(self.host.settings.budget, self._override(generation))
-        self.ledger.open_agent(
+        opened = self.ledger.open_agent(
             generation.run_id,
             tree_id=tree_id,
             session_id=generation.session_id,
@@ -197,6 +201,11 @@ class BudgetsExtension(HostExtension):
             limits=limits,
         )
         if child is not None:
+            own = opened.limits.any  # an agent's limits are fixed when its row is made
+
+            def limited() -> bool:
+                return own or self.tree_limited(tree_id)
+
             child.agent.set_request_guard(
                 BudgetGuard(
                     self.ledger,
@@ -204,8 +213,17 @@ class BudgetsExtension(HostExtension):
                     notices=self.notices,
                     on_exhausted=self.tell_lead,
                     on_recorded=self.host.changed,
+                    limited=limited,
                 )
             )
+
+    def tree_limited(self, tree_id: str) -> bool:
+        """Whether the tree `tree_id` has limits (known from its lead's attach, else read once)."""
+        known = self._tree_limited.get(tree_id)
+        if known is None:
+            tree = self.ledger.tree(tree_id)
+            known = self._tree_limited[tree_id] = tree is not None and tree.limits.any
+        return known
 
     def admitting(self, owner_session_id: str) -> None:
         """Refuse a new agent when its tree's remaining budget cannot cover it."""

@@ -73,6 +73,9 @@ class BudgetGuard:
         on_exhausted: Called with the tree id when this agent reaches a limit (to tell the lead).
         on_recorded: Called after a request's reservation or a reply's spend is recorded (the host's
             change signal).
+        limited: Whether any limit applies to the run (its own or its tree's); when it says no, a
+            request goes out without the check and its reservation (no store transaction: nothing
+            could stop it, and a reservation counts only against a limit). `None`: always checked.
     """
 
     def __init__(
@@ -83,12 +86,14 @@ class BudgetGuard:
         notices: BudgetNotices,
         on_exhausted: Callable[[str], None] | None = None,
         on_recorded: Callable[[], None] | None = None,
+        limited: Callable[[], bool] | None = None,
     ) -> None:
         self.ledger = ledger
         self.run_id = run_id
         self.notices = notices
         self.on_exhausted = on_exhausted
         self.on_recorded = on_recorded
+        self.limited = limited
         self._rates: dict[tuple[str, str], tuple[float, float]] = {}
 
     def _cost(self, model: ModelInfo, input_tokens: int, output_tokens: int) -> float:
@@ -103,6 +108,8 @@ class BudgetGuard:
     def before_request(self, estimate: RequestEstimate) -> GuardVerdict:
         """Reserve and go, a notice once at the soft threshold, a bounded final turn at a limit, or
         stop (see the module docstring)."""
+        if self.limited is not None and not self.limited():
+            return _GO
         model = estimate.model
         output = max(estimate.output_tokens, min(OUTPUT_FLOOR_TOKENS, model.max_tokens))
         request = _Request(estimate.input_tokens, output)

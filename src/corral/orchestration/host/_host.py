@@ -34,9 +34,10 @@ from collections.abc import Callable, Coroutine, Iterable, Iterator, Sequence
 from pathlib import Path
 from typing import TYPE_CHECKING, Any, TypeVar
 
-from corral.agent import AgentEvent, AgentSession, AgentSettledEvent
+from corral.agent import AgentEvent, AgentSession, AgentSettledEvent, TurnEndEvent
 from corral.orchestration.definitions._roster import ModelNames, Roster, load_roster, model_names
 from corral.orchestration.errors import OrchestrationError
+from corral.orchestration.host import _heap
 from corral.orchestration.host._launch import Launcher, ProcessWorkers, WorkerStart
 from corral.orchestration.host.ports import HostExtension, ToolProvider
 from corral.orchestration.kernel._caller import Caller
@@ -135,6 +136,9 @@ class Host:
         self.file_limits = file_limits or FileLimits()
         self.owners: dict[str, AgentSession] = {}
         self.children: dict[str, ManagedChild] = {}
+        self._waiting: dict[str, ManagedChild] = {}
+        """The live children waiting for a change elsewhere (`ManagedChild.waiting`): the only ones
+        `changed` wakes."""
         self.handles: dict[str, RuntimeHandle] = {}
         self.lead_callers: dict[str, Caller] = {}
         self._owner_unsubscribe: dict[str, Callable[[], None]] = {}
@@ -223,6 +227,7 @@ class Host:
         for extension in self.extensions:
             for note in await extension.lead_attached(caller.session_id):
                 self.warn(note)
+        _heap.settled(len(self.children))  # start-up is done: no collection walks its objects again
         return caller
 
     async def work_done(self, run_id: str, summary: str) -> str | None:
@@ -297,7 +302,8 @@ class Host:
 
     @contextlib.contextmanager
     def one_roster(self) -> Iterator[None]:
-        """Within it (one delegate or continue, its launch and the features' hooks on it), every
+        """Within it (one delegate or continue, one teams spawn or swarm — its queued members'
+        later launches included —, its launch and the features' hooks on it), every
         roster read of the same cwd returns the roster read first: the definitions are read once
         per launch, not by each step that looks at them."""
         if _ONE_ROSTER.get() is not None:
@@ -322,6 +328,8 @@ class Host:
         for extension in self.extensions:
             extension.run_starting(generation, child)
         self.children[generation.run_id] = child
+        child.on_waiting = self._child_waiting
+        self._child_waiting(child)
         handle = await self.runtime.start(
             LaunchSpec(
                 generation.run_id,
@@ -337,7 +345,8 @@ class Host:
 
     def detach_child(self, run_id: str) -> None:
         """Forget the in-process run of `run_id`, which goes on elsewhere (a handoff); its generation stays."""
-        self.children.pop(run_id, None)
+        child = self.children.pop(run_id, None)
+        self._forget_waiting(run_id, child)
         handle = self.handles.pop(run_id, None)
         if handle is not None:
             self.runtime.forget(handle)
@@ -358,11 +367,26 @@ class Host:
     # --- change notification ---------------------------------------------------------------
 
     def changed(self) -> None:
-        """Wake everything that waits for a state change (quiet checks, waiting children)."""
+        """Wake everything that waits for a state change: `wait_for` and quiet checks, and the children
+        that wait for one (`ManagedChild.waiting`: an open question, running sub-agents, a feature's
+        hold). A child that is working is not woken: it re-checks at its next settle anyway, so a
+        change costs the waiters it concerns, not every live child."""
         self._change.set()
         self._change = asyncio.Event()
-        for child in self.children.values():
+        for child in tuple(self._waiting.values()):
             child.wake()
+
+    def _child_waiting(self, child: ManagedChild) -> None:
+        """`ManagedChild.on_waiting`: keep the waiting children (`changed` wakes only them)."""
+        if child.waiting and self.children.get(child.run_id) is child:
+            self._waiting[child.run_id] = child
+        else:
+            self._waiting.pop(child.run_id, None)
+
+    def _forget_waiting(self, run_id: str, child: ManagedChild | None) -> None:
+        self._waiting.pop(run_id, None)
+        if child is not None and child.on_waiting == self._child_waiting:
+            child.on_waiting = None
 
     async def wait_for_change(self) -> None:
         """Return at the next state change (a delivery, a settle, a child's progress); for front ends."""
@@ -397,6 +421,8 @@ class Host:
         """Child hook: hand the agent's event to every extension."""
         for extension in self.extensions:
             extension.agent_event(run_id, event)
+        if isinstance(event, TurnEndEvent):
+            _heap.settled(len(self.children))  # what the turn added lives as long as the agent
 
     def remote_state(self, run_id: str) -> tuple[object, ...]:
         """What the extensions push to the Ray worker of `run_id` with every pull."""
@@ -510,6 +536,7 @@ class Host:
     def release(self, run_id: str) -> None:
         """Drop the in-memory parts of a finished generation (closing its session file)."""
         child = self.children.pop(run_id, None)
+        self._forget_waiting(run_id, child)
         handle = self.handles.pop(run_id, None)
         if handle is not None:
             self.runtime.forget(handle)
@@ -521,6 +548,7 @@ class Host:
                 with contextlib.suppress(Exception):
                     child.agent.session.flush()
             child.agent.session.close()
+            _heap.released(len(self.children))
 
     async def _deliver_ask(self, run_id: str, ask_id: str) -> None:
         if ask_id in self._asking:
@@ -675,17 +703,19 @@ class Host:
     def tree(self, owner_session_id: str) -> list[GenerationRecord]:
         """Live generations owned by `owner_session_id`, transitively (by session id)."""
         live = self.kernel.generations()
-        found: list[GenerationRecord] = []
-        owners = {owner_session_id}
-        changed = True
-        while changed:
-            changed = False
-            for generation in live:
-                if generation.owner_session_id in owners and generation not in found:
-                    found.append(generation)
-                    owners.add(generation.session_id)
-                    changed = True
-        return found
+        owned: dict[str, list[GenerationRecord]] = {}
+        for generation in live:
+            owned.setdefault(generation.owner_session_id, []).append(generation)
+        reached: set[str] = set()
+        owners = [owner_session_id]
+        seen = {owner_session_id}
+        while owners:
+            for generation in owned.get(owners.pop(), ()):
+                reached.add(generation.run_id)
+                if generation.session_id not in seen:
+                    seen.add(generation.session_id)
+                    owners.append(generation.session_id)
+        return [generation for generation in live if generation.run_id in reached]
 
     def host_gone(self, generation: GenerationRecord) -> bool:
         """Whether the in-process host that ran `generation` is proven gone."""

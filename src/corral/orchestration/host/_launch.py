@@ -47,6 +47,7 @@ from corral.orchestration.errors import (
     PaneNotReadyError,
     RollbackFailureError,
 )
+from corral.orchestration.host import _heap
 from corral.orchestration.host._worker import worker_argv, worker_env, write_launch_file
 from corral.orchestration.kernel._faults import fault_point
 from corral.runtime import (
@@ -192,6 +193,7 @@ class LaunchHost(Protocol):
     pid: int
     host_id: str
     handles: dict[str, RuntimeHandle]
+    children: dict[str, ManagedChild]
     placing: set[str]
 
     def install_child_tools(self, child: ManagedChild) -> None: ...
@@ -352,6 +354,7 @@ class Launcher:
                     rollback_occurred=True,
                     ids={"label": generation.label},
                 )
+        _heap.settled(len(host.children))  # the agent's session, tools and model live as long as it runs
         host.changed()
         return generation
 

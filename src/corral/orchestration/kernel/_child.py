@@ -170,8 +170,9 @@ class ManagedChild:
         self.acknowledged = asyncio.Event()
         self.finished = asyncio.Event()
         self._wake = asyncio.Event()
-        self.waiting = False
-        """Idle and waiting for a reply or for direct agents (re-checked after every settle)."""
+        self._waiting = False
+        self.on_waiting: Callable[[ManagedChild], None] | None = None
+        """Called when `waiting` changes (the host keeps the children it must wake at a change)."""
         self._queued: list[str] = []
         self._replacement: str | None = None
         self._lines: collections.deque[str] = collections.deque(maxlen=_ACTIVITY_LINES)
@@ -195,6 +196,19 @@ class ManagedChild:
     def label(self) -> str:
         """The generation's label."""
         return self.generation.label
+
+    @property
+    def waiting(self) -> bool:
+        """Idle and waiting for a reply or for direct agents (re-checked after every settle): the
+        only state in which a change elsewhere (`wake`) can let the assignment move on."""
+        return self._waiting
+
+    @waiting.setter
+    def waiting(self, value: bool) -> None:
+        if value != self._waiting:
+            self._waiting = value
+            if self.on_waiting is not None:
+                self.on_waiting(self)
 
     @property
     def busy(self) -> bool:

@@ -482,8 +482,10 @@ class Teams:
         `name` replaces a generated name (swarms choose members' names up front); `slot` is the
         member's `(group id, slot id)` in a completion group; `guards` holds the read sandbox's
         views already built by this call, by directory (a swarm builds one per directory).
+        The agent definitions are read once for the call (`Host.one_roster`), a queued agent's
+        later launch included.
         """
-        with error_context("spawn_agent"):
+        with error_context("spawn_agent"), self.host.one_roster():
             prepared = self._prepare(caller, request, parent=parent)
             if request.name is None and name is not None and prepared.continue_from is None:
                 prepared.name = name
@@ -499,8 +501,11 @@ class Teams:
         parent: TeamChild | None = None,
         submission_id: str | None = None,
     ) -> SwarmResult:
-        """`spawn_swarm_agents`: every tier validated first; members admitted in order; failures isolated."""
-        with error_context("spawn_swarm_agents"):
+        """`spawn_swarm_agents`: every tier validated first; members admitted in order; failures isolated.
+
+        The agent definitions are read once for the whole swarm (`Host.one_roster`), the launches of
+        members that wait in the queue included."""
+        with error_context("spawn_swarm_agents"), self.host.one_roster():
             if parent is None:
                 self._lead(caller)
             policy = None
