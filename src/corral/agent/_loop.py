@@ -137,6 +137,7 @@ class LoopMixin:
     _messages: list[AgentMessage]
     _steering: deque[AgentMessage]
     _follow_up: deque[AgentMessage]
+    _context_only: set[int]
     _steering_mode: str
     _follow_up_mode: str
     _listeners: list[Callable[[AgentEvent], None]]
@@ -209,6 +210,7 @@ class LoopMixin:
         self._emit(MessageEndEvent(message=message))
 
     def _add_message(self, message: AgentMessage, added: list[AgentMessage]) -> None:
+        self._context_only.discard(id(message))
         self._emit(MessageStartEvent(message=message))
         self._end_message(message)
         added.append(message)

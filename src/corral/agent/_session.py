@@ -137,6 +137,8 @@ class AgentSession(LoopMixin):
         self._listeners = []
         self._steering = deque()
         self._follow_up = deque()
+        self._context_only: set[int] = set()
+        """Ids of queued steering messages that start no request of their own (`deliver_as="context"`)."""
         self._next_turn: list[AgentMessage] = []
         self._steering_mode = settings.steering_mode
         self._follow_up_mode = settings.follow_up_mode
@@ -469,10 +471,16 @@ class AgentSession(LoopMixin):
         self._queue(to_agent_message(message), "followUp")
 
     def clear_queue(self) -> tuple[list[str], list[str]]:
-        """Empty both queues; returns the texts that were queued as `(steering, follow_up)`."""
-        steering = [message_text(m) for m in self._steering]
+        """Empty both queues; returns the texts that were queued as `(steering, follow_up)`.
+
+        Messages queued with `deliver_as="context"` stay: they are deliveries that enter the
+        context when the run ends at the latest.
+        """
+        kept = [m for m in self._steering if id(m) in self._context_only]
+        steering = [message_text(m) for m in self._steering if id(m) not in self._context_only]
         follow_up = [message_text(m) for m in self._follow_up]
         self._steering.clear()
+        self._steering.extend(kept)
         self._follow_up.clear()
         self._emit_queue_update()
         return steering, follow_up
@@ -481,27 +489,53 @@ class AgentSession(LoopMixin):
         self,
         message: CustomMessage,
         *,
-        deliver_as: Literal["steer", "followUp", "nextTurn"] = "steer",
+        deliver_as: Literal["steer", "followUp", "nextTurn", "context"] = "steer",
         trigger_turn: bool = False,
     ) -> None:
         """Deliver a program's message.
 
         * `nextTurn`: held and sent ahead of the next prompt.
+        * `context`: never costs a model request of its own. While a run is active it joins the
+          next turn boundary's steering messages; when the run ends first, it is appended to the
+          session and the context without a further request. Idle: appended at once, no turn
+          (`trigger_turn` is ignored).
         * While a run is active: queued as steering or follow-up.
         * Idle with `trigger_turn`: starts a run (returns at once; see `wait_for_idle`).
         * Idle without: appended to the session and the context; no turn.
         """
         if deliver_as == "nextTurn":
             self._next_turn.append(message)
+        elif not self.is_idle and deliver_as == "context":
+            self._context_only.add(id(message))
+            self._queue(message, "steer")
         elif not self.is_idle:
             self._queue(message, deliver_as)
-        elif trigger_turn:
+        elif trigger_turn and deliver_as != "context":
             self._start_run([message])
         else:
-            self._emit(MessageStartEvent(message=message))
-            self._session.append_message(message)
-            self._messages.append(message)
-            self._emit(MessageEndEvent(message=message))
+            self._append_now(message)
+
+    def _append_now(self, message: AgentMessage) -> None:
+        """Append a message to the session and the context outside a model turn."""
+        self._context_only.discard(id(message))
+        self._emit(MessageStartEvent(message=message))
+        self._session.append_message(message)
+        self._messages.append(message)
+        self._emit(MessageEndEvent(message=message))
+
+    def _flush_context_only(self) -> None:
+        """Append the queued `context` deliveries the run ended before (no request for them)."""
+        if not self._context_only:
+            return
+        queued = [m for m in self._steering if id(m) in self._context_only]
+        if not queued:
+            self._context_only.clear()
+            return
+        for message in queued:
+            self._steering.remove(message)
+        self._emit_queue_update()
+        for message in queued:
+            self._append_now(message)
 
     async def wait_for_idle(self) -> None:
         """Return once no run or compaction is active."""
@@ -697,9 +731,12 @@ class AgentSession(LoopMixin):
                     await self._compact("threshold", will_retry=False)
                 if self._aborting or self._ending:
                     break
-                prompts = self._take(self._steering, self._steering_mode) or self._take(
-                    self._follow_up, self._follow_up_mode
-                )
+                prompts = self._take(self._steering, self._steering_mode)
+                while prompts and all(id(m) in self._context_only for m in prompts):
+                    for message in prompts:  # deliveries that start no request of their own
+                        self._append_now(message)
+                    prompts = self._take(self._steering, self._steering_mode)
+                prompts = prompts or self._take(self._follow_up, self._follow_up_mode)
                 if not prompts:
                     break
         finally:
@@ -713,6 +750,7 @@ class AgentSession(LoopMixin):
             self._aborting = False
             self._ending = False
             self._flush_pending_bash()
+            self._flush_context_only()
             self._run_task = None
             self._idle.set()
             self._emit(AgentSettledEvent())

@@ -350,7 +350,7 @@ class ProgramLeadSession(AgentSession):
         self,
         message: CustomMessage,
         *,
-        deliver_as: Literal["steer", "followUp", "nextTurn"] = "steer",
+        deliver_as: Literal["steer", "followUp", "nextTurn", "context"] = "steer",
         trigger_turn: bool = False,
     ) -> None:
         """Deliver a message like `AgentSession.send_custom_message`, but never start a turn."""

@@ -117,3 +117,57 @@ async def test_a_swarm_reads_the_agent_definitions_once_queued_members_included(
         reports = env.lead_custom(TEAM_REPORT_TYPE)
         assert sorted(r["details"]["name"] for r in reports) == ["r1", "r2", "r3"]
     assert len(reads) == 1
+
+
+def _wave_script(members: int, final: dict[str, object]) -> dict[str, object]:
+    agents = [{"name": f"w{k}", "prompt": f"part {k}", "model_slot": "read-review"} for k in range(members)]
+    return {
+        "steps": [
+            {"tool_calls": [{"name": "spawn_swarm_agents", "args": {"agents": agents}}]},
+            {"text": "Waiting for the reports."},
+            final,
+            {"text": "Noted."},
+        ],
+        "on_exhausted": "repeat_last",
+        "agents": {f"w{k}": [_report(f"full report number {k} " + "x" * 200)] for k in range(members)},
+    }
+
+
+def _record_requests(model: Any, monkeypatch: pytest.MonkeyPatch) -> list[Any]:
+    """The contexts the lead's model receives, one per request."""
+    stream = model.stream
+    contexts: list[Any] = []
+
+    async def recorded(context: Any, options: Any) -> AsyncIterator[Any]:
+        contexts.append(context)
+        async for event in stream(context, options):
+            yield event
+
+    monkeypatch.setattr(model, "stream", recorded)
+    return contexts
+
+
+async def test_a_swarm_larger_than_the_read_cap_costs_the_lead_three_requests_whatever_its_waves(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    from corral.settings import CapacitySettings, Settings, TeamsSettings
+
+    members = 9  # three waves of three
+    final = {
+        "expect": {"context_contains": [f"full report number {k} " for k in range(members)]},
+        "text": "All nine are in.",
+    }
+    write_script(tmp_path, "lead", _wave_script(members, final))
+    settings = Settings(teams=TeamsSettings(read_agents=CapacitySettings(max_concurrent=3)))
+    async with teams_env(tmp_path, "lead", settings=settings) as env:
+        contexts = _record_requests(env.lead.model, monkeypatch)
+        await env.lead.prompt("go")
+        await env.quiet()
+        await eventually(
+            lambda: len(env.lead_custom(TEAM_REPORT_TYPE)) == members and env.lead.is_idle, env.host
+        )
+        # spawn, "waiting", then one request that carries all nine reports (two per wave before: eight)
+        assert len(contexts) == 3
+        assert env.lead.last_assistant_text() == "All nine are in."
+        reports = env.lead_custom(TEAM_REPORT_TYPE)
+        assert sorted(r["details"]["name"] for r in reports) == sorted(f"w{k}" for k in range(members))

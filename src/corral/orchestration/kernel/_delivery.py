@@ -120,8 +120,14 @@ def ask_message(generation: GenerationRecord, ask: AskRecord, *, words: AgentMes
     return CustomMessage(custom_type=ASK_TYPE, content=text, display=True, details=details)
 
 
-async def deliver_message(owner: AgentSession, message: CustomMessage, *, key: str, value: str) -> str:
-    """Append `message` to the owner's session once and return its entry id (steps 1–2 above)."""
+async def deliver_message(
+    owner: AgentSession, message: CustomMessage, *, key: str, value: str, wake: bool = True
+) -> str:
+    """Append `message` to the owner's session once and return its entry id (steps 1–2 above).
+
+    `wake=False` delivers it without a model request of its own (`deliver_as="context"`): an idle
+    owner gets it in its context at once, a busy one at its next turn boundary or when its run ends.
+    """
     session = owner.session
     existing = find_delivered(session, message.custom_type, key, value)
     if existing is not None:
@@ -134,7 +140,10 @@ async def deliver_message(owner: AgentSession, message: CustomMessage, *, key: s
 
     unsubscribe = owner.subscribe(listener)
     try:
-        owner.send_custom_message(message, deliver_as="steer", trigger_turn=True)
+        if wake:
+            owner.send_custom_message(message, deliver_as="steer", trigger_turn=True)
+        else:
+            owner.send_custom_message(message, deliver_as="context")
         await persisted
     finally:
         unsubscribe()

@@ -29,6 +29,7 @@ from corral.orchestration.host.ports import HandoffRefusal, HostExtension
 
 from ._teams import Teams
 from .reports._delivery import deliver_team_report
+from .reports._swarm_wakes import is_urgent
 
 if TYPE_CHECKING:
     from corral.agent import AgentSession
@@ -68,7 +69,10 @@ class TeamsExtension(HostExtension):
         if member is not None and member.slot_id is not None:
             await teams.reports.deliver_grouped(report, result)
         else:
-            await deliver_team_report(repos.kernel, owner, report, result, teams.notices)
+            wake = is_urgent(report) or teams.swarm_wakes.wakes(
+                report.lead_session_id, report.name, teams.members_active(report.lead_session_id)
+            )
+            await deliver_team_report(repos.kernel, owner, report, result, teams.notices, wake=wake)
         return True
 
     def released(self, run_id: str) -> None:

@@ -31,6 +31,7 @@ import contextlib
 import os
 import time
 import uuid
+from collections.abc import Callable
 from dataclasses import replace
 from pathlib import Path
 from typing import TYPE_CHECKING, Any, Literal
@@ -81,6 +82,7 @@ from .notices import QueuedRetained, QueuedStartFailed, SessionContextAttached, 
 from .remote._host import RemoteMembers
 from .repair._verification import Verifier
 from .reports._reports import team_name
+from .reports._swarm_wakes import SwarmWakes
 from .reports._team_reports import TeamReports
 from .results import (
     ClaimResult,
@@ -173,6 +175,8 @@ class Teams:
         """Ray launches of this host under way (`_placed_launch`)."""
         self.cluster_queue: list[tuple[str, str]] = []
         """Admitted spawns waiting for room on the Ray cluster, by (lead session, name), oldest first."""
+        self.swarm_wakes = SwarmWakes()
+        """Which swarm reports wake their owner (`reports/_swarm_wakes.py`)."""
         self._sandbox: ReadOnlySandbox | None = None
         self._sandbox_status: SandboxStatus | None = None
         self._sandbox_lock = asyncio.Lock()
@@ -532,6 +536,8 @@ class Teams:
                 slots = [(handle.group_id, slot_id) for slot_id in handle.slot_ids]
             results: list[SpawnResult | SwarmFailure] = []
             guards: dict[Path, ReadGuard] = {}
+            if group_id is None:
+                self.swarm_wakes.open(lead, names)
             for index, member in enumerate(request.members):
                 slot = slots[index]
                 try:
@@ -543,6 +549,8 @@ class Teams:
                     if slot is not None:
                         self.groups.settled(slot[1], "rejected", str(exc))
                     continue
+                finally:
+                    self.swarm_wakes.admitted(lead, names[index])
                 results.append(outcome)
             group: tuple[str, str] | None = None
             if group_id is not None and policy is not None:
@@ -915,6 +923,25 @@ class Teams:
                 from ._session_context import remove_session_context
 
                 remove_session_context(live.context_path)
+
+    def members_active(self, lead_session_id: str) -> Callable[[str], bool]:
+        """Whether a member of this lead runs here or waits for a slot (queued, or for the cluster)."""
+        running: set[str] | None = None
+
+        def active(name: str) -> bool:
+            nonlocal running
+            key = (lead_session_id, name)
+            if key in self.pending or key in self.cluster_queue:
+                return True
+            if running is None:
+                running = {
+                    live.run.member.name
+                    for live in self.live.values()
+                    if live.lead_session_id == lead_session_id
+                }
+            return name in running
+
+        return active
 
     def busy(self, owner_session_id: str) -> bool:
         """Whether teams work owed to `owner_session_id` is still due (queued spawns, undelivered messages)."""

@@ -73,14 +73,17 @@ async def deliver_team_report(
     report: TeamReportRecord,
     result: ResultRecord,
     notices: TeamsNotices,
+    *,
+    wake: bool = True,
 ) -> str:
     """Deliver a teams report exactly once (`corral-team-report`, keyed by `report_id`) and mark it delivered.
 
     The kernel's delivery routine (`kernel._delivery`) with the report's message in place of the
-    plain result's.
+    plain result's; `wake=False` (a swarm member with siblings still to report) delivers it
+    without a model request of its own.
     """
     message = team_report_message(report, notices)
-    entry_id = await deliver_message(owner, message, key="report_id", value=report.report_id)
+    entry_id = await deliver_message(owner, message, key="report_id", value=report.report_id, wake=wake)
     fault_point("after_owner_append")
     kernel.mark_delivered(result.request_id, owner_session_id=result.owner_session_id, entry_id=entry_id)
     return entry_id

@@ -1,0 +1,94 @@
+"""Which swarm reports wake the lead: a swarm's reports arrive together, at one wake.
+
+A swarm spawned without a completion group delivers every member's full report as before, each
+exactly once, as soon as it is stored. But a report wakes its owner (starts a model request) only
+when no other member of its swarm is still to report: not admitted yet (the swarm is still being
+spawned), queued for a capacity slot, or running. The reports before it are delivered into the
+owner's context without a request of their own (`deliver_message(wake=False)`), so the owner's
+next request — at the latest the last member's wake — carries them all. A swarm of any size and
+any number of capacity waves thus costs the owner one wake, not one or two per wave.
+
+An urgent report (a failed run, a `blocked` or `failed` outcome or effective outcome, `failed` or
+`stale` checks) wakes at once, as a completion group's urgent index does.
+
+The state is in memory: after a restart, recovered reports wake as before. Nothing durable
+depends on it — delivery, its exactly-once key and crash recovery are unchanged.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Callable, Iterable
+from dataclasses import dataclass, field
+from typing import TYPE_CHECKING
+
+if TYPE_CHECKING:
+    from corral.orchestration.teams.roster.records import TeamReportRecord
+
+__all__ = ["SwarmWakes", "is_urgent"]
+
+_URGENT_OUTCOMES = frozenset({"blocked", "failed"})
+_URGENT_VERIFICATION = frozenset({"failed", "stale"})
+
+
+def is_urgent(report: TeamReportRecord) -> bool:
+    """Whether a report wakes its owner at once, whatever its swarm."""
+    return (
+        report.status != "completed"
+        or report.outcome in _URGENT_OUTCOMES
+        or report.result.effective_outcome in _URGENT_OUTCOMES
+        or report.result.verification.state in _URGENT_VERIFICATION
+    )
+
+
+@dataclass(slots=True)
+class _Swarm:
+    owed: set[str]
+    """Members whose report has not been delivered and who did not end without one."""
+    unadmitted: set[str] = field(default_factory=set)
+    """Members `spawn_swarm` has not admitted (or refused) yet."""
+
+
+class SwarmWakes:
+    """The open swarms of one host, by (lead session, member name)."""
+
+    def __init__(self) -> None:
+        self._swarms: dict[tuple[str, str], _Swarm] = {}
+
+    def open(self, lead_session_id: str, names: Iterable[str]) -> None:
+        """A swarm is being spawned: every member is owed a report and not admitted yet."""
+        members = set(names)
+        if len(members) < 2:
+            return
+        swarm = _Swarm(owed=set(members), unadmitted=set(members))
+        for name in members:
+            self._swarms[(lead_session_id, name)] = swarm
+
+    def admitted(self, lead_session_id: str, name: str) -> None:
+        """`spawn_swarm` is done with this member (started, queued or refused)."""
+        swarm = self._swarms.get((lead_session_id, name))
+        if swarm is not None:
+            swarm.unadmitted.discard(name)
+
+    def wakes(self, lead_session_id: str, name: str, active: Callable[[str], bool]) -> bool:
+        """This member's report is being delivered: whether it wakes its owner.
+
+        `active(name)` tells whether a sibling still runs or waits in the queue. Siblings that are
+        neither (refused, cancelled, failed to start, stopped) owe nothing any more.
+        """
+        swarm = self._swarms.pop((lead_session_id, name), None)
+        if swarm is None:
+            return True
+        swarm.owed.discard(name)
+        swarm.unadmitted.discard(name)
+        settled: list[str] = []
+        held = False
+        for other in swarm.owed:  # stops at the first sibling still to report
+            if other in swarm.unadmitted or active(other):
+                held = True
+                break
+            settled.append(other)
+        for other in settled:
+            swarm.owed.discard(other)
+            if self._swarms.get((lead_session_id, other)) is swarm:
+                del self._swarms[(lead_session_id, other)]
+        return not held
