@@ -77,7 +77,17 @@ if TYPE_CHECKING:
     from corral._tracing._records import AttributeValue, Span
     from corral.session import SessionManager
 
-__all__ = ["ABORTED", "Aborted", "LoopMixin", "RunAction", "RunOutcome", "message_text", "to_agent_message"]
+__all__ = [
+    "ABORTED",
+    "SEEN_REFERENCE_KEY",
+    "Aborted",
+    "LoopMixin",
+    "RunAction",
+    "RunOutcome",
+    "message_text",
+    "seen_reference",
+    "to_agent_message",
+]
 
 _log = logging.getLogger("corral.agent")
 
@@ -150,6 +160,8 @@ class LoopMixin:
     _llm_cache: list[AgentMessage]
     _llm_cache_owner: list[AgentMessage] | None
     _llm_cache_count: int
+    _llm_unseen: list[tuple[int, str]]
+    """Cache positions of messages with a `context_reference` the model has not replied after yet."""
     _agent_name: str | None
     trace_anchor: Span | None
     _turn_span: Span | None = None
@@ -304,22 +316,40 @@ class LoopMixin:
     def _llm_messages(self) -> list[AgentMessage]:
         """The context as sent to the model: `convert_to_llm`, without failed or aborted replies.
 
+        A custom message whose `details` carry a `context_reference` string (`SEEN_REFERENCE_KEY`)
+        is sent in full until the model has replied after it once; from then on that string
+        stands in its place (the session keeps the full message).
+
         Converted incrementally: messages are only appended between requests;
         any other change to `_messages` calls `_context_replaced()`.
         """
         cache = self._llm_cache
+        unseen = self._llm_unseen
         if self._llm_cache_owner is not self._messages or self._llm_cache_count > len(self._messages):
             cache.clear()
+            unseen.clear()
             self._llm_cache_owner = self._messages
             self._llm_cache_count = 0
         fresh = self._messages[self._llm_cache_count :]
+        replied = False
         if fresh:
-            for message in convert_to_llm(fresh):
-                if not (
-                    isinstance(message, AssistantMessage) and message.stop_reason in ("error", "aborted")
-                ):
+            for source in fresh:
+                reference = seen_reference(source)
+                for message in convert_to_llm((source,)):
+                    if isinstance(message, AssistantMessage):
+                        if message.stop_reason in ("error", "aborted"):
+                            continue
+                        replied = True
+                    elif reference is not None:
+                        unseen.append((len(cache), reference))
                     cache.append(message)
             self._llm_cache_count = len(self._messages)
+        if replied and unseen:
+            last = next(i for i in range(len(cache) - 1, -1, -1) if isinstance(cache[i], AssistantMessage))
+            for index, reference in [u for u in unseen if u[0] < last]:
+                message = cache[index]
+                cache[index] = message.model_copy(update={"content": [TextContent(text=reference)]})
+            unseen[:] = [u for u in unseen if u[0] >= last]
         return list(cache)
 
     def _context_replaced(self) -> None:
@@ -751,3 +781,16 @@ def to_agent_message(value: str | AgentMessage) -> AgentMessage:
         # An array of blocks, as Pi writes a prompt.
         return UserMessage(content=[TextContent(text=value)])
     return value
+
+
+SEEN_REFERENCE_KEY = "context_reference"
+"""The `details` key of a custom message's short stand-in, sent instead of it once the model replied after it."""
+
+
+def seen_reference(message: AgentMessage) -> str | None:
+    """A custom message's `context_reference`, when it has one."""
+    if isinstance(message, CustomMessage) and isinstance(message.details, dict):
+        reference = message.details.get(SEEN_REFERENCE_KEY)
+        if isinstance(reference, str):
+            return reference
+    return None

@@ -132,6 +132,7 @@ class AgentSession(LoopMixin):
         self._llm_cache = []
         self._llm_cache_owner = None
         self._llm_cache_count = 0
+        self._llm_unseen = []
         self._custom_system_prompt = system_prompt
         self._built_system_prompt: str | None = None
         self._listeners = []
@@ -505,12 +506,15 @@ class AgentSession(LoopMixin):
         """
         if deliver_as == "nextTurn":
             self._next_turn.append(message)
-        elif not self.is_idle and deliver_as == "context":
-            self._context_only.add(id(message))
-            self._queue(message, "steer")
+        elif deliver_as == "context":
+            if self.is_idle:
+                self._append_now(message)
+            else:
+                self._context_only.add(id(message))
+                self._queue(message, "steer")
         elif not self.is_idle:
             self._queue(message, deliver_as)
-        elif trigger_turn and deliver_as != "context":
+        elif trigger_turn:
             self._start_run([message])
         else:
             self._append_now(message)

@@ -139,14 +139,14 @@ def _report(**fields: Any) -> TeamReportRecord:
     return TeamReportRecord(**(base | fields))
 
 
-CAVEAT = "The agent has exited; do not stop it. A report is the agent's claim: check what matters before you rely on it."
+CAVEAT = "The agent has exited; do not stop it. Check its claims before you rely on them."
 
 
 def test_a_report_as_the_lead_reads_it() -> None:
     plain = _report()
     assert WORDS.team_report(ReportArrived(plain, None, "not-requested")) == (
         "Report from agent scout (read-collect) · status=completed · outcome=unspecified · "
-        "verification=not-requested · acceptance=pending · report=r1\n\nFound it.\n\n" + CAVEAT
+        "verification=not-requested · acceptance=pending\n\nFound it.\n\n" + CAVEAT
     )
     full = _report(
         summary="short",
@@ -166,13 +166,27 @@ def test_a_report_as_the_lead_reads_it() -> None:
     )
     assert WORDS.team_report(ReportArrived(full, "blocked", "failed")) == (
         "Report from agent scout (read-collect) · status=completed · outcome=succeeded (effective: blocked) · "
-        "verification=failed · acceptance=accepted · report=r1\n\n"
+        "verification=failed · acceptance=accepted\n\n"
         "Summary: short\n\n"
         "Found it.\n\n"
         "Structured claims (the agent's, not verified):\n"
         '{\n  "changedPaths": [\n    "a.py"\n  ]\n}\n\n'
         "Its work is committed on branch corral/w (1 file changed), not in your working tree; merge: merged "
         '(`corral merge corral/w`, or accept the report with merge = "on-accept").\n\n' + CAVEAT
+    )
+
+
+def test_a_report_seen_once_stands_as_its_head_line_summary_and_where_the_full_text_is() -> None:
+    assert WORDS.report_reference(ReportArrived(_report(), None, "not-requested")) == (
+        "Report from agent scout (read-collect) · status=completed · outcome=unspecified · "
+        "verification=not-requested · acceptance=pending · shown in full once already; "
+        "get_agent_status shows its summary."
+    )
+    kept = _report(summary="short", markdown_path="/r/scout.md")
+    assert WORDS.report_reference(ReportArrived(kept, None, "passed")) == (
+        "Report from agent scout (read-collect) · status=completed · outcome=unspecified · "
+        "verification=passed · acceptance=pending · shown in full once already; "
+        "read /r/scout.md for the full text.\nSummary: short"
     )
 
 

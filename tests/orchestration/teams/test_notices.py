@@ -72,6 +72,9 @@ class _Tagged:
     def team_report(self, fact: ReportArrived) -> str:
         return f"<report {fact.report.name} {fact.report.status} verification={fact.verification}>"
 
+    def report_reference(self, fact: ReportArrived) -> str:
+        return f"<seen {fact.report.name}>"
+
 
 async def test_the_recovery_prompt_and_fallback_reports_come_from_the_renderer(tmp_path: Path) -> None:
     spawn = [

@@ -171,3 +171,46 @@ async def test_a_swarm_larger_than_the_read_cap_costs_the_lead_three_requests_wh
         assert env.lead.last_assistant_text() == "All nine are in."
         reports = env.lead_custom(TEAM_REPORT_TYPE)
         assert sorted(r["details"]["name"] for r in reports) == sorted(f"w{k}" for k in range(members))
+
+
+def _texts(context: Any) -> list[str]:
+    out = []
+    for message in context.messages:
+        content = getattr(message, "content", None)
+        if isinstance(content, str):
+            out.append(content)
+        elif isinstance(content, list):
+            out.extend(getattr(block, "text", "") for block in content)
+    return out
+
+
+async def test_a_delivered_report_reaches_the_leads_requests_in_full_exactly_once(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    from corral.settings import CapacitySettings, Settings, TeamsSettings
+
+    members = 4
+    write_script(tmp_path, "lead", _wave_script(members, {"text": "All four are in."}))
+    settings = Settings(teams=TeamsSettings(read_agents=CapacitySettings(max_concurrent=2)))
+    async with teams_env(tmp_path, "lead", settings=settings) as env:
+        contexts = _record_requests(env.lead.model, monkeypatch)
+        await env.lead.prompt("go")
+        await env.quiet()
+        await eventually(
+            lambda: len(env.lead_custom(TEAM_REPORT_TYPE)) == members and env.lead.is_idle, env.host
+        )
+        await env.lead.prompt("What next?")  # later requests of the same session
+        await env.lead.prompt("And then?")
+        assert len(contexts) == 5
+        for k in range(members):
+            body = f"full report number {k} "
+            carrying = [i for i, context in enumerate(contexts) if any(body in t for t in _texts(context))]
+            assert carrying == [2], (k, carrying)  # the one request after the swarm, never again
+            later = [
+                t for context in contexts[3:] for t in _texts(context) if f"Report from agent w{k} " in t
+            ]
+            assert len(later) == 2 and all("shown in full once already" in t and ".md" in t for t in later)
+        # the session keeps every report in full, once
+        stored = env.lead_custom(TEAM_REPORT_TYPE)
+        assert sorted(r["details"]["name"] for r in stored) == [f"w{k}" for k in range(members)]
+        assert all(f"full report number {r['details']['name'][1:]} " in r["content"] for r in stored)

@@ -629,8 +629,7 @@ async def test_queued_helpers_keep_their_writer_alive(tmp_path: Path) -> None:
                         ]
                     },
                     {"text": "Waiting for helpers."},
-                    {"text": "Still waiting."},
-                    {
+                    {  # one wake for the swarm: the last helper's report, both in full
                         "expect": {"context_contains": ["facts from h1", "facts from h2"]},
                         **_report("writer done"),
                     },

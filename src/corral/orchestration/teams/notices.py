@@ -211,3 +211,8 @@ class TeamsNotices(Protocol):
     def team_report(self, fact: ReportArrived) -> str:
         """A report as the lead reads it (the message's details stay the core's)."""
         ...
+
+    def report_reference(self, fact: ReportArrived) -> str:
+        """What stands for a report in the owner's requests after its model replied to it once
+        (short: the full report stays in the session and its Markdown copy)."""
+        ...

@@ -646,6 +646,24 @@ REVALIDATION_INSTRUCTION = (
 """The instruction that follows the source applicability entries."""
 
 
+REPORT_CAVEAT = "The agent has exited; do not stop it. Check its claims before you rely on them."
+"""The last paragraph of a report message (the app hides it)."""
+
+
+def _report_head(fact: ReportArrived) -> str:
+    """`Report from agent <name> (<tier>) · status=… · outcome=… · verification=… · acceptance=…`."""
+    report = fact.report
+    outcome = outcome_label(report.outcome, fact.effective_outcome)
+    return (
+        f"Report from agent {report.name} ({report.tier}) · status={report.status} · "
+        f"outcome={outcome} · verification={fact.verification} · acceptance={report.acceptance}"
+    )
+
+
+def _clip(text: str, limit: int) -> str:
+    return text if len(text) <= limit else text[: limit - 1].rstrip() + "…"
+
+
 class TeamsNoticeText:
     """The teams core's notices in corral's words (the default `TeamsNotices`)."""
 
@@ -737,13 +755,7 @@ class TeamsNoticeText:
     def team_report(self, fact: ReportArrived) -> str:
         """The report's head line, summary, content, structured claims, branch, and the caveat."""
         report = fact.report
-        outcome = outcome_label(report.outcome, fact.effective_outcome)
-        head = (
-            f"Report from agent {report.name} ({report.tier}) · status={report.status} · "
-            f"outcome={outcome} · verification={fact.verification} · "
-            f"acceptance={report.acceptance} · report={report.report_id}"
-        )
-        parts = [head]
+        parts = [_report_head(fact)]
         if report.summary:
             parts.append(f"Summary: {report.summary}")
         parts.append(report.content)
@@ -768,8 +780,19 @@ class TeamsNoticeText:
                 f"tree; merge: {work.get('merge', 'pending')} (`corral merge {branch}`, or accept the "
                 'report with merge = "on-accept").'
             )
-        parts.append(
-            "The agent has exited; do not stop it. A report is the agent's claim: check what matters "
-            "before you rely on it."
-        )
+        parts.append(REPORT_CAVEAT)
         return "\n\n".join(parts)
+
+    def report_reference(self, fact: ReportArrived) -> str:
+        """What stands for a report in the lead's later requests: its head line, summary and where
+        the full text is."""
+        report = fact.report
+        where = (
+            f"read {report.markdown_path} for the full text"
+            if report.markdown_path
+            else "get_agent_status shows its summary"
+        )
+        text = f"{_report_head(fact)} · shown in full once already; {where}."
+        if report.summary:
+            text += f"\nSummary: {_clip(report.summary, 300)}"
+        return text

@@ -8,6 +8,7 @@ from __future__ import annotations
 
 from typing import TYPE_CHECKING, Any
 
+from corral.agent._loop import SEEN_REFERENCE_KEY
 from corral.llm import CustomMessage
 from corral.orchestration.kernel._delivery import deliver_message
 from corral.orchestration.kernel._faults import fault_point
@@ -64,6 +65,10 @@ def team_report_message(report: TeamReportRecord, notices: TeamsNotices) -> Cust
             details[key] = work[key]
     if report.markdown_path:
         details["report_path"] = report.markdown_path
+    # sent in full until the owner's model replied after it once, then this stands in its place
+    details[SEEN_REFERENCE_KEY] = notices.report_reference(
+        ReportArrived(report, effective, report.result.verification.state)
+    )
     return CustomMessage(custom_type=TEAM_REPORT_TYPE, content=text, display=False, details=details)
 
 
