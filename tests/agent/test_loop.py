@@ -3,6 +3,8 @@
 from __future__ import annotations
 
 import asyncio
+from collections.abc import AsyncIterator
+from typing import Any
 
 import pytest
 
@@ -190,6 +192,42 @@ async def test_deliveries_queued_while_busy_reach_the_next_turn_together_user_me
     assert model.requests[2].texts()[-3:] == ["took r1-r3 and u1", "u2", "full report r4"]
     texts = [m.content for m in agent.messages if isinstance(m, CustomMessage)]
     assert texts == ["full report r1", "full report r2", "full report r3", "full report r4"]
+
+
+async def test_context_deliveries_cost_no_request_of_their_own(
+    harness: Harness, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    gate = GateTool()
+    model = PlannedModel([Reply(calls=[("gate", {})]), Reply("took r1"), Reply("done")])
+    agent, _ = harness.agent(model, tools=[gate])
+
+    def report(name: str) -> CustomMessage:
+        return CustomMessage(custom_type="report", content=f"full report {name}", display=False)
+
+    task = asyncio.create_task(agent.prompt("go"))
+    await wait(gate.started.wait())
+    agent.send_custom_message(report("r1"), deliver_as="context")
+    gate.release.set()
+    await wait(task)
+    # at a boundary where the run goes on anyway, it rides along
+    assert len(model.requests) == 2 and model.requests[1].texts()[-1] == "full report r1"
+    # idle: appended at once, no request (even when asked to trigger one)
+    agent.send_custom_message(report("r2"), deliver_as="context", trigger_turn=True)
+    assert agent.is_idle and len(model.requests) == 2
+    # arriving during the run's last request: appended when the run ends, no further request
+    stream = model.stream
+
+    async def delivering(context: Any, options: Any) -> AsyncIterator[Any]:
+        agent.send_custom_message(report("r3"), deliver_as="context")
+        async for event in stream(context, options):
+            yield event
+
+    monkeypatch.setattr(model, "stream", delivering)
+    await wait(agent.prompt("again"))
+    assert len(model.requests) == 3 and agent.is_idle
+    texts = [m.content for m in agent.messages if isinstance(m, CustomMessage)]
+    assert texts == ["full report r1", "full report r2", "full report r3"]
+    assert agent.pending_message_count == 0
 
 
 async def test_follow_up_runs_when_the_agent_would_stop(harness: Harness) -> None:

@@ -420,6 +420,10 @@ class LoopMixin:
                 if self._aborting or self._ending:
                     return self._end_run(added, last)
                 pending = self._take(self._steering, self._steering_mode)
+                if not more_tool_calls and pending and all(id(m) in self._context_only for m in pending):
+                    for message in pending:  # deliveries that start no request of their own
+                        self._add_message(message, added)
+                    pending = []
             pending = self._take(self._follow_up, self._follow_up_mode)
             if not pending:
                 break
