@@ -8,8 +8,10 @@ request with `report_and_exit` and a fixed Markdown report of about 1.5–2 KB
 also says its assignment was interrupted (`F9_DETAIL`, only in the report body).
 
 - **immediate/full**: the lead calls `spawn_swarm_agents` without
-  `completion_group`; each report reaches it as one `corral-team-report` wake
-  carrying the full report.
+  `completion_group`; each report reaches it as one `corral-team-report`
+  message carrying the full report, delivered as it is stored; the swarm's
+  reports wake the lead once, with the last of them (docs/teams.md), so the
+  lead synthesizes in the request that wake starts.
 - **all-settled/compact**: the same call with `completion_group: {delivery:
   "all-settled"}`; one `corral-team-group` wake carries the compact index. The
   scripted lead then reads F9's full report with the `read` tool, by the
@@ -126,8 +128,7 @@ def lead_steps(mode: str) -> list[dict[str, Any]]:
         "text": "Submitted: ten finding/control pairs, acceptance pending, F9's interruption noted."
     }
     if mode == "immediate":
-        noted = [{"text": "Noted; waiting for the remaining reports."} for _ in range(len(REPORTS) - 1)]
-        return [*spawn, *noted, submit, final]
+        return [*spawn, submit, final]
     read: dict[str, Any] = {
         "text": "All ten settled. F9 was interrupted; reading its full report for the exact reason.",
         "tool_calls": [{"name": "read", "args": {"path": "{{ env." + ENV_F9 + " }}"}}],
@@ -477,7 +478,7 @@ def _table(immediate: dict[str, Any], compact: dict[str, Any]) -> str:
     rows = [
         "| Observation | Immediate/full | All-settled/compact |",
         "| --- | ---: | ---: |",
-        row("Wake messages delivered to the lead", i["wakes"], c["wakes"]),
+        row("Report or index messages delivered to the lead", i["wakes"], c["wakes"]),
         row("Model requests / assistant responses", i["synthesis"]["requests"], c["synthesis"]["requests"]),
         row(
             "Provider input tokens (scripted estimate, chars/4)",
