@@ -22,6 +22,8 @@ import threading
 from collections.abc import AsyncIterator, Callable
 from typing import TYPE_CHECKING
 
+from corral import _startup
+
 from ._messages import AssistantMessage
 from ._model import AssistantMessageEvent, ErrorEvent, LlmContext, Model, ModelInfo, StreamOptions
 
@@ -51,8 +53,14 @@ class _Preload:
         self.error: BaseException | None = None
         self.secure = secure
         self._modules = modules
+        # A start-up that paused the garbage collector keeps it paused until these are imported.
+        self._release_gc = _startup.hold()
         self._thread = threading.Thread(target=self._run, name="corral-sdk-import", daemon=True)
-        self._thread.start()
+        try:
+            self._thread.start()
+        except BaseException:
+            self._release_gc()
+            raise
 
     def _run(self) -> None:
         try:
@@ -65,6 +73,7 @@ class _Preload:
         except BaseException as exc:
             self.error = exc
         finally:
+            self._release_gc()
             self.done.set()
 
     async def wait(self) -> None:
