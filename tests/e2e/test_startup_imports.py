@@ -195,3 +195,33 @@ print(f"enabled: {gc.isenabled()} frozen: {gc.get_freeze_count() > 0}")
 raise SystemExit(code)
 """
     assert _last_line(cli_env, code) == "enabled: False frozen: False"
+
+
+FIRST_REQUEST = """\
+import sys
+
+seen = []
+
+
+def connecting(event, args):
+    # The first connection to the model's server: what is loaded when the first request goes out.
+    if event == "socket.connect" and not seen:
+        seen.append(sorted(m for m in ("genai_prices.data",) if m in sys.modules))
+
+
+sys.addaudithook(connecting)
+from corral.cli import main
+
+code = main(["run", "--model", "local/bench", "--no-session", "-p", "hi"])
+print("loaded at the first request:", seen[0] if seen else None)
+raise SystemExit(code)
+"""
+
+
+def test_the_price_catalogue_is_not_built_before_the_first_request(
+    cli_env: Env, local_model: FakeProviderServer
+) -> None:
+    # pydantic-ai builds genai-prices' table when a model is made and to look up its context window;
+    # corral prices a reply after it arrives, so the first request goes out without it.
+    assert _last_line(cli_env, FIRST_REQUEST) == "loaded at the first request: []"
+    assert len(local_model.requests) == 1
