@@ -38,8 +38,13 @@ _SDK_MODULES: dict[str, tuple[str, ...]] = {
         "pydantic_ai.models.openai",
         "pydantic_ai.providers.openai",
         "pydantic_ai.profiles.openai",
+        "openai.resources.chat",  # the SDK loads its resources on first use: making the model does
     ),
-    "openai-responses": ("pydantic_ai.models.openai", "pydantic_ai.providers.openai"),
+    "openai-responses": (
+        "pydantic_ai.models.openai",
+        "pydantic_ai.providers.openai",
+        "openai.resources.responses",
+    ),
     "anthropic": ("pydantic_ai.models.anthropic", "pydantic_ai.providers.anthropic"),
 }
 """What a wire API's first request needs imported, beside `corral.llm._providers`."""
