@@ -72,7 +72,7 @@ _PAUSE = _Pause()
 
 
 def pause_for_startup() -> None:
-    """Pause the collector until the command has started (once per process; only if it is enabled)."""
+    """Pause the collector until the command has started (if it is enabled and not paused already)."""
     _PAUSE.pause()
 
 
