@@ -28,6 +28,7 @@ RANK = {
     "_units": 0,
     "_process": 0,
     "_version": 0,
+    "_startup": 0,
     "_install": 0,
     "_tracing": 0,
     "settings": 1,

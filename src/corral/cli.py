@@ -877,6 +877,7 @@ def main(argv: list[str] | None = None) -> int:
     from typer._click.exceptions import ClickException, NoArgsIsHelpError
     from typer.exceptions import Abort, Exit
 
+    from corral._startup import started
     from corral.errors import CorralError
 
     command = typer.main.get_command(app)
@@ -904,11 +905,19 @@ def main(argv: list[str] | None = None) -> int:
     except (Abort, KeyboardInterrupt):
         print("corral: interrupted", file=sys.stderr)
         return 130
+    finally:
+        started()  # the collector is back for whatever runs after the command (see corral._startup)
     return result if isinstance(result, int) else 0
 
 
 def console_main() -> None:
-    """The `corral` console script: run the command, then leave without the interpreter's teardown."""
+    """The `corral` console script: run the command, then leave without the interpreter's teardown.
+
+    The garbage collector is paused while the command starts (see `corral._startup`).
+    """
+    from corral._startup import pause_for_startup
+
+    pause_for_startup()
     code = main()
     from corral._cli._exit import exit_now
 

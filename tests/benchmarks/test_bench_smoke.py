@@ -142,6 +142,9 @@ SMOKES: dict[str, Smoke] = {
     "bench_session": Smoke(
         ("--entries", "50", "--tail-mb", "1", "--repeat", "1"), frozenset({"context", "tail"})
     ),
+    "bench_first_request": Smoke(
+        ("--runs", "1"), frozenset({"cpu_to_first_request", "wall_to_first_request", "load_average"})
+    ),
     "bench_startup": Smoke(("--runs", "1"), frozenset({"help", "run_print_scripted"})),
     "bench_store_loop": Smoke(
         ("--agents", "3", "--activity", "1", "--rounds", "1"), frozenset({"on_loop", "to_thread"})

@@ -8,8 +8,11 @@ import importlib.util
 import os
 import subprocess
 import sys
+from collections.abc import Iterator
 
 import pytest
+
+from tests.llm.fake_server import FakeProviderServer, FakeReply
 
 from .conftest import Env
 
@@ -122,3 +125,107 @@ raise SystemExit(code)
 def test_a_plain_run_leaves_ray_workspaces_and_unused_teams_repositories_unloaded(cli_env: Env) -> None:
     # Each is a few ms of CPU at every start; none is used by a lead whose agents run in this process.
     assert _last_line(cli_env, LAZY_CODE) == "loaded: []"
+
+
+@pytest.fixture
+def local_model(cli_env: Env) -> Iterator[FakeProviderServer]:
+    """A Chat Completions server on 127.0.0.1, configured as the custom provider `local/bench`."""
+    with FakeProviderServer() as server:
+        server.default_reply = FakeReply(text="ok")
+        cli_env.settings(
+            f'[providers.local]\nbase_url = "{server.base_url}"\napi = "openai-chat"\n\n'
+            '[[providers.local.models]]\nid = "bench"\ncontext_window = 8192\nmax_tokens = 256\n'
+        )
+        yield server
+
+
+GC = """\
+import atexit, gc, sys
+
+first = []
+running = []
+
+
+def seen(phase, info):
+    # The first automatic collection once the command runs: were the start-up's objects frozen before
+    # it, and was the provider SDK imported by then? (Importing corral.cli itself comes before.)
+    if phase == "start" and running and not first:
+        first.append((gc.get_freeze_count(), "pydantic_ai.models.openai" in sys.modules))
+
+
+gc.callbacks.append(seen)
+
+
+@atexit.register
+def report():
+    frozen, sdk = first[0] if first else (0, False)
+    print(f"first collection: frozen={frozen > 0} sdk={sdk}; enabled at exit: {gc.isenabled()}")
+
+
+sys.argv = ["corral", *sys.argv[1:]]
+from corral.cli import console_main
+
+running.append(True)
+console_main()
+"""
+
+
+@pytest.mark.parametrize(
+    ("model", "sdk"), [("local/bench", True), ("scripted/hello", False)], ids=["provider", "scripted"]
+)
+def test_the_collector_first_runs_after_start_up_froze_its_objects(
+    cli_env: Env, local_model: FakeProviderServer, model: str, sdk: bool
+) -> None:
+    # Start-up (corral's imports, the provider SDK's ~1,000 modules, the launch) runs without the cyclic
+    # garbage collector; it comes back once the agent exists and the SDK is imported, with everything
+    # made so far frozen out of its generations.
+    line = _last_line(cli_env, GC, "run", "--model", model, "--no-session", "-p", "hi")
+    assert line == f"first collection: frozen=True sdk={sdk}; enabled at exit: True"
+    assert len(local_model.requests) == (1 if sdk else 0)
+
+
+def test_a_program_calling_main_keeps_its_collector(cli_env: Env) -> None:
+    # The pause is the console script's: `main()` called from a program neither pauses nor freezes.
+    code = """\
+import gc, sys
+from corral.cli import main
+gc.disable()
+code = main(['run', '--model', 'scripted/hello', '--no-session', '-p', 'hi'])
+print(f"enabled: {gc.isenabled()} frozen: {gc.get_freeze_count() > 0}")
+raise SystemExit(code)
+"""
+    assert _last_line(cli_env, code) == "enabled: False frozen: False"
+
+
+FIRST_REQUEST = """\
+import sys
+
+# genai-prices' price table; the scripted model and its script format (a real provider needs neither).
+NEVER = ("genai_prices.data", "corral.llm._scripted", "corral.llm._script_format")
+
+seen = []
+
+
+def connecting(event, args):
+    # The first connection to the model's server: what is loaded when the first request goes out.
+    if event == "socket.connect" and not seen:
+        seen.append(sorted(m for m in NEVER if m in sys.modules))
+
+
+sys.addaudithook(connecting)
+from corral.cli import main
+
+code = main(["run", "--model", "local/bench", "--no-session", "-p", "hi"])
+print("loaded at the first request:", seen[0] if seen else None)
+raise SystemExit(code)
+"""
+
+
+def test_the_first_request_goes_out_without_the_price_table_or_the_scripted_model(
+    cli_env: Env, local_model: FakeProviderServer
+) -> None:
+    # pydantic-ai builds genai-prices' table when a model is made and to look up its context window;
+    # corral prices a reply after it arrives, so the first request goes out without it. The scripted
+    # model's modules load on first use only.
+    assert _last_line(cli_env, FIRST_REQUEST) == "loaded at the first request: []"
+    assert len(local_model.requests) == 1

@@ -23,7 +23,7 @@ from collections.abc import Awaitable, Callable, Sequence
 from pathlib import Path
 from typing import TYPE_CHECKING, Any, Literal
 
-from corral import _tracing
+from corral import _startup, _tracing
 from corral.errors import CorralError
 from corral.llm import (
     AgentMessage,
@@ -180,6 +180,9 @@ class AgentSession(LoopMixin):
             if context.thinking_level != self._thinking_level:
                 session.append_thinking_level_change(self._thinking_level)
             self._scan_branch()
+        # Every long-running command (the app, run, mcp, worker) builds an agent once it has started:
+        # the garbage collector paused for its start-up comes back here (see corral._startup).
+        _startup.started()
 
     def _scan_branch(self) -> None:
         """Find each model's newest reply on the branch, and whether usage is known since the last compaction."""

@@ -22,6 +22,8 @@ import threading
 from collections.abc import AsyncIterator, Callable
 from typing import TYPE_CHECKING
 
+from corral import _startup
+
 from ._messages import AssistantMessage
 from ._model import AssistantMessageEvent, ErrorEvent, LlmContext, Model, ModelInfo, StreamOptions
 
@@ -36,8 +38,13 @@ _SDK_MODULES: dict[str, tuple[str, ...]] = {
         "pydantic_ai.models.openai",
         "pydantic_ai.providers.openai",
         "pydantic_ai.profiles.openai",
+        "openai.resources.chat",  # the SDK loads its resources on first use: making the model does
     ),
-    "openai-responses": ("pydantic_ai.models.openai", "pydantic_ai.providers.openai"),
+    "openai-responses": (
+        "pydantic_ai.models.openai",
+        "pydantic_ai.providers.openai",
+        "openai.resources.responses",
+    ),
     "anthropic": ("pydantic_ai.models.anthropic", "pydantic_ai.providers.anthropic"),
 }
 """What a wire API's first request needs imported, beside `corral.llm._providers`."""
@@ -51,8 +58,14 @@ class _Preload:
         self.error: BaseException | None = None
         self.secure = secure
         self._modules = modules
+        # A start-up that paused the garbage collector keeps it paused until these are imported.
+        self._release_gc = _startup.hold()
         self._thread = threading.Thread(target=self._run, name="corral-sdk-import", daemon=True)
-        self._thread.start()
+        try:
+            self._thread.start()
+        except BaseException:
+            self._release_gc()
+            raise
 
     def _run(self) -> None:
         try:
@@ -65,6 +78,7 @@ class _Preload:
         except BaseException as exc:
             self.error = exc
         finally:
+            self._release_gc()
             self.done.set()
 
     async def wait(self) -> None:

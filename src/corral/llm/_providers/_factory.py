@@ -2,8 +2,9 @@
 
 from __future__ import annotations
 
+import contextlib
 import functools
-from collections.abc import Mapping, Sequence
+from collections.abc import Iterator, Mapping, Sequence
 from typing import TYPE_CHECKING, Any
 
 from corral.llm._lifecycle import ModelLifecycle
@@ -134,6 +135,19 @@ def create_provider_model(
     http_client = model_http_client(
         headers, rate_limit=(EndpointKey.of(endpoint, api_key), rate_limits or RateLimits())
     )
+    with _no_price_table():
+        pai_model, lifecycle = _pai_model(info, key, base_url, http_client)
+    return PydanticAIModel(
+        info, pai_model, streaming=info.stream if streaming is None else streaming, lifecycle=lifecycle
+    )
+
+
+def _pai_model(
+    info: ModelInfo, key: str, base_url: str | None, http_client: Any
+) -> tuple[PaiModel, ModelLifecycle | None]:
+    """pydantic-ai's model and provider for `info`, and the lifecycle its catalogue knows."""
+    # corral knows the context window: pydantic-ai need not look it up in genai-prices' table.
+    profile_base: Any = {**_NO_DEPRECATION_WARNING, "context_window": info.context_window}
     pai_model: PaiModel
     lifecycle: ModelLifecycle | None
     if info.api in ("openai-responses", "openai-chat"):
@@ -144,9 +158,7 @@ def create_provider_model(
         provider = OpenAIProvider(base_url=base_url, api_key=key, http_client=http_client)
         lifecycle = _catalogue_lifecycle(provider, info.id)
         if info.api == "openai-responses":
-            pai_model = _pi_responses_model_class()(
-                info.id, provider=provider, profile=_NO_DEPRECATION_WARNING
-            )
+            pai_model = _pi_responses_model_class()(info.id, provider=provider, profile=profile_base)
         else:
             from pydantic_ai.profiles.openai import OpenAIModelProfile
 
@@ -154,7 +166,7 @@ def create_provider_model(
             profile = OpenAIModelProfile(
                 openai_chat_supports_max_completion_tokens=info.reply_cap_field != "max_tokens"
             )
-            profile.update(_NO_DEPRECATION_WARNING)  # type: ignore[typeddict-item]
+            profile.update(profile_base)
             pai_model = _pi_chat_model_class()(info.id, provider=provider, profile=profile)
     elif info.api == "anthropic":
         from pydantic_ai.models.anthropic import AnthropicModel
@@ -162,14 +174,40 @@ def create_provider_model(
 
         anthropic = AnthropicProvider(api_key=key, base_url=base_url, http_client=http_client)
         lifecycle = _catalogue_lifecycle(anthropic, info.id)
-        pai_model = AnthropicModel(info.id, provider=anthropic, profile=_NO_DEPRECATION_WARNING)
+        pai_model = AnthropicModel(info.id, provider=anthropic, profile=profile_base)
     else:
         raise ValueError(
             f"API {info.api!r} of {info.ref} is not an HTTP provider API; use the registry's create_model."
         )
-    return PydanticAIModel(
-        info, pai_model, streaming=info.stream if streaming is None else streaming, lifecycle=lifecycle
-    )
+    return pai_model, lifecycle
+
+
+@contextlib.contextmanager
+def _no_price_table() -> Iterator[None]:
+    """Make pydantic-ai models without building genai-prices' table first.
+
+    pydantic-ai's `Model.__init__` calls `preload_pricing_data()`, which builds the whole price table
+    (~20-100 ms of CPU) so that pricing a reply later does not. corral makes the lead's model on the
+    event loop right before its first request, so that cost would delay the request; the table is
+    built instead when the first reply's usage is read and priced (`_cost.py`), after the request
+    went out. The skip lasts while the model is made (on the event loop's thread); a pydantic-ai
+    without that hook is left as it is.
+    """
+    import pydantic_ai.models as pai_models
+
+    preload = getattr(pai_models, "preload_pricing_data", None)
+    if preload is None:
+        yield
+        return
+    pai_models.preload_pricing_data = _skip  # type: ignore[attr-defined]
+    try:
+        yield
+    finally:
+        pai_models.preload_pricing_data = preload  # type: ignore[attr-defined]
+
+
+def _skip() -> None:
+    return None
 
 
 _NO_DEPRECATION_WARNING: Any = {"deprecation": None}
