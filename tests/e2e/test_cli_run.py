@@ -8,6 +8,8 @@ from pathlib import Path
 
 import pytest
 
+from corral.llm import DEFAULT_MODELS, ModelRegistry, listed_prices
+
 from .conftest import CORRAL, Env, RunCorral
 
 TOOL_SCRIPT = """
@@ -373,12 +375,20 @@ def test_models_lists_usable_models(corral: RunCorral) -> None:
     assert without.returncode == 0
     assert "openai/" not in without.stdout
     with_key = corral("models", env={"OPENAI_API_KEY": "sk-test"})
-    assert "openai/gpt-5" in with_key.stdout.splitlines()
+    # The current default, read from the registry (not a real id that retires).
+    ref = f"openai/{DEFAULT_MODELS['openai']}"
+    assert f"{ref}  (default)" in with_key.stdout.splitlines()
     as_json = json.loads(corral("models", "--json", env={"OPENAI_API_KEY": "sk-test"}).stdout)
-    entry = next(row for row in as_json if row["ref"] == "openai/gpt-5")
-    assert entry["contextWindow"] > 0
-    # Prices come from the genai-prices catalogue (base rates); a scripted model's are configured.
-    assert (entry["pricing"], entry["cost"]["input"], entry["cost"]["output"]) == ("genai-prices", 1.25, 10.0)
+    entry = next(row for row in as_json if row["ref"] == ref)
+    assert entry["contextWindow"] > 0 and entry["lifecycle"] is None
+    # Prices come from the genai-prices catalogue (base rates, read here too); a scripted model's are configured.
+    listed = listed_prices(ModelRegistry(environ={"OPENAI_API_KEY": "sk-test"}).resolve(ref))
+    assert listed is not None
+    assert (entry["pricing"], entry["cost"]["input"], entry["cost"]["output"]) == (
+        "genai-prices",
+        listed.input,
+        listed.output,
+    )
     everything = json.loads(corral("models", "--all", "--json").stdout)
     scripted = next(row for row in everything if row["provider"] == "scripted")
     assert (scripted["pricing"], scripted["cost"]["input"]) == ("settings", 0.0)
