@@ -24,7 +24,7 @@ import gc
 import threading
 from collections.abc import Callable
 
-__all__ = ["hold", "pause_for_startup", "started"]
+__all__ = ["hold", "owns_process", "pause_for_startup", "started"]
 
 
 class _Pause:
@@ -34,9 +34,12 @@ class _Pause:
         self._lock = threading.Lock()
         self._holds = 0
         self._starting = False
+        self.owned = False
+        """Whether the `corral` command runs this process (it paused the collector at start-up)."""
 
     def pause(self) -> None:
         with self._lock:
+            self.owned = True
             if self._starting or self._holds or not gc.isenabled():
                 return
             gc.disable()
@@ -80,6 +83,13 @@ def started() -> None:
     """The command has started: freeze what start-up made and collect again (once the pause's other
     holders are done). Does nothing when start-up did not pause the collector or already resumed it."""
     _PAUSE.started()
+
+
+def owns_process() -> bool:
+    """Whether the `corral` command runs this process (not a program using corral as a library):
+    process-wide collector policies (the host's `gc.freeze`, `orchestration/host/_heap.py`) apply
+    only then."""
+    return _PAUSE.owned
 
 
 def hold() -> Callable[[], None]:

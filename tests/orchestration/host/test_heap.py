@@ -20,8 +20,9 @@ def _tracked(obj: object) -> bool:
 
 
 async def test_start_up_a_launched_agent_and_its_turns_are_out_of_the_collectors_generations(
-    env: Path,
+    env: Path, monkeypatch: pytest.MonkeyPatch
 ) -> None:
+    monkeypatch.setattr(_heap, "ENABLED", True)  # as in the `corral` command's own process
     steps = [{"tool_calls": [{"name": "ls", "args": {}}]}, {"text": "slow", "delay_ms": 60000}]
     write_script(env, "team", {"steps": [{"text": "noted"}], "agents": {"*": steps}})
     async with team(env, "team") as t:
@@ -49,6 +50,7 @@ class _Cycle:
 def test_frozen_garbage_is_reclaimed_once_enough_agents_were_released(
     monkeypatch: pytest.MonkeyPatch,
 ) -> None:
+    monkeypatch.setattr(_heap, "ENABLED", True)
     monkeypatch.setattr(_heap, "_SLACK", 3)
     monkeypatch.setattr(_heap, "_released", 0)
     cycle = _Cycle()
@@ -65,3 +67,18 @@ def test_frozen_garbage_is_reclaimed_once_enough_agents_were_released(
     _heap.released(live=0)
     assert alive() is None
     assert not _tracked(_heap)  # what survived the reclaiming pass is frozen again
+
+
+def test_a_program_using_corral_as_a_library_keeps_its_collector(monkeypatch: pytest.MonkeyPatch) -> None:
+    # The default: only the `corral` command's own process freezes its heap (docs/python-api.md).
+    monkeypatch.setattr(_heap, "ENABLED", None)
+    monkeypatch.setattr(_heap, "_released", 0)
+    monkeypatch.setattr(_heap, "_settled", 0)
+    cycle = _Cycle()
+    alive = weakref.ref(cycle)
+    _heap.settled()
+    _heap.released(live=0)
+    assert _tracked(cycle)  # not frozen
+    del cycle
+    gc.collect()
+    assert alive() is None

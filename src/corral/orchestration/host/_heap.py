@@ -21,8 +21,9 @@ So the host moves what is long-lived into the permanent generation, which no pas
   pays one per `_SLACK` agents rather than one at the end of each (memory: the cyclic garbage of
   at most that much work waits).
 
-The collector is process-wide, so the state is too: every host of the process shares it. `ENABLED`
-switches it off (benchmarks measure with and without).
+The collector is process-wide, so the state is too: every host of the process shares it. It acts
+only in the `corral` command's own process (a library user's collector is theirs); `ENABLED` forces
+it on or off (benchmarks measure with and without).
 """
 
 from __future__ import annotations
@@ -31,8 +32,10 @@ import gc
 
 __all__ = ["ENABLED", "released", "settled"]
 
-ENABLED = True
-"""Whether hosts freeze the long-lived heap (benchmarks turn it off to measure the difference)."""
+ENABLED: bool | None = None
+"""Whether hosts freeze the long-lived heap: `None` (default) only in the `corral` command's own
+process (`corral._startup.owns_process`), never in a program that uses corral as a library (its
+collector stays as it set it, docs/python-api.md); benchmarks set it on or off to measure."""
 
 _SLACK = 100
 """Releases beyond the number of live agents before the frozen garbage is reclaimed anyway."""
@@ -48,7 +51,7 @@ def settled(live: int = 0) -> None:
     """Start-up, a launch or an agent's turn is done (`live` agents run in this host): what exists
     now is long-lived; no collection walks it again until the frozen garbage is reclaimed."""
     global _settled
-    if not ENABLED:
+    if not _active():
         return
     _settled += 1
     if _settled >= _TURNS_PER_AGENT * (live + _SLACK):
@@ -60,11 +63,19 @@ def settled(live: int = 0) -> None:
 def released(live: int) -> None:
     """An agent was released and `live` remain in this host: reclaim the frozen garbage when due."""
     global _released
-    if not ENABLED:
+    if not _active():
         return
     _released += 1
     if _released >= live + _SLACK:
         _reclaim()
+
+
+def _active() -> bool:
+    if ENABLED is None:
+        from corral._startup import owns_process
+
+        return owns_process()
+    return ENABLED
 
 
 def _reclaim() -> None:
