@@ -344,15 +344,16 @@ async def test_handoff_is_refused_without_changes_for_a_pending_ask_a_running_ch
 async def test_a_worker_that_cannot_start_leaves_the_agent_lost_with_a_diagnostic_and_no_pane(
     env: Path, tmux_socket: Path, monkeypatch: pytest.MonkeyPatch, model_calls: dict[str, list[object]]
 ) -> None:
-    write_script(env, "team", {**LEAD, "agents": {"*": [SLOW]}})
+    write_script(env, "unbundled-team", {**LEAD, "agents": {"*": [SLOW]}})
     empty = env / "no-scripts"
     empty.mkdir()
-    # The worker (only) looks for scripts in an empty directory: it cannot load its model.
+    # The worker (only) looks for scripts in an empty directory: it cannot load its model (a name no
+    # bundled script has, so the bundled scripts cannot stand in).
     monkeypatch.setattr(
         "corral.orchestration.host._launch.worker_env",
         lambda: {**worker_env(), "CORRAL_SCRIPTS": str(empty)},
     )
-    async with team(env, "team", tmux_socket=tmux_socket) as t:
+    async with team(env, "unbundled-team", tmux_socket=tmux_socket) as t:
         started = await t.controller.delegate(t.caller, DelegateParams(definition="scout", task="Survey"))
         await eventually(lambda: len(model_calls.get("scout", [])) >= 1)
 

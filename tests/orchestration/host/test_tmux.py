@@ -163,22 +163,23 @@ async def test_inspect_reads_the_pane_and_close_kills_it(env: Path, tmux_socket:
 async def test_a_worker_that_cannot_start_fails_pane_not_ready_with_its_diagnostic(
     env: Path, tmux_socket: Path, monkeypatch: pytest.MonkeyPatch
 ) -> None:
-    write_script(env, "team", {**LEAD, "agents": {"*": [{"text": "never"}]}})
+    write_script(env, "unbundled-team", {**LEAD, "agents": {"*": [{"text": "never"}]}})
     empty = env / "no-scripts"
     empty.mkdir()
-    # The worker (only) looks for scripts in an empty directory: it cannot load its model.
+    # The worker (only) looks for scripts in an empty directory: it cannot load its model (a name no
+    # bundled script has, so the bundled scripts cannot stand in).
     monkeypatch.setattr(
         "corral.orchestration.host._launch.worker_env",
         lambda: {**worker_env(), "CORRAL_SCRIPTS": str(empty)},
     )
-    async with team(env, "team", settings=TMUX, tmux_socket=tmux_socket) as t:
+    async with team(env, "unbundled-team", settings=TMUX, tmux_socket=tmux_socket) as t:
         with pytest.raises(PaneNotReadyError) as caught:
             await t.controller.delegate(
                 t.caller, DelegateParams(definition="scout", task="x", timeout_ms=20000)
             )
         error = caught.value
         assert error.rollback_occurred
-        assert "team" in error.details["startupDiagnostic"]
+        assert "unbundled-team" in error.details["startupDiagnostic"]
         assert "Error" in error.details["startupDiagnostic"]
         assert _panes(tmux_socket) == []
         assert t.host.kernel.generation_by_label("scout") is None
