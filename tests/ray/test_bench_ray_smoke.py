@@ -19,7 +19,7 @@ pytest.importorskip("ray", reason="Ray is not installed (make test installs the 
 
 # The first test of tests/ray/ by name, so it also waits for the session cluster to start (20-80 s on
 # the loaded 2-core machine), then the run itself (30-45 s there).
-@pytest.mark.timeout(300)
+@pytest.mark.timeout(600)
 def test_bench_ray_runs_tiny_on_the_test_cluster(ray_cluster: RayTestCluster) -> None:
     out = run_bench(
         "bench_ray",
@@ -27,7 +27,7 @@ def test_bench_ray_runs_tiny_on_the_test_cluster(ray_cluster: RayTestCluster) ->
             *("--rounds", "2", "--agents", "3", "--agents-per-worker", "2"),
             *("--packing-agents", "2", "--address", ray_cluster.address),
         ),
-        timeout_s=200,
+        timeout_s=450,  # beside a CPU hog of 4 processes the run took over 200 s
     )
     check_output("bench_ray", out, frozenset({"latency", "fanout", "packing", "host_peak_rss_mb"}))
     assert out["latency"]["delegate_to_result_n"] == 2, out["latency"]

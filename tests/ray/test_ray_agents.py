@@ -222,6 +222,7 @@ async def test_host_sigkill_then_resume_collects_each_result_once(
         assert len(t.lead_entries(RESULT_TYPE)) == 2
 
 
+@pytest.mark.timeout(300)  # a node's removal and a cold worker: over 120 s beside a CPU hog
 async def test_a_removed_node_makes_its_agents_lost_and_the_others_finish(
     env: Path, ray_cluster: RayTestCluster, ray_nodes: RayNodes
 ) -> None:
