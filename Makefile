@@ -18,8 +18,7 @@ ALL_EXTRAS := mcp,ray,otel
 .PHONY: sync-test demo test lint typecheck unit bench install latest lock lock-upgrade lock-check wheel clean
 
 $(UV):
-	$(PYTHON) -m venv $(UV_HOME)
-	$(UV_HOME)/bin/python -m pip install --quiet --disable-pip-version-check 'uv>=0.9'
+	PYTHON=$(PYTHON) bash -c 'source .ci/_uv.sh'
 
 # `make demo` needs only the runtime dependencies; `make test` syncs the same venv with the test
 # extras (and compiles bytecode up front). Each sync is a no-op when the venv already matches.

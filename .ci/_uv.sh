@@ -2,7 +2,7 @@
 # installing it from PyPI the first time.
 uv="${UV:-$PWD/.uv/bin/uv}"
 if [ ! -x "$uv" ]; then
-  python3 -m venv .uv
+  "${PYTHON:-python3}" -m venv .uv
   .uv/bin/python -m pip install --quiet --disable-pip-version-check 'uv>=0.9'
   uv="$PWD/.uv/bin/uv"
 fi
