@@ -2,7 +2,27 @@
 
 from __future__ import annotations
 
-__all__ = ["IO_URING_CONNECT_C", "fork_flood", "io_uring_probe", "socketpair_datagram"]
+import os
+import shutil
+import subprocess
+from pathlib import Path
+
+import pytest
+
+__all__ = ["IO_URING_CONNECT_C", "compile_c", "fork_flood", "io_uring_probe", "socketpair_datagram"]
+
+
+def compile_c(source: str, out: Path) -> Path:
+    """`source` (C) built with gcc into `out` (beside it, `out.c`); gcc is required under `CI=true`."""
+    gcc = shutil.which("gcc")
+    if gcc is None:
+        if os.environ.get("CI") == "true":
+            pytest.fail("CI=true but gcc is not installed")
+        pytest.skip("needs gcc")
+    src = out.with_suffix(".c")
+    src.write_text(source)
+    subprocess.run([gcc, "-O1", "-o", str(out), str(src)], check=True, capture_output=True)
+    return out
 
 
 def fork_flood(label: str) -> str:

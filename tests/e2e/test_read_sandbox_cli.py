@@ -26,7 +26,7 @@ from pathlib import Path
 import pytest
 
 from corral.agent.tools import ReadOnlySandbox
-from tests.sandbox_attacks import IO_URING_CONNECT_C, fork_flood, socketpair_datagram
+from tests.sandbox_attacks import IO_URING_CONNECT_C, compile_c, fork_flood, socketpair_datagram
 
 from .conftest import Env, RunCorral
 
@@ -48,18 +48,6 @@ def _require_tools() -> None:
         if os.environ.get("CI") == "true":
             pytest.fail(f"CI=true but this test needs {', '.join(missing)}")
         pytest.skip(f"needs {', '.join(missing)}")
-
-
-def _compile(source: str, out: Path) -> Path:
-    """`source` (C) built with gcc into `out` (in the project: the agent runs it from there)."""
-    gcc = shutil.which("gcc")
-    if gcc is None:
-        if os.environ.get("CI") == "true":
-            pytest.fail("CI=true but gcc is not installed")
-        pytest.skip("needs gcc")
-    out.with_suffix(".c").write_text(source)
-    subprocess.run([gcc, "-O1", "-o", str(out), str(out.with_suffix(".c"))], check=True, capture_output=True)
-    return out
 
 
 @pytest.fixture
@@ -216,7 +204,7 @@ def test_a_read_agents_attacks_through_every_channel_fail_and_the_host_survives(
     subprocess.run([*git, "commit", "-q", "-m", "first"], check=True)
     head = subprocess.run([*git[:3], "rev-parse", "HEAD"], capture_output=True, text=True).stdout
     cli_env.settings("[teams]\nsandbox_tmp_mib = 8\nsandbox_max_processes = 32\n")
-    io_uring = _compile(IO_URING_CONNECT_C, project / "io-uring-connect")
+    io_uring = compile_c(IO_URING_CONNECT_C, project / "io-uring-connect")
     servers = _Servers(short_tmp, corral_home, project)
     attacks = _attacks(servers, markers, home, io_uring)
     try:

@@ -31,7 +31,13 @@ from corral.agent.tools import (
     create_builtin_tools,
     sandbox_environment,
 )
-from tests.sandbox_attacks import IO_URING_CONNECT_C, fork_flood, io_uring_probe, socketpair_datagram
+from tests.sandbox_attacks import (
+    IO_URING_CONNECT_C,
+    compile_c,
+    fork_flood,
+    io_uring_probe,
+    socketpair_datagram,
+)
 
 from .conftest import details_of, text_of
 
@@ -445,25 +451,12 @@ async def test_read_agent_bash_cannot_connect_to_unix_sockets(
             server.close()
 
 
-def _compile(source: str, out: Path) -> Path:
-    """`source` (C) built with gcc into `out`; gcc is required under `CI=true`."""
-    gcc = shutil.which("gcc")
-    if gcc is None:
-        if os.environ.get("CI") == "true":
-            pytest.fail("CI=true but gcc is not installed")
-        pytest.skip("needs gcc")
-    src = out.with_suffix(".c")
-    src.write_text(source)
-    subprocess.run([gcc, "-O1", "-o", str(out), str(src)], check=True, capture_output=True)
-    return out
-
-
 async def test_read_agent_bash_cannot_reach_a_project_socket_through_io_uring(
     sandbox: ReadOnlySandbox, home_project: Path
 ) -> None:
     # The reported escape: io_uring makes the AF_UNIX socket (IORING_OP_SOCKET), so the
     # socket() rule never sees it, and a plain connect() reaches a tmux server in the project.
-    attack = _compile(IO_URING_CONNECT_C, home_project / "io-uring-connect")
+    attack = compile_c(IO_URING_CONNECT_C, home_project / "io-uring-connect")
     server = _UnixServer(home_project / "u.sock")
     try:
         outside_ok, outside = await _run(BashTool(home_project), f"{attack} {server.path}")

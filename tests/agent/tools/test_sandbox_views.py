@@ -68,3 +68,28 @@ def test_a_hidden_path_created_after_a_view_is_masked_from_then_on(
         after.check(secrets / "key")
     assert "secrets" in " ".join(sandbox.wrap(["true"], project))
     assert len(built) == 2
+
+
+def test_a_bound_directory_pointed_elsewhere_after_a_view_gets_a_new_view(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    # bwrap binds a path by the name the view resolved it to; were that name made a link to another
+    # directory, a reused view would bind that directory without the masks a new view puts in it.
+    built = _counting_views(monkeypatch)
+    project = _project(tmp_path)
+    tools = tmp_path / "tools"
+    tools.mkdir()
+    elsewhere = tmp_path / "elsewhere"
+    (elsewhere / "secrets").mkdir(parents=True)
+    policy = SandboxPolicy(read_paths=(tools,), hidden_paths=(elsewhere / "secrets",))
+    sandbox = ReadOnlySandbox(bwrap="/usr/bin/bwrap", policy=policy)
+    before = sandbox.wrap(["true"], project)
+    assert str(tools / "secrets") not in before
+    tools.rmdir()
+    tools.symlink_to(elsewhere)
+
+    after = sandbox.wrap(["true"], project)
+
+    assert after == ReadOnlySandbox(bwrap="/usr/bin/bwrap", policy=policy).wrap(["true"], project)
+    assert str(tools / "secrets") in after  # masked where the bound directory now shows it
+    assert len(built) == 3

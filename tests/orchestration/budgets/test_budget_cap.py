@@ -141,6 +141,25 @@ async def test_a_request_in_flight_holds_the_tree_until_its_run_is_found_lost(en
         assert row == held  # the row is still there: it is the run's state that makes it count nothing
 
 
+async def test_a_request_in_flight_stops_counting_once_its_run_has_a_result(env: Path) -> None:
+    """The other end of a run: once its generation is completed (here its result stored directly,
+    no extension hook called), a reservation it still has counts nothing."""
+    from tests.orchestration._host_helpers import eventually
+
+    write_script(
+        env, "team", {"steps": [{"text": "noted"}], "agents": {"*": [{"text": "slow", "delay_ms": 60_000}]}}
+    )
+    async with team(env, "team", settings=Settings(budget=BudgetSettings(tree_tokens=LIMIT))) as t:
+        started = await t.controller.delegate(t.caller, DelegateParams(definition="scout", task="look"))
+        ledger = BudgetLedger(t.host.kernel.db)
+        tree_id = t.caller.session_id
+        await eventually(lambda: ledger.reserved(tree_id)[0] > 0, t.host)
+        held = ledger.reserved(tree_id)[0]
+        t.host.kernel.store_result(started.run_id, started.request_id, status="completed", text="done")
+        assert ledger.reserved(tree_id) == (0, 0.0)
+        assert store_row(ledger, started.run_id) == held  # still stored, counted for nothing
+
+
 def store_row(ledger: BudgetLedger, run_id: str) -> int | None:
     with ledger.db.read() as tx:
         row = tx.one("SELECT tokens FROM budget_reservations WHERE run_id = ?", (run_id,))

@@ -16,7 +16,7 @@ from corral.orchestration import Repositories
 from corral.orchestration.errors import InvalidRequestError, TargetAmbiguousError
 from corral.orchestration.worktrees._git import NotAGitRepositoryError
 from corral.orchestration.worktrees._merge import MergePlan, apply_merge, plan_merge
-from corral.orchestration.worktrees._worktrees import Worktrees, branch_name
+from corral.orchestration.worktrees._worktrees import Isolation, Worktrees, branch_name
 from tests.orchestration.teams._git_helpers import GIT_ENV, git, make_repo
 
 RUN_A = "0a1b2c3d-0000-4000-8000-000000000001"
@@ -49,6 +49,23 @@ def trees(tmp_path: Path) -> Iterator[Worktrees]:
 
 def _status(repo: Path) -> str:
     return git(repo, "status", "--porcelain=v1", "--untracked-files=all")
+
+
+def _writer_branch(
+    repo: Path, trees: Worktrees, files: dict[str, str], *, ignore: str | None = None
+) -> Isolation:
+    """Agent `writer`'s finished branch, which writes `files` (relative path → text); with `ignore`,
+    the user's `.gitignore` is that, committed before the branch starts."""
+    if ignore is not None:
+        (repo / ".gitignore").write_text(ignore)
+        git(repo, "commit", "-q", "-am", "ignore")
+    isolation = trees.isolate(repo, name="writer", run_id=RUN_A, owner_session_id=None)
+    for name, text in files.items():
+        path = isolation.cwd / name
+        path.parent.mkdir(parents=True, exist_ok=True)
+        path.write_text(text)
+    trees.finish(RUN_A, "the writer's branch")
+    return isolation
 
 
 def _head(repo: Path) -> str:
@@ -233,14 +250,16 @@ def test_merge_refuses_to_overwrite_uncommitted_changes_and_names_the_paths(
 
 def test_merge_refuses_to_replace_an_ignored_file_the_branch_adds(repo: Path, trees: Worktrees) -> None:
     """A branch that un-ignores `.env` and adds one must not replace the user's own ignored `.env`."""
-    (repo / ".gitignore").write_text("build/\n.env\n")
-    git(repo, "commit", "-q", "-am", "ignore .env")
-    isolation = trees.isolate(repo, name="writer", run_id=RUN_A, owner_session_id=None)
-    (isolation.cwd / ".gitignore").write_text("# nothing ignored\n")
-    (isolation.cwd / ".env").write_text("API_KEY=agent-placeholder\n")
-    (isolation.cwd / "build").mkdir()  # the user's build/ is ignored and holds a file of the same name
-    (isolation.cwd / "build" / "keep.txt").write_text("agent\n")
-    trees.finish(RUN_A, "un-ignore .env")
+    isolation = _writer_branch(
+        repo,
+        trees,
+        {
+            ".gitignore": "# nothing ignored\n",
+            ".env": "API_KEY=agent-placeholder\n",
+            "build/keep.txt": "agent\n",  # the user's build/ is ignored and holds a file of the same name
+        },
+        ignore="build/\n.env\n",
+    )
     (repo / ".env").write_text("API_KEY=the-users-secret\n")  # ignored, untracked, the user's own
     (repo / "build").mkdir()
     (repo / "build" / "keep.txt").write_text("the user's build output\n")
@@ -270,13 +289,7 @@ def test_merge_refuses_to_replace_an_ignored_file_the_branch_adds(repo: Path, tr
 def test_merge_refuses_an_ignored_file_where_the_branch_adds_a_directory(
     repo: Path, trees: Worktrees
 ) -> None:
-    (repo / ".gitignore").write_text("build/\nout\n")
-    git(repo, "commit", "-q", "-am", "ignore out")
-    isolation = trees.isolate(repo, name="writer", run_id=RUN_A, owner_session_id=None)
-    (isolation.cwd / ".gitignore").write_text("build/\n")
-    (isolation.cwd / "out").mkdir()
-    (isolation.cwd / "out" / "a.txt").write_text("agent\n")
-    trees.finish(RUN_A, "out/ becomes a directory")
+    _writer_branch(repo, trees, {".gitignore": "build/\n", "out/a.txt": "agent\n"}, ignore="build/\nout\n")
     (repo / "out").write_text("the user's ignored file\n")
 
     refused = trees.merge("writer")
@@ -288,10 +301,7 @@ def test_merge_refuses_an_ignored_file_where_the_branch_adds_a_directory(
 def test_merge_refuses_a_directory_of_ignored_files_where_the_branch_adds_a_file(
     repo: Path, trees: Worktrees
 ) -> None:
-    isolation = trees.isolate(repo, name="writer", run_id=RUN_A, owner_session_id=None)
-    (isolation.cwd / ".gitignore").write_text("# nothing ignored\n")
-    (isolation.cwd / "build").write_text("now a file\n")
-    trees.finish(RUN_A, "build becomes a file")
+    _writer_branch(repo, trees, {".gitignore": "# nothing ignored\n", "build": "now a file\n"})
     (repo / "build" / "deep").mkdir(parents=True)
     (repo / "build" / "deep" / "cache.bin").write_text("the user's ignored cache\n")
 
@@ -302,12 +312,9 @@ def test_merge_refuses_a_directory_of_ignored_files_where_the_branch_adds_a_file
 
 
 def test_an_ignored_file_that_appears_after_the_plan_stops_the_merge(repo: Path, trees: Worktrees) -> None:
-    (repo / ".gitignore").write_text("build/\n.env\n")
-    git(repo, "commit", "-q", "-am", "ignore .env")
-    isolation = trees.isolate(repo, name="writer", run_id=RUN_A, owner_session_id=None)
-    (isolation.cwd / ".gitignore").write_text("build/\n")
-    (isolation.cwd / ".env").write_text("placeholder\n")
-    trees.finish(RUN_A, "add .env")
+    isolation = _writer_branch(
+        repo, trees, {".gitignore": "build/\n", ".env": "placeholder\n"}, ignore="build/\n.env\n"
+    )
     plan = plan_merge(
         repo, branch=isolation.record.branch, base=isolation.record.base, snapshot=False, message="m"
     )

@@ -457,13 +457,15 @@ class ReadOnlySandbox:
 
         Building one costs ~4 ms of CPU (every queued read agent and every command built its own);
         checking its inputs — the project root, a linked work tree's `.git`, which hidden paths exist
-        and where they lead, the shown files, `PATH` — costs a fraction of that, and a view whose
-        inputs are unchanged is the view a new build would make. A hidden path created since (a new
-        credentials directory) changes the inputs, so it is masked from the next command on.
+        and where they lead, the shown files, `PATH`, and where each path it binds leads — costs a
+        fraction of that, and a view whose inputs are unchanged is the view a new build would make.
+        A hidden path created since (a new credentials directory) changes the inputs, so it is masked
+        from the next command on; so does a bound path made a link to another directory (bwrap binds
+        by name: the old view would show that directory without the masks it needs).
         """
         inputs = _view_inputs(self.policy, cwd)
         cached = self._views.get(cwd)
-        if cached is not None and cached[0] == inputs:
+        if cached is not None and cached[0] == inputs and cached[1].binds_as_built():
             return cached[1]
         view = _View(self.policy, cwd)
         self._views[cwd] = (inputs, view)
@@ -599,6 +601,10 @@ class _View:
             if file.is_file():
                 self.flags += ["--ro-bind", os.path.realpath(file), str(file)]
                 self.bound.append((Path(os.path.realpath(file)), file))
+
+    def binds_as_built(self) -> bool:
+        """Whether every path the view binds still resolves to the directory or file it bound."""
+        return all(os.path.realpath(dest) == str(source) for source, dest in self.bound)
 
     def _system(self, directory: str) -> None:
         if os.path.islink(directory):  # merged /usr: /bin -> usr/bin

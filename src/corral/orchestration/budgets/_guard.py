@@ -14,7 +14,7 @@ from __future__ import annotations
 
 import logging
 from collections.abc import Callable
-from dataclasses import dataclass
+from dataclasses import dataclass, replace
 from typing import TYPE_CHECKING, Protocol, TypeVar
 
 from corral.agent import GuardVerdict, RequestEstimate
@@ -47,8 +47,6 @@ class BudgetBook(Protocol):
     worker the state the host pushed plus the worker's unconfirmed facts (`RemoteBudget`)."""
 
     def now(self) -> int: ...
-
-    def state(self, run_id: str) -> tuple[AgentBudget, TreeBudget] | None: ...
 
     def mark_noticed(self, run_id: str) -> bool: ...
 
@@ -112,15 +110,15 @@ class BudgetGuard:
             return _GO
         model = estimate.model
         output = max(estimate.output_tokens, min(OUTPUT_FLOOR_TOKENS, model.max_tokens))
-        request = _Request(estimate.input_tokens, output)
-        final = _Request(estimate.input_tokens, min(FINAL_REPLY_TOKENS, model.max_tokens))
+        request = replace(estimate, output_tokens=output)
+        final = replace(estimate, output_tokens=min(FINAL_REPLY_TOKENS, model.max_tokens))
         now = self.ledger.now()
 
         def decide(agent: AgentBudget, tree: TreeBudget) -> tuple[_Decision, tuple[int, float] | None]:
             if agent.final_taken:
                 return _Decision("stop"), None
             costed = agent.limits.cost_usd is not None or tree.limits.cost_usd is not None
-            cost = self._cost(model, request.input, request.output) if costed else 0.0
+            cost = self._cost(model, request.input_tokens, request.output_tokens) if costed else 0.0
             hard = findings(agent, tree, add_tokens=request.tokens, add_cost=cost, now=now, soft=False)
             if not hard:
                 soft = []
@@ -134,7 +132,7 @@ class BudgetGuard:
             spent = findings(agent, tree, add_tokens=0, add_cost=0.0, now=now, soft=False)
             if any(f.name in ("tree_tokens", "tree_cost_usd") for f in spent):
                 return _Decision("skip", hard[0], agent.tree_id), None
-            final_cost = self._cost(model, final.input, final.output) if costed else 0.0
+            final_cost = self._cost(model, final.input_tokens, final.output_tokens) if costed else 0.0
             return _Decision("final", hard[0], agent.tree_id), (final.tokens, final_cost)
 
         try:
@@ -162,7 +160,7 @@ class BudgetGuard:
             self.on_exhausted(decision.tree_id)
         if decision.action == "skip":
             return _STOP
-        return GuardVerdict("final", self.notices.final_turn(finding), max_output_tokens=final.output)
+        return GuardVerdict("final", self.notices.final_turn(finding), max_output_tokens=final.output_tokens)
 
     def after_reply(self, reply: AssistantMessage, estimate: RequestEstimate) -> None:
         """Add the reply's usage (or, when the provider reported none, the estimate, flagged)."""
@@ -186,16 +184,6 @@ class BudgetGuard:
             return
         if self.on_recorded is not None:
             self.on_recorded()
-
-
-@dataclass(frozen=True, slots=True)
-class _Request:
-    input: int
-    output: int
-
-    @property
-    def tokens(self) -> int:
-        return self.input + self.output
 
 
 @dataclass(frozen=True, slots=True)

@@ -183,12 +183,17 @@ class BudgetLedger(Repository):
         if row is None:
             return None
         agent, tree = _agent(row), _tree(row, "t_")
-        held = self._one(
+        tokens, cost = self._reserved(agent.tree_id, but=run_id)
+        return agent, replace(tree, reserved_tokens=tokens, reserved_cost=cost)
+
+    def _reserved(self, tree_id: str, *, but: str) -> tuple[int, float]:
+        """Tokens and USD the tree's reservations that still count hold, but those of run `but`."""
+        row = self._one(
             f"SELECT COALESCE(SUM(r.tokens), 0) AS tokens, COALESCE(SUM(r.cost_usd), 0) AS cost {_LIVE_RESERVATIONS}",
-            (agent.tree_id, run_id),
+            (tree_id, but),
         )
-        assert held is not None
-        return agent, replace(tree, reserved_tokens=int(held["tokens"]), reserved_cost=float(held["cost"]))
+        assert row is not None
+        return int(row["tokens"]), float(row["cost"])
 
     def state(self, run_id: str) -> tuple[AgentBudget, TreeBudget] | None:
         """Generation `run_id`'s row and its tree's, read together (the check before a request); the
@@ -232,16 +237,7 @@ class BudgetLedger(Repository):
 
     def reserved(self, tree_id: str) -> tuple[int, float]:
         """Tokens and USD the tree's requests in flight hold (reservations that still count)."""
-
-        def body() -> tuple[int, float]:
-            row = self._one(
-                f"SELECT COALESCE(SUM(r.tokens), 0) AS tokens, COALESCE(SUM(r.cost_usd), 0) AS cost {_LIVE_RESERVATIONS}",
-                (tree_id, ""),
-            )
-            assert row is not None
-            return int(row["tokens"]), float(row["cost"])
-
-        return self._read(body)
+        return self._read(lambda: self._reserved(tree_id, but=""))
 
     def agent(self, run_id: str) -> AgentBudget | None:
         """Generation `run_id`'s row, if it has one."""
