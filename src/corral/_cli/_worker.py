@@ -46,10 +46,10 @@ from corral.agent import (
 from corral.llm import AssistantMessage, ModelRegistry
 from corral.orchestration._repositories import Repositories
 from corral.orchestration.agents._controller import OwnerQuestions
-from corral.orchestration.agents._delegation import build_managed_agent
+from corral.orchestration.agents._delegation import build_launched_agent
 from corral.orchestration.budgets import attach_worker_guard
 from corral.orchestration.errors import OrchestrationError
-from corral.orchestration.host._worker import agent_from_description, read_launch_file
+from corral.orchestration.host._worker import read_launch_file
 from corral.orchestration.host.protocol import (
     CORRAL_HARNESS,
     LaunchError,
@@ -242,21 +242,12 @@ async def _child(
     """
     cwd = Path(generation.cwd)
     described = launch.agent
-    if isinstance(described, ManagedAgentSpec):
-        model = registry.create_model(registry.resolve(described.model_ref), cwd=cwd)
-        agent = build_managed_agent(described, session=session, model=model, cwd=cwd, settings=settings)
-    else:
-        try:
-            agent = await agent_from_description(
-                described,
-                session=session,
-                registry=registry,
-                settings=settings,
-                cwd=cwd,
-                label=generation.label,
-            )
-        except ValueError as exc:  # fail closed: a read agent never continues without its sandbox
-            raise WorkerError(str(exc)) from None
+    try:
+        agent = await build_launched_agent(
+            described, session=session, registry=registry, settings=settings, cwd=cwd, label=generation.label
+        )
+    except ValueError as exc:  # fail closed: a read agent never continues without its sandbox
+        raise WorkerError(str(exc)) from None
     child: ManagedChild
     inbox: Callable[[], None] | None = None
     teams_part = launch.part(MemberLaunch)
