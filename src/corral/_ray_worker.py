@@ -48,7 +48,6 @@ from corral.orchestration.host._ray_launch import RayLaunch
 from corral.orchestration.host.protocol import (
     CORRAL_HARNESS,
     LaunchPart,
-    ManagedAgentSpec,
     WorkerLaunch,
 )
 from corral.orchestration.kernel._child import ManagedChild
@@ -250,8 +249,7 @@ class RayWorker:
                     hooks=hooks,
                     delegating=False,
                 )
-                # A defined agent always may ask its owner; a described one when it could where it ran.
-                if isinstance(described.agent, ManagedAgentSpec) or described.agent.ask_owner:
+                if described.agent.ask_owner:
                     agent.register_tool(AskOwnerTool(_Questions(FileLimits(), cwd), child, agent))
             child.context_retirement = described.context_retirement
             child.resume_prompt = described.resume_prompt  # a live agent moved here by a handoff

@@ -54,7 +54,6 @@ from corral.orchestration.host.protocol import (
     CORRAL_HARNESS,
     LaunchError,
     LaunchPart,
-    ManagedAgentSpec,
     WorkerLaunch,
 )
 from corral.orchestration.kernel._child import ManagedChild
@@ -305,8 +304,7 @@ async def _child(
         child = ManagedChild(
             store=store.kernel, agent=agent, generation=generation, task=task, hooks=hooks, delegating=False
         )
-        # A defined agent always may ask its owner; a described one when it could where it ran.
-        if isinstance(described, ManagedAgentSpec) or described.ask_owner:
+        if described.ask_owner:
             agent.register_tool(
                 AskOwnerTool(OwnerQuestions(store.kernel, FileLimits(), AgentNoticeText()), child, agent)
             )

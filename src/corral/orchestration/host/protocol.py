@@ -141,6 +141,8 @@ class ManagedAgentSpec:
     worker composes its system prompt in the agent's cwd, as the in-process path does."""
 
     kind: ClassVar[str] = "definition"
+    ask_owner: ClassVar[bool] = True
+    """A defined agent always has the `ask_owner` tool (a `BuiltAgent` when it had it where it ran)."""
     label: str
     definition: str
     """The definition's name."""
