@@ -37,7 +37,7 @@ from collections.abc import Iterable, Mapping
 from dataclasses import KW_ONLY, dataclass
 from typing import TYPE_CHECKING, ClassVar, Protocol, Self, TypeVar
 
-from corral.llm import THINKING_LEVELS, ThinkingLevel
+from corral.llm import THINKING_LEVELS, ThinkingLevel, as_thinking_level
 
 if TYPE_CHECKING:
     from corral.settings import Settings
@@ -369,8 +369,7 @@ def _texts(
 
 
 def _thinking(data: Mapping[str, object], where: str) -> ThinkingLevel:
-    value = data.get("thinking")
-    for level in THINKING_LEVELS:
-        if value == level:
-            return level
+    level = as_thinking_level(data.get("thinking"))
+    if level is not None:
+        return level
     raise LaunchError(f"the launch's {where} `thinking` is not one of {', '.join(THINKING_LEVELS)}")
