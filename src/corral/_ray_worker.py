@@ -41,16 +41,13 @@ from typing import TYPE_CHECKING, Any
 from corral import _tracing
 from corral.agent import AgentEvent, AgentSession, RateLimitWaitEvent
 from corral.llm import EndpointKey, ModelRegistry, current_rate_limiter
-from corral.orchestration.agents._delegation import build_managed_agent
+from corral.orchestration.agents._delegation import build_launched_agent
 from corral.orchestration.budgets._remote import attach_ray_guard
 from corral.orchestration.errors import OrchestrationError
 from corral.orchestration.host._ray_launch import RayLaunch
-from corral.orchestration.host._worker import agent_from_description
 from corral.orchestration.host.protocol import (
     CORRAL_HARNESS,
-    BuiltAgent,
     LaunchPart,
-    ManagedAgentSpec,
     WorkerLaunch,
 )
 from corral.orchestration.kernel._child import ManagedChild
@@ -229,7 +226,14 @@ class RayWorker:
             hooks = _Hooks(store, HostNoticeText())
             child: ManagedChild
             port: RemoteTeams | None = None
-            agent = await _agent(described.agent, session, registry, settings, cwd, launch.generation.label)
+            agent = await build_launched_agent(
+                described.agent,
+                session=session,
+                registry=registry,
+                settings=settings,
+                cwd=cwd,
+                label=launch.generation.label,
+            )
             member = described.part(MemberLaunch)
             if member is not None:
                 # A teams member: its tools reach the lead's `Teams` as facts.
@@ -245,8 +249,7 @@ class RayWorker:
                     hooks=hooks,
                     delegating=False,
                 )
-                # A defined agent always may ask its owner; a described one when it could where it ran.
-                if isinstance(described.agent, ManagedAgentSpec) or described.agent.ask_owner:
+                if described.agent.ask_owner:
                     agent.register_tool(AskOwnerTool(_Questions(FileLimits(), cwd), child, agent))
             child.context_retirement = described.context_retirement
             child.resume_prompt = described.resume_prompt  # a live agent moved here by a handoff
@@ -451,28 +454,6 @@ class RayWorker:
         for run_id in list(self.runs):
             await self.end(run_id)
         shutil.rmtree(self.folder, ignore_errors=True)
-
-
-async def _agent(
-    described: BuiltAgent | ManagedAgentSpec,
-    session: SessionManager,
-    registry: ModelRegistry,
-    settings: Settings,
-    cwd: Path,
-    label: str,
-) -> AgentSession:
-    """The agent as its host described it: built from its definition's spec, or rebuilt from its
-    exact parts (a teams member, an agent moved here by a handoff).
-
-    Raises:
-        ValueError: A read agent's sandbox does not work on this node (it never runs without it).
-    """
-    if isinstance(described, ManagedAgentSpec):
-        model = registry.create_model(registry.resolve(described.model_ref), cwd=cwd)
-        return build_managed_agent(described, session=session, model=model, cwd=cwd, settings=settings)
-    return await agent_from_description(
-        described, session=session, registry=registry, settings=settings, cwd=cwd, label=label
-    )
 
 
 def _member_child(

@@ -48,11 +48,22 @@ _SYSTEM_CONFIG = {
 _LEAK_TIMEOUT_S = 30.0
 
 
-def _unavailable(reason: str) -> None:
-    """Skip the test with `reason`, or fail it under CI (where the Ray tests must run)."""
+def _unavailable(reason: str, *, module_level: bool = False) -> None:
+    """Skip the test (or, `module_level`, the test module) with `reason`, or fail it under CI (where
+    the Ray tests must run)."""
     if os.environ.get("CI") == "true":
         pytest.fail(f"{reason}; the Ray tests must run in CI (make test installs corral[ray])")
-    pytest.skip(reason)
+    pytest.skip(reason, allow_module_level=module_level)
+
+
+def require_ray() -> Any:
+    """The `ray` module, for a test module that uses it at import: without Ray the module skips
+    (fails under `CI=true`, unlike `pytest.importorskip`)."""
+    try:
+        import ray
+    except ImportError:
+        _unavailable("Ray is not installed (make test installs the ray extra)", module_level=True)
+    return ray
 
 
 @dataclass(slots=True)

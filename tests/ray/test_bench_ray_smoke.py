@@ -12,9 +12,9 @@ import pytest
 
 from tests.benchmarks.test_bench_smoke import check_output, run_bench
 
-from .conftest import RayTestCluster
+from .conftest import RayTestCluster, require_ray
 
-pytest.importorskip("ray", reason="Ray is not installed (make test installs the ray extra)")
+require_ray()
 
 
 # The first test of tests/ray/ by name, so it also waits for the session cluster to start (20-80 s on

@@ -7,9 +7,9 @@ import os
 
 import pytest
 
-from .conftest import RayNodes, RayTestCluster
+from .conftest import RayNodes, RayTestCluster, require_ray
 
-ray = pytest.importorskip("ray", reason="Ray is not installed (make test installs the ray extra)")
+ray = require_ray()
 
 
 @ray.remote(num_cpus=0)

@@ -18,9 +18,9 @@ from corral._ray_worker import RayWorker
 from corral.orchestration.surfaces import DelegateParams
 from corral.settings import RaySettings, Settings
 from tests.orchestration._host_helpers import prepare_env, team, write_script
-from tests.ray.conftest import RayTestCluster
+from tests.ray.conftest import RayTestCluster, require_ray
 
-ray = pytest.importorskip("ray", reason="Ray is not installed (pip install 'corral[ray]')")
+ray = require_ray()
 
 LEAD = {"steps": [{"text": "noted"}], "on_exhausted": "repeat_last"}
 

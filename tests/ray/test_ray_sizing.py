@@ -18,9 +18,9 @@ from corral.orchestration.surfaces import DelegateParams
 from corral.runtime._ray import RayConfig, RayInfeasible, ray_runtime, size_worker
 from corral.settings import RaySettings, Settings
 from tests.orchestration._host_helpers import WAIT, prepare_env, team, write_script
-from tests.ray.conftest import RayNodes, RayTestCluster
+from tests.ray.conftest import RayNodes, RayTestCluster, require_ray
 
-ray = pytest.importorskip("ray", reason="Ray is not installed (pip install 'corral[ray]')")
+ray = require_ray()
 
 LEAD = {"steps": [{"text": "noted"}], "on_exhausted": "repeat_last"}
 FAIL_FAST_S = 60.0

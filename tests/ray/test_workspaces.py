@@ -22,9 +22,9 @@ from corral.orchestration.workspaces._remote import (
 from corral.orchestration.workspaces.records import WorkspacePatch
 from tests.orchestration.teams._git_helpers import GIT_ENV, git, make_repo
 
-from .conftest import RayTestCluster
+from .conftest import RayTestCluster, require_ray
 
-ray = pytest.importorskip("ray", reason="Ray is not installed (make test installs the ray extra)")
+ray = require_ray()
 
 
 @pytest.fixture(autouse=True)

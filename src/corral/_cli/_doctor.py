@@ -246,16 +246,6 @@ async def _check_orphans(root: Path, store: Repositories | None) -> Check:
     )
 
 
-def _ray_settings(cwd: Path) -> Settings | None:
-    from corral.errors import CorralError
-    from corral.settings import load_settings
-
-    try:
-        return load_settings(cwd)
-    except CorralError:
-        return None
-
-
 async def _check_ray_workers(store: Repositories, settings: Settings | None, ray: RayRuntime) -> Check:
     """This data root's Ray workers that hold no live agent (only when agents ran on Ray).
 
@@ -366,7 +356,8 @@ def _check_worktrees(store: Repositories, cwd: Path) -> Check:
     return Check("worktrees", "ok" if status == "ok" else "warn", message)
 
 
-def _check_settings(cwd: Path) -> list[Check]:
+def _check_settings(cwd: Path) -> tuple[Settings | None, list[Check]]:
+    """The settings (`None` when they do not load; the other checks read them) and their checks."""
     from corral.errors import CorralError
     from corral.settings import find_project_settings, load_settings, user_settings_path
 
@@ -375,7 +366,7 @@ def _check_settings(cwd: Path) -> list[Check]:
         settings = load_settings(cwd, on_warning=warnings.append)
     except CorralError as exc:
         message = " ".join(str(exc).split())
-        return [Check("settings", "fail", f"settings do not load: {message}")]
+        return None, [Check("settings", "fail", f"settings do not load: {message}")]
     files = [p for p in (user_settings_path(), find_project_settings(cwd)) if p is not None and p.is_file()]
     loaded = (
         "settings load from " + " and ".join(str(p) for p in files)
@@ -387,7 +378,7 @@ def _check_settings(cwd: Path) -> list[Check]:
     favorites = _check_favorites(settings)
     if favorites is not None:
         checks.append(favorites)
-    return checks
+    return settings, checks
 
 
 def _check_definitions(cwd: Path) -> list[Check]:
@@ -517,16 +508,13 @@ async def _check_endpoint(
     return checks
 
 
-async def _check_endpoints(cwd: Path) -> list[Check]:
+async def _check_endpoints(settings: Settings | None) -> list[Check]:
     """One `endpoint` group per custom provider in the settings (none when they do not load)."""
     import os
 
-    from corral.errors import CorralError
-    from corral.settings import BUILTIN_PROVIDER_NAMES, load_settings
+    from corral.settings import BUILTIN_PROVIDER_NAMES
 
-    try:
-        settings = load_settings(cwd)
-    except CorralError:
+    if settings is None:
         return []
     checks: list[Check] = []
     for name, provider in settings.providers.items():
@@ -556,7 +544,7 @@ async def run_checks(cwd: Path) -> list[Check]:
     checks = [_check_data_root(root)]
     store_path = default_store_path()
     store_check, store = _open_store(store_path)
-    settings = _ray_settings(cwd)
+    settings, settings_checks = _check_settings(cwd)
     rays: list[RayRuntime] = []
 
     def _ray(settings: Settings | None, path: Path) -> RayRuntime:
@@ -587,8 +575,8 @@ async def run_checks(cwd: Path) -> list[Check]:
     finally:
         if store is not None:
             store.close()
-    checks += _check_settings(cwd)
-    checks += await _check_endpoints(cwd)
+    checks += settings_checks
+    checks += await _check_endpoints(settings)
     checks += _check_definitions(cwd)
     return checks
 

@@ -46,15 +46,14 @@ from corral.agent import (
 from corral.llm import AssistantMessage, ModelRegistry
 from corral.orchestration._repositories import Repositories
 from corral.orchestration.agents._controller import OwnerQuestions
-from corral.orchestration.agents._delegation import build_managed_agent
+from corral.orchestration.agents._delegation import build_launched_agent
 from corral.orchestration.budgets import attach_worker_guard
 from corral.orchestration.errors import OrchestrationError
-from corral.orchestration.host._worker import agent_from_description, read_launch_file
+from corral.orchestration.host._worker import read_launch_file
 from corral.orchestration.host.protocol import (
     CORRAL_HARNESS,
     LaunchError,
     LaunchPart,
-    ManagedAgentSpec,
     WorkerLaunch,
 )
 from corral.orchestration.kernel._child import ManagedChild
@@ -242,21 +241,12 @@ async def _child(
     """
     cwd = Path(generation.cwd)
     described = launch.agent
-    if isinstance(described, ManagedAgentSpec):
-        model = registry.create_model(registry.resolve(described.model_ref), cwd=cwd)
-        agent = build_managed_agent(described, session=session, model=model, cwd=cwd, settings=settings)
-    else:
-        try:
-            agent = await agent_from_description(
-                described,
-                session=session,
-                registry=registry,
-                settings=settings,
-                cwd=cwd,
-                label=generation.label,
-            )
-        except ValueError as exc:  # fail closed: a read agent never continues without its sandbox
-            raise WorkerError(str(exc)) from None
+    try:
+        agent = await build_launched_agent(
+            described, session=session, registry=registry, settings=settings, cwd=cwd, label=generation.label
+        )
+    except ValueError as exc:  # fail closed: a read agent never continues without its sandbox
+        raise WorkerError(str(exc)) from None
     child: ManagedChild
     inbox: Callable[[], None] | None = None
     teams_part = launch.part(MemberLaunch)
@@ -314,8 +304,7 @@ async def _child(
         child = ManagedChild(
             store=store.kernel, agent=agent, generation=generation, task=task, hooks=hooks, delegating=False
         )
-        # A defined agent always may ask its owner; a described one when it could where it ran.
-        if isinstance(described, ManagedAgentSpec) or described.ask_owner:
+        if described.ask_owner:
             agent.register_tool(
                 AskOwnerTool(OwnerQuestions(store.kernel, FileLimits(), AgentNoticeText()), child, agent)
             )

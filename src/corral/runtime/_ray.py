@@ -542,12 +542,23 @@ class RayRuntime:
             await asyncio.to_thread(self._ray.kill, actor, no_restart=True)
         self._actors.pop(name, None)
 
-    async def _free_text(self, sizing: WorkerSizing) -> str:
+    async def _free_per_node(self) -> dict[str, dict[str, float]]:
+        """The free resources of each alive node (node id → resource → amount), from Ray's GCS.
+
+        Raises:
+            RuntimeError_: They cannot be read.
+        """
         from ray._private import state
 
         try:
-            per_node = await asyncio.to_thread(state.available_resources_per_node)
-        except Exception:
+            return await asyncio.to_thread(state.available_resources_per_node)
+        except Exception as exc:
+            raise RuntimeError_(f"cannot read the Ray cluster's free resources: {_first_line(exc)}") from None
+
+    async def _free_text(self, sizing: WorkerSizing) -> str:
+        try:
+            per_node = await self._free_per_node()
+        except RuntimeError_:
             return "unknown"
         names = list(sizing.per_agent)
         return (
@@ -582,14 +593,8 @@ class RayRuntime:
         need = sizing.ask
         if not need:
             return _ROOM_UNBOUNDED
-        from ray._private import state
-
-        try:
-            per_node = await asyncio.to_thread(state.available_resources_per_node)
-        except Exception as exc:
-            raise RuntimeError_(f"cannot read the Ray cluster's free resources: {_first_line(exc)}") from None
         workers = 0
-        for available in per_node.values():
+        for available in (await self._free_per_node()).values():
             workers += min(int(available.get(name, 0.0) / value + 1e-9) for name, value in need.items())
         return free + workers * slots
 

@@ -46,10 +46,11 @@ from corral.orchestration.worktrees._repository import Worktrees as WorktreeRows
 from corral.session import CustomEntry, CustomMessageEntry, SessionError, SessionManager, fork_from
 
 if TYPE_CHECKING:
+    from corral.llm import ModelRegistry
     from corral.orchestration.agents.commands import ContinueParams, DelegateParams
     from corral.orchestration.agents.notices import AgentNotices
     from corral.orchestration.host._host import Host
-    from corral.orchestration.host.protocol import ManagedAgentSpec, WorkerLaunch
+    from corral.orchestration.host.protocol import AgentDescription, ManagedAgentSpec, WorkerLaunch
     from corral.orchestration.kernel._files import MessageHeading
     from corral.orchestration.workspaces._extension import SnapshotStage
     from corral.settings import Settings
@@ -57,6 +58,7 @@ if TYPE_CHECKING:
 __all__ = [
     "DEFINITION_ENTRY",
     "Delegation",
+    "build_launched_agent",
     "build_managed_agent",
     "managed_agent_spec",
     "managed_header",
@@ -136,6 +138,33 @@ def build_managed_agent(
         settings=settings,
         system_prompt=system_prompt,
         agent_name=spec.label,
+    )
+
+
+async def build_launched_agent(
+    described: AgentDescription,
+    *,
+    session: SessionManager,
+    registry: ModelRegistry,
+    settings: Settings,
+    cwd: Path,
+    label: str,
+) -> AgentSession:
+    """The agent of a worker launch (`WorkerLaunch.agent`), on the tmux and Ray workers alike: built
+    from its definition's spec (`build_managed_agent`), or rebuilt from its exact parts
+    (`agent_from_description`: a teams member, an agent moved there by a handoff).
+
+    Raises:
+        ValueError: A read agent's sandbox does not work here (it never runs without it).
+    """
+    from corral.orchestration.host._worker import agent_from_description
+    from corral.orchestration.host.protocol import ManagedAgentSpec
+
+    if isinstance(described, ManagedAgentSpec):
+        model = registry.create_model(registry.resolve(described.model_ref), cwd=cwd)
+        return build_managed_agent(described, session=session, model=model, cwd=cwd, settings=settings)
+    return await agent_from_description(
+        described, session=session, registry=registry, settings=settings, cwd=cwd, label=label
     )
 
 

@@ -37,7 +37,7 @@ from collections.abc import Iterable, Mapping
 from dataclasses import KW_ONLY, dataclass
 from typing import TYPE_CHECKING, ClassVar, Protocol, Self, TypeVar
 
-from corral.llm import THINKING_LEVELS, ThinkingLevel
+from corral.llm import THINKING_LEVELS, ThinkingLevel, as_thinking_level
 
 if TYPE_CHECKING:
     from corral.settings import Settings
@@ -141,6 +141,8 @@ class ManagedAgentSpec:
     worker composes its system prompt in the agent's cwd, as the in-process path does."""
 
     kind: ClassVar[str] = "definition"
+    ask_owner: ClassVar[bool] = True
+    """A defined agent always has the `ask_owner` tool (a `BuiltAgent` when it had it where it ran)."""
     label: str
     definition: str
     """The definition's name."""
@@ -367,8 +369,7 @@ def _texts(
 
 
 def _thinking(data: Mapping[str, object], where: str) -> ThinkingLevel:
-    value = data.get("thinking")
-    for level in THINKING_LEVELS:
-        if value == level:
-            return level
+    level = as_thinking_level(data.get("thinking"))
+    if level is not None:
+        return level
     raise LaunchError(f"the launch's {where} `thinking` is not one of {', '.join(THINKING_LEVELS)}")
