@@ -29,6 +29,7 @@ __all__ = [
     "is_within",
     "note_refused",
     "project_root",
+    "read_at_most",
     "read_confined",
 ]
 
@@ -127,19 +128,25 @@ def read_confined(path: Path, *, roots: Sequence[Path] | None, limit: int) -> by
             raise Refused(f"it is {_kind(info.st_mode)}, not a regular file")
         if info.st_size > limit:
             raise Refused(f"it is {info.st_size} bytes, more than the {limit} allowed")
-        chunks: list[bytes] = []
-        size = 0
-        while size <= limit:
-            chunk = os.read(fd, min(1 << 16, limit + 1 - size))
-            if not chunk:
-                break
-            chunks.append(chunk)
-            size += len(chunk)
-        if size > limit:
+        data = read_at_most(fd, limit + 1)
+        if len(data) > limit:
             raise Refused(f"it grew past the {limit} bytes allowed while it was read")
-        return b"".join(chunks)
+        return data
     finally:
         os.close(fd)
+
+
+def read_at_most(fd: int, limit: int) -> bytes:
+    """Read an open file until its end or `limit` bytes, whichever comes first."""
+    chunks: list[bytes] = []
+    remaining = limit
+    while remaining > 0:
+        chunk = os.read(fd, min(remaining, 65536))
+        if not chunk:
+            break
+        chunks.append(chunk)
+        remaining -= len(chunk)
+    return b"".join(chunks)
 
 
 class _Notes:

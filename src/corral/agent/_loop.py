@@ -505,7 +505,11 @@ class LoopMixin:
                 self._on_rate_limit(RateLimitWait(False, self._rate_limit_wait.endpoint))
 
     def _notice_model_once(self) -> None:
-        """Emit a `ModelNoticeEvent` the first time this session sends to a deprecated model."""
+        """Emit a `ModelNoticeEvent` the first time this session sends to a deprecated model.
+
+        Called at a request's first event: a deferred provider model (`llm/_deferred.py`) is built by
+        then, so its lifecycle includes what the SDK's catalogue says, not only the built-in table.
+        """
         lifecycle = self._model.lifecycle
         if lifecycle is None:
             return
@@ -518,8 +522,11 @@ class LoopMixin:
     async def _consume_events(
         self, context: LlmContext, options: StreamOptions, state: _StreamState
     ) -> AssistantMessage | None:
-        self._notice_model_once()
+        first = True
         async for event in self._model.stream(context, options):
+            if first:
+                first = False
+                self._notice_model_once()
             kind = event.type
             if kind == "done":
                 return event.message  # type: ignore[union-attr]

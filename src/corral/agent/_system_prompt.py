@@ -94,6 +94,13 @@ def find_context_files(cwd: Path, global_config_dir: Path) -> list[tuple[Path, s
     Returns:
         `(path, text)` pairs in prompt order; unreadable and refused files are skipped.
     """
+    return _context_files(cwd, global_config_dir, project_root(cwd), _user_roots(global_config_dir))
+
+
+def _context_files(
+    cwd: Path, global_config_dir: Path, project: Path, user_roots: Sequence[Path]
+) -> list[tuple[Path, str]]:
+    """`find_context_files` with the project and the user's roots already found."""
     found: list[tuple[Path, str]] = []
     seen: set[Path] = set()
 
@@ -109,9 +116,8 @@ def find_context_files(cwd: Path, global_config_dir: Path) -> list[tuple[Path, s
                 found.append((candidate, text))
             return
 
-    take_from(global_config_dir, _user_roots(global_config_dir))
+    take_from(global_config_dir, user_roots)
     cwd = Path(os.path.realpath(cwd))
-    project = project_root(cwd)
     for directory in [*reversed(cwd.parents), cwd]:
         take_from(directory, [project if is_within(directory, project) else directory])
     return found
@@ -195,7 +201,8 @@ def build_system_prompt(
     config_dir = global_config_dir if global_config_dir is not None else config_home()
     project_dir = cwd / ".corral"
     user_roots = _user_roots(config_dir)
-    project_roots: Sequence[Path] = [project_root(cwd)]
+    project = project_root(cwd)
+    project_roots: Sequence[Path] = [project]
     if not _project_prompts_apply(cwd):
         project_dir, project_roots = config_dir, user_roots
     base = custom_prompt
@@ -215,7 +222,7 @@ def build_system_prompt(
     if append_text and append_text.strip():
         parts.append(append_text.strip("\n"))
 
-    context_files = find_context_files(cwd, config_dir)
+    context_files = _context_files(cwd, config_dir, project, user_roots)
     if context_files:
         sections = ["# Project Context", "Project-specific instructions and guidelines:"]
         for path, text in context_files:

@@ -301,9 +301,8 @@ class ModelRegistry:
         return None
 
     def lifecycle(self, info: ModelInfo) -> ModelLifecycle | None:
-        """What the provider announced for a built-in model (deprecated or retired), else `None`."""
-        if info.provider not in DEFAULT_MODELS:
-            return None
+        """What the provider announced for a built-in model (deprecated or retired), else `None`
+        (the table holds built-in providers' models only)."""
         return builtin_lifecycle(info.provider, info.id)
 
     def has_credentials(self, info: ModelInfo) -> bool:

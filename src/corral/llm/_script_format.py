@@ -27,6 +27,7 @@ from pydantic import (
     model_validator,
 )
 
+from corral._confined import is_within
 from corral.trust import TrustStoreError, is_trusted
 
 from ._errors import ScriptError
@@ -238,11 +239,22 @@ def _nearest_project_scripts(cwd: Path) -> Path | None:
     return None
 
 
-def _stays_in_project(path: Path, scripts: Path) -> bool:
-    """Whether a project script resolves inside its project (trust pins no link out of it)."""
-    project = Path(os.path.realpath(scripts.parent.parent))
-    real = Path(os.path.realpath(path))
-    return real == project or project in real.parents
+def _project_scripts(cwd: Path | None) -> tuple[Path, Path] | None:
+    """The nearest `.corral/scripts/` at or above `cwd` and its project's real path, if any."""
+    scripts = _nearest_project_scripts(cwd) if cwd is not None else None
+    if scripts is None:
+        return None
+    return scripts, Path(os.path.realpath(scripts.parent.parent))
+
+
+def _links_out(path: Path, directory: Path, project: tuple[Path, Path] | None) -> bool:
+    """Whether `path`, found in `directory`, is a project script that resolves outside its project
+    (trust pins no link out of it, so none is loaded)."""
+    return (
+        project is not None
+        and directory == project[0]
+        and not is_within(Path(os.path.realpath(path)), project[1])
+    )
 
 
 def script_dirs(cwd: Path | None, *, environ: Mapping[str, str] | None = None) -> list[tuple[str, Path]]:
@@ -291,11 +303,11 @@ def find_script(name: str, *, cwd: Path | None, environ: Mapping[str, str] | Non
     """
     check_script_name(name)
     dirs = script_dirs(cwd, environ=environ)
-    project = _nearest_project_scripts(cwd) if cwd is not None else None
+    project = _project_scripts(cwd)
     for _label, directory in dirs:
         for suffix in SCRIPT_SUFFIXES:
             candidate = directory / f"{name}{suffix}"
-            if candidate.is_file() and (directory != project or _stays_in_project(candidate, directory)):
+            if candidate.is_file() and not _links_out(candidate, directory, project):
                 return candidate
     searched = "; ".join(label for label, _ in dirs)
     raise ScriptError(
@@ -306,12 +318,12 @@ def find_script(name: str, *, cwd: Path | None, environ: Mapping[str, str] | Non
 def list_script_names(cwd: Path | None, *, environ: Mapping[str, str] | None = None) -> list[str]:
     """Names of every script that `scripted/<name>` would find, sorted."""
     names: set[str] = set()
-    project = _nearest_project_scripts(cwd) if cwd is not None else None
+    project = _project_scripts(cwd)
     for _label, directory in script_dirs(cwd, environ=environ):
         if not directory.is_dir():
             continue
         for path in directory.rglob("*"):
-            if directory == project and not _stays_in_project(path, directory):
+            if _links_out(path, directory, project):
                 continue
             if path.suffix in SCRIPT_SUFFIXES and path.is_file():
                 names.add(path.relative_to(directory).with_suffix("").as_posix())

@@ -35,6 +35,7 @@ from dataclasses import KW_ONLY, dataclass
 from pathlib import Path
 from typing import Literal
 
+from corral._confined import read_at_most
 from corral.orchestration.errors import InvalidRequestError
 
 __all__ = [
@@ -345,7 +346,7 @@ def _snapshot(
                 name, size, path=canonical, is_result_ref=is_result_ref, not_embeddable_reason="too large"
             )
         try:
-            data = _read_at_most(fd, limits.inline_attachment_limit_bytes + 1)
+            data = read_at_most(fd, limits.inline_attachment_limit_bytes + 1)
             after = os.fstat(fd)
         except OSError as exc:
             raise fail(_reason(exc)) from None
@@ -370,18 +371,6 @@ def _snapshot(
         snapshot=text,
         not_embeddable_reason=reason,
     )
-
-
-def _read_at_most(fd: int, limit: int) -> bytes:
-    chunks: list[bytes] = []
-    remaining = limit
-    while remaining > 0:
-        chunk = os.read(fd, min(remaining, 65536))
-        if not chunk:
-            break
-        chunks.append(chunk)
-        remaining -= len(chunk)
-    return b"".join(chunks)
 
 
 def _reason(exc: BaseException) -> str:
