@@ -9,8 +9,7 @@ from pathlib import Path
 
 from corral.agent import AgentSession
 from corral.agent.tools import create_builtin_tools
-from corral.llm import AssistantMessage, ModelInfo
-from corral.llm._scripted import ScriptedModel
+from corral.llm import AssistantMessage, ModelInfo, ScriptedModel
 from corral.session import SessionManager
 
 from .helpers import Recorder, SleepRecorder, wait

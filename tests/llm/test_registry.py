@@ -13,11 +13,11 @@ from corral.llm import (
     BUILTIN_MODELS,
     MissingApiKeyError,
     ModelRegistry,
+    ScriptedModel,
     ScriptError,
     UnknownModelError,
     parse_model_ref,
 )
-from corral.llm._scripted import ScriptedModel
 from corral.settings import Settings
 from corral.trust import trust_project
 

@@ -12,9 +12,7 @@ from pathlib import Path
 
 import pytest
 
-from corral.llm import ModelInfo, ScriptError
-from corral.llm._script_format import find_script, list_script_names, load_script_file
-from corral.llm._scripted import ScriptedModel
+from corral.llm import ModelInfo, ScriptedModel, ScriptError, find_script, list_script_names, load_script_file
 from corral.trust import trust_project
 
 

@@ -25,6 +25,7 @@ from corral.llm import (
     ErrorEvent,
     LlmContext,
     ModelRegistry,
+    ScriptedModel,
     StreamOptions,
     TextContent,
     ToolCall,
@@ -34,7 +35,6 @@ from corral.llm import (
     is_retryable_error,
     to_json_dict,
 )
-from corral.llm._scripted import ScriptedModel
 from corral.settings import Settings
 
 WAIT = 10.0

@@ -15,13 +15,13 @@ from corral.llm import (
     DoneEvent,
     LlmContext,
     ModelRegistry,
+    ScriptedModel,
     StreamOptions,
     TextContent,
     ToolDefinition,
     ToolResultMessage,
     UserMessage,
 )
-from corral.llm._scripted import ScriptedModel
 
 CLOSING = "Both scouts delivered their results"
 OVER = "The tour is over"

@@ -1,9 +1,10 @@
 """Models: refs, registry, providers, the scripted model, thinking levels, usage and cost.
 
-The scripted model (`_scripted.py`) and its script format (`_script_format.py`, with the YAML
-parser) are not re-exported: a run against a real provider never loads them (the registry imports
-them when a `scripted/` model is made); import their names from those modules.
+The scripted model and its script format (with the YAML parser) load on first use: a run against a
+real provider never needs them.
 """
+
+from typing import TYPE_CHECKING, Any
 
 from ._cost import calculate_cost, listed_prices, usage_with_total
 from ._errors import LlmError, MissingApiKeyError, ModelRefError, ScriptError, UnknownModelError
@@ -81,10 +82,36 @@ from ._retry import (
 )
 from ._thinking import available_thinking_levels, clamp_thinking_level, supports_xhigh
 
+if TYPE_CHECKING:
+    from ._script_format import Script, ScriptStep, find_script, list_script_names, load_script_file
+    from ._scripted import SCRIPT_CURSOR_FIELD, SCRIPT_LIST_FIELD, ScriptedModel
+
+_ON_FIRST_USE = {
+    **dict.fromkeys(
+        ("Script", "ScriptStep", "find_script", "list_script_names", "load_script_file"), "_script_format"
+    ),
+    **dict.fromkeys(("SCRIPT_CURSOR_FIELD", "SCRIPT_LIST_FIELD", "ScriptedModel"), "_scripted"),
+}
+"""Names whose module is imported when one of them is first read (`__getattr__`)."""
+
+
+def __getattr__(name: str) -> Any:
+    module = _ON_FIRST_USE.get(name)
+    if module is None:
+        raise AttributeError(f"module {__name__!r} has no attribute {name!r}")
+    import importlib
+
+    value = getattr(importlib.import_module(f"{__name__}.{module}"), name)
+    globals()[name] = value
+    return value
+
+
 __all__ = [
     "BUILTIN_MODELS",
     "DEFAULT_MODELS",
     "RETRYABLE_ERROR_PATTERN",
+    "SCRIPT_CURSOR_FIELD",
+    "SCRIPT_LIST_FIELD",
     "THINKING_LEVELS",
     "AgentMessage",
     "AgentMessageAdapter",
@@ -118,7 +145,10 @@ __all__ = [
     "RateLimiter",
     "RateLimits",
     "RetryPolicy",
+    "Script",
     "ScriptError",
+    "ScriptStep",
+    "ScriptedModel",
     "StartEvent",
     "StopReason",
     "StreamOptions",
@@ -148,11 +178,14 @@ __all__ = [
     "clamp_thinking_level",
     "current_rate_limiter",
     "error_status",
+    "find_script",
     "install_rate_limiter",
     "install_window_source",
     "is_retryable_error",
     "is_retryable_status",
+    "list_script_names",
     "listed_prices",
+    "load_script_file",
     "now_ms",
     "parse_model_ref",
     "parse_retry_after",

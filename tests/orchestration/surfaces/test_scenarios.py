@@ -16,8 +16,7 @@ from pathlib import Path
 import pytest
 
 from corral.agent import AgentSession
-from corral.llm import CustomMessage, ModelInfo, ToolResultMessage
-from corral.llm._scripted import ScriptedModel
+from corral.llm import CustomMessage, ModelInfo, ScriptedModel, ToolResultMessage
 from corral.orchestration.kernel._caller import Caller
 from corral.orchestration.surfaces import (
     DELEGATION_GUIDANCE_TYPE,
