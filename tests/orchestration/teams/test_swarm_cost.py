@@ -14,7 +14,7 @@ from corral.agent.tools import ReadGuard, ReadOnlySandbox
 from corral.orchestration.teams.reports._reports import TEAM_REPORT_TYPE
 from corral.orchestration.teams.roster.records import TEAM_MESSAGE_TYPE
 
-from ._teams_helpers import eventually, teams_env, write_script
+from ._teams_helpers import TeamsEnv, eventually, teams_env, write_script
 
 pytestmark = pytest.mark.usefixtures("env")
 
@@ -148,6 +148,16 @@ def _record_requests(model: Any, monkeypatch: pytest.MonkeyPatch) -> list[Any]:
     return contexts
 
 
+async def _run_until_reported(env: TeamsEnv, members: int, monkeypatch: pytest.MonkeyPatch) -> list[Any]:
+    """Prompt the lead to spawn its swarm and wait until every report is in and the lead is idle;
+    the contexts its model received, one per request."""
+    contexts = _record_requests(env.lead.model, monkeypatch)
+    await env.lead.prompt("go")
+    await env.quiet()
+    await eventually(lambda: len(env.lead_custom(TEAM_REPORT_TYPE)) == members and env.lead.is_idle, env.host)
+    return contexts
+
+
 async def test_a_swarm_larger_than_the_read_cap_costs_the_lead_three_requests_whatever_its_waves(
     tmp_path: Path, monkeypatch: pytest.MonkeyPatch
 ) -> None:
@@ -161,12 +171,7 @@ async def test_a_swarm_larger_than_the_read_cap_costs_the_lead_three_requests_wh
     write_script(tmp_path, "lead", _wave_script(members, final))
     settings = Settings(teams=TeamsSettings(read_agents=CapacitySettings(max_concurrent=3)))
     async with teams_env(tmp_path, "lead", settings=settings) as env:
-        contexts = _record_requests(env.lead.model, monkeypatch)
-        await env.lead.prompt("go")
-        await env.quiet()
-        await eventually(
-            lambda: len(env.lead_custom(TEAM_REPORT_TYPE)) == members and env.lead.is_idle, env.host
-        )
+        contexts = await _run_until_reported(env, members, monkeypatch)
         # spawn, "waiting", then one request that carries all nine reports (two per wave before: eight)
         assert len(contexts) == 3
         assert env.lead.last_assistant_text() == "All nine are in."
@@ -194,12 +199,7 @@ async def test_a_delivered_report_reaches_the_leads_requests_in_full_exactly_onc
     write_script(tmp_path, "lead", _wave_script(members, {"text": "All four are in."}))
     settings = Settings(teams=TeamsSettings(read_agents=CapacitySettings(max_concurrent=2)))
     async with teams_env(tmp_path, "lead", settings=settings) as env:
-        contexts = _record_requests(env.lead.model, monkeypatch)
-        await env.lead.prompt("go")
-        await env.quiet()
-        await eventually(
-            lambda: len(env.lead_custom(TEAM_REPORT_TYPE)) == members and env.lead.is_idle, env.host
-        )
+        contexts = await _run_until_reported(env, members, monkeypatch)
         await env.lead.prompt("What next?")  # later requests of the same session
         await env.lead.prompt("And then?")
         assert len(contexts) == 5
