@@ -132,14 +132,20 @@ async def test_compact_command_compacts_the_lead(tui_env: TuiEnv) -> None:
         assert any(e.type == "compaction" for e in app.launched.session.entries)
 
 
-async def test_resume_command_opens_another_session(tui_env: TuiEnv) -> None:
-    model = tui_env.script("resume", 'steps:\n  - text: "ok"\non_exhausted: repeat_last\n')
-    old = SessionManager.create(tui_env.project.resolve())
+def _earlier_session(tui_env: TuiEnv, question: str, answer: str) -> tuple[str, SessionManager]:
+    """A lead model for the app, and an earlier session of the project (one question, one answer)."""
     from corral.llm import AssistantMessage, TextContent, UserMessage
 
-    old.append_message(UserMessage(content="an earlier question"))
-    old.append_message(AssistantMessage(content=[TextContent(text="an earlier answer")]))
+    model = tui_env.script("resume", 'steps:\n  - text: "ok"\non_exhausted: repeat_last\n')
+    old = SessionManager.create(tui_env.project.resolve())
+    old.append_message(UserMessage(content=question))
+    old.append_message(AssistantMessage(content=[TextContent(text=answer)]))
     old.close()
+    return model, old
+
+
+async def test_resume_command_opens_another_session(tui_env: TuiEnv) -> None:
+    model, old = _earlier_session(tui_env, "an earlier question", "an earlier answer")
     app = tui_env.app(model)
     async with app.run_test(size=SIZE) as pilot:
         await _command(pilot, "/resume")
@@ -155,13 +161,7 @@ async def test_resume_picker_keeps_each_session_on_one_row(tui_env: TuiEnv) -> N
     """Issue 28: a first prompt with a newline broke its row; the id landed on the next line."""
     from textual.widgets import OptionList
 
-    from corral.llm import AssistantMessage, TextContent, UserMessage
-
-    model = tui_env.script("resume", 'steps:\n  - text: "ok"\non_exhausted: repeat_last\n')
-    old = SessionManager.create(tui_env.project.resolve())
-    old.append_message(UserMessage(content="fix the bug\n\n  in   parser.py\twhen it\r\nfails"))
-    old.append_message(AssistantMessage(content=[TextContent(text="done")]))
-    old.close()
+    model, old = _earlier_session(tui_env, "fix the bug\n\n  in   parser.py\twhen it\r\nfails", "done")
     app = tui_env.app(model)
     async with app.run_test(size=SIZE) as pilot:
         await _command(pilot, "/resume")

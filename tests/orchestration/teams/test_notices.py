@@ -23,6 +23,7 @@ from corral.orchestration.teams.notices import (
     ReportArrived,
     ReportMissing,
     SessionContextAttached,
+    SwarmMembersGone,
 )
 from corral.orchestration.teams.reports._reports import TEAM_REPORT_TYPE
 from corral.orchestration.teams.roster.records import TEAM_MESSAGE_TYPE
@@ -74,6 +75,9 @@ class _Tagged:
 
     def report_reference(self, fact: ReportArrived) -> str:
         return f"<seen {fact.report.name}>"
+
+    def swarm_members_gone(self, fact: SwarmMembersGone) -> str:
+        return f"<gone {' '.join(fact.names)}>"
 
 
 async def test_the_recovery_prompt_and_fallback_reports_come_from_the_renderer(tmp_path: Path) -> None:

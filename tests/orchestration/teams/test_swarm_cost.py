@@ -12,8 +12,9 @@ import pytest
 
 from corral.agent.tools import ReadGuard, ReadOnlySandbox
 from corral.orchestration.teams.reports._reports import TEAM_REPORT_TYPE
+from corral.orchestration.teams.roster.records import TEAM_MESSAGE_TYPE
 
-from ._teams_helpers import eventually, teams_env, write_script
+from ._teams_helpers import TeamsEnv, eventually, teams_env, write_script
 
 pytestmark = pytest.mark.usefixtures("env")
 
@@ -147,6 +148,16 @@ def _record_requests(model: Any, monkeypatch: pytest.MonkeyPatch) -> list[Any]:
     return contexts
 
 
+async def _run_until_reported(env: TeamsEnv, members: int, monkeypatch: pytest.MonkeyPatch) -> list[Any]:
+    """Prompt the lead to spawn its swarm and wait until every report is in and the lead is idle;
+    the contexts its model received, one per request."""
+    contexts = _record_requests(env.lead.model, monkeypatch)
+    await env.lead.prompt("go")
+    await env.quiet()
+    await eventually(lambda: len(env.lead_custom(TEAM_REPORT_TYPE)) == members and env.lead.is_idle, env.host)
+    return contexts
+
+
 async def test_a_swarm_larger_than_the_read_cap_costs_the_lead_three_requests_whatever_its_waves(
     tmp_path: Path, monkeypatch: pytest.MonkeyPatch
 ) -> None:
@@ -160,12 +171,7 @@ async def test_a_swarm_larger_than_the_read_cap_costs_the_lead_three_requests_wh
     write_script(tmp_path, "lead", _wave_script(members, final))
     settings = Settings(teams=TeamsSettings(read_agents=CapacitySettings(max_concurrent=3)))
     async with teams_env(tmp_path, "lead", settings=settings) as env:
-        contexts = _record_requests(env.lead.model, monkeypatch)
-        await env.lead.prompt("go")
-        await env.quiet()
-        await eventually(
-            lambda: len(env.lead_custom(TEAM_REPORT_TYPE)) == members and env.lead.is_idle, env.host
-        )
+        contexts = await _run_until_reported(env, members, monkeypatch)
         # spawn, "waiting", then one request that carries all nine reports (two per wave before: eight)
         assert len(contexts) == 3
         assert env.lead.last_assistant_text() == "All nine are in."
@@ -193,12 +199,7 @@ async def test_a_delivered_report_reaches_the_leads_requests_in_full_exactly_onc
     write_script(tmp_path, "lead", _wave_script(members, {"text": "All four are in."}))
     settings = Settings(teams=TeamsSettings(read_agents=CapacitySettings(max_concurrent=2)))
     async with teams_env(tmp_path, "lead", settings=settings) as env:
-        contexts = _record_requests(env.lead.model, monkeypatch)
-        await env.lead.prompt("go")
-        await env.quiet()
-        await eventually(
-            lambda: len(env.lead_custom(TEAM_REPORT_TYPE)) == members and env.lead.is_idle, env.host
-        )
+        contexts = await _run_until_reported(env, members, monkeypatch)
         await env.lead.prompt("What next?")  # later requests of the same session
         await env.lead.prompt("And then?")
         assert len(contexts) == 5
@@ -214,3 +215,85 @@ async def test_a_delivered_report_reaches_the_leads_requests_in_full_exactly_onc
         stored = env.lead_custom(TEAM_REPORT_TYPE)
         assert sorted(r["details"]["name"] for r in stored) == [f"w{k}" for k in range(members)]
         assert all(f"full report number {r['details']['name'][1:]} " in r["content"] for r in stored)
+
+
+async def test_a_swarm_whose_last_member_ends_without_a_report_still_wakes_the_lead(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """r1's report goes in without a request of its own while r2 runs; r2 is then stopped from
+    outside the lead's turn (the app, the Python API) and leaves no report: the lead still wakes."""
+    members = [{"name": f"r{k}", "prompt": f"part {k}", "model_slot": "read-review"} for k in (1, 2)]
+    script = {
+        "steps": [
+            {"tool_calls": [{"name": "spawn_swarm_agents", "args": {"agents": members}}]},
+            {"text": "Waiting for the reports."},
+            {"expect": {"context_contains": ["full report number 1"]}, "text": "r1 is in."},
+        ],
+        "on_exhausted": "repeat_last",
+        "agents": {"r1": [_report("full report number 1")], "r2": [{"delay_ms": 60000, "text": "z"}]},
+    }
+    write_script(tmp_path, "lead", script)
+    async with teams_env(tmp_path, "lead") as env:
+        contexts = _record_requests(env.lead.model, monkeypatch)
+        await env.lead.prompt("go")
+        await eventually(lambda: len(env.lead_custom(TEAM_REPORT_TYPE)) == 1 and env.lead.is_idle, env.host)
+        assert len(contexts) == 2  # r1's report did not wake the lead: r2 still runs
+        stopped = await env.teams.stop_teammate(env.caller, "r2", None)
+        assert stopped.outcome == "stopped"
+        await eventually(lambda: len(contexts) == 3 and env.lead.is_idle, env.host)
+        assert env.lead.last_assistant_text() == "r1 is in."
+        notices = [m["content"] for m in env.lead_custom(TEAM_MESSAGE_TYPE)]
+        assert len(notices) == 1 and "Agent r2 ended without a report" in notices[0]
+
+
+async def test_a_swarm_member_whose_run_is_lost_neither_holds_its_siblings_nor_the_leads_wake(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """r2's run raises (lost, no report; its run stays in the host's maps) while r1 and r3 run: it no
+    longer counts as still to report, so r3's report, the last, wakes the lead."""
+    from corral.orchestration.kernel._child import ManagedChild
+
+    gate = tmp_path / "gate"
+    members = [{"name": f"r{k}", "prompt": f"part {k}", "model_slot": "read-review"} for k in (1, 2, 3)]
+    script = {
+        "steps": [
+            {"tool_calls": [{"name": "spawn_swarm_agents", "args": {"agents": members}}]},
+            {"text": "Waiting for the reports."},
+            {"expect": {"context_contains": ["full report number 1", "full report number 3"]}, "text": "In."},
+        ],
+        "on_exhausted": "repeat_last",
+        "agents": {
+            "r1": [_report("full report number 1")],
+            "r2": [{"text": "z"}],
+            "r3": [
+                {
+                    "tool_calls": [
+                        {"name": "bash", "args": {"command": f"until [ -e {gate} ]; do sleep 0.01; done"}}
+                    ]
+                },
+                _report("full report number 3"),
+            ],
+        },
+    }
+    write_script(tmp_path, "lead", script)
+    assignment = ManagedChild._assignment
+
+    async def raising(self: ManagedChild) -> None:
+        if self.label == "r2":
+            raise RuntimeError("the run broke")
+        await assignment(self)
+
+    monkeypatch.setattr(ManagedChild, "_assignment", raising)
+    from corral.settings import Settings, TeamsSettings
+
+    settings = Settings(teams=TeamsSettings(read_sandbox="off"))
+    async with teams_env(tmp_path, "lead", settings=settings) as env:
+        env.host.on_background_error = None
+        contexts = _record_requests(env.lead.model, monkeypatch)
+        await env.lead.prompt("go")
+        await eventually(lambda: len(env.lead_custom(TEAM_REPORT_TYPE)) == 1 and env.lead.is_idle, env.host)
+        assert len(contexts) == 2  # r1's report waits for r3
+        gate.touch()
+        await eventually(lambda: len(contexts) == 3 and env.lead.is_idle, env.host)
+        assert env.lead.last_assistant_text() == "In."
+        assert sorted(r["details"]["name"] for r in env.lead_custom(TEAM_REPORT_TYPE)) == ["r1", "r3"]

@@ -69,8 +69,11 @@ class TeamsExtension(HostExtension):
         if member is not None and member.slot_id is not None:
             await teams.reports.deliver_grouped(report, result)
         else:
-            wake = is_urgent(report) or teams.swarm_wakes.wakes(
-                report.lead_session_id, report.name, teams.members_active(report.lead_session_id)
+            wake = teams.swarm_wakes.wakes(
+                report.lead_session_id,
+                report.name,
+                teams.members_active(report.lead_session_id),
+                urgent=is_urgent(report),
             )
             await deliver_team_report(repos.kernel, owner, report, result, teams.notices, wake=wake)
         return True

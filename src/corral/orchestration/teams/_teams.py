@@ -78,7 +78,13 @@ from .checkpoints.records import (
 from .checks._checks import CheckSpec
 from .checks._fingerprint import SourceFingerprint
 from .groups._groups import CompletionGroups
-from .notices import QueuedRetained, QueuedStartFailed, SessionContextAttached, TeamsNotices
+from .notices import (
+    QueuedRetained,
+    QueuedStartFailed,
+    SessionContextAttached,
+    SwarmMembersGone,
+    TeamsNotices,
+)
 from .remote._host import RemoteMembers
 from .repair._verification import Verifier
 from .reports._reports import team_name
@@ -298,6 +304,15 @@ class Teams:
     def run_lost(self, child: MemberRun, reason: str) -> None:
         """A run ended without a report (it raised): its completion-group slot is interrupted."""
         self.control.run_lost(child, reason)
+        self._left_without_report(child.member.lead_session_id, child.member.name)
+
+    def _left_without_report(self, lead_session_id: str, name: str) -> None:
+        """A member left with no report to deliver (stopped, cancelled in the queue, lost): when its
+        swarm's other reports went in without a wake and none is still to come, tell the lead (which
+        wakes it)."""
+        gone = self.swarm_wakes.ended(lead_session_id, name, self.members_active(lead_session_id))
+        if gone:
+            self.control.notify_lead(lead_session_id, self.notices.swarm_members_gone(SwarmMembersGone(gone)))
 
     async def finish_without_report(self, child: MemberRun) -> bool:
         """Store the fallback report of a run that ended without one; `True` when a repair turn was queued."""
@@ -537,7 +552,7 @@ class Teams:
             results: list[SpawnResult | SwarmFailure] = []
             guards: dict[Path, ReadGuard] = {}
             if group_id is None:
-                self.swarm_wakes.open(lead, names)
+                self.swarm_wakes.open(lead, names, nested=parent is not None)
             for index, member in enumerate(request.members):
                 slot = slots[index]
                 try:
@@ -621,6 +636,7 @@ class Teams:
                 with contextlib.suppress(OrchestrationError):
                     self.groups.settled(prepared.slot_id, "cancelled", str(exc), queue_id=str(reservation.id))
                     self.host.spawn_background(self.reports.deliver_group_wakes(prepared.lead_session_id))
+            self._left_without_report(prepared.lead_session_id, prepared.name)
             return
         try:
             await self._endpoint_open(prepared)
@@ -628,6 +644,7 @@ class Teams:
                 await self._cluster_open(prepared)
             if self.pending.get(key, (None,))[0] is not reservation:  # stopped while it waited
                 capacity.release(admission)
+                self._left_without_report(prepared.lead_session_id, prepared.name)
                 return
             if prepared.parent is not None:
                 self._check_parent(prepared.parent)
@@ -915,6 +932,9 @@ class Teams:
         live = self.live.pop(run_id, None)
         if live is None:
             return
+        self._left_without_report(
+            live.lead_session_id, live.run.member.name
+        )  # a delivered report left already
         live.run.dispose()
         if live.admission is not None:
             self.capacity(live.lead_session_id).release(live.admission)

@@ -36,6 +36,7 @@ __all__ = [
     "ReportArrived",
     "ReportMissing",
     "SessionContextAttached",
+    "SwarmMembersGone",
     "TeamsNotices",
 ]
 
@@ -161,6 +162,16 @@ class ReportArrived:
     """The verification state (`not-requested`, `passed`, `failed`, ...)."""
 
 
+@dataclass(frozen=True, slots=True)
+class SwarmMembersGone:
+    """The last members of a swarm still to report left without a report (stopped, cancelled in the
+    queue, their run lost) after its other reports went in without waking the lead: told to the
+    lead, which wakes it for them (`reports/_swarm_wakes.py`)."""
+
+    names: tuple[str, ...]
+    """The members that left without a report, in the order they left."""
+
+
 class TeamsNotices(Protocol):
     """Words for the teams core's notices: one method per fact, each returning the model's text."""
 
@@ -215,4 +226,8 @@ class TeamsNotices(Protocol):
     def report_reference(self, fact: ReportArrived) -> str:
         """What stands for a report in the owner's requests after its model replied to it once
         (short: the full report stays in the session and its Markdown copy)."""
+        ...
+
+    def swarm_members_gone(self, fact: SwarmMembersGone) -> str:
+        """The notice that wakes the lead for a swarm's reports when its last members left without one."""
         ...

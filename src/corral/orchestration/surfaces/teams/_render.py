@@ -24,6 +24,7 @@ from corral.orchestration.teams.notices import (
     ReportArrived,
     ReportMissing,
     SessionContextAttached,
+    SwarmMembersGone,
 )
 from corral.orchestration.teams.reports._reports import outcome_label
 from corral.orchestration.teams.results import (
@@ -674,6 +675,11 @@ class TeamsNoticeText:
     def queued_retained(self, fact: QueuedRetained) -> str:
         """Quarantine holds a queued agent back."""
         return f"Retained queued agent {fact.name}: lifecycle quarantine appeared before admission."
+
+    def swarm_members_gone(self, fact: SwarmMembersGone) -> str:
+        """`Agent <name> ended without a report; ...` (its swarm's other reports are in the context)."""
+        who = f"Agent {fact.names[0]}" if len(fact.names) == 1 else f"Agents {', '.join(fact.names)}"
+        return f"{who} ended without a report (stopped, cancelled or lost); the other reports of its swarm are above."
 
     def checkpoint_not_saved(self, fact: CheckpointNotSaved) -> str:
         """The report stays; its checkpoint did not (the error says why)."""
