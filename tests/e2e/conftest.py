@@ -33,6 +33,20 @@ class Env:
     def sessions(self) -> list[Path]:
         return sorted((self.home / "sessions").rglob("*.jsonl"))
 
+    def python(
+        self, code: str, *args: str, env: dict[str, str] | None = None, timeout: float = 60
+    ) -> subprocess.CompletedProcess[str]:
+        """`python -c code *args` in a fresh interpreter, in the project with these variables (and `env`)."""
+        return subprocess.run(
+            [sys.executable, "-c", code, *args],
+            cwd=self.project,
+            env={**self.vars, **(env or {})},
+            capture_output=True,
+            text=True,
+            timeout=timeout,
+            check=False,
+        )
+
 
 @pytest.fixture
 def cli_env(tmp_path: Path) -> Env:

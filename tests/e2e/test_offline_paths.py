@@ -7,7 +7,6 @@ import json
 import re
 import signal
 import subprocess
-import sys
 from pathlib import Path
 
 from corral.llm._script_format import BUNDLED_SCRIPTS_DIR
@@ -159,15 +158,7 @@ def test_scripted_team_answers_for_any_agent_a_program_starts(cli_env: Env) -> N
     del cli_env.vars["CORRAL_SCRIPTS"]  # the bundled script, not a test's own `team`
     cli_env.settings('default_model = "scripted/team"\n')
     (cli_env.project / "notes.txt").write_text("x\n")
-    done = subprocess.run(
-        [sys.executable, "-c", AGENTS_ON_TEAM],
-        cwd=cli_env.project,
-        env=cli_env.vars,
-        capture_output=True,
-        text=True,
-        timeout=180,
-        check=False,
-    )
+    done = cli_env.python(AGENTS_ON_TEAM, timeout=180)
     assert done.returncode == 0, done.stderr
     lines = done.stdout.splitlines()
     assert lines[0] == "result s1 completed"
