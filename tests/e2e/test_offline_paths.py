@@ -14,17 +14,6 @@ from corral.llm._script_format import BUNDLED_SCRIPTS_DIR
 from .conftest import CORRAL, Env, RunCorral
 
 
-def _assistant_texts(stdout: str) -> list[str]:
-    texts = []
-    for line in stdout.splitlines():
-        event = json.loads(line)
-        if event.get("type") == "message_end" and event["message"]["role"] == "assistant":
-            texts.append(
-                "".join(b.get("text", "") for b in event["message"]["content"] if b["type"] == "text")
-            )
-    return texts
-
-
 def test_continuing_the_tour_says_it_is_over_and_how_to_go_on_with_a_real_model(
     corral: RunCorral, cli_env: Env
 ) -> None:
