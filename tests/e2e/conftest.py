@@ -2,12 +2,15 @@
 
 from __future__ import annotations
 
+import json
 import os
+import signal
 import subprocess
 import sys
 from collections.abc import Callable
 from dataclasses import dataclass
 from pathlib import Path
+from typing import Any
 
 import pytest
 
@@ -95,6 +98,24 @@ def corral(cli_env: Env) -> RunCorral:
         )
 
     return run
+
+
+def kill_json_run(env: Env, *args: str, at: Callable[[dict[str, Any]], bool]) -> None:
+    """Start `corral run --mode json *args` and SIGKILL it at the first event `at` accepts (stderr dropped)."""
+    with subprocess.Popen(
+        [CORRAL, "run", "--mode", "json", *args],
+        cwd=env.project,
+        env=env.vars,
+        stdout=subprocess.PIPE,
+        stderr=subprocess.DEVNULL,
+        text=True,
+    ) as proc:
+        assert proc.stdout is not None
+        for line in proc.stdout:
+            if at(json.loads(line)):
+                break
+        proc.send_signal(signal.SIGKILL)
+        proc.wait(timeout=30)
 
 
 def wait_until(check: Callable[[], bool], timeout: float = 30.0, what: str = "the condition") -> None:
