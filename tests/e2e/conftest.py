@@ -7,12 +7,14 @@ import os
 import signal
 import subprocess
 import sys
-from collections.abc import Callable
+from collections.abc import Callable, Iterator
 from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
 
 import pytest
+
+from tests.llm.fake_server import FakeProviderServer
 
 CORRAL = str(Path(sys.executable).with_name("corral"))
 
@@ -68,6 +70,30 @@ def cli_env(tmp_path: Path) -> Env:
         HOME=str(tmp_path / "userhome"),
     )
     return Env(tmp_path, project, scripts, tmp_path / "home", tmp_path / "config", base)
+
+
+@pytest.fixture
+def server() -> Iterator[FakeProviderServer]:
+    """The fake OpenAI-compatible endpoint on loopback (`tests/llm/fake_server.py`)."""
+    with FakeProviderServer() as fake:
+        yield fake
+
+
+def local_settings(cli_env: Env, server: FakeProviderServer, *, window: int) -> None:
+    """The user's settings: `local/small` on `server`, the default model, with a `window`-token context."""
+    cli_env.settings(
+        f"""
+default_model = "local/small"
+
+[providers.local]
+base_url = "{server.base_url}"
+
+[[providers.local.models]]
+id = "small"
+context_window = {window}
+max_tokens = 256
+"""
+    )
 
 
 RunCorral = Callable[..., subprocess.CompletedProcess[str]]
