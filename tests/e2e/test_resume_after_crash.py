@@ -85,15 +85,7 @@ def test_a_prompt_given_while_a_recovered_result_keeps_the_lead_busy_is_answered
     _waiter(cli_env)
     # The host dies right after the agent's result is stored, before it reaches the lead; the agent
     # answers only once the lead said "Lead is waiting now." (the lead's script is at its third step).
-    crashed = subprocess.run(
-        [CORRAL, "run", "--model", "scripted/lead", "-p", "go"],
-        cwd=cli_env.project,
-        env={**cli_env.vars, "CORRAL_FAULTS": "after_result_row"},
-        capture_output=True,
-        text=True,
-        timeout=60,
-        check=False,
-    )
+    crashed = corral("run", "--model", "scripted/lead", "-p", "go", env={"CORRAL_FAULTS": "after_result_row"})
     assert crashed.returncode == -signal.SIGKILL, crashed.stderr
     [lead_session] = _lead_sessions(cli_env)
     assert "Lead is waiting now." in _texts(lead_session)
