@@ -1,4 +1,4 @@
-"""Shared helpers for the benchmark scripts: environment facts and summary statistics."""
+"""Shared helpers for the benchmark scripts: the `corral` command, environment facts and summary statistics."""
 
 from __future__ import annotations
 
@@ -6,7 +6,14 @@ import platform
 import sqlite3
 import statistics
 import sys
+from pathlib import Path
 from typing import Any
+
+
+def corral_command() -> list[str]:
+    """The `corral` command beside this interpreter (`python -m corral.cli` when it is not installed)."""
+    exe = Path(sys.executable).with_name("corral")
+    return [str(exe)] if exe.exists() else [sys.executable, "-m", "corral.cli"]
 
 
 def environment(script: str) -> dict[str, Any]:

@@ -22,7 +22,7 @@ import tempfile
 import time
 from pathlib import Path
 
-from _common import environment, summary_ms
+from _common import corral_command, environment, summary_ms
 
 REPORT = "x" * 1500
 
@@ -57,11 +57,6 @@ def swarm_script(agents: int) -> str:
             },
         }
     )
-
-
-def corral_command() -> list[str]:
-    exe = Path(sys.executable).with_name("corral")
-    return [str(exe)] if exe.exists() else [sys.executable, "-m", "corral.cli"]
 
 
 def one_exit(argv: list[str], env: dict[str, str], cwd: Path) -> tuple[float, float]:

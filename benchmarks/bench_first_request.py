@@ -24,7 +24,7 @@ import threading
 import time
 from pathlib import Path
 
-from _common import environment, summary_ms
+from _common import corral_command, environment, summary_ms
 
 sys.path.insert(0, str(Path(__file__).resolve().parent.parent))
 from tests.llm.fake_server import FakeProviderServer, FakeReply, RecordedRequest
@@ -40,11 +40,6 @@ id = "bench"
 context_window = 8192
 max_tokens = 256
 """
-
-
-def corral_command() -> list[str]:
-    exe = Path(sys.executable).with_name("corral")
-    return [str(exe)] if exe.exists() else [sys.executable, "-m", "corral.cli"]
 
 
 def cpu_seconds(pid: int) -> float:

@@ -17,14 +17,9 @@ import tempfile
 import time
 from pathlib import Path
 
-from _common import environment, summary_ms
+from _common import corral_command, environment, summary_ms
 
 SCRIPT = "steps:\n  - text: 'ok'\non_exhausted: repeat_last\n"
-
-
-def corral_command() -> list[str]:
-    exe = Path(sys.executable).with_name("corral")
-    return [str(exe)] if exe.exists() else [sys.executable, "-m", "corral.cli"]
 
 
 def time_command(argv: list[str], env: dict[str, str], cwd: Path, runs: int) -> list[float]:

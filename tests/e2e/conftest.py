@@ -2,14 +2,19 @@
 
 from __future__ import annotations
 
+import json
 import os
+import signal
 import subprocess
 import sys
-from collections.abc import Callable
+from collections.abc import Callable, Iterator
 from dataclasses import dataclass
 from pathlib import Path
+from typing import Any
 
 import pytest
+
+from tests.llm.fake_server import FakeProviderServer
 
 CORRAL = str(Path(sys.executable).with_name("corral"))
 
@@ -33,6 +38,20 @@ class Env:
     def sessions(self) -> list[Path]:
         return sorted((self.home / "sessions").rglob("*.jsonl"))
 
+    def python(
+        self, code: str, *args: str, env: dict[str, str] | None = None, timeout: float = 60
+    ) -> subprocess.CompletedProcess[str]:
+        """`python -c code *args` in a fresh interpreter, in the project with these variables (and `env`)."""
+        return subprocess.run(
+            [sys.executable, "-c", code, *args],
+            cwd=self.project,
+            env={**self.vars, **(env or {})},
+            capture_output=True,
+            text=True,
+            timeout=timeout,
+            check=False,
+        )
+
 
 @pytest.fixture
 def cli_env(tmp_path: Path) -> Env:
@@ -51,6 +70,30 @@ def cli_env(tmp_path: Path) -> Env:
         HOME=str(tmp_path / "userhome"),
     )
     return Env(tmp_path, project, scripts, tmp_path / "home", tmp_path / "config", base)
+
+
+@pytest.fixture
+def server() -> Iterator[FakeProviderServer]:
+    """The fake OpenAI-compatible endpoint on loopback (`tests/llm/fake_server.py`)."""
+    with FakeProviderServer() as fake:
+        yield fake
+
+
+def local_settings(cli_env: Env, server: FakeProviderServer, *, window: int) -> None:
+    """The user's settings: `local/small` on `server`, the default model, with a `window`-token context."""
+    cli_env.settings(
+        f"""
+default_model = "local/small"
+
+[providers.local]
+base_url = "{server.base_url}"
+
+[[providers.local.models]]
+id = "small"
+context_window = {window}
+max_tokens = 256
+"""
+    )
 
 
 RunCorral = Callable[..., subprocess.CompletedProcess[str]]
@@ -81,6 +124,24 @@ def corral(cli_env: Env) -> RunCorral:
         )
 
     return run
+
+
+def kill_json_run(env: Env, *args: str, at: Callable[[dict[str, Any]], bool]) -> None:
+    """Start `corral run --mode json *args` and SIGKILL it at the first event `at` accepts (stderr dropped)."""
+    with subprocess.Popen(
+        [CORRAL, "run", "--mode", "json", *args],
+        cwd=env.project,
+        env=env.vars,
+        stdout=subprocess.PIPE,
+        stderr=subprocess.DEVNULL,
+        text=True,
+    ) as proc:
+        assert proc.stdout is not None
+        for line in proc.stdout:
+            if at(json.loads(line)):
+                break
+        proc.send_signal(signal.SIGKILL)
+        proc.wait(timeout=30)
 
 
 def wait_until(check: Callable[[], bool], timeout: float = 30.0, what: str = "the condition") -> None:

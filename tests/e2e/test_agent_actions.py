@@ -7,9 +7,8 @@ inspects, interrupts and closes. The JSON event stream shows each tool result's 
 from __future__ import annotations
 
 import json
-import subprocess
 
-from .conftest import CORRAL, Env
+from .conftest import Env, RunCorral
 
 LEAD = """
 steps:
@@ -58,18 +57,10 @@ def _tool_results(stdout: str) -> list[dict]:
     return [e for e in events if e.get("type") == "tool_execution_end" and e["toolName"] == "agent"]
 
 
-def test_agent_actions_and_error_categories_through_corral_run(cli_env: Env) -> None:
+def test_agent_actions_and_error_categories_through_corral_run(cli_env: Env, corral: RunCorral) -> None:
     (cli_env.project / "README.md").write_text("hello\n")
     cli_env.script("lead", LEAD)
-    done = subprocess.run(
-        [CORRAL, "run", "--mode", "json", "--model", "scripted/lead", "-p", "go"],
-        cwd=cli_env.project,
-        env=cli_env.vars,
-        capture_output=True,
-        text=True,
-        timeout=60,
-        check=False,
-    )
+    done = corral("run", "--mode", "json", "--model", "scripted/lead", "-p", "go")
     assert done.returncode == 0, done.stderr
     results = _tool_results(done.stdout)
     details = [r["result"]["details"] for r in results]

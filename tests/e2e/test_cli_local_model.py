@@ -9,35 +9,10 @@ from __future__ import annotations
 
 import json
 import re
-from collections.abc import Iterator
-
-import pytest
 
 from tests.llm.fake_server import FakeProviderServer, FakeReply
 
-from .conftest import Env, RunCorral
-
-
-@pytest.fixture
-def server() -> Iterator[FakeProviderServer]:
-    with FakeProviderServer() as fake:
-        yield fake
-
-
-def local_settings(cli_env: Env, server: FakeProviderServer, *, window: int) -> None:
-    cli_env.settings(
-        f"""
-default_model = "local/small"
-
-[providers.local]
-base_url = "{server.base_url}"
-
-[[providers.local.models]]
-id = "small"
-context_window = {window}
-max_tokens = 256
-"""
-    )
+from .conftest import Env, RunCorral, local_settings
 
 
 def test_unrecoverable_overflow_exits_1_saying_it_does_not_fit(

@@ -138,19 +138,14 @@ def test_retry_lines_name_no_exception_class(corral: RunCorral, cli_env: Env) ->
 
 def test_dir_corral_shows_the_public_api(cli_env: Env) -> None:
     code = "import corral; print(' '.join(n for n in dir(corral) if not n.startswith('_')))"
-    import sys
-
-    done = subprocess.run(
-        [sys.executable, "-c", code], capture_output=True, text=True, timeout=60, check=True
-    )
+    done = cli_env.python(code)
+    assert done.returncode == 0, done.stderr
     names = set(done.stdout.split())
     assert {"open_lead", "Lead", "LeadItem", "AgentHandle", "LeadCallError", "ToolOutcome"} <= names
     assert "importlib" not in names
 
 
 def test_sessions_lists_leads_by_default_and_names_program_leads(corral: RunCorral, cli_env: Env) -> None:
-    import sys
-
     cli_env.script("team", TEAM.replace("sleep 120", "true").replace("touch slow.started; ", ""))
     program = (
         "import asyncio, corral\n"
@@ -160,9 +155,8 @@ def test_sessions_lists_leads_by_default_and_names_program_leads(corral: RunCorr
         "            pass\n"
         "asyncio.run(main())\n"
     )
-    subprocess.run(
-        [sys.executable, "-c", program], cwd=cli_env.project, env=cli_env.vars, check=True, timeout=60
-    )
+    opened = cli_env.python(program)
+    assert opened.returncode == 0, opened.stderr
     leads = corral("sessions")
     assert leads.returncode == 0, leads.stderr
     titles = sorted(line.split("  ")[-1] for line in leads.stdout.splitlines())

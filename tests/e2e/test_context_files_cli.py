@@ -11,22 +11,13 @@ from __future__ import annotations
 
 import json
 import subprocess
-from collections.abc import Iterator
-
-import pytest
 
 from tests.llm.fake_server import FakeProviderServer, FakeReply, FakeToolCall, RecordedRequest
 
-from .conftest import Env, RunCorral
+from .conftest import Env, RunCorral, local_settings
 
 TOKEN = "ghp-CONTEXT-E2E-TOKEN-93b7"
 KEY = "OPENSSH-CONTEXT-E2E-KEY-5d20"
-
-
-@pytest.fixture
-def server() -> Iterator[FakeProviderServer]:
-    with FakeProviderServer() as fake:
-        yield fake
 
 
 def _users(request: RecordedRequest) -> str:
@@ -46,19 +37,7 @@ def test_symlinked_context_files_never_reach_the_endpoint_and_are_named_once(
     (project / "CLAUDE.md").write_text("House rules: answer briefly.")
     (project / "sub").mkdir()
     (project / "sub" / "CLAUDE.md").symlink_to(home / ".ssh" / "id_rsa")
-    cli_env.settings(
-        f"""
-default_model = "local/small"
-
-[providers.local]
-base_url = "{server.base_url}"
-
-[[providers.local.models]]
-id = "small"
-context_window = 65536
-max_tokens = 256
-"""
-    )
+    local_settings(cli_env, server, window=65536)
 
     def respond(request: RecordedRequest) -> FakeReply:
         users = _users(request)

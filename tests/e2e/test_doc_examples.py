@@ -23,13 +23,14 @@ from __future__ import annotations
 import json
 import os
 import re
-import shutil
 import subprocess
 import sys
 from dataclasses import dataclass
 from pathlib import Path
 
 import pytest
+
+from tests.runtime._tmux_fixtures import require_tmux
 
 REPO = Path(__file__).resolve().parents[2]
 _NOT_HERE = {"python-api.md", "development.md"}
@@ -174,14 +175,27 @@ def _sandbox(root: Path) -> tuple[Path, dict[str, str]]:
     return project, env
 
 
+def _run(
+    argv: list[str], project: Path, env: dict[str, str], timeout: float = 120
+) -> subprocess.CompletedProcess[str]:
+    """`argv` in the sandbox's project, with no stdin."""
+    return subprocess.run(
+        argv,
+        cwd=project,
+        env=env,
+        stdin=subprocess.DEVNULL,
+        capture_output=True,
+        text=True,
+        timeout=timeout,
+        check=False,
+    )
+
+
 @pytest.mark.parametrize("page", sorted({b.page for b in OFFLINE}), ids=lambda p: p.name)
 def test_the_offline_examples_of_a_page_run_as_written(page: Path, tmp_path: Path) -> None:
     """The page's offline blocks, in order, in one sandbox (a later line may read what an earlier wrote)."""
-    needs = {"runtimes.md": "tmux"}.get(page.name)
-    if needs and shutil.which(needs) is None:
-        if os.environ.get("CI") == "true":
-            pytest.fail(f"{page.name}'s offline examples need {needs}")
-        pytest.skip(f"{page.name}'s offline examples need {needs}")
+    if page.name == "runtimes.md":
+        require_tmux()  # its offline examples run the tmux runtime
     project, env = _sandbox(tmp_path)
     try:
         _run_blocks(page, project, env)
@@ -195,16 +209,7 @@ def _run_blocks(page: Path, project: Path, env: dict[str, str]) -> None:
     for block in (b for b in OFFLINE if b.page == page):
         for command in block.commands():
             status, needle = EXPECTED[_key(command)]
-            done = subprocess.run(
-                ["bash", "-c", command],
-                cwd=project,
-                env=env,
-                stdin=subprocess.DEVNULL,
-                capture_output=True,
-                text=True,
-                timeout=180,
-                check=False,
-            )
+            done = _run(["bash", "-c", command], project, env, timeout=180)
             shown = f"{block.id}: {command}\nstdout: {done.stdout[-2000:]}\nstderr: {done.stderr[-2000:]}"
             assert done.returncode == status, shown
             assert needle in done.stdout + done.stderr, shown
@@ -232,16 +237,7 @@ def test_a_settings_example_is_valid_settings(block: Block, tmp_path: Path) -> N
     config = Path(env["XDG_CONFIG_HOME"]) / "corral"
     config.mkdir(parents=True)
     (config / "settings.toml").write_text(block.body)
-    done = subprocess.run(
-        ["corral", "doctor", "--json"],
-        cwd=project,
-        env=env,
-        stdin=subprocess.DEVNULL,
-        capture_output=True,
-        text=True,
-        timeout=120,
-        check=False,
-    )
+    done = _run(["corral", "doctor", "--json"], project, env)
     checks = {c["name"]: c for c in json.loads(done.stdout)["checks"]}
     assert checks["settings"]["status"] == "ok", (block.id, checks["settings"])
     assert checks["definitions"]["status"] == "ok", (block.id, checks["definitions"])
@@ -265,16 +261,7 @@ def test_a_definition_example_loads(where: str, body: str, tmp_path: Path) -> No
     agents = Path(env["XDG_CONFIG_HOME"]) / "corral" / "agents"
     agents.mkdir(parents=True)
     (agents / f"{match.group(1)}.md").write_text(body)
-    done = subprocess.run(
-        ["corral", "agents", "definitions", "--json"],
-        cwd=project,
-        env=env,
-        stdin=subprocess.DEVNULL,
-        capture_output=True,
-        text=True,
-        timeout=120,
-        check=False,
-    )
+    done = _run(["corral", "agents", "definitions", "--json"], project, env)
     assert done.returncode == 0, done.stderr
     listed = json.loads(done.stdout)
     assert listed.get("invalid", []) == [], where

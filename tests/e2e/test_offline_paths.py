@@ -5,25 +5,11 @@ from __future__ import annotations
 
 import json
 import re
-import signal
-import subprocess
-import sys
 from pathlib import Path
 
 from corral.llm._script_format import BUNDLED_SCRIPTS_DIR
 
-from .conftest import CORRAL, Env, RunCorral
-
-
-def _assistant_texts(stdout: str) -> list[str]:
-    texts = []
-    for line in stdout.splitlines():
-        event = json.loads(line)
-        if event.get("type") == "message_end" and event["message"]["role"] == "assistant":
-            texts.append(
-                "".join(b.get("text", "") for b in event["message"]["content"] if b["type"] == "text")
-            )
-    return texts
+from .conftest import Env, RunCorral, kill_json_run
 
 
 def test_continuing_the_tour_says_it_is_over_and_how_to_go_on_with_a_real_model(
@@ -110,21 +96,11 @@ def test_a_run_refused_before_it_asks_the_model_leaves_no_file(corral: RunCorral
 
 def test_a_run_killed_during_its_first_request_leaves_no_file(cli_env: Env) -> None:
     cli_env.script("slow", 'steps:\n  - {text: "late", delay_ms: 60000}\n')
-    with subprocess.Popen(
-        [CORRAL, "run", "--mode", "json", "--model", "scripted/slow", "-p", "lost prompt"],
-        cwd=cli_env.project,
-        env=cli_env.vars,
-        stdout=subprocess.PIPE,
-        stderr=subprocess.DEVNULL,
-        text=True,
-    ) as proc:
-        assert proc.stdout is not None
-        for line in proc.stdout:  # the request is under way once the assistant message starts
-            event = json.loads(line)
-            if event.get("type") == "message_start" and event["message"]["role"] == "assistant":
-                break
-        proc.send_signal(signal.SIGKILL)
-        proc.wait(timeout=30)
+    kill_json_run(  # the request is under way once the assistant message starts
+        cli_env,
+        *("--model", "scripted/slow", "-p", "lost prompt"),
+        at=lambda event: event.get("type") == "message_start" and event["message"]["role"] == "assistant",
+    )
     assert cli_env.sessions() == []
     home: Path = cli_env.home
     assert not list(home.rglob("*.jsonl"))
@@ -159,15 +135,7 @@ def test_scripted_team_answers_for_any_agent_a_program_starts(cli_env: Env) -> N
     del cli_env.vars["CORRAL_SCRIPTS"]  # the bundled script, not a test's own `team`
     cli_env.settings('default_model = "scripted/team"\n')
     (cli_env.project / "notes.txt").write_text("x\n")
-    done = subprocess.run(
-        [sys.executable, "-c", AGENTS_ON_TEAM],
-        cwd=cli_env.project,
-        env=cli_env.vars,
-        capture_output=True,
-        text=True,
-        timeout=180,
-        check=False,
-    )
+    done = cli_env.python(AGENTS_ON_TEAM, timeout=180)
     assert done.returncode == 0, done.stderr
     lines = done.stdout.splitlines()
     assert lines[0] == "result s1 completed"

@@ -3,11 +3,7 @@ resuming the lead's session proves the in-process generation lost (nothing guess
 
 from __future__ import annotations
 
-import json
-import signal
-import subprocess
-
-from .conftest import CORRAL, Env, RunCorral
+from .conftest import Env, RunCorral, kill_json_run
 
 LEAD = """
 steps:
@@ -32,23 +28,11 @@ agents:
 def test_resumed_lead_sees_the_killed_hosts_agent_as_lost(cli_env: Env, corral: RunCorral) -> None:
     (cli_env.project / "README.md").write_text("hello\n")
     cli_env.script("lead", LEAD)
-    with subprocess.Popen(
-        [CORRAL, "run", "--mode", "json", "--model", "scripted/lead", "-p", "start"],
-        cwd=cli_env.project,
-        env=cli_env.vars,
-        stdout=subprocess.PIPE,
-        stderr=subprocess.DEVNULL,
-        text=True,
-    ) as proc:
-        assert proc.stdout is not None
-        settled = 0
-        for line in proc.stdout:
-            event = json.loads(line)
-            settled += event.get("type") == "agent_settled"
-            if settled:  # the lead settled; the worker is still working in this process
-                break
-        proc.send_signal(signal.SIGKILL)
-        proc.wait(timeout=30)
+    kill_json_run(  # once the lead settled; the worker is still working in this process
+        cli_env,
+        *("--model", "scripted/lead", "-p", "start"),
+        at=lambda event: event.get("type") == "agent_settled",
+    )
 
     done = corral("run", "--continue", "-p", "status?")
     assert done.returncode == 0, done.stderr

@@ -14,7 +14,7 @@ import os
 import signal
 import subprocess
 import time
-from collections.abc import Callable, Iterator
+from collections.abc import Iterator
 from pathlib import Path
 
 import pytest
@@ -24,16 +24,7 @@ from corral.agent._events import ToolExecutionStartEvent
 from corral.orchestration import Repositories
 from tests.runtime._tmux_fixtures import kill_server, require_tmux
 
-from .conftest import CORRAL, Env, RunCorral
-
-
-def _wait(check: Callable[[], bool], what: str, timeout: float = 60) -> None:
-    """A bounded wait on another process's files or store (no host in this process to signal)."""
-    deadline = time.monotonic() + timeout
-    while not check():
-        if time.monotonic() > deadline:
-            raise AssertionError(f"timed out waiting for {what}")
-        time.sleep(0.02)
+from .conftest import CORRAL, Env, RunCorral, wait_until
 
 
 def _lead_sessions(env: Env) -> list[Path]:
@@ -94,15 +85,7 @@ def test_a_prompt_given_while_a_recovered_result_keeps_the_lead_busy_is_answered
     _waiter(cli_env)
     # The host dies right after the agent's result is stored, before it reaches the lead; the agent
     # answers only once the lead said "Lead is waiting now." (the lead's script is at its third step).
-    crashed = subprocess.run(
-        [CORRAL, "run", "--model", "scripted/lead", "-p", "go"],
-        cwd=cli_env.project,
-        env={**cli_env.vars, "CORRAL_FAULTS": "after_result_row"},
-        capture_output=True,
-        text=True,
-        timeout=60,
-        check=False,
-    )
+    crashed = corral("run", "--model", "scripted/lead", "-p", "go", env={"CORRAL_FAULTS": "after_result_row"})
     assert crashed.returncode == -signal.SIGKILL, crashed.stderr
     [lead_session] = _lead_sessions(cli_env)
     assert "Lead is waiting now." in _texts(lead_session)
@@ -200,16 +183,18 @@ def test_continue_after_a_crash_with_a_tmux_agent_reopens_the_lead_and_answers(
         stdout=subprocess.DEVNULL,
         stderr=subprocess.DEVNULL,
     ) as host:
-        _wait(lambda: Path(f"{gate}.started").exists(), "the agent to start in its pane")
-        _wait(
+        # bounded waits on another process's files (no host in this process to signal)
+        wait_until(lambda: Path(f"{gate}.started").exists(), 60, "the agent to start in its pane")
+        wait_until(
             lambda: any("Lead is waiting now." in _texts(p) for p in _lead_sessions(env)),
+            60,
             "the lead to settle",
         )
         host.send_signal(signal.SIGKILL)
         host.wait(timeout=30)
     [lead_session] = _lead_sessions(env)
     gate.touch()  # the agent, alive in its pane, finishes and stores its result
-    _wait(lambda: _slow_completed(env.home), "the agent's result to be stored")
+    wait_until(lambda: _slow_completed(env.home), 60, "the agent's result to be stored")
     [agent_session] = [p for p in env.sessions() if p != lead_session]
     os.utime(lead_session, (time.time() - 60, time.time() - 60))  # the agent's session is the newest
     assert agent_session.stat().st_mtime > lead_session.stat().st_mtime

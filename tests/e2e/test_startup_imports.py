@@ -6,8 +6,6 @@ from __future__ import annotations
 
 import importlib.util
 import os
-import subprocess
-import sys
 from collections.abc import Iterator
 
 import pytest
@@ -21,15 +19,7 @@ def _last_line(cli_env: Env, code: str, *flags: str) -> str:
     """Run `code` (a scripted `corral run -p` that prints what it imported) in a fresh interpreter;
     its last line of output."""
     cli_env.script("hello", 'steps:\n  - text: "hello"\n')
-    done = subprocess.run(
-        [sys.executable, "-c", code, *flags],
-        cwd=cli_env.project,
-        env=cli_env.vars,
-        capture_output=True,
-        text=True,
-        timeout=60,
-        check=False,
-    )
+    done = cli_env.python(code, *flags)
     assert done.returncode == 0, done.stderr
     return done.stdout.splitlines()[-1]
 

@@ -8,8 +8,6 @@ Each check runs in a fresh interpreter, since this test process may have importe
 from __future__ import annotations
 
 import json
-import subprocess
-import sys
 
 import pytest
 
@@ -40,16 +38,8 @@ id = "fake"
 
 def _run(cli_env: Env, code: str, *args: str) -> dict[str, object]:
     cli_env.settings(SETTINGS)
-    env = {**cli_env.vars, "OPENAI_API_KEY": "sk-test", "ANTHROPIC_API_KEY": "sk-ant-test"}
-    done = subprocess.run(
-        [sys.executable, "-c", code, *args],
-        cwd=cli_env.project,
-        env=env,
-        capture_output=True,
-        text=True,
-        timeout=120,
-        check=False,
-    )
+    keys = {"OPENAI_API_KEY": "sk-test", "ANTHROPIC_API_KEY": "sk-ant-test"}
+    done = cli_env.python(code, *args, env=keys, timeout=120)
     lines = done.stdout.strip().splitlines()
     assert lines and lines[-1].startswith("{"), (done.stdout, done.stderr)
     result: dict[str, object] = json.loads(lines[-1])

@@ -6,8 +6,6 @@ from __future__ import annotations
 import json
 import os
 import stat
-import subprocess
-import sys
 from pathlib import Path
 
 import pytest
@@ -151,14 +149,6 @@ raise SystemExit(code)
 
 
 def test_an_untraced_run_loads_nothing_of_tracing(env: Env) -> None:
-    done = subprocess.run(
-        [sys.executable, "-c", NO_IMPORT],
-        cwd=env.project,
-        env=env.vars,
-        capture_output=True,
-        text=True,
-        timeout=60,
-        check=False,
-    )
+    done = env.python(NO_IMPORT)
     assert done.returncode == 0, done.stderr
     assert done.stdout.splitlines()[-1] == "loaded:  active: False"
