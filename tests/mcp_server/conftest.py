@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import importlib.util
 import json
 import os
 import subprocess
@@ -15,7 +16,10 @@ from typing import Any
 import pytest
 import yaml
 
-pytest.importorskip("mcp", reason="the mcp extra is not installed (pip install -e '.[test]')")
+from tests._ci import unavailable
+
+if importlib.util.find_spec("mcp") is None:
+    unavailable("the mcp extra is not installed (make test installs it)", module_level=True)
 
 from mcp import Client
 from mcp.client.stdio import StdioServerParameters

@@ -15,7 +15,8 @@ import pytest
 
 from .conftest import CORRAL, McpEnv
 
-INSPECTOR = "@modelcontextprotocol/inspector"
+INSPECTOR = "@modelcontextprotocol/inspector@2.12.0"
+"""Pinned: a new Inspector release must not change what CI runs (raise it on purpose)."""
 
 
 def _inspector(env: McpEnv, *method: str) -> dict[str, object]:

@@ -13,6 +13,7 @@ from corral.llm import DEFAULT_MODELS, AssistantMessage, CustomMessage
 from corral.tui import CorralApp
 from corral.tui.app import SetupCard
 from corral.tui.widgets import StatusFooter
+from tests._ci import unavailable
 
 from .conftest import SIZE, TuiEnv, started, wait_until
 
@@ -97,10 +98,11 @@ async def test_a_broken_settings_file_gets_its_own_card_naming_the_file_and_line
         assert app.launched is None
 
 
-@pytest.mark.skipif(shutil.which("git") is None, reason="needs git")
 async def test_the_tour_quotes_tool_output_instead_of_rendering_it_as_markdown(tui_env: TuiEnv) -> None:
     """Issue 28: in a git repository the tour's `git status --short --branch` output (`## master`) was
     drawn as a Markdown heading reading "master"; the tour quotes tool output in a code block."""
+    if shutil.which("git") is None:
+        unavailable("needs git")
     from textual.widgets._markdown import MarkdownFence, MarkdownHeader
 
     from corral.tui.widgets import AssistantCard

@@ -1,0 +1,24 @@
+"""A test that needs an outside tool (git, tmux, bubblewrap, Node, Ray, the MCP SDK, …) and does not
+find it: a skip on a developer's machine, a failure under `CI=true`, where `.ci/run` installs every
+such tool — a skipped test proves nothing."""
+
+from __future__ import annotations
+
+import os
+from typing import NoReturn
+
+import pytest
+
+__all__ = ["unavailable"]
+
+
+def unavailable(reason: str, *, module_level: bool = False) -> NoReturn:
+    """Skip with `reason`, or fail with it under `CI=true`.
+
+    Args:
+        reason: What is missing and how to get it.
+        module_level: Called while a test module is imported (skips the whole module).
+    """
+    if os.environ.get("CI") == "true":
+        pytest.fail(f"{reason} (under CI=true this is a failure: .ci/run installs it)", pytrace=False)
+    pytest.skip(reason, allow_module_level=module_level)
