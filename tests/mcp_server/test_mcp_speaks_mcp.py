@@ -94,6 +94,7 @@ async def test_a_finished_agents_transcript_stays_readable_until_it_is_closed(mc
         transcript = await client.call_tool("agent_transcript", {"agent": "done1"})
         assert not transcript.is_error, _text(transcript)
         assert "look here" in _text(transcript) and "the finished answer" in _text(transcript)
+        assert _text(transcript).startswith("Transcript of finished agent done1 (session "), _text(transcript)
         resource = await client.read_resource("corral://agents/done1/transcript")
         assert "the finished answer" in resource.contents[0].text  # type: ignore[union-attr]
         closed = await client.call_tool("agent_close", {"agent": "done1"})
