@@ -8,24 +8,11 @@ successful result against it); a finished agent's transcript stays readable unti
 
 from __future__ import annotations
 
-from typing import Any
-
-from mcp.types import CallToolResult, TextContent
-
 from .conftest import WAIT_MS, McpEnv
+from .conftest import details as _details
+from .conftest import text as _text
 
 LEAD_DIALECT = ("the agent tool", "action reply", "wakes you", "refresh with `list`", "Call list ")
-
-
-def _text(result: CallToolResult) -> str:
-    block = result.content[0]
-    assert isinstance(block, TextContent)
-    return block.text
-
-
-def _details(result: CallToolResult) -> dict[str, Any]:
-    assert result.structured_content is not None
-    return dict(result.structured_content)
 
 
 def _speaks_mcp(text: str) -> None:

@@ -16,15 +16,11 @@ import subprocess
 import termios
 from typing import Any
 
-from .conftest import CORRAL, WAIT_MS, McpEnv
+from .conftest import CORRAL, WAIT_MS, McpEnv, initialize_request
+from .conftest import items as _items
 
 GUARD_S = 60.0
 """How long a wait on the server's state may take before the test gives up (a guard, not a measurement)."""
-
-
-def _items(result: Any) -> list[dict[str, Any]]:
-    assert not result.is_error, result.content
-    return list(result.structured_content["items"])
 
 
 async def test_a_server_killed_before_the_answer_is_written_gives_the_item_again(mcp_env: McpEnv) -> None:
@@ -81,19 +77,7 @@ async def test_a_server_killed_while_its_answer_is_stuck_in_a_full_pipe_gives_th
         stderr=subprocess.DEVNULL,
     )
     try:
-        _send(
-            process,
-            {
-                "jsonrpc": "2.0",
-                "id": 1,
-                "method": "initialize",
-                "params": {
-                    "protocolVersion": "2025-06-18",
-                    "capabilities": {},
-                    "clientInfo": {"name": "full-pipe", "version": "0"},
-                },
-            },
-        )
+        _send(process, initialize_request("full-pipe"))
         _answer(process, 1)
         _send(process, {"jsonrpc": "2.0", "method": "notifications/initialized"})
         call = {"name": "agent_delegate", "arguments": {"definition": "scout", "task": "x", "label": "p1"}}
