@@ -15,7 +15,13 @@ from typing import Any
 import pytest
 import yaml
 
-pytest.importorskip("mcp", reason="the mcp extra is not installed (pip install -e '.[test]')")
+try:
+    import mcp  # noqa: F401
+except ImportError as missing:  # skipped locally; CI (`make test` installs the extra) must run them
+    reason = f"the mcp extra is not installed ({missing}; make sync-test installs it)"
+    if os.environ.get("CI") == "true":
+        pytest.fail(f"{reason}; the MCP server's tests must run in CI", pytrace=False)
+    pytest.skip(reason, allow_module_level=True)
 
 from mcp import Client
 from mcp.client.stdio import StdioServerParameters
