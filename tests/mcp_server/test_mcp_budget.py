@@ -2,20 +2,12 @@
 
 from __future__ import annotations
 
-import subprocess
-from typing import Any
-
 import pytest
-from mcp.types import CallToolResult
 
-from .conftest import CORRAL, WAIT_MS, McpEnv, run_mcp_answering_initialize
+from .conftest import WAIT_MS, McpEnv, run_corral, run_mcp_answering_initialize
+from .conftest import details as _details
 
 USAGE = {"input": 3000, "output": 100, "cache_read": 0, "cache_write": 0}
-
-
-def _details(result: CallToolResult) -> dict[str, Any]:
-    assert result.structured_content is not None
-    return dict(result.structured_content)
 
 
 async def test_budget_option_stops_the_agent_and_refuses_more(mcp_env: McpEnv) -> None:
@@ -53,13 +45,5 @@ def test_a_bad_budget_is_one_line_exit_2(mcp_env: McpEnv, args: tuple[str, ...],
 
 
 def test_a_bad_budget_key_is_refused_even_when_no_client_comes(mcp_env: McpEnv) -> None:
-    done = subprocess.run(
-        [CORRAL, "mcp", "--cwd", str(mcp_env.work), "--budget", "nokey=5"],
-        env=mcp_env.vars,
-        stdin=subprocess.DEVNULL,
-        capture_output=True,
-        text=True,
-        timeout=60,
-        check=False,
-    )
+    done = run_corral(mcp_env, "mcp", "--cwd", str(mcp_env.work), "--budget", "nokey=5")
     assert done.returncode == 2 and "unknown key 'nokey'" in done.stderr, done.stderr

@@ -9,11 +9,7 @@ from typing import Any
 import pytest
 
 from .conftest import WAIT_MS, McpEnv
-
-
-def _items(result: Any) -> list[dict[str, Any]]:
-    assert not result.is_error, result.content
-    return list(result.structured_content["items"])
+from .conftest import items as _items
 
 
 @pytest.mark.parametrize("fault", ["after_result_row", "after_owner_append", "before_cleanup"])

@@ -15,7 +15,7 @@ import httpx2
 from mcp import Client
 from mcp.client.streamable_http import streamable_http_client
 
-from .conftest import CORRAL, WAIT_MS, McpEnv, run_mcp_answering_initialize
+from .conftest import CORRAL, WAIT_MS, McpEnv, run_corral, run_mcp_answering_initialize
 
 
 @dataclass
@@ -141,14 +141,7 @@ def test_non_loopback_binds_are_refused(mcp_env: McpEnv) -> None:
         (["--no-token"], "--no-token is for --http"),
         (["--http", "nonsense"], "give HOST:PORT"),
     ):
-        done = subprocess.run(
-            [CORRAL, "mcp", "--cwd", str(mcp_env.work), *args],
-            env=mcp_env.vars,
-            capture_output=True,
-            text=True,
-            timeout=60,
-            check=False,
-        )
+        done = run_corral(mcp_env, "mcp", "--cwd", str(mcp_env.work), *args)
         assert done.returncode == 2, done.stderr
         assert expected in done.stderr and len(done.stderr.strip().splitlines()) == 1, done.stderr
     assert not (mcp_env.home / "sessions").exists()  # refused before anything was written

@@ -14,22 +14,13 @@ from typing import Any
 
 import pytest
 
-from .conftest import CORRAL, McpEnv
+from .conftest import CORRAL, McpEnv, initialize_request, run_corral
 
 GUARD_S = 60.0
 """How long an answer may take before the test gives up (a guard, not a measurement)."""
 PARSE_ERROR = -32700
 INVALID_REQUEST = -32600
-INITIALIZE = {
-    "jsonrpc": "2.0",
-    "id": "init",
-    "method": "initialize",
-    "params": {
-        "protocolVersion": "2025-06-18",
-        "capabilities": {},
-        "clientInfo": {"name": "t", "version": "0"},
-    },
-}
+INITIALIZE = initialize_request(request_id="init")
 
 
 def _nested(depth: int) -> str:
@@ -154,14 +145,7 @@ def test_every_malformed_line_gets_a_json_rpc_error_and_the_server_goes_on(mcp_e
 def test_corral_trace_refuses_a_deeply_nested_file_in_one_line(mcp_env: McpEnv) -> None:
     trace = mcp_env.root / "deep.jsonl"
     trace.write_text(_nested(100_000) + "\n")
-    done = subprocess.run(
-        [CORRAL, "trace", str(trace)],
-        env=mcp_env.vars,
-        capture_output=True,
-        text=True,
-        timeout=60,
-        check=False,
-    )
+    done = run_corral(mcp_env, "trace", str(trace))
     assert done.returncode == 2, done.stderr
     lines = done.stderr.strip().splitlines()
     assert len(lines) == 1 and lines[0].startswith("corral: error:") and "line 1" in lines[0], done.stderr

@@ -8,24 +8,11 @@ successful result against it); a finished agent's transcript stays readable unti
 
 from __future__ import annotations
 
-from typing import Any
-
-from mcp.types import CallToolResult, TextContent
-
 from .conftest import WAIT_MS, McpEnv
+from .conftest import details as _details
+from .conftest import text as _text
 
 LEAD_DIALECT = ("the agent tool", "action reply", "wakes you", "refresh with `list`", "Call list ")
-
-
-def _text(result: CallToolResult) -> str:
-    block = result.content[0]
-    assert isinstance(block, TextContent)
-    return block.text
-
-
-def _details(result: CallToolResult) -> dict[str, Any]:
-    assert result.structured_content is not None
-    return dict(result.structured_content)
 
 
 def _speaks_mcp(text: str) -> None:
@@ -94,6 +81,7 @@ async def test_a_finished_agents_transcript_stays_readable_until_it_is_closed(mc
         transcript = await client.call_tool("agent_transcript", {"agent": "done1"})
         assert not transcript.is_error, _text(transcript)
         assert "look here" in _text(transcript) and "the finished answer" in _text(transcript)
+        assert _text(transcript).startswith("Transcript of finished agent done1 (session "), _text(transcript)
         resource = await client.read_resource("corral://agents/done1/transcript")
         assert "the finished answer" in resource.contents[0].text  # type: ignore[union-attr]
         closed = await client.call_tool("agent_close", {"agent": "done1"})

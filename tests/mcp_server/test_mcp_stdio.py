@@ -7,9 +7,10 @@ import json
 from typing import Any
 
 import pytest
-from mcp.types import CallToolResult, TextContent
 
 from .conftest import WAIT_MS, McpEnv, run_mcp_answering_initialize
+from .conftest import details as _details
+from .conftest import text as _text
 
 AGENT_TOOLS = [
     "agent_list",
@@ -22,17 +23,6 @@ AGENT_TOOLS = [
     "agent_inspect",
     "agent_transcript",
 ]
-
-
-def _text(result: CallToolResult) -> str:
-    block = result.content[0]
-    assert isinstance(block, TextContent)
-    return block.text
-
-
-def _details(result: CallToolResult) -> dict[str, Any]:
-    assert result.structured_content is not None
-    return dict(result.structured_content)
 
 
 @pytest.mark.parametrize(

@@ -16,15 +16,11 @@ import subprocess
 import termios
 from typing import Any
 
-from .conftest import CORRAL, WAIT_MS, McpEnv
+from .conftest import CORRAL, WAIT_MS, McpEnv, initialize_request
+from .conftest import items as _items
 
 GUARD_S = 60.0
 """How long a wait on the server's state may take before the test gives up (a guard, not a measurement)."""
-
-
-def _items(result: Any) -> list[dict[str, Any]]:
-    assert not result.is_error, result.content
-    return list(result.structured_content["items"])
 
 
 async def test_a_server_killed_before_the_answer_is_written_gives_the_item_again(mcp_env: McpEnv) -> None:
@@ -81,19 +77,7 @@ async def test_a_server_killed_while_its_answer_is_stuck_in_a_full_pipe_gives_th
         stderr=subprocess.DEVNULL,
     )
     try:
-        _send(
-            process,
-            {
-                "jsonrpc": "2.0",
-                "id": 1,
-                "method": "initialize",
-                "params": {
-                    "protocolVersion": "2025-06-18",
-                    "capabilities": {},
-                    "clientInfo": {"name": "full-pipe", "version": "0"},
-                },
-            },
-        )
+        _send(process, initialize_request("full-pipe"))
         _answer(process, 1)
         _send(process, {"jsonrpc": "2.0", "method": "notifications/initialized"})
         call = {"name": "agent_delegate", "arguments": {"definition": "scout", "task": "x", "label": "p1"}}
@@ -158,3 +142,78 @@ async def test_two_waits_in_flight_never_get_the_same_item(mcp_env: McpEnv) -> N
             got += _items(await client.call_tool("wait", {"timeoutMs": WAIT_MS}))
         labels = sorted(item["details"]["agent"] for item in got)
         assert labels == ["c1", "c2"], labels
+
+
+async def test_a_wait_the_client_cancels_after_the_collect_gives_its_items_again(mcp_env: McpEnv) -> None:
+    """Cancelled while its answer is still being built (here: `--elicit` asking the human): the SDK never
+    sends that answer, so neither the next `wait` nor a restarted server may treat its items as held."""
+    from mcp.types import ElicitResult
+
+    mcp_env.script({"*": [{"tool_calls": [{"name": "ask_owner", "args": {"question": "Which file?"}}]}]})
+    asking = asyncio.Event()
+    asked = 0
+
+    async def held_then_declined(context: Any, params: Any) -> ElicitResult:
+        nonlocal asked
+        asked += 1
+        if asked == 1:  # the human has not answered yet when the client cancels the wait
+            asking.set()
+            await asyncio.Event().wait()
+        return ElicitResult(action="decline")
+
+    async with mcp_env.client("--elicit", mode="legacy", elicitation_callback=held_then_declined) as client:
+        await client.call_tool("agent_delegate", {"definition": "scout", "task": "q", "label": "asker"})
+        waiting = asyncio.create_task(client.call_tool("wait", {"timeoutMs": WAIT_MS}))
+        await asyncio.wait_for(asking.wait(), GUARD_S)  # collected: the server is eliciting its answer
+        waiting.cancel()
+        with contextlib.suppress(asyncio.CancelledError):
+            await waiting
+        again = _items(await client.call_tool("wait", {"timeoutMs": WAIT_MS}))
+        assert [(item["kind"], item["details"]["agent"]) for item in again] == [("ask", "asker")]
+        assert "elicited_answer" not in again[0]["details"]
+        assert _items(await client.call_tool("wait", {"timeoutMs": 0})) == []  # acknowledges that answer
+    async with mcp_env.client("--continue") as client:  # ... durably
+        assert _items(await client.call_tool("wait", {"timeoutMs": 0})) == []
+
+
+class _SavedCursor:
+    """The two `Lead` methods `WaitCursor` uses, with the saves recorded."""
+
+    def __init__(self) -> None:
+        self.saved: list[str | None] = []
+
+    def saved_cursor(self) -> str | None:
+        return self.saved[-1] if self.saved else None
+
+    def save_cursor(self, entry_id: str | None) -> None:
+        self.saved.append(entry_id)
+
+
+def test_answers_are_acknowledged_in_the_order_they_were_handed_out() -> None:
+    from corral._mcp._cursor import WaitCursor
+
+    lead = _SavedCursor()
+    cursor = WaitCursor(lead)  # type: ignore[arg-type]
+    first = cursor.hand(cursor.start(cursor.arrive(), after=None), "e1")
+    second = cursor.hand(cursor.start(cursor.arrive(), after=None), "e2")
+    cursor.left(second)  # the later answer leaves first: the earlier one is still being built
+    assert cursor.start(cursor.arrive(), after=None) == "e2" and lead.saved == []
+    cursor.left(first)
+    cursor.start(cursor.arrive(), after=None)
+    assert lead.saved == ["e2"]
+
+
+def test_a_withdrawn_answer_gives_its_items_back_or_holds_the_durable_cursor() -> None:
+    from corral._mcp._cursor import WaitCursor
+
+    lead = _SavedCursor()
+    cursor = WaitCursor(lead)  # type: ignore[arg-type]
+    withdrawn = cursor.hand(cursor.start(cursor.arrive(), after=None), "e1")
+    cursor.withdraw(withdrawn)  # nothing handed out after it: the next wait gets its items again
+    assert cursor.start(cursor.arrive(), after=None) is None and lead.saved == []
+    stuck = cursor.hand(None, "e1")
+    later = cursor.hand("e1", "e2")
+    cursor.withdraw(stuck)  # later items went out already: they are not handed out again ...
+    cursor.left(later)
+    assert cursor.start(cursor.arrive(), after=None) == "e2"
+    assert lead.saved == []  # ... but the durable cursor stays before the withdrawn answer's items

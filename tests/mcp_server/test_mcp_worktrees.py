@@ -3,18 +3,11 @@
 from __future__ import annotations
 
 import json
-from typing import Any
-
-from mcp.types import CallToolResult
 
 from tests.orchestration.teams._git_helpers import GIT_ENV, git, make_repo
 
 from .conftest import WAIT_MS, McpEnv
-
-
-def _details(result: CallToolResult) -> dict[str, Any]:
-    assert result.structured_content is not None
-    return dict(result.structured_content)
+from .conftest import details as _details
 
 
 async def test_an_isolated_writer_is_merged_with_the_merge_tool(mcp_env: McpEnv) -> None:

@@ -37,7 +37,7 @@ from corral._version import __version__
 from corral.errors import CorralError
 from corral.orchestration.kernel._faults import fault_point
 
-from ._cursor import WaitCursor
+from ._cursor import Handout, WaitCursor
 from ._finished import FinishedAgents
 from ._handshake import LEAD_PROMPT, SERVER_NAME
 from ._slot import LeadSlot
@@ -201,13 +201,15 @@ def _parse_wait(args: dict[str, Any]) -> tuple[float, tuple[str | None] | None]:
 
 
 async def _progress(session: ServerSession, timeout: float) -> None:
+    """Report progress until cancelled; a client that cannot take it only ends the reports."""
     loop = asyncio.get_running_loop()
     start = loop.time()
     every = min(PROGRESS_EVERY_S, max(0.5, timeout / 4))
-    while True:
-        await asyncio.sleep(every)
-        elapsed = loop.time() - start
-        await session.report_progress(elapsed, timeout, "waiting for agents")
+    with contextlib.suppress(Exception):
+        while True:
+            await asyncio.sleep(every)
+            elapsed = loop.time() - start
+            await session.report_progress(elapsed, timeout, "waiting for agents")
 
 
 ELICIT_SCHEMA: dict[str, Any] = {
@@ -262,22 +264,32 @@ async def _wait(
     loop = asyncio.get_running_loop()
     deadline = loop.time() + timeout
     ticker = asyncio.create_task(_progress(ctx.session, timeout))
+    handout: Handout | None = None
     try:
-        async with cursor.lock:  # one call at a time: each item goes to one answer
-            try:
-                start = cursor.start(turn, after=after)
-                items = await lead.collect(start, timeout=max(0.0, deadline - loop.time()))
-            except CorralError as exc:
-                return error_result("wait", "invalid_request", str(exc), WAIT_NEXT_ACTION)
-            end = items[-1].entry_id if items else start
-            cursor.answered(end)
-            fault_point("mcp_wait_answer")  # collected, not yet answered: a crash test kills here
-    finally:
-        ticker.cancel()
-        with contextlib.suppress(asyncio.CancelledError, Exception):
-            await ticker
-    if elicit and _can_elicit(ctx):
-        items = [await _elicit(lead, item, ctx) if item.kind == "ask" else item for item in items]
+        try:
+            async with cursor.lock:  # one call at a time: each item goes to one answer
+                try:
+                    start = cursor.start(turn, after=after)
+                    items = await lead.collect(start, timeout=max(0.0, deadline - loop.time()))
+                except CorralError as exc:
+                    return error_result("wait", "invalid_request", str(exc), WAIT_NEXT_ACTION)
+                handout = cursor.hand(start, items[-1].entry_id if items else start)
+                fault_point("mcp_wait_answer")  # collected, not yet answered: a crash test kills here
+        finally:
+            ticker.cancel()
+            await asyncio.wait([ticker])  # unlike awaiting it, never swallows this call's own cancellation
+        if elicit and _can_elicit(ctx):
+            items = [await _elicit(lead, item, ctx) if item.kind == "ask" else item for item in items]
+        answer = _wait_answer(items, handout.end, timeout)
+    except BaseException:  # cancelled by the client (the SDK then sends nothing) or failed
+        if handout is not None:
+            cursor.withdraw(handout)
+        raise
+    cursor.left(handout)  # no await from here on: the SDK sends the answer unless it was cancelled
+    return answer
+
+
+def _wait_answer(items: list[LeadItem], end: str | None, timeout: float) -> types.CallToolResult:
     details = {
         "ok": True,
         "items": [item_json(item) for item in items],

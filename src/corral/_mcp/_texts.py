@@ -173,12 +173,10 @@ def result_text(name: str, text: str, details: dict[str, Any] | None, *, ok: boo
 
 
 def transcript_text(details: dict[str, Any]) -> str:
-    """A finished agent's transcript: a heading, then the saved conversation."""
-    head = f"Transcript of finished agent {details.get('agent')} (session {details.get('session_id')})"
-    if details.get("transcript_truncated"):
-        head += "; truncated to its most recent part"
-    body = str(details.get("transcript") or "").strip()
-    return f"{head}:\n\n{body}" if body else f"{head}: empty."
+    """A finished agent's transcript (`details` with `finished`), as the agent surface words one."""
+    from corral.orchestration.surfaces.agent._render import render_transcript  # the lead opened it
+
+    return render_transcript(details)
 
 
 def item_body(item: LeadItem) -> str:

@@ -161,8 +161,10 @@ def render_inspect(details: Mapping[str, Any]) -> str:
 
 
 def render_transcript(details: Mapping[str, Any]) -> str:
-    """The `transcript` text: a heading, then the controller's bounded projection."""
-    head = f"Transcript of agent {_value(details, 'agent')} (session {_value(details, 'session_id')})"
+    """The `transcript` text: a heading, then the controller's bounded projection (`finished`: of an
+    agent no longer live, read from its saved session, as `corral mcp` offers it)."""
+    who = "finished agent" if details.get("finished") else "agent"
+    head = f"Transcript of {who} {_value(details, 'agent')} (session {_value(details, 'session_id')})"
     if details.get("transcript_truncated"):
         head += "; truncated to its most recent part"
     body = str(details.get("transcript") or "").strip()
