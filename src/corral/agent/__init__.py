@@ -35,6 +35,7 @@ from ._validation import ToolArgumentsError, validate_tool_arguments
 from ._window import ContextOverhead, describe_failed_reply, reply_note
 
 __all__ = [
+    "SEEN_REFERENCE_KEY",
     "AgentBusyError",
     "AgentEndEvent",
     "AgentError",
@@ -61,7 +62,6 @@ __all__ = [
     "RateLimitWaitEvent",
     "RequestEstimate",
     "RequestGuard",
-    "SEEN_REFERENCE_KEY",
     "SessionStats",
     "StreamingBehavior",
     "TokenStats",
