@@ -19,6 +19,7 @@ def unavailable(reason: str, *, module_level: bool = False) -> NoReturn:
         reason: What is missing and how to get it.
         module_level: Called while a test module is imported (skips the whole module).
     """
+    __tracebackhide__ = True  # a skip is reported at its caller's line, not here
     if os.environ.get("CI") == "true":
         pytest.fail(f"{reason} (under CI=true this is a failure: .ci/run installs it)", pytrace=False)
     pytest.skip(reason, allow_module_level=module_level)

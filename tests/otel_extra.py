@@ -4,9 +4,8 @@
 from __future__ import annotations
 
 import importlib
-import os
 
-import pytest
+from tests._ci import unavailable
 
 
 def require_otel(module: str = "opentelemetry.sdk", *, module_level: bool = True) -> None:
@@ -14,7 +13,4 @@ def require_otel(module: str = "opentelemetry.sdk", *, module_level: bool = True
     try:
         importlib.import_module(module)
     except ImportError as exc:
-        reason = f"the corral[otel] extra is not installed ({exc})"
-        if os.environ.get("CI") == "true":
-            pytest.fail(f"{reason}; the traces' tests must run in CI (make test installs it)", pytrace=False)
-        pytest.skip(reason, allow_module_level=module_level)
+        unavailable(f"the corral[otel] extra is not installed ({exc})", module_level=module_level)

@@ -7,21 +7,14 @@ import shutil
 import subprocess
 from pathlib import Path
 
-import pytest
+from tests._ci import unavailable
 
 ROOT = Path(__file__).parents[1]
 
 
-def _missing(reason: str) -> None:
-    """Skip, or fail under `CI=true` (`make test` runs there: make and `.uv/` exist)."""
-    if os.environ.get("CI") == "true":
-        pytest.fail(f"CI=true but {reason}")
-    pytest.skip(reason)
-
-
 def _dry_run(target: str, venv: Path) -> list[str]:
     if shutil.which("make") is None:
-        _missing("make is not installed")
+        unavailable("make is not installed")
     # Run from `make test` too: no inherited MAKEFLAGS/MAKELEVEL, no "Entering directory" lines.
     env = {k: v for k, v in os.environ.items() if k not in ("MAKEFLAGS", "MAKELEVEL", "MFLAGS")}
     done = subprocess.run(
@@ -74,7 +67,7 @@ def test_the_lock_matches_pyproject() -> None:
     if not uv.exists():
         found = shutil.which("uv")
         if found is None:
-            _missing("uv is not installed (make creates .uv/)")
+            unavailable("uv is not installed (make creates .uv/)")
         uv = Path(found)
     done = subprocess.run(
         [str(uv), "lock", "--check", "--offline"], cwd=ROOT, capture_output=True, text=True, check=False

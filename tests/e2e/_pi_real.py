@@ -19,9 +19,8 @@ import shutil
 import subprocess
 from dataclasses import dataclass
 from pathlib import Path
-from typing import NoReturn
 
-import pytest
+from tests._ci import unavailable
 
 PI_073 = ("@mariozechner/pi-coding-agent", "0.73.1")
 PI_1X = ("@earendil-works/pi-coding-agent", "1.6.0")
@@ -49,19 +48,12 @@ def cache_root() -> Path:
     return Path(os.environ.get("CORRAL_TEST_CACHE") or Path.home() / ".cache" / "corral-tests")
 
 
-def _unavailable(reason: str) -> NoReturn:
-    """Skip the real-Pi test with `reason`, or fail it under `CI=true` (where it must run)."""
-    if os.environ.get("CI") == "true":
-        pytest.fail(reason)
-    pytest.skip(reason)
-
-
 def require_node() -> Path:
     """The system's `node`; skips without it (a failure under CI, which must install it)."""
     node = shutil.which("node")
     npm = shutil.which("npm")
     if node is None or npm is None:
-        _unavailable("node and npm are not on PATH (apt-get install nodejs npm; .ci/run installs them)")
+        unavailable("node and npm are not on PATH (apt-get install nodejs npm; .ci/run installs them)")
     return Path(node)
 
 
@@ -85,7 +77,7 @@ def _npm_install(target: Path, spec: str, marker: Path) -> None:
             check=False,
         )
         if done.returncode != 0 or not marker.exists():
-            _unavailable(f"npm install {spec} failed ({done.returncode}): {done.stderr[-2000:]}")
+            unavailable(f"npm install {spec} failed ({done.returncode}): {done.stderr[-2000:]}")
 
 
 def install_pi(package: str, version: str, node: Path) -> PiInstall:
@@ -101,7 +93,7 @@ def node_for(system_node: Path, minimum: tuple[int, int], what: str) -> Path:
     if have >= minimum:
         return system_node
     if platform.system() != "Linux" or platform.machine() not in ("x86_64", "AMD64"):
-        _unavailable(
+        unavailable(
             f"{what} needs Node >= {minimum[0]}.{minimum[1]}; this machine has Node {have[0]}.{have[1]} and "
             f"npm's Node 22 package ({NODE_22[0]}) exists only for linux x64"
         )

@@ -5,11 +5,11 @@ price catalogue."""
 from __future__ import annotations
 
 import importlib.util
-import os
 from collections.abc import Iterator
 
 import pytest
 
+from tests._ci import unavailable
 from tests.llm.fake_server import FakeProviderServer, FakeReply
 
 from .conftest import Env
@@ -71,10 +71,7 @@ raise SystemExit(code)
 def test_a_run_that_does_not_use_the_ray_runtime_never_imports_ray(cli_env: Env) -> None:
     # `corral[ray]` is installed by `make test`; only `runtime = "ray"` may load it (~1 s of imports).
     if importlib.util.find_spec("ray") is None:
-        missing = "the ray extra is not installed (make test installs it: '.[test,ray]')"
-        if os.environ.get("CI") == "true":
-            pytest.fail(missing)
-        pytest.skip(missing)
+        unavailable("the ray extra is not installed (make test installs it: '.[test,ray]')")
     assert _last_line(cli_env, RAY) == "ray not imported"
 
 

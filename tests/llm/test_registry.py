@@ -189,7 +189,6 @@ def test_create_model_for_a_provider_needs_its_key() -> None:
 
 
 def test_create_model_for_a_provider_uses_the_providers_package() -> None:
-    pytest.importorskip("corral.llm._providers")
     registry = ModelRegistry(
         environ={"OPENAI_API_KEY": "sk-test", "OPENAI_BASE_URL": "http://127.0.0.1:9/v1"}
     )

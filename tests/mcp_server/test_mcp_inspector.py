@@ -11,7 +11,7 @@ import os
 import shutil
 import subprocess
 
-import pytest
+from tests._ci import unavailable
 
 from .conftest import CORRAL, McpEnv
 
@@ -22,9 +22,7 @@ INSPECTOR = "@modelcontextprotocol/inspector@2.12.0"
 def _inspector(env: McpEnv, *method: str) -> dict[str, object]:
     npx = shutil.which("npx")
     if npx is None:
-        if os.environ.get("CI") == "true":
-            pytest.fail("npx is missing: .ci/run installs Node.js for the MCP Inspector test")
-        pytest.skip("npx (Node.js) is not installed")
+        unavailable("npx (Node.js) is not installed")
     done = subprocess.run(
         [npx, "-y", INSPECTOR, "--cli", CORRAL, "mcp", "--cwd", str(env.work), *method],
         env={**env.vars, "HOME": os.environ.get("HOME", str(env.root))},

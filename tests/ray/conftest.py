@@ -33,6 +33,8 @@ from typing import Any
 
 import pytest
 
+from tests._ci import unavailable
+
 _SOCKET_ROOT_MAX = 40  # Ray's sockets live at <root>/ray/session_<date>_<pid>/sockets/<name>: ≤ 107 bytes
 _OBJECT_STORE_BYTES = 80 * 1024 * 1024  # Ray's floor is 75 MiB
 _SYSTEM_CONFIG = {
@@ -48,21 +50,13 @@ _SYSTEM_CONFIG = {
 _LEAK_TIMEOUT_S = 30.0
 
 
-def _unavailable(reason: str, *, module_level: bool = False) -> None:
-    """Skip the test (or, `module_level`, the test module) with `reason`, or fail it under CI (where
-    the Ray tests must run)."""
-    if os.environ.get("CI") == "true":
-        pytest.fail(f"{reason}; the Ray tests must run in CI (make test installs corral[ray])")
-    pytest.skip(reason, allow_module_level=module_level)
-
-
 def require_ray() -> Any:
     """The `ray` module, for a test module that uses it at import: without Ray the module skips
     (fails under `CI=true`, unlike `pytest.importorskip`)."""
     try:
         import ray
     except ImportError:
-        _unavailable("Ray is not installed (make test installs the ray extra)", module_level=True)
+        unavailable("Ray is not installed (make test installs the ray extra)", module_level=True)
     return ray
 
 
@@ -188,7 +182,7 @@ def _ray_session_cluster(tmp_path_factory: pytest.TempPathFactory) -> Iterator[R
         import ray
         from ray.cluster_utils import Cluster
     except ImportError:
-        _unavailable("Ray is not installed (make test installs the ray extra)")
+        unavailable("Ray is not installed (make test installs the ray extra)")
     root = tmp_path_factory.mktemp("ray")
     private: str | None = None
     if len(str(root)) > _SOCKET_ROOT_MAX:
@@ -223,7 +217,7 @@ def _ray_session_cluster(tmp_path_factory: pytest.TempPathFactory) -> Iterator[R
             )
             cluster.wait_for_nodes()
         except Exception as exc:  # any failure to start means "Ray cannot run here"
-            _unavailable(f"a local Ray cluster cannot start here: {type(exc).__name__}: {exc}")
+            unavailable(f"a local Ray cluster cannot start here: {type(exc).__name__}: {exc}")
         yield RayTestCluster(
             cluster=cluster,
             root=root,

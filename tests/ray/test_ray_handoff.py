@@ -23,9 +23,10 @@ from corral.orchestration.surfaces.teams import parse_spawn
 from corral.orchestration.teams.reports._reports import TEAM_REPORT_TYPE
 from corral.session import SessionManager
 from corral.settings import RaySettings, Settings, TeamsSettings
+from tests._ci import unavailable
 from tests.orchestration._host_helpers import WAIT, eventually, prepare_env, team, write_script
 from tests.orchestration.host.test_handoff import model_calls
-from tests.ray.conftest import RayTestCluster, _unavailable
+from tests.ray.conftest import RayTestCluster
 from tests.ray.test_ray_agents import DRIVER, ray_settings
 
 __all__ = ["model_calls"]
@@ -121,7 +122,7 @@ async def test_a_handoff_to_an_unreachable_cluster_leaves_the_agent_lost_with_a_
     env: Path, model_calls: dict[str, list[object]]
 ) -> None:
     if importlib.util.find_spec("ray") is None:
-        _unavailable("Ray is not installed (make test installs the ray extra)")
+        unavailable("Ray is not installed (make test installs the ray extra)")
     write_script(env, "team", {**LEAD, "agents": {"*": [SLOW]}})
     settings = Settings(runtime="ray", ray=RaySettings(address="127.0.0.1:9"))  # nothing listens there
     async with team(env, "team", settings=settings) as t:
@@ -187,7 +188,7 @@ async def test_a_refused_handoff_to_ray_changes_nothing_and_never_contacts_the_c
     env: Path, model_calls: dict[str, list[object]]
 ) -> None:
     if importlib.util.find_spec("ray") is None:
-        _unavailable("Ray is not installed (make test installs the ray extra)")
+        unavailable("Ray is not installed (make test installs the ray extra)")
     asking = [{"tool_calls": [{"name": "ask_owner", "args": {"question": "A or B?"}}]}]
     write_script(env, "team", {**LEAD, "agents": {"*": asking}})
     settings = Settings(runtime="ray", ray=RaySettings(address="127.0.0.1:9"))  # never reached

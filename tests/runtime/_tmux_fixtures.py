@@ -2,7 +2,6 @@
 
 from __future__ import annotations
 
-import os
 import shutil
 import subprocess
 import tempfile
@@ -11,18 +10,15 @@ from pathlib import Path
 
 import pytest
 
+from tests._ci import unavailable
+
 _SOCKET_MAX = 100  # AF_UNIX paths are limited to about 107 bytes
 
 
 def require_tmux() -> None:
     """Skip (outside CI only) when tmux cannot start a server."""
-    reason = None
     if shutil.which("tmux") is None:
-        reason = "tmux is not installed"
-    if reason is not None:
-        if os.environ.get("CI") == "true":
-            pytest.fail(f"{reason}; tmux tests must run in CI")
-        pytest.skip(reason)
+        unavailable("tmux is not installed")
 
 
 def kill_server(socket: Path) -> None:

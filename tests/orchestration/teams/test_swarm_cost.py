@@ -2,7 +2,6 @@
 
 from __future__ import annotations
 
-import os
 import shutil
 from collections.abc import AsyncIterator
 from pathlib import Path
@@ -13,6 +12,7 @@ import pytest
 from corral.agent.tools import ReadGuard, ReadOnlySandbox
 from corral.orchestration.teams.reports._reports import TEAM_REPORT_TYPE
 from corral.orchestration.teams.roster.records import TEAM_MESSAGE_TYPE
+from tests._ci import unavailable
 
 from ._teams_helpers import TeamsEnv, eventually, teams_env, write_script
 
@@ -70,9 +70,7 @@ async def test_a_swarms_read_agents_share_one_sandbox_view_of_their_directory(
     tmp_path: Path, monkeypatch: pytest.MonkeyPatch
 ) -> None:
     if shutil.which("bwrap") is None:
-        if os.environ.get("CI") == "true":
-            pytest.fail("bubblewrap must be installed in CI")
-        pytest.skip("bubblewrap is not installed")
+        unavailable("bubblewrap is not installed")
     views: list[ReadGuard] = []
     build = ReadOnlySandbox.read_guard
 

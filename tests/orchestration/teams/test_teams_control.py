@@ -3,7 +3,6 @@
 from __future__ import annotations
 
 import asyncio
-import os
 import shutil
 from pathlib import Path
 
@@ -32,6 +31,7 @@ from corral.orchestration.surfaces.teams._render import (
 from corral.orchestration.teams._control import TEAM_MESSAGE_TYPE
 from corral.orchestration.teams.reports._reports import TEAM_REPORT_TYPE
 from corral.settings import CapacitySettings, Settings, TeamsSettings
+from tests._ci import unavailable
 
 from ._teams_helpers import WAIT, eventually, teams_env, write_script
 
@@ -410,9 +410,7 @@ async def test_read_only_sandbox_blocks_writes_and_network_for_readers_but_not_w
     tmp_path: Path, monkeypatch: pytest.MonkeyPatch
 ) -> None:
     if shutil.which("bwrap") is None:
-        if os.environ.get("CI") == "true":
-            pytest.fail("bubblewrap must be installed in CI")
-        pytest.skip("bubblewrap is not installed")
+        unavailable("bubblewrap is not installed")
     server = await asyncio.start_server(lambda r, w: w.close(), "127.0.0.1", 0)
     port = server.sockets[0].getsockname()[1]
     monkeypatch.setenv("PROBE_PORT", str(port))
