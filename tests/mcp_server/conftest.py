@@ -19,10 +19,11 @@ import yaml
 from tests._ci import unavailable
 
 if importlib.util.find_spec("mcp") is None:
-    unavailable("the mcp extra is not installed (make test installs it)", module_level=True)
+    unavailable("the mcp extra is not installed (make sync-test installs it)", module_level=True)
 
 from mcp import Client
 from mcp.client.stdio import StdioServerParameters
+from mcp.types import CallToolResult, TextContent
 
 CORRAL = str(Path(sys.executable).with_name("corral"))
 WAIT_MS = 20_000
@@ -74,24 +75,55 @@ def mcp_env(tmp_path: Path) -> McpEnv:
     return env
 
 
-def run_mcp_answering_initialize(env: McpEnv, *args: str) -> subprocess.CompletedProcess[str]:
-    """`corral mcp --cwd <work> *args` over stdio, sent one `initialize` and then end of input."""
-    initialize = {
+def text(result: CallToolResult) -> str:
+    """The text of a tool result's first content block."""
+    block = result.content[0]
+    assert isinstance(block, TextContent)
+    return block.text
+
+
+def details(result: CallToolResult) -> dict[str, Any]:
+    """A tool result's `structuredContent`."""
+    assert result.structured_content is not None
+    return dict(result.structured_content)
+
+
+def items(result: Any) -> list[dict[str, Any]]:
+    """The items of a successful `wait` answer."""
+    assert not result.is_error, result.content
+    return list(result.structured_content["items"])
+
+
+def initialize_request(client: str = "t", request_id: int | str = 1) -> dict[str, Any]:
+    """A client's `initialize` request (protocol 2025-06-18, no capabilities)."""
+    return {
         "jsonrpc": "2.0",
-        "id": 1,
+        "id": request_id,
         "method": "initialize",
         "params": {
             "protocolVersion": "2025-06-18",
             "capabilities": {},
-            "clientInfo": {"name": "t", "version": "0"},
+            "clientInfo": {"name": client, "version": "0"},
         },
     }
+
+
+def run_corral(env: McpEnv, *args: str, input: str | None = None) -> subprocess.CompletedProcess[str]:
+    """`corral ARGS` in `env` to its end (stdin: `input`, else the null device), output captured."""
     return subprocess.run(
-        [CORRAL, "mcp", "--cwd", str(env.work), *args],
+        [CORRAL, *args],
         env=env.vars,
-        input=json.dumps(initialize) + "\n",
+        input=input,
+        stdin=subprocess.DEVNULL if input is None else None,
         capture_output=True,
         text=True,
         timeout=60,
         check=False,
+    )
+
+
+def run_mcp_answering_initialize(env: McpEnv, *args: str) -> subprocess.CompletedProcess[str]:
+    """`corral mcp --cwd <work> *args` over stdio, sent one `initialize` and then end of input."""
+    return run_corral(
+        env, "mcp", "--cwd", str(env.work), *args, input=json.dumps(initialize_request()) + "\n"
     )
