@@ -188,7 +188,7 @@ def test_the_offline_tour_works_in_any_directory_and_every_hint_points_at_it(
     texts = _assistant_texts(done.stdout)
     # not a git repository: the tour says so instead of claiming success
     assert "Not everything worked" in texts[1] and "not a git repository" in texts[1]
-    assert texts[2] == "Both scouts are working; I'll wait for their results."
+    assert texts[2].startswith("Both scouts are working")  # a quick scout's result may be here already
     results = _results(done.stdout)
     assert len(results) == 2
     docs = next(r for r in results if "agent=tour-docs" in r)
@@ -458,7 +458,8 @@ def test_json_mode_ends_with_run_end_and_agents_adds_the_agents_events(
 
 def test_json_agents_tags_teams_agents_too(corral: RunCorral, cli_env: Env) -> None:
     for item in (REPO / "src" / "corral" / "_demo" / "sample_project").iterdir():
-        (cli_env.project / item.name).write_bytes(item.read_bytes())
+        if item.is_file():  # as `corral demo` copies it (a __pycache__ there is not the sample's)
+            (cli_env.project / item.name).write_bytes(item.read_bytes())
     done = corral(
         "run",
         "--mode",

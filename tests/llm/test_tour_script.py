@@ -1,5 +1,5 @@
 """The bundled `scripted/tour`, request by request: however its scouts' results arrive (one at a
-time or together), it closes once, and every prompt after that gets "the tour is over", never the
+time, together, or already beside the delegations' tool results), it closes once, and every prompt after that gets "the tour is over", never the
 closing message again (docs/scripted-model.md)."""
 
 from __future__ import annotations
@@ -114,3 +114,35 @@ async def test_a_tour_whose_scouts_could_not_start_says_it_is_over_when_continue
     for prompt in ("Fix it.", "And now?"):
         lead.messages.append(UserMessage(content=prompt))
         assert text(await lead.ask()).startswith(OVER)
+
+
+async def test_results_that_arrive_with_the_delegations_tool_results_are_answered_at_once(
+    tmp_path: Path,
+) -> None:
+    """A busy machine or quick scouts: the lead's request after the delegations already holds the
+    results (steered in at the turn boundary); it closes then, not with "working", and only once."""
+    lead = Lead(tmp_path)
+    lead.messages.append(UserMessage(content="show me around"))
+    lead.tools_ran(await lead.ask())
+    lead.tools_ran(await lead.ask())  # the two delegations
+    lead.result("tour-docs")
+    lead.result("tour-todos")
+    assert text(await lead.ask()).startswith(CLOSING)
+    lead.messages.append(UserMessage(content="Fix it."))
+    assert text(await lead.ask()).startswith(OVER)
+
+
+async def test_one_result_with_the_delegations_tool_results_then_the_other_closes(tmp_path: Path) -> None:
+    lead = Lead(tmp_path)
+    lead.messages.append(UserMessage(content="show me around"))
+    lead.tools_ran(await lead.ask())
+    lead.tools_ran(await lead.ask())
+    lead.result("tour-todos")
+    assert text(await lead.ask()) == (
+        "Both scouts are working, and tour-todos already delivered its result (completed); "
+        "waiting for the other scout."
+    )
+    lead.result("tour-docs")
+    assert text(await lead.ask()).startswith(CLOSING)
+    lead.messages.append(UserMessage(content="And now?"))
+    assert text(await lead.ask()).startswith(OVER)
