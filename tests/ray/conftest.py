@@ -9,10 +9,11 @@ is attached to). Each node has a label resource, `corral-test-head`, `corral-tes
 
 Isolation from other Ray users of the machine: the cluster's files live in a private directory under
 the session's tmp (short enough for Unix socket paths), `RAY_TMPDIR` points there for the session (so
-`address = "auto"` in a test finds this cluster, never another one on the machine), the dashboard is
-off, the object store small, worker pre-start off. After each test the detached actors it left are
-killed and the test process's driver is disconnected; at the end of the session every process the
-cluster started is gone (checked: a leftover process is killed and fails the session's teardown).
+`address = "auto"` in a test finds this cluster, never another one on the machine), token auth is
+off whatever `~/.ray` holds (`RAY_AUTH_MODE=disabled`), the dashboard is off, the object store
+small, worker pre-start off. After each test the detached actors it left are killed and the test
+process's driver is disconnected; at the end of the session every process the cluster started is
+gone (checked: a leftover process is killed and fails the session's teardown).
 
 Each fixture skips with the reason when Ray is missing or the cluster cannot start, and fails instead
 under `CI=true` (`make test` installs the `ray` extra).
@@ -191,7 +192,10 @@ def _ray_session_cluster(tmp_path_factory: pytest.TempPathFactory) -> Iterator[R
     (root / "ray").mkdir(mode=0o700)
     # RAY_TMPDIR: the cluster's files and its address file (`address = "auto"`) are private to it.
     # RAY_BACKEND_LOG_LEVEL: the raylets' info lines stay out of the captured output.
-    session_env = {"RAY_TMPDIR": str(root), "RAY_BACKEND_LOG_LEVEL": "warning"}
+    # RAY_AUTH_MODE: unset, Ray turns token auth on in a process once ~/.ray/auth_token exists (any
+    # earlier local `ray.init()` on the machine writes it) and a `ray.init(address="auto")` is made:
+    # nodes added after that would require a token the cluster's first nodes never send.
+    session_env = {"RAY_TMPDIR": str(root), "RAY_BACKEND_LOG_LEVEL": "warning", "RAY_AUTH_MODE": "disabled"}
     previous = {name: os.environ.get(name) for name in session_env}
     os.environ.update(session_env)
     cluster: Any = None
