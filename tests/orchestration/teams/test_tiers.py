@@ -240,10 +240,14 @@ def test_thinking_is_clamped_to_the_model(registry: ModelRegistry) -> None:
 
 
 def test_no_favorite_and_no_lead_model_fails(registry: ModelRegistry) -> None:
-    with pytest.raises(TierModelError, match=r"^No model could be resolved for model_slot 'read-review'"):
+    with pytest.raises(
+        TierModelError, match=r"^No model could be resolved for model_slot 'read-review'"
+    ) as raised:
         resolve_tier_model(
             TIERS["read-review"], None, lead_model_ref=None, lead_thinking="off", registry=registry
         )
+    # What to do, in the settings' own words.
+    assert '[favorite_models.read-review] model = "provider/model"' in str(raised.value)
 
 
 def test_unknown_favorite_model_fails(registry: ModelRegistry) -> None:
