@@ -4,6 +4,7 @@ it, and `address = "auto"` finds this cluster only."""
 from __future__ import annotations
 
 import os
+from pathlib import Path
 
 import pytest
 
@@ -59,3 +60,19 @@ def test_address_auto_finds_this_cluster_and_its_files_stay_in_the_private_direc
     assert ray.get_runtime_context().gcs_address == ray_cluster.address
     assert {node["NodeID"] for node in ray.nodes() if node["Alive"]} == ray_cluster.alive_node_ids()
     assert (ray_cluster.root / "ray" / "session_latest").exists()
+
+
+def test_a_node_added_after_address_auto_with_a_ray_token_at_home_still_takes_work(
+    ray_cluster: RayTestCluster, ray_nodes: RayNodes, tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """A machine where some earlier local `ray.init()` wrote `~/.ray/auth_token`: Ray's
+    `address="auto"` would switch token auth on in this process, and a node added afterwards would
+    refuse the cluster's token-less requests. The session's `RAY_AUTH_MODE=disabled` keeps it one cluster."""
+    (tmp_path / ".ray").mkdir()
+    (tmp_path / ".ray" / "auth_token").write_text("a" * 64)
+    monkeypatch.setenv("HOME", str(tmp_path))
+    ray.init(address="auto", namespace="corral-test-cluster", log_to_driver=False)
+    assert os.environ.get("RAY_AUTH_MODE") == "disabled"
+    extra = ray_nodes.add()
+    probe = _probe_on(extra.label, "after-auto")
+    assert ray.get(probe.where.remote(), timeout=120)[0] == extra.node_id
