@@ -368,7 +368,7 @@ def resolve_tier_model(
         raise TierModelError(
             f"No model could be resolved for model_slot {tier.name!r}: it has no favorite and the lead "
             f"has no current model. Set one in your settings.toml ([favorite_models.{tier.name}] "
-            "model = \"provider/model\"; `corral models` lists them) or give the lead a model."
+            'model = "provider/model"; `corral models` lists them) or give the lead a model.'
         )
     if requested not in THINKING_LEVELS:
         raise TierModelError(
