@@ -8,6 +8,10 @@ the Python API on first use). A module may import only from its own rank or belo
 cycle, counting imports under `TYPE_CHECKING` and inside functions; `sqlite3` belongs to the store
 (`orchestration/store/`) and the features' repositories alone. There is no allow-list: the store imports nothing
 above it.
+
+A private module (`_name.py`, or a module inside a `_name/` package) belongs to the package that holds it: only modules
+inside that package import it. The imports of private modules from elsewhere that existed when the rule came are
+listed in `PRIVATE_IMPORTS_FILE`; the list may only shrink.
 """
 
 from __future__ import annotations
@@ -82,7 +86,8 @@ def _module_name(path: Path) -> str:
 def _imports(path: Path) -> list[tuple[int, str]]:
     """Every module `path` imports — at the top, under `TYPE_CHECKING` and inside functions alike.
 
-    `from package import name` counts as importing `package.name` when that is a module of corral.
+    `from package import name` counts as importing `package.name` when that is a module of corral,
+    and as importing `package` otherwise (`from package import module, Name` counts as both).
     """
     tree = ast.parse(path.read_text(), filename=str(path))
     package = _module_name(path).split(".")
@@ -101,9 +106,8 @@ def _imports(path: Path) -> list[tuple[int, str]]:
             submodules = [
                 f"{name}.{alias.name}" for alias in node.names if f"{name}.{alias.name}" in _MODULES
             ]
-            if submodules and len(submodules) == len(node.names):
-                found.extend((node.lineno, module) for module in submodules)
-            else:
+            found.extend((node.lineno, module) for module in submodules)
+            if len(submodules) < len(node.names):
                 found.append((node.lineno, name))
     return found
 
@@ -320,3 +324,105 @@ def test_the_loose_dict_check_finds_one(tmp_path: Path) -> None:
         "_probe.py::parse::data",
         "_probe.py::parse::more",
     ]
+
+
+# --- private modules stay inside their package ----------------------------------------------------
+
+PRIVATE_IMPORTS_FILE = Path(__file__).with_name("layering_private_imports.txt")
+"""`importer -> imported` (module names without `corral.`), one a line, sorted: the imports of a private
+module from outside the package that owns it that existed when the rule came. It may only shrink."""
+
+
+def _owner_of_private(module: str) -> str | None:
+    """The package that owns `module` if it is private, else None.
+
+    A module is private when its own name or a package's on its path starts with `_`
+    (`kernel._child`, `llm._providers.openai`); the owner is the package holding the innermost such part
+    (`corral.orchestration.kernel`, `corral.llm`; `llm._providers._http` is owned by `corral.llm._providers`).
+    `__init__` is not a part of a module's name.
+    """
+    parts = module.split(".")
+    private = [i for i, part in enumerate(parts) if part.startswith("_")]
+    return ".".join(parts[: private[-1]]) if private else None
+
+
+def _is_cross_package_private(importer: str, imported: str) -> bool:
+    """Whether `importer` reaches into a private module of a package it is not inside.
+
+    Inside means the owning package itself (its `__init__`) or any module below it: a sibling of the
+    private module, or a descendant of one of its siblings. A module in a parent or a cousin package is
+    outside.
+    """
+    owner = _owner_of_private(imported)
+    if owner is None:
+        return False
+    return importer != owner and not importer.startswith(owner + ".")
+
+
+@functools.cache
+def _cross_package_private_imports() -> dict[str, list[str]]:
+    """`importer -> imported` (without `corral.`) → the `path:line` sites, for each cross-package private import."""
+    found: dict[str, list[str]] = {}
+    for path in _source_files():
+        me = _module_name(path)
+        for lineno, name in _imports(path):
+            target = _resolve(name) if name.startswith("corral") else None
+            if target and target != me and _is_cross_package_private(me, target):
+                entry = f"{me.removeprefix('corral.')} -> {target.removeprefix('corral.')}"
+                found.setdefault(entry, []).append(f"{path.relative_to(SRC.parents[1])}:{lineno}")
+    return found
+
+
+def _allowed_private_imports() -> list[str]:
+    lines = PRIVATE_IMPORTS_FILE.read_text().splitlines()
+    return [line for line in lines if line.strip() and not line.startswith("#")]
+
+
+def test_the_private_imports_allow_list_is_sorted_and_unique() -> None:
+    allowed = _allowed_private_imports()
+    assert allowed == sorted(set(allowed)), (
+        f"keep {PRIVATE_IMPORTS_FILE.name} sorted, one entry a line, no duplicates"
+    )
+
+
+def test_no_new_cross_package_import_of_a_private_module() -> None:
+    """A module imports another package's private module (`_name.py`) only if the allow-list has it."""
+    found = _cross_package_private_imports()
+    new = sorted(set(found) - set(_allowed_private_imports()))
+    assert new == [], (
+        "these modules import a private module of a package they are not inside:\n"
+        + "\n".join(f"  {entry}  ({', '.join(found[entry])})" for entry in new)
+        + "\nImport a public name instead: re-export it from a public module of the owning package (its"
+        " `__init__.py` or a module without a leading `_`, with a checked `__all__`), or move the importer"
+        f" into that package. Do not add the entry to tests/{PRIVATE_IMPORTS_FILE.name}: it may only shrink."
+    )
+
+
+def test_every_allowed_private_import_still_occurs() -> None:
+    """The allow-list only shrinks: an entry no import matches any more must go."""
+    stale = sorted(set(_allowed_private_imports()) - set(_cross_package_private_imports()))
+    assert stale == [], (
+        f"these imports no longer occur; delete their lines from tests/{PRIVATE_IMPORTS_FILE.name}:\n"
+        + "\n".join(f"  {entry}" for entry in stale)
+    )
+
+
+@pytest.mark.parametrize(
+    ("importer", "imported", "cross"),
+    [
+        ("corral.orchestration.kernel._host", "corral.orchestration.kernel._child", False),  # sibling
+        ("corral.orchestration.kernel", "corral.orchestration.kernel._child", False),  # its __init__
+        ("corral.orchestration.teams.checks._rows", "corral.orchestration.teams._teams", False),  # below
+        ("corral.orchestration.teams._teams", "corral.orchestration.teams.checks._rows", True),  # above
+        ("corral.orchestration.host._host", "corral.orchestration.kernel._child", True),  # a cousin
+        ("corral.orchestration.kernelx", "corral.orchestration.kernel._child", True),  # a name's prefix
+        ("corral.lead._api", "corral._tracing", False),  # owned by corral itself
+        ("corral.llm._deferred", "corral.llm._providers.openai", False),  # a private package's module
+        ("corral.session.store", "corral.llm._providers.openai", True),
+        ("corral.llm._deferred", "corral.llm._providers._http", True),  # private inside a private package
+        ("corral.llm._providers.openai", "corral.llm._providers._http", False),
+        ("corral.cli", "corral.orchestration.kernel.ports", False),  # public
+    ],
+)
+def test_the_private_import_check(importer: str, imported: str, cross: bool) -> None:
+    assert _is_cross_package_private(importer, imported) is cross

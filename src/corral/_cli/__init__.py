@@ -1,1 +1,1 @@
-"""The `corral` command line: thin commands over the substrate (and later the host)."""
+"""What `corral.cli`'s typer commands run: one module per subcommand or run mode, imported when it runs."""

@@ -1,7 +1,11 @@
-"""The orchestration core: definitions, `files` evidence, errors, the store and the lifecycle projection (and, with later issues, the controller).
+"""The orchestration core: definitions, store, kernel, host, the features on them and their tool surfaces.
 
-Public names are re-exported here; the implementation lives in private modules.
-`corral.orchestration.errors` is public as a module too, since surfaces catch its classes.
+This module re-exports the names the front ends and the Python API share: `Repositories`, the `agent`
+tool's `Controller` and its results, `Host` and `HandoffResult`, `Caller`, the errors, the definitions
+roster, the kernel's records, lifecycle projection, transcript and `files` evidence, the store's errors
+and schema version, the team roster's records and the trust store's functions. Most subpackages
+re-export nothing: import any other name from the module that defines it. `corral.orchestration.errors`
+is public as a module too, since surfaces catch its classes.
 """
 
 from corral.trust import TrustStoreError, is_trusted, trust_project, trust_store_path, untrust_project

@@ -2,7 +2,7 @@
 
 The rows come from the teams core through the lead's agents port (`LeadAgents.team_rows`): each
 live member of the lead's team with its phase — the same projection `get_agent_status` reports
-(`corral.orchestration.teams.member_status`) — and the queued spawns. This module only words them:
+(`corral.orchestration.teams._status.member_status`) — and the queued spawns. This module only words them:
 the state word is the phase (`queued` for a queued spawn), the detail says why (`stalled` after
 15 minutes without activity or when the run is gone; an agent handed off to a tmux pane (`h`) is
 `working` there). Nested read helpers are not rows: a writer's row counts its active ones as `+N`.

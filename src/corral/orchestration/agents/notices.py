@@ -5,7 +5,7 @@ blocks followed by its text under a heading (`<heading>:` on a line of its own; 
 payload limit are `kernel/_files.py`'s). The core names the kind of message (`MessageHeading`);
 `AgentNotices` words its heading. The default words are the surfaces'
 (`corral.orchestration.surfaces._agent_notices.AgentNoticeText`); the composition root hands them to
-the `Controller` (`corral.lead.ComposedHost`) and to `OwnerQuestions` in the tmux and Ray workers.
+the `Controller` (`corral.lead._host.ComposedHost`) and to `OwnerQuestions` in the tmux and Ray workers.
 The core holds no model-facing prose for these headings and never imports a surface.
 """
 

@@ -3,10 +3,10 @@
 A budget's guard decides *that* an agent gets its wrap-up notice or its final turn, that a stopped
 agent's result ends with `budget_exhausted`, and that the lead learns its tree is exhausted; the
 reached limit is a `Finding` (`_check.py`), the tree's state a `TreeExhausted`. `BudgetNotices`
-words them. The default words are the surfaces' (`corral.orchestration.surfaces.BudgetNoticeText`);
-the composition root hands them to `BudgetsExtension` (the lead's host), `attach_worker_guard` (a
-tmux worker) and `attach_ray_guard` (a Ray worker). Budgets hold no model-facing prose and never
-import a surface.
+words them. The default words are the surfaces'
+(`corral.orchestration.surfaces._budget_notices.BudgetNoticeText`); the composition root hands them
+to `BudgetsExtension` (the lead's host), `attach_worker_guard` (a tmux worker) and `attach_ray_guard`
+(a Ray worker). Budgets hold no model-facing prose and never import a surface.
 """
 
 from __future__ import annotations

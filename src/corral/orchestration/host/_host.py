@@ -159,9 +159,9 @@ class Host:
         self._watch_signature: object = None
         self.on_background_error: Callable[[BaseException], None] | None = None
         self.warnings: list[str] = []
+        """Warnings for the person at the front end (e.g. an unconfirmed wake after a restart)."""
         self.unstored_results: set[str] = set()
         """Runs whose result could not be stored (a failed write, e.g. a full disk): never settled."""
-        """Warnings for the person at the front end (e.g. an unconfirmed wake after a restart)."""
         self.on_warning: Callable[[str], None] | None = None
         self.launcher = Launcher(self)
         """The one launch pipeline (`host._launch`): delegate, continue, teams spawn and handoff start here."""

@@ -5,8 +5,8 @@ and records *what happened* in a frozen fact; `HostNotices` turns it into the te
 It also words its children's notices (`ChildNotices`, `kernel/notices.py`: the retirement steer),
 which the host answers as their `ChildHooks`. The default wording is the surfaces'
 (`corral.orchestration.surfaces._host_notices.HostNoticeText`); the composition root
-(`corral.lead.ComposedHost`, the tmux worker's teams host) hands it to `Host(notices=...)`. The host holds no model-facing
-prose for these notices and never imports a surface.
+(`corral.lead._host.ComposedHost`, the tmux worker's teams host) hands it to `Host(notices=...)`.
+The host holds no model-facing prose for these notices and never imports a surface.
 """
 
 from __future__ import annotations

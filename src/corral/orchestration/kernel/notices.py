@@ -5,7 +5,7 @@ The kernel decides *that* an agent whose context is compacted at its threshold i
 is retired (`ManagedChild`, with `contextRetirement`) and records the fact below; the child asks its
 host for the words (`ChildHooks.context_retired`), and the host answers from its `ChildNotices`. The
 default wording is the surfaces' (`corral.orchestration.surfaces._host_notices.HostNoticeText`); the
-composition root hands it to the lead's host (`corral.lead.ComposedHost`) and to the tmux and Ray
+composition root hands it to the lead's host (`corral.lead._host.ComposedHost`) and to the tmux and Ray
 workers' hooks. The kernel holds no model-facing prose for these notices and never imports a surface.
 """
 

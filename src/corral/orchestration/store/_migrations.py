@@ -11,7 +11,7 @@ inside a transaction, so `apply_migrations` switches it around each step) and
 end with `PRAGMA foreign_key_check`: a step may rebuild a referenced table, but
 it cannot commit a dangling reference.
 
-Only `_store.py` and this module import `sqlite3`.
+In the store package, only `_database.py`, the `_schema_*.py` steps and this module import `sqlite3`.
 """
 
 from __future__ import annotations

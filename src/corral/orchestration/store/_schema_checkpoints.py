@@ -1,15 +1,15 @@
-"""Schema step of the orchestration store for issue 5 (checkpoints); see `_migrations.py`.
+"""Schema step v5 of the orchestration store: specialist checkpoints; see `_migrations.py`.
 
 Version 5 adds `checkpoints`: one row per specialist checkpoint id
 (`checkpoint:<64 hex>`). A `ready` row holds the whole checkpoint record as
 JSON with its creation and expiry times; retiring it (`deleted` or
 `expired`) replaces the JSON by the small retirement record and sets
 `retired_at`, so the payload cannot be continued from or replayed again.
-The store keeps rows; `teams/_checkpoint_records.py` decides what a valid
+The store keeps rows; `teams/checkpoints/records.py` decides what a valid
 record is (a row that fails those rules is reported as corrupt, never
 rewritten behind the user's back).
 
-Only `_store*.py`, `_schema_*.py` and `_migrations.py` import sqlite3.
+In the store package, only `_database.py`, `_schema_*.py` and `_migrations.py` import sqlite3.
 """
 
 from __future__ import annotations

@@ -16,7 +16,7 @@ slot a run and a receipt, exactly the settled-without-report states carry a
 reason, an enqueued delivery names its inbox message, an observed wake names
 its session entry.
 
-Only `_store*.py`, `_schema_*.py` and `_migrations.py` import sqlite3.
+In the store package, only `_database.py`, `_schema_*.py` and `_migrations.py` import sqlite3.
 """
 
 from __future__ import annotations

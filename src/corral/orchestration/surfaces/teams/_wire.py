@@ -16,10 +16,10 @@ coerces them. Optional free-text labels (`summary`, `reason`, an artifact's
 `label`) that are blank count as absent; identifiers and paths must not be
 blank. `prompt` and `content` are kept exactly as given.
 
-Issue-5 fields (`checks`, `repair`, `checkpoint`, `completion_group`) are
-parsed here by their features' own parsers into `Parsed` policies; a parse
-error travels with the command and the core raises it where it admits the
-agent (so one bad swarm member fails alone). `checks: []` is an explicit
+The verification and continuation fields (`checks`, `repair`, `checkpoint`,
+`completion_group`) are parsed here by their features' own parsers into
+`Parsed` policies; a parse error travels with the command and the core raises
+it where it admits the agent (so one bad swarm member fails alone). `checks: []` is an explicit
 "no checks" that overrides swarm defaults.
 
 `TEAMS_SCHEMAS` holds the JSON schema of each tool's parameters, generated

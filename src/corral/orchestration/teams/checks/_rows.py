@@ -1,9 +1,10 @@
 """Typed rows of the check and repair tables of the orchestration store (schema v3).
 
 These are the stored shapes, JSON columns decoded but not interpreted: the
-teams layer (`teams/_check_records.py`, `teams/_repair.py`) turns a `CheckRow`
-into a `CheckRecord` and checks what SQLite cannot (that a check id is the
-hash of its assignment, that a stage's check ids belong to its assignments).
+teams layer turns a `CheckRow` into a `CheckRecord` (`checks/records.py`) and
+checks a `RepairLedgerRow` (`repair/_repair.py`'s `validate_ledger`) for what
+SQLite cannot (that a check id is the hash of its assignment, that a stage's
+check ids belong to its assignments).
 Times are Unix milliseconds (UTC).
 """
 
