@@ -2,8 +2,6 @@
 
 from __future__ import annotations
 
-import asyncio
-from collections.abc import Callable
 from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
@@ -39,13 +37,3 @@ def api_env(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> ApiEnv:
     env = ApiEnv(tmp_path, tmp_path / "work", tmp_path / "home")
     env.script({"*": [{"text": "agent result"}]})
     return env
-
-
-async def eventually(check: Callable[[], bool]) -> None:
-    """Wait (yielding to the loop) until `check()` holds, at most `WAIT` seconds."""
-
-    async def loop() -> None:
-        while not check():
-            await asyncio.sleep(0.005)
-
-    await asyncio.wait_for(loop(), WAIT)

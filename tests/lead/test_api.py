@@ -14,8 +14,9 @@ import corral
 from corral.errors import UsageError
 from corral.lead import ItemKind, LeadItem
 from corral.lead._items import ITEM_TYPES
+from tests._waits import eventually
 
-from .conftest import WAIT, ApiEnv, eventually
+from .conftest import WAIT, ApiEnv
 
 
 async def _item(lead: corral.Lead, kind: ItemKind) -> LeadItem:

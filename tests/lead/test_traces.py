@@ -13,10 +13,11 @@ import pytest
 import corral
 from corral import _tracing
 from corral.errors import UsageError
+from tests._waits import eventually
 from tests.otel_extra import require_otel
 from tests.runtime._tmux_fixtures import kill_server, require_tmux
 
-from .conftest import WAIT, ApiEnv, eventually
+from .conftest import WAIT, ApiEnv
 
 require_otel()
 

@@ -116,21 +116,4 @@ async def team(
     assert not errors, errors
 
 
-async def eventually(
-    check: Callable[[], bool], host: ComposedHost | None = None, *, timeout: float = WAIT
-) -> None:
-    """Wait until `check()` is true: on `host`'s change events when the check reads host state
-    (`host.wait_for`), else (files, processes, model calls) with short yields; at most `timeout` s
-    (`STARTUP_WAIT` when the wait includes a process's start-up)."""
-    if host is not None:
-        await host.wait_for(check, timeout)
-        return
-
-    async def loop() -> None:
-        while not check():
-            await asyncio.sleep(0.005)
-
-    await asyncio.wait_for(loop(), timeout)
-
-
 AsyncFn = Callable[[], Awaitable[None]]

@@ -25,8 +25,9 @@ from corral.orchestration.surfaces.agent._render import render_inspect, render_l
 from corral.orchestration.surfaces.teams import parse_spawn
 from corral.orchestration.surfaces.teams._render import render_status, status_details
 from corral.tui._teams import team_detail
+from tests._waits import eventually
 from tests.orchestration._host_helpers import team
-from tests.orchestration.teams._teams_helpers import eventually, teams_env, write_script
+from tests.orchestration.teams._teams_helpers import teams_env, write_script
 
 pytestmark = pytest.mark.usefixtures("env")
 

@@ -32,7 +32,8 @@ from corral.orchestration.surfaces import (
 )
 from corral.runtime._ray import ray_runtime
 from corral.settings import RaySettings, Settings
-from tests.orchestration._host_helpers import WAIT, eventually, prepare_env, team, write_script
+from tests._waits import eventually
+from tests.orchestration._host_helpers import WAIT, prepare_env, team, write_script
 from tests.ray.conftest import RayNodes, RayTestCluster
 
 LEAD = {"steps": [{"text": "noted"}], "on_exhausted": "repeat_last"}

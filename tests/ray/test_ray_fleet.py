@@ -13,8 +13,9 @@ from corral.orchestration.budgets import BudgetLedger
 from corral.orchestration.ratelimits import stored_waits
 from corral.orchestration.surfaces import CloseParams, DelegateParams, ListParams
 from corral.settings import BudgetSettings, Settings
+from tests._waits import eventually
 from tests.llm.fake_server import FakeProviderServer, FakeReply
-from tests.orchestration._host_helpers import eventually, team, write_script
+from tests.orchestration._host_helpers import team, write_script
 from tests.ray.conftest import RayTestCluster
 from tests.ray.test_ray_agents import LEAD, env, ray_settings
 

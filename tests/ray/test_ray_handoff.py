@@ -24,7 +24,8 @@ from corral.orchestration.teams.reports._reports import TEAM_REPORT_TYPE
 from corral.session import SessionManager
 from corral.settings import RaySettings, Settings, TeamsSettings
 from tests._ci import unavailable
-from tests.orchestration._host_helpers import WAIT, eventually, prepare_env, team, write_script
+from tests._waits import eventually
+from tests.orchestration._host_helpers import WAIT, prepare_env, team, write_script
 from tests.orchestration.host.test_handoff import model_calls
 from tests.ray.conftest import RayTestCluster
 from tests.ray.test_ray_agents import DRIVER, ray_settings

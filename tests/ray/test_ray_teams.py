@@ -20,9 +20,10 @@ from corral.orchestration.teams.commands import SendMessageRequest
 from corral.orchestration.teams.reports._reports import TEAM_REPORT_TYPE
 from corral.orchestration.teams.results import MemberSnapshot
 from corral.settings import RaySettings, Settings, TeamsSettings
+from tests._waits import eventually
 from tests.orchestration._host_helpers import WAIT, team
 from tests.orchestration.teams._git_helpers import make_repo
-from tests.orchestration.teams._teams_helpers import TeamsEnv, eventually, teams_env, write_script
+from tests.orchestration.teams._teams_helpers import TeamsEnv, teams_env, write_script
 from tests.ray.conftest import RayNodes, RayTestCluster
 
 DRIVER = Path(__file__).parent / "ray_host_driver.py"

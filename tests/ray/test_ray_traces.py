@@ -11,7 +11,8 @@ import pytest
 
 from corral import _tracing
 from corral.orchestration.surfaces import DelegateParams
-from tests.orchestration._host_helpers import eventually, team, write_script
+from tests._waits import eventually
+from tests.orchestration._host_helpers import team, write_script
 from tests.ray.conftest import RayTestCluster
 from tests.ray.test_ray_agents import LEAD, env, ray_settings
 

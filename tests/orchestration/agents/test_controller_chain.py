@@ -8,7 +8,8 @@ import pytest
 
 from corral.orchestration import RESULT_TYPE, Caller, InvalidRequestError, TargetNotFoundError
 from corral.orchestration.surfaces import CloseParams, DelegateParams, ListParams, SteerParams
-from tests.orchestration._host_helpers import eventually, team, write_script
+from tests._waits import eventually
+from tests.orchestration._host_helpers import team, write_script
 
 LEAD = {"steps": [{"text": "noted"}], "on_exhausted": "repeat_last"}
 DELEGATE_SCOUT = {

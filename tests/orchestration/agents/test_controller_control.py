@@ -24,7 +24,8 @@ from corral.orchestration.surfaces import (
     SteerParams,
     TranscriptParams,
 )
-from tests.orchestration._host_helpers import Team, eventually, team, write_script
+from tests._waits import eventually
+from tests.orchestration._host_helpers import Team, team, write_script
 
 LEAD = {"steps": [{"text": "noted"}], "on_exhausted": "repeat_last"}
 

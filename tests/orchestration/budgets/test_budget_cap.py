@@ -16,6 +16,7 @@ from corral.orchestration.budgets import BudgetGuard, BudgetLedger, Limits
 from corral.orchestration.surfaces import DelegateParams
 from corral.orchestration.surfaces._budget_notices import BudgetNoticeText
 from corral.settings import BudgetSettings, Settings
+from tests._waits import eventually
 from tests.orchestration._host_helpers import team, write_script
 
 AGENTS = 25
@@ -123,8 +124,6 @@ async def test_a_request_in_flight_holds_the_tree_until_its_run_is_found_lost(en
     """What a host killed mid-request leaves: its agent's reservation row. Recovery marks the run
     `lost` (here directly, as `Host.recover` does for a dead host's run, no extension hook called):
     from then on the row counts nothing, so the tree is not blocked."""
-    from tests.orchestration._host_helpers import eventually
-
     write_script(
         env, "team", {"steps": [{"text": "noted"}], "agents": {"*": [{"text": "slow", "delay_ms": 60_000}]}}
     )
@@ -144,8 +143,6 @@ async def test_a_request_in_flight_holds_the_tree_until_its_run_is_found_lost(en
 async def test_a_request_in_flight_stops_counting_once_its_run_has_a_result(env: Path) -> None:
     """The other end of a run: once its generation is completed (here its result stored directly,
     no extension hook called), a reservation it still has counts nothing."""
-    from tests.orchestration._host_helpers import eventually
-
     write_script(
         env, "team", {"steps": [{"text": "noted"}], "agents": {"*": [{"text": "slow", "delay_ms": 60_000}]}}
     )

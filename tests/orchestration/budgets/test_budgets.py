@@ -16,6 +16,7 @@ from corral.orchestration import RESULT_TYPE, InvalidRequestError, Repositories,
 from corral.orchestration.budgets import BudgetLedger
 from corral.orchestration.surfaces import DelegateParams
 from corral.settings import BudgetSettings, Settings
+from tests._waits import eventually
 from tests.orchestration._host_helpers import team, write_script
 
 LEAD = {"steps": [{"text": "noted"}], "on_exhausted": "repeat_last"}
@@ -205,8 +206,6 @@ async def test_list_shows_spend_against_the_limits(env: Path) -> None:
         def spent() -> bool:
             row = BudgetLedger(t.host.kernel.db).agent(started.run_id)
             return row is not None and row.spend.requests == 1
-
-        from tests.orchestration._host_helpers import eventually
 
         await eventually(spent, t.host)
         details = (await t.controller.list(t.caller, ListParams())).to_details()

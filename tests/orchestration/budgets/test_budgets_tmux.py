@@ -10,7 +10,8 @@ from corral.orchestration import RESULT_TYPE
 from corral.orchestration.budgets import BudgetLedger
 from corral.orchestration.surfaces import DelegateParams
 from corral.settings import BudgetSettings, Settings
-from tests.orchestration._host_helpers import eventually, team, write_script
+from tests._waits import eventually
+from tests.orchestration._host_helpers import team, write_script
 from tests.runtime._tmux_fixtures import tmux_socket
 
 __all__ = ["tmux_socket"]

@@ -36,7 +36,8 @@ from corral.orchestration.teams._teams import Teams
 from corral.orchestration.teams.checks.records import AssignedCheck
 from corral.orchestration.teams.reports._reports import TEAM_REPORT_TYPE
 from corral.settings import Settings
-from tests.orchestration._host_helpers import Team, eventually, team, write_script
+from tests._waits import eventually
+from tests.orchestration._host_helpers import Team, team, write_script
 from tests.orchestration.teams._git_helpers import make_repo
 from tests.runtime._tmux_fixtures import tmux_socket
 

@@ -11,7 +11,8 @@ import pytest
 
 from corral.orchestration.host import _heap
 from corral.orchestration.surfaces import DelegateParams
-from tests.orchestration._host_helpers import eventually, team, write_script
+from tests._waits import eventually
+from tests.orchestration._host_helpers import team, write_script
 
 
 def _tracked(obj: object) -> bool:

@@ -20,7 +20,8 @@ from corral.orchestration.surfaces import (
     TranscriptParams,
 )
 from corral.settings import Settings
-from tests.orchestration._host_helpers import eventually, team, write_script
+from tests._waits import eventually
+from tests.orchestration._host_helpers import team, write_script
 
 LEAD = {"steps": [{"text": "noted"}], "on_exhausted": "repeat_last"}
 

@@ -35,11 +35,11 @@ from corral.orchestration.surfaces import (
 )
 from corral.runtime import LaunchSpec, TmuxRuntime
 from corral.settings import Settings
+from tests._waits import eventually
 from tests.orchestration._host_helpers import (
     STARTUP_WAIT,
     WAIT,
     Team,
-    eventually,
     make_lead,
     prepare_env,
     team,

@@ -27,15 +27,9 @@ from corral.orchestration.ratelimits import stored_waits
 from corral.orchestration.surfaces import DelegateParams
 from corral.session import SessionManager
 from corral.settings import Settings
+from tests._waits import eventually
 from tests.llm.fake_server import FakeProviderServer, FakeReply, FakeToolCall, RecordedRequest
-from tests.orchestration._host_helpers import (
-    STARTUP_WAIT,
-    WAIT,
-    eventually,
-    prepare_env,
-    team,
-    write_script,
-)
+from tests.orchestration._host_helpers import STARTUP_WAIT, WAIT, prepare_env, team, write_script
 from tests.runtime._tmux_fixtures import tmux_socket
 
 __all__ = ["tmux_socket"]

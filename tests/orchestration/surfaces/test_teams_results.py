@@ -22,12 +22,8 @@ import pytest
 from corral.agent import ToolResult
 from corral.orchestration.surfaces.teams import teams_lead_tools
 from corral.settings import CapacitySettings, Settings, TeamsSettings
-from tests.orchestration.teams._teams_helpers import (
-    eventually,
-    session_entries,
-    teams_env,
-    write_script,
-)
+from tests._waits import eventually
+from tests.orchestration.teams._teams_helpers import session_entries, teams_env, write_script
 
 SNAPSHOT = Path(__file__).parent / "snapshots" / "teams_tool_results.json"
 

@@ -5,7 +5,7 @@ from __future__ import annotations
 import asyncio
 import contextlib
 import json
-from collections.abc import AsyncIterator, Callable
+from collections.abc import AsyncIterator
 from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
@@ -20,7 +20,7 @@ from tests.orchestration._host_helpers import make_lead, prepare_env, write_scri
 
 WAIT = 30.0
 
-__all__ = ["WAIT", "TeamsEnv", "eventually", "prepare_env", "session_entries", "teams_env", "write_script"]
+__all__ = ["WAIT", "TeamsEnv", "prepare_env", "session_entries", "teams_env", "write_script"]
 
 
 @dataclass
@@ -98,17 +98,3 @@ async def teams_env(
         await host.aclose()
         lead.session.close()
     assert not errors, errors
-
-
-async def eventually(check: Callable[[], bool], host: ComposedHost | None = None) -> None:
-    """Wait until `check()` is true: on `host`'s change events when the check reads host state
-    (`host.wait_for`), else with short yields; at most `WAIT` seconds."""
-    if host is not None:
-        await host.wait_for(check, WAIT)
-        return
-
-    async def loop() -> None:
-        while not check():
-            await asyncio.sleep(0.005)
-
-    await asyncio.wait_for(loop(), WAIT)

@@ -28,8 +28,9 @@ from corral.orchestration.teams.notices import (
 from corral.orchestration.teams.reports._reports import TEAM_REPORT_TYPE
 from corral.orchestration.teams.roster.records import TEAM_MESSAGE_TYPE
 from corral.settings import CapacitySettings, Settings, TeamsSettings
+from tests._waits import eventually
 
-from ._teams_helpers import eventually, teams_env, write_script
+from ._teams_helpers import teams_env, write_script
 
 pytestmark = pytest.mark.usefixtures("env")
 

@@ -17,8 +17,9 @@ import pytest
 from corral.llm import ModelRegistry
 from corral.orchestration.surfaces.teams import parse_spawn
 from corral.settings import Settings
+from tests._waits import eventually
 from tests.llm.fake_server import FakeProviderServer, FakeReply, RecordedRequest
-from tests.orchestration.teams._teams_helpers import eventually, teams_env, write_script
+from tests.orchestration.teams._teams_helpers import teams_env, write_script
 
 pytestmark = pytest.mark.usefixtures("env")
 

@@ -11,7 +11,8 @@ from corral.orchestration.surfaces.teams import parse_spawn
 from corral.orchestration.surfaces.teams._render import render_status, status_details
 from corral.orchestration.teams._status import STALLED_AFTER_MS, member_status
 from corral.settings import CapacitySettings, Settings, TeamsSettings
-from tests.orchestration.teams._teams_helpers import eventually, teams_env, write_script
+from tests._waits import eventually
+from tests.orchestration.teams._teams_helpers import teams_env, write_script
 
 ONE_READER = Settings(teams=TeamsSettings(read_agents=CapacitySettings(max_concurrent=1)))
 

@@ -13,8 +13,9 @@ from corral.agent.tools import ReadGuard, ReadOnlySandbox
 from corral.orchestration.teams.reports._reports import TEAM_REPORT_TYPE
 from corral.orchestration.teams.roster.records import TEAM_MESSAGE_TYPE
 from tests._ci import unavailable
+from tests._waits import eventually
 
-from ._teams_helpers import TeamsEnv, eventually, teams_env, write_script
+from ._teams_helpers import TeamsEnv, teams_env, write_script
 
 pytestmark = pytest.mark.usefixtures("env")
 

@@ -32,8 +32,9 @@ from corral.orchestration.teams._control import TEAM_MESSAGE_TYPE
 from corral.orchestration.teams.reports._reports import TEAM_REPORT_TYPE
 from corral.settings import CapacitySettings, Settings, TeamsSettings
 from tests._ci import unavailable
+from tests._waits import eventually
 
-from ._teams_helpers import WAIT, eventually, teams_env, write_script
+from ._teams_helpers import WAIT, teams_env, write_script
 
 pytestmark = pytest.mark.usefixtures("env")
 

@@ -19,8 +19,9 @@ from corral.orchestration.surfaces.teams._render import (
 from corral.orchestration.teams import _control as _team_control
 from corral.orchestration.teams.reports._reports import TEAM_REPORT_TYPE
 from corral.settings import CapacitySettings, Settings, TeamsSettings
+from tests._waits import eventually
 
-from ._teams_helpers import eventually, teams_env, write_script
+from ._teams_helpers import teams_env, write_script
 
 pytestmark = pytest.mark.usefixtures("env")
 

@@ -10,8 +10,9 @@ from corral.orchestration.kernel._child import ManagedChild
 from corral.orchestration.surfaces.teams import RECOVERY_PROMPT, TEAMS_LEAD_TOOL_NAMES, parse_spawn
 from corral.orchestration.surfaces.teams._render import render_stop, stop_details
 from corral.orchestration.teams.reports._reports import TEAM_REPORT_TYPE
+from tests._waits import eventually
 
-from ._teams_helpers import WAIT, eventually, session_entries, teams_env, write_script
+from ._teams_helpers import WAIT, session_entries, teams_env, write_script
 
 pytestmark = pytest.mark.usefixtures("env")
 

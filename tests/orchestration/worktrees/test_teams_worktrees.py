@@ -11,13 +11,9 @@ import pytest
 from corral.orchestration.surfaces.teams._render import render_status, status_details
 from corral.orchestration.teams.reports._reports import TEAM_REPORT_TYPE
 from corral.settings import Settings, TeamsSettings
+from tests._waits import eventually
 from tests.orchestration.teams._git_helpers import GIT_ENV, git, make_repo
-from tests.orchestration.teams._teams_helpers import (
-    eventually,
-    session_entries,
-    teams_env,
-    write_script,
-)
+from tests.orchestration.teams._teams_helpers import session_entries, teams_env, write_script
 
 
 @pytest.fixture(autouse=True)

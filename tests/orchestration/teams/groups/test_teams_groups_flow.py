@@ -9,7 +9,8 @@ import pytest
 
 from corral.orchestration.teams.groups._groups import GROUP_MESSAGE_TYPE
 from corral.orchestration.teams.reports._reports import TEAM_REPORT_TYPE
-from tests.orchestration.teams._teams_helpers import eventually, teams_env, write_script
+from tests._waits import eventually
+from tests.orchestration.teams._teams_helpers import teams_env, write_script
 
 pytestmark = pytest.mark.usefixtures("env")
 

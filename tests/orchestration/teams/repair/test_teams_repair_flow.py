@@ -16,8 +16,9 @@ from corral.orchestration.surfaces.teams._render import (
     stop_details,
 )
 from corral.orchestration.teams.reports._reports import TEAM_REPORT_TYPE
+from tests._waits import eventually
 from tests.orchestration.teams._git_helpers import make_repo
-from tests.orchestration.teams._teams_helpers import eventually, teams_env, write_script
+from tests.orchestration.teams._teams_helpers import teams_env, write_script
 
 
 @pytest.fixture(autouse=True)
