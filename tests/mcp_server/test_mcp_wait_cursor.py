@@ -217,3 +217,38 @@ def test_a_withdrawn_answer_gives_its_items_back_or_holds_the_durable_cursor() -
     cursor.left(later)
     assert cursor.start(cursor.arrive(), after=None) == "e2"
     assert lead.saved == []  # ... but the durable cursor stays before the withdrawn answer's items
+
+
+class _FullDisk(_SavedCursor):
+    """A lead whose session cannot be written: the cursor's save fails as on a full disk."""
+
+    def save_cursor(self, entry_id: str | None) -> None:
+        from corral.session import SessionWriteError
+
+        raise SessionWriteError("cannot append to the session file: [Errno 28] No space left on device")
+
+
+class _Context:
+    """The part of the SDK's request context `wait` uses: progress reports go nowhere."""
+
+    class session:  # the attribute's name in the SDK
+        @staticmethod
+        async def report_progress(*_: object) -> None:
+            return None
+
+
+async def test_a_wait_whose_cursor_cannot_be_written_is_an_internal_failure_that_moves_nothing() -> None:
+    """A full disk is not the caller's mistake: `internal_failure`, what to do, and the items stay due."""
+    from corral._mcp._cursor import WaitCursor
+    from corral._mcp._server import _wait
+
+    lead = _FullDisk()
+    lead.saved.append("e0")  # an earlier wait acknowledged up to e0
+    cursor = WaitCursor(lead)  # type: ignore[arg-type]
+    answered = cursor.hand(cursor.start(cursor.arrive(), after=None), "e1")
+    cursor.left(answered)  # e1 was answered: this call acknowledges it, which writes the cursor
+    answer = await _wait(cursor, {"timeoutMs": 0}, _Context())  # type: ignore[arg-type]
+    error = (answer.structured_content or {})["error"]
+    assert answer.is_error and error["category"] == "internal_failure"
+    assert "No space left on device" in error["message"] and error["nextAction"].startswith("Free space")
+    assert cursor.acknowledged() == "e0" and lead.saved == ["e0"]  # the durable cursor did not move

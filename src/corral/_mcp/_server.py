@@ -36,6 +36,7 @@ from mcp.shared.exceptions import MCPError
 from corral._version import __version__
 from corral.errors import CorralError
 from corral.orchestration.kernel._faults import fault_point
+from corral.session import SessionWriteError
 
 from ._cursor import Handout, WaitCursor
 from ._finished import FinishedAgents
@@ -157,6 +158,10 @@ WAIT_NEXT_ACTION = (
     "Call wait with timeoutMs from 0 to 300000 and after set to an entry_id a wait returned (or null, or "
     "leave it out)."
 )
+WAIT_WRITE_NEXT_ACTION = (
+    "Free space on the disk that holds corral's sessions, then call wait again the same way: nothing was "
+    "handed out and the cursor did not move, so no item is lost."
+)
 
 
 def error_result(
@@ -271,6 +276,8 @@ async def _wait(
                 try:
                     start = cursor.start(turn, after=after)
                     items = await lead.collect(start, timeout=max(0.0, deadline - loop.time()))
+                except SessionWriteError as exc:  # no space, an I/O error: not the caller's fault
+                    return error_result("wait", "internal_failure", str(exc), WAIT_WRITE_NEXT_ACTION)
                 except CorralError as exc:
                     return error_result("wait", "invalid_request", str(exc), WAIT_NEXT_ACTION)
                 handout = cursor.hand(start, items[-1].entry_id if items else start)
