@@ -68,6 +68,12 @@ def _entries(agent: AgentSession, message: CustomMessage) -> list[CustomMessageE
     ]
 
 
+def _sent_last(model: PlannedModel, message: CustomMessage) -> bool:
+    """Whether the model's newest request carried the message."""
+    assert isinstance(message.content, str)
+    return any(message.content in text for text in model.requests[-1].texts())
+
+
 def _settled(rec: Recorder) -> int:
     return rec.types().count("agent_settled")
 
@@ -89,7 +95,7 @@ async def _assert_answered(
     assert types.index("custom_message") > max(
         (i for i, t in enumerate(types) if t == "compaction"), default=-1
     )
-    assert any(message.content in text for text in model.requests[-1].texts())
+    assert _sent_last(model, message)
     assert agent.last_assistant_text() == "answered the result"
     assert message in agent.messages
 
@@ -200,7 +206,7 @@ async def test_a_result_delivered_during_a_failed_overflow_compaction_still_gets
     assert rec.of("compaction_end")[-1].error_message is not None
     assert agent.is_idle and agent.pending_message_count == 0
     assert len(_entries(agent, message)) == 1
-    assert any(message.content in text for text in model.requests[-1].texts())
+    assert _sent_last(model, message)
     assert agent.last_assistant_text() == "answered the result"
 
 
@@ -221,5 +227,5 @@ async def test_a_result_delivered_during_a_threshold_compaction_gets_its_turn(ha
     assert [e.reason for e in rec.of("compaction_end")] == ["threshold"]
     assert rec.of("compaction_end")[0].result is not None
     assert len(_entries(agent, message)) == 1
-    assert any(message.content in text for text in model.requests[-1].texts())
+    assert _sent_last(model, message)
     assert agent.last_assistant_text() == "answered the result"
