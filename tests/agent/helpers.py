@@ -65,6 +65,15 @@ class Hang:
 
 
 @dataclass
+class Gated:
+    """Wait for `release` (setting `started` first), then answer with `step`."""
+
+    step: Reply | Fail
+    started: asyncio.Event = field(default_factory=asyncio.Event)
+    release: asyncio.Event = field(default_factory=asyncio.Event)
+
+
+@dataclass
 class Request:
     """What one request sent."""
 
@@ -89,7 +98,7 @@ class PlannedModel(Model):
 
     def __init__(
         self,
-        plan: Sequence[Reply | Fail | Hang] = (),
+        plan: Sequence[Reply | Fail | Hang | Gated] = (),
         *,
         provider: str = "test",
         model_id: str = "planned",
@@ -99,7 +108,7 @@ class PlannedModel(Model):
         super().__init__(
             ModelInfo(provider, model_id, "scripted", context_window=context_window, reasoning=reasoning)
         )
-        self.plan: list[Reply | Fail | Hang] = list(plan)
+        self.plan: list[Reply | Fail | Hang | Gated] = list(plan)
         self.requests: list[Request] = []
         self.request_started = asyncio.Event()
         self._ids = 0
@@ -113,6 +122,10 @@ class PlannedModel(Model):
         self.requests.append(Request(context, options, list(context.messages)))
         self.request_started.set()
         step = self.plan.pop(0) if self.plan else Reply("(plan exhausted)")
+        if isinstance(step, Gated):
+            step.started.set()
+            await step.release.wait()
+            step = step.step
         partial = self._message()
         yield StartEvent(partial=partial)
         if isinstance(step, Fail):

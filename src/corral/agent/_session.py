@@ -82,6 +82,9 @@ _log = logging.getLogger("corral.agent")
 StreamingBehavior = Literal["steer", "followUp"]
 """Which queue a message sent during a run goes to."""
 
+DeliverAs = Literal["steer", "followUp", "nextTurn", "context"]
+"""How `send_custom_message` delivers a program's message."""
+
 
 def _valid_usage(message: AssistantMessage) -> bool:
     return message.stop_reason not in ("aborted", "error") and calculate_context_tokens(message.usage) > 0
@@ -147,6 +150,8 @@ class AgentSession(LoopMixin):
         self._aborting = False
         self._run_task: asyncio.Task[None] | None = None
         self._compacting = False
+        self._held: list[tuple[CustomMessage, DeliverAs, bool]] = []
+        """Messages sent during a manual compaction: sent again, in order, once it ends (`compact`)."""
         self._idle = asyncio.Event()
         self._idle.set()
         self._retry_attempt = 0
@@ -263,8 +268,8 @@ class AgentSession(LoopMixin):
 
     @property
     def pending_message_count(self) -> int:
-        """Messages queued for steering or follow-up."""
-        return len(self._steering) + len(self._follow_up)
+        """Messages queued for steering or follow-up, or held until a manual compaction ends."""
+        return len(self._steering) + len(self._follow_up) + len(self._held)
 
     @property
     def messages(self) -> list[AgentMessage]:
@@ -493,7 +498,7 @@ class AgentSession(LoopMixin):
         self,
         message: CustomMessage,
         *,
-        deliver_as: Literal["steer", "followUp", "nextTurn", "context"] = "steer",
+        deliver_as: DeliverAs = "steer",
         trigger_turn: bool = False,
     ) -> None:
         """Deliver a program's message.
@@ -506,9 +511,14 @@ class AgentSession(LoopMixin):
         * While a run is active: queued as steering or follow-up.
         * Idle with `trigger_turn`: starts a run (returns at once; see `wait_for_idle`).
         * Idle without: appended to the session and the context; no turn.
+        * During a manual compaction (`compact`): held, and delivered as above the moment it ends,
+          whether it succeeded, failed or was aborted; never part of the context being summarised.
+          (An automatic compaction runs inside a run: the message is queued as for any run.)
         """
         if deliver_as == "nextTurn":
             self._next_turn.append(message)
+        elif self._compacting:
+            self._held.append((message, deliver_as, trigger_turn))
         elif deliver_as == "context":
             if self.is_idle:
                 self._append_now(message)
@@ -727,9 +737,10 @@ class AgentSession(LoopMixin):
                 if outcome.action == "overflow":
                     self._overflow_recovered = True
                     self._drop_last_error()
-                    if await self._compact("overflow", will_retry=True) is None:
-                        break
-                    continue
+                    if await self._compact("overflow", will_retry=True) is not None:
+                        continue
+                    # No room was made: this run ends with its error, but what was queued meanwhile
+                    # (a result delivered during the compaction) still gets its turn below.
                 if (
                     last is not None
                     and last.stop_reason not in ("error", "aborted")
@@ -813,9 +824,20 @@ class AgentSession(LoopMixin):
         finally:
             self._compacting = False
             self._aborting = False
-            self._idle.set()
+            try:
+                self._release_held()
+            finally:
+                if self._run_task is None:  # a held delivery may have started a run
+                    self._idle.set()
         assert entry is not None
         return entry
+
+    def _release_held(self) -> None:
+        """Deliver the messages sent during the manual compaction that just ended, in order, as if
+        sent now: the first that asks for a turn starts a run, which takes the later ones."""
+        held, self._held = self._held, []
+        for message, deliver_as, trigger_turn in held:
+            self.send_custom_message(message, deliver_as=deliver_as, trigger_turn=trigger_turn)
 
     async def _compact(
         self,
