@@ -248,7 +248,7 @@ class AgentSession(LoopMixin):
 
     @property
     def is_compacting(self) -> bool:
-        """Whether a compaction (manual or automatic) is running."""
+        """Whether a manual compaction (`compact`) is running; an automatic one runs inside a run."""
         return self._compacting
 
     @property
@@ -480,17 +480,17 @@ class AgentSession(LoopMixin):
         self._queue(to_agent_message(message), "followUp")
 
     def clear_queue(self) -> tuple[list[str], list[str]]:
-        """Empty both queues; returns the texts that were queued as `(steering, follow_up)`.
+        """Take back what was typed: empty both queues of their user messages and return their
+        texts as `(steering, follow_up)`.
 
-        Messages queued with `deliver_as="context"` stay: they are deliveries that enter the
-        context when the run ends at the latest.
+        Custom messages stay queued: they are a program's deliveries (a managed agent's result, a
+        report), each awaited by its sender, and never turn into text. They reach the context at the
+        next turn boundary, or when the run ends at the latest (`_flush_deliveries`).
         """
-        kept = [m for m in self._steering if id(m) in self._context_only]
-        steering = [message_text(m) for m in self._steering if id(m) not in self._context_only]
-        follow_up = [message_text(m) for m in self._follow_up]
-        self._steering.clear()
-        self._steering.extend(kept)
-        self._follow_up.clear()
+        steering = [message_text(m) for m in self._steering if not isinstance(m, CustomMessage)]
+        follow_up = [message_text(m) for m in self._follow_up if not isinstance(m, CustomMessage)]
+        _keep_only(self._steering, deliveries=True)
+        _keep_only(self._follow_up, deliveries=True)
         self._emit_queue_update()
         return steering, follow_up
 
@@ -540,16 +540,16 @@ class AgentSession(LoopMixin):
         self._messages.append(message)
         self._emit(MessageEndEvent(message=message))
 
-    def _flush_context_only(self) -> None:
-        """Append the queued `context` deliveries the run ended before (no request for them)."""
-        if not self._context_only:
-            return
-        queued = [m for m in self._steering if id(m) in self._context_only]
+    def _flush_deliveries(self) -> None:
+        """Append the deliveries still queued when a run ends, without a request of their own:
+        `context` ones the run ended before, and custom messages a run left behind when it was
+        aborted, told to end after its tools, or stopped on an error (their senders await them)."""
+        self._context_only.clear()
+        queued = [m for m in (*self._steering, *self._follow_up) if isinstance(m, CustomMessage)]
         if not queued:
-            self._context_only.clear()
             return
-        for message in queued:
-            self._steering.remove(message)
+        _keep_only(self._steering, deliveries=False)
+        _keep_only(self._follow_up, deliveries=False)
         self._emit_queue_update()
         for message in queued:
             self._append_now(message)
@@ -561,8 +561,8 @@ class AgentSession(LoopMixin):
     def end_after_tools(self) -> None:
         """End the current run once the running tool batch finished: no further model request.
 
-        Queued steering and follow-up messages are dropped (the caller decided the work is over,
-        e.g. an accepted final report). A no-op when idle.
+        Queued user messages are dropped (the caller decided the work is over, e.g. an accepted
+        final report); queued deliveries are appended when the run ends. A no-op when idle.
         """
         if self.is_idle:
             return
@@ -572,7 +572,8 @@ class AgentSession(LoopMixin):
     async def abort(self) -> None:
         """Cancel the model request, running tools, a retry wait or a compaction, and wait until idle.
 
-        The partial reply is kept with stop reason `aborted`; queues are kept.
+        The partial reply is kept with stop reason `aborted`; queued user messages are kept, and
+        queued deliveries (custom messages) are appended to the context without a request.
         """
         if self.is_idle:
             return
@@ -768,7 +769,7 @@ class AgentSession(LoopMixin):
             self._aborting = False
             self._ending = False
             self._flush_pending_bash()
-            self._flush_context_only()
+            self._flush_deliveries()
             self._run_task = None
             self._idle.set()
             self._emit(AgentSettledEvent())
@@ -907,6 +908,13 @@ class AgentSession(LoopMixin):
         )
         self._emit(CompactionEndEvent(reason=reason, result=result, will_retry=will_retry))
         return entry
+
+
+def _keep_only(queue: deque[AgentMessage], *, deliveries: bool) -> None:
+    """Keep in `queue` only its deliveries (custom messages), or only what is not one."""
+    kept = [m for m in queue if isinstance(m, CustomMessage) == deliveries]
+    queue.clear()
+    queue.extend(kept)
 
 
 def _log_failure(task: asyncio.Task[Any]) -> None:

@@ -1,0 +1,78 @@
+"""Deliveries queued during a run are never taken back as text nor left behind.
+
+A managed agent's result (a custom message) reaches its owner through `send_custom_message`, and
+the delivery waits for that message's `message_end`. Escape (`clear_queue`) takes back only what the
+user typed; a run that ends early — aborted, told to end after its tools — appends the deliveries
+still queued, without a request of their own, so no sender waits forever and none is lost.
+"""
+
+from __future__ import annotations
+
+import asyncio
+
+from .helpers import Gated, Harness, PlannedModel, Reply, wait
+from .test_compaction_deliveries import _entries, _persisted, _result, _sent_last
+
+
+async def test_escape_takes_back_what_was_typed_and_the_result_still_reaches_the_owner(
+    harness: Harness,
+) -> None:
+    model = PlannedModel()
+    agent, _rec = harness.agent(model)
+    gate = Gated(Reply("first answer"))
+    model.plan = [gate, Reply("answered the result")]
+    run = asyncio.create_task(agent.prompt("work on it"))
+    await wait(gate.started.wait())
+    result = _result()
+    persisted = _persisted(agent, result)
+    agent.steer("also check the tests")
+    agent.send_custom_message(result, deliver_as="steer", trigger_turn=True)
+    steering, follow_up = agent.clear_queue()
+    assert (steering, follow_up) == (["also check the tests"], [])  # the result is not text to retype
+    gate.release.set()
+    await wait(persisted)
+    await wait(run)
+    await wait(agent.wait_for_idle())
+    assert len(_entries(agent, result)) == 1
+    assert _sent_last(model, result)  # the owner's next request carried it
+    assert agent.last_assistant_text() == "answered the result"
+
+
+async def test_a_result_queued_when_the_run_is_aborted_is_appended_once_without_a_request(
+    harness: Harness,
+) -> None:
+    model = PlannedModel()
+    agent, _rec = harness.agent(model)
+    gate = Gated(Reply("never sent"))
+    model.plan = [gate]
+    run = asyncio.create_task(agent.prompt("work on it"))
+    await wait(gate.started.wait())
+    result = _result()
+    persisted = _persisted(agent, result)
+    agent.send_custom_message(result, deliver_as="steer", trigger_turn=True)
+    agent.follow_up("and then this")
+    await wait(agent.abort())
+    await wait(persisted)  # before this fix the delivery waited for a turn that never came
+    await wait(run)
+    assert len(_entries(agent, result)) == 1 and result in agent.messages
+    assert len(model.requests) == 1  # no request for it: the user stopped the agent
+    assert agent.is_idle and agent.clear_queue() == ([], ["and then this"])  # typed messages are kept
+
+
+async def test_a_result_queued_when_the_run_ends_after_its_tools_is_appended_once(harness: Harness) -> None:
+    model = PlannedModel()
+    agent, _rec = harness.agent(model)
+    gate = Gated(Reply("my final answer"))
+    model.plan = [gate, Reply("never sent")]
+    run = asyncio.create_task(agent.prompt("work on it"))
+    await wait(gate.started.wait())
+    result = _result("helper")
+    persisted = _persisted(agent, result)
+    agent.send_custom_message(result, deliver_as="steer", trigger_turn=True)
+    agent.steer("typed meanwhile")
+    agent.end_after_tools()
+    gate.release.set()
+    await wait(persisted)
+    await wait(run)
+    assert len(_entries(agent, result)) == 1
+    assert len(model.requests) == 1 and agent.pending_message_count == 0
