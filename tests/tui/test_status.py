@@ -123,7 +123,7 @@ steps:
         args: {action: delegate, definition: reviewer, label: reviewer, task: "Review it."}
   - text: "Waiting for them."
   - text: "Answering."
-    delay_ms: 1000
+    delay_ms: 4000  # the reviewer stays blocked this long: the card must show it (a busy machine)
     tool_calls:
       - name: agent
         args: {action: reply, agent: reviewer, message: "Correctness only."}
