@@ -8,7 +8,7 @@ file `<tmux dir>/launch/<run-id>.json` (`0600`); the worker reads it
 agent with the same builder the in-process path uses (`build_managed_agent`),
 or rebuilds a described one (`agent_from_description`).
 
-The pane runs `python -m corral._cli._worker` (the code behind `corral
+The pane runs `python -m corral._tmux.worker` (the code behind `corral
 worker`) with the host's interpreter: it skips the CLI's imports, which keeps
 the start-up short.
 
@@ -92,7 +92,7 @@ def worker_argv(run_id: str, store_path: Path, launch: Path) -> tuple[str, ...]:
     return (
         sys.executable,
         "-m",
-        "corral._cli._worker",
+        "corral._tmux.worker",
         "--run-id",
         run_id,
         "--store",
