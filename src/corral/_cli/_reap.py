@@ -65,7 +65,7 @@ async def _reap_ray(store: Repositories, *, out: TextIO, dry_run: bool, cwd: Pat
 
 
 async def _reap_panes(store: Repositories, *, out: TextIO, dry_run: bool) -> int:
-    from corral.orchestration.host._worker import find_orphans, reap_orphans
+    from corral._tmux.orphans import find_orphans, reap_orphans
     from corral.runtime import RuntimeError_, TmuxRuntime
 
     tmux = TmuxRuntime()

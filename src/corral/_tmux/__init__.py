@@ -5,6 +5,8 @@ This folder holds the tmux runtime's own code above the core:
 * `worker.py`: the worker process itself (`corral worker`, or `python -m corral._tmux.worker` as the
   pane runs it): it opens the shared store, builds the agent from the launch file, records its
   readiness and runs the generation; requests arrive through the store.
+* `orphans.py`: panes no live generation accounts for (`find_orphans`, `reap_orphans`), which
+  `corral doctor` reports and `corral agents reap` removes.
 
 Two parts sit lower because the layers below use them, so they cannot live here without an
 upward import:
