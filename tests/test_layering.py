@@ -61,6 +61,7 @@ RANK = {
     "_demo": 5,
     "lead": 5,
     "_ray_worker": 5,
+    "_tmux": 5,
     "_mcp": 5,
     "__init__": 6,
 }

@@ -640,7 +640,7 @@ def agents_reap(
 ) -> None:
     """Kill tmux panes whose agent is finalized or unknown to the store, and remove orphaned agent
     worktrees and `corral/*` branches (never live agents; never unmerged work without --force)."""
-    from corral._cli._worker import reap
+    from corral._cli._reap import reap
 
     raise typer.Exit(asyncio.run(reap(out=sys.stdout, dry_run=dry_run, force=force, cwd=Path.cwd())))
 
@@ -851,7 +851,7 @@ def worker(
     launch: Annotated[Path, typer.Option("--launch", help="The launch file the host wrote.")],
 ) -> None:
     """Run one managed agent in this terminal (what a tmux pane runs; started by the host)."""
-    from corral._cli._worker import main as run_worker
+    from corral._tmux.worker import main as run_worker
 
     raise typer.Exit(run_worker(["--run-id", run_id, "--store", str(store), "--launch", str(launch)]))
 

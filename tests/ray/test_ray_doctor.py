@@ -13,7 +13,7 @@ from pathlib import Path
 import pytest
 
 from corral._cli._doctor import Check, run_checks
-from corral._cli._worker import reap
+from corral._cli._reap import reap
 from corral._ray_worker import RayWorker
 from corral.orchestration.surfaces import DelegateParams
 from corral.settings import RaySettings, Settings

@@ -213,7 +213,7 @@ def _check_unresolved_checks(store: Repositories) -> Check:
 
 
 async def _check_orphans(root: Path, store: Repositories | None) -> Check:
-    from corral.orchestration.host._worker import find_orphans
+    from corral._tmux.orphans import find_orphans
     from corral.runtime import TmuxRuntime
 
     # The private server's socket (`corral.runtime.default_socket()`, which would create its folder).

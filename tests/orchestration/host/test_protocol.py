@@ -16,8 +16,8 @@ import pytest
 from hypothesis import given, settings
 from hypothesis import strategies as st
 
-from corral._cli._worker import WORKER_PARTS
 from corral._ray_worker import RAY_WORKER_PARTS, RayWorker
+from corral._tmux.worker import WORKER_PARTS
 from corral.llm import THINKING_LEVELS
 from corral.orchestration import Repositories
 from corral.orchestration.host._ray_launch import RayLaunch

@@ -13,6 +13,7 @@ from pathlib import Path
 
 import pytest
 
+from corral._tmux.orphans import find_orphans, reap_orphans
 from corral.lead._host import ComposedHost
 from corral.llm import ModelRegistry
 from corral.orchestration import (
@@ -23,7 +24,7 @@ from corral.orchestration import (
     Repositories,
     load_roster,
 )
-from corral.orchestration.host._worker import find_orphans, reap_orphans, worker_env
+from corral.orchestration.host._worker import worker_env
 from corral.orchestration.surfaces import (
     CloseParams,
     DelegateParams,

@@ -8,15 +8,9 @@ file `<tmux dir>/launch/<run-id>.json` (`0600`); the worker reads it
 agent with the same builder the in-process path uses (`build_managed_agent`),
 or rebuilds a described one (`agent_from_description`).
 
-The pane runs `python -m corral._cli._worker` (the code behind `corral
+The pane runs `python -m corral._tmux.worker` (the code behind `corral
 worker`) with the host's interpreter: it skips the CLI's imports, which keeps
-the start-up short.
-
-Orphans: a pane of the private server whose generation is finalized, or that
-no live generation of the store names, is reported by `find_orphans` and
-removed by `reap_orphans` (identity-proven, never silently). A worker whose
-host died before recording its pane is named by its command line
-(`--run-id`), so it is no orphan: the next host adopts it.
+the start-up short. Orphaned panes are found and reaped in `corral._tmux.orphans`.
 """
 
 from __future__ import annotations
@@ -24,29 +18,23 @@ from __future__ import annotations
 import os
 import sys
 from collections.abc import Iterable
-from dataclasses import dataclass
 from pathlib import Path
 from typing import TYPE_CHECKING
 
 from corral import _tracing
 from corral._paths import ensure_private_dir
-from corral.runtime import PaneInfo, RuntimeError_, TmuxRuntime
 
 if TYPE_CHECKING:
     from corral.agent import AgentSession
     from corral.llm import ModelRegistry
     from corral.orchestration.host.protocol import BuiltAgent, LaunchPart, WorkerLaunch
-    from corral.orchestration.kernel._generations import Generations
     from corral.session import SessionManager
     from corral.settings import Settings
 
 __all__ = [
     "WORKER_ENV_KEYS",
-    "Orphan",
     "agent_from_description",
-    "find_orphans",
     "read_launch_file",
-    "reap_orphans",
     "worker_argv",
     "worker_env",
     "write_launch_file",
@@ -92,7 +80,7 @@ def worker_argv(run_id: str, store_path: Path, launch: Path) -> tuple[str, ...]:
     return (
         sys.executable,
         "-m",
-        "corral._cli._worker",
+        "corral._tmux.worker",
         "--run-id",
         run_id,
         "--store",
@@ -111,67 +99,6 @@ def worker_env() -> dict[str, str]:
     if carrier is not None:
         env.update(carrier.as_env())
     return env
-
-
-@dataclass(frozen=True, slots=True)
-class Orphan:
-    """A pane no live generation accounts for."""
-
-    pane: PaneInfo
-    reason: str
-    """`finalized` (its generation ended) or `unknown` (no generation of the store names it)."""
-    run_id: str | None = None
-
-
-async def find_orphans(kernel: Generations, tmux: TmuxRuntime) -> list[Orphan] | None:
-    """Panes of the private server whose generation is finalized or unknown (`None`: tmux failed)."""
-    panes = await tmux.panes()
-    if panes is None:
-        return None
-    tmux_generations = [g for g in kernel.generations(include_finalized=True) if g.runtime_kind == "tmux"]
-    live = {g.pane_id: g for g in tmux_generations if g.pane_id and g.phase != "finalized"}
-    ended = {g.pane_id: g for g in tmux_generations if g.pane_id and g.phase == "finalized"}
-    # A live generation whose host died before recording its pane: its worker is no orphan.
-    unrecorded = {
-        pane.pane_id
-        for placing in tmux_generations
-        if placing.pane_id is None and placing.phase != "finalized"
-        if (pane := tmux.pane_running(panes, ("--run-id", placing.run_id))) is not None
-    }
-    orphans: list[Orphan] = []
-    for pane in panes:
-        if pane.pane_id in unrecorded:
-            continue
-        generation = live.get(pane.pane_id)
-        if generation is not None and (generation.pid is None or generation.pid == pane.pid):
-            continue
-        finished = ended.get(pane.pane_id)
-        if finished is not None and (finished.pid is None or finished.pid == pane.pid):
-            orphans.append(Orphan(pane, "finalized", finished.run_id))
-        else:
-            orphans.append(Orphan(pane, "unknown"))
-    return orphans
-
-
-async def reap_orphans(kernel: Generations, tmux: TmuxRuntime) -> tuple[list[Orphan], dict[str, str]]:
-    """Kill every orphan pane (identity-proven); `(reaped, errors by pane id)`.
-
-    Raises:
-        RuntimeError_: tmux could not list the panes.
-    """
-    orphans = await find_orphans(kernel, tmux)
-    if orphans is None:
-        raise RuntimeError_(f"cannot list the panes of the tmux server at {tmux.socket}")
-    reaped: list[Orphan] = []
-    errors: dict[str, str] = {}
-    for orphan in orphans:
-        try:
-            await tmux.kill_pane(orphan.pane)
-        except RuntimeError_ as exc:
-            errors[orphan.pane.pane_id] = str(exc)
-        else:
-            reaped.append(orphan)
-    return reaped, errors
 
 
 async def agent_from_description(

@@ -4,7 +4,7 @@ The core decides *that* the lead (or a helper's parent, or an agent) must be tol
 records *what happened* in a frozen fact below; `TeamsNotices` turns each fact into the text the
 model reads. The default wording is the teams surface's (`corral.orchestration.surfaces.teams.
 TeamsNoticeText`); the composition root hands it to `Teams(host, notices=...)` — the lead's host
-(`corral.lead._host.ComposedHost`) and the tmux worker's host (`corral._cli._worker`) alike — and to a Ray
+(`corral.lead._host.ComposedHost`) and the tmux worker's host (`corral._tmux.worker`) alike — and to a Ray
 member's port (`RemoteTeams`, in `corral._ray_worker`), which words only the recovery prompt:
 its fallback report crosses to the lead's host as the fact and is worded there. The core holds no
 model-facing prose for these notices and never imports the surface.
