@@ -20,9 +20,11 @@ from .conftest import Env, RunCorral
 
 _BIG = "x" * 12_000  # larger than any slack left in a file's last page
 
-# The lead's bash call waits (bounded) until the scout's transcript holds the marker, then fills
-# the disk: with the marker in the scout's last reply its result is stored but cannot be delivered
-# to the lead; with the marker in its first reply the scout's own next write fails.
+# The lead's bash call waits (bounded) until the scout's transcript holds the marker and its start
+# is recorded (the delegation runs beside this call: on a busy machine the scout can reply before
+# its launch is written), then fills the disk: with the marker in the scout's last reply its result
+# is stored but cannot be delivered to the lead; with the marker in its first reply the scout's own
+# next write fails.
 _LEAD = """
 steps:
   - text: "Sending a scout."
@@ -32,7 +34,10 @@ steps:
       - name: bash
         args:
           command: >-
-            for i in $(seq 1 600); do grep -rqs SCOUT-MARK "$CORRAL_HOME/sessions" && break; sleep 0.05; done;
+            for i in $(seq 1 600); do grep -rqs SCOUT-MARK "$CORRAL_HOME/sessions" &&
+            python3 -c "import os, sqlite3, sys; db = sqlite3.connect(os.environ['CORRAL_HOME'] + '/corral.db');
+            sys.exit(db.execute('SELECT 1 FROM generations WHERE label = ? AND pid IS NOT NULL', ('scout',)).fetchone() is None)"
+            2>/dev/null && break; sleep 0.05; done;
             dd if=/dev/zero of="$CORRAL_HOME/fill1" bs=64k 2>/dev/null;
             dd if=/dev/zero of="$CORRAL_HOME/fill2" bs=1 2>/dev/null; echo filled
   - text: "Waiting for the scout's result."
