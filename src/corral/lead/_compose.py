@@ -57,7 +57,7 @@ if TYPE_CHECKING:
     from collections.abc import AsyncIterator
 
     from corral.llm import AssistantMessageEvent, LlmContext, StreamOptions
-    from corral.orchestration import Caller
+    from corral.orchestration import Caller, GenerationRecord
 
     from ._host import ComposedHost as Host
 
@@ -273,7 +273,7 @@ class Launched:
             elif state == "blocked":
                 lines.append(f"{who} is waiting for your reply in its own pane; reply with {resume}")
             else:
-                lines.append(_lost_line(who, resume, generation.session_id))
+                lines.append(_lost_line(who, resume, generation))
         return lines
 
     def interrupted(self) -> list[str]:
@@ -291,7 +291,7 @@ class Launched:
             elif generation.phase not in ("starting", "active"):
                 continue
             elif generation.runtime_kind == "inprocess" or generation.presence == "lost":
-                lines.append(_lost_line(who, resume, generation.session_id))
+                lines.append(_lost_line(who, resume, generation))
             else:
                 lines.append(
                     f"{who} goes on in its {generation.runtime_kind} worker; {resume} receives its result"
@@ -326,10 +326,12 @@ class Launched:
             await self.host.aclose()
 
 
-def _lost_line(who: str, resume: str, session_id: str) -> str:
+def _lost_line(who: str, resume: str, generation: GenerationRecord) -> str:
+    """What a lost agent leaves, with why it was lost when that is known (a full disk, a gone pane)."""
+    why = f" ({generation.diagnostic})" if generation.diagnostic else ""
     return (
-        f"{who} was lost before it finished (its transcript is kept): {resume} lets the lead "
-        f"`close` it and `continue` its session {session_id}; `corral agents list` shows it"
+        f"{who} was lost before it finished{why}; its transcript is kept: {resume} lets the lead "
+        f"`close` it and `continue` its session {generation.session_id}; `corral agents list` shows it"
     )
 
 
