@@ -220,15 +220,17 @@ class _Handler(BaseHTTPRequestHandler):
         }
         events.append({**chunk({}), "choices": [], "usage": usage})
         payload = b"".join(b"data: " + json.dumps(e).encode() + b"\n\n" for e in events) + b"data: [DONE]\n\n"
+        if text is not None and text.startswith("ALL "):
+            # Noted before the write: the client may end its run (and the harness read `agent_end`)
+            # before this thread runs again after it, and a run whose end preceded the note hung.
+            with self.server.model.lock:
+                self.server.model.counts.final_sent_at = time.perf_counter()
         self.send_response(200)
         self.send_header("content-type", "text/event-stream")
         self.send_header("transfer-encoding", "chunked")
         self.end_headers()
         self.wfile.write(f"{len(payload):x}\r\n".encode() + payload + b"\r\n0\r\n\r\n")
         self.wfile.flush()
-        if text is not None and text.startswith("ALL "):
-            with self.server.model.lock:
-                self.server.model.counts.final_sent_at = time.perf_counter()
 
 
 class _Server(ThreadingHTTPServer):
