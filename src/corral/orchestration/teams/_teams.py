@@ -932,9 +932,8 @@ class Teams:
         live = self.live.pop(run_id, None)
         if live is None:
             return
-        self._left_without_report(
-            live.lead_session_id, live.run.member.name
-        )  # a delivered report left already
+        # A member whose report was delivered left its swarm then: this counts only one that had none.
+        self._left_without_report(live.lead_session_id, live.run.member.name)
         live.run.dispose()
         if live.admission is not None:
             self.capacity(live.lead_session_id).release(live.admission)
