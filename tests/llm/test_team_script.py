@@ -8,7 +8,7 @@ from pathlib import Path
 
 import pytest
 
-from corral.llm import ModelRegistry, ScriptedModel, TextContent, ToolResultMessage, UserMessage
+from corral.llm import UserMessage
 
 from .test_tour_script import Lead, text
 
@@ -17,18 +17,9 @@ WORKING = "The scout `reader` is working; its result will come back to me by its
 OVER = "I'm `scripted/team`, a script"
 
 
-class TeamLead(Lead):
-    def __init__(self, tmp_path: Path) -> None:
-        registry = ModelRegistry(None, environ={}, cwd=tmp_path)
-        model = registry.create_model(registry.resolve("scripted/team"), cwd=tmp_path)
-        assert isinstance(model, ScriptedModel)
-        self.model = model
-        self.messages = []
-
-
 @pytest.mark.parametrize("early", [False, True], ids=["after the working reply", "with the tool result"])
 async def test_the_scouts_result_is_answered_once(tmp_path: Path, early: bool) -> None:
-    lead = TeamLead(tmp_path)
+    lead = Lead(tmp_path, "scripted/team")
     lead.messages.append(UserMessage(content="what is in the README?"))
     lead.tools_ran(await lead.ask())  # the delegation
     if early:
@@ -43,18 +34,9 @@ async def test_the_scouts_result_is_answered_once(tmp_path: Path, early: bool) -
 
 
 async def test_a_scout_that_could_not_start_is_said_and_then_the_script_is_over(tmp_path: Path) -> None:
-    lead = TeamLead(tmp_path)
+    lead = Lead(tmp_path, "scripted/team")
     lead.messages.append(UserMessage(content="what is in the README?"))
-    delegation = await lead.ask()
-    for call in delegation.tool_calls:
-        lead.messages.append(
-            ToolResultMessage(
-                tool_call_id=call.id,
-                tool_name=call.name,
-                content=[TextContent(text="Tool agent not found")],
-                is_error=True,
-            )
-        )
+    lead.tools_ran(await lead.ask(), failed="Tool agent not found")  # the delegation
     assert text(await lead.ask()).startswith("I could not start the scout: Tool agent not found")
     lead.messages.append(UserMessage(content="Fix it."))
     assert text(await lead.ask()).startswith(OVER)

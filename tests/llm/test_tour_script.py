@@ -30,9 +30,9 @@ OVER = "The tour is over"
 class Lead:
     """A lead session on the bundled tour: its messages, each request answered by the model."""
 
-    def __init__(self, tmp_path: Path) -> None:
-        registry = ModelRegistry(None, environ={}, cwd=tmp_path)  # no CORRAL_SCRIPTS: the bundled tour
-        model = registry.create_model(registry.resolve("scripted/tour"), cwd=tmp_path)
+    def __init__(self, tmp_path: Path, script: str = "scripted/tour") -> None:
+        registry = ModelRegistry(None, environ={}, cwd=tmp_path)  # no CORRAL_SCRIPTS: the bundled scripts
+        model = registry.create_model(registry.resolve(script), cwd=tmp_path)
         assert isinstance(model, ScriptedModel)
         self.model = model
         self.messages: list[AgentMessage] = []
@@ -49,10 +49,16 @@ class Lead:
         self.messages.append(done.message)
         return done.message
 
-    def tools_ran(self, reply: AssistantMessage) -> None:
+    def tools_ran(self, reply: AssistantMessage, *, failed: str | None = None) -> None:
+        """Answer each tool call of `reply`: "ok", or the error `failed`."""
         for call in reply.tool_calls:
             self.messages.append(
-                ToolResultMessage(tool_call_id=call.id, tool_name=call.name, content=[TextContent(text="ok")])
+                ToolResultMessage(
+                    tool_call_id=call.id,
+                    tool_name=call.name,
+                    content=[TextContent(text=failed or "ok")],
+                    is_error=failed is not None,
+                )
             )
 
     def result(self, agent: str) -> None:
@@ -100,16 +106,7 @@ async def test_a_tour_whose_scouts_could_not_start_says_it_is_over_when_continue
     lead = Lead(tmp_path)
     lead.messages.append(UserMessage(content="show me around"))
     lead.tools_ran(await lead.ask())
-    delegations = await lead.ask()
-    for call in delegations.tool_calls:
-        lead.messages.append(
-            ToolResultMessage(
-                tool_call_id=call.id,
-                tool_name=call.name,
-                content=[TextContent(text="Tool agent not found")],
-                is_error=True,
-            )
-        )
+    lead.tools_ran(await lead.ask(), failed="Tool agent not found")  # the delegations
     assert text(await lead.ask()).startswith("I could not start the scouts")
     for prompt in ("Fix it.", "And now?"):
         lead.messages.append(UserMessage(content=prompt))
