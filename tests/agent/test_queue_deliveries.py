@@ -9,20 +9,31 @@ still queued, without a request of their own, so no sender waits forever and non
 from __future__ import annotations
 
 import asyncio
+from typing import Any
+
+from corral.agent import AgentSession
 
 from .helpers import Gated, Harness, PlannedModel, Reply, wait
 from .test_compaction_deliveries import _entries, _persisted, _result, _sent_last
 
 
+async def _mid_request(
+    harness: Harness, first: str, *later: Reply
+) -> tuple[AgentSession, PlannedModel, Gated, asyncio.Task[Any]]:
+    """An agent whose first request (answered `first` once released) is in flight; `later` answers after."""
+    model = PlannedModel()
+    agent, _rec = harness.agent(model)
+    gate = Gated(Reply(first))
+    model.plan = [gate, *later]
+    run = asyncio.create_task(agent.prompt("work on it"))
+    await wait(gate.started.wait())
+    return agent, model, gate, run
+
+
 async def test_escape_takes_back_what_was_typed_and_the_result_still_reaches_the_owner(
     harness: Harness,
 ) -> None:
-    model = PlannedModel()
-    agent, _rec = harness.agent(model)
-    gate = Gated(Reply("first answer"))
-    model.plan = [gate, Reply("answered the result")]
-    run = asyncio.create_task(agent.prompt("work on it"))
-    await wait(gate.started.wait())
+    agent, model, gate, run = await _mid_request(harness, "first answer", Reply("answered the result"))
     result = _result()
     persisted = _persisted(agent, result)
     agent.steer("also check the tests")
@@ -41,12 +52,7 @@ async def test_escape_takes_back_what_was_typed_and_the_result_still_reaches_the
 async def test_a_result_queued_when_the_run_is_aborted_is_appended_once_without_a_request(
     harness: Harness,
 ) -> None:
-    model = PlannedModel()
-    agent, _rec = harness.agent(model)
-    gate = Gated(Reply("never sent"))
-    model.plan = [gate]
-    run = asyncio.create_task(agent.prompt("work on it"))
-    await wait(gate.started.wait())
+    agent, model, _gate, run = await _mid_request(harness, "never sent")
     result = _result()
     persisted = _persisted(agent, result)
     agent.send_custom_message(result, deliver_as="steer", trigger_turn=True)
@@ -60,12 +66,7 @@ async def test_a_result_queued_when_the_run_is_aborted_is_appended_once_without_
 
 
 async def test_a_result_queued_when_the_run_ends_after_its_tools_is_appended_once(harness: Harness) -> None:
-    model = PlannedModel()
-    agent, _rec = harness.agent(model)
-    gate = Gated(Reply("my final answer"))
-    model.plan = [gate, Reply("never sent")]
-    run = asyncio.create_task(agent.prompt("work on it"))
-    await wait(gate.started.wait())
+    agent, model, gate, run = await _mid_request(harness, "my final answer", Reply("never sent"))
     result = _result("helper")
     persisted = _persisted(agent, result)
     agent.send_custom_message(result, deliver_as="steer", trigger_turn=True)
