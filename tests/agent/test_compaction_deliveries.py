@@ -111,10 +111,14 @@ async def _held_compaction(
     return agent, model, rec, gate
 
 
-async def test_a_result_delivered_during_a_manual_compaction_wakes_the_owner_after_it(
-    harness: Harness,
+@pytest.mark.parametrize("ends", ["done", "failed", "aborted"])
+async def test_a_result_delivered_during_a_manual_compaction_wakes_the_owner_once_it_ends(
+    harness: Harness, ends: str
 ) -> None:
-    agent, model, rec, gate = await _held_compaction(harness, Reply("## Goal\nthe summary"))
+    """Whether the compaction succeeds, fails or is aborted, the result held meanwhile is delivered
+    once it ends, and the owner answers it."""
+    summary = {"done": Reply("## Goal\nthe summary"), "failed": Fail("summary request failed")}
+    agent, model, rec, gate = await _held_compaction(harness, summary.get(ends, Reply("never sent")))
     compaction = asyncio.create_task(agent.compact())
     await wait(gate.started.wait())
     assert agent.is_compacting
@@ -123,46 +127,20 @@ async def test_a_result_delivered_during_a_manual_compaction_wakes_the_owner_aft
     settled = _settled(rec)
     agent.send_custom_message(message, deliver_as="steer", trigger_turn=True)
     assert _entries(agent, message) == []  # not appended into the context being summarised
-    gate.release.set()
-    entry = await wait(compaction)
-    assert entry.summary.startswith("## Goal\nthe summary")
+    if ends == "aborted":
+        await wait(agent.abort())
+    else:
+        gate.release.set()
+    if ends == "done":
+        entry = await wait(compaction)
+        assert entry.summary.startswith("## Goal\nthe summary")
+    else:
+        with pytest.raises(CompactionError, match="aborted" if ends == "aborted" else None):
+            await wait(compaction)
     await wait(persisted)
     await _assert_answered(agent, model, rec, message, settled)
-    assert agent.messages[0].role == "compactionSummary"
-
-
-async def test_a_result_delivered_during_a_failed_manual_compaction_still_wakes_the_owner(
-    harness: Harness,
-) -> None:
-    agent, model, rec, gate = await _held_compaction(harness, Fail("summary request failed"))
-    compaction = asyncio.create_task(agent.compact())
-    await wait(gate.started.wait())
-    message = _result()
-    persisted = _persisted(agent, message)
-    settled = _settled(rec)
-    agent.send_custom_message(message, deliver_as="steer", trigger_turn=True)
-    gate.release.set()
-    with pytest.raises(CompactionError):
-        await wait(compaction)
-    await wait(persisted)
-    await _assert_answered(agent, model, rec, message, settled)
-
-
-async def test_a_result_delivered_during_an_aborted_manual_compaction_still_wakes_the_owner(
-    harness: Harness,
-) -> None:
-    agent, model, rec, gate = await _held_compaction(harness, Reply("never sent"))
-    compaction = asyncio.create_task(agent.compact())
-    await wait(gate.started.wait())
-    message = _result()
-    persisted = _persisted(agent, message)
-    settled = _settled(rec)
-    agent.send_custom_message(message, deliver_as="steer", trigger_turn=True)
-    await wait(agent.abort())
-    with pytest.raises(CompactionError, match="aborted"):
-        await wait(compaction)
-    await wait(persisted)
-    await _assert_answered(agent, model, rec, message, settled)
+    if ends == "done":
+        assert agent.messages[0].role == "compactionSummary"
 
 
 async def test_deliveries_without_a_turn_during_a_manual_compaction_are_appended_after_it(
@@ -187,14 +165,16 @@ async def test_deliveries_without_a_turn_during_a_manual_compaction_are_appended
     assert agent.messages[-2:] == [early, later]
 
 
-async def test_a_result_delivered_during_a_failed_overflow_compaction_still_gets_its_turn(
-    harness: Harness,
-) -> None:
+async def _result_during_compaction_in_a_run(
+    harness: Harness, first: Reply | Fail, summary: Reply | Fail
+) -> tuple[AgentSession, PlannedModel, Recorder, CustomMessage]:
+    """A run whose reply `first` makes it compact (summary `summary`); a result delivered while the
+    summary request is held. Returns once the run ended and the result was persisted."""
     model = PlannedModel(context_window=10_000)
     agent, rec = harness.agent(model, settings=KEEP_TURN)
     await _history(agent, model, 2)
-    gate = Gated(Fail("summary request failed"))
-    model.plan = [Fail(OVERFLOW), gate, Reply("answered the result")]
+    gate = Gated(summary)
+    model.plan = [first, gate, Reply("answered the result")]
     run = asyncio.create_task(agent.prompt("one more"))
     await wait(gate.started.wait())
     message = _result()
@@ -203,6 +183,15 @@ async def test_a_result_delivered_during_a_failed_overflow_compaction_still_gets
     gate.release.set()
     await wait(run)
     await wait(persisted)
+    return agent, model, rec, message
+
+
+async def test_a_result_delivered_during_a_failed_overflow_compaction_still_gets_its_turn(
+    harness: Harness,
+) -> None:
+    agent, model, rec, message = await _result_during_compaction_in_a_run(
+        harness, Fail(OVERFLOW), Fail("summary request failed")
+    )
     assert rec.of("compaction_end")[-1].error_message is not None
     assert agent.is_idle and agent.pending_message_count == 0
     assert len(_entries(agent, message)) == 1
@@ -211,19 +200,9 @@ async def test_a_result_delivered_during_a_failed_overflow_compaction_still_gets
 
 
 async def test_a_result_delivered_during_a_threshold_compaction_gets_its_turn(harness: Harness) -> None:
-    model = PlannedModel(context_window=10_000)
-    agent, rec = harness.agent(model, settings=KEEP_TURN)
-    await _history(agent, model, 2)
-    gate = Gated(Reply("the summary"))
-    model.plan = [Reply("big", usage=_usage(9_500)), gate, Reply("answered the result")]
-    run = asyncio.create_task(agent.prompt("push it over"))
-    await wait(gate.started.wait())
-    message = _result()
-    persisted = _persisted(agent, message)
-    agent.send_custom_message(message, deliver_as="steer", trigger_turn=True)
-    gate.release.set()
-    await wait(run)
-    await wait(persisted)
+    agent, model, rec, message = await _result_during_compaction_in_a_run(
+        harness, Reply("big", usage=_usage(9_500)), Reply("the summary")
+    )
     assert [e.reason for e in rec.of("compaction_end")] == ["threshold"]
     assert rec.of("compaction_end")[0].result is not None
     assert len(_entries(agent, message)) == 1
