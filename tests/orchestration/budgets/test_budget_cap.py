@@ -6,6 +6,8 @@ skipped once the tree is spent."""
 from __future__ import annotations
 
 import asyncio
+import contextlib
+from collections.abc import AsyncIterator
 from pathlib import Path
 from typing import Any
 
@@ -124,15 +126,8 @@ async def test_a_request_in_flight_holds_the_tree_until_its_run_is_found_lost(en
     """What a host killed mid-request leaves: its agent's reservation row. Recovery marks the run
     `lost` (here directly, as `Host.recover` does for a dead host's run, no extension hook called):
     from then on the row counts nothing, so the tree is not blocked."""
-    write_script(
-        env, "team", {"steps": [{"text": "noted"}], "agents": {"*": [{"text": "slow", "delay_ms": 60_000}]}}
-    )
-    async with team(env, "team", settings=Settings(budget=BudgetSettings(tree_tokens=LIMIT))) as t:
-        started = await t.controller.delegate(t.caller, DelegateParams(definition="scout", task="look"))
-        ledger = BudgetLedger(t.host.kernel.db)
+    async with _request_in_flight(env) as (t, started, ledger, held):
         tree_id = t.caller.session_id
-        await eventually(lambda: ledger.reserved(tree_id)[0] > 0, t.host)
-        held = ledger.reserved(tree_id)[0]
         assert held >= 256  # the input estimate plus the output floor
         t.host.kernel.mark_presence(started.run_id, "lost", diagnostic="host gone")
         assert ledger.reserved(tree_id) == (0, 0.0)
@@ -143,18 +138,25 @@ async def test_a_request_in_flight_holds_the_tree_until_its_run_is_found_lost(en
 async def test_a_request_in_flight_stops_counting_once_its_run_has_a_result(env: Path) -> None:
     """The other end of a run: once its generation is completed (here its result stored directly,
     no extension hook called), a reservation it still has counts nothing."""
+    async with _request_in_flight(env) as (t, started, ledger, held):
+        tree_id = t.caller.session_id
+        t.host.kernel.store_result(started.run_id, started.request_id, status="completed", text="done")
+        assert ledger.reserved(tree_id) == (0, 0.0)
+        assert store_row(ledger, started.run_id) == held  # still stored, counted for nothing
+
+
+@contextlib.asynccontextmanager
+async def _request_in_flight(env: Path) -> AsyncIterator[tuple[Any, Any, BudgetLedger, int]]:
+    """A team whose one scout has a model request in flight under a tree limit: `(team, the
+    delegation, the ledger, the tokens its reservation holds)`."""
     write_script(
         env, "team", {"steps": [{"text": "noted"}], "agents": {"*": [{"text": "slow", "delay_ms": 60_000}]}}
     )
     async with team(env, "team", settings=Settings(budget=BudgetSettings(tree_tokens=LIMIT))) as t:
         started = await t.controller.delegate(t.caller, DelegateParams(definition="scout", task="look"))
         ledger = BudgetLedger(t.host.kernel.db)
-        tree_id = t.caller.session_id
-        await eventually(lambda: ledger.reserved(tree_id)[0] > 0, t.host)
-        held = ledger.reserved(tree_id)[0]
-        t.host.kernel.store_result(started.run_id, started.request_id, status="completed", text="done")
-        assert ledger.reserved(tree_id) == (0, 0.0)
-        assert store_row(ledger, started.run_id) == held  # still stored, counted for nothing
+        await eventually(lambda: ledger.reserved(t.caller.session_id)[0] > 0, t.host)
+        yield t, started, ledger, ledger.reserved(t.caller.session_id)[0]
 
 
 def store_row(ledger: BudgetLedger, run_id: str) -> int | None:
