@@ -1,7 +1,8 @@
 """The MCP Inspector's CLI mode (another real client) lists `corral mcp`'s tools and calls one.
 
-Runs when `npx` is present (the package is fetched once into npm's cache); under `CI=true` a
-missing `npx` is a failure, not a skip (`.ci/run` installs Node.js).
+Runs when `npx` is present (the package is fetched once into npm's cache), on a Node at least the
+Inspector's `engines.node` (npm's Node 22 when the system's is older); under `CI=true` a missing
+`npx` is a failure, not a skip (`.ci/run` installs Node.js).
 """
 
 from __future__ import annotations
@@ -12,6 +13,7 @@ import shutil
 import subprocess
 
 from tests._ci import unavailable
+from tests.e2e._pi_real import node_for, require_node
 
 from .conftest import CORRAL, McpEnv
 
@@ -19,13 +21,19 @@ INSPECTOR = "@modelcontextprotocol/inspector@2.12.0"
 """Pinned: a new Inspector release must not change what CI runs (raise it on purpose)."""
 
 
+INSPECTOR_NODE = (22, 19)
+"""Its `engines.node`: an older system Node runs it on npm's Node 22 (as the real-Pi tests do)."""
+
+
 def _inspector(env: McpEnv, *method: str) -> dict[str, object]:
     npx = shutil.which("npx")
     if npx is None:
         unavailable("npx (Node.js) is not installed")
+    node = node_for(require_node(), INSPECTOR_NODE, f"the MCP Inspector {INSPECTOR}")
+    path = os.pathsep.join([str(node.parent), env.vars.get("PATH", os.environ.get("PATH", ""))])
     done = subprocess.run(
         [npx, "-y", INSPECTOR, "--cli", CORRAL, "mcp", "--cwd", str(env.work), *method],
-        env={**env.vars, "HOME": os.environ.get("HOME", str(env.root))},
+        env={**env.vars, "HOME": os.environ.get("HOME", str(env.root)), "PATH": path},
         capture_output=True,
         text=True,
         timeout=300,
