@@ -137,9 +137,12 @@ def kill_json_run(env: Env, *args: str, at: Callable[[dict[str, Any]], bool]) ->
         text=True,
     ) as proc:
         assert proc.stdout is not None
+        reached = False
         for line in proc.stdout:
             if at(json.loads(line)):
+                reached = True
                 break
+        assert reached, "the run ended before the event it was to be killed at"
         proc.send_signal(signal.SIGKILL)
         proc.wait(timeout=30)
 

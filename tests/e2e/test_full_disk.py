@@ -10,6 +10,7 @@ from __future__ import annotations
 
 import json
 import sqlite3
+import sys
 from pathlib import Path
 
 import pytest
@@ -35,9 +36,10 @@ steps:
         args:
           command: >-
             for i in $(seq 1 600); do grep -rqs SCOUT-MARK "$CORRAL_HOME/sessions" &&
-            python3 -c "import os, sqlite3, sys; db = sqlite3.connect(os.environ['CORRAL_HOME'] + '/corral.db');
+            "$TEST_PYTHON" -c "import os, sqlite3, sys; db = sqlite3.connect(os.environ['CORRAL_HOME'] + '/corral.db');
             sys.exit(db.execute('SELECT 1 FROM generations WHERE label = ? AND pid IS NOT NULL', ('scout',)).fetchone() is None)"
-            2>/dev/null && break; sleep 0.05; done;
+            && break; sleep 0.05; done;
+            [ "$i" -lt 600 ] || { echo "the scout's start was never recorded" >&2; exit 1; };
             dd if=/dev/zero of="$CORRAL_HOME/fill1" bs=64k 2>/dev/null;
             dd if=/dev/zero of="$CORRAL_HOME/fill2" bs=1 2>/dev/null; echo filled
   - text: "Waiting for the scout's result."
@@ -68,7 +70,8 @@ def test_full_disk_mid_run_fails_cleanly_and_resume_delivers_once(
         cli_env.script("team", _LEAD + SCOUTS[scout])
         # Plain text: when the scout's own writes failed it stored no result, so nothing may arrive.
         cli_env.script("after", "steps:\n  - text: 'Resumed.'\n")
-        done = corral("run", "--model", "scripted/team", "-p", "go")
+        # The lead's bash call reads the store with the suite's own Python (no `python3` assumed).
+        done = corral("run", "--model", "scripted/team", "-p", "go", env={"TEST_PYTHON": sys.executable})
         assert done.returncode == 1, done.stderr
         assert "Traceback" not in done.stderr
         # The session file or the database ran out of space, whichever was written first.
