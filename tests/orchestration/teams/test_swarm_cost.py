@@ -267,7 +267,10 @@ async def test_a_swarm_member_whose_run_is_lost_neither_holds_its_siblings_nor_t
             "r3": [
                 {
                     "tool_calls": [
-                        {"name": "bash", "args": {"command": f"until [ -e {gate} ]; do sleep 0.01; done"}}
+                        {
+                            "name": "bash",
+                            "args": {"command": f"until [ -e {gate} ]; do sleep 0.01; done", "timeout": 120},
+                        }
                     ]
                 },
                 _report("full report number 3"),
