@@ -5,11 +5,12 @@ such tool — a skipped test proves nothing."""
 from __future__ import annotations
 
 import os
+import shutil
 from typing import NoReturn
 
 import pytest
 
-__all__ = ["unavailable"]
+__all__ = ["require", "unavailable"]
 
 
 def unavailable(reason: str, *, module_level: bool = False) -> NoReturn:
@@ -23,3 +24,17 @@ def unavailable(reason: str, *, module_level: bool = False) -> NoReturn:
     if os.environ.get("CI") == "true":
         pytest.fail(f"{reason} (under CI=true this is a failure: .ci/run installs it)", pytrace=False)
     pytest.skip(reason, allow_module_level=module_level)
+
+
+def require(tool: str, why: str = "") -> str:
+    """The path of the program `tool` on PATH; else `unavailable` (a skip here, a failure under CI).
+
+    Args:
+        tool: The program's name (`tmux`, `git`, `bwrap`, `node`, `npx`).
+        why: What needs it, or how to get it, added to the reason.
+    """
+    __tracebackhide__ = True
+    found = shutil.which(tool)
+    if found is None:
+        unavailable(f"{tool} is not installed" + (f" ({why})" if why else ""))
+    return found

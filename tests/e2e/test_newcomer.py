@@ -6,7 +6,6 @@ from __future__ import annotations
 import contextlib
 import json
 import os
-import shutil
 import signal
 import subprocess
 import sys
@@ -15,7 +14,7 @@ from pathlib import Path
 import pytest
 
 from corral.llm import DEFAULT_MODELS
-from tests._ci import unavailable
+from tests._ci import require
 from tests.tmpfs import small_tmpfs
 
 from .conftest import CORRAL, Env, RunCorral, wait_until
@@ -178,8 +177,7 @@ def _results(stdout: str) -> list[str]:
 def test_the_offline_tour_works_in_any_directory_and_every_hint_points_at_it(
     corral: RunCorral, cli_env: Env
 ) -> None:
-    if shutil.which("git") is None:
-        unavailable("needs git")  # the tour runs `git status`; its message below is git's own
+    require("git", "the tour runs `git status`; its message below is git's own")
     no_model = corral("run", "-p", "hi")
     assert no_model.returncode == 2 and "--model scripted/tour" in no_model.stderr
     (cli_env.project / "NOTES.md").write_text("# Notes\nTODO: write the intro\n")

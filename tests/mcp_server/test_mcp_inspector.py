@@ -9,10 +9,9 @@ from __future__ import annotations
 
 import json
 import os
-import shutil
 import subprocess
 
-from tests._ci import unavailable
+from tests._ci import require
 from tests.e2e._pi_real import node_for, require_node
 
 from .conftest import CORRAL, McpEnv
@@ -26,9 +25,7 @@ INSPECTOR_NODE = (22, 19)
 
 
 def _inspector(env: McpEnv, *method: str) -> dict[str, object]:
-    npx = shutil.which("npx")
-    if npx is None:
-        unavailable("npx (Node.js) is not installed")
+    npx = require("npx", "Node.js")
     node = node_for(require_node(), INSPECTOR_NODE, f"the MCP Inspector {INSPECTOR}")
     path = os.pathsep.join([str(node.parent), env.vars.get("PATH", os.environ.get("PATH", ""))])
     done = subprocess.run(

@@ -10,15 +10,14 @@ from pathlib import Path
 
 import pytest
 
-from tests._ci import unavailable
+from tests._ci import require
 
 _SOCKET_MAX = 100  # AF_UNIX paths are limited to about 107 bytes
 
 
 def require_tmux() -> None:
     """Skip (outside CI only) when tmux cannot start a server."""
-    if shutil.which("tmux") is None:
-        unavailable("tmux is not installed")
+    require("tmux")
 
 
 def kill_server(socket: Path) -> None:

@@ -3,7 +3,6 @@ built-in default model shown in the footer."""
 
 from __future__ import annotations
 
-import shutil
 import subprocess
 
 import pytest
@@ -13,7 +12,7 @@ from corral.llm import DEFAULT_MODELS, AssistantMessage, CustomMessage
 from corral.tui import CorralApp
 from corral.tui.app import SetupCard
 from corral.tui.widgets import StatusFooter
-from tests._ci import unavailable
+from tests._ci import require
 
 from .conftest import SIZE, TuiEnv, started, wait_until
 
@@ -101,8 +100,7 @@ async def test_a_broken_settings_file_gets_its_own_card_naming_the_file_and_line
 async def test_the_tour_quotes_tool_output_instead_of_rendering_it_as_markdown(tui_env: TuiEnv) -> None:
     """Issue 28: in a git repository the tour's `git status --short --branch` output (`## master`) was
     drawn as a Markdown heading reading "master"; the tour quotes tool output in a code block."""
-    if shutil.which("git") is None:
-        unavailable("needs git")
+    require("git")
     from textual.widgets._markdown import MarkdownFence, MarkdownHeader
 
     from corral.tui.widgets import AssistantCard

@@ -31,7 +31,7 @@ from corral.agent.tools import (
     create_builtin_tools,
     sandbox_environment,
 )
-from tests._ci import unavailable
+from tests._ci import require, unavailable
 from tests.sandbox_attacks import (
     IO_URING_CONNECT_C,
     compile_c,
@@ -393,8 +393,7 @@ async def test_edit_agent_bash_can_write(project: Path) -> None:
 async def test_read_agent_bash_cannot_drive_a_tmux_server(
     sandbox: ReadOnlySandbox, home_project: Path, user_home: Path, short_tmp: Path
 ) -> None:
-    if shutil.which("tmux") is None:
-        unavailable("needs tmux")
+    require("tmux")
     # The user's own server (default socket directory) and corral's private one under $CORRAL_HOME.
     user_server = f"corral-sbx-{os.getpid()}"
     corral_socket = Path(os.environ["CORRAL_HOME"]) / "tmux" / "corral"

@@ -3,13 +3,12 @@
 from __future__ import annotations
 
 import json
-import shutil
 import subprocess
 
 import pytest
 
 from corral.orchestration.store.jsjson import js_number, stringify
-from tests._ci import unavailable
+from tests._ci import require
 
 # Each case is JavaScript source for a value and the same value in Python. Floats are written so both
 # languages read the same double.
@@ -47,9 +46,7 @@ _CASES: list[tuple[str, object]] = [
 
 @pytest.fixture(scope="module")
 def node_vectors() -> tuple[list[str], list[str]]:
-    node = shutil.which("node")
-    if node is None:
-        unavailable("node is not installed; it produces the JSON.stringify vectors")
+    node = require("node", "it produces the JSON.stringify vectors")
     values = ", ".join(f"({source})" for source, _ in _CASES)
     script = (
         f"const values = [{values}];"

@@ -2,7 +2,6 @@
 
 from __future__ import annotations
 
-import shutil
 from collections.abc import AsyncIterator
 from pathlib import Path
 from typing import Any
@@ -12,7 +11,7 @@ import pytest
 from corral.agent.tools import ReadGuard, ReadOnlySandbox
 from corral.orchestration.teams.reports._reports import TEAM_REPORT_TYPE
 from corral.orchestration.teams.roster.records import TEAM_MESSAGE_TYPE
-from tests._ci import unavailable
+from tests._ci import require
 from tests._waits import eventually
 
 from ._teams_helpers import TeamsEnv, teams_env, write_script
@@ -70,8 +69,7 @@ async def test_reports_that_arrive_while_the_lead_is_busy_cost_it_one_request_to
 async def test_a_swarms_read_agents_share_one_sandbox_view_of_their_directory(
     tmp_path: Path, monkeypatch: pytest.MonkeyPatch
 ) -> None:
-    if shutil.which("bwrap") is None:
-        unavailable("bubblewrap is not installed")
+    require("bwrap", "bubblewrap")
     views: list[ReadGuard] = []
     build = ReadOnlySandbox.read_guard
 

@@ -3,7 +3,6 @@
 from __future__ import annotations
 
 import asyncio
-import shutil
 from pathlib import Path
 
 import pytest
@@ -31,7 +30,7 @@ from corral.orchestration.surfaces.teams._render import (
 from corral.orchestration.teams._control import TEAM_MESSAGE_TYPE
 from corral.orchestration.teams.reports._reports import TEAM_REPORT_TYPE
 from corral.settings import CapacitySettings, Settings, TeamsSettings
-from tests._ci import unavailable
+from tests._ci import require
 from tests._waits import eventually
 
 from ._teams_helpers import WAIT, teams_env, write_script
@@ -410,8 +409,7 @@ async def test_nested_helpers_report_to_their_writer_which_waits_for_them(tmp_pa
 async def test_read_only_sandbox_blocks_writes_and_network_for_readers_but_not_writers(
     tmp_path: Path, monkeypatch: pytest.MonkeyPatch
 ) -> None:
-    if shutil.which("bwrap") is None:
-        unavailable("bubblewrap is not installed")
+    require("bwrap", "bubblewrap")
     server = await asyncio.start_server(lambda r, w: w.close(), "127.0.0.1", 0)
     port = server.sockets[0].getsockname()[1]
     monkeypatch.setenv("PROBE_PORT", str(port))
