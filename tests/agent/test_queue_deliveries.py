@@ -13,8 +13,8 @@ from typing import Any
 
 from corral.agent import AgentSession
 
+from ._deliveries import agent_result, entries_of, on_persisted, sent_last
 from .helpers import Gated, Harness, PlannedModel, Reply, wait
-from .test_compaction_deliveries import _entries, _persisted, _result, _sent_last
 
 
 async def _mid_request(
@@ -34,8 +34,8 @@ async def test_escape_takes_back_what_was_typed_and_the_result_still_reaches_the
     harness: Harness,
 ) -> None:
     agent, model, gate, run = await _mid_request(harness, "first answer", Reply("answered the result"))
-    result = _result()
-    persisted = _persisted(agent, result)
+    result = agent_result()
+    persisted = on_persisted(agent, result)
     agent.steer("also check the tests")
     agent.send_custom_message(result, deliver_as="steer", trigger_turn=True)
     steering, follow_up = agent.clear_queue()
@@ -44,8 +44,8 @@ async def test_escape_takes_back_what_was_typed_and_the_result_still_reaches_the
     await wait(persisted)
     await wait(run)
     await wait(agent.wait_for_idle())
-    assert len(_entries(agent, result)) == 1
-    assert _sent_last(model, result)  # the owner's next request carried it
+    assert len(entries_of(agent, result)) == 1
+    assert sent_last(model, result)  # the owner's next request carried it
     assert agent.last_assistant_text() == "answered the result"
 
 
@@ -53,27 +53,27 @@ async def test_a_result_queued_when_the_run_is_aborted_is_appended_once_without_
     harness: Harness,
 ) -> None:
     agent, model, _gate, run = await _mid_request(harness, "never sent")
-    result = _result()
-    persisted = _persisted(agent, result)
+    result = agent_result()
+    persisted = on_persisted(agent, result)
     agent.send_custom_message(result, deliver_as="steer", trigger_turn=True)
     agent.follow_up("and then this")
     await wait(agent.abort())
     await wait(persisted)  # before this fix the delivery waited for a turn that never came
     await wait(run)
-    assert len(_entries(agent, result)) == 1 and result in agent.messages
+    assert len(entries_of(agent, result)) == 1 and result in agent.messages
     assert len(model.requests) == 1  # no request for it: the user stopped the agent
     assert agent.is_idle and agent.clear_queue() == ([], ["and then this"])  # typed messages are kept
 
 
 async def test_a_result_queued_when_the_run_ends_after_its_tools_is_appended_once(harness: Harness) -> None:
     agent, model, gate, run = await _mid_request(harness, "my final answer", Reply("never sent"))
-    result = _result("helper")
-    persisted = _persisted(agent, result)
+    result = agent_result("helper")
+    persisted = on_persisted(agent, result)
     agent.send_custom_message(result, deliver_as="steer", trigger_turn=True)
     agent.steer("typed meanwhile")
     agent.end_after_tools()
     gate.release.set()
     await wait(persisted)
     await wait(run)
-    assert len(_entries(agent, result)) == 1
+    assert len(entries_of(agent, result)) == 1
     assert len(model.requests) == 1 and agent.pending_message_count == 0

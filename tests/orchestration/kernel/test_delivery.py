@@ -7,7 +7,6 @@ from pathlib import Path
 
 import pytest
 
-from corral.llm import Usage
 from corral.orchestration import RESULT_TYPE, PaneNotReadyError
 from corral.orchestration.kernel._delivery import deliver_message, result_message
 from corral.orchestration.kernel.notices import AskPending, ResultReady
@@ -15,8 +14,8 @@ from corral.orchestration.kernel.records import AskRecord, GenerationRecord, Res
 from corral.orchestration.surfaces import DelegateParams
 from corral.orchestration.surfaces._host_notices import HostNoticeText
 from corral.session import find_recent_session
-from corral.settings import Settings
-from tests.agent.helpers import Gated, Harness, PlannedModel, Reply
+from tests.agent._deliveries import held_compaction
+from tests.agent.helpers import Harness, Reply, wait
 from tests.orchestration._host_helpers import team, write_script
 
 LEAD = {"steps": [{"text": "noted"}], "on_exhausted": "repeat_last"}
@@ -79,29 +78,22 @@ async def test_a_result_delivered_during_a_manual_compaction_is_delivered_once_i
 ) -> None:
     """`/compact` in the app (or a program's `compact()`) while a result arrives: the delivery
     completes once the compaction ends, and the owner answers the result."""
-    settings = Settings.model_validate({"compaction": {"reserve_tokens": 1000, "keep_recent_tokens": 300}})
-    model = PlannedModel(context_window=10_000)
-    owner, _ = Harness(tmp_path).agent(model, settings=settings)
-    for i in range(3):
-        model.plan = [
-            Reply(f"answer {i} " + "word " * 200, usage=Usage(input=290, output=10, total_tokens=300))
-        ]
-        await asyncio.wait_for(owner.prompt(f"question {i} " + "word " * 200), 10)
-    gate = Gated(Reply("## Goal\nthe summary"))
-    model.plan = [gate, Reply("noted the result")]
+    owner, _model, _rec, gate = await held_compaction(Harness(tmp_path), Reply("## Goal\nthe summary"))
     compaction = asyncio.create_task(owner.compact())
-    await asyncio.wait_for(gate.started.wait(), 10)
+    await wait(gate.started.wait())
     message = result_message(_generation(), _result(), "hello", words=WORDS)
     delivery = asyncio.create_task(deliver_message(owner, message, key="request_id", value="q"))
-    await asyncio.sleep(0)
+    await asyncio.sleep(0)  # the delivery sent its message; the compaction holds it
+    assert owner.pending_message_count == 1
+    assert not [e for e in owner.session.entries if getattr(e, "custom_type", None) == RESULT_TYPE]
     assert not delivery.done()
     gate.release.set()
-    await asyncio.wait_for(compaction, 10)
-    entry_id = await asyncio.wait_for(delivery, 10)
-    await asyncio.wait_for(owner.wait_for_idle(), 10)
+    await wait(compaction)
+    entry_id = await wait(delivery)
+    await wait(owner.wait_for_idle())
     delivered = [e for e in owner.session.entries if getattr(e, "custom_type", None) == RESULT_TYPE]
     assert [e.id for e in delivered] == [entry_id]
-    assert owner.last_assistant_text() == "noted the result"
+    assert owner.last_assistant_text() == "answered the result"
 
 
 async def test_task_not_acknowledged_in_time_is_pane_not_ready(
