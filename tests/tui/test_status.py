@@ -122,8 +122,12 @@ steps:
       - name: agent
         args: {action: delegate, definition: reviewer, label: reviewer, task: "Review it."}
   - text: "Waiting for them."
+  # The reviewer stays blocked until the test has seen the card show it (it opens the gate).
+  - text: "Answering soon."
+    tool_calls:
+      - name: bash
+        args: {command: "for i in $(seq 1200); do [ -e answer.gate ] && break; sleep 0.05; done"}
   - text: "Answering."
-    delay_ms: 4000  # the reviewer stays blocked this long: the card must show it (a busy machine)
     tool_calls:
       - name: agent
         args: {action: reply, agent: reviewer, message: "Correctness only."}
@@ -165,6 +169,7 @@ async def test_activity_card_tracks_agents_and_results_arrive_as_cards(
         await type_text(pilot, "split the work")
         await pilot.press("enter")
         await wait_until(pilot, lambda: ("reviewer", "reviewer", "blocked") in seen)
+        (tui_env.project / "answer.gate").touch()
         await wait_until(pilot, lambda: ("scout", "scout", "working") in seen)
         assert card.display
         await wait_until(pilot, lambda: bool(app.query(AgentAskCard)))
