@@ -31,11 +31,11 @@ from typing import Any
 
 sys.path.insert(0, str(Path(__file__).resolve().parent))
 
-from _common import environment, summary_ms
+from _common import corral_command, environment, summary_ms
 from _orch import data_root
 
 SCRIPT = {"steps": [{"text": "noted"}], "on_exhausted": "repeat_last", "agents": {"*": [{"text": "done"}]}}
-CORRAL = str(Path(sys.executable).with_name("corral"))
+CORRAL = corral_command()
 WAIT_MS = 60_000
 
 
@@ -72,7 +72,7 @@ def _server_params(root: Path, pid_file: Path) -> Any:
     )
     return StdioServerParameters(
         command=sys.executable,
-        args=["-c", launcher, str(pid_file), CORRAL, "mcp", "--cwd", str(root / "work")],
+        args=["-c", launcher, str(pid_file), *CORRAL, "mcp", "--cwd", str(root / "work")],
         env=dict(os.environ),
     )
 
@@ -150,7 +150,7 @@ def _startup(root: Path, runs: int) -> tuple[list[float], list[float]]:
     for _ in range(runs):
         start = time.perf_counter()
         process = subprocess.Popen(
-            [CORRAL, "mcp", "--cwd", str(root / "work")],
+            [*CORRAL, "mcp", "--cwd", str(root / "work")],
             stdin=subprocess.PIPE,
             stdout=subprocess.PIPE,
             stderr=subprocess.DEVNULL,

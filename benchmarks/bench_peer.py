@@ -60,7 +60,7 @@ from typing import Any
 
 sys.path.insert(0, str(Path(__file__).resolve().parent))
 
-from _common import environment
+from _common import corral_command, environment
 
 PI_PACKAGE = ("@mariozechner/pi-coding-agent", "0.73.1")
 EXTENSION_VERSION = "2.1.15"
@@ -349,10 +349,9 @@ def _prepare(root: Path, system: str, base_url: str, pi: Pi | None) -> tuple[lis
     (root / "config" / "corral").mkdir(parents=True)
     (root / "config" / "corral" / "settings.toml").write_text(CORRAL_SETTINGS.format(base_url=base_url))
     env.update(CORRAL_HOME=str(root / "corral-home"))
-    corral = str(Path(sys.executable).with_name("corral"))
     surface = "teams" if system == "corral-teams" else "agent"
     return [
-        corral,
+        *corral_command(),
         "run",
         "--mode",
         "rpc",
