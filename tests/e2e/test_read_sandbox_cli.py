@@ -19,8 +19,7 @@ import subprocess
 import sys
 import tempfile
 import threading
-import time
-from collections.abc import Callable, Iterator
+from collections.abc import Iterator
 from pathlib import Path
 
 import pytest
@@ -29,7 +28,7 @@ from corral.agent.tools import ReadOnlySandbox
 from tests._ci import unavailable
 from tests.sandbox_attacks import IO_URING_CONNECT_C, compile_c, fork_flood, socketpair_datagram
 
-from .conftest import Env, RunCorral
+from .conftest import Env, RunCorral, wait_until
 
 PYTHON = os.path.realpath(sys.executable)
 SECRET_KEY = "sk-e2e-fake-service-key"
@@ -223,7 +222,7 @@ def test_a_read_agents_attacks_through_every_channel_fail_and_the_host_survives(
         # The channels are real: the same tmux command from outside does run.
         subprocess.run([*servers.user_tmux, "new-window", f"touch {markers}/control"], check=True)
         control = markers / "control"
-        assert _eventually(control.exists), "the unconfined tmux control never ran"
+        wait_until(control.exists, 60, "the unconfined tmux control to run")
     finally:
         servers.close()
     assert done.returncode == 0, done.stderr
@@ -255,16 +254,6 @@ def test_a_read_agents_attacks_through_every_channel_fail_and_the_host_survives(
     assert SSH_KEY not in everything and SECRET_KEY not in everything
     assert all(value not in everything for value in BARE_SECRETS.values())
     assert "UNCONFINED" not in done.stderr  # the sandbox worked: no warning
-
-
-def _eventually(check: Callable[[], bool], timeout: float = 60.0) -> bool:
-    """Whether `check` holds within `timeout` seconds (checked every 10 ms; the bound is for a loaded machine)."""
-    deadline = time.monotonic() + timeout
-    while not check():
-        if time.monotonic() > deadline:
-            return False
-        threading.Event().wait(0.01)
-    return True
 
 
 FAKE_BWRAP = "#!/bin/sh\necho 'bwrap: No permissions to create a new namespace' >&2\nexit 1\n"
