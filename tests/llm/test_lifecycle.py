@@ -130,33 +130,29 @@ def _deprecated_openai_id() -> tuple[str, object]:
     return model_id, catalogue[model_id]
 
 
-@pytest.mark.parametrize("prompts", [("hi",), ("hi", "again")], ids=["one request", "two requests"])
-async def test_a_deprecated_model_answers_with_one_notice_under_warnings_as_errors(
-    tmp_path: Path, prompts: tuple[str, ...]
-) -> None:
+async def test_a_deprecated_model_answers_with_one_notice_under_warnings_as_errors(tmp_path: Path) -> None:
     """The notice comes with the first request, although the model (and the SDK catalogue that knows
-    its deprecation) is built only then; later requests add none."""
+    its deprecation) is built only then; a later request adds none."""
     model_id, listed = _deprecated_openai_id()
     settings = Settings.model_validate({"providers": {"openai": {"models": [{"id": model_id}]}}})
     with FakeProviderServer() as server, warnings.catch_warnings():
         warnings.simplefilter("error")  # as under PYTHONWARNINGS=error, and as the suite's own filter
-        for n in range(len(prompts)):
-            server.queue_text(f"reply {n}")
         registry = ModelRegistry(
             settings, environ={"OPENAI_API_KEY": "sk-test", "OPENAI_BASE_URL": server.base_url}, cwd=tmp_path
         )
         model = registry.create_model(registry.resolve(f"openai/{model_id}"))
         agent, recorder = Harness(tmp_path).agent(model)
-        # The bound covers the provider SDK's first import, which takes seconds on a loaded machine.
-        for prompt in prompts:
+        for n, prompt in enumerate(("hi", "again"), start=1):
+            server.queue_text(f"reply {n}")
+            # The bound covers the provider SDK's first import, which takes seconds on a loaded machine.
             await asyncio.wait_for(agent.prompt(prompt), 120)
-        replies = [event.message for event in recorder.of("message_end") if event.message.role == "assistant"]
-        assert [reply.stop_reason for reply in replies] == ["stop"] * len(prompts), [
-            r.error_message for r in replies
-        ]
-        assert len(server.requests) == len(prompts)
-        notices = [event for event in recorder.events if isinstance(event, ModelNoticeEvent)]
-        assert len(notices) == 1, notices
+            replies = [e.message for e in recorder.of("message_end") if e.message.role == "assistant"]
+            assert [reply.stop_reason for reply in replies] == ["stop"] * n, [
+                r.error_message for r in replies
+            ]
+            assert len(server.requests) == n
+            notices = [event for event in recorder.events if isinstance(event, ModelNoticeEvent)]
+            assert len(notices) == 1, notices  # with the first request, and none after it
         assert notices[0].model == f"openai/{model_id}"
         replacement = listed.replacement  # type: ignore[attr-defined]
         if replacement:
