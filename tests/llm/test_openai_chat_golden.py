@@ -79,7 +79,10 @@ def reply(*content: Any, provider: str = "fake", stop: str = "toolUse", **fields
 def _conversation(provider: str) -> list[AgentMessage]:
     return [
         UserMessage(
-            content=[TextContent(text="What is in this picture?"), ImageContent(data=PNG_1PX, mime_type="image/png")]
+            content=[
+                TextContent(text="What is in this picture?"),
+                ImageContent(data=PNG_1PX, mime_type="image/png"),
+            ]
         ),
         reply(
             ThinkingContent(thinking="I should read the file.", thinking_signature="reasoning_content"),
@@ -90,7 +93,10 @@ def _conversation(provider: str) -> list[AgentMessage]:
         ToolResultMessage(
             tool_call_id="call_1",
             tool_name="read",
-            content=[TextContent(text="Read image file [image/png]"), ImageContent(data=PNG_1PX, mime_type="image/png")],
+            content=[
+                TextContent(text="Read image file [image/png]"),
+                ImageContent(data=PNG_1PX, mime_type="image/png"),
+            ],
         ),
         reply(TextContent(text="partial"), provider=provider, stop="error", error_message="503 overloaded"),
         UserMessage(content="And now?"),
@@ -108,7 +114,9 @@ def _tools_turns(provider: str) -> list[AgentMessage]:
             provider=provider,
         ),
         ToolResultMessage(tool_call_id="c1", tool_name="read", content=[TextContent(text="A")]),
-        ToolResultMessage(tool_call_id="c2", tool_name="read", content=[TextContent(text="no such file")], is_error=True),
+        ToolResultMessage(
+            tool_call_id="c2", tool_name="read", content=[TextContent(text="no such file")], is_error=True
+        ),
         reply(ToolCall(id="c3", name="read", arguments={"path": "c"}), provider=provider),
         ToolResultMessage(tool_call_id="c3", tool_name="read", content=[TextContent(text="C")]),
         reply(TextContent(text="done"), provider=provider, stop="stop"),
@@ -164,7 +172,9 @@ REQUESTS: dict[str, Callable[[], RequestCase]] = {
                 UserMessage(content=[ImageContent(data=PNG_1PX, mime_type="image/png")]),
                 reply(ToolCall(id="c1", name="read", arguments={"path": "x.png"}), TextContent(text="t")),
                 ToolResultMessage(
-                    tool_call_id="c1", tool_name="read", content=[ImageContent(data=PNG_1PX, mime_type="image/png")]
+                    tool_call_id="c1",
+                    tool_name="read",
+                    content=[ImageContent(data=PNG_1PX, mime_type="image/png")],
                 ),
                 ToolResultMessage(tool_call_id="c0", tool_name="ls", content=[], is_error=True),
             ],
@@ -225,7 +235,9 @@ REQUESTS: dict[str, Callable[[], RequestCase]] = {
         )
     ),
     "pending_tool_call_at_end": lambda: RequestCase(
-        LlmContext("", [UserMessage(content="hi"), reply(ToolCall(id="c9", name="read", arguments={}))], [READ_TOOL])
+        LlmContext(
+            "", [UserMessage(content="hi"), reply(ToolCall(id="c9", name="read", arguments={}))], [READ_TOOL]
+        )
     ),
     "surrogates": lambda: RequestCase(
         LlmContext(
@@ -238,10 +250,14 @@ REQUESTS: dict[str, Callable[[], RequestCase]] = {
             [READ_TOOL],
         )
     ),
-    "unicode": lambda: RequestCase(LlmContext("Système ✓", [UserMessage(content="日本語 \"quoted\" \\ 🎉")])),
+    "unicode": lambda: RequestCase(LlmContext("Système ✓", [UserMessage(content='日本語 "quoted" \\ 🎉')])),
     "max_tokens_field_max_tokens": lambda: RequestCase(_hi(), info={"max_tokens_field": "max_tokens"}),
-    "max_tokens_field_completion": lambda: RequestCase(_hi(), info={"max_tokens_field": "max_completion_tokens"}),
-    "max_tokens_field_both": lambda: RequestCase(_hi(), info={"max_tokens_field": "both", "max_tokens": 100_000}),
+    "max_tokens_field_completion": lambda: RequestCase(
+        _hi(), info={"max_tokens_field": "max_completion_tokens"}
+    ),
+    "max_tokens_field_both": lambda: RequestCase(
+        _hi(), info={"max_tokens_field": "both", "max_tokens": 100_000}
+    ),
     "max_tokens_option": lambda: RequestCase(_hi(), StreamOptions(max_tokens=77)),
     "thinking_xhigh_clamped": lambda: RequestCase(_hi(), StreamOptions(thinking="xhigh")),
     "thinking_xhigh_supported": lambda: RequestCase(
@@ -262,7 +278,9 @@ REQUESTS: dict[str, Callable[[], RequestCase]] = {
         _hi(), api_key=None, headers={"X-Team": "corral", "X-Trace": "abc"}
     ),
     "not_streamed": lambda: RequestCase(
-        LlmContext("s", [UserMessage(content="hi")], [READ_TOOL]), StreamOptions(thinking="low"), streaming=False
+        LlmContext("s", [UserMessage(content="hi")], [READ_TOOL]),
+        StreamOptions(thinking="low"),
+        streaming=False,
     ),
 }
 
@@ -330,7 +348,9 @@ REPLIES: dict[str, Callable[[], ReplyCase]] = {
             ],
         )
     ),
-    "tool_call_only": lambda: ReplyCase(FakeReply(tool_calls=[FakeToolCall("read", {"path": "x"}, "call_1")])),
+    "tool_call_only": lambda: ReplyCase(
+        FakeReply(tool_calls=[FakeToolCall("read", {"path": "x"}, "call_1")])
+    ),
     "tool_call_repeated_name": lambda: ReplyCase(
         FakeReply(tool_calls=[FakeToolCall("ls", {"path": "."}, "call_r")], repeat_tool_name=True)
     ),
@@ -346,9 +366,13 @@ REPLIES: dict[str, Callable[[], ReplyCase]] = {
         FakeReply(text="ok", usage=FakeUsage(input=1000, output=200, cache_read=3000, reasoning=50))
     ),
     "error_429": lambda: ReplyCase(FakeReply(status=429, error_message="Rate limit reached for requests")),
-    "error_503": lambda: ReplyCase(FakeReply(status=503, error_message="Service unavailable, the server is overloaded")),
+    "error_503": lambda: ReplyCase(
+        FakeReply(status=503, error_message="Service unavailable, the server is overloaded")
+    ),
     "error_400": lambda: ReplyCase(
-        FakeReply(status=400, error_message="prompt is too long: 210000 tokens > 200000 maximum context length")
+        FakeReply(
+            status=400, error_message="prompt is too long: 210000 tokens > 200000 maximum context length"
+        )
     ),
     "error_404": lambda: ReplyCase(FakeReply(status=404, error_message="no route")),
     "error_500_plain_body": lambda: ReplyCase(FakeReply(status=500, error_body="upstream exploded")),
@@ -366,8 +390,12 @@ REPLIES: dict[str, Callable[[], ReplyCase]] = {
         ),
         streaming=False,
     ),
-    "plain_reasoning": lambda: ReplyCase(FakeReply(text="plain", thinking="why"), streaming=False, thinking=True),
-    "plain_length_no_usage": lambda: ReplyCase(FakeReply(text="cut", stop="length", no_usage=True), streaming=False),
+    "plain_reasoning": lambda: ReplyCase(
+        FakeReply(text="plain", thinking="why"), streaming=False, thinking=True
+    ),
+    "plain_length_no_usage": lambda: ReplyCase(
+        FakeReply(text="cut", stop="length", no_usage=True), streaming=False
+    ),
     "plain_error_400": lambda: ReplyCase(FakeReply(status=400, error_message="bad request"), streaming=False),
 }
 

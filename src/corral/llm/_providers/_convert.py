@@ -32,7 +32,6 @@ from __future__ import annotations
 
 import base64
 import json
-import re
 from collections.abc import Callable, Sequence
 from typing import Any, Literal, cast
 
@@ -69,6 +68,8 @@ from corral.llm._messages import (
 )
 from corral.llm._model import LlmContext, ModelInfo, StreamOptions, ThinkingLevel, ToolDefinition
 
+from ._text import DEFAULT_MAX_TOKENS_CAP, NO_RESULT_TEXT, pi_api_name, sanitize_surrogates, sanitize_value
+
 __all__ = [
     "ANTHROPIC_THINKING_BUDGETS",
     "DEFAULT_MAX_TOKENS_CAP",
@@ -82,9 +83,6 @@ __all__ = [
     "to_request_parameters",
 ]
 
-DEFAULT_MAX_TOKENS_CAP = 32_000
-"""`max_tokens` defaults to `min(model.max_tokens, 32000)`."""
-
 ANTHROPIC_THINKING_BUDGETS: dict[ThinkingLevel, int] = {
     "minimal": 1024,
     "low": 2048,
@@ -96,20 +94,6 @@ ANTHROPIC_THINKING_BUDGETS: dict[ThinkingLevel, int] = {
 
 _MIN_OUTPUT_TOKENS = 1024
 """Output room kept beside a thinking budget when the model's cap squeezes them."""
-
-NO_RESULT_TEXT = "No result provided"
-"""The synthetic result sent for a tool call that never got one."""
-
-_PI_API_NAMES = {
-    "openai-responses": "openai-responses",
-    "openai-chat": "openai-completions",
-    "anthropic": "anthropic-messages",
-}
-
-
-def pi_api_name(info: ModelInfo) -> str:
-    """The `api` recorded on assistant messages: Pi's name for the wire API."""
-    return _PI_API_NAMES.get(info.api, info.api)
 
 
 def responses_reasoning_signature(item_id: str | None, encrypted: str | None) -> str | None:
@@ -138,23 +122,6 @@ def _parse_responses_signature(signature: str) -> tuple[str | None, str | None]:
 
 
 # --- messages ---------------------------------------------------------------
-
-_LONE_SURROGATE = re.compile("[\ud800-\udfff]")
-
-
-def sanitize_surrogates(text: str) -> str:
-    """`text` without lone UTF-16 surrogates (which no JSON encoder can send as UTF-8)."""
-    return _LONE_SURROGATE.sub("", text) if _LONE_SURROGATE.search(text) else text
-
-
-def _sanitize_value(value: Any) -> Any:
-    if isinstance(value, str):
-        return sanitize_surrogates(value)
-    if isinstance(value, dict):
-        return {sanitize_surrogates(str(k)): _sanitize_value(v) for k, v in value.items()}
-    if isinstance(value, list):
-        return [_sanitize_value(item) for item in value]
-    return value
 
 
 def _image(block: ImageContent) -> BinaryContent:
@@ -291,7 +258,7 @@ class _Converter:
     def _tool_call(self, block: ToolCall, same: bool) -> ToolCallPart:
         return ToolCallPart(
             tool_name=block.name,
-            args=_sanitize_value(dict(block.arguments)),
+            args=sanitize_value(dict(block.arguments)),
             tool_call_id=block.id,
             provider_name=self.pai_provider if same else None,
         )
