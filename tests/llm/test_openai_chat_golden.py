@@ -427,3 +427,79 @@ async def test_unreachable_endpoint_event() -> None:
     events = await collect(model, LlmContext("", [UserMessage(content="hi")]))
     records = json.loads(json.dumps([_event_record(event) for event in events]).replace(url, "<base_url>"))
     _check("replies", "unreachable", records)
+
+
+def _schemas() -> dict[str, dict[str, Any]]:
+    """corral's own tool schemas (built-in tools, the agent surface, the teams tools) and a few
+    pydantic-generated ones (optional fields, nested models, a tagged union, a recursive model)."""
+    from typing import Literal
+
+    from pydantic import BaseModel, Field, TypeAdapter
+
+    from corral.orchestration.surfaces import (
+        ACTIONS,
+        agent_tool_schema,
+        ask_owner_schema,
+        operation_tool_schema,
+    )
+
+    class Step(BaseModel):
+        text: str
+        done: bool = False
+
+    class Cat(BaseModel):
+        kind: Literal["cat"]
+        lives: int = 9
+
+    class Dog(BaseModel):
+        kind: Literal["dog"]
+        tricks: list[str] = []
+
+    class Plan(BaseModel):
+        title: str
+        steps: list[Step]
+        note: str | None = None
+        pet: Cat | Dog = Field(discriminator="kind")
+        extra: dict[str, int] = {}
+
+    class Tree(BaseModel):
+        name: str
+        children: list[Tree] = []
+
+    schemas = {f"builtin.{tool.name}": dict(tool.parameters) for tool in _builtin_tools()}
+    schemas["agent"] = agent_tool_schema()
+    schemas["ask_owner"] = ask_owner_schema()
+    schemas.update({f"operation.{action}": operation_tool_schema(action) for action in ACTIONS})
+    teams = json.loads(
+        (
+            Path(__file__).parents[1] / "orchestration/surfaces/snapshots/teams_schemas_structure.json"
+        ).read_text()
+    )
+    schemas.update({f"teams.{name}": schema for name, schema in teams.items()})
+    schemas["nested"] = NESTED_TOOL.parameters
+    schemas["pydantic.plan"] = TypeAdapter(Plan).json_schema()
+    schemas["pydantic.tree"] = TypeAdapter(Tree).json_schema()
+    schemas["pydantic.optional_list"] = TypeAdapter(list[Step] | None).json_schema()
+    return schemas
+
+
+SCHEMAS = _schemas()
+
+
+@pytest.mark.parametrize("name", sorted(SCHEMAS))
+def test_tool_schemas_go_out_as_pydantic_ais_openai_transformer_left_them(name: str) -> None:
+    from pydantic_ai.profiles.openai import OpenAIJsonSchemaTransformer
+
+    from corral.llm._providers._chat_request import request_body
+
+    schema = SCHEMAS[name]
+    expected = OpenAIJsonSchemaTransformer(json.loads(json.dumps(schema)), strict=False).walk()
+    body = request_body(
+        make_info("openai-chat"),
+        [],
+        [ToolDefinition(name="t", description="d", parameters=schema)],
+        StreamOptions(),
+        stream=True,
+    )
+    sent = body["tools"][0]["function"]["parameters"]
+    assert json.dumps(sent) == json.dumps(expected)  # same keys, same order
