@@ -97,7 +97,6 @@ class _Block:
     """The content block being streamed."""
 
     content_index: int
-    kind: Literal["text", "thinking", "toolCall"]
     key: object
     """What feeds it: a reasoning field, `"text"`, `"think-tag"` or a tool call's index."""
     args: str = ""
@@ -130,7 +129,7 @@ class _Reply:
     ) -> list[AssistantMessageEvent]:
         events = self.end()
         index = len(self.partial.content)
-        self.current = _Block(index, kind, key)
+        self.current = _Block(index, key)
         if kind == "text":
             self.partial.content.append(TextContent(text=""))
             events.append(TextStartEvent(partial=self.partial, content_index=index))
@@ -226,7 +225,7 @@ class _Reply:
         events = self.end()
         content_index = len(self.partial.content)
         self.partial.content.append(ToolCall(id=pending.call_id or f"pyd_ai_{uuid.uuid4().hex}", name=name))
-        self.current = _Block(content_index, "toolCall", index)
+        self.current = _Block(content_index, index)
         events.append(ToolCallStartEvent(partial=self.partial, content_index=content_index))
         if pending.args:
             events.extend(self._args(pending.args))
