@@ -57,7 +57,6 @@ from corral.orchestration.kernel.records import AskRecord, RequestRecord
 from corral.orchestration.ratelimits.records import SharedWindow, SharedWindows
 from corral.orchestration.surfaces import AskOwnerTool
 from corral.orchestration.surfaces._agent_notices import AgentNoticeText
-from corral.orchestration.surfaces._budget_notices import BudgetNoticeText
 from corral.orchestration.surfaces._host_notices import HostNoticeText
 from corral.orchestration.teams.launch import MemberLaunch
 from corral.orchestration.workspaces._extension import PATCH_ENTRY, patch_entry_data
@@ -257,9 +256,7 @@ class RayWorker:
             if workspace is not None and not workspace.shared:
                 assert workspace_part is not None
                 child.on_work_done = self._patch_back(workspace, session, str(workspace_part.identity.top))
-            attach_ray_guard(
-                store, child, notices=BudgetNoticeText()
-            )  # after the patch-back: its result note follows it
+            attach_ray_guard(store, child)  # after the patch-back: its result note follows it
         except BaseException:
             session.close()
             if workspace is not None:

@@ -63,7 +63,6 @@ from corral.orchestration.kernel.records import AskRecord, GenerationRecord, Req
 from corral.orchestration.ratelimits import RateLimitsExtension
 from corral.orchestration.surfaces import AskOwnerTool
 from corral.orchestration.surfaces._agent_notices import AgentNoticeText
-from corral.orchestration.surfaces._budget_notices import BudgetNoticeText
 from corral.orchestration.surfaces._host_notices import HostNoticeText
 from corral.orchestration.teams.launch import MemberLaunch
 from corral.orchestration.workspaces.records import WorkspaceLaunch
@@ -207,9 +206,7 @@ async def run_worker(run_id: str, store_path: Path, launch_path: Path, *, out: T
                 from corral.orchestration.worktrees._worktrees import Worktrees
 
                 child.on_work_done = Worktrees(store.worktrees, home=store.db.path.parent).work_done
-            attach_worker_guard(
-                store.db, child, notices=BudgetNoticeText()
-            )  # its budget, when the host opened one for it
+            attach_worker_guard(store.db, child)  # its budget, when the host opened one for it
             child.agent.subscribe(view.on_event)
             heartbeat = Path(launch.heartbeat) if launch.heartbeat else None
             store.kernel.record_started(run_id, pid=os.getpid(), pane_id=os.environ.get("TMUX_PANE") or None)

@@ -21,7 +21,6 @@ from corral.orchestration.host._host import Host
 from corral.orchestration.ratelimits import RateLimitsExtension
 from corral.orchestration.surfaces import SurfaceTools
 from corral.orchestration.surfaces._agent_notices import AgentNoticeText
-from corral.orchestration.surfaces._budget_notices import BudgetNoticeText
 from corral.orchestration.surfaces._host_notices import HostNoticeText
 from corral.orchestration.workspaces._extension import WorkspacesExtension
 
@@ -102,7 +101,7 @@ class ComposedHost(Host):
         self.add_extension(RateLimitsExtension(repositories.db, on_change=self.changed))
         self._teams: TeamsExtension | None = None
         self._teams_notices = teams_notices
-        self.budgets = BudgetsExtension(self, notices=BudgetNoticeText())
+        self.budgets = BudgetsExtension(self)
         """Budgets of the lead's agent tree and of each agent (docs/fleet.md)."""
         self.add_extension(self.budgets)
         _register_ray(self)
