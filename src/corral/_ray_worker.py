@@ -56,7 +56,6 @@ from corral.orchestration.kernel._remote import HostView, Pulled, RemoteStore
 from corral.orchestration.kernel.records import AskRecord, RequestRecord
 from corral.orchestration.ratelimits.records import SharedWindow, SharedWindows
 from corral.orchestration.surfaces import AskOwnerTool
-from corral.orchestration.surfaces._agent_notices import AgentNoticeText
 from corral.orchestration.surfaces._host_notices import HostNoticeText
 from corral.orchestration.teams.launch import MemberLaunch
 from corral.orchestration.workspaces._extension import PATCH_ENTRY, patch_entry_data
@@ -104,9 +103,7 @@ class _Questions:
             limits=self.limits,
             resolve_result_ref=lambda _request_id: None,
         )
-        ask = agent_ctx.record_ask(
-            prepared.render(AgentNoticeText().heading("Question"), params.question).text
-        )
+        ask = agent_ctx.record_ask(prepared.render("Question", params.question).text)
         return AskOutcome(ask.ask_id, ask.request_id)
 
 

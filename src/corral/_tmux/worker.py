@@ -62,7 +62,6 @@ from corral.orchestration.kernel.notices import ChildNotices, ContextRetired
 from corral.orchestration.kernel.records import AskRecord, GenerationRecord, RequestRecord
 from corral.orchestration.ratelimits import RateLimitsExtension
 from corral.orchestration.surfaces import AskOwnerTool
-from corral.orchestration.surfaces._agent_notices import AgentNoticeText
 from corral.orchestration.surfaces._host_notices import HostNoticeText
 from corral.orchestration.teams.launch import MemberLaunch
 from corral.orchestration.workspaces.records import WorkspaceLaunch
@@ -302,9 +301,7 @@ async def _child(
             store=store.kernel, agent=agent, generation=generation, task=task, hooks=hooks, delegating=False
         )
         if described.ask_owner:
-            agent.register_tool(
-                AskOwnerTool(OwnerQuestions(store.kernel, FileLimits(), AgentNoticeText()), child, agent)
-            )
+            agent.register_tool(AskOwnerTool(OwnerQuestions(store.kernel, FileLimits()), child, agent))
     child.context_retirement = launch.context_retirement
     child.resume_prompt = launch.resume_prompt
     return child, inbox

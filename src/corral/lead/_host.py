@@ -20,7 +20,6 @@ from corral.orchestration.host._handoff import HandoffResult, handoff, handoff_r
 from corral.orchestration.host._host import Host
 from corral.orchestration.ratelimits import RateLimitsExtension
 from corral.orchestration.surfaces import SurfaceTools
-from corral.orchestration.surfaces._agent_notices import AgentNoticeText
 from corral.orchestration.surfaces._host_notices import HostNoticeText
 from corral.orchestration.workspaces._extension import WorkspacesExtension
 
@@ -94,9 +93,7 @@ class ComposedHost(Host):
         )
         self.repositories = repositories
         """Every repository over the host's database (front ends read teams and worktrees rows here)."""
-        self.controller: Controller = Controller(
-            self, hidden_runs=repositories.teams.roster.team_run_ids, notices=AgentNoticeText()
-        )
+        self.controller: Controller = Controller(self, hidden_runs=repositories.teams.roster.team_run_ids)
         """The nine `agent` actions over this host."""
         self.add_extension(RateLimitsExtension(repositories.db, on_change=self.changed))
         self._teams: TeamsExtension | None = None

@@ -364,31 +364,13 @@ async def test_threshold_compaction_retires_the_session_with_the_hosts_words(env
         assert len(steers) == 1 and f"<retired {started.run_id} {started.session_id}>" in steers[0]
 
 
-def test_the_default_message_headings_are_the_kinds_names() -> None:
-    from typing import get_args
-
-    from corral.orchestration.kernel._files import MessageHeading
-    from corral.orchestration.surfaces._agent_notices import AgentNoticeText
-
-    kinds = get_args(MessageHeading)
-    assert kinds == ("Task", "Steer", "Interrupt", "Reply", "Question", "Message")
-    assert [AgentNoticeText().heading(kind) for kind in kinds] == list(kinds)
-
-
-async def test_the_heading_of_a_message_with_files_comes_from_the_controllers_notices(env: Path) -> None:
-    from corral.orchestration.kernel._files import MessageHeading
-
-    class Tagged:
-        def heading(self, kind: MessageHeading) -> str:
-            return f"<{kind.upper()}>"
-
-    agent = [{"text": "read it", "expect": {"last_user_contains": "</file>\n\n<TASK>:\nSurvey the note."}}]
+async def test_a_message_with_files_puts_its_text_under_its_kinds_heading(env: Path) -> None:
+    agent = [{"text": "read it", "expect": {"last_user_contains": "</file>\n\nTask:\nSurvey the note."}}]
     write_script(
         env, "team", {"steps": [{"text": "noted"}], "on_exhausted": "repeat_last", "agents": {"*": agent}}
     )
     async with team(env, "team") as t:
         (t.caller.cwd / "note.txt").write_text("a note\n")
-        t.controller.delegation.notices = Tagged()
         started = await t.controller.delegate(
             t.caller, DelegateParams(definition="scout", task="Survey the note.", files=["note.txt"])
         )
@@ -396,5 +378,4 @@ async def test_the_heading_of_a_message_with_files_comes_from_the_controllers_no
         results = t.lead_entries(RESULT_TYPE)
         assert len(results) == 1 and "read it" in results[0]["content"], results
         assert started.session_path is not None
-        text = Path(started.session_path).read_text()
-        assert "<TASK>:" in text and "Task:" not in text
+        assert "</file>\\n\\nTask:\\nSurvey the note." in Path(started.session_path).read_text()
