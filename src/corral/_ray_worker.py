@@ -56,7 +56,6 @@ from corral.orchestration.kernel._remote import HostView, Pulled, RemoteStore
 from corral.orchestration.kernel.records import AskRecord, RequestRecord
 from corral.orchestration.ratelimits.records import SharedWindow, SharedWindows
 from corral.orchestration.surfaces import AskOwnerTool
-from corral.orchestration.surfaces._host_notices import HostNoticeText
 from corral.orchestration.teams.launch import MemberLaunch
 from corral.orchestration.workspaces._extension import PATCH_ENTRY, patch_entry_data
 from corral.orchestration.workspaces._remote import (
@@ -72,7 +71,6 @@ from corral.session import SessionManager
 from corral.settings import Settings
 
 if TYPE_CHECKING:
-    from corral.orchestration.kernel.notices import ChildNotices, ContextRetired
     from corral.orchestration.kernel.records import GenerationRecord
     from corral.orchestration.teams.checks._checks import CheckExecution
     from corral.orchestration.teams.remote import RemoteTeams
@@ -110,14 +108,9 @@ class _Questions:
 class _Hooks:
     """Child hooks in a worker: the host learns everything from the facts it pulls."""
 
-    def __init__(self, store: RemoteStore, notices: ChildNotices) -> None:
+    def __init__(self, store: RemoteStore) -> None:
         self.store = store
         self.child: ManagedChild | None = None
-        self.notices = notices
-
-    def context_retired(self, fact: ContextRetired) -> str:
-        """The words of a retired session's steer."""
-        return self.notices.context_retired(fact)
 
     def result_stored(self, run_id: str, request_id: str) -> None:
         """Nothing: the result fact is in the outbox."""
@@ -219,7 +212,7 @@ class RayWorker:
             registry = ModelRegistry(settings, cwd=cwd)
             store = RemoteStore(launch.generation, launch.task, path)
             store.view(HostView(launch.generation.phase, None, launch.pushed))
-            hooks = _Hooks(store, HostNoticeText())
+            hooks = _Hooks(store)
             child: ManagedChild
             port: RemoteTeams | None = None
             agent = await build_launched_agent(

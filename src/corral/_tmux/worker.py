@@ -58,11 +58,9 @@ from corral.orchestration.host.protocol import (
 )
 from corral.orchestration.kernel._child import ManagedChild
 from corral.orchestration.kernel._files import FileLimits
-from corral.orchestration.kernel.notices import ChildNotices, ContextRetired
 from corral.orchestration.kernel.records import AskRecord, GenerationRecord, RequestRecord
 from corral.orchestration.ratelimits import RateLimitsExtension
 from corral.orchestration.surfaces import AskOwnerTool
-from corral.orchestration.surfaces._host_notices import HostNoticeText
 from corral.orchestration.teams.launch import MemberLaunch
 from corral.orchestration.workspaces.records import WorkspaceLaunch
 from corral.session import SessionManager
@@ -88,14 +86,9 @@ def _brief(text: str) -> str:
 class _Hooks:
     """Child hooks in a worker: the host discovers results and asks through the store."""
 
-    def __init__(self, rate_limits: RateLimitsExtension, notices: ChildNotices) -> None:
+    def __init__(self, rate_limits: RateLimitsExtension) -> None:
         self.child: ManagedChild | None = None
         self.rate_limits = rate_limits
-        self.notices = notices
-
-    def context_retired(self, fact: ContextRetired) -> str:
-        """The words of a retired session's steer."""
-        return self.notices.context_retired(fact)
 
     def agent_event(self, run_id: str, event: AgentEvent) -> None:
         """Keep the run's rate-limit wait in the store, for the lead's status views."""
@@ -194,7 +187,7 @@ async def run_worker(run_id: str, store_path: Path, launch_path: Path, *, out: T
         registry = ModelRegistry(settings, cwd=cwd)
         session = SessionManager.open(Path(generation.session_path))
         try:
-            hooks = _Hooks(RateLimitsExtension(store.db), HostNoticeText())
+            hooks = _Hooks(RateLimitsExtension(store.db))
             child, inbox = await _child(
                 launch, store, generation, task, session, registry, settings, hooks, view
             )
@@ -264,9 +257,7 @@ async def _child(
             def result_stored(self, run_id: str, request_id: str) -> None:
                 hooks.changed()
 
-        local = _WorkerHost(
-            kernel=store.kernel, registry=registry, settings=settings, notices=HostNoticeText()
-        )
+        local = _WorkerHost(kernel=store.kernel, registry=registry, settings=settings)
         teams = Teams(local, notices=TeamsNoticeText())
         mission = teams_part.mission
         team_child = TeamChild(

@@ -20,13 +20,11 @@ from corral.orchestration.host._handoff import HandoffResult, handoff, handoff_r
 from corral.orchestration.host._host import Host
 from corral.orchestration.ratelimits import RateLimitsExtension
 from corral.orchestration.surfaces import SurfaceTools
-from corral.orchestration.surfaces._host_notices import HostNoticeText
 from corral.orchestration.workspaces._extension import WorkspacesExtension
 
 if TYPE_CHECKING:
     from corral.agent import AgentSession
     from corral.orchestration.host._launch import WorkerStart
-    from corral.orchestration.host.notices import HostNotices
     from corral.orchestration.kernel._caller import Caller
     from corral.orchestration.teams._extension import TeamsExtension
     from corral.orchestration.teams._teams import Teams
@@ -71,7 +69,6 @@ class ComposedHost(Host):
         *,
         repositories: Repositories,
         teams_notices: TeamsNotices | None = None,
-        host_notices: HostNotices | None = None,
         **options: Any,
     ) -> None:
         """Args:
@@ -80,15 +77,11 @@ class ComposedHost(Host):
         teams_notices: Words for the notices the teams core sends on its own (a queued agent that
             could not start, the recovery prompt, a fallback report, ...); default: the teams
             surface's `TeamsNoticeText`.
-        host_notices: Words for what the host tells an agent on its own (the prompt an agent moved
-            onto a worker runtime continues with, the steer of a retired session); default: the
-            surfaces' `HostNoticeText`.
         **options: `Host`'s other arguments.
         """
         super().__init__(
             kernel=repositories.kernel,
             tools=SurfaceTools(self),
-            notices=host_notices or HostNoticeText(),
             **options,
         )
         self.repositories = repositories
