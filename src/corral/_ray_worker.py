@@ -457,11 +457,11 @@ def _member_child(
     Returns:
         The `TeamChild`'s kernel child (what the worker runs) and the port (which holds the `TeamChild`).
     """
-    from corral.orchestration.surfaces.teams import TeamsNoticeText, team_member_tools
+    from corral.orchestration.surfaces.teams import team_member_tools
     from corral.orchestration.teams._member import TeamChild
     from corral.orchestration.teams.remote import RemoteTeams
 
-    port = RemoteTeams(store, notices=TeamsNoticeText())
+    port = RemoteTeams(store)
     run = TeamChild(
         store=store,
         agent=agent,

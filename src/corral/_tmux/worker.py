@@ -241,7 +241,8 @@ async def _child(
     teams_part = launch.part(MemberLaunch)
     if teams_part is not None:
         from corral.orchestration.host._host import Host
-        from corral.orchestration.surfaces.teams import TeamsNoticeText, team_member_tools
+        from corral.orchestration.surfaces.teams import team_member_tools
+        from corral.orchestration.teams import texts
         from corral.orchestration.teams._member import TeamChild
         from corral.orchestration.teams._teams import Teams
         from corral.orchestration.teams.notices import MessageArrived
@@ -258,7 +259,7 @@ async def _child(
                 hooks.changed()
 
         local = _WorkerHost(kernel=store.kernel, registry=registry, settings=settings)
-        teams = Teams(local, notices=TeamsNoticeText())
+        teams = Teams(local)
         mission = teams_part.mission
         team_child = TeamChild(
             store=store.kernel,
@@ -284,7 +285,7 @@ async def _child(
             ):
                 view.line(f"⇐ message from {message.sender}: {_brief(message.content)}")
                 fact = MessageArrived(message.sender, message.summary, message.content)
-                team_child.inject(teams.notices.member_message(fact))
+                team_child.inject(texts.member_message(fact))
 
         inbox = poll_inbox
     else:

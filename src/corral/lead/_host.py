@@ -28,7 +28,6 @@ if TYPE_CHECKING:
     from corral.orchestration.kernel._caller import Caller
     from corral.orchestration.teams._extension import TeamsExtension
     from corral.orchestration.teams._teams import Teams
-    from corral.orchestration.teams.notices import TeamsNotices
     from corral.orchestration.teams.roster.records import FileClaimRecord
     from corral.runtime import WorkerRuntime
 
@@ -68,15 +67,11 @@ class ComposedHost(Host):
         self,
         *,
         repositories: Repositories,
-        teams_notices: TeamsNotices | None = None,
         **options: Any,
     ) -> None:
         """Args:
         repositories: The data root's database and repositories (`Repositories.open`); the host
             gets their `kernel` and closes the database in `aclose`.
-        teams_notices: Words for the notices the teams core sends on its own (a queued agent that
-            could not start, the recovery prompt, a fallback report, ...); default: the teams
-            surface's `TeamsNoticeText`.
         **options: `Host`'s other arguments.
         """
         super().__init__(
@@ -90,7 +85,6 @@ class ComposedHost(Host):
         """The nine `agent` actions over this host."""
         self.add_extension(RateLimitsExtension(repositories.db, on_change=self.changed))
         self._teams: TeamsExtension | None = None
-        self._teams_notices = teams_notices
         self.budgets = BudgetsExtension(self)
         """Budgets of the lead's agent tree and of each agent (docs/fleet.md)."""
         self.add_extension(self.budgets)
@@ -117,10 +111,9 @@ class ComposedHost(Host):
     def teams(self) -> Teams:
         """The teams core, made (and added as the host's teams extension) on first use."""
         if self._teams is None:
-            from corral.orchestration.surfaces.teams._render import TeamsNoticeText
             from corral.orchestration.teams._extension import TeamsExtension
 
-            self._teams = TeamsExtension(self, notices=self._teams_notices or TeamsNoticeText())
+            self._teams = TeamsExtension(self)
             self.add_extension(self._teams)
         return self._teams.teams
 
