@@ -56,9 +56,6 @@ from corral.orchestration.kernel._remote import HostView, Pulled, RemoteStore
 from corral.orchestration.kernel.records import AskRecord, RequestRecord
 from corral.orchestration.ratelimits.records import SharedWindow, SharedWindows
 from corral.orchestration.surfaces import AskOwnerTool
-from corral.orchestration.surfaces._agent_notices import AgentNoticeText
-from corral.orchestration.surfaces._budget_notices import BudgetNoticeText
-from corral.orchestration.surfaces._host_notices import HostNoticeText
 from corral.orchestration.teams.launch import MemberLaunch
 from corral.orchestration.workspaces._extension import PATCH_ENTRY, patch_entry_data
 from corral.orchestration.workspaces._remote import (
@@ -74,7 +71,6 @@ from corral.session import SessionManager
 from corral.settings import Settings
 
 if TYPE_CHECKING:
-    from corral.orchestration.kernel.notices import ChildNotices, ContextRetired
     from corral.orchestration.kernel.records import GenerationRecord
     from corral.orchestration.teams.checks._checks import CheckExecution
     from corral.orchestration.teams.remote import RemoteTeams
@@ -105,23 +101,16 @@ class _Questions:
             limits=self.limits,
             resolve_result_ref=lambda _request_id: None,
         )
-        ask = agent_ctx.record_ask(
-            prepared.render(AgentNoticeText().heading("Question"), params.question).text
-        )
+        ask = agent_ctx.record_ask(prepared.render("Question", params.question).text)
         return AskOutcome(ask.ask_id, ask.request_id)
 
 
 class _Hooks:
     """Child hooks in a worker: the host learns everything from the facts it pulls."""
 
-    def __init__(self, store: RemoteStore, notices: ChildNotices) -> None:
+    def __init__(self, store: RemoteStore) -> None:
         self.store = store
         self.child: ManagedChild | None = None
-        self.notices = notices
-
-    def context_retired(self, fact: ContextRetired) -> str:
-        """The words of a retired session's steer."""
-        return self.notices.context_retired(fact)
 
     def result_stored(self, run_id: str, request_id: str) -> None:
         """Nothing: the result fact is in the outbox."""
@@ -223,7 +212,7 @@ class RayWorker:
             registry = ModelRegistry(settings, cwd=cwd)
             store = RemoteStore(launch.generation, launch.task, path)
             store.view(HostView(launch.generation.phase, None, launch.pushed))
-            hooks = _Hooks(store, HostNoticeText())
+            hooks = _Hooks(store)
             child: ManagedChild
             port: RemoteTeams | None = None
             agent = await build_launched_agent(
@@ -257,9 +246,7 @@ class RayWorker:
             if workspace is not None and not workspace.shared:
                 assert workspace_part is not None
                 child.on_work_done = self._patch_back(workspace, session, str(workspace_part.identity.top))
-            attach_ray_guard(
-                store, child, notices=BudgetNoticeText()
-            )  # after the patch-back: its result note follows it
+            attach_ray_guard(store, child)  # after the patch-back: its result note follows it
         except BaseException:
             session.close()
             if workspace is not None:
@@ -470,11 +457,11 @@ def _member_child(
     Returns:
         The `TeamChild`'s kernel child (what the worker runs) and the port (which holds the `TeamChild`).
     """
-    from corral.orchestration.surfaces.teams import TeamsNoticeText, team_member_tools
+    from corral.orchestration.surfaces.teams import team_member_tools
     from corral.orchestration.teams._member import TeamChild
     from corral.orchestration.teams.remote import RemoteTeams
 
-    port = RemoteTeams(store, notices=TeamsNoticeText())
+    port = RemoteTeams(store)
     run = TeamChild(
         store=store,
         agent=agent,

@@ -58,13 +58,9 @@ from corral.orchestration.host.protocol import (
 )
 from corral.orchestration.kernel._child import ManagedChild
 from corral.orchestration.kernel._files import FileLimits
-from corral.orchestration.kernel.notices import ChildNotices, ContextRetired
 from corral.orchestration.kernel.records import AskRecord, GenerationRecord, RequestRecord
 from corral.orchestration.ratelimits import RateLimitsExtension
 from corral.orchestration.surfaces import AskOwnerTool
-from corral.orchestration.surfaces._agent_notices import AgentNoticeText
-from corral.orchestration.surfaces._budget_notices import BudgetNoticeText
-from corral.orchestration.surfaces._host_notices import HostNoticeText
 from corral.orchestration.teams.launch import MemberLaunch
 from corral.orchestration.workspaces.records import WorkspaceLaunch
 from corral.session import SessionManager
@@ -90,14 +86,9 @@ def _brief(text: str) -> str:
 class _Hooks:
     """Child hooks in a worker: the host discovers results and asks through the store."""
 
-    def __init__(self, rate_limits: RateLimitsExtension, notices: ChildNotices) -> None:
+    def __init__(self, rate_limits: RateLimitsExtension) -> None:
         self.child: ManagedChild | None = None
         self.rate_limits = rate_limits
-        self.notices = notices
-
-    def context_retired(self, fact: ContextRetired) -> str:
-        """The words of a retired session's steer."""
-        return self.notices.context_retired(fact)
 
     def agent_event(self, run_id: str, event: AgentEvent) -> None:
         """Keep the run's rate-limit wait in the store, for the lead's status views."""
@@ -196,7 +187,7 @@ async def run_worker(run_id: str, store_path: Path, launch_path: Path, *, out: T
         registry = ModelRegistry(settings, cwd=cwd)
         session = SessionManager.open(Path(generation.session_path))
         try:
-            hooks = _Hooks(RateLimitsExtension(store.db), HostNoticeText())
+            hooks = _Hooks(RateLimitsExtension(store.db))
             child, inbox = await _child(
                 launch, store, generation, task, session, registry, settings, hooks, view
             )
@@ -207,9 +198,7 @@ async def run_worker(run_id: str, store_path: Path, launch_path: Path, *, out: T
                 from corral.orchestration.worktrees._worktrees import Worktrees
 
                 child.on_work_done = Worktrees(store.worktrees, home=store.db.path.parent).work_done
-            attach_worker_guard(
-                store.db, child, notices=BudgetNoticeText()
-            )  # its budget, when the host opened one for it
+            attach_worker_guard(store.db, child)  # its budget, when the host opened one for it
             child.agent.subscribe(view.on_event)
             heartbeat = Path(launch.heartbeat) if launch.heartbeat else None
             store.kernel.record_started(run_id, pid=os.getpid(), pane_id=os.environ.get("TMUX_PANE") or None)
@@ -252,7 +241,8 @@ async def _child(
     teams_part = launch.part(MemberLaunch)
     if teams_part is not None:
         from corral.orchestration.host._host import Host
-        from corral.orchestration.surfaces.teams import TeamsNoticeText, team_member_tools
+        from corral.orchestration.surfaces.teams import team_member_tools
+        from corral.orchestration.teams import texts
         from corral.orchestration.teams._member import TeamChild
         from corral.orchestration.teams._teams import Teams
         from corral.orchestration.teams.notices import MessageArrived
@@ -268,10 +258,8 @@ async def _child(
             def result_stored(self, run_id: str, request_id: str) -> None:
                 hooks.changed()
 
-        local = _WorkerHost(
-            kernel=store.kernel, registry=registry, settings=settings, notices=HostNoticeText()
-        )
-        teams = Teams(local, notices=TeamsNoticeText())
+        local = _WorkerHost(kernel=store.kernel, registry=registry, settings=settings)
+        teams = Teams(local)
         mission = teams_part.mission
         team_child = TeamChild(
             store=store.kernel,
@@ -297,7 +285,7 @@ async def _child(
             ):
                 view.line(f"⇐ message from {message.sender}: {_brief(message.content)}")
                 fact = MessageArrived(message.sender, message.summary, message.content)
-                team_child.inject(teams.notices.member_message(fact))
+                team_child.inject(texts.member_message(fact))
 
         inbox = poll_inbox
     else:
@@ -305,9 +293,7 @@ async def _child(
             store=store.kernel, agent=agent, generation=generation, task=task, hooks=hooks, delegating=False
         )
         if described.ask_owner:
-            agent.register_tool(
-                AskOwnerTool(OwnerQuestions(store.kernel, FileLimits(), AgentNoticeText()), child, agent)
-            )
+            agent.register_tool(AskOwnerTool(OwnerQuestions(store.kernel, FileLimits()), child, agent))
     child.context_retirement = launch.context_retirement
     child.resume_prompt = launch.resume_prompt
     return child, inbox

@@ -20,19 +20,14 @@ from corral.orchestration.host._handoff import HandoffResult, handoff, handoff_r
 from corral.orchestration.host._host import Host
 from corral.orchestration.ratelimits import RateLimitsExtension
 from corral.orchestration.surfaces import SurfaceTools
-from corral.orchestration.surfaces._agent_notices import AgentNoticeText
-from corral.orchestration.surfaces._budget_notices import BudgetNoticeText
-from corral.orchestration.surfaces._host_notices import HostNoticeText
 from corral.orchestration.workspaces._extension import WorkspacesExtension
 
 if TYPE_CHECKING:
     from corral.agent import AgentSession
     from corral.orchestration.host._launch import WorkerStart
-    from corral.orchestration.host.notices import HostNotices
     from corral.orchestration.kernel._caller import Caller
     from corral.orchestration.teams._extension import TeamsExtension
     from corral.orchestration.teams._teams import Teams
-    from corral.orchestration.teams.notices import TeamsNotices
     from corral.orchestration.teams.roster.records import FileClaimRecord
     from corral.runtime import WorkerRuntime
 
@@ -72,37 +67,25 @@ class ComposedHost(Host):
         self,
         *,
         repositories: Repositories,
-        teams_notices: TeamsNotices | None = None,
-        host_notices: HostNotices | None = None,
         **options: Any,
     ) -> None:
         """Args:
         repositories: The data root's database and repositories (`Repositories.open`); the host
             gets their `kernel` and closes the database in `aclose`.
-        teams_notices: Words for the notices the teams core sends on its own (a queued agent that
-            could not start, the recovery prompt, a fallback report, ...); default: the teams
-            surface's `TeamsNoticeText`.
-        host_notices: Words for what the host tells an agent on its own (the prompt an agent moved
-            onto a worker runtime continues with, the steer of a retired session); default: the
-            surfaces' `HostNoticeText`.
         **options: `Host`'s other arguments.
         """
         super().__init__(
             kernel=repositories.kernel,
             tools=SurfaceTools(self),
-            notices=host_notices or HostNoticeText(),
             **options,
         )
         self.repositories = repositories
         """Every repository over the host's database (front ends read teams and worktrees rows here)."""
-        self.controller: Controller = Controller(
-            self, hidden_runs=repositories.teams.roster.team_run_ids, notices=AgentNoticeText()
-        )
+        self.controller: Controller = Controller(self, hidden_runs=repositories.teams.roster.team_run_ids)
         """The nine `agent` actions over this host."""
         self.add_extension(RateLimitsExtension(repositories.db, on_change=self.changed))
         self._teams: TeamsExtension | None = None
-        self._teams_notices = teams_notices
-        self.budgets = BudgetsExtension(self, notices=BudgetNoticeText())
+        self.budgets = BudgetsExtension(self)
         """Budgets of the lead's agent tree and of each agent (docs/fleet.md)."""
         self.add_extension(self.budgets)
         _register_ray(self)
@@ -128,10 +111,9 @@ class ComposedHost(Host):
     def teams(self) -> Teams:
         """The teams core, made (and added as the host's teams extension) on first use."""
         if self._teams is None:
-            from corral.orchestration.surfaces.teams._render import TeamsNoticeText
             from corral.orchestration.teams._extension import TeamsExtension
 
-            self._teams = TeamsExtension(self, notices=self._teams_notices or TeamsNoticeText())
+            self._teams = TeamsExtension(self)
             self.add_extension(self._teams)
         return self._teams.teams
 

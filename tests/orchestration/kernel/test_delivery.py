@@ -8,18 +8,17 @@ from pathlib import Path
 import pytest
 
 from corral.orchestration import RESULT_TYPE, PaneNotReadyError
+from corral.orchestration.kernel import texts
 from corral.orchestration.kernel._delivery import deliver_message, result_message
 from corral.orchestration.kernel.notices import AskPending, ResultReady
 from corral.orchestration.kernel.records import AskRecord, GenerationRecord, ResultRecord
 from corral.orchestration.surfaces import DelegateParams
-from corral.orchestration.surfaces._host_notices import HostNoticeText
 from corral.session import find_recent_session
 from tests.agent._deliveries import held_compaction
 from tests.agent.helpers import Harness, Reply, wait
 from tests.orchestration._host_helpers import team, write_script
 
 LEAD = {"steps": [{"text": "noted"}], "on_exhausted": "repeat_last"}
-WORDS = HostNoticeText()
 
 
 def _generation() -> GenerationRecord:
@@ -44,12 +43,12 @@ def _result(status: str = "completed") -> ResultRecord:
 
 def test_result_message_head_truncates_long_results() -> None:
     text = "\n".join(f"line {i}" for i in range(2500))
-    message = result_message(_generation(), _result(), text, words=WORDS)
+    message = result_message(_generation(), _result(), text)
     assert message.details["truncated"] is True
     assert "line 1999" in message.content and "line 2000\n" not in message.content
     assert "result:q" in message.content
     assert message.details["elapsed_ms"] == 500 and message.details["context_usage"] == {"tokens": 7}
-    failed = result_message(_generation(), _result("failed"), None, words=WORDS)
+    failed = result_message(_generation(), _result("failed"), None)
     assert failed.content.endswith("Agent produced no assistant text")
     assert failed.details["status"] == "failed"
 
@@ -57,13 +56,13 @@ def test_result_message_head_truncates_long_results() -> None:
 async def test_delivery_is_skipped_when_the_owner_already_holds_the_entry(env: Path) -> None:
     write_script(env, "team", LEAD)
     async with team(env, "team") as t:
-        message = result_message(_generation(), _result(), "hello", words=WORDS)
+        message = result_message(_generation(), _result(), "hello")
         first = await deliver_message(t.lead, message, key="request_id", value="q")
         await t.lead.wait_for_idle()
         again = await asyncio.wait_for(
             deliver_message(
                 t.lead,
-                result_message(_generation(), _result(), "hello", words=WORDS),
+                result_message(_generation(), _result(), "hello"),
                 key="request_id",
                 value="q",
             ),
@@ -81,7 +80,7 @@ async def test_a_result_delivered_during_a_manual_compaction_is_delivered_once_i
     owner, _model, _rec, gate = await held_compaction(Harness(tmp_path), Reply("## Goal\nthe summary"))
     compaction = asyncio.create_task(owner.compact())
     await wait(gate.started.wait())
-    message = result_message(_generation(), _result(), "hello", words=WORDS)
+    message = result_message(_generation(), _result(), "hello")
     delivery = asyncio.create_task(deliver_message(owner, message, key="request_id", value="q"))
     await asyncio.sleep(0)  # the delivery sent its message; the compaction holds it
     assert owner.pending_message_count == 1
@@ -126,7 +125,7 @@ async def test_managed_sessions_are_skipped_by_continue(env: Path) -> None:
 
 def test_the_default_result_and_ask_texts_are_pinned() -> None:
     generation, result = _generation(), _result()
-    assert WORDS.result_text(ResultReady(generation, result, "hello", truncated=True, retired=True)) == (
+    assert texts.result_text(ResultReady(generation, result, "hello", truncated=True, retired=True)) == (
         "Agent result · agent=scout · definition=scout · session=s · request=q · status=completed\n\n"
         "hello\n\n"
         "[Result truncated; the full text is available as result:q in `files`.]\n\n"
@@ -134,29 +133,13 @@ def test_the_default_result_and_ask_texts_are_pinned() -> None:
         "fresh agent and pass this result/handoff plus the relevant files."
     )
     failed = _result("failed")
-    assert WORDS.result_text(ResultReady(generation, failed, None, truncated=False, retired=False)) == (
+    assert texts.result_text(ResultReady(generation, failed, None, truncated=False, retired=False)) == (
         "Agent result · agent=scout · definition=scout · session=s · request=q · status=failed\n\nAgent failed."
     )
     ask = AskRecord(
         ask_id="a", run_id="r", request_id="q", question="Which one?", state="pending", reply=None,
         created_at=1, resolved_at=None, delivered_entry_id=None,
     )  # fmt: skip
-    assert WORDS.ask_text(AskPending(generation, ask)) == (
+    assert texts.ask_text(AskPending(generation, ask)) == (
         "Agent scout needs your input:\n\nWhich one?\n\nAnswer with the agent tool: action reply, agent=scout."
     )
-
-
-class _TaggedResults(HostNoticeText):
-    def result_text(self, fact: ResultReady) -> str:
-        return f"<result {fact.generation.label} {fact.result.status}: {fact.shown}>"
-
-
-async def test_the_result_the_owner_reads_is_worded_by_the_hosts_notices(env: Path) -> None:
-    write_script(env, "team", {**LEAD, "agents": {"*": [{"text": "found it"}]}})
-    async with team(env, "team") as t:
-        t.host.notices = _TaggedResults()
-        await t.controller.delegate(t.caller, DelegateParams(definition="scout", task="Look."))
-        await t.quiet()
-        results = t.lead_entries(RESULT_TYPE)
-        assert len(results) == 1 and results[0]["content"] == "<result scout completed: found it>"
-        assert results[0]["details"]["status"] == "completed"  # the details stay the core's

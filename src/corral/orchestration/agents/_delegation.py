@@ -48,7 +48,6 @@ from corral.session import CustomEntry, CustomMessageEntry, SessionError, Sessio
 if TYPE_CHECKING:
     from corral.llm import ModelRegistry
     from corral.orchestration.agents.commands import ContinueParams, DelegateParams
-    from corral.orchestration.agents.notices import AgentNotices
     from corral.orchestration.host._host import Host
     from corral.orchestration.host.protocol import AgentDescription, ManagedAgentSpec, WorkerLaunch
     from corral.orchestration.kernel._files import MessageHeading
@@ -202,11 +201,9 @@ class Delegation:
         host: Host,
         *,
         resolve_result_ref: Callable[[str], Path | str | None],
-        notices: AgentNotices,
     ) -> None:
         self.host = host
         self.resolve_result_ref = resolve_result_ref
-        self.notices = notices
 
     # --- delegate ------------------------------------------------------------------------------
 
@@ -436,7 +433,7 @@ class Delegation:
         return caller.allowed
 
     def render(self, caller: Caller, files: Sequence[str] | None, heading: MessageHeading, text: str) -> str:
-        """`text` under the worded `heading` with the prepared `files` (from the caller's cwd) first."""
+        """`text` under its `heading` (`Task:`, `Steer:`, ...) with the prepared `files` (from the caller's cwd) first."""
         host = self.host
         prepared = prepare_files(
             files,
@@ -444,7 +441,7 @@ class Delegation:
             limits=host.file_limits,
             resolve_result_ref=self.resolve_result_ref,
         )
-        return prepared.render(self.notices.heading(heading), text).text
+        return prepared.render(heading, text).text
 
     def _model_for(
         self,

@@ -41,6 +41,7 @@ from corral.agent import (
 from corral.agent.tools import BashTool
 from corral.llm import AssistantMessage, CustomMessage
 from corral.orchestration.errors import ManagedAgentBusyError, OrchestrationError
+from corral.orchestration.kernel import texts
 from corral.orchestration.kernel._faults import fault_point
 from corral.orchestration.kernel.notices import ContextRetired
 from corral.orchestration.kernel.records import AckCode, AskRecord, GenerationRecord, RequestRecord
@@ -81,10 +82,6 @@ class ChildHooks(Protocol):
 
     def agent_event(self, run_id: str, event: AgentEvent) -> None:
         """An event of the run's agent session, as it happens (the host hands it to its extensions)."""
-
-    def context_retired(self, fact: ContextRetired) -> str:
-        """The words of the steer a retired session gets (the host's `ChildNotices`, `kernel/notices.py`)."""
-        ...
 
 
 SettleOutcome = Literal["result", "again", "closed"]
@@ -526,7 +523,7 @@ class ManagedChild:
         if any(getattr(entry, "custom_type", None) == RETIRED_ENTRY for entry in session.entries):
             return
         session.append_custom(RETIRED_ENTRY, {"sessionId": session.session_id})
-        text = self.hooks.context_retired(ContextRetired(run_id=self.run_id, session_id=session.session_id))
+        text = texts.context_retired(ContextRetired(run_id=self.run_id, session_id=session.session_id))
         self.agent.steer(CustomMessage(custom_type=RETIREMENT_TYPE, content=text, display=False))
 
     def _touch(self) -> None:

@@ -37,7 +37,6 @@ if TYPE_CHECKING:
     from corral.orchestration.kernel.records import GenerationRecord, ResultRecord
 
     from .launch import MemberLaunch
-    from .notices import TeamsNotices
 
 __all__ = ["TeamsExtension"]
 
@@ -45,9 +44,9 @@ __all__ = ["TeamsExtension"]
 class TeamsExtension(HostExtension):
     """The teams core on the host's extension port (see the module docstring)."""
 
-    def __init__(self, host: Host, *, notices: TeamsNotices) -> None:
+    def __init__(self, host: Host) -> None:
         self.host = host
-        self.teams = Teams(host, notices=notices)
+        self.teams = Teams(host)
         self._relaying: set[str] = set()
         """Leads whose stored messages are being relayed now (`polled`)."""
 
@@ -75,7 +74,7 @@ class TeamsExtension(HostExtension):
                 teams.members_active(report.lead_session_id),
                 urgent=is_urgent(report),
             )
-            await deliver_team_report(repos.kernel, owner, report, result, teams.notices, wake=wake)
+            await deliver_team_report(repos.kernel, owner, report, result, wake=wake)
         return True
 
     def released(self, run_id: str) -> None:

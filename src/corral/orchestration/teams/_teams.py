@@ -62,6 +62,7 @@ from corral.orchestration.teams.roster.records import NewTeamMember
 from corral.orchestration.worktrees._extension import IsolationStage
 from corral.session import SessionManager
 
+from . import texts
 from ._capacity import DEFAULT_LIMITS, Admission, CapacityController, Reservation
 from ._control import TeamControl
 from ._errors import AdmissionCancelledError, TierModelError
@@ -83,7 +84,6 @@ from .notices import (
     QueuedStartFailed,
     SessionContextAttached,
     SwarmMembersGone,
-    TeamsNotices,
 )
 from .remote._host import RemoteMembers
 from .repair._verification import Verifier
@@ -164,14 +164,11 @@ class Teams:
     extension and the services themselves call the owning service.
     """
 
-    def __init__(self, host: Host, *, notices: TeamsNotices) -> None:
+    def __init__(self, host: Host) -> None:
         """Args:
         host: The host the teams agents run on.
-        notices: Words for the notices the core sends on its own (the composition root's choice:
-            the teams surface's `TeamsNoticeText`).
         """
         self.host = host
-        self.notices = notices
         self._capacity: dict[str, CapacityController] = {}
         self.live: dict[str, _Live] = {}
         """Launched agents by run id (until their generation is released)."""
@@ -208,7 +205,6 @@ class Teams:
             checkpoints=self.checkpoints,
             verifier=self.verifier,
             checkpoint_saves=self.checkpoint_saves,
-            notices=notices,
         )
         self.control = TeamControl(self.context, deliver_group_wakes=self._deliver_group_wakes)
         self.reports = TeamReports(self.context, self.control)
@@ -312,7 +308,7 @@ class Teams:
         wakes it)."""
         gone = self.swarm_wakes.ended(lead_session_id, name, self.members_active(lead_session_id))
         if gone:
-            self.control.notify_lead(lead_session_id, self.notices.swarm_members_gone(SwarmMembersGone(gone)))
+            self.control.notify_lead(lead_session_id, texts.swarm_members_gone(SwarmMembersGone(gone)))
 
     async def finish_without_report(self, child: MemberRun) -> bool:
         """Store the fallback report of a run that ended without one; `True` when a repair turn was queued."""
@@ -339,7 +335,7 @@ class Teams:
                 limits,
                 overflow=overflow,
                 on_retained=lambda reservation: self.notify_lead(
-                    lead_session_id, self.notices.queued_retained(QueuedRetained(reservation.name))
+                    lead_session_id, texts.queued_retained(QueuedRetained(reservation.name))
                 ),
             )
             self._capacity[lead_session_id] = controller
@@ -656,7 +652,7 @@ class Teams:
                     self.groups.settled(prepared.slot_id, "rejected", str(exc), queue_id=str(reservation.id))
                     self.host.spawn_background(self.reports.deliver_group_wakes(prepared.lead_session_id))
             self.control.notify_requester(
-                prepared, self.notices.queued_start_failed(QueuedStartFailed(prepared.name, str(exc)))
+                prepared, texts.queued_start_failed(QueuedStartFailed(prepared.name, str(exc)))
             )
         finally:
             if key in self.cluster_queue:
@@ -1203,12 +1199,12 @@ class _SpawnSteps(LaunchSteps):
                 prompt=prepared.prompt,
                 source_before=self.source_before,
             )
-            mission = teams.notices.continuation_prompt(continuation)
+            mission = texts.continuation_prompt(continuation)
         context_path = teams._write_session_context(prepared, generation.run_id)
         self.context_path = context_path
         sandbox = self.sandbox
         if context_path is not None:
-            pointer = teams.notices.session_context(SessionContextAttached(context_path))
+            pointer = texts.session_context(SessionContextAttached(context_path))
             mission = f"{mission}\n\n{pointer}"
             repos.roster.set_session_context_path(generation.run_id, str(context_path))
         if sandbox is not None and context_path is not None:  # its snapshot lives under $CORRAL_HOME
