@@ -69,9 +69,13 @@ class Agent:
             self.cancelled[session_id] = asyncio.Event()
             result = {"sessionId": session_id}
         elif method == "session/prompt":
-            result = await self.prompt(params["sessionId"], "".join(b.get("text", "") for b in params["prompt"]))
+            result = await self.prompt(
+                params["sessionId"], "".join(b.get("text", "") for b in params["prompt"])
+            )
         else:
-            self.send({"id": message["id"], "error": {"code": -32601, "message": f"Method not found: {method}"}})
+            self.send(
+                {"id": message["id"], "error": {"code": -32601, "message": f"Method not found: {method}"}}
+            )
             return
         self.send({"id": message["id"], "result": result})
 
@@ -127,7 +131,9 @@ class Agent:
                 )
                 self.chunk(sid, f"permitted: {outcome['optionId']}")
             else:
-                self.update(sid, {"sessionUpdate": "tool_call_update", "toolCallId": "call-perm", "status": "failed"})
+                self.update(
+                    sid, {"sessionUpdate": "tool_call_update", "toolCallId": "call-perm", "status": "failed"}
+                )
                 self.chunk(sid, f"denied: {outcome.get('optionId') or outcome.get('outcome')}")
             return {"stopReason": "end_turn"}
         if "TOOL" in text:
@@ -157,7 +163,10 @@ class Agent:
         self.chunk(sid, "Let me think.", "agent_thought_chunk")
         self.update(
             sid,
-            {"sessionUpdate": "plan", "entries": [{"content": "answer", "priority": "high", "status": "in_progress"}]},
+            {
+                "sessionUpdate": "plan",
+                "entries": [{"content": "answer", "priority": "high", "status": "in_progress"}],
+            },
         )
         self.chunk(sid, "Hello from ")
         self.chunk(sid, "the fake agent.")

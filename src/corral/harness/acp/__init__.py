@@ -18,7 +18,7 @@ from ._permissions import (
     refusal,
 )
 from ._rpc import AcpError
-from ._session import PLAN_ENTRY, PROTOCOL_VERSION, AcpAgentSession
+from ._session import PLAN_ENTRY, PROTOCOL_VERSION, AcpAgentSession, AcpModel
 
 __all__ = [
     "PLAN_ENTRY",
@@ -27,6 +27,7 @@ __all__ = [
     "AcpAgentSession",
     "AcpCommand",
     "AcpError",
+    "AcpModel",
     "PermissionAsker",
     "PermissionOption",
     "PermissionRequest",

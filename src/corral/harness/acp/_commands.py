@@ -4,19 +4,12 @@ from __future__ import annotations
 
 from dataclasses import dataclass
 
+from corral.harness import ACP_PRESETS
+
 __all__ = ["PRESETS", "AcpCommand", "preset_command"]
 
-PRESETS: dict[str, tuple[str, ...]] = {
-    "claude-code": ("claude-agent-acp",),
-    "codex": ("codex-acp",),
-    "opencode": ("opencode", "acp"),
-    "gemini": ("gemini", "--acp"),
-    "goose": ("goose", "acp"),
-}
-"""Harness names that stand for `acp` with a known agent's command (npm packages
-`@agentclientprotocol/claude-agent-acp`, `@zed-industries/codex-acp`, `opencode-ai`,
-`@google/gemini-cli`, `@aaif/goose-binary-linux-x64`; docs/harnesses.md lists their versions and
-the environment each needs). A definition's `command` replaces the preset's."""
+PRESETS = ACP_PRESETS
+"""The preset agents (`corral.harness.ACP_PRESETS`)."""
 
 
 @dataclass(frozen=True, slots=True)

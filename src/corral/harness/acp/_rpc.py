@@ -287,8 +287,15 @@ class AcpConnection:
             with contextlib.suppress(ProcessLookupError, PermissionError):
                 os.kill(pid, sig)
 
+    def abandon(self) -> None:
+        """End the agent's process tree at once (SIGKILL) and the connection; synchronous."""
+        self._closed = True
+        self.kill(signal.SIGKILL)
+        self._finish()
+
     def _finish(self) -> None:
         self._end("the ACP connection was closed")
+        self._closed = True
         for task in tuple(self._handlers):
             task.cancel()
         self._reader.cancel()

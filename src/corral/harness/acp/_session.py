@@ -230,11 +230,16 @@ class _Turn:
             state.ended = True
             self.agent._tool_ended(state)
 
-    def flush(self, stop_reason: StopReason, error_message: str | None = None) -> AssistantMessage | None:
-        """End the message so far (and its tool calls' results); `None` when there is none."""
+    def flush(
+        self, stop_reason: StopReason, error_message: str | None = None, *, final: bool = False
+    ) -> AssistantMessage | None:
+        """End the message so far (and its tool calls' results); `None` when there is none. The
+        turn's `final` message carries its usage."""
         if not self.parts and not self.calls:
             return None
         message = self.agent._reply(list(self.parts), stop_reason, error_message)
+        if final and not self.calls and self.usage is not None:
+            message.usage = self.usage
         self.parts = []
         self.agent._add_message(message, self.added)
         for state in self.calls.values():
@@ -337,6 +342,7 @@ class AcpAgentSession(AgentSession):
             return self._conn, self._acp_session_id
         if self._conn is not None:
             raise AcpError(f"the ACP agent is gone: {self._conn.ended or 'not started'}")
+        self._acp_session_id = None
         try:
             self._conn = await AcpConnection.start(
                 self.command.argv,
@@ -369,6 +375,12 @@ class AcpAgentSession(AgentSession):
         self._acp_session_id = session_id
         return self._conn, session_id
 
+    def _forget_connection(self) -> None:
+        """Drop a connection that did not finish starting (the next run starts the agent anew)."""
+        if self._conn is not None and self._acp_session_id is None:
+            self._conn.abandon()
+            self._conn = None
+
     async def close(self) -> None:
         """End the agent's process tree (idempotent); later runs fail."""
         self._closed = True
@@ -379,8 +391,9 @@ class AcpAgentSession(AgentSession):
     def kill(self) -> None:
         """End the agent's process tree at once (SIGKILL, synchronous): for paths that cannot wait."""
         self._closed = True
+        self._cancel_asks()
         if self._conn is not None:
-            self._conn.kill()
+            self._conn.abandon()
 
     def _on_notification(self, method: str, params: Mapping[str, Any]) -> None:
         if method != "session/update" or params.get("sessionId") != self._acp_session_id:
@@ -433,22 +446,37 @@ class AcpAgentSession(AgentSession):
             stop, error = await self._prompt("\n\n".join(_text_of(m) for m in prompts))
         finally:
             self._turn = None
-        last = turn.flush(stop, error)
+        last = turn.flush(stop, error, final=True)
         if last is None or last.tool_calls:  # no text after the last tool call: an empty final answer
             last = self._reply([], stop, error)
+            if turn.usage is not None:
+                last.usage = turn.usage
             self._add_message(last, added)
-        if turn.usage is not None:
-            last.usage = turn.usage
         self._emit(TurnEndEvent(message=last, tool_results=turn.results))
         self._turn_finished(last)
         return self._end_run(added, last)
 
     async def _prompt(self, text: str) -> tuple[StopReason, str | None]:
         """Send the turn's prompt; its stop reason (and error message) once the agent answered."""
+        connect = asyncio.ensure_future(self._connection())
+        self._active.add(connect)  # abort() cancels a start that hangs (an agent that never answers)
         try:
-            conn, session_id = await self._connection()
+            await asyncio.wait((connect,))
+        except asyncio.CancelledError:
+            connect.cancel()
+            raise
+        finally:
+            self._active.discard(connect)
+        if connect.cancelled():
+            self._forget_connection()
+            return "aborted", "Request was aborted"
+        try:
+            conn, session_id = connect.result()
         except AcpError as exc:
+            self._forget_connection()
             return "error", f"The ACP agent could not start: {exc}"
+        if self._aborting:
+            return "aborted", "Request was aborted"
         answer = conn.request_future(
             "session/prompt", {"sessionId": session_id, "prompt": [{"type": "text", "text": text}]}
         )

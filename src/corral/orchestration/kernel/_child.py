@@ -63,6 +63,10 @@ _LINE_CHARS = 240
 WorkDone = Callable[[str, str], Awaitable[str | None]]
 """`on_work_done(run_id, final_text)`: a feature's last step before the result is stored."""
 
+ReplyTaken = Callable[[AskRecord, str], str | None]
+"""`on_reply(ask, text)`: a harness takes the owner's reply to its own question (`None`), or says
+why the reply answers nothing (the reply is refused `invalid`; the ask stays pending)."""
+
 
 class ChildHooks(Protocol):
     """How a child tells its host about progress (implemented by the host)."""
@@ -186,6 +190,13 @@ class ManagedChild:
         """A port a feature sets: called once the assignment may finish, with the run id and the
         agent's final text, before the result is stored; the line it returns (e.g. an isolated
         writer's branch) is appended to the result."""
+        self.on_ended: Callable[[], None] | None = None
+        """A port a harness sets: called once when the run ended, whichever way (result, close,
+        failure, cancellation), to release what the agent holds outside corral (an ACP agent's
+        process tree); synchronous, so it runs on a cancelled run too."""
+        self.on_reply: ReplyTaken | None = None
+        """A port a harness sets whose agent asks the owner itself (an ACP agent's permission
+        request): a reply to the pending ask goes to it instead of becoming the next prompt."""
 
     @property
     def run_id(self) -> str:
@@ -247,6 +258,13 @@ class ManagedChild:
         `resume_prompt` once and goes on like any run. A run that raises is reported to the
         settle policy (`SettlePolicy.run_failed`) once it has ended.
         """
+        try:
+            await self._traced_run()
+        finally:
+            if self.on_ended is not None:
+                self.on_ended()
+
+    async def _traced_run(self) -> None:
         tracer = _tracing.active
         if tracer is None:
             await self._run()
@@ -435,6 +453,9 @@ class ManagedChild:
         if request.kind == "reply":
             if ask is None or ask.ask_id != request.ask_id:
                 return "identity", f"Agent {self.label} ask identity did not match."
+            if self.on_reply is not None:
+                refused = self.on_reply(ask, request.payload)
+                return (None, None) if refused is None else ("invalid", refused)
             self.queue_prompt(
                 f"Owner reply:\n{request.payload}\n\nContinue the original assignment using this answer."
             )
