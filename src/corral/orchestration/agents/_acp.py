@@ -47,7 +47,10 @@ class OwnerPermissions:
     def __init__(self, *, abandon_ask: Callable[[str, str], object]) -> None:
         self._abandon_ask = abandon_ask
         self.record_ask: Callable[[str], AskRecord] | None = None
-        """The child's `record_ask` (set once the child exists); `None`: nobody to ask, so rejected."""
+        """Records the question mid-turn (the child's `record_ask(q, mid_turn=True)`, set once the
+        child exists); `None`: nobody to ask, so rejected."""
+        self.ask_ended: Callable[[], None] = lambda: None
+        """The child's `end_mid_turn_ask`, for a question the turn no longer waits on."""
         self.label = ""
         """The managed agent's label (named in the question)."""
         self._open: dict[str, tuple[PermissionRequest, asyncio.Future[PermissionOption]]] = {}
@@ -67,6 +70,7 @@ class OwnerPermissions:
         except asyncio.CancelledError:
             with contextlib.suppress(OrchestrationError):
                 self._abandon_ask(ask.run_id, ask.ask_id)
+            self.ask_ended()
             raise
         finally:
             self._open.pop(ask.ask_id, None)

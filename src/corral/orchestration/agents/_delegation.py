@@ -655,7 +655,8 @@ class _ManagedSteps(LaunchSteps):
         child = ManagedChild(
             store=host.kernel, agent=agent, generation=generation, task=recorded.task, hooks=host
         )
-        permissions.record_ask = child.record_ask
+        permissions.record_ask = lambda question: child.record_ask(question, mid_turn=True)
+        permissions.ask_ended = child.end_mid_turn_ask
         child.on_reply = permissions.reply
         child.on_ended = agent.kill
         child.on_work_done = host.work_done
