@@ -22,6 +22,7 @@ from corral.llm import (
     UserMessage,
 )
 from corral.session import CustomEntry, SessionManager
+from tests._waits import eventually
 
 FAKE = Path(__file__).with_name("fake_acp_agent.py")
 WAIT = 60.0
@@ -107,10 +108,7 @@ async def test_abort_cancels_the_turn_and_the_session_goes_on(tmp_path: Path) ->
     )
     try:
         turn = asyncio.ensure_future(agent.prompt("SLOW"))
-        while not any(isinstance(m, AssistantMessage) for m in agent.messages) and not turn.done():
-            await asyncio.sleep(0.01)
-            if log.exists() and '"session/prompt"' in log.read_text():
-                break
+        await eventually(lambda: log.exists() and '"session/prompt"' in log.read_text())
         await asyncio.wait_for(agent.abort(), WAIT)
         await asyncio.wait_for(turn, WAIT)
         aborted = agent.messages[-1]
