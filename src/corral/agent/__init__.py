@@ -26,6 +26,7 @@ from ._events import (
     TurnStartEvent,
 )
 from ._guard import GuardVerdict, RequestEstimate, RequestGuard
+from ._loop import RunOutcome
 from ._session import AgentSession, StreamingBehavior
 from ._stats import ContextUsage, SessionStats, TokenStats, compute_session_stats
 from ._system_prompt import build_system_prompt, find_context_files
@@ -60,6 +61,7 @@ __all__ = [
     "RateLimitWaitEvent",
     "RequestEstimate",
     "RequestGuard",
+    "RunOutcome",
     "SessionStats",
     "StreamingBehavior",
     "TokenStats",
