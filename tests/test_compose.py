@@ -18,6 +18,7 @@ from corral.orchestration.ratelimits import RateLimitsExtension
 from corral.orchestration.surfaces._budget_notices import BudgetNoticeText
 from corral.orchestration.surfaces._host_notices import HostNoticeText
 from corral.orchestration.workspaces._extension import WorkspacesExtension
+from corral.orchestration.worktrees._extension import WorktreesExtension
 from corral.settings import Settings
 
 if TYPE_CHECKING:
@@ -32,7 +33,7 @@ async def _features_by_kind(tmp_path: Path) -> dict[str, frozenset[Feature]]:
         lead = compose(LeadProcess(host, store, BudgetNoticeText()))
         # The host carries one extension of each type the lead's composition builds.
         built = {type(extension) for extension in lead.extensions}
-        assert built == {RateLimitsExtension, BudgetsExtension, WorkspacesExtension}
+        assert built == {WorktreesExtension, RateLimitsExtension, BudgetsExtension, WorkspacesExtension}
         assert built <= {type(extension) for extension in host.extensions}
         generation = cast("GenerationRecord", None)  # read only by a teams member's port
         tmux = compose(tmux_place(store, generation, registry, Settings()), notices=HostNoticeText())

@@ -36,6 +36,7 @@ from corral.orchestration.ratelimits import RateLimitsExtension
 from corral.orchestration.surfaces import AskOwnerTool
 from corral.orchestration.teams.launch import MemberLaunch
 from corral.orchestration.workspaces._extension import WorkspacesExtension
+from corral.orchestration.worktrees._extension import WorktreesExtension
 
 if TYPE_CHECKING:
     from corral.agent import AgentEvent
@@ -113,9 +114,10 @@ class LeadProcess:
 
 @dataclass(frozen=True)
 class LeadComposition:
-    """The host extensions of a lead's process (teams and worktrees are added on first use, so a lead
-    that never uses them imports neither)."""
+    """The host extensions of a lead's process (the teams extension joins once something uses teams,
+    so a lead that never does imports no teams core: `ComposedHost.teams`)."""
 
+    worktrees: WorktreesExtension
     rate_limits: RateLimitsExtension
     budgets: BudgetsExtension
     workspaces: WorkspacesExtension
@@ -123,17 +125,18 @@ class LeadComposition:
     @property
     def extensions(self) -> tuple[HostExtension, ...]:
         """The extensions, in the order the host consults them."""
-        return (self.rate_limits, self.budgets, self.workspaces)
+        return (self.worktrees, self.rate_limits, self.budgets, self.workspaces)
 
     def features(self) -> frozenset[Feature]:
         """The features these extensions carry, with teams and `ask_owner`, which the host's tools give."""
         kinds: dict[type, Feature] = {
+            WorktreesExtension: "worktrees",
             RateLimitsExtension: "rate-limits",
             BudgetsExtension: "budgets",
             WorkspacesExtension: "workspaces",
         }
-        # Worktrees ride on every lead on first use (`worktrees_of`); teams once a lead uses them.
-        return frozenset({kinds[type(e)] for e in self.extensions} | {"teams", "ask-owner", "worktrees"})
+        # Teams join on first use (`ComposedHost.teams`); `ask_owner` is a tool of the host's `SurfaceTools`.
+        return frozenset({kinds[type(e)] for e in self.extensions} | {"teams", "ask-owner"})
 
 
 def _lead(process: LeadProcess) -> LeadComposition:
@@ -156,6 +159,7 @@ def _lead(process: LeadProcess) -> LeadComposition:
         return repositories.teams.roster.file_claims(generation.owner_session_id)
 
     return LeadComposition(
+        worktrees=WorktreesExtension(repositories.worktrees),
         rate_limits=RateLimitsExtension(repositories.db, on_change=host.changed),
         budgets=BudgetsExtension(host, notices=process.budget_notices),
         workspaces=WorkspacesExtension(claims_of=team_claims),
