@@ -38,7 +38,7 @@ async def _features_by_kind(tmp_path: Path) -> dict[str, frozenset[Feature]]:
         generation = cast("GenerationRecord", None)  # read only by a teams member's port
         tmux = compose(tmux_place(store, generation, registry, Settings()), notices=HostNoticeText())
         ray = compose(ray_place(cast("RemoteStore", object()), tmp_path, None), notices=HostNoticeText())
-        return {"lead": lead.features(), "tmux": tmux.features(), "ray": ray.features()}
+        return {"lead": lead.features(), tmux.place.kind: tmux.features(), ray.place.kind: ray.features()}
     finally:
         await host.aclose()
 

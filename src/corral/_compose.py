@@ -14,7 +14,8 @@ Three kinds of process run agents, and each carries the same features — rate l
 `compose(process)` is the one function that says what each kind gets. A worker's agent is built by
 the same code on both runtimes (`WorkerComposition.child`); what differs between them is a
 `WorkerPlace`, whose fields are the declared differences (where rate-limit waits and questions go,
-a teams member's port, how the work is brought back, how the budget is read). The one difference in
+a teams member's port, how the work comes back — `WorktreeBranch`, `WorkspacePatch` — and how the
+budget is read). The one difference in
 *which* features a kind gets is `ABSENT`: a tmux worker runs on the lead's machine, so it needs no
 workspace; a Ray worker brings its work back as a workspace patch, not on a worktree branch.
 Tracing is each worker's entry (the pane's `TRACEPARENT`, the launch's trace carrier). The
@@ -27,7 +28,7 @@ import dataclasses
 from collections.abc import Awaitable, Callable
 from dataclasses import dataclass
 from pathlib import Path
-from typing import TYPE_CHECKING, Literal, Protocol, overload
+from typing import TYPE_CHECKING, ClassVar, Literal, Protocol, overload
 
 from corral.orchestration.agents._delegation import build_launched_agent
 from corral.orchestration.budgets import BudgetsExtension
@@ -64,11 +65,14 @@ __all__ = [
     "Feature",
     "LeadComposition",
     "LeadProcess",
+    "ProcessKind",
     "WorkerChild",
     "WorkerComposition",
     "WorkerHooks",
     "WorkerKind",
     "WorkerPlace",
+    "WorkspacePatch",
+    "WorktreeBranch",
     "compose",
 ]
 
@@ -84,6 +88,7 @@ WorkerKind = Literal["tmux", "ray"]
 """The worker processes: a tmux pane's `corral worker`, a Ray actor."""
 
 ProcessKind = Literal["lead", "tmux", "ray"]
+"""Every kind of process that runs agents: the lead's and the workers'."""
 
 ABSENT: dict[ProcessKind, frozenset[Feature]] = {
     "lead": frozenset(),
@@ -170,6 +175,26 @@ def _lead(process: LeadProcess) -> LeadComposition:
 
 
 @dataclass(frozen=True)
+class WorktreeBranch:
+    """A tmux worker's way back: an isolated writer commits its work on its worktree branch (the lead
+    merges it), as in the lead's process."""
+
+    feature: ClassVar[Feature] = "worktrees"
+    work_done: WorkDone | None
+    """`Worktrees.work_done` (`None`: the store holds no worktree, so no agent is isolated)."""
+
+
+@dataclass(frozen=True)
+class WorkspacePatch:
+    """A Ray worker's way back: an agent on a snapshot sends its patch ahead of its result (the lead's
+    host lands it); on a node that shares the workspace it works in place."""
+
+    feature: ClassVar[Feature] = "workspaces"
+    work_done: WorkDone | None
+    """The patch-back (`None`: the node shares the workspace, or the agent has none)."""
+
+
+@dataclass(frozen=True)
 class WorkerPlace:
     """What differs between the worker processes: each field is one declared difference."""
 
@@ -183,19 +208,18 @@ class WorkerPlace:
     read again (tmux), the `RemoteTeams` port with the launch's row (Ray)."""
     questions: OwnerQuestionRecorder
     """Where `ask_owner` records a question (and which cwd its files come from)."""
-    work_done: WorkDone | None
-    """How the agent's work comes back before its result: a commit on its worktree branch (tmux, for
-    an isolated writer), its snapshot's patch (Ray, on a node that does not share the workspace)."""
+    brings_back: WorktreeBranch | WorkspacePatch
+    """How the agent's work comes back before its result: on its worktree branch (tmux), as its
+    snapshot's patch (Ray)."""
     budget_guard: Callable[[ManagedChild], object]
     """Gives the agent its budget guard from the budget the host opened (the store's row on tmux,
-    the pushed budget on Ray); set after `work_done`, so its note follows the work's."""
+    the pushed budget on Ray); set after the work's way back, so its note follows the work's."""
     result_failed: Callable[[str, str], None] = lambda run_id, message: None
     """What a run that ends without a stored result does besides what the host sees (the pane says why)."""
 
     def features(self) -> frozenset[Feature]:
         """The features a worker child of this place gets."""
-        brings_back: Feature = "worktrees" if self.kind == "tmux" else "workspaces"
-        return frozenset({"rate-limits", "budgets", "teams", "ask-owner", brings_back})
+        return frozenset({"rate-limits", "budgets", "teams", "ask-owner", self.brings_back.feature})
 
 
 class WorkerHooks:
@@ -316,8 +340,8 @@ class WorkerComposition:
         child.context_retirement = launch.context_retirement
         child.resume_prompt = launch.resume_prompt  # a live agent moved here by a handoff
         hooks.child = child
-        if place.work_done is not None:
-            child.on_work_done = place.work_done
+        if place.brings_back.work_done is not None:
+            child.on_work_done = place.brings_back.work_done
         place.budget_guard(child)
         return WorkerChild(child, hooks, member, port)
 

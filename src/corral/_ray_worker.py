@@ -4,7 +4,8 @@
 actor (`corral.runtime._ray`). One worker hosts up to `slots` agents, each an
 asyncio task on the actor's event loop running the same `ManagedChild` and
 `AgentSession` code as in-process and tmux agents, built by the same
-`build_managed_agent` from the same plain-data spec.
+`build_managed_agent` from the same plain-data spec and composed as the tmux
+worker's are (`corral/_compose.py`, at this worker's `ray_place`).
 
 The worker never opens the store: its children record through a `RemoteStore`
 (`kernel/_remote.py`), whose facts the host pulls and confirms. It keeps each
@@ -39,7 +40,7 @@ from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
 from corral import _tracing
-from corral._compose import WorkDone, WorkerHooks, WorkerPlace, compose
+from corral._compose import WorkDone, WorkerHooks, WorkerPlace, WorkspacePatch, compose
 from corral.agent import AgentEvent, RateLimitWaitEvent
 from corral.llm import EndpointKey, ModelRegistry, current_rate_limiter
 from corral.orchestration.budgets._remote import attach_ray_guard
@@ -432,6 +433,6 @@ def ray_place(store: RemoteStore, cwd: Path, work_done: WorkDone | None) -> Work
         rate_limit_waits=rate_limit_waits,
         member_port=member_port,
         questions=_Questions(FileLimits(), cwd),
-        work_done=work_done,
+        brings_back=WorkspacePatch(work_done),
         budget_guard=lambda child: attach_ray_guard(store, child, notices=BudgetNoticeText()),
     )

@@ -2,7 +2,8 @@
 
 It opens the shared store, loads its generation and task, builds the agent
 exactly as the in-process path does (`build_managed_agent` from the launch
-file the host wrote: a `host.protocol.WorkerLaunch`), and records its readiness (its pid and `$TMUX_PANE`)
+file the host wrote: a `host.protocol.WorkerLaunch`) and its child as every
+worker does (`corral/_compose.py`, at this worker's `tmux_place`), and records its readiness (its pid and `$TMUX_PANE`)
 before running the assignment through the same `ManagedChild`. In resume
 mode (a launch with a `resume_prompt`, written by a handoff) it continues a
 generation moved out of its host: the agent is rebuilt from the host's exact
@@ -34,7 +35,7 @@ from pathlib import Path
 from typing import TYPE_CHECKING, TextIO
 
 from corral import _tracing
-from corral._compose import WorkerHooks, WorkerPlace, compose
+from corral._compose import WorkerHooks, WorkerPlace, WorktreeBranch, compose
 from corral.agent import (
     AgentSettledEvent,
     MessageEndEvent,
@@ -270,7 +271,7 @@ def tmux_place(
         rate_limit_waits=rate_limits.agent_event,
         member_port=member_port,
         questions=OwnerQuestions(store.kernel, FileLimits(), AgentNoticeText()),
-        work_done=work_done,
+        brings_back=WorktreeBranch(work_done),
         budget_guard=lambda child: attach_worker_guard(store.db, child, notices=BudgetNoticeText()),
         result_failed=result_failed,
     )
