@@ -43,6 +43,7 @@ from corral import _tracing
 from corral._compose import WorkDone, WorkerHooks, WorkerPlace, WorkspacePatch, compose
 from corral.agent import AgentEvent, RateLimitWaitEvent
 from corral.llm import EndpointKey, ModelRegistry, current_rate_limiter
+from corral.orchestration import FileLimits, prepare_files
 from corral.orchestration.budgets._remote import attach_ray_guard
 from corral.orchestration.errors import OrchestrationError
 from corral.orchestration.host._ray_launch import RayLaunch
@@ -52,7 +53,6 @@ from corral.orchestration.host.protocol import (
     WorkerLaunch,
 )
 from corral.orchestration.kernel._child import ManagedChild
-from corral.orchestration.kernel._files import FileLimits, prepare_files
 from corral.orchestration.kernel._remote import HostView, Pulled, RemoteStore
 from corral.orchestration.kernel.records import RequestRecord
 from corral.orchestration.ratelimits.records import SharedWindow, SharedWindows

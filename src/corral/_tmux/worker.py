@@ -35,7 +35,7 @@ from pathlib import Path
 from typing import TYPE_CHECKING, TextIO
 
 from corral import _tracing
-from corral._compose import WorkerHooks, WorkerPlace, WorktreeBranch, compose
+from corral._compose import WorkerChild, WorkerHooks, WorkerPlace, WorktreeBranch, compose
 from corral.agent import (
     AgentSettledEvent,
     MessageEndEvent,
@@ -44,7 +44,7 @@ from corral.agent import (
     ToolExecutionStartEvent,
 )
 from corral.llm import AssistantMessage, ModelRegistry
-from corral.orchestration._repositories import Repositories
+from corral.orchestration import FileLimits, Host, Repositories
 from corral.orchestration.agents._controller import OwnerQuestions
 from corral.orchestration.budgets import attach_worker_guard
 from corral.orchestration.errors import OrchestrationError
@@ -55,8 +55,6 @@ from corral.orchestration.host.protocol import (
     LaunchPart,
     WorkerLaunch,
 )
-from corral.orchestration.kernel._child import ManagedChild
-from corral.orchestration.kernel._files import FileLimits
 from corral.orchestration.kernel.records import GenerationRecord, RequestRecord
 from corral.orchestration.ratelimits import RateLimitsExtension
 from corral.orchestration.surfaces._agent_notices import AgentNoticeText
@@ -165,11 +163,11 @@ async def run_worker(run_id: str, store_path: Path, launch_path: Path, *, out: T
         registry = ModelRegistry(settings, cwd=cwd)
         session = SessionManager.open(Path(generation.session_path))
         try:
-            child, inbox = await _child(launch, store, generation, task, session, registry, settings, view)
-            child.agent.subscribe(view.on_event)
+            composed, inbox = await _child(launch, store, generation, task, session, registry, settings, view)
+            composed.child.agent.subscribe(view.on_event)
             heartbeat = Path(launch.heartbeat) if launch.heartbeat else None
             store.kernel.record_started(run_id, pid=os.getpid(), pane_id=os.environ.get("TMUX_PANE") or None)
-            return await _serve(store, child, view, heartbeat, inbox)
+            return await _serve(store, composed, view, heartbeat, inbox)
         finally:
             session.close()
     finally:
@@ -185,7 +183,7 @@ async def _child(
     registry: ModelRegistry,
     settings: Settings,
     view: _View,
-) -> tuple[ManagedChild, Callable[[], None] | None]:
+) -> tuple[WorkerChild, Callable[[], None] | None]:
     """The agent as its host described it and its child, composed at this worker's place
     (`tmux_place`); a teams member's inbox poller (messages sent to it arrive in its store inbox,
     the poller brings them into the session)."""
@@ -204,7 +202,7 @@ async def _child(
         raise WorkerError(str(exc)) from None
     member, port = composed.member, composed.port
     if member is None or port is None:
-        return composed.child, None
+        return composed, None
     from corral.orchestration.teams.notices import MessageArrived
 
     roster = store.teams.roster
@@ -220,7 +218,7 @@ async def _child(
             fact = MessageArrived(message.sender, message.summary, message.content)
             member.inject(port.notices.member_message(fact))
 
-    return composed.child, poll_inbox
+    return composed, poll_inbox
 
 
 def tmux_place(
@@ -236,7 +234,6 @@ def tmux_place(
     rate_limits = RateLimitsExtension(store.db)
 
     def member_port(part: MemberLaunch, hooks: WorkerHooks) -> tuple[MemberPort, TeamMemberRecord]:
-        from corral.orchestration.host._host import Host
         from corral.orchestration.surfaces.teams import TeamsNoticeText
         from corral.orchestration.teams._teams import Teams
 
@@ -286,11 +283,12 @@ def _touch(path: Path) -> None:
 
 async def _serve(
     store: Repositories,
-    child: ManagedChild,
+    composed: WorkerChild,
     view: _View,
     heartbeat: Path | None,
     inbox: Callable[[], None] | None = None,
 ) -> int:
+    child = composed.child
     run_id = child.run_id
     running = asyncio.get_running_loop().create_task(child.run())
     seen: set[str] = set()
