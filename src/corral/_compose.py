@@ -237,7 +237,7 @@ class WorkerHooks:
         return self.notices.context_retired(fact)
 
     def agent_event(self, run_id: str, event: AgentEvent) -> None:
-        """A rate-limit wait goes where the place keeps them; other events stay here."""
+        """Every event goes to the place's rate-limit waits, which keep only the waits."""
         self.place.rate_limit_waits(run_id, event)
 
     def result_stored(self, run_id: str, request_id: str) -> None:
