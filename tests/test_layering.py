@@ -56,6 +56,9 @@ RANK = {
     "orchestration.workspaces": 4.4,
     "orchestration.surfaces": 4.5,
     "orchestration": 4.6,
+    # One composition for every process that runs agents: above the core (it imports the features),
+    # below the lead and the workers it composes.
+    "_compose": 4.8,
     "tui": 5,
     "cli": 5,
     "_cli": 5,

@@ -13,22 +13,20 @@ from __future__ import annotations
 from collections.abc import Iterable
 from typing import TYPE_CHECKING, Any
 
+from corral._compose import LeadProcess, compose
 from corral.orchestration._repositories import Repositories
 from corral.orchestration.agents._controller import Controller
-from corral.orchestration.budgets import BudgetsExtension
 from corral.orchestration.host._handoff import HandoffResult, handoff, handoff_runtime
 from corral.orchestration.host._host import Host
-from corral.orchestration.ratelimits import RateLimitsExtension
 from corral.orchestration.surfaces import SurfaceTools
-from corral.orchestration.workspaces._extension import WorkspacesExtension
 
 if TYPE_CHECKING:
     from corral.agent import AgentSession
+    from corral.orchestration.budgets import BudgetsExtension
     from corral.orchestration.host._launch import WorkerStart
     from corral.orchestration.kernel._caller import Caller
     from corral.orchestration.teams._extension import TeamsExtension
     from corral.orchestration.teams._teams import Teams
-    from corral.orchestration.teams.roster.records import FileClaimRecord
     from corral.runtime import WorkerRuntime
 
 __all__ = ["ComposedHost"]
@@ -83,29 +81,13 @@ class ComposedHost(Host):
         """Every repository over the host's database (front ends read teams and worktrees rows here)."""
         self.controller: Controller = Controller(self, hidden_runs=repositories.teams.roster.team_run_ids)
         """The nine `agent` actions over this host."""
-        self.add_extension(RateLimitsExtension(repositories.db, on_change=self.changed))
         self._teams: TeamsExtension | None = None
-        self.budgets = BudgetsExtension(self)
+        composed = compose(LeadProcess(self, repositories))
+        self.budgets: BudgetsExtension = composed.budgets
         """Budgets of the lead's agent tree and of each agent (docs/fleet.md)."""
-        self.add_extension(self.budgets)
+        for extension in composed.extensions:
+            self.add_extension(extension)
         _register_ray(self)
-        self.add_extension(WorkspacesExtension(claims_of=self._team_claims))
-
-    def _team_claims(self, run_id: str) -> tuple[FileClaimRecord, ...]:
-        """The file claims of the team `run_id` works in: its root lead's (an agent owned by a
-        delegating agent belongs to the lead at the top of its tree)."""
-        kernel = self.repositories.kernel
-        generation = kernel.get_generation(run_id)
-        seen: set[str] = set()
-        while generation is not None and generation.parent_run_id and generation.run_id not in seen:
-            seen.add(generation.run_id)
-            parent = kernel.get_generation(generation.parent_run_id)
-            if parent is None:
-                break
-            generation = parent
-        if generation is None:
-            return ()
-        return self.repositories.teams.roster.file_claims(generation.owner_session_id)
 
     @property
     def teams(self) -> Teams:
