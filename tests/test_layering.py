@@ -245,7 +245,15 @@ def test_sqlite_only_in_the_store() -> None:
 
 
 @pytest.mark.parametrize(
-    "package", ["corral.llm", "corral.session", "corral.agent", "corral.agent.tools", "corral.lead"]
+    "package",
+    [
+        "corral.llm",
+        "corral.session",
+        "corral.agent",
+        "corral.agent.tools",
+        "corral.lead",
+        "corral.orchestration.store",
+    ],
 )
 def test_all_matches_public_names(package: str) -> None:
     module = importlib.import_module(package)
