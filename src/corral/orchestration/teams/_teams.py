@@ -619,11 +619,13 @@ class Teams:
                     results[index] = outcome
                 self.swarm_wakes.admitted(lead, names[index])
             granted = []
-        except BaseException as exc:
-            for index, prepared, admission in granted:  # none of them launched
-                self.capacity(prepared.lead_session_id).fail(
-                    admission, exc if isinstance(exc, Exception) else str(exc)
-                )
+        except BaseException as exc:  # cancelled: the members not running give their slots back
+            running = {id(live.admission) for live in self.live.values() if live.admission is not None}
+            for index, prepared, admission in granted:
+                if id(admission) not in running:
+                    self.capacity(prepared.lead_session_id).fail(
+                        admission, exc if isinstance(exc, Exception) else str(exc)
+                    )
                 self.swarm_wakes.admitted(lead, names[index])
             raise
         answer: list[SpawnResult | SwarmFailure] = []
