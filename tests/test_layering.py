@@ -257,6 +257,7 @@ def test_sqlite_only_in_the_store() -> None:
         "corral.agent.tools",
         "corral.harness.acp",
         "corral.lead",
+        "corral.orchestration.store",
     ],
 )
 def test_all_matches_public_names(package: str) -> None:

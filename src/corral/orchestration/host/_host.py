@@ -488,8 +488,10 @@ class Host:
             owner = self.owners.get(result.owner_session_id)
             if owner is None:
                 return  # delivered when the owner is attached again
+            child = self.children.get(generation.run_id)
+            ended = child is None or child.finished.is_set()  # then delivered and finalized in one commit
             for extension in self.extensions:
-                if await extension.deliver(generation, result, owner):
+                if await extension.deliver(generation, result, owner, finalize=ended):
                     break
             else:
                 await deliver_result(
@@ -499,6 +501,7 @@ class Host:
                     result,
                     retired=self.is_retired(generation),
                     extra=await self.result_details(generation.run_id),
+                    finalize=ended,
                 )
         fault_point("before_cleanup")
         await self._finalize(generation)

@@ -163,16 +163,20 @@ async def deliver_result(
     *,
     retired: bool,
     extra: Mapping[str, object] | None = None,
+    finalize: bool = False,
 ) -> str:
     """Deliver a durable result exactly once and mark it delivered; returns the entry id.
 
-    `extra` adds a feature's fields to the message's details (an isolated writer's branch).
+    `extra` adds a feature's fields to the message's details (an isolated writer's branch);
+    `finalize` (the run has ended) finalizes the generation in the same commit as the mark.
     """
     text = kernel.result_text(result)
     message = result_message(generation, result, text, retired=retired, extra=extra)
     entry_id = await deliver_message(owner, message, key="request_id", value=result.request_id)
     fault_point("after_owner_append")
-    kernel.mark_delivered(result.request_id, owner_session_id=result.owner_session_id, entry_id=entry_id)
+    kernel.mark_delivered(
+        result.request_id, owner_session_id=result.owner_session_id, entry_id=entry_id, finalize=finalize
+    )
     return entry_id
 
 

@@ -79,8 +79,10 @@ async def deliver_team_report(
     result: ResultRecord,
     *,
     wake: bool = True,
+    finalize: bool = False,
 ) -> str:
-    """Deliver a teams report exactly once (`corral-team-report`, keyed by `report_id`) and mark it delivered.
+    """Deliver a teams report exactly once (`corral-team-report`, keyed by `report_id`) and mark it delivered
+    (with `finalize`, the run has ended: its generation is finalized in the same commit).
 
     The kernel's delivery routine (`kernel._delivery`) with the report's message in place of the
     plain result's; `wake=False` (a swarm member with siblings still to report) delivers it
@@ -89,5 +91,7 @@ async def deliver_team_report(
     message = team_report_message(report)
     entry_id = await deliver_message(owner, message, key="report_id", value=report.report_id, wake=wake)
     fault_point("after_owner_append")
-    kernel.mark_delivered(result.request_id, owner_session_id=result.owner_session_id, entry_id=entry_id)
+    kernel.mark_delivered(
+        result.request_id, owner_session_id=result.owner_session_id, entry_id=entry_id, finalize=finalize
+    )
     return entry_id

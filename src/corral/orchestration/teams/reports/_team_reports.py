@@ -335,18 +335,24 @@ class TeamReports:
 
     # --- completion groups ---------------------------------------------------------------------
 
-    async def deliver_grouped(self, report: TeamReportRecord, result: ResultRecord) -> None:
+    async def deliver_grouped(
+        self, report: TeamReportRecord, result: ResultRecord, *, finalize: bool = False
+    ) -> None:
         """A grouped member's stored report: hand it to its group journal, then deliver what is due.
 
         Once the journal holds the report (durably), the core result counts as delivered (entry
         `group:<slot>`), so the run finalizes and frees its slot; the group owns the lead delivery.
+        `finalize` (the run has ended): the generation is finalized with that mark, in one commit.
         """
         member = self.repos.roster.team_member(report.run_id)
         if member is None or member.slot_id is None:  # pragma: no cover - callers check
             return
         self.groups.reported(member.slot_id, report)
         self.host.kernel.mark_delivered(
-            result.request_id, owner_session_id=result.owner_session_id, entry_id=f"group:{member.slot_id}"
+            result.request_id,
+            owner_session_id=result.owner_session_id,
+            entry_id=f"group:{member.slot_id}",
+            finalize=finalize,
         )
         await self.deliver_group_wakes(member.lead_session_id)
 
