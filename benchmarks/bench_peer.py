@@ -234,6 +234,11 @@ class _Handler(BaseHTTPRequestHandler):
 
 
 class _Server(ThreadingHTTPServer):
+    request_queue_size = socket.SOMAXCONN
+    """The listen backlog, as deep as the system allows (`socketserver`'s default is 5). A swarm's members
+    connect at once; with 5, every connection beyond the backlog that arrives before the accept thread
+    runs (likely under load) has its SYN dropped, and the kernel resends it 1 s later (then 2 s): a
+    1-3 s idle wait in some runs that no real provider imposes."""
     daemon_threads = True
     model: FakeModel
     connections = 0
