@@ -48,6 +48,7 @@ import resource
 import shutil
 import socket
 import statistics
+import struct
 import subprocess
 import sys
 import tempfile
@@ -245,6 +246,21 @@ class _Server(ThreadingHTTPServer):
     """TCP connections accepted."""
     nagle_connections = 0
     """Of those, connections answered with Nagle's algorithm on (stays 0)."""
+
+    def listen_drops(self) -> int | None:
+        """Connection attempts the listening socket dropped (each waits for the client's SYN to be
+        resent; stays 0), from Linux's `SO_MEMINFO`; `None` elsewhere."""
+        try:
+            meminfo = self.socket.getsockopt(socket.SOL_SOCKET, _SO_MEMINFO, _SK_MEMINFO_VARS * 4)
+        except OSError:
+            return None
+        return int(struct.unpack_from(f"{_SK_MEMINFO_VARS}I", meminfo)[_SK_MEMINFO_DROPS])
+
+
+_SO_MEMINFO = 55
+_SK_MEMINFO_VARS = 9
+_SK_MEMINFO_DROPS = 8
+"""Linux's `SO_MEMINFO` option and its `sk_drops` entry (<linux/sock_diag.h>)."""
 
 
 @dataclass(frozen=True)
@@ -530,7 +546,11 @@ def main(argv: list[str] | None = None) -> int:
         "report_chars": REPORT_CHARS,
         "results": results,
         "skipped": skipped,
-        "fake_server": {"connections": server.connections, "tcp_nodelay": server.nagle_connections == 0},
+        "fake_server": {
+            "connections": server.connections,
+            "tcp_nodelay": server.nagle_connections == 0,
+            "listen_drops": server.listen_drops(),
+        },
         "bench_rusage_self_maxrss_mib": round(resource.getrusage(resource.RUSAGE_SELF).ru_maxrss / 1024, 1),
     }
     if args.fanout:

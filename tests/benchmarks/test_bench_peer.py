@@ -54,6 +54,7 @@ async def test_a_swarm_connecting_at_once_has_no_syn_dropped(bench_peer: ModuleT
             client.setblocking(False)
             client.connect_ex(server.server_address)
         await eventually(lambda: all(_handshake_done(c) for c in clients))
+        assert server.listen_drops() == 0
     finally:
         for client in clients:
             client.close()
