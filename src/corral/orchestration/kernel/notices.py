@@ -76,6 +76,11 @@ class AgentMessages(Protocol):
         """The `corral-agent-result` message's content."""
         ...
 
+    def result_reference(self, fact: ResultReady) -> str:
+        """What stands for a result in the owner's requests after its model replied to it once (short:
+        the session keeps the full message; used only when shorter than `result_text`)."""
+        ...
+
     def ask_text(self, fact: AskPending) -> str:
         """The `corral-agent-ask` message's content."""
         ...
