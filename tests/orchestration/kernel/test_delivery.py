@@ -3,10 +3,13 @@
 from __future__ import annotations
 
 import asyncio
+from collections.abc import AsyncIterator
 from pathlib import Path
+from typing import Any
 
 import pytest
 
+from corral.agent import SEEN_REFERENCE_KEY
 from corral.orchestration import RESULT_TYPE, PaneNotReadyError
 from corral.orchestration.kernel import texts
 from corral.orchestration.kernel._delivery import deliver_message, result_message
@@ -39,6 +42,63 @@ def _result(status: str = "completed") -> ResultRecord:
         error_message=None if status == "completed" else "Agent produced no assistant text",
         context_tokens=7, created_at=1500, delivery="pending", delivered_entry_id=None, delivered_at=None,
     )  # fmt: skip
+
+
+def test_a_result_message_carries_its_short_stand_in_only_when_it_is_shorter() -> None:
+    long = result_message(_generation(), _result(), "finding " * 100)
+    assert long.details[SEEN_REFERENCE_KEY] == texts.result_reference(
+        ResultReady(_generation(), _result(), "finding " * 100, truncated=False, retired=False)
+    )
+    assert long.content.endswith("finding " * 99 + "finding ")  # the message itself stays whole
+    short = result_message(_generation(), _result(), "ok")
+    assert SEEN_REFERENCE_KEY not in short.details  # the stand-in would be longer than the result
+
+
+def _texts(context: Any) -> list[str]:
+    out: list[str] = []
+    for message in context.messages:
+        content = getattr(message, "content", None)
+        if isinstance(content, str):
+            out.append(content)
+        elif isinstance(content, list):
+            out.extend(getattr(block, "text", "") for block in content)
+    return out
+
+
+async def test_a_delivered_result_reaches_the_owners_requests_in_full_exactly_once(
+    env: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """The request the result woke the owner for carries it in full; the owner's later requests carry
+    the short stand-in; the session keeps the full text."""
+    body = "full result:" + " the parser reads every entry point." * 40
+    write_script(env, "team", {**LEAD, "agents": {"*": [{"text": body}]}})
+    async with team(env, "team") as t:
+        stream = t.lead.model.stream
+        contexts: list[Any] = []
+
+        async def recorded(context: Any, options: Any) -> AsyncIterator[Any]:
+            contexts.append(context)
+            async for event in stream(context, options):
+                yield event
+
+        monkeypatch.setattr(t.lead.model, "stream", recorded)
+        await t.controller.delegate(t.caller, DelegateParams(definition="scout", task="Look."))
+        await t.quiet()
+        await t.lead.wait_for_idle()
+        await t.lead.prompt("What next?")
+        await t.lead.prompt("And then?")
+        assert len(contexts) == 3  # the result's wake, then the two prompts
+        carrying = [i for i, context in enumerate(contexts) if any(body in text for text in _texts(context))]
+        assert carrying == [0]
+        later = [
+            text
+            for context in contexts[1:]
+            for text in _texts(context)
+            if "Agent result · agent=scout" in text
+        ]
+        assert len(later) == 2 and all("Shown in full once already" in text for text in later)
+        stored = t.lead_entries(RESULT_TYPE)
+        assert len(stored) == 1 and body in stored[0]["content"]
 
 
 def test_result_message_head_truncates_long_results() -> None:
@@ -135,6 +195,19 @@ def test_the_default_result_and_ask_texts_are_pinned() -> None:
     failed = _result("failed")
     assert texts.result_text(ResultReady(generation, failed, None, truncated=False, retired=False)) == (
         "Agent result · agent=scout · definition=scout · session=s · request=q · status=failed\n\nAgent failed."
+    )
+    assert texts.result_reference(
+        ResultReady(generation, result, "hello", truncated=True, retired=False)
+    ) == (
+        "Agent result · agent=scout · definition=scout · session=s · request=q · status=completed\n\n"
+        "[Shown in full once already; it is the agent's last reply in /w/s.jsonl, and result:q in `files` "
+        "hands it to an agent.]"
+    )
+    assert texts.result_reference(ResultReady(generation, failed, "boom", truncated=False, retired=True)) == (
+        "Agent result · agent=scout · definition=scout · session=s · request=q · status=failed\n\n"
+        "[Shown in full once already; the agent's session file is /w/s.jsonl.]\n\n"
+        "Session retired after context pressure. Do not continue this session. For follow-up, delegate a "
+        "fresh agent and pass this result/handoff plus the relevant files."
     )
     ask = AskRecord(
         ask_id="a", run_id="r", request_id="q", question="Which one?", state="pending", reply=None,

@@ -12,6 +12,10 @@ The routine is the same for live completion and for restart recovery:
    yet.
 3. Only then is the result marked delivered in the store, with the entry id.
 
+A result message reaches the owner's model in full once: its `details.context_reference` (the
+`texts.result_reference`, when shorter than the text) stands in for it in every
+request after the one the model replied to (`corral.agent._loop`); the session keeps the full text.
+
 Cleanup (finalizing the generation) is the host's, and only after step 3.
 Questions (`corral-agent-ask`) use the same steps keyed by `ask_id`.
 """
@@ -22,7 +26,7 @@ import asyncio
 from collections.abc import Mapping
 from typing import Any
 
-from corral.agent import AgentSession, MessageEndEvent
+from corral.agent import SEEN_REFERENCE_KEY, AgentSession, MessageEndEvent
 from corral.llm import CustomMessage
 from corral.orchestration.kernel import texts
 from corral.orchestration.kernel._faults import fault_point
@@ -84,7 +88,8 @@ def result_message(
     ref = f"result:{result.request_id}"
     body = text if result.status == "completed" and text else (result.error_message or None)
     shown, truncated = _head(body) if body is not None else (None, False)
-    content = texts.result_text(ResultReady(generation, result, shown, truncated, retired))
+    fact = ResultReady(generation, result, shown, truncated, retired)
+    content = texts.result_text(fact)
     details: dict[str, Any] = {
         "run_id": generation.run_id,
         "request_id": result.request_id,
@@ -102,6 +107,10 @@ def result_message(
     }
     if extra:
         details.update({k: v for k, v in extra.items() if k not in details})
+    reference = texts.result_reference(fact)
+    if len(reference) < len(content):
+        # sent in full until the owner's model replied after it once, then this stands in its place
+        details[SEEN_REFERENCE_KEY] = reference
     return CustomMessage(custom_type=RESULT_TYPE, content=content, display=True, details=details)
 
 

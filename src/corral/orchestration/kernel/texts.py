@@ -13,7 +13,14 @@ from typing import TYPE_CHECKING
 if TYPE_CHECKING:
     from corral.orchestration.kernel.notices import AskPending, ContextRetired, ResultReady
 
-__all__ = ["RETIRED_NOTE", "RETIREMENT_TEXT", "ask_text", "context_retired", "result_text"]
+__all__ = [
+    "RETIRED_NOTE",
+    "RETIREMENT_TEXT",
+    "ask_text",
+    "context_retired",
+    "result_reference",
+    "result_text",
+]
 
 RETIREMENT_TEXT = (
     "Your context is under pressure and this session is now retired. Do not start new work: finish the "
@@ -30,20 +37,45 @@ RETIRED_NOTE = (
 """The last paragraph of a result whose session was retired."""
 
 
+def _result_header(fact: ResultReady) -> str:
+    """`Agent result · agent=… · definition=… · session=… · request=… · status=…` (a seed contract)."""
+    generation, result = fact.generation, fact.result
+    return (
+        f"Agent result · agent={generation.label} · definition={generation.definition} · "
+        f"session={generation.session_id} · request={result.request_id} · status={result.status}"
+    )
+
+
 def result_text(fact: ResultReady) -> str:
     """The `corral-agent-result` message's content: the header line (a seed contract: `Agent result ·
     agent=… · definition=… · session=… · request=… · status=…`), the result's head (`Agent failed.`
     without one), the truncation pointer and `RETIRED_NOTE`, separated by blank lines."""
-    generation, result = fact.generation, fact.result
-    header = (
-        f"Agent result · agent={generation.label} · definition={generation.definition} · "
-        f"session={generation.session_id} · request={result.request_id} · status={result.status}"
-    )
-    parts = [header, fact.shown if fact.shown is not None else "Agent failed."]
+    result = fact.result
+    parts = [_result_header(fact), fact.shown if fact.shown is not None else "Agent failed."]
     if fact.truncated:
         parts.append(
             f"[Result truncated; the full text is available as result:{result.request_id} in `files`.]"
         )
+    if fact.retired:
+        parts.append(RETIRED_NOTE)
+    return "\n\n".join(parts)
+
+
+def result_reference(fact: ResultReady) -> str:
+    """What stands for a result in the owner's requests once its model replied to it (used only when
+    shorter than `result_text`; the session keeps the full message): the header line, then where the
+    full text is — a completed result is the agent's last reply in its session file, and
+    `result:<request id>` in `files` hands it to an agent — and `RETIRED_NOTE` when the agent's
+    session was retired."""
+    generation, result = fact.generation, fact.result
+    handed = f"result:{result.request_id} in `files` hands it to an agent"
+    if result.status != "completed":
+        where = f"the agent's session file is {generation.session_path}" if generation.session_path else ""
+    elif generation.session_path:
+        where = f"it is the agent's last reply in {generation.session_path}, and {handed}"
+    else:
+        where = handed
+    parts = [_result_header(fact), f"[Shown in full once already{'; ' + where if where else ''}.]"]
     if fact.retired:
         parts.append(RETIRED_NOTE)
     return "\n\n".join(parts)

@@ -8,7 +8,7 @@ from __future__ import annotations
 
 from typing import TYPE_CHECKING, Any
 
-from corral.agent._loop import SEEN_REFERENCE_KEY
+from corral.agent import SEEN_REFERENCE_KEY
 from corral.llm import CustomMessage
 from corral.orchestration.kernel._delivery import deliver_message
 from corral.orchestration.kernel._faults import fault_point
