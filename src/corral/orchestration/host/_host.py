@@ -61,8 +61,6 @@ from corral.session import SessionError, SessionManager, SessionWriteError
 
 if TYPE_CHECKING:
     from corral.llm import ModelRegistry
-    from corral.orchestration.host.notices import HostNotices
-    from corral.orchestration.kernel.notices import ContextRetired
     from corral.settings import Settings
 
 __all__ = ["RETIRED_ENTRY", "Host", "Runtimes"]
@@ -94,8 +92,6 @@ class Host:
         tmux_socket: The tmux runtime's server socket (default under the data root).
         extensions: The features that ride on its generations (hooks called in order).
         tools: Where controllers' and children's tools come from (`None`: no tools are given).
-        notices: Words for what the host and its children tell an agent on their own (the handoff
-            prompt, the retirement steer); the composition root passes the surfaces' `HostNoticeText`.
     """
 
     def __init__(
@@ -112,15 +108,12 @@ class Host:
         tmux_socket: Path | None = None,
         extensions: Sequence[HostExtension] = (),
         tools: ToolProvider | None = None,
-        notices: HostNotices,
     ) -> None:
         self.kernel = kernel
         """Generations, requests, asks and results: the kernel's repository (its `db` is the database)."""
         self.extensions: list[HostExtension] = list(extensions)
         """The features riding on this host's generations (`add_extension` adds one later)."""
         self.tools = tools
-        self.notices: HostNotices = notices
-        """Words for what the host and its children tell an agent on their own (`host/notices.py`)."""
         self.registry = registry
         if settings is None:
             from corral.settings import Settings as _Settings
@@ -438,10 +431,6 @@ class Host:
         for extension in self.extensions:
             extension.lost(run_id, diagnostic)
 
-    def context_retired(self, fact: ContextRetired) -> str:
-        """Child hook: the words of a retired session's steer (the host's `notices`)."""
-        return self.notices.context_retired(fact)
-
     def result_failed(self, run_id: str, message: str) -> None:
         """Child hook: the run's result could not be stored; warn (the run is then left unsettled)."""
         self.unstored_results.add(run_id)
@@ -499,8 +488,10 @@ class Host:
             owner = self.owners.get(result.owner_session_id)
             if owner is None:
                 return  # delivered when the owner is attached again
+            child = self.children.get(generation.run_id)
+            ended = child is None or child.finished.is_set()  # then delivered and finalized in one commit
             for extension in self.extensions:
-                if await extension.deliver(generation, result, owner):
+                if await extension.deliver(generation, result, owner, finalize=ended):
                     break
             else:
                 await deliver_result(
@@ -509,8 +500,8 @@ class Host:
                     generation,
                     result,
                     retired=self.is_retired(generation),
-                    words=self.notices,
                     extra=await self.result_details(generation.run_id),
+                    finalize=ended,
                 )
         fault_point("before_cleanup")
         await self._finalize(generation)
@@ -561,7 +552,7 @@ class Host:
                 return
             owner = self.owners.get(generation.owner_session_id)
             if owner is not None:
-                await deliver_ask(self.kernel, owner, generation, ask, words=self.notices)
+                await deliver_ask(self.kernel, owner, generation, ask)
         finally:
             self._asking.discard(ask_id)
 
