@@ -135,9 +135,9 @@ running = []
 
 def seen(phase, info):
     # The first automatic collection once the command runs: were the start-up's objects frozen before
-    # it, and was the provider SDK imported by then? (Importing corral.cli itself comes before.)
+    # it, and was the provider's client imported by then? (Importing corral.cli itself comes before.)
     if phase == "start" and running and not first:
-        first.append((gc.get_freeze_count(), "pydantic_ai.models.openai" in sys.modules))
+        first.append((gc.get_freeze_count(), "corral.llm._providers._chat" in sys.modules))
 
 
 gc.callbacks.append(seen)
@@ -163,9 +163,9 @@ console_main()
 def test_the_collector_first_runs_after_start_up_froze_its_objects(
     cli_env: Env, local_model: FakeProviderServer, model: str, sdk: bool
 ) -> None:
-    # Start-up (corral's imports, the provider SDK's ~1,000 modules, the launch) runs without the cyclic
-    # garbage collector; it comes back once the agent exists and the SDK is imported, with everything
-    # made so far frozen out of its generations.
+    # Start-up (corral's imports, the provider's client, the launch) runs without the cyclic garbage
+    # collector; it comes back once the agent exists and the client is imported, with everything made
+    # so far frozen out of its generations.
     line = _last_line(cli_env, GC, "run", "--model", model, "--no-session", "-p", "hi")
     assert line == f"first collection: frozen=True sdk={sdk}; enabled at exit: True"
     assert len(local_model.requests) == (1 if sdk else 0)
@@ -187,32 +187,38 @@ raise SystemExit(code)
 FIRST_REQUEST = """\
 import sys
 
-# genai-prices' price table; the scripted model and its script format (a real provider needs neither).
+# genai-prices' price table; the scripted model and its script format (a real provider needs neither);
+# pydantic-ai and the SDKs (corral speaks Chat Completions itself).
 NEVER = ("genai_prices.data", "corral.llm._scripted", "corral.llm._script_format")
+NO_SDK = ("pydantic_ai", "openai", "anthropic", "pydantic_graph", "griffe")
 
 seen = []
+
+
+def loaded():
+    return sorted(m for m in sys.modules if m in NEVER or m.split(".")[0] in NO_SDK)
 
 
 def connecting(event, args):
     # The first connection to the model's server: what is loaded when the first request goes out.
     if event == "socket.connect" and not seen:
-        seen.append(sorted(m for m in NEVER if m in sys.modules))
+        seen.append(loaded())
 
 
 sys.addaudithook(connecting)
 from corral.cli import main
 
 code = main(["run", "--model", "local/bench", "--no-session", "-p", "hi"])
-print("loaded at the first request:", seen[0] if seen else None)
+print("loaded at the first request:", seen[0] if seen else None, "at exit:", [m for m in loaded() if m not in NEVER])
 raise SystemExit(code)
 """
 
 
-def test_the_first_request_goes_out_without_the_price_table_or_the_scripted_model(
+def test_the_first_request_goes_out_without_the_price_table_the_scripted_model_or_an_sdk(
     cli_env: Env, local_model: FakeProviderServer
 ) -> None:
-    # pydantic-ai builds genai-prices' table when a model is made and to look up its context window;
-    # corral prices a reply after it arrives, so the first request goes out without it. The scripted
-    # model's modules load on first use only.
-    assert _last_line(cli_env, FIRST_REQUEST) == "loaded at the first request: []"
+    # corral prices a reply after it arrives, so the first request goes out without genai-prices'
+    # table; the scripted model's modules load on first use only. A Chat Completions model is
+    # corral's own client: neither pydantic-ai nor the openai SDK is imported, then or later.
+    assert _last_line(cli_env, FIRST_REQUEST) == "loaded at the first request: [] at exit: []"
     assert len(local_model.requests) == 1

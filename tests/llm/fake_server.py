@@ -125,6 +125,10 @@ class RecordedRequest:
     """The parsed JSON body (`None` when empty or not JSON)."""
     at: float = 0.0
     """`time.monotonic()` when the request arrived (its body read)."""
+    raw: bytes = b""
+    """The body as sent."""
+    header_order: list[str] = field(default_factory=list)
+    """Header names (lower-cased) in the order they arrived."""
 
 
 class _Server(ThreadingHTTPServer):
@@ -180,6 +184,8 @@ class _Handler(BaseHTTPRequestHandler):
             headers={k.lower(): v for k, v in self.headers.items()},
             body=body,
             at=time.monotonic(),
+            raw=raw,
+            header_order=[k.lower() for k in self.headers],
         )
         fake._record(recorded)
         try:

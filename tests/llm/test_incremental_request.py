@@ -27,7 +27,8 @@ from corral.llm import (
     Model,
     StreamOptions,
 )
-from corral.llm._providers import PydanticAIModel, create_provider_model
+from corral.llm._providers import ChatCompletionsModel, create_provider_model
+from corral.llm._providers._adapter import PydanticAIModel
 from corral.session import SessionManager
 from corral.settings import Settings
 from tests.agent.helpers import EchoTool
@@ -38,21 +39,25 @@ from .fake_server import FakeProviderServer, FakeReply, FakeToolCall
 __all__ = ["server"]
 
 
+ProviderModel = ChatCompletionsModel | PydanticAIModel
+"""The provider models that keep a conversion per session (`_conversions`)."""
+
+
 def _model(
     server: FakeProviderServer, model_id: str, *, provider: str = "fake", api: ApiKind = "openai-chat"
-) -> PydanticAIModel:
+) -> ProviderModel:
     base_url = server.url if api == "anthropic" else server.base_url
     model = create_provider_model(
         make_info(api, id=model_id, provider=provider), api_key="k", base_url=base_url
     )
-    assert isinstance(model, PydanticAIModel)
+    assert isinstance(model, ChatCompletionsModel | PydanticAIModel)
     return model
 
 
 class _Recording(Model):
     """Passes requests to `inner`, keeping each request's context and options."""
 
-    def __init__(self, inner: PydanticAIModel, log: list[tuple[PydanticAIModel, LlmContext, StreamOptions]]):
+    def __init__(self, inner: ProviderModel, log: list[tuple[ProviderModel, LlmContext, StreamOptions]]):
         super().__init__(inner.info)
         self.inner = inner
         self.log = log
@@ -79,7 +84,7 @@ async def test_incremental_requests_equal_fresh_ones_after_every_kind_of_change(
     server: FakeProviderServer, tmp_path: Path, api: ApiKind
 ) -> None:
     server.default_reply = FakeReply(text="Noted.")
-    log: list[tuple[PydanticAIModel, LlmContext, StreamOptions]] = []
+    log: list[tuple[ProviderModel, LlmContext, StreamOptions]] = []
     first = _Recording(_model(server, "fake-model-1", api=api), log)
     other = _Recording(_model(server, "fake-model-2", api=api), log)
     session = SessionManager.create(tmp_path, persist=False)
@@ -133,11 +138,11 @@ async def test_incremental_requests_equal_fresh_ones_after_every_kind_of_change(
     assert first.inner._conversions, "the model kept its conversion between requests"
 
     # Every request again, from fresh models that convert everything and let the SDK transform it.
-    reference: dict[str, PydanticAIModel] = {}
+    reference: dict[str, ProviderModel] = {}
     for inner, context, options in log:
         fresh = reference.setdefault(inner.info.id, _model(server, inner.info.id, api=api))
         fresh._conversions.clear()
-        if hasattr(fresh.pai_model, "send_premapped"):
+        if isinstance(fresh, PydanticAIModel) and hasattr(fresh.pai_model, "send_premapped"):
             fresh.pai_model.send_premapped = False
         async for _event in fresh.stream(context, options):
             pass

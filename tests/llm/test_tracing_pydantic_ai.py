@@ -1,5 +1,6 @@
 """pydantic-ai's own instrumentation, when asked for, nests under corral's model-request span (a real
-OpenAI-compatible request to a fake server on loopback); off by default."""
+OpenAI Responses request to a fake server on loopback; Chat Completions does not go through
+pydantic-ai); off by default."""
 
 from __future__ import annotations
 
@@ -39,7 +40,7 @@ async def _one_request(
     _tracing.setup(otel_provider=provider, pydantic_ai=pydantic_ai, environ={})
     try:
         server.queue_text("hello")
-        model = create_provider_model(make_info("openai-chat"), api_key="k", base_url=server.base_url)
+        model = create_provider_model(make_info("openai-responses"), api_key="k", base_url=server.base_url)
         session = SessionManager.create(tmp_path, sessions_root=tmp_path / "sessions")
         agent = AgentSession(session=session, model=model, thinking_level="off", tools=[], cwd=tmp_path)
         await agent.prompt("hi")

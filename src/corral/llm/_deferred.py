@@ -1,7 +1,8 @@
 """Provider models whose SDK loads in the background.
 
 Importing a provider's SDK stack (pydantic-ai, then the openai or anthropic
-SDK) takes 0.3-2.4 s. A front end creates the lead's model while it starts —
+SDK) takes 0.3-2.4 s; Chat Completions has none (corral's own client, over
+`httpx2`), but its import and the SSL context still take a little. A front end creates the lead's model while it starts —
 before the user has typed anything, before the session is loaded and the store
 opened — so `ModelRegistry.create_model` hands back a `DeferredProviderModel`
 at once and starts that import in a daemon thread (one per wire API per
@@ -34,12 +35,6 @@ if TYPE_CHECKING:
 __all__ = ["DeferredProviderModel", "preload_provider"]
 
 _SDK_MODULES: dict[str, tuple[str, ...]] = {
-    "openai-chat": (
-        "pydantic_ai.models.openai",
-        "pydantic_ai.providers.openai",
-        "pydantic_ai.profiles.openai",
-        "openai.resources.chat",  # the SDK loads its resources on first use: making the model does
-    ),
     "openai-responses": (
         "pydantic_ai.models.openai",
         "pydantic_ai.providers.openai",
@@ -47,7 +42,10 @@ _SDK_MODULES: dict[str, tuple[str, ...]] = {
     ),
     "anthropic": ("pydantic_ai.models.anthropic", "pydantic_ai.providers.anthropic"),
 }
-"""What a wire API's first request needs imported, beside `corral.llm._providers`."""
+"""What a wire API's first request needs imported, beside `corral.llm._providers`.
+
+Chat Completions needs nothing more: corral's own client (`_providers/_chat.py`) imports no SDK.
+"""
 
 
 class _Preload:

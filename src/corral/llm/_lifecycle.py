@@ -6,7 +6,8 @@ model choice read without importing any provider SDK; a test compares it with py
 catalogue of deprecations (`tests/llm/test_lifecycle.py`), so a newer catalogue that dates
 another built-in model fails the suite instead of surprising a user. For a model the table does
 not know (one from settings that a provider serves), the provider layer reads the same catalogue
-through pydantic-ai's profile when the model is built (`_providers/_factory.py`).
+through pydantic-ai's profile when the model is built (`_providers/_factory.py`), or, for a Chat
+Completions model of OpenAI's own endpoint, when its lifecycle is first asked for (`_providers/_chat.py`).
 
 A deprecated model still answers: a request to it is never refused or failed by corral. The
 agent says so once per session with a `ModelNoticeEvent` naming the successor, and front ends show

@@ -1,11 +1,14 @@
-"""Real model providers over pydantic-ai: OpenAI Responses, Chat Completions and Anthropic Messages.
+"""Real model providers: OpenAI Chat Completions (corral's own client), OpenAI Responses and
+Anthropic Messages (over pydantic-ai).
 
-This package is the only place that imports pydantic-ai, openai and anthropic,
-and it is itself imported lazily (by the registry, when a model is created),
-so commands that need no model start without them.
+This package is imported lazily (by the registry, when a model is created), so
+commands that need no model start without it. The Chat Completions client
+(`_chat`) imports no SDK; only the Responses and Anthropic models import
+pydantic-ai and the openai or anthropic SDK, when one is made (`_adapter`,
+`_convert`).
 """
 
-from ._adapter import PydanticAIModel, normalise_usage
+from ._chat import ChatCompletionsModel
 from ._factory import NO_API_KEY, create_provider_model
 
-__all__ = ["NO_API_KEY", "PydanticAIModel", "create_provider_model", "normalise_usage"]
+__all__ = ["NO_API_KEY", "ChatCompletionsModel", "create_provider_model"]

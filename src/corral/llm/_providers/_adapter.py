@@ -1,4 +1,4 @@
-"""`PydanticAIModel`: a corral `Model` over a pydantic-ai model.
+"""`PydanticAIModel`: a corral `Model` over a pydantic-ai model (the Responses and Anthropic APIs).
 
 One request goes like this: convert the context (`_convert`), open
 `pydantic_ai.direct.model_request_stream` (or `model_request` when the model
@@ -21,7 +21,7 @@ from __future__ import annotations
 import asyncio
 import json
 from collections.abc import AsyncIterator
-from dataclasses import dataclass, replace
+from dataclasses import dataclass
 from typing import TYPE_CHECKING, Any, Literal
 
 from corral.llm._lifecycle import ModelLifecycle
@@ -48,15 +48,15 @@ from corral.llm._model import (
 
 from ._convert import (
     IncrementalConversion,
-    pi_api_name,
     responses_reasoning_signature,
     to_model_settings,
     to_request_parameters,
 )
 from ._errors import endpoint_hint, error_message, unreachable_endpoint
+from ._text import pi_api_name
 
 if TYPE_CHECKING:
-    from pydantic_ai.messages import ModelMessage, ModelResponse, ModelResponsePart, ModelResponseStreamEvent
+    from pydantic_ai.messages import ModelResponse, ModelResponsePart, ModelResponseStreamEvent
     from pydantic_ai.models import Model as PaiModel
     from pydantic_ai.models.instrumented import InstrumentationSettings
     from pydantic_ai.usage import RequestUsage
@@ -210,11 +210,6 @@ class _Translator:
             block.thinking_signature = responses_reasoning_signature(
                 part_id or current_id, signature or current_sig
             )
-        elif self.info.api == "openai-chat":
-            # Chat Completions reasoning has no signature; like Pi, record the field it
-            # arrived in (`reasoning_content`, `reasoning`) so it goes back in that field.
-            if part_id and part_id != "content":
-                block.thinking_signature = part_id
         elif signature:
             block.thinking_signature = signature
             if part_id == "redacted_thinking":
@@ -277,36 +272,6 @@ def normalise_usage(usage: RequestUsage) -> Usage:
     )
 
 
-def _compatible_message(message: ModelMessage) -> ModelMessage:
-    """One history message in the plainest Chat Completions shapes, which every compatible server reads.
-
-    A user message of text only is sent as one string, not a list of text parts (llama.cpp's
-    chat templates fail on lists: `can only concatenate str (not "list") to str`), and a reply
-    that only calls tools gets an empty text part, so it is sent with `content: ""` (OpenAI
-    accepts `null` there; llama-cpp-python's server rejects it). Either would make every later
-    request of the session fail.
-    """
-    from pydantic_ai.messages import ModelRequest, ModelResponse, TextPart, ToolCallPart, UserPromptPart
-
-    if isinstance(message, ModelResponse):
-        parts = message.parts
-        if any(isinstance(p, ToolCallPart) for p in parts) and not any(
-            isinstance(p, TextPart) for p in parts
-        ):
-            return replace(message, parts=[TextPart(""), *parts])
-        return message
-    if isinstance(message, ModelRequest):
-        request_parts = []
-        for part in message.parts:
-            if isinstance(part, UserPromptPart) and not isinstance(part.content, str):
-                texts = [item for item in part.content if isinstance(item, str)]
-                if len(texts) == len(part.content):
-                    part = replace(part, content="\n".join(texts))
-            request_parts.append(part)
-        return replace(message, parts=request_parts)
-    return message
-
-
 def _response_parts_as_events(response: ModelResponse) -> list[ModelResponseStreamEvent]:
     """A whole (non-streamed) response as start/end part events."""
     from pydantic_ai.messages import PartEndEvent, PartStartEvent
@@ -319,7 +284,7 @@ def _response_parts_as_events(response: ModelResponse) -> list[ModelResponseStre
 
 
 class PydanticAIModel(Model):
-    """A corral model backed by a pydantic-ai model (OpenAI Responses, Chat Completions, Anthropic).
+    """A corral model backed by a pydantic-ai model (OpenAI Responses, Anthropic Messages).
 
     Args:
         info: The registry entry.
@@ -351,10 +316,7 @@ class PydanticAIModel(Model):
         """The conversion kept for one session's requests (a model may serve several sessions)."""
         conversion = self._conversions.pop(session_id, None)
         if conversion is None:
-            compatible = self.info.api == "openai-chat" and self.info.provider != "openai"
-            conversion = IncrementalConversion(
-                self.info, self.pai_model.system, _compatible_message if compatible else None
-            )
+            conversion = IncrementalConversion(self.info, self.pai_model.system)
         self._conversions[session_id] = conversion  # most recent last
         while len(self._conversions) > _KEPT_CONVERSIONS:
             del self._conversions[next(iter(self._conversions))]

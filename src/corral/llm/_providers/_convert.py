@@ -1,4 +1,4 @@
-"""Our context and options, in pydantic-ai's terms.
+"""Our context and options, in pydantic-ai's terms (the Responses and Anthropic APIs).
 
 `to_model_messages` turns an `LlmContext` into pydantic-ai `ModelMessage`s
 (consecutive user and tool-result messages share one `ModelRequest`, each
@@ -11,11 +11,9 @@ result gets a synthetic error result, and thinking is sent back as thinking
 only to the model (provider, API and model id) that produced it; for any other
 it becomes plain text, or is dropped when empty or redacted. For the same
 model, thinking is replayed in the provider's own form, as Pi's providers do:
-Chat Completions puts the joined reasoning in the field named by the first
-block's signature (`reasoning_content`, `reasoning`, ...) and sends nothing
-when there is none (never `<think>` tags in the visible text); Anthropic sends
-a signed `thinking` block, or the reasoning as text when unsigned; Responses
-sends the stored reasoning item.
+Anthropic sends a signed `thinking` block, or the reasoning as text when
+unsigned; Responses sends the stored reasoning item. (Chat Completions, which
+corral speaks itself, follows the same rules in `_chat_request`.)
 
 Failed tool results reach OpenAI models as the plain text of the result (as
 Pi sends them); only Anthropic, which has an error flag, marks them failed.
@@ -32,8 +30,7 @@ from __future__ import annotations
 
 import base64
 import json
-import re
-from collections.abc import Callable, Sequence
+from collections.abc import Sequence
 from typing import Any, Literal, cast
 
 from pydantic_ai.messages import (
@@ -69,21 +66,16 @@ from corral.llm._messages import (
 )
 from corral.llm._model import LlmContext, ModelInfo, StreamOptions, ThinkingLevel, ToolDefinition
 
+from ._text import DEFAULT_MAX_TOKENS_CAP, NO_RESULT_TEXT, pi_api_name, sanitize_surrogates, sanitize_value
+
 __all__ = [
     "ANTHROPIC_THINKING_BUDGETS",
-    "DEFAULT_MAX_TOKENS_CAP",
-    "NO_RESULT_TEXT",
     "IncrementalConversion",
-    "pi_api_name",
     "responses_reasoning_signature",
-    "sanitize_surrogates",
     "to_model_messages",
     "to_model_settings",
     "to_request_parameters",
 ]
-
-DEFAULT_MAX_TOKENS_CAP = 32_000
-"""`max_tokens` defaults to `min(model.max_tokens, 32000)`."""
 
 ANTHROPIC_THINKING_BUDGETS: dict[ThinkingLevel, int] = {
     "minimal": 1024,
@@ -96,20 +88,6 @@ ANTHROPIC_THINKING_BUDGETS: dict[ThinkingLevel, int] = {
 
 _MIN_OUTPUT_TOKENS = 1024
 """Output room kept beside a thinking budget when the model's cap squeezes them."""
-
-NO_RESULT_TEXT = "No result provided"
-"""The synthetic result sent for a tool call that never got one."""
-
-_PI_API_NAMES = {
-    "openai-responses": "openai-responses",
-    "openai-chat": "openai-completions",
-    "anthropic": "anthropic-messages",
-}
-
-
-def pi_api_name(info: ModelInfo) -> str:
-    """The `api` recorded on assistant messages: Pi's name for the wire API."""
-    return _PI_API_NAMES.get(info.api, info.api)
 
 
 def responses_reasoning_signature(item_id: str | None, encrypted: str | None) -> str | None:
@@ -138,23 +116,6 @@ def _parse_responses_signature(signature: str) -> tuple[str | None, str | None]:
 
 
 # --- messages ---------------------------------------------------------------
-
-_LONE_SURROGATE = re.compile("[\ud800-\udfff]")
-
-
-def sanitize_surrogates(text: str) -> str:
-    """`text` without lone UTF-16 surrogates (which no JSON encoder can send as UTF-8)."""
-    return _LONE_SURROGATE.sub("", text) if _LONE_SURROGATE.search(text) else text
-
-
-def _sanitize_value(value: Any) -> Any:
-    if isinstance(value, str):
-        return sanitize_surrogates(value)
-    if isinstance(value, dict):
-        return {sanitize_surrogates(str(k)): _sanitize_value(v) for k, v in value.items()}
-    if isinstance(value, list):
-        return [_sanitize_value(item) for item in value]
-    return value
 
 
 def _image(block: ImageContent) -> BinaryContent:
@@ -230,17 +191,12 @@ class _Converter:
             return
         same = self.same_source(message)
         parts: list[ModelResponsePart] = []
-        chat_thinking = same and self.info.api == "openai-chat"
         for block in message.content:
             if isinstance(block, TextContent):
                 if block.text:
                     parts.append(TextPart(sanitize_surrogates(block.text)))
             elif isinstance(block, ThinkingContent):
-                if chat_thinking:
-                    parts.extend(self._chat_thinking(message))
-                    chat_thinking = False
-                elif not (same and self.info.api == "openai-chat"):
-                    parts.extend(self._thinking(block, same))
+                parts.extend(self._thinking(block, same))
             else:
                 parts.append(self._tool_call(block, same))
         if not parts:
@@ -255,16 +211,6 @@ class _Converter:
             )
         )
         self.open_calls = {block.id: block.name for block in message.tool_calls}
-
-    def _chat_thinking(self, message: AssistantMessage) -> list[ModelResponsePart]:
-        """Chat Completions: all thinking joined into the field the first block's signature names."""
-        blocks = [block for block in message.content if isinstance(block, ThinkingContent)]
-        field = blocks[0].thinking_signature
-        if not field:
-            return []
-        text = sanitize_surrogates("\n".join(block.thinking for block in blocks))
-        # pydantic-ai sends a ThinkingPart whose id is a field name in that field.
-        return [ThinkingPart(text, id=field, provider_name=self.pai_provider)]
 
     def _thinking(self, block: ThinkingContent, same: bool) -> list[ModelResponsePart]:
         thinking = sanitize_surrogates(block.thinking)
@@ -291,7 +237,7 @@ class _Converter:
     def _tool_call(self, block: ToolCall, same: bool) -> ToolCallPart:
         return ToolCallPart(
             tool_name=block.name,
-            args=_sanitize_value(dict(block.arguments)),
+            args=sanitize_value(dict(block.arguments)),
             tool_call_id=block.id,
             provider_name=self.pai_provider if same else None,
         )
@@ -367,19 +313,15 @@ class IncrementalConversion:
     Args:
         info: The model the requests go to.
         pai_provider: pydantic-ai's provider name for that model.
-        adjust: Applied to each finished pydantic-ai message before it is kept (the
-            plain shapes compatible servers need).
     """
 
     def __init__(
         self,
         info: ModelInfo,
         pai_provider: str,
-        adjust: Callable[[ModelMessage], ModelMessage] | None = None,
     ) -> None:
         self.info = info
         self.pai_provider = pai_provider
-        self.adjust = adjust
         self._system_prompt: str | None = None
         self._sources: list[AgentMessage] = []
         self._converter = _Converter(info, pai_provider)
@@ -412,11 +354,8 @@ class IncrementalConversion:
         if converter.messages:
             finished = converter.messages
             converter.messages = []
-            self._done.extend(finished if self.adjust is None else map(self.adjust, finished))
-        result = _finish(converter, self._done)
-        if self.adjust is not None and len(result) > len(self._done):
-            result[len(self._done) :] = map(self.adjust, result[len(self._done) :])
-        return result
+            self._done.extend(finished)
+        return _finish(converter, self._done)
 
 
 def to_request_parameters(tools: Sequence[ToolDefinition]) -> ModelRequestParameters:
@@ -444,10 +383,8 @@ def to_model_settings(
     """pydantic-ai model settings for one request.
 
     Retries are off (the agent loop retries), `max_tokens` defaults to
-    `min(info.max_tokens, 32000)` (Chat Completions sends it in the model's `reply_cap_field`;
-    `both` adds `max_tokens` beside `max_completion_tokens`), and the thinking level maps per API: OpenAI
-    gets `reasoning_effort` = the level (Responses also asks for a reasoning
-    summary); Anthropic gets a thinking budget with `max_tokens` raised by it
+    `min(info.max_tokens, 32000)`, and the thinking level maps per API: Responses
+    gets `reasoning_effort` = the level and asks for a reasoning summary; Anthropic gets a thinking budget with `max_tokens` raised by it
     (capped at the model's limit), or adaptive thinking at that effort on
     models that only accept adaptive thinking.
 
@@ -461,13 +398,12 @@ def to_model_settings(
     )
     settings: dict[str, Any] = {"max_retries": 0}
     level = options.thinking
-    if info.api in ("openai-responses", "openai-chat"):
+    if info.api == "openai-responses":
         if level != "off":
             effort = level if (level != "xhigh" or info.supports_xhigh) else "high"
             settings["openai_reasoning_effort"] = effort
-            if info.api == "openai-responses":
-                settings["openai_reasoning_summary"] = "auto"
-        if info.api == "openai-responses" and options.session_id and info.provider == "openai":
+            settings["openai_reasoning_summary"] = "auto"
+        if options.session_id and info.provider == "openai":
             settings["openai_prompt_cache_key"] = options.session_id
     elif info.api == "anthropic" and level != "off":
         if adaptive_thinking:
@@ -480,16 +416,6 @@ def to_model_settings(
             if budget >= _MIN_OUTPUT_TOKENS:
                 settings["anthropic_thinking"] = {"type": "enabled", "budget_tokens": budget}
     settings["max_tokens"] = max_tokens
-    extra_body: dict[str, Any] = {}
-    if info.api == "openai-chat" and info.reply_cap_field == "both":
-        extra_body["max_tokens"] = max_tokens
     if options.tool_choice is not None:
-        if info.api == "openai-chat":
-            # Always the named-function form: pydantic-ai turns a choice naming every tool offered
-            # into `required`, which llama.cpp's server ignores.
-            extra_body["tool_choice"] = {"type": "function", "function": {"name": options.tool_choice}}
-        else:
-            settings["tool_choice"] = [options.tool_choice]
-    if extra_body:
-        settings["extra_body"] = extra_body
+        settings["tool_choice"] = [options.tool_choice]
     return cast(ModelSettings, settings)

@@ -1,17 +1,21 @@
-"""`create_provider_model`: the pydantic-ai model and provider for a registry entry."""
+"""`create_provider_model`: the model that talks to a registry entry's endpoint.
+
+Chat Completions (`openai-chat`) gets corral's own client (`_chat`); the Responses and
+Anthropic APIs get a pydantic-ai model and provider, wrapped in `PydanticAIModel`.
+"""
 
 from __future__ import annotations
 
 import contextlib
 import functools
-from collections.abc import Iterator, Mapping, Sequence
+from collections.abc import Iterator, Mapping
 from typing import TYPE_CHECKING, Any
 
 from corral.llm._lifecycle import ModelLifecycle
 from corral.llm._model import Model, ModelInfo
 from corral.llm._ratelimit import PUBLIC_ENDPOINTS, EndpointKey, RateLimits
 
-from ._adapter import PydanticAIModel
+from ._chat import ChatCompletionsModel
 from ._http import model_http_client
 
 if TYPE_CHECKING:
@@ -23,63 +27,15 @@ NO_API_KEY = "no-api-key"
 """Sent when no key is configured (a local OpenAI-compatible server may need none; the SDKs insist on one)."""
 
 
-_THINKING_FIELDS = ("reasoning_content", "reasoning", "reasoning_text")
-
-
-@functools.cache
-def _pi_chat_model_class() -> type[Any]:
-    """pydantic-ai's Chat Completions model, minus the empty thinking fields it adds to tool-call turns.
-
-    Its messages skip the openai SDK's parameter transform (see `_map_messages`).
-    pydantic-ai sends `reasoning_content: ""` on a tool-calling assistant turn that
-    had no reasoning when another turn of the request has some (for DeepSeek-style
-    servers); Pi sends the field only for a reply that reasoned, so corral does too.
-    """
-    from pydantic_ai.messages import ModelResponse, ThinkingPart
-    from pydantic_ai.models.openai import OpenAIChatModel
-
-    class PiChatModel(OpenAIChatModel):
-        send_premapped = True
-        """Send the mapped messages in the request body as they are (see `_map_messages`)."""
-
-        async def _map_messages(self, messages: Sequence[Any], *args: Any, **kwargs: Any) -> Any:
-            mapped = await self._pi_messages(messages, *args, **kwargs)
-            settings = kwargs.get("model_settings")
-            if self.send_premapped and isinstance(settings, dict):
-                # The openai SDK walks every request parameter against its TypedDicts before
-                # sending (`async_maybe_transform`), which for these plain JSON messages changes
-                # nothing and cost most of a long context's request (30-40 ms at 200 messages,
-                # every turn). The messages go in `extra_body` instead, which the SDK merges
-                # into the body unchanged, in the same place: the bytes sent are the same.
-                settings["extra_body"] = {**(settings.get("extra_body") or {}), "messages": mapped}
-                return []
-            return mapped
-
-        async def _pi_messages(self, messages: Sequence[Any], *args: Any, **kwargs: Any) -> Any:
-            mapped = await super()._map_messages(messages, *args, **kwargs)
-            thought = [
-                any(isinstance(part, ThinkingPart) for part in message.parts)
-                for message in messages
-                if isinstance(message, ModelResponse)
-            ]
-            replies = [item for item in mapped if item.get("role") == "assistant"]
-            if len(replies) == len(thought):
-                for item, had_thinking in zip(replies, thought, strict=True):
-                    if not had_thinking:
-                        for name in _THINKING_FIELDS:
-                            if item.get(name) == "":
-                                del item[name]  # type: ignore[misc]
-            return mapped
-
-    return PiChatModel
-
-
 @functools.cache
 def _pi_responses_model_class() -> type[Any]:
     """pydantic-ai's Responses model, whose input items skip the openai SDK's parameter transform.
 
-    As for Chat Completions (`_pi_chat_model_class`): the mapped items go in `extra_body`, which
-    the SDK merges into the body unchanged, in the place of `input`; the bytes sent are the same.
+    The openai SDK walks every request parameter against its TypedDicts before sending
+    (`async_maybe_transform`), which for these plain JSON items changes nothing and cost most of
+    a long context's request (30-40 ms at 200 messages, every turn). The mapped items go in
+    `extra_body` instead, which the SDK merges into the body unchanged, in the place of `input`:
+    the bytes sent are the same.
     """
     from pydantic_ai.models.openai import OpenAIResponsesModel
 
@@ -108,8 +64,8 @@ def create_provider_model(
 ) -> Model:
     """Build the model that talks to `info`'s endpoint over HTTP.
 
-    Dispatches on `info.api`: `openai-responses` → pydantic-ai's
-    `OpenAIResponsesModel`, `openai-chat` → `OpenAIChatModel`, `anthropic` →
+    Dispatches on `info.api`: `openai-chat` → corral's `ChatCompletionsModel`,
+    `openai-responses` → pydantic-ai's `OpenAIResponsesModel`, `anthropic` →
     `AnthropicModel`, each with its provider given `base_url` and `api_key`.
     The key is resolved by the caller; `None` sends a placeholder rather
     than falling back to environment variables.
@@ -132,14 +88,18 @@ def create_provider_model(
     """
     key = api_key if api_key else NO_API_KEY
     endpoint = base_url or PUBLIC_ENDPOINTS.get(info.api, info.provider)
-    http_client = model_http_client(
-        headers, rate_limit=(EndpointKey.of(endpoint, api_key), rate_limits or RateLimits())
-    )
+    rate_limit = (EndpointKey.of(endpoint, api_key), rate_limits or RateLimits())
+    stream = info.stream if streaming is None else streaming
+    if info.api == "openai-chat":
+        return ChatCompletionsModel(
+            info, api_key=key, endpoint=endpoint, rate_limit=rate_limit, headers=headers, streaming=stream
+        )
+    from ._adapter import PydanticAIModel
+
+    http_client = model_http_client(headers, rate_limit=rate_limit)
     with _no_price_table():
         pai_model, lifecycle = _pai_model(info, key, base_url, http_client)
-    return PydanticAIModel(
-        info, pai_model, streaming=info.stream if streaming is None else streaming, lifecycle=lifecycle
-    )
+    return PydanticAIModel(info, pai_model, streaming=stream, lifecycle=lifecycle)
 
 
 def _pai_model(
@@ -150,24 +110,14 @@ def _pai_model(
     profile_base: Any = {**_NO_DEPRECATION_WARNING, "context_window": info.context_window}
     pai_model: PaiModel
     lifecycle: ModelLifecycle | None
-    if info.api in ("openai-responses", "openai-chat"):
+    if info.api == "openai-responses":
         from pydantic_ai.providers.openai import OpenAIProvider
 
         # The SDKs' own retries are off for every request (`max_retries: 0` in `to_model_settings`):
         # corral retries, behind the shared limiter.
         provider = OpenAIProvider(base_url=base_url, api_key=key, http_client=http_client)
         lifecycle = _catalogue_lifecycle(provider, info.id)
-        if info.api == "openai-responses":
-            pai_model = _pi_responses_model_class()(info.id, provider=provider, profile=profile_base)
-        else:
-            from pydantic_ai.profiles.openai import OpenAIModelProfile
-
-            # `max_tokens` servers get the cap in `max_tokens`; `both` adds it to the body (`_convert`).
-            profile = OpenAIModelProfile(
-                openai_chat_supports_max_completion_tokens=info.reply_cap_field != "max_tokens"
-            )
-            profile.update(profile_base)
-            pai_model = _pi_chat_model_class()(info.id, provider=provider, profile=profile)
+        pai_model = _pi_responses_model_class()(info.id, provider=provider, profile=profile_base)
     elif info.api == "anthropic":
         from pydantic_ai.models.anthropic import AnthropicModel
         from pydantic_ai.providers.anthropic import AnthropicProvider

@@ -42,6 +42,7 @@ from typing import TYPE_CHECKING
 
 import httpx2
 
+from corral._version import __version__
 from corral.llm._ratelimit import EndpointKey, Permit, RateLimits, current_rate_limiter
 
 if TYPE_CHECKING:
@@ -52,6 +53,11 @@ __all__ = ["close_http_pools", "model_http_client", "pool_count", "warm_ssl_cont
 _KEEPALIVE = httpx2.Limits(max_connections=1000, max_keepalive_connections=100, keepalive_expiry=4.0)
 """pydantic-ai's pool limits; idle connections are dropped after 4 s, before the 5 s after which many servers
 (uvicorn, Node, llama.cpp's) close them, so a request rarely meets a connection the server is closing."""
+
+_TIMEOUT = httpx2.Timeout(600.0, connect=5.0)
+"""5 s to connect, 600 s to read (the OpenAI and Anthropic SDKs' defaults)."""
+
+_USER_AGENT = f"corral/{__version__}"
 
 _lock = threading.Lock()
 
@@ -212,14 +218,14 @@ class _PooledTransport(httpx2.AsyncBaseTransport):
 def model_http_client(
     headers: Mapping[str, str] | None = None, *, rate_limit: tuple[EndpointKey, RateLimits] | None = None
 ) -> httpx2.AsyncClient:
-    """A provider model's HTTP client: pydantic-ai's defaults (timeouts, user agent) over the shared pools.
+    """A provider model's HTTP client over the shared pools.
 
-    Timeouts are pydantic-ai's: 5 s to connect, 600 s per read. With `rate_limit`, every request
-    goes through that endpoint's limiter first.
+    Timeouts are the SDKs': 5 s to connect, 600 s per read. With `rate_limit`, every request
+    goes through that endpoint's limiter first. `headers` are sent with every request.
     """
-    from pydantic_ai.models import create_async_httpx2_client
-
-    client = create_async_httpx2_client(transport=_PooledTransport(rate_limit))
+    client = httpx2.AsyncClient(
+        timeout=_TIMEOUT, transport=_PooledTransport(rate_limit), headers={"User-Agent": _USER_AGENT}
+    )
     if headers:
         client.headers.update(headers)
     return client

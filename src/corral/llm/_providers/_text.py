@@ -1,0 +1,58 @@
+"""What every wire API's conversion shares, importable without any SDK.
+
+Pi's names for the wire APIs, the default reply cap, the synthetic result of a
+tool call that never got one, and the removal of text a JSON encoder cannot send
+(lone UTF-16 surrogates, from a tool's invalid output or a file written by Pi),
+like Pi's `sanitizeSurrogates`.
+"""
+
+from __future__ import annotations
+
+import re
+from typing import Any
+
+from corral.llm._model import ModelInfo
+
+__all__ = [
+    "DEFAULT_MAX_TOKENS_CAP",
+    "NO_RESULT_TEXT",
+    "pi_api_name",
+    "sanitize_surrogates",
+    "sanitize_value",
+]
+
+DEFAULT_MAX_TOKENS_CAP = 32_000
+"""`max_tokens` defaults to `min(model.max_tokens, 32000)`."""
+
+NO_RESULT_TEXT = "No result provided"
+"""The synthetic result sent for a tool call that never got one."""
+
+_PI_API_NAMES = {
+    "openai-responses": "openai-responses",
+    "openai-chat": "openai-completions",
+    "anthropic": "anthropic-messages",
+}
+
+
+def pi_api_name(info: ModelInfo) -> str:
+    """The `api` recorded on assistant messages: Pi's name for the wire API."""
+    return _PI_API_NAMES.get(info.api, info.api)
+
+
+_LONE_SURROGATE = re.compile("[\ud800-\udfff]")
+
+
+def sanitize_surrogates(text: str) -> str:
+    """`text` without lone UTF-16 surrogates (which no JSON encoder can send as UTF-8)."""
+    return _LONE_SURROGATE.sub("", text) if _LONE_SURROGATE.search(text) else text
+
+
+def sanitize_value(value: Any) -> Any:
+    """A JSON value with `sanitize_surrogates` applied to every string in it (keys included)."""
+    if isinstance(value, str):
+        return sanitize_surrogates(value)
+    if isinstance(value, dict):
+        return {sanitize_surrogates(str(k)): sanitize_value(v) for k, v in value.items()}
+    if isinstance(value, list):
+        return [sanitize_value(item) for item in value]
+    return value
