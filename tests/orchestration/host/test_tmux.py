@@ -397,7 +397,7 @@ async def test_a_worker_whose_pane_was_never_recorded_is_adopted_by_the_next_hos
         generation = t.host.kernel.generation_by_label("builder")
         assert generation is not None and generation.presence != "lost"
         assert generation.pane_id is not None and generation.host_id == t.host.host_id
-        assert generation.run_id in t.host.worker_runs
+        assert t.host.runs.on_worker(generation.run_id)
         assert [p.split()[0] for p in _panes(tmux_socket)] == [generation.pane_id]
         (env / "work" / "go").touch()
         await t.quiet()

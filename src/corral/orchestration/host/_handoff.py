@@ -117,8 +117,9 @@ def _refusal(host: Host, run_id: str, runtime: str) -> tuple[str, str] | None:
     unavailable = host.workers(runtime).unavailable()
     if unavailable is not None:
         return f"{runtime}_unavailable", f"{unavailable}; the agent stays in-process."
-    child = host.children.get(run_id)
-    handle = host.handles.get(run_id)
+    run = host.runs.get(run_id)
+    child = None if run is None else run.child
+    handle = None if run is None else run.runtime_handle
     if generation is None or not generation.live:
         return "not_found", f"No live agent generation {run_id}."
     label = generation.label
@@ -172,8 +173,9 @@ async def _handoff(host: Host, run_id: str, runtime: str, ready_timeout: float) 
     if refusal is not None:
         return HandoffResult("refused", refusal[0], refusal[1], run_id, runtime=runtime)
     kernel = host.kernel
-    child = host.children[run_id]
-    handle = host.handles[run_id]
+    run = host.runs.get(run_id)
+    assert run is not None and run.child is not None and run.runtime_handle is not None  # `_refusal` checked
+    child, handle = run.child, run.runtime_handle
     generation = kernel.get_generation(run_id)
     assert generation is not None
     label = generation.label

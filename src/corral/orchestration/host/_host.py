@@ -2,7 +2,7 @@
 
 The host knows which agent sessions are *owners* (the lead and live
 delegating agents: sessions that can receive deliveries) and which children
-run here. It knows no feature and no tool surface: features ride on its
+run here: both sit in its one registry of live runs, `Host.runs` (`LiveRuns`, `host._live`). It knows no feature and no tool surface: features ride on its
 generations through `HostExtension`s and tools come from its `ToolProvider`
 (`host.ports`); the composition root (`corral.lead`) builds it with both. It implements the child hooks: a stored result is delivered into its
 owner's session exactly once (`_delivery`) and the generation is finalized
@@ -39,6 +39,7 @@ from corral.orchestration.definitions._roster import ModelNames, Roster, load_ro
 from corral.orchestration.errors import OrchestrationError
 from corral.orchestration.host import _heap
 from corral.orchestration.host._launch import Launcher, ProcessWorkers, WorkerStart
+from corral.orchestration.host._live import LiveRuns
 from corral.orchestration.host.ports import HostExtension, ToolProvider
 from corral.orchestration.kernel._caller import Caller
 from corral.orchestration.kernel._child import RETIRED_ENTRY, ManagedChild
@@ -134,14 +135,8 @@ class Host:
         self.runtime = Runtimes(runtime or InProcessRuntime(host_tag=self.host_id[:8]), tmux_socket)
         self.context_retirement = context_retirement
         self.file_limits = file_limits or FileLimits()
-        self.owners: dict[str, AgentSession] = {}
-        self.children: dict[str, ManagedChild] = {}
-        self._waiting: dict[str, ManagedChild] = {}
-        """The live children waiting for a change elsewhere (`ManagedChild.waiting`): the only ones
-        `changed` wakes."""
-        self.handles: dict[str, RuntimeHandle] = {}
-        self.lead_callers: dict[str, Caller] = {}
-        self._owner_unsubscribe: dict[str, Callable[[], None]] = {}
+        self.runs: LiveRuns[ManagedChild, Caller] = LiveRuns()
+        """What runs, owns and leads in this host now: its live runs, owners and leads (`host._live`)."""
         self._delivering: set[str] = set()
         self.undeliverable: dict[str, str] = {}
         """Results whose delivery failed on a write error (a full disk), by request id: the reason.
@@ -151,8 +146,6 @@ class Host:
         self._tasks: set[asyncio.Task[Any]] = set()
         self._change = asyncio.Event()
         self._closed = False
-        self.worker_runs: set[str] = set()
-        """Generations running on worker runtimes (tmux panes, Ray actors) that this host watches."""
         self.placing: set[str] = set()
         """Worker generations this host is starting or moving right now (no worker recorded yet)."""
         self._watcher: asyncio.Task[None] | None = None
@@ -186,23 +179,16 @@ class Host:
 
     def register_owner(self, agent: AgentSession) -> None:
         """Make `agent` a live owner (deliveries for its session id can be made)."""
-        session_id = agent.session.session_id
-        if session_id in self.owners:
-            return
-        self.owners[session_id] = agent
 
         def on_event(event: object) -> None:
             if isinstance(event, AgentSettledEvent):
                 self.changed()
 
-        self._owner_unsubscribe[session_id] = agent.subscribe(on_event)
+        self.runs.add_owner(agent, lambda owner: owner.subscribe(on_event))
 
     def unregister_owner(self, session_id: str) -> None:
         """Forget a live owner."""
-        self.owners.pop(session_id, None)
-        unsubscribe = self._owner_unsubscribe.pop(session_id, None)
-        if unsubscribe is not None:
-            unsubscribe()
+        self.runs.remove_owner(session_id)
 
     async def attach_lead(
         self, agent: AgentSession, *, surfaces: Iterable[str] = ("agent",), no_model: str | None = None
@@ -220,14 +206,14 @@ class Host:
         """
         caller = Caller.lead(agent, no_model=no_model)
         self.register_owner(agent)
-        self.lead_callers[caller.session_id] = caller
+        self.runs.add_lead(caller)
         self.install_surfaces(agent, caller, surfaces)
         self.recover(caller.session_id)
         await self.recover_unplaced(caller.session_id)
         for extension in self.extensions:
             for note in await extension.lead_attached(caller.session_id):
                 self.warn(note)
-        _heap.settled(len(self.children))  # start-up is done: no collection walks its objects again
+        _heap.settled(self.runs.child_count())  # start-up is done: no collection walks its objects again
         return caller
 
     async def work_done(self, run_id: str, summary: str) -> str | None:
@@ -327,9 +313,7 @@ class Host:
         generation = child.generation
         for extension in self.extensions:
             extension.run_starting(generation, child)
-        self.children[generation.run_id] = child
-        child.on_waiting = self._child_waiting
-        self._child_waiting(child)
+        self.runs.add_child(child)
         handle = await self.runtime.start(
             LaunchSpec(
                 generation.run_id,
@@ -340,16 +324,14 @@ class Host:
                 program=child,
             )
         )
-        self.handles[generation.run_id] = handle
+        self.runs.started(generation.run_id, handle)
         return handle
 
     def detach_child(self, run_id: str) -> None:
         """Forget the in-process run of `run_id`, which goes on elsewhere (a handoff); its generation stays."""
-        child = self.children.pop(run_id, None)
-        self._forget_waiting(run_id, child)
-        handle = self.handles.pop(run_id, None)
-        if handle is not None:
-            self.runtime.forget(handle)
+        dropped = self.runs.drop(run_id)
+        if dropped is not None and dropped.runtime_handle is not None:
+            self.runtime.forget(dropped.runtime_handle)
 
     @contextlib.contextmanager
     def placing_run(self, run_id: str) -> Iterator[None]:
@@ -373,20 +355,8 @@ class Host:
         change costs the waiters it concerns, not every live child."""
         self._change.set()
         self._change = asyncio.Event()
-        for child in tuple(self._waiting.values()):
+        for child in self.runs.waiting():
             child.wake()
-
-    def _child_waiting(self, child: ManagedChild) -> None:
-        """`ManagedChild.on_waiting`: keep the waiting children (`changed` wakes only them)."""
-        if child.waiting and self.children.get(child.run_id) is child:
-            self._waiting[child.run_id] = child
-        else:
-            self._waiting.pop(child.run_id, None)
-
-    def _forget_waiting(self, run_id: str, child: ManagedChild | None) -> None:
-        self._waiting.pop(run_id, None)
-        if child is not None and child.on_waiting == self._child_waiting:
-            child.on_waiting = None
 
     async def wait_for_change(self) -> None:
         """Return at the next state change (a delivery, a settle, a child's progress); for front ends."""
@@ -422,7 +392,7 @@ class Host:
         for extension in self.extensions:
             extension.agent_event(run_id, event)
         if isinstance(event, TurnEndEvent):
-            _heap.settled(len(self.children))  # what the turn added lives as long as the agent
+            _heap.settled(self.runs.child_count())  # what the turn added lives as long as the agent
 
     def remote_state(self, run_id: str) -> tuple[object, ...]:
         """What the extensions push to the Ray worker of `run_id` with every pull."""
@@ -445,7 +415,7 @@ class Host:
     def result_failed(self, run_id: str, message: str) -> None:
         """Child hook: the run's result could not be stored; warn (the run is then left unsettled)."""
         self.unstored_results.add(run_id)
-        child = self.children.get(run_id)
+        child = self.runs.child(run_id)
         who = f"agent {child.label}" if child is not None else f"agent run {run_id}"
         self.warn(f"{who} ended without a stored result: {message}")
 
@@ -496,7 +466,7 @@ class Host:
         if generation is None:
             return
         if result.delivery == "pending":
-            owner = self.owners.get(result.owner_session_id)
+            owner = self.runs.owner(result.owner_session_id)
             if owner is None:
                 return  # delivered when the owner is attached again
             for extension in self.extensions:
@@ -517,7 +487,7 @@ class Host:
 
     async def _finalize(self, generation: GenerationRecord) -> None:
         """Tear down a generation whose result was delivered (retried while children finish)."""
-        child = self.children.get(generation.run_id)
+        child = self.runs.child(generation.run_id)
         if child is not None:
             await child.finished.wait()
         for _attempt in range(_FINALIZE_ATTEMPTS):
@@ -535,11 +505,10 @@ class Host:
 
     def release(self, run_id: str) -> None:
         """Drop the in-memory parts of a finished generation (closing its session file)."""
-        child = self.children.pop(run_id, None)
-        self._forget_waiting(run_id, child)
-        handle = self.handles.pop(run_id, None)
-        if handle is not None:
-            self.runtime.forget(handle)
+        dropped = self.runs.drop(run_id)
+        child = None if dropped is None else dropped.child
+        if dropped is not None and dropped.runtime_handle is not None:
+            self.runtime.forget(dropped.runtime_handle)
         for extension in self.extensions:
             extension.released(run_id)
         if child is not None:
@@ -548,7 +517,7 @@ class Host:
                 with contextlib.suppress(Exception):
                     child.agent.session.flush()
             child.agent.session.close()
-            _heap.released(len(self.children))
+            _heap.released(self.runs.child_count())
 
     async def _deliver_ask(self, run_id: str, ask_id: str) -> None:
         if ask_id in self._asking:
@@ -559,7 +528,7 @@ class Host:
             generation = self.kernel.get_generation(run_id)
             if ask is None or generation is None or ask.state != "pending" or ask.delivered_entry_id:
                 return
-            owner = self.owners.get(generation.owner_session_id)
+            owner = self.runs.owner(generation.owner_session_id)
             if owner is not None:
                 await deliver_ask(self.kernel, owner, generation, ask, words=self.notices)
         finally:
@@ -595,22 +564,20 @@ class Host:
         through the store (its runtime's `WorkerStart.watch` brings its facts there first, e.g. Ray's
         pump, `_ray_pump.py`)."""
         self.runtime.adopt(handle, pid)
-        self.handles[run_id] = handle
-        self.worker_runs.add(run_id)
+        self.runs.watch(run_id, handle)
         self.workers(handle.kind).watch(run_id, handle, self.kernel.get_generation(run_id))
         if self._watcher is None or self._watcher.done():
             self._watcher = asyncio.get_running_loop().create_task(self._watch(), name="corral-worker-watch")
 
     def untrack_worker(self, run_id: str) -> None:
         """Stop watching a worker generation."""
-        handle = self.handles.get(run_id)
+        handle = self.runs.runtime_handle(run_id)
         if handle is not None and handle.kind in self._workers:
             self._workers[handle.kind].unwatch(run_id)
-        if run_id in self.worker_runs:
-            self.worker_runs.discard(run_id)
-            handle = self.handles.pop(run_id, None)
-            if handle is not None:
-                self.runtime.forget(handle)
+        watched = self.runs.unwatch(run_id)
+        if watched is not None:
+            if watched.runtime_handle is not None:
+                self.runtime.forget(watched.runtime_handle)
             self.changed()  # no longer watched: an `await_ack` for it returns
 
     async def _watch(self) -> None:
@@ -622,7 +589,7 @@ class Host:
         (`ForeignWrites`) — waits on host state (`wait_for`) then see workers' writes too.
         """
         foreign: ForeignWrites | None = None
-        while self.worker_runs and not self._closed:
+        while self.runs.has_worker_runs() and not self._closed:
             try:
                 if foreign is None:
                     foreign = ForeignWrites(self.kernel.db)
@@ -637,15 +604,16 @@ class Host:
         """One round of the watch; `written_elsewhere`: another process committed since the last one
         (checked before this round reads, so a later commit is seen by the next)."""
         signature: list[object] = []
-        watched = self.kernel.watch(sorted(self.worker_runs))  # one read for every run
-        for run_id in sorted(self.worker_runs):
+        run_ids = self.runs.worker_runs()
+        watched = self.kernel.watch(run_ids)  # one read for every run
+        for run_id in run_ids:
             seen = watched.get(run_id)
             if seen is None or seen.generation.phase == "finalized":
                 self.untrack_worker(run_id)
                 signature.append(run_id)
                 continue
             generation = seen.generation
-            handle = self.handles.get(run_id)
+            handle = self.runs.runtime_handle(run_id)
             presence = self.runtime.presence(handle) if handle is not None else "unknown"
             if (
                 presence == "lost"
@@ -663,7 +631,7 @@ class Host:
                 generation.phase == "completed"
                 and generation.completed_request_id is not None
                 and generation.completed_request_id not in self._delivering
-                and generation.owner_session_id in self.owners
+                and self.runs.is_owner(generation.owner_session_id)
             ):
                 self._spawn(self._deliver_and_finalize(generation.completed_request_id))
             ask = seen.pending_ask
@@ -671,7 +639,7 @@ class Host:
                 ask is not None
                 and ask.delivered_entry_id is None
                 and ask.ask_id not in self._asking
-                and generation.owner_session_id in self.owners
+                and self.runs.is_owner(generation.owner_session_id)
             ):
                 self._spawn(self._deliver_ask(run_id, ask.ask_id))
             acked = seen.acknowledged
@@ -692,7 +660,7 @@ class Host:
 
         def settled() -> bool:
             request = self.kernel.get_request(request_id)
-            return request is None or request.acknowledged or run_id not in self.worker_runs
+            return request is None or request.acknowledged or not self.runs.on_worker(run_id)
 
         with contextlib.suppress(TimeoutError):
             await self.wait_for(settled, timeout)
@@ -719,7 +687,7 @@ class Host:
 
     def host_gone(self, generation: GenerationRecord) -> bool:
         """Whether the in-process host that ran `generation` is proven gone."""
-        if generation.runtime_kind != "inprocess" or generation.run_id in self.children:
+        if generation.runtime_kind != "inprocess" or self.runs.child(generation.run_id) is not None:
             return False
         if generation.host_id == self.host_id:
             return True  # ours, but no longer running here
@@ -747,7 +715,7 @@ class Host:
                 and generation.pane_id is not None
                 and generation.presence != "lost"
                 and generation.phase in ("starting", "active", "completed")
-                and generation.run_id not in self.worker_runs
+                and not self.runs.on_worker(generation.run_id)
             ):
                 handle = RuntimeHandle(
                     runtime_id=generation.pane_id, kind=generation.runtime_kind, run_id=generation.run_id
@@ -759,8 +727,8 @@ class Host:
             if (
                 generation.owner_session_id == owner_session_id
                 and generation.phase == "result_error"
-                and generation.run_id not in self.children
-                and generation.run_id not in self.worker_runs
+                and self.runs.child(generation.run_id) is None
+                and not self.runs.on_worker(generation.run_id)
             ):
                 self.kernel.settle_result_error(generation.run_id)
         for generation in self.tree(owner_session_id):
@@ -768,7 +736,7 @@ class Host:
                 continue
             if generation.phase == "completed" and generation.completed_request_id is not None:
                 self._spawn(self._deliver_and_finalize(generation.completed_request_id))
-            elif generation.phase == "active" and generation.run_id in self.children:
+            elif generation.phase == "active" and self.runs.child(generation.run_id) is not None:
                 ask = self.kernel.pending_ask(generation.run_id)
                 if ask is not None and ask.delivered_entry_id is None:
                     self._spawn(self._deliver_ask(generation.run_id, ask.ask_id))
@@ -810,9 +778,10 @@ class Host:
             with contextlib.suppress(OSError):
                 stat = Path(path).stat()
                 ready = stat.st_size > 0 and Path(path).is_file()
-        child = self.children.get(generation.run_id)
-        handle = self.handles.get(generation.run_id)
-        if generation.run_id in self.worker_runs and handle is not None:
+        run = self.runs.get(generation.run_id)
+        child = None if run is None else run.child
+        handle = None if run is None else run.runtime_handle
+        if run is not None and run.on_worker and handle is not None:
             return self._observe_worker(generation, handle, ready)
         if child is not None and handle is not None:
             presence = self.runtime.presence(handle)
@@ -843,7 +812,7 @@ class Host:
         """Whether the generation's session was retired after context pressure (and retirement is on)."""
         if not self.context_retirement:
             return False
-        child = self.children.get(generation.run_id)
+        child = self.runs.child(generation.run_id)
         if child is not None:
             entries = child.agent.session.entries
         elif generation.session_path and Path(generation.session_path).is_file():
@@ -859,7 +828,7 @@ class Host:
     # --- quiet --------------------------------------------------------------------------------------------
 
     def _quiet(self, owner_session_id: str) -> bool:
-        owner = self.owners.get(owner_session_id)
+        owner = self.runs.owner(owner_session_id)
         if owner is not None and not owner.is_idle:
             return False
         if self._tasks:
@@ -867,21 +836,21 @@ class Host:
         if any(extension.busy(owner_session_id) for extension in self.extensions):
             return False
         for generation in self.tree(owner_session_id):
-            child = self.children.get(generation.run_id)
-            if generation.run_id in self.worker_runs and generation.presence != "lost":
+            child = self.runs.child(generation.run_id)
+            if self.runs.on_worker(generation.run_id) and generation.presence != "lost":
                 if generation.phase in ("starting", "completed"):
                     return False
                 if generation.phase == "active":
                     ask = self.kernel.pending_ask(generation.run_id)
                     if ask is None:
                         return False  # working
-                    if ask.delivered_entry_id is None and generation.owner_session_id in self.owners:
+                    if ask.delivered_entry_id is None and self.runs.is_owner(generation.owner_session_id):
                         return False  # its question is still to be delivered
                 continue
             if generation.phase == "completed" and generation.completed_request_id in self.undeliverable:
                 continue  # its delivery failed on a write error: due again on resume
             if generation.presence == "lost" or child is None:
-                if generation.phase == "completed" and generation.owner_session_id in self.owners:
+                if generation.phase == "completed" and self.runs.is_owner(generation.owner_session_id):
                     return False  # delivery to a live owner is still due
                 continue
             if child.finished.is_set() and generation.phase in ("starting", "active"):
@@ -897,11 +866,11 @@ class Host:
     def has_live_agents(self, owner_session_id: str) -> bool:
         """Whether the owner's tree has an agent still running here or on a worker (waiting ones included)."""
         for generation in self.tree(owner_session_id):
-            child = self.children.get(generation.run_id)
+            child = self.runs.child(generation.run_id)
             if child is not None and not child.finished.is_set():
                 return True
             if (
-                generation.run_id in self.worker_runs
+                self.runs.on_worker(generation.run_id)
                 and generation.presence != "lost"
                 and generation.phase in ("starting", "active", "completed")
             ):
@@ -915,7 +884,7 @@ class Host:
     def detach_lead(self, owner_session_id: str) -> None:
         """Forget a lead that moves to another session (see `can_detach`); its records stay in the store."""
         self.unregister_owner(owner_session_id)
-        self.lead_callers.pop(owner_session_id, None)
+        self.runs.remove_lead(owner_session_id)
 
     async def wait_until_quiet(self, owner_session_id: str) -> None:
         """Return once the owner is settled and nothing more can arrive for it."""
@@ -955,7 +924,7 @@ class Host:
         for task in list(self._tasks):
             with contextlib.suppress(BaseException):
                 await task
-        stopping = list(self.children)
+        stopping = [child.run_id for child in self.runs.children()]
         await self.runtime.stop_all()
         # Agents this host ran that had not finished die with it: record that now, so none is
         # left `working`/`live` (best effort: on a full disk, resuming the owner records it).
@@ -966,6 +935,6 @@ class Host:
                     self.kernel.mark_presence(
                         run_id, "lost", diagnostic=f"its host process {self.pid} stopped before it finished"
                     )
-        for run_id in list(self.children):
-            self.release(run_id)
+        for child in self.runs.children():
+            self.release(child.run_id)
         self.kernel.db.close()

@@ -39,7 +39,7 @@ import shutil
 from collections.abc import Sequence
 from dataclasses import KW_ONLY, dataclass
 from pathlib import Path
-from typing import TYPE_CHECKING, NoReturn, Protocol
+from typing import TYPE_CHECKING, Any, NoReturn, Protocol
 
 from corral.orchestration.errors import (
     InternalFailureError,
@@ -62,6 +62,7 @@ from corral.runtime import (
 
 if TYPE_CHECKING:
     from corral.agent import AgentSession
+    from corral.orchestration.host._live import LiveRuns
     from corral.orchestration.host.protocol import WorkerLaunch
     from corral.orchestration.kernel._child import ManagedChild
     from corral.orchestration.kernel._generations import Generations
@@ -192,8 +193,7 @@ class LaunchHost(Protocol):
     runtime: Runtimes
     pid: int
     host_id: str
-    handles: dict[str, RuntimeHandle]
-    children: dict[str, ManagedChild]
+    runs: LiveRuns[ManagedChild, Any]
     placing: set[str]
 
     def install_child_tools(self, child: ManagedChild) -> None: ...
@@ -354,7 +354,7 @@ class Launcher:
                     rollback_occurred=True,
                     ids={"label": generation.label},
                 )
-        _heap.settled(len(host.children))  # the agent's session, tools and model live as long as it runs
+        _heap.settled(host.runs.child_count())  # the agent's session, tools and model live as long as it runs
         host.changed()
         return generation
 
@@ -412,7 +412,7 @@ class Launcher:
         host = self.host
         run_id = recorded.generation.run_id
         steps.rolled_back(recorded)
-        handle = host.handles.get(run_id)
+        handle = host.runs.runtime_handle(run_id)
         if handle is not None:
             with contextlib.suppress(RuntimeError_):
                 await host.runtime.stop(handle)

@@ -418,7 +418,7 @@ class Teams:
     # --- spawn ---------------------------------------------------------------------------------
 
     def _lead(self, caller: Caller) -> str:
-        if caller.scope != "lead" or caller.session_id not in self.host.lead_callers:
+        if caller.scope != "lead" or not self.host.runs.is_lead(caller.session_id):
             raise InvalidRequestError("Only the lead session can spawn agents.")
         self.lead_sessions[caller.session_id] = caller.agent
         return caller.session_id
@@ -967,7 +967,7 @@ class Teams:
         if any(lead == owner_session_id for lead, _name in self.pending):
             return True
         return bool(
-            owner_session_id in self.host.owners
+            self.host.runs.is_owner(owner_session_id)
             and self.repos.roster.undelivered_lead_messages(owner_session_id)
         )
 

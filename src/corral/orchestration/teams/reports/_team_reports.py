@@ -351,7 +351,7 @@ class TeamReports:
 
     async def deliver_group_wakes(self, lead_session_id: str) -> None:
         """Send every planned group index to the lead once; a reserved wake is never sent again."""
-        lead = self.host.owners.get(lead_session_id)
+        lead = self.host.runs.owner(lead_session_id)
         if lead is None:
             return
         for delivery in self.groups.reserve_wakes(lead_session_id):
@@ -368,7 +368,7 @@ class TeamReports:
 
     def recover_groups(self, lead_session_id: str) -> list[str]:
         """After a restart: confirm wakes found in the lead's session; warn about unconfirmed ones."""
-        lead = self.host.owners.get(lead_session_id)
+        lead = self.host.runs.owner(lead_session_id)
         if lead is None:
             return []
         delivered = self.groups.find_wakes(lead_session_id, lead.session.entries)
@@ -378,7 +378,7 @@ class TeamReports:
         """Per-agent and combined tokens and cost of the lead's session and every teams agent's session."""
         from corral.orchestration.teams._costs import team_costs
 
-        lead = self.host.owners.get(lead_session_id)
+        lead = self.host.runs.owner(lead_session_id)
         lead_path = None if lead is None else lead.session.path
         agents: list[tuple[str, Path]] = []
         for member in self.repos.roster.team_members(lead_session_id, live_only=False):
