@@ -90,7 +90,7 @@ class LeadAgents:
 
     def budget(self, run_id: str) -> Mapping[str, object] | None:
         """The run's `budget` (spend, limits, what stopped it) when a limit applies, else `None`."""
-        budget = self._host.status_fields(run_id).get("budget")
+        budget = self._host.extensions.status_fields(run_id).get("budget")
         return budget if isinstance(budget, Mapping) else None
 
     def tree_budget(self, lead: SessionStats | None = None) -> str | None:

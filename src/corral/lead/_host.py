@@ -62,7 +62,7 @@ def _register_ray(host: Host) -> None:
         return RayWorkers(host, _ray_worker_class)
 
     host.runtime.register_lazy("ray", runtime)
-    host.register_workers("ray", workers)
+    host.workers.register("ray", workers)
 
 
 class ComposedHost(Host):
@@ -99,14 +99,14 @@ class ComposedHost(Host):
             self, hidden_runs=repositories.teams.roster.team_run_ids, notices=AgentNoticeText()
         )
         """The nine `agent` actions over this host."""
-        self.add_extension(RateLimitsExtension(repositories.db, on_change=self.changed))
+        self.extensions.add(RateLimitsExtension(repositories.db, on_change=self.changed))
         self._teams: TeamsExtension | None = None
         self._teams_notices = teams_notices
         self.budgets = BudgetsExtension(self, notices=BudgetNoticeText())
         """Budgets of the lead's agent tree and of each agent (docs/fleet.md)."""
-        self.add_extension(self.budgets)
+        self.extensions.add(self.budgets)
         _register_ray(self)
-        self.add_extension(WorkspacesExtension(claims_of=self._team_claims))
+        self.extensions.add(WorkspacesExtension(claims_of=self._team_claims))
 
     def _team_claims(self, run_id: str) -> tuple[FileClaimRecord, ...]:
         """The file claims of the team `run_id` works in: its root lead's (an agent owned by a
@@ -132,7 +132,7 @@ class ComposedHost(Host):
             from corral.orchestration.teams._extension import TeamsExtension
 
             self._teams = TeamsExtension(self, notices=self._teams_notices or TeamsNoticeText())
-            self.add_extension(self._teams)
+            self.extensions.add(self._teams)
         return self._teams.teams
 
     @property

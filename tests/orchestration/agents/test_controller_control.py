@@ -198,7 +198,7 @@ async def test_close_refused_while_result_undelivered(env: Path) -> None:
         with pytest.raises(TargetAmbiguousError, match="durable result"):
             await t.controller.close(t.caller, CloseParams(agent="scout"))
         t.host.register_owner(t.lead)
-        t.host.recover(t.caller.session_id)
+        t.host.recovery.recover(t.caller.session_id)
         await t.quiet()
         assert len(t.lead_entries(RESULT_TYPE)) == 1
         generation = t.host.kernel.get_generation(started.run_id)

@@ -123,7 +123,7 @@ def test_a_handed_off_run_moves_from_in_process_to_a_worker() -> None:
     runs.started("r", _handle("r"))
 
     runs.drop("r")  # `Host.detach_child`: the in-process run ends here
-    runs.watch("r", _handle("r", "tmux"))  # `Host.track_worker`: it goes on in a pane
+    runs.watch("r", _handle("r", "tmux"))  # `WorkerWatch.track`: it goes on in a pane
     run = runs.get("r")
     assert run is not None and run.child is None and run.on_worker
     assert run.runtime_handle == _handle("r", "tmux") and runs.child_count() == 0
@@ -140,8 +140,8 @@ def test_an_owner_is_followed_once_and_unfollowed_when_removed() -> None:
 
     runs.add_owner(lead, follow)
     runs.add_owner(lead, follow)  # already live: followed once
-    assert runs.owner("lead") is lead and runs.is_owner("lead")
     assert lead.followed == ["on"]
+    assert runs.owner("lead") is lead and runs.is_owner("lead")
 
     runs.remove_owner("lead")
     assert runs.owner("lead") is None and not runs.is_owner("lead") and stopped == ["lead"]

@@ -200,7 +200,9 @@ class Controller:
                 ]
             views = self.views(caller)
             waits = self._rate_limit_waits([view.generation for view in views])
-            records = [record(view) | self.host.status_fields(view.generation.run_id) for view in views]
+            records = [
+                record(view) | self.host.extensions.status_fields(view.generation.run_id) for view in views
+            ]
             for out, view in zip(records, views, strict=True):
                 if view.generation.run_id in waits:
                     out["rate_limit"] = waits[view.generation.run_id]
@@ -275,7 +277,7 @@ class Controller:
         child = self.host.runs.child(generation.run_id)
         request = self.host.kernel.get_request(request_id)
         if child is None and request is not None and self.host.runs.on_worker(generation.run_id):
-            acked_tmux = await self.host.await_ack(generation.run_id, request_id)
+            acked_tmux = await self.host.workers.await_ack(generation.run_id, request_id)
             if acked_tmux is None or not acked_tmux.acknowledged:
                 raise ManagedAgentBusyError(
                     f"Agent {generation.label} has not acknowledged its {kind} yet; it stays queued.",

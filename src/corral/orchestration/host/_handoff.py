@@ -17,7 +17,7 @@ nothing is re-acknowledged or re-sent.
    reporting no loss, keeping claims. Prompts it had not sent yet are carried over. The session
    is flushed and closed (its writer lock released).
 3. **Transfer**: `Generations.transfer_runtime` flips the generation to the target kind in one
-   checked transaction, then that runtime's start step (`host.workers(kind)`: `WorkerStart.place`,
+   checked transaction, then that runtime's start step (`host.workers.of(kind)`: `WorkerStart.place`,
    `WorkerStart.ready`, as the launch pipeline uses it) starts a worker in resume mode: the
    description (`host/protocol.py`: a `WorkerLaunch` of a `BuiltAgent`) holds the agent's exact
    system prompt, model, thinking level and built-in tools, its one prompt there (`resume_prompt`,
@@ -114,7 +114,7 @@ def _refusal(host: Host, run_id: str, runtime: str) -> tuple[str, str] | None:
             "runtime_unavailable",
             f"There is no {runtime} worker runtime here; the agent stays in-process.",
         )
-    unavailable = host.workers(runtime).unavailable()
+    unavailable = host.workers.of(runtime).unavailable()
     if unavailable is not None:
         return f"{runtime}_unavailable", f"{unavailable}; the agent stays in-process."
     run = host.runs.get(run_id)
@@ -208,7 +208,7 @@ async def _handoff(host: Host, run_id: str, runtime: str, ready_timeout: float) 
             runtime=runtime,
         )
     # --- transfer and start the worker (the runtime's start step, as the launch pipeline uses it) ---
-    workers = host.workers(runtime)
+    workers = host.workers.of(runtime)
     task = kernel.get_request(child.task.request_id) or child.task
     from corral.orchestration.host.protocol import WorkerLaunch
 
@@ -277,7 +277,7 @@ def _lost(
     """The in-process run is gone and no worker took over: mark the generation lost (never two runners)."""
     run_id = generation.run_id
     if pane_id is None:
-        host.untrack_worker(run_id)  # the pane is gone; a kept pane stays tracked so `close` can remove it
+        host.workers.untrack(run_id)  # the pane is gone; a kept pane stays tracked so `close` can remove it
     diagnostic = f"handoff to {runtime} failed: {detail}"
     with contextlib.suppress(OrchestrationError):
         host.kernel.mark_presence(run_id, "lost", diagnostic=diagnostic)

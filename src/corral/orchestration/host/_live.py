@@ -5,7 +5,7 @@ the durable part). It keeps
 
 * a `RunHandle` per live run, by run id: the in-process `ManagedChild` (from `Host.start_child`
   until it is released or handed off), its `RuntimeHandle` once started, and whether the host
-  watches it on a worker runtime (a tmux pane, a Ray actor: `Host.track_worker`);
+  watches it on a worker runtime (a tmux pane, a Ray actor: `WorkerWatch.track`);
 * the live *owners*, by session id: the lead and the delegating children, the sessions a result
   or a question can be delivered into;
 * the attached leads' `Caller`s, by session id;

@@ -448,7 +448,7 @@ class TeamControl:
                     report.run_id,
                     now - report.created_at,
                     _report_facts(report, await self._observed(report)),
-                    fields=self.host.status_fields(report.run_id),  # e.g. its budget (spent / limit)
+                    fields=self.host.extensions.status_fields(report.run_id),  # e.g. its budget
                 )
             )
         if agent_name is not None:
@@ -504,7 +504,7 @@ class TeamControl:
             rate_limit=rate_limit,
             awaiting_message=awaiting_message,
             report=None if report is None else _report_facts(report, await self._observed(report)),
-            fields=self.host.status_fields(member.run_id),  # e.g. its budget (spent / limit)
+            fields=self.host.extensions.status_fields(member.run_id),  # e.g. its budget (spent / limit)
         )
 
     # --- the rows a front end shows ---------------------------------------------------------------

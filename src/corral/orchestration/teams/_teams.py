@@ -427,7 +427,7 @@ class Teams:
         self, caller: Caller, request: SpawnRequest, *, parent: TeamChild | None = None
     ) -> _Prepared:
         lead_session_id = self._lead(caller) if parent is None else parent.member.lead_session_id
-        self.host.admit_agent(caller.session_id)
+        self.host.extensions.admitting(caller.session_id)
         checks: tuple[CheckSpec, ...] = ()
         max_repair_attempts = 0
         if parent is None and request.checks is not None:

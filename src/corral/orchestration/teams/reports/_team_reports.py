@@ -143,7 +143,9 @@ class TeamReports:
         fallback = child.fallback_report()
         status, source = fallback.status, fallback.source
         content = self.notices.fallback_content(fallback)
-        notes = self.host.result_notes(child.run_id)  # e.g. budget_exhausted: the final turn's report
+        notes = self.host.extensions.result_notes(
+            child.run_id
+        )  # e.g. budget_exhausted: the final turn's report
         if notes and status == "completed":
             content = "\n\n".join([content, *notes])
         work = await self._commit_work(child, content)
@@ -172,7 +174,7 @@ class TeamReports:
                 decision=decision,
                 work={
                     **({} if work is None else work.details()),
-                    **(await self.host.result_details(child.run_id) or {}),
+                    **(await self.host.extensions.result_details(child.run_id) or {}),
                 },
             )
         return False
