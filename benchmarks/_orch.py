@@ -40,8 +40,9 @@ def data_root(script: dict[str, Any], prefix: str) -> Iterator[Path]:
                     os.environ[key] = value
 
 
-async def start_host(root: Path, *, settings: Any = None) -> tuple[Any, Any, Any]:
-    """A host with a scripted lead attached: `(host, lead, caller)` (`settings`: the host's, e.g. a budget)."""
+async def start_host(root: Path, *, settings: Any = None, tracer: Any = None) -> tuple[Any, Any, Any]:
+    """A host with a scripted lead attached: `(host, lead, caller)` (`settings`: the host's, e.g. a
+    budget; `tracer`: the store's statement tracer, `Database.open`'s)."""
     from corral.agent import AgentSession
     from corral.lead._host import ComposedHost
     from corral.llm import ModelRegistry
@@ -55,7 +56,7 @@ async def start_host(root: Path, *, settings: Any = None) -> tuple[Any, Any, Any
     session = SessionManager.create(work, sessions_root=root / "sessions")
     lead = AgentSession(session=session, model=model, thinking_level="off", tools=[], cwd=work)
     host = ComposedHost(
-        repositories=Repositories.open(root / "home" / "corral.db"),
+        repositories=Repositories.open(root / "home" / "corral.db", tracer=tracer),
         registry=registry,
         settings=settings,
         sessions_root=root / "sessions",

@@ -40,7 +40,6 @@ from corral.agent import RequestEstimate
 from corral.llm import AssistantMessage, ModelInfo, usage_with_total
 from corral.orchestration import Repositories
 from corral.orchestration.budgets import BudgetGuard, BudgetLedger, Limits
-from corral.orchestration.surfaces._budget_notices import BudgetNoticeText
 
 TARGET_MS = 0.1
 BOUND = 1.25
@@ -104,7 +103,7 @@ def main() -> int:
             huge = Limits(tokens=10**12, cost_usd=10.0**9, ms=10**12)
             ledger.set_tree_limits(lead, huge)
             ledger.open_agent(run_id, tree_id=lead, session_id="bench-agent", label="bench", limits=huge)
-            guard = BudgetGuard(ledger, run_id, notices=BudgetNoticeText())
+            guard = BudgetGuard(ledger, run_id)
             model = ModelInfo(id="bench", provider="scripted", api="scripted")
             estimate = RequestEstimate(model=model, input_tokens=12_000, output_tokens=400)
             reply = AssistantMessage(

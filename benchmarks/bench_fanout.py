@@ -5,7 +5,8 @@ concurrently; each scout calls `ls` five times (one call per turn) and then
 answers. The wall time runs from the first `delegate` until the host reports
 the lead quiet (every result delivered, every generation finalized); `cpu_s`
 is the process's CPU time (user + system) over the same span, the figure to
-compare on a loaded machine. `gc` counts the collector's passes per generation
+compare on a loaded machine. `store_writes_per_agent` counts the store's write
+transactions (`BEGIN IMMEDIATE`, durable or not) over the span, per agent. `gc` counts the collector's passes per generation
 over the span and the time they took, wall and CPU (`gc.callbacks`). Peak RSS is the
 process's high-water mark. The exactly-once check counts `corral-agent-result`
 entries per request id in the lead's session file. Targets: 100 agents under
@@ -69,13 +70,21 @@ class _GcClock:
 
 
 async def _run(root: Path, agents: int) -> dict[str, object]:
-    host, lead, caller = await start_host(root)
+    writes = [0]
+
+    def count_writes(sql: str, _params: tuple[object, ...]) -> None:
+        if sql == "BEGIN IMMEDIATE":
+            writes[0] += 1
+
+    host, lead, caller = await start_host(root, tracer=count_writes)
     clock = _GcClock()
     try:
         gc.callbacks.append(clock)
         cpu = time.process_time()
+        before = writes[0]
         run = await fan_out(host, lead, caller, agents)
         cpu = time.process_time() - cpu
+        store_writes = writes[0] - before
         gc.callbacks.remove(clock)
         finalized = all(g.phase == "finalized" for g in host.kernel.generations(include_finalized=True))
     finally:
@@ -88,6 +97,7 @@ async def _run(root: Path, agents: int) -> dict[str, object]:
         "delegate_all_s": run.delegate_all_s,
         "wall_s": run.wall_s,
         "cpu_s": round(cpu, 3),
+        "store_writes_per_agent": round(store_writes / agents, 2),
         "gc": clock.figures(),
         "exactly_once": run.exactly_once,
         "all_finalized": finalized,
@@ -131,7 +141,17 @@ def _in_process(agents: int, tool_calls: int, freeze: str) -> dict[str, Any]:
 
 
 _RUN_KEYS = frozenset(
-    {"agents", "delegate_all_s", "wall_s", "cpu_s", "gc", "exactly_once", "all_finalized", "peak_rss_mb"}
+    {
+        "agents",
+        "delegate_all_s",
+        "wall_s",
+        "cpu_s",
+        "store_writes_per_agent",
+        "gc",
+        "exactly_once",
+        "all_finalized",
+        "peak_rss_mb",
+    }
 )
 
 

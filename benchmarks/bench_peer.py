@@ -48,6 +48,7 @@ import resource
 import shutil
 import socket
 import statistics
+import struct
 import subprocess
 import sys
 import tempfile
@@ -234,12 +235,32 @@ class _Handler(BaseHTTPRequestHandler):
 
 
 class _Server(ThreadingHTTPServer):
+    request_queue_size = socket.SOMAXCONN
+    """The listen backlog, as deep as the system allows (`socketserver`'s default is 5). A swarm's members
+    connect at once; with 5, every connection beyond the backlog that arrives before the accept thread
+    runs (likely under load) has its SYN dropped, and the kernel resends it 1 s later (then 2 s): a
+    1-3 s idle wait in some runs that no real provider imposes."""
     daemon_threads = True
     model: FakeModel
     connections = 0
     """TCP connections accepted."""
     nagle_connections = 0
     """Of those, connections answered with Nagle's algorithm on (stays 0)."""
+
+    def listen_drops(self) -> int | None:
+        """Connection attempts the listening socket dropped (each waits for the client's SYN to be
+        resent; stays 0), from Linux's `SO_MEMINFO`; `None` elsewhere."""
+        try:
+            meminfo = self.socket.getsockopt(socket.SOL_SOCKET, _SO_MEMINFO, _SK_MEMINFO_VARS * 4)
+        except OSError:
+            return None
+        return int(struct.unpack_from(f"{_SK_MEMINFO_VARS}I", meminfo)[_SK_MEMINFO_DROPS])
+
+
+_SO_MEMINFO = 55
+_SK_MEMINFO_VARS = 9
+_SK_MEMINFO_DROPS = 8
+"""Linux's `SO_MEMINFO` option and its `sk_drops` entry (<linux/sock_diag.h>)."""
 
 
 @dataclass(frozen=True)
@@ -525,7 +546,11 @@ def main(argv: list[str] | None = None) -> int:
         "report_chars": REPORT_CHARS,
         "results": results,
         "skipped": skipped,
-        "fake_server": {"connections": server.connections, "tcp_nodelay": server.nagle_connections == 0},
+        "fake_server": {
+            "connections": server.connections,
+            "tcp_nodelay": server.nagle_connections == 0,
+            "listen_drops": server.listen_drops(),
+        },
         "bench_rusage_self_maxrss_mib": round(resource.getrusage(resource.RUSAGE_SELF).ru_maxrss / 1024, 1),
     }
     if args.fanout:

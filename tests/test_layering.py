@@ -1,7 +1,7 @@
 """Meta-tests for conventions a reviewer would otherwise police: layering and public exports.
 
 Layers, lowest first: base (`errors`, `_paths`, `_units`, `_process`, `_version`, `_tracing`) ← `llm` and `settings` ← `session` ←
-`agent` (the substrate) ← `runtime` and the core, itself ranked by subpackage (`orchestration.errors` ← `definitions` ←
+`agent` (the substrate) ← `harness` (other agents driven as an `AgentSession`) ← `runtime` and the core, itself ranked by subpackage (`orchestration.errors` ← `definitions` ←
 `store` ← `kernel` ← `host` ← `agents`, `teams` ← `surfaces` ← the package's re-exports and `Repositories`) ← `tui`, `cli`, `_cli`,
 `lead` (the Python API and the composition root), `_mcp` (front ends) ← the package's `__init__` (a façade that loads
 the Python API on first use). A module may import only from its own rank or below; no module takes part in an import
@@ -39,6 +39,7 @@ RANK = {
     "llm": 1,
     "session": 2,
     "agent": 3,
+    "harness": 3.5,
     "runtime": 4,
     # The core, bottom up: the database, the agent-API kernel, the host, the two features that ride on
     # it, the tool surfaces that adapt them to the wire, and the package's re-exports.
@@ -55,6 +56,9 @@ RANK = {
     "orchestration.workspaces": 4.4,
     "orchestration.surfaces": 4.5,
     "orchestration": 4.6,
+    # One composition for every process that runs agents: above the core (it imports the features),
+    # below the lead and the workers it composes.
+    "_compose": 4.8,
     "tui": 5,
     "cli": 5,
     "_cli": 5,
@@ -245,7 +249,16 @@ def test_sqlite_only_in_the_store() -> None:
 
 
 @pytest.mark.parametrize(
-    "package", ["corral.llm", "corral.session", "corral.agent", "corral.agent.tools", "corral.lead"]
+    "package",
+    [
+        "corral.llm",
+        "corral.session",
+        "corral.agent",
+        "corral.agent.tools",
+        "corral.harness.acp",
+        "corral.lead",
+        "corral.orchestration.store",
+    ],
 )
 def test_all_matches_public_names(package: str) -> None:
     module = importlib.import_module(package)

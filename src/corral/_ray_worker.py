@@ -4,7 +4,8 @@
 actor (`corral.runtime._ray`). One worker hosts up to `slots` agents, each an
 asyncio task on the actor's event loop running the same `ManagedChild` and
 `AgentSession` code as in-process and tmux agents, built by the same
-`build_managed_agent` from the same plain-data spec.
+`build_managed_agent` from the same plain-data spec and composed as the tmux
+worker's are (`corral/_compose.py`, at this worker's `ray_place`).
 
 The worker never opens the store: its children record through a `RemoteStore`
 (`kernel/_remote.py`), whose facts the host pulls and confirms. It keeps each
@@ -39,9 +40,10 @@ from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
 from corral import _tracing
-from corral.agent import AgentEvent, AgentSession, RateLimitWaitEvent
+from corral._compose import WorkDone, WorkerHooks, WorkerPlace, WorkspacePatch, compose
+from corral.agent import AgentEvent, RateLimitWaitEvent
 from corral.llm import EndpointKey, ModelRegistry, current_rate_limiter
-from corral.orchestration.agents._delegation import build_launched_agent
+from corral.orchestration import FileLimits, prepare_files
 from corral.orchestration.budgets._remote import attach_ray_guard
 from corral.orchestration.errors import OrchestrationError
 from corral.orchestration.host._ray_launch import RayLaunch
@@ -51,14 +53,9 @@ from corral.orchestration.host.protocol import (
     WorkerLaunch,
 )
 from corral.orchestration.kernel._child import ManagedChild
-from corral.orchestration.kernel._files import FileLimits, prepare_files
 from corral.orchestration.kernel._remote import HostView, Pulled, RemoteStore
-from corral.orchestration.kernel.records import AskRecord, RequestRecord
+from corral.orchestration.kernel.records import RequestRecord
 from corral.orchestration.ratelimits.records import SharedWindow, SharedWindows
-from corral.orchestration.surfaces import AskOwnerTool
-from corral.orchestration.surfaces._agent_notices import AgentNoticeText
-from corral.orchestration.surfaces._budget_notices import BudgetNoticeText
-from corral.orchestration.surfaces._host_notices import HostNoticeText
 from corral.orchestration.teams.launch import MemberLaunch
 from corral.orchestration.workspaces._extension import PATCH_ENTRY, patch_entry_data
 from corral.orchestration.workspaces._remote import (
@@ -74,10 +71,10 @@ from corral.session import SessionManager
 from corral.settings import Settings
 
 if TYPE_CHECKING:
-    from corral.orchestration.kernel.notices import ChildNotices, ContextRetired
-    from corral.orchestration.kernel.records import GenerationRecord
+    from corral._compose import MemberPort
     from corral.orchestration.teams.checks._checks import CheckExecution
     from corral.orchestration.teams.remote import RemoteTeams
+    from corral.orchestration.teams.roster.records import TeamMemberRecord
 
 __all__ = ["RAY_WORKER_PARTS", "RayWorker"]
 
@@ -105,41 +102,8 @@ class _Questions:
             limits=self.limits,
             resolve_result_ref=lambda _request_id: None,
         )
-        ask = agent_ctx.record_ask(
-            prepared.render(AgentNoticeText().heading("Question"), params.question).text
-        )
+        ask = agent_ctx.record_ask(prepared.render("Question", params.question).text)
         return AskOutcome(ask.ask_id, ask.request_id)
-
-
-class _Hooks:
-    """Child hooks in a worker: the host learns everything from the facts it pulls."""
-
-    def __init__(self, store: RemoteStore, notices: ChildNotices) -> None:
-        self.store = store
-        self.child: ManagedChild | None = None
-        self.notices = notices
-
-    def context_retired(self, fact: ContextRetired) -> str:
-        """The words of a retired session's steer."""
-        return self.notices.context_retired(fact)
-
-    def result_stored(self, run_id: str, request_id: str) -> None:
-        """Nothing: the result fact is in the outbox."""
-
-    def ask_created(self, run_id: str, ask: AskRecord) -> None:
-        """Nothing: the ask fact is in the outbox."""
-
-    def changed(self) -> None:
-        if self.child is not None:
-            self.child.wake()
-
-    def result_failed(self, run_id: str, message: str) -> None:
-        """Nothing: a result-error fact is in the outbox."""
-
-    def agent_event(self, run_id: str, event: AgentEvent) -> None:
-        """A rate-limit wait becomes a fact (the host's extensions store it); other events are not sent."""
-        if isinstance(event, RateLimitWaitEvent):
-            self.store.emit_event(event)
 
 
 @dataclass
@@ -223,43 +187,26 @@ class RayWorker:
             registry = ModelRegistry(settings, cwd=cwd)
             store = RemoteStore(launch.generation, launch.task, path)
             store.view(HostView(launch.generation.phase, None, launch.pushed))
-            hooks = _Hooks(store, HostNoticeText())
-            child: ManagedChild
-            port: RemoteTeams | None = None
-            agent = await build_launched_agent(
-                described.agent,
+            work_done = None
+            if workspace is not None and not workspace.shared:
+                assert workspace_part is not None
+                work_done = self._patch_back(workspace, session, str(workspace_part.identity.top))
+            place = ray_place(store, cwd, work_done)
+            composed = await compose(place).child(
+                described,
+                generation=launch.generation,
+                task=launch.task,
                 session=session,
                 registry=registry,
                 settings=settings,
                 cwd=cwd,
-                label=launch.generation.label,
             )
-            member = described.part(MemberLaunch)
-            if member is not None:
-                # A teams member: its tools reach the lead's `Teams` as facts.
-                child, port = _member_child(
-                    member, agent, store=store, generation=launch.generation, task=launch.task, hooks=hooks
-                )
-            else:
-                child = ManagedChild(
-                    store=store,
-                    agent=agent,
-                    generation=launch.generation,
-                    task=launch.task,
-                    hooks=hooks,
-                    delegating=False,
-                )
-                if described.agent.ask_owner:
-                    agent.register_tool(AskOwnerTool(_Questions(FileLimits(), cwd), child, agent))
-            child.context_retirement = described.context_retirement
-            child.resume_prompt = described.resume_prompt  # a live agent moved here by a handoff
-            hooks.child = child
-            if workspace is not None and not workspace.shared:
-                assert workspace_part is not None
-                child.on_work_done = self._patch_back(workspace, session, str(workspace_part.identity.top))
-            attach_ray_guard(
-                store, child, notices=BudgetNoticeText()
-            )  # after the patch-back: its result note follows it
+            child, port = composed.child, None
+            if composed.member is not None:  # a teams member: its port answers for its run
+                from corral.orchestration.teams.remote import RemoteTeams
+
+                assert isinstance(composed.port, RemoteTeams)
+                port, port.child = composed.port, composed.member
         except BaseException:
             session.close()
             if workspace is not None:
@@ -456,35 +403,30 @@ class RayWorker:
         shutil.rmtree(self.folder, ignore_errors=True)
 
 
-def _member_child(
-    part: MemberLaunch,
-    agent: AgentSession,
-    *,
-    store: RemoteStore,
-    generation: GenerationRecord,
-    task: RequestRecord,
-    hooks: _Hooks,
-) -> tuple[ManagedChild, RemoteTeams]:
-    """The member's `TeamChild` over a `RemoteTeams` port with the same member tools as in-process.
+def ray_place(store: RemoteStore, cwd: Path, work_done: WorkDone | None) -> WorkerPlace:
+    """Where a Ray worker's agent runs: on a node, recording through its run's `RemoteStore`.
 
-    Returns:
-        The `TeamChild`'s kernel child (what the worker runs) and the port (which holds the `TeamChild`).
+    A rate-limit wait becomes a fact (the host's extensions store it); a question's files come from the
+    agent's cwd on this node (`cwd`); a teams member's tools reach the lead's `Teams` as facts over a
+    `RemoteTeams` port; an agent on a snapshot sends its patch back (`work_done`); the budget is the
+    one the host pushed.
     """
-    from corral.orchestration.surfaces.teams import TeamsNoticeText, team_member_tools
-    from corral.orchestration.teams._member import TeamChild
-    from corral.orchestration.teams.remote import RemoteTeams
 
-    port = RemoteTeams(store, notices=TeamsNoticeText())
-    run = TeamChild(
+    def rate_limit_waits(run_id: str, event: AgentEvent) -> None:
+        if isinstance(event, RateLimitWaitEvent):
+            store.emit_event(event)
+
+    def member_port(part: MemberLaunch, hooks: WorkerHooks) -> tuple[MemberPort, TeamMemberRecord]:
+        from corral.orchestration.teams.remote import RemoteTeams
+
+        return RemoteTeams(store), part.member
+
+    return WorkerPlace(
+        kind="ray",
         store=store,
-        agent=agent,
-        generation=generation,
-        task=task if part.mission is None else dataclasses.replace(task, payload=part.mission),
-        hooks=hooks,
-        member=part.member,
-        teams=port,
+        rate_limit_waits=rate_limit_waits,
+        member_port=member_port,
+        questions=_Questions(FileLimits(), cwd),
+        brings_back=WorkspacePatch(work_done),
+        budget_guard=lambda child: attach_ray_guard(store, child),
     )
-    port.child = run
-    for tool in team_member_tools(port, run):
-        agent.register_tool(tool)
-    return run.child, port

@@ -34,5 +34,6 @@ async def test_stats_cover_the_whole_file_including_compacted_history(harness: H
 def test_all_matches_the_public_names() -> None:
     public = {name for name in vars(corral.agent) if not name.startswith("_")}
     modules = {name for name, value in vars(corral.agent).items() if type(value).__name__ == "module"}
-    assert sorted(corral.agent.__all__) == corral.agent.__all__
+    # its order is ruff's (RUF022: constants, classes, functions), checked by `make lint`
+    assert len(set(corral.agent.__all__)) == len(corral.agent.__all__)
     assert set(corral.agent.__all__) == public - modules - {"annotations"}

@@ -53,6 +53,8 @@ def _peer(out: dict[str, Any]) -> None:
     assert out["fanout"]["agents"] == 3, out
     # Nagle's algorithm would stall each kept-alive request ~40 ms: a tax on the peer's many requests.
     assert out["fake_server"]["tcp_nodelay"] is True, out
+    # A dropped connection attempt waits 1 s for its SYN to be resent (None: not Linux, not counted).
+    assert out["fake_server"]["listen_drops"] in (0, None), out
 
 
 def _tui(out: dict[str, Any]) -> None:

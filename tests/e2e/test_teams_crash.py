@@ -250,3 +250,43 @@ def test_a_checkpoint_is_still_saved_when_the_host_dies_right_after_the_report(
     assert second.returncode in (0, 1), second.stderr
     listed = corral("checkpoints", "list")
     assert listed.returncode == 0 and checkpoint_id in listed.stdout and "ready" in listed.stdout
+
+
+@pytest.mark.parametrize(
+    ("fault", "admitted"),
+    [
+        ("swarm_admission:1", False),
+        ("swarm_admission:3", False),
+        ("after_swarm_admission:1", True),
+    ],
+)
+def test_a_crash_during_a_swarms_admission_admits_every_member_or_none(
+    cli_env: Env, corral: RunCorral, fault: str, admitted: bool
+) -> None:
+    """The swarm's member rows are one transaction: killed inside it (after the first or the last
+    member's rows), no member is admitted; killed right after it, all three are. On resume the lead
+    is told about every admitted member (lost with its host) or about none, and nothing reports."""
+    cli_env.script("lead", SCRIPT)
+    first = corral(
+        "run", "--surfaces", "teams", "--model", "scripted/lead", "-p", "go", env={"CORRAL_FAULTS": fault}
+    )
+    assert first.returncode == -9, (first.returncode, first.stderr)
+    lead = _lead_session(cli_env)
+    lead_id = entries_session(lead)
+    with Repositories.open(cli_env.home / "corral.db") as store:
+        members = store.teams.roster.team_members(lead_id, live_only=False)
+        assert sorted(m.name for m in members) == (["a", "b", "c"] if admitted else [])
+        assert len(store.kernel.generations(include_finalized=True)) == (3 if admitted else 0)
+    second = corral(
+        "run", "--surfaces", "teams", "--model", "scripted/lead", "--session", str(lead), "-p", "continue"
+    )
+    assert second.returncode in (0, 1), second.stderr
+    for name in ("a", "b", "c"):  # all three named lost, or none
+        assert (f"agent {name} (read-collect) was lost" in second.stderr) is admitted, second.stderr
+    entries = [json.loads(line) for line in lead.read_text().splitlines()[1:]]
+    assert not [e for e in entries if e.get("customType") == TEAM_REPORT_TYPE]
+    with Repositories.open(cli_env.home / "corral.db") as store:
+        assert store.teams.reports.team_reports(lead_session_id=lead_id) == ()
+        for member in store.teams.roster.team_members(lead_id, live_only=False):
+            generation = store.kernel.get_generation(member.run_id)
+            assert generation is not None and generation.presence == "lost", generation

@@ -498,3 +498,15 @@ async def test_last_custom_reads_a_custom_message_converted_for_the_model(tmp_pa
     messages = convert_to_llm([UserMessage(content="go"), custom])
     assert [m.role for m in messages] == ["user", "user"]
     assert final(await collect(model, ctx(*messages))).text == "result of r-9"
+
+
+async def test_last_custom_passes_over_a_later_note_without_details(tmp_path: Path) -> None:
+    """The delegation guidance can be steered after a quick result; `last_custom` still reads the result."""
+    from corral.session import convert_to_llm
+
+    model = make_model(tmp_path, "steps:\n  - text: 'status {{ last_custom.status }}'\n")
+    result = CustomMessage(custom_type="corral-agent-result", content="Agent result", details={"status": "done"})
+    guidance = CustomMessage(custom_type="corral-delegation-guidance", content="wait for it", display=False)
+    messages = convert_to_llm([UserMessage(content="go"), result, guidance])
+    assert final(await collect(model, ctx(*messages))).text == "status done"
+    assert final(await collect(model, ctx(UserMessage(content="go"), result, guidance))).text == "status done"

@@ -104,3 +104,22 @@ async def test_waits_errors_have_the_shape_of_every_tools(mcp_env: McpEnv) -> No
         unknown = await client.call_tool("agent", {"action": "list"})
         assert unknown.is_error and "\nNext: " in _text(unknown)
         assert _details(unknown)["error"]["category"] == "invalid_request"
+
+
+def test_a_wait_item_words_its_question_itself_and_passes_the_cores_texts_through() -> None:
+    from corral._mcp._texts import item_body
+    from corral.lead import LeadItem
+
+    ask = LeadItem(
+        "ask",
+        "e1",
+        "Agent scout needs your input:\n\nWhich file?\n\nAnswer with the agent tool: action reply, agent=scout.",
+        details={"agent": "scout", "question": "Which file?"},
+    )
+    assert item_body(ask) == (
+        "Agent scout needs your input:\n\nWhich file?\n\n"
+        "Answer with agent_reply {agent: scout, message: …}, then call `wait` again."
+    )
+    # A result's text is the core's words around the agent's own: nothing in it is rewritten.
+    own = "Agent result · agent=scout · status=completed\n\nCall list to see them; refresh with `list`."
+    assert item_body(LeadItem("result", "e2", own, details={"agent": "scout"})) == own

@@ -17,8 +17,8 @@ from typing import Any
 import pytest
 
 from corral.orchestration import RESULT_TYPE, Repositories
+from corral.orchestration.host.texts import REMOTE_HANDOFF_PROMPT
 from corral.orchestration.surfaces import CloseParams, DelegateParams, SteerParams
-from corral.orchestration.surfaces._host_notices import REMOTE_HANDOFF_PROMPT
 from corral.orchestration.surfaces.teams import parse_spawn
 from corral.orchestration.teams.reports._reports import TEAM_REPORT_TYPE
 from corral.session import SessionManager

@@ -13,7 +13,7 @@ from corral.lead._host import ComposedHost
 from corral.llm import UserMessage
 from corral.orchestration import HandoffResult
 from corral.tui import CorralApp
-from corral.tui._app_commands import CHECKPOINTS_USAGE
+from corral.tui._commands import CHECKPOINTS_USAGE
 from corral.tui._format import ActivityRow
 from corral.tui._onboard import ONBOARD_USAGE
 from corral.tui.screens import AgentsScreen, FollowScreen

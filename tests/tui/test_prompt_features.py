@@ -6,7 +6,7 @@ from textual.binding import Binding
 
 from corral.llm import BashExecutionMessage, UserMessage
 from corral.tui import CorralApp
-from corral.tui.app import FOLLOW_KEYS, KEYS
+from corral.tui._commands import FOLLOW_KEYS, KEYS
 from corral.tui.widgets import BashCard, NoticeCard
 
 from .conftest import SIZE, TuiEnv, type_text, wait_until

@@ -4,6 +4,7 @@ from __future__ import annotations
 
 import re
 from collections.abc import Sequence
+from dataclasses import replace
 
 import pytest
 
@@ -12,6 +13,7 @@ from corral.tui import CorralApp
 from corral.tui._format import (
     ActivityRow,
     CostSummary,
+    ManagedAgent,
     activity_row,
     context_level,
     format_context,
@@ -41,19 +43,15 @@ def test_context_warning_levels_and_cost_text() -> None:
 
 
 def test_activity_row_shows_a_rate_limit_wait_instead_of_progress() -> None:
-    record = {"agent": "scout", "agent_definition": "scout", "state": "working"}
-    waiting = {**record, "rate_limit": "waiting (rate limit, 7s)"}
-    assert (
-        activity_row(waiting, started_at_ms=None, now_ms=0, progress="grep").progress
-        == "waiting (rate limit, 7s)"
-    )
-    assert activity_row(record, started_at_ms=None, now_ms=0, progress="grep").progress == "grep"
+    agent = ManagedAgent("scout", "scout", "working")
+    waiting = replace(agent, rate_limit="waiting (rate limit, 7s)")
+    assert activity_row(waiting, now_ms=0, progress="grep").progress == "waiting (rate limit, 7s)"
+    assert activity_row(agent, now_ms=0, progress="grep").progress == "grep"
 
 
-def test_activity_row_from_a_list_record() -> None:
+def test_activity_row_of_a_managed_agent() -> None:
     row = activity_row(
-        {"agent": "scout", "agent_definition": "scout", "state": "working", "tokens": 12_345, "stale": True},
-        started_at_ms=1_000,
+        ManagedAgent("scout", "scout", "working", tokens=12_345, stale=True, started_at_ms=1_000),
         now_ms=66_000,
         progress="grep pattern=tax",
     )

@@ -235,7 +235,7 @@ def _when(snapshot: dict[str, Any]) -> str:
 def _outcome(snapshot: dict[str, Any]) -> str:
     if "reportId" not in snapshot:
         return "-"
-    from corral.orchestration.teams.reports._reports import outcome_label
+    from corral.orchestration.teams.texts import outcome_label
 
     return outcome_label(snapshot.get("outcome"), snapshot.get("effectiveOutcome"))
 

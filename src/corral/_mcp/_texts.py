@@ -180,13 +180,19 @@ def transcript_text(details: dict[str, Any]) -> str:
 
 
 def item_body(item: LeadItem) -> str:
-    """A `wait` item's text in MCP's words (a question says to answer with `agent_reply`)."""
+    """A `wait` item's text in MCP's words.
+
+    A question is worded here from its details (answer with `agent_reply`); every other item (a
+    result, a report, a group index, a message) is the core's text as it is: those words name no
+    tool of the lead's (`kernel/texts.py`, `teams/texts.py`), and the agent's own text inside them is
+    passed through, never rewritten.
+    """
     if item.kind == "ask" and item.agent is not None and isinstance(item.details.get("question"), str):
         return (
             f"Agent {item.agent} needs your input:\n\n{item.details['question']}\n\n"
             f"Answer with agent_reply {{agent: {item.agent}, message: …}}, then call `wait` again."
         )
-    return mcp_words(item.text)
+    return item.text
 
 
 def item_text(item: LeadItem) -> str:

@@ -2,7 +2,8 @@
 
 It opens the shared store, loads its generation and task, builds the agent
 exactly as the in-process path does (`build_managed_agent` from the launch
-file the host wrote: a `host.protocol.WorkerLaunch`), and records its readiness (its pid and `$TMUX_PANE`)
+file the host wrote: a `host.protocol.WorkerLaunch`) and its child as every
+worker does (`corral/_compose.py`, at this worker's `tmux_place`), and records its readiness (its pid and `$TMUX_PANE`)
 before running the assignment through the same `ManagedChild`. In resume
 mode (a launch with a `resume_prompt`, written by a handoff) it continues a
 generation moved out of its host: the agent is rebuilt from the host's exact
@@ -25,18 +26,17 @@ from __future__ import annotations
 import argparse
 import asyncio
 import contextlib
-import dataclasses
 import json
 import os
 import sys
 import time
 from collections.abc import Callable
 from pathlib import Path
-from typing import TextIO
+from typing import TYPE_CHECKING, TextIO
 
 from corral import _tracing
+from corral._compose import WorkerChild, WorkerHooks, WorkerPlace, WorktreeBranch, compose
 from corral.agent import (
-    AgentEvent,
     AgentSettledEvent,
     MessageEndEvent,
     MessageUpdateEvent,
@@ -44,9 +44,8 @@ from corral.agent import (
     ToolExecutionStartEvent,
 )
 from corral.llm import AssistantMessage, ModelRegistry
-from corral.orchestration._repositories import Repositories
+from corral.orchestration import FileLimits, Host, Repositories
 from corral.orchestration.agents._controller import OwnerQuestions
-from corral.orchestration.agents._delegation import build_launched_agent
 from corral.orchestration.budgets import attach_worker_guard
 from corral.orchestration.errors import OrchestrationError
 from corral.orchestration.host._worker import read_launch_file
@@ -56,19 +55,16 @@ from corral.orchestration.host.protocol import (
     LaunchPart,
     WorkerLaunch,
 )
-from corral.orchestration.kernel._child import ManagedChild
-from corral.orchestration.kernel._files import FileLimits
-from corral.orchestration.kernel.notices import ChildNotices, ContextRetired
-from corral.orchestration.kernel.records import AskRecord, GenerationRecord, RequestRecord
+from corral.orchestration.kernel.records import GenerationRecord, RequestRecord
 from corral.orchestration.ratelimits import RateLimitsExtension
-from corral.orchestration.surfaces import AskOwnerTool
-from corral.orchestration.surfaces._agent_notices import AgentNoticeText
-from corral.orchestration.surfaces._budget_notices import BudgetNoticeText
-from corral.orchestration.surfaces._host_notices import HostNoticeText
 from corral.orchestration.teams.launch import MemberLaunch
 from corral.orchestration.workspaces.records import WorkspaceLaunch
 from corral.session import SessionManager
 from corral.settings import Settings
+
+if TYPE_CHECKING:
+    from corral._compose import MemberPort
+    from corral.orchestration.teams.roster.records import TeamMemberRecord
 
 __all__ = ["POLL_S", "main", "run_worker"]
 
@@ -85,38 +81,6 @@ class WorkerError(Exception):
 def _brief(text: str) -> str:
     flat = " ".join(text.split())
     return flat if len(flat) <= _BRIEF else flat[: _BRIEF - 1] + "…"
-
-
-class _Hooks:
-    """Child hooks in a worker: the host discovers results and asks through the store."""
-
-    def __init__(self, rate_limits: RateLimitsExtension, notices: ChildNotices) -> None:
-        self.child: ManagedChild | None = None
-        self.rate_limits = rate_limits
-        self.notices = notices
-
-    def context_retired(self, fact: ContextRetired) -> str:
-        """The words of a retired session's steer."""
-        return self.notices.context_retired(fact)
-
-    def agent_event(self, run_id: str, event: AgentEvent) -> None:
-        """Keep the run's rate-limit wait in the store, for the lead's status views."""
-        self.rate_limits.agent_event(run_id, event)
-
-    def result_stored(self, run_id: str, request_id: str) -> None:
-        """Nothing to do: the host polls for durable results."""
-
-    def ask_created(self, run_id: str, ask: AskRecord) -> None:
-        """Nothing to do: the host polls for pending asks."""
-
-    def changed(self) -> None:
-        """Let the child re-check whether it can finish."""
-        if self.child is not None:
-            self.child.wake()
-
-    def result_failed(self, run_id: str, message: str) -> None:
-        """Say in the pane why the run ends without a result (the host sees an unsettled run)."""
-        print(f"corral worker: run {run_id} ended without a stored result: {message}", file=sys.stderr)
 
 
 class _View:
@@ -196,24 +160,11 @@ async def run_worker(run_id: str, store_path: Path, launch_path: Path, *, out: T
         registry = ModelRegistry(settings, cwd=cwd)
         session = SessionManager.open(Path(generation.session_path))
         try:
-            hooks = _Hooks(RateLimitsExtension(store.db), HostNoticeText())
-            child, inbox = await _child(
-                launch, store, generation, task, session, registry, settings, hooks, view
-            )
-            hooks.child = child
-            if (
-                store.worktrees.has_worktrees()
-            ):  # an isolated writer commits its work on its branch at the end
-                from corral.orchestration.worktrees._worktrees import Worktrees
-
-                child.on_work_done = Worktrees(store.worktrees, home=store.db.path.parent).work_done
-            attach_worker_guard(
-                store.db, child, notices=BudgetNoticeText()
-            )  # its budget, when the host opened one for it
-            child.agent.subscribe(view.on_event)
+            composed, inbox = await _child(launch, store, generation, task, session, registry, settings, view)
+            composed.child.agent.subscribe(view.on_event)
             heartbeat = Path(launch.heartbeat) if launch.heartbeat else None
             store.kernel.record_started(run_id, pid=os.getpid(), pane_id=os.environ.get("TMUX_PANE") or None)
-            return await _serve(store, child, view, heartbeat, inbox)
+            return await _serve(store, composed, view, heartbeat, inbox)
         finally:
             session.close()
     finally:
@@ -228,34 +179,60 @@ async def _child(
     session: SessionManager,
     registry: ModelRegistry,
     settings: Settings,
-    hooks: _Hooks,
     view: _View,
-) -> tuple[ManagedChild, Callable[[], None] | None]:
-    """The agent as its host described it (built from its definition's spec, or rebuilt from its
-    exact parts) and its child: a teams member's (`MemberLaunch`) or a managed agent's.
-
-    A teams agent gets its member tools from the same code as in-process (`team_member_tools`),
-    over a `Teams` of a worker-local host on the same store; messages sent to it arrive in its
-    store inbox and the returned poller brings them into the session. A moved agent (a
-    `resume_prompt`) prompts it once instead of acknowledging its task.
-    """
-    cwd = Path(generation.cwd)
-    described = launch.agent
+) -> tuple[WorkerChild, Callable[[], None] | None]:
+    """The agent as its host described it and its child, composed at this worker's place
+    (`tmux_place`); a teams member's inbox poller (messages sent to it arrive in its store inbox,
+    the poller brings them into the session)."""
+    place = tmux_place(store, generation, registry, settings)
     try:
-        agent = await build_launched_agent(
-            described, session=session, registry=registry, settings=settings, cwd=cwd, label=generation.label
+        composed = await compose(place).child(
+            launch,
+            generation=generation,
+            task=task,
+            session=session,
+            registry=registry,
+            settings=settings,
+            cwd=Path(generation.cwd),
         )
     except ValueError as exc:  # fail closed: a read agent never continues without its sandbox
         raise WorkerError(str(exc)) from None
-    child: ManagedChild
-    inbox: Callable[[], None] | None = None
-    teams_part = launch.part(MemberLaunch)
-    if teams_part is not None:
-        from corral.orchestration.host._host import Host
-        from corral.orchestration.surfaces.teams import TeamsNoticeText, team_member_tools
-        from corral.orchestration.teams._member import TeamChild
+    member, port = composed.member, composed.port
+    if member is None or port is None:
+        return composed, None
+    from corral.orchestration.teams import texts
+    from corral.orchestration.teams.notices import MessageArrived
+
+    roster = store.teams.roster
+    lead, name = member.member.lead_session_id, member.member.name
+
+    def poll_inbox() -> None:
+        if not member.messages_open or member.ended:
+            return
+        if not roster.read_team_inbox(lead, name, unread_only=True, mark_as_read=False):
+            return
+        for message in roster.read_team_inbox(lead, name, unread_only=True, mark_as_read=True):
+            view.line(f"⇐ message from {message.sender}: {_brief(message.content)}")
+            fact = MessageArrived(message.sender, message.summary, message.content)
+            member.inject(texts.member_message(fact))
+
+    return composed, poll_inbox
+
+
+def tmux_place(
+    store: Repositories, generation: GenerationRecord, registry: ModelRegistry, settings: Settings
+) -> WorkerPlace:
+    """Where a tmux worker's agent runs: on the lead's machine, over the shared store.
+
+    Rate-limit waits are stored for the lead's status views; a question is recorded in the store; a
+    teams member works over a `Teams` of a worker-local host on the same store (reports and messages
+    are stored and the owner's host, polling the store, delivers them); an isolated writer commits
+    its work on its worktree branch; the budget is the row the host opened.
+    """
+    rate_limits = RateLimitsExtension(store.db)
+
+    def member_port(part: MemberLaunch, hooks: WorkerHooks) -> tuple[MemberPort, TeamMemberRecord]:
         from corral.orchestration.teams._teams import Teams
-        from corral.orchestration.teams.notices import MessageArrived
 
         member = store.teams.roster.team_member(generation.run_id)
         if member is None:
@@ -268,49 +245,28 @@ async def _child(
             def result_stored(self, run_id: str, request_id: str) -> None:
                 hooks.changed()
 
-        local = _WorkerHost(
-            kernel=store.kernel, registry=registry, settings=settings, notices=HostNoticeText()
-        )
-        teams = Teams(local, notices=TeamsNoticeText())
-        mission = teams_part.mission
-        team_child = TeamChild(
-            store=store.kernel,
-            agent=agent,
-            generation=generation,
-            task=task if mission is None else dataclasses.replace(task, payload=mission),
-            hooks=hooks,
-            member=member,
-            teams=teams,
-        )
-        for tool in team_member_tools(teams, team_child):
-            agent.register_tool(tool)
-        child = team_child.child
+        local = _WorkerHost(kernel=store.kernel, registry=registry, settings=settings)
+        return Teams(local), member
 
-        def poll_inbox() -> None:
-            if not team_child.messages_open or team_child.ended:
-                return
-            lead, name = member.lead_session_id, member.name
-            if not store.teams.roster.read_team_inbox(lead, name, unread_only=True, mark_as_read=False):
-                return
-            for message in store.teams.roster.read_team_inbox(
-                lead, name, unread_only=True, mark_as_read=True
-            ):
-                view.line(f"⇐ message from {message.sender}: {_brief(message.content)}")
-                fact = MessageArrived(message.sender, message.summary, message.content)
-                team_child.inject(teams.notices.member_message(fact))
+    work_done = None
+    if store.worktrees.has_worktrees():  # an isolated writer commits its work on its branch at the end
+        from corral.orchestration.worktrees._worktrees import Worktrees
 
-        inbox = poll_inbox
-    else:
-        child = ManagedChild(
-            store=store.kernel, agent=agent, generation=generation, task=task, hooks=hooks, delegating=False
-        )
-        if described.ask_owner:
-            agent.register_tool(
-                AskOwnerTool(OwnerQuestions(store.kernel, FileLimits(), AgentNoticeText()), child, agent)
-            )
-    child.context_retirement = launch.context_retirement
-    child.resume_prompt = launch.resume_prompt
-    return child, inbox
+        work_done = Worktrees(store.worktrees, home=store.db.path.parent).work_done
+
+    def result_failed(run_id: str, message: str) -> None:
+        print(f"corral worker: run {run_id} ended without a stored result: {message}", file=sys.stderr)
+
+    return WorkerPlace(
+        kind="tmux",
+        store=store.kernel,
+        rate_limit_waits=rate_limits.agent_event,
+        member_port=member_port,
+        questions=OwnerQuestions(store.kernel, FileLimits()),
+        brings_back=WorktreeBranch(work_done),
+        budget_guard=lambda child: attach_worker_guard(store.db, child),
+        result_failed=result_failed,
+    )
 
 
 def _touch(path: Path) -> None:
@@ -322,11 +278,12 @@ def _touch(path: Path) -> None:
 
 async def _serve(
     store: Repositories,
-    child: ManagedChild,
+    composed: WorkerChild,
     view: _View,
     heartbeat: Path | None,
     inbox: Callable[[], None] | None = None,
 ) -> int:
+    child = composed.child
     run_id = child.run_id
     running = asyncio.get_running_loop().create_task(child.run())
     seen: set[str] = set()

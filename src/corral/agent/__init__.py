@@ -26,6 +26,7 @@ from ._events import (
     TurnStartEvent,
 )
 from ._guard import GuardVerdict, RequestEstimate, RequestGuard
+from ._loop import SEEN_REFERENCE_KEY, RunOutcome
 from ._session import AgentSession, StreamingBehavior
 from ._stats import ContextUsage, SessionStats, TokenStats, compute_session_stats
 from ._system_prompt import build_system_prompt, find_context_files
@@ -34,6 +35,7 @@ from ._validation import ToolArgumentsError, validate_tool_arguments
 from ._window import ContextOverhead, describe_failed_reply, reply_note
 
 __all__ = [
+    "SEEN_REFERENCE_KEY",
     "AgentBusyError",
     "AgentEndEvent",
     "AgentError",
@@ -60,6 +62,7 @@ __all__ = [
     "RateLimitWaitEvent",
     "RequestEstimate",
     "RequestGuard",
+    "RunOutcome",
     "SessionStats",
     "StreamingBehavior",
     "TokenStats",

@@ -233,7 +233,6 @@ class Launched:
         if not self.surfaces or self.host is not None:
             return
         from corral.orchestration import Repositories, default_store_path
-        from corral.orchestration.worktrees._extension import WorktreesExtension
 
         from ._host import ComposedHost
 
@@ -242,7 +241,6 @@ class Launched:
             repositories=repositories,
             registry=self.registry,
             settings=self.settings,
-            extensions=(WorktreesExtension(repositories.worktrees),),
         )
         no_model = NO_AGENT_MODEL if self.model_source == "program" else None
         self.caller = await self.host.attach_lead(self.agent, surfaces=self.surfaces, no_model=no_model)

@@ -13,27 +13,20 @@ from __future__ import annotations
 from collections.abc import Iterable
 from typing import TYPE_CHECKING, Any
 
+from corral._compose import LeadProcess, compose
 from corral.orchestration._repositories import Repositories
 from corral.orchestration.agents._controller import Controller
-from corral.orchestration.budgets import BudgetsExtension
 from corral.orchestration.host._handoff import HandoffResult, handoff, handoff_runtime
 from corral.orchestration.host._host import Host
-from corral.orchestration.ratelimits import RateLimitsExtension
 from corral.orchestration.surfaces import SurfaceTools
-from corral.orchestration.surfaces._agent_notices import AgentNoticeText
-from corral.orchestration.surfaces._budget_notices import BudgetNoticeText
-from corral.orchestration.surfaces._host_notices import HostNoticeText
-from corral.orchestration.workspaces._extension import WorkspacesExtension
 
 if TYPE_CHECKING:
     from corral.agent import AgentSession
+    from corral.orchestration.budgets import BudgetsExtension
     from corral.orchestration.host._launch import WorkerStart
-    from corral.orchestration.host.notices import HostNotices
     from corral.orchestration.kernel._caller import Caller
     from corral.orchestration.teams._extension import TeamsExtension
     from corral.orchestration.teams._teams import Teams
-    from corral.orchestration.teams.notices import TeamsNotices
-    from corral.orchestration.teams.roster.records import FileClaimRecord
     from corral.runtime import WorkerRuntime
 
 __all__ = ["ComposedHost"]
@@ -72,66 +65,37 @@ class ComposedHost(Host):
         self,
         *,
         repositories: Repositories,
-        teams_notices: TeamsNotices | None = None,
-        host_notices: HostNotices | None = None,
         **options: Any,
     ) -> None:
         """Args:
         repositories: The data root's database and repositories (`Repositories.open`); the host
             gets their `kernel` and closes the database in `aclose`.
-        teams_notices: Words for the notices the teams core sends on its own (a queued agent that
-            could not start, the recovery prompt, a fallback report, ...); default: the teams
-            surface's `TeamsNoticeText`.
-        host_notices: Words for what the host tells an agent on its own (the prompt an agent moved
-            onto a worker runtime continues with, the steer of a retired session); default: the
-            surfaces' `HostNoticeText`.
         **options: `Host`'s other arguments.
         """
         super().__init__(
             kernel=repositories.kernel,
             tools=SurfaceTools(self),
-            notices=host_notices or HostNoticeText(),
             **options,
         )
         self.repositories = repositories
         """Every repository over the host's database (front ends read teams and worktrees rows here)."""
-        self.controller: Controller = Controller(
-            self, hidden_runs=repositories.teams.roster.team_run_ids, notices=AgentNoticeText()
-        )
+        self.controller: Controller = Controller(self, hidden_runs=repositories.teams.roster.team_run_ids)
         """The nine `agent` actions over this host."""
-        self.extensions.add(RateLimitsExtension(repositories.db, on_change=self.changed))
         self._teams: TeamsExtension | None = None
-        self._teams_notices = teams_notices
-        self.budgets = BudgetsExtension(self, notices=BudgetNoticeText())
+        composed = compose(LeadProcess(self, repositories))
+        self.budgets: BudgetsExtension = composed.budgets
         """Budgets of the lead's agent tree and of each agent (docs/fleet.md)."""
-        self.extensions.add(self.budgets)
+        for extension in composed.extensions:
+            self.extensions.add(extension)
         _register_ray(self)
-        self.extensions.add(WorkspacesExtension(claims_of=self._team_claims))
-
-    def _team_claims(self, run_id: str) -> tuple[FileClaimRecord, ...]:
-        """The file claims of the team `run_id` works in: its root lead's (an agent owned by a
-        delegating agent belongs to the lead at the top of its tree)."""
-        kernel = self.repositories.kernel
-        generation = kernel.get_generation(run_id)
-        seen: set[str] = set()
-        while generation is not None and generation.parent_run_id and generation.run_id not in seen:
-            seen.add(generation.run_id)
-            parent = kernel.get_generation(generation.parent_run_id)
-            if parent is None:
-                break
-            generation = parent
-        if generation is None:
-            return ()
-        return self.repositories.teams.roster.file_claims(generation.owner_session_id)
 
     @property
     def teams(self) -> Teams:
         """The teams core, made (and added as the host's teams extension) on first use."""
         if self._teams is None:
-            from corral.orchestration.surfaces.teams._render import TeamsNoticeText
             from corral.orchestration.teams._extension import TeamsExtension
 
-            self._teams = TeamsExtension(self, notices=self._teams_notices or TeamsNoticeText())
+            self._teams = TeamsExtension(self)
             self.extensions.add(self._teams)
         return self._teams.teams
 

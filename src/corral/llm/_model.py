@@ -62,8 +62,9 @@ def as_thinking_level(value: object) -> ThinkingLevel | None:
     return None
 
 
-ApiKind = Literal["openai-responses", "openai-chat", "anthropic", "scripted"]
-"""The wire format a model speaks."""
+ApiKind = Literal["openai-responses", "openai-chat", "anthropic", "scripted", "acp"]
+"""The wire format a model speaks (`acp`: an agent behind the Agent Client Protocol, which runs its own
+model; corral never requests it, `corral.harness.acp`)."""
 
 MaxTokensField = Literal["max_tokens", "max_completion_tokens", "both"]
 """Which Chat Completions field carries the reply cap: OpenAI's `max_completion_tokens`, the older

@@ -546,15 +546,23 @@ def _lookup(root: str, path: list[str], context: LlmContext, environ: Mapping[st
             raise _RequestFailure("template {{ last_tool_output }}: the request has no tool result")
         return _content_text(newest.content).strip()
     role = "toolResult" if root == "last_tool_result" else "custom"
-    source = next((m for m in reversed(context.messages) if m.role == role), None)
-    if source is None and role == "custom":
-        # After `convert_to_llm` a custom message arrives as a user message that keeps
-        # `customType` and `details` as extra fields.
+    if role == "toolResult":
+        source = next((m for m in reversed(context.messages) if m.role == role), None)
+    else:
+        # The newest custom message that carries details: corral's own notes without details
+        # (the delegation guidance, steered after the tool call, perhaps after a quick result)
+        # are passed over. After `convert_to_llm` a custom message arrives as a user message
+        # that keeps `customType` and `details` as extra fields.
         source = next(
             (
                 m
                 for m in reversed(context.messages)
-                if m.role == "user" and "customType" in (m.model_extra or {})
+                if (m.role == role and getattr(m, "details", None) is not None)
+                or (
+                    m.role == "user"
+                    and "customType" in (m.model_extra or {})
+                    and (m.model_extra or {}).get("details") is not None
+                )
             ),
             None,
         )

@@ -3,6 +3,7 @@
 Importing this package imports Textual; the CLI imports it only when the app opens.
 """
 
-from corral.tui.app import COMMANDS, DEMO_MODEL, AgentProgress, CorralApp, HostChanged, LeadEvent, run_app
+from corral.tui._commands import COMMANDS
+from corral.tui.app import DEMO_MODEL, AgentProgress, CorralApp, HostChanged, LeadEvent, run_app
 
 __all__ = ["COMMANDS", "DEMO_MODEL", "AgentProgress", "CorralApp", "HostChanged", "LeadEvent", "run_app"]

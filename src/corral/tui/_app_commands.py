@@ -17,7 +17,6 @@ from corral.orchestration.teams.checkpoints._checkpoints import NO_CHECKPOINTS_M
 from corral.settings import find_project_settings, user_settings_path
 from corral.tui._favorites import read_favorites
 from corral.tui._onboard import (
-    ONBOARD_USAGE,
     SandboxState,
     extensions_text,
     onboard_inventory,
@@ -26,19 +25,18 @@ from corral.tui._onboard import (
 from corral.tui.screens import AgentsScreen
 
 if TYPE_CHECKING:
-    from collections.abc import Awaitable, Coroutine
+    from collections.abc import Awaitable, Callable, Coroutine
 
     from textual.screen import Screen
     from textual.worker import Worker
 
-    from corral._cli._launch import Launched
+    from corral._cli._launch import Launched, LaunchOptions
     from corral.lead._agents import LeadAgents
     from corral.orchestration import ListResult
     from corral.orchestration.teams.results import AgentSnapshot
+    from corral.tui._app_favorites import FavoriteModels
 
-__all__ = ["CHECKPOINTS_USAGE", "AgentCommands", "AgentCommandsApp"]
-
-CHECKPOINTS_USAGE = "usage: /agents-checkpoints [list] | /agents-checkpoints delete <checkpoint id>"
+__all__ = ["AgentCommands", "AgentCommandsApp", "CommandsApp"]
 
 
 class AgentCommandsApp(Protocol):
@@ -75,10 +73,68 @@ class AgentCommandsApp(Protocol):
         ...
 
 
+class CommandsApp(AgentCommandsApp, Protocol):
+    """What the slash commands (`corral.tui._commands`) need from the app (`CorralApp`)."""
+
+    @property
+    def options(self) -> LaunchOptions:
+        """The session and model choices the lead was opened with."""
+        ...
+
+    @property
+    def settings_broken(self) -> bool:
+        """A settings file does not load, so the lead could not start."""
+        ...
+
+    @property
+    def setup_error(self) -> str | None:
+        """Why the lead could not start, if it could not."""
+        ...
+
+    @property
+    def agent_commands(self) -> AgentCommands:
+        """`/agents`, `/agents-checkpoints`, `/agents-extensions` and `/onboard`."""
+        ...
+
+    @property
+    def favorite_models(self) -> FavoriteModels:
+        """`/agents-favorite-models` and its picker."""
+        ...
+
+    def push_screen(
+        self, screen: Screen[Any], callback: Callable[[Any], Any] | None = None
+    ) -> Awaitable[Any]:
+        """Open a screen over the app; `callback` gets its result."""
+        ...
+
+    def render_footer(self) -> None:
+        """Redraw the footer (model, thinking level, context, cost)."""
+        ...
+
+    async def switch_to_demo(self) -> None:
+        """Start the lead on the offline tour model."""
+
+    async def reopen_with_model(self, ref: str) -> None:
+        """Start the lead, which had no model, on model `ref`."""
+
+    async def new_session(self) -> None:
+        """Open a fresh session in this directory with the same model, thinking level, tools and surfaces."""
+
+    async def resume_session(self, path: str) -> None:
+        """Open the saved session at `path`."""
+
+    def trust_project(self) -> None:
+        """Trust this project, like `corral trust`, and say what that unlocks."""
+
+    async def action_quit(self) -> None:
+        """Leave the app."""
+
+
 class AgentCommands:
     """`/agents`, `/agents-checkpoints`, `/agents-extensions` and `/onboard`, composed into `CorralApp`.
 
-    The app routes each command here; the slow ones run as workers of the `agents` group.
+    The command table (`corral.tui._commands.COMMANDS`) routes each command here; the slow ones run
+    as workers of the `agents` group.
     """
 
     def __init__(self, app: AgentCommandsApp) -> None:
@@ -118,30 +174,29 @@ class AgentCommands:
 
     # --- /agents-checkpoints --------------------------------------------------------------------
 
-    def checkpoints(self, arg: str) -> None:
-        """`/agents-checkpoints [list] | delete <checkpoint id>` (the lead's host; other input: usage)."""
-        words = arg.split()
-        if words not in ([], ["list"]) and not (len(words) == 2 and words[0] == "delete"):
-            self.app.notice(CHECKPOINTS_USAGE, kind="error")
-            return
+    def list_checkpoints(self) -> None:
+        """`/agents-checkpoints [list]`: the lead's specialist checkpoints, one line each."""
         agents = self._lead_agents("/agents-checkpoints")
         if agents is None:
             return
-        checkpoints = agents.teams.checkpoints
-        if words and words[0] == "delete":
-            try:
-                self.app.notice(checkpoints.delete(words[1]))
-            except CorralError as exc:
-                self.app.notice(f"/agents-checkpoints: {exc}", kind="error")
-            return
         try:
-            lines, warnings = checkpoints.list_entries()
+            lines, warnings = agents.teams.checkpoints.list_entries()
         except CorralError as exc:
             self.app.notice(f"/agents-checkpoints: {exc}", kind="error")
             return
         self.app.notice("\n".join(lines or [NO_CHECKPOINTS_MESSAGE]))
         for warning in warnings:
             self.app.notice(warning, kind="error")
+
+    def delete_checkpoint(self, checkpoint_id: str) -> None:
+        """`/agents-checkpoints delete <checkpoint id>`: retire one checkpoint (a corrupt one too)."""
+        agents = self._lead_agents("/agents-checkpoints")
+        if agents is None:
+            return
+        try:
+            self.app.notice(agents.teams.checkpoints.delete(checkpoint_id))
+        except CorralError as exc:
+            self.app.notice(f"/agents-checkpoints: {exc}", kind="error")
 
     # --- /agents-extensions ---------------------------------------------------------------------
 
@@ -175,16 +230,13 @@ class AgentCommands:
 
     # --- /onboard -------------------------------------------------------------------------------
 
-    def onboard(self, arg: str) -> None:
+    def onboard(self) -> None:
         """`/onboard`: gather the set-up and ask the lead for a read-only recommendation."""
-        self.app.run_worker(self._onboard(arg), group="agents")
+        self.app.run_worker(self._onboard(), group="agents")
 
-    async def _onboard(self, arg: str) -> None:
+    async def _onboard(self) -> None:
         launched = self.app.launched
         if launched is None:
-            return
-        if arg:
-            self.app.notice(ONBOARD_USAGE, kind="error")
             return
         if not launched.agent.is_idle:
             self.app.notice(

@@ -1,4 +1,5 @@
-"""The start-up hint that points a new installation to `/onboard`.
+"""What a first start shows: the hint that points a new installation to `/onboard`, and the
+offline model offered when no model is configured (`DEMO_MODEL`).
 
 The rule is checked once, when the app starts and before the lead's session
 is opened: the installation is *new* when the user settings file
@@ -16,7 +17,10 @@ from pathlib import Path
 from corral._paths import sessions_root
 from corral.settings import user_settings_path
 
-__all__ = ["ONBOARD_HINT", "is_new_installation"]
+__all__ = ["DEMO_MODEL", "ONBOARD_HINT", "is_new_installation"]
+
+DEMO_MODEL = "scripted/tour"
+"""The offline model the app offers when no model is configured: a guided tour of any directory."""
 
 ONBOARD_HINT = (
     "New here? /onboard asks the lead to review your set-up (models, agent tiers, read-only sandbox) "

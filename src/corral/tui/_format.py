@@ -8,7 +8,7 @@ from __future__ import annotations
 
 from collections.abc import Mapping, Sequence
 from dataclasses import KW_ONLY, dataclass
-from typing import TYPE_CHECKING, Any, Literal
+from typing import TYPE_CHECKING, Any, Literal, NamedTuple
 
 from corral._units import format_elapsed
 from corral.llm import AssistantMessage, ToolResultMessage
@@ -16,6 +16,7 @@ from corral.llm import AssistantMessage, ToolResultMessage
 if TYPE_CHECKING:
     from corral.agent import ContextUsage
     from corral.llm import AgentMessage
+    from corral.orchestration import AgentView
 
 __all__ = [
     "CONTEXT_DANGER_PERCENT",
@@ -24,6 +25,8 @@ __all__ = [
     "STATE_GLYPHS",
     "ActivityRow",
     "CostSummary",
+    "ManagedAgent",
+    "Progress",
     "RowKind",
     "activity_row",
     "context_level",
@@ -187,48 +190,92 @@ class ActivityRow:
         return f"{'team' if self.is_team else 'managed'}/{self.label}"
 
 
+@dataclass(frozen=True, slots=True)
+class ManagedAgent:
+    """A managed agent as the controller's projection shows it: what its activity row needs."""
+
+    label: str
+    """Its label."""
+    definition: str
+    """The agent definition it runs."""
+    state: str
+    """Public state (`working`, `blocked`, `settling`, …)."""
+    _: KW_ONLY
+    tokens: int | None = None
+    """The tokens it last reported (`None` before any)."""
+    stale: bool = False
+    """Working without activity for too long (advisory)."""
+    started_at_ms: int | None = None
+    """When its generation started, else when it was created (Unix ms)."""
+    rate_limit: str | None = None
+    """A rate-limit wait it is in (`waiting (rate limit, 7s)`), shown instead of its progress."""
+
+    @classmethod
+    def from_view(cls, view: AgentView) -> ManagedAgent:
+        """The agent as `view` (one of the controller's `AgentView`s) shows it."""
+        generation = view.generation
+        return cls(
+            generation.label,
+            generation.definition,
+            view.state,
+            tokens=generation.tokens,
+            stale=view.stale,
+            started_at_ms=generation.started_at or generation.created_at,
+        )
+
+
 def activity_row(
-    record: Mapping[str, Any],
+    agent: ManagedAgent,
     *,
-    started_at_ms: int | None,
     now_ms: int,
     progress: str = "",
     context: ContextUsage | None = None,
+    budget: Mapping[str, Any] | None = None,
 ) -> ActivityRow:
-    """Build a row from a controller `list` record.
+    """A managed agent's activity row.
 
     Args:
-        record: One record of `controller.list(...).agents`.
-        started_at_ms: When the generation started (Unix ms), for the elapsed time.
-        now_ms: The current time (Unix ms).
-        progress: The latest progress line seen from the agent, if any (a `rate_limit` wait in the
-            record, `waiting (rate limit, Ns)`, is shown instead while it lasts).
+        agent: The agent as the controller's projection shows it.
+        now_ms: The current time (Unix ms), for the elapsed time.
+        progress: The latest progress line seen from the agent, if any (its `rate_limit` wait is
+            shown instead while it lasts).
         context: The agent's context usage when it runs in this process (`12.3k tok (6%)`, as a
-            teams row shows it); without it, the tokens the record holds (`12.3k tok`), else `-`.
+            teams row shows it); without it, the tokens it last reported (`12.3k tok`), else `-`.
+        budget: Its budget (`LeadAgents.budget`), shown in brief (`format_budget`).
     """
-    elapsed = None if started_at_ms is None else max(0, now_ms - started_at_ms)
+    started = agent.started_at_ms
+    elapsed = None if started is None else max(0, now_ms - started)
     percent: float | None = None
     if context is not None:
         tokens = format_context_tokens(context.tokens, context.percent)
         percent = context.percent
-    elif record.get("tokens") is not None:
-        tokens = f"{format_tokens(record.get('tokens'))} tok"
+    elif agent.tokens is not None:
+        tokens = f"{format_tokens(agent.tokens)} tok"
     else:
         tokens = "-"
     return ActivityRow(
-        str(record.get("agent", "?")),
-        str(record.get("agent_definition", "?")),
-        str(record.get("state", "unknown")),
+        agent.label,
+        agent.definition,
+        agent.state,
         elapsed=format_elapsed(elapsed),
         tokens=tokens,
-        progress=str(record.get("rate_limit") or progress),
-        stale=bool(record.get("stale", False)),
+        progress=agent.rate_limit or progress,
+        stale=agent.stale,
         context_percent=percent,
-        budget=format_budget(record.get("budget")),
+        budget=format_budget(budget),
     )
 
 
-def latest_progress(messages: Sequence[AgentMessage]) -> tuple[str, str] | None:
+class Progress(NamedTuple):
+    """An agent's latest progress line."""
+
+    kind: str
+    """`tool` (a tool call started) or `reply` (the last line of a reply)."""
+    text: str
+    """The tool call (`bash command=…`) or the reply's last non-empty line."""
+
+
+def latest_progress(messages: Sequence[AgentMessage]) -> Progress | None:
     """An agent's latest progress read from its transcript: `("tool", "bash command=…")` while its last
     tool call has no result yet, else `("reply", <last line of its last reply>)`; `None` before either.
 
@@ -243,10 +290,10 @@ def latest_progress(messages: Sequence[AgentMessage]) -> tuple[str, str] | None:
             pending = [call for call in message.tool_calls if call.id not in answered]
             if pending:
                 call = pending[0]
-                return "tool", f"{call.name} {summarize_args(call.arguments)}".rstrip()
+                return Progress("tool", f"{call.name} {summarize_args(call.arguments)}".rstrip())
             lines = [line for line in message.text.splitlines() if line.strip()]
             if lines:
-                return "reply", lines[-1][:80]
+                return Progress("reply", lines[-1][:80])
     return None
 
 

@@ -11,19 +11,60 @@ the state word is the phase (`queued` for a queued spawn), the detail says why (
 from __future__ import annotations
 
 from collections.abc import Mapping, Sequence
-from typing import TYPE_CHECKING, Any
+from typing import TYPE_CHECKING, Any, Protocol
 
-from corral.tui._format import ActivityRow, format_context_tokens, format_elapsed
+from corral.tui._format import ActivityRow, Progress, format_context_tokens, format_elapsed
 
 if TYPE_CHECKING:
     from corral.orchestration.kernel.records import GenerationRecord
-    from corral.orchestration.teams._status import MemberStatus, TeamAgentRow
+    from corral.orchestration.teams._status import MemberStatus, TeamAgentRow, TeamSnapshot
     from corral.orchestration.teams.results import InterruptResult
 
-__all__ = ["Progress", "interrupt_note", "message_note", "stop_notice", "team_detail", "team_rows"]
+__all__ = [
+    "TeamRowsReader",
+    "TeamsSource",
+    "interrupt_note",
+    "message_note",
+    "stop_notice",
+    "team_detail",
+    "team_rows",
+]
 
-Progress = Mapping[str, tuple[str, str]]
-"""Latest progress per run id: `(kind, text)`, kind `tool` (a tool call) or `reply` (a reply's last line)."""
+
+class TeamsSource(Protocol):
+    """What the teams rows are read from: the lead's agents port (`LeadAgents`)."""
+
+    def team_snapshot(self) -> TeamSnapshot:
+        """The lead's teams members and their generations, read from the store now."""
+        ...
+
+    def team_rows(self, snapshot: TeamSnapshot, *, now_ms: int) -> list[TeamAgentRow]:
+        """The lead's teams agents (members with their phase, then queued spawns) at `now_ms`."""
+        ...
+
+
+class TeamRowsReader:
+    """The lead's teams agents, with the store reads kept between host changes.
+
+    A host change makes the next read go to the store again (`forget`); between changes the clock
+    only re-renders, except when an active member's recorded activity is old enough to make it
+    `stalled` (a child records activity without notifying anyone).
+    """
+
+    def __init__(self) -> None:
+        self.snapshot: TeamSnapshot | None = None
+        """The store reads the rows were last built from."""
+
+    def forget(self) -> None:
+        """Read the store again for the next rows (the host changed)."""
+        self.snapshot = None
+
+    def read(self, source: TeamsSource, *, lead_session_id: str, now_ms: int) -> list[TeamAgentRow]:
+        """The lead's teams agents at `now_ms` (from the kept reads while they are current)."""
+        snapshot = self.snapshot
+        if snapshot is None or snapshot.lead_session_id != lead_session_id or snapshot.may_stall(now_ms):
+            snapshot = self.snapshot = source.team_snapshot()
+        return source.team_rows(snapshot, now_ms=now_ms)
 
 
 def team_detail(
@@ -65,7 +106,9 @@ def team_detail(
     return "waiting for model response"
 
 
-def team_rows(agents: Sequence[TeamAgentRow], *, now_ms: int, progress: Progress) -> list[ActivityRow]:
+def team_rows(
+    agents: Sequence[TeamAgentRow], *, now_ms: int, progress: Mapping[str, Progress]
+) -> list[ActivityRow]:
     """Activity rows for the lead's teams agents, in the order given (members, then queued spawns).
 
     Args:
@@ -100,7 +143,7 @@ def team_rows(agents: Sequence[TeamAgentRow], *, now_ms: int, progress: Progress
                 format_context_tokens(agent.context.tokens, agent.context.percent),
                 agent.context.percent,
             )
-        kind, text = progress.get(agent.run_id or "", ("", ""))
+        kind, text = progress.get(agent.run_id or "", Progress("", ""))
         if text and ((state == "working" and kind == "tool") or (state == "thinking" and kind == "reply")):
             detail = text
         rows.append(

@@ -5,12 +5,16 @@ How data flows:
 * The lead's `AgentSession` events arrive through `subscribe` and are posted
   to the app as `LeadEvent` messages; handlers only render them.
 * Host changes arrive the same way: one worker awaits the host's change
-  notification and posts `HostChanged`; the activity card and the footer's
-  combined cost refresh on it. Managed agents' own events (their latest tool
-  call or reply) arrive as `AgentProgress` messages. No timer polls the store;
-  a one-second `set_interval` clock only re-renders elapsed times. The
-  activity card animates its progress phrases (fade, dots) on the app's
-  `clock` with its own light timer (see `corral.tui.widgets._status`).
+  notification and posts `HostChanged`. The app's model of its agents
+  (`AgentActivity`, one `TrackedAgent` per run) refreshes on it, and the
+  activity rows are set from the model into the reactive `rows`, whose watcher
+  updates the activity card and the follow view; the footer's combined cost is
+  redrawn with them. Agents' own events (their latest tool call or reply)
+  arrive as `AgentProgress` messages. No timer polls the store; a one-second
+  `set_interval` clock only recomputes the rows (elapsed times). The activity
+  card animates its progress phrases (fade, dots) on the app's `clock` with its
+  own light timer (see `corral.tui.widgets._status`).
+* Slash commands go through one table (`corral.tui._commands.COMMANDS`).
 * Everything that waits on the host or the model runs in a `@work` worker.
 """
 
@@ -18,46 +22,29 @@ from __future__ import annotations
 
 import time
 from collections.abc import Callable
-from dataclasses import replace
 from pathlib import Path
-from typing import TYPE_CHECKING, Any, ClassVar
+from typing import TYPE_CHECKING, ClassVar
 
 from textual import on, work
 from textual.app import App, ComposeResult
 from textual.binding import Binding, BindingType
 from textual.containers import Vertical
 from textual.message import Message
+from textual.reactive import var
 from textual.widgets import Button, Static
 
 from corral._cli._launch import Launched, LaunchOptions, launch_session
-from corral.agent import (
-    AgentEvent,
-    MessageEndEvent,
-    ToolExecutionStartEvent,
-)
+from corral.agent import AgentEvent, MessageEndEvent
 from corral.errors import CorralError
-from corral.llm import (
-    AssistantMessage,
-    ThinkingLevel,
-    available_thinking_levels,
-    parse_model_ref,
-)
 from corral.settings import ActivityColorsSettings, SettingsError
+from corral.tui._activity import AgentActivity
 from corral.tui._app_commands import AgentCommands
 from corral.tui._app_favorites import FavoriteModels
-from corral.tui._first_run import ONBOARD_HINT, is_new_installation
-from corral.tui._format import (
-    ActivityRow,
-    CostSummary,
-    activity_row,
-    format_budget,
-    latest_progress,
-    one_line,
-    summarize_args,
-)
+from corral.tui._commands import COMMANDS, run_command
+from corral.tui._first_run import DEMO_MODEL, ONBOARD_HINT, is_new_installation
+from corral.tui._format import ActivityRow, CostSummary, Progress
 from corral.tui._palette import ActivityPalette, resolve_palette
-from corral.tui._teams import team_rows
-from corral.tui.screens import FollowScreen, PickerScreen, TierPickerScreen
+from corral.tui.screens import FollowScreen, TierPickerScreen
 from corral.tui.widgets import (
     ActivityCard,
     BashCard,
@@ -72,69 +59,15 @@ if TYPE_CHECKING:
     from corral.lead._agents import LeadAgents
     from corral.lead._host import ComposedHost as Host
     from corral.orchestration import ListResult
-    from corral.orchestration.teams._status import TeamSnapshot
 
 __all__ = [
-    "COMMANDS",
     "DEMO_MODEL",
-    "FOLLOW_KEYS",
-    "KEYS",
     "AgentProgress",
     "CorralApp",
     "HostChanged",
     "LeadEvent",
     "run_app",
 ]
-
-DEMO_MODEL = "scripted/tour"
-"""The offline model the app offers when no model is configured: a guided tour of any directory."""
-
-COMMANDS: dict[str, str] = {
-    "/agents": "status tables of the managed and teams agents",
-    "/agents-favorite-models": "tier picker; or set <tier> <provider/model> [thinking], clear <tier>, clear",
-    "/agents-checkpoints": "list specialist checkpoints; delete <checkpoint id> retires one",
-    "/agents-extensions": "the tools spawned agents get (corral has no extensions)",
-    "/onboard": "ask the lead to recommend tier models for your set-up (changes only when you approve)",
-    "/model": "switch the lead's model (/model provider/model, or pick from a list)",
-    "/thinking": "set the thinking level (/thinking high, or pick)",
-    "/compact": "compact the lead's context (optional instructions)",
-    "/resume": "open another session of this directory",
-    "/new": "start a fresh session here (the current one stays saved; /resume reopens it)",
-    "/trust": "trust this project (its definitions and settings take effect)",
-    "/help": "list the commands and keys",
-    "/quit": "leave the app (Ctrl+C too); the session stays saved",
-}
-"""Every slash command and what it does."""
-
-KEYS: dict[str, str] = {
-    "Enter": "send (while the lead works: steer it)",
-    "Alt+Enter / Ctrl+S": "send as a follow-up (delivered when the lead would stop)",
-    "Shift+Enter / Ctrl+J": "new line",
-    "Tab": "complete a /command or an @path",
-    "Up / Down": "walk the prompt history",
-    "Down (empty prompt)": "open the agents view (its keys below)",
-    "Escape": "interrupt the lead (queued messages come back to the prompt)",
-    "l": "expand long tool logs and result ids (in the chat)",
-    "Ctrl+O": "expand or collapse every long log",
-    "Ctrl+C": "quit",
-    "@path": "attach a file to the message (its text is sent with it)",
-    "!cmd / !!cmd": "run a shell command; its output joins the lead's context (!! keeps it out)",
-}
-"""Every key and prompt prefix of the main screen (`/help` lists them)."""
-
-FOLLOW_KEYS: dict[str, str] = {
-    "Up / Down": "previous / next agent (Up from the first: back to the lead)",
-    "Left / Right": "cycle through the agents",
-    "PgUp / PgDn, Home / End": "scroll the transcript; End follows new output again",
-    "m": "message the agent (steer it; answers its question when it is blocked)",
-    "i": "interrupt its running tool or model call",
-    "x": "stop it (and the agents it started)",
-    "h": 'hand it off to a tmux pane (or Ray, with runtime = "ray")',
-    "g": "merge its branch (an isolated writer), like corral merge",
-    "l": "expand long tool logs",
-    "Escape": "close the composer, else back to the lead",
-}
-"""Every key of the agents view (the follow view; `/help` lists them)."""
 
 REFRESH_S = 0.15
 """At most one activity-card refresh per this many seconds (bursts of changes coalesce)."""
@@ -211,6 +144,10 @@ class CorralApp(App[int]):
         Binding("ctrl+c", "quit", "Quit", show=False, priority=True),
     ]
 
+    rows: var[tuple[ActivityRow, ...]] = var((), init=False)
+    """The activity card's rows: managed agents, then teams agents, then queued teams spawns
+    (computed from `activity`; the watcher shows them in the card and the follow view)."""
+
     def __init__(
         self,
         options: LaunchOptions,
@@ -225,24 +162,21 @@ class CorralApp(App[int]):
         self.launched: Launched | None = None
         self.setup_error: str | None = None
         self.settings_broken = False
+        """The lead could not start because a settings file does not load (see `SetupCard`)."""
         self.starting = True
         """The lead is still being opened (the app paints first); submissions wait for it."""
         self._pending_submissions: list[Editor.Submitted] = []
-        """The lead could not start because a settings file does not load (see `SetupCard`)."""
         self._unsubscribe: Callable[[], None] | None = None
-        self._records: list[dict[str, Any]] = []
-        self._started: dict[str, int | None] = {}
-        self._run_ids: dict[str, str] = {}
-        self._progress: dict[str, tuple[str, str]] = {}
-        self._child_costs: dict[str, float] = {}
-        self._child_subscriptions: dict[str, Callable[[], None]] = {}
-        self.rows: list[ActivityRow] = []
-        """The activity card's rows: managed agents, then teams agents, then queued teams spawns."""
+        self.activity = AgentActivity(
+            on_progress=lambda run_id, progress: self.post_message(
+                AgentProgress(run_id, progress.text, progress.kind)
+            ),
+            on_change=lambda: self.post_message(HostChanged()),
+        )
+        """The agents the app follows (one `TrackedAgent` per run); `rows` is computed from it."""
         self.palette: ActivityPalette = resolve_palette(ActivityColorsSettings())
         """The `activityColors` palette (settings and theme)."""
         self._refresh_pending = False
-        self._team_snapshot: TeamSnapshot | None = None
-        """The teams rows' store reads, kept between refreshes (the clock only re-renders)."""
         # The main screen's widgets, held directly: `query_one` searches the
         # *active* screen, which may be the follow view or a dialog.
         self._chat = ChatLog()
@@ -314,7 +248,7 @@ class CorralApp(App[int]):
         self._chat.palette = self.palette
         if isinstance(self.screen, FollowScreen):
             self.screen.set_palette(self.palette)
-        self._activity.show_rows(self.rows)
+        self._activity.show_rows(self.rows)  # the same rows, in the new colours
 
     async def on_unmount(self) -> None:
         await self._close()
@@ -328,7 +262,7 @@ class CorralApp(App[int]):
             self.setup_error = str(exc)
             self.settings_broken = isinstance(exc, SettingsError)
             await self.chat.mount(SetupCard(str(exc), settings_broken=self.settings_broken))
-            self._render_footer()
+            self.render_footer()
             return
         self.setup_error = None
         self.options = options
@@ -342,7 +276,7 @@ class CorralApp(App[int]):
         self._unsubscribe = launched.agent.subscribe(forward)
         self._apply_palette()
         await self.chat.load(launched.agent.messages)
-        self._render_footer()
+        self.render_footer()
         self._attach_host()
 
     async def _close(self) -> None:
@@ -352,9 +286,7 @@ class CorralApp(App[int]):
         if self._unsubscribe is not None:
             self._unsubscribe()
             self._unsubscribe = None
-        for unsubscribe in self._child_subscriptions.values():
-            unsubscribe()
-        self._child_subscriptions.clear()
+        self.activity.close()
         self.workers.cancel_group(self, "host")
         try:
             await launched.agent.abort()
@@ -362,13 +294,11 @@ class CorralApp(App[int]):
         finally:
             launched.session.close()
 
-    async def _reopen(self, options: LaunchOptions) -> None:
+    async def reopen(self, options: LaunchOptions) -> None:
+        """Close the lead's session (its agents in this process stop) and open `options`' one."""
         await self._close()
         await self.chat.reset()
-        self._records.clear()
-        self._child_costs.clear()
-        self._progress.clear()
-        self._activity.show_rows([])
+        self.rows = ()
         await self._open(options)
 
     @work(group="host", exclusive=True)
@@ -410,7 +340,7 @@ class CorralApp(App[int]):
             "agent_settled",
             "compaction_end",
         ):
-            self._render_footer()
+            self.render_footer()
 
     # --- editor and keys ---------------------------------------------------------------------
 
@@ -425,7 +355,7 @@ class CorralApp(App[int]):
             return
         text = message.text
         if text.startswith("/"):
-            await self._command(text)
+            await run_command(self, text)
             return
         launched = self.launched
         if launched is None:
@@ -482,7 +412,7 @@ class CorralApp(App[int]):
             await launched.agent.prompt(text, streaming_behavior="steer")
         except CorralError as exc:
             self.notice(str(exc), kind="error")
-        self._render_footer()
+        self.render_footer()
 
     def _attach_files(self, text: str) -> str:
         """The message with each `@path` naming a file attached (Pi's `@file`): the files first,
@@ -533,7 +463,7 @@ class CorralApp(App[int]):
         )
         launched.agent.record_bash_execution(message)
         card.set_result(message)
-        self._render_footer()
+        self.render_footer()
 
     def action_interrupt(self) -> None:
         """Escape: interrupt the lead's current model request or tool.
@@ -568,9 +498,10 @@ class CorralApp(App[int]):
 
     @on(Button.Pressed, "#use-demo")
     async def _use_demo(self) -> None:
-        await self._switch_to_demo()
+        await self.switch_to_demo()
 
-    async def _switch_to_demo(self) -> None:
+    async def switch_to_demo(self) -> None:
+        """Start the lead on the offline tour model (`DEMO_MODEL`), keeping the other choices."""
         for card in self._chat.query(SetupCard):
             await card.remove()
         options = LaunchOptions(
@@ -583,67 +514,43 @@ class CorralApp(App[int]):
             tools=self.options.tools,
             surfaces=self.options.surfaces,
         )
-        await self._reopen(options)
+        await self.reopen(options)
         if self.launched is not None:
             self.notice(f"using {DEMO_MODEL}: an offline scripted model; send any message to start the tour")
         self.editor.focus()
 
-    # --- commands ---------------------------------------------------------------------------
+    async def new_session(self) -> None:
+        """`/new`: a fresh session in this directory with the same model, thinking level, tools and surfaces."""
+        launched, options = self.launched, self.options
+        await self.reopen(
+            LaunchOptions(
+                options.cwd,
+                model=launched.model_info.ref if launched is not None else options.model,
+                thinking=launched.agent.thinking_level if launched is not None else options.thinking,
+                tools=options.tools,
+                surfaces=options.surfaces,
+            )
+        )
+        if self.launched is not None:
+            self.notice("new session: the previous one is saved (/resume reopens it)")
 
-    async def _command(self, line: str) -> None:
-        name, _, arg = line.partition(" ")
-        arg = arg.strip()
-        if name == "/help":
-            lines = ["Commands (Tab completes them):"]
-            lines += [f"  {cmd}  {desc}" for cmd, desc in COMMANDS.items()]
-            lines += ["Keys:"]
-            lines += [f"  {key}  {desc}" for key, desc in KEYS.items()]
-            lines += ["Keys in the agents view:"]
-            lines += [f"  {key}  {desc}" for key, desc in FOLLOW_KEYS.items()]
-            self.notice("\n".join(lines))
-            return
-        if name == "/new":
-            await self._new_session()
-            return
-        if name == "/quit":
-            await self.action_quit()
-            return
-        if name == "/trust":
-            self._trust()
-            return
-        if name == "/model":
-            await self._model_command(arg)
-            return
-        if name == "/resume":
-            self._resume_command()
-            return
-        launched = self.launched
-        if name in COMMANDS and launched is None:
-            if self.settings_broken:
-                self.notice(f"{name}: fix the settings file and restart ({self.setup_error})", kind="error")
-            else:
-                self.notice(f"{name} needs a model first: " + (self.setup_error or ""), kind="error")
-            return
-        if name == "/agents":
-            self.agent_commands.show_agents()
-        elif name == "/agents-favorite-models":
-            self.favorite_models.command(arg)
-        elif name == "/agents-checkpoints":
-            self.agent_commands.checkpoints(arg)
-        elif name == "/agents-extensions":
-            self.agent_commands.extensions(arg)
-        elif name == "/onboard":
-            self.agent_commands.onboard(arg)
-        elif name == "/thinking":
-            self._thinking_command(arg)
-        elif name == "/compact":
-            self._compact(arg or None)
-        else:
-            self.notice(f"unknown command {name}: /help lists them", kind="error")
+    async def resume_session(self, path: str) -> None:
+        """`/resume`'s choice: open the saved session at `path` (same model choice, tools and surfaces)."""
+        options = self.options
+        await self.reopen(
+            LaunchOptions(
+                options.cwd.expanduser().resolve(),
+                model=options.model,
+                session=path,
+                tools=options.tools,
+                surfaces=options.surfaces,
+            )
+        )
+        self.notice(f"resumed {Path(path).name}")
 
-    def _trust(self) -> None:
+    def trust_project(self) -> None:
+        """`/trust`: trust this project (the nearest directory holding `.corral/`), like `corral trust`."""
         from corral._cli._trust import trust_summary
-        from corral.errors import CorralError
         from corral.trust import find_project_dir, pinned_files, trust_project, trust_state
 
         cwd = self.options.cwd.expanduser().resolve()
@@ -660,26 +567,8 @@ class CorralApp(App[int]):
             f"from the next start; editing a pinned file untrusts it again\n{summary.rstrip()}"
         )
 
-    async def _model_command(self, arg: str) -> None:
-        launched = self.launched
-        if launched is None:
-            if arg == DEMO_MODEL or not arg:
-                await self._switch_to_demo()
-            else:
-                await self._reopen_with_model(arg)
-            return
-        if arg:
-            self._set_model(arg)
-            return
-        refs = [info.ref for info in launched.registry.available_models()]
-        if launched.model_info.ref not in refs:
-            refs.insert(0, launched.model_info.ref)
-        self.push_screen(
-            PickerScreen("Model", [(ref, ref) for ref in refs], current=launched.model_info.ref),
-            lambda ref: self._set_model(ref) if ref else None,
-        )
-
-    async def _reopen_with_model(self, ref: str) -> None:
+    async def reopen_with_model(self, ref: str) -> None:
+        """Start the lead on model `ref` (it had none), keeping the other choices."""
         options = LaunchOptions(
             self.options.cwd,
             model=ref,
@@ -691,118 +580,7 @@ class CorralApp(App[int]):
         )
         for card in self._chat.query(SetupCard):
             await card.remove()
-        await self._reopen(options)
-
-    def _set_model(self, ref: str) -> None:
-        launched = self.launched
-        if launched is None:
-            return
-        try:
-            parsed = parse_model_ref(ref)
-            info = launched.registry.resolve(parsed)
-            launched.registry.api_key_for(info)
-            model = launched.registry.create_model(info, cwd=self.options.cwd)
-        except CorralError as exc:
-            self.notice(f"/model: {exc}", kind="error")
-            return
-        launched.agent.set_model(model)
-        launched.model_info = info
-        if parsed.thinking is not None:
-            launched.agent.set_thinking_level(parsed.thinking)
-        self.notice(f"model: {info.ref} (thinking {launched.agent.thinking_level})")
-        self._render_footer()
-
-    def _thinking_command(self, arg: str) -> None:
-        launched = self.launched
-        assert launched is not None
-        levels = available_thinking_levels(launched.model_info)
-        if arg:
-            if arg not in levels:
-                self.notice(
-                    f"/thinking: {arg!r} is not a level of {launched.model_info.ref}; choose from "
-                    + ", ".join(levels),
-                    kind="error",
-                )
-                return
-            self._set_thinking(arg)  # type: ignore[arg-type]
-            return
-        self.push_screen(
-            PickerScreen(
-                "Thinking level", [(lv, lv) for lv in levels], current=launched.agent.thinking_level
-            ),
-            lambda level: self._set_thinking(level) if level else None,  # type: ignore[arg-type]
-        )
-
-    def _set_thinking(self, level: ThinkingLevel) -> None:
-        launched = self.launched
-        if launched is None:
-            return
-        launched.agent.set_thinking_level(level)
-        self.notice(f"thinking: {launched.agent.thinking_level}")
-        self._render_footer()
-
-    @work(group="lead")
-    async def _compact(self, instructions: str | None) -> None:
-        launched = self.launched
-        if launched is None:
-            return
-        self.notice("compacting …")
-        try:
-            entry = await launched.agent.compact(instructions)
-        except CorralError as exc:
-            self.notice(f"/compact: {exc}", kind="error")
-            return
-        self.notice(f"compacted: {entry.tokens_before} tokens summarised")
-        self._render_footer()
-
-    async def _new_session(self) -> None:
-        """`/new`: a fresh session in this directory with the same model, tools and surfaces."""
-        launched = self.launched
-        model = launched.model_info.ref if launched is not None else self.options.model
-        options = LaunchOptions(
-            self.options.cwd,
-            model=model,
-            thinking=launched.agent.thinking_level if launched is not None else self.options.thinking,
-            tools=self.options.tools,
-            surfaces=self.options.surfaces,
-        )
-        await self._reopen(options)
-        if self.launched is not None:
-            self.notice("new session: the previous one is saved (/resume reopens it)")
-
-    def _resume_command(self) -> None:
-        from corral.session import list_sessions
-
-        cwd = self.options.cwd.expanduser().resolve()
-        sessions = list_sessions(cwd)
-        current = self.launched.session.session_id if self.launched is not None else None
-        choices = [
-            (
-                str(info.path),
-                f"{info.modified:%Y-%m-%d %H:%M}  {one_line(info.name or info.first_message) or '(empty)'}"
-                f"  [{info.id[:8]}]",
-            )
-            for info in sessions
-            if info.id != current
-        ]
-        if not choices:
-            self.notice("/resume: no other session in this directory")
-            return
-
-        async def chosen(path: str | None) -> None:
-            if path is None:
-                return
-            options = LaunchOptions(
-                cwd,
-                model=self.options.model,
-                session=path,
-                tools=self.options.tools,
-                surfaces=self.options.surfaces,
-            )
-            await self._reopen(options)
-            self.notice(f"resumed {Path(path).name}")
-
-        self.push_screen(PickerScreen("Resume a session", choices), chosen)
+        await self.reopen(options)
 
     # --- host: activity card and cost -------------------------------------------------------
 
@@ -843,127 +621,42 @@ class CorralApp(App[int]):
         agents = self.agents
         if agents is None:
             return
-        # The controller's projection (the same views `list` renders), without
-        # `list`'s definition roster, which reads the definition files each time.
-        records: list[dict[str, Any]] = []
-        for view in agents.views():
-            generation = view.generation
-            records.append(
-                {
-                    "agent": generation.label,
-                    "agent_definition": generation.definition,
-                    "state": view.state,
-                    "tokens": generation.tokens,
-                    "stale": view.stale,
-                }
-            )
-            self._started[generation.label] = generation.started_at or generation.created_at
-            self._run_ids[generation.label] = generation.run_id
-        self._records = records
-        self._team_snapshot = None  # read again for this refresh
-        for run_id, session in agents.sessions():
-            if run_id not in self._child_subscriptions:
-                # Cost so far once; later replies add their own cost (see `_child_listener`).
-                self._child_costs[run_id] = session.stats().cost
-                self._child_subscriptions[run_id] = session.subscribe(self._child_listener(run_id))
-                # What it did before this subscription (a tool call already running) from its
-                # transcript; its events keep it current from here.
-                seen = latest_progress(session.messages)
-                if seen is not None and run_id not in self._progress:
-                    self._progress[run_id] = seen
+        self.activity.refresh(agents)
         self._render_activity()
-        self._render_footer()
-
-    def _child_listener(self, run_id: str) -> Callable[[AgentEvent], None]:
-        def listener(event: AgentEvent) -> None:
-            if isinstance(event, ToolExecutionStartEvent):
-                self.post_message(AgentProgress(run_id, f"{event.tool_name} {summarize_args(event.args)}"))
-            elif isinstance(event, MessageEndEvent) and isinstance(event.message, AssistantMessage):
-                self._child_costs[run_id] = (
-                    self._child_costs.get(run_id, 0.0) + event.message.usage.cost.total
-                )
-                lines = [line for line in event.message.text.splitlines() if line.strip()]
-                if lines:
-                    self.post_message(AgentProgress(run_id, lines[-1][:80], "reply"))
-            elif event.type in ("agent_start", "agent_settled", "tool_execution_end"):
-                self.post_message(HostChanged())  # a teams agent's phase changed
-
-        return listener
+        self.render_footer()
 
     def on_agent_progress(self, message: AgentProgress) -> None:
-        self._progress[message.run_id] = (message.kind, message.text)
-        self._schedule_refresh()
+        if self.activity.note_progress(message.run_id, Progress(message.kind, message.text)):
+            self._schedule_refresh()
 
     def _tick(self) -> None:
         if self.rows:
             self._render_activity()
 
     def _render_activity(self) -> None:
-        now = int(self.clock() * 1000)
+        """Set `rows` from the model at the clock's time (the watcher shows them)."""
         agents, launched = self.agents, self.launched
-        rows: list[ActivityRow] = []
-        for record in self._records:
-            run_id = self._run_ids.get(str(record.get("agent")), "")
-            session = None if agents is None or not run_id else agents.session(run_id)
-            rows.append(
-                activity_row(
-                    record,
-                    started_at_ms=self._started.get(str(record.get("agent"))),
-                    now_ms=now,
-                    progress=self._progress.get(run_id, ("", ""))[1],
-                    context=None if session is None else session.context_usage(),
-                )
-            )
-        if agents is not None and launched is not None and "teams" in launched.surfaces:
-            snapshot = self._team_snapshot
-            if (
-                snapshot is None
-                or snapshot.lead_session_id != agents.caller.session_id
-                or snapshot.may_stall(now)
-            ):
-                snapshot = self._team_snapshot = agents.team_snapshot()
-            rows.extend(
-                team_rows(agents.team_rows(snapshot, now_ms=now), now_ms=now, progress=self._progress)
-            )
-        if agents is not None:  # spent / limit, read now (it moves with every reply)
-            rows = [self._with_budget(agents, row) for row in rows]
-        self.rows = rows
-        self._activity.show_rows(self.rows)
+        if agents is None or launched is None:
+            self.rows = ()
+            return
+        now = int(self.clock() * 1000)
+        self.rows = self.activity.rows(agents, teams="teams" in launched.surfaces, now_ms=now)
+
+    def watch_rows(self, rows: tuple[ActivityRow, ...]) -> None:
+        self._activity.show_rows(rows)
         for screen in self.screen_stack:
             if isinstance(screen, FollowScreen):
-                screen.update_rows(self.rows)
-
-    def _with_budget(self, agents: LeadAgents, row: ActivityRow) -> ActivityRow:
-        run_id = row.run_id if row.is_team else self._run_ids.get(row.label)
-        budget = None if run_id is None else agents.budget(run_id)
-        return replace(row, budget=format_budget(budget)) if budget else row
+                screen.update_rows(rows)
 
     def cost_summary(self) -> CostSummary:
         """The combined cost of the lead and its agents (incomplete while usage is missing)."""
         launched = self.launched
         if launched is None:
             return CostSummary(0.0)
-        total = launched.agent.stats().cost
-        incomplete = launched.agent.is_streaming
-        agents = self.agents
-        for record in self._records:
-            run_id = self._run_ids.get(str(record.get("agent")))
-            if run_id is None or run_id not in self._child_costs:
-                incomplete = True
-                continue
-            session = agents.session(run_id) if agents is not None else None
-            if session is not None and session.is_streaming:
-                incomplete = True
-        for row in self.rows:
-            if not row.is_team or row.run_id is None:
-                continue
-            session = agents.session(row.run_id) if agents is not None else None
-            if row.run_id not in self._child_costs or (session is not None and session.is_streaming):
-                incomplete = True
-        total += sum(self._child_costs.values())
-        return CostSummary(total, incomplete=incomplete)
+        return self.activity.cost_summary(launched.agent, self.agents, self.rows)
 
-    def _render_footer(self) -> None:
+    def render_footer(self) -> None:
+        """Redraw the footer: the lead's state, model, thinking level, context, cost and budget."""
         footer = self._footer
         launched = self.launched
         if launched is None:

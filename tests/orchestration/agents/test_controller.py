@@ -313,44 +313,34 @@ async def test_a_delivered_result_is_addressable_as_a_file_reference(env: Path) 
 
 
 def test_the_default_retirement_steer_is_pinned() -> None:
+    from corral.orchestration.kernel import texts
     from corral.orchestration.kernel.notices import ContextRetired
-    from corral.orchestration.surfaces._host_notices import HostNoticeText
 
-    assert HostNoticeText().context_retired(ContextRetired(run_id="r", session_id="s")) == (
+    assert texts.context_retired(ContextRetired(run_id="r", session_id="s")) == (
         "Your context is under pressure and this session is now retired. Do not start new work: finish the "
         "current coherent step and end with a self-contained handoff (what is done, what remains, relevant "
         "files) as your final answer."
     )
 
 
-async def test_threshold_compaction_retires_the_session_with_the_hosts_words(env: Path) -> None:
+async def test_threshold_compaction_retires_the_session_with_the_retirement_steer(env: Path) -> None:
     from corral.llm._registry import SCRIPTED_CONTEXT_WINDOW
-    from corral.orchestration.host.notices import HandedOff
     from corral.orchestration.kernel._child import RETIRED_ENTRY, RETIREMENT_TYPE
-    from corral.orchestration.kernel.notices import ContextRetired
-    from corral.orchestration.surfaces._host_notices import HostNoticeText
+    from corral.orchestration.kernel.texts import RETIREMENT_TEXT
     from corral.session import SessionManager
     from corral.settings import Settings
-
-    class Tagged(HostNoticeText):
-        def handed_off(self, fact: HandedOff) -> str:
-            return f"<moved to {fact.runtime}>"
-
-        def context_retired(self, fact: ContextRetired) -> str:
-            return f"<retired {fact.run_id} {fact.session_id}>"
 
     big = {"input": SCRIPTED_CONTEXT_WINDOW - 100, "output": 10, "cache_read": 0, "cache_write": 0}
     agent = [
         {"text": "worked a lot " * 50, "usage": big},
         {"text": "the summary"},
-        {"text": "Handed off.", "expect": {"last_user_contains": "<retired "}},
+        {"text": "Handed off.", "expect": {"last_user_contains": "this session is now retired"}},
     ]
     write_script(
         env, "team", {"steps": [{"text": "noted"}], "on_exhausted": "repeat_last", "agents": {"*": agent}}
     )
     settings = Settings.model_validate({"compaction": {"keep_recent_tokens": 20}})
     async with team(env, "team", settings=settings) as t:
-        t.host.notices = Tagged()
         started = await t.controller.delegate(t.caller, DelegateParams(definition="scout", task="one"))
         await t.quiet()
         results = t.lead_entries(RESULT_TYPE)
@@ -359,36 +349,18 @@ async def test_threshold_compaction_retires_the_session_with_the_hosts_words(env
         with SessionManager.open(Path(started.session_path), read_only=True) as saved:
             entries = saved.entries
         assert any(getattr(e, "custom_type", None) == RETIRED_ENTRY for e in entries)
-        # The steer the model read (its script expected it) carries the fact's run and session.
-        steers = [str(e) for e in entries if RETIREMENT_TYPE in str(e)]
-        assert len(steers) == 1 and f"<retired {started.run_id} {started.session_id}>" in steers[0]
+        # The steer the model read (its script expected it) is the retirement text, once.
+        steers = [e for e in entries if getattr(e, "custom_type", None) == RETIREMENT_TYPE]
+        assert len(steers) == 1 and getattr(steers[0], "content", None) == RETIREMENT_TEXT, steers
 
 
-def test_the_default_message_headings_are_the_kinds_names() -> None:
-    from typing import get_args
-
-    from corral.orchestration.kernel._files import MessageHeading
-    from corral.orchestration.surfaces._agent_notices import AgentNoticeText
-
-    kinds = get_args(MessageHeading)
-    assert kinds == ("Task", "Steer", "Interrupt", "Reply", "Question", "Message")
-    assert [AgentNoticeText().heading(kind) for kind in kinds] == list(kinds)
-
-
-async def test_the_heading_of_a_message_with_files_comes_from_the_controllers_notices(env: Path) -> None:
-    from corral.orchestration.kernel._files import MessageHeading
-
-    class Tagged:
-        def heading(self, kind: MessageHeading) -> str:
-            return f"<{kind.upper()}>"
-
-    agent = [{"text": "read it", "expect": {"last_user_contains": "</file>\n\n<TASK>:\nSurvey the note."}}]
+async def test_a_message_with_files_puts_its_text_under_its_kinds_heading(env: Path) -> None:
+    agent = [{"text": "read it", "expect": {"last_user_contains": "</file>\n\nTask:\nSurvey the note."}}]
     write_script(
         env, "team", {"steps": [{"text": "noted"}], "on_exhausted": "repeat_last", "agents": {"*": agent}}
     )
     async with team(env, "team") as t:
         (t.caller.cwd / "note.txt").write_text("a note\n")
-        t.controller.delegation.notices = Tagged()
         started = await t.controller.delegate(
             t.caller, DelegateParams(definition="scout", task="Survey the note.", files=["note.txt"])
         )
@@ -396,5 +368,4 @@ async def test_the_heading_of_a_message_with_files_comes_from_the_controllers_no
         results = t.lead_entries(RESULT_TYPE)
         assert len(results) == 1 and "read it" in results[0]["content"], results
         assert started.session_path is not None
-        text = Path(started.session_path).read_text()
-        assert "<TASK>:" in text and "Task:" not in text
+        assert "</file>\\n\\nTask:\\nSurvey the note." in Path(started.session_path).read_text()

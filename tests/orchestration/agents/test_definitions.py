@@ -551,3 +551,48 @@ def test_runtime_field(layers: tuple[Path, Path, Path]) -> None:
     defn = the(load(layers), "a")
     assert defn.runtime == "inprocess"
     assert defn.metadata()["runtime"] == "inprocess"
+
+
+def test_harness_and_command_choose_what_runs_the_agent(layers: tuple[Path, Path, Path]) -> None:
+    write_def(layers[0], "mine.md", "name: mine\nharness: acp\ncommand: [my-agent, --stdio, --stdio]")
+    write_def(layers[0], "gem.md", "name: gem\nharness: gemini")
+    roster = load(layers)
+    assert roster.issues == ()
+    mine, gem = the(roster, "mine"), the(roster, "gem")
+    assert (mine.harness, mine.command, mine.enabled) == ("acp", ("my-agent", "--stdio", "--stdio"), True)
+    assert mine.metadata()["harness"] == "acp" and mine.metadata()["command"] == [
+        "my-agent",
+        "--stdio",
+        "--stdio",
+    ]
+    assert (gem.harness, gem.command, gem.enabled) == ("gemini", (), True)
+    assert gem.metadata()["harness"] == "gemini" and "command" not in gem.metadata()
+
+
+@pytest.mark.parametrize(
+    ("frontmatter", "reason"),
+    [
+        (
+            "harness: claude",
+            "its harness 'claude' is unknown; use one of corral, acp, claude-code, codex, opencode, gemini, goose",
+        ),
+        ("harness: acp", "harness acp needs command"),
+        ("command: [my-agent]", "command is only for an ACP harness"),
+        ("harness: goose\nagents: [x]", "an ACP agent cannot delegate"),
+    ],
+)
+def test_a_harness_that_cannot_run_disables_the_definition(
+    layers: tuple[Path, Path, Path], frontmatter: str, reason: str
+) -> None:
+    write_def(layers[0], "x.md", "name: x")
+    write_def(layers[0], "odd.md", f"name: odd\n{frontmatter}")
+    defn = the(load(layers), "odd")
+    assert not defn.enabled and reason in (defn.disabled_reason or "")
+
+
+def test_a_command_must_be_a_list_of_strings(layers: tuple[Path, Path, Path]) -> None:
+    path = write_def(layers[0], "odd.md", "name: odd\nharness: acp\ncommand: my-agent --stdio")
+    roster = load(layers)
+    assert [(i.path, "command must be a non-empty list" in i.problem) for i in roster.issues] == [
+        (path, True)
+    ]

@@ -16,7 +16,6 @@ from corral.llm import AssistantMessage, ModelInfo, usage_with_total
 from corral.orchestration import RESULT_TYPE, Repositories
 from corral.orchestration.budgets import BudgetGuard, BudgetLedger, Limits
 from corral.orchestration.surfaces import DelegateParams
-from corral.orchestration.surfaces._budget_notices import BudgetNoticeText
 from corral.settings import BudgetSettings, Settings
 from tests._waits import eventually
 from tests.orchestration._host_helpers import team, write_script
@@ -89,7 +88,7 @@ def test_requests_in_flight_reserve_the_tree_and_their_replies_settle_it(tmp_pat
         guards = []
         for run in RUNS:
             ledger.open_agent(run, tree_id="lead", session_id=run, label=run[-3:], limits=Limits())
-            guards.append(BudgetGuard(ledger, run, notices=BudgetNoticeText()))
+            guards.append(BudgetGuard(ledger, run))
         first, second, third = guards
         assert first.before_request(_estimate(4_000)).action == "go"
         assert ledger.reserved("lead")[0] >= 4_000
@@ -115,7 +114,7 @@ def test_a_reservation_of_a_run_that_ended_or_was_lost_blocks_nothing(tmp_path: 
         ledger = BudgetLedger(store.db)
         ledger.set_tree_limits("lead", Limits(tokens=10_000))
         ledger.open_agent(RUNS[0], tree_id="lead", session_id="s", label="a", limits=Limits())
-        guard = BudgetGuard(ledger, RUNS[0], notices=BudgetNoticeText())
+        guard = BudgetGuard(ledger, RUNS[0])
         assert guard.before_request(_estimate(9_000)).action in ("go", "notice")
         assert ledger.reserved("lead")[0] >= 9_000
         ledger.release(RUNS[0])  # the host's `lost` / `released` hook

@@ -16,13 +16,13 @@ from corral.agent import AgentSession, MessageStartEvent
 from corral.llm import AssistantMessage
 from corral.orchestration import RESULT_TYPE
 from corral.orchestration.agents import _delegation as _delegate
+from corral.orchestration.host import texts
 from corral.orchestration.host._handoff import handoff_runtime
 from corral.orchestration.host._worker import worker_env
 from corral.orchestration.host.notices import HandedOff
-from corral.orchestration.kernel.notices import ContextRetired
+from corral.orchestration.host.texts import HANDOFF_PROMPT
 from corral.orchestration.kernel.records import NewGeneration
 from corral.orchestration.surfaces import DelegateParams
-from corral.orchestration.surfaces._host_notices import HANDOFF_PROMPT, HostNoticeText
 from corral.orchestration.surfaces.teams import SendMessageRequest, parse_spawn
 from corral.orchestration.surfaces.teams._render import (
     health_details,
@@ -378,47 +378,10 @@ def test_a_handoff_targets_the_runtime_asked_for_else_the_worker_runtime_setting
 
 
 def test_the_default_handoff_prompts_are_pinned() -> None:
-    words = HostNoticeText()
-    assert words.handed_off(HandedOff("tmux", ())) == (
+    assert texts.handed_off(HandedOff("tmux", ())) == (
         "You were moved to a terminal pane by your owner; continue the same assignment where you left off."
     )
-    assert words.handed_off(HandedOff("ray", ("first", "second"))) == (
+    assert texts.handed_off(HandedOff("ray", ("first", "second"))) == (
         "You were moved to another worker by your owner; continue the same assignment where you left off."
         "\n\nMessages that arrived while you were being moved:\n\nfirst\n\nsecond"
     )
-
-
-class _TaggedHostNotices(HostNoticeText):
-    """Other words for the handoff notices: a tag naming the notice and the fact's fields."""
-
-    def handed_off(self, fact: HandedOff) -> str:
-        return f"<moved to {fact.runtime} carrying {len(fact.carried)}>"
-
-    def context_retired(self, fact: ContextRetired) -> str:
-        return f"<retired {fact.session_id}>"
-
-
-async def test_the_handoff_prompt_the_moved_agent_reads_comes_from_the_hosts_notices(
-    env: Path, tmux_socket: Path, model_calls: dict[str, list[object]]
-) -> None:
-    agent = [
-        SLOW,
-        {"text": "Tagged and done.", "expect": {"last_user_contains": "<moved to tmux carrying 0>"}},
-    ]
-    write_script(env, "team", {**LEAD, "agents": {"*": agent}})
-    async with team(env, "team", tmux_socket=tmux_socket) as t:
-        t.host.notices = _TaggedHostNotices()
-        started = await t.controller.delegate(t.caller, DelegateParams(definition="scout", task="Survey"))
-        await eventually(lambda: len(model_calls.get("scout", [])) >= 1)
-
-        moved = await t.host.handoff(started.run_id)
-
-        assert moved.status == "moved", moved.message
-        await t.quiet()
-        results = t.lead_entries(RESULT_TYPE)
-        assert len(results) == 1 and "Tagged and done." in results[0]["content"]
-        assert started.session_path is not None
-        texts = [json.dumps(entry) for entry in _entries(Path(started.session_path))]
-        assert any("<moved to tmux carrying 0>" in text for text in texts)
-        assert not any(HANDOFF_PROMPT in text for text in texts)
-        await eventually(lambda: moved.pane_id not in _panes(tmux_socket))

@@ -184,3 +184,46 @@ def test_a_busy_writer_surfaces_as_agent_busy_not_sqlite(db_path: Path, store: R
             blocker.execute("ROLLBACK")
         blocker.close()
     assert not isinstance(StoreError("x"), sqlite3.Error)
+
+
+def test_the_delivered_mark_of_an_ended_run_also_finalizes_it_in_the_same_transaction(db_path: Path) -> None:
+    """`mark_delivered(finalize=True)`: one commit marks the result delivered and finalizes the
+    generation (its label freed); a crash before that commit leaves both undone."""
+    armed = {"on": False}
+    commits: list[str] = []
+
+    def tracer(sql: str, _params: tuple[object, ...]) -> None:
+        if sql == "COMMIT":
+            commits.append(sql)
+        if armed["on"] and sql.startswith("UPDATE generations SET phase = 'finalized'"):
+            raise _Crash
+
+    with Repositories.open(db_path, tracer=tracer) as traced:
+        kernel = traced.kernel
+        generation, task = new_generation(kernel, session_id="s1")
+        kernel.store_result(generation.run_id, task.request_id, status="completed", text="done")
+        armed["on"] = True
+        with pytest.raises(_Crash):
+            kernel.mark_delivered(task.request_id, owner_session_id=LEAD, entry_id="e1", finalize=True)
+        assert kernel.get_result(task.request_id).delivery == "pending"  # type: ignore[union-attr]
+        assert kernel.get_generation(generation.run_id).phase == "completed"  # type: ignore[union-attr]
+        armed["on"] = False
+        commits.clear()
+        assert kernel.mark_delivered(task.request_id, owner_session_id=LEAD, entry_id="e1", finalize=True)
+        assert commits == ["COMMIT"]
+        assert kernel.get_result(task.request_id).delivery == "delivered"  # type: ignore[union-attr]
+        assert kernel.get_generation(generation.run_id).phase == "finalized"  # type: ignore[union-attr]
+        assert kernel.generation_by_label(generation.label) is None
+
+
+def test_the_delivered_mark_leaves_a_generation_open_that_may_not_be_finalized_yet(
+    store: Repositories,
+) -> None:
+    """A live child agent keeps its parent open: the mark is made, the finalize is left for later."""
+    kernel = store.kernel
+    parent, task = new_generation(kernel, session_id="s1", delegating=True)
+    new_generation(kernel, session_id="s2", owner=parent.session_id, parent_run_id=parent.run_id)
+    kernel.store_result(parent.run_id, task.request_id, status="completed", text="done")
+    assert kernel.mark_delivered(task.request_id, owner_session_id=LEAD, entry_id="e1", finalize=True)
+    assert kernel.get_result(task.request_id).delivery == "delivered"  # type: ignore[union-attr]
+    assert kernel.get_generation(parent.run_id).phase == "completed"  # type: ignore[union-attr]

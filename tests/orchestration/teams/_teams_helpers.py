@@ -14,7 +14,6 @@ from corral.agent import AgentSession
 from corral.lead._host import ComposedHost
 from corral.llm import ModelRegistry
 from corral.orchestration import Caller, Repositories, load_roster
-from corral.orchestration.teams.notices import TeamsNotices
 from corral.settings import Settings
 from tests.orchestration._host_helpers import make_lead, prepare_env, write_script
 
@@ -75,7 +74,6 @@ async def teams_env(
     settings: Settings | None = None,
     surfaces: tuple[str, ...] = ("teams",),
     registry: ModelRegistry | None = None,
-    notices: TeamsNotices | None = None,
 ) -> AsyncIterator[TeamsEnv]:
     sessions_root = tmp / "sessions"
     store = Repositories.open(tmp / "home" / "corral.db")
@@ -86,7 +84,6 @@ async def teams_env(
         settings=settings or Settings(),
         sessions_root=sessions_root,
         roster_loader=lambda cwd: load_roster(cwd, user_dir=tmp / "config" / "agents", trust=False),
-        teams_notices=notices,
     )
     errors: list[BaseException] = []
     host.on_background_error = errors.append

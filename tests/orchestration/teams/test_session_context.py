@@ -19,8 +19,8 @@ from corral.llm import (
     UserMessage,
 )
 from corral.orchestration.errors import InternalFailureError, OrchestrationError
-from corral.orchestration.surfaces.teams import TeamsNoticeText
 from corral.orchestration.teams import _session_context as session_context_module
+from corral.orchestration.teams import texts
 from corral.orchestration.teams._session_context import (
     SESSION_CONTEXT_ENTRY_LIMIT,
     SESSION_CONTEXT_TOTAL_LIMIT,
@@ -438,7 +438,7 @@ def test_remove_refuses_a_symlinked_directory(tmp_path: Path) -> None:
 def test_the_suffix_points_at_the_file_and_says_how_to_use_it(tmp_path: Path) -> None:
     path = tmp_path / "ctx" / "reviewer--run-1.md"
 
-    suffix = TeamsNoticeText().session_context(SessionContextAttached(path))
+    suffix = texts.session_context(SessionContextAttached(path))
 
     assert suffix.startswith("## Lead session context\n\n")
     assert suffix == suffix.strip()

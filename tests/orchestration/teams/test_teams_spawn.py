@@ -7,9 +7,10 @@ from pathlib import Path
 import pytest
 
 from corral.orchestration.kernel._child import ManagedChild
-from corral.orchestration.surfaces.teams import RECOVERY_PROMPT, TEAMS_LEAD_TOOL_NAMES, parse_spawn
+from corral.orchestration.surfaces.teams import TEAMS_LEAD_TOOL_NAMES, parse_spawn
 from corral.orchestration.surfaces.teams._render import render_stop, stop_details
 from corral.orchestration.teams.reports._reports import TEAM_REPORT_TYPE
+from corral.orchestration.teams.texts import RECOVERY_PROMPT
 from tests._waits import eventually
 
 from ._teams_helpers import WAIT, session_entries, teams_env, write_script

@@ -61,7 +61,6 @@ if TYPE_CHECKING:
         SteerParams,
         TranscriptParams,
     )
-    from corral.orchestration.agents.notices import AgentNotices
     from corral.orchestration.host._host import Host
     from corral.orchestration.kernel._files import FileLimits
     from corral.orchestration.kernel._generations import Generations
@@ -88,10 +87,9 @@ class OwnerQuestions:
     owner's host then delivers the question once.
     """
 
-    def __init__(self, kernel: Generations, limits: FileLimits, notices: AgentNotices) -> None:
+    def __init__(self, kernel: Generations, limits: FileLimits) -> None:
         self.kernel = kernel
         self.limits = limits
-        self.notices = notices
 
     def resolve_result_ref(self, request_id: str) -> Path | str | None:
         """`result:<request-id>` → the durable result artifact file (created on first use)."""
@@ -109,9 +107,7 @@ class OwnerQuestions:
                 limits=self.limits,
                 resolve_result_ref=self.resolve_result_ref,
             )
-            ask = agent_ctx.record_ask(
-                prepared.render(self.notices.heading("Question"), params.question).text
-            )
+            ask = agent_ctx.record_ask(prepared.render("Question", params.question).text)
             return AskOutcome(ask.ask_id, ask.request_id)
 
 
@@ -122,19 +118,16 @@ class Controller:
     launch pipeline) and `questions` (`ask_owner`).
     """
 
-    def __init__(
-        self, host: Host, *, hidden_runs: Callable[[], Collection[str]], notices: AgentNotices
-    ) -> None:
+    def __init__(self, host: Host, *, hidden_runs: Callable[[], Collection[str]]) -> None:
         """Args:
         host: The host whose generations the actions drive.
         hidden_runs: The run ids `list` leaves out (generations another feature controls: teams
             members, which the teams tools control); read once per listing.
-        notices: Words for the headings of the messages it builds (`agents/notices.py`).
         """
         self.host = host
         self.hidden_runs = hidden_runs
-        self.questions = OwnerQuestions(host.kernel, host.file_limits, notices)
-        self.delegation = Delegation(host, resolve_result_ref=self.resolve_result_ref, notices=notices)
+        self.questions = OwnerQuestions(host.kernel, host.file_limits)
+        self.delegation = Delegation(host, resolve_result_ref=self.resolve_result_ref)
 
     async def delegate(self, caller: Caller, params: DelegateParams) -> DelegateResult:
         """Start a new agent generation for one assignment (§2.2)."""

@@ -22,6 +22,7 @@ from typing import TYPE_CHECKING, Any
 from corral import _paths
 from corral.agent import AgentSession, AgentTool, build_system_prompt
 from corral.agent.tools import ALL_TOOL_NAMES, create_builtin_tools
+from corral.harness import is_acp
 from corral.llm import Model, ThinkingLevel, parse_model_ref
 from corral.orchestration.agents.results import DelegateResult
 from corral.orchestration.definitions._roster import (
@@ -48,7 +49,6 @@ from corral.session import CustomEntry, CustomMessageEntry, SessionError, Sessio
 if TYPE_CHECKING:
     from corral.llm import ModelRegistry
     from corral.orchestration.agents.commands import ContinueParams, DelegateParams
-    from corral.orchestration.agents.notices import AgentNotices
     from corral.orchestration.host._host import Host
     from corral.orchestration.host.protocol import AgentDescription, ManagedAgentSpec, WorkerLaunch
     from corral.orchestration.kernel._files import MessageHeading
@@ -202,11 +202,9 @@ class Delegation:
         host: Host,
         *,
         resolve_result_ref: Callable[[str], Path | str | None],
-        notices: AgentNotices,
     ) -> None:
         self.host = host
         self.resolve_result_ref = resolve_result_ref
-        self.notices = notices
 
     # --- delegate ------------------------------------------------------------------------------
 
@@ -231,6 +229,11 @@ class Delegation:
                     )
             if defn.layer == "project" and cwd != own_cwd:
                 raise InvalidRequestError(f"Project agent {defn.name} belongs to {own_cwd}; omit cwd.")
+            if is_acp(defn.harness):
+                from corral.orchestration.agents._acp import check_acp_launch
+
+                runtime = self._runtime_for(defn, delegating=False)
+                check_acp_launch(defn.name, defn.harness, runtime=runtime, fork=params.fork is not None)
             if caller.scope == "managed-agent" and cwd != own_cwd:
                 raise InvalidRequestError("A delegating agent's agents must run in its own cwd; omit cwd.")
             fork_source: Path | None = None
@@ -271,9 +274,15 @@ class Delegation:
         """`delegate`'s record step: the new (or forked) session and the generation, in the draft's cwd."""
         host = self.host
         cwd = draft.cwd
-        model, thinking = self._model_for(
-            defn, caller.inherited_model_ref, caller.thinking_level, cwd, caller
-        )
+        if is_acp(defn.harness):  # the agent runs its own model
+            from corral.harness.acp import AcpModel
+
+            model: Model = AcpModel(defn.harness)
+            thinking: ThinkingLevel = "off"
+        else:
+            model, thinking = self._model_for(
+                defn, caller.inherited_model_ref, caller.thinking_level, cwd, caller
+            )
         delegating = caller.scope == "lead" and is_delegating(defn)
         runtime_kind = self._runtime_for(defn, delegating=delegating)
         if fork_source is not None:
@@ -346,6 +355,12 @@ class Delegation:
                 raise InvalidRequestError(f"Saved session {session_id} has no cwd; it cannot be continued.")
             self._refuse_retired(path, "continue")
             defn = host.roster_loader(caller.cwd).resolve(definition, allowed=self.allowed(caller))
+            if is_acp(defn.harness):
+                raise InvalidRequestError(
+                    f"Session {session_id} is an agent of the {defn.harness} harness; continue is not available "
+                    "for ACP agents yet.",
+                    next_action="Delegate a new agent and put the previous result and what it needs in its task.",
+                )
             if caller.scope == "managed-agent":
                 defn = leaf_projection(defn)
             saved_ref = (
@@ -436,7 +451,7 @@ class Delegation:
         return caller.allowed
 
     def render(self, caller: Caller, files: Sequence[str] | None, heading: MessageHeading, text: str) -> str:
-        """`text` under the worded `heading` with the prepared `files` (from the caller's cwd) first."""
+        """`text` under its `heading` (`Task:`, `Steer:`, ...) with the prepared `files` (from the caller's cwd) first."""
         host = self.host
         prepared = prepare_files(
             files,
@@ -444,7 +459,7 @@ class Delegation:
             limits=host.file_limits,
             resolve_result_ref=self.resolve_result_ref,
         )
-        return prepared.render(self.notices.heading(heading), text).text
+        return prepared.render(heading, text).text
 
     def _model_for(
         self,
@@ -596,6 +611,8 @@ class _ManagedSteps(LaunchSteps):
         host = self.host
         generation = recorded.generation
         assert self._model is not None
+        if is_acp(self.defn.harness):
+            return self._acp_child(recorded)
         agent = build_managed_agent(
             self._spec(recorded),
             session=recorded.session,
@@ -612,6 +629,33 @@ class _ManagedSteps(LaunchSteps):
             delegating=generation.delegating,
             context_retirement=host.context_retirement,
         )
+        child.on_work_done = host.work_done
+        return child
+
+    def _acp_child(self, recorded: Recorded) -> ManagedChild:
+        """The child of an ACP agent (`_acp.py`): its permission requests are the child's questions,
+        answered through `on_reply`; its process tree ends with the run (`on_ended`)."""
+        from corral.orchestration.agents._acp import OwnerPermissions, acp_agent
+
+        host = self.host
+        generation = recorded.generation
+        permissions = OwnerPermissions(abandon_ask=host.kernel.abandon_ask)
+        agent = acp_agent(
+            self.defn.harness,
+            self.defn.command,
+            label=generation.label,
+            session=recorded.session,
+            cwd=Path(generation.cwd),
+            settings=host.settings,
+            permissions=permissions,
+        )
+        child = ManagedChild(
+            store=host.kernel, agent=agent, generation=generation, task=recorded.task, hooks=host
+        )
+        permissions.record_ask = lambda question: child.record_ask(question, mid_turn=True)
+        permissions.ask_ended = child.end_mid_turn_ask
+        child.on_reply = permissions.reply
+        child.on_ended = agent.kill
         child.on_work_done = host.work_done
         return child
 

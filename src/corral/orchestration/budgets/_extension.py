@@ -23,6 +23,7 @@ from typing import TYPE_CHECKING, Any
 
 from corral.agent import GuardVerdict
 from corral.llm import CustomMessage
+from corral.orchestration.budgets import texts
 from corral.orchestration.budgets._check import exhausted_finding, tree_reached
 from corral.orchestration.budgets._guard import BudgetGuard
 from corral.orchestration.budgets._repository import BudgetLedger
@@ -40,7 +41,6 @@ from corral.orchestration.host.ports import HostExtension
 
 if TYPE_CHECKING:
     from corral.orchestration.budgets._remote import BudgetPush
-    from corral.orchestration.budgets.notices import BudgetNotices
     from corral.orchestration.host._host import Host
     from corral.orchestration.kernel._child import ManagedChild
     from corral.orchestration.kernel.records import GenerationRecord
@@ -122,28 +122,28 @@ def budget_text(budget: Mapping[str, Any]) -> str:
     return text
 
 
-def result_note(ledger: BudgetLedger, run_id: str, notices: BudgetNotices) -> str | None:
+def result_note(ledger: BudgetLedger, run_id: str) -> str | None:
     """`budget_exhausted: …` for an agent stopped at a budget, else `None`."""
     agent = ledger.agent(run_id)
     if agent is None:
         return None
     finding = exhausted_finding(agent, ledger.tree(agent.tree_id), ledger.db.clock())
-    return None if finding is None else notices.stopped(finding)
+    return None if finding is None else texts.stopped(finding)
 
 
-def attach_worker_guard(db: Database, child: ManagedChild, *, notices: BudgetNotices) -> bool:
+def attach_worker_guard(db: Database, child: ManagedChild) -> bool:
     """Give a tmux worker's agent the guard of its generation's budget row, and end its result with
     `budget_exhausted` when it is stopped (after the `on_work_done` already set); `False` without a row."""
     ledger = BudgetLedger(db)
     if ledger.agent(child.run_id) is None:
         return False
-    child.agent.set_request_guard(BudgetGuard(ledger, child.run_id, notices=notices))
+    child.agent.set_request_guard(BudgetGuard(ledger, child.run_id))
     previous = child.on_work_done
 
     async def work_done(run_id: str, summary: str) -> str | None:
         notes = [
             await previous(run_id, summary) if previous is not None else None,
-            result_note(ledger, run_id, notices),
+            result_note(ledger, run_id),
         ]
         return "\n".join(note for note in notes if note) or None
 
@@ -159,13 +159,11 @@ def lead_line(tokens: int, cost_usd: float) -> str:
 class BudgetsExtension(HostExtension):
     """Budgets of the lead's tree and of each agent (docs/fleet.md, "Budgets")."""
 
-    def __init__(self, host: Host, *, notices: BudgetNotices) -> None:
+    def __init__(self, host: Host) -> None:
         """Args:
         host: The host whose generations get budgets.
-        notices: Words for what budgets tell agents and the lead (the composition root's choice).
         """
         self.host = host
-        self.notices = notices
         self.ledger = BudgetLedger(host.kernel.db)
         self._tree_limited: dict[str, bool] = {}
         """Whether a tree has limits, by tree id: set here when a lead attaches (the only place a
@@ -210,7 +208,6 @@ class BudgetsExtension(HostExtension):
                 BudgetGuard(
                     self.ledger,
                     generation.run_id,
-                    notices=self.notices,
                     on_exhausted=self.tell_lead,
                     on_recorded=self.host.changed,
                     limited=limited,
@@ -272,7 +269,7 @@ class BudgetsExtension(HostExtension):
 
     def result_note(self, run_id: str) -> str | None:
         """`budget_exhausted: …` for an agent stopped at a budget."""
-        return result_note(self.ledger, run_id, self.notices)
+        return result_note(self.ledger, run_id)
 
     def remote_state(self, run_id: str) -> BudgetPush | None:
         """The run's budget row and its tree's, pushed to its Ray worker with every pull."""
@@ -350,7 +347,7 @@ class BudgetsExtension(HostExtension):
         if tree is None or tree.exhausted is None:
             return
         reached = tree_reached(tree, self.ledger.db.clock())
-        text = self.notices.tree_exhausted(TreeExhausted(tree.exhausted, reached[0] if reached else None))
+        text = texts.tree_exhausted(TreeExhausted(tree.exhausted, reached[0] if reached else None))
         owner.send_custom_message(
             CustomMessage(custom_type=GuardVerdict.NOTICE_TYPE, content=text, display=True)
         )

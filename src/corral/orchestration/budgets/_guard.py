@@ -15,16 +15,14 @@ from __future__ import annotations
 import logging
 from collections.abc import Callable
 from dataclasses import dataclass, replace
-from typing import TYPE_CHECKING, Protocol, TypeVar
+from typing import Protocol, TypeVar
 
 from corral.agent import GuardVerdict, RequestEstimate
 from corral.llm import AssistantMessage, ModelInfo, calculate_cost, usage_with_total
+from corral.orchestration.budgets import texts
 from corral.orchestration.budgets._check import Finding, findings
 from corral.orchestration.budgets.records import AgentBudget, BudgetName, TreeBudget
 from corral.orchestration.errors import OrchestrationError
-
-if TYPE_CHECKING:
-    from corral.orchestration.budgets.notices import BudgetNotices
 
 __all__ = ["FINAL_REPLY_TOKENS", "OUTPUT_FLOOR_TOKENS", "BudgetBook", "BudgetGuard"]
 
@@ -67,7 +65,6 @@ class BudgetGuard:
     Args:
         ledger: Where the run's budget is kept (the budgets repository, or a Ray worker's `RemoteBudget`).
         run_id: The generation.
-        notices: Words for the wrap-up notice and the final turn.
         on_exhausted: Called with the tree id when this agent reaches a limit (to tell the lead).
         on_recorded: Called after a request's reservation or a reply's spend is recorded (the host's
             change signal).
@@ -81,14 +78,12 @@ class BudgetGuard:
         ledger: BudgetBook,
         run_id: str,
         *,
-        notices: BudgetNotices,
         on_exhausted: Callable[[str], None] | None = None,
         on_recorded: Callable[[], None] | None = None,
         limited: Callable[[], bool] | None = None,
     ) -> None:
         self.ledger = ledger
         self.run_id = run_id
-        self.notices = notices
         self.on_exhausted = on_exhausted
         self.on_recorded = on_recorded
         self.limited = limited
@@ -154,13 +149,13 @@ class BudgetGuard:
         assert finding is not None
         if decision.action == "notice":
             if self.ledger.mark_noticed(self.run_id):
-                return GuardVerdict("notice", self.notices.wrap_up(finding))
+                return GuardVerdict("notice", texts.wrap_up(finding))
             return _GO
         if self.ledger.mark_exhausted(self.run_id, finding.name) and self.on_exhausted is not None:
             self.on_exhausted(decision.tree_id)
         if decision.action == "skip":
             return _STOP
-        return GuardVerdict("final", self.notices.final_turn(finding), max_output_tokens=final.output_tokens)
+        return GuardVerdict("final", texts.final_turn(finding), max_output_tokens=final.output_tokens)
 
     def after_reply(self, reply: AssistantMessage, estimate: RequestEstimate) -> None:
         """Add the reply's usage (or, when the provider reported none, the estimate, flagged)."""

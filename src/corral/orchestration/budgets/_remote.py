@@ -27,12 +27,12 @@ from collections.abc import Callable
 from dataclasses import dataclass
 from typing import TYPE_CHECKING, Literal, TypeVar
 
+from corral.orchestration.budgets import texts
 from corral.orchestration.budgets._check import exhausted_finding
 from corral.orchestration.budgets._guard import BudgetGuard
 from corral.orchestration.budgets.records import AgentBudget, BudgetName, Spend, TreeBudget
 
 if TYPE_CHECKING:
-    from corral.orchestration.budgets.notices import BudgetNotices
     from corral.orchestration.kernel._child import ManagedChild
     from corral.orchestration.kernel._remote import RemoteStore
 
@@ -146,26 +146,26 @@ class RemoteBudget:
         fact = SpendFact(tokens, cost_usd, estimated, uuid.uuid4().hex)
         self._spent.append((self.store.emit_extension(fact), fact))
 
-    def result_note(self, run_id: str, notices: BudgetNotices) -> str | None:
+    def result_note(self, run_id: str) -> str | None:
         """`budget_exhausted: …` when this agent was stopped at a budget."""
         state = self.state(run_id)
         if state is None:
             return None
         finding = exhausted_finding(state[0], state[1], self.now())
-        return None if finding is None else notices.stopped(finding)
+        return None if finding is None else texts.stopped(finding)
 
 
-def attach_ray_guard(store: RemoteStore, child: ManagedChild, *, notices: BudgetNotices) -> None:
+def attach_ray_guard(store: RemoteStore, child: ManagedChild) -> None:
     """Give a Ray worker's agent its budget guard (it lets every request go until the host pushed a
     budget row), and end its result with `budget_exhausted` when it is stopped."""
     book = RemoteBudget(store)
-    child.agent.set_request_guard(BudgetGuard(book, child.run_id, notices=notices))
+    child.agent.set_request_guard(BudgetGuard(book, child.run_id))
     previous = child.on_work_done
 
     async def work_done(run_id: str, summary: str) -> str | None:
         notes = [
             await previous(run_id, summary) if previous is not None else None,
-            book.result_note(run_id, notices),
+            book.result_note(run_id),
         ]
         return "\n".join(note for note in notes if note) or None
 

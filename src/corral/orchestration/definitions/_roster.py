@@ -60,6 +60,7 @@ from pydantic import ValidationError
 from corral._confined import Refused, confined_target, note_refused, project_root
 from corral._paths import config_home
 from corral.agent.tools import ALL_TOOL_NAMES
+from corral.harness import CORRAL_HARNESS, harness_problem, is_acp
 from corral.llm._errors import ModelRefError
 from corral.llm._model import THINKING_LEVELS, ThinkingLevel, as_thinking_level
 from corral.llm._refs import parse_model_ref
@@ -209,6 +210,12 @@ class AgentDefinition:
     isolation: Literal["shared", "worktree"] | None = None
     """Where it writes: `worktree` (its own git worktree and branch) or `shared`; `None` follows the
     `isolation` setting. Only agents with `write` or `edit` are ever isolated."""
+    harness: str = "corral"
+    """What runs its agents (`harness`): `corral`'s own loop, `acp` (an ACP agent started with
+    `command`) or a preset ACP agent (`claude-code`, `codex`, `opencode`, `gemini`, `goose`); see
+    docs/harnesses.md. A definition naming another is disabled with the allowed values as its reason."""
+    command: tuple[str, ...] = ()
+    """The ACP agent's command (`command: [program, arg, …]`); a preset's when empty."""
     budget: AgentBudgetSettings | None = None
     """Its agents' limits (`budget:` with `agent_tokens`, `agent_cost_usd`, `agent_minutes`); they
     replace the `[budget]` keys they set (docs/fleet.md)."""
@@ -269,6 +276,10 @@ class AgentDefinition:
             out["runtime"] = self.runtime
         if self.isolation is not None:
             out["isolation"] = self.isolation
+        if self.harness != "corral":
+            out["harness"] = self.harness
+        if self.command:
+            out["command"] = list(self.command)
         if self.budget is not None:
             out["budget"] = self.budget.model_dump(exclude_unset=True)
         return out
@@ -578,6 +589,8 @@ class _Merged:
             permission=f.get("permission"),
             runtime=f.get("runtime"),
             isolation=f.get("isolation"),
+            harness=f.get("harness", CORRAL_HARNESS),
+            command=f.get("command", ()),
             budget=f.get("budget"),
             body=self.body,
             layer=self.layer,
@@ -586,6 +599,11 @@ class _Merged:
             format=self.format,
             model_alias=self.model_alias,
         )
+        problem = harness_problem(defn.harness, defn.command)
+        if problem is None and is_acp(defn.harness) and defn.agents:
+            problem = "an ACP agent cannot delegate; remove agents or use harness: corral"
+        if problem is not None and defn.enabled:
+            defn = replace(defn, enabled=False, disabled_reason=f"{problem} ({self.path})")
         tools = tool_policy.tools
         if is_delegating(defn) and tools and _DELEGATION_TOOL not in tools:
             defn = replace(defn, tool_policy=replace(tool_policy, tools=(*tools, _DELEGATION_TOOL)))
@@ -836,6 +854,14 @@ def _string_list(key: str, value: object, *, comma: bool = False, unique: bool =
     return tuple(dict.fromkeys(items))
 
 
+def _argv(key: str, value: object) -> tuple[str, ...]:
+    if not isinstance(value, list) or not value or not all(isinstance(item, str) and item for item in value):
+        raise _DefinitionFileError(
+            f"{key} must be a non-empty list of non-empty strings (program, arguments), got {value!r}"
+        )
+    return tuple(value)
+
+
 def _choice(key: str, value: object, choices: tuple[str, ...]) -> str:
     if not isinstance(value, str) or value not in choices:
         raise _DefinitionFileError(f"{key} must be one of {', '.join(choices)}, got {value!r}")
@@ -912,6 +938,8 @@ _FIELDS: dict[str, _Validator] = {
     "runtime": lambda k, v: _choice(k, v, ("inprocess", "tmux", "ray")),
     "isolation": lambda k, v: _choice(k, v, ("shared", "worktree")),
     "budget": _budget,
+    "harness": _non_empty,
+    "command": _argv,
 }
 
 

@@ -21,7 +21,7 @@ nothing is re-acknowledged or re-sent.
    `WorkerStart.ready`, as the launch pipeline uses it) starts a worker in resume mode: the
    description (`host/protocol.py`: a `WorkerLaunch` of a `BuiltAgent`) holds the agent's exact
    system prompt, model, thinking level and built-in tools, its one prompt there (`resume_prompt`,
-   worded by the `HostNotices` port, `host/notices.py`, from a `HandedOff` fact: the target runtime
+   worded by `host/texts.py` from a `HandedOff` fact (`host/notices.py`): the target runtime
    and the carried prompts), and the parts extensions add (`HostExtension.handoff_launch`: a teams
    member's row, the workspace a remote node must share). A tmux worker reads
    it from its launch file and records its readiness; a Ray worker gets it with the session
@@ -43,6 +43,7 @@ from typing import TYPE_CHECKING, Literal
 
 from corral.agent.tools import ALL_TOOL_NAMES, BashTool
 from corral.orchestration.errors import OrchestrationError
+from corral.orchestration.host import texts
 from corral.orchestration.host.notices import HandedOff
 from corral.orchestration.kernel._faults import fault_point
 from corral.runtime import PaneNotReady, RollbackFailed, RuntimeError_
@@ -98,7 +99,7 @@ async def handoff(
 ) -> HandoffResult:
     """Move generation `run_id` from this host's in-process runtime onto the worker runtime `runtime`.
 
-    The host's `notices` word the prompt the agent continues with on the worker. The work runs as a
+    The prompt the agent continues with on the worker is `host/texts.py`'s `handed_off`. The work runs as a
     host background task, so cancelling the caller never leaves a half-moved
     agent, and the owner is not reported quiet while the move is in flight.
     """
@@ -214,7 +215,7 @@ async def _handoff(host: Host, run_id: str, runtime: str, ready_timeout: float) 
 
     launch = WorkerLaunch(
         _built_agent(child),
-        resume_prompt=host.notices.handed_off(HandedOff(runtime=runtime, carried=tuple(carried))),
+        resume_prompt=texts.handed_off(HandedOff(runtime=runtime, carried=tuple(carried))),
         context_retirement=child.context_retirement,
     )
     for extension in host.extensions:

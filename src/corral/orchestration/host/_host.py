@@ -67,8 +67,6 @@ from corral.session import SessionError, SessionManager, SessionWriteError
 
 if TYPE_CHECKING:
     from corral.llm import ModelRegistry
-    from corral.orchestration.host.notices import HostNotices
-    from corral.orchestration.kernel.notices import ContextRetired
     from corral.settings import Settings
 
 __all__ = ["RETIRED_ENTRY", "Deliveries", "Host", "Runtimes"]
@@ -99,8 +97,6 @@ class Host:
         tmux_socket: The tmux runtime's server socket (default under the data root).
         extensions: The features that ride on its generations (hooks called in order).
         tools: Where controllers' and children's tools come from (`None`: no tools are given).
-        notices: Words for what the host and its children tell an agent on their own (the handoff
-            prompt, the retirement steer); the composition root passes the surfaces' `HostNoticeText`.
     """
 
     def __init__(
@@ -117,15 +113,12 @@ class Host:
         tmux_socket: Path | None = None,
         extensions: Sequence[HostExtension] = (),
         tools: ToolProvider | None = None,
-        notices: HostNotices,
     ) -> None:
         self.kernel = kernel
         """Generations, requests, asks and results: the kernel's repository (its `db` is the database)."""
         self.extensions: Extensions = Extensions(extensions, warn=self.warn)
         """The features riding on this host's generations, fanned out in order (`extensions.add` adds one later)."""
         self.tools = tools
-        self.notices: HostNotices = notices
-        """Words for what the host and its children tell an agent on their own (`host/notices.py`)."""
         self.registry = registry
         if settings is None:
             from corral.settings import Settings as _Settings
@@ -353,10 +346,6 @@ class Host:
             extension.agent_event(run_id, event)
         if isinstance(event, TurnEndEvent):
             _heap.settled(self.runs.child_count())  # what the turn added lives as long as the agent
-
-    def context_retired(self, fact: ContextRetired) -> str:
-        """Child hook: the words of a retired session's steer (the host's `notices`)."""
-        return self.notices.context_retired(fact)
 
     def result_failed(self, run_id: str, message: str) -> None:
         """Child hook: the run's result could not be stored; warn (the run is then left unsettled)."""
@@ -643,8 +632,10 @@ class Deliveries:
             owner = host.runs.owner(result.owner_session_id)
             if owner is None:
                 return  # delivered when the owner is attached again
+            child = host.runs.child(generation.run_id)
+            ended = child is None or child.finished.is_set()  # then delivered and finalized in one commit
             for extension in host.extensions:
-                if await extension.deliver(generation, result, owner):
+                if await extension.deliver(generation, result, owner, finalize=ended):
                     break
             else:
                 await deliver_result(
@@ -653,8 +644,8 @@ class Deliveries:
                     generation,
                     result,
                     retired=self.is_retired(generation),
-                    words=host.notices,
                     extra=await host.extensions.result_details(generation.run_id),
+                    finalize=ended,
                 )
         fault_point("before_cleanup")
         await self._finalize(generation)
@@ -691,7 +682,7 @@ class Deliveries:
                 return
             owner = host.runs.owner(generation.owner_session_id)
             if owner is not None:
-                await deliver_ask(host.kernel, owner, generation, ask, words=host.notices)
+                await deliver_ask(host.kernel, owner, generation, ask)
         finally:
             self._asking.discard(ask_id)
 

@@ -21,6 +21,11 @@ A launch is **prepare → record → start → roll back on failure** (`Launcher
    records its readiness in the store; on Ray (`_ray_launch.RayWorkers`, registered by the
    composition root) the description and the session file's bytes go to a worker actor, which
    returns once the agent acknowledged its task.
+   `Launcher.launch_many` launches several generations at once (a teams swarm's admission): each
+   is prepared, then all record steps run in **one** store transaction (`LaunchSteps.record_in`;
+   `fault_point("swarm_admission")` after each member's rows), so a crash leaves none of them
+   admitted or all; then each starts as above. When one member's record fails the transaction
+   rolls back and each member records in its own (the bad one fails alone).
 4. *Roll back*: the feature's undo first (`LaunchSteps.rolled_back`; teams hands the capacity slot
    back to its caller), then the kernel's: stop what runs, finalize the generation, release it,
    stop watching it. An `OrchestrationError` raised by the launch says `rollback_occurred`.
@@ -67,6 +72,7 @@ if TYPE_CHECKING:
     from corral.orchestration.kernel._child import ManagedChild
     from corral.orchestration.kernel._generations import Generations
     from corral.orchestration.kernel.records import GenerationRecord, RequestRecord
+    from corral.orchestration.store import Tx
     from corral.runtime import Runtimes
     from corral.session import SessionManager
     from corral.settings import Settings
@@ -131,6 +137,21 @@ class LaunchSteps:
             OrchestrationError: Nothing was recorded (the session is closed again).
         """
         raise NotImplementedError
+
+    def record_in(self, tx: Tx, draft: LaunchDraft) -> Recorded:
+        """`record` inside `tx`, the transaction `Launcher.launch_many` holds for all its launches.
+
+        A feature that launches in batches implements it (teams); its session is closed again
+        when it raises or when the transaction rolls back (`closed_unrecorded`).
+
+        Raises:
+            OrchestrationError: This launch cannot be recorded (the whole transaction rolls back).
+        """
+        raise InternalFailureError("This launch cannot be recorded with others.")
+
+    def closed_unrecorded(self, recorded: Recorded) -> None:
+        """`record_in` succeeded but its transaction rolled back: close the session it opened."""
+        recorded.session.close()
 
     async def build(self, recorded: Recorded) -> ManagedChild:
         """The in-process program: the agent session and its `ManagedChild` (not started yet)."""
@@ -314,18 +335,114 @@ class Launcher:
         draft = LaunchDraft(cwd=plan.cwd)
         entered: list[LaunchStage] = []
         try:
-            for stage in plan.stages:
-                await stage.enter(draft)
-                entered.append(stage)
-            recorded = steps.record(draft)
-            if recorded.generation.runtime_kind == "inprocess":
-                return await self._start_inprocess(plan, steps, recorded)
-            return await self._start_on_worker(plan, steps, recorded)
+            await self._prepare(plan, draft, entered)
+            return await self._start(plan, steps, steps.record(draft))
         except BaseException:
-            for stage in reversed(entered):
-                with contextlib.suppress(Exception):
-                    await stage.undo()
+            await _undo(entered)
             raise
+
+    async def launch_many(
+        self, launches: Sequence[tuple[LaunchPlan, LaunchSteps]]
+    ) -> list[GenerationRecord | OrchestrationError]:
+        """Launch several generations whose record steps share one store transaction (a swarm).
+
+        Each launch is prepared, then every prepared one is recorded in one transaction
+        (`LaunchSteps.record_in`), then each is started in order, exactly as `launch` does. A
+        launch that fails is rolled back and undone alone; its error takes its place in the answer.
+        When one record step raises, the shared transaction rolls back and every launch records in
+        its own transaction instead (`LaunchSteps.record`), so one bad launch fails alone.
+
+        Returns:
+            Per launch, in order: the started generation, or the `OrchestrationError` it failed with.
+
+        Raises:
+            BaseException: Anything but an `OrchestrationError` (a cancellation): every launch not
+                started yet is rolled back and undone first; the ones started keep running.
+        """
+        entered: list[list[LaunchStage]] = [[] for _ in launches]
+        drafts: list[LaunchDraft | None] = [None] * len(launches)
+        recorded: list[Recorded | None] = [None] * len(launches)
+        outcomes: list[GenerationRecord | OrchestrationError | None] = [None] * len(launches)
+        try:
+            for index, (plan, _steps) in enumerate(launches):
+                draft = LaunchDraft(cwd=plan.cwd)
+                try:
+                    await self._prepare(plan, draft, entered[index])
+                except OrchestrationError as exc:
+                    await _undo(entered[index])
+                    outcomes[index] = exc
+                else:
+                    drafts[index] = draft
+            self._record_many(launches, drafts, recorded, outcomes)
+            for index, (plan, steps) in enumerate(launches):
+                done, recorded[index] = recorded[index], None
+                if done is None:  # not prepared or not recorded
+                    await _undo(entered[index])
+                    continue
+                try:
+                    outcomes[index] = await self._start(plan, steps, done)
+                except OrchestrationError as exc:
+                    await _undo(entered[index])
+                    outcomes[index] = exc
+        except BaseException:
+            for index, (_plan, steps) in enumerate(launches):
+                done = recorded[index]
+                if done is not None:
+                    with contextlib.suppress(Exception):
+                        await self.rollback(done, steps)
+                outcome = outcomes[index]
+                if outcome is None or isinstance(outcome, OrchestrationError):  # not started
+                    await _undo(entered[index])
+            raise
+        answer: list[GenerationRecord | OrchestrationError] = []
+        for outcome in outcomes:
+            assert outcome is not None
+            answer.append(outcome)
+        return answer
+
+    def _record_many(
+        self,
+        launches: Sequence[tuple[LaunchPlan, LaunchSteps]],
+        drafts: Sequence[LaunchDraft | None],
+        recorded: list[Recorded | None],
+        outcomes: list[GenerationRecord | OrchestrationError | None],
+    ) -> None:
+        """Record the prepared launches (`drafts`) in one transaction; one by one when that fails."""
+        ready = [(index, draft) for index, draft in enumerate(drafts) if draft is not None]
+        if not ready:
+            return
+        batch: list[tuple[int, Recorded]] = []
+        try:
+            with self.host.kernel.db.write() as tx:
+                for index, draft in ready:
+                    batch.append((index, launches[index][1].record_in(tx, draft)))
+                    fault_point("swarm_admission")
+        except BaseException as exc:
+            for index, done in batch:
+                launches[index][1].closed_unrecorded(done)
+            if not isinstance(exc, OrchestrationError):
+                raise
+            batch = []
+        if batch:
+            for index, done in batch:
+                recorded[index] = done
+            fault_point("after_swarm_admission")
+            return
+        for index, draft in ready:  # one bad launch: each in its own transaction, failing alone
+            try:
+                recorded[index] = launches[index][1].record(draft)
+            except OrchestrationError as exc:
+                outcomes[index] = exc
+
+    async def _prepare(self, plan: LaunchPlan, draft: LaunchDraft, entered: list[LaunchStage]) -> None:
+        for stage in plan.stages:
+            await stage.enter(draft)
+            entered.append(stage)
+
+    async def _start(self, plan: LaunchPlan, steps: LaunchSteps, recorded: Recorded) -> GenerationRecord:
+        if recorded.generation.runtime_kind == "inprocess":
+            return await self._start_inprocess(plan, steps, recorded)
+        return await self._start_on_worker(plan, steps, recorded)
 
     async def _start_inprocess(
         self, plan: LaunchPlan, steps: LaunchSteps, recorded: Recorded
@@ -431,6 +548,14 @@ class Launcher:
             host.kernel.finalize_generation(run_id, owner_session_id=recorded.generation.owner_session_id)
         host.release(run_id)
         host.workers.untrack(run_id)
+
+
+async def _undo(entered: list[LaunchStage]) -> None:
+    """Undo the prepare stages entered, in reverse order (best effort)."""
+    for stage in reversed(entered):
+        with contextlib.suppress(Exception):
+            await stage.undo()
+    entered.clear()
 
 
 class ProcessWorkers:

@@ -77,8 +77,13 @@ class HostExtension:
         """Fields the run's delivered result adds to its details, or `None`."""
         return None
 
-    async def deliver(self, generation: GenerationRecord, result: ResultRecord, owner: AgentSession) -> bool:
+    async def deliver(
+        self, generation: GenerationRecord, result: ResultRecord, owner: AgentSession, *, finalize: bool
+    ) -> bool:
         """Deliver the pending `result` of `generation` to `owner` exactly once, when it is this feature's.
+
+        `finalize`: the run has ended, so the mark that the result is delivered also finalizes the
+        generation in the same transaction (`Generations.mark_delivered(finalize=True)`).
 
         Returns:
             `True` when the result was delivered (and marked delivered) here; `False` leaves it to

@@ -41,6 +41,7 @@ from corral.agent import (
 from corral.agent.tools import BashTool
 from corral.llm import AssistantMessage, CustomMessage
 from corral.orchestration.errors import ManagedAgentBusyError, OrchestrationError
+from corral.orchestration.kernel import texts
 from corral.orchestration.kernel._faults import fault_point
 from corral.orchestration.kernel.notices import ContextRetired
 from corral.orchestration.kernel.records import AckCode, AskRecord, GenerationRecord, RequestRecord
@@ -63,6 +64,10 @@ _LINE_CHARS = 240
 WorkDone = Callable[[str, str], Awaitable[str | None]]
 """`on_work_done(run_id, final_text)`: a feature's last step before the result is stored."""
 
+ReplyTaken = Callable[[AskRecord, str], str | None]
+"""`on_reply(ask, text)`: a harness takes the owner's reply to its own question (`None`), or says
+why the reply answers nothing (the reply is refused `invalid`; the ask stays pending)."""
+
 
 class ChildHooks(Protocol):
     """How a child tells its host about progress (implemented by the host)."""
@@ -81,10 +86,6 @@ class ChildHooks(Protocol):
 
     def agent_event(self, run_id: str, event: AgentEvent) -> None:
         """An event of the run's agent session, as it happens (the host hands it to its extensions)."""
-
-    def context_retired(self, fact: ContextRetired) -> str:
-        """The words of the steer a retired session gets (the host's `ChildNotices`, `kernel/notices.py`)."""
-        ...
 
 
 SettleOutcome = Literal["result", "again", "closed"]
@@ -186,6 +187,14 @@ class ManagedChild:
         """A port a feature sets: called once the assignment may finish, with the run id and the
         agent's final text, before the result is stored; the line it returns (e.g. an isolated
         writer's branch) is appended to the result."""
+        self._asking_mid_turn = False
+        self.on_ended: Callable[[], None] | None = None
+        """A port a harness sets: called once when the run ended, whichever way (result, close,
+        failure, cancellation), to release what the agent holds outside corral (an ACP agent's
+        process tree); synchronous, so it runs on a cancelled run too."""
+        self.on_reply: ReplyTaken | None = None
+        """A port a harness sets whose agent asks the owner itself (an ACP agent's permission
+        request): a reply to the pending ask goes to it instead of becoming the next prompt."""
 
     @property
     def run_id(self) -> str:
@@ -212,7 +221,10 @@ class ManagedChild:
 
     @property
     def busy(self) -> bool:
-        """Whether the agent is running a turn or has a prompt to send."""
+        """Whether the agent is running a turn or has a prompt to send (a turn held by the owner's
+        question, `record_ask(mid_turn=True)`, is not busy: it waits)."""
+        if self._asking_mid_turn:
+            return False
         return not self.agent.is_idle or bool(self._queued) or self._replacement is not None
 
     def wake(self) -> None:
@@ -247,6 +259,13 @@ class ManagedChild:
         `resume_prompt` once and goes on like any run. A run that raises is reported to the
         settle policy (`SettlePolicy.run_failed`) once it has ended.
         """
+        try:
+            await self._traced_run()
+        finally:
+            if self.on_ended is not None:
+                self.on_ended()
+
+    async def _traced_run(self) -> None:
         tracer = _tracing.active
         if tracer is None:
             await self._run()
@@ -435,6 +454,12 @@ class ManagedChild:
         if request.kind == "reply":
             if ask is None or ask.ask_id != request.ask_id:
                 return "identity", f"Agent {self.label} ask identity did not match."
+            if self.on_reply is not None:
+                refused = self.on_reply(ask, request.payload)
+                if refused is not None:
+                    return "invalid", refused
+                self.end_mid_turn_ask()
+                return None, None
             self.queue_prompt(
                 f"Owner reply:\n{request.payload}\n\nContinue the original assignment using this answer."
             )
@@ -465,8 +490,12 @@ class ManagedChild:
 
     # --- ask_owner --------------------------------------------------------------------------------
 
-    def record_ask(self, question: str) -> AskRecord:
+    def record_ask(self, question: str, *, mid_turn: bool = False) -> AskRecord:
         """Record a prepared question for the active assignment and have the host deliver it.
+
+        With `mid_turn`, the agent's turn itself waits for the answer (a harness's question: an ACP
+        agent's permission request, answered through `on_reply`): the child counts as waiting, not
+        busy, until `end_mid_turn_ask`.
 
         Raises:
             ManagedAgentBusyError: No active assignment, an ask is already pending, a control
@@ -476,8 +505,18 @@ class ManagedChild:
         if active is None or active.active_request_id is None or self.finished.is_set():
             raise ManagedAgentBusyError("no active assignment.", operation="ask_owner")
         ask = self.store.create_ask(self.run_id, request_id=active.active_request_id, question=question)
+        if mid_turn:
+            self._asking_mid_turn = True
+            self.waiting = True
         self.hooks.ask_created(self.run_id, ask)
         return ask
+
+    def end_mid_turn_ask(self) -> None:
+        """The turn that waited on its question goes on (answered or given up)."""
+        if self._asking_mid_turn:
+            self._asking_mid_turn = False
+            self.waiting = False
+            self.hooks.changed()
 
     # --- evidence -----------------------------------------------------------------------------------
 
@@ -526,7 +565,7 @@ class ManagedChild:
         if any(getattr(entry, "custom_type", None) == RETIRED_ENTRY for entry in session.entries):
             return
         session.append_custom(RETIRED_ENTRY, {"sessionId": session.session_id})
-        text = self.hooks.context_retired(ContextRetired(run_id=self.run_id, session_id=session.session_id))
+        text = texts.context_retired(ContextRetired(run_id=self.run_id, session_id=session.session_id))
         self.agent.steer(CustomMessage(custom_type=RETIREMENT_TYPE, content=text, display=False))
 
     def _touch(self) -> None:

@@ -12,6 +12,10 @@ The routine is the same for live completion and for restart recovery:
    yet.
 3. Only then is the result marked delivered in the store, with the entry id.
 
+A result message reaches the owner's model in full once: its `details.context_reference` (the
+`texts.result_reference`, when shorter than the text) stands in for it in every
+request after the one the model replied to (`corral.agent._loop`); the session keeps the full text.
+
 Cleanup (finalizing the generation) is the host's, and only after step 3.
 Questions (`corral-agent-ask`) use the same steps keyed by `ask_id`.
 """
@@ -22,11 +26,12 @@ import asyncio
 from collections.abc import Mapping
 from typing import Any
 
-from corral.agent import AgentSession, MessageEndEvent
+from corral.agent import SEEN_REFERENCE_KEY, AgentSession, MessageEndEvent
 from corral.llm import CustomMessage
+from corral.orchestration.kernel import texts
 from corral.orchestration.kernel._faults import fault_point
 from corral.orchestration.kernel._generations import Generations
-from corral.orchestration.kernel.notices import AgentMessages, AskPending, ResultReady
+from corral.orchestration.kernel.notices import AskPending, ResultReady
 from corral.orchestration.kernel.records import AskRecord, GenerationRecord, ResultRecord
 from corral.session import CustomMessageEntry, SessionManager
 
@@ -76,15 +81,15 @@ def result_message(
     result: ResultRecord,
     text: str | None,
     *,
-    words: AgentMessages,
     retired: bool = False,
     extra: Mapping[str, object] | None = None,
 ) -> CustomMessage:
-    """The `corral-agent-result` message for a durable result (its content worded by `words`)."""
+    """The `corral-agent-result` message for a durable result (its content: `texts.result_text`)."""
     ref = f"result:{result.request_id}"
     body = text if result.status == "completed" and text else (result.error_message or None)
     shown, truncated = _head(body) if body is not None else (None, False)
-    content = words.result_text(ResultReady(generation, result, shown, truncated, retired))
+    fact = ResultReady(generation, result, shown, truncated, retired)
+    content = texts.result_text(fact)
     details: dict[str, Any] = {
         "run_id": generation.run_id,
         "request_id": result.request_id,
@@ -102,12 +107,16 @@ def result_message(
     }
     if extra:
         details.update({k: v for k, v in extra.items() if k not in details})
+    reference = texts.result_reference(fact)
+    if len(reference) < len(content):
+        # sent in full until the owner's model replied after it once, then this stands in its place
+        details[SEEN_REFERENCE_KEY] = reference
     return CustomMessage(custom_type=RESULT_TYPE, content=content, display=True, details=details)
 
 
-def ask_message(generation: GenerationRecord, ask: AskRecord, *, words: AgentMessages) -> CustomMessage:
-    """The `corral-agent-ask` message for a pending question (its content worded by `words`)."""
-    text = words.ask_text(AskPending(generation, ask))
+def ask_message(generation: GenerationRecord, ask: AskRecord) -> CustomMessage:
+    """The `corral-agent-ask` message for a pending question (its content: `texts.ask_text`)."""
+    text = texts.ask_text(AskPending(generation, ask))
     details = {
         "ask_id": ask.ask_id,
         "question": ask.question,
@@ -162,18 +171,21 @@ async def deliver_result(
     result: ResultRecord,
     *,
     retired: bool,
-    words: AgentMessages,
     extra: Mapping[str, object] | None = None,
+    finalize: bool = False,
 ) -> str:
     """Deliver a durable result exactly once and mark it delivered; returns the entry id.
 
-    `extra` adds a feature's fields to the message's details (an isolated writer's branch).
+    `extra` adds a feature's fields to the message's details (an isolated writer's branch);
+    `finalize` (the run has ended) finalizes the generation in the same commit as the mark.
     """
     text = kernel.result_text(result)
-    message = result_message(generation, result, text, words=words, retired=retired, extra=extra)
+    message = result_message(generation, result, text, retired=retired, extra=extra)
     entry_id = await deliver_message(owner, message, key="request_id", value=result.request_id)
     fault_point("after_owner_append")
-    kernel.mark_delivered(result.request_id, owner_session_id=result.owner_session_id, entry_id=entry_id)
+    kernel.mark_delivered(
+        result.request_id, owner_session_id=result.owner_session_id, entry_id=entry_id, finalize=finalize
+    )
     return entry_id
 
 
@@ -182,11 +194,9 @@ async def deliver_ask(
     owner: AgentSession,
     generation: GenerationRecord,
     ask: AskRecord,
-    *,
-    words: AgentMessages,
 ) -> str:
     """Deliver a pending question exactly once and record the entry; returns the entry id."""
-    message = ask_message(generation, ask, words=words)
+    message = ask_message(generation, ask)
     entry_id = await deliver_message(owner, message, key="ask_id", value=ask.ask_id)
     kernel.mark_ask_delivered(ask.ask_id, owner_session_id=generation.owner_session_id, entry_id=entry_id)
     return entry_id

@@ -177,12 +177,11 @@ class PreparedFiles:
         """The canonical list: each entry's `name`."""
         return tuple(item.name for item in self.files)
 
-    def render(self, heading: str, text: str, *, overhead_bytes: int = 0) -> RenderedMessage:
+    def render(self, heading: MessageHeading, text: str, *, overhead_bytes: int = 0) -> RenderedMessage:
         """Build the message text with as many files embedded as fit.
 
         Args:
-            heading: The worded heading of the message's kind (`MessageHeading`; the default words
-                are the kind's name, `surfaces/_agent_notices.py`).
+            heading: The message's kind, which is also the heading its text goes under (`Task:`, ...).
             text: The caller's text; sent verbatim when there are no files.
             overhead_bytes: Bytes the surrounding record adds, counted against the payload limit.
 

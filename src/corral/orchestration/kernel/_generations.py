@@ -11,7 +11,9 @@ pending ask per generation, one result per request and per generation.
 Exactly-once delivery rests on `store_result` writing the result row and
 marking the generation completed in the same transaction, on `mark_delivered`
 being a guarded check-and-set that reports whether *this* call did it, and on
-`finalize_generation` refusing while a result is undelivered.
+`finalize_generation` refusing while a result is undelivered. `mark_delivered`
+of a run that has ended also finalizes it in its transaction (`finalize=True`),
+under the same refusals (then it only marks).
 
 The kernel knows no feature built on it. A feature that keeps rows per
 generation (teams: file claims, membership) registers a finalize hook
@@ -862,45 +864,59 @@ class Generations(Repository):
 
         def body() -> GenerationRecord:
             generation = self._live_generation(run_id, owner_session_id)
-            ids = {"label": generation.label, "runId": run_id}
-            pending = self._one(
-                "SELECT request_id FROM results WHERE run_id = ? AND delivery = 'pending'", (run_id,)
-            )
-            if pending is not None:
-                raise TargetAmbiguousError(
-                    f"Agent {generation.label} has a durable result; close result delivery first.",
-                    ids=ids,
-                    details={"requestId": pending["request_id"]},
-                )
-            if generation.presence == "unknown":
-                raise TargetAmbiguousError(
-                    f"Agent {generation.label} has unknown presence; it cannot be closed safely.", ids=ids
-                )
-            children = self._all(
-                "SELECT label FROM generations WHERE parent_run_id = ? AND phase <> 'finalized'", (run_id,)
-            )
-            if children:
-                raise TargetAmbiguousError(
-                    f"Agent {generation.label} still has live agents; close them first.",
-                    ids=ids,
-                    details={"children": [row["label"] for row in children]},
-                )
-            now = self._clock()
-            self._execute(
-                "UPDATE asks SET state = 'abandoned', resolved_at = ? WHERE run_id = ? AND state = 'pending'",
-                (now, run_id),
-            )
-            self._execute("DELETE FROM labels WHERE run_id = ?", (run_id,))
-            for hook in self._finalize_hooks:
-                hook(self._tx, run_id)
-            self._execute(
-                "UPDATE generations SET phase = 'finalized', finalized_at = ?, updated_at = ?,"
-                " cleanup_error = COALESCE(?, cleanup_error) WHERE run_id = ?",
-                (now, now, cleanup_error, run_id),
-            )
+            refusal = self._finalize_refusal(generation)
+            if refusal is not None:
+                raise refusal
+            self._finalize_rows(run_id, cleanup_error)
             return self._reload(run_id)
 
         return self._write(body)
+
+    def _finalize_refusal(self, generation: GenerationRecord) -> TargetAmbiguousError | None:
+        """Why `generation` cannot be finalized now (an undelivered result, unknown presence, live
+        child agents), else `None`."""
+        run_id = generation.run_id
+        ids = {"label": generation.label, "runId": run_id}
+        pending = self._one(
+            "SELECT request_id FROM results WHERE run_id = ? AND delivery = 'pending'", (run_id,)
+        )
+        if pending is not None:
+            return TargetAmbiguousError(
+                f"Agent {generation.label} has a durable result; close result delivery first.",
+                ids=ids,
+                details={"requestId": pending["request_id"]},
+            )
+        if generation.presence == "unknown":
+            return TargetAmbiguousError(
+                f"Agent {generation.label} has unknown presence; it cannot be closed safely.", ids=ids
+            )
+        children = self._all(
+            "SELECT label FROM generations WHERE parent_run_id = ? AND phase <> 'finalized'", (run_id,)
+        )
+        if children:
+            return TargetAmbiguousError(
+                f"Agent {generation.label} still has live agents; close them first.",
+                ids=ids,
+                details={"children": [row["label"] for row in children]},
+            )
+        return None
+
+    def _finalize_rows(self, run_id: str, cleanup_error: str | None) -> None:
+        """Finalize `run_id` (checked by `_finalize_refusal`): its ask abandoned, its label freed, the
+        finalize hooks, the phase."""
+        now = self._clock()
+        self._execute(
+            "UPDATE asks SET state = 'abandoned', resolved_at = ? WHERE run_id = ? AND state = 'pending'",
+            (now, run_id),
+        )
+        self._execute("DELETE FROM labels WHERE run_id = ?", (run_id,))
+        for hook in self._finalize_hooks:
+            hook(self._tx, run_id)
+        self._execute(
+            "UPDATE generations SET phase = 'finalized', finalized_at = ?, updated_at = ?,"
+            " cleanup_error = COALESCE(?, cleanup_error) WHERE run_id = ?",
+            (now, now, cleanup_error, run_id),
+        )
 
     # --- requests -------------------------------------------------------------------------------
 
@@ -1367,8 +1383,15 @@ class Generations(Repository):
 
         return self._write(body)
 
-    def mark_delivered(self, request_id: str, *, owner_session_id: str, entry_id: str) -> bool:
+    def mark_delivered(
+        self, request_id: str, *, owner_session_id: str, entry_id: str, finalize: bool = False
+    ) -> bool:
         """Record that the owner's session holds the result entry `entry_id`.
+
+        `finalize=True` (the caller knows the generation's run has ended) also finalizes the
+        generation in the same transaction, as `finalize_generation` would, when nothing keeps it
+        open (another undelivered result, unknown presence, live child agents); otherwise it is
+        left for a later `finalize_generation`. One commit instead of two at an agent's finish.
 
         Returns:
             `True` if this call marked it delivered; `False` if it already was.
@@ -1391,6 +1414,10 @@ class Generations(Repository):
                 " WHERE request_id = ? AND owner_session_id = ? AND delivery = 'pending'",
                 (entry_id, self._clock(), request_id, owner_session_id),
             )
+            if finalize:
+                generation = self._generation(result.run_id)
+                if generation is not None and generation.live and self._finalize_refusal(generation) is None:
+                    self._finalize_rows(generation.run_id, None)
             return changed == 1
 
         return self._write(body)

@@ -1,23 +1,20 @@
-"""What a managed child tells its own agent on the kernel's initiative, as typed facts, and the port
-that words them.
+"""What the kernel tells a model, as typed facts (their words are `texts.py`'s).
 
 The kernel decides *that* an agent whose context is compacted at its threshold is told its session
-is retired (`ManagedChild`, with `contextRetirement`) and records the fact below; the child asks its
-host for the words (`ChildHooks.context_retired`), and the host answers from its `ChildNotices`. The
-default wording is the surfaces' (`corral.orchestration.surfaces._host_notices.HostNoticeText`); the
-composition root hands it to the lead's host (`corral.lead._host.ComposedHost`) and to the tmux and Ray
-workers' hooks. The kernel holds no model-facing prose for these notices and never imports a surface.
+is retired (`ManagedChild`, with `contextRetirement`: a `ContextRetired`), and the host delivers a
+durable result (`ResultReady`) and a pending question (`AskPending`) to the owner (`_delivery.py`,
+which keeps their details and the exactly-once delivery).
 """
 
 from __future__ import annotations
 
 from dataclasses import dataclass
-from typing import TYPE_CHECKING, Protocol
+from typing import TYPE_CHECKING
 
 if TYPE_CHECKING:
     from corral.orchestration.kernel.records import AskRecord, GenerationRecord, ResultRecord
 
-__all__ = ["AgentMessages", "AskPending", "ChildNotices", "ContextRetired", "ResultReady"]
+__all__ = ["AskPending", "ContextRetired", "ResultReady"]
 
 
 @dataclass(frozen=True, slots=True)
@@ -28,14 +25,6 @@ class ContextRetired:
     """The generation whose session is retired."""
     session_id: str
     """The retired session."""
-
-
-class ChildNotices(Protocol):
-    """Words for a managed child's notices: one method per fact, each returning the model's text."""
-
-    def context_retired(self, fact: ContextRetired) -> str:
-        """The steer that tells the agent to finish its step and end with a self-contained handoff."""
-        ...
 
 
 @dataclass(frozen=True, slots=True)
@@ -63,19 +52,3 @@ class AskPending:
     """The asking generation."""
     ask: AskRecord
     """The pending question."""
-
-
-class AgentMessages(Protocol):
-    """Words for the messages the host delivers to an owner: one method per fact.
-
-    The first line of a result's text is a seed contract (`Agent result · agent=… · status=…`); a
-    renderer that changes it breaks tools that read it.
-    """
-
-    def result_text(self, fact: ResultReady) -> str:
-        """The `corral-agent-result` message's content."""
-        ...
-
-    def ask_text(self, fact: AskPending) -> str:
-        """The `corral-agent-ask` message's content."""
-        ...

@@ -30,6 +30,7 @@ from corral.orchestration.teams.roster._repository import TEAM_LEAD, normalize_c
 from corral.orchestration.teams.roster.records import TEAM_MESSAGE_TYPE
 from corral.orchestration.worktrees._repository import Worktrees as WorktreeRows
 
+from . import texts
 from ._status import TeamAgentRow, TeamSnapshot, member_status
 from .notices import MessageArrived
 from .repair.records import ObservedVerification, ReportVerification, effective_outcome
@@ -65,7 +66,6 @@ if TYPE_CHECKING:
 
     from ._member import MemberRun, TeamChild
     from ._plans import TeamContext, _Prepared
-    from .notices import TeamsNotices
 
 __all__ = ["TEAM_MESSAGE_TYPE", "TEARDOWN_TIMEOUT_S", "TeamControl"]
 
@@ -95,7 +95,6 @@ class TeamControl:
         self.groups = context.groups
         self.verifier = context.verifier
         self.capacity = context.capacity
-        self.notices = context.notices
         self.deliver_group_wakes = deliver_group_wakes
         self.remote_interrupt: Callable[[str], Coroutine[Any, Any, str]] | None = None
         """Interrupts a member on a Ray worker by run id (`RemoteMembers.interrupt`, set by `Teams`)."""
@@ -129,7 +128,7 @@ class TeamControl:
     def notify_requester(self, prepared: _Prepared, text: str) -> None:
         """Tell whoever asked for a spawn that it failed (the writer for a helper, else the lead)."""
         parent = prepared.parent
-        if parent is not None and parent.inject(self.notices.parent_notice(text)):
+        if parent is not None and parent.inject(texts.parent_notice(text)):
             return
         self.notify_lead(prepared.lead_session_id, text)
 
@@ -140,7 +139,7 @@ class TeamControl:
             return
         for message in self.repos.roster.undelivered_lead_messages(lead_session_id):
             entry_id = await deliver_message(
-                lead, _lead_message(message, self.notices), key="message_id", value=message.message_id
+                lead, _lead_message(message), key="message_id", value=message.message_id
             )
             self.repos.roster.mark_lead_message_delivered(message.message_id, entry_id=entry_id)
         self.host.changed()
@@ -189,7 +188,7 @@ class TeamControl:
             raise TargetNotFoundError(f"Cannot send message to {recipient}: agent is not running.")
         child = self.child(member.run_id)
         direct = child is not None and child.messages_open and not child.ended
-        text = self.notices.member_message(MessageArrived(sender_name, request.summary, request.content))
+        text = texts.member_message(MessageArrived(sender_name, request.summary, request.content))
         repos.roster.add_team_message(
             lead,
             recipient=recipient,
@@ -690,8 +689,8 @@ class TeamControl:
         return record
 
 
-def _lead_message(message: TeamMessageRecord, notices: TeamsNotices) -> CustomMessage:
-    text = notices.lead_message(MessageArrived(message.sender, message.summary, message.content))
+def _lead_message(message: TeamMessageRecord) -> CustomMessage:
+    text = texts.lead_message(MessageArrived(message.sender, message.summary, message.content))
     return CustomMessage(
         custom_type=TEAM_MESSAGE_TYPE,
         content=text,

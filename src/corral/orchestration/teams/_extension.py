@@ -37,7 +37,6 @@ if TYPE_CHECKING:
     from corral.orchestration.kernel.records import GenerationRecord, ResultRecord
 
     from .launch import MemberLaunch
-    from .notices import TeamsNotices
 
 __all__ = ["TeamsExtension"]
 
@@ -45,9 +44,9 @@ __all__ = ["TeamsExtension"]
 class TeamsExtension(HostExtension):
     """The teams core on the host's extension port (see the module docstring)."""
 
-    def __init__(self, host: Host, *, notices: TeamsNotices) -> None:
+    def __init__(self, host: Host) -> None:
         self.host = host
-        self.teams = Teams(host, notices=notices)
+        self.teams = Teams(host)
         self._relaying: set[str] = set()
         """Leads whose stored messages are being relayed now (`polled`)."""
 
@@ -57,8 +56,11 @@ class TeamsExtension(HostExtension):
         """Whether `run_id` is a teams agent's run."""
         return self.teams.repos.roster.team_member(run_id) is not None
 
-    async def deliver(self, generation: GenerationRecord, result: ResultRecord, owner: AgentSession) -> bool:
-        """Deliver a stored teams report (checkpoint first; grouped members through their group)."""
+    async def deliver(
+        self, generation: GenerationRecord, result: ResultRecord, owner: AgentSession, *, finalize: bool
+    ) -> bool:
+        """Deliver a stored teams report (checkpoint first; grouped members through their group);
+        `finalize`: the run has ended, its generation is finalized with the delivered mark."""
         repos = self.teams.repos
         report = repos.reports.team_report_for_run(result.run_id)
         if report is None:
@@ -67,7 +69,7 @@ class TeamsExtension(HostExtension):
         await teams.reports.ensure_checkpoint(report)
         member = repos.roster.team_member(result.run_id)
         if member is not None and member.slot_id is not None:
-            await teams.reports.deliver_grouped(report, result)
+            await teams.reports.deliver_grouped(report, result, finalize=finalize)
         else:
             wake = teams.swarm_wakes.wakes(
                 report.lead_session_id,
@@ -75,7 +77,7 @@ class TeamsExtension(HostExtension):
                 teams.members_active(report.lead_session_id),
                 urgent=is_urgent(report),
             )
-            await deliver_team_report(repos.kernel, owner, report, result, teams.notices, wake=wake)
+            await deliver_team_report(repos.kernel, owner, report, result, wake=wake, finalize=finalize)
         return True
 
     def released(self, run_id: str) -> None:

@@ -39,6 +39,7 @@ from corral.orchestration.kernel._child import ChildHooks, ManagedChild, SettleO
 from corral.orchestration.kernel._remote import ChildStore
 from corral.orchestration.kernel.records import GenerationRecord, RequestRecord
 
+from . import texts
 from .notices import FallbackReport, ReportMissing
 
 if TYPE_CHECKING:
@@ -67,7 +68,6 @@ if TYPE_CHECKING:
     from corral.orchestration.teams.roster.records import TeamMemberRecord
 
     from ._status import LivePhase
-    from .notices import TeamsNotices
 
 __all__ = ["MemberPorts", "MemberRun", "MemberTeams", "TeamChild", "TeamSettle"]
 
@@ -170,9 +170,6 @@ class MemberTeams(Protocol):
 class MemberPorts(Protocol):
     """What a teams agent's run asks of the teams core (implemented by `Teams`)."""
 
-    notices: TeamsNotices
-    """Words for the core's notices (the recovery prompt)."""
-
     def pending_helpers(self, parent: TeamChild) -> bool:
         """Whether queued read helpers of `parent` still wait for a slot (they keep it alive)."""
         ...
@@ -217,7 +214,7 @@ class TeamSettle(SettlePolicy):
         run = self.run
         if not run.recovery_sent and not run.ended_by_provider_error():
             run.recovery_sent = True
-            prompt = run.teams.notices.recovery_prompt(ReportMissing(run.label))
+            prompt = texts.recovery_prompt(ReportMissing(run.label))
             await child.agent.prompt(prompt, streaming_behavior="steer")
             return "again"
         if await run.teams.finish_without_report(run):

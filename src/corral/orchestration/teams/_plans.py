@@ -29,7 +29,6 @@ if TYPE_CHECKING:
     from .checks._checks import CheckSpec
     from .checks._fingerprint import SourceFingerprint
     from .groups._groups import CompletionGroups
-    from .notices import TeamsNotices
     from .repair._verification import Verifier
 
 __all__ = ["TeamContext", "_Live", "_Prepared"]
@@ -103,5 +102,3 @@ class TeamContext:
     verifier: Verifier
     checkpoint_saves: dict[str, asyncio.Future[None]]
     """Checkpoint saves in flight, by run."""
-    notices: TeamsNotices
-    """Words for the notices the core sends on its own (the composition root's renderer)."""

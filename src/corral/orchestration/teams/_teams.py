@@ -56,12 +56,13 @@ from corral.orchestration.errors import (
 from corral.orchestration.host._launch import LaunchDraft, LaunchPlan, LaunchStage, LaunchSteps, Recorded
 from corral.orchestration.kernel._caller import Caller
 from corral.orchestration.kernel._child import ManagedChild
-from corral.orchestration.kernel.records import NewGeneration
+from corral.orchestration.kernel.records import GenerationRecord, NewGeneration
 from corral.orchestration.teams._repositories import TeamsRepositories
 from corral.orchestration.teams.roster.records import NewTeamMember
 from corral.orchestration.worktrees._extension import IsolationStage
 from corral.session import SessionManager
 
+from . import texts
 from ._capacity import DEFAULT_LIMITS, Admission, CapacityController, Reservation
 from ._control import TeamControl
 from ._errors import AdmissionCancelledError, TierModelError
@@ -83,7 +84,6 @@ from .notices import (
     QueuedStartFailed,
     SessionContextAttached,
     SwarmMembersGone,
-    TeamsNotices,
 )
 from .remote._host import RemoteMembers
 from .repair._verification import Verifier
@@ -109,6 +109,7 @@ from .results import (
 if TYPE_CHECKING:
     from corral.orchestration.host._host import Host
     from corral.orchestration.host.protocol import WorkerLaunch
+    from corral.orchestration.store import Tx
     from corral.orchestration.teams.commands import (
         ReadInboxRequest,
         ReportSubmission,
@@ -164,14 +165,11 @@ class Teams:
     extension and the services themselves call the owning service.
     """
 
-    def __init__(self, host: Host, *, notices: TeamsNotices) -> None:
+    def __init__(self, host: Host) -> None:
         """Args:
         host: The host the teams agents run on.
-        notices: Words for the notices the core sends on its own (the composition root's choice:
-            the teams surface's `TeamsNoticeText`).
         """
         self.host = host
-        self.notices = notices
         self._capacity: dict[str, CapacityController] = {}
         self.live: dict[str, _Live] = {}
         """Launched agents by run id (until their generation is released)."""
@@ -208,7 +206,6 @@ class Teams:
             checkpoints=self.checkpoints,
             verifier=self.verifier,
             checkpoint_saves=self.checkpoint_saves,
-            notices=notices,
         )
         self.control = TeamControl(self.context, deliver_group_wakes=self._deliver_group_wakes)
         self.reports = TeamReports(self.context, self.control)
@@ -312,7 +309,7 @@ class Teams:
         wakes it)."""
         gone = self.swarm_wakes.ended(lead_session_id, name, self.members_active(lead_session_id))
         if gone:
-            self.control.notify_lead(lead_session_id, self.notices.swarm_members_gone(SwarmMembersGone(gone)))
+            self.control.notify_lead(lead_session_id, texts.swarm_members_gone(SwarmMembersGone(gone)))
 
     async def finish_without_report(self, child: MemberRun) -> bool:
         """Store the fallback report of a run that ended without one; `True` when a repair turn was queued."""
@@ -339,7 +336,7 @@ class Teams:
                 limits,
                 overflow=overflow,
                 on_retained=lambda reservation: self.notify_lead(
-                    lead_session_id, self.notices.queued_retained(QueuedRetained(reservation.name))
+                    lead_session_id, texts.queued_retained(QueuedRetained(reservation.name))
                 ),
             )
             self._capacity[lead_session_id] = controller
@@ -549,24 +546,9 @@ class Teams:
                 )
                 group_id = handle.group_id
                 slots = [(handle.group_id, slot_id) for slot_id in handle.slot_ids]
-            results: list[SpawnResult | SwarmFailure] = []
-            guards: dict[Path, ReadGuard] = {}
             if group_id is None:
                 self.swarm_wakes.open(lead, names, nested=parent is not None)
-            for index, member in enumerate(request.members):
-                slot = slots[index]
-                try:
-                    outcome = await self.spawn(
-                        caller, member, parent=parent, name=names[index], slot=slot, guards=guards
-                    )
-                except OrchestrationError as exc:
-                    results.append(SwarmFailure(names[index], str(exc), exc.category))
-                    if slot is not None:
-                        self.groups.settled(slot[1], "rejected", str(exc))
-                    continue
-                finally:
-                    self.swarm_wakes.admitted(lead, names[index])
-                results.append(outcome)
+            results = await self._admit_swarm(caller, request, names, slots, parent=parent)
             group: tuple[str, str] | None = None
             if group_id is not None and policy is not None:
                 self.groups.seal(group_id)
@@ -574,7 +556,100 @@ class Teams:
                 group = (group_id, policy.delivery)
             return SwarmResult(tuple(results), team, completion_group=group)
 
+    async def _admit_swarm(
+        self,
+        caller: Caller,
+        request: SwarmRequest,
+        names: list[str],
+        slots: list[tuple[str, str] | None],
+        *,
+        parent: TeamChild | None,
+    ) -> list[SpawnResult | SwarmFailure]:
+        """Admit a swarm's members in order; those granted a slot now launch together.
+
+        Each member is prepared and reserved in order (a bad one fails alone; a full team queues
+        it). The members granted a slot are then launched with `Launcher.launch_many`: their rows
+        (generation, task, member) are written in one transaction, so a crash admits all of them
+        or none, and then each starts. A member placed on Ray launches at once (the next member's
+        room on the cluster counts it).
+        """
+        lead = parent.member.lead_session_id if parent is not None else caller.session_id
+        results: list[SpawnResult | SwarmFailure | None] = [None] * len(names)
+        granted: list[tuple[int, _Prepared, Admission]] = []
+        guards: dict[Path, ReadGuard] = {}
+
+        def failed(index: int, exc: OrchestrationError) -> None:
+            results[index] = SwarmFailure(names[index], str(exc), exc.category)
+            slot = slots[index]
+            if slot is not None:
+                self.groups.settled(slot[1], "rejected", str(exc))
+
+        try:
+            for index, member in enumerate(request.members):
+                try:
+                    with error_context("spawn_agent"):
+                        prepared = self._prepare(caller, member, parent=parent)
+                        if member.name is None and prepared.continue_from is None:
+                            prepared.name = names[index]
+                        slot = slots[index]
+                        if slot is not None:
+                            prepared.group_id, prepared.slot_id = slot
+                        reserved = await self._reserve(prepared, guards)
+                        if not isinstance(reserved, SpawnResult) and self._on_ray(prepared):
+                            reserved = await self._launch_admitted(prepared, reserved)
+                except OrchestrationError as exc:
+                    failed(index, exc)
+                    self.swarm_wakes.admitted(lead, names[index])
+                    continue
+                if isinstance(reserved, SpawnResult):
+                    results[index] = reserved
+                    self.swarm_wakes.admitted(lead, names[index])
+                else:
+                    granted.append((index, prepared, reserved))
+            launched = await self._launch_many([(prepared, admission) for _i, prepared, admission in granted])
+            for (index, prepared, admission), outcome in zip(granted, launched, strict=True):
+                if isinstance(outcome, OrchestrationError):
+                    self.capacity(prepared.lead_session_id).fail(admission, outcome)
+                    failed(index, outcome)
+                else:
+                    results[index] = outcome
+                self.swarm_wakes.admitted(lead, names[index])
+            granted = []
+        except BaseException as exc:  # cancelled: the members not running give their slots back
+            running = {id(live.admission) for live in self.live.values() if live.admission is not None}
+            for index, prepared, admission in granted:
+                if id(admission) not in running:
+                    self.capacity(prepared.lead_session_id).fail(
+                        admission, exc if isinstance(exc, Exception) else str(exc)
+                    )
+                self.swarm_wakes.admitted(lead, names[index])
+            raise
+        answer: list[SpawnResult | SwarmFailure] = []
+        for result in results:
+            assert result is not None
+            answer.append(result)
+        return answer
+
+    async def _launch_admitted(self, prepared: _Prepared, admission: Admission) -> SpawnResult:
+        """`_placed_launch`; a failure gives the capacity slot back (failing the admission)."""
+        try:
+            return await self._placed_launch(prepared, admission)
+        except BaseException as exc:
+            self.capacity(prepared.lead_session_id).fail(
+                admission, exc if isinstance(exc, Exception) else str(exc)
+            )
+            raise
+
     async def _admit(self, prepared: _Prepared, guards: dict[Path, ReadGuard]) -> SpawnResult:
+        reserved = await self._reserve(prepared, guards)
+        if isinstance(reserved, SpawnResult):
+            return reserved
+        return await self._launch_admitted(prepared, reserved)
+
+    async def _reserve(self, prepared: _Prepared, guards: dict[Path, ReadGuard]) -> Admission | SpawnResult:
+        """Admission up to the launch: the read guard, the same-name or parent checks, a capacity
+        reservation. Granted (and room on the cluster): the `Admission`, to launch now. Else the
+        spawn waits in the queue (`_launch_when_admitted`): its queued `SpawnResult`."""
         if prepared.tier.role == "read":  # refuse before anything changes
             sandbox = await self.read_sandbox(prepared.name)
             if sandbox is not None:
@@ -602,11 +677,7 @@ class Teams:
         reservation = capacity.reserve(prepared.name, kind)
         cluster_full = reservation.admission is not None and not await self._cluster_room(prepared)
         if reservation.admission is not None and not cluster_full:
-            try:
-                return await self._placed_launch(prepared, reservation.admission)
-            except BaseException as exc:
-                capacity.fail(reservation.admission, exc if isinstance(exc, Exception) else str(exc))
-                raise
+            return reservation.admission
         prepared.read_guard = None  # it starts later: it gets a view of the directory as it is then
         self.pending[(lead, prepared.name)] = (reservation, prepared)
         if prepared.slot_id is not None:
@@ -656,7 +727,7 @@ class Teams:
                     self.groups.settled(prepared.slot_id, "rejected", str(exc), queue_id=str(reservation.id))
                     self.host.spawn_background(self.reports.deliver_group_wakes(prepared.lead_session_id))
             self.control.notify_requester(
-                prepared, self.notices.queued_start_failed(QueuedStartFailed(prepared.name, str(exc)))
+                prepared, texts.queued_start_failed(QueuedStartFailed(prepared.name, str(exc)))
             )
         finally:
             if key in self.cluster_queue:
@@ -803,6 +874,25 @@ class Teams:
 
     async def _launch(self, prepared: _Prepared, admission: Admission) -> SpawnResult:
         """Launch an admitted spawn through the host's launch pipeline (`_SpawnSteps` is its part)."""
+        plan, steps = await self._launch_plan(prepared, admission)
+        generation = await self.host.launcher.launch(plan, steps)
+        return self._launched(steps, generation)
+
+    async def _launch_many(
+        self, admitted: list[tuple[_Prepared, Admission]]
+    ) -> list[SpawnResult | OrchestrationError]:
+        """Launch admitted spawns together (`Launcher.launch_many`: their rows in one transaction)."""
+        if not admitted:
+            return []
+        launches = [await self._launch_plan(prepared, admission) for prepared, admission in admitted]
+        outcomes = await self.host.launcher.launch_many(launches)
+        return [
+            outcome if isinstance(outcome, OrchestrationError) else self._launched(steps, outcome)
+            for (_plan, steps), outcome in zip(launches, outcomes, strict=True)
+        ]
+
+    async def _launch_plan(self, prepared: _Prepared, admission: Admission) -> tuple[LaunchPlan, _SpawnSteps]:
+        """The launch plan of an admitted spawn and its teams part."""
         host = self.host
         sandbox = await self.read_sandbox(prepared.name) if prepared.tier.role == "read" else None
         sandbox_state: Literal["enforced", "instruction", "none"] = (
@@ -824,12 +914,14 @@ class Teams:
                 )
             )
         steps = _SpawnSteps(self, prepared, admission, sandbox, sandbox_state, eligible, owner_session_id)
-        generation = await host.launcher.launch(LaunchPlan("spawn_agent", prepared.cwd, stages=stages), steps)
+        return LaunchPlan("spawn_agent", prepared.cwd, stages=stages), steps
+
+    def _launched(self, steps: _SpawnSteps, generation: GenerationRecord) -> SpawnResult:
         return self._result(
-            prepared,
+            steps.prepared,
             queued=False,
             context_available=steps.context_path is not None,
-            sandbox=None if sandbox_state == "none" else sandbox_state,
+            sandbox=None if steps.sandbox_state == "none" else steps.sandbox_state,
             run_id=generation.run_id,
             runtime=generation.runtime_kind,
         )
@@ -1046,6 +1138,11 @@ class _SpawnSteps(LaunchSteps):
 
     def record(self, draft: LaunchDraft) -> Recorded:
         """The agent's session, then the generation, its task and the team member row in one transaction."""
+        with self.teams.repos.roster.db.write() as tx:
+            return self.record_in(tx, draft)
+
+    def record_in(self, tx: Tx, draft: LaunchDraft) -> Recorded:
+        """`record` inside `tx` (a swarm's admission: every member in one transaction)."""
         prepared = self.prepared
         prepared.cwd = draft.cwd
         host = self.teams.host
@@ -1063,7 +1160,8 @@ class _SpawnSteps(LaunchSteps):
             },
         )
         try:
-            generation, task, member = self.teams.repos.roster.create_team_generation(
+            generation, task, member = self.teams.repos.roster.create_team_generation_in(
+                tx,
                 NewGeneration(
                     definition=prepared.tier.name,
                     owner_session_id=self.owner_session_id,
@@ -1203,12 +1301,12 @@ class _SpawnSteps(LaunchSteps):
                 prompt=prepared.prompt,
                 source_before=self.source_before,
             )
-            mission = teams.notices.continuation_prompt(continuation)
+            mission = texts.continuation_prompt(continuation)
         context_path = teams._write_session_context(prepared, generation.run_id)
         self.context_path = context_path
         sandbox = self.sandbox
         if context_path is not None:
-            pointer = teams.notices.session_context(SessionContextAttached(context_path))
+            pointer = texts.session_context(SessionContextAttached(context_path))
             mission = f"{mission}\n\n{pointer}"
             repos.roster.set_session_context_path(generation.run_id, str(context_path))
         if sandbox is not None and context_path is not None:  # its snapshot lives under $CORRAL_HOME

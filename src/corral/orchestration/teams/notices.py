@@ -1,22 +1,15 @@
-"""What the teams core tells a model on its own initiative, as typed facts, and the port that words them.
+"""What the teams core tells a model on its own initiative, as typed facts (their words: `texts.py`).
 
 The core decides *that* the lead (or a helper's parent, or an agent) must be told something and
-records *what happened* in a frozen fact below; `TeamsNotices` turns each fact into the text the
-model reads. The default wording is the teams surface's (`corral.orchestration.surfaces.teams.
-TeamsNoticeText`); the composition root hands it to `Teams(host, notices=...)` — the lead's host
-(`corral.lead._host.ComposedHost`) and the tmux worker's host (`corral._tmux.worker`) alike — and to a Ray
-member's port (`RemoteTeams`, in `corral._ray_worker`), which words only the recovery prompt:
-its fallback report crosses to the lead's host as the fact and is worded there. The core holds no
-model-facing prose for these notices and never imports the surface.
-
-Errors are not notices: an `OrchestrationError` keeps its own message (its category and what to do),
-and a fact that carries one (`CheckpointNotSaved.error`) passes that message through unchanged.
+records *what happened* in a frozen fact below; `texts.py`'s plain functions (and `repair/texts.py`'s
+for a failed check) turn each fact into the text the model reads. A Ray member's fallback report
+crosses to the lead's host as the fact and is worded there.
 """
 
 from __future__ import annotations
 
 from dataclasses import dataclass
-from typing import TYPE_CHECKING, Literal, Protocol
+from typing import TYPE_CHECKING, Literal
 
 if TYPE_CHECKING:
     from pathlib import Path
@@ -37,7 +30,6 @@ __all__ = [
     "ReportMissing",
     "SessionContextAttached",
     "SwarmMembersGone",
-    "TeamsNotices",
 ]
 
 
@@ -170,64 +162,3 @@ class SwarmMembersGone:
 
     names: tuple[str, ...]
     """The members that left without a report, in the order they left."""
-
-
-class TeamsNotices(Protocol):
-    """Words for the teams core's notices: one method per fact, each returning the model's text."""
-
-    def queued_start_failed(self, fact: QueuedStartFailed) -> str:
-        """The notice for a queued agent that could not start."""
-        ...
-
-    def queued_retained(self, fact: QueuedRetained) -> str:
-        """The notice for a queued agent that quarantine holds back."""
-        ...
-
-    def checkpoint_not_saved(self, fact: CheckpointNotSaved) -> str:
-        """The notice for a report whose checkpoint was not saved."""
-        ...
-
-    def parent_notice(self, text: str) -> str:
-        """A notice (another method's text) as a nested parent agent reads it in its own session."""
-        ...
-
-    def recovery_prompt(self, fact: ReportMissing) -> str:
-        """The single report-only recovery prompt."""
-        ...
-
-    def repair_prompt(self, fact: RepairDue) -> str:
-        """The prompt that asks for a repaired final answer after a failed assigned check."""
-        ...
-
-    def fallback_content(self, fact: FallbackReport) -> str:
-        """The content of a fallback report (the agent's own text when it left one)."""
-        ...
-
-    def continuation_prompt(self, fact: ContinuationDue) -> str:
-        """The first prompt of a run that continues from a checkpoint."""
-        ...
-
-    def session_context(self, fact: SessionContextAttached) -> str:
-        """The paragraph that ends a mission with a session-context snapshot (no blank lines around it)."""
-        ...
-
-    def member_message(self, fact: MessageArrived) -> str:
-        """A message as a member reads it."""
-        ...
-
-    def lead_message(self, fact: MessageArrived) -> str:
-        """A message as the lead reads it."""
-        ...
-
-    def team_report(self, fact: ReportArrived) -> str:
-        """A report as the lead reads it (the message's details stay the core's)."""
-        ...
-
-    def report_reference(self, fact: ReportArrived) -> str:
-        """What stands for a report in the owner's requests after its model replied to it once
-        (short: the full report stays in the session and its Markdown copy)."""
-        ...
-
-    def swarm_members_gone(self, fact: SwarmMembersGone) -> str:
-        """The notice that wakes the lead for a swarm's reports when its last members left without one."""
-        ...

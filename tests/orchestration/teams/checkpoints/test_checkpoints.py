@@ -18,11 +18,7 @@ from typing import Any
 import pytest
 
 from corral.orchestration import InvalidRequestError, Repositories
-from corral.orchestration.surfaces.teams._render import (
-    CONTINUATION_PREAMBLE,
-    REVALIDATION_INSTRUCTION,
-    TeamsNoticeText,
-)
+from corral.orchestration.teams import texts
 from corral.orchestration.teams.checkpoints._checkpoints import Checkpoints
 from corral.orchestration.teams.checkpoints._repository import CheckpointRow
 from corral.orchestration.teams.checkpoints.records import (
@@ -769,11 +765,9 @@ async def test_continuation_prompt_and_revalidation(
     parent = await _create(checkpoints, repo, tmp_path, run_id="run-1")
     policy = checkpoints.inherited_policy(parent, None)
     assert policy == CheckpointPolicy(("src",), retention_days=30)  # decisions are not re-authorized
-    prompt = TeamsNoticeText().continuation_prompt(
-        await checkpoints.continuation(parent, cwd=repo, prompt="Recheck F1.")
-    )
+    prompt = texts.continuation_prompt(await checkpoints.continuation(parent, cwd=repo, prompt="Recheck F1."))
     parts = prompt.split("\n\n")
-    assert parts[0] == CONTINUATION_PREAMBLE
+    assert parts[0] == texts.CONTINUATION_PREAMBLE
     assert json.loads(parts[1]) == parent.to_json()
     assert parts[1] == record_text(parent)
     assert parts[2] == "Source applicability:"
@@ -784,7 +778,7 @@ async def test_continuation_prompt_and_revalidation(
             "reason": "Observed scope unchanged; findings remain reported claims.",
         }
     ]
-    assert parts[4] == REVALIDATION_INSTRUCTION
+    assert parts[4] == texts.REVALIDATION_INSTRUCTION
     assert parts[5] == "Current assignment (authoritative):\nRecheck F1."
 
     (repo / "docs" / "readme.md").write_text("outside the scope\n")

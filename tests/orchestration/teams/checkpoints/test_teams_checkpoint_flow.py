@@ -8,9 +8,8 @@ from pathlib import Path
 import pytest
 
 from corral.orchestration.surfaces.teams import parse_spawn
-from corral.orchestration.surfaces.teams._render import CONTINUATION_PREAMBLE, TeamsNoticeText
-from corral.orchestration.teams.notices import ContinuationDue
 from corral.orchestration.teams.reports._reports import TEAM_REPORT_TYPE
+from corral.orchestration.teams.texts import CONTINUATION_PREAMBLE
 from tests.orchestration.teams._git_helpers import make_repo
 from tests.orchestration.teams._teams_helpers import session_entries, teams_env, write_script
 
@@ -23,21 +22,8 @@ def _env(env: Path) -> None:
 FINDING = {"id": "F1", "text": "tokens are checked", "evidence": ["auth/token.py:1"]}
 
 
-class _TaggedContinuation(TeamsNoticeText):
-    """Other words for the continuation prompt: a tag with the fact's fields, then the assignment."""
-
-    def continuation_prompt(self, fact: ContinuationDue) -> str:
-        findings = [f.text for f in fact.checkpoint.findings]
-        required = [r.required for r in fact.revalidation]
-        return f"<continue {fact.checkpoint.id} findings={findings} required={required}>\n{fact.assignment}"
-
-
-@pytest.mark.parametrize("words", ["default", "tagged"])
-async def test_a_checkpointed_report_is_saved_and_continued_as_a_fresh_run(
-    tmp_path: Path, words: str
-) -> None:
-    tagged = words == "tagged"
-    marker = "<continue checkpoint:" if tagged else "Current assignment (authoritative):"
+async def test_a_checkpointed_report_is_saved_and_continued_as_a_fresh_run(tmp_path: Path) -> None:
+    marker = "Current assignment (authoritative):"
     write_script(
         tmp_path,
         "lead",
@@ -71,7 +57,7 @@ async def test_a_checkpointed_report_is_saved_and_continued_as_a_fresh_run(
             },
         },
     )
-    async with teams_env(tmp_path, "lead", notices=_TaggedContinuation() if tagged else None) as env:
+    async with teams_env(tmp_path, "lead") as env:
         first = await env.teams.spawn(
             env.caller,
             parse_spawn(
@@ -108,13 +94,9 @@ async def test_a_checkpointed_report_is_saved_and_continued_as_a_fresh_run(
         content = first_user["message"]["content"]
         text = content if isinstance(content, str) else content[0]["text"]
         assert text.rstrip().endswith("Recheck F1.")
-        if tagged:  # the port's words reach the agent, with the facts the core saw
-            assert text.startswith(
-                f"<continue {checkpoint_id} findings=['tokens are checked'] required=[False]>"
-            )
-            assert CONTINUATION_PREAMBLE not in text and "Source applicability:" not in text
-        else:
-            assert text.startswith(CONTINUATION_PREAMBLE) and "Source applicability:" in text
+        # the checkpoint the core read again at launch reaches the agent, in the continuation's words
+        assert text.startswith(CONTINUATION_PREAMBLE) and "Source applicability:" in text
+        assert checkpoint_id in text and "tokens are checked" in text
         env.teams.checkpoints.delete(checkpoint_id)
         with pytest.raises(Exception, match="deleted"):
             await env.teams.spawn(

@@ -11,7 +11,7 @@ from typing import Any
 import pytest
 
 from corral.orchestration import InvalidRequestError, Repositories
-from corral.orchestration.surfaces.teams._render import receipt_details, receipt_text
+from corral.orchestration.surfaces.teams._render import receipt_details
 from corral.orchestration.teams.checks._checks import (
     CheckSpec,
     LocalShellExecutor,
@@ -23,6 +23,7 @@ from corral.orchestration.teams.commands import ReportSubmission
 from corral.orchestration.teams.repair._repair import repair_controller_id, repair_request_id
 from corral.orchestration.teams.repair._verification import VerificationDecision, Verifier
 from corral.orchestration.teams.repair.records import RepairResult, ReportVerification
+from corral.orchestration.teams.repair.texts import receipt_text
 from corral.orchestration.teams.reports.records import ReportResult
 from corral.orchestration.teams.results import ReportReceipt
 from tests.orchestration._store_helpers import dump

@@ -4,7 +4,6 @@ Its own package, loaded only when a lead or a teams agent gets the teams tools: 
 `agent` surface never imports it, nor the teams core behind it.
 """
 
-from ._render import RECOVERY_PROMPT, TeamsNoticeText
 from ._requests import ORCHESTRATION_REQUEST_TYPES, OrchestrationResponse, handle_request
 from ._tools import TEAMS_LEAD_TOOL_NAMES, TeamsTool, team_member_tools, teams_lead_tools
 from ._wire import (
@@ -27,7 +26,6 @@ from ._wire import (
 
 __all__ = [
     "ORCHESTRATION_REQUEST_TYPES",
-    "RECOVERY_PROMPT",
     "TEAMS_LEAD_TOOL_NAMES",
     "TEAMS_SCHEMAS",
     "AgentNameRequest",
@@ -42,7 +40,6 @@ __all__ = [
     "StatusRequest",
     "StopRequest",
     "SwarmRequest",
-    "TeamsNoticeText",
     "TeamsTool",
     "handle_request",
     "parse_report",

@@ -467,7 +467,7 @@ class Checkpoints:
         source_before: SourceFingerprint | None = None,
     ) -> ContinuationDue:
         """What the first prompt of a continuation carries, read at actual launch (also after a queue
-        wait); the `TeamsNotices` port words it (`continuation_prompt`).
+        wait); `teams/texts.py` words it (`continuation_prompt`).
 
         The checkpoint is read again (it may have been deleted or expired meanwhile) and each
         retained report's scope compared with the current source (`revalidation`).

@@ -23,6 +23,7 @@ import uuid
 from typing import TYPE_CHECKING, Any
 
 from corral.orchestration.errors import InternalFailureError, OrchestrationError
+from corral.orchestration.teams import texts
 from corral.orchestration.teams.checks._checks import CheckExecution
 from corral.orchestration.teams.notices import FallbackReport, MessageArrived
 
@@ -189,7 +190,7 @@ class RemoteRun:
         self._usage = (call.tokens, call.cost)
         self._prompt = None
         if call.verb == "finish_without_report" and isinstance(call.args[0], FallbackReport):
-            self._fallback = call.args[0]  # worded here, by the host's notices
+            self._fallback = call.args[0]  # worded here, by `teams/texts.py`
 
     def take_prompt(self) -> str | None:
         prompt, self._prompt = self._prompt, None
@@ -203,7 +204,6 @@ class RemoteMembers:
         self.host = context.host
         self.repos = context.repos
         self.capacity = context.capacity
-        self.notices = context.notices
         self.control = control
         self.reports = reports
         self.runs: dict[str, RemoteRun] = {}
@@ -272,9 +272,7 @@ class RemoteMembers:
             member.lead_session_id, member.name, unread_only=True, mark_as_read=False
         )
         messages = tuple(
-            MemberMessage(
-                m.message_id, self.notices.member_message(MessageArrived(m.sender, m.summary, m.content))
-            )
+            MemberMessage(m.message_id, texts.member_message(MessageArrived(m.sender, m.summary, m.content)))
             for m in inbox
             if m.recipient_run_id in (None, run_id)
         )

@@ -34,7 +34,6 @@ if TYPE_CHECKING:
         SpawnRequest,
         SwarmRequest,
     )
-    from corral.orchestration.teams.notices import TeamsNotices
     from corral.orchestration.teams.results import (
         ClaimResult,
         ClaimsList,
@@ -53,14 +52,11 @@ __all__ = ["RemoteTeams"]
 class RemoteTeams:
     """The teams port of one member on a Ray worker (see the module docstring)."""
 
-    def __init__(self, store: RemoteStore, *, notices: TeamsNotices) -> None:
+    def __init__(self, store: RemoteStore) -> None:
         """Args:
         store: The run's remote store (its outbox of facts and the host's pushed state).
-        notices: Words for the notices the run reads here (the recovery prompt); the host words the
-            rest (a fallback report travels as its typed fact).
         """
         self.store = store
-        self.notices = notices
         self.child: TeamChild | None = None
         self._waiting: dict[str, tuple[int, MemberCall, asyncio.Future[MemberAnswer]]] = {}
         """Calls without an answer yet: their fact number, the call, its waiter."""

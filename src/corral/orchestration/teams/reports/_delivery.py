@@ -1,6 +1,6 @@
 """A stored teams report reaches the lead: the hidden `corral-team-report` message, delivered once.
 
-Its text is worded by the `TeamsNotices` port (`ReportArrived`); its details are the core's. Kept apart
+Its text is worded by `teams/texts.py` (from a `ReportArrived`); its details are the core's. Kept apart
 from `_reports.py` (ids, the report's `result`, the Markdown copy), which the checkpoint records import.
 """
 
@@ -8,10 +8,11 @@ from __future__ import annotations
 
 from typing import TYPE_CHECKING, Any
 
-from corral.agent._loop import SEEN_REFERENCE_KEY
+from corral.agent import SEEN_REFERENCE_KEY
 from corral.llm import CustomMessage
 from corral.orchestration.kernel._delivery import deliver_message
 from corral.orchestration.kernel._faults import fault_point
+from corral.orchestration.teams import texts
 from corral.orchestration.teams.notices import ReportArrived
 from corral.orchestration.teams.roster.records import TEAM_REPORT_TYPE
 
@@ -19,7 +20,6 @@ if TYPE_CHECKING:
     from corral.agent import AgentSession
     from corral.orchestration.kernel._generations import Generations
     from corral.orchestration.kernel.records import ResultRecord
-    from corral.orchestration.teams.notices import TeamsNotices
     from corral.orchestration.teams.repair.records import ReportVerification
     from corral.orchestration.teams.roster.records import TeamReportRecord
 
@@ -36,15 +36,15 @@ def _verification_details(verification: ReportVerification) -> dict[str, Any]:
     return details
 
 
-def team_report_message(report: TeamReportRecord, notices: TeamsNotices) -> CustomMessage:
+def team_report_message(report: TeamReportRecord) -> CustomMessage:
     """The hidden `corral-team-report` message that gives the lead one full report and wakes it
-    (its text worded by `notices`)."""
+    (its text: `texts.team_report`)."""
     effective = report.result.effective_outcome
     acceptance: dict[str, Any] = {"state": report.acceptance}
     if report.acceptance_reason:
         acceptance["reason"] = report.acceptance_reason
     verification = _verification_details(report.result.verification)
-    text = notices.team_report(ReportArrived(report, effective, report.result.verification.state))
+    text = texts.team_report(ReportArrived(report, effective, report.result.verification.state))
     work = report.result.extensions  # an isolated writer's branch, base, diffStat and merge (the worktrees')
     details: dict[str, Any] = {
         "name": report.name,
@@ -66,7 +66,7 @@ def team_report_message(report: TeamReportRecord, notices: TeamsNotices) -> Cust
     if report.markdown_path:
         details["report_path"] = report.markdown_path
     # sent in full until the owner's model replied after it once, then this stands in its place
-    details[SEEN_REFERENCE_KEY] = notices.report_reference(
+    details[SEEN_REFERENCE_KEY] = texts.report_reference(
         ReportArrived(report, effective, report.result.verification.state)
     )
     return CustomMessage(custom_type=TEAM_REPORT_TYPE, content=text, display=False, details=details)
@@ -77,18 +77,21 @@ async def deliver_team_report(
     owner: AgentSession,
     report: TeamReportRecord,
     result: ResultRecord,
-    notices: TeamsNotices,
     *,
     wake: bool = True,
+    finalize: bool = False,
 ) -> str:
-    """Deliver a teams report exactly once (`corral-team-report`, keyed by `report_id`) and mark it delivered.
+    """Deliver a teams report exactly once (`corral-team-report`, keyed by `report_id`) and mark it delivered
+    (with `finalize`, the run has ended: its generation is finalized in the same commit).
 
     The kernel's delivery routine (`kernel._delivery`) with the report's message in place of the
     plain result's; `wake=False` (a swarm member with siblings still to report) delivers it
     without a model request of its own.
     """
-    message = team_report_message(report, notices)
+    message = team_report_message(report)
     entry_id = await deliver_message(owner, message, key="report_id", value=report.report_id, wake=wake)
     fault_point("after_owner_append")
-    kernel.mark_delivered(result.request_id, owner_session_id=result.owner_session_id, entry_id=entry_id)
+    kernel.mark_delivered(
+        result.request_id, owner_session_id=result.owner_session_id, entry_id=entry_id, finalize=finalize
+    )
     return entry_id

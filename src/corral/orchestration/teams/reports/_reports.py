@@ -28,7 +28,6 @@ if TYPE_CHECKING:
 __all__ = [
     "TEAM_REPORT_TYPE",
     "ReportOutcome",
-    "outcome_label",
     "report_id",
     "task_id",
     "team_name",
@@ -56,12 +55,6 @@ def task_id(team: str, agent: str, run_id: str) -> str:
 def report_id(team: str, agent: str, run_id: str) -> str:
     """`report:<team>:<agent>:<run>` (components percent-encoded)."""
     return f"report:{_enc(team)}:{_enc(agent)}:{_enc(run_id)}"
-
-
-def outcome_label(outcome: str | None, effective: str | None) -> str:
-    """`succeeded`, or `succeeded (effective: blocked)` when the effective outcome differs."""
-    label = outcome or "unspecified"
-    return label + (f" (effective: {effective})" if effective and effective != outcome else "")
 
 
 def write_report_markdown(directory: Path, agent: str, content: str) -> Path:

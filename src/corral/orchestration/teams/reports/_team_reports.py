@@ -21,6 +21,7 @@ from typing import TYPE_CHECKING
 from corral.orchestration.errors import InvalidRequestError, OrchestrationError
 from corral.orchestration.kernel._delivery import deliver_message
 from corral.orchestration.kernel._faults import fault_point
+from corral.orchestration.teams import texts
 from corral.orchestration.teams.checkpoints.records import (
     check_report_fields,
     checkpoint_id,
@@ -30,6 +31,7 @@ from corral.orchestration.teams.checks._checks import parse_check_policy
 from corral.orchestration.teams.checks._fingerprint import SourceFingerprint
 from corral.orchestration.teams.commands import ReportSubmission
 from corral.orchestration.teams.notices import CheckpointNotSaved, RepairDue
+from corral.orchestration.teams.repair import texts as repair_texts
 from corral.orchestration.teams.repair._verification import VerificationDecision
 from corral.orchestration.teams.repair.records import ReportVerification
 from corral.orchestration.teams.results import ReportReceipt
@@ -70,7 +72,6 @@ class TeamReports:
         self.live = context.live
         self.checkpoint_saves = context.checkpoint_saves
         self.capacity = context.capacity
-        self.notices = context.notices
         self.control = control
 
     # --- reports -------------------------------------------------------------------------------
@@ -142,7 +143,7 @@ class TeamReports:
         """
         fallback = child.fallback_report()
         status, source = fallback.status, fallback.source
-        content = self.notices.fallback_content(fallback)
+        content = texts.fallback_content(fallback)
         notes = self.host.extensions.result_notes(
             child.run_id
         )  # e.g. budget_exhausted: the final turn's report
@@ -158,7 +159,7 @@ class TeamReports:
                 submission=ReportSubmission(content),
             )
             if decision is not None and not decision.accepted:
-                child.queue_prompt(self.notices.repair_prompt(RepairDue(decision)))
+                child.queue_prompt(repair_texts.repair_prompt(RepairDue(decision)))
                 return True
         if child.delegating:
             await self._close_helpers(child)
@@ -323,7 +324,7 @@ class TeamReports:
         except Exception as exc:
             lead = record.lead_session_id
             fact = CheckpointNotSaved(record.result.checkpoint_id, record.name, str(exc))
-            self.control.notify_lead(lead, self.notices.checkpoint_not_saved(fact))
+            self.control.notify_lead(lead, texts.checkpoint_not_saved(fact))
 
     async def _close_helpers(self, parent: MemberRun) -> None:
         """A nested parent reported: drop its queued helpers and stop its running ones."""
@@ -336,18 +337,24 @@ class TeamReports:
 
     # --- completion groups ---------------------------------------------------------------------
 
-    async def deliver_grouped(self, report: TeamReportRecord, result: ResultRecord) -> None:
+    async def deliver_grouped(
+        self, report: TeamReportRecord, result: ResultRecord, *, finalize: bool = False
+    ) -> None:
         """A grouped member's stored report: hand it to its group journal, then deliver what is due.
 
         Once the journal holds the report (durably), the core result counts as delivered (entry
         `group:<slot>`), so the run finalizes and frees its slot; the group owns the lead delivery.
+        `finalize` (the run has ended): the generation is finalized with that mark, in one commit.
         """
         member = self.repos.roster.team_member(report.run_id)
         if member is None or member.slot_id is None:  # pragma: no cover - callers check
             return
         self.groups.reported(member.slot_id, report)
         self.host.kernel.mark_delivered(
-            result.request_id, owner_session_id=result.owner_session_id, entry_id=f"group:{member.slot_id}"
+            result.request_id,
+            owner_session_id=result.owner_session_id,
+            entry_id=f"group:{member.slot_id}",
+            finalize=finalize,
         )
         await self.deliver_group_wakes(member.lead_session_id)
 

@@ -159,62 +159,72 @@ class Roster(Repository):
             TargetNotFoundError: The parent run is not live or not the owner session's.
             ManagedAgentBusyError: The session is already represented by a live generation.
             TargetAmbiguousError: The session is represented more than once.
+
+        `create_team_generation_in` does the same inside the caller's transaction.
         """
+        return self._write(lambda: self.create_team_generation_in(self._tx, new, member))
+
+    def create_team_generation_in(
+        self, tx: Tx, new: NewGeneration, member: NewTeamMember
+    ) -> tuple[GenerationRecord, RequestRecord, TeamMemberRecord]:
+        """`create_team_generation` inside `tx`: a swarm's admission records all its members in one
+        transaction (`host._launch.Launcher.launch_many`).
+
+        Raises:
+            The errors of `create_team_generation`; the caller's transaction then rolls back.
+        """
+        self._inside(tx)
         metadata = _check_member(new, member)
         checks, repair, checkpoint = _encode_assignments(member)
-
-        def body() -> tuple[GenerationRecord, RequestRecord, TeamMemberRecord]:
-            if new.parent_run_id is not None:
-                self._check_writer(new.parent_run_id, member.lead_session_id)
-            parent = self._generations.check_new_in(self._tx, new)
-            if self._live_member(member.lead_session_id, member.name) is not None:
-                raise AgentLabelExistsError(
-                    f"Agent {member.name} is still live in this team; stop it and let its cleanup settle, "
-                    "or choose another name.",
-                    ids={"label": member.name},
-                )
-            now = self._tx.now
-            run_id, request_id = self._generations.insert_generation_in(
-                self._tx, new, label=member.name, parent=parent
+        if new.parent_run_id is not None:
+            self._check_writer(new.parent_run_id, member.lead_session_id)
+        parent = self._generations.check_new_in(self._tx, new)
+        if self._live_member(member.lead_session_id, member.name) is not None:
+            raise AgentLabelExistsError(
+                f"Agent {member.name} is still live in this team; stop it and let its cleanup settle, "
+                "or choose another name.",
+                ids={"label": member.name},
             )
-            self._execute(
-                "INSERT INTO team_members (run_id, lead_session_id, name, tier, requested_tier, kind, depth,"
-                " parent_run_id, allow_nested, model, thinking, model_source, session_context, sandbox,"
-                " metadata, prompt, created_at, assigned_checks, repair_policy, checkpoint_policy, continue_from,"
-                " group_id, slot_id) VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?)",
-                (
-                    run_id,
-                    member.lead_session_id,
-                    member.name,
-                    member.tier,
-                    member.requested_tier,
-                    member.kind,
-                    member.depth,
-                    member.parent_run_id,
-                    int(member.allow_nested),
-                    member.model,
-                    member.thinking,
-                    member.model_source,
-                    member.session_context,
-                    member.sandbox,
-                    metadata,
-                    member.prompt,
-                    now,
-                    checks,
-                    repair,
-                    checkpoint,
-                    member.continue_from,
-                    member.group_id,
-                    member.slot_id,
-                ),
-            )
-            generation = self._generations.generation_in(self._tx, run_id)
-            request = self._generations.request_in(self._tx, request_id)
-            record = self._team_member(run_id)
-            assert generation is not None and request is not None and record is not None
-            return generation, request, record
-
-        return self._write(body)
+        now = self._tx.now
+        run_id, request_id = self._generations.insert_generation_in(
+            self._tx, new, label=member.name, parent=parent
+        )
+        self._execute(
+            "INSERT INTO team_members (run_id, lead_session_id, name, tier, requested_tier, kind, depth,"
+            " parent_run_id, allow_nested, model, thinking, model_source, session_context, sandbox,"
+            " metadata, prompt, created_at, assigned_checks, repair_policy, checkpoint_policy, continue_from,"
+            " group_id, slot_id) VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?)",
+            (
+                run_id,
+                member.lead_session_id,
+                member.name,
+                member.tier,
+                member.requested_tier,
+                member.kind,
+                member.depth,
+                member.parent_run_id,
+                int(member.allow_nested),
+                member.model,
+                member.thinking,
+                member.model_source,
+                member.session_context,
+                member.sandbox,
+                metadata,
+                member.prompt,
+                now,
+                checks,
+                repair,
+                checkpoint,
+                member.continue_from,
+                member.group_id,
+                member.slot_id,
+            ),
+        )
+        generation = self._generations.generation_in(self._tx, run_id)
+        request = self._generations.request_in(self._tx, request_id)
+        record = self._team_member(run_id)
+        assert generation is not None and request is not None and record is not None
+        return generation, request, record
 
     def team_run_ids(self) -> frozenset[str]:
         """Run ids of every generation that belongs to a team (the `agent` surface hides them)."""

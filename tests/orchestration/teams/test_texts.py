@@ -1,8 +1,9 @@
-"""The teams core's notices in corral's words (`TeamsNoticeText`), byte for byte as the model reads them.
+"""The teams core's notices in corral's words (`teams/texts.py`, `teams/repair/texts.py`), byte for byte
+as the model reads them.
 
-The texts moved from the core to the surface (issue 15); these pins say the move changed no byte.
-The paths that send them run in tests/orchestration/teams (`test_notices.py` proves the core uses the
-port; the spawn, control, repair and checkpoint tests run them with these words).
+The texts moved from the core to the surface (issue 15) and back to plain functions beside the facts
+(issue 29); these pins say the moves changed no byte. The paths that send them run in
+tests/orchestration/teams (`test_notices.py`, and the spawn, control, repair and checkpoint tests).
 """
 
 from __future__ import annotations
@@ -10,7 +11,7 @@ from __future__ import annotations
 from pathlib import Path
 from typing import Any
 
-from corral.orchestration.surfaces.teams import RECOVERY_PROMPT, TeamsNoticeText
+from corral.orchestration.teams import texts
 from corral.orchestration.teams.notices import (
     CheckpointNotSaved,
     FallbackReport,
@@ -21,52 +22,50 @@ from corral.orchestration.teams.notices import (
     ReportArrived,
     ReportMissing,
     SessionContextAttached,
-    TeamsNotices,
 )
+from corral.orchestration.teams.repair import texts as repair_texts
 from corral.orchestration.teams.repair._verification import VerificationDecision
 from corral.orchestration.teams.repair.records import ReportVerification
 from corral.orchestration.teams.reports.records import ReportResult
 from corral.orchestration.teams.roster.records import TeamReportRecord
 
-WORDS: TeamsNotices = TeamsNoticeText()
-
 
 def test_queue_and_quarantine_notices() -> None:
     assert (
-        WORDS.queued_start_failed(QueuedStartFailed("doomed", "model runtime unavailable"))
+        texts.queued_start_failed(QueuedStartFailed("doomed", "model runtime unavailable"))
         == "Queued agent doomed could not start: model runtime unavailable"
     )
     assert (
-        WORDS.queued_retained(QueuedRetained("fenced"))
+        texts.queued_retained(QueuedRetained("fenced"))
         == "Retained queued agent fenced: lifecycle quarantine appeared before admission."
     )
-    assert WORDS.parent_notice("Queued agent h could not start: x") == (
+    assert texts.parent_notice("Queued agent h could not start: x") == (
         "Notice from corral: Queued agent h could not start: x"
     )
 
 
 def test_checkpoint_not_saved_passes_the_error_through() -> None:
     error = "Checkpoint c1 was not saved: capturing the source took longer than 30 s."
-    assert WORDS.checkpoint_not_saved(CheckpointNotSaved("c1", "scout", error)) == (
+    assert texts.checkpoint_not_saved(CheckpointNotSaved("c1", "scout", error)) == (
         "Checkpoint c1 of agent scout was not saved: "
         "Checkpoint c1 was not saved: capturing the source took longer than 30 s."
     )
-    assert WORDS.checkpoint_not_saved(CheckpointNotSaved(None, "scout", "boom")) == (
+    assert texts.checkpoint_not_saved(CheckpointNotSaved(None, "scout", "boom")) == (
         "Checkpoint None of agent scout was not saved: boom"
     )
 
 
 def test_recovery_and_repair_prompts() -> None:
     assert (
-        WORDS.recovery_prompt(ReportMissing("a"))
-        == RECOVERY_PROMPT
+        texts.recovery_prompt(ReportMissing("a"))
+        == texts.RECOVERY_PROMPT
         == (
             "Your work ended without a final report. Do no more work now: call report_and_exit once with the "
             'complete deliverable you have (or with outcome "blocked" and what stopped you).'
         )
     )
     decision = VerificationDecision(False, ReportVerification("failed", error="boom"), None, None)
-    assert WORDS.repair_prompt(RepairDue(decision)) == (
+    assert repair_texts.repair_prompt(RepairDue(decision)) == (
         "An assigned check failed and a repair attempt is available.\n"
         "Assigned verification: failed (boom).\n"
         "Fix the cause within your assignment's scope, then give your final answer again."
@@ -75,19 +74,19 @@ def test_recovery_and_repair_prompts() -> None:
 
 def test_fallback_report_content_by_source() -> None:
     own = FallbackReport("talker", "assistant-text", "The answer is 42.", None, "/s/talker.jsonl")
-    assert (own.status, WORDS.fallback_content(own)) == ("completed", "The answer is 42.")
+    assert (own.status, texts.fallback_content(own)) == ("completed", "The answer is 42.")
     failed = FallbackReport("a", "provider-error", "", "HTTP 500", "/s/a.jsonl")
-    assert (failed.status, WORDS.fallback_content(failed)) == (
+    assert (failed.status, texts.fallback_content(failed)) == (
         "failed",
         "Agent a failed: the model request ended with an error: HTTP 500.",
     )
     unknown = FallbackReport("a", "provider-error", "", None, "/s/a.jsonl")
     assert (
-        WORDS.fallback_content(unknown)
+        texts.fallback_content(unknown)
         == "Agent a failed: the model request ended with an error: unknown error."
     )
     empty = FallbackReport("silent", "empty", "", None, "/s/silent.jsonl")
-    assert (empty.status, WORDS.fallback_content(empty)) == (
+    assert (empty.status, texts.fallback_content(empty)) == (
         "failed",
         "Agent silent ended without a report, even after the report-only recovery prompt. "
         "Its session is kept for inspection: /s/silent.jsonl.",
@@ -95,16 +94,16 @@ def test_fallback_report_content_by_source() -> None:
 
 
 def test_messages_as_a_member_and_as_the_lead_read_them() -> None:
-    assert WORDS.member_message(MessageArrived("team-lead", None, "Look at b.py.")) == (
+    assert texts.member_message(MessageArrived("team-lead", None, "Look at b.py.")) == (
         "Message from team-lead:\nLook at b.py."
     )
-    assert WORDS.member_message(MessageArrived("scout", "found it", "It is in b.py.")) == (
+    assert texts.member_message(MessageArrived("scout", "found it", "It is in b.py.")) == (
         "Message from scout (found it):\nIt is in b.py."
     )
-    assert WORDS.lead_message(MessageArrived("corral", "Notice", "Queued agent x could not start: y")) == (
+    assert texts.lead_message(MessageArrived("corral", "Notice", "Queued agent x could not start: y")) == (
         "Message from corral — Notice:\n\nQueued agent x could not start: y"
     )
-    assert WORDS.lead_message(MessageArrived("scout", None, "Should I go on?")) == (
+    assert texts.lead_message(MessageArrived("scout", None, "Should I go on?")) == (
         "Message from scout:\n\nShould I go on?"
     )
 
@@ -144,7 +143,7 @@ CAVEAT = "The agent has exited; do not stop it. Check its claims before you rely
 
 def test_a_report_as_the_lead_reads_it() -> None:
     plain = _report()
-    assert WORDS.team_report(ReportArrived(plain, None, "not-requested")) == (
+    assert texts.team_report(ReportArrived(plain, None, "not-requested")) == (
         "Report from agent scout (read-collect) · status=completed · outcome=unspecified · "
         "verification=not-requested · acceptance=pending\n\nFound it.\n\n" + CAVEAT
     )
@@ -164,7 +163,7 @@ def test_a_report_as_the_lead_reads_it() -> None:
             report_id="r1",
         ),
     )
-    assert WORDS.team_report(ReportArrived(full, "blocked", "failed")) == (
+    assert texts.team_report(ReportArrived(full, "blocked", "failed")) == (
         "Report from agent scout (read-collect) · status=completed · outcome=succeeded (effective: blocked) · "
         "verification=failed · acceptance=accepted\n\n"
         "Summary: short\n\n"
@@ -177,13 +176,13 @@ def test_a_report_as_the_lead_reads_it() -> None:
 
 
 def test_a_report_seen_once_stands_as_its_head_line_summary_and_where_the_full_text_is() -> None:
-    assert WORDS.report_reference(ReportArrived(_report(), None, "not-requested")) == (
+    assert texts.report_reference(ReportArrived(_report(), None, "not-requested")) == (
         "Report from agent scout (read-collect) · status=completed · outcome=unspecified · "
         "verification=not-requested · acceptance=pending · shown in full once already; "
         "get_agent_status shows its summary."
     )
     kept = _report(summary="short", markdown_path="/r/scout.md")
-    assert WORDS.report_reference(ReportArrived(kept, None, "passed")) == (
+    assert texts.report_reference(ReportArrived(kept, None, "passed")) == (
         "Report from agent scout (read-collect) · status=completed · outcome=unspecified · "
         "verification=passed · acceptance=pending · shown in full once already; "
         "read /r/scout.md for the full text.\nSummary: short"
@@ -191,7 +190,7 @@ def test_a_report_seen_once_stands_as_its_head_line_summary_and_where_the_full_t
 
 
 def test_the_session_context_pointer() -> None:
-    assert WORDS.session_context(SessionContextAttached(Path("/home/u/.corral/ctx/run.md"))) == (
+    assert texts.session_context(SessionContextAttached(Path("/home/u/.corral/ctx/run.md"))) == (
         "## Lead session context\n\n"
         "A filtered snapshot of the lead's conversation is at `/home/u/.corral/ctx/run.md`.\n"
         "- Do not read it by default: the assignment above is your brief. Only when a missing historical "
@@ -203,7 +202,7 @@ def test_the_session_context_pointer() -> None:
 
 
 def test_the_continuation_prompt_wording_is_pinned() -> None:
-    from corral.orchestration.surfaces.teams._render import CONTINUATION_PREAMBLE, REVALIDATION_INSTRUCTION
+    from corral.orchestration.teams.texts import CONTINUATION_PREAMBLE, REVALIDATION_INSTRUCTION
 
     assert CONTINUATION_PREAMBLE == (
         "This is a NEW specialist run. The checkpoint below holds historical claims from earlier runs: it is "

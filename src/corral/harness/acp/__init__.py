@@ -1,0 +1,38 @@
+"""The ACP harness: any coding agent that speaks the Agent Client Protocol, as a managed agent.
+
+`AcpAgentSession` (`_session.py`) is an `AgentSession` whose runs are the agent's turns, recorded
+into corral's session file; `_rpc.py` is the JSON-RPC connection to the agent process (its own
+process group; `close` ends the tree); `_permissions.py` turns the agent's permission requests into
+questions to the owner; `_commands.py` holds the command and the preset agents. docs/harnesses.md.
+"""
+
+from __future__ import annotations
+
+from ._commands import PRESETS, AcpCommand, preset_command
+from ._permissions import (
+    PermissionAsker,
+    PermissionOption,
+    PermissionRequest,
+    choose_option,
+    permission_question,
+    refusal,
+)
+from ._rpc import AcpError
+from ._session import PLAN_ENTRY, PROTOCOL_VERSION, AcpAgentSession, AcpModel
+
+__all__ = [
+    "PLAN_ENTRY",
+    "PRESETS",
+    "PROTOCOL_VERSION",
+    "AcpAgentSession",
+    "AcpCommand",
+    "AcpError",
+    "AcpModel",
+    "PermissionAsker",
+    "PermissionOption",
+    "PermissionRequest",
+    "choose_option",
+    "permission_question",
+    "preset_command",
+    "refusal",
+]

@@ -1,0 +1,550 @@
+"""`AcpAgentSession`: an agent behind the Agent Client Protocol, driven like corral's own agent.
+
+It is an `AgentSession` whose runs are ACP turns: the prompt, steering and follow-up queues, `abort`,
+idleness, events and the session file are the base class's; a run sends the queued messages as
+one `session/prompt` to the agent process (started on the first run: `initialize`, then
+`session/new` in the agent's cwd) instead of requesting a model. The agent's `session/update`s
+become the run's messages in corral's (Pi-compatible) session file:
+
+* message chunks and thought chunks → an assistant message's text and thinking;
+* a tool call → a `toolCall` part of the assistant message it follows, and, once the agent reports
+  it `completed` or `failed`, its `toolResult` (a call the turn left open gets an error result, so
+  every call in the file has one, as in corral's own transcripts);
+* a plan → a `corral-acp-plan` custom entry; usage → the final message's usage.
+
+The turn's final answer is its last assistant message (the text after its last tool call), which
+the managed child stores and delivers like any agent's. `abort` sends `session/cancel`, answers an
+open permission request `cancelled` and waits (bounded) for the agent's `cancelled` stop. The agent
+process lives until `close`, which ends its whole process tree.
+"""
+
+from __future__ import annotations
+
+import asyncio
+import json
+from collections.abc import AsyncIterator, Mapping, Sequence
+from pathlib import Path
+from typing import TYPE_CHECKING, Any
+
+from corral._version import __version__
+from corral.agent import (
+    AgentSession,
+    AgentStartEvent,
+    RunOutcome,
+    ToolExecutionEndEvent,
+    ToolExecutionResult,
+    ToolExecutionStartEvent,
+    TurnEndEvent,
+)
+from corral.llm import (
+    AgentMessage,
+    AssistantMessage,
+    LlmContext,
+    Model,
+    ModelInfo,
+    StopReason,
+    StreamOptions,
+    TextContent,
+    ThinkingContent,
+    ToolCall,
+    ToolResultMessage,
+    Usage,
+)
+
+from ._commands import AcpCommand
+from ._permissions import PermissionAsker, PermissionOption, PermissionRequest
+from ._rpc import AcpConnection, AcpError
+
+if TYPE_CHECKING:
+    from corral.llm import AssistantMessageEvent
+    from corral.session import SessionManager
+    from corral.settings import Settings
+
+__all__ = ["PLAN_ENTRY", "PROTOCOL_VERSION", "AcpAgentSession", "AcpModel"]
+
+PROTOCOL_VERSION = 1
+"""The ACP version corral speaks (`initialize`'s `protocolVersion`)."""
+
+PLAN_ENTRY = "corral-acp-plan"
+"""The custom entry an agent's plan is recorded as (`{"entries": [...]}` as the agent sent it)."""
+
+_CANCEL_GRACE_S = 10.0
+"""How long an aborted turn waits for the agent's answer to `session/cancel`."""
+
+_STOP_REASONS: dict[str, StopReason] = {
+    "end_turn": "stop",
+    "max_tokens": "length",
+    "max_turn_requests": "length",
+    "refusal": "error",
+    "cancelled": "aborted",
+}
+
+
+class AcpModel(Model):
+    """The model line of an ACP agent's session (`acp/<name>`): the agent runs its own model, so
+    corral never requests this one."""
+
+    def __init__(self, name: str) -> None:
+        super().__init__(
+            ModelInfo("acp", name, "acp", name=f"ACP agent {name}", context_window=0, max_tokens=0)
+        )
+
+    async def stream(
+        self, context: LlmContext, options: StreamOptions
+    ) -> AsyncIterator[AssistantMessageEvent]:
+        """Never called: an ACP agent's runs are its own turns."""
+        raise RuntimeError("an ACP agent runs its own model; corral does not request one")
+        yield  # pragma: no cover - makes this an async generator
+
+
+def _text_of(message: AgentMessage) -> str:
+    content = getattr(message, "content", "")
+    if isinstance(content, str):
+        return content
+    return "".join(getattr(block, "text", "") for block in content if isinstance(block, TextContent))
+
+
+def _content_text(items: object) -> str:
+    """The text of a tool call's `content` (text blocks, diffs and terminals in brief)."""
+    parts: list[str] = []
+    for item in items if isinstance(items, list) else []:
+        if not isinstance(item, dict):
+            continue
+        kind = item.get("type")
+        if kind == "content":
+            block = item.get("content")
+            if isinstance(block, dict) and block.get("type") == "text":
+                parts.append(str(block.get("text", "")))
+        elif kind == "diff":
+            parts.append(f"diff {item.get('path', '')}:\n{item.get('newText', '')}")
+        elif kind == "terminal":
+            parts.append(f"terminal {item.get('terminalId', '')}")
+    return "\n".join(parts)
+
+
+class _ToolCallState:
+    def __init__(self, call_id: str, fields: Mapping[str, Any]) -> None:
+        self.call_id = call_id
+        self.title = ""
+        self.kind = "other"
+        self.raw_input: dict[str, Any] = {}
+        self.status = "pending"
+        self.content: object = None
+        self.raw_output: object = None
+        self.ended = False
+        self.merge(fields)
+
+    def merge(self, fields: Mapping[str, Any]) -> None:
+        if isinstance(fields.get("title"), str):
+            self.title = fields["title"]
+        if isinstance(fields.get("kind"), str):
+            self.kind = fields["kind"]
+        if isinstance(fields.get("rawInput"), dict):
+            self.raw_input = dict(fields["rawInput"])
+        if isinstance(fields.get("status"), str):
+            self.status = fields["status"]
+        if "content" in fields:
+            self.content = fields["content"]
+        if "rawOutput" in fields:
+            self.raw_output = fields["rawOutput"]
+
+    @property
+    def done(self) -> bool:
+        return self.status in ("completed", "failed")
+
+    def tool_call(self) -> ToolCall:
+        arguments = dict(self.raw_input)
+        if self.title and "title" not in arguments:
+            arguments["title"] = self.title
+        return ToolCall(id=self.call_id, name=self.kind, arguments=arguments)
+
+    def result_text(self) -> str:
+        text = _content_text(self.content)
+        if not text and self.raw_output is not None:
+            text = (
+                self.raw_output
+                if isinstance(self.raw_output, str)
+                else json.dumps(self.raw_output, ensure_ascii=False)
+            )
+        return text or f"({self.status})"
+
+
+class _Turn:
+    """One ACP turn's updates, turned into the run's messages as they come."""
+
+    def __init__(self, agent: AcpAgentSession, added: list[AgentMessage]) -> None:
+        self.agent = agent
+        self.added = added
+        self.parts: list[TextContent | ThinkingContent | ToolCall] = []
+        self.calls: dict[str, _ToolCallState] = {}
+        self.results: list[ToolResultMessage] = []
+        self.usage: Usage | None = None
+
+    def update(self, update: Mapping[str, Any]) -> None:
+        kind = update.get("sessionUpdate")
+        if kind in ("agent_message_chunk", "agent_thought_chunk"):
+            block = update.get("content")
+            if not isinstance(block, dict) or block.get("type") != "text":
+                return
+            if self.calls:
+                self.flush("toolUse")  # the agent went on after its tool calls: a new message
+            text = str(block.get("text", ""))
+            last = self.parts[-1] if self.parts else None
+            if kind == "agent_message_chunk":
+                if isinstance(last, TextContent):
+                    last.text += text
+                else:
+                    self.parts.append(TextContent(text=text))
+            elif isinstance(last, ThinkingContent):
+                last.thinking += text
+            else:
+                self.parts.append(ThinkingContent(thinking=text))
+        elif kind == "tool_call":
+            call_id = str(update.get("toolCallId") or f"acp-call-{len(self.calls) + 1}")
+            state = self.calls.get(call_id)
+            if state is None:
+                state = _ToolCallState(call_id, update)
+                self.calls[call_id] = state
+                self.parts.append(state.tool_call())
+                self.agent._tool_started(state)
+            else:
+                state.merge(update)
+            self._maybe_done(state)
+        elif kind == "tool_call_update":
+            found = self.calls.get(str(update.get("toolCallId")))
+            if found is not None:
+                found.merge(update)
+                self._maybe_done(found)
+        elif kind == "plan":
+            entries = update.get("entries")
+            self.agent.session.append_custom(
+                PLAN_ENTRY, {"entries": entries if isinstance(entries, list) else []}
+            )
+        elif kind == "usage_update":
+            used = update.get("used")
+            if isinstance(used, int):
+                self.usage = Usage(total_tokens=used)
+
+    def _maybe_done(self, state: _ToolCallState) -> None:
+        if state.done and not state.ended:
+            state.ended = True
+            self.agent._tool_ended(state)
+
+    def flush(
+        self, stop_reason: StopReason, error_message: str | None = None, *, final: bool = False
+    ) -> AssistantMessage | None:
+        """End the message so far (and its tool calls' results); `None` when there is none. The
+        turn's `final` message carries its usage."""
+        if not self.parts and not self.calls:
+            return None
+        message = self.agent._reply(list(self.parts), stop_reason, error_message)
+        if final and not self.calls and self.usage is not None:
+            message.usage = self.usage
+        self.parts = []
+        self.agent._add_message(message, self.added)
+        for state in self.calls.values():
+            if not state.done:
+                state.status = "failed"
+                state.content = [
+                    {
+                        "type": "content",
+                        "content": {
+                            "type": "text",
+                            "text": "Operation aborted"
+                            if stop_reason == "aborted"
+                            else "(no result reported before the agent went on)",
+                        },
+                    }
+                ]
+                self._maybe_done(state)
+            result = ToolResultMessage(
+                tool_call_id=state.call_id,
+                tool_name=state.kind,
+                content=[TextContent(text=state.result_text())],
+                is_error=state.status == "failed",
+            )
+            self.results.append(result)
+            self.agent._add_message(result, self.added)
+        self.calls = {}
+        return message
+
+
+class AcpAgentSession(AgentSession):
+    """An ACP agent process as an agent session (see the module docstring).
+
+    Args:
+        command: How to start the agent.
+        session: The session file its turns are recorded in.
+        cwd: The agent's working directory (`session/new`'s `cwd`).
+        settings: corral's settings (queue modes); compaction and retries are the agent's own.
+        agent_name: The managed agent's label.
+        permissions: Who answers its permission requests; `None` rejects them.
+        env: Its environment (default: corral's).
+        stderr_path: A file for its stderr (default: discarded).
+    """
+
+    def __init__(
+        self,
+        *,
+        command: AcpCommand,
+        session: SessionManager,
+        cwd: Path,
+        settings: Settings | None = None,
+        agent_name: str | None = None,
+        permissions: PermissionAsker | None = None,
+        env: Mapping[str, str] | None = None,
+        stderr_path: Path | None = None,
+    ) -> None:
+        if settings is not None:
+            settings = settings.model_copy(
+                update={"compaction": settings.compaction.model_copy(update={"enabled": False})}
+            )
+        super().__init__(
+            session=session,
+            model=AcpModel(command.name),
+            thinking_level="off",
+            tools=[],
+            cwd=cwd,
+            settings=settings,
+            system_prompt="",
+            agent_name=agent_name,
+        )
+        if settings is None:
+            self.set_auto_compaction(False)
+        self.command = command
+        """How the agent is started."""
+        self.permissions = permissions
+        """Who answers its permission requests (`None`: they are rejected)."""
+        self._env = env
+        self._stderr_path = stderr_path
+        self._conn: AcpConnection | None = None
+        self._acp_session_id: str | None = None
+        self._turn: _Turn | None = None
+        self._asking: set[asyncio.Task[PermissionOption | None]] = set()
+        self._closed = False
+
+    @property
+    def pid(self) -> int | None:
+        """The agent process's id, once started."""
+        return None if self._conn is None else self._conn.pid
+
+    @property
+    def acp_session_id(self) -> str | None:
+        """The agent's id for this session (`session/new`), once started."""
+        return self._acp_session_id
+
+    # --- the connection -------------------------------------------------------------------------
+
+    async def _connection(self) -> tuple[AcpConnection, str]:
+        if self._closed:
+            raise AcpError("the ACP agent was closed")
+        if self._conn is not None and self._acp_session_id is not None and self._conn.ended is None:
+            return self._conn, self._acp_session_id
+        if self._conn is not None:
+            raise AcpError(f"the ACP agent is gone: {self._conn.ended or 'not started'}")
+        self._acp_session_id = None
+        try:
+            self._conn = await AcpConnection.start(
+                self.command.argv,
+                cwd=self.cwd,
+                env=self._env,
+                stderr_path=self._stderr_path,
+                handler=self._on_request,
+                on_notification=self._on_notification,
+            )
+        except OSError as exc:
+            raise AcpError(f"could not start {self.command.argv[0]!r}: {exc}") from None
+        init = await self._conn.request(
+            "initialize",
+            {
+                "protocolVersion": PROTOCOL_VERSION,
+                "clientCapabilities": {
+                    "fs": {"readTextFile": False, "writeTextFile": False},
+                    "terminal": False,
+                },
+                "clientInfo": {"name": "corral", "version": __version__},
+            },
+        )
+        version = init.get("protocolVersion") if isinstance(init, dict) else None
+        if version != PROTOCOL_VERSION:
+            raise AcpError(f"the agent speaks ACP version {version!r}; corral speaks {PROTOCOL_VERSION}")
+        created = await self._conn.request("session/new", {"cwd": str(self.cwd), "mcpServers": []})
+        session_id = created.get("sessionId") if isinstance(created, dict) else None
+        if not isinstance(session_id, str) or not session_id:
+            raise AcpError("the agent's session/new answer has no sessionId")
+        self._acp_session_id = session_id
+        return self._conn, session_id
+
+    def _forget_connection(self) -> None:
+        """Drop a connection that did not finish starting (the next run starts the agent anew)."""
+        if self._conn is not None and self._acp_session_id is None:
+            self._conn.abandon()
+            self._conn = None
+
+    async def close(self) -> None:
+        """End the agent's process tree (idempotent); later runs fail."""
+        self._closed = True
+        self._cancel_asks()
+        if self._conn is not None:
+            await self._conn.close()
+
+    def kill(self) -> None:
+        """End the agent's process tree at once (SIGKILL, synchronous): for paths that cannot wait."""
+        self._closed = True
+        self._cancel_asks()
+        if self._conn is not None:
+            self._conn.abandon()
+
+    def _on_notification(self, method: str, params: Mapping[str, Any]) -> None:
+        if method != "session/update" or params.get("sessionId") != self._acp_session_id:
+            return
+        update = params.get("update")
+        if self._turn is not None and isinstance(update, dict):
+            self._turn.update(update)
+
+    async def _on_request(self, method: str, params: Mapping[str, Any]) -> object:
+        if method == "session/request_permission":
+            return await self._permission(PermissionRequest.from_params(params))
+        raise AcpError(f"Method not found: {method}", code=-32601)
+
+    async def _permission(self, request: PermissionRequest) -> object:
+        asker = self.permissions
+        choice: PermissionOption | None = None
+        if asker is not None and request.options and self._turn is not None:
+            task = asyncio.ensure_future(asker.ask(request))
+            self._asking.add(task)
+            try:
+                await asyncio.wait((task,))
+            finally:
+                self._asking.discard(task)
+            if task.cancelled():
+                return {"outcome": {"outcome": "cancelled"}}
+            choice = task.result()
+        choice = choice or request.rejection()
+        if choice is None:
+            return {"outcome": {"outcome": "cancelled"}}
+        return {"outcome": {"outcome": "selected", "optionId": choice.option_id}}
+
+    def _cancel_asks(self) -> None:
+        for task in tuple(self._asking):
+            task.cancel()
+
+    # --- the run: one ACP turn per queued batch -------------------------------------------------
+
+    def _decide_after_run(self, last: AssistantMessage | None) -> None:
+        return None  # the agent retries and compacts on its own
+
+    async def _run_turns(self, prompts: Sequence[AgentMessage]) -> RunOutcome:
+        added: list[AgentMessage] = []
+        self._emit(AgentStartEvent())
+        self._turn_started()
+        for message in prompts:
+            self._add_message(message, added)
+        turn = _Turn(self, added)
+        self._turn = turn
+        try:
+            stop, error = await self._prompt("\n\n".join(_text_of(m) for m in prompts))
+        finally:
+            self._turn = None
+        last = turn.flush(stop, error, final=True)
+        if last is None or last.tool_calls:  # no text after the last tool call: an empty final answer
+            last = self._reply([], stop, error)
+            if turn.usage is not None:
+                last.usage = turn.usage
+            self._add_message(last, added)
+        self._emit(TurnEndEvent(message=last, tool_results=turn.results))
+        self._turn_finished(last)
+        return self._end_run(added, last)
+
+    async def _prompt(self, text: str) -> tuple[StopReason, str | None]:
+        """Send the turn's prompt; its stop reason (and error message) once the agent answered."""
+        connect = asyncio.ensure_future(self._connection())
+        self._active.add(connect)  # abort() cancels a start that hangs (an agent that never answers)
+        try:
+            await asyncio.wait((connect,))
+        except asyncio.CancelledError:
+            connect.cancel()
+            raise
+        finally:
+            self._active.discard(connect)
+        if connect.cancelled():
+            self._forget_connection()
+            return "aborted", "Request was aborted"
+        try:
+            conn, session_id = connect.result()
+        except AcpError as exc:
+            self._forget_connection()
+            return "error", f"The ACP agent could not start: {exc}"
+        if self._aborting:
+            return "aborted", "Request was aborted"
+        answer = conn.request_future(
+            "session/prompt", {"sessionId": session_id, "prompt": [{"type": "text", "text": text}]}
+        )
+        waiter = asyncio.ensure_future(asyncio.shield(answer))
+        self._active.add(waiter)
+        try:
+            await asyncio.wait((waiter,))
+        except asyncio.CancelledError:
+            conn.notify("session/cancel", {"sessionId": session_id})
+            raise
+        finally:
+            self._active.discard(waiter)
+        if waiter.cancelled():  # abort(): ask the agent to stop, and wait for its answer
+            conn.notify("session/cancel", {"sessionId": session_id})
+            self._cancel_asks()
+            try:
+                await asyncio.wait_for(asyncio.shield(answer), _CANCEL_GRACE_S)
+            except (TimeoutError, AcpError):
+                pass
+            if not answer.done():
+                answer.cancel()
+            return "aborted", "Request was aborted"
+        try:
+            result = answer.result()
+        except AcpError as exc:
+            return "error", f"The ACP agent failed: {exc}"
+        reason = result.get("stopReason") if isinstance(result, dict) else None
+        stop = _STOP_REASONS.get(str(reason), "stop")
+        if stop == "aborted":
+            return "aborted", "The agent cancelled the turn"
+        if stop == "error":
+            return "error", f"The agent ended its turn: {reason}"
+        usage = result.get("usage") if isinstance(result, dict) else None
+        if isinstance(usage, dict) and self._turn is not None:
+            self._turn.usage = Usage(
+                input=int(usage.get("inputTokens") or 0),
+                output=int(usage.get("outputTokens") or 0),
+                cache_read=int(usage.get("cachedReadTokens") or 0),
+                cache_write=int(usage.get("cachedWriteTokens") or 0),
+                total_tokens=int(usage.get("totalTokens") or 0),
+            )
+        return stop, None
+
+    def _reply(
+        self, content: list[TextContent | ThinkingContent | ToolCall], stop: StopReason, error: str | None
+    ) -> AssistantMessage:
+        info = self.model.info
+        has_calls = any(isinstance(part, ToolCall) for part in content)
+        return AssistantMessage(
+            content=list(content),
+            api=info.api,
+            provider=info.provider,
+            model=info.id,
+            stop_reason="toolUse" if has_calls and stop == "stop" else stop,
+            error_message=error if stop in ("error", "aborted") else None,
+        )
+
+    def _tool_started(self, state: _ToolCallState) -> None:
+        self._emit(
+            ToolExecutionStartEvent(tool_call_id=state.call_id, tool_name=state.kind, args=state.raw_input)
+        )
+
+    def _tool_ended(self, state: _ToolCallState) -> None:
+        self._emit(
+            ToolExecutionEndEvent(
+                tool_call_id=state.call_id,
+                tool_name=state.kind,
+                result=ToolExecutionResult(content=[TextContent(text=state.result_text())]),
+                is_error=state.status == "failed",
+            )
+        )

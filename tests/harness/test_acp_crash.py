@@ -1,0 +1,103 @@
+"""An ACP agent's host killed with SIGKILL (a fault point, or mid-turn): on restart the agent's result
+is delivered exactly once, or the agent is lost — never a duplicate."""
+
+from __future__ import annotations
+
+import json
+import os
+import signal
+import subprocess
+import sys
+from pathlib import Path
+
+from corral.orchestration import RESULT_TYPE, Repositories
+from tests._waits import eventually
+from tests.orchestration._host_helpers import STARTUP_WAIT, write_script
+
+HERE = Path(__file__).parent
+DRIVER = HERE / "acp_crash_driver.py"
+FAKE = HERE / "fake_acp_agent.py"
+
+
+def _setup(root: Path) -> dict[str, str]:
+    agents = root / "agents"
+    agents.mkdir(parents=True)
+    front = {"name": "fake", "harness": "acp", "command": [sys.executable, str(FAKE)], "runtime": "inprocess"}
+    (agents / "fake.md").write_text(f"---\n{json.dumps(front)}\n---\n")
+    write_script(root, "lead", {"steps": [{"text": "noted"}], "on_exhausted": "repeat_last"})
+    return {
+        **os.environ,
+        "CORRAL_HOME": str(root / "home"),
+        "XDG_CONFIG_HOME": str(root / "config"),
+        "CORRAL_SCRIPTS": str(root / "scripts"),
+        "FAKE_ACP_LOG": str(root / "fake.jsonl"),
+    }
+
+
+def _run(root: Path, task: str, env: dict[str, str]) -> subprocess.CompletedProcess[str]:
+    return subprocess.run(
+        [sys.executable, str(DRIVER), str(root), task],
+        env=env,
+        capture_output=True,
+        text=True,
+        timeout=STARTUP_WAIT * 2,
+    )
+
+
+def _lead_results(root: Path) -> list[str]:
+    lead = Path((root / "lead.txt").read_text())
+    found = []
+    for line in lead.read_text().splitlines():
+        entry = json.loads(line)
+        if entry.get("type") == "custom_message" and entry.get("customType") == RESULT_TYPE:
+            found.append(str(entry["content"]))
+    return found
+
+
+def test_a_result_stored_before_the_crash_is_delivered_once_after_restart(tmp_path: Path) -> None:
+    env = _setup(tmp_path)
+    crashed = _run(tmp_path, "TOOL: read notes", {**env, "CORRAL_FAULTS": "after_result_row"})
+    assert crashed.returncode == -signal.SIGKILL, crashed.stderr[-2000:]
+    assert _lead_results(tmp_path) == []
+    resumed = _run(tmp_path, "TOOL: read notes", env)
+    assert resumed.returncode == 0 and "done" in resumed.stdout, resumed.stderr[-2000:]
+    results = _lead_results(tmp_path)
+    assert len(results) == 1 and "The notes say 42." in results[0]
+    again = _run(tmp_path, "TOOL: read notes", env)  # a third start delivers nothing more
+    assert again.returncode == 0, again.stderr[-2000:]
+    assert len(_lead_results(tmp_path)) == 1
+
+
+async def test_a_host_killed_mid_turn_leaves_a_lost_agent_and_no_result(tmp_path: Path) -> None:
+    env = _setup(tmp_path)
+    pids = tmp_path / "pids"
+    driver = subprocess.Popen(
+        [sys.executable, str(DRIVER), str(tmp_path), f"SPAWN {pids} then wait"],
+        env=env,
+        stdout=subprocess.DEVNULL,
+        stderr=subprocess.DEVNULL,
+    )
+    try:
+        await eventually(lambda: pids.exists() and len(pids.read_text().split()) == 2, timeout=STARTUP_WAIT)
+        agent_pid = int(pids.read_text().split()[0])
+        driver.send_signal(signal.SIGKILL)
+        driver.wait(STARTUP_WAIT)
+    finally:
+        if driver.poll() is None:
+            driver.kill()
+            driver.wait()
+    resumed = _run(tmp_path, "unused", env)
+    assert resumed.returncode == 0 and "done" in resumed.stdout, resumed.stderr[-2000:]
+    assert _lead_results(tmp_path) == []
+    with Repositories.open(tmp_path / "home" / "corral.db") as store:
+        (generation,) = store.kernel.generations(include_finalized=True)
+    assert generation.presence == "lost" and generation.completed_request_id is None
+    # The agent's stdin closed with its host; an agent that ends on end of input (the fake) is gone.
+    await eventually(lambda: not Path(f"/proc/{agent_pid}").exists() or _zombie(agent_pid))
+
+
+def _zombie(pid: int) -> bool:
+    try:
+        return Path(f"/proc/{pid}/stat").read_text().rpartition(")")[2].split()[0] == "Z"
+    except OSError:
+        return True

@@ -1,0 +1,78 @@
+"""corral's ACP client against an agent written with the protocol's Python SDK (`sdk_acp_agent.py`):
+the SDK, the reference implementation, validates corral's messages against ACP's schema, and the
+agent's SDK-built updates are recorded as the hand-written fake's are."""
+
+from __future__ import annotations
+
+import asyncio
+import importlib.util
+import os
+import sys
+from pathlib import Path
+
+from corral.harness.acp import PLAN_ENTRY, AcpAgentSession, AcpCommand
+from corral.llm import AssistantMessage, TextContent, ThinkingContent, ToolCall, ToolResultMessage
+from corral.session import CustomEntry, SessionManager
+from tests._ci import unavailable
+from tests._waits import eventually
+
+AGENT = Path(__file__).with_name("sdk_acp_agent.py")
+WAIT = 60.0
+
+if importlib.util.find_spec("acp") is None:
+    unavailable("the ACP SDK is missing: install the test extra (agent-client-protocol)", module_level=True)
+
+
+def _agent(tmp_path: Path) -> AcpAgentSession:
+    session = SessionManager.create(tmp_path, sessions_root=tmp_path / "sessions")
+    return AcpAgentSession(
+        command=AcpCommand((sys.executable, str(AGENT)), "sdk"),
+        session=session,
+        cwd=tmp_path,
+        env={**os.environ, "SDK_ACP_MARK": str(tmp_path / "prompted")},
+    )
+
+
+async def test_the_sdk_agent_takes_corral_s_prompts_and_its_updates_are_recorded(tmp_path: Path) -> None:
+    agent = _agent(tmp_path)
+    try:
+        await asyncio.wait_for(agent.prompt("hi"), WAIT)
+        assert agent.last_assistant_text() == "Hello from the SDK agent."
+        reply = agent.messages[-1]
+        assert isinstance(reply, AssistantMessage)
+        assert reply.content == [
+            ThinkingContent(thinking="Let me think."),
+            TextContent(text="Hello from the SDK agent."),
+        ]
+        plans = [
+            e.data
+            for e in agent.session.entries
+            if isinstance(e, CustomEntry) and e.custom_type == PLAN_ENTRY
+        ]
+        assert plans == [{"entries": [{"content": "answer", "priority": "high", "status": "pending"}]}]
+
+        await asyncio.wait_for(agent.prompt("TOOL"), WAIT)
+        _, call, result, _ = agent.messages[-4:]
+        assert isinstance(call, AssistantMessage) and call.content[-1] == ToolCall(
+            id="call-1", name="read", arguments={"path": "notes.txt", "title": "Read notes.txt"}
+        )
+        assert isinstance(result, ToolResultMessage) and result.content == [
+            TextContent(text="the notes say 42")
+        ]
+        assert agent.last_assistant_text() == "The notes say 42."
+
+        await asyncio.wait_for(agent.prompt("PERMISSION"), WAIT)  # nobody to ask: rejected
+        assert agent.last_assistant_text() == "outcome: reject-once"
+
+        turn = asyncio.ensure_future(agent.prompt("SLOW"))
+        await eventually(lambda: (tmp_path / "prompted").exists())
+        await asyncio.wait_for(agent.abort(), WAIT)
+        await asyncio.wait_for(turn, WAIT)
+        last = agent.messages[-1]  # the agent saw the cancel: its last words came before its answer
+        assert isinstance(last, AssistantMessage) and last.stop_reason == "aborted"
+        assert last.text == "working slowly... cancelled by the client"
+
+        await asyncio.wait_for(agent.prompt("hi again"), WAIT)  # the session goes on after the cancel
+        assert agent.last_assistant_text() == "Hello from the SDK agent."
+    finally:
+        await agent.close()
