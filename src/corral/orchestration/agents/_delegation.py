@@ -213,7 +213,7 @@ class Delegation:
         with error_context("delegate"), self.host.one_roster():
             host = self.host
             allowed = self.allowed(caller)
-            host.admit_agent(caller.session_id)
+            host.extensions.admitting(caller.session_id)
             roster = host.roster_loader(caller.cwd)
             defn = roster.resolve(params.definition, allowed=allowed)
             if caller.scope == "managed-agent":
@@ -323,7 +323,7 @@ class Delegation:
         """A new generation on a saved managed session owned by the caller's tree (§2.3)."""
         with error_context("continue"), self.host.one_roster():
             host = self.host
-            host.admit_agent(caller.session_id)
+            host.extensions.admitting(caller.session_id)
             ref = params.session.strip()
             own = caller.agent.session
             if ref == caller.session_id or (

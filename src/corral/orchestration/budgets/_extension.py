@@ -310,14 +310,14 @@ class BudgetsExtension(HostExtension):
 
     def polled(self) -> None:
         """Tell each attached lead once whose tree a tmux agent exhausted."""
-        for lead in tuple(self.host.lead_callers):
+        for lead in self.host.runs.leads():
             self.tell_lead(lead)
 
     # --- helpers ---------------------------------------------------------------------------------
 
     def tree_of(self, owner_session_id: str) -> str:
         """The tree of an agent owned by `owner_session_id`: the lead's, through a delegating owner."""
-        if owner_session_id in self.host.lead_callers:
+        if self.host.runs.is_lead(owner_session_id):
             return owner_session_id
         return self.ledger.tree_of_session(owner_session_id) or owner_session_id
 
@@ -334,7 +334,7 @@ class BudgetsExtension(HostExtension):
 
     def tell_lead(self, tree_id: str) -> None:
         """Tell the lead once that its tree reached a limit (when it is attached here)."""
-        owner = self.host.owners.get(tree_id)
+        owner = self.host.runs.owner(tree_id)
         if owner is None:
             return
         try:
