@@ -134,7 +134,7 @@ async def test_a_swarm_on_ray_reports_once_each_and_takes_messages_claims_and_st
         await eventually(
             lambda: any(
                 m.sender == "w1" and m.content == "w1 is on it"
-                for m in repos.roster.read_team_inbox(
+                for m in repos.messages.read_team_inbox(
                     lead_id, "team-lead", unread_only=False, mark_as_read=False
                 )
             ),
@@ -146,7 +146,7 @@ async def test_a_swarm_on_ray_reports_once_each_and_takes_messages_claims_and_st
         await eventually(
             lambda: all(
                 m.read_at is not None
-                for m in repos.roster.read_team_inbox(lead_id, "w1", unread_only=False, mark_as_read=False)
+                for m in repos.messages.read_team_inbox(lead_id, "w1", unread_only=False, mark_as_read=False)
             ),
             t.host,
         )

@@ -260,7 +260,7 @@ async def test_a_moved_teams_agent_shows_working_takes_messages_from_the_store_a
         lead = t.caller.session_id
 
         def taken() -> bool:
-            inbox = t.host.repositories.teams.roster.read_team_inbox(
+            inbox = t.host.repositories.teams.messages.read_team_inbox(
                 lead, "r1", unread_only=False, mark_as_read=False
             )
             return [(m.content, m.read_at is not None) for m in inbox] == [("Also check b.txt", True)]

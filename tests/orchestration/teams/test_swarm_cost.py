@@ -9,8 +9,8 @@ from typing import Any
 import pytest
 
 from corral.agent.tools import ReadGuard, ReadOnlySandbox
+from corral.orchestration.teams.messages.records import TEAM_MESSAGE_TYPE
 from corral.orchestration.teams.reports._reports import TEAM_REPORT_TYPE
-from corral.orchestration.teams.roster.records import TEAM_MESSAGE_TYPE
 from tests._ci import require
 from tests._waits import eventually
 

@@ -27,7 +27,7 @@ from corral.orchestration.surfaces.teams._render import (
     status_details,
     stop_details,
 )
-from corral.orchestration.teams._control import TEAM_MESSAGE_TYPE
+from corral.orchestration.teams.messages.records import TEAM_MESSAGE_TYPE
 from corral.orchestration.teams.reports._reports import TEAM_REPORT_TYPE
 from corral.settings import CapacitySettings, Settings, TeamsSettings
 from tests._ci import require

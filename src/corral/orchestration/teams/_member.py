@@ -45,7 +45,7 @@ from .notices import FallbackReport, ReportMissing
 if TYPE_CHECKING:
     from collections.abc import Awaitable
 
-    from corral.orchestration.kernel._caller import Caller
+    from corral.orchestration.kernel import Caller
     from corral.orchestration.teams.checks._checks import CheckExecutor
     from corral.orchestration.teams.commands import (
         ReadInboxRequest,

@@ -54,7 +54,7 @@ from corral.orchestration.errors import (
     error_context,
 )
 from corral.orchestration.host._launch import LaunchDraft, LaunchPlan, LaunchStage, LaunchSteps, Recorded
-from corral.orchestration.kernel._caller import Caller
+from corral.orchestration.kernel import Caller
 from corral.orchestration.kernel._child import ManagedChild
 from corral.orchestration.kernel.records import GenerationRecord, NewGeneration
 from corral.orchestration.teams._repositories import TeamsRepositories
@@ -79,6 +79,7 @@ from .checkpoints.records import (
 from .checks._checks import CheckSpec
 from .checks._fingerprint import SourceFingerprint
 from .groups._groups import CompletionGroups
+from .messages.messaging import TeamMessages
 from .notices import (
     QueuedRetained,
     QueuedStartFailed,
@@ -87,7 +88,6 @@ from .notices import (
 )
 from .remote._host import RemoteMembers
 from .repair._verification import Verifier
-from .reports._reports import team_name
 from .reports._swarm_wakes import SwarmWakes
 from .reports._team_reports import TeamReports
 from .results import (
@@ -105,6 +105,7 @@ from .results import (
     SwarmResult,
     TeammateHealth,
 )
+from .roster.records import team_name
 
 if TYPE_CHECKING:
     from corral.orchestration.host._host import Host
@@ -208,8 +209,9 @@ class Teams:
             checkpoint_saves=self.checkpoint_saves,
         )
         self.control = TeamControl(self.context, deliver_group_wakes=self._deliver_group_wakes)
-        self.reports = TeamReports(self.context, self.control)
-        self.remote = RemoteMembers(self.context, self.control, self.reports)
+        self.messages = TeamMessages(self.context)
+        self.reports = TeamReports(self.context, self.control, self.messages)
+        self.remote = RemoteMembers(self.context, self.control, self.reports, self.messages)
         self.control.remote_interrupt = self.remote.interrupt
         """Members on Ray workers: their calls, answers and inbox pushes."""
 
@@ -222,19 +224,19 @@ class Teams:
 
     def child(self, run_id: str) -> TeamChild | None:
         """The live in-process run of `run_id`, if any (a run moved to a tmux pane has none)."""
-        return self.control.child(run_id)
+        return self.context.child(run_id)
 
     def notify_lead(self, lead_session_id: str, text: str) -> None:
         """Send the lead a message from corral itself (stored, then delivered once)."""
-        self.control.notify_lead(lead_session_id, text)
+        self.messages.notify_lead(lead_session_id, text)
 
     async def send_message(self, sender: Caller | MemberRun, request: SendMessageRequest) -> MessageSent:
         """`send_message`: steer a live recipient, or store the message for the lead."""
-        return await self.control.send_message(sender, request)
+        return await self.messages.send_message(sender, request)
 
     async def read_inbox(self, reader: Caller | MemberRun, request: ReadInboxRequest) -> InboxResult:
         """`read_inbox`: the reader's messages (the lead may name an agent's inbox)."""
-        return await self.control.read_inbox(reader, request)
+        return await self.messages.read_inbox(reader, request)
 
     async def stop_teammate(self, caller: Caller, name: str, reason: str | None) -> StopResult:
         """`stop_teammate`: cancel a queued request, or stop the whole agent.
@@ -309,7 +311,7 @@ class Teams:
         wakes it)."""
         gone = self.swarm_wakes.ended(lead_session_id, name, self.members_active(lead_session_id))
         if gone:
-            self.control.notify_lead(lead_session_id, texts.swarm_members_gone(SwarmMembersGone(gone)))
+            self.messages.notify_lead(lead_session_id, texts.swarm_members_gone(SwarmMembersGone(gone)))
 
     async def finish_without_report(self, child: MemberRun) -> bool:
         """Store the fallback report of a run that ended without one; `True` when a repair turn was queued."""
@@ -726,7 +728,7 @@ class Teams:
                 with contextlib.suppress(OrchestrationError):
                     self.groups.settled(prepared.slot_id, "rejected", str(exc), queue_id=str(reservation.id))
                     self.host.spawn_background(self.reports.deliver_group_wakes(prepared.lead_session_id))
-            self.control.notify_requester(
+            self.messages.notify_requester(
                 prepared, texts.queued_start_failed(QueuedStartFailed(prepared.name, str(exc)))
             )
         finally:
@@ -1060,7 +1062,7 @@ class Teams:
             return True
         return bool(
             self.host.runs.is_owner(owner_session_id)
-            and self.repos.roster.undelivered_lead_messages(owner_session_id)
+            and self.repos.messages.undelivered_lead_messages(owner_session_id)
         )
 
     def recover(self, lead_session_id: str) -> None:
@@ -1099,8 +1101,8 @@ class Teams:
                 # The host died between storing the report and saving its checkpoint.
                 self.host.spawn_background(self.reports.ensure_checkpoint(report))
         self.host.spawn_background(self.reports.deliver_group_wakes(lead_session_id))
-        if self.repos.roster.undelivered_lead_messages(lead_session_id):
-            self.host.spawn_background(self.control.deliver_lead_messages(lead_session_id))
+        if self.repos.messages.undelivered_lead_messages(lead_session_id):
+            self.host.spawn_background(self.messages.deliver_lead_messages(lead_session_id))
 
 
 class _SpawnSteps(LaunchSteps):

@@ -21,14 +21,10 @@ if TYPE_CHECKING:
     from corral.orchestration.errors import ErrorCategory
     from corral.orchestration.teams._status import TeamPhase
     from corral.orchestration.teams.checks.records import CheckRecord
+    from corral.orchestration.teams.messages.records import TeamMessageRecord
     from corral.orchestration.teams.repair._verification import VerificationDecision
     from corral.orchestration.teams.repair.records import RepairResult, ReportVerification
-    from corral.orchestration.teams.roster.records import (
-        FileClaimRecord,
-        TeamMemberKind,
-        TeamMessageRecord,
-        TeamReportRecord,
-    )
+    from corral.orchestration.teams.roster.records import FileClaimRecord, TeamMemberKind, TeamReportRecord
 
 __all__ = [
     "AgentSnapshot",
@@ -163,7 +159,7 @@ class ReportReceipt:
 
 @dataclass(frozen=True, slots=True)
 class MessageSent:
-    """A stored (and, for a listening agent, injected) message (`Teams.send_message`)."""
+    """A stored (and, for a listening agent, injected) message (`TeamMessages.send_message`)."""
 
     recipient: str
     """Who gets it (`team-lead` or an agent's name)."""
@@ -175,7 +171,7 @@ class MessageSent:
 
 @dataclass(frozen=True, slots=True)
 class InboxResult:
-    """The messages read from one inbox (`Teams.read_inbox`)."""
+    """The messages read from one inbox (`TeamMessages.read_inbox`)."""
 
     target: str
     """Whose inbox."""

@@ -14,7 +14,8 @@ from corral.orchestration.surfaces.teams._render import render_stop, stop_detail
 from corral.orchestration.teams.checks._admin import abandon_check, unresolved_checks
 from corral.orchestration.teams.checks.records import check_id
 from corral.orchestration.teams.repair._repair import RepairController, repair_controller_id
-from corral.orchestration.teams.reports._reports import report_id, task_id, team_name
+from corral.orchestration.teams.reports._reports import report_id, task_id
+from corral.orchestration.teams.roster.records import team_name
 from tests.orchestration.teams._check_helpers import LEAD, Member, add_member, dead_pid, stuck_check
 from tests.orchestration.teams._teams_helpers import prepare_env, teams_env, write_script
 

@@ -549,7 +549,7 @@ def _send(store: Repositories, recipient: str, content: str = "hello", **extra: 
         "delivery": "inbox",
     }
     fields.update(extra)
-    return store.teams.roster.add_team_message(LEAD, **fields)
+    return store.teams.messages.add_team_message(LEAD, **fields)
 
 
 def test_messages_to_the_lead_and_to_running_members(store: Repositories) -> None:
@@ -571,12 +571,12 @@ def test_a_message_with_a_chosen_id_is_stored_once_and_marked_read_by_id(store: 
     again = _send(store, "alpha", "look", message_id=call)
     assert first == again and first.message_id == call
     other = _send(store, "alpha", "and this")
-    inbox = store.teams.roster.read_team_inbox(LEAD, "alpha", unread_only=True, mark_as_read=False)
+    inbox = store.teams.messages.read_team_inbox(LEAD, "alpha", unread_only=True, mark_as_read=False)
     assert [m.message_id for m in inbox] == [call, other.message_id]
-    store.teams.roster.mark_messages_read([call])
-    unread = store.teams.roster.read_team_inbox(LEAD, "alpha", unread_only=True, mark_as_read=False)
+    store.teams.messages.mark_messages_read([call])
+    unread = store.teams.messages.read_team_inbox(LEAD, "alpha", unread_only=True, mark_as_read=False)
     assert [m.message_id for m in unread] == [other.message_id]
-    marked = store.teams.roster.team_message(call)
+    marked = store.teams.messages.team_message(call)
     assert marked is not None and marked.read_at is not None and marked.content == first.content
 
 
@@ -624,22 +624,22 @@ def test_read_team_inbox_marks_and_peeks(store: Repositories) -> None:
     first = _send(store, "alpha", "one")
     second = _send(store, "alpha", "two")
     _send(store, TEAM_LEAD, "for the lead", sender="alpha")
-    peeked = store.teams.roster.read_team_inbox(LEAD, "alpha", mark_as_read=False)
+    peeked = store.teams.messages.read_team_inbox(LEAD, "alpha", mark_as_read=False)
     assert [m.content for m in peeked] == ["one", "two"] and not any(m.read for m in peeked)
-    read = store.teams.roster.read_team_inbox(LEAD, "alpha")
+    read = store.teams.messages.read_team_inbox(LEAD, "alpha")
     assert [m.message_id for m in read] == [first.message_id, second.message_id]
     assert not any(m.read for m in read)  # the state before marking
-    assert store.teams.roster.read_team_inbox(LEAD, "alpha") == ()
-    everything = store.teams.roster.read_team_inbox(LEAD, "alpha", unread_only=False, mark_as_read=False)
+    assert store.teams.messages.read_team_inbox(LEAD, "alpha") == ()
+    everything = store.teams.messages.read_team_inbox(LEAD, "alpha", unread_only=False, mark_as_read=False)
     assert [m.content for m in everything] == ["one", "two"] and all(m.read for m in everything)
     third = _send(store, "alpha", "three")
-    again = store.teams.roster.read_team_inbox(LEAD, "alpha", unread_only=False)
+    again = store.teams.messages.read_team_inbox(LEAD, "alpha", unread_only=False)
     assert [m.read for m in again] == [True, True, False]
     assert (
-        store.teams.roster.read_team_inbox(LEAD, "alpha", unread_only=False)[-1].message_id
+        store.teams.messages.read_team_inbox(LEAD, "alpha", unread_only=False)[-1].message_id
         == third.message_id
     )
-    assert all(m.read for m in store.teams.roster.read_team_inbox(LEAD, "alpha", unread_only=False))
+    assert all(m.read for m in store.teams.messages.read_team_inbox(LEAD, "alpha", unread_only=False))
 
 
 def test_lead_messages_are_delivered_once(store: Repositories) -> None:
@@ -647,22 +647,22 @@ def test_lead_messages_are_delivered_once(store: Repositories) -> None:
     first = _send(store, TEAM_LEAD, "one", sender="alpha", sender_run_id=alpha.run_id)
     second = _send(store, TEAM_LEAD, "two", sender="alpha", sender_run_id=alpha.run_id)
     _send(store, "alpha", "not for the lead")
-    assert [m.message_id for m in store.teams.roster.undelivered_lead_messages(LEAD)] == [
+    assert [m.message_id for m in store.teams.messages.undelivered_lead_messages(LEAD)] == [
         first.message_id,
         second.message_id,
     ]
-    delivered = store.teams.roster.mark_lead_message_delivered(first.message_id, entry_id="entry-1")
+    delivered = store.teams.messages.mark_lead_message_delivered(first.message_id, entry_id="entry-1")
     assert delivered.delivered_entry_id == "entry-1" and delivered.read_at is not None
-    again = store.teams.roster.mark_lead_message_delivered(first.message_id, entry_id="entry-2")
+    again = store.teams.messages.mark_lead_message_delivered(first.message_id, entry_id="entry-2")
     assert again == delivered
-    assert [m.message_id for m in store.teams.roster.undelivered_lead_messages(LEAD)] == [second.message_id]
-    store.teams.roster.read_team_inbox(LEAD, TEAM_LEAD)  # the lead read it through read_inbox
-    assert store.teams.roster.undelivered_lead_messages(LEAD) == ()
+    assert [m.message_id for m in store.teams.messages.undelivered_lead_messages(LEAD)] == [second.message_id]
+    store.teams.messages.read_team_inbox(LEAD, TEAM_LEAD)  # the lead read it through read_inbox
+    assert store.teams.messages.undelivered_lead_messages(LEAD) == ()
     inbox = _send(store, "alpha", "x")
     with pytest.raises(TargetNotFoundError):
-        store.teams.roster.mark_lead_message_delivered(inbox.message_id, entry_id="e")
+        store.teams.messages.mark_lead_message_delivered(inbox.message_id, entry_id="e")
     with pytest.raises(TargetNotFoundError):
-        store.teams.roster.mark_lead_message_delivered("00000000-0000-4000-8000-000000000000", entry_id="e")
+        store.teams.messages.mark_lead_message_delivered("00000000-0000-4000-8000-000000000000", entry_id="e")
 
 
 # --- file claims ---------------------------------------------------------------------------------

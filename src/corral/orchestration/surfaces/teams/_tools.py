@@ -17,7 +17,7 @@ from typing import TYPE_CHECKING, Any, TypeVar
 from corral.agent import AgentTool, ToolResult, ToolUpdate
 from corral.llm import ToolDefinition
 from corral.orchestration.errors import InvalidRequestError
-from corral.orchestration.kernel._caller import Caller
+from corral.orchestration.kernel import Caller
 from corral.orchestration.surfaces._common import PASS_THROUGH_SCHEMA, error_result
 from corral.orchestration.surfaces.agent._render import TEAMS_TOOL_NAMES
 
