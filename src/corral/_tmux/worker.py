@@ -246,7 +246,7 @@ def tmux_place(
                 hooks.changed()
 
         local = _WorkerHost(kernel=store.kernel, registry=registry, settings=settings)
-        return Teams(local), member
+        return Teams(local).members, member
 
     work_done = None
     if store.worktrees.has_worktrees():  # an isolated writer commits its work on its branch at the end

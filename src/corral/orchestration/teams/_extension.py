@@ -98,7 +98,7 @@ class TeamsExtension(HostExtension):
         slot is interrupted."""
         live = self.teams.live.get(run_id)
         if live is not None:
-            self.teams.run_lost(live.run, reason)
+            self.teams.members.run_lost(live.run, reason)
             return
         self.teams.remote.lost(run_id, reason)
 
