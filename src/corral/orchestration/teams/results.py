@@ -52,7 +52,7 @@ __all__ = [
 
 @dataclass(frozen=True, slots=True)
 class SpawnResult:
-    """One agent started or queued (`Teams.spawn`)."""
+    """One agent started or queued (`Spawner.spawn`)."""
 
     name: str
     """The agent's name."""
@@ -114,7 +114,7 @@ class SwarmFailure:
 
 @dataclass(frozen=True, slots=True)
 class SwarmResult:
-    """A swarm's admissions, in the request's order (`Teams.spawn_swarm`)."""
+    """A swarm's admissions, in the request's order (`Spawner.spawn_swarm`)."""
 
     members: tuple[SpawnResult | SwarmFailure, ...]
     """Each member's result."""
@@ -427,7 +427,7 @@ AgentSnapshot = MemberSnapshot | QueuedSnapshot | FailedSnapshot | CompletedSnap
 
 @dataclass(frozen=True, slots=True)
 class StatusSnapshot:
-    """One read-only snapshot of a scope's agents (`Teams.status`)."""
+    """One read-only snapshot of a scope's agents (`TeamControl.status`)."""
 
     session: str
     """The team's name."""

@@ -3,7 +3,7 @@
 One more wire format over the teams core, next to the tools: a request
 `{requestId, type, params}` is parsed like a `spawn_agent` call
 (`parse_spawn`, with `continueFrom` accepted for `continue_from`), run through
-`Teams.spawn` with the same tier, capacity and lifecycle rules, and answered
+`Spawner.spawn` with the same tier, capacity and lifecycle rules, and answered
 with a correlated `OrchestrationResponse`.
 """
 
