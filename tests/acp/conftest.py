@@ -160,3 +160,64 @@ def acp_env(tmp_path: Path) -> AcpEnv:
 
 def text_block(text: str) -> Any:
     return acp.text_block(text)
+
+
+LATER = {
+    "steps": [
+        {
+            "text": "Delegating to reader.",
+            "tool_calls": [
+                {
+                    "name": "agent",
+                    "args": {
+                        "action": "delegate",
+                        "definition": "generalist",
+                        "label": "reader",
+                        "task": "Wait for the gate, then say so.",
+                    },
+                }
+            ],
+        },
+        {
+            "expect": {"context_contains": ["Agent result · agent=reader"]},
+            "text": "Reader reported back.",
+            "otherwise": {"text": "Reader is working; its result comes back by itself."},
+        },
+    ],
+    "on_exhausted": "repeat_last",
+    "agents": {
+        "reader": [
+            {
+                "text": "Waiting for the gate.",
+                "tool_calls": [
+                    {
+                        "name": "bash",
+                        "args": {"command": "while [ ! -e go ]; do sleep 0.05; done; echo released"},
+                    }
+                ],
+            },
+            {"text": "The gate opened."},
+        ]
+    },
+}
+"""`scripted/later`: the lead delegates `reader`, which waits until the file `go` exists in the work
+directory, and ends its turn; the result arrives after it and wakes the lead."""
+
+SLOW = {
+    "steps": [
+        {"text": "Working on it.", "tool_calls": [{"name": "ls", "args": {"path": "."}}]},
+        {"delay_ms": 600_000, "text": "never"},
+    ],
+    "on_exhausted": "repeat_last",
+}
+"""`scripted/slow`: one tool call, then a model request that takes ten minutes unless cancelled."""
+
+
+def shown_results(recorder: Recorder, session_id: str) -> int:
+    """How many updates carried an item (a result, a report) to the editor."""
+    count = 0
+    for update in recorder.of(session_id):
+        raw = getattr(update, "raw_output", None)
+        if isinstance(raw, dict) and raw.get("kind") in ("result", "report"):
+            count += 1
+    return count

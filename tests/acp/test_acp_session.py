@@ -2,7 +2,11 @@
 
 from __future__ import annotations
 
-from .conftest import AcpEnv, text_block
+import asyncio
+
+from acp.schema import ToolCallProgress, UserMessageChunk
+
+from .conftest import LATER, SLOW, WAIT, AcpEnv, Recorder, shown_results, text_block
 
 
 async def test_initialize_names_corral_and_offers_load_session(acp_env: AcpEnv) -> None:
@@ -35,3 +39,77 @@ async def test_a_prompt_streams_the_leads_turn_and_the_delegated_agent_completes
     assert scout["title"].startswith("delegate: reader")
     assert "A sample project for corral acp." in scout["text"]  # the scout's result, as the lead got it
     assert scout["raw_output"]["kind"] == "result"
+
+
+async def test_cancel_stops_the_turn_and_the_prompt_answers_cancelled(acp_env: AcpEnv) -> None:
+    acp_env.script("slow", SLOW)
+    async with acp_env.server(model="scripted/slow") as (conn, _process, recorder):
+        await conn.initialize(protocol_version=1)
+        sid = (await conn.new_session(cwd=str(acp_env.work), mcp_servers=[])).session_id
+        turn = asyncio.ensure_future(conn.prompt(session_id=sid, prompt=[text_block("go")]))
+        await recorder.until(
+            lambda: any(c.get("status") == "completed" for c in recorder.tool_calls(sid).values())
+        )
+        await conn.cancel(session_id=sid)
+        async with asyncio.timeout(WAIT):
+            answer = await turn
+        assert answer.stop_reason == "cancelled"
+        # The server goes on serving: another session opens.
+        assert (await conn.new_session(cwd=str(acp_env.work), mcp_servers=[])).session_id != sid
+    assert "never" not in recorder.text(sid)
+
+
+async def test_a_result_after_the_turn_streams_in_the_leads_wake_turn(acp_env: AcpEnv) -> None:
+    acp_env.script("later", LATER)
+    async with acp_env.server(model="scripted/later") as (conn, _process, recorder):
+        await conn.initialize(protocol_version=1)
+        sid = (await conn.new_session(cwd=str(acp_env.work), mcp_servers=[])).session_id
+        answer = await conn.prompt(session_id=sid, prompt=[text_block("start the reader")])
+        assert answer.stop_reason == "end_turn"
+        assert "Reader is working" in recorder.text(sid)
+        (reader,) = [c for c in recorder.tool_calls(sid).values() if c.get("kind") == "think"]
+        assert reader["status"] == "in_progress"
+        (acp_env.work / "go").touch()
+        await recorder.until(lambda: "Reader reported back." in recorder.text(sid))
+        await recorder.until(
+            lambda: (
+                [c["status"] for c in recorder.tool_calls(sid).values() if c.get("kind") == "think"]
+                == ["completed"]
+            )
+        )
+        (reader,) = [c for c in recorder.tool_calls(sid).values() if c.get("kind") == "think"]
+    assert "The gate opened." in reader["text"]
+    assert "Waiting for the gate." in recorder.text(sid) or "→ bash" in _all_progress(recorder, sid)
+
+
+def _all_progress(recorder: Recorder, sid: str) -> str:
+    return "\n".join(
+        "\n".join(getattr(getattr(c, "content", None), "text", "") for c in (u.content or []))
+        for u in recorder.of(sid)
+        if isinstance(u, ToolCallProgress)
+    )
+
+
+async def test_load_replays_the_history_once_and_the_result_in_its_tool_call(acp_env: AcpEnv) -> None:
+    async with acp_env.server() as (conn, _process, recorder):
+        await conn.initialize(protocol_version=1)
+        sid = (await conn.new_session(cwd=str(acp_env.work), mcp_servers=[])).session_id
+        await conn.prompt(session_id=sid, prompt=[text_block("what is in the README?")])
+        await recorder.until(
+            lambda: (
+                [c.get("status") for c in recorder.tool_calls(sid).values() if c.get("kind") == "think"]
+                == ["completed"]
+            )
+        )
+    replayed = Recorder()
+    async with acp_env.server(recorder=replayed) as (conn, _process, _recorder):
+        await conn.initialize(protocol_version=1)
+        await conn.load_session(cwd=str(acp_env.work), session_id=sid, mcp_servers=[])
+        updates = replayed.of(sid)
+        prompts = [u for u in updates if isinstance(u, UserMessageChunk)]
+        assert [p.content.text for p in prompts] == ["what is in the README?"]
+        assert "I'll ask a scout to read the README" in replayed.text(sid)
+        scouts = [c for c in replayed.tool_calls(sid).values() if c.get("kind") == "think"]
+        assert len(scouts) == 1 and scouts[0]["status"] == "completed"
+        assert "A sample project for corral acp." in scouts[0]["text"]
+        assert shown_results(replayed, sid) == 1

@@ -37,6 +37,7 @@ from corral.agent import (
 from corral.errors import CorralError
 from corral.lead import CURSOR_TYPE, ItemLog, Launched, LaunchOptions, LeadItem, launch_session
 from corral.llm import AssistantMessage, CustomMessage, TextContent
+from corral.orchestration.kernel import fault_point
 from corral.session import CustomEntry, CustomMessageEntry, MessageEntry
 
 from ._updates import Update, UpdateMapper
@@ -177,6 +178,7 @@ class _Session:
         while self._shown < len(items):
             item = items[self._shown]
             update = self.mapper.item(item)
+            fault_point("acp_before_show")  # persisted, not yet shown: a crash test kills here
             if update is not None and not self.send(update):
                 return  # the client is gone: the cursor stays before this item
             self._shown += 1
