@@ -114,7 +114,11 @@ class AcpEnv:
 
     @asynccontextmanager
     async def server(
-        self, *args: str, recorder: Recorder | None = None, model: str = "scripted/team"
+        self,
+        *args: str,
+        recorder: Recorder | None = None,
+        model: str = "scripted/team",
+        env: dict[str, str] | None = None,
     ) -> AsyncIterator[tuple[Any, Any, Recorder]]:
         """`corral acp --cwd <work> --model MODEL ARGS` with an SDK client connected: (conn, process, recorder)."""
         recorder = recorder or Recorder()
@@ -129,7 +133,7 @@ class AcpEnv:
                 "--model",
                 model,
                 *args,
-                env=self.vars,
+                env=self.vars if env is None else env,
                 transport_kwargs={"stderr": stderr.fileno(), "shutdown_timeout": 20.0},
             ) as (conn, process):
                 yield conn, process, recorder
