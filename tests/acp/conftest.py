@@ -43,7 +43,7 @@ class Recorder:
     updates: list[tuple[str, Any]] = field(default_factory=list)
     asked: list[Any] = field(default_factory=list)
     answer: str | None = "allow"
-    """The option to choose (`None`: dismiss the request, ACP's `cancelled` outcome)."""
+    """The option to choose (`None`: dismiss the request, ACP's `cancelled` outcome; `hang`: never answer)."""
     _changed: asyncio.Event = field(default_factory=asyncio.Event)
 
     async def session_update(self, session_id: str, update: Any, **kwargs: Any) -> None:
@@ -55,6 +55,8 @@ class Recorder:
     ) -> RequestPermissionResponse:
         self.asked.append(tool_call)
         self._changed.set()
+        if self.answer == "hang":  # a headless client that never answers
+            await asyncio.Event().wait()
         if self.answer is None:
             return RequestPermissionResponse(outcome=DeniedOutcome(outcome="cancelled"))
         return RequestPermissionResponse(outcome=AllowedOutcome(outcome="selected", option_id=self.answer))
@@ -225,3 +227,32 @@ def shown_results(recorder: Recorder, session_id: str) -> int:
         if isinstance(raw, dict) and raw.get("kind") in ("result", "report"):
             count += 1
     return count
+
+
+ASKING = {
+    "steps": [
+        {
+            "text": "Asking the scout to check with you first.",
+            "tool_calls": [
+                {
+                    "name": "agent",
+                    "args": {
+                        "action": "delegate",
+                        "definition": "scout",
+                        "label": "asker",
+                        "task": "Ask first.",
+                    },
+                }
+            ],
+        },
+        {"text": "Waiting on asker."},
+    ],
+    "on_exhausted": "repeat_last",
+    "agents": {
+        "asker": [
+            {"tool_calls": [{"name": "ask_owner", "args": {"question": "May I read README.md?"}}]},
+            {"expect": {"last_user_contains": "Yes."}, "text": "allowed", "otherwise": {"text": "refused"}},
+        ]
+    },
+}
+"""`scripted/asking`: the lead delegates `asker`, which asks its owner before it answers."""
