@@ -854,10 +854,10 @@ def acp(
         raise UsageError("choose --session or --continue, not both")
     if cwd is not None and not cwd.is_dir():
         raise UsageError(f"--cwd {cwd}: not a directory")
-    from corral._cli._launch import check_data_root
     from corral.acp import AcpOptions, serve
 
-    check_data_root()
+    # No data-root check here: it loads the lead, and `initialize` is answered before that. A data root
+    # corral cannot use fails `session/new` with the check's message.
     options = AcpOptions(
         cwd or Path.cwd(),
         model=model,

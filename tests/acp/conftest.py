@@ -20,6 +20,7 @@ from tests._ci import unavailable
 if importlib.util.find_spec("acp") is None:
     unavailable("the agent-client-protocol test extra is not installed", module_level=True)
 
+import acp
 from acp.schema import (
     AgentMessageChunk,
     AllowedOutcome,
@@ -28,8 +29,6 @@ from acp.schema import (
     ToolCallProgress,
     ToolCallStart,
 )
-
-import acp
 
 CORRAL = str(Path(sys.executable).with_name("corral"))
 WAIT = 60.0
