@@ -255,3 +255,43 @@ ASKING = {
     },
 }
 """`scripted/asking`: the lead delegates `asker`, which asks its owner before it answers."""
+
+
+SPAWNING = {
+    "steps": [
+        {
+            "text": "Spawning a reviewer.",
+            "tool_calls": [
+                {
+                    "name": "spawn_agent",
+                    "args": {"name": "lister", "model_slot": "read-review", "prompt": "List the directory."},
+                }
+            ],
+        },
+        {
+            "expect": {"context_contains": ["lister"], "last_user_contains": "Report"},
+            "text": "The lister reported.",
+            "otherwise": {"text": "The lister is working."},
+        },
+    ],
+    "on_exhausted": "repeat_last",
+    "agents": {
+        "lister": [
+            {"text": "Looking.", "tool_calls": [{"name": "ls", "args": {"path": "."}}]},
+            {
+                "text": "Reporting.",
+                "tool_calls": [
+                    {
+                        "name": "report_and_exit",
+                        "args": {
+                            "content": "The directory holds README.md.",
+                            "summary": "listed",
+                            "outcome": "succeeded",
+                        },
+                    }
+                ],
+            },
+        ]
+    },
+}
+"""`scripted/spawning`: a teams lead spawns `lister`, whose report completes its tool call."""

@@ -4,9 +4,9 @@ from __future__ import annotations
 
 import asyncio
 
-from acp.schema import ToolCallProgress, UserMessageChunk
+from acp.schema import AvailableCommandsUpdate, ToolCallProgress, UserMessageChunk
 
-from .conftest import LATER, SLOW, WAIT, AcpEnv, Recorder, shown_results, text_block
+from .conftest import LATER, SLOW, SPAWNING, WAIT, AcpEnv, Recorder, shown_results, text_block
 
 
 async def test_initialize_names_corral_and_offers_load_session(acp_env: AcpEnv) -> None:
@@ -36,6 +36,12 @@ async def test_a_prompt_streams_the_leads_turn_and_the_delegated_agent_completes
 
         await recorder.until(scout_done)
         (scout,) = [c for c in recorder.tool_calls(sid).values() if c.get("kind") == "think"]
+        # `/agents` is answered by the server itself, without a model turn.
+        commands = [u for u in recorder.of(sid) if isinstance(u, AvailableCommandsUpdate)]
+        assert [c.name for c in commands[0].available_commands] == ["agents"]
+        listed = await conn.prompt(session_id=sid, prompt=[text_block("/agents")])
+        assert listed.stop_reason == "end_turn"
+        assert recorder.text(sid).endswith("No agents.")  # its result was delivered: nothing is left
     assert scout["title"].startswith("delegate: reader")
     assert "A sample project for corral acp." in scout["text"]  # the scout's result, as the lead got it
     assert scout["raw_output"]["kind"] == "result"
@@ -69,6 +75,9 @@ async def test_a_result_after_the_turn_streams_in_the_leads_wake_turn(acp_env: A
         assert "Reader is working" in recorder.text(sid)
         (reader,) = [c for c in recorder.tool_calls(sid).values() if c.get("kind") == "think"]
         assert reader["status"] == "in_progress"
+        listed = await conn.prompt(session_id=sid, prompt=[text_block("/agents")])
+        assert listed.stop_reason == "end_turn"
+        assert "- reader (generalist): working" in recorder.text(sid)
         (acp_env.work / "go").touch()
         await recorder.until(lambda: "Reader reported back." in recorder.text(sid))
         await recorder.until(
@@ -113,3 +122,22 @@ async def test_load_replays_the_history_once_and_the_result_in_its_tool_call(acp
         assert len(scouts) == 1 and scouts[0]["status"] == "completed"
         assert "A sample project for corral acp." in scouts[0]["text"]
         assert shown_results(replayed, sid) == 1
+
+
+async def test_a_spawned_teams_agent_is_a_tool_call_that_completes_with_its_report(acp_env: AcpEnv) -> None:
+    acp_env.script("spawning", SPAWNING)
+    async with acp_env.server("--surfaces", "teams", model="scripted/spawning") as (conn, _process, recorder):
+        await conn.initialize(protocol_version=1)
+        sid = (await conn.new_session(cwd=str(acp_env.work), mcp_servers=[])).session_id
+        await conn.prompt(session_id=sid, prompt=[text_block("review")])
+        await recorder.until(
+            lambda: (
+                [c.get("status") for c in recorder.tool_calls(sid).values() if c.get("kind") == "think"]
+                == ["completed"]
+            )
+        )
+        (lister,) = [c for c in recorder.tool_calls(sid).values() if c.get("kind") == "think"]
+    assert lister["title"] == "spawn: lister"
+    assert "The directory holds README.md." in lister["text"]
+    assert lister["raw_output"]["kind"] == "report"
+    assert shown_results(recorder, sid) == 1

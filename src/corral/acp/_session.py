@@ -229,6 +229,7 @@ class LeadSession:
             self.mapper = UpdateMapper()
             self._shown = 0
         self.live = True
+        self.send(UpdateMapper.commands_update())
         items = {item.entry_id: index for index, item in enumerate(self.log.refresh())}
         for entry in list(self.launched.session.entries):
             index = items.get(entry.id)
@@ -256,6 +257,10 @@ class LeadSession:
     # --- a prompt turn -----------------------------------------------------------------------------------
 
     async def prompt(self, text: str) -> str:
+        command = text.strip().split(maxsplit=1)
+        if command and command[0] == "/agents":
+            self.send(self.mapper.message_chunk(self.agents_text()))
+            return "end_turn"
         agent = self.launched.agent
         self.cancelled = False
         self.turn = asyncio.ensure_future(agent.prompt_when_idle(text))
@@ -275,6 +280,24 @@ class LeadSession:
         if last is not None and last.stop_reason == "length":
             return "max_tokens"
         return "end_turn"
+
+    def agents_text(self) -> str:
+        """`/agents`: the lead's agents and their state, one line each (no model turn)."""
+        agents = self.launched.agents
+        if agents is None:
+            return "This lead has no agent surfaces."
+        lines = []
+        for view in agents.views():
+            generation = view.generation
+            ask = " — asks: " + view.pending_ask.question if view.pending_ask is not None else ""
+            lines.append(f"- {generation.label} ({generation.definition}): {view.state}{ask}")
+        host = self.launched.host
+        if host is not None and host.has_teams:
+            import time
+
+            for row in agents.team_rows(agents.team_snapshot(), now_ms=int(time.time() * 1000)):
+                lines.append(f"- {row.name} ({row.tier}): {row.status or 'queued'}")
+        return "\n".join(lines) if lines else "No agents."
 
     async def cancel(self) -> None:
         self.cancelled = True

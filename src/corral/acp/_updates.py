@@ -42,7 +42,13 @@ _STARTS_AGENT = {("agent", "delegate"), ("agent", "continue"), ("agent_delegate"
 _SPAWNS = {"spawn_agent"}
 _PROGRESS_LINES = 12
 """How many of an agent's latest progress lines its tool call shows."""
-_FAILED = frozenset({"failed", "error", "lost", "cancelled", "budget_exhausted", "interrupted"})
+_FAILED = frozenset({"failed", "error", "lost", "cancelled", "budget_exhausted", "interrupted", "blocked"})
+"""A result's `status`, or a report's `effective_outcome`, that ends its agent's tool call `failed`."""
+
+
+def _failed(item: LeadItem) -> bool:
+    key = "effective_outcome" if item.kind == "report" else "status"
+    return str(item.details.get(key, "")) in _FAILED
 
 
 def tool_kind(tool_name: str, args: dict[str, Any]) -> str:
@@ -123,6 +129,16 @@ class UpdateMapper:
         """A user's prompt (replayed)."""
         return {"sessionUpdate": "user_message_chunk", "content": {"type": "text", "text": text}}
 
+    @staticmethod
+    def commands_update() -> Update:
+        """The slash commands the server answers itself."""
+        return {
+            "sessionUpdate": "available_commands_update",
+            "availableCommands": [
+                {"name": "agents", "description": "List this lead's agents and their state (no model turn)"}
+            ],
+        }
+
     # --- the lead's tool calls ---------------------------------------------------------------------
 
     def tool_started(self, tool_call_id: str, tool_name: str, args: dict[str, Any]) -> Update:
@@ -197,11 +213,10 @@ class UpdateMapper:
             for name, other in list(self._by_name.items()):
                 if other is call:
                     del self._by_name[name]
-            status = str(item.details.get("status", item.details.get("outcome", "")))
             return {
                 "sessionUpdate": "tool_call_update",
                 "toolCallId": call.tool_call_id,
-                "status": "failed" if status in _FAILED else "completed",
+                "status": "failed" if _failed(item) else "completed",
                 "content": _text_content(item.text),
                 "rawOutput": {"kind": item.kind, "entry_id": item.entry_id, "details": item.details},
             }
