@@ -141,3 +141,24 @@ async def test_a_spawned_teams_agent_is_a_tool_call_that_completes_with_its_repo
     assert "The directory holds README.md." in lister["text"]
     assert lister["raw_output"]["kind"] == "report"
     assert shown_results(recorder, sid) == 1
+
+
+async def test_a_result_after_the_editor_left_waits_for_the_next_load_once(acp_env: AcpEnv) -> None:
+    acp_env.script("later", LATER)
+    async with acp_env.server(model="scripted/later") as (conn, process, recorder):
+        await conn.initialize(protocol_version=1)
+        sid = (await conn.new_session(cwd=str(acp_env.work), mcp_servers=[])).session_id
+        await conn.prompt(session_id=sid, prompt=[text_block("start the reader")])
+        process.stdin.close()  # the editor is gone; the reader still waits for its gate
+        (acp_env.work / "go").touch()
+        async with asyncio.timeout(WAIT):
+            assert await process.wait() == 0  # it stayed until the reader's result was delivered
+    assert shown_results(recorder, sid) == 0
+    replayed = Recorder()
+    async with acp_env.server(recorder=replayed, model="scripted/later") as (conn, _process, _recorder):
+        await conn.initialize(protocol_version=1)
+        await conn.load_session(cwd=str(acp_env.work), session_id=sid, mcp_servers=[])
+        assert shown_results(replayed, sid) == 1
+        (reader,) = [c for c in replayed.tool_calls(sid).values() if c.get("kind") == "think"]
+        assert reader["status"] == "completed" and "The gate opened." in reader["text"]
+        assert "Reader reported back." in replayed.text(sid)  # the wake turn ran while nobody watched

@@ -45,6 +45,8 @@ if TYPE_CHECKING:
 __all__ = ["PROTOCOL_VERSION", "AcpOptions", "AcpServer", "serve"]
 
 PROTOCOL_VERSION = 1
+LINGER_ENV = "CORRAL_ACP_LINGER"
+"""Seconds the server stays, once the editor closed its input, for agents still working (default 600)."""
 ASK_TIMEOUT_ENV = "CORRAL_ACP_ASK_TIMEOUT"
 """Seconds a question waits for the editor's answer before it is rejected (default 600)."""
 
@@ -73,11 +75,7 @@ class AcpServer:
         self._tasks: set[asyncio.Task[Any]] = set()
         self._first_new = True
         self._opening = asyncio.Lock()
-        raw = os.environ.get(ASK_TIMEOUT_ENV, "")
-        try:
-            self.ask_timeout: float | None = float(raw) if raw else 600.0
-        except ValueError:
-            self.ask_timeout = 600.0
+        self.ask_timeout: float | None = _seconds(ASK_TIMEOUT_ENV, 600.0)
 
     def spawn(self, coro: Any) -> None:
         task = asyncio.ensure_future(coro)
@@ -92,9 +90,29 @@ class AcpServer:
             while (line := await queue.get()) is not None:
                 if line.strip():
                     self.handle_line(line)
+            self.wire.input_ended()
+            await self.linger()
         finally:
             self.wire.input_ended()
             await self.aclose()
+
+    async def linger(self) -> None:
+        """The editor is gone: let the leads' agents finish (up to `CORRAL_ACP_LINGER` seconds), so
+        their results reach the lead sessions and the next `session/load` shows them.
+
+        Agents run in this process; leaving at once would stop them (they are marked lost). A prompt
+        turn still running is cancelled first: nobody waits for its answer.
+        """
+        for session in self.sessions.values():
+            if session.turn is not None:
+                await session.cancel()
+        if not self.sessions:
+            return
+        with contextlib.suppress(TimeoutError):
+            await asyncio.wait_for(
+                asyncio.gather(*(s.launched.wait_until_quiet() for s in self.sessions.values())),
+                _seconds(LINGER_ENV, 600.0),
+            )
 
     def handle_line(self, line: bytes) -> None:
         """One line from the client: answer it (requests run as tasks, so `session/cancel` gets through)."""
@@ -267,6 +285,15 @@ class AcpServer:
             with contextlib.suppress(Exception):
                 await session.aclose()
         self.sessions.clear()
+
+
+def _seconds(variable: str, default: float) -> float:
+    """A number of seconds from the environment variable `variable` (unset or not a number: `default`)."""
+    try:
+        value = float(os.environ.get(variable, ""))
+    except ValueError:
+        return default
+    return value if value >= 0 else default
 
 
 def _str_param(params: dict[str, Any], name: str) -> str:
