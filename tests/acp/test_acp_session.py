@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import asyncio
+import signal
 
 from acp.schema import AvailableCommandsUpdate, ToolCallProgress, UserMessageChunk
 
@@ -162,3 +163,28 @@ async def test_a_result_after_the_editor_left_waits_for_the_next_load_once(acp_e
         (reader,) = [c for c in replayed.tool_calls(sid).values() if c.get("kind") == "think"]
         assert reader["status"] == "completed" and "The gate opened." in reader["text"]
         assert "Reader reported back." in replayed.text(sid)  # the wake turn ran while nobody watched
+
+
+async def test_continue_reopens_the_newest_session_on_the_first_new_and_sigterm_exits_143(
+    acp_env: AcpEnv,
+) -> None:
+    async with acp_env.server() as (conn, process, recorder):
+        await conn.initialize(protocol_version=1)
+        sid = (await conn.new_session(cwd=str(acp_env.work), mcp_servers=[])).session_id
+        await conn.prompt(session_id=sid, prompt=[text_block("what is in the README?")])
+        await recorder.until(
+            lambda: (
+                [c.get("status") for c in recorder.tool_calls(sid).values() if c.get("kind") == "think"]
+                == ["completed"]
+            )
+        )
+        process.send_signal(signal.SIGTERM)
+        async with asyncio.timeout(WAIT):
+            assert await process.wait() == 143
+    async with acp_env.server("--continue") as (conn, _process, reopened):
+        await conn.initialize(protocol_version=1)
+        assert (await conn.new_session(cwd=str(acp_env.work), mcp_servers=[])).session_id == sid
+        await reopened.until(lambda: shown_results(reopened, sid) == 1)
+        assert "I'll ask a scout to read the README" in reopened.text(sid)
+        # Only the first session/new reopens it.
+        assert (await conn.new_session(cwd=str(acp_env.work), mcp_servers=[])).session_id != sid

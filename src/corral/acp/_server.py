@@ -18,6 +18,7 @@ from __future__ import annotations
 import asyncio
 import contextlib
 import os
+import signal
 import sys
 from dataclasses import dataclass
 from pathlib import Path
@@ -82,19 +83,32 @@ class AcpServer:
         self._tasks.add(task)
         task.add_done_callback(self._tasks.discard)
 
-    async def serve(self) -> None:
-        """Read and answer lines until the input ends; then close every lead."""
+    async def serve(self) -> int:
+        """Read and answer lines until the input ends; then close every lead. The exit code: 0, or
+        143 after SIGTERM (which stops at once: agents still working are stopped and marked lost)."""
         queue: asyncio.Queue[bytes | None] = asyncio.Queue()
+        terminated = False
+
+        def terminate() -> None:
+            nonlocal terminated
+            terminated = True
+            queue.put_nowait(None)
+
+        loop = asyncio.get_running_loop()
+        with contextlib.suppress(NotImplementedError, RuntimeError):
+            loop.add_signal_handler(signal.SIGTERM, terminate)
         self.wire.start_reading(queue)
         try:
             while (line := await queue.get()) is not None:
                 if line.strip():
                     self.handle_line(line)
             self.wire.input_ended()
-            await self.linger()
+            if not terminated:
+                await self.linger()
         finally:
             self.wire.input_ended()
             await self.aclose()
+        return 143 if terminated else 0
 
     async def linger(self) -> None:
         """The editor is gone: let the leads' agents finish (up to `CORRAL_ACP_LINGER` seconds), so
@@ -355,10 +369,9 @@ def serve(options: AcpOptions) -> int:
     os.dup2(2, 1)
     wire = Wire(0, out)
     try:
-        asyncio.run(AcpServer(wire, options).serve())
+        return asyncio.run(AcpServer(wire, options).serve())
     except KeyboardInterrupt:
         return 130
     finally:
         with contextlib.suppress(OSError):
             os.close(out)
-    return 0
