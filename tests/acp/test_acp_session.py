@@ -79,6 +79,9 @@ async def test_a_result_after_the_turn_streams_in_the_leads_wake_turn(acp_env: A
         listed = await conn.prompt(session_id=sid, prompt=[text_block("/agents")])
         assert listed.stop_reason == "end_turn"
         assert "- reader (generalist): working" in recorder.text(sid)
+        # Its tool call streams its progress while it works.
+        await recorder.until(lambda: "→ bash while [ ! -e go ]" in _all_progress(recorder, sid))
+        assert "Waiting for the gate." in _all_progress(recorder, sid)
         (acp_env.work / "go").touch()
         await recorder.until(lambda: "Reader reported back." in recorder.text(sid))
         await recorder.until(
@@ -89,7 +92,6 @@ async def test_a_result_after_the_turn_streams_in_the_leads_wake_turn(acp_env: A
         )
         (reader,) = [c for c in recorder.tool_calls(sid).values() if c.get("kind") == "think"]
     assert "The gate opened." in reader["text"]
-    assert "Waiting for the gate." in recorder.text(sid) or "→ bash" in _all_progress(recorder, sid)
 
 
 def _all_progress(recorder: Recorder, sid: str) -> str:

@@ -23,7 +23,7 @@ from corral.agent import (
 )
 from corral.errors import CorralError
 from corral.lead import CURSOR_TYPE, ItemLog, Launched, LeadItem
-from corral.llm import AssistantMessage, CustomMessage, TextContent
+from corral.llm import AssistantMessage, CustomMessage, TextContent, ToolCall
 from corral.orchestration.kernel import fault_point
 from corral.session import CustomEntry, CustomMessageEntry, MessageEntry
 
@@ -127,19 +127,32 @@ class LeadSession:
                 continue
             child = agents.session(generation.run_id)
             if child is not None:
-                self._children[generation.run_id] = child.subscribe(self._child_listener(generation.label))
+                label = generation.label
+                # What it did so far, then each later message: every assistant message once (no await
+                # between reading its messages and subscribing).
+                for message in list(child.messages):
+                    self._child_message(label, message)
+                self._children[generation.run_id] = child.subscribe(self._child_listener(label))
 
     def _child_listener(self, label: str) -> Callable[[AgentEvent], None]:
-        return lambda event: self._on_child_event(label, event)
+        def listen(event: AgentEvent) -> None:
+            if isinstance(event, MessageEndEvent):
+                self._child_message(label, event.message)
 
-    def _on_child_event(self, label: str, event: object) -> None:
-        if isinstance(event, ToolExecutionStartEvent):
-            target = next((v for k, v in event.args.items() if k in ("path", "pattern", "command")), "")
-            self.send(self.mapper.agent_progress(label, f"→ {event.tool_name} {str(target)[:100]}".rstrip()))
-        elif isinstance(event, MessageEndEvent) and isinstance(event.message, AssistantMessage):
-            text = "".join(part.text for part in event.message.content if isinstance(part, TextContent))
-            first = text.strip().splitlines()[0][:200] if text.strip() else ""
-            self.send(self.mapper.agent_progress(label, first))
+        return listen
+
+    def _child_message(self, label: str, message: object) -> None:
+        """An agent's assistant message as progress lines: its first line of text, then its tool calls."""
+        if not isinstance(message, AssistantMessage):
+            return
+        for part in message.content:
+            if isinstance(part, TextContent) and part.text.strip():
+                self.send(self.mapper.agent_progress(label, part.text.strip().splitlines()[0][:200]))
+            elif isinstance(part, ToolCall):
+                target = next(
+                    (v for k, v in part.arguments.items() if k in ("path", "pattern", "command")), ""
+                )
+                self.send(self.mapper.agent_progress(label, f"→ {part.name} {str(target)[:100]}".rstrip()))
 
     # --- items -------------------------------------------------------------------------------------------
 
