@@ -7,7 +7,13 @@
 * `SLOW`: one chunk, then waits for `session/cancel` (answers `cancelled`).
 * `SPAWN <file>`: like `SLOW`, after starting a `sleep` child whose pid it writes to `<file>`.
 
-Every message it receives is appended to `$FAKE_ACP_LOG` (one JSON line each) when that is set.
+* `RECALL`: answers `I remember: <the session's first prompt>` (its history: see below).
+* `WAIT <file>`: one chunk, then waits until `<file>` exists; answers `waited`.
+
+With `$FAKE_ACP_SESSIONS` (a directory) set it offers `loadSession`: each session's history (its
+prompts and answers) is kept in `<dir>/<sessionId>.json`, and `session/load` replays it as
+`session/update`s (an unknown id is refused). Every message it receives is appended to
+`$FAKE_ACP_LOG` (one JSON line each) when that is set.
 """
 
 from __future__ import annotations
@@ -20,6 +26,7 @@ import sys
 from typing import Any
 
 LOG = os.environ.get("FAKE_ACP_LOG")
+SESSIONS = os.environ.get("FAKE_ACP_SESSIONS")
 
 
 class Agent:
@@ -28,6 +35,8 @@ class Agent:
         self.pending: dict[int, asyncio.Future[Any]] = {}
         self.cancelled: dict[str, asyncio.Event] = {}
         self.children: list[subprocess.Popen[bytes]] = []
+        self.said: dict[str, list[str]] = {}
+        self.histories: dict[str, list[dict[str, str]]] = {}
 
     def send(self, message: dict[str, Any]) -> None:
         sys.stdout.write(json.dumps({"jsonrpc": "2.0", **message}) + "\n")
@@ -38,6 +47,24 @@ class Agent:
 
     def chunk(self, session_id: str, text: str, kind: str = "agent_message_chunk") -> None:
         self.update(session_id, {"sessionUpdate": kind, "content": {"type": "text", "text": text}})
+        if kind == "agent_message_chunk":
+            self.said.setdefault(session_id, []).append(text)
+
+    def history(self, session_id: str) -> list[dict[str, str]]:
+        if SESSIONS is None:
+            return self.histories.setdefault(session_id, [])
+        path = os.path.join(SESSIONS, f"{session_id}.json")
+        if not os.path.exists(path):
+            return []
+        with open(path) as saved:
+            return list(json.load(saved))
+
+    def remember(self, session_id: str, prompt: str, answer: str) -> None:
+        turns = [*self.history(session_id), {"prompt": prompt, "answer": answer}]
+        self.histories[session_id] = turns
+        if SESSIONS is not None:
+            with open(os.path.join(SESSIONS, f"{session_id}.json"), "w") as out:
+                json.dump(turns, out)
 
     async def request(self, method: str, params: dict[str, Any]) -> Any:
         self.next_id += 1
@@ -60,18 +87,35 @@ class Agent:
         if method == "initialize":
             result: Any = {
                 "protocolVersion": 1,
-                "agentCapabilities": {"loadSession": False},
+                "agentCapabilities": {"loadSession": SESSIONS is not None},
                 "agentInfo": {"name": "fake-acp-agent", "version": "1"},
                 "authMethods": [],
             }
         elif method == "session/new":
             session_id = f"fake-{os.getpid()}-{len(self.cancelled)}"
             self.cancelled[session_id] = asyncio.Event()
+            self.remember(session_id, "", "")  # the session exists (session/load finds it)
             result = {"sessionId": session_id}
+        elif method == "session/load":
+            sid = params["sessionId"]
+            turns = [t for t in self.history(sid) if t["prompt"]]
+            if SESSIONS is None or not os.path.exists(os.path.join(SESSIONS, f"{sid}.json")):
+                self.send({"id": message["id"], "error": {"code": -32002, "message": f"no session {sid}"}})
+                return
+            for turn in turns:
+                for kind, text in (
+                    ("user_message_chunk", turn["prompt"]),
+                    ("agent_message_chunk", turn["answer"]),
+                ):
+                    self.update(sid, {"sessionUpdate": kind, "content": {"type": "text", "text": text}})
+            self.cancelled.setdefault(sid, asyncio.Event())
+            result = {}
         elif method == "session/prompt":
-            result = await self.prompt(
-                params["sessionId"], "".join(b.get("text", "") for b in params["prompt"])
-            )
+            sid = params["sessionId"]
+            text = "".join(b.get("text", "") for b in params["prompt"])
+            self.said[sid] = []
+            result = await self.prompt(sid, text)
+            self.remember(sid, text, "".join(self.said[sid]))
         else:
             self.send(
                 {"id": message["id"], "error": {"code": -32601, "message": f"Method not found: {method}"}}
@@ -95,6 +139,19 @@ class Agent:
             except TimeoutError:
                 pass
             return {"stopReason": "cancelled"}
+        if "RECALL" in text:
+            first = next((t["prompt"] for t in self.history(sid) if t["prompt"]), text)
+            self.chunk(sid, f"I remember: {first}")
+            return {"stopReason": "end_turn"}
+        if "WAIT" in text:
+            path = text.split("WAIT", 1)[1].split()[0]
+            self.chunk(sid, "waiting...")
+            while not os.path.exists(path) and not cancel.is_set():
+                await asyncio.sleep(0.05)
+            if cancel.is_set():
+                return {"stopReason": "cancelled"}
+            self.chunk(sid, " waited")
+            return {"stopReason": "end_turn"}
         if "PERMISSION" in text:
             self.update(
                 sid,

@@ -9,16 +9,19 @@ from pathlib import Path
 
 import pytest
 
+from corral.harness.acp import SESSION_ENTRY
 from corral.orchestration import ASK_TYPE, RESULT_TYPE, InvalidRequestError
 from corral.orchestration.kernel._transcript import read_transcript
 from corral.orchestration.surfaces import (
     CloseParams,
+    ContinueParams,
     DelegateParams,
     InterruptParams,
     ReplyParams,
+    SteerParams,
     TranscriptParams,
 )
-from corral.session import SessionManager
+from corral.session import CustomEntry, SessionManager
 from tests._waits import eventually
 from tests.orchestration._host_helpers import Team, prepare_env, team, write_script
 
@@ -173,3 +176,67 @@ async def test_an_acp_agent_on_another_runtime_is_refused(acp_env: Path) -> None
             await t.controller.delegate(t.caller, DelegateParams(definition="panes", task="hi"))
         assert "runtime: inprocess" in (refused.value.next_action or "")
         assert t.host.kernel.snapshot().generations == ()
+
+
+def _session_entries(path: str | None) -> list[object]:
+    assert path is not None
+    with SessionManager.open(Path(path), read_only=True) as saved:
+        return [
+            e.data for e in saved.entries if isinstance(e, CustomEntry) and e.custom_type == SESSION_ENTRY
+        ]
+
+
+@pytest.mark.parametrize("loads", [True, False], ids=["session-load", "seeded"])
+async def test_continue_goes_on_with_the_agents_earlier_session(
+    acp_env: Path, monkeypatch: pytest.MonkeyPatch, loads: bool
+) -> None:
+    if loads:
+        (acp_env / "acp-sessions").mkdir()
+        monkeypatch.setenv("FAKE_ACP_SESSIONS", str(acp_env / "acp-sessions"))
+    async with team(acp_env, "lead") as t:
+        started = await t.controller.delegate(
+            t.caller, DelegateParams(definition="fake", task="first task ALPHA")
+        )
+        await t.quiet()
+        again = await t.controller.continue_(
+            t.caller, ContinueParams(session=started.session_id, task="RECALL")
+        )
+        await t.quiet()
+        assert again.session_id == started.session_id and again.request_id != started.request_id
+        results = _results(t)
+        assert len(results) == 2 and "I remember: " in results[1] and "first task ALPHA" in results[1]
+        assert [t.lead_entries(RESULT_TYPE)[i]["details"]["request_id"] for i in (0, 1)] == [
+            started.request_id,
+            again.request_id,
+        ]
+        hows = [e["how"] for e in _session_entries(started.session_path)]  # type: ignore[index]
+        assert hows == ["new", "loaded" if loads else "seeded"]
+        assert _logged(acp_env, "session/load") is loads
+        transcript = read_transcript(Path(str(started.session_path)), started.session_id).text
+        assert "first task ALPHA" in transcript and "RECALL" in transcript
+
+
+async def test_steer_is_the_next_prompt_after_the_turn(acp_env: Path) -> None:
+    flag = acp_env / "go"
+    async with team(acp_env, "lead") as t:
+        started = await t.controller.delegate(
+            t.caller, DelegateParams(definition="fake", task=f"WAIT {flag}")
+        )
+        await eventually(lambda: _logged(acp_env, "session/prompt"))
+        await t.controller.steer(t.caller, SteerParams(agent="fake", message="RECALL what you were asked"))
+        flag.touch()
+        await t.quiet()
+        results = _results(t)
+        assert len(results) == 1 and f"I remember: WAIT {flag}" in results[0]
+        prompts = [json.loads(line) for line in (acp_env / "fake.jsonl").read_text().splitlines()]
+        texts = [m["params"]["prompt"][0]["text"] for m in prompts if m.get("method") == "session/prompt"]
+        assert texts[0] == f"WAIT {flag}" and "RECALL what you were asked" in texts[1] and len(texts) == 2
+        assert not _logged(acp_env, "session/cancel")
+        assert started.session_path is not None
+        with SessionManager.open(Path(started.session_path), read_only=True) as saved:
+            stops = [
+                getattr(m, "stop_reason", None)
+                for m in saved.build_context().messages
+                if m.role == "assistant"
+            ]
+        assert stops == ["stop", "stop"]

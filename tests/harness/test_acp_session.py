@@ -8,11 +8,12 @@ nobody can be asked, which the host-level tests cannot isolate.
 from __future__ import annotations
 
 import asyncio
+import json
 import os
 import sys
 from pathlib import Path
 
-from corral.harness.acp import PLAN_ENTRY, AcpAgentSession, AcpCommand, preset_command
+from corral.harness.acp import PLAN_ENTRY, SESSION_ENTRY, AcpAgentSession, AcpCommand, preset_command
 from corral.llm import (
     AssistantMessage,
     TextContent,
@@ -26,6 +27,9 @@ from tests._waits import eventually
 
 FAKE = Path(__file__).with_name("fake_acp_agent.py")
 WAIT = 60.0
+
+
+FAKE_COMMAND = AcpCommand((sys.executable, str(FAKE)), "fake")
 
 
 def _agent(tmp_path: Path) -> AcpAgentSession:
@@ -135,3 +139,116 @@ def test_presets_name_their_commands_and_a_command_replaces_the_preset() -> None
     assert preset_command("goose", ()).argv == ("goose", "acp")
     assert preset_command("gemini", ("/opt/gemini", "--acp")).argv == ("/opt/gemini", "--acp")
     assert preset_command("acp", ("/usr/bin/my-agent", "--stdio")).name == "my-agent"
+
+
+def _logged(log: Path, method: str) -> list[dict[str, object]]:
+    if not log.exists():
+        return []
+    found = [json.loads(line) for line in log.read_text().splitlines()]
+    return [m for m in found if m.get("method") == method]
+
+
+def _ready(agent: AcpAgentSession) -> list[object]:
+    return [
+        e.data for e in agent.session.entries if isinstance(e, CustomEntry) and e.custom_type == SESSION_ENTRY
+    ]
+
+
+async def _first_then_continued(
+    tmp_path: Path, env: dict[str, str], task: str
+) -> tuple[str | None, AcpAgentSession]:
+    """A first agent's turn on `task`, then a second agent on the same session file prompted `RECALL`."""
+    first = AcpAgentSession(
+        command=FAKE_COMMAND,
+        session=SessionManager.create(tmp_path, sessions_root=tmp_path / "sessions"),
+        cwd=tmp_path,
+        env=env,
+    )
+    try:
+        await asyncio.wait_for(first.prompt(task), WAIT)
+    finally:
+        await first.close()
+    first.session.flush()
+    assert first.session.path is not None
+    first.session.close()
+    second = AcpAgentSession(
+        command=FAKE_COMMAND, session=SessionManager.open(first.session.path), cwd=tmp_path, env=env
+    )
+    try:
+        await asyncio.wait_for(second.prompt("RECALL"), WAIT)
+    finally:
+        await second.close()
+    return first.acp_session_id, second
+
+
+async def test_a_continued_session_is_loaded_where_the_agent_offers_load(tmp_path: Path) -> None:
+    log, saved = tmp_path / "fake.jsonl", tmp_path / "acp-sessions"
+    saved.mkdir()
+    env = {**os.environ, "FAKE_ACP_LOG": str(log), "FAKE_ACP_SESSIONS": str(saved)}
+    first_id, agent = await _first_then_continued(tmp_path, env, "first task ALPHA")
+    assert agent.last_assistant_text() == "I remember: first task ALPHA"
+    (load,) = _logged(log, "session/load")
+    assert load["params"] == {"sessionId": first_id, "cwd": str(tmp_path), "mcpServers": []}
+    assert len(_logged(log, "session/new")) == 1
+    assert _ready(agent) == [{"sessionId": first_id, "how": "new"}, {"sessionId": first_id, "how": "loaded"}]
+    # the history the agent replayed while loading is not recorded a second time
+    assert [m.role for m in agent.messages] == ["user", "assistant", "user", "assistant"]
+
+
+async def test_a_continued_session_is_seeded_with_the_transcript_where_load_is_not_offered(
+    tmp_path: Path,
+) -> None:
+    log = tmp_path / "fake.jsonl"
+    env = {**os.environ, "FAKE_ACP_LOG": str(log)}
+    _, agent = await _first_then_continued(tmp_path, env, "TOOL first task ALPHA")
+    assert _logged(log, "session/load") == []
+    prompts = _logged(log, "session/prompt")
+    assert len(prompts) == 2
+    seeded = prompts[1]["params"]["prompt"][0]["text"]  # type: ignore[index]
+    for seen in ("TOOL first task ALPHA", "The notes say 42.", "the notes say 42", "RECALL"):
+        assert seen in seeded
+    assert agent.last_assistant_text().startswith("I remember: ") and "first task ALPHA" in (
+        agent.last_assistant_text() or ""
+    )
+    assert [d["how"] for d in _ready(agent)] == ["new", "seeded"]  # type: ignore[index]
+    # the session file keeps the plain instruction, not the seeded prompt
+    assert _text(agent.messages[-2]) == "RECALL"
+
+
+async def test_a_session_the_agent_cannot_load_is_seeded_and_says_why(tmp_path: Path) -> None:
+    log, saved = tmp_path / "fake.jsonl", tmp_path / "acp-sessions"
+    saved.mkdir()
+    env = {**os.environ, "FAKE_ACP_LOG": str(log), "FAKE_ACP_SESSIONS": str(saved)}
+    first = AcpAgentSession(
+        command=FAKE_COMMAND,
+        session=SessionManager.create(tmp_path, sessions_root=tmp_path / "sessions"),
+        cwd=tmp_path,
+        env=env,
+    )
+    try:
+        await asyncio.wait_for(first.prompt("first task ALPHA"), WAIT)
+    finally:
+        await first.close()
+    for stale in saved.iterdir():  # the agent forgot the session
+        stale.unlink()
+    first.session.flush()
+    assert first.session.path is not None
+    first.session.close()
+    second = AcpAgentSession(
+        command=FAKE_COMMAND, session=SessionManager.open(first.session.path), cwd=tmp_path, env=env
+    )
+    try:
+        await asyncio.wait_for(second.prompt("RECALL"), WAIT)
+    finally:
+        await second.close()
+    assert len(_logged(log, "session/load")) == 1 and len(_logged(log, "session/new")) == 2
+    last = _ready(second)[-1]
+    assert isinstance(last, dict) and last["how"] == "seeded" and "no session" in str(last["loadRefused"])
+    assert "first task ALPHA" in (second.last_assistant_text() or "")
+
+
+def _text(message: object) -> str:
+    content = getattr(message, "content", "")
+    if isinstance(content, str):
+        return content
+    return "".join(getattr(block, "text", "") for block in content)

@@ -3,7 +3,8 @@
 `AcpAgentSession` (`_session.py`) is an `AgentSession` whose runs are the agent's turns, recorded
 into corral's session file; `_rpc.py` is the JSON-RPC connection to the agent process (its own
 process group; `close` ends the tree); `_permissions.py` turns the agent's permission requests into
-questions to the owner; `_commands.py` holds the command and the preset agents. docs/harnesses.md.
+questions to the owner; `_texts.py` words the transcript a continued session is seeded with;
+`_commands.py` holds the command and the preset agents. docs/harnesses.md.
 """
 
 from __future__ import annotations
@@ -18,12 +19,13 @@ from ._permissions import (
     refusal,
 )
 from ._rpc import AcpError
-from ._session import PLAN_ENTRY, PROTOCOL_VERSION, AcpAgentSession, AcpModel
+from ._session import PLAN_ENTRY, PROTOCOL_VERSION, SESSION_ENTRY, AcpAgentSession, AcpModel
 
 __all__ = [
     "PLAN_ENTRY",
     "PRESETS",
     "PROTOCOL_VERSION",
+    "SESSION_ENTRY",
     "AcpAgentSession",
     "AcpCommand",
     "AcpError",

@@ -22,7 +22,7 @@ from __future__ import annotations
 
 import asyncio
 import json
-from collections.abc import AsyncIterator, Mapping, Sequence
+from collections.abc import AsyncIterator, Callable, Mapping, Sequence
 from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
@@ -50,23 +50,37 @@ from corral.llm import (
     ToolResultMessage,
     Usage,
 )
+from corral.session import CustomEntry
 
 from ._commands import AcpCommand
 from ._permissions import PermissionAsker, PermissionOption, PermissionRequest
 from ._rpc import AcpConnection, AcpError
+from ._texts import seeded_prompt, transcript_seed
 
 if TYPE_CHECKING:
     from corral.llm import AssistantMessageEvent
     from corral.session import SessionManager
     from corral.settings import Settings
 
-__all__ = ["PLAN_ENTRY", "PROTOCOL_VERSION", "AcpAgentSession", "AcpModel"]
+__all__ = [
+    "PLAN_ENTRY",
+    "PROTOCOL_VERSION",
+    "SESSION_ENTRY",
+    "AcpAgentSession",
+    "AcpModel",
+    "transcript_seed",
+]
 
 PROTOCOL_VERSION = 1
 """The ACP version corral speaks (`initialize`'s `protocolVersion`)."""
 
 PLAN_ENTRY = "corral-acp-plan"
 """The custom entry an agent's plan is recorded as (`{"entries": [...]}` as the agent sent it)."""
+
+SESSION_ENTRY = "corral-acp-session"
+"""The custom entry that keeps the agent's id for the session (`{"sessionId": …, "how": "new" |
+"loaded" | "seeded"}`), appended each time the agent's session is ready: a `continue` loads the last
+one with `session/load` where the agent offers it."""
 
 _CANCEL_GRACE_S = 10.0
 """How long an aborted turn waits for the agent's answer to `session/cancel`."""
@@ -281,6 +295,8 @@ class AcpAgentSession(AgentSession):
         permissions: Who answers its permission requests; `None` rejects them.
         env: Its environment (default: corral's).
         stderr_path: A file for its stderr (default: discarded).
+        on_session: Called with `new`, `loaded` or `seeded` once the agent's session is ready,
+            before the first prompt is sent (the host's fault point).
     """
 
     def __init__(
@@ -294,6 +310,7 @@ class AcpAgentSession(AgentSession):
         permissions: PermissionAsker | None = None,
         env: Mapping[str, str] | None = None,
         stderr_path: Path | None = None,
+        on_session: Callable[[str], None] | None = None,
     ) -> None:
         if settings is not None:
             settings = settings.model_copy(
@@ -320,6 +337,12 @@ class AcpAgentSession(AgentSession):
         self._conn: AcpConnection | None = None
         self._acp_session_id: str | None = None
         self._turn: _Turn | None = None
+        self._on_session = on_session
+        self._prior = list(self.messages)
+        """The session's messages before this agent started (a `continue`): the seed of a new ACP
+        session when the agent cannot load its earlier one."""
+        self._seed: str | None = None
+        self._load_refused: str | None = None
         self._asking: set[asyncio.Task[PermissionOption | None]] = set()
         self._closed = False
 
@@ -368,12 +391,48 @@ class AcpAgentSession(AgentSession):
         version = init.get("protocolVersion") if isinstance(init, dict) else None
         if version != PROTOCOL_VERSION:
             raise AcpError(f"the agent speaks ACP version {version!r}; corral speaks {PROTOCOL_VERSION}")
-        created = await self._conn.request("session/new", {"cwd": str(self.cwd), "mcpServers": []})
-        session_id = created.get("sessionId") if isinstance(created, dict) else None
-        if not isinstance(session_id, str) or not session_id:
-            raise AcpError("the agent's session/new answer has no sessionId")
+        caps = init.get("agentCapabilities") if isinstance(init, dict) else None
+        can_load = isinstance(caps, dict) and caps.get("loadSession") is True
+        saved = self.saved_session_id()
+        session_id: object = None
+        how = "new"
+        if saved is not None and can_load:
+            try:
+                await self._conn.request(
+                    "session/load", {"sessionId": saved, "cwd": str(self.cwd), "mcpServers": []}
+                )
+            except AcpError as exc:
+                if self._conn.ended is not None:
+                    raise
+                self._load_refused = str(exc)  # the agent lost it: a new session, seeded below
+            else:
+                session_id, how = saved, "loaded"
+        if session_id is None:
+            created = await self._conn.request("session/new", {"cwd": str(self.cwd), "mcpServers": []})
+            session_id = created.get("sessionId") if isinstance(created, dict) else None
+            if not isinstance(session_id, str) or not session_id:
+                raise AcpError("the agent's session/new answer has no sessionId")
+            if self._prior:
+                how = "seeded"
+                self._seed = transcript_seed(self._prior)
+        assert isinstance(session_id, str)
+        entry: dict[str, object] = {"sessionId": session_id, "how": how}
+        if self._load_refused is not None:
+            entry["loadRefused"] = self._load_refused
+        self.session.append_custom(SESSION_ENTRY, entry)
         self._acp_session_id = session_id
+        if self._on_session is not None:
+            self._on_session(how)
         return self._conn, session_id
+
+    def saved_session_id(self) -> str | None:
+        """The agent's id of this session's last ACP session (`SESSION_ENTRY`), or `None`."""
+        for entry in reversed(self.session.entries):
+            if isinstance(entry, CustomEntry) and entry.custom_type == SESSION_ENTRY:
+                data = entry.data if isinstance(entry.data, dict) else {}
+                found = data.get("sessionId")
+                return found if isinstance(found, str) and found else None
+        return None
 
     def _forget_connection(self) -> None:
         """Drop a connection that did not finish starting (the next run starts the agent anew)."""
@@ -477,6 +536,8 @@ class AcpAgentSession(AgentSession):
             return "error", f"The ACP agent could not start: {exc}"
         if self._aborting:
             return "aborted", "Request was aborted"
+        if self._seed is not None:  # the first prompt of a new session that continues an old one
+            text, self._seed = seeded_prompt(self._seed, text), None
         answer = conn.request_future(
             "session/prompt", {"sessionId": session_id, "prompt": [{"type": "text", "text": text}]}
         )

@@ -28,6 +28,7 @@ from corral.harness.acp import (
     refusal,
 )
 from corral.orchestration.errors import InvalidRequestError, OrchestrationError
+from corral.orchestration.kernel import fault_point
 
 if TYPE_CHECKING:
     from corral.orchestration.kernel.records import AskRecord
@@ -131,4 +132,11 @@ def acp_agent(
         agent_name=label,
         permissions=permissions,
         stderr_path=stderr,
+        on_session=_session_ready,
     )
+
+
+def _session_ready(how: str) -> None:
+    """The agent's session is ready (`new`, `loaded` or `seeded`), its prompt not sent yet: a crash
+    window (`acp_session_<how>`)."""
+    fault_point(f"acp_session_{how}")
