@@ -1,6 +1,7 @@
 """A model-free ACP agent for the tests: JSON-RPC over stdio, scripted by words in the prompt.
 
-* (default) a thought, a plan, two message chunks, usage; `end_turn`.
+* (default) a thought, a plan, two message chunks, usage (1,234 tokens in context, the session's cost
+  growing by $0.25 a turn); `end_turn`. The other turns report no usage.
 * `TOOL`: a read tool call and its result, then the answer.
 * `PERMISSION`: an execute tool call that asks permission (Allow once / Reject); the answer says
   which option was selected (`permitted: <id>`, `denied: <outcome>`).
@@ -36,6 +37,7 @@ class Agent:
         self.cancelled: dict[str, asyncio.Event] = {}
         self.children: list[subprocess.Popen[bytes]] = []
         self.said: dict[str, list[str]] = {}
+        self.cost: dict[str, float] = {}
         self.histories: dict[str, list[dict[str, str]]] = {}
 
     def send(self, message: dict[str, Any]) -> None:
@@ -227,7 +229,16 @@ class Agent:
         )
         self.chunk(sid, "Hello from ")
         self.chunk(sid, "the fake agent.")
-        self.update(sid, {"sessionUpdate": "usage_update", "used": 1234, "size": 200000})
+        self.cost[sid] = self.cost.get(sid, 0.0) + 0.25  # the session's cost so far
+        self.update(
+            sid,
+            {
+                "sessionUpdate": "usage_update",
+                "used": 1234,
+                "size": 200000,
+                "cost": {"amount": self.cost[sid], "currency": "USD"},
+            },
+        )
         return {"stopReason": "end_turn"}
 
 

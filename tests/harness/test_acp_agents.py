@@ -21,6 +21,7 @@ from corral.orchestration.surfaces import (
     SteerParams,
     TranscriptParams,
 )
+from corral.orchestration.surfaces.agent._render import render_list
 from corral.session import CustomEntry, SessionManager
 from tests._waits import eventually
 from tests.orchestration._host_helpers import Team, prepare_env, team, write_script
@@ -240,3 +241,41 @@ async def test_steer_is_the_next_prompt_after_the_turn(acp_env: Path) -> None:
                 if m.role == "assistant"
             ]
         assert stops == ["stop", "stop"]
+
+
+async def test_an_agent_that_reports_no_usage_is_listed_unmetered(acp_env: Path) -> None:
+    first, second = acp_env / "first", acp_env / "second"
+    async with team(acp_env, "lead") as t:
+        started = await t.controller.delegate(
+            t.caller, DelegateParams(definition="fake", task=f"WAIT {first}")
+        )
+        await eventually(lambda: _logged(acp_env, "session/prompt"))
+        await t.controller.steer(t.caller, SteerParams(agent="fake", message=f"WAIT {second}"))
+        first.touch()  # the first turn ends without usage; the steer's turn keeps the agent running
+        await t.host.wait_for(
+            lambda: bool(t.host.extensions.status_fields(started.run_id).get("budget", {}).get("unmetered")),
+            60,
+        )
+        listed = (await t.controller.list(t.caller)).to_details()
+        assert "unmetered: the agent reports no usage" in render_list(listed)
+        second.touch()
+        await t.quiet()
+        (result,) = t.lead_entries(RESULT_TYPE)
+        assert result["details"]["budget"]["unmetered"] is True
+
+
+async def test_a_time_limit_ends_the_agents_turn_and_the_result_says_so(acp_env: Path) -> None:
+    _define(
+        acp_env,
+        "timed",
+        harness="acp",
+        command=[sys.executable, str(FAKE)],
+        runtime="inprocess",
+        budget={"agent_minutes": 0.005},
+    )
+    async with team(acp_env, "lead") as t:
+        await t.controller.delegate(t.caller, DelegateParams(definition="timed", task="SLOW and never done"))
+        await t.quiet()  # the SLOW turn never ends on its own: the 0.3 s limit ends it
+        (result,) = t.lead_entries(RESULT_TYPE)
+        assert result["details"].get("budget_exhausted") is True
+        assert "agent_minutes" in str(result["content"])

@@ -13,9 +13,11 @@ import os
 import sys
 from pathlib import Path
 
+from corral.agent import GuardVerdict, RequestEstimate
 from corral.harness.acp import PLAN_ENTRY, SESSION_ENTRY, AcpAgentSession, AcpCommand, preset_command
 from corral.llm import (
     AssistantMessage,
+    CustomMessage,
     TextContent,
     ThinkingContent,
     ToolCall,
@@ -252,3 +254,106 @@ def _text(message: object) -> str:
     if isinstance(content, str):
         return content
     return "".join(getattr(block, "text", "") for block in content)
+
+
+class _Guard:
+    """A request guard that answers with the verdicts given, in order (then `go`), and keeps what it saw."""
+
+    def __init__(self, *verdicts: GuardVerdict) -> None:
+        self.verdicts = list(verdicts)
+        self.asked = 0
+        self.replies: list[AssistantMessage] = []
+
+    def before_request(self, estimate: RequestEstimate) -> GuardVerdict:
+        self.asked += 1
+        assert estimate.tokens == 0  # the agent's own requests are not corral's to estimate
+        return self.verdicts.pop(0) if self.verdicts else GuardVerdict("go")
+
+    def after_reply(self, reply: AssistantMessage, estimate: RequestEstimate) -> None:
+        self.replies.append(reply)
+
+
+def _logged_agent(tmp_path: Path) -> tuple[AcpAgentSession, Path]:
+    log = tmp_path / "fake.jsonl"
+    session = SessionManager.create(tmp_path, sessions_root=tmp_path / "sessions")
+    env = {**os.environ, "FAKE_ACP_LOG": str(log)}
+    return AcpAgentSession(command=FAKE_COMMAND, session=session, cwd=tmp_path, env=env), log
+
+
+async def test_each_turn_tells_the_guard_its_tokens_and_the_growth_of_the_sessions_cost(
+    tmp_path: Path,
+) -> None:
+    agent, _ = _logged_agent(tmp_path)
+    guard = _Guard()
+    agent.set_request_guard(guard)
+    try:
+        await asyncio.wait_for(agent.prompt("TOOL"), WAIT)
+        assert agent.metered is False  # no usage so far: unmetered
+        await asyncio.wait_for(agent.prompt("hi"), WAIT)
+        await asyncio.wait_for(agent.prompt("hi again"), WAIT)
+    finally:
+        await agent.close()
+    assert guard.asked == 3
+    assert [(r.usage.total_tokens, r.usage.cost.total) for r in guard.replies] == [
+        (0, 0.0),
+        (1234, 0.25),
+        (1234, 0.25),
+    ]
+    assert agent.metered is True
+
+
+async def test_a_guard_that_stops_or_ends_the_budget_sends_no_prompt(tmp_path: Path) -> None:
+    for verdict in (GuardVerdict("stop"), GuardVerdict("final", "The budget is exhausted.")):
+        agent, log = _logged_agent(tmp_path)
+        agent.set_request_guard(_Guard(verdict))
+        try:
+            await asyncio.wait_for(agent.prompt("hi"), WAIT)
+        finally:
+            await agent.close()
+        assert _logged(log, "session/prompt") == []
+        notices = [m for m in agent.messages if isinstance(m, CustomMessage)]
+        assert [n.content for n in notices] == ([verdict.text] if verdict.text else [])
+
+
+async def test_a_notice_goes_with_the_prompt(tmp_path: Path) -> None:
+    agent, log = _logged_agent(tmp_path)
+    agent.set_request_guard(_Guard(GuardVerdict("notice", "Wrap up: 80% of the budget is spent.")))
+    try:
+        await asyncio.wait_for(agent.prompt("hi"), WAIT)
+    finally:
+        await agent.close()
+    (prompt,) = _logged(log, "session/prompt")
+    assert prompt["params"]["prompt"][0]["text"] == "hi\n\nWrap up: 80% of the budget is spent."  # type: ignore[index]
+    assert agent.last_assistant_text() == "Hello from the fake agent."
+
+
+async def test_a_time_limit_already_reached_sends_no_prompt(tmp_path: Path) -> None:
+    agent, log = _logged_agent(tmp_path)
+    guard = _Guard(GuardVerdict("go", time_left_ms=0))
+    agent.set_request_guard(guard)
+    try:
+        await asyncio.wait_for(agent.prompt("SLOW"), WAIT)
+    finally:
+        await agent.close()
+    last = agent.messages[-1]
+    assert isinstance(last, AssistantMessage) and last.stop_reason == "aborted"
+    assert "time limit" in (last.error_message or "")
+    assert _logged(log, "session/prompt") == []
+    assert guard.asked == 2  # asked again when the time ran out (the budget guard marks it there)
+
+
+async def test_a_time_limit_reached_during_a_turn_cancels_it(tmp_path: Path) -> None:
+    agent, log = _logged_agent(tmp_path)
+    guard = _Guard(GuardVerdict("go", time_left_ms=300))
+    agent.set_request_guard(guard)
+    try:
+        # the SLOW turn never ends on its own: the time limit ends it, whenever it falls
+        await asyncio.wait_for(agent.prompt("SLOW"), WAIT)
+    finally:
+        await agent.close()
+    last = agent.messages[-1]
+    assert isinstance(last, AssistantMessage) and last.stop_reason == "aborted"
+    assert "time limit" in (last.error_message or "")
+    if _logged(log, "session/prompt"):  # the limit fell during the turn (not while the agent started)
+        assert _logged(log, "session/cancel")
+    assert guard.asked == 2

@@ -22,6 +22,7 @@ from __future__ import annotations
 
 import asyncio
 import json
+import logging
 from collections.abc import AsyncIterator, Callable, Mapping, Sequence
 from pathlib import Path
 from typing import TYPE_CHECKING, Any
@@ -30,6 +31,8 @@ from corral._version import __version__
 from corral.agent import (
     AgentSession,
     AgentStartEvent,
+    GuardVerdict,
+    RequestEstimate,
     RunOutcome,
     ToolExecutionEndEvent,
     ToolExecutionResult,
@@ -39,6 +42,8 @@ from corral.agent import (
 from corral.llm import (
     AgentMessage,
     AssistantMessage,
+    Cost,
+    CustomMessage,
     LlmContext,
     Model,
     ModelInfo,
@@ -81,6 +86,8 @@ SESSION_ENTRY = "corral-acp-session"
 """The custom entry that keeps the agent's id for the session (`{"sessionId": …, "how": "new" |
 "loaded" | "seeded"}`), appended each time the agent's session is ready: a `continue` loads the last
 one with `session/load` where the agent offers it."""
+
+_log = logging.getLogger("corral.harness.acp")
 
 _CANCEL_GRACE_S = 10.0
 """How long an aborted turn waits for the agent's answer to `session/cancel`."""
@@ -193,6 +200,8 @@ class _Turn:
         self.calls: dict[str, _ToolCallState] = {}
         self.results: list[ToolResultMessage] = []
         self.usage: Usage | None = None
+        self.session_cost: float | None = None
+        """The session's cost so far in USD, as the agent's last `usage_update` said (cumulative)."""
 
     def update(self, update: Mapping[str, Any]) -> None:
         kind = update.get("sessionUpdate")
@@ -238,6 +247,11 @@ class _Turn:
             used = update.get("used")
             if isinstance(used, int):
                 self.usage = Usage(total_tokens=used)
+            cost = update.get("cost")
+            if isinstance(cost, dict) and cost.get("currency") == "USD":
+                amount = cost.get("amount")
+                if isinstance(amount, int | float):
+                    self.session_cost = float(amount)
 
     def _maybe_done(self, state: _ToolCallState) -> None:
         if state.done and not state.ended:
@@ -343,6 +357,12 @@ class AcpAgentSession(AgentSession):
         session when the agent cannot load its earlier one."""
         self._seed: str | None = None
         self._load_refused: str | None = None
+        self._timed_out = False
+        self._session_cost: float | None = None
+        self.metered: bool | None = None
+        """Whether the agent reports its usage (`usage_update`, or usage in its prompt answers):
+        `None` until a turn ended, `False` while none of its turns reported any (*unmetered*: its
+        budget counts only time)."""
         self._asking: set[asyncio.Task[PermissionOption | None]] = set()
         self._closed = False
 
@@ -499,21 +519,85 @@ class AcpAgentSession(AgentSession):
         self._turn_started()
         for message in prompts:
             self._add_message(message, added)
+        text = "\n\n".join(_text_of(m) for m in prompts)
+        estimate = RequestEstimate(self.model.info, 0, 0)  # the agent's own requests: unknown here
+        verdict = self._ask_guard(estimate)
+        if verdict.action in ("notice", "final"):
+            self._add_message(
+                CustomMessage(custom_type=GuardVerdict.NOTICE_TYPE, content=verdict.text, display=True), added
+            )
+        if verdict.action in ("stop", "final"):  # a limit is reached: no further turn of the agent's
+            self._ending = True
+            return self._end_run(added, None)
+        if verdict.action == "notice":
+            text = f"{text}\n\n{verdict.text}"
         turn = _Turn(self, added)
         self._turn = turn
+        self._timed_out = False
+        timer = None
+        if verdict.time_left_ms is not None:
+            timer = asyncio.get_running_loop().call_later(verdict.time_left_ms / 1000, self._time_up)
         try:
-            stop, error = await self._prompt("\n\n".join(_text_of(m) for m in prompts))
+            stop, error = await self._prompt(text)
         finally:
             self._turn = None
+            if timer is not None:
+                timer.cancel()
+        if self._timed_out:
+            stop, error = "aborted", "The turn was cancelled: the budget's time limit was reached"
+            self._ending = True
+        if turn.usage is not None or turn.session_cost is not None:
+            self.metered = True
+        elif self.metered is None and stop not in ("error", "aborted"):
+            self.metered = False
+        turn.usage = self._turn_usage(turn)
         last = turn.flush(stop, error, final=True)
         if last is None or last.tool_calls:  # no text after the last tool call: an empty final answer
             last = self._reply([], stop, error)
             if turn.usage is not None:
                 last.usage = turn.usage
             self._add_message(last, added)
+        self._guard_spent(last, estimate)
         self._emit(TurnEndEvent(message=last, tool_results=turn.results))
         self._turn_finished(last)
         return self._end_run(added, last)
+
+    def _turn_usage(self, turn: _Turn) -> Usage | None:
+        """The turn's usage: its tokens, and its cost (the growth of the session's cost)."""
+        if turn.session_cost is None:
+            return turn.usage
+        usage = turn.usage.model_copy() if turn.usage is not None else Usage()
+        spent = max(0.0, turn.session_cost - (self._session_cost or 0.0))
+        self._session_cost = turn.session_cost
+        usage.cost = Cost(total=spent)
+        return usage
+
+    def _ask_guard(self, estimate: RequestEstimate) -> GuardVerdict:
+        guard = self._request_guard
+        if guard is None:
+            return GuardVerdict("go")
+        try:
+            return guard.before_request(estimate)
+        except Exception:
+            _log.exception("request guard failed before an ACP turn")
+            return GuardVerdict("go")
+
+    def _guard_spent(self, last: AssistantMessage, estimate: RequestEstimate) -> None:
+        guard = self._request_guard
+        if guard is None:
+            return
+        try:
+            guard.after_reply(last, estimate)
+        except Exception:
+            _log.exception("request guard failed after an ACP turn")
+
+    def _time_up(self) -> None:
+        """A time limit of the agent's budget was reached during its turn: the guard marks it (and
+        tells the lead), and the turn is cancelled."""
+        self._timed_out = True
+        self._ask_guard(RequestEstimate(self.model.info, 0, 0))
+        if self._conn is not None and self._acp_session_id is not None:
+            self._conn.notify("session/cancel", {"sessionId": self._acp_session_id})
 
     async def _prompt(self, text: str) -> tuple[StopReason, str | None]:
         """Send the turn's prompt; its stop reason (and error message) once the agent answered."""
@@ -534,7 +618,7 @@ class AcpAgentSession(AgentSession):
         except AcpError as exc:
             self._forget_connection()
             return "error", f"The ACP agent could not start: {exc}"
-        if self._aborting:
+        if self._aborting or self._timed_out:
             return "aborted", "Request was aborted"
         if self._seed is not None:  # the first prompt of a new session that continues an old one
             text, self._seed = seeded_prompt(self._seed, text), None
