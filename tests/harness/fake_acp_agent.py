@@ -8,6 +8,10 @@
 * `SLOW`: one chunk, then waits for `session/cancel` (answers `cancelled`).
 * `SPAWN <file>`: like `SLOW`, after starting a `sleep` child whose pid it writes to `<file>`.
 
+* `CONFIG`: answers `model=<value> thought=<value>`, its session's config options (offered with
+  `session/new` and `session/load`: `model` — `fake-small` (current) or `fake/fake-large`, named
+  `Large`, in a group — and `thought_level` — `low`, `medium` (current), `high`; set with
+  `session/set_config_option`, which refuses `high`).
 * `RECALL`: answers `I remember: <the session's first prompt>` (its history: see below).
 * `WAIT <file>`: one chunk, then waits until `<file>` exists; answers `waited`.
 
@@ -38,6 +42,7 @@ class Agent:
         self.children: list[subprocess.Popen[bytes]] = []
         self.said: dict[str, list[str]] = {}
         self.cost: dict[str, float] = {}
+        self.config: dict[str, dict[str, str]] = {}
         self.histories: dict[str, list[dict[str, str]]] = {}
 
     def send(self, message: dict[str, Any]) -> None:
@@ -51,6 +56,34 @@ class Agent:
         self.update(session_id, {"sessionUpdate": kind, "content": {"type": "text", "text": text}})
         if kind == "agent_message_chunk":
             self.said.setdefault(session_id, []).append(text)
+
+    def config_options(self, sid: str) -> list[dict[str, Any]]:
+        values = self.config.setdefault(sid, {"model": "fake-small", "thought_level": "medium"})
+        return [
+            {
+                "id": "model",
+                "name": "Model",
+                "category": "model",
+                "type": "select",
+                "currentValue": values["model"],
+                "options": [
+                    {"value": "fake-small", "name": "Small"},
+                    {
+                        "group": "big",
+                        "name": "Big ones",
+                        "options": [{"value": "fake/fake-large", "name": "Large"}],
+                    },
+                ],
+            },
+            {
+                "id": "thought_level",
+                "name": "Thinking",
+                "category": "thought_level",
+                "type": "select",
+                "currentValue": values["thought_level"],
+                "options": [{"value": v, "name": v.title()} for v in ("low", "medium", "high")],
+            },
+        ]
 
     def history(self, session_id: str) -> list[dict[str, str]]:
         if SESSIONS is None:
@@ -97,7 +130,16 @@ class Agent:
             session_id = f"fake-{os.getpid()}-{len(self.cancelled)}"
             self.cancelled[session_id] = asyncio.Event()
             self.remember(session_id, "", "")  # the session exists (session/load finds it)
-            result = {"sessionId": session_id}
+            result = {"sessionId": session_id, "configOptions": self.config_options(session_id)}
+        elif method == "session/set_config_option":
+            if params["value"] == "high":
+                self.send(
+                    {"id": message["id"], "error": {"code": -32602, "message": "high is not available"}}
+                )
+                return
+            self.config_options(params["sessionId"])
+            self.config[params["sessionId"]][params["configId"]] = params["value"]
+            result = {"configOptions": self.config_options(params["sessionId"])}
         elif method == "session/load":
             sid = params["sessionId"]
             turns = [t for t in self.history(sid) if t["prompt"]]
@@ -111,7 +153,7 @@ class Agent:
                 ):
                     self.update(sid, {"sessionUpdate": kind, "content": {"type": "text", "text": text}})
             self.cancelled.setdefault(sid, asyncio.Event())
-            result = {}
+            result = {"configOptions": self.config_options(sid)}
         elif method == "session/prompt":
             sid = params["sessionId"]
             text = "".join(b.get("text", "") for b in params["prompt"])
@@ -141,6 +183,10 @@ class Agent:
             except TimeoutError:
                 pass
             return {"stopReason": "cancelled"}
+        if "CONFIG" in text:
+            values = self.config_options(sid)
+            self.chunk(sid, f"model={values[0]['currentValue']} thought={values[1]['currentValue']}")
+            return {"stopReason": "end_turn"}
         if "RECALL" in text:
             first = next((t["prompt"] for t in self.history(sid) if t["prompt"]), text)
             self.chunk(sid, f"I remember: {first}")

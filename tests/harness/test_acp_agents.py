@@ -279,3 +279,20 @@ async def test_a_time_limit_ends_the_agents_turn_and_the_result_says_so(acp_env:
         (result,) = t.lead_entries(RESULT_TYPE)
         assert result["details"].get("budget_exhausted") is True
         assert "agent_minutes" in str(result["content"])
+
+
+async def test_the_definitions_model_and_thinking_reach_the_agents_session(acp_env: Path) -> None:
+    _define(
+        acp_env,
+        "large",
+        harness="acp",
+        command=[sys.executable, str(FAKE)],
+        runtime="inprocess",
+        model="fake/fake-large",
+        thinking="low",
+    )
+    async with team(acp_env, "lead") as t:
+        await t.controller.delegate(t.caller, DelegateParams(definition="large", task="CONFIG"))
+        await t.quiet()
+        results = _results(t)
+        assert len(results) == 1 and "model=fake/fake-large thought=low" in results[0]

@@ -14,7 +14,14 @@ import sys
 from pathlib import Path
 
 from corral.agent import GuardVerdict, RequestEstimate
-from corral.harness.acp import PLAN_ENTRY, SESSION_ENTRY, AcpAgentSession, AcpCommand, preset_command
+from corral.harness.acp import (
+    PLAN_ENTRY,
+    SESSION_ENTRY,
+    AcpAgentSession,
+    AcpCommand,
+    SessionConfig,
+    preset_command,
+)
 from corral.llm import (
     AssistantMessage,
     CustomMessage,
@@ -357,3 +364,55 @@ async def test_a_time_limit_reached_during_a_turn_cancels_it(tmp_path: Path) -> 
     if _logged(log, "session/prompt"):  # the limit fell during the turn (not while the agent started)
         assert _logged(log, "session/cancel")
     assert guard.asked == 2
+
+
+async def _configured(tmp_path: Path, config: SessionConfig) -> tuple[AcpAgentSession, Path]:
+    log = tmp_path / "fake.jsonl"
+    session = SessionManager.create(tmp_path, sessions_root=tmp_path / "sessions")
+    env = {**os.environ, "FAKE_ACP_LOG": str(log)}
+    agent = AcpAgentSession(command=FAKE_COMMAND, session=session, cwd=tmp_path, env=env, config=config)
+    try:
+        await asyncio.wait_for(agent.prompt("CONFIG"), WAIT)
+    finally:
+        await agent.close()
+    return agent, log
+
+
+async def test_the_definitions_model_and_thinking_set_the_agents_config_options(tmp_path: Path) -> None:
+    agent, log = await _configured(tmp_path, SessionConfig("fake/fake-large", "low"))
+    assert agent.last_assistant_text() == "model=fake/fake-large thought=low"
+    assert [m["params"] for m in _logged(log, "session/set_config_option")] == [
+        {"sessionId": agent.acp_session_id, "configId": "model", "value": "fake/fake-large"},
+        {"sessionId": agent.acp_session_id, "configId": "thought_level", "value": "low"},
+    ]
+    (entry,) = _ready(agent)
+    assert isinstance(entry, dict) and entry["config"] == {"model": "fake/fake-large", "thought_level": "low"}
+
+
+async def test_a_model_matches_by_id_or_name_and_the_current_value_is_not_set_again(tmp_path: Path) -> None:
+    agent, log = await _configured(
+        tmp_path, SessionConfig("other/LARGE:medium")
+    )  # name `Large`; medium is current
+    assert agent.last_assistant_text() == "model=fake/fake-large thought=medium"
+    assert [m["params"]["value"] for m in _logged(log, "session/set_config_option")] == ["fake/fake-large"]  # type: ignore[index]
+
+
+async def test_what_the_agent_does_not_offer_or_refuses_stays_its_default_and_is_noted(
+    tmp_path: Path,
+) -> None:
+    agent, _ = await _configured(tmp_path, SessionConfig("fake/fake-huge", "high"))
+    assert agent.last_assistant_text() == "model=fake-small thought=medium"
+    (entry,) = _ready(agent)
+    assert isinstance(entry, dict) and "config" not in entry
+    unmatched = entry["configUnmatched"]
+    assert (
+        unmatched["model"]
+        == "fake/fake-huge is not one of the agent's model values (fake-small, fake/fake-large)"
+    )
+    assert unmatched["thought_level"] == "the agent refused high: high is not available"
+
+
+async def test_no_model_or_thinking_sets_nothing(tmp_path: Path) -> None:
+    agent, log = await _configured(tmp_path, SessionConfig())
+    assert agent.last_assistant_text() == "model=fake-small thought=medium"
+    assert _logged(log, "session/set_config_option") == []

@@ -3,13 +3,15 @@
 `AcpAgentSession` (`_session.py`) is an `AgentSession` whose runs are the agent's turns, recorded
 into corral's session file; `_rpc.py` is the JSON-RPC connection to the agent process (its own
 process group; `close` ends the tree); `_permissions.py` turns the agent's permission requests into
-questions to the owner; `_texts.py` words the transcript a continued session is seeded with;
+questions to the owner; `_texts.py` words the transcript a continued session is seeded with; `_config.py` maps the
+definition's model and thinking level to the agent's session config options;
 `_commands.py` holds the command and the preset agents. docs/harnesses.md.
 """
 
 from __future__ import annotations
 
 from ._commands import PRESETS, AcpCommand, preset_command
+from ._config import SessionConfig
 from ._permissions import (
     PermissionAsker,
     PermissionOption,
@@ -33,6 +35,7 @@ __all__ = [
     "PermissionAsker",
     "PermissionOption",
     "PermissionRequest",
+    "SessionConfig",
     "choose_option",
     "permission_question",
     "preset_command",

@@ -58,6 +58,7 @@ from corral.llm import (
 from corral.session import CustomEntry
 
 from ._commands import AcpCommand
+from ._config import SessionConfig, config_choices
 from ._permissions import PermissionAsker, PermissionOption, PermissionRequest
 from ._rpc import AcpConnection, AcpError
 from ._texts import seeded_prompt, transcript_seed
@@ -311,6 +312,8 @@ class AcpAgentSession(AgentSession):
         stderr_path: A file for its stderr (default: discarded).
         on_session: Called with `new`, `loaded` or `seeded` once the agent's session is ready,
             before the first prompt is sent (the host's fault point).
+        config: The definition's model and thinking level, set as the agent's session config
+            options where it offers them (`_config.py`).
     """
 
     def __init__(
@@ -325,6 +328,7 @@ class AcpAgentSession(AgentSession):
         env: Mapping[str, str] | None = None,
         stderr_path: Path | None = None,
         on_session: Callable[[str], None] | None = None,
+        config: SessionConfig | None = None,
     ) -> None:
         if settings is not None:
             settings = settings.model_copy(
@@ -352,6 +356,8 @@ class AcpAgentSession(AgentSession):
         self._acp_session_id: str | None = None
         self._turn: _Turn | None = None
         self._on_session = on_session
+        self.config = config or SessionConfig()
+        """The definition's model and thinking level for the agent's session."""
         self._prior = list(self.messages)
         """The session's messages before this agent started (a `continue`): the seed of a new ACP
         session when the agent cannot load its earlier one."""
@@ -418,7 +424,7 @@ class AcpAgentSession(AgentSession):
         how = "new"
         if saved is not None and can_load:
             try:
-                await self._conn.request(
+                answer = await self._conn.request(
                     "session/load", {"sessionId": saved, "cwd": str(self.cwd), "mcpServers": []}
                 )
             except AcpError as exc:
@@ -428,8 +434,8 @@ class AcpAgentSession(AgentSession):
             else:
                 session_id, how = saved, "loaded"
         if session_id is None:
-            created = await self._conn.request("session/new", {"cwd": str(self.cwd), "mcpServers": []})
-            session_id = created.get("sessionId") if isinstance(created, dict) else None
+            answer = await self._conn.request("session/new", {"cwd": str(self.cwd), "mcpServers": []})
+            session_id = answer.get("sessionId") if isinstance(answer, dict) else None
             if not isinstance(session_id, str) or not session_id:
                 raise AcpError("the agent's session/new answer has no sessionId")
             if self._prior:
@@ -439,11 +445,37 @@ class AcpAgentSession(AgentSession):
         entry: dict[str, object] = {"sessionId": session_id, "how": how}
         if self._load_refused is not None:
             entry["loadRefused"] = self._load_refused
+        options = answer.get("configOptions") if isinstance(answer, dict) else None
+        entry.update(await self._configure(self._conn, session_id, options))
         self.session.append_custom(SESSION_ENTRY, entry)
         self._acp_session_id = session_id
         if self._on_session is not None:
             self._on_session(how)
         return self._conn, session_id
+
+    async def _configure(self, conn: AcpConnection, session_id: str, options: object) -> dict[str, object]:
+        """Set the config options the definition's model and thinking level map to; what was set
+        (`config`) and what could not be (`configUnmatched`), for the session entry."""
+        choices, unmatched = config_choices(options, self.config)
+        done: dict[str, str] = {}
+        for choice in choices:
+            try:
+                await conn.request(
+                    "session/set_config_option",
+                    {"sessionId": session_id, "configId": choice.config_id, "value": choice.value},
+                )
+            except AcpError as exc:
+                if conn.ended is not None:
+                    raise
+                unmatched[choice.config_id] = f"the agent refused {choice.value}: {exc}"
+            else:
+                done[choice.config_id] = choice.value
+        out: dict[str, object] = {}
+        if done:
+            out["config"] = done
+        if unmatched:
+            out["configUnmatched"] = unmatched
+        return out
 
     def saved_session_id(self) -> str | None:
         """The agent's id of this session's last ACP session (`SESSION_ENTRY`), or `None`."""

@@ -22,6 +22,7 @@ from corral.harness.acp import (
     AcpAgentSession,
     PermissionOption,
     PermissionRequest,
+    SessionConfig,
     choose_option,
     permission_question,
     preset_command,
@@ -119,9 +120,10 @@ def acp_agent(
     cwd: Path,
     settings: Settings,
     permissions: OwnerPermissions,
+    config: SessionConfig,
 ) -> AcpAgentSession:
     """The managed agent of an ACP definition's `harness` and `command` (its stderr goes next to its
-    session file)."""
+    session file; its `model` and `thinking` in `config`)."""
     permissions.label = label
     stderr = None if session.path is None else session.path.with_suffix(".acp-stderr.log")
     return AcpAgentSession(
@@ -133,6 +135,7 @@ def acp_agent(
         permissions=permissions,
         stderr_path=stderr,
         on_session=_session_ready,
+        config=config,
     )
 
 

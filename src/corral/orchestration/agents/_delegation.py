@@ -640,6 +640,7 @@ class _ManagedSteps(LaunchSteps):
     def _acp_child(self, recorded: Recorded) -> ManagedChild:
         """The child of an ACP agent (`_acp.py`): its permission requests are the child's questions,
         answered through `on_reply`; its process tree ends with the run (`on_ended`)."""
+        from corral.harness.acp import SessionConfig
         from corral.orchestration.agents._acp import OwnerPermissions, acp_agent
 
         host = self.host
@@ -653,6 +654,7 @@ class _ManagedSteps(LaunchSteps):
             cwd=Path(generation.cwd),
             settings=host.settings,
             permissions=permissions,
+            config=SessionConfig(self.defn.model, self.defn.thinking),
         )
         child = ManagedChild(
             store=host.kernel, agent=agent, generation=generation, task=recorded.task, hooks=host
