@@ -12,6 +12,10 @@
   `session/new` and `session/load`: `model` — `fake-small` (current) or `fake/fake-large`, named
   `Large`, in a group — and `thought_level` — `low`, `medium` (current), `high`; set with
   `session/set_config_option`, which refuses `high`).
+* `READ <path>` / `WRITE <path> <text>`: asks the client (`fs/read_text_file`, from line 2 when
+  the prompt says `LINE2`; `fs/write_text_file`) for the path made absolute against its cwd; answers
+  `read: <content>` / `wrote`, or `refused: <the error's message>`. `TERMINAL`: asks for
+  `terminal/create`, answers the same way. `CAPS` answers the client's capabilities.
 * `RECALL`: answers `I remember: <the session's first prompt>` (its history: see below).
 * `WAIT <file>`: one chunk, then waits until `<file>` exists; answers `waited`.
 
@@ -43,6 +47,8 @@ class Agent:
         self.said: dict[str, list[str]] = {}
         self.cost: dict[str, float] = {}
         self.config: dict[str, dict[str, str]] = {}
+        self.raw: set[int] = set()
+        self.client_caps: dict[str, Any] = {}
         self.histories: dict[str, list[dict[str, str]]] = {}
 
     def send(self, message: dict[str, Any]) -> None:
@@ -56,6 +62,27 @@ class Agent:
         self.update(session_id, {"sessionUpdate": kind, "content": {"type": "text", "text": text}})
         if kind == "agent_message_chunk":
             self.said.setdefault(session_id, []).append(text)
+
+    async def client_request(self, sid: str, word: str, text: str) -> dict[str, Any]:
+        args = text.split(word, 1)[1].split(maxsplit=1)
+        if word == "TERMINAL":
+            method, params = "terminal/create", {"sessionId": sid, "command": "true"}
+        else:
+            path = os.path.abspath(args[0])
+            method = "fs/read_text_file" if word == "READ" else "fs/write_text_file"
+            params = {"sessionId": sid, "path": path}
+            if word == "WRITE":
+                params["content"] = args[1] if len(args) > 1 else ""
+            elif "LINE2" in text:
+                params.update(line=2, limit=1)
+        answer = await self.request_raw(method, params)
+        if "error" in answer:
+            self.chunk(sid, f"refused: {answer['error'].get('message')}")
+        elif word == "READ":
+            self.chunk(sid, f"read: {answer['result']['content']}")
+        else:
+            self.chunk(sid, "wrote" if word == "WRITE" else "terminal")
+        return {"stopReason": "end_turn"}
 
     def config_options(self, sid: str) -> list[dict[str, Any]]:
         values = self.config.setdefault(sid, {"model": "fake-small", "thought_level": "medium"})
@@ -101,6 +128,15 @@ class Agent:
             with open(os.path.join(SESSIONS, f"{session_id}.json"), "w") as out:
                 json.dump(turns, out)
 
+    async def request_raw(self, method: str, params: dict[str, Any]) -> dict[str, Any]:
+        """The client's whole answer (`result` or `error`)."""
+        self.next_id += 1
+        future: asyncio.Future[Any] = asyncio.get_running_loop().create_future()
+        self.pending[self.next_id] = future
+        self.raw.add(self.next_id)
+        self.send({"id": self.next_id, "method": method, "params": params})
+        return dict(await future)
+
     async def request(self, method: str, params: dict[str, Any]) -> Any:
         self.next_id += 1
         future: asyncio.Future[Any] = asyncio.get_running_loop().create_future()
@@ -114,12 +150,16 @@ class Agent:
         if method is None:
             future = self.pending.pop(message["id"], None)
             if future is not None and not future.done():
-                future.set_result(message.get("result", message.get("error")))
+                if message["id"] in self.raw:
+                    future.set_result(message)
+                else:
+                    future.set_result(message.get("result", message.get("error")))
             return
         if method == "session/cancel":
             self.cancelled.setdefault(params["sessionId"], asyncio.Event()).set()
             return
         if method == "initialize":
+            self.client_caps = params.get("clientCapabilities") or {}
             result: Any = {
                 "protocolVersion": 1,
                 "agentCapabilities": {"loadSession": SESSIONS is not None},
@@ -186,6 +226,12 @@ class Agent:
         if "CONFIG" in text:
             values = self.config_options(sid)
             self.chunk(sid, f"model={values[0]['currentValue']} thought={values[1]['currentValue']}")
+            return {"stopReason": "end_turn"}
+        for word in ("READ", "WRITE", "TERMINAL"):
+            if word in text:
+                return await self.client_request(sid, word, text)
+        if "CAPS" in text:
+            self.chunk(sid, json.dumps(self.client_caps, sort_keys=True))
             return {"stopReason": "end_turn"}
         if "RECALL" in text:
             first = next((t["prompt"] for t in self.history(sid) if t["prompt"]), text)

@@ -296,3 +296,20 @@ async def test_the_definitions_model_and_thinking_reach_the_agents_session(acp_e
         await t.quiet()
         results = _results(t)
         assert len(results) == 1 and "model=fake/fake-large thought=low" in results[0]
+
+
+async def test_a_read_only_definitions_agent_may_read_but_not_write(acp_env: Path) -> None:
+    _define(
+        acp_env, "reader", harness="acp", command=[sys.executable, str(FAKE)], runtime="inprocess", tools=["read"]
+    )
+    async with team(acp_env, "lead") as t:
+        work = Path(t.caller.cwd)
+        (work / "notes.txt").write_text("the notes")
+        await t.controller.delegate(t.caller, DelegateParams(definition="reader", task="READ notes.txt"))
+        await t.quiet()
+        await t.controller.delegate(t.caller, DelegateParams(definition="reader", task="WRITE made.txt hi"))
+        await t.quiet()
+        results = _results(t)
+        assert "read: the notes" in results[0]
+        assert "refused: this agent is read-only" in results[1]
+        assert not (work / "made.txt").exists()

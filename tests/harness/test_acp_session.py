@@ -416,3 +416,49 @@ async def test_no_model_or_thinking_sets_nothing(tmp_path: Path) -> None:
     agent, log = await _configured(tmp_path, SessionConfig())
     assert agent.last_assistant_text() == "model=fake-small thought=medium"
     assert _logged(log, "session/set_config_option") == []
+
+
+async def _asked(tmp_path: Path, prompt: str, *, writable: bool = True) -> str:
+    work = tmp_path / "work"
+    work.mkdir(exist_ok=True)
+    session = SessionManager.create(work, sessions_root=tmp_path / "sessions")
+    agent = AcpAgentSession(command=FAKE_COMMAND, session=session, cwd=work, writable=writable)
+    try:
+        await asyncio.wait_for(agent.prompt(prompt), WAIT)
+    finally:
+        await agent.close()
+    return agent.last_assistant_text() or ""
+
+
+async def test_the_agent_reads_files_inside_its_cwd(tmp_path: Path) -> None:
+    (tmp_path / "work").mkdir()
+    (tmp_path / "work" / "notes.txt").write_text("one\ntwo\nthree\n")
+    assert await _asked(tmp_path, "READ notes.txt") == "read: one\ntwo\nthree\n"
+    assert await _asked(tmp_path, "READ notes.txt LINE2") == "read: two\n"
+    assert (await _asked(tmp_path, "READ missing.txt")).startswith("refused: Resource not found")
+
+
+async def test_a_path_outside_the_cwd_is_refused_even_through_a_link(tmp_path: Path) -> None:
+    (tmp_path / "work").mkdir()
+    (tmp_path / "secret.txt").write_text("secret")
+    (tmp_path / "work" / "inside.txt").symlink_to(tmp_path / "secret.txt")
+    (tmp_path / "work" / "out").symlink_to(tmp_path)
+    for prompt in ("READ ../secret.txt", "READ inside.txt", "READ out/secret.txt", "WRITE out/new.txt hi"):
+        answer = await _asked(tmp_path, prompt)
+        assert answer.startswith("refused: ") and "outside the agent's working directory" in answer, prompt
+    assert not (tmp_path / "new.txt").exists() and (tmp_path / "secret.txt").read_text() == "secret"
+
+
+async def test_the_agent_writes_inside_its_cwd_unless_it_is_read_only(tmp_path: Path) -> None:
+    assert await _asked(tmp_path, "WRITE sub/made.txt hello there") == "wrote"
+    assert (tmp_path / "work" / "sub" / "made.txt").read_text() == "hello there"
+    answer = await _asked(tmp_path, "WRITE other.txt nope", writable=False)
+    assert answer.startswith("refused: this agent is read-only")
+    assert not (tmp_path / "work" / "other.txt").exists()
+    caps = json.loads(await _asked(tmp_path, "CAPS", writable=False))
+    assert caps == {"fs": {"readTextFile": True, "writeTextFile": False}, "terminal": False}
+
+
+async def test_a_terminal_request_is_refused(tmp_path: Path) -> None:
+    answer = await _asked(tmp_path, "TERMINAL please")
+    assert answer.startswith("refused: Method not found: terminal/create") and "offers no terminal" in answer

@@ -4,7 +4,8 @@
 into corral's session file; `_rpc.py` is the JSON-RPC connection to the agent process (its own
 process group; `close` ends the tree); `_permissions.py` turns the agent's permission requests into
 questions to the owner; `_texts.py` words the transcript a continued session is seeded with; `_config.py` maps the
-definition's model and thinking level to the agent's session config options;
+definition's model and thinking level to the agent's session config options; `_files.py` answers
+its file requests within its cwd;
 `_commands.py` holds the command and the preset agents. docs/harnesses.md.
 """
 

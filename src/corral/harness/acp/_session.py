@@ -59,6 +59,7 @@ from corral.session import CustomEntry
 
 from ._commands import AcpCommand
 from ._config import SessionConfig, config_choices
+from ._files import FileAccess
 from ._permissions import PermissionAsker, PermissionOption, PermissionRequest
 from ._rpc import AcpConnection, AcpError
 from ._texts import seeded_prompt, transcript_seed
@@ -314,6 +315,8 @@ class AcpAgentSession(AgentSession):
             before the first prompt is sent (the host's fault point).
         config: The definition's model and thinking level, set as the agent's session config
             options where it offers them (`_config.py`).
+        writable: Whether the agent's `fs/write_text_file` requests are answered (`False`: refused,
+            and not offered in `initialize`); its reads are, within `cwd` (`_files.py`).
     """
 
     def __init__(
@@ -329,6 +332,7 @@ class AcpAgentSession(AgentSession):
         stderr_path: Path | None = None,
         on_session: Callable[[str], None] | None = None,
         config: SessionConfig | None = None,
+        writable: bool = True,
     ) -> None:
         if settings is not None:
             settings = settings.model_copy(
@@ -358,6 +362,8 @@ class AcpAgentSession(AgentSession):
         self._on_session = on_session
         self.config = config or SessionConfig()
         """The definition's model and thinking level for the agent's session."""
+        self.files = FileAccess(cwd, writable=writable)
+        """Answers the agent's file requests, within its cwd."""
         self._prior = list(self.messages)
         """The session's messages before this agent started (a `continue`): the seed of a new ACP
         session when the agent cannot load its earlier one."""
@@ -408,7 +414,7 @@ class AcpAgentSession(AgentSession):
             {
                 "protocolVersion": PROTOCOL_VERSION,
                 "clientCapabilities": {
-                    "fs": {"readTextFile": False, "writeTextFile": False},
+                    "fs": {"readTextFile": True, "writeTextFile": self.files.writable},
                     "terminal": False,
                 },
                 "clientInfo": {"name": "corral", "version": __version__},
@@ -516,6 +522,17 @@ class AcpAgentSession(AgentSession):
     async def _on_request(self, method: str, params: Mapping[str, Any]) -> object:
         if method == "session/request_permission":
             return await self._permission(PermissionRequest.from_params(params))
+        if method == "fs/read_text_file":
+            return await asyncio.to_thread(self.files.read, params)
+        if method == "fs/write_text_file":
+            await asyncio.to_thread(self.files.write, params)
+            return None
+        if method.startswith("terminal/"):
+            raise AcpError(
+                f"Method not found: {method} (corral offers no terminal: its clientCapabilities.terminal "
+                "is false)",
+                code=-32601,
+            )
         raise AcpError(f"Method not found: {method}", code=-32601)
 
     async def _permission(self, request: PermissionRequest) -> object:

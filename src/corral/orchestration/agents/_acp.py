@@ -121,9 +121,10 @@ def acp_agent(
     settings: Settings,
     permissions: OwnerPermissions,
     config: SessionConfig,
+    writable: bool,
 ) -> AcpAgentSession:
     """The managed agent of an ACP definition's `harness` and `command` (its stderr goes next to its
-    session file; its `model` and `thinking` in `config`)."""
+    session file; its `model` and `thinking` in `config`; `writable`: its file writes are answered)."""
     permissions.label = label
     stderr = None if session.path is None else session.path.with_suffix(".acp-stderr.log")
     return AcpAgentSession(
@@ -136,6 +137,7 @@ def acp_agent(
         stderr_path=stderr,
         on_session=_session_ready,
         config=config,
+        writable=writable,
     )
 
 

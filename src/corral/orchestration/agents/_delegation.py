@@ -655,6 +655,7 @@ class _ManagedSteps(LaunchSteps):
             settings=host.settings,
             permissions=permissions,
             config=SessionConfig(self.defn.model, self.defn.thinking),
+            writable=_writes(self.defn),
         )
         child = ManagedChild(
             store=host.kernel, agent=agent, generation=generation, task=recorded.task, hooks=host
