@@ -300,7 +300,12 @@ async def test_the_definitions_model_and_thinking_reach_the_agents_session(acp_e
 
 async def test_a_read_only_definitions_agent_may_read_but_not_write(acp_env: Path) -> None:
     _define(
-        acp_env, "reader", harness="acp", command=[sys.executable, str(FAKE)], runtime="inprocess", tools=["read"]
+        acp_env,
+        "reader",
+        harness="acp",
+        command=[sys.executable, str(FAKE)],
+        runtime="inprocess",
+        tools=["read"],
     )
     async with team(acp_env, "lead") as t:
         work = Path(t.caller.cwd)
