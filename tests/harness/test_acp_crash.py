@@ -10,6 +10,8 @@ import subprocess
 import sys
 from pathlib import Path
 
+import pytest
+
 from corral.orchestration import RESULT_TYPE, Repositories
 from tests._waits import eventually
 from tests.orchestration._host_helpers import STARTUP_WAIT, write_script
@@ -103,17 +105,20 @@ def _zombie(pid: int) -> bool:
         return True
 
 
-def test_a_host_killed_after_session_load_before_the_prompt_loses_only_the_continued_run(
-    tmp_path: Path,
+@pytest.mark.parametrize("how", ["loaded", "seeded"])
+def test_a_host_killed_after_the_continued_session_is_ready_loses_only_the_continued_run(
+    tmp_path: Path, how: str
 ) -> None:
     env = _setup(tmp_path)
-    (tmp_path / "acp-sessions").mkdir()
-    env["FAKE_ACP_SESSIONS"] = str(tmp_path / "acp-sessions")
-    crashed = _run(tmp_path, "first task ALPHA", {**env, "CORRAL_FAULTS": "acp_session_loaded"}, "RECALL")
+    if how == "loaded":  # the fake offers session/load
+        (tmp_path / "acp-sessions").mkdir()
+        env["FAKE_ACP_SESSIONS"] = str(tmp_path / "acp-sessions")
+    crashed = _run(tmp_path, "first task ALPHA", {**env, "CORRAL_FAULTS": f"acp_session_{how}"}, "RECALL")
     assert crashed.returncode == -signal.SIGKILL, crashed.stderr[-2000:]
     log = [json.loads(line) for line in (tmp_path / "fake.jsonl").read_text().splitlines()]
     methods = [m.get("method") for m in log]
-    assert "session/load" in methods and methods.count("session/prompt") == 1  # killed before the prompt
+    assert methods.count("session/prompt") == 1  # killed before the continued run's prompt
+    assert ("session/load" in methods) is (how == "loaded")
     assert len(_lead_results(tmp_path)) == 1  # the first run's result was delivered before the crash
     for _ in range(2):  # a restart, and a third start, deliver nothing more
         resumed = _run(tmp_path, "first task ALPHA", env, "RECALL")
