@@ -436,6 +436,7 @@ async def test_the_agent_reads_files_inside_its_cwd(tmp_path: Path) -> None:
     assert await _asked(tmp_path, "READ notes.txt") == "read: one\ntwo\nthree\n"
     assert await _asked(tmp_path, "READ notes.txt LINE2") == "read: two\n"
     assert (await _asked(tmp_path, "READ missing.txt")).startswith("refused: Resource not found")
+    assert "cannot be read" in await _asked(tmp_path, "READ .")  # a directory
 
 
 async def test_a_path_outside_the_cwd_is_refused_even_through_a_link(tmp_path: Path) -> None:

@@ -59,8 +59,11 @@ class FileAccess:
             raise AcpError(f"Resource not found: {path}", code=_NOT_FOUND) from None
         except OSError as exc:
             raise AcpError(f"{path} cannot be read: {exc.strerror}", code=_INVALID_PARAMS) from None
-        with os.fdopen(fd, encoding="utf-8", errors="replace") as opened:
-            text = opened.read()
+        try:
+            with os.fdopen(fd, encoding="utf-8", errors="replace") as opened:
+                text = opened.read()
+        except OSError as exc:  # a directory, a device that fails
+            raise AcpError(f"{path} cannot be read: {exc.strerror}", code=_INVALID_PARAMS) from None
         line, limit = params.get("line"), params.get("limit")
         if isinstance(line, int) or isinstance(limit, int):
             lines = text.splitlines(keepends=True)

@@ -75,7 +75,6 @@ __all__ = [
     "SESSION_ENTRY",
     "AcpAgentSession",
     "AcpModel",
-    "transcript_seed",
 ]
 
 PROTOCOL_VERSION = 1
@@ -645,6 +644,7 @@ class AcpAgentSession(AgentSession):
         tells the lead), and the turn is cancelled."""
         self._timed_out = True
         self._ask_guard(RequestEstimate(self.model.info, 0, 0))
+        self._cancel_asks()  # a permission question still open is answered `cancelled`
         if self._conn is not None and self._acp_session_id is not None:
             self._conn.notify("session/cancel", {"sessionId": self._acp_session_id})
 
