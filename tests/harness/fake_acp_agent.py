@@ -122,7 +122,10 @@ class Agent:
             return list(json.load(saved))
 
     def remember(self, session_id: str, prompt: str, answer: str) -> None:
-        turns = [*self.history(session_id), {"prompt": prompt, "answer": answer}]
+        turns = [
+            *self.history(session_id),
+            {"prompt": prompt, "answer": answer, "cost": self.cost.get(session_id, 0.0)},
+        ]
         self.histories[session_id] = turns
         if SESSIONS is not None:
             with open(os.path.join(SESSIONS, f"{session_id}.json"), "w") as out:
@@ -193,6 +196,7 @@ class Agent:
                 ):
                     self.update(sid, {"sessionUpdate": kind, "content": {"type": "text", "text": text}})
             self.cancelled.setdefault(sid, asyncio.Event())
+            self.cost[sid] = float(self.history(sid)[-1].get("cost", 0.0))  # the session's cost so far
             result = {"configOptions": self.config_options(sid)}
         elif method == "session/prompt":
             sid = params["sessionId"]

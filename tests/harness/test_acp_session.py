@@ -463,3 +463,33 @@ async def test_the_agent_writes_inside_its_cwd_unless_it_is_read_only(tmp_path: 
 async def test_a_terminal_request_is_refused(tmp_path: Path) -> None:
     answer = await _asked(tmp_path, "TERMINAL please")
     assert answer.startswith("refused: Method not found: terminal/create") and "offers no terminal" in answer
+
+
+async def test_a_loaded_sessions_cost_grows_from_what_its_earlier_turns_recorded(tmp_path: Path) -> None:
+    saved = tmp_path / "acp-sessions"
+    saved.mkdir()
+    env = {**os.environ, "FAKE_ACP_SESSIONS": str(saved)}
+    first = AcpAgentSession(
+        command=FAKE_COMMAND,
+        session=SessionManager.create(tmp_path, sessions_root=tmp_path / "sessions"),
+        cwd=tmp_path,
+        env=env,
+    )
+    try:
+        await asyncio.wait_for(first.prompt("hi"), WAIT)
+        await asyncio.wait_for(first.prompt("hi again"), WAIT)
+    finally:
+        await first.close()
+    first.session.flush()
+    assert first.session.path is not None
+    first.session.close()
+    second = AcpAgentSession(
+        command=FAKE_COMMAND, session=SessionManager.open(first.session.path), cwd=tmp_path, env=env
+    )
+    try:
+        await asyncio.wait_for(second.prompt("hi once more"), WAIT)  # the agent's cost: $0.75 in all
+    finally:
+        await second.close()
+    assert [d["how"] for d in _ready(second)] == ["new", "loaded"]  # type: ignore[index]
+    costs = [m.usage.cost.total for m in second.messages if isinstance(m, AssistantMessage)]
+    assert costs == [0.25, 0.25, 0.25]

@@ -55,7 +55,7 @@ from corral.llm import (
     ToolResultMessage,
     Usage,
 )
-from corral.session import CustomEntry
+from corral.session import CustomEntry, MessageEntry
 
 from ._commands import AcpCommand
 from ._config import SessionConfig, config_choices
@@ -438,6 +438,7 @@ class AcpAgentSession(AgentSession):
                 self._load_refused = str(exc)  # the agent lost it: a new session, seeded below
             else:
                 session_id, how = saved, "loaded"
+                self._session_cost = self._recorded_cost(saved)
         if session_id is None:
             answer = await self._conn.request("session/new", {"cwd": str(self.cwd), "mcpServers": []})
             session_id = answer.get("sessionId") if isinstance(answer, dict) else None
@@ -481,6 +482,18 @@ class AcpAgentSession(AgentSession):
         if unmatched:
             out["configUnmatched"] = unmatched
         return out
+
+    def _recorded_cost(self, session_id: str) -> float:
+        """What the turns of the agent's session `session_id` cost so far, as the session file
+        recorded them: the baseline of its cumulative cost once loaded again."""
+        total, counting = 0.0, False
+        for entry in self.session.entries:
+            if isinstance(entry, CustomEntry) and entry.custom_type == SESSION_ENTRY:
+                data = entry.data if isinstance(entry.data, dict) else {}
+                counting = data.get("sessionId") == session_id
+            elif counting and isinstance(entry, MessageEntry) and isinstance(entry.message, AssistantMessage):
+                total += entry.message.usage.cost.total
+        return total
 
     def saved_session_id(self) -> str | None:
         """The agent's id of this session's last ACP session (`SESSION_ENTRY`), or `None`."""
