@@ -1,7 +1,8 @@
 """The agent-API kernel: generations, requests, asks, results, delivery, lifecycle, the managed child.
 
-The package re-exports only `fault_point` (crash tests' fault injection), for the front ends above
-the core (`corral mcp`, `corral acp`); import everything else from the module that defines it.
+The package re-exports only `fault_point` (crash tests' `CORRAL_FAULTS`), for the places outside the
+kernel that mark a crash window of their own (`corral mcp`, `corral acp`, a harness agent's session
+made ready); import everything else from the module that defines it.
 """
 
 from __future__ import annotations
