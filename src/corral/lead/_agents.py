@@ -9,7 +9,7 @@ It never reaches into the host's live maps or its store.
 
 from __future__ import annotations
 
-from collections.abc import Mapping
+from collections.abc import Mapping, Sequence
 from typing import TYPE_CHECKING
 
 if TYPE_CHECKING:
@@ -56,6 +56,11 @@ class LeadAgents:
     def views(self) -> tuple[AgentView, ...]:
         """The managed agents the lead sees, projected from one store snapshot (what `list` renders)."""
         return self._host.controller.views(self.caller)
+
+    def rate_limit_waits(self, views: Sequence[AgentView]) -> Mapping[str, str]:
+        """`waiting (rate limit, Ns)` by run id, for those of `views` whose model request waits for the
+        shared limiter (from memory for this process's runs, from the store for the others')."""
+        return self._host.controller.rate_limit_waits([view.generation for view in views])
 
     async def list_agents(self) -> ListResult:
         """The lead's `list`: its agents, the definitions and any invalid definition files."""

@@ -192,7 +192,7 @@ class Controller:
                     if defn.name in allowed and defn.enabled
                 ]
             views = self.views(caller)
-            waits = self._rate_limit_waits([view.generation for view in views])
+            waits = self.rate_limit_waits([view.generation for view in views])
             records = [
                 record(view) | self.host.extensions.status_fields(view.generation.run_id) for view in views
             ]
@@ -201,7 +201,7 @@ class Controller:
                     out["rate_limit"] = waits[view.generation.run_id]
             return ListResult(records, definitions, invalid)
 
-    def _rate_limit_waits(self, generations: Sequence[GenerationRecord]) -> dict[str, str]:
+    def rate_limit_waits(self, generations: Sequence[GenerationRecord]) -> dict[str, str]:
         """`waiting (rate limit, Ns)` by run id, for the active runs whose model request waits for the
         endpoint's shared limiter: from memory for this host's runs, from the store for the others'."""
         now_ms = int(time.time() * 1000)
@@ -418,7 +418,7 @@ class Controller:
                 raise TargetAmbiguousError(
                     "Inspection target changed during capture.", ids=self._ids(generation)
                 )
-            wait = self._rate_limit_waits([generation]).get(generation.run_id)
+            wait = self.rate_limit_waits([generation]).get(generation.run_id)
             return InspectResult(
                 params.agent,
                 generation.definition,

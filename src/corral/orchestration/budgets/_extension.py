@@ -59,10 +59,14 @@ def budget_details(agent: AgentBudget, ledger: BudgetLedger) -> dict[str, object
     out: dict[str, object] = {}
     if agent.limits.any or (tree is not None and tree.limits.any):
         out["budget"] = {"spend": agent.spend.to_json()}
+    if agent.spend.unmetered:
+        out["budget"] = {"spend": agent.spend.to_json(), "unmetered": True}
     finding = exhausted_finding(agent, tree, ledger.db.clock())
     if finding is not None:
         out["budget_exhausted"] = True
         out["budget"] = {"spend": agent.spend.to_json(), **finding.to_json()}
+        if agent.spend.unmetered:
+            out["budget"]["unmetered"] = True  # type: ignore[index]
     return out
 
 
@@ -87,6 +91,8 @@ def budget_status(agent: AgentBudget, tree: TreeBudget | None) -> dict[str, obje
         out["exhausted"] = agent.exhausted
     elif agent.noticed:
         out["noticed"] = True
+    if agent.spend.unmetered:
+        out["unmetered"] = True
     return out
 
 
@@ -113,7 +119,9 @@ def budget_text(budget: Mapping[str, Any]) -> str:
         text += f", ${spend.get('costUsd', 0):,.2f}"
         if "costUsd" in limits:
             text += f" / ${limits['costUsd']:,.2f}"
-    if spend.get("estimatedRequests"):
+    if budget.get("unmetered"):
+        text += ", unmetered: the agent reports no usage, only its time is counted"
+    elif spend.get("estimatedRequests"):
         text += f", {spend['estimatedRequests']} request(s) without usage counted at their estimate"
     if budget.get("exhausted"):
         text += f" (exhausted: {budget['exhausted']})"
@@ -244,12 +252,13 @@ class BudgetsExtension(HostExtension):
         return budget_details(agent, self.ledger) or None
 
     def status_fields(self, run_id: str) -> Mapping[str, object] | None:
-        """`budget`: the agent's spend, its limits and its tree's, when any limit applies."""
+        """`budget`: the agent's spend, its limits and its tree's, when any limit applies or the agent
+        is *unmetered* (a harness agent that reports no usage: `unmetered: true`)."""
         agent = self.ledger.agent(run_id)
         if agent is None:
             return None
         tree = self.ledger.tree(agent.tree_id)
-        if not agent.limits.any and (tree is None or not tree.limits.any):
+        if not agent.limits.any and (tree is None or not tree.limits.any) and not agent.spend.unmetered:
             return None
         return {"budget": budget_status(agent, tree)}
 
