@@ -258,7 +258,9 @@ def test_sqlite_only_in_the_store() -> None:
         "corral.agent.tools",
         "corral.harness.acp",
         "corral.lead",
+        "corral.orchestration.kernel",
         "corral.orchestration.store",
+        "corral.orchestration.teams.roster",
     ],
 )
 def test_all_matches_public_names(package: str) -> None:

@@ -94,6 +94,7 @@ LAZY = (
     "corral.orchestration.teams.repair._repository",
     "corral.orchestration.teams.groups._repository",
     "corral.orchestration.teams.checkpoints._repository",
+    "corral.orchestration.teams.messages.repository",
     # The report document and its verification/repair records (loaded with the reports feature).
     "corral.orchestration.teams.reports.records",
     "corral.orchestration.teams.repair.records",

@@ -79,29 +79,29 @@ def _seconds(text: str) -> int:
 async def test_get_agent_status_and_the_apps_rows(tmp_path: Path) -> None:
     write_script(tmp_path, "lead", SLOW)
     async with teams_env(tmp_path, "lead") as env:
-        await env.teams.spawn(env.caller, parse_spawn({"name": "one", "prompt": "p"}))
+        await env.teams.spawning.spawn(env.caller, parse_spawn({"name": "one", "prompt": "p"}))
         member = env.host.repositories.teams.roster.live_team_member(env.caller.session_id, "one")
         assert member is not None
-        child = env.teams.child(member.run_id)
+        child = env.teams.context.child(member.run_id)
         assert child is not None
         async with _waiting(child.agent):
-            result = await env.teams.status(env.caller, "one")
+            result = await env.teams.control.status(env.caller, "one")
             [snapshot] = status_details(result)["agents"]
             assert 28 <= _seconds(snapshot["rateLimit"]) <= 33
             assert snapshot["rateLimit"] in render_status(result)
             wait = child.rate_limit_wait
             assert wait is not None and wait.until_ms is not None
-            [row] = env.teams.agent_rows(
-                env.teams.snapshot(env.caller.session_id), now_ms=wait.until_ms - 12_000
+            [row] = env.teams.control.agent_rows(
+                env.teams.control.snapshot(env.caller.session_id), now_ms=wait.until_ms - 12_000
             )
             assert row.status is not None
             assert team_detail(row.status, generation=row.generation) == "waiting (rate limit, 12s)"
             shell = await _agents_list(env.lead, teams=True)
             assert 28 <= _seconds(shell) <= 33 and shell.startswith("one\t")
-        result = await env.teams.status(env.caller, "one")
+        result = await env.teams.control.status(env.caller, "one")
         assert "rateLimit" not in status_details(result)["agents"][0]
         assert "rate limit" not in await _agents_list(env.lead, teams=True)
-        await env.teams.stop_teammate(env.caller, "one", None)
+        await env.teams.control.stop_teammate(env.caller, "one", None)
 
 
 async def test_the_agent_tools_list_and_inspect(tmp_path: Path) -> None:

@@ -64,7 +64,7 @@ async def main(root: Path, address: str, namespace: str, args: list[str]) -> int
         try:
             if teams:
                 request = parse_spawn({"name": label, "prompt": f"do {label}", "model_slot": "read-collect"})
-                await host.teams.spawn(caller, request)
+                await host.teams.spawning.spawn(caller, request)
                 continue
             definition = "local" if handoff else "builder"
             started = await host.controller.delegate(

@@ -161,7 +161,7 @@ async def test_a_live_teams_agent_moved_to_ray_reports_once_through_the_lead_hos
     ray = ray_settings(ray_cluster).ray
     settings = Settings(ray=ray, teams=TeamsSettings(read_sandbox="off"))  # teams spawn in-process
     async with team(env, "team", surfaces=("teams",), settings=settings) as t:
-        spawned = await t.host.teams.spawn(
+        spawned = await t.host.teams.spawning.spawn(
             t.caller, parse_spawn({"name": "r1", "prompt": "Review it.", "model_slot": "read-review"})
         )
         run_id = spawned.run_id

@@ -134,19 +134,19 @@ async def test_a_swarm_on_ray_reports_once_each_and_takes_messages_claims_and_st
         await eventually(
             lambda: any(
                 m.sender == "w1" and m.content == "w1 is on it"
-                for m in repos.roster.read_team_inbox(
+                for m in repos.messages.read_team_inbox(
                     lead_id, "team-lead", unread_only=False, mark_as_read=False
                 )
             ),
             t.host,
         )
         # A message from the lead reaches w1 on its worker (injected once, then marked read).
-        sent = await t.teams.send_message(t.caller, SendMessageRequest("w1", "the secret is 42"))
+        sent = await t.teams.messages.send_message(t.caller, SendMessageRequest("w1", "the secret is 42"))
         assert sent.recipient == "w1"
         await eventually(
             lambda: all(
                 m.read_at is not None
-                for m in repos.roster.read_team_inbox(lead_id, "w1", unread_only=False, mark_as_read=False)
+                for m in repos.messages.read_team_inbox(lead_id, "w1", unread_only=False, mark_as_read=False)
             ),
             t.host,
         )
@@ -154,18 +154,18 @@ async def test_a_swarm_on_ray_reports_once_each_and_takes_messages_claims_and_st
         await eventually(lambda: set(_reports(t)) >= {"r1", "w1"}, t.host)
         assert (work / "a.txt").read_text() == "42\n"
         # Status and health see s1 working on its Ray worker.
-        status = await t.teams.status(t.caller, "s1")
+        status = await t.teams.control.status(t.caller, "s1")
         (s1_row,) = [m for m in status.agents if isinstance(m, MemberSnapshot) and m.name == "s1"]
         assert s1_row.phase == "working" and s1_row.in_pane and (s1_row.pane_id or "").startswith("ray:")
-        health = await t.teams.check_teammate(t.caller, "s1")
+        health = await t.teams.control.check_teammate(t.caller, "s1")
         assert health.health == "healthy" and health.alive
         # An interrupt reaches s1 on its worker: its running bash is cancelled, the agent stays.
-        interrupted = await t.teams.interrupt_teammate(t.caller, "s1")
+        interrupted = await t.teams.control.interrupt_teammate(t.caller, "s1")
         assert interrupted.status == "interrupted", interrupted
         s1_live = t.host.kernel.get_generation(runs["s1"])
         assert s1_live is not None and s1_live.phase == "active"
         # Stop reaches the member on Ray: its run ends and its generation is finalized.
-        stopped = await t.teams.stop_teammate(t.caller, "s1", "enough")
+        stopped = await t.teams.control.stop_teammate(t.caller, "s1", "enough")
         assert stopped.stopped, stopped
         await t.quiet()
         reports = _reports(t)

@@ -129,7 +129,7 @@ async def test_text_forms_save_at_once_and_the_session_uses_them(tui_env: TuiEnv
         }
         assert _user_file(tui_env).read_text().startswith("# mine\n[retry]\nmax_retries = 2\n")
         assert app.host is not None
-        favorites = app.host.teams.favorites()
+        favorites = app.host.teams.spawning.favorites()
         assert favorites is not None and favorites.get("write-patch") is not None
         assert any(
             t.startswith("/agents-favorite-models: write-patch: scripted/fast (thinking low)")
@@ -144,7 +144,7 @@ async def test_text_forms_save_at_once_and_the_session_uses_them(tui_env: TuiEnv
         assert set(read_favorites(_user_file(tui_env))) == {"read-review"}
         await _command(pilot, "/agents-favorite-models clear")
         assert read_favorites(_user_file(tui_env)) == {}
-        assert app.host.teams.favorites() is None
+        assert app.host.teams.spawning.favorites() is None
 
 
 async def test_the_tier_picker_filters_saves_clears_and_closes(tui_env: TuiEnv) -> None:

@@ -235,7 +235,7 @@ class CardsApp(App[None]):
 
     async def on_mount(self) -> None:
         from corral.llm import CustomMessage, UserMessage
-        from corral.orchestration.teams._control import TEAM_MESSAGE_TYPE
+        from corral.orchestration.teams.messages.records import TEAM_MESSAGE_TYPE
         from corral.orchestration.teams.reports._reports import TEAM_REPORT_TYPE
         from corral.tui.widgets import ChatLog, TeamReportCard
 

@@ -9,7 +9,7 @@ from textual.widgets import Collapsible
 from textual.widgets._collapsible import CollapsibleTitle
 
 from corral.llm import AssistantMessage, CustomMessage
-from corral.orchestration.teams._control import TEAM_MESSAGE_TYPE
+from corral.orchestration.teams.messages.records import TEAM_MESSAGE_TYPE
 from corral.tui import CorralApp
 from corral.tui._format import ActivityRow
 from corral.tui._teams import stop_notice

@@ -155,7 +155,7 @@ async def _team_snapshots(host: Host, caller: Caller) -> list[dict[str, Any]]:
     # The teams tools answer the attached lead only; this host acts as that lead, read-only.
     if not host.runs.is_lead(caller.session_id):
         host.runs.add_lead(caller)
-    status = await host.teams.status(caller, None)
+    status = await host.teams.control.status(caller, None)
     store = host.repositories
     now = int(time.time() * 1000)
     snapshots = [agent_snapshot_details(agent) for agent in status.agents]

@@ -357,7 +357,7 @@ async def _follow_members(host: Host, timeline: _TeamsTimeline) -> None:
             run_id = child.run_id
             if run_id not in seen:
                 seen.add(run_id)
-                run = host.teams.child(run_id) if host.has_teams else None
+                run = host.teams.context.child(run_id) if host.has_teams else None
                 grouped = run is not None and run.member.group_id is not None
                 child.agent.subscribe(_MemberTimeline(timeline, child.label, grouped=grouped))
         await host.wait_for_change()

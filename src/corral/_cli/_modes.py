@@ -270,7 +270,9 @@ async def _follow_agents(launched: Launched, writer: LineWriter) -> None:
                 seen.add(run_id)
                 tag = {
                     "label": child.label,
-                    "kind": "teams" if host.has_teams and host.teams.child(run_id) is not None else "managed",
+                    "kind": "teams"
+                    if host.has_teams and host.teams.context.child(run_id) is not None
+                    else "managed",
                     "runId": run_id,
                     "sessionId": child.agent.session.session_id,
                 }

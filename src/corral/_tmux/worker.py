@@ -203,15 +203,15 @@ async def _child(
     from corral.orchestration.teams import texts
     from corral.orchestration.teams.notices import MessageArrived
 
-    roster = store.teams.roster
+    inbox = store.teams.messages
     lead, name = member.member.lead_session_id, member.member.name
 
     def poll_inbox() -> None:
         if not member.messages_open or member.ended:
             return
-        if not roster.read_team_inbox(lead, name, unread_only=True, mark_as_read=False):
+        if not inbox.read_team_inbox(lead, name, unread_only=True, mark_as_read=False):
             return
-        for message in roster.read_team_inbox(lead, name, unread_only=True, mark_as_read=True):
+        for message in inbox.read_team_inbox(lead, name, unread_only=True, mark_as_read=True):
             view.line(f"⇐ message from {message.sender}: {_brief(message.content)}")
             fact = MessageArrived(message.sender, message.summary, message.content)
             member.inject(texts.member_message(fact))
@@ -246,7 +246,7 @@ def tmux_place(
                 hooks.changed()
 
         local = _WorkerHost(kernel=store.kernel, registry=registry, settings=settings)
-        return Teams(local), member
+        return Teams(local).members, member
 
     work_done = None
     if store.worktrees.has_worktrees():  # an isolated writer commits its work on its branch at the end

@@ -87,11 +87,11 @@ class LeadAgents:
 
     def team_snapshot(self) -> TeamSnapshot:
         """The lead's teams members and their generations, read from the store now."""
-        return self._host.teams.snapshot(self.caller.session_id)
+        return self._host.teams.control.snapshot(self.caller.session_id)
 
     def team_rows(self, snapshot: TeamSnapshot, *, now_ms: int) -> list[TeamAgentRow]:
         """The lead's teams agents (members with their phase, then queued spawns) at `now_ms`."""
-        return self._host.teams.agent_rows(snapshot, now_ms=now_ms)
+        return self._host.teams.control.agent_rows(snapshot, now_ms=now_ms)
 
     def budget(self, run_id: str) -> Mapping[str, object] | None:
         """The run's `budget` (spend, limits, what stopped it) when a limit applies, else `None`."""

@@ -548,7 +548,7 @@ class Lead:
         from corral.orchestration.errors import OrchestrationError, error_details
 
         try:
-            record = self.host.teams.record_report_acceptance(report_id, state, reason)
+            record = self.host.teams.control.record_report_acceptance(report_id, state, reason)
         except OrchestrationError as exc:
             error = error_details(exc, operation="record_report_acceptance")
             raise LeadCallError("record_report_acceptance", str(exc), category=error["category"]) from None

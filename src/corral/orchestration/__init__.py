@@ -109,14 +109,13 @@ from .kernel.records import (
 )
 from .store._database import StoreError, StoreVersionError, default_store_path
 from .store._migrations import SCHEMA_VERSION
+from .teams.messages.records import TEAM_MESSAGE_TYPE, MessageDelivery, TeamMessageRecord
 from .teams.roster.records import (
     TEAM_LEAD,
-    TEAM_MESSAGE_TYPE,
     TEAM_NAME_PATTERN,
     TEAM_REPORT_TYPE,
     ClaimOutcome,
     FileClaimRecord,
-    MessageDelivery,
     NewTeamMember,
     NewTeamReport,
     SandboxMode,
@@ -124,7 +123,6 @@ from .teams.roster.records import (
     TeamFence,
     TeamMemberKind,
     TeamMemberRecord,
-    TeamMessageRecord,
     TeamReportOutcome,
     TeamReportRecord,
     TeamReportStatus,

@@ -167,7 +167,7 @@ class AgentCommands:
         agents, launched = self.app.agents, self.app.launched
         if agents is not None and launched is not None and "teams" in launched.surfaces:
             try:
-                teams = (await agents.teams.status(agents.caller, None)).agents
+                teams = (await agents.teams.control.status(agents.caller, None)).agents
             except CorralError as exc:
                 self.app.notice(f"/agents: teams status unavailable: {exc}", kind="error")
         await self.app.push_screen(AgentsScreen(records, teams, invalid))
@@ -221,7 +221,7 @@ class AgentCommands:
         setting = launched.settings.teams.read_sandbox if launched is not None else "auto"
         if setting == "off":
             return setting, None, "teams.read_sandbox = off"
-        status = await agents.teams.sandbox_status() if agents is not None else None
+        status = await agents.teams.spawning.sandbox_status() if agents is not None else None
         if status is None:  # no host (or it has not decided): probe as `corral doctor` does
             from corral.agent.tools import ReadOnlySandbox
 

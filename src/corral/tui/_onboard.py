@@ -18,8 +18,8 @@ from typing import Any
 
 from corral.agent.tools import ALL_TOOL_NAMES
 from corral.llm import ModelInfo, available_thinking_levels
-from corral.orchestration.teams._teams import READ_TIER_TOOL_NAMES
 from corral.orchestration.teams._tiers import TIERS
+from corral.orchestration.teams.spawning import READ_TIER_TOOL_NAMES
 
 __all__ = ["ONBOARD_USAGE", "SandboxState", "extensions_text", "onboard_inventory", "onboard_prompt"]
 

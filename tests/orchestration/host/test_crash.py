@@ -57,7 +57,10 @@ def _env(root: Path) -> dict[str, str]:
         CORRAL_HOME=str(root / "home"),
         XDG_CONFIG_HOME=str(root / "config"),
         CORRAL_SCRIPTS=str(root / "scripts"),
-        PYTHONPATH=str(Path(__file__).resolve().parents[2]),
+        # the checkout (for `tests`), then what the suite runs with (a worktree's `src`, when set)
+        PYTHONPATH=os.pathsep.join(
+            filter(None, (str(Path(__file__).resolve().parents[2]), os.environ.get("PYTHONPATH")))
+        ),
     )
     return env
 

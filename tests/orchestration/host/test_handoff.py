@@ -32,9 +32,9 @@ from corral.orchestration.surfaces.teams._render import (
     status_details,
     stop_details,
 )
-from corral.orchestration.teams._teams import Teams
 from corral.orchestration.teams.checks.records import AssignedCheck
 from corral.orchestration.teams.reports._reports import TEAM_REPORT_TYPE
+from corral.orchestration.teams.spawning import _launch as spawn_launch
 from corral.settings import Settings
 from tests._waits import eventually
 from tests.orchestration._host_helpers import Team, team, write_script
@@ -65,8 +65,8 @@ def model_calls(monkeypatch: pytest.MonkeyPatch) -> dict[str, list[object]]:
 
     build = _delegate.build_managed_agent
     monkeypatch.setattr(_delegate, "build_managed_agent", lambda *a, **k: watch(build(*a, **k)))
-    build_team = Teams._build_agent
-    monkeypatch.setattr(Teams, "_build_agent", lambda self, *a, **k: watch(build_team(self, *a, **k)))
+    build_team = spawn_launch._build_agent
+    monkeypatch.setattr(spawn_launch, "_build_agent", lambda *a, **k: watch(build_team(*a, **k)))
     return calls
 
 
@@ -161,7 +161,7 @@ async def test_a_teams_agent_moved_with_a_file_claim_keeps_it_and_reports_once(
     ]
     write_script(env, "team", {**LEAD, "agents": {"w1": agent}})
     async with team(env, "team", surfaces=("teams",), tmux_socket=tmux_socket) as t:
-        spawned = await t.host.teams.spawn(
+        spawned = await t.host.teams.spawning.spawn(
             t.caller, parse_spawn({"name": "w1", "prompt": "Patch a.txt", "model_slot": "write-patch"})
         )
         run_id = spawned.run_id
@@ -213,7 +213,7 @@ async def test_a_checkpointed_teams_agent_moves_and_its_host_saves_the_checkpoin
     ]
     write_script(env, "team", {**LEAD, "agents": {"auth": agent}})
     async with team(env, "team", surfaces=("teams",), tmux_socket=tmux_socket) as t:
-        spawned = await t.host.teams.spawn(
+        spawned = await t.host.teams.spawning.spawn(
             t.caller,
             parse_spawn({"name": "auth", "prompt": "Review auth.", "checkpoint": {"inputs": ["auth"]}}),
         )
@@ -242,31 +242,31 @@ async def test_a_moved_teams_agent_shows_working_takes_messages_from_the_store_a
 ) -> None:
     write_script(env, "team", {**LEAD, "agents": {"r1": [SLOW, SLOW]}})
     async with team(env, "team", surfaces=("teams",), tmux_socket=tmux_socket) as t:
-        spawned = await t.host.teams.spawn(t.caller, parse_spawn({"name": "r1", "prompt": "Look"}))
+        spawned = await t.host.teams.spawning.spawn(t.caller, parse_spawn({"name": "r1", "prompt": "Look"}))
         run_id = spawned.run_id
         await eventually(lambda: len(model_calls.get("r1", [])) >= 1)
         moved = await t.host.handoff(run_id)
         assert moved.status == "moved", moved.message
         teams = t.host.teams
-        result = await teams.status(t.caller, "r1")
+        result = await teams.control.status(t.caller, "r1")
         _text, status = render_status(result), status_details(result)
         assert status["agents"][0]["phase"] == "working" and status["agents"][0]["paneId"] == moved.pane_id
-        result = await teams.check_teammate(t.caller, "r1")
+        result = await teams.control.check_teammate(t.caller, "r1")
         _text, health = render_health(result), health_details(result)
         assert health["alive"] is True and health["health"] == "healthy"
         # A message to the moved agent goes to its store inbox; its worker takes it in (marks it read).
-        sent = await teams.send_message(t.caller, SendMessageRequest("r1", "Also check b.txt"))
+        sent = await teams.messages.send_message(t.caller, SendMessageRequest("r1", "Also check b.txt"))
         assert sent.delivery == "inbox"
         lead = t.caller.session_id
 
         def taken() -> bool:
-            inbox = t.host.repositories.teams.roster.read_team_inbox(
+            inbox = t.host.repositories.teams.messages.read_team_inbox(
                 lead, "r1", unread_only=False, mark_as_read=False
             )
             return [(m.content, m.read_at is not None) for m in inbox] == [("Also check b.txt", True)]
 
         await eventually(taken, t.host)  # the worker's commit signals the host
-        result = await teams.stop_teammate(t.caller, "r1", "enough")
+        result = await teams.control.stop_teammate(t.caller, "r1", "enough")
         text, details = render_stop(result), stop_details(result)
         assert details["stopped"] is True, text
         assert moved.pane_id not in _panes(tmux_socket)
@@ -300,7 +300,7 @@ async def test_handoff_is_refused_without_changes_for_a_pending_ask_a_running_ch
         )
         assert _snapshot(t, asking.run_id) == before
         # A teams agent whose assigned check is running (a claimed check row).
-        spawned = await t.host.teams.spawn(
+        spawned = await t.host.teams.spawning.spawn(
             t.caller, parse_spawn({"name": "w1", "prompt": "p", "model_slot": "write-patch"})
         )
         run_id = spawned.run_id

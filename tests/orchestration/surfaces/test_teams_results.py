@@ -109,7 +109,7 @@ async def test_every_teams_tool_answers_as_pinned(tmp_path: Path) -> None:
         assert slow is not None
 
         def slow_listens() -> bool:
-            child = env.teams.child(slow.run_id)
+            child = env.teams.context.child(slow.run_id)
             return child is not None and child.messages_open and not child.ended
 
         await eventually(slow_listens, env.host)

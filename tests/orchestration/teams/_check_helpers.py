@@ -11,7 +11,8 @@ from pathlib import Path
 from typing import Any
 
 from corral.orchestration import NewGeneration, NewTeamMember, Repositories
-from corral.orchestration.teams.reports._reports import report_id, task_id, team_name
+from corral.orchestration.teams.reports._reports import report_id, task_id
+from corral.orchestration.teams.roster.records import team_name
 
 LEAD = "lead-checks"
 """The lead session (team) of every member made here."""

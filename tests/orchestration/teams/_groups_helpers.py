@@ -11,8 +11,9 @@ from typing import Any
 
 from corral.orchestration import NewGeneration, NewTeamMember, NewTeamReport, Repositories, TeamReportRecord
 from corral.orchestration.teams.repair.records import RepairResult, ReportVerification
-from corral.orchestration.teams.reports._reports import report_id, task_id, team_name
+from corral.orchestration.teams.reports._reports import report_id, task_id
 from corral.orchestration.teams.reports.records import ReportClaims, ReportResult
+from corral.orchestration.teams.roster.records import team_name
 
 LEAD = "lead-groups"
 TEAM = team_name(LEAD)

@@ -10,8 +10,8 @@ from pathlib import Path
 import pytest
 
 from corral.orchestration.teams import texts
+from corral.orchestration.teams.messages.records import TEAM_MESSAGE_TYPE
 from corral.orchestration.teams.reports._reports import TEAM_REPORT_TYPE
-from corral.orchestration.teams.roster.records import TEAM_MESSAGE_TYPE
 from corral.settings import CapacitySettings, Settings, TeamsSettings
 from tests._waits import eventually
 

@@ -56,8 +56,8 @@ async def test_a_queued_spawn_waits_for_the_endpoints_window(tmp_path: Path) -> 
         registry = ModelRegistry(settings, environ={}, cwd=tmp_path / "work")
         async with teams_env(tmp_path, "lead", settings=settings, registry=registry) as env:
             lead = env.caller.session_id
-            await env.teams.spawn(env.caller, parse_spawn({"name": "first", "prompt": "p"}))
-            queued = await env.teams.spawn(env.caller, parse_spawn({"name": "second", "prompt": "p"}))
+            await env.teams.spawning.spawn(env.caller, parse_spawn({"name": "first", "prompt": "p"}))
+            queued = await env.teams.spawning.spawn(env.caller, parse_spawn({"name": "second", "prompt": "p"}))
             assert queued.queued is True
 
             def second_started() -> bool:
@@ -74,4 +74,4 @@ async def test_a_queued_spawn_waits_for_the_endpoints_window(tmp_path: Path) -> 
             assert generation.created_at >= window_end[0] * 1000
             await eventually(lambda: len(server.requests) == 2)
             assert server.requests[1].body["model"] == "m"
-            await env.teams.stop_teammate(env.caller, "second", None)
+            await env.teams.control.stop_teammate(env.caller, "second", None)

@@ -25,20 +25,20 @@ async def test_rows_and_get_agent_status_share_the_phase_rules(tmp_path: Path) -
         tmp_path, "lead", {"steps": [{"text": "x"}], "agents": {"*": [{"delay_ms": 60000, "text": "z"}]}}
     )
     async with teams_env(tmp_path, "lead", settings=ONE_READER) as env:
-        await env.teams.spawn(env.caller, parse_spawn({"name": "one", "prompt": "p"}))
-        await env.teams.spawn(env.caller, parse_spawn({"name": "two", "prompt": "p"}))
+        await env.teams.spawning.spawn(env.caller, parse_spawn({"name": "one", "prompt": "p"}))
+        await env.teams.spawning.spawn(env.caller, parse_spawn({"name": "two", "prompt": "p"}))
         lead = env.caller.session_id
         one = env.host.repositories.teams.roster.live_team_member(lead, "one")
         assert one is not None
-        child = env.teams.child(one.run_id)
+        child = env.teams.context.child(one.run_id)
         assert child is not None
         await eventually(lambda: child.phase() == "thinking", env.host)
 
-        snapshot = env.teams.snapshot(lead)
-        result = await env.teams.status(env.caller, None)
+        snapshot = env.teams.control.snapshot(lead)
+        result = await env.teams.control.status(env.caller, None)
         _, details = render_status(result), status_details(result)
         now = max(g.last_activity_at or g.created_at for g in snapshot.generations.values())
-        rows = env.teams.agent_rows(snapshot, now_ms=now)
+        rows = env.teams.control.agent_rows(snapshot, now_ms=now)
         assert [(r.name, None if r.status is None else r.status.phase, r.queue_position) for r in rows] == [
             ("one", "thinking", None),
             ("two", None, 1),
@@ -50,13 +50,13 @@ async def test_rows_and_get_agent_status_share_the_phase_rules(tmp_path: Path) -
         activity = generation.last_activity_at
         assert activity is not None
         later = activity + STALLED_AFTER_MS + 1
-        [stalled, _queued] = env.teams.agent_rows(snapshot, now_ms=later)
+        [stalled, _queued] = env.teams.control.agent_rows(snapshot, now_ms=later)
         assert stalled.status is not None and stalled.status.phase == "stalled"
         assert stalled.status.activity_age_ms == STALLED_AFTER_MS + 1
         assert member_status(one, generation, child, now_ms=later).phase == "stalled"
         assert member_status(one, generation, child, now_ms=activity).phase == "thinking"
-        await env.teams.stop_teammate(env.caller, "two", None)
-        await env.teams.stop_teammate(env.caller, "one", None)
+        await env.teams.control.stop_teammate(env.caller, "two", None)
+        await env.teams.control.stop_teammate(env.caller, "one", None)
 
 
 async def test_member_status_rules_without_an_in_process_run(tmp_path: Path) -> None:
@@ -64,12 +64,12 @@ async def test_member_status_rules_without_an_in_process_run(tmp_path: Path) -> 
         tmp_path, "lead", {"steps": [{"text": "x"}], "agents": {"*": [{"delay_ms": 60000, "text": "z"}]}}
     )
     async with teams_env(tmp_path, "lead") as env:
-        await env.teams.spawn(env.caller, parse_spawn({"name": "one", "prompt": "p"}))
+        await env.teams.spawning.spawn(env.caller, parse_spawn({"name": "one", "prompt": "p"}))
         member = env.host.repositories.teams.roster.live_team_member(env.caller.session_id, "one")
         assert member is not None
         generation = env.host.kernel.get_generation(member.run_id)
         assert generation is not None
-        child = env.teams.child(member.run_id)
+        child = env.teams.context.child(member.run_id)
 
         fenced = replace(member, fence="quarantined", fence_reason="teardown timed out")
         assert member_status(fenced, generation, child, now_ms=0).phase == "quarantined"
@@ -91,4 +91,4 @@ async def test_member_status_rules_without_an_in_process_run(tmp_path: Path) -> 
             member, replace(active, presence="lost", diagnostic="pid 7 exited"), None, now_ms=0
         )
         assert (lost.phase, lost.lost_reason) == ("stalled", "pid 7 exited")
-        await env.teams.stop_teammate(env.caller, "one", None)
+        await env.teams.control.stop_teammate(env.caller, "one", None)

@@ -14,9 +14,9 @@ import pytest
 from corral.orchestration.errors import InvalidRequestError
 from corral.orchestration.host._launch import LaunchDraft, Recorded
 from corral.orchestration.store import Tx
-from corral.orchestration.teams import _teams
 from corral.orchestration.teams.reports._reports import TEAM_REPORT_TYPE
-from corral.orchestration.teams.roster._repository import Roster
+from corral.orchestration.teams.roster import Roster
+from corral.orchestration.teams.spawning import _launch as spawn_launch
 from corral.settings import CapacitySettings, Settings, TeamsSettings
 
 from ._teams_helpers import teams_env, write_script
@@ -88,14 +88,14 @@ async def test_a_member_whose_rows_cannot_be_written_fails_alone(
     """One member's record step raises: the shared transaction rolls back, each member is recorded
     on its own, and only that member fails (its slot given back); the others run and report once."""
     _swarm_script(tmp_path, 3)
-    record_in = _teams._SpawnSteps.record_in
+    record_in = spawn_launch.SpawnSteps.record_in
 
     def refuse_m1(self: Any, tx: Tx, draft: LaunchDraft) -> Recorded:
         if self.prepared.name == "m1":
             raise InvalidRequestError("m1 cannot be recorded")
         return record_in(self, tx, draft)
 
-    monkeypatch.setattr(_teams._SpawnSteps, "record_in", refuse_m1)
+    monkeypatch.setattr(spawn_launch.SpawnSteps, "record_in", refuse_m1)
     async with teams_env(tmp_path, "lead", settings=_read_limit(3)) as env:
         await env.lead.prompt("go")
         await env.quiet()

@@ -9,8 +9,8 @@ from typing import Any
 import pytest
 
 from corral.agent.tools import ReadGuard, ReadOnlySandbox
+from corral.orchestration.teams.messages.records import TEAM_MESSAGE_TYPE
 from corral.orchestration.teams.reports._reports import TEAM_REPORT_TYPE
-from corral.orchestration.teams.roster.records import TEAM_MESSAGE_TYPE
 from tests._ci import require
 from tests._waits import eventually
 
@@ -235,7 +235,7 @@ async def test_a_swarm_whose_last_member_ends_without_a_report_still_wakes_the_l
         await env.lead.prompt("go")
         await eventually(lambda: len(env.lead_custom(TEAM_REPORT_TYPE)) == 1 and env.lead.is_idle, env.host)
         assert len(contexts) == 2  # r1's report did not wake the lead: r2 still runs
-        stopped = await env.teams.stop_teammate(env.caller, "r2", None)
+        stopped = await env.teams.control.stop_teammate(env.caller, "r2", None)
         assert stopped.outcome == "stopped"
         await eventually(lambda: len(contexts) == 3 and env.lead.is_idle, env.host)
         assert env.lead.last_assistant_text() == "r1 is in."

@@ -27,8 +27,9 @@ from corral.orchestration.surfaces.teams._render import (
     status_details,
     stop_details,
 )
-from corral.orchestration.teams._control import TEAM_MESSAGE_TYPE
+from corral.orchestration.teams.messages.records import TEAM_MESSAGE_TYPE
 from corral.orchestration.teams.reports._reports import TEAM_REPORT_TYPE
+from corral.orchestration.teams.spawning import _launch as spawn_launch
 from corral.settings import CapacitySettings, Settings, TeamsSettings
 from tests._ci import require
 from tests._waits import eventually
@@ -86,7 +87,7 @@ async def test_agent_message_to_lead_is_delivered_once_and_wakes_it(tmp_path: Pa
         assert messages[0]["details"]["from"] == "a"
         # It is stored in the lead's inbox as read (delivered).
         details = inbox_details(
-            await env.teams.read_inbox(env.caller, ReadInboxRequest(unread_only=False, mark_as_read=False))
+            await env.teams.messages.read_inbox(env.caller, ReadInboxRequest(unread_only=False, mark_as_read=False))
         )
         assert [m["from"] for m in details["messages"]] == ["a"]
         assert details["messages"][0]["read"] is True
@@ -117,19 +118,19 @@ async def test_lead_message_steers_a_live_agent_and_missing_recipients_fail(tmp_
         def running() -> bool:
             nonlocal child
             member = env.host.repositories.teams.roster.live_team_member(env.caller.session_id, "a")
-            child = None if member is None else env.teams.child(member.run_id)
+            child = None if member is None else env.teams.context.child(member.run_id)
             return child is not None and child.active_tool == "bash"
 
         await eventually(running, env.host)
         with pytest.raises(InvalidRequestError, match="recipient is required"):
-            await env.teams.send_message(env.caller, SendMessageRequest(recipient=None, content="x"))
+            await env.teams.messages.send_message(env.caller, SendMessageRequest(recipient=None, content="x"))
         with pytest.raises(TargetNotFoundError, match="agent is not running"):
-            await env.teams.send_message(env.caller, SendMessageRequest(recipient="ghost", content="x"))
-        sent = await env.teams.send_message(
+            await env.teams.messages.send_message(env.caller, SendMessageRequest(recipient="ghost", content="x"))
+        sent = await env.teams.messages.send_message(
             env.caller, SendMessageRequest(recipient="a", content="focus on auth")
         )
         assert sent.delivery == "active-session", sent
-        result = await env.teams.interrupt_teammate(env.caller, "a")
+        result = await env.teams.control.interrupt_teammate(env.caller, "a")
         status, idetails = render_interrupt(result), interrupt_details(result)
         assert idetails["status"] == "interrupted", status
         # Interrupted: the bash command died, the agent stays, then continues with the steering it got.
@@ -180,10 +181,10 @@ async def test_overflow_disabled_fails_at_capacity(tmp_path: Path) -> None:
         tmp_path, "lead", {"steps": [{"text": "x"}], "agents": {"*": [{"delay_ms": 60000, "text": "z"}]}}
     )
     async with teams_env(tmp_path, "lead", settings=_limits(read=1, overflow=False)) as env:
-        await env.teams.spawn(env.caller, parse_spawn({"name": "one", "prompt": "p"}))
+        await env.teams.spawning.spawn(env.caller, parse_spawn({"name": "one", "prompt": "p"}))
         with pytest.raises(Exception, match="capacity reached"):
-            await env.teams.spawn(env.caller, parse_spawn({"name": "two", "prompt": "p"}))
-        await env.teams.stop_teammate(env.caller, "one", None)
+            await env.teams.spawning.spawn(env.caller, parse_spawn({"name": "two", "prompt": "p"}))
+        await env.teams.control.stop_teammate(env.caller, "one", None)
 
 
 async def test_stop_cancels_queued_work_and_status_shows_phases(tmp_path: Path) -> None:
@@ -191,26 +192,26 @@ async def test_stop_cancels_queued_work_and_status_shows_phases(tmp_path: Path) 
         tmp_path, "lead", {"steps": [{"text": "x"}], "agents": {"*": [{"delay_ms": 60000, "text": "z"}]}}
     )
     async with teams_env(tmp_path, "lead", settings=_limits(read=1)) as env:
-        await env.teams.spawn(env.caller, parse_spawn({"name": "one", "prompt": "p"}))
-        queued = await env.teams.spawn(env.caller, parse_spawn({"name": "two", "prompt": "p"}))
+        await env.teams.spawning.spawn(env.caller, parse_spawn({"name": "one", "prompt": "p"}))
+        queued = await env.teams.spawning.spawn(env.caller, parse_spawn({"name": "two", "prompt": "p"}))
         assert queued.queued is True and queued.queue_position == 1
-        result = await env.teams.status(env.caller, None)
+        result = await env.teams.control.status(env.caller, None)
         text, details = render_status(result), status_details(result)
         phases = {a["name"]: a["phase"] for a in details["agents"]}
         assert phases["two"] == "queued" and phases["one"] in ("starting", "thinking")
         assert "do not poll" in text
-        result = await env.teams.stop_teammate(env.caller, "two", None)
+        result = await env.teams.control.stop_teammate(env.caller, "two", None)
         stop_text, stopped = render_stop(result), stop_details(result)
         assert stopped["stopped"] is True and "before it started" in stop_text
         assert (env.caller.session_id, "two") not in env.teams.pending
-        result = await env.teams.stop_teammate(env.caller, "one", "no longer needed")
+        result = await env.teams.control.stop_teammate(env.caller, "one", "no longer needed")
         _, stop_one = render_stop(result), stop_details(result)
         assert stop_one["stopped"] is True
         await env.quiet()
         assert env.host.kernel.generations() == ()
         # "two" was cancelled before launch: only "one" ever had a generation.
         assert [g.label for g in env.host.kernel.generations(include_finalized=True)] == ["one"]
-        result = await env.teams.stop_teammate(env.caller, "one", None)
+        result = await env.teams.control.stop_teammate(env.caller, "one", None)
         _, none = render_stop(result), stop_details(result)
         assert none == {
             "session": f"session-{env.caller.session_id}",
@@ -224,14 +225,14 @@ async def test_same_name_replacement_stops_the_old_run_first(tmp_path: Path) -> 
         tmp_path, "lead", {"steps": [{"text": "x"}], "agents": {"*": [{"delay_ms": 60000, "text": "z"}]}}
     )
     async with teams_env(tmp_path, "lead") as env:
-        first = await env.teams.spawn(env.caller, parse_spawn({"name": "dup", "prompt": "p"}))
-        second = await env.teams.spawn(env.caller, parse_spawn({"name": "dup", "prompt": "p2"}))
+        first = await env.teams.spawning.spawn(env.caller, parse_spawn({"name": "dup", "prompt": "p"}))
+        second = await env.teams.spawning.spawn(env.caller, parse_spawn({"name": "dup", "prompt": "p2"}))
         assert first.run_id != second.run_id
         old = env.host.kernel.get_generation(first.run_id)
         assert old is not None and old.phase == "finalized"
         live = env.host.repositories.teams.roster.live_team_member(env.caller.session_id, "dup")
         assert live is not None and live.run_id == second.run_id
-        await env.teams.stop_teammate(env.caller, "dup", None)
+        await env.teams.control.stop_teammate(env.caller, "dup", None)
 
 
 async def test_check_teammate_recovers_the_report_after_the_agent_left(tmp_path: Path) -> None:
@@ -250,20 +251,20 @@ async def test_check_teammate_recovers_the_report_after_the_agent_left(tmp_path:
     async with teams_env(tmp_path, "lead") as env:
         await env.lead.prompt("go")
         await env.quiet()
-        result = await env.teams.check_teammate(env.caller, "gone")
+        result = await env.teams.control.check_teammate(env.caller, "gone")
         text, details = render_health(result), health_details(result)
         assert details["alive"] is False and details["removedMember"] is True
         assert "The persisted body." in text
         with pytest.raises(TargetNotFoundError, match="no persisted report"):
-            await env.teams.check_teammate(env.caller, "never")
-        result = await env.teams.status(env.caller, "gone")
+            await env.teams.control.check_teammate(env.caller, "never")
+        result = await env.teams.control.status(env.caller, "gone")
         _, status = render_status(result), status_details(result)
         [snap] = status["agents"]
         assert snap["phase"] == "completed" and snap["outcome"] == "succeeded"
-        accepted = env.teams.record_report_acceptance(snap["reportId"], "accepted", "looks right")
+        accepted = env.teams.control.record_report_acceptance(snap["reportId"], "accepted", "looks right")
         assert accepted.acceptance == "accepted" and accepted.acceptance_reason == "looks right"
         with pytest.raises(InvalidRequestError, match="accepted or rejected"):
-            env.teams.record_report_acceptance(snap["reportId"], "maybe")
+            env.teams.control.record_report_acceptance(snap["reportId"], "maybe")
 
 
 async def test_claims_are_exclusive_between_writers(tmp_path: Path) -> None:
@@ -301,7 +302,7 @@ async def test_claims_are_exclusive_between_writers(tmp_path: Path) -> None:
             lambda: len(env.host.repositories.teams.roster.file_claims(env.caller.session_id)) == 1,
             env.host,
         )
-        await env.teams.spawn(
+        await env.teams.spawning.spawn(
             env.caller, parse_spawn({"name": "w2", "prompt": "p", "model_slot": "write-patch"})
         )
         await eventually(lambda: len(env.lead_custom(TEAM_REPORT_TYPE)) == 1, env.host)
@@ -309,7 +310,7 @@ async def test_claims_are_exclusive_between_writers(tmp_path: Path) -> None:
         assert report["details"]["name"] == "w2" and "w1" in report["content"]
         claims = env.host.repositories.teams.roster.file_claims(env.caller.session_id)
         assert [(c.path, c.agent) for c in claims] == [("src/x.py", "w1")]
-        await env.teams.stop_teammate(env.caller, "w1", None)
+        await env.teams.control.stop_teammate(env.caller, "w1", None)
         assert env.host.repositories.teams.roster.file_claims(env.caller.session_id) == ()
 
 
@@ -495,40 +496,40 @@ async def test_peers_message_each_other_and_failed_admissions_show_in_status(
         },
     )
     async with teams_env(tmp_path, "lead", settings=_limits(read=2)) as env:
-        await env.teams.spawn(env.caller, parse_spawn({"name": "listener", "prompt": "p"}))
+        await env.teams.spawning.spawn(env.caller, parse_spawn({"name": "listener", "prompt": "p"}))
 
         def listening() -> bool:
             member = env.host.repositories.teams.roster.live_team_member(env.caller.session_id, "listener")
-            child = None if member is None else env.teams.child(member.run_id)
+            child = None if member is None else env.teams.context.child(member.run_id)
             return child is not None and child.active_tool == "bash"
 
         await eventually(listening, env.host)
-        await env.teams.spawn(env.caller, parse_spawn({"name": "talker", "prompt": "p"}))
+        await env.teams.spawning.spawn(env.caller, parse_spawn({"name": "talker", "prompt": "p"}))
         await eventually(lambda: len(env.lead_custom(TEAM_REPORT_TYPE)) == 1, env.host)
         [talker] = env.lead_custom(TEAM_REPORT_TYPE)
         assert "active-session" in talker["content"]
-        await env.teams.interrupt_teammate(env.caller, "listener")
+        await env.teams.control.interrupt_teammate(env.caller, "listener")
         await eventually(lambda: len(env.lead_custom(TEAM_REPORT_TYPE)) == 2, env.host)
         # A queued spawn whose launch fails is dropped, recorded, and visible in status.
-        await env.teams.spawn(env.caller, parse_spawn({"name": "blocker", "prompt": "p"}))
+        await env.teams.spawning.spawn(env.caller, parse_spawn({"name": "blocker", "prompt": "p"}))
 
         def broken(*args: object, **kwargs: object) -> object:
             raise RuntimeError("model runtime unavailable")
 
-        await env.teams.spawn(env.caller, parse_spawn({"name": "other", "prompt": "p"}))
-        monkeypatch.setattr(env.teams, "_build_agent", broken)
-        queued = await env.teams.spawn(env.caller, parse_spawn({"name": "doomed", "prompt": "p"}))
+        await env.teams.spawning.spawn(env.caller, parse_spawn({"name": "other", "prompt": "p"}))
+        monkeypatch.setattr(spawn_launch, "_build_agent", broken)
+        queued = await env.teams.spawning.spawn(env.caller, parse_spawn({"name": "doomed", "prompt": "p"}))
         assert queued.queued is True
-        await env.teams.stop_teammate(env.caller, "blocker", None)
+        await env.teams.control.stop_teammate(env.caller, "blocker", None)
         await eventually(lambda: bool(env.teams.capacity(env.caller.session_id).failures()), env.host)
-        result = await env.teams.status(env.caller, "doomed")
+        result = await env.teams.control.status(env.caller, "doomed")
         _, status = render_status(result), status_details(result)
         [snap] = status["agents"]
         assert snap["phase"] == "failed" and "model runtime unavailable" in snap["error"]
         await env.quiet()
         notices = [m["content"] for m in env.lead_custom(TEAM_MESSAGE_TYPE)]
         assert any("doomed could not start" in n for n in notices)
-        await env.teams.stop_teammate(env.caller, "other", None)
+        await env.teams.control.stop_teammate(env.caller, "other", None)
 
 
 async def test_favorites_choose_the_model_and_sandbox_off_falls_back_to_an_instruction(
@@ -541,7 +542,7 @@ async def test_favorites_choose_the_model_and_sandbox_off_falls_back_to_an_instr
         teams=TeamsSettings(read_sandbox="off"),
     )
     async with teams_env(tmp_path, "lead", settings=settings) as env:
-        outcome = await env.teams.spawn(
+        outcome = await env.teams.spawning.spawn(
             env.caller, parse_spawn({"prompt": "p", "model_slot": "reading-fast"})
         )
         details = spawn_details(outcome)
@@ -552,11 +553,11 @@ async def test_favorites_choose_the_model_and_sandbox_off_falls_back_to_an_instr
         await env.quiet()
         [report] = env.lead_custom(TEAM_REPORT_TYPE)
         assert "from the favorite" in report["content"]
-        inherited = await env.teams.spawn(
+        inherited = await env.teams.spawning.spawn(
             env.caller, parse_spawn({"prompt": "p", "model_slot": "read-review"})
         )
         assert inherited.model_source == "lead" and inherited.model == "scripted/lead"
-        await env.teams.stop_teammate(env.caller, inherited.name, None)
+        await env.teams.control.stop_teammate(env.caller, inherited.name, None)
 
 
 async def test_a_bad_favorite_is_one_line_and_a_helper_name_is_not_replaced(tmp_path: Path) -> None:
@@ -564,7 +565,7 @@ async def test_a_bad_favorite_is_one_line_and_a_helper_name_is_not_replaced(tmp_
     settings = Settings(favorite_models={"read-review": {"model": "scripted/x", "bogus": "y"}})
     async with teams_env(tmp_path, "lead", settings=settings) as env:
         with pytest.raises(Exception, match=r"^favorite_models\.read-review\.bogus: .*user settings file\.$"):
-            await env.teams.spawn(env.caller, parse_spawn({"prompt": "p"}))
+            await env.teams.spawning.spawn(env.caller, parse_spawn({"prompt": "p"}))
 
 
 async def test_teams_errors_point_to_teams_tools(tmp_path: Path) -> None:

@@ -18,6 +18,7 @@ from corral.orchestration.surfaces.teams._render import (
 )
 from corral.orchestration.teams import _control as _team_control
 from corral.orchestration.teams.reports._reports import TEAM_REPORT_TYPE
+from corral.orchestration.teams.spawning import _launch as spawn_launch
 from corral.settings import CapacitySettings, Settings, TeamsSettings
 from tests._waits import eventually
 
@@ -37,7 +38,7 @@ async def test_a_teardown_that_does_not_settle_is_quarantined_and_fences_the_nam
         tmp_path, "lead", {"steps": [{"text": "x"}], "agents": {"*": [{"delay_ms": 60000, "text": "z"}]}}
     )
     async with teams_env(tmp_path, "lead") as env:
-        first = await env.teams.spawn(env.caller, parse_spawn({"name": "stuck", "prompt": "p"}))
+        first = await env.teams.spawning.spawn(env.caller, parse_spawn({"name": "stuck", "prompt": "p"}))
         runtime = env.host.runtime
         real_stop = runtime.stop
         gate = asyncio.Event()
@@ -47,19 +48,19 @@ async def test_a_teardown_that_does_not_settle_is_quarantined_and_fences_the_nam
             await real_stop(handle)
 
         monkeypatch.setattr(runtime, "stop", slow_stop)
-        result = await env.teams.stop_teammate(env.caller, "stuck", None)
+        result = await env.teams.control.stop_teammate(env.caller, "stuck", None)
         text, details = render_stop(result), stop_details(result)
         assert details["stopped"] is False and details["quarantined"] is True, text
         assert "quarantined" in text
         member = env.host.repositories.teams.roster.team_member(first.run_id)
         assert member is not None and member.fence == "quarantined" and member.live
-        result = await env.teams.status(env.caller, "stuck")
+        result = await env.teams.control.status(env.caller, "stuck")
         _, status = render_status(result), status_details(result)
         assert status["agents"][0]["phase"] == "quarantined"
         with pytest.raises(InvalidRequestError, match="cannot be restarted yet"):
-            await env.teams.spawn(env.caller, parse_spawn({"name": "stuck", "prompt": "again"}))
+            await env.teams.spawning.spawn(env.caller, parse_spawn({"name": "stuck", "prompt": "again"}))
         # Unrelated work is not blocked by the fence.
-        other = await env.teams.spawn(env.caller, parse_spawn({"name": "other", "prompt": "p"}))
+        other = await env.teams.spawning.spawn(env.caller, parse_spawn({"name": "other", "prompt": "p"}))
         assert other.queued is False
         gate.set()
         await eventually(
@@ -70,11 +71,11 @@ async def test_a_teardown_that_does_not_settle_is_quarantined_and_fences_the_nam
         )
         old = env.host.repositories.teams.roster.team_member(first.run_id)
         assert old is not None and old.fence == "none" and not old.live
-        again = await env.teams.spawn(env.caller, parse_spawn({"name": "stuck", "prompt": "again"}))
+        again = await env.teams.spawning.spawn(env.caller, parse_spawn({"name": "stuck", "prompt": "again"}))
         assert again.run_id != first.run_id
         monkeypatch.setattr(runtime, "stop", real_stop)
         for name in ("stuck", "other"):
-            await env.teams.stop_teammate(env.caller, name, None)
+            await env.teams.control.stop_teammate(env.caller, name, None)
 
 
 async def test_a_burst_of_200_spawns_never_overshoots_and_drains_in_fifo_order(tmp_path: Path) -> None:
@@ -101,7 +102,7 @@ async def test_a_burst_of_200_spawns_never_overshoots_and_drains_in_fifo_order(t
         names = [f"b{i:03d}" for i in range(200)]
         outcomes = await asyncio.gather(
             *(
-                env.teams.spawn(
+                env.teams.spawning.spawn(
                     env.caller, parse_spawn({"name": n, "prompt": "p", "model_slot": "read-collect"})
                 )
                 for n in names
@@ -162,17 +163,17 @@ async def test_lazy_session_context_is_written_offered_and_removed(
             await env.lead.prompt("second")
 
         # Point the child's read at the file it will be given (named after the run).
-        original = env.teams._write_session_context
+        original = spawn_launch._write_session_context
 
-        def capture(prepared: Any, run_id: str) -> Path | None:
-            path = original(prepared, run_id)
+        def capture(data_dir: Any, prepared: Any, run_id: str) -> Path | None:
+            path = original(data_dir, prepared, run_id)
             spawned["path"] = path
             if path is not None:
                 monkeypatch.setenv("CTX_PATH", str(path))
                 spawned["text"] = path.read_text()
             return path
 
-        env.teams._write_session_context = capture  # type: ignore[method-assign]
+        monkeypatch.setattr(spawn_launch, "_write_session_context", capture)
         await spawn_and_capture()
         await env.quiet()
         assert spawned["path"] is not None and spawned["path"].parent == directory
@@ -203,7 +204,7 @@ async def test_costs_sum_the_lead_and_every_agent(tmp_path: Path) -> None:
     async with teams_env(tmp_path, "lead") as env:
         await env.lead.prompt("go")
         await env.quiet()
-        costs = env.teams.costs(env.caller.session_id)
+        costs = env.teams.reports.costs(env.caller.session_id)
         [(name, agent)] = costs.agents
         assert name == "c1" and agent.input_tokens == 7 and agent.output_tokens == 3
         assert costs.combined.input_tokens == costs.lead.input_tokens + 7

@@ -43,18 +43,18 @@ async def test_the_kernel_runs_a_plain_child_and_the_teams_side_is_found_by_run_
         tmp_path, "lead", {"steps": [{"text": "x"}], "agents": {"*": [{"delay_ms": 60000, "text": "z"}]}}
     )
     async with teams_env(tmp_path, "lead") as env:
-        await env.teams.spawn(env.caller, parse_spawn({"name": "one", "prompt": "p"}))
+        await env.teams.spawning.spawn(env.caller, parse_spawn({"name": "one", "prompt": "p"}))
         member = env.host.repositories.teams.roster.live_team_member(env.caller.session_id, "one")
         assert member is not None
         kernel_child = env.host.runs.child(member.run_id)
         assert type(kernel_child) is ManagedChild  # no teams subclass in the kernel's runtime
-        run = env.teams.child(member.run_id)
+        run = env.teams.context.child(member.run_id)
         assert run is not None and run.child is kernel_child and run.member.name == "one"
         # The host's tools found it by run id: the member tools, not a managed agent's ask_owner.
         names = {tool.name for tool in kernel_child.agent.tools}
         assert {"report_and_exit", "send_message"} <= names and "ask_owner" not in names
-        await env.teams.stop_teammate(env.caller, "one", None)
-        assert env.teams.child(member.run_id) is None  # released with its generation
+        await env.teams.control.stop_teammate(env.caller, "one", None)
+        assert env.teams.context.child(member.run_id) is None  # released with its generation
 
 
 async def test_read_agent_reports_once_and_makes_no_request_after_its_report(tmp_path: Path) -> None:
@@ -306,7 +306,7 @@ async def test_spawn_result_returns_before_the_work_is_done(tmp_path: Path) -> N
         assert env.lead_custom(TEAM_REPORT_TYPE) == []
         member = env.host.repositories.teams.roster.live_team_member(env.caller.session_id, "slow")
         assert member is not None and member.tier == "read-review"
-        result = await env.teams.stop_teammate(env.caller, "slow", None)
+        result = await env.teams.control.stop_teammate(env.caller, "slow", None)
         text, details = render_stop(result), stop_details(result)
         assert details["stopped"] is True, text
         await eventually(

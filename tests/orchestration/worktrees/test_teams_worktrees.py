@@ -69,7 +69,7 @@ async def test_an_isolated_write_tier_reports_its_branch_and_merges_when_accepte
         assert (work / "app.py").read_text() == "value = 1\n"  # untouched until merged
         assert git(work, "log", "-1", "--format=%an|%s", details["branch"]).startswith("corral|w1: value set")
 
-        env.teams.record_report_acceptance(details["report_id"], "accepted", "good")
+        env.teams.control.record_report_acceptance(details["report_id"], "accepted", "good")
 
         assert (work / "app.py").read_text() == "value = 2\n"
         assert env.host.repositories.worktrees.get_worktree(details["branch"]).state == "merged"
@@ -84,7 +84,7 @@ async def test_manual_merge_leaves_an_accepted_branch_pending(tmp_path: Path) ->
         await env.lead.prompt("go")
         await env.quiet()
         [report] = env.lead_custom(TEAM_REPORT_TYPE)
-        env.teams.record_report_acceptance(report["details"]["report_id"], "accepted", "good")
+        env.teams.control.record_report_acceptance(report["details"]["report_id"], "accepted", "good")
         assert (work / "app.py").read_text() == "value = 1\n"
         assert env.host.repositories.worktrees.get_worktree(report["details"]["branch"]).state == "pending"
 
@@ -98,7 +98,7 @@ async def test_assigned_checks_run_in_the_worktree(tmp_path: Path) -> None:
         details = report["details"]
         assert details["verification"]["state"] == "passed", details["verification"]
         # Observed later (fingerprints re-taken in the worktree, after corral's commit): still passed.
-        result = await env.teams.status(env.caller, "w1")
+        result = await env.teams.control.status(env.caller, "w1")
         _, status = render_status(result), status_details(result)
         [snap] = status["agents"]
         assert snap["verification"]["state"] == "passed", snap
@@ -164,4 +164,4 @@ async def test_file_claims_conflict_across_worktrees(tmp_path: Path) -> None:
             ]
         # Whichever claimed second was refused: the same repository path, although in another worktree.
         assert len(claims) == 2 and sum("held by w" in c for c in claims) == 1, claims
-        await env.teams.stop_teammate(env.caller, "w1", "done")
+        await env.teams.control.stop_teammate(env.caller, "w1", "done")

@@ -68,9 +68,9 @@ from corral.orchestration.store._database import (
     Database,
     Row,
     Tx,
-    _new_id,
-    _require_text,
     _write_private_file,
+    new_id,
+    require_text,
 )
 from corral.orchestration.store._repository import Repository
 
@@ -386,7 +386,7 @@ class Generations(Repository):
         Returns:
             `(run_id, request_id)`.
         """
-        run_id, request_id = new.run_id or _new_id(), _new_id()
+        run_id, request_id = new.run_id or new_id(), new_id()
         self._execute(
             "INSERT INTO generations (run_id, label, definition, owner_session_id, parent_run_id,"
             " parent_label, delegating, cwd, session_id, session_path, runtime_kind, created_at,"
@@ -668,7 +668,7 @@ class Generations(Repository):
             (new.session_id, "session id"),
             (new.task, "task"),
         ):
-            _require_text(value, what)
+            require_text(value, what)
         if new.label is not None and not LABEL_PATTERN.match(new.label):
             raise InvalidRequestError(
                 f"Agent label {new.label!r} is invalid; use 1-32 characters matching ^[a-z][a-z0-9_-]{{0,31}}$."
@@ -940,7 +940,7 @@ class Generations(Repository):
         """
         if kind == "task":
             raise InvalidRequestError("A generation accepts exactly one task; delegate or continue instead.")
-        _require_text(text, "message")
+        require_text(text, "message")
         if (kind == "reply") != (ask_id is not None):
             raise InvalidRequestError("A reply needs the ask id it answers, and only a reply takes one.")
 
@@ -976,7 +976,7 @@ class Generations(Repository):
                     f"Agent {generation.label} is waiting for an owner reply; use reply instead of {kind}.",
                     ids=ids,
                 )
-            request_id = _new_id()
+            request_id = new_id()
             self._execute(
                 "INSERT INTO requests (request_id, run_id, kind, ask_id, payload, created_at)"
                 " VALUES (?, ?, ?, ?, ?, ?)",
@@ -1082,7 +1082,7 @@ class Generations(Repository):
             ManagedAgentBusyError: No active assignment, an ask is already pending, a control
                 request is unacknowledged, or direct agent work is still active.
         """
-        _require_text(question, "question")
+        require_text(question, "question")
 
         def body() -> AskRecord:
             if ask_id is not None:
@@ -1104,12 +1104,12 @@ class Generations(Repository):
                 raise ManagedAgentBusyError("A control request is still pending.", ids=ids)
             if self._unresolved_children(run_id, allow_asking=True):
                 raise ManagedAgentBusyError("Direct agent work is still active.", ids=ids)
-            new_id = ask_id or _new_id()
+            chosen = ask_id or new_id()
             self._execute(
                 "INSERT INTO asks (ask_id, run_id, request_id, question, created_at) VALUES (?, ?, ?, ?, ?)",
-                (new_id, run_id, request_id, question, self._clock()),
+                (chosen, run_id, request_id, question, self._clock()),
             )
-            ask = self._ask(new_id)
+            ask = self._ask(chosen)
             assert ask is not None
             return ask
 
@@ -1157,7 +1157,7 @@ class Generations(Repository):
         Raises:
             TargetNotFoundError: No such ask for a generation of this owner.
         """
-        _require_text(entry_id, "entry id")
+        require_text(entry_id, "entry id")
 
         def body() -> bool:
             ask = self._ask(ask_id)
@@ -1317,7 +1317,7 @@ class Generations(Repository):
             TargetNotFoundError: No live generation, or `request_id` is not its active assignment.
             ManagedAgentBusyError: No active assignment.
         """
-        _require_text(message, "message")
+        require_text(message, "message")
 
         def body() -> GenerationRecord:
             generation = self._live_generation(run_id)
@@ -1399,7 +1399,7 @@ class Generations(Repository):
         Raises:
             TargetNotFoundError: No result for `request_id`, or it belongs to another owner.
         """
-        _require_text(entry_id, "entry id")
+        require_text(entry_id, "entry id")
 
         def body() -> bool:
             result = self._result(request_id)

@@ -92,11 +92,13 @@ def _now_ms() -> int:
     return time.time_ns() // 1_000_000
 
 
-def _new_id() -> str:
+def new_id() -> str:
+    """A fresh row id (a UUID4 string)."""
     return str(uuid.uuid4())
 
 
-def _require_text(value: str, what: str) -> str:
+def require_text(value: str, what: str) -> str:
+    """`value` when it is not blank, else an `InvalidRequestError` naming `what`."""
     if not value or not value.strip():
         raise InvalidRequestError(f"{what} must not be blank; pass a non-empty {what}.")
     return value

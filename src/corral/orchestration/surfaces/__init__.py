@@ -182,9 +182,9 @@ class SurfaceTools:
     def child_tools(self, child: ManagedChild) -> list[AgentTool]:
         """A teams agent's member tools; any other managed agent's `ask_owner`."""
         if self.host.has_teams:  # else no teams agent runs here (and the teams core stays unloaded)
-            run = self.host.teams.child(child.run_id)  # a teams agent's run is live from its build
+            run = self.host.teams.context.child(child.run_id)  # a teams agent's run is live from its build
             if run is not None:
                 from .teams._tools import team_member_tools
 
-                return list(team_member_tools(self.host.teams, run))
+                return list(team_member_tools(self.host.teams.members, run))
         return [ask_owner_tool(self.host, child, child.agent)]

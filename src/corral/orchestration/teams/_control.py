@@ -1,4 +1,4 @@
-"""Teams status, control, messaging and file claims (`TeamControl`, a service `Teams` composes).
+"""Teams status, control and file claims (`TeamControl`, a service `Teams` composes).
 
 * **Teardown** (`teardown`, behind `stop_teammate` and same-name replacement):
   close the agent's message admission, stop its run within 2.5 s, then
@@ -7,9 +7,6 @@
   (in the store and in the capacity controller) and a deferred finalizer
   completes the cleanup when the run finally ends — bound to that run id, so
   it never touches a newer run of the same name.
-* **Messaging**: a live recipient gets the message as steering (`delivery:
-  active-session`); `team-lead` messages are stored and brought to the lead
-  once as hidden `corral-team-message` entries that wake it.
 * **Status** is one read-only snapshot; it never cleans up.
 """
 
@@ -21,30 +18,23 @@ import time
 from collections.abc import Callable, Coroutine
 from typing import TYPE_CHECKING, Any, Literal, cast
 
-from corral.llm import CustomMessage
 from corral.orchestration.errors import InvalidRequestError, OrchestrationError, TargetNotFoundError
-from corral.orchestration.kernel._caller import Caller
-from corral.orchestration.kernel._delivery import deliver_message
+from corral.orchestration.kernel import Caller
 from corral.orchestration.ratelimits import stored_waits
-from corral.orchestration.teams.roster._repository import TEAM_LEAD, normalize_claim_path
-from corral.orchestration.teams.roster.records import TEAM_MESSAGE_TYPE
+from corral.orchestration.teams.roster.records import normalize_claim_path
 from corral.orchestration.worktrees._repository import Worktrees as WorktreeRows
 
-from . import texts
 from ._status import TeamAgentRow, TeamSnapshot, member_status
-from .notices import MessageArrived
 from .repair.records import ObservedVerification, ReportVerification, effective_outcome
-from .reports._reports import report_id, team_name
+from .reports._reports import report_id
 from .results import (
     AgentSnapshot,
     ClaimResult,
     ClaimsList,
     CompletedSnapshot,
     FailedSnapshot,
-    InboxResult,
     InterruptResult,
     MemberSnapshot,
-    MessageSent,
     QueuedSnapshot,
     ReleaseResult,
     ReportFacts,
@@ -53,28 +43,27 @@ from .results import (
     TeammateHealth,
     Teardown,
 )
+from .roster.records import team_name
 
 if TYPE_CHECKING:
     from corral.orchestration.kernel.records import GenerationRecord
     from corral.orchestration.teams._repositories import TeamsRepositories
-    from corral.orchestration.teams.commands import ReadInboxRequest, SendMessageRequest
     from corral.orchestration.teams.roster.records import (
         TeamMemberRecord,
-        TeamMessageRecord,
         TeamReportRecord,
     )
 
     from ._member import MemberRun, TeamChild
-    from ._plans import TeamContext, _Prepared
+    from ._plans import TeamContext
 
-__all__ = ["TEAM_MESSAGE_TYPE", "TEARDOWN_TIMEOUT_S", "TeamControl"]
+__all__ = ["TEARDOWN_TIMEOUT_S", "TeamControl"]
 
 TEARDOWN_TIMEOUT_S = 2.5
 RECENT_COMPLETIONS = 20
 
 
 class TeamControl:
-    """Status, control, messages and claims of the teams core (one per `Teams`).
+    """Status, control and claims of the teams core (one per `Teams`).
 
     Args:
         context: What the teams services share.
@@ -87,6 +76,7 @@ class TeamControl:
         *,
         deliver_group_wakes: Callable[[str], Coroutine[Any, Any, None]],
     ) -> None:
+        self.context = context
         self.host = context.host
         self.repos = context.repos
         self.live = context.live
@@ -98,126 +88,6 @@ class TeamControl:
         self.deliver_group_wakes = deliver_group_wakes
         self.remote_interrupt: Callable[[str], Coroutine[Any, Any, str]] | None = None
         """Interrupts a member on a Ray worker by run id (`RemoteMembers.interrupt`, set by `Teams`)."""
-
-    # --- helpers ---------------------------------------------------------------------------------
-
-    def _lead_id(self, caller: Caller) -> str:
-        if caller.scope != "lead" or not self.host.runs.is_lead(caller.session_id):
-            raise InvalidRequestError("Only the lead session can use this tool.")
-        return caller.session_id
-
-    def child(self, run_id: str) -> TeamChild | None:
-        """The live in-process run of `run_id`, if any (a run moved to a tmux pane has none)."""
-        live = self.live.get(run_id)
-        return None if live is None or live.run.child.handing_off else live.run
-
-    def notify_lead(self, lead_session_id: str, text: str) -> None:
-        """Send the lead a message from corral itself (stored, then delivered once)."""
-        with contextlib.suppress(OrchestrationError):
-            self.repos.roster.add_team_message(
-                lead_session_id,
-                recipient=TEAM_LEAD,
-                sender="corral",
-                sender_run_id=None,
-                content=text,
-                summary="Notice",
-                delivery="inbox",
-            )
-            self.host.spawn_background(self.deliver_lead_messages(lead_session_id))
-
-    def notify_requester(self, prepared: _Prepared, text: str) -> None:
-        """Tell whoever asked for a spawn that it failed (the writer for a helper, else the lead)."""
-        parent = prepared.parent
-        if parent is not None and parent.inject(texts.parent_notice(text)):
-            return
-        self.notify_lead(prepared.lead_session_id, text)
-
-    async def deliver_lead_messages(self, lead_session_id: str) -> None:
-        """Bring every undelivered `team-lead` message into the lead's session, once each."""
-        lead = self.host.runs.owner(lead_session_id)
-        if lead is None:
-            return
-        for message in self.repos.roster.undelivered_lead_messages(lead_session_id):
-            entry_id = await deliver_message(
-                lead, _lead_message(message), key="message_id", value=message.message_id
-            )
-            self.repos.roster.mark_lead_message_delivered(message.message_id, entry_id=entry_id)
-        self.host.changed()
-
-    # --- messaging -------------------------------------------------------------------------------
-
-    async def send_message(
-        self, sender: Caller | MemberRun, request: SendMessageRequest, *, message_id: str | None = None
-    ) -> MessageSent:
-        """`send_message`: steer a live recipient, or store the message for the lead.
-
-        `message_id` makes it idempotent (a Ray member's call, applied again by a host that
-        restarted): a message of that id already stored is answered as sent, nothing is repeated.
-        """
-        repos = self.repos
-        if message_id is not None and (stored := repos.roster.team_message(message_id)) is not None:
-            return MessageSent(stored.recipient, team_name(stored.lead_session_id), stored.delivery)
-        if isinstance(sender, Caller):
-            lead = self._lead_id(sender)
-            sender_name, sender_run = TEAM_LEAD, None
-            if request.recipient is None:
-                raise InvalidRequestError("recipient is required when the lead sends a message.")
-            recipient = request.recipient
-        else:
-            lead = sender.member.lead_session_id
-            sender_name, sender_run = sender.label, sender.run_id
-            recipient = request.recipient or TEAM_LEAD
-        team = team_name(lead)
-        if recipient == TEAM_LEAD:
-            if sender_name == TEAM_LEAD:
-                raise InvalidRequestError("The lead cannot message itself; name an agent as recipient.")
-            repos.roster.add_team_message(
-                lead,
-                recipient=TEAM_LEAD,
-                sender=sender_name,
-                sender_run_id=sender_run,
-                content=request.content,
-                summary=request.summary,
-                delivery="inbox",
-                message_id=message_id,
-            )
-            self.host.spawn_background(self.deliver_lead_messages(lead))
-            return MessageSent(TEAM_LEAD, team, "inbox")
-        member = repos.roster.live_team_member(lead, recipient)
-        if member is None or member.fence != "none":
-            raise TargetNotFoundError(f"Cannot send message to {recipient}: agent is not running.")
-        child = self.child(member.run_id)
-        direct = child is not None and child.messages_open and not child.ended
-        text = texts.member_message(MessageArrived(sender_name, request.summary, request.content))
-        repos.roster.add_team_message(
-            lead,
-            recipient=recipient,
-            sender=sender_name,
-            sender_run_id=sender_run,
-            content=request.content,
-            summary=request.summary,
-            delivery="active-session" if direct else "inbox",
-            expected_run_id=member.run_id,
-            message_id=message_id,
-        )
-        if direct and child is not None and not child.inject(text):
-            direct = False
-        return MessageSent(recipient, team, "active-session" if direct else "inbox")
-
-    async def read_inbox(self, reader: Caller | MemberRun, request: ReadInboxRequest) -> InboxResult:
-        """`read_inbox`: the reader's messages (the lead may name an agent's inbox)."""
-        if isinstance(reader, Caller):
-            lead = self._lead_id(reader)
-            target = request.agent_name or TEAM_LEAD
-        else:
-            lead = reader.member.lead_session_id
-            target = reader.label
-        messages = self.repos.roster.read_team_inbox(
-            lead, target, unread_only=request.unread_only, mark_as_read=request.mark_as_read
-        )
-        return InboxResult(
-            target, request.unread_only, tuple(messages), team_name(lead), request.mark_as_read
-        )
 
     # --- teardown / stop / interrupt ------------------------------------------------------------
 
@@ -324,7 +194,7 @@ class TeamControl:
         Raises:
             TargetNotFoundError: the lead never had an agent called `name`.
         """
-        lead = self._lead_id(caller)
+        lead = self.context.lead_id(caller)
         team = team_name(lead)
         self._require_known(lead, name)
         if (lead, name) in self.pending:
@@ -352,11 +222,11 @@ class TeamControl:
         Raises:
             TargetNotFoundError: the lead never had an agent called `name`.
         """
-        lead = self._lead_id(caller)
+        lead = self.context.lead_id(caller)
         team = team_name(lead)
         self._require_known(lead, name)
         member = self.repos.roster.live_team_member(lead, name)
-        child = None if member is None else self.child(member.run_id)
+        child = None if member is None else self.context.child(member.run_id)
         generation = None if member is None else self.host.kernel.get_generation(member.run_id)
         if member is not None and child is None and _runs_in_pane(generation):
             return InterruptResult(name, "tmux", team)
@@ -389,7 +259,7 @@ class TeamControl:
         repos = self.repos
         now = int(time.time() * 1000)
         if isinstance(scope, Caller):
-            lead = self._lead_id(scope)
+            lead = self.context.lead_id(scope)
             members = [m for m in repos.roster.team_members(lead) if m.depth == 0]
             queued = [
                 (n, p) for (lid, n), (_r, p) in self.pending.items() if lid == lead and p.parent is None
@@ -475,7 +345,7 @@ class TeamControl:
     async def _member_snapshot(self, member: TeamMemberRecord, now: int) -> MemberSnapshot:
         repos = self.repos
         generation = repos.kernel.get_generation(member.run_id)
-        status = member_status(member, generation, self.child(member.run_id), now_ms=now)
+        status = member_status(member, generation, self.context.child(member.run_id), now_ms=now)
         live = status.in_process and status.phase not in ("quarantined", "stopping")
         rate_limit = status.rate_limit if live else None
         awaiting_message = False
@@ -573,7 +443,7 @@ class TeamControl:
     async def check_teammate(self, caller: Caller, name: str) -> TeammateHealth:
         """`check_teammate`: health of a live agent, or the persisted report after it left."""
         repos = self.repos
-        lead = self._lead_id(caller)
+        lead = self.context.lead_id(caller)
         member = repos.roster.live_team_member(lead, name)
         if member is None:
             reports = repos.reports.team_reports(lead, name=name, limit=1)
@@ -588,9 +458,9 @@ class TeamControl:
                 facts=_report_facts(report, observed),
                 checks=tuple(self.verifier.records(observed.verification.check_ids)),
             )
-        child = self.child(member.run_id)
+        child = self.context.child(member.run_id)
         generation = repos.kernel.get_generation(member.run_id)
-        unread = len(repos.roster.read_team_inbox(lead, name, unread_only=True, mark_as_read=False))
+        unread = len(repos.messages.read_team_inbox(lead, name, unread_only=True, mark_as_read=False))
         alive = (
             (child is not None and not child.ended)
             or _runs_in_pane(generation)
@@ -647,7 +517,7 @@ class TeamControl:
 
     def list_file_claims(self, scope: Caller | MemberRun) -> ClaimsList:
         """`list_file_claims`: every claim of the team."""
-        lead = self._lead_id(scope) if isinstance(scope, Caller) else scope.member.lead_session_id
+        lead = self.context.lead_id(scope) if isinstance(scope, Caller) else scope.member.lead_session_id
         claims = self.repos.roster.file_claims(lead)
         return ClaimsList(tuple(claims))
 
@@ -687,16 +557,6 @@ class TeamControl:
                     if not outcome.ok:
                         self.host.warn(f"accepted {record.name}'s report, but: {outcome.message}")
         return record
-
-
-def _lead_message(message: TeamMessageRecord) -> CustomMessage:
-    text = texts.lead_message(MessageArrived(message.sender, message.summary, message.content))
-    return CustomMessage(
-        custom_type=TEAM_MESSAGE_TYPE,
-        content=text,
-        display=False,
-        details={"message_id": message.message_id, "from": message.sender, "summary": message.summary},
-    )
 
 
 def _is_helper_report(repos: TeamsRepositories, report: TeamReportRecord) -> bool:

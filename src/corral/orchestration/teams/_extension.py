@@ -98,7 +98,7 @@ class TeamsExtension(HostExtension):
         slot is interrupted."""
         live = self.teams.live.get(run_id)
         if live is not None:
-            self.teams.run_lost(live.run, reason)
+            self.teams.members.run_lost(live.run, reason)
             return
         self.teams.remote.lost(run_id, reason)
 
@@ -158,13 +158,13 @@ class TeamsExtension(HostExtension):
             if member is not None and host.runs.is_owner(member.lead_session_id):
                 leads.add(member.lead_session_id)
         for lead in leads - self._relaying:
-            if not self.teams.repos.roster.undelivered_lead_messages(lead):
+            if not self.teams.repos.messages.undelivered_lead_messages(lead):
                 continue
             self._relaying.add(lead)
 
             async def deliver(lead_session_id: str = lead) -> None:
                 try:
-                    await teams.control.deliver_lead_messages(lead_session_id)
+                    await teams.messages.deliver_lead_messages(lead_session_id)
                 finally:
                     self._relaying.discard(lead_session_id)
 

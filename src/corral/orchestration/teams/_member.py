@@ -22,7 +22,7 @@ settle policy (`TeamSettle`). Four differences from a managed agent:
 An eligible nested parent (`delegating`) also stays alive while its read
 helpers are pending, like a delegating managed agent.
 
-The teams core finds a run's `TeamChild` by run id (`Teams.child`, its live registry); the
+The teams core finds a run's `TeamChild` by run id (`TeamContext.child`, over its live registry); the
 kernel and the host never see one. A `TeamChild` reaches the teams core only through
 `MemberPorts` (three verbs), so it needs no import of `Teams`; a tmux worker gives it a
 worker-local one.
@@ -45,7 +45,7 @@ from .notices import FallbackReport, ReportMissing
 if TYPE_CHECKING:
     from collections.abc import Awaitable
 
-    from corral.orchestration.kernel._caller import Caller
+    from corral.orchestration.kernel import Caller
     from corral.orchestration.teams.checks._checks import CheckExecutor
     from corral.orchestration.teams.commands import (
         ReadInboxRequest,
@@ -131,9 +131,9 @@ class MemberRun(Protocol):
 
 
 class MemberTeams(Protocol):
-    """What a teams agent's own tools (`team_member_tools`) call: `Teams` in the lead's process and
+    """What a teams agent's own tools (`team_member_tools`) call: `LocalMembers` (`Teams.members`) in the lead's process and
     in a tmux worker; on a Ray worker, a port that turns each call into a fact the lead's host
-    applies through its `Teams` (`teams/remote/_worker.py`). A claim verb may answer later
+    applies through its teams services (`teams/remote/_worker.py`). A claim verb may answer later
     (an awaitable) where the answer crosses the network."""
 
     async def send_message(self, sender: TeamChild, request: SendMessageRequest) -> MessageSent: ...
@@ -168,7 +168,7 @@ class MemberTeams(Protocol):
 
 
 class MemberPorts(Protocol):
-    """What a teams agent's run asks of the teams core (implemented by `Teams`)."""
+    """What a teams agent's run asks of the teams core (implemented by `LocalMembers`, `Teams.members`)."""
 
     def pending_helpers(self, parent: TeamChild) -> bool:
         """Whether queued read helpers of `parent` still wait for a slot (they keep it alive)."""

@@ -1,7 +1,8 @@
 """The teams core's plans and its shared context.
 
 A validated spawn waiting for admission (`_Prepared`), a launched agent's in-memory facts
-(`_Live`), and what the teams services share (`TeamContext`). Shared by the spawn path
+(`_Live`), and what the teams services share (`TeamContext`: the maps, the features, a run's live
+`TeamChild` by run id and the lead check of a lead's tool call). Shared by the spawn path
 (`_teams.py`), control (`_control.py`) and reports (`reports/_team_reports.py`); kept apart so
 none of them imports another for its types.
 """
@@ -15,10 +16,13 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import TYPE_CHECKING, Any, Literal
 
+from corral.orchestration.errors import InvalidRequestError
+
 if TYPE_CHECKING:
     from corral.agent import AgentSession
     from corral.agent.tools import ReadGuard
     from corral.orchestration.host._host import Host
+    from corral.orchestration.kernel import Caller
 
     from ._capacity import Admission, CapacityController, Reservation
     from ._member import TeamChild
@@ -102,3 +106,18 @@ class TeamContext:
     verifier: Verifier
     checkpoint_saves: dict[str, asyncio.Future[None]]
     """Checkpoint saves in flight, by run."""
+
+    def child(self, run_id: str) -> TeamChild | None:
+        """The live in-process run of `run_id`, if any (a run moved to a tmux pane has none)."""
+        live = self.live.get(run_id)
+        return None if live is None or live.run.child.handing_off else live.run
+
+    def lead_id(self, caller: Caller) -> str:
+        """The lead session of a lead's tool call.
+
+        Raises:
+            InvalidRequestError: the caller is not a lead session of this host.
+        """
+        if caller.scope != "lead" or not self.host.runs.is_lead(caller.session_id):
+            raise InvalidRequestError("Only the lead session can use this tool.")
+        return caller.session_id

@@ -1,6 +1,6 @@
 """The teams features' repositories over one database, wired to each other once.
 
-Each teams feature owns its tables through its repository (`roster/`, `reports/`, `checks/`,
+Each teams feature owns its tables through its repository (`roster/`, `messages/`, `reports/`, `checks/`,
 `repair/`, `groups/`, `checkpoints/`, each `_repository.py`). A repository holds no state besides
 the database and the repositories it composes inside its own transactions, so the teams core
 builds this bundle over the host's `Generations` when it is made; the roster's `retire_in` hook
@@ -18,12 +18,13 @@ from functools import cached_property
 from typing import TYPE_CHECKING, Self
 
 from corral.orchestration.kernel._generations import Generations
-from corral.orchestration.teams.roster._repository import Roster
+from corral.orchestration.teams.roster import Roster
 
 if TYPE_CHECKING:
     from corral.orchestration.teams.checkpoints._repository import Checkpoints
     from corral.orchestration.teams.checks._repository import Checks
     from corral.orchestration.teams.groups._repository import Groups
+    from corral.orchestration.teams.messages.repository import Messages
     from corral.orchestration.teams.repair._repository import RepairLedgers
     from corral.orchestration.teams.reports._repository import Reports
 
@@ -37,12 +38,19 @@ class TeamsRepositories:
         self.kernel = kernel
         """The kernel's repository the teams writes compose (a member is a generation)."""
         self.roster = roster
-        """Members, messages and file claims."""
+        """Members and file claims."""
 
     @classmethod
     def over(cls, kernel: Generations) -> Self:
         """The teams repositories over `kernel`'s database (they compose `kernel` in their writes)."""
         return cls(kernel, Roster(kernel.db, kernel))
+
+    @cached_property
+    def messages(self) -> Messages:
+        """Messages between members and to the lead."""
+        from corral.orchestration.teams.messages.repository import Messages
+
+        return Messages(self.kernel.db, self.roster)
 
     @cached_property
     def reports(self) -> Reports:

@@ -21,14 +21,10 @@ if TYPE_CHECKING:
     from corral.orchestration.errors import ErrorCategory
     from corral.orchestration.teams._status import TeamPhase
     from corral.orchestration.teams.checks.records import CheckRecord
+    from corral.orchestration.teams.messages.records import TeamMessageRecord
     from corral.orchestration.teams.repair._verification import VerificationDecision
     from corral.orchestration.teams.repair.records import RepairResult, ReportVerification
-    from corral.orchestration.teams.roster.records import (
-        FileClaimRecord,
-        TeamMemberKind,
-        TeamMessageRecord,
-        TeamReportRecord,
-    )
+    from corral.orchestration.teams.roster.records import FileClaimRecord, TeamMemberKind, TeamReportRecord
 
 __all__ = [
     "AgentSnapshot",
@@ -56,7 +52,7 @@ __all__ = [
 
 @dataclass(frozen=True, slots=True)
 class SpawnResult:
-    """One agent started or queued (`Teams.spawn`)."""
+    """One agent started or queued (`Spawner.spawn`)."""
 
     name: str
     """The agent's name."""
@@ -118,7 +114,7 @@ class SwarmFailure:
 
 @dataclass(frozen=True, slots=True)
 class SwarmResult:
-    """A swarm's admissions, in the request's order (`Teams.spawn_swarm`)."""
+    """A swarm's admissions, in the request's order (`Spawner.spawn_swarm`)."""
 
     members: tuple[SpawnResult | SwarmFailure, ...]
     """Each member's result."""
@@ -163,7 +159,7 @@ class ReportReceipt:
 
 @dataclass(frozen=True, slots=True)
 class MessageSent:
-    """A stored (and, for a listening agent, injected) message (`Teams.send_message`)."""
+    """A stored (and, for a listening agent, injected) message (`TeamMessages.send_message`)."""
 
     recipient: str
     """Who gets it (`team-lead` or an agent's name)."""
@@ -175,7 +171,7 @@ class MessageSent:
 
 @dataclass(frozen=True, slots=True)
 class InboxResult:
-    """The messages read from one inbox (`Teams.read_inbox`)."""
+    """The messages read from one inbox (`TeamMessages.read_inbox`)."""
 
     target: str
     """Whose inbox."""
@@ -431,7 +427,7 @@ AgentSnapshot = MemberSnapshot | QueuedSnapshot | FailedSnapshot | CompletedSnap
 
 @dataclass(frozen=True, slots=True)
 class StatusSnapshot:
-    """One read-only snapshot of a scope's agents (`Teams.status`)."""
+    """One read-only snapshot of a scope's agents (`TeamControl.status`)."""
 
     session: str
     """The team's name."""

@@ -349,7 +349,7 @@ class FollowScreen(Screen[None]):
         label = row.label
         try:
             if row.is_team:
-                sent = await agents.teams.send_message(
+                sent = await agents.teams.messages.send_message(
                     caller, SendMessageRequest(recipient=label, content=draft, summary="From the user")
                 )
                 self.transcript.notice(message_note(label, sent.delivery))
@@ -378,7 +378,7 @@ class FollowScreen(Screen[None]):
         label = row.label
         try:
             if row.is_team:
-                interrupted = await self.agents.teams.interrupt_teammate(self.agents.caller, label)
+                interrupted = await self.agents.teams.control.interrupt_teammate(self.agents.caller, label)
                 text = interrupt_note(interrupted)
                 ok = interrupted.status in ("interrupted", "pending")
                 self.last_error = None if ok else text
@@ -462,7 +462,7 @@ class FollowScreen(Screen[None]):
         agents = self.agents
         from corral.orchestration.surfaces.teams._render import render_stop, stop_details
 
-        result = await agents.teams.stop_teammate(
+        result = await agents.teams.control.stop_teammate(
             agents.caller, name, "stopped by the user from the terminal"
         )
         text, details = render_stop(result), stop_details(result)
@@ -470,7 +470,7 @@ class FollowScreen(Screen[None]):
         self.last_error = None if stopped else text
         self.transcript.notice(text, kind="info" if stopped else "error")
         if stopped or "teardown" in details:
-            agents.teams.notify_lead(agents.caller.session_id, stop_notice(name, text, details))
+            agents.teams.messages.notify_lead(agents.caller.session_id, stop_notice(name, text, details))
 
 
 def handoff_line(result: HandoffResult) -> str:

@@ -41,7 +41,7 @@ from corral.llm import (
     ToolResultMessage,
     UserMessage,
 )
-from corral.orchestration.teams._control import TEAM_MESSAGE_TYPE
+from corral.orchestration.teams.messages.records import TEAM_MESSAGE_TYPE
 from corral.orchestration.teams.reports._reports import TEAM_REPORT_TYPE
 from corral.tui._format import LARGE_LOG_LINES, summarize_args
 from corral.tui._palette import DARK_DEFAULTS, ActivityPalette

@@ -58,7 +58,7 @@ async def test_a_checkpointed_report_is_saved_and_continued_as_a_fresh_run(tmp_p
         },
     )
     async with teams_env(tmp_path, "lead") as env:
-        first = await env.teams.spawn(
+        first = await env.teams.spawning.spawn(
             env.caller,
             parse_spawn(
                 {
@@ -76,7 +76,7 @@ async def test_a_checkpointed_report_is_saved_and_continued_as_a_fresh_run(tmp_p
         record = env.teams.checkpoints.load(checkpoint_id)
         assert record.author.agent_name == "auth-review" and record.author.run_id == first.run_id
         assert [f.id for f in record.findings] == ["F1"]
-        follow = await env.teams.spawn(
+        follow = await env.teams.spawning.spawn(
             env.caller,
             parse_spawn({"name": "auth-followup", "prompt": "Recheck F1.", "continue_from": checkpoint_id}),
         )
@@ -99,7 +99,7 @@ async def test_a_checkpointed_report_is_saved_and_continued_as_a_fresh_run(tmp_p
         assert checkpoint_id in text and "tokens are checked" in text
         env.teams.checkpoints.delete(checkpoint_id)
         with pytest.raises(Exception, match="deleted"):
-            await env.teams.spawn(
+            await env.teams.spawning.spawn(
                 env.caller, parse_spawn({"prompt": "again", "continue_from": checkpoint_id})
             )
 
@@ -110,11 +110,11 @@ async def test_bad_checkpoint_policy_and_unknown_reference_fail_before_anything_
     write_script(tmp_path, "lead", {"steps": [{"text": "x"}]})
     async with teams_env(tmp_path, "lead") as env:
         with pytest.raises(Exception, match="Invalid checkpoint policy"):
-            await env.teams.spawn(
+            await env.teams.spawning.spawn(
                 env.caller, parse_spawn({"prompt": "p", "checkpoint": {"inputs": ["/abs"]}})
             )
         with pytest.raises(Exception, match=r"[Cc]heckpoint"):
-            await env.teams.spawn(
+            await env.teams.spawning.spawn(
                 env.caller, parse_spawn({"prompt": "p", "continue_from": "checkpoint:" + "0" * 64})
             )
         assert env.host.kernel.generations(include_finalized=True) == ()

@@ -14,7 +14,8 @@ from corral.orchestration.surfaces.teams._render import render_stop, stop_detail
 from corral.orchestration.teams.checks._admin import abandon_check, unresolved_checks
 from corral.orchestration.teams.checks.records import check_id
 from corral.orchestration.teams.repair._repair import RepairController, repair_controller_id
-from corral.orchestration.teams.reports._reports import report_id, task_id, team_name
+from corral.orchestration.teams.reports._reports import report_id, task_id
+from corral.orchestration.teams.roster.records import team_name
 from tests.orchestration.teams._check_helpers import LEAD, Member, add_member, dead_pid, stuck_check
 from tests.orchestration.teams._teams_helpers import prepare_env, teams_env, write_script
 
@@ -95,7 +96,7 @@ async def test_after_resolving_the_stuck_check_stop_frees_the_name_and_the_file_
     )
     async with teams_env(tmp_path, "lead") as env:
         lead = env.caller.session_id
-        spawned = await env.teams.spawn(
+        spawned = await env.teams.spawning.spawn(
             env.caller,
             parse_spawn(
                 {
@@ -117,21 +118,21 @@ async def test_after_resolving_the_stuck_check_stop_frees_the_name_and_the_file_
             task=task_id(team, "fixer", run_id),
             report=report_id(team, "fixer", run_id),
         )
-        result = await env.teams.stop_teammate(env.caller, "fixer", None)
+        result = await env.teams.control.stop_teammate(env.caller, "fixer", None)
         text, details = render_stop(result), stop_details(result)
         assert details["quarantined"] is True and "still claimed" in text
         with pytest.raises(InvalidRequestError, match="cannot be restarted yet"):
-            await env.teams.spawn(env.caller, parse_spawn({"name": "fixer", "prompt": "again"}))
+            await env.teams.spawning.spawn(env.caller, parse_spawn({"name": "fixer", "prompt": "again"}))
 
         abandon_check(store.teams, stuck, force=True)  # this test's process is the agent's host
 
-        result = await env.teams.stop_teammate(env.caller, "fixer", None)
+        result = await env.teams.control.stop_teammate(env.caller, "fixer", None)
 
         text, details = render_stop(result), stop_details(result)
         assert details["stopped"] is True, text
         assert details["releasedClaims"] == ["app.txt"]
         member = store.teams.roster.team_member(run_id)
         assert member is not None and member.fence == "none" and not member.live
-        again = await env.teams.spawn(env.caller, parse_spawn({"name": "fixer", "prompt": "again"}))
+        again = await env.teams.spawning.spawn(env.caller, parse_spawn({"name": "fixer", "prompt": "again"}))
         assert again.run_id != run_id
-        await env.teams.stop_teammate(env.caller, "fixer", None)
+        await env.teams.control.stop_teammate(env.caller, "fixer", None)

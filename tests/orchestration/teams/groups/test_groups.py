@@ -141,7 +141,7 @@ def test_ten_members_all_settled_get_one_settled_delivery(
         "acceptance": {"state": "pending"},
         "report": {"id": f"report:{TEAM}:reviewer-0:{runs[0]}", "path": "/reports/reviewer-0.md"},
     }
-    inbox = store.teams.roster.read_team_inbox(LEAD, "team-lead")
+    inbox = store.teams.messages.read_team_inbox(LEAD, "team-lead")
     assert [(m.summary, m.content) for m in inbox] == [
         ("Completion group settled: 10 result(s)", delivery.text)
     ]
@@ -245,7 +245,7 @@ def test_immediate_mode_delivers_one_member_index_each(groups: CompletionGroups,
     assert _deliveries(store, handle) == [("member", (slot,)) for slot in handle.slot_ids]
     wakes = groups.reserve_wakes(LEAD)
     assert [d.kind for d in wakes] == ["member"] * 3
-    assert [m.summary for m in store.teams.roster.read_team_inbox(LEAD, "team-lead")] == [
+    assert [m.summary for m in store.teams.messages.read_team_inbox(LEAD, "team-lead")] == [
         "Completion group member: 1 result(s)"
     ] * 3
 
@@ -305,7 +305,7 @@ def test_observed_wake_marks_the_inbox_copy_read(
     found = groups.find_wakes(LEAD, _persist_wake(tmp_path, groups, delivery))
     assert list(found) == [delivery.delivery_id]
     groups.observed(delivery.delivery_id, found[delivery.delivery_id])
-    assert store.teams.roster.read_team_inbox(LEAD, "team-lead") == ()
+    assert store.teams.messages.read_team_inbox(LEAD, "team-lead") == ()
     journal = groups.index(handle.group_id)
     assert journal["deliveries"][0]["wake"] == {"state": "observed", "entryId": found[delivery.delivery_id]}
 
@@ -365,7 +365,7 @@ def test_recovery_marks_wakes_found_in_the_session_observed(
     assert warnings == []
     journal = groups.index(handle.group_id)
     assert journal["deliveries"][0]["wake"]["state"] == "observed"
-    unread = store.teams.roster.read_team_inbox(LEAD, "team-lead", mark_as_read=False)
+    unread = store.teams.messages.read_team_inbox(LEAD, "team-lead", mark_as_read=False)
     assert reserved.message_id not in {m.message_id for m in unread}
 
 

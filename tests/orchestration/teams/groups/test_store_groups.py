@@ -346,12 +346,12 @@ def test_planning_stores_each_index_as_an_unread_lead_inbox_message(store: Repos
     assert group is not None
     (delivery,) = group.deliveries
     assert (delivery.kind, delivery.status, delivery.wake) == ("member", "enqueued", None)
-    inbox = store.teams.roster.read_team_inbox(LEAD, "team-lead", mark_as_read=False)
+    inbox = store.teams.messages.read_team_inbox(LEAD, "team-lead", mark_as_read=False)
     assert [(m.sender, m.summary, m.content, m.message_id) for m in inbox] == [
         ("corral", "Completion group member: 1 result(s)", delivery.text, delivery.message_id)
     ]
     # The ordinary lead-message path leaves it to the group wake.
-    assert store.teams.roster.undelivered_lead_messages(LEAD) == ()
+    assert store.teams.messages.undelivered_lead_messages(LEAD) == ()
 
 
 def test_wakes_are_reserved_once_and_observed_once(store: Repositories, db_path: Path) -> None:
@@ -374,7 +374,7 @@ def test_wakes_are_reserved_once_and_observed_once(store: Repositories, db_path:
     with pytest.raises(CompletionGroupBindingError, match="already entry entry-1"):
         store.teams.groups.observe_group_wake(first.delivery_id, "entry-2")
     assert dump(db_path) == before
-    unread = store.teams.roster.read_team_inbox(LEAD, "team-lead", mark_as_read=False)
+    unread = store.teams.messages.read_team_inbox(LEAD, "team-lead", mark_as_read=False)
     assert [m.message_id for m in unread] == [second.message_id]
 
 

@@ -55,7 +55,7 @@ async def test_a_failed_check_gets_one_repair_attempt_and_then_passes(tmp_path: 
         },
     )
     async with teams_env(tmp_path, "lead") as env:
-        await env.teams.spawn(
+        await env.teams.spawning.spawn(
             env.caller,
             parse_spawn(
                 {
@@ -89,7 +89,7 @@ async def test_exhausted_repair_keeps_the_outcome_and_adds_an_effective_blocker(
         },
     )
     async with teams_env(tmp_path, "lead") as env:
-        await env.teams.spawn(
+        await env.teams.spawning.spawn(
             env.caller,
             parse_spawn(
                 {
@@ -112,10 +112,10 @@ async def test_exhausted_repair_keeps_the_outcome_and_adds_an_effective_blocker(
             and report.result.repair is not None
             and report.result.repair.state == "exhausted"
         )
-        result = await env.teams.status(env.caller, "stubborn")
+        result = await env.teams.control.status(env.caller, "stubborn")
         _, status = render_status(result), status_details(result)
         assert status["agents"][0]["effectiveOutcome"] == "blocked"
-        result = await env.teams.check_teammate(env.caller, "stubborn")
+        result = await env.teams.control.check_teammate(env.caller, "stubborn")
         _, checked = render_health(result), health_details(result)
         assert checked["checks"] and all(Path(c["logPath"]).is_file() for c in checked["checks"])
 
@@ -133,16 +133,16 @@ async def test_without_repair_a_failed_check_does_not_block_the_report_and_passe
         },
     )
     async with teams_env(tmp_path, "lead") as env:
-        await env.teams.spawn(env.caller, parse_spawn({"name": "reader", "prompt": "p", "checks": CHECK}))
+        await env.teams.spawning.spawn(env.caller, parse_spawn({"name": "reader", "prompt": "p", "checks": CHECK}))
         passing = [{"name": "exists", "command": "test -f app.py", "timeoutSeconds": 20}]
-        await env.teams.spawn(env.caller, parse_spawn({"name": "writer", "prompt": "p", "checks": passing}))
+        await env.teams.spawning.spawn(env.caller, parse_spawn({"name": "writer", "prompt": "p", "checks": passing}))
         await env.quiet()
         by_name = {e["details"]["name"]: e["details"] for e in env.lead_custom(TEAM_REPORT_TYPE)}
         assert by_name["reader"]["verification"]["state"] == "failed"
         assert by_name["reader"]["effective_outcome"] == "succeeded"
         assert by_name["writer"]["verification"]["state"] == "passed"
         (tmp_path / "work" / "app.py").write_text("VALUE = 3\n")  # the source changes after the check passed
-        result = await env.teams.status(env.caller, "writer")
+        result = await env.teams.control.status(env.caller, "writer")
         _, status = render_status(result), status_details(result)
         assert status["agents"][0]["verification"]["state"] == "stale"
         stored = env.host.repositories.teams.reports.team_report(by_name["writer"]["report_id"])
@@ -153,9 +153,9 @@ async def test_checks_are_validated_and_repair_needs_checks(tmp_path: Path) -> N
     write_script(tmp_path, "lead", {"steps": [{"text": "x"}]})
     async with teams_env(tmp_path, "lead") as env:
         with pytest.raises(Exception, match="Repair policy requires explicitly assigned checks"):
-            await env.teams.spawn(env.caller, parse_spawn({"prompt": "p", "repair": {"maxAttempts": 1}}))
+            await env.teams.spawning.spawn(env.caller, parse_spawn({"prompt": "p", "repair": {"maxAttempts": 1}}))
         with pytest.raises(Exception, match="Invalid assigned check policy"):
-            await env.teams.spawn(
+            await env.teams.spawning.spawn(
                 env.caller,
                 parse_spawn(
                     {"prompt": "p", "checks": [{"name": "a", "command": "true", "timeoutSeconds": 0}]}
@@ -204,7 +204,7 @@ async def test_stop_cancels_a_running_check_and_the_run_finalizes(tmp_path: Path
         {"steps": [{"text": "x"}], "on_exhausted": "repeat_last", "agents": {"*": [_report("done")]}},
     )
     async with teams_env(tmp_path, "lead") as env:
-        spawned = await env.teams.spawn(
+        spawned = await env.teams.spawning.spawn(
             env.caller,
             parse_spawn({"name": "waiter", "prompt": "p", "checks": slow, "repair": {"maxAttempts": 1}}),
         )
@@ -214,7 +214,7 @@ async def test_stop_cancels_a_running_check_and_the_run_finalizes(tmp_path: Path
             return bool(env.host.repositories.teams.checks.claimed_checks(run_id))
 
         await eventually(checking, env.host)  # the claim signals the host's change event
-        result = await env.teams.stop_teammate(env.caller, "waiter", None)
+        result = await env.teams.control.stop_teammate(env.caller, "waiter", None)
         text, details = render_stop(result), stop_details(result)
         assert details["stopped"] is True, text
         assert env.host.repositories.teams.checks.claimed_checks(run_id) == ()
@@ -251,7 +251,7 @@ async def test_the_lead_sees_the_effective_blocker_and_why_a_policy_is_invalid(t
         [bad] = env.tool_results("spawn_agent")
         text = bad["content"][0]["text"]
         assert "Invalid assigned check policy." in text and "reason:" in text
-        await env.teams.spawn(
+        await env.teams.spawning.spawn(
             env.caller,
             parse_spawn(
                 {
@@ -266,6 +266,6 @@ async def test_the_lead_sees_the_effective_blocker_and_why_a_policy_is_invalid(t
         await env.quiet()
         [entry] = env.lead_custom(TEAM_REPORT_TYPE)
         assert "outcome=succeeded (effective: blocked)" in entry["content"]
-        result = await env.teams.status(env.caller, "stubborn")
+        result = await env.teams.control.status(env.caller, "stubborn")
         status_text, _ = render_status(result), status_details(result)
         assert "succeeded (effective: blocked)" in status_text

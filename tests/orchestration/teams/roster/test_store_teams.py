@@ -1,11 +1,11 @@
-"""The teams tables of the store: members, reports, messages and file claims (real SQLite in tmp_path)."""
+"""The teams tables of the store: members, reports and file claims (real SQLite in tmp_path); messages are
+`tests/orchestration/teams/messages/test_store_messages.py`'s."""
 
 from __future__ import annotations
 
-import itertools
 import sqlite3
 import threading
-from collections.abc import Callable, Iterator
+from collections.abc import Iterator
 from concurrent.futures import ThreadPoolExecutor
 from pathlib import Path
 from typing import Any
@@ -13,9 +13,7 @@ from typing import Any
 import pytest
 
 from corral.orchestration import (
-    TEAM_LEAD,
     AgentLabelExistsError,
-    GenerationRecord,
     InternalFailureError,
     InvalidRequestError,
     NewGeneration,
@@ -23,107 +21,21 @@ from corral.orchestration import (
     NewTeamReport,
     OrchestrationError,
     Repositories,
-    RequestRecord,
     TargetAmbiguousError,
     TargetNotFoundError,
-    TeamMemberRecord,
     normalize_claim_path,
 )
 from corral.orchestration.store._database import INLINE_RESULT_LIMIT
 from corral.orchestration.teams.repair.records import ReportVerification
 from corral.orchestration.teams.reports.records import ReportResult
 from tests.orchestration._store_helpers import LEAD, dump, new_generation
-
-OTHER_LEAD = "other-lead"
-
-
-def _counting_clock() -> Callable[[], int]:
-    ticks = itertools.count(1_000)
-    lock = threading.Lock()
-
-    def clock() -> int:
-        with lock:
-            return next(ticks)
-
-    return clock
+from tests.orchestration.teams._roster_helpers import OTHER_LEAD, counting_clock, report, send, spawn
 
 
 @pytest.fixture
 def store(db_path: Path) -> Iterator[Repositories]:
-    with Repositories.open(db_path, clock=_counting_clock()) as opened:
+    with Repositories.open(db_path, clock=counting_clock()) as opened:
         yield opened
-
-
-def spawn(
-    store: Repositories,
-    name: str,
-    *,
-    kind: str = "read",
-    lead: str = LEAD,
-    parent: GenerationRecord | None = None,
-    allow_nested: bool = False,
-    session_context: str = "none",
-    metadata: dict[str, Any] | None = None,
-    ack: bool = True,
-) -> tuple[GenerationRecord, RequestRecord, TeamMemberRecord]:
-    """Create a teams member (and accept its task unless `ack=False`)."""
-    tier = "read-review" if kind == "read" else "write-feature"
-    generation, task, member = store.teams.roster.create_team_generation(
-        NewGeneration(
-            definition=tier,
-            owner_session_id=lead if parent is None else parent.session_id,
-            cwd="/work/project",
-            session_id=f"session-{lead}-{name}-{len(store.teams.roster.team_members(lead, live_only=False))}",
-            task="Review the module.",
-            label=name,
-            parent_run_id=None if parent is None else parent.run_id,
-            delegating=allow_nested,
-        ),
-        NewTeamMember(
-            lead_session_id=lead,
-            name=name,
-            tier=tier,
-            requested_tier="review" if kind == "read" else tier,
-            kind=kind,  # type: ignore[arg-type]
-            model="scripted/echo",
-            thinking="off",
-            model_source="lead",
-            sandbox="enforced" if kind == "read" else "none",
-            prompt="Review the module.",
-            depth=0 if parent is None else 1,
-            parent_run_id=None if parent is None else parent.run_id,
-            allow_nested=allow_nested,
-            session_context=session_context,  # type: ignore[arg-type]
-            metadata=metadata,
-        ),
-    )
-    if ack:
-        store.kernel.record_ack(generation.run_id, task.request_id, accepted=True)
-        refreshed = store.kernel.get_generation(generation.run_id)
-        assert refreshed is not None
-        generation = refreshed
-    return generation, task, member
-
-
-def report(
-    name: str, run_id: str, *, content: str = "Found two bugs.", status: str = "completed"
-) -> NewTeamReport:
-    return NewTeamReport(
-        report_id=f"report:session-{LEAD}:{name}:{run_id}",
-        task_id=f"task:session-{LEAD}:{name}:{run_id}",
-        status=status,  # type: ignore[arg-type]
-        content=content,
-        result=ReportResult(
-            f"task:session-{LEAD}:{name}:{run_id}", run_id, f"report:session-{LEAD}:{name}:{run_id}"
-        ),
-        report_source="report_and_exit",
-        summary="bugs",
-        outcome="succeeded",
-        markdown_path=f"/reports/{name}.md",
-        elapsed_ms=1200,
-        tokens=345,
-        cost_usd=0.25,
-    )
 
 
 def _raw(db_path: Path, sql: str, params: tuple[object, ...] = ()) -> list[tuple[Any, ...]]:
@@ -536,135 +448,6 @@ def test_record_report_acceptance(store: Repositories) -> None:
     assert str(missing.value) == "Structured report report:nope is unavailable."
 
 
-# --- messages ------------------------------------------------------------------------------------
-
-
-def _send(store: Repositories, recipient: str, content: str = "hello", **extra: Any) -> Any:
-    fields: dict[str, Any] = {
-        "recipient": recipient,
-        "sender": TEAM_LEAD,
-        "sender_run_id": None,
-        "content": content,
-        "summary": "Message",
-        "delivery": "inbox",
-    }
-    fields.update(extra)
-    return store.teams.roster.add_team_message(LEAD, **fields)
-
-
-def test_messages_to_the_lead_and_to_running_members(store: Repositories) -> None:
-    alpha, _t, _m = spawn(store, "alpha")
-    to_lead = _send(store, TEAM_LEAD, "status?", sender="alpha", sender_run_id=alpha.run_id)
-    assert (to_lead.recipient, to_lead.recipient_run_id, to_lead.read_at) == (TEAM_LEAD, None, None)
-    inbox = _send(store, "alpha", "look at b.py")
-    assert (inbox.recipient_run_id, inbox.delivery, inbox.read) == (alpha.run_id, "inbox", False)
-    steered = _send(store, "alpha", "now", delivery="active-session", expected_run_id=alpha.run_id)
-    assert steered.delivery == "active-session" and steered.read_at == steered.created_at
-    notice = _send(store, TEAM_LEAD, "corral notice", sender="corral")
-    assert notice.sender == "corral"
-
-
-def test_a_message_with_a_chosen_id_is_stored_once_and_marked_read_by_id(store: Repositories) -> None:
-    spawn(store, "alpha")
-    call = "6f1d3c2a-0b4e-4f5a-9c8d-7e6f5a4b3c2d"  # a Ray member's call id
-    first = _send(store, "alpha", "look", message_id=call)
-    again = _send(store, "alpha", "look", message_id=call)
-    assert first == again and first.message_id == call
-    other = _send(store, "alpha", "and this")
-    inbox = store.teams.roster.read_team_inbox(LEAD, "alpha", unread_only=True, mark_as_read=False)
-    assert [m.message_id for m in inbox] == [call, other.message_id]
-    store.teams.roster.mark_messages_read([call])
-    unread = store.teams.roster.read_team_inbox(LEAD, "alpha", unread_only=True, mark_as_read=False)
-    assert [m.message_id for m in unread] == [other.message_id]
-    marked = store.teams.roster.team_message(call)
-    assert marked is not None and marked.read_at is not None and marked.content == first.content
-
-
-@pytest.mark.parametrize("state", ["missing", "fenced", "reported", "finalized", "other run"])
-def test_a_message_to_a_member_that_is_not_running_is_refused(
-    store: Repositories, db_path: Path, state: str
-) -> None:
-    generation, task, _m = spawn(store, "alpha")
-    expected = None
-    if state == "fenced":
-        store.teams.roster.set_team_fence(generation.run_id, fence="quarantined", reason="stuck")
-    elif state == "reported":
-        store.teams.reports.store_team_report(
-            generation.run_id, task.request_id, report("alpha", generation.run_id)
-        )
-    elif state == "finalized":
-        store.kernel.finalize_generation(generation.run_id, owner_session_id=LEAD)
-    elif state == "other run":
-        expected = "00000000-0000-4000-8000-000000000000"
-    before = dump(db_path)
-    with pytest.raises(TargetNotFoundError) as raised:
-        _send(store, "ghost" if state == "missing" else "alpha", expected_run_id=expected)
-    assert (
-        str(raised.value)
-        == f"Cannot send message to {'ghost' if state == 'missing' else 'alpha'}: agent is not running."
-    )
-    assert dump(db_path) == before
-
-
-def test_message_fields_are_validated(store: Repositories) -> None:
-    spawn(store, "alpha")
-    other, _t, _m = spawn(store, "beta", lead=OTHER_LEAD)
-    with pytest.raises(InvalidRequestError, match="message content must not be blank"):
-        _send(store, "alpha", "   ")
-    with pytest.raises(InvalidRequestError, match="inbox"):
-        _send(store, TEAM_LEAD, delivery="active-session")
-    with pytest.raises(InvalidRequestError, match="Message delivery"):
-        _send(store, "alpha", delivery="carrier-pigeon")
-    with pytest.raises(TargetNotFoundError, match="not a member of this team"):
-        _send(store, "alpha", sender="beta", sender_run_id=other.run_id)
-
-
-def test_read_team_inbox_marks_and_peeks(store: Repositories) -> None:
-    spawn(store, "alpha")
-    first = _send(store, "alpha", "one")
-    second = _send(store, "alpha", "two")
-    _send(store, TEAM_LEAD, "for the lead", sender="alpha")
-    peeked = store.teams.roster.read_team_inbox(LEAD, "alpha", mark_as_read=False)
-    assert [m.content for m in peeked] == ["one", "two"] and not any(m.read for m in peeked)
-    read = store.teams.roster.read_team_inbox(LEAD, "alpha")
-    assert [m.message_id for m in read] == [first.message_id, second.message_id]
-    assert not any(m.read for m in read)  # the state before marking
-    assert store.teams.roster.read_team_inbox(LEAD, "alpha") == ()
-    everything = store.teams.roster.read_team_inbox(LEAD, "alpha", unread_only=False, mark_as_read=False)
-    assert [m.content for m in everything] == ["one", "two"] and all(m.read for m in everything)
-    third = _send(store, "alpha", "three")
-    again = store.teams.roster.read_team_inbox(LEAD, "alpha", unread_only=False)
-    assert [m.read for m in again] == [True, True, False]
-    assert (
-        store.teams.roster.read_team_inbox(LEAD, "alpha", unread_only=False)[-1].message_id
-        == third.message_id
-    )
-    assert all(m.read for m in store.teams.roster.read_team_inbox(LEAD, "alpha", unread_only=False))
-
-
-def test_lead_messages_are_delivered_once(store: Repositories) -> None:
-    alpha, _t, _m = spawn(store, "alpha")
-    first = _send(store, TEAM_LEAD, "one", sender="alpha", sender_run_id=alpha.run_id)
-    second = _send(store, TEAM_LEAD, "two", sender="alpha", sender_run_id=alpha.run_id)
-    _send(store, "alpha", "not for the lead")
-    assert [m.message_id for m in store.teams.roster.undelivered_lead_messages(LEAD)] == [
-        first.message_id,
-        second.message_id,
-    ]
-    delivered = store.teams.roster.mark_lead_message_delivered(first.message_id, entry_id="entry-1")
-    assert delivered.delivered_entry_id == "entry-1" and delivered.read_at is not None
-    again = store.teams.roster.mark_lead_message_delivered(first.message_id, entry_id="entry-2")
-    assert again == delivered
-    assert [m.message_id for m in store.teams.roster.undelivered_lead_messages(LEAD)] == [second.message_id]
-    store.teams.roster.read_team_inbox(LEAD, TEAM_LEAD)  # the lead read it through read_inbox
-    assert store.teams.roster.undelivered_lead_messages(LEAD) == ()
-    inbox = _send(store, "alpha", "x")
-    with pytest.raises(TargetNotFoundError):
-        store.teams.roster.mark_lead_message_delivered(inbox.message_id, entry_id="e")
-    with pytest.raises(TargetNotFoundError):
-        store.teams.roster.mark_lead_message_delivered("00000000-0000-4000-8000-000000000000", entry_id="e")
-
-
 # --- file claims ---------------------------------------------------------------------------------
 
 
@@ -810,7 +593,7 @@ def test_every_team_mutation_begins_immediate(db_path: Path) -> None:
         generation, _t, _m = spawn(traced, "writer", kind="write")
         seen.clear()
         traced.teams.roster.claim_files(LEAD, run_id=generation.run_id, agent="writer", paths=["a.py"])
-        _send(traced, "writer")
+        send(traced, "writer")
     begins = [sql for sql in seen if sql.startswith("BEGIN")]
     assert begins and all(sql == "BEGIN IMMEDIATE" for sql in begins)
 

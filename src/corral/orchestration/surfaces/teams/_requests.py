@@ -3,7 +3,7 @@
 One more wire format over the teams core, next to the tools: a request
 `{requestId, type, params}` is parsed like a `spawn_agent` call
 (`parse_spawn`, with `continueFrom` accepted for `continue_from`), run through
-`Teams.spawn` with the same tier, capacity and lifecycle rules, and answered
+`Spawner.spawn` with the same tier, capacity and lifecycle rules, and answered
 with a correlated `OrchestrationResponse`.
 """
 
@@ -82,7 +82,7 @@ async def handle_request(
             raise InvalidRequestError("params must be an object with the spawn_agent parameters.")
         # A trusted integration may bind checks, repair and a continuation (`continueFrom`).
         params = {("continue_from" if key == "continueFrom" else key): value for key, value in params.items()}
-        outcome = await teams.spawn(caller, parse_spawn(params))
+        outcome = await teams.spawning.spawn(caller, parse_spawn(params))
     except OrchestrationError as exc:
         return OrchestrationResponse(request_id, kind, ok=False, error=str(exc))
     return OrchestrationResponse(

@@ -17,7 +17,7 @@ from typing import TYPE_CHECKING, Any, TypeVar
 from corral.agent import AgentTool, ToolResult, ToolUpdate
 from corral.llm import ToolDefinition
 from corral.orchestration.errors import InvalidRequestError
-from corral.orchestration.kernel._caller import Caller
+from corral.orchestration.kernel import Caller
 from corral.orchestration.surfaces._common import PASS_THROUGH_SCHEMA, error_result
 from corral.orchestration.surfaces.agent._render import TEAMS_TOOL_NAMES
 
@@ -146,38 +146,38 @@ def teams_lead_tools(teams: Teams, caller: Caller) -> list[AgentTool]:
     """The teams surface of the lead."""
 
     async def spawn(call_id: str, params: dict[str, Any]) -> ToolResult:
-        outcome = await teams.spawn(caller, parse_spawn(params))
+        outcome = await teams.spawning.spawn(caller, parse_spawn(params))
         return ToolResult.text(render_spawn(outcome), details=spawn_details(outcome))
 
     async def swarm(call_id: str, params: dict[str, Any]) -> ToolResult:
-        outcome = await teams.spawn_swarm(caller, parse_swarm(params), submission_id=call_id)
+        outcome = await teams.spawning.spawn_swarm(caller, parse_swarm(params), submission_id=call_id)
         return ToolResult.text(render_swarm(outcome), details=swarm_details(outcome), is_error=outcome.failed)
 
     async def status(call_id: str, params: dict[str, Any]) -> ToolResult:
-        snapshot = await teams.status(caller, parse_status(params).agent_name)
+        snapshot = await teams.control.status(caller, parse_status(params).agent_name)
         return ToolResult.text(render_status(snapshot), details=status_details(snapshot))
 
     async def check(call_id: str, params: dict[str, Any]) -> ToolResult:
         name = parse_agent_name(params, tool="check_teammate").agent_name
-        health = await teams.check_teammate(caller, name)
+        health = await teams.control.check_teammate(caller, name)
         return ToolResult.text(render_health(health), details=health_details(health))
 
     async def interrupt(call_id: str, params: dict[str, Any]) -> ToolResult:
         name = parse_agent_name(params, tool="interrupt_teammate").agent_name
-        interrupted = await teams.interrupt_teammate(caller, name)
+        interrupted = await teams.control.interrupt_teammate(caller, name)
         return ToolResult.text(render_interrupt(interrupted), details=interrupt_details(interrupted))
 
     async def stop(call_id: str, params: dict[str, Any]) -> ToolResult:
         request = parse_stop(params)
-        stopped = await teams.stop_teammate(caller, request.agent_name, request.reason)
+        stopped = await teams.control.stop_teammate(caller, request.agent_name, request.reason)
         return ToolResult.text(render_stop(stopped), details=stop_details(stopped))
 
     async def send(call_id: str, params: dict[str, Any]) -> ToolResult:
-        sent = await teams.send_message(caller, parse_send_message(params, lead=True))
+        sent = await teams.messages.send_message(caller, parse_send_message(params, lead=True))
         return ToolResult.text(render_message_sent(sent), details=message_sent_details(sent))
 
     async def inbox(call_id: str, params: dict[str, Any]) -> ToolResult:
-        inbox = await teams.read_inbox(caller, parse_read_inbox(params, lead=True))
+        inbox = await teams.messages.read_inbox(caller, parse_read_inbox(params, lead=True))
         return ToolResult.text(render_inbox(inbox), details=inbox_details(inbox))
 
     async def report(call_id: str, params: dict[str, Any]) -> ToolResult:
@@ -190,7 +190,7 @@ def teams_lead_tools(teams: Teams, caller: Caller) -> list[AgentTool]:
 
     async def claims(call_id: str, params: dict[str, Any]) -> ToolResult:
         parse_list_claims(params)
-        listed = teams.list_file_claims(caller)
+        listed = teams.control.list_file_claims(caller)
         return ToolResult.text(render_claims(listed), details=claims_details(listed))
 
     handlers: dict[str, Handler] = {

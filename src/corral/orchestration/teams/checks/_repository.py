@@ -19,7 +19,7 @@ from collections.abc import Mapping, Sequence
 from typing import Any, get_args
 
 from corral.orchestration.errors import InvalidRequestError, TargetNotFoundError
-from corral.orchestration.store._database import Database, Row, _new_id
+from corral.orchestration.store._database import Database, Row, new_id
 from corral.orchestration.store._repository import Repository
 from corral.orchestration.store.jsjson import stringify
 from corral.orchestration.teams.checks._rows import (
@@ -115,7 +115,7 @@ class Checks(Repository):
                     assignment["attempt"],
                     encoded,
                     binding,
-                    _new_id(),
+                    new_id(),
                     self._clock(),
                     log_path,
                 ),

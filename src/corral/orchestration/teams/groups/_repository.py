@@ -24,7 +24,7 @@ Wakes: `reserve_group_wakes` reserves each enqueued delivery's wake once
 `observe_group_wake` records the lead-session entry that holds it (a different
 entry later is refused) and marks its inbox copy read and delivered. Group
 inbox messages are not delivered by the ordinary lead-message path
-(`Roster.undelivered_lead_messages` skips them): the wake is their delivery.
+(`Messages.undelivered_lead_messages` skips them): the wake is their delivery.
 """
 
 from __future__ import annotations
@@ -35,7 +35,7 @@ from typing import cast, get_args
 
 from corral.orchestration.errors import InvalidRequestError, TargetNotFoundError
 from corral.orchestration.kernel._generations import Generations
-from corral.orchestration.store._database import Database, Row, _new_id, _require_text
+from corral.orchestration.store._database import Database, Row, new_id, require_text
 from corral.orchestration.store._repository import Repository
 from corral.orchestration.store.jsjson import stringify
 from corral.orchestration.teams.groups.records import (
@@ -60,7 +60,7 @@ from corral.orchestration.teams.groups.records import (
     wake_text,
 )
 from corral.orchestration.teams.reports._repository import Reports
-from corral.orchestration.teams.roster._repository import Roster
+from corral.orchestration.teams.roster import Roster
 from corral.orchestration.teams.roster.records import TEAM_LEAD, TEAM_NAME_PATTERN, TeamReportRecord
 
 __all__ = ["GROUP_MESSAGE_SENDER", "Groups"]
@@ -161,7 +161,7 @@ class Groups(Repository):
             (team, "team"),
             (submission_id, "submission id"),
         ):
-            _require_text(value, what)
+            require_text(value, what)
         names = _check_members(members)
         if not isinstance(policy, CompletionPolicy):
             raise InvalidRequestError("Pass a parsed CompletionPolicy (parse_completion_group).")
@@ -249,7 +249,7 @@ class Groups(Repository):
             CompletionSlotSettledError: The slot is terminal.
             CompletionGroupBindingError: The slot is past `pending` or queued under another id.
         """
-        _require_text(queue_id, "queue id")
+        require_text(queue_id, "queue id")
 
         def body() -> GroupSlotRecord:
             record = self._require_slot(slot)
@@ -278,7 +278,7 @@ class Groups(Repository):
             CompletionGroupBindingError: Another run is bound ("Completion run binding has changed.").
             CompletionSlotSettledError: The slot is terminal.
         """
-        _require_text(run_id, "run id")
+        require_text(run_id, "run id")
 
         def body() -> GroupSlotRecord:
             record = self._require_slot(slot)
@@ -305,7 +305,7 @@ class Groups(Repository):
                 ("Conflicting completion report binding.").
             CompletionSlotSettledError: The slot settled without a report.
         """
-        _require_text(report_id, "report id")
+        require_text(report_id, "report id")
 
         def body() -> GroupSlotRecord:
             record = self._require_slot(slot)
@@ -362,7 +362,7 @@ class Groups(Repository):
         """
         if status not in _SETTLED:
             raise InvalidRequestError(f"A settlement is one of {', '.join(_SETTLED)}, not {status!r}.")
-        _require_text(reason, "settlement reason")
+        require_text(reason, "settlement reason")
         if run_id is not None and queue_id is not None:
             raise InvalidRequestError("Settle a completion slot by run_id or by queue_id, not both.")
         if queue_id is not None and status == "interrupted":
@@ -443,7 +443,7 @@ class Groups(Repository):
             TargetNotFoundError: No such delivery.
             CompletionGroupBindingError: The wake was observed as another entry.
         """
-        _require_text(entry_id, "entry id")
+        require_text(entry_id, "entry id")
 
         def body() -> GroupDelivery:
             self._observe(self._require_delivery(delivery), entry_id)
@@ -458,7 +458,7 @@ class Groups(Repository):
             TargetNotFoundError: No such delivery.
             InvalidRequestError: The wake was never reserved, or the error is blank.
         """
-        _require_text(error, "wake error")
+        require_text(error, "wake error")
 
         def body() -> GroupDelivery:
             record = self._require_delivery(delivery)
@@ -691,7 +691,7 @@ class Groups(Repository):
                 now,
             ),
         )
-        message_id = _new_id()
+        message_id = new_id()
         self._execute(
             "INSERT INTO team_messages (message_id, lead_session_id, recipient, sender, content, summary,"
             " delivery, created_at) VALUES (?, ?, ?, ?, ?, ?, 'inbox', ?)",

@@ -35,6 +35,7 @@ if TYPE_CHECKING:
     from corral.orchestration.teams._capacity import Admission
     from corral.orchestration.teams._control import TeamControl
     from corral.orchestration.teams._plans import TeamContext
+    from corral.orchestration.teams.messages.messaging import TeamMessages
     from corral.orchestration.teams.reports._team_reports import TeamReports
     from corral.orchestration.teams.roster.records import TeamMemberRecord
 
@@ -200,11 +201,14 @@ class RemoteRun:
 class RemoteMembers:
     """The calls, answers and inbox pushes of this host's Ray members (see the module docstring)."""
 
-    def __init__(self, context: TeamContext, control: TeamControl, reports: TeamReports) -> None:
+    def __init__(
+        self, context: TeamContext, control: TeamControl, reports: TeamReports, messages: TeamMessages
+    ) -> None:
         self.host = context.host
         self.repos = context.repos
         self.capacity = context.capacity
         self.control = control
+        self.messages = messages
         self.reports = reports
         self.runs: dict[str, RemoteRun] = {}
         self.calls: dict[str, dict[str, MemberAnswer | None]] = {}
@@ -268,7 +272,7 @@ class RemoteMembers:
         if member is None:
             return None
         calls = self.calls.get(run_id, {})
-        inbox = self.repos.roster.read_team_inbox(
+        inbox = self.repos.messages.read_team_inbox(
             member.lead_session_id, member.name, unread_only=True, mark_as_read=False
         )
         messages = tuple(
@@ -292,7 +296,7 @@ class RemoteMembers:
             for call_id in payload.call_ids:
                 calls.pop(call_id, None)
             if payload.message_ids:
-                self.repos.roster.mark_messages_read(payload.message_ids)
+                self.repos.messages.mark_messages_read(payload.message_ids)
             return
         if not isinstance(payload, MemberCall):
             return
@@ -336,9 +340,9 @@ class RemoteMembers:
     async def _dispatch(self, run: RemoteRun, call: MemberCall) -> Any:
         control, reports, args = self.control, self.reports, call.args
         if call.verb == "send_message":
-            return await control.send_message(run, args[0], message_id=call.call_id)  # type: ignore[arg-type]
+            return await self.messages.send_message(run, args[0], message_id=call.call_id)  # type: ignore[arg-type]
         if call.verb == "read_inbox":
-            return await control.read_inbox(run, args[0])  # type: ignore[arg-type]
+            return await self.messages.read_inbox(run, args[0])  # type: ignore[arg-type]
         if call.verb == "submit_report":
             from corral.orchestration.teams.results import ReportReceipt
 

@@ -24,7 +24,7 @@ from corral.orchestration.errors import InvalidRequestError, error_class_for
 from .records import MemberAnswer, MemberCall, MemberInterrupted, MemberPush, MemberTaken, MemberVerb
 
 if TYPE_CHECKING:
-    from corral.orchestration.kernel._caller import Caller
+    from corral.orchestration.kernel import Caller
     from corral.orchestration.kernel._remote import RemoteStore
     from corral.orchestration.teams._member import TeamChild
     from corral.orchestration.teams.commands import (

@@ -2,7 +2,7 @@
 
 Each call of a member tool (`send_message`, `report_and_exit`, a claim, …) on the worker becomes a
 `MemberCall` in the run's outbox (an extension fact of `kernel/_remote.py`); the host applies it
-through its `Teams` and pushes the `MemberAnswer` back with every pull, inside the run's
+through its teams services and pushes the `MemberAnswer` back with every pull, inside the run's
 `MemberPush`, together with the messages waiting in the member's inbox. The worker tells the host
 what it took (`MemberTaken`), so answers and messages stop being pushed. All plain data (Ray pickles
 it).

@@ -16,7 +16,7 @@ from collections.abc import Callable, Mapping, Sequence
 from typing import Any
 
 from corral.orchestration.errors import InvalidRequestError, TargetNotFoundError
-from corral.orchestration.store._database import Row, Tx, _new_id
+from corral.orchestration.store._database import Row, Tx, new_id
 from corral.orchestration.store._repository import Repository
 from corral.orchestration.store.jsjson import stringify
 from corral.orchestration.teams.checks._rows import (
@@ -157,7 +157,7 @@ class RepairLedgers(Repository):
                     attempt,
                     submission_id,
                     signature,
-                    _new_id(),
+                    new_id(),
                     "declined" if declined else "running",
                     stringify(ids),
                     now,

@@ -10,7 +10,7 @@ from typing import TYPE_CHECKING, Any
 
 from corral.agent import SEEN_REFERENCE_KEY
 from corral.llm import CustomMessage
-from corral.orchestration.kernel._delivery import deliver_message
+from corral.orchestration.kernel import deliver_message
 from corral.orchestration.kernel._faults import fault_point
 from corral.orchestration.teams import texts
 from corral.orchestration.teams.notices import ReportArrived

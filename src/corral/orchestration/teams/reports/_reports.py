@@ -20,7 +20,7 @@ from typing import TYPE_CHECKING, Literal
 from urllib.parse import quote
 
 from corral._paths import ensure_private_dir
-from corral.orchestration.teams.roster.records import TEAM_REPORT_TYPE
+from corral.orchestration.teams.roster.records import TEAM_REPORT_TYPE, team_name
 
 if TYPE_CHECKING:
     pass
@@ -40,11 +40,6 @@ ReportOutcome = Literal["succeeded", "blocked", "failed", "cancelled"]
 
 def _enc(value: str) -> str:
     return quote(value, safe="-_.!~*'()")
-
-
-def team_name(lead_session_id: str) -> str:
-    """The implicit team of a lead session: `session-<id>`."""
-    return f"session-{lead_session_id}"
 
 
 def task_id(team: str, agent: str, run_id: str) -> str:

@@ -22,7 +22,7 @@ from corral.orchestration.kernel.records import GenerationRecord, ResultRecord
 from corral.orchestration.store._database import Database, Row, Tx
 from corral.orchestration.store._repository import Repository
 from corral.orchestration.teams.reports.records import ReportAcceptance, ReportResult
-from corral.orchestration.teams.roster._repository import Roster
+from corral.orchestration.teams.roster import Roster
 from corral.orchestration.teams.roster.records import (
     NewTeamReport,
     TeamReportRecord,

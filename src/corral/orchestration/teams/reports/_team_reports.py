@@ -19,7 +19,7 @@ from pathlib import Path
 from typing import TYPE_CHECKING
 
 from corral.orchestration.errors import InvalidRequestError, OrchestrationError
-from corral.orchestration.kernel._delivery import deliver_message
+from corral.orchestration.kernel import deliver_message
 from corral.orchestration.kernel._faults import fault_point
 from corral.orchestration.teams import texts
 from corral.orchestration.teams.checkpoints.records import (
@@ -49,6 +49,7 @@ if TYPE_CHECKING:
     from corral.orchestration.teams._member import MemberRun
     from corral.orchestration.teams._plans import TeamContext
     from corral.orchestration.teams.checkpoints.records import CheckpointRecord
+    from corral.orchestration.teams.messages.messaging import TeamMessages
     from corral.orchestration.worktrees._worktrees import WorktreeReport
 
 __all__ = ["TeamReports"]
@@ -59,10 +60,11 @@ class TeamReports:
 
     Args:
         context: What the teams services share.
-        control: The control service (teardown of a finished parent's helpers, lead notices).
+        control: The control service (teardown of a finished parent's helpers).
+        messages: The messaging service (lead notices).
     """
 
-    def __init__(self, context: TeamContext, control: TeamControl) -> None:
+    def __init__(self, context: TeamContext, control: TeamControl, messages: TeamMessages) -> None:
         self.host = context.host
         self.repos = context.repos
         self.pending = context.pending
@@ -73,6 +75,7 @@ class TeamReports:
         self.checkpoint_saves = context.checkpoint_saves
         self.capacity = context.capacity
         self.control = control
+        self.messages = messages
 
     # --- reports -------------------------------------------------------------------------------
 
@@ -324,7 +327,7 @@ class TeamReports:
         except Exception as exc:
             lead = record.lead_session_id
             fact = CheckpointNotSaved(record.result.checkpoint_id, record.name, str(exc))
-            self.control.notify_lead(lead, texts.checkpoint_not_saved(fact))
+            self.messages.notify_lead(lead, texts.checkpoint_not_saved(fact))
 
     async def _close_helpers(self, parent: MemberRun) -> None:
         """A nested parent reported: drop its queued helpers and stop its running ones."""

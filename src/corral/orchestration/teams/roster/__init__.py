@@ -1,1 +1,8 @@
-"""Team members, messages and file claims: records and their SQL."""
+"""Team members and file claims: records and their SQL.
+
+`Roster` (the repository) is re-exported: every process that opens the database makes it.
+"""
+
+from corral.orchestration.teams.roster._repository import Roster
+
+__all__ = ["Roster"]

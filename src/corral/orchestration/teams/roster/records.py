@@ -4,8 +4,8 @@ A teams agent is an ordinary generation (`_records.GenerationRecord`) plus one
 `team_members` row that says which team it belongs to (the lead session), its
 teams name and how it was spawned. Its structured report (`team_reports`) is
 written in the same transaction as the core `results` row that completes the
-generation; messages between members (`team_messages`) and file claims
-(`file_claims`) are per team. Timestamps are Unix milliseconds (UTC).
+generation; file claims (`file_claims`) are per team (messages between members are
+`teams/messages/records.py`'s). Timestamps are Unix milliseconds (UTC).
 
 Statuses are `Literal` aliases because they are public strings of the teams
 tool contract (`spec/teams-detail.md` §1, §5) and travel into tool results
@@ -26,7 +26,7 @@ from typing import TYPE_CHECKING, Any, Literal
 
 from corral.orchestration.errors import InvalidRequestError
 from corral.orchestration.kernel.records import DeliveryState, NewGeneration
-from corral.orchestration.store._database import _require_text
+from corral.orchestration.store._database import require_text
 from corral.orchestration.store.jsjson import stringify
 
 if TYPE_CHECKING:  # the report's document loads with the reports feature, not with every start
@@ -34,12 +34,10 @@ if TYPE_CHECKING:  # the report's document loads with the reports feature, not w
 
 __all__ = [
     "TEAM_LEAD",
-    "TEAM_MESSAGE_TYPE",
     "TEAM_NAME_PATTERN",
     "TEAM_REPORT_TYPE",
     "ClaimOutcome",
     "FileClaimRecord",
-    "MessageDelivery",
     "NewTeamMember",
     "NewTeamReport",
     "SandboxMode",
@@ -47,23 +45,27 @@ __all__ = [
     "TeamFence",
     "TeamMemberKind",
     "TeamMemberRecord",
-    "TeamMessageRecord",
     "TeamReportOutcome",
     "TeamReportRecord",
     "TeamReportStatus",
     "normalize_claim_path",
+    "team_name",
 ]
 
 TEAM_REPORT_TYPE = "corral-team-report"
 """`customType` of the hidden message that brings a teams report to the lead."""
-TEAM_MESSAGE_TYPE = "corral-team-message"
-"""`customType` of a message from a teams agent to the lead."""
 
 TEAM_NAME_PATTERN = re.compile(r"^[A-Za-z0-9_-]{1,128}$")
 """What a teams name must look like (match it with `fullmatch`)."""
 
 TEAM_LEAD = "team-lead"
 """The recipient name of the lead session; always admitted as a message recipient."""
+
+
+def team_name(lead_session_id: str) -> str:
+    """The implicit team of a lead session: `session-<id>`."""
+    return f"session-{lead_session_id}"
+
 
 TeamMemberKind = Literal["read", "write"]
 """A read agent (no edit tools) or an edit (write) agent."""
@@ -82,10 +84,6 @@ TeamReportStatus = Literal["completed", "failed"]
 
 TeamReportOutcome = Literal["succeeded", "blocked", "failed", "cancelled"]
 """The agent's own claim about its task (`None` = unspecified)."""
-
-
-MessageDelivery = Literal["active-session", "inbox"]
-"""Whether a message was injected into the recipient's live session or waits in its inbox."""
 
 
 @dataclass(frozen=True, slots=True)
@@ -286,41 +284,6 @@ class TeamReportRecord:
 
 
 @dataclass(frozen=True, slots=True)
-class TeamMessageRecord:
-    """A message between team members or to the lead (table `team_messages`)."""
-
-    message_id: str
-    """UUID of the message."""
-    lead_session_id: str
-    """The team's lead session id."""
-    recipient: str
-    """A member's name, or `team-lead`."""
-    recipient_run_id: str | None
-    """The recipient run the message was admitted for (`None` for the lead)."""
-    sender: str
-    """Sender name (`team-lead`, a member's name, or `corral` for notices)."""
-    sender_run_id: str | None
-    """The sending run, when the sender is a member."""
-    content: str
-    """Message text (non-blank)."""
-    summary: str
-    """Short label."""
-    delivery: MessageDelivery
-    """`active-session` (injected; stored read) or `inbox`."""
-    created_at: int
-    """When it was sent (ms)."""
-    read_at: int | None
-    """When it was read (or delivered into the lead's session), if it was."""
-    delivered_entry_id: str | None
-    """Entry id of the lead-session entry that delivered it (lead messages only)."""
-
-    @property
-    def read(self) -> bool:
-        """Whether the message was read."""
-        return self.read_at is not None
-
-
-@dataclass(frozen=True, slots=True)
 class FileClaimRecord:
     """An advisory claim of one path by one edit agent (table `file_claims`)."""
 
@@ -432,7 +395,7 @@ def _check_member(new: NewGeneration, member: NewTeamMember) -> str | None:
         (member.model_source, "model source"),
         (member.prompt, "prompt"),
     ):
-        _require_text(value, what)
+        require_text(value, what)
     _check_name(member.name)
     if new.label != member.name:
         raise InvalidRequestError(
@@ -468,7 +431,7 @@ def _check_member(new: NewGeneration, member: NewTeamMember) -> str | None:
         (member.slot_id, "slot id"),
     ):
         if text is not None:
-            _require_text(text, what)
+            require_text(text, what)
     if (member.group_id is None) != (member.slot_id is None):
         raise InvalidRequestError("A grouped member needs both its group id and its slot id.")
     return None if member.metadata is None else _encode_json(member.metadata, "metadata")
@@ -507,7 +470,7 @@ def _check_report(run_id: str, report: NewTeamReport) -> str:
         (report.content, "report content"),
         (report.report_source, "report source"),
     ):
-        _require_text(value, what)
+        require_text(value, what)
     _check_choice(report.status, ("completed", "failed"), "Report status")
     if report.outcome is not None:
         _check_choice(report.outcome, ("succeeded", "blocked", "failed", "cancelled"), "Report outcome")
