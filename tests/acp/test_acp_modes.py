@@ -67,6 +67,12 @@ async def test_modes_are_the_surfaces_and_set_mode_switches_the_leads_tools(acp_
         # `session/load` of the open session answers its current mode.
         loaded = await conn.load_session(session_id=sid, cwd=str(acp_env.work), mcp_servers=[])
         assert loaded.modes is not None and loaded.modes.current_mode_id == "agent,teams"
+    # The mode belongs to the open session: a later server reopens it with its `--surfaces`.
+    async with acp_env.server("--surfaces", "teams", model="scripted/surfaces") as (conn, _process, _r):
+        await conn.initialize(protocol_version=1)
+        loaded = await conn.load_session(session_id=sid, cwd=str(acp_env.work), mcp_servers=[])
+        assert loaded.modes is not None and loaded.modes.current_mode_id == "teams"
+        assert _model_option(loaded.config_options).current_value == "scripted/surfaces"
 
 
 async def test_a_session_started_without_surfaces_gets_them_from_set_mode(acp_env: AcpEnv) -> None:
