@@ -76,6 +76,8 @@ class AcpServer:
         self._tasks: set[asyncio.Task[Any]] = set()
         self._first_new = True
         self._opening = asyncio.Lock()
+        self._switching = asyncio.Lock()
+        """One mode switch at a time (opening a lead's host on its first surface awaits)."""
         self.ask_timeout: float | None = _seconds(ASK_TIMEOUT_ENV, 600.0)
 
     def spawn(self, coro: Any) -> None:
@@ -273,7 +275,8 @@ class AcpServer:
             raise RpcError(
                 INVALID_PARAMS, f"session/set_mode: no mode {mode!r}; the modes are {', '.join(MODES)}"
             )
-        await session.launched.set_surfaces(list(surfaces.surfaces))
+        async with self._switching:
+            await session.launched.set_surfaces(list(surfaces.surfaces))
         return {}
 
     async def set_config_option(self, params: dict[str, Any]) -> dict[str, Any]:

@@ -271,7 +271,11 @@ class Launched:
             return
         old, self.surfaces = self.surfaces, list(surfaces)
         if self.host is None:
-            await self.attach_host()
+            try:
+                await self.attach_host()
+            except BaseException:
+                self.surfaces = old
+                raise
             return
         if self.caller is None or self.host.tools is None:
             return
