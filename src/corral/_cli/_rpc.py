@@ -436,9 +436,7 @@ class RpcServer:
         return self.launched.registry.available_models()
 
     def _switch_model(self, info: ModelInfo) -> None:
-        model = self.launched.registry.create_model(info, cwd=self.launched.cwd)
-        self.agent.set_model(model)
-        self.launched.model_info = info
+        self.launched.switch_model(info)
 
     async def cmd_set_model(self, command: dict[str, Any], request_id: Any) -> None:
         provider = self._str(command, "provider")

@@ -43,7 +43,7 @@ if TYPE_CHECKING:
 
     from ._session import LeadSession
 
-__all__ = ["PROTOCOL_VERSION", "AcpOptions", "AcpServer", "serve"]
+__all__ = ["MODES", "PROTOCOL_VERSION", "AcpOptions", "AcpServer", "serve"]
 
 PROTOCOL_VERSION = 1
 LINGER_ENV = "CORRAL_ACP_LINGER"
@@ -76,6 +76,8 @@ class AcpServer:
         self._tasks: set[asyncio.Task[Any]] = set()
         self._first_new = True
         self._opening = asyncio.Lock()
+        self._switching = asyncio.Lock()
+        """One mode switch at a time (opening a lead's host on its first surface awaits)."""
         self.ask_timeout: float | None = _seconds(ASK_TIMEOUT_ENV, 600.0)
 
     def spawn(self, coro: Any) -> None:
@@ -202,7 +204,7 @@ class AcpServer:
                 surfaces=self.options.surfaces,
             )
         )
-        return {"sessionId": opened.session_id}
+        return {"sessionId": opened.session_id, **_session_state(opened)}
 
     async def load_session(self, params: dict[str, Any]) -> dict[str, Any]:
         from corral.lead import LaunchOptions
@@ -213,7 +215,7 @@ class AcpServer:
         known = self.sessions.get(session_id)
         if known is not None:
             known.replay(again=True)
-            return {}
+            return _session_state(known)
         try:
             opened = await self._open(
                 LaunchOptions(
@@ -223,7 +225,7 @@ class AcpServer:
         except CorralError as exc:
             raise RpcError(RESOURCE_NOT_FOUND, f"no lead session {session_id!r}: {exc}") from None
         opened.replay()
-        return {}
+        return _session_state(opened)
 
     async def _open(self, options: LaunchOptions) -> LeadSession:
         from corral.lead import launch_session
@@ -265,9 +267,41 @@ class AcpServer:
         await session.cancel()
 
     async def set_mode(self, params: dict[str, Any]) -> dict[str, Any]:
-        self._session(params)
+        """The lead's tool surfaces become those of the mode, from its next model request."""
+        session = self._session(params)
         mode = _str_param(params, "modeId")
-        raise RpcError(INVALID_PARAMS, f"session/set_mode: no mode {mode!r}; corral offers no modes yet")
+        surfaces = MODES.get(mode)
+        if surfaces is None:
+            raise RpcError(
+                INVALID_PARAMS, f"session/set_mode: no mode {mode!r}; the modes are {', '.join(MODES)}"
+            )
+        async with self._switching:
+            await session.launched.set_surfaces(list(surfaces.surfaces))
+        return {}
+
+    async def set_config_option(self, params: dict[str, Any]) -> dict[str, Any]:
+        """`model`: the lead runs on the chosen model from its next model request."""
+        session = self._session(params)
+        option = _str_param(params, "configId")
+        value = params.get("value")
+        if option != MODEL_OPTION:
+            raise RpcError(
+                INVALID_PARAMS,
+                f"session/set_config_option: no option {option!r}; corral offers {MODEL_OPTION!r}",
+            )
+        launched = session.launched
+        info = next(
+            (m for m in launched.registry.available_models() if m.ref == value),
+            None,
+        )
+        if info is None:
+            raise RpcError(
+                INVALID_PARAMS,
+                f"session/set_config_option: {value!r} is not a usable model; choose one of the "
+                f"option's values (`corral models` lists them)",
+            )
+        launched.switch_model(info)
+        return {"configOptions": _config_options(session)}
 
     # --- helpers ------------------------------------------------------------------------------------------
 
@@ -299,6 +333,65 @@ class AcpServer:
             with contextlib.suppress(Exception):
                 await session.aclose()
         self.sessions.clear()
+
+
+@dataclass(frozen=True)
+class Mode:
+    """An ACP session mode: a set of the lead's tool surfaces (as `--surfaces` takes them)."""
+
+    surfaces: tuple[str, ...]
+    name: str
+    description: str
+
+
+MODES = {
+    "agent": Mode(("agent",), "Agent", "The lead delegates work to managed agents (the agent tool)."),
+    "teams": Mode(("teams",), "Teams", "The lead spawns and steers a team of agents (the teams tools)."),
+    "agent,teams": Mode(("agent", "teams"), "Agent and teams", "Both the agent tool and the teams tools."),
+    "none": Mode((), "Solo", "A plain coding agent: no agents of its own."),
+}
+"""The modes, by id: every set of surfaces, in `SURFACE_NAMES` order."""
+
+MODEL_OPTION = "model"
+"""The config option that picks the lead's model."""
+
+
+def _mode_id(surfaces: list[str]) -> str:
+    wanted = set(surfaces)
+    return next((mode for mode, m in MODES.items() if set(m.surfaces) == wanted), "none")
+
+
+def _session_state(session: LeadSession) -> dict[str, Any]:
+    """The `modes` and `configOptions` of a `session/new` or `session/load` answer."""
+    return {
+        "modes": {
+            "currentModeId": _mode_id(session.launched.surfaces),
+            "availableModes": [
+                {"id": mode, "name": m.name, "description": m.description} for mode, m in MODES.items()
+            ],
+        },
+        "configOptions": _config_options(session),
+    }
+
+
+def _config_options(session: LeadSession) -> list[dict[str, Any]]:
+    """The lead's model as a select option of the usable models (the current one first if not usable)."""
+    launched = session.launched
+    current = launched.model_info.ref
+    refs = [info.ref for info in launched.registry.available_models()]
+    if current not in refs:
+        refs.insert(0, current)
+    return [
+        {
+            "id": MODEL_OPTION,
+            "name": "Model",
+            "description": "The lead's model, from its next model request.",
+            "category": "model",
+            "type": "select",
+            "currentValue": current,
+            "options": [{"value": ref, "name": ref} for ref in refs],
+        }
+    ]
 
 
 def _seconds(variable: str, default: float) -> float:
@@ -356,6 +449,7 @@ _METHODS = {
     "session/prompt": AcpServer.prompt,
     "session/cancel": AcpServer.cancel,
     "session/set_mode": AcpServer.set_mode,
+    "session/set_config_option": AcpServer.set_config_option,
 }
 
 

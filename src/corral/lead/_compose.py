@@ -245,6 +245,44 @@ class Launched:
         no_model = NO_AGENT_MODEL if self.model_source == "program" else None
         self.caller = await self.host.attach_lead(self.agent, surfaces=self.surfaces, no_model=no_model)
 
+    def switch_model(self, info: ModelInfo) -> None:
+        """Run the lead on the model `info` from its next model request (recorded in its session).
+
+        Raises:
+            CorralError: the model cannot be made (its key is not set, …).
+        """
+        self.registry.api_key_for(info)
+        model = self.registry.create_model(info, cwd=self.cwd)
+        self.agent.set_model(model)
+        self.model_info = info
+
+    async def set_surfaces(self, surfaces: list[str]) -> None:
+        """Give the lead the tool surfaces `surfaces` instead of its own, from its next model request.
+
+        The tools of the surfaces it had are removed and those of `surfaces` registered (the host is
+        opened first if the lead had none; it stays open when `surfaces` is empty, so agents already
+        started still deliver their results).
+
+        Raises:
+            UsageError: a surface is not one of `SURFACE_NAMES`.
+        """
+        _check_surfaces(surfaces)
+        if surfaces == self.surfaces:
+            return
+        old, self.surfaces = self.surfaces, list(surfaces)
+        if self.host is None:
+            try:
+                await self.attach_host()
+            except BaseException:
+                self.surfaces = old
+                raise
+            return
+        if self.caller is None or self.host.tools is None:
+            return
+        for tool in self.host.tools.lead_tools(self.caller, old):
+            self.agent.unregister_tool(tool.name)
+        self.host.install_surfaces(self.agent, self.caller, self.surfaces)
+
     async def wait_until_quiet(self) -> None:
         """Return once the lead is idle and nothing more can arrive for it (results, questions)."""
         if self.host is not None:
@@ -517,12 +555,16 @@ def _launch_session(opts: LaunchOptions, note: Callable[[str], None]) -> Launche
 
 def _surfaces(opts: LaunchOptions, settings: Settings) -> list[str]:
     surfaces = list(settings.surfaces if opts.surfaces is None else opts.surfaces)
+    _check_surfaces(surfaces)
+    return surfaces
+
+
+def _check_surfaces(surfaces: list[str]) -> None:
     for surface in surfaces:
         if surface not in SURFACE_NAMES:
             raise UsageError(
                 f"unknown surface {surface!r}: choose from {', '.join(SURFACE_NAMES)} (or none with --surfaces '')"
             )
-    return surfaces
 
 
 def _program_lead(

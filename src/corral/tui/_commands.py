@@ -146,17 +146,13 @@ def _set_model(app: CommandsApp, ref: str) -> None:
         return
     try:
         parsed = parse_model_ref(ref)
-        info = launched.registry.resolve(parsed)
-        launched.registry.api_key_for(info)
-        model = launched.registry.create_model(info, cwd=app.options.cwd)
+        launched.switch_model(launched.registry.resolve(parsed))
     except CorralError as exc:
         app.notice(f"/model: {exc}", kind="error")
         return
-    launched.agent.set_model(model)
-    launched.model_info = info
     if parsed.thinking is not None:
         launched.agent.set_thinking_level(parsed.thinking)
-    app.notice(f"model: {info.ref} (thinking {launched.agent.thinking_level})")
+    app.notice(f"model: {launched.model_info.ref} (thinking {launched.agent.thinking_level})")
     app.render_footer()
 
 
