@@ -189,8 +189,9 @@ FIRST_REQUEST = """\
 import sys
 
 # genai-prices' price table; the scripted model and its script format (a real provider needs neither);
-# pydantic-ai and the SDKs (corral speaks Chat Completions itself).
-NEVER = ("genai_prices.data", "corral.llm._scripted", "corral.llm._script_format")
+# YAML (read with the first agent definition file, none here); pydantic-ai and the SDKs (corral speaks
+# Chat Completions itself).
+NEVER = ("genai_prices.data", "corral.llm._scripted", "corral.llm._script_format", "yaml")
 NO_SDK = ("pydantic_ai", "openai", "anthropic", "pydantic_graph", "griffe")
 
 seen = []
@@ -219,7 +220,7 @@ def test_the_first_request_goes_out_without_the_price_table_the_scripted_model_o
     cli_env: Env, local_model: FakeProviderServer
 ) -> None:
     # corral prices a reply after it arrives, so the first request goes out without genai-prices'
-    # table; the scripted model's modules load on first use only. A Chat Completions model is
+    # table; the scripted model's modules and YAML load on first use only. A Chat Completions model is
     # corral's own client: neither pydantic-ai nor the openai SDK is imported, then or later.
     assert _last_line(cli_env, FIRST_REQUEST) == "loaded at the first request: [] at exit: []"
     assert len(local_model.requests) == 1

@@ -69,6 +69,10 @@ class PiModel(BaseModel):
         extra="allow",
         validate_assignment=False,
         ser_json_inf_nan="constants",
+        # Each subclass builds its validator and serializer when first used, not when its module is
+        # imported: a run uses a fraction of the ~70 event, entry and message shapes before its first
+        # model request (docs/development.md, "Start-up cost").
+        defer_build=True,
     )
 
     @model_serializer(mode="wrap")
@@ -347,5 +351,8 @@ AgentMessage = Annotated[
 ]
 """Any message of a conversation, tagged by `role`."""
 
-AgentMessageAdapter: TypeAdapter[AgentMessage] = TypeAdapter(AgentMessage)
-"""Validates a message from its JSON form (Pi's camelCase names)."""
+AgentMessageAdapter: TypeAdapter[AgentMessage] = TypeAdapter(
+    AgentMessage, config=ConfigDict(defer_build=True)
+)
+"""Validates a message from its JSON form (Pi's camelCase names); built on first use (a run that
+loads no session never needs it)."""

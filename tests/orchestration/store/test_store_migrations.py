@@ -1,4 +1,5 @@
-"""Schema migrations: one transaction per step, applied once, newer databases refused.
+"""Schema migrations: a new database in one transaction, an existing one a transaction per step,
+applied once, newer databases refused.
 
 These drive `apply_migrations` directly with plain `sqlite3` connections and
 their own step lists, because the real schema has a single step and the
@@ -75,6 +76,25 @@ def test_a_failing_step_rolls_back_and_keeps_the_previous_version(conn: sqlite3.
 
     assert apply_migrations(conn, [good, fixed]) == 1
     assert schema_version(conn) == 2
+
+
+def test_a_new_database_is_made_in_one_commit_and_an_existing_one_a_commit_per_step(
+    conn: sqlite3.Connection,
+) -> None:
+    # Every `--no-session` run and every first start makes a new database: one commit (one fsync),
+    # not one per step. An existing database keeps each step it finishes (its own commit).
+    statements: list[str] = []
+    conn.set_trace_callback(statements.append)
+
+    def commits() -> int:
+        count = sum(1 for sql in statements if sql.strip().upper() == "COMMIT")
+        statements.clear()
+        return count
+
+    assert apply_migrations(conn, MIGRATIONS[:3]) == 3
+    assert (schema_version(conn), commits()) == (3, 1)
+    assert apply_migrations(conn, MIGRATIONS) == len(MIGRATIONS) - 3
+    assert (schema_version(conn), commits()) == (len(MIGRATIONS), len(MIGRATIONS) - 3)
 
 
 def test_a_newer_database_is_refused(conn: sqlite3.Connection) -> None:

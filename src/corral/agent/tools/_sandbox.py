@@ -60,6 +60,7 @@ import contextlib
 import copy
 import errno
 import fnmatch
+import functools
 import itertools
 import os
 import platform
@@ -700,28 +701,31 @@ def _check_bindable(project: Path) -> None:
 
 
 def _view_inputs(policy: SandboxPolicy, cwd: Path) -> tuple[object, ...]:
-    """What `_View(policy, cwd)` is built from that can change while corral runs (see `_view`)."""
+    """What `_View(policy, cwd)` is built from that can change while corral runs (see `_view`).
+
+    Every queued read agent and every sandboxed command checks these, so they are read with plain
+    `os.path` calls on strings (a `pathlib` version cost ~1.3 ms, most of it making ~60 `Path`s).
+    """
     project = _project_root(cwd)
     dot_git = project / ".git"
     linked: str | None = None
     if dot_git.is_file():
         with contextlib.suppress(OSError):
             linked = dot_git.read_text(errors="replace")
-    hidden = tuple(
-        os.path.realpath(path) if os.path.lexists(path) else None
-        for path in _hidden_paths(policy.hidden_paths)
-    )
+    lexists, realpath = os.path.lexists, os.path.realpath
+    hidden = tuple(realpath(path) if lexists(path) else None for path in _hidden_names(policy.hidden_paths))
     shown = tuple(file.is_file() for file in policy.read_files)
     return (project, linked, hidden, shown, os.environ.get("PATH", ""))
 
 
 def _project_root(cwd: Path) -> Path:
     """The git work tree holding `cwd` (not `$HOME` or above), else `cwd`."""
-    home = Path.home().resolve()
+    home = os.path.realpath(Path.home())
     for candidate in (cwd, *cwd.parents):
-        if candidate.resolve() == home or home.is_relative_to(candidate.resolve()):
+        real = os.path.realpath(candidate)
+        if home == real or home.startswith(real if real.endswith("/") else f"{real}/"):
             break
-        if (candidate / ".git").exists():
+        if os.path.exists(os.path.join(candidate, ".git")):
             return candidate
     return cwd
 
@@ -760,10 +764,26 @@ def _toolchain_dirs(extra: Iterable[Path]) -> list[Path]:
 
 
 def _hidden_paths(extra: Iterable[Path]) -> list[Path]:
-    home = Path.home()
-    hidden = [home / relative for relative in CREDENTIAL_PATHS]
-    hidden += [corral_home(), config_home(), *(Path(p) for p in _ETC_SECRETS), *extra]
-    return hidden
+    """What the sandbox never shows: the credential paths under `$HOME`, corral's data and
+    configuration, the system's secrets, and `extra`."""
+    return [Path(name) for name in _hidden_names(extra)]
+
+
+def _hidden_names(extra: Iterable[Path]) -> list[str]:
+    """`_hidden_paths` as strings."""
+    return [
+        *_credential_names(str(Path.home())),
+        str(corral_home()),
+        str(config_home()),
+        *_ETC_SECRETS,
+        *map(str, extra),
+    ]
+
+
+@functools.lru_cache(maxsize=4)
+def _credential_names(home: str) -> tuple[str, ...]:
+    """`CREDENTIAL_PATHS` under `home`."""
+    return tuple(str(Path(home) / relative) for relative in CREDENTIAL_PATHS)
 
 
 # --- seccomp: no AF_UNIX sockets ----------------------------------------------------------------

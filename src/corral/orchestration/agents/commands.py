@@ -94,7 +94,8 @@ _Timeout = Annotated[int, BeforeValidator(_timeout), Field(strict=True, ge=TIMEO
 
 
 class _Params(BaseModel):
-    model_config = ConfigDict(extra="forbid", frozen=True, populate_by_name=True)
+    # Built at the first command of each kind, not at import (most runs never delegate).
+    model_config = ConfigDict(extra="forbid", frozen=True, populate_by_name=True, defer_build=True)
 
 
 class DelegateParams(_Params):

@@ -45,7 +45,6 @@ definition the user meant to change).
 from __future__ import annotations
 
 import copy
-import functools
 import os
 import re
 import stat
@@ -54,7 +53,6 @@ from dataclasses import KW_ONLY, dataclass, field, replace
 from pathlib import Path
 from typing import Any, Literal
 
-import yaml
 from pydantic import ValidationError
 
 from corral._confined import Refused, confined_target, note_refused, project_root
@@ -717,17 +715,6 @@ class _DefinitionFileError(Exception):
         self.name = name
 
 
-@functools.lru_cache(maxsize=512)
-def _load_frontmatter(text: str) -> Any:
-    """The YAML of a frontmatter, parsed once per distinct text (callers get a deep copy).
-
-    The roster is loaded again for every delegate (so an edited file takes effect at once);
-    keyed by the text itself, the cache can never serve a stale parse, and a swarm of
-    delegates parses each unchanged file once instead of once per agent.
-    """
-    return yaml.load(text, Loader=_StrictLoader)
-
-
 def _parse_file(path: Path, layer: DefinitionLayer, fmt: DefinitionFormat, models: ModelNames) -> _Raw:
     text = _read_text(path)
     if text.startswith("\ufeff"):
@@ -738,10 +725,12 @@ def _parse_file(path: Path, layer: DefinitionLayer, fmt: DefinitionFormat, model
     close = next((i for i in range(1, len(lines)) if lines[i].rstrip("\r\n") == "---"), None)
     if close is None:
         raise _DefinitionFileError("the frontmatter is not closed; add a `---` line after it")
+    from corral.orchestration.definitions._frontmatter import FrontmatterError, load_frontmatter
+
     try:
-        data = copy.deepcopy(_load_frontmatter("".join(lines[1:close])))
-    except yaml.YAMLError as exc:
-        raise _DefinitionFileError(f"the frontmatter is not valid YAML: {_yaml_problem(exc)}") from None
+        data = copy.deepcopy(load_frontmatter("".join(lines[1:close])))
+    except FrontmatterError as exc:
+        raise _DefinitionFileError(f"the frontmatter is not valid YAML: {exc.problem}") from None
     if not isinstance(data, dict):
         raise _DefinitionFileError(
             "the frontmatter must be a YAML mapping of fields (name: …, description: …)"
@@ -773,31 +762,6 @@ def _read_text(path: Path) -> str:
         return data.decode("utf-8")
     except UnicodeDecodeError:
         raise _DefinitionFileError("not valid UTF-8; save it as UTF-8") from None
-
-
-def _yaml_problem(exc: yaml.YAMLError) -> str:
-    if isinstance(exc, yaml.MarkedYAMLError):
-        where = f" at frontmatter line {exc.problem_mark.line + 1}" if exc.problem_mark else ""
-        return f"{exc.problem or exc.context or 'syntax error'}{where}"
-    return str(exc).splitlines()[0]
-
-
-class _StrictLoader(yaml.SafeLoader):
-    """A safe loader that rejects duplicate keys."""
-
-
-def _construct_mapping(loader: _StrictLoader, node: yaml.MappingNode) -> dict[Any, Any]:
-    loader.flatten_mapping(node)
-    seen: set[Any] = set()
-    for key_node, _ in node.value:
-        key = loader.construct_object(key_node, deep=True)  # type: ignore[no-untyped-call]
-        if key in seen:
-            raise yaml.constructor.ConstructorError(None, None, f"duplicate key {key!r}", key_node.start_mark)
-        seen.add(key)
-    return loader.construct_mapping(node, deep=True)
-
-
-_StrictLoader.add_constructor(yaml.resolver.BaseResolver.DEFAULT_MAPPING_TAG, _construct_mapping)
 
 
 def _absolute_body_refs(body: str, base: Path) -> str:

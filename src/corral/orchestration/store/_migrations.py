@@ -414,7 +414,8 @@ def schema_version(conn: sqlite3.Connection) -> int:
 
 
 def apply_migrations(conn: sqlite3.Connection, steps: Sequence[Migration] = MIGRATIONS) -> int:
-    """Bring the database up to `len(steps)`, one transaction per step.
+    """Bring the database up to `len(steps)`: a new (empty) database in one transaction, an existing
+    one a transaction per step.
 
     `conn` must be in autocommit mode (`isolation_level=None`). The current
     version is re-read inside each step's transaction, so two processes
@@ -453,18 +454,47 @@ def apply_migrations(conn: sqlite3.Connection, steps: Sequence[Migration] = MIGR
                 if version == len(steps):
                     conn.execute("COMMIT")
                     return applied
-                steps[version](conn)
-                _check_foreign_keys(conn, version + 1)
+                # A new database is made whole in one transaction: one commit (one fsync) instead of
+                # one per step — every `--no-session` run and every first start makes one. An existing
+                # one moves a step per transaction.
+                last = len(steps) if version == 0 else version + 1
+                reached, failed = _apply_steps(conn, steps, version, last)
                 # PRAGMA takes no parameters; the value is an int we computed.
-                conn.execute(f"PRAGMA user_version = {version + 1:d}")
+                conn.execute(f"PRAGMA user_version = {reached:d}")
                 conn.execute("COMMIT")
+                if failed is not None:
+                    raise failed
             except BaseException:
                 if conn.in_transaction:
                     conn.execute("ROLLBACK")
                 raise
         finally:
             conn.execute(f"PRAGMA foreign_keys = {'ON' if foreign_keys else 'OFF'}")
-        applied += 1
+        applied += last - version
+        if last == len(steps):
+            return applied
+
+
+def _apply_steps(
+    conn: sqlite3.Connection, steps: Sequence[Migration], first: int, last: int
+) -> tuple[int, BaseException | None]:
+    """Run steps `first` to `last - 1` inside the caller's transaction, each in a savepoint: the
+    version reached, and the error of the step that failed after others succeeded. That step is
+    rolled back alone and the ones before it are kept, as when each had its own transaction (the
+    caller commits them, then raises the error); a failing first step raises at once."""
+    for step in range(first, last):
+        conn.execute("SAVEPOINT migration_step")
+        try:
+            steps[step](conn)
+            _check_foreign_keys(conn, step + 1)
+        except BaseException as exc:
+            if step == first:
+                raise
+            conn.execute("ROLLBACK TO migration_step")
+            conn.execute("RELEASE migration_step")
+            return step, exc
+        conn.execute("RELEASE migration_step")
+    return last, None
 
 
 def _check_foreign_keys(conn: sqlite3.Connection, version: int) -> None:

@@ -19,7 +19,7 @@ from __future__ import annotations
 from collections.abc import Mapping
 from typing import Any, get_args
 
-from pydantic import BaseModel, TypeAdapter, ValidationError
+from pydantic import BaseModel, ConfigDict, TypeAdapter, ValidationError
 from pydantic.fields import FieldInfo
 
 from corral.orchestration.agents.commands import (
@@ -119,7 +119,8 @@ FIELD_DESCRIPTIONS: dict[str, str] = {
 _ALL_FIELDS = frozenset(f for fields in ACTION_FIELDS.values() for f in fields)
 
 
-_ADAPTER: TypeAdapter[ActionParams] = TypeAdapter(ActionParams)
+_ADAPTER: TypeAdapter[ActionParams] = TypeAdapter(ActionParams, config=ConfigDict(defer_build=True))
+"""Built on first use: a run whose lead never calls the `agent` tool never needs it."""
 
 
 def _is_empty(value: Any) -> bool:
