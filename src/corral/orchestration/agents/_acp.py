@@ -123,12 +123,14 @@ def acp_agent(
     session file)."""
     permissions.label = label
     stderr = None if session.path is None else session.path.with_suffix(".acp-stderr.log")
+    launch = preset_command(harness, command, settings.harnesses.get(harness))
     return AcpAgentSession(
-        command=preset_command(harness, command),
+        command=launch,
         session=session,
         cwd=cwd,
         settings=settings,
         agent_name=label,
         permissions=permissions,
+        env=launch.environment(),
         stderr_path=stderr,
     )
