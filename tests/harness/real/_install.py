@@ -9,7 +9,6 @@ install; later runs only check that the package is there. The versions are the p
 
 from __future__ import annotations
 
-import os
 import sys
 from dataclasses import dataclass
 from pathlib import Path
@@ -74,8 +73,7 @@ def install(harness: str) -> RealAgent:
     return agent
 
 
-if __name__ == "__main__":  # pragma: no cover - used by .ci/run
-    os.environ.setdefault("CI", "true")  # a failed install fails loudly here
+if __name__ == "__main__":  # pragma: no cover - used by .ci/run, with PYTHONPATH=src and no pytest
     for name in sys.argv[1:] or list(REAL_AGENTS):
         installed = install(name)
         print(f"{name}: {installed.package}@{installed.version} in {installed.folder}")
