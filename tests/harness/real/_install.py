@@ -9,14 +9,20 @@ install; later runs only check that the package is there. The versions are the p
 
 from __future__ import annotations
 
+import json
 import sys
+import uuid
 from dataclasses import dataclass
 from pathlib import Path
+from typing import TYPE_CHECKING
 
 from corral.harness import ACP_PRESETS
 from tests.e2e._pi_real import _npm_install, cache_root, require_node
 
-__all__ = ["REAL_AGENTS", "RealAgent", "install"]
+if TYPE_CHECKING:
+    from tests.llm.fake_server import FakeProviderServer
+
+__all__ = ["REAL_AGENTS", "RealAgent", "install", "provider_environment"]
 
 
 @dataclass(frozen=True)
@@ -71,6 +77,65 @@ def install(harness: str) -> RealAgent:
         require_node()
         _npm_install(agent.folder, f"{agent.package}@{agent.version}", agent.marker)
     return agent
+
+
+def provider_environment(harness: str, server: FakeProviderServer, folder: Path) -> dict[str, str]:
+    """The variables that point the agent of `harness` at the fake model `server`, as its user would
+    set them (config files it needs go into `folder`; Codex's into the test cache, outside /tmp)."""
+    url, base_url = server.url, server.base_url
+    if harness == "claude-code":
+        config = folder / "claude-config"
+        config.mkdir(parents=True, exist_ok=True)
+        # `default` mode asks through ACP; the adapter's own default, `auto`, asks a model classifier.
+        (config / "settings.json").write_text(json.dumps({"permissions": {"defaultMode": "default"}}))
+        return {
+            "CLAUDE_CONFIG_DIR": str(config),
+            "ANTHROPIC_BASE_URL": url,
+            "ANTHROPIC_API_KEY": "fake-key",
+            "DISABLE_AUTOUPDATER": "1",
+        }
+    if harness == "goose":
+        return {
+            "GOOSE_PROVIDER": "openai",
+            "GOOSE_MODEL": "gpt-4o",
+            "OPENAI_API_KEY": "fake-key",
+            "OPENAI_HOST": url,
+        }
+    if harness == "opencode":
+        provider = {
+            "npm": "@ai-sdk/openai-compatible",
+            "name": "fake",
+            "options": {"baseURL": base_url, "apiKey": "fake-key"},
+            "models": {"fake-model": {"name": "fake-model"}},
+        }
+        opencode = {
+            "$schema": "https://opencode.ai/config.json",
+            "model": "fake/fake-model",
+            "small_model": "fake/fake-model",
+            "provider": {"fake": provider},
+            "permission": {"bash": "ask", "edit": "ask"},  # OpenCode asks nothing by default
+            "autoupdate": False,
+            "share": "disabled",
+        }
+        path = folder / "opencode.json"
+        path.write_text(json.dumps(opencode))
+        return {
+            "OPENCODE_CONFIG": str(path),
+            "OPENCODE_DISABLE_MODELS_FETCH": "1",
+            "OPENCODE_DISABLE_AUTOUPDATE": "1",
+        }
+    if harness == "codex":
+        # Codex cannot create its sandbox helper when CODEX_HOME is under /tmp.
+        home = cache_root() / "codex-homes" / uuid.uuid4().hex
+        home.mkdir(parents=True)
+        (home / "config.toml").write_text(
+            # `untrusted`: ask before any command that is not known to be read-only.
+            'model = "gpt-5"\nmodel_provider = "fake"\napproval_policy = "untrusted"\n\n'
+            '[model_providers.fake]\nname = "fake"\n'
+            f'base_url = "{base_url}"\nenv_key = "FAKE_API_KEY"\nwire_api = "responses"\n'
+        )
+        return {"CODEX_HOME": str(home), "FAKE_API_KEY": "fake-key"}
+    raise ValueError(f"no fake-model settings for harness {harness!r}")
 
 
 if __name__ == "__main__":  # pragma: no cover - used by .ci/run, with PYTHONPATH=src and no pytest

@@ -24,7 +24,7 @@ from corral.orchestration.surfaces import CloseParams, DelegateParams, Interrupt
 from corral.session import SessionManager
 from tests._waits import eventually
 from tests.e2e._pi_real import cache_root
-from tests.harness.real._install import REAL_AGENTS, RealAgent, install
+from tests.harness.real._install import REAL_AGENTS, RealAgent, install, provider_environment
 from tests.harness.real._model import AFTER_TOOL, HELLO, ScriptedModel
 from tests.orchestration._host_helpers import Team, prepare_env, team, write_script
 
@@ -33,59 +33,6 @@ AGENT_WAIT = 180.0
 """Bound on one step of a real agent (its start-up is seconds idle; the suite must hold at load 8+)."""
 MARK = "CORRAL_REAL_ACP_TEST"
 """An environment variable every process of the agent's tree inherits: how the test finds them."""
-
-
-def _configure(harness: str, model: ScriptedModel, tmp: Path, monkeypatch: pytest.MonkeyPatch) -> None:
-    """The agent's provider settings pointing at the fake model, as its user would set them."""
-    url, base_url = model.server.url, model.server.base_url
-    if harness == "claude-code":
-        config = tmp / "claude-config"
-        config.mkdir()
-        # `default` mode asks through ACP; the adapter's own default, `auto`, asks a model classifier.
-        (config / "settings.json").write_text(json.dumps({"permissions": {"defaultMode": "default"}}))
-        monkeypatch.setenv("CLAUDE_CONFIG_DIR", str(config))
-        monkeypatch.setenv("ANTHROPIC_BASE_URL", url)
-        monkeypatch.setenv("ANTHROPIC_API_KEY", "fake-key")
-        monkeypatch.setenv("DISABLE_AUTOUPDATER", "1")
-    elif harness == "goose":
-        monkeypatch.setenv("GOOSE_PROVIDER", "openai")
-        monkeypatch.setenv("GOOSE_MODEL", "gpt-4o")
-        monkeypatch.setenv("OPENAI_API_KEY", "fake-key")
-        monkeypatch.setenv("OPENAI_HOST", url)
-    elif harness == "opencode":
-        config = {
-            "$schema": "https://opencode.ai/config.json",
-            "model": "fake/fake-model",
-            "small_model": "fake/fake-model",
-            "provider": {
-                "fake": {
-                    "npm": "@ai-sdk/openai-compatible",
-                    "name": "fake",
-                    "options": {"baseURL": base_url, "apiKey": "fake-key"},
-                    "models": {"fake-model": {"name": "fake-model"}},
-                }
-            },
-            "permission": {"bash": "ask", "edit": "ask"},
-            "autoupdate": False,
-            "share": "disabled",
-        }
-        path = tmp / "opencode.json"
-        path.write_text(json.dumps(config))
-        monkeypatch.setenv("OPENCODE_CONFIG", str(path))
-        monkeypatch.setenv("OPENCODE_DISABLE_MODELS_FETCH", "1")
-        monkeypatch.setenv("OPENCODE_DISABLE_AUTOUPDATE", "1")
-    elif harness == "codex":
-        # Codex cannot create its sandbox helper when CODEX_HOME is under /tmp.
-        home = cache_root() / "codex-homes" / uuid.uuid4().hex
-        home.mkdir(parents=True)
-        (home / "config.toml").write_text(
-            # `untrusted`: ask before any command that is not known to be read-only.
-            'model = "gpt-5"\nmodel_provider = "fake"\napproval_policy = "untrusted"\n\n'
-            '[model_providers.fake]\nname = "fake"\n'
-            f'base_url = "{base_url}"\nenv_key = "FAKE_API_KEY"\nwire_api = "responses"\n'
-        )
-        monkeypatch.setenv("CODEX_HOME", str(home))
-        monkeypatch.setenv("FAKE_API_KEY", "fake-key")
 
 
 @pytest.fixture(params=list(REAL_AGENTS))
@@ -114,7 +61,8 @@ def agent_env(
         monkeypatch.setenv(xdg, str(home / xdg.lower()))
     mark = uuid.uuid4().hex
     monkeypatch.setenv(MARK, mark)
-    _configure(real_agent.harness, model, tmp_path, monkeypatch)
+    for key, value in provider_environment(real_agent.harness, model.server, tmp_path).items():
+        monkeypatch.setenv(key, value)
     agents = tmp_path / "config" / "agents"
     agents.mkdir(parents=True)
     front = {
