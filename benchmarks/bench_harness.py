@@ -220,7 +220,7 @@ def main(argv: list[str] | None = None) -> int:
     parser.add_argument("--warmup", type=int, default=3)
     parser.add_argument("--real-iterations", type=int, default=3, help="per installed real agent")
     parser.add_argument(
-        "--real", default="claude-code,goose,opencode,codex", help="real agents to try ('' for none)"
+        "--real", default="claude-code,goose,opencode,codex,gemini", help="real agents to try ('' for none)"
     )
     parser.add_argument("--agents", type=int, default=20, help="fake agents at once")
     args = parser.parse_args(argv)

@@ -65,9 +65,10 @@ REAL_AGENTS = {
         RealAgent("goose", "node_modules/@aaif/goose-binary-linux-x64/bin"),
         RealAgent("opencode"),
         RealAgent("codex"),
+        RealAgent("gemini"),
     )
 }
-"""The real agents the tests run, by harness (Gemini CLI is not tested yet)."""
+"""The real agents the tests run, by harness."""
 
 
 def install(harness: str) -> RealAgent:
@@ -135,6 +136,12 @@ def provider_environment(harness: str, server: FakeProviderServer, folder: Path)
             f'base_url = "{base_url}"\nenv_key = "FAKE_API_KEY"\nwire_api = "responses"\n'
         )
         return {"CODEX_HOME": str(home), "FAKE_API_KEY": "fake-key"}
+    if harness == "gemini":
+        home = folder / "agent-home" / ".gemini"  # the tests' and the benchmark's HOME
+        home.mkdir(parents=True, exist_ok=True)
+        settings = {"security": {"auth": {"selectedType": "gemini-api-key"}}}
+        (home / "settings.json").write_text(json.dumps(settings))
+        return {"GEMINI_API_KEY": "fake-key", "GOOGLE_GEMINI_BASE_URL": url}
     raise ValueError(f"no fake-model settings for harness {harness!r}")
 
 

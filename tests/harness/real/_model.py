@@ -44,6 +44,15 @@ def _last_turn(path: str, body: Any) -> tuple[bool, str]:
     """Whether the request ends with a tool result, and the text of its last user message."""
     if not isinstance(body, dict):
         return False, ""
+    if isinstance(body.get("contents"), list):  # Gemini
+        contents = [c for c in body["contents"] if isinstance(c, dict)]
+        parts = contents[-1].get("parts") if contents else None
+        if isinstance(parts, list) and any(isinstance(p, dict) and "functionResponse" in p for p in parts):
+            return True, ""
+        for content in reversed(contents):
+            if content.get("role") == "user":
+                return False, _text(content.get("parts"))
+        return False, ""
     items: list[Any] = body.get("input") if path.endswith("/responses") else body.get("messages")  # type: ignore[assignment]
     if isinstance(items, str):
         return False, items
@@ -69,7 +78,9 @@ def _last_turn(path: str, body: Any) -> tuple[bool, str]:
 def _tool_names(body: Any) -> list[str]:
     names: list[str] = []
     for tool in body.get("tools") or [] if isinstance(body, dict) else []:
-        if isinstance(tool, dict):
+        if isinstance(tool, dict) and isinstance(tool.get("functionDeclarations"), list):  # Gemini
+            names += [str(d.get("name")) for d in tool["functionDeclarations"] if isinstance(d, dict)]
+        elif isinstance(tool, dict):
             function = tool.get("function")
             name = function.get("name") if isinstance(function, dict) else tool.get("name")
             if isinstance(name, str):
@@ -99,6 +110,8 @@ class ScriptedModel:
         self.served: list[str] = []
         """What each model request was answered with (`tool`, `after-tool`, `slow`, `hello`, `side`)."""
         self._lock = threading.Lock()
+        self.json_requests: list[RecordedRequest] = []
+        """Requests for a JSON answer (Gemini CLI's model router)."""
 
     def __enter__(self) -> ScriptedModel:
         self.server.start()
@@ -116,6 +129,11 @@ class ScriptedModel:
             self.served.append(kind)
 
     def _respond(self, request: RecordedRequest) -> FakeReply:
+        config = request.body.get("generationConfig") if isinstance(request.body, dict) else None
+        if isinstance(config, dict) and ("responseJsonSchema" in config or "responseSchema" in config):
+            self._note("json")
+            self.json_requests.append(request)
+            return FakeReply(text=json.dumps({"reasoning": "fake", "model_choice": "flash"}))
         tools = _tool_names(request.body)
         after_tool, text = _last_turn(request.path, request.body)
         if not tools:

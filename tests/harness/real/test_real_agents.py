@@ -114,7 +114,13 @@ async def _quiet(t: Team) -> None:
     await asyncio.wait_for(t.host.wait_until_quiet(t.caller.session_id), AGENT_WAIT)
 
 
-ALLOW_ONCE = {"claude-code": "Yes", "goose": "allow_once", "opencode": "Allow once", "codex": "Yes, proceed"}
+ALLOW_ONCE = {
+    "claude-code": "Yes",
+    "goose": "allow_once",
+    "opencode": "Allow once",
+    "codex": "Yes, proceed",
+    "gemini": "Allow",
+}
 """The name each agent gives its option that allows a tool call once (`reply` names it)."""
 
 
