@@ -22,6 +22,7 @@ import asyncio
 import gc
 import json
 import os
+import shutil
 import sys
 import time
 from pathlib import Path
@@ -201,12 +202,15 @@ def _run_real(name: str, agent: Any, iterations: int) -> dict[str, Any]:
     saved = dict(os.environ)
     try:
         with ScriptedModel() as model, data_root(SCRIPT, f"corral-bench-harness-{name}-") as root:
-            os.environ.update(provider_environment(name, model.server, root))
+            provider = provider_environment(name, model.server, root)
+            os.environ.update(provider)
             os.environ["PATH"] = f"{agent.bin_dir}{os.pathsep}{os.environ['PATH']}"
             os.environ["HOME"] = str(root / "agent-home")
             _define(root, "real", {"harness": name})
             out = asyncio.run(_latency(root, "real", "Say HELLO", iterations, 0))
             out["version"] = agent.version
+            if "CODEX_HOME" in provider:  # outside the temp root (Codex refuses /tmp)
+                shutil.rmtree(provider["CODEX_HOME"], ignore_errors=True)
             return out
     finally:
         os.environ.clear()

@@ -13,6 +13,7 @@ import asyncio
 import json
 import os
 import re
+import shutil
 import uuid
 from collections.abc import Iterator
 from pathlib import Path
@@ -49,7 +50,7 @@ def model() -> Iterator[ScriptedModel]:
 @pytest.fixture
 def agent_env(
     tmp_path: Path, monkeypatch: pytest.MonkeyPatch, real_agent: RealAgent, model: ScriptedModel
-) -> tuple[Path, str]:
+) -> Iterator[tuple[Path, str]]:
     """A private corral home with the definition `real` of the agent's preset; returns it and the mark."""
     prepare_env(tmp_path, monkeypatch)
     monkeypatch.setenv("PATH", f"{real_agent.bin_dir}{os.pathsep}{os.environ['PATH']}")
@@ -61,7 +62,8 @@ def agent_env(
         monkeypatch.setenv(xdg, str(home / xdg.lower()))
     mark = uuid.uuid4().hex
     monkeypatch.setenv(MARK, mark)
-    for key, value in provider_environment(real_agent.harness, model.server, tmp_path).items():
+    provider = provider_environment(real_agent.harness, model.server, tmp_path)
+    for key, value in provider.items():
         monkeypatch.setenv(key, value)
     agents = tmp_path / "config" / "agents"
     agents.mkdir(parents=True)
@@ -73,7 +75,9 @@ def agent_env(
     }
     (agents / "real.md").write_text(f"---\n{json.dumps(front)}\n---\n")
     write_script(tmp_path, "lead", LEAD)
-    return tmp_path, mark
+    yield tmp_path, mark
+    if "CODEX_HOME" in provider:  # outside the test's tmp_path (Codex refuses /tmp)
+        shutil.rmtree(provider["CODEX_HOME"], ignore_errors=True)
 
 
 def _tree(mark: str) -> set[int]:
