@@ -67,6 +67,7 @@ RANK = {
     "_ray_worker": 5,
     "_tmux": 5,
     "_mcp": 5,
+    "acp": 5,
     "__init__": 6,
 }
 

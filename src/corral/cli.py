@@ -835,6 +835,40 @@ def mcp(
 
 
 @app.command()
+def acp(
+    model: Annotated[
+        str | None, typer.Option("--model", "-m", help="The lead's model (default: as for corral run).")
+    ] = None,
+    surfaces: Annotated[
+        str | None,
+        typer.Option("--surfaces", help="Comma-separated tool surfaces for the lead (default: the setting)."),
+    ] = None,
+    session: SessionOpt = None,
+    continue_: ContinueOpt = False,
+    cwd: CwdOpt = None,
+) -> None:
+    """Serve the lead to an editor over the Agent Client Protocol on stdio (Zed, JetBrains, Neovim, Emacs)."""
+    from corral.errors import UsageError
+
+    if session is not None and continue_:
+        raise UsageError("choose --session or --continue, not both")
+    if cwd is not None and not cwd.is_dir():
+        raise UsageError(f"--cwd {cwd}: not a directory")
+    from corral.acp import AcpOptions, serve
+
+    # No data-root check here: it loads the lead, and `initialize` is answered before that. A data root
+    # corral cannot use fails `session/new` with the check's message.
+    options = AcpOptions(
+        cwd or Path.cwd(),
+        model=model,
+        surfaces=None if surfaces is None else [s.strip() for s in surfaces.split(",") if s.strip()],
+        session=session,
+        continue_recent=continue_,
+    )
+    raise typer.Exit(serve(options))
+
+
+@app.command()
 def trace(
     file: Annotated[Path, typer.Argument(help="A trace file written by corral run --trace FILE.")],
 ) -> None:

@@ -127,6 +127,10 @@ SMOKES: dict[str, Smoke] = {
         frozenset({"model_creation_cpu_ms", "requests_sent", "connections_accepted"}),
     ),
     "bench_loop": Smoke(("--turns", "5"), frozenset({"turns", "p50_ms", "p95_ms", "total_s"})),
+    "bench_acp": Smoke(
+        ("--iterations", "2", "--warmup", "1", "--startups", "1"),
+        frozenset({"startup_to_initialize", "prompt_to_first_chunk", "delegate_to_result_shown"}),
+    ),
     "bench_mcp": Smoke(
         ("--iterations", "2", "--warmup", "1", "--agents", "3", "--startups", "1"),
         frozenset(

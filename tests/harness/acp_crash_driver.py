@@ -1,8 +1,9 @@
 """Crash-test driver: a lead that delegates one ACP agent (the fake), resumable after SIGKILL.
 
-Usage: `python acp_crash_driver.py <dir> <task>`. The lead's session path is kept in `<dir>/lead.txt`;
-a restarted driver resumes that session (→ restart recovery), delegates only when no agent was
-delegated yet, waits until the lead is quiet and prints `done`. `CORRAL_FAULTS` kills it at injected
+Usage: `python acp_crash_driver.py <dir> <task> [<continue task>]`. The lead's session path is kept in
+`<dir>/lead.txt`; a restarted driver resumes that session (→ restart recovery), delegates only when no
+agent was delegated yet, waits until the lead is quiet; with a continue task, continues the agent's
+session once (only while it has one generation) and waits again; then prints `done`. `CORRAL_FAULTS` kills it at injected
 points; definitions are read from `<dir>/agents`, the lead's script from `$CORRAL_SCRIPTS`.
 """
 
@@ -16,12 +17,12 @@ from corral.agent import AgentSession
 from corral.lead._host import ComposedHost
 from corral.llm import ModelRegistry
 from corral.orchestration import Repositories, load_roster
-from corral.orchestration.surfaces import DelegateParams
+from corral.orchestration.surfaces import ContinueParams, DelegateParams
 from corral.session import SessionManager
 from corral.settings import Settings
 
 
-async def main(root: Path, task: str) -> None:
+async def main(root: Path, task: str, again: str | None) -> None:
     work = root / "work"
     work.mkdir(exist_ok=True)
     sessions = root / "sessions"
@@ -47,10 +48,14 @@ async def main(root: Path, task: str) -> None:
     if not store.kernel.generations(owner_session_id=caller.session_id, include_finalized=True):
         await host.controller.delegate(caller, DelegateParams(definition="fake", task=task))
     await asyncio.wait_for(host.wait_until_quiet(caller.session_id), 120)
+    generations = store.kernel.generations(owner_session_id=caller.session_id, include_finalized=True)
+    if again is not None and len(generations) == 1:
+        await host.controller.continue_(caller, ContinueParams(session=generations[0].session_id, task=again))
+        await asyncio.wait_for(host.wait_until_quiet(caller.session_id), 120)
     await host.aclose()
     session.close()
     print("done", flush=True)
 
 
 if __name__ == "__main__":
-    asyncio.run(main(Path(sys.argv[1]), sys.argv[2]))
+    asyncio.run(main(Path(sys.argv[1]), sys.argv[2], sys.argv[3] if len(sys.argv) > 3 else None))

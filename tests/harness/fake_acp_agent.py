@@ -1,13 +1,28 @@
 """A model-free ACP agent for the tests: JSON-RPC over stdio, scripted by words in the prompt.
 
-* (default) a thought, a plan, two message chunks, usage; `end_turn`.
+* (default) a thought, a plan, two message chunks, usage (1,234 tokens in context, the session's cost
+  growing by $0.25 a turn); `end_turn`. The other turns report no usage.
 * `TOOL`: a read tool call and its result, then the answer.
 * `PERMISSION`: an execute tool call that asks permission (Allow once / Reject); the answer says
   which option was selected (`permitted: <id>`, `denied: <outcome>`).
 * `SLOW`: one chunk, then waits for `session/cancel` (answers `cancelled`).
 * `SPAWN <file>`: like `SLOW`, after starting a `sleep` child whose pid it writes to `<file>`.
 
-Every message it receives is appended to `$FAKE_ACP_LOG` (one JSON line each) when that is set.
+* `CONFIG`: answers `model=<value> thought=<value>`, its session's config options (offered with
+  `session/new` and `session/load`: `model` — `fake-small` (current) or `fake/fake-large`, named
+  `Large`, in a group — and `thought_level` — `low`, `medium` (current), `high`; set with
+  `session/set_config_option`, which refuses `high`).
+* `READ <path>` / `WRITE <path> <text>`: asks the client (`fs/read_text_file`, from line 2 when
+  the prompt says `LINE2`; `fs/write_text_file`) for the path made absolute against its cwd; answers
+  `read: <content>` / `wrote`, or `refused: <the error's message>`. `TERMINAL`: asks for
+  `terminal/create`, answers the same way. `CAPS` answers the client's capabilities.
+* `RECALL`: answers `I remember: <the session's first prompt>` (its history: see below).
+* `WAIT <file>`: one chunk, then waits until `<file>` exists; answers `waited`.
+
+With `$FAKE_ACP_SESSIONS` (a directory) set it offers `loadSession`: each session's history (its
+prompts and answers) is kept in `<dir>/<sessionId>.json`, and `session/load` replays it as
+`session/update`s (an unknown id is refused). Every message it receives is appended to
+`$FAKE_ACP_LOG` (one JSON line each) when that is set.
 """
 
 from __future__ import annotations
@@ -20,6 +35,7 @@ import sys
 from typing import Any
 
 LOG = os.environ.get("FAKE_ACP_LOG")
+SESSIONS = os.environ.get("FAKE_ACP_SESSIONS")
 
 
 class Agent:
@@ -28,6 +44,12 @@ class Agent:
         self.pending: dict[int, asyncio.Future[Any]] = {}
         self.cancelled: dict[str, asyncio.Event] = {}
         self.children: list[subprocess.Popen[bytes]] = []
+        self.said: dict[str, list[str]] = {}
+        self.cost: dict[str, float] = {}
+        self.config: dict[str, dict[str, str]] = {}
+        self.raw: set[int] = set()
+        self.client_caps: dict[str, Any] = {}
+        self.histories: dict[str, list[dict[str, str]]] = {}
 
     def send(self, message: dict[str, Any]) -> None:
         sys.stdout.write(json.dumps({"jsonrpc": "2.0", **message}) + "\n")
@@ -38,6 +60,85 @@ class Agent:
 
     def chunk(self, session_id: str, text: str, kind: str = "agent_message_chunk") -> None:
         self.update(session_id, {"sessionUpdate": kind, "content": {"type": "text", "text": text}})
+        if kind == "agent_message_chunk":
+            self.said.setdefault(session_id, []).append(text)
+
+    async def client_request(self, sid: str, word: str, text: str) -> dict[str, Any]:
+        args = text.split(word, 1)[1].split(maxsplit=1)
+        if word == "TERMINAL":
+            method, params = "terminal/create", {"sessionId": sid, "command": "true"}
+        else:
+            path = os.path.abspath(args[0])
+            method = "fs/read_text_file" if word == "READ" else "fs/write_text_file"
+            params = {"sessionId": sid, "path": path}
+            if word == "WRITE":
+                params["content"] = args[1] if len(args) > 1 else ""
+            elif "LINE2" in text:
+                params.update(line=2, limit=1)
+        answer = await self.request_raw(method, params)
+        if "error" in answer:
+            self.chunk(sid, f"refused: {answer['error'].get('message')}")
+        elif word == "READ":
+            self.chunk(sid, f"read: {answer['result']['content']}")
+        else:
+            self.chunk(sid, "wrote" if word == "WRITE" else "terminal")
+        return {"stopReason": "end_turn"}
+
+    def config_options(self, sid: str) -> list[dict[str, Any]]:
+        values = self.config.setdefault(sid, {"model": "fake-small", "thought_level": "medium"})
+        return [
+            {
+                "id": "model",
+                "name": "Model",
+                "category": "model",
+                "type": "select",
+                "currentValue": values["model"],
+                "options": [
+                    {"value": "fake-small", "name": "Small"},
+                    {
+                        "group": "big",
+                        "name": "Big ones",
+                        "options": [{"value": "fake/fake-large", "name": "Large"}],
+                    },
+                ],
+            },
+            {
+                "id": "thought_level",
+                "name": "Thinking",
+                "category": "thought_level",
+                "type": "select",
+                "currentValue": values["thought_level"],
+                "options": [{"value": v, "name": v.title()} for v in ("low", "medium", "high")],
+            },
+        ]
+
+    def history(self, session_id: str) -> list[dict[str, str]]:
+        if SESSIONS is None:
+            return self.histories.setdefault(session_id, [])
+        path = os.path.join(SESSIONS, f"{session_id}.json")
+        if not os.path.exists(path):
+            return []
+        with open(path) as saved:
+            return list(json.load(saved))
+
+    def remember(self, session_id: str, prompt: str, answer: str) -> None:
+        turns = [
+            *self.history(session_id),
+            {"prompt": prompt, "answer": answer, "cost": self.cost.get(session_id, 0.0)},
+        ]
+        self.histories[session_id] = turns
+        if SESSIONS is not None:
+            with open(os.path.join(SESSIONS, f"{session_id}.json"), "w") as out:
+                json.dump(turns, out)
+
+    async def request_raw(self, method: str, params: dict[str, Any]) -> dict[str, Any]:
+        """The client's whole answer (`result` or `error`)."""
+        self.next_id += 1
+        future: asyncio.Future[Any] = asyncio.get_running_loop().create_future()
+        self.pending[self.next_id] = future
+        self.raw.add(self.next_id)
+        self.send({"id": self.next_id, "method": method, "params": params})
+        return dict(await future)
 
     async def request(self, method: str, params: dict[str, Any]) -> Any:
         self.next_id += 1
@@ -52,26 +153,57 @@ class Agent:
         if method is None:
             future = self.pending.pop(message["id"], None)
             if future is not None and not future.done():
-                future.set_result(message.get("result", message.get("error")))
+                if message["id"] in self.raw:
+                    future.set_result(message)
+                else:
+                    future.set_result(message.get("result", message.get("error")))
             return
         if method == "session/cancel":
             self.cancelled.setdefault(params["sessionId"], asyncio.Event()).set()
             return
         if method == "initialize":
+            self.client_caps = params.get("clientCapabilities") or {}
             result: Any = {
                 "protocolVersion": 1,
-                "agentCapabilities": {"loadSession": False},
+                "agentCapabilities": {"loadSession": SESSIONS is not None},
                 "agentInfo": {"name": "fake-acp-agent", "version": "1"},
                 "authMethods": [],
             }
         elif method == "session/new":
             session_id = f"fake-{os.getpid()}-{len(self.cancelled)}"
             self.cancelled[session_id] = asyncio.Event()
-            result = {"sessionId": session_id}
+            self.remember(session_id, "", "")  # the session exists (session/load finds it)
+            result = {"sessionId": session_id, "configOptions": self.config_options(session_id)}
+        elif method == "session/set_config_option":
+            if params["value"] == "high":
+                self.send(
+                    {"id": message["id"], "error": {"code": -32602, "message": "high is not available"}}
+                )
+                return
+            self.config_options(params["sessionId"])
+            self.config[params["sessionId"]][params["configId"]] = params["value"]
+            result = {"configOptions": self.config_options(params["sessionId"])}
+        elif method == "session/load":
+            sid = params["sessionId"]
+            turns = [t for t in self.history(sid) if t["prompt"]]
+            if SESSIONS is None or not os.path.exists(os.path.join(SESSIONS, f"{sid}.json")):
+                self.send({"id": message["id"], "error": {"code": -32002, "message": f"no session {sid}"}})
+                return
+            for turn in turns:
+                for kind, text in (
+                    ("user_message_chunk", turn["prompt"]),
+                    ("agent_message_chunk", turn["answer"]),
+                ):
+                    self.update(sid, {"sessionUpdate": kind, "content": {"type": "text", "text": text}})
+            self.cancelled.setdefault(sid, asyncio.Event())
+            self.cost[sid] = float(self.history(sid)[-1].get("cost", 0.0))  # the session's cost so far
+            result = {"configOptions": self.config_options(sid)}
         elif method == "session/prompt":
-            result = await self.prompt(
-                params["sessionId"], "".join(b.get("text", "") for b in params["prompt"])
-            )
+            sid = params["sessionId"]
+            text = "".join(b.get("text", "") for b in params["prompt"])
+            self.said[sid] = []
+            result = await self.prompt(sid, text)
+            self.remember(sid, text, "".join(self.said[sid]))
         else:
             self.send(
                 {"id": message["id"], "error": {"code": -32601, "message": f"Method not found: {method}"}}
@@ -95,6 +227,29 @@ class Agent:
             except TimeoutError:
                 pass
             return {"stopReason": "cancelled"}
+        if "CONFIG" in text:
+            values = self.config_options(sid)
+            self.chunk(sid, f"model={values[0]['currentValue']} thought={values[1]['currentValue']}")
+            return {"stopReason": "end_turn"}
+        for word in ("READ", "WRITE", "TERMINAL"):
+            if word in text:
+                return await self.client_request(sid, word, text)
+        if "CAPS" in text:
+            self.chunk(sid, json.dumps(self.client_caps, sort_keys=True))
+            return {"stopReason": "end_turn"}
+        if "RECALL" in text:
+            first = next((t["prompt"] for t in self.history(sid) if t["prompt"]), text)
+            self.chunk(sid, f"I remember: {first}")
+            return {"stopReason": "end_turn"}
+        if "WAIT" in text:
+            path = text.split("WAIT", 1)[1].split()[0]
+            self.chunk(sid, "waiting...")
+            while not os.path.exists(path) and not cancel.is_set():
+                await asyncio.sleep(0.05)
+            if cancel.is_set():
+                return {"stopReason": "cancelled"}
+            self.chunk(sid, " waited")
+            return {"stopReason": "end_turn"}
         if "PERMISSION" in text:
             self.update(
                 sid,
@@ -170,7 +325,16 @@ class Agent:
         )
         self.chunk(sid, "Hello from ")
         self.chunk(sid, "the fake agent.")
-        self.update(sid, {"sessionUpdate": "usage_update", "used": 1234, "size": 200000})
+        self.cost[sid] = self.cost.get(sid, 0.0) + 0.25  # the session's cost so far
+        self.update(
+            sid,
+            {
+                "sessionUpdate": "usage_update",
+                "used": 1234,
+                "size": 200000,
+                "cost": {"amount": self.cost[sid], "currency": "USD"},
+            },
+        )
         return {"stopReason": "end_turn"}
 
 

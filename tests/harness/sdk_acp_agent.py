@@ -2,7 +2,10 @@
 reference implementation: the SDK validates every message corral's client sends against ACP's schema.
 
 Prompt words: `TOOL` (a read tool call and its result), `PERMISSION` (asks; answers with the outcome),
-`SLOW` (writes `$SDK_ACP_MARK`, then waits for `session/cancel`); otherwise a thought, a plan and two chunks.
+`SLOW` (writes `$SDK_ACP_MARK`, then waits for `session/cancel`), `READ <path>` / `WRITE <path> <text>`
+(the client's `fs/read_text_file` / `fs/write_text_file`), `WHO` (the session's id, whether it was
+loaded, its `model` config option); otherwise a thought, a plan and two chunks. It offers
+`loadSession` (any id it gave out before is loaded) and a `model` config option.
 """
 
 from __future__ import annotations
@@ -18,9 +21,13 @@ from acp.schema import (
     AgentCapabilities,
     Implementation,
     InitializeResponse,
+    LoadSessionResponse,
     NewSessionResponse,
     PermissionOption,
     PromptResponse,
+    SessionConfigOptionSelect,
+    SessionConfigSelectOption,
+    SetSessionConfigOptionResponse,
     ToolCallUpdate,
 )
 
@@ -29,6 +36,8 @@ class SdkAgent:
     def __init__(self) -> None:
         self.conn: Any = None
         self.cancelled: dict[str, asyncio.Event] = {}
+        self.loaded: set[str] = set()
+        self.model: dict[str, str] = {}
 
     def on_connect(self, conn: Any) -> None:
         self.conn = conn
@@ -36,14 +45,40 @@ class SdkAgent:
     async def initialize(self, protocol_version: int, **kwargs: Any) -> InitializeResponse:
         return InitializeResponse(
             protocol_version=acp.PROTOCOL_VERSION,
-            agent_capabilities=AgentCapabilities(),
+            agent_capabilities=AgentCapabilities(load_session=True),
             agent_info=Implementation(name="sdk-fake", version="1"),
         )
 
     async def new_session(self, cwd: str, **kwargs: Any) -> NewSessionResponse:
-        session_id = f"sdk-{len(self.cancelled) + 1}"
+        session_id = f"sdk-{os.getpid()}-{len(self.cancelled) + 1}"
         self.cancelled[session_id] = asyncio.Event()
-        return NewSessionResponse(session_id=session_id)
+        return NewSessionResponse(session_id=session_id, config_options=self._options(session_id))
+
+    async def load_session(self, cwd: str, session_id: str, **kwargs: Any) -> LoadSessionResponse:
+        self.cancelled[session_id] = asyncio.Event()
+        self.loaded.add(session_id)
+        return LoadSessionResponse(config_options=self._options(session_id))
+
+    async def set_config_option(
+        self, config_id: str, session_id: str, value: str | bool, **kwargs: Any
+    ) -> SetSessionConfigOptionResponse:
+        self.model[session_id] = str(value)
+        return SetSessionConfigOptionResponse(config_options=self._options(session_id))
+
+    def _options(self, session_id: str) -> list[Any]:
+        return [
+            SessionConfigOptionSelect(
+                id="model",
+                name="Model",
+                category="model",
+                type="select",
+                current_value=self.model.setdefault(session_id, "sdk-small"),
+                options=[
+                    SessionConfigSelectOption(value="sdk-small", name="Small"),
+                    SessionConfigSelectOption(value="sdk-large", name="Large"),
+                ],
+            )
+        ]
 
     async def cancel(self, session_id: str, **kwargs: Any) -> None:
         self.cancelled[session_id].set()
@@ -63,6 +98,21 @@ class SdkAgent:
             await cancel.wait()
             await self._send(session_id, helpers.update_agent_message_text(" cancelled by the client"))
             return PromptResponse(stop_reason="cancelled")
+        if "WHO" in text:
+            who = f"{session_id} loaded={session_id in self.loaded} model={self.model[session_id]}"
+            await self._send(session_id, helpers.update_agent_message_text(who))
+            return PromptResponse(stop_reason="end_turn")
+        if "READ" in text or "WRITE" in text:
+            _, _, rest = text.partition("READ" if "READ" in text else "WRITE")
+            path, _, content = rest.strip().partition(" ")
+            if "READ" in text:
+                read = await self.conn.read_text_file(session_id=session_id, path=path)
+                said = f"read: {read.content}"
+            else:
+                await self.conn.write_text_file(session_id=session_id, path=path, content=content)
+                said = "wrote"
+            await self._send(session_id, helpers.update_agent_message_text(said))
+            return PromptResponse(stop_reason="end_turn")
         if "PERMISSION" in text:
             await self._send(
                 session_id,

@@ -9,16 +9,20 @@ from pathlib import Path
 
 import pytest
 
+from corral.harness.acp import SESSION_ENTRY
 from corral.orchestration import ASK_TYPE, RESULT_TYPE, InvalidRequestError
 from corral.orchestration.kernel._transcript import read_transcript
 from corral.orchestration.surfaces import (
     CloseParams,
+    ContinueParams,
     DelegateParams,
     InterruptParams,
     ReplyParams,
+    SteerParams,
     TranscriptParams,
 )
-from corral.session import SessionManager
+from corral.orchestration.surfaces.agent._render import render_list
+from corral.session import CustomEntry, SessionManager
 from tests._waits import eventually
 from tests.orchestration._host_helpers import Team, prepare_env, team, write_script
 
@@ -173,3 +177,144 @@ async def test_an_acp_agent_on_another_runtime_is_refused(acp_env: Path) -> None
             await t.controller.delegate(t.caller, DelegateParams(definition="panes", task="hi"))
         assert "runtime: inprocess" in (refused.value.next_action or "")
         assert t.host.kernel.snapshot().generations == ()
+
+
+def _session_entries(path: str | None) -> list[object]:
+    assert path is not None
+    with SessionManager.open(Path(path), read_only=True) as saved:
+        return [
+            e.data for e in saved.entries if isinstance(e, CustomEntry) and e.custom_type == SESSION_ENTRY
+        ]
+
+
+@pytest.mark.parametrize("loads", [True, False], ids=["session-load", "seeded"])
+async def test_continue_goes_on_with_the_agents_earlier_session(
+    acp_env: Path, monkeypatch: pytest.MonkeyPatch, loads: bool
+) -> None:
+    if loads:
+        (acp_env / "acp-sessions").mkdir()
+        monkeypatch.setenv("FAKE_ACP_SESSIONS", str(acp_env / "acp-sessions"))
+    async with team(acp_env, "lead") as t:
+        started = await t.controller.delegate(
+            t.caller, DelegateParams(definition="fake", task="first task ALPHA")
+        )
+        await t.quiet()
+        again = await t.controller.continue_(
+            t.caller, ContinueParams(session=started.session_id, task="RECALL")
+        )
+        await t.quiet()
+        assert again.session_id == started.session_id and again.request_id != started.request_id
+        results = _results(t)
+        assert len(results) == 2 and "I remember: " in results[1] and "first task ALPHA" in results[1]
+        assert [t.lead_entries(RESULT_TYPE)[i]["details"]["request_id"] for i in (0, 1)] == [
+            started.request_id,
+            again.request_id,
+        ]
+        hows = [e["how"] for e in _session_entries(started.session_path)]  # type: ignore[index]
+        assert hows == ["new", "loaded" if loads else "seeded"]
+        assert _logged(acp_env, "session/load") is loads
+        transcript = read_transcript(Path(str(started.session_path)), started.session_id).text
+        assert "first task ALPHA" in transcript and "RECALL" in transcript
+
+
+async def test_steer_is_the_next_prompt_after_the_turn(acp_env: Path) -> None:
+    flag = acp_env / "go"
+    async with team(acp_env, "lead") as t:
+        started = await t.controller.delegate(
+            t.caller, DelegateParams(definition="fake", task=f"WAIT {flag}")
+        )
+        await eventually(lambda: _logged(acp_env, "session/prompt"))
+        await t.controller.steer(t.caller, SteerParams(agent="fake", message="RECALL what you were asked"))
+        flag.touch()
+        await t.quiet()
+        results = _results(t)
+        assert len(results) == 1 and f"I remember: WAIT {flag}" in results[0]
+        prompts = [json.loads(line) for line in (acp_env / "fake.jsonl").read_text().splitlines()]
+        texts = [m["params"]["prompt"][0]["text"] for m in prompts if m.get("method") == "session/prompt"]
+        assert texts[0] == f"WAIT {flag}" and "RECALL what you were asked" in texts[1] and len(texts) == 2
+        assert not _logged(acp_env, "session/cancel")
+        assert started.session_path is not None
+        with SessionManager.open(Path(started.session_path), read_only=True) as saved:
+            stops = [
+                getattr(m, "stop_reason", None)
+                for m in saved.build_context().messages
+                if m.role == "assistant"
+            ]
+        assert stops == ["stop", "stop"]
+
+
+async def test_an_agent_that_reports_no_usage_is_listed_unmetered(acp_env: Path) -> None:
+    first, second = acp_env / "first", acp_env / "second"
+    async with team(acp_env, "lead") as t:
+        started = await t.controller.delegate(
+            t.caller, DelegateParams(definition="fake", task=f"WAIT {first}")
+        )
+        await eventually(lambda: _logged(acp_env, "session/prompt"))
+        await t.controller.steer(t.caller, SteerParams(agent="fake", message=f"WAIT {second}"))
+        first.touch()  # the first turn ends without usage; the steer's turn keeps the agent running
+        await t.host.wait_for(
+            lambda: bool(t.host.extensions.status_fields(started.run_id).get("budget", {}).get("unmetered")),
+            60,
+        )
+        listed = (await t.controller.list(t.caller)).to_details()
+        assert "unmetered: the agent reports no usage" in render_list(listed)
+        second.touch()
+        await t.quiet()
+        (result,) = t.lead_entries(RESULT_TYPE)
+        assert result["details"]["budget"]["unmetered"] is True
+
+
+async def test_a_time_limit_ends_the_agents_turn_and_the_result_says_so(acp_env: Path) -> None:
+    _define(
+        acp_env,
+        "timed",
+        harness="acp",
+        command=[sys.executable, str(FAKE)],
+        runtime="inprocess",
+        budget={"agent_minutes": 0.005},
+    )
+    async with team(acp_env, "lead") as t:
+        await t.controller.delegate(t.caller, DelegateParams(definition="timed", task="SLOW and never done"))
+        await t.quiet()  # the SLOW turn never ends on its own: the 0.3 s limit ends it
+        (result,) = t.lead_entries(RESULT_TYPE)
+        assert result["details"].get("budget_exhausted") is True
+        assert "agent_minutes" in str(result["content"])
+
+
+async def test_the_definitions_model_and_thinking_reach_the_agents_session(acp_env: Path) -> None:
+    _define(
+        acp_env,
+        "large",
+        harness="acp",
+        command=[sys.executable, str(FAKE)],
+        runtime="inprocess",
+        model="fake/fake-large",
+        thinking="low",
+    )
+    async with team(acp_env, "lead") as t:
+        await t.controller.delegate(t.caller, DelegateParams(definition="large", task="CONFIG"))
+        await t.quiet()
+        results = _results(t)
+        assert len(results) == 1 and "model=fake/fake-large thought=low" in results[0]
+
+
+async def test_a_read_only_definitions_agent_may_read_but_not_write(acp_env: Path) -> None:
+    _define(
+        acp_env,
+        "reader",
+        harness="acp",
+        command=[sys.executable, str(FAKE)],
+        runtime="inprocess",
+        tools=["read"],
+    )
+    async with team(acp_env, "lead") as t:
+        work = Path(t.caller.cwd)
+        (work / "notes.txt").write_text("the notes")
+        await t.controller.delegate(t.caller, DelegateParams(definition="reader", task="READ notes.txt"))
+        await t.quiet()
+        await t.controller.delegate(t.caller, DelegateParams(definition="reader", task="WRITE made.txt hi"))
+        await t.quiet()
+        results = _results(t)
+        assert "read: the notes" in results[0]
+        assert "refused: this agent is read-only" in results[1]
+        assert not (work / "made.txt").exists()

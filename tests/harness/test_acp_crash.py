@@ -10,6 +10,8 @@ import subprocess
 import sys
 from pathlib import Path
 
+import pytest
+
 from corral.orchestration import RESULT_TYPE, Repositories
 from tests._waits import eventually
 from tests.orchestration._host_helpers import STARTUP_WAIT, write_script
@@ -34,9 +36,9 @@ def _setup(root: Path) -> dict[str, str]:
     }
 
 
-def _run(root: Path, task: str, env: dict[str, str]) -> subprocess.CompletedProcess[str]:
+def _run(root: Path, task: str, env: dict[str, str], *again: str) -> subprocess.CompletedProcess[str]:
     return subprocess.run(
-        [sys.executable, str(DRIVER), str(root), task],
+        [sys.executable, str(DRIVER), str(root), task, *again],
         env=env,
         capture_output=True,
         text=True,
@@ -101,3 +103,30 @@ def _zombie(pid: int) -> bool:
         return Path(f"/proc/{pid}/stat").read_text().rpartition(")")[2].split()[0] == "Z"
     except OSError:
         return True
+
+
+@pytest.mark.parametrize("how", ["loaded", "seeded"])
+def test_a_host_killed_after_the_continued_session_is_ready_loses_only_the_continued_run(
+    tmp_path: Path, how: str
+) -> None:
+    env = _setup(tmp_path)
+    if how == "loaded":  # the fake offers session/load
+        (tmp_path / "acp-sessions").mkdir()
+        env["FAKE_ACP_SESSIONS"] = str(tmp_path / "acp-sessions")
+    crashed = _run(tmp_path, "first task ALPHA", {**env, "CORRAL_FAULTS": f"acp_session_{how}"}, "RECALL")
+    assert crashed.returncode == -signal.SIGKILL, crashed.stderr[-2000:]
+    log = [json.loads(line) for line in (tmp_path / "fake.jsonl").read_text().splitlines()]
+    methods = [m.get("method") for m in log]
+    assert methods.count("session/prompt") == 1  # killed before the continued run's prompt
+    assert ("session/load" in methods) is (how == "loaded")
+    assert len(_lead_results(tmp_path)) == 1  # the first run's result was delivered before the crash
+    for _ in range(2):  # a restart, and a third start, deliver nothing more
+        resumed = _run(tmp_path, "first task ALPHA", env, "RECALL")
+        assert resumed.returncode == 0 and "done" in resumed.stdout, resumed.stderr[-2000:]
+        results = _lead_results(tmp_path)
+        assert len(results) == 1 and "Hello from the fake agent." in results[0]
+    with Repositories.open(tmp_path / "home" / "corral.db") as store:
+        first, second = sorted(store.kernel.generations(include_finalized=True), key=lambda g: g.created_at)
+    assert first.completed_request_id is not None
+    assert second.presence == "lost" and second.completed_request_id is None
+    assert first.session_id == second.session_id

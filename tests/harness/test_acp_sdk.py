@@ -10,7 +10,7 @@ import os
 import sys
 from pathlib import Path
 
-from corral.harness.acp import PLAN_ENTRY, AcpAgentSession, AcpCommand
+from corral.harness.acp import PLAN_ENTRY, AcpAgentSession, AcpCommand, SessionConfig
 from corral.llm import AssistantMessage, TextContent, ThinkingContent, ToolCall, ToolResultMessage
 from corral.session import CustomEntry, SessionManager
 from tests._ci import unavailable
@@ -74,5 +74,33 @@ async def test_the_sdk_agent_takes_corral_s_prompts_and_its_updates_are_recorded
 
         await asyncio.wait_for(agent.prompt("hi again"), WAIT)  # the session goes on after the cancel
         assert agent.last_assistant_text() == "Hello from the SDK agent."
+    finally:
+        await agent.close()
+
+
+async def test_the_sdk_agent_takes_session_load_config_options_and_file_answers(tmp_path: Path) -> None:
+    first = _agent(tmp_path)
+    try:
+        await asyncio.wait_for(first.prompt("hi"), WAIT)
+    finally:
+        await first.close()
+    first.session.flush()
+    assert first.session.path is not None and first.acp_session_id is not None
+    first.session.close()
+    (tmp_path / "notes.txt").write_text("the notes")
+    agent = AcpAgentSession(
+        command=AcpCommand((sys.executable, str(AGENT)), "sdk"),
+        session=SessionManager.open(first.session.path),
+        cwd=tmp_path,
+        config=SessionConfig("sdk/sdk-large"),
+    )
+    try:
+        await asyncio.wait_for(agent.prompt("WHO"), WAIT)  # session/load, then session/set_config_option
+        assert agent.last_assistant_text() == f"{first.acp_session_id} loaded=True model=sdk-large"
+        await asyncio.wait_for(agent.prompt(f"READ {tmp_path / 'notes.txt'}"), WAIT)
+        assert agent.last_assistant_text() == "read: the notes"
+        await asyncio.wait_for(agent.prompt(f"WRITE {tmp_path / 'made.txt'} made by the agent"), WAIT)
+        assert agent.last_assistant_text() == "wrote"
+        assert (tmp_path / "made.txt").read_text() == "made by the agent"
     finally:
         await agent.close()

@@ -108,7 +108,7 @@ async def test_the_agent_tools_list_and_inspect(tmp_path: Path) -> None:
     write_script(tmp_path, "team", SLOW)
     async with team(tmp_path, "team") as t:
         await t.controller.delegate(t.caller, DelegateParams(definition="scout", task="a"))
-        [child] = t.host.children.values()
+        [child] = t.host.runs.children()
         async with _waiting(child.agent):
             listed = (await t.controller.list(t.caller, ListParams())).to_details()
             [record] = listed["agents"]

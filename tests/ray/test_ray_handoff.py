@@ -78,7 +78,7 @@ async def test_a_live_agent_moved_to_ray_finishes_there_and_a_moved_one_takes_st
         assert generation is not None and generation.runtime_kind == "ray"
         assert generation.pane_id == moved.pane_id and generation.pid not in (None, os.getpid())
         assert generation.session_path == str(session_path)  # the host keeps the real session file
-        assert started.run_id not in t.host.children  # the in-process run is gone
+        assert t.host.runs.child(started.run_id) is None  # the in-process run is gone
         await t.quiet()
         results = t.lead_entries(RESULT_TYPE)
         assert len(results) == 1 and "Finished on Ray." in str(results[0]["content"])
@@ -139,7 +139,7 @@ async def test_a_handoff_to_an_unreachable_cluster_leaves_the_agent_lost_with_a_
         assert generation.runtime_kind == "ray" and generation.pane_id is None  # never two runners
         assert generation.diagnostic is not None
         assert generation.diagnostic.startswith("handoff to ray failed: the worker could not start")
-        assert started.run_id not in t.host.children and started.run_id not in t.host.worker_runs
+        assert t.host.runs.child(started.run_id) is None and not t.host.runs.on_worker(started.run_id)
         await t.controller.close(t.caller, CloseParams(agent="local"))  # a lost agent can be closed
         closed = t.host.kernel.get_generation(started.run_id)
         assert closed is not None and closed.phase == "finalized"
@@ -201,9 +201,11 @@ async def test_a_refused_handoff_to_ray_changes_nothing_and_never_contacts_the_c
 
         assert (refused.status, refused.reason, refused.runtime) == ("refused", "ask_pending", "ray")
         assert t.host.kernel.get_generation(started.run_id) == before  # still in-process, as it was
-        child = t.host.children[started.run_id]
+        child = t.host.runs.child(started.run_id)
         assert not child.handing_off and not child.finished.is_set()
-        assert t.host.handles[started.run_id].kind == "inprocess" and started.run_id not in t.host.worker_runs
+        assert t.host.runs.runtime_handle(started.run_id).kind == "inprocess" and not t.host.runs.on_worker(
+            started.run_id
+        )
         assert t.host.runtime.made("ray") is None  # the Ray runtime was never made: no connection
 
 

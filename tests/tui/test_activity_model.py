@@ -60,6 +60,9 @@ class FakeAgents:
     def budget(self, run_id: str) -> None:
         return None
 
+    def rate_limit_waits(self, views: Any) -> dict[str, str]:
+        return {}
+
 
 def _view(label: str, run_id: str, state: str = "working") -> SimpleNamespace:
     generation = SimpleNamespace(
@@ -158,3 +161,18 @@ async def test_setting_the_apps_rows_updates_the_activity_card(tui_env: TuiEnv) 
         assert "grep pattern=tax" in str(card.render())
         app.rows = ()
         assert card.rows == [] and not card.display
+
+
+def test_a_managed_agents_rate_limit_wait_shows_in_its_row_instead_of_its_progress() -> None:
+    """The row reads the wait from the agents port (`LeadAgents.rate_limit_waits`), as docs/fleet.md says."""
+
+    class WaitingAgents(FakeAgents):
+        def rate_limit_waits(self, views: Any) -> dict[str, str]:
+            return {"r-1": "waiting (rate limit, 7s)"}
+
+    activity, _ = _model()
+    agents = WaitingAgents(views_=[_view("scout", "r-1"), _view("other", "r-2")])
+    activity.refresh(cast(Any, agents))
+    rows = {row.label: row for row in _rows(activity, agents)}
+    assert rows["scout"].progress == "waiting (rate limit, 7s)"
+    assert rows["other"].progress != "waiting (rate limit, 7s)"

@@ -153,7 +153,8 @@ async def _team_snapshots(host: Host, caller: Caller) -> list[dict[str, Any]]:
     from corral.orchestration.surfaces.teams._render import agent_snapshot_details
 
     # The teams tools answer the attached lead only; this host acts as that lead, read-only.
-    host.lead_callers.setdefault(caller.session_id, caller)
+    if not host.runs.is_lead(caller.session_id):
+        host.runs.add_lead(caller)
     status = await host.teams.status(caller, None)
     store = host.repositories
     now = int(time.time() * 1000)

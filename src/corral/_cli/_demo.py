@@ -353,7 +353,8 @@ async def _follow_members(host: Host, timeline: _TeamsTimeline) -> None:
     """Subscribe a `_MemberTimeline` to every agent the host starts, until cancelled."""
     seen: set[str] = set()
     while True:
-        for run_id, child in list(host.children.items()):
+        for child in host.runs.children():
+            run_id = child.run_id
             if run_id not in seen:
                 seen.add(run_id)
                 run = host.teams.child(run_id) if host.has_teams else None

@@ -263,7 +263,8 @@ async def _follow_agents(launched: Launched, writer: LineWriter) -> None:
     unsubscribes: list[Callable[[], None]] = []
     try:
         while True:
-            for run_id, child in list(host.children.items()):
+            for child in host.runs.children():
+                run_id = child.run_id
                 if run_id in seen:
                     continue
                 seen.add(run_id)

@@ -35,7 +35,7 @@ from mcp.shared.exceptions import MCPError
 
 from corral._version import __version__
 from corral.errors import CorralError
-from corral.orchestration.kernel._faults import fault_point
+from corral.orchestration.kernel import fault_point
 from corral.session import SessionWriteError
 
 from ._cursor import Handout, WaitCursor

@@ -61,6 +61,10 @@ class GuardVerdict:
     text: str = ""
     max_output_tokens: int | None = None
     """For `final`: the reply's cap (`StreamOptions.max_tokens`), `None` for the model's own."""
+    time_left_ms: int | None = None
+    """For `go` and `notice`: how long until a time limit is reached, `None` when none applies. corral's
+    loop checks before each request; a runner whose one request can run long (a harness agent's whole
+    turn) ends the request when this runs out."""
 
 
 GO = GuardVerdict("go")

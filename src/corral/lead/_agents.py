@@ -9,7 +9,7 @@ It never reaches into the host's live maps or its store.
 
 from __future__ import annotations
 
-from collections.abc import Mapping
+from collections.abc import Mapping, Sequence
 from typing import TYPE_CHECKING
 
 if TYPE_CHECKING:
@@ -57,6 +57,11 @@ class LeadAgents:
         """The managed agents the lead sees, projected from one store snapshot (what `list` renders)."""
         return self._host.controller.views(self.caller)
 
+    def rate_limit_waits(self, views: Sequence[AgentView]) -> Mapping[str, str]:
+        """`waiting (rate limit, Ns)` by run id, for those of `views` whose model request waits for the
+        shared limiter (from memory for this process's runs, from the store for the others')."""
+        return self._host.controller.rate_limit_waits([view.generation for view in views])
+
     async def list_agents(self) -> ListResult:
         """The lead's `list`: its agents, the definitions and any invalid definition files."""
         from corral.orchestration.surfaces import ListParams
@@ -73,12 +78,12 @@ class LeadAgents:
 
     def session(self, run_id: str) -> AgentSession | None:
         """The agent session of `run_id` when it runs in this process (managed or teams), else `None`."""
-        child = self._host.children.get(run_id)
+        child = self._host.runs.child(run_id)
         return None if child is None else child.agent
 
     def sessions(self) -> list[tuple[str, AgentSession]]:
         """Every run in this process with its agent session, by run id."""
-        return [(run_id, child.agent) for run_id, child in list(self._host.children.items())]
+        return [(child.run_id, child.agent) for child in self._host.runs.children()]
 
     def team_snapshot(self) -> TeamSnapshot:
         """The lead's teams members and their generations, read from the store now."""
@@ -90,7 +95,7 @@ class LeadAgents:
 
     def budget(self, run_id: str) -> Mapping[str, object] | None:
         """The run's `budget` (spend, limits, what stopped it) when a limit applies, else `None`."""
-        budget = self._host.status_fields(run_id).get("budget")
+        budget = self._host.extensions.status_fields(run_id).get("budget")
         return budget if isinstance(budget, Mapping) else None
 
     def tree_budget(self, lead: SessionStats | None = None) -> str | None:

@@ -55,7 +55,7 @@ def _register_ray(host: Host) -> None:
         return RayWorkers(host, _ray_worker_class)
 
     host.runtime.register_lazy("ray", runtime)
-    host.register_workers("ray", workers)
+    host.workers.register("ray", workers)
 
 
 class ComposedHost(Host):
@@ -86,7 +86,7 @@ class ComposedHost(Host):
         self.budgets: BudgetsExtension = composed.budgets
         """Budgets of the lead's agent tree and of each agent (docs/fleet.md)."""
         for extension in composed.extensions:
-            self.add_extension(extension)
+            self.extensions.add(extension)
         _register_ray(self)
 
     @property
@@ -96,7 +96,7 @@ class ComposedHost(Host):
             from corral.orchestration.teams._extension import TeamsExtension
 
             self._teams = TeamsExtension(self)
-            self.add_extension(self._teams)
+            self.extensions.add(self._teams)
         return self._teams.teams
 
     @property

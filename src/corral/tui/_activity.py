@@ -52,6 +52,10 @@ class AgentsSource(TeamsSource, Protocol):
         """The managed agents the lead sees (the controller's projection)."""
         ...
 
+    def rate_limit_waits(self, views: Sequence[AgentView]) -> Mapping[str, str]:
+        """The rate-limit waits of `views` by run id (`waiting (rate limit, 7s)`)."""
+        ...
+
     def sessions(self) -> Sequence[tuple[str, AgentSession]]:
         """Every run in this process with its agent session."""
         ...
@@ -123,9 +127,11 @@ class AgentActivity:
         the definition files each time).
         """
         managed: list[str] = []
-        for view in agents.views():
+        views = agents.views()
+        waits = agents.rate_limit_waits(views)
+        for view in views:
             agent = self._agent(view.generation.run_id)
-            agent.managed = ManagedAgent.from_view(view)
+            agent.managed = ManagedAgent.from_view(view, rate_limit=waits.get(view.generation.run_id))
             managed.append(agent.run_id)
         for run_id in set(self._managed_order) - set(managed):
             if (gone := self.agents.get(run_id)) is not None:

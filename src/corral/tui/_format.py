@@ -211,8 +211,9 @@ class ManagedAgent:
     """A rate-limit wait it is in (`waiting (rate limit, 7s)`), shown instead of its progress."""
 
     @classmethod
-    def from_view(cls, view: AgentView) -> ManagedAgent:
-        """The agent as `view` (one of the controller's `AgentView`s) shows it."""
+    def from_view(cls, view: AgentView, *, rate_limit: str | None = None) -> ManagedAgent:
+        """The agent as `view` (one of the controller's `AgentView`s) shows it, with the rate-limit
+        wait it is in, if any (`LeadAgents.rate_limit_waits`)."""
         generation = view.generation
         return cls(
             generation.label,
@@ -221,6 +222,7 @@ class ManagedAgent:
             tokens=generation.tokens,
             stale=view.stale,
             started_at_ms=generation.started_at or generation.created_at,
+            rate_limit=rate_limit,
         )
 
 

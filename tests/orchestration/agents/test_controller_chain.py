@@ -54,7 +54,7 @@ async def test_visibility_allowlist_and_cascade_close(env: Path) -> None:
         started = await t.controller.delegate(
             t.caller, DelegateParams(definition="implementer", task="build")
         )
-        child = t.host.children[started.run_id]
+        child = t.host.runs.child(started.run_id)
         await eventually(
             lambda: child.waiting and t.host.kernel.generation_by_label("scout") is not None, t.host
         )

@@ -95,7 +95,7 @@ async def test_steer_is_applied_after_the_tool_batch(env: Path) -> None:
     write_script(env, "team", {**LEAD, "agents": {"*": agent}})
     async with team(env, "team") as t:
         started = await t.controller.delegate(t.caller, DelegateParams(definition="implementer", task="x"))
-        child = t.host.children[started.run_id]
+        child = t.host.runs.child(started.run_id)
         await eventually(lambda: bool(child.running_processes()))
         steered = await t.controller.steer(
             t.caller, SteerParams(agent="implementer", message="Also check the docs")
@@ -115,7 +115,7 @@ async def test_interrupt_cancels_slow_model_and_continues_same_assignment(env: P
     write_script(env, "team", {**LEAD, "agents": {"*": agent}})
     async with team(env, "team") as t:
         started = await t.controller.delegate(t.caller, DelegateParams(definition="scout", task="x"))
-        child = t.host.children[started.run_id]
+        child = t.host.runs.child(started.run_id)
         await eventually(lambda: not child.agent.is_idle)
         result = await t.controller.interrupt(
             t.caller, InterruptParams(agent="scout", message="Try another way")
@@ -135,7 +135,7 @@ async def test_interrupt_kills_running_bash_and_inspect_shows_it(env: Path) -> N
     write_script(env, "team", {**LEAD, "agents": {"*": agent}})
     async with team(env, "team") as t:
         started = await t.controller.delegate(t.caller, DelegateParams(definition="implementer", task="x"))
-        child = t.host.children[started.run_id]
+        child = t.host.runs.child(started.run_id)
         await eventually(lambda: bool(child.running_processes()))
         inspected = (await t.controller.inspect(t.caller, InspectParams(agent="implementer"))).to_details()
         assert inspected["pane_id"] == started.pane_id
@@ -173,7 +173,7 @@ async def test_close_stops_agent_and_frees_label(env: Path) -> None:
     write_script(env, "team", {**LEAD, "agents": {"*": [{"text": "slow", "delay_ms": 60000}]}})
     async with team(env, "team") as t:
         started = await t.controller.delegate(t.caller, DelegateParams(definition="scout", task="x"))
-        child = t.host.children[started.run_id]
+        child = t.host.runs.child(started.run_id)
         closed = (await t.controller.close(t.caller, CloseParams(agent="scout"))).to_details()
         assert closed == {
             "ok": True,
@@ -198,7 +198,7 @@ async def test_close_refused_while_result_undelivered(env: Path) -> None:
         with pytest.raises(TargetAmbiguousError, match="durable result"):
             await t.controller.close(t.caller, CloseParams(agent="scout"))
         t.host.register_owner(t.lead)
-        t.host.recover(t.caller.session_id)
+        t.host.recovery.recover(t.caller.session_id)
         await t.quiet()
         assert len(t.lead_entries(RESULT_TYPE)) == 1
         generation = t.host.kernel.get_generation(started.run_id)

@@ -123,7 +123,7 @@ def test_a_reservation_of_a_run_that_ended_or_was_lost_blocks_nothing(tmp_path: 
 
 async def test_a_request_in_flight_holds_the_tree_until_its_run_is_found_lost(env: Path) -> None:
     """What a host killed mid-request leaves: its agent's reservation row. Recovery marks the run
-    `lost` (here directly, as `Host.recover` does for a dead host's run, no extension hook called):
+    `lost` (here directly, as `Recovery.recover` does for a dead host's run, no extension hook called):
     from then on the row counts nothing, so the tree is not blocked."""
     async with _request_in_flight(env) as (t, started, ledger, held):
         tree_id = t.caller.session_id

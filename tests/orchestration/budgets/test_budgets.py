@@ -247,9 +247,11 @@ async def test_a_ray_spend_fact_pulled_twice_counts_once(env: Path) -> None:
         before = ledger.state(started.run_id)
         assert before is not None
         fact = SpendFact(tokens=700, cost_usd=0.25, estimated=False, fact_id="f-1")
-        t.host.remote_fact(started.run_id, fact)
-        t.host.remote_fact(started.run_id, fact)  # the same fact, pulled again by a restarted host
-        t.host.remote_fact(started.run_id, SpendFact(tokens=300, cost_usd=0.5, estimated=True, fact_id="f-2"))
+        t.host.extensions.remote_fact(started.run_id, fact)
+        t.host.extensions.remote_fact(started.run_id, fact)  # the same fact, pulled again by a restarted host
+        t.host.extensions.remote_fact(
+            started.run_id, SpendFact(tokens=300, cost_usd=0.5, estimated=True, fact_id="f-2")
+        )
         after = ledger.state(started.run_id)
         assert after is not None
         agent, tree = after

@@ -88,7 +88,7 @@ def _panes(socket: Path) -> list[str]:
 def _snapshot(t: Team, run_id: str) -> tuple[object, ...]:
     generation = t.host.kernel.get_generation(run_id)
     assert generation is not None
-    child = t.host.children[run_id]
+    child = t.host.runs.child(run_id)
     return (
         generation.runtime_kind,
         generation.phase,
@@ -120,7 +120,7 @@ async def test_a_managed_agent_moved_mid_work_continues_its_session_in_a_pane_an
         generation = t.host.kernel.get_generation(started.run_id)
         assert generation is not None and generation.runtime_kind == "tmux"
         assert generation.pane_id == moved.pane_id and generation.pid not in (None, t.host.pid)
-        assert started.run_id not in t.host.children  # the in-process run is gone
+        assert t.host.runs.child(started.run_id) is None  # the in-process run is gone
         await t.quiet()
         results = t.lead_entries(RESULT_TYPE)
         assert len(results) == 1 and "Finished in the pane." in results[0]["content"]
@@ -364,7 +364,7 @@ async def test_a_worker_that_cannot_start_leaves_the_agent_lost_with_a_diagnosti
         generation = t.host.kernel.get_generation(started.run_id)
         assert generation is not None and generation.presence == "lost"
         assert generation.diagnostic is not None and "handoff to tmux failed" in generation.diagnostic
-        assert started.run_id not in t.host.children and started.run_id not in t.host.worker_runs
+        assert t.host.runs.child(started.run_id) is None and not t.host.runs.on_worker(started.run_id)
         assert _panes(tmux_socket) == []
         await t.quiet()  # a lost agent keeps nobody waiting
         assert t.lead_entries(RESULT_TYPE) == []

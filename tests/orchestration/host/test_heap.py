@@ -29,8 +29,8 @@ async def test_start_up_a_launched_agent_and_its_turns_are_out_of_the_collectors
     async with team(env, "team") as t:
         assert not _tracked(t.lead)  # frozen at the lead's attach: start-up is done
         await t.controller.delegate(t.caller, DelegateParams(definition="scout", task="x"))
-        await eventually(lambda: len(t.host.children) == 1, t.host)
-        [child] = t.host.children.values()
+        await eventually(lambda: t.host.runs.child_count() == 1, t.host)
+        [child] = t.host.runs.children()
         assert not _tracked(child.agent)
         assert not _tracked(child.agent.session)
 

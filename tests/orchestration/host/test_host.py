@@ -190,7 +190,7 @@ async def _nested_running(t: Any) -> None:
     await t.controller.delegate(t.caller, DelegateParams(definition="digger", task="x", label="busy"))
 
     def running() -> bool:
-        children = {child.label: child for child in t.host.children.values()}
+        children = {child.label: child for child in t.host.runs.children()}
         return (
             set(children) == {"boss", "inner", "busy"}
             and children["boss"].waiting
@@ -256,3 +256,30 @@ async def test_the_tree_of_an_owner_is_found_without_comparing_records(
         assert below_boss == ["inner"]
         gate.write_text("")
         await t.quiet()
+
+
+async def test_the_live_runs_hold_no_entry_for_an_agent_that_ended(env: Path) -> None:
+    """`Host.runs` holds each running agent (its child, runtime handle, and a delegating agent's
+    session as an owner) and the waiting one among the waiters; once the agents ended and their
+    results were delivered, nothing of them is left, while the lead stays attached."""
+    gate = _nested_team(env)
+    async with team(env, "team") as t:
+        await _nested_running(t)
+        runs = t.host.runs
+        by_label = {child.label: child for child in runs.children()}
+        assert runs.child_count() == 3
+        assert all(runs.runtime_handle(child.run_id) is not None for child in by_label.values())
+        boss = by_label["boss"]
+        assert runs.is_owner(boss.agent.session.session_id)  # it delegates: results come to it
+        assert not runs.is_owner(by_label["busy"].agent.session.session_id)
+        assert runs.waiting() == (boss,)
+        assert runs.lead(t.caller.session_id) is t.caller and runs.is_owner(t.caller.session_id)
+
+        gate.write_text("")
+        await t.quiet()
+
+        assert runs.child_count() == 0 and runs.children() == [] and runs.waiting() == ()
+        assert all(runs.get(child.run_id) is None for child in by_label.values())
+        assert not runs.is_owner(boss.agent.session.session_id)
+        assert not runs.has_worker_runs()
+        assert runs.lead(t.caller.session_id) is t.caller and runs.is_owner(t.caller.session_id)

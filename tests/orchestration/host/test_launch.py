@@ -105,7 +105,7 @@ async def test_a_failed_build_rolls_the_generation_back_and_undoes_the_prepare_s
         run_id = steps.recorded.generation.run_id
         generation = t.host.kernel.get_generation(run_id)
         assert generation is None or generation.phase == "finalized"
-        assert run_id not in t.host.children and run_id not in t.host.handles
+        assert t.host.runs.child(run_id) is None and t.host.runs.runtime_handle(run_id) is None
 
 
 async def test_a_refused_record_step_undoes_the_stages_and_records_nothing(env: Path) -> None:
@@ -131,8 +131,8 @@ async def test_an_in_process_launch_equips_starts_and_records_the_child(env: Pat
         # The host gave the child its own tools before `attach` and the start.
         assert steps.events == ["record work", "build", "attach ['ask_owner']"]
         assert generation.pid == t.host.pid and generation.host_id == t.host.host_id
-        assert generation.pane_id == t.host.handles[generation.run_id].runtime_id
-        child = t.host.children[generation.run_id]
+        assert generation.pane_id == t.host.runs.runtime_handle(generation.run_id).runtime_id
+        child = t.host.runs.child(generation.run_id)
         assert child.acknowledged.is_set()  # `startup_s` waited for the task's acknowledgement
         await t.quiet()
         stored = t.host.kernel.get_generation(generation.run_id)

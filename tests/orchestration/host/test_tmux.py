@@ -240,7 +240,7 @@ async def test_host_sigkill_agents_keep_working_and_the_resumed_host_delivers_on
         caller = await host.attach_lead(lead, surfaces=())
         team_ = Team(host, lead, caller, env, env / "sessions")
         await eventually(lambda: len(team_.lead_entries(RESULT_TYPE)) == 1, host)
-        await host.tmux_runtime().refresh()  # presence comes from the latest pane inventory
+        await host.runtime.tmux.refresh()  # presence comes from the latest pane inventory
         listed = (await host.controller.list(caller, ListParams())).to_details()["agents"]
         assert [a["agent"] for a in listed] == ["slow"]
         assert listed[0]["state"] == "working" and "steer" in listed[0]["available_actions"]
@@ -262,7 +262,7 @@ async def test_orphan_panes_are_reported_and_reaped_but_live_agents_are_not(
     write_script(env, "team", {**LEAD, "agents": {"*": [{"text": "slow", "delay_ms": 60000}]}})
     async with team(env, "team", settings=TMUX, tmux_socket=tmux_socket) as t:
         started = await t.controller.delegate(t.caller, DelegateParams(definition="scout", task="Wait"))
-        tmux = t.host.tmux_runtime()
+        tmux = t.host.runtime.tmux
         stray = await tmux.start(LaunchSpec("not-a-run", "stray", env / "work", "sid", argv=("sleep", "60")))
         orphans = await find_orphans(t.host.kernel, tmux)
         assert orphans is not None
@@ -397,7 +397,7 @@ async def test_a_worker_whose_pane_was_never_recorded_is_adopted_by_the_next_hos
         generation = t.host.kernel.generation_by_label("builder")
         assert generation is not None and generation.presence != "lost"
         assert generation.pane_id is not None and generation.host_id == t.host.host_id
-        assert generation.run_id in t.host.worker_runs
+        assert t.host.runs.on_worker(generation.run_id)
         assert [p.split()[0] for p in _panes(tmux_socket)] == [generation.pane_id]
         (env / "work" / "go").touch()
         await t.quiet()

@@ -46,7 +46,7 @@ async def test_the_kernel_runs_a_plain_child_and_the_teams_side_is_found_by_run_
         await env.teams.spawn(env.caller, parse_spawn({"name": "one", "prompt": "p"}))
         member = env.host.repositories.teams.roster.live_team_member(env.caller.session_id, "one")
         assert member is not None
-        kernel_child = env.host.children[member.run_id]
+        kernel_child = env.host.runs.child(member.run_id)
         assert type(kernel_child) is ManagedChild  # no teams subclass in the kernel's runtime
         run = env.teams.child(member.run_id)
         assert run is not None and run.child is kernel_child and run.member.name == "one"

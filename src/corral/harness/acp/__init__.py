@@ -3,12 +3,16 @@
 `AcpAgentSession` (`_session.py`) is an `AgentSession` whose runs are the agent's turns, recorded
 into corral's session file; `_rpc.py` is the JSON-RPC connection to the agent process (its own
 process group; `close` ends the tree); `_permissions.py` turns the agent's permission requests into
-questions to the owner; `_commands.py` holds the command and the preset agents. docs/harnesses.md.
+questions to the owner; `_texts.py` words the transcript a continued session is seeded with; `_config.py` maps the
+definition's model and thinking level to the agent's session config options; `_files.py` answers
+its file requests within its cwd;
+`_commands.py` holds the command and the preset agents. docs/harnesses.md.
 """
 
 from __future__ import annotations
 
 from ._commands import PRESETS, AcpCommand, preset_command
+from ._config import SessionConfig
 from ._permissions import (
     PermissionAsker,
     PermissionOption,
@@ -18,12 +22,13 @@ from ._permissions import (
     refusal,
 )
 from ._rpc import AcpError
-from ._session import PLAN_ENTRY, PROTOCOL_VERSION, AcpAgentSession, AcpModel
+from ._session import PLAN_ENTRY, PROTOCOL_VERSION, SESSION_ENTRY, AcpAgentSession, AcpModel
 
 __all__ = [
     "PLAN_ENTRY",
     "PRESETS",
     "PROTOCOL_VERSION",
+    "SESSION_ENTRY",
     "AcpAgentSession",
     "AcpCommand",
     "AcpError",
@@ -31,6 +36,7 @@ __all__ = [
     "PermissionAsker",
     "PermissionOption",
     "PermissionRequest",
+    "SessionConfig",
     "choose_option",
     "permission_question",
     "preset_command",

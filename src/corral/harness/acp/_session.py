@@ -22,7 +22,8 @@ from __future__ import annotations
 
 import asyncio
 import json
-from collections.abc import AsyncIterator, Mapping, Sequence
+import logging
+from collections.abc import AsyncIterator, Callable, Mapping, Sequence
 from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
@@ -30,6 +31,8 @@ from corral._version import __version__
 from corral.agent import (
     AgentSession,
     AgentStartEvent,
+    GuardVerdict,
+    RequestEstimate,
     RunOutcome,
     ToolExecutionEndEvent,
     ToolExecutionResult,
@@ -39,6 +42,8 @@ from corral.agent import (
 from corral.llm import (
     AgentMessage,
     AssistantMessage,
+    Cost,
+    CustomMessage,
     LlmContext,
     Model,
     ModelInfo,
@@ -50,23 +55,40 @@ from corral.llm import (
     ToolResultMessage,
     Usage,
 )
+from corral.session import CustomEntry, MessageEntry
 
 from ._commands import AcpCommand
+from ._config import SessionConfig, config_choices
+from ._files import FileAccess
 from ._permissions import PermissionAsker, PermissionOption, PermissionRequest
 from ._rpc import AcpConnection, AcpError
+from ._texts import seeded_prompt, transcript_seed
 
 if TYPE_CHECKING:
     from corral.llm import AssistantMessageEvent
     from corral.session import SessionManager
     from corral.settings import Settings
 
-__all__ = ["PLAN_ENTRY", "PROTOCOL_VERSION", "AcpAgentSession", "AcpModel"]
+__all__ = [
+    "PLAN_ENTRY",
+    "PROTOCOL_VERSION",
+    "SESSION_ENTRY",
+    "AcpAgentSession",
+    "AcpModel",
+]
 
 PROTOCOL_VERSION = 1
 """The ACP version corral speaks (`initialize`'s `protocolVersion`)."""
 
 PLAN_ENTRY = "corral-acp-plan"
 """The custom entry an agent's plan is recorded as (`{"entries": [...]}` as the agent sent it)."""
+
+SESSION_ENTRY = "corral-acp-session"
+"""The custom entry that keeps the agent's id for the session (`{"sessionId": …, "how": "new" |
+"loaded" | "seeded"}`), appended each time the agent's session is ready: a `continue` loads the last
+one with `session/load` where the agent offers it."""
+
+_log = logging.getLogger("corral.harness.acp")
 
 _CANCEL_GRACE_S = 10.0
 """How long an aborted turn waits for the agent's answer to `session/cancel`."""
@@ -179,6 +201,8 @@ class _Turn:
         self.calls: dict[str, _ToolCallState] = {}
         self.results: list[ToolResultMessage] = []
         self.usage: Usage | None = None
+        self.session_cost: float | None = None
+        """The session's cost so far in USD, as the agent's last `usage_update` said (cumulative)."""
 
     def update(self, update: Mapping[str, Any]) -> None:
         kind = update.get("sessionUpdate")
@@ -224,6 +248,11 @@ class _Turn:
             used = update.get("used")
             if isinstance(used, int):
                 self.usage = Usage(total_tokens=used)
+            cost = update.get("cost")
+            if isinstance(cost, dict) and cost.get("currency") == "USD":
+                amount = cost.get("amount")
+                if isinstance(amount, int | float):
+                    self.session_cost = float(amount)
 
     def _maybe_done(self, state: _ToolCallState) -> None:
         if state.done and not state.ended:
@@ -281,6 +310,12 @@ class AcpAgentSession(AgentSession):
         permissions: Who answers its permission requests; `None` rejects them.
         env: Its environment (default: corral's).
         stderr_path: A file for its stderr (default: discarded).
+        on_session: Called with `new`, `loaded` or `seeded` once the agent's session is ready,
+            before the first prompt is sent (the host's fault point).
+        config: The definition's model and thinking level, set as the agent's session config
+            options where it offers them (`_config.py`).
+        writable: Whether the agent's `fs/write_text_file` requests are answered (`False`: refused,
+            and not offered in `initialize`); its reads are, within `cwd` (`_files.py`).
     """
 
     def __init__(
@@ -294,6 +329,9 @@ class AcpAgentSession(AgentSession):
         permissions: PermissionAsker | None = None,
         env: Mapping[str, str] | None = None,
         stderr_path: Path | None = None,
+        on_session: Callable[[str], None] | None = None,
+        config: SessionConfig | None = None,
+        writable: bool = True,
     ) -> None:
         if settings is not None:
             settings = settings.model_copy(
@@ -320,6 +358,22 @@ class AcpAgentSession(AgentSession):
         self._conn: AcpConnection | None = None
         self._acp_session_id: str | None = None
         self._turn: _Turn | None = None
+        self._on_session = on_session
+        self.config = config or SessionConfig()
+        """The definition's model and thinking level for the agent's session."""
+        self.files = FileAccess(cwd, writable=writable)
+        """Answers the agent's file requests, within its cwd."""
+        self._prior = list(self.messages)
+        """The session's messages before this agent started (a `continue`): the seed of a new ACP
+        session when the agent cannot load its earlier one."""
+        self._seed: str | None = None
+        self._load_refused: str | None = None
+        self._timed_out = False
+        self._session_cost: float | None = None
+        self.metered: bool | None = None
+        """Whether the agent reports its usage (`usage_update`, or usage in its prompt answers):
+        `None` until a turn ended, `False` while none of its turns reported any (*unmetered*: its
+        budget counts only time)."""
         self._asking: set[asyncio.Task[PermissionOption | None]] = set()
         self._closed = False
 
@@ -359,7 +413,7 @@ class AcpAgentSession(AgentSession):
             {
                 "protocolVersion": PROTOCOL_VERSION,
                 "clientCapabilities": {
-                    "fs": {"readTextFile": False, "writeTextFile": False},
+                    "fs": {"readTextFile": True, "writeTextFile": self.files.writable},
                     "terminal": False,
                 },
                 "clientInfo": {"name": "corral", "version": __version__},
@@ -368,12 +422,87 @@ class AcpAgentSession(AgentSession):
         version = init.get("protocolVersion") if isinstance(init, dict) else None
         if version != PROTOCOL_VERSION:
             raise AcpError(f"the agent speaks ACP version {version!r}; corral speaks {PROTOCOL_VERSION}")
-        created = await self._conn.request("session/new", {"cwd": str(self.cwd), "mcpServers": []})
-        session_id = created.get("sessionId") if isinstance(created, dict) else None
-        if not isinstance(session_id, str) or not session_id:
-            raise AcpError("the agent's session/new answer has no sessionId")
+        caps = init.get("agentCapabilities") if isinstance(init, dict) else None
+        can_load = isinstance(caps, dict) and caps.get("loadSession") is True
+        saved = self.saved_session_id()
+        session_id: object = None
+        how = "new"
+        if saved is not None and can_load:
+            try:
+                answer = await self._conn.request(
+                    "session/load", {"sessionId": saved, "cwd": str(self.cwd), "mcpServers": []}
+                )
+            except AcpError as exc:
+                if self._conn.ended is not None:
+                    raise
+                self._load_refused = str(exc)  # the agent lost it: a new session, seeded below
+            else:
+                session_id, how = saved, "loaded"
+                self._session_cost = self._recorded_cost(saved)
+        if session_id is None:
+            answer = await self._conn.request("session/new", {"cwd": str(self.cwd), "mcpServers": []})
+            session_id = answer.get("sessionId") if isinstance(answer, dict) else None
+            if not isinstance(session_id, str) or not session_id:
+                raise AcpError("the agent's session/new answer has no sessionId")
+            if self._prior:
+                how = "seeded"
+                self._seed = transcript_seed(self._prior)
+        assert isinstance(session_id, str)
+        entry: dict[str, object] = {"sessionId": session_id, "how": how}
+        if self._load_refused is not None:
+            entry["loadRefused"] = self._load_refused
+        options = answer.get("configOptions") if isinstance(answer, dict) else None
+        entry.update(await self._configure(self._conn, session_id, options))
+        self.session.append_custom(SESSION_ENTRY, entry)
         self._acp_session_id = session_id
+        if self._on_session is not None:
+            self._on_session(how)
         return self._conn, session_id
+
+    async def _configure(self, conn: AcpConnection, session_id: str, options: object) -> dict[str, object]:
+        """Set the config options the definition's model and thinking level map to; what was set
+        (`config`) and what could not be (`configUnmatched`), for the session entry."""
+        choices, unmatched = config_choices(options, self.config)
+        done: dict[str, str] = {}
+        for choice in choices:
+            try:
+                await conn.request(
+                    "session/set_config_option",
+                    {"sessionId": session_id, "configId": choice.config_id, "value": choice.value},
+                )
+            except AcpError as exc:
+                if conn.ended is not None:
+                    raise
+                unmatched[choice.config_id] = f"the agent refused {choice.value}: {exc}"
+            else:
+                done[choice.config_id] = choice.value
+        out: dict[str, object] = {}
+        if done:
+            out["config"] = done
+        if unmatched:
+            out["configUnmatched"] = unmatched
+        return out
+
+    def _recorded_cost(self, session_id: str) -> float:
+        """What the turns of the agent's session `session_id` cost so far, as the session file
+        recorded them: the baseline of its cumulative cost once loaded again."""
+        total, counting = 0.0, False
+        for entry in self.session.entries:
+            if isinstance(entry, CustomEntry) and entry.custom_type == SESSION_ENTRY:
+                data = entry.data if isinstance(entry.data, dict) else {}
+                counting = data.get("sessionId") == session_id
+            elif counting and isinstance(entry, MessageEntry) and isinstance(entry.message, AssistantMessage):
+                total += entry.message.usage.cost.total
+        return total
+
+    def saved_session_id(self) -> str | None:
+        """The agent's id of this session's last ACP session (`SESSION_ENTRY`), or `None`."""
+        for entry in reversed(self.session.entries):
+            if isinstance(entry, CustomEntry) and entry.custom_type == SESSION_ENTRY:
+                data = entry.data if isinstance(entry.data, dict) else {}
+                found = data.get("sessionId")
+                return found if isinstance(found, str) and found else None
+        return None
 
     def _forget_connection(self) -> None:
         """Drop a connection that did not finish starting (the next run starts the agent anew)."""
@@ -405,6 +534,17 @@ class AcpAgentSession(AgentSession):
     async def _on_request(self, method: str, params: Mapping[str, Any]) -> object:
         if method == "session/request_permission":
             return await self._permission(PermissionRequest.from_params(params))
+        if method == "fs/read_text_file":
+            return await asyncio.to_thread(self.files.read, params)
+        if method == "fs/write_text_file":
+            await asyncio.to_thread(self.files.write, params)
+            return None
+        if method.startswith("terminal/"):
+            raise AcpError(
+                f"Method not found: {method} (corral offers no terminal: its clientCapabilities.terminal "
+                "is false)",
+                code=-32601,
+            )
         raise AcpError(f"Method not found: {method}", code=-32601)
 
     async def _permission(self, request: PermissionRequest) -> object:
@@ -440,21 +580,86 @@ class AcpAgentSession(AgentSession):
         self._turn_started()
         for message in prompts:
             self._add_message(message, added)
+        text = "\n\n".join(_text_of(m) for m in prompts)
+        estimate = RequestEstimate(self.model.info, 0, 0)  # the agent's own requests: unknown here
+        verdict = self._ask_guard(estimate)
+        if verdict.action in ("notice", "final"):
+            self._add_message(
+                CustomMessage(custom_type=GuardVerdict.NOTICE_TYPE, content=verdict.text, display=True), added
+            )
+        if verdict.action in ("stop", "final"):  # a limit is reached: no further turn of the agent's
+            self._ending = True
+            return self._end_run(added, None)
+        if verdict.action == "notice":
+            text = f"{text}\n\n{verdict.text}"
         turn = _Turn(self, added)
         self._turn = turn
+        self._timed_out = False
+        timer = None
+        if verdict.time_left_ms is not None:
+            timer = asyncio.get_running_loop().call_later(verdict.time_left_ms / 1000, self._time_up)
         try:
-            stop, error = await self._prompt("\n\n".join(_text_of(m) for m in prompts))
+            stop, error = await self._prompt(text)
         finally:
             self._turn = None
+            if timer is not None:
+                timer.cancel()
+        if self._timed_out:
+            stop, error = "aborted", "The turn was cancelled: the budget's time limit was reached"
+            self._ending = True
+        if turn.usage is not None or turn.session_cost is not None:
+            self.metered = True
+        elif self.metered is None and stop not in ("error", "aborted"):
+            self.metered = False
+        turn.usage = self._turn_usage(turn)
         last = turn.flush(stop, error, final=True)
         if last is None or last.tool_calls:  # no text after the last tool call: an empty final answer
             last = self._reply([], stop, error)
             if turn.usage is not None:
                 last.usage = turn.usage
             self._add_message(last, added)
+        self._guard_spent(last, estimate)
         self._emit(TurnEndEvent(message=last, tool_results=turn.results))
         self._turn_finished(last)
         return self._end_run(added, last)
+
+    def _turn_usage(self, turn: _Turn) -> Usage | None:
+        """The turn's usage: its tokens, and its cost (the growth of the session's cost)."""
+        if turn.session_cost is None:
+            return turn.usage
+        usage = turn.usage.model_copy() if turn.usage is not None else Usage()
+        spent = max(0.0, turn.session_cost - (self._session_cost or 0.0))
+        self._session_cost = turn.session_cost
+        usage.cost = Cost(total=spent)
+        return usage
+
+    def _ask_guard(self, estimate: RequestEstimate) -> GuardVerdict:
+        guard = self._request_guard
+        if guard is None:
+            return GuardVerdict("go")
+        try:
+            return guard.before_request(estimate)
+        except Exception:
+            _log.exception("request guard failed before an ACP turn")
+            return GuardVerdict("go")
+
+    def _guard_spent(self, last: AssistantMessage, estimate: RequestEstimate) -> None:
+        guard = self._request_guard
+        if guard is None:
+            return
+        try:
+            guard.after_reply(last, estimate)
+        except Exception:
+            _log.exception("request guard failed after an ACP turn")
+
+    def _time_up(self) -> None:
+        """A time limit of the agent's budget was reached during its turn: the guard marks it (and
+        tells the lead), and the turn is cancelled."""
+        self._timed_out = True
+        self._ask_guard(RequestEstimate(self.model.info, 0, 0))
+        self._cancel_asks()  # a permission question still open is answered `cancelled`
+        if self._conn is not None and self._acp_session_id is not None:
+            self._conn.notify("session/cancel", {"sessionId": self._acp_session_id})
 
     async def _prompt(self, text: str) -> tuple[StopReason, str | None]:
         """Send the turn's prompt; its stop reason (and error message) once the agent answered."""
@@ -475,8 +680,10 @@ class AcpAgentSession(AgentSession):
         except AcpError as exc:
             self._forget_connection()
             return "error", f"The ACP agent could not start: {exc}"
-        if self._aborting:
+        if self._aborting or self._timed_out:
             return "aborted", "Request was aborted"
+        if self._seed is not None:  # the first prompt of a new session that continues an old one
+            text, self._seed = seeded_prompt(self._seed, text), None
         answer = conn.request_future(
             "session/prompt", {"sessionId": session_id, "prompt": [{"type": "text", "text": text}]}
         )

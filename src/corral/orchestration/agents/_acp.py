@@ -22,12 +22,14 @@ from corral.harness.acp import (
     AcpAgentSession,
     PermissionOption,
     PermissionRequest,
+    SessionConfig,
     choose_option,
     permission_question,
     preset_command,
     refusal,
 )
 from corral.orchestration.errors import InvalidRequestError, OrchestrationError
+from corral.orchestration.kernel import fault_point
 
 if TYPE_CHECKING:
     from corral.orchestration.kernel.records import AskRecord
@@ -118,9 +120,11 @@ def acp_agent(
     cwd: Path,
     settings: Settings,
     permissions: OwnerPermissions,
+    config: SessionConfig,
+    writable: bool,
 ) -> AcpAgentSession:
     """The managed agent of an ACP definition's `harness` and `command` (its stderr goes next to its
-    session file)."""
+    session file; its `model` and `thinking` in `config`; `writable`: its file writes are answered)."""
     permissions.label = label
     stderr = None if session.path is None else session.path.with_suffix(".acp-stderr.log")
     launch = preset_command(harness, command, settings.harnesses.get(harness))
@@ -133,4 +137,13 @@ def acp_agent(
         permissions=permissions,
         env=launch.environment(),
         stderr_path=stderr,
+        on_session=_session_ready,
+        config=config,
+        writable=writable,
     )
+
+
+def _session_ready(how: str) -> None:
+    """The agent's session is ready (`new`, `loaded` or `seeded`), its prompt not sent yet: a crash
+    window (`acp_session_<how>`)."""
+    fault_point(f"acp_session_{how}")

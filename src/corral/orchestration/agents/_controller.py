@@ -192,14 +192,16 @@ class Controller:
                     if defn.name in allowed and defn.enabled
                 ]
             views = self.views(caller)
-            waits = self._rate_limit_waits([view.generation for view in views])
-            records = [record(view) | self.host.status_fields(view.generation.run_id) for view in views]
+            waits = self.rate_limit_waits([view.generation for view in views])
+            records = [
+                record(view) | self.host.extensions.status_fields(view.generation.run_id) for view in views
+            ]
             for out, view in zip(records, views, strict=True):
                 if view.generation.run_id in waits:
                     out["rate_limit"] = waits[view.generation.run_id]
             return ListResult(records, definitions, invalid)
 
-    def _rate_limit_waits(self, generations: Sequence[GenerationRecord]) -> dict[str, str]:
+    def rate_limit_waits(self, generations: Sequence[GenerationRecord]) -> dict[str, str]:
         """`waiting (rate limit, Ns)` by run id, for the active runs whose model request waits for the
         endpoint's shared limiter: from memory for this host's runs, from the store for the others'."""
         now_ms = int(time.time() * 1000)
@@ -208,7 +210,7 @@ class Controller:
         for generation in generations:
             if generation.phase != "active":
                 continue
-            child = self.host.children.get(generation.run_id)
+            child = self.host.runs.child(generation.run_id)
             if child is None:
                 elsewhere.append(generation.run_id)
             elif (wait := child.agent.rate_limit_wait) is not None:
@@ -265,10 +267,10 @@ class Controller:
 
         A tmux worker takes the request from the store; this waits for its acknowledgement.
         """
-        child = self.host.children.get(generation.run_id)
+        child = self.host.runs.child(generation.run_id)
         request = self.host.kernel.get_request(request_id)
-        if child is None and request is not None and generation.run_id in self.host.worker_runs:
-            acked_tmux = await self.host.await_ack(generation.run_id, request_id)
+        if child is None and request is not None and self.host.runs.on_worker(generation.run_id):
+            acked_tmux = await self.host.workers.await_ack(generation.run_id, request_id)
             if acked_tmux is None or not acked_tmux.acknowledged:
                 raise ManagedAgentBusyError(
                     f"Agent {generation.label} has not acknowledged its {kind} yet; it stays queued.",
@@ -372,7 +374,7 @@ class Controller:
             closed: list[str] = []
             cleanup: dict[str, str] = {}
             for node in plan:
-                handle = host.handles.get(node.run_id)
+                handle = host.runs.runtime_handle(node.run_id)
                 if handle is not None:
                     await host.runtime.stop(handle)
                     if host.runtime.presence(handle) == "live":
@@ -396,7 +398,7 @@ class Controller:
             host = self.host
             view = self._target(caller, params.agent)
             generation = view.generation
-            handle = host.handles.get(generation.run_id)
+            handle = host.runs.runtime_handle(generation.run_id)
             if "inspect" not in view.available_actions or handle is None:
                 raise TargetNotFoundError(
                     f"Agent {params.agent} is not a live agent of this host; inspect needs a live agent.",
@@ -416,7 +418,7 @@ class Controller:
                 raise TargetAmbiguousError(
                     "Inspection target changed during capture.", ids=self._ids(generation)
                 )
-            wait = self._rate_limit_waits([generation]).get(generation.run_id)
+            wait = self.rate_limit_waits([generation]).get(generation.run_id)
             return InspectResult(
                 params.agent,
                 generation.definition,

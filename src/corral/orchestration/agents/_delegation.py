@@ -213,7 +213,7 @@ class Delegation:
         with error_context("delegate"), self.host.one_roster():
             host = self.host
             allowed = self.allowed(caller)
-            host.admit_agent(caller.session_id)
+            host.extensions.admitting(caller.session_id)
             roster = host.roster_loader(caller.cwd)
             defn = roster.resolve(params.definition, allowed=allowed)
             if caller.scope == "managed-agent":
@@ -323,7 +323,7 @@ class Delegation:
         """A new generation on a saved managed session owned by the caller's tree (§2.3)."""
         with error_context("continue"), self.host.one_roster():
             host = self.host
-            host.admit_agent(caller.session_id)
+            host.extensions.admitting(caller.session_id)
             ref = params.session.strip()
             own = caller.agent.session
             if ref == caller.session_id or (
@@ -356,11 +356,10 @@ class Delegation:
             self._refuse_retired(path, "continue")
             defn = host.roster_loader(caller.cwd).resolve(definition, allowed=self.allowed(caller))
             if is_acp(defn.harness):
-                raise InvalidRequestError(
-                    f"Session {session_id} is an agent of the {defn.harness} harness; continue is not available "
-                    "for ACP agents yet.",
-                    next_action="Delegate a new agent and put the previous result and what it needs in its task.",
-                )
+                from corral.orchestration.agents._acp import check_acp_launch
+
+                runtime = self._runtime_for(defn, delegating=False)
+                check_acp_launch(defn.name, defn.harness, runtime=runtime, fork=False)
             if caller.scope == "managed-agent":
                 defn = leaf_projection(defn)
             saved_ref = (
@@ -376,7 +375,13 @@ class Delegation:
                     f"Session {session_id} ran in a worktree that was merged or discarded ({saved_cwd}); "
                     "delegate a new agent (with fork to keep its context) instead."
                 )
-            model, thinking = self._model_for(defn, saved_ref, context.thinking_level, cwd, caller)
+            if is_acp(defn.harness):  # the agent runs its own model
+                from corral.harness.acp import AcpModel
+
+                model: Model = AcpModel(defn.harness)
+                thinking: ThinkingLevel = "off"
+            else:
+                model, thinking = self._model_for(defn, saved_ref, context.thinking_level, cwd, caller)
             task_text = self.render(caller, params.files, "Task", params.task)
 
             def record(draft: LaunchDraft) -> tuple[Recorded, Model, ThinkingLevel]:
@@ -635,6 +640,7 @@ class _ManagedSteps(LaunchSteps):
     def _acp_child(self, recorded: Recorded) -> ManagedChild:
         """The child of an ACP agent (`_acp.py`): its permission requests are the child's questions,
         answered through `on_reply`; its process tree ends with the run (`on_ended`)."""
+        from corral.harness.acp import SessionConfig
         from corral.orchestration.agents._acp import OwnerPermissions, acp_agent
 
         host = self.host
@@ -648,6 +654,8 @@ class _ManagedSteps(LaunchSteps):
             cwd=Path(generation.cwd),
             settings=host.settings,
             permissions=permissions,
+            config=SessionConfig(self.defn.model, self.defn.thinking),
+            writable=_writes(self.defn),
         )
         child = ManagedChild(
             store=host.kernel, agent=agent, generation=generation, task=recorded.task, hooks=host

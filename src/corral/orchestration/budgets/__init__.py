@@ -2,7 +2,8 @@
 
 Limits on tokens, cost and wall time, for a lead's tree (every agent it owns, nested, in every
 runtime; the lead's own spend is not counted) and per agent. Checked before every model request
-of a managed agent (`BudgetGuard`, the agent loop's `RequestGuard`), from the spend recorded in
+of a managed agent (`BudgetGuard`, the agent loop's `RequestGuard`; a harness agent's before each
+of its turns, which a time limit cuts short), from the spend recorded in
 the store (`BudgetLedger`) plus the tree's requests in flight (their reservations) plus the
 request's estimate, which it reserves in the same transaction: one wrap-up notice at the soft
 threshold, a final turn without tools and with a capped reply at the limit (none once the tree is

@@ -59,10 +59,14 @@ def budget_details(agent: AgentBudget, ledger: BudgetLedger) -> dict[str, object
     out: dict[str, object] = {}
     if agent.limits.any or (tree is not None and tree.limits.any):
         out["budget"] = {"spend": agent.spend.to_json()}
+    if agent.spend.unmetered:
+        out["budget"] = {"spend": agent.spend.to_json(), "unmetered": True}
     finding = exhausted_finding(agent, tree, ledger.db.clock())
     if finding is not None:
         out["budget_exhausted"] = True
         out["budget"] = {"spend": agent.spend.to_json(), **finding.to_json()}
+        if agent.spend.unmetered:
+            out["budget"]["unmetered"] = True  # type: ignore[index]
     return out
 
 
@@ -87,6 +91,8 @@ def budget_status(agent: AgentBudget, tree: TreeBudget | None) -> dict[str, obje
         out["exhausted"] = agent.exhausted
     elif agent.noticed:
         out["noticed"] = True
+    if agent.spend.unmetered:
+        out["unmetered"] = True
     return out
 
 
@@ -113,7 +119,9 @@ def budget_text(budget: Mapping[str, Any]) -> str:
         text += f", ${spend.get('costUsd', 0):,.2f}"
         if "costUsd" in limits:
             text += f" / ${limits['costUsd']:,.2f}"
-    if spend.get("estimatedRequests"):
+    if budget.get("unmetered"):
+        text += ", unmetered: the agent reports no usage, only its time is counted"
+    elif spend.get("estimatedRequests"):
         text += f", {spend['estimatedRequests']} request(s) without usage counted at their estimate"
     if budget.get("exhausted"):
         text += f" (exhausted: {budget['exhausted']})"
@@ -244,12 +252,13 @@ class BudgetsExtension(HostExtension):
         return budget_details(agent, self.ledger) or None
 
     def status_fields(self, run_id: str) -> Mapping[str, object] | None:
-        """`budget`: the agent's spend, its limits and its tree's, when any limit applies."""
+        """`budget`: the agent's spend, its limits and its tree's, when any limit applies or the agent
+        is *unmetered* (a harness agent that reports no usage: `unmetered: true`)."""
         agent = self.ledger.agent(run_id)
         if agent is None:
             return None
         tree = self.ledger.tree(agent.tree_id)
-        if not agent.limits.any and (tree is None or not tree.limits.any):
+        if not agent.limits.any and (tree is None or not tree.limits.any) and not agent.spend.unmetered:
             return None
         return {"budget": budget_status(agent, tree)}
 
@@ -310,14 +319,14 @@ class BudgetsExtension(HostExtension):
 
     def polled(self) -> None:
         """Tell each attached lead once whose tree a tmux agent exhausted."""
-        for lead in tuple(self.host.lead_callers):
+        for lead in self.host.runs.leads():
             self.tell_lead(lead)
 
     # --- helpers ---------------------------------------------------------------------------------
 
     def tree_of(self, owner_session_id: str) -> str:
         """The tree of an agent owned by `owner_session_id`: the lead's, through a delegating owner."""
-        if owner_session_id in self.host.lead_callers:
+        if self.host.runs.is_lead(owner_session_id):
             return owner_session_id
         return self.ledger.tree_of_session(owner_session_id) or owner_session_id
 
@@ -334,7 +343,7 @@ class BudgetsExtension(HostExtension):
 
     def tell_lead(self, tree_id: str) -> None:
         """Tell the lead once that its tree reached a limit (when it is attached here)."""
-        owner = self.host.owners.get(tree_id)
+        owner = self.host.runs.owner(tree_id)
         if owner is None:
             return
         try:

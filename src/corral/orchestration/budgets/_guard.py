@@ -119,7 +119,8 @@ class BudgetGuard:
                 soft = []
                 if not agent.noticed:
                     soft = findings(agent, tree, add_tokens=request.tokens, add_cost=cost, now=now, soft=True)
-                return _Decision("notice" if soft else "go", soft[0] if soft else None), (
+                left = _time_left(agent, tree, now)
+                return _Decision("notice" if soft else "go", soft[0] if soft else None, time_left_ms=left), (
                     request.tokens,
                     cost,
                 )
@@ -141,16 +142,22 @@ class BudgetGuard:
             and self.on_recorded is not None
         ):
             self.on_recorded()  # a reservation was stored: host state others may wait on
-        if decision is None or decision.action == "go":
+        if decision is None:
             return _GO
+        if decision.action == "go":
+            return (
+                _GO
+                if decision.time_left_ms is None
+                else GuardVerdict("go", time_left_ms=decision.time_left_ms)
+            )
         if decision.action == "stop":
             return _STOP
         finding = decision.finding
         assert finding is not None
         if decision.action == "notice":
             if self.ledger.mark_noticed(self.run_id):
-                return GuardVerdict("notice", texts.wrap_up(finding))
-            return _GO
+                return GuardVerdict("notice", texts.wrap_up(finding), time_left_ms=decision.time_left_ms)
+            return GuardVerdict("go", time_left_ms=decision.time_left_ms)
         if self.ledger.mark_exhausted(self.run_id, finding.name) and self.on_exhausted is not None:
             self.on_exhausted(decision.tree_id)
         if decision.action == "skip":
@@ -187,3 +194,15 @@ class _Decision:
     """`go`, `notice`, `final`, `skip` (a limit reached, the tree spent: no final turn) or `stop`."""
     finding: Finding | None = None
     tree_id: str = ""
+    time_left_ms: int | None = None
+    """For `go` and `notice`: until the first time limit (the agent's or its tree's), if any."""
+
+
+def _time_left(agent: AgentBudget, tree: TreeBudget, now: int) -> int | None:
+    """How long until the agent's or its tree's time limit is reached (`None`: no time limit)."""
+    left = [
+        started + limits.ms - now
+        for limits, started in ((agent.limits, agent.started_at), (tree.limits, tree.started_at))
+        if limits.ms is not None and started is not None
+    ]
+    return max(0, min(left)) if left else None

@@ -66,6 +66,12 @@ class Spend:
     estimated: int = 0
     """Of those, requests whose provider reported no usage (counted at their estimate)."""
 
+    @property
+    def unmetered(self) -> bool:
+        """Whether none of the requests counted reported usage and none had an estimate: a harness
+        agent's turns, when the agent reports no usage (its budget counts only time)."""
+        return self.requests > 0 and self.estimated == self.requests and not self.tokens and not self.cost_usd
+
     def to_json(self) -> dict[str, object]:
         """The spend as JSON (for details)."""
         return {

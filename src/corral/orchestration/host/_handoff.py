@@ -17,7 +17,7 @@ nothing is re-acknowledged or re-sent.
    reporting no loss, keeping claims. Prompts it had not sent yet are carried over. The session
    is flushed and closed (its writer lock released).
 3. **Transfer**: `Generations.transfer_runtime` flips the generation to the target kind in one
-   checked transaction, then that runtime's start step (`host.workers(kind)`: `WorkerStart.place`,
+   checked transaction, then that runtime's start step (`host.workers.of(kind)`: `WorkerStart.place`,
    `WorkerStart.ready`, as the launch pipeline uses it) starts a worker in resume mode: the
    description (`host/protocol.py`: a `WorkerLaunch` of a `BuiltAgent`) holds the agent's exact
    system prompt, model, thinking level and built-in tools, its one prompt there (`resume_prompt`,
@@ -115,11 +115,12 @@ def _refusal(host: Host, run_id: str, runtime: str) -> tuple[str, str] | None:
             "runtime_unavailable",
             f"There is no {runtime} worker runtime here; the agent stays in-process.",
         )
-    unavailable = host.workers(runtime).unavailable()
+    unavailable = host.workers.of(runtime).unavailable()
     if unavailable is not None:
         return f"{runtime}_unavailable", f"{unavailable}; the agent stays in-process."
-    child = host.children.get(run_id)
-    handle = host.handles.get(run_id)
+    run = host.runs.get(run_id)
+    child = None if run is None else run.child
+    handle = None if run is None else run.runtime_handle
     if generation is None or not generation.live:
         return "not_found", f"No live agent generation {run_id}."
     label = generation.label
@@ -173,8 +174,9 @@ async def _handoff(host: Host, run_id: str, runtime: str, ready_timeout: float) 
     if refusal is not None:
         return HandoffResult("refused", refusal[0], refusal[1], run_id, runtime=runtime)
     kernel = host.kernel
-    child = host.children[run_id]
-    handle = host.handles[run_id]
+    run = host.runs.get(run_id)
+    assert run is not None and run.child is not None and run.runtime_handle is not None  # `_refusal` checked
+    child, handle = run.child, run.runtime_handle
     generation = kernel.get_generation(run_id)
     assert generation is not None
     label = generation.label
@@ -207,7 +209,7 @@ async def _handoff(host: Host, run_id: str, runtime: str, ready_timeout: float) 
             runtime=runtime,
         )
     # --- transfer and start the worker (the runtime's start step, as the launch pipeline uses it) ---
-    workers = host.workers(runtime)
+    workers = host.workers.of(runtime)
     task = kernel.get_request(child.task.request_id) or child.task
     from corral.orchestration.host.protocol import WorkerLaunch
 
@@ -276,7 +278,7 @@ def _lost(
     """The in-process run is gone and no worker took over: mark the generation lost (never two runners)."""
     run_id = generation.run_id
     if pane_id is None:
-        host.untrack_worker(run_id)  # the pane is gone; a kept pane stays tracked so `close` can remove it
+        host.workers.untrack(run_id)  # the pane is gone; a kept pane stays tracked so `close` can remove it
     diagnostic = f"handoff to {runtime} failed: {detail}"
     with contextlib.suppress(OrchestrationError):
         host.kernel.mark_presence(run_id, "lost", diagnostic=diagnostic)

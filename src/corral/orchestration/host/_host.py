@@ -1,18 +1,22 @@
 """The host: one per process; it owns the store, the runtime, the live sessions and delivery.
 
-The host knows which agent sessions are *owners* (the lead and live
-delegating agents: sessions that can receive deliveries) and which children
-run here. It knows no feature and no tool surface: features ride on its
-generations through `HostExtension`s and tools come from its `ToolProvider`
-(`host.ports`); the composition root (`corral.lead`) builds it with both. It implements the child hooks: a stored result is delivered into its
-owner's session exactly once (`_delivery`) and the generation is finalized
-after the delivery is proven; a question is delivered the same way.
+The host knows which agent sessions are *owners* (the lead and live delegating agents:
+sessions that can receive deliveries) and which children run here: both sit in its one registry
+of live runs, `Host.runs` (`LiveRuns`, `_live.py`). It knows no feature and no tool surface:
+features ride on its generations through `HostExtension`s and tools come from its `ToolProvider`
+(`host.ports`); the composition root (`corral.lead`) builds it with both. It implements the child
+hooks: a stored result is delivered into its owner's session exactly once (`Deliveries`) and the
+generation is finalized after the delivery is proven; a question is delivered the same way.
 
-`attach_lead` registers the lead and runs **restart recovery** for it:
+`attach_lead` registers the lead and runs **restart recovery** for it (`Recovery`, `_recovery.py`):
 in-process generations of its tree whose host process is gone are marked
 `lost`; undelivered results are delivered once; delivered but unfinalized
 generations are finalized. Nothing is guessed: a generation whose host may
 still be running stays as it is (its presence is `unknown` here).
+
+The host's parts: `runs` (`LiveRuns`, `_live.py`: what runs, owns and leads here), `deliveries`
+(`Deliveries`, below), `workers` (`WorkerWatch`, `_watch.py`: worker runtimes and their watch),
+`recovery` (`Recovery`, `_recovery.py`) and `launcher` (`Launcher`, `_launch.py`).
 
 `wait_until_quiet(owner)` returns once the owner is idle and nothing more can
 arrive for it: no generation of its tree is starting, working or settling
@@ -38,8 +42,11 @@ from corral.agent import AgentEvent, AgentSession, AgentSettledEvent, TurnEndEve
 from corral.orchestration.definitions._roster import ModelNames, Roster, load_roster, model_names
 from corral.orchestration.errors import OrchestrationError
 from corral.orchestration.host import _heap
-from corral.orchestration.host._launch import Launcher, ProcessWorkers, WorkerStart
-from corral.orchestration.host.ports import HostExtension, ToolProvider
+from corral.orchestration.host._launch import Launcher
+from corral.orchestration.host._live import LiveRuns
+from corral.orchestration.host._recovery import Recovery
+from corral.orchestration.host._watch import WorkerWatch
+from corral.orchestration.host.ports import Extensions, HostExtension, ToolProvider
 from corral.orchestration.kernel._caller import Caller
 from corral.orchestration.kernel._child import RETIRED_ENTRY, ManagedChild
 from corral.orchestration.kernel._delivery import deliver_ask, deliver_result
@@ -47,14 +54,13 @@ from corral.orchestration.kernel._faults import fault_point
 from corral.orchestration.kernel._files import FileLimits
 from corral.orchestration.kernel._generations import Generations
 from corral.orchestration.kernel._lifecycle import Observation, RuntimeLifecycle
-from corral.orchestration.kernel.records import AskRecord, GenerationRecord, RequestRecord
+from corral.orchestration.kernel.records import AskRecord, GenerationRecord
 from corral.orchestration.store._database import ForeignWrites, StoreError
 from corral.runtime import (
     InProcessRuntime,
     LaunchSpec,
     RuntimeHandle,
     Runtimes,
-    TmuxRuntime,
     pid_alive,
 )
 from corral.session import SessionError, SessionManager, SessionWriteError
@@ -63,7 +69,7 @@ if TYPE_CHECKING:
     from corral.llm import ModelRegistry
     from corral.settings import Settings
 
-__all__ = ["RETIRED_ENTRY", "Host", "Runtimes"]
+__all__ = ["RETIRED_ENTRY", "Deliveries", "Host", "Runtimes"]
 
 _T = TypeVar("_T")
 
@@ -73,7 +79,6 @@ _ONE_ROSTER: contextvars.ContextVar[dict[Path, Roster] | None] = contextvars.Con
 """The rosters read so far by the launch this task runs (`Host.one_roster`), by cwd."""
 
 _FINALIZE_ATTEMPTS = 50
-_WATCH_S = 0.05
 
 
 class Host:
@@ -111,8 +116,8 @@ class Host:
     ) -> None:
         self.kernel = kernel
         """Generations, requests, asks and results: the kernel's repository (its `db` is the database)."""
-        self.extensions: list[HostExtension] = list(extensions)
-        """The features riding on this host's generations (`add_extension` adds one later)."""
+        self.extensions: Extensions = Extensions(extensions, warn=self.warn)
+        """The features riding on this host's generations, fanned out in order (`extensions.add` adds one later)."""
         self.tools = tools
         self.registry = registry
         if settings is None:
@@ -127,48 +132,32 @@ class Host:
         self.runtime = Runtimes(runtime or InProcessRuntime(host_tag=self.host_id[:8]), tmux_socket)
         self.context_retirement = context_retirement
         self.file_limits = file_limits or FileLimits()
-        self.owners: dict[str, AgentSession] = {}
-        self.children: dict[str, ManagedChild] = {}
-        self._waiting: dict[str, ManagedChild] = {}
-        """The live children waiting for a change elsewhere (`ManagedChild.waiting`): the only ones
-        `changed` wakes."""
-        self.handles: dict[str, RuntimeHandle] = {}
-        self.lead_callers: dict[str, Caller] = {}
-        self._owner_unsubscribe: dict[str, Callable[[], None]] = {}
-        self._delivering: set[str] = set()
-        self.undeliverable: dict[str, str] = {}
-        """Results whose delivery failed on a write error (a full disk), by request id: the reason.
-
-        They stay stored (`pending`) and are delivered once when the owner is attached again."""
-        self._asking: set[str] = set()
+        self.runs: LiveRuns[ManagedChild, Caller] = LiveRuns()
+        """What runs, owns and leads in this host now: its live runs, owners and leads (`host._live`)."""
+        self.deliveries: Deliveries = Deliveries(self)
+        """Delivery of stored results and questions into their owners' sessions, then teardown."""
         self._tasks: set[asyncio.Task[Any]] = set()
         self._change = asyncio.Event()
         self._closed = False
-        self.worker_runs: set[str] = set()
-        """Generations running on worker runtimes (tmux panes, Ray actors) that this host watches."""
         self.placing: set[str] = set()
         """Worker generations this host is starting or moving right now (no worker recorded yet)."""
-        self._watcher: asyncio.Task[None] | None = None
-        self._watch_signature: object = None
         self.on_background_error: Callable[[BaseException], None] | None = None
         self.warnings: list[str] = []
         """Warnings for the person at the front end (e.g. an unconfirmed wake after a restart)."""
         self.unstored_results: set[str] = set()
         """Runs whose result could not be stored (a failed write, e.g. a full disk): never settled."""
         self.on_warning: Callable[[str], None] | None = None
-        self.launcher = Launcher(self)
+        self.launcher: Launcher = Launcher(self)
         """The one launch pipeline (`host._launch`): delegate, continue, teams spawn and handoff start here."""
-        self._worker_kinds: dict[str, Callable[[], WorkerStart]] = {}
-        self._workers: dict[str, WorkerStart] = {}
+        self.workers: WorkerWatch = WorkerWatch(self, lambda: ForeignWrites(self.kernel.db))
+        """The worker runtimes' start steps and the watch over their runs (`host._watch`)."""
+        self.recovery: Recovery = Recovery(self)
+        """Restart recovery of an owner's generations (`host._recovery`)."""
 
     @property
     def closed(self) -> bool:
         """Whether `aclose` ran."""
         return self._closed
-
-    def add_extension(self, extension: HostExtension) -> None:
-        """Let a feature ride on this host's generations from now on (the root adds teams when first used)."""
-        self.extensions.append(extension)
 
     # --- owners ------------------------------------------------------------------------------
 
@@ -179,23 +168,16 @@ class Host:
 
     def register_owner(self, agent: AgentSession) -> None:
         """Make `agent` a live owner (deliveries for its session id can be made)."""
-        session_id = agent.session.session_id
-        if session_id in self.owners:
-            return
-        self.owners[session_id] = agent
 
         def on_event(event: object) -> None:
             if isinstance(event, AgentSettledEvent):
                 self.changed()
 
-        self._owner_unsubscribe[session_id] = agent.subscribe(on_event)
+        self.runs.add_owner(agent, lambda owner: owner.subscribe(on_event))
 
     def unregister_owner(self, session_id: str) -> None:
         """Forget a live owner."""
-        self.owners.pop(session_id, None)
-        unsubscribe = self._owner_unsubscribe.pop(session_id, None)
-        if unsubscribe is not None:
-            unsubscribe()
+        self.runs.remove_owner(session_id)
 
     async def attach_lead(
         self, agent: AgentSession, *, surfaces: Iterable[str] = ("agent",), no_model: str | None = None
@@ -213,14 +195,14 @@ class Host:
         """
         caller = Caller.lead(agent, no_model=no_model)
         self.register_owner(agent)
-        self.lead_callers[caller.session_id] = caller
+        self.runs.add_lead(caller)
         self.install_surfaces(agent, caller, surfaces)
-        self.recover(caller.session_id)
-        await self.recover_unplaced(caller.session_id)
+        self.recovery.recover(caller.session_id)
+        await self.recovery.unplaced(caller.session_id)
         for extension in self.extensions:
             for note in await extension.lead_attached(caller.session_id):
                 self.warn(note)
-        _heap.settled(len(self.children))  # start-up is done: no collection walks its objects again
+        _heap.settled(self.runs.child_count())  # start-up is done: no collection walks its objects again
         return caller
 
     async def work_done(self, run_id: str, summary: str) -> str | None:
@@ -229,43 +211,7 @@ class Host:
         Returns the lines they add to the result (e.g. an isolated writer's branch), or `None`.
         """
         notes = [note for e in self.extensions if (note := await e.work_done(run_id, summary))]
-        return "\n".join([*notes, *self.result_notes(run_id)]) or None
-
-    async def remote_result(self, run_id: str, session_path: Path | None) -> str | None:
-        """`HostExtension.remote_result` of every extension: the lines a remote run's result gets."""
-        notes = [note for e in self.extensions if (note := await e.remote_result(run_id, session_path))]
-        return "\n".join(notes) or None
-
-    def result_notes(self, run_id: str) -> list[str]:
-        """The lines the extensions end the run's result text or report with (e.g. `budget_exhausted`)."""
-        return [note for e in self.extensions if (note := e.result_note(run_id))]
-
-    def status_fields(self, run_id: str) -> dict[str, object]:
-        """What the extensions add to the run's `list` record and teams status (e.g. its `budget`)."""
-        merged: dict[str, object] = {}
-        for extension in self.extensions:
-            try:
-                merged.update(extension.status_fields(run_id) or {})
-            except OrchestrationError as exc:
-                self.warn(f"status of run {run_id} could not be read ({exc})")
-        return merged
-
-    def admit_agent(self, owner_session_id: str) -> None:
-        """Let every extension refuse a new agent of `owner_session_id` (raises `OrchestrationError`)."""
-        for extension in self.extensions:
-            extension.admitting(owner_session_id)
-
-    async def result_details(self, run_id: str) -> dict[str, object] | None:
-        """What the extensions add to a delivered result's details, or `None`."""
-        merged: dict[str, object] = {}
-        for extension in self.extensions:
-            try:
-                extra = await extension.result_details(run_id)
-            except OrchestrationError as exc:
-                self.warn(f"details of run {run_id} could not be read ({exc})")
-                continue
-            merged.update(extra or {})
-        return merged or None
+        return "\n".join([*notes, *self.extensions.result_notes(run_id)]) or None
 
     def install_surfaces(self, agent: AgentSession, caller: Caller, surfaces: Iterable[str]) -> None:
         """Register the tools of `surfaces` (`agent` and/or `teams`) on `agent` for `caller`."""
@@ -320,9 +266,7 @@ class Host:
         generation = child.generation
         for extension in self.extensions:
             extension.run_starting(generation, child)
-        self.children[generation.run_id] = child
-        child.on_waiting = self._child_waiting
-        self._child_waiting(child)
+        self.runs.add_child(child)
         handle = await self.runtime.start(
             LaunchSpec(
                 generation.run_id,
@@ -333,16 +277,14 @@ class Host:
                 program=child,
             )
         )
-        self.handles[generation.run_id] = handle
+        self.runs.started(generation.run_id, handle)
         return handle
 
     def detach_child(self, run_id: str) -> None:
         """Forget the in-process run of `run_id`, which goes on elsewhere (a handoff); its generation stays."""
-        child = self.children.pop(run_id, None)
-        self._forget_waiting(run_id, child)
-        handle = self.handles.pop(run_id, None)
-        if handle is not None:
-            self.runtime.forget(handle)
+        dropped = self.runs.drop(run_id)
+        if dropped is not None and dropped.runtime_handle is not None:
+            self.runtime.forget(dropped.runtime_handle)
 
     @contextlib.contextmanager
     def placing_run(self, run_id: str) -> Iterator[None]:
@@ -366,20 +308,8 @@ class Host:
         change costs the waiters it concerns, not every live child."""
         self._change.set()
         self._change = asyncio.Event()
-        for child in tuple(self._waiting.values()):
+        for child in self.runs.waiting():
             child.wake()
-
-    def _child_waiting(self, child: ManagedChild) -> None:
-        """`ManagedChild.on_waiting`: keep the waiting children (`changed` wakes only them)."""
-        if child.waiting and self.children.get(child.run_id) is child:
-            self._waiting[child.run_id] = child
-        else:
-            self._waiting.pop(child.run_id, None)
-
-    def _forget_waiting(self, run_id: str, child: ManagedChild | None) -> None:
-        self._waiting.pop(run_id, None)
-        if child is not None and child.on_waiting == self._child_waiting:
-            child.on_waiting = None
 
     async def wait_for_change(self) -> None:
         """Return at the next state change (a delivery, a settle, a child's progress); for front ends."""
@@ -402,12 +332,12 @@ class Host:
 
     def result_stored(self, run_id: str, request_id: str) -> None:
         """Child hook: deliver the durable result of `request_id`."""
-        self._spawn(self._deliver_and_finalize(request_id))
+        self.spawn_background(self.deliveries.result(request_id))
         self.changed()
 
     def ask_created(self, run_id: str, ask: AskRecord) -> None:
         """Child hook: deliver the question to the owner."""
-        self._spawn(self._deliver_ask(run_id, ask.ask_id))
+        self.spawn_background(self.deliveries.ask(run_id, ask.ask_id))
         self.changed()
 
     def agent_event(self, run_id: str, event: AgentEvent) -> None:
@@ -415,26 +345,12 @@ class Host:
         for extension in self.extensions:
             extension.agent_event(run_id, event)
         if isinstance(event, TurnEndEvent):
-            _heap.settled(len(self.children))  # what the turn added lives as long as the agent
-
-    def remote_state(self, run_id: str) -> tuple[object, ...]:
-        """What the extensions push to the Ray worker of `run_id` with every pull."""
-        return tuple(state for e in self.extensions if (state := e.remote_state(run_id)) is not None)
-
-    def remote_fact(self, run_id: str, payload: object) -> None:
-        """A feature's fact from the Ray worker of `run_id`: every extension sees it."""
-        for extension in self.extensions:
-            extension.remote_fact(run_id, payload)
-
-    def remote_lost(self, run_id: str, diagnostic: str) -> None:
-        """A remote run was marked `lost` (its Ray worker or node is gone): every extension's `lost`."""
-        for extension in self.extensions:
-            extension.lost(run_id, diagnostic)
+            _heap.settled(self.runs.child_count())  # what the turn added lives as long as the agent
 
     def result_failed(self, run_id: str, message: str) -> None:
         """Child hook: the run's result could not be stored; warn (the run is then left unsettled)."""
         self.unstored_results.add(run_id)
-        child = self.children.get(run_id)
+        child = self.runs.child(run_id)
         who = f"agent {child.label}" if child is not None else f"agent run {run_id}"
         self.warn(f"{who} ended without a stored result: {message}")
 
@@ -446,9 +362,6 @@ class Host:
 
     def spawn_background(self, coro: Coroutine[Any, Any, _T]) -> asyncio.Task[_T]:
         """Run `coro` as a tracked background task (errors go to `on_background_error`; quiet waits for it)."""
-        return self._spawn(coro)
-
-    def _spawn(self, coro: Coroutine[Any, Any, _T]) -> asyncio.Task[_T]:
         task = asyncio.get_running_loop().create_task(coro)
         self._tasks.add(task)
 
@@ -461,76 +374,12 @@ class Host:
         task.add_done_callback(done)
         return task
 
-    async def _deliver_and_finalize(self, request_id: str) -> None:
-        if request_id in self._delivering:
-            return
-        self._delivering.add(request_id)
-        try:
-            await self._deliver_and_finalize_once(request_id)
-        except (SessionWriteError, StoreError) as exc:
-            # A write failed (no space, I/O error): the result stays stored and pending, and is
-            # delivered when the owner is attached again; nothing waits for it meanwhile.
-            self.undeliverable[request_id] = str(exc)
-            self.warn(
-                f"a result could not be delivered now ({exc}); it stays stored until the session resumes"
-            )
-        finally:
-            self._delivering.discard(request_id)
-
-    async def _deliver_and_finalize_once(self, request_id: str) -> None:
-        result = self.kernel.get_result(request_id)
-        if result is None:
-            return
-        generation = self.kernel.get_generation(result.run_id)
-        if generation is None:
-            return
-        if result.delivery == "pending":
-            owner = self.owners.get(result.owner_session_id)
-            if owner is None:
-                return  # delivered when the owner is attached again
-            child = self.children.get(generation.run_id)
-            ended = child is None or child.finished.is_set()  # then delivered and finalized in one commit
-            for extension in self.extensions:
-                if await extension.deliver(generation, result, owner, finalize=ended):
-                    break
-            else:
-                await deliver_result(
-                    self.kernel,
-                    owner,
-                    generation,
-                    result,
-                    retired=self.is_retired(generation),
-                    extra=await self.result_details(generation.run_id),
-                    finalize=ended,
-                )
-        fault_point("before_cleanup")
-        await self._finalize(generation)
-
-    async def _finalize(self, generation: GenerationRecord) -> None:
-        """Tear down a generation whose result was delivered (retried while children finish)."""
-        child = self.children.get(generation.run_id)
-        if child is not None:
-            await child.finished.wait()
-        for _attempt in range(_FINALIZE_ATTEMPTS):
-            current = self.kernel.get_generation(generation.run_id)
-            if current is None or current.phase == "finalized":
-                break
-            try:
-                self.kernel.finalize_generation(
-                    generation.run_id, owner_session_id=generation.owner_session_id
-                )
-                break
-            except OrchestrationError:
-                await self.wait_for_change()
-        self.release(generation.run_id)
-
     def release(self, run_id: str) -> None:
         """Drop the in-memory parts of a finished generation (closing its session file)."""
-        child = self.children.pop(run_id, None)
-        self._forget_waiting(run_id, child)
-        handle = self.handles.pop(run_id, None)
-        if handle is not None:
-            self.runtime.forget(handle)
+        dropped = self.runs.drop(run_id)
+        child = None if dropped is None else dropped.child
+        if dropped is not None and dropped.runtime_handle is not None:
+            self.runtime.forget(dropped.runtime_handle)
         for extension in self.extensions:
             extension.released(run_id)
         if child is not None:
@@ -539,155 +388,7 @@ class Host:
                 with contextlib.suppress(Exception):
                     child.agent.session.flush()
             child.agent.session.close()
-            _heap.released(len(self.children))
-
-    async def _deliver_ask(self, run_id: str, ask_id: str) -> None:
-        if ask_id in self._asking:
-            return
-        self._asking.add(ask_id)
-        try:
-            ask = self.kernel.get_ask(ask_id)
-            generation = self.kernel.get_generation(run_id)
-            if ask is None or generation is None or ask.state != "pending" or ask.delivered_entry_id:
-                return
-            owner = self.owners.get(generation.owner_session_id)
-            if owner is not None:
-                await deliver_ask(self.kernel, owner, generation, ask)
-        finally:
-            self._asking.discard(ask_id)
-
-    # --- worker generations (tmux, Ray, …) ---------------------------------------------------------------
-
-    def tmux_runtime(self) -> TmuxRuntime:
-        """The tmux runtime (its private server starts with the first pane)."""
-        return self.runtime.tmux
-
-    def register_workers(self, kind: str, make: Callable[[], WorkerStart]) -> None:
-        """The start step of the worker runtime `kind` (made on first use); without one, a kind starts
-        `corral worker` processes (`ProcessWorkers`). The composition root registers Ray's.
-
-        Raises:
-            ValueError: `kind` has one already.
-        """
-        if kind in self._worker_kinds or kind in self._workers:
-            raise ValueError(f"the {kind!r} runtime has a start step already")
-        self._worker_kinds[kind] = make
-
-    def workers(self, kind: str) -> WorkerStart:
-        """The start step of the worker runtime `kind` (see `register_workers`)."""
-        found = self._workers.get(kind)
-        if found is None:
-            make = self._worker_kinds.get(kind)
-            found = self._workers[kind] = ProcessWorkers(self, kind) if make is None else make()
-        return found
-
-    def track_worker(self, run_id: str, handle: RuntimeHandle, *, pid: int | None) -> None:
-        """Watch a generation on the worker runtime `handle.kind`: discover its results and asks
-        through the store (its runtime's `WorkerStart.watch` brings its facts there first, e.g. Ray's
-        pump, `_ray_pump.py`)."""
-        self.runtime.adopt(handle, pid)
-        self.handles[run_id] = handle
-        self.worker_runs.add(run_id)
-        self.workers(handle.kind).watch(run_id, handle, self.kernel.get_generation(run_id))
-        if self._watcher is None or self._watcher.done():
-            self._watcher = asyncio.get_running_loop().create_task(self._watch(), name="corral-worker-watch")
-
-    def untrack_worker(self, run_id: str) -> None:
-        """Stop watching a worker generation."""
-        handle = self.handles.get(run_id)
-        if handle is not None and handle.kind in self._workers:
-            self._workers[handle.kind].unwatch(run_id)
-        if run_id in self.worker_runs:
-            self.worker_runs.discard(run_id)
-            handle = self.handles.pop(run_id, None)
-            if handle is not None:
-                self.runtime.forget(handle)
-            self.changed()  # no longer watched: an `await_ack` for it returns
-
-    async def _watch(self) -> None:
-        """Poll the store for worker generations' results and asks and deliver them (same routines).
-
-        The one bounded poll of the host: workers change the store from other processes and tmux
-        panes die without telling anyone, so every `_WATCH_S` it refreshes the panes, reads
-        the watched runs and signals `changed` when they moved or another process committed
-        (`ForeignWrites`) — waits on host state (`wait_for`) then see workers' writes too.
-        """
-        foreign: ForeignWrites | None = None
-        while self.worker_runs and not self._closed:
-            try:
-                if foreign is None:
-                    foreign = ForeignWrites(self.kernel.db)
-                await self.runtime.refresh()
-                self._watch_once(foreign.changed())
-            except Exception as exc:  # pragma: no cover - surfaced to the embedder
-                if self.on_background_error is not None:
-                    self.on_background_error(exc)
-            await asyncio.sleep(_WATCH_S)
-
-    def _watch_once(self, written_elsewhere: bool = False) -> None:
-        """One round of the watch; `written_elsewhere`: another process committed since the last one
-        (checked before this round reads, so a later commit is seen by the next)."""
-        signature: list[object] = []
-        watched = self.kernel.watch(sorted(self.worker_runs))  # one read for every run
-        for run_id in sorted(self.worker_runs):
-            seen = watched.get(run_id)
-            if seen is None or seen.generation.phase == "finalized":
-                self.untrack_worker(run_id)
-                signature.append(run_id)
-                continue
-            generation = seen.generation
-            handle = self.handles.get(run_id)
-            presence = self.runtime.presence(handle) if handle is not None else "unknown"
-            if (
-                presence == "lost"
-                and generation.presence != "lost"
-                and generation.phase in ("starting", "active")
-                and generation.pid is not None
-            ):
-                with contextlib.suppress(OrchestrationError):
-                    generation = self.kernel.mark_presence(
-                        run_id,
-                        "lost",
-                        diagnostic=f"tmux pane {generation.pane_id} or worker {generation.pid} is gone",
-                    )
-            if (
-                generation.phase == "completed"
-                and generation.completed_request_id is not None
-                and generation.completed_request_id not in self._delivering
-                and generation.owner_session_id in self.owners
-            ):
-                self._spawn(self._deliver_and_finalize(generation.completed_request_id))
-            ask = seen.pending_ask
-            if (
-                ask is not None
-                and ask.delivered_entry_id is None
-                and ask.ask_id not in self._asking
-                and generation.owner_session_id in self.owners
-            ):
-                self._spawn(self._deliver_ask(run_id, ask.ask_id))
-            acked = seen.acknowledged
-            signature.append(
-                (run_id, generation.phase, generation.presence, generation.pid, presence, ask, acked)
-            )
-        for extension in self.extensions:
-            extension.polled()
-        if signature != self._watch_signature or written_elsewhere:
-            self._watch_signature = signature
-            self.changed()
-
-    async def await_ack(self, run_id: str, request_id: str, *, timeout: float = 30.0) -> RequestRecord | None:
-        """Wait until the worker acknowledged `request_id` (worker runs: requests go through the store), or
-        its run is no longer watched, or `timeout` passed; returns the request as it is then.
-
-        The worker's ack is another process's commit: the watch signals it (`_watch`)."""
-
-        def settled() -> bool:
-            request = self.kernel.get_request(request_id)
-            return request is None or request.acknowledged or run_id not in self.worker_runs
-
-        with contextlib.suppress(TimeoutError):
-            await self.wait_for(settled, timeout)
-        return self.kernel.get_request(request_id)
+            _heap.released(self.runs.child_count())
 
     # --- recovery ------------------------------------------------------------------------------------
 
@@ -710,86 +411,13 @@ class Host:
 
     def host_gone(self, generation: GenerationRecord) -> bool:
         """Whether the in-process host that ran `generation` is proven gone."""
-        if generation.runtime_kind != "inprocess" or generation.run_id in self.children:
+        if generation.runtime_kind != "inprocess" or self.runs.child(generation.run_id) is not None:
             return False
         if generation.host_id == self.host_id:
             return True  # ours, but no longer running here
         if generation.host_id is None or generation.pid is None:
             return generation.phase == "starting" and generation.pid is None and generation.host_id is None
         return generation.pid == self.pid or not pid_alive(generation.pid)
-
-    def recover(self, owner_session_id: str) -> None:
-        """Restart recovery for one owner session (see the module docstring)."""
-        for generation in self.tree(owner_session_id):
-            if (
-                generation.presence != "lost"
-                and generation.phase in ("starting", "active")
-                and self.host_gone(generation)
-            ):
-                self.kernel.mark_presence(
-                    generation.run_id,
-                    "lost",
-                    diagnostic=f"host process {generation.pid} of this in-process agent is gone",
-                )
-        for generation in self.tree(owner_session_id):
-            if (
-                generation.runtime_kind != "inprocess"
-                and self.runtime.offers(generation.runtime_kind)
-                and generation.pane_id is not None
-                and generation.presence != "lost"
-                and generation.phase in ("starting", "active", "completed")
-                and generation.run_id not in self.worker_runs
-            ):
-                handle = RuntimeHandle(
-                    runtime_id=generation.pane_id, kind=generation.runtime_kind, run_id=generation.run_id
-                )
-                self.track_worker(generation.run_id, handle, pid=generation.pid)
-        for generation in self.tree(owner_session_id):
-            # A result that could not be written (a full disk) by a run that is over: nothing else
-            # will settle it, so it settles as failed, with the write error, and is delivered below.
-            if (
-                generation.owner_session_id == owner_session_id
-                and generation.phase == "result_error"
-                and generation.run_id not in self.children
-                and generation.run_id not in self.worker_runs
-            ):
-                self.kernel.settle_result_error(generation.run_id)
-        for generation in self.tree(owner_session_id):
-            if generation.owner_session_id != owner_session_id:
-                continue
-            if generation.phase == "completed" and generation.completed_request_id is not None:
-                self._spawn(self._deliver_and_finalize(generation.completed_request_id))
-            elif generation.phase == "active" and generation.run_id in self.children:
-                ask = self.kernel.pending_ask(generation.run_id)
-                if ask is not None and ask.delivered_entry_id is None:
-                    self._spawn(self._deliver_ask(generation.run_id, ask.ask_id))
-        self.changed()
-
-    async def recover_unplaced(self, owner_session_id: str) -> None:
-        """Settle worker generations whose host died before it recorded their worker (pane, actor).
-
-        The store names the worker runtime from the moment a start or a handoff begins, but the
-        worker is recorded only once it exists. Each runtime's start step settles its own
-        (`WorkerStart.settle_unplaced`: tmux asks its pane inventory, Ray its workers): a worker
-        that runs the generation is adopted, none proves it never started (`lost`), and when
-        nothing can be proven nothing changes (a warning says so).
-        """
-        unplaced: dict[str, list[GenerationRecord]] = {}
-        for generation in self.tree(owner_session_id):
-            if (
-                generation.runtime_kind != "inprocess"
-                and self.runtime.offers(generation.runtime_kind)
-                and generation.pane_id is None
-                and generation.presence != "lost"
-                and generation.phase in ("starting", "active")
-                and generation.run_id not in self.placing
-            ):
-                unplaced.setdefault(generation.runtime_kind, []).append(generation)
-        if not unplaced:
-            return
-        for kind, generations in sorted(unplaced.items()):
-            await self.workers(kind).settle_unplaced(generations)
-        self.changed()
 
     # --- observation ----------------------------------------------------------------------------------
 
@@ -801,9 +429,10 @@ class Host:
             with contextlib.suppress(OSError):
                 stat = Path(path).stat()
                 ready = stat.st_size > 0 and Path(path).is_file()
-        child = self.children.get(generation.run_id)
-        handle = self.handles.get(generation.run_id)
-        if generation.run_id in self.worker_runs and handle is not None:
+        run = self.runs.get(generation.run_id)
+        child = None if run is None else run.child
+        handle = None if run is None else run.runtime_handle
+        if run is not None and run.on_worker and handle is not None:
             return self._observe_worker(generation, handle, ready)
         if child is not None and handle is not None:
             presence = self.runtime.presence(handle)
@@ -830,27 +459,10 @@ class Host:
             lifecycle = "idle"
         return Observation(presence=presence, lifecycle=lifecycle, transcript_ready=ready)
 
-    def is_retired(self, generation: GenerationRecord) -> bool:
-        """Whether the generation's session was retired after context pressure (and retirement is on)."""
-        if not self.context_retirement:
-            return False
-        child = self.children.get(generation.run_id)
-        if child is not None:
-            entries = child.agent.session.entries
-        elif generation.session_path and Path(generation.session_path).is_file():
-            try:
-                with SessionManager.open(Path(generation.session_path), read_only=True) as saved:
-                    entries = saved.entries
-            except SessionError:
-                return False
-        else:
-            return False
-        return any(getattr(entry, "custom_type", None) == RETIRED_ENTRY for entry in entries)
-
     # --- quiet --------------------------------------------------------------------------------------------
 
     def _quiet(self, owner_session_id: str) -> bool:
-        owner = self.owners.get(owner_session_id)
+        owner = self.runs.owner(owner_session_id)
         if owner is not None and not owner.is_idle:
             return False
         if self._tasks:
@@ -858,21 +470,24 @@ class Host:
         if any(extension.busy(owner_session_id) for extension in self.extensions):
             return False
         for generation in self.tree(owner_session_id):
-            child = self.children.get(generation.run_id)
-            if generation.run_id in self.worker_runs and generation.presence != "lost":
+            child = self.runs.child(generation.run_id)
+            if self.runs.on_worker(generation.run_id) and generation.presence != "lost":
                 if generation.phase in ("starting", "completed"):
                     return False
                 if generation.phase == "active":
                     ask = self.kernel.pending_ask(generation.run_id)
                     if ask is None:
                         return False  # working
-                    if ask.delivered_entry_id is None and generation.owner_session_id in self.owners:
+                    if ask.delivered_entry_id is None and self.runs.is_owner(generation.owner_session_id):
                         return False  # its question is still to be delivered
                 continue
-            if generation.phase == "completed" and generation.completed_request_id in self.undeliverable:
+            if (
+                generation.phase == "completed"
+                and generation.completed_request_id in self.deliveries.undeliverable
+            ):
                 continue  # its delivery failed on a write error: due again on resume
             if generation.presence == "lost" or child is None:
-                if generation.phase == "completed" and generation.owner_session_id in self.owners:
+                if generation.phase == "completed" and self.runs.is_owner(generation.owner_session_id):
                     return False  # delivery to a live owner is still due
                 continue
             if child.finished.is_set() and generation.phase in ("starting", "active"):
@@ -888,11 +503,11 @@ class Host:
     def has_live_agents(self, owner_session_id: str) -> bool:
         """Whether the owner's tree has an agent still running here or on a worker (waiting ones included)."""
         for generation in self.tree(owner_session_id):
-            child = self.children.get(generation.run_id)
+            child = self.runs.child(generation.run_id)
             if child is not None and not child.finished.is_set():
                 return True
             if (
-                generation.run_id in self.worker_runs
+                self.runs.on_worker(generation.run_id)
                 and generation.presence != "lost"
                 and generation.phase in ("starting", "active", "completed")
             ):
@@ -906,7 +521,7 @@ class Host:
     def detach_lead(self, owner_session_id: str) -> None:
         """Forget a lead that moves to another session (see `can_detach`); its records stay in the store."""
         self.unregister_owner(owner_session_id)
-        self.lead_callers.pop(owner_session_id, None)
+        self.runs.remove_lead(owner_session_id)
 
     async def wait_until_quiet(self, owner_session_id: str) -> None:
         """Return once the owner is settled and nothing more can arrive for it."""
@@ -935,18 +550,13 @@ class Host:
         if self._closed:
             return
         self._closed = True
-        if self._watcher is not None:
-            self._watcher.cancel()
-            with contextlib.suppress(BaseException):
-                await self._watcher
-        for workers in list(self._workers.values()):
-            await workers.aclose()
+        await self.workers.aclose()
         for task in list(self._tasks):
             task.cancel()
         for task in list(self._tasks):
             with contextlib.suppress(BaseException):
                 await task
-        stopping = list(self.children)
+        stopping = [child.run_id for child in self.runs.children()]
         await self.runtime.stop_all()
         # Agents this host ran that had not finished die with it: record that now, so none is
         # left `working`/`live` (best effort: on a full disk, resuming the owner records it).
@@ -957,6 +567,139 @@ class Host:
                     self.kernel.mark_presence(
                         run_id, "lost", diagnostic=f"its host process {self.pid} stopped before it finished"
                     )
-        for run_id in list(self.children):
-            self.release(run_id)
+        for child in self.runs.children():
+            self.release(child.run_id)
         self.kernel.db.close()
+
+
+class Deliveries:
+    """A stored result or question goes into its owner's session exactly once.
+
+    A result is delivered by the first extension that claims it, else as the kernel's result
+    message (`kernel/_delivery.py`); then its generation is finalized and released. A question is
+    delivered the same way and stays pending until it is answered. Each runs as one host
+    background task per request or ask (a second trigger while one is in flight does nothing), and
+    only into a live owner (`LiveRuns.owner`): for an owner that is not attached, the result stays
+    stored and pending, and restart recovery delivers it once the owner is attached again. A
+    delivery that fails on a write error (a full disk) is kept in `undeliverable` and waits for the
+    same recovery.
+    """
+
+    def __init__(self, host: Host) -> None:
+        self.host = host
+        self._delivering: set[str] = set()
+        self._asking: set[str] = set()
+        self.undeliverable: dict[str, str] = {}
+        """Results whose delivery failed on a write error (a full disk), by request id: the reason.
+
+        They stay stored (`pending`) and are delivered once when the owner is attached again."""
+
+    def delivering(self, request_id: str) -> bool:
+        """Whether the result of `request_id` is being delivered now."""
+        return request_id in self._delivering
+
+    def asking(self, ask_id: str) -> bool:
+        """Whether the question `ask_id` is being delivered now."""
+        return ask_id in self._asking
+
+    async def result(self, request_id: str) -> None:
+        """Deliver the stored result of `request_id` once, then finalize and release its generation."""
+        host = self.host
+        if request_id in self._delivering:
+            return
+        self._delivering.add(request_id)
+        try:
+            await self._result_once(request_id)
+        except (SessionWriteError, StoreError) as exc:
+            # A write failed (no space, I/O error): the result stays stored and pending, and is
+            # delivered when the owner is attached again; nothing waits for it meanwhile.
+            self.undeliverable[request_id] = str(exc)
+            host.warn(
+                f"a result could not be delivered now ({exc}); it stays stored until the session resumes"
+            )
+        finally:
+            self._delivering.discard(request_id)
+
+    async def _result_once(self, request_id: str) -> None:
+        host = self.host
+        result = host.kernel.get_result(request_id)
+        if result is None:
+            return
+        generation = host.kernel.get_generation(result.run_id)
+        if generation is None:
+            return
+        if result.delivery == "pending":
+            owner = host.runs.owner(result.owner_session_id)
+            if owner is None:
+                return  # delivered when the owner is attached again
+            child = host.runs.child(generation.run_id)
+            ended = child is None or child.finished.is_set()  # then delivered and finalized in one commit
+            for extension in host.extensions:
+                if await extension.deliver(generation, result, owner, finalize=ended):
+                    break
+            else:
+                await deliver_result(
+                    host.kernel,
+                    owner,
+                    generation,
+                    result,
+                    retired=self.is_retired(generation),
+                    extra=await host.extensions.result_details(generation.run_id),
+                    finalize=ended,
+                )
+        fault_point("before_cleanup")
+        await self._finalize(generation)
+
+    async def _finalize(self, generation: GenerationRecord) -> None:
+        """Tear down a generation whose result was delivered (retried while children finish)."""
+        host = self.host
+        child = host.runs.child(generation.run_id)
+        if child is not None:
+            await child.finished.wait()
+        for _attempt in range(_FINALIZE_ATTEMPTS):
+            current = host.kernel.get_generation(generation.run_id)
+            if current is None or current.phase == "finalized":
+                break
+            try:
+                host.kernel.finalize_generation(
+                    generation.run_id, owner_session_id=generation.owner_session_id
+                )
+                break
+            except OrchestrationError:
+                await host.wait_for_change()
+        host.release(generation.run_id)
+
+    async def ask(self, run_id: str, ask_id: str) -> None:
+        """Deliver the pending question `ask_id` of `run_id` to its owner once (when it is live)."""
+        host = self.host
+        if ask_id in self._asking:
+            return
+        self._asking.add(ask_id)
+        try:
+            ask = host.kernel.get_ask(ask_id)
+            generation = host.kernel.get_generation(run_id)
+            if ask is None or generation is None or ask.state != "pending" or ask.delivered_entry_id:
+                return
+            owner = host.runs.owner(generation.owner_session_id)
+            if owner is not None:
+                await deliver_ask(host.kernel, owner, generation, ask)
+        finally:
+            self._asking.discard(ask_id)
+
+    def is_retired(self, generation: GenerationRecord) -> bool:
+        """Whether the generation's session was retired after context pressure (and retirement is on)."""
+        host = self.host
+        if not host.context_retirement:
+            return False
+        child = host.runs.child(generation.run_id)
+        if child is not None:
+            entries = child.agent.session.entries
+        elif generation.session_path and Path(generation.session_path).is_file():
+            try:
+                with SessionManager.open(Path(generation.session_path), read_only=True) as saved:
+                    entries = saved.entries
+            except SessionError:
+                return False
+        else:
+            return False
+        return any(getattr(entry, "custom_type", None) == RETIRED_ENTRY for entry in entries)

@@ -15,7 +15,7 @@ A launch is **prepare → record → start → roll back on failure** (`Launcher
    the task's acknowledgement when the plan asks for that. On a worker runtime, the session is
    flushed and handed over with the feature's description of the agent
    (`LaunchSteps.worker_launch`) to that runtime's *start step* (`WorkerStart`, from
-   `host.workers(kind)`): `place` starts the worker, records where it runs and watches it;
+   `host.workers.of(kind)`): `place` starts the worker, records where it runs and watches it;
    `ready` waits until it runs the agent. A `corral worker` process (tmux, or a registered
    process runtime: `ProcessWorkers`) reads the description from a private launch file and
    records its readiness in the store; on Ray (`_ray_launch.RayWorkers`, registered by the
@@ -44,7 +44,7 @@ import shutil
 from collections.abc import Sequence
 from dataclasses import KW_ONLY, dataclass
 from pathlib import Path
-from typing import TYPE_CHECKING, NoReturn, Protocol
+from typing import TYPE_CHECKING, Any, NoReturn, Protocol
 
 from corral.orchestration.errors import (
     InternalFailureError,
@@ -67,6 +67,7 @@ from corral.runtime import (
 
 if TYPE_CHECKING:
     from corral.agent import AgentSession
+    from corral.orchestration.host._live import LiveRuns
     from corral.orchestration.host.protocol import WorkerLaunch
     from corral.orchestration.kernel._child import ManagedChild
     from corral.orchestration.kernel._generations import Generations
@@ -213,8 +214,7 @@ class LaunchHost(Protocol):
     runtime: Runtimes
     pid: int
     host_id: str
-    handles: dict[str, RuntimeHandle]
-    children: dict[str, ManagedChild]
+    runs: LiveRuns[ManagedChild, Any]
     placing: set[str]
 
     def install_child_tools(self, child: ManagedChild) -> None: ...
@@ -227,11 +227,8 @@ class LaunchHost(Protocol):
 
     def placing_run(self, run_id: str) -> contextlib.AbstractContextManager[None]: ...
 
-    def workers(self, kind: str) -> WorkerStart: ...
-
-    def track_worker(self, run_id: str, handle: RuntimeHandle, *, pid: int | None) -> None: ...
-
-    def untrack_worker(self, run_id: str) -> None: ...
+    @property
+    def workers(self) -> LaunchWorkers: ...
 
     def release(self, run_id: str) -> None: ...
 
@@ -240,10 +237,24 @@ class LaunchHost(Protocol):
     def warn(self, text: str) -> None: ...
 
 
+class LaunchWorkers(Protocol):
+    """The host's worker runtimes as a launch uses them (`Host.workers`, a `WorkerWatch`)."""
+
+    def of(self, kind: str) -> WorkerStart:
+        """The start step of the worker runtime `kind`."""
+        ...
+
+    def track(self, run_id: str, handle: RuntimeHandle, *, pid: int | None) -> None:
+        """Watch `run_id` on the worker of `handle` from now on."""
+
+    def untrack(self, run_id: str) -> None:
+        """Stop watching `run_id`."""
+
+
 class WorkerStart(Protocol):
     """A worker runtime's part of the host: its start step in the launch pipeline (and a handoff's),
     what the host does while it watches its runs, and how recovery settles a run whose host died
-    before it recorded the worker. `host.workers(kind)` gives the one of a kind: `ProcessWorkers`
+    before it recorded the worker. `host.workers.of(kind)` gives the one of a kind: `ProcessWorkers`
     unless the composition root registered another (Ray)."""
 
     def unavailable(self) -> str | None:
@@ -259,7 +270,7 @@ class WorkerStart(Protocol):
         session_path: Path,
         launch: WorkerLaunch,
     ) -> RuntimeHandle:
-        """Start `generation`'s agent on a worker, record where it runs and watch it (`track_worker`).
+        """Start `generation`'s agent on a worker, record where it runs and watch it (`WorkerWatch.track`).
 
         Run it under `placing_run`. The session file at `session_path` is flushed and closed (the
         worker owns it from here on); `launch` is the description of the agent
@@ -284,11 +295,11 @@ class WorkerStart(Protocol):
         ...
 
     def watch(self, run_id: str, handle: RuntimeHandle, generation: GenerationRecord | None) -> None:
-        """The host watches `run_id` on this runtime from now on (`Host.track_worker`)."""
+        """The host watches `run_id` on this runtime from now on (`WorkerWatch.track`)."""
         ...
 
     def unwatch(self, run_id: str) -> None:
-        """The host stopped watching `run_id` (`Host.untrack_worker`)."""
+        """The host stopped watching `run_id` (`WorkerWatch.untrack`)."""
         ...
 
     async def settle_unplaced(self, generations: Sequence[GenerationRecord]) -> None:
@@ -471,7 +482,7 @@ class Launcher:
                     rollback_occurred=True,
                     ids={"label": generation.label},
                 )
-        _heap.settled(len(host.children))  # the agent's session, tools and model live as long as it runs
+        _heap.settled(host.runs.child_count())  # the agent's session, tools and model live as long as it runs
         host.changed()
         return generation
 
@@ -483,7 +494,7 @@ class Launcher:
         kind = generation.runtime_kind
         with host.placing_run(generation.run_id):  # no worker recorded yet: no recovery may settle it
             try:
-                workers = host.workers(kind)
+                workers = host.workers.of(kind)
                 await steps.before_worker(recorded)
                 launch = steps.worker_launch(recorded)
                 session.flush()
@@ -503,7 +514,7 @@ class Launcher:
             try:
                 current = await workers.ready(generation, handle, timeout=budget)
             except (PaneNotReady, RollbackFailed) as exc:
-                host.untrack_worker(generation.run_id)
+                host.workers.untrack(generation.run_id)
                 with contextlib.suppress(OrchestrationError):
                     host.kernel.finalize_generation(
                         generation.run_id, owner_session_id=generation.owner_session_id
@@ -529,14 +540,14 @@ class Launcher:
         host = self.host
         run_id = recorded.generation.run_id
         steps.rolled_back(recorded)
-        handle = host.handles.get(run_id)
+        handle = host.runs.runtime_handle(run_id)
         if handle is not None:
             with contextlib.suppress(RuntimeError_):
                 await host.runtime.stop(handle)
         with contextlib.suppress(OrchestrationError):
             host.kernel.finalize_generation(run_id, owner_session_id=recorded.generation.owner_session_id)
         host.release(run_id)
-        host.untrack_worker(run_id)
+        host.workers.untrack(run_id)
 
 
 async def _undo(entered: list[LaunchStage]) -> None:
@@ -613,12 +624,12 @@ class ProcessWorkers:
         )
         try:
             fault_point("before_pane_recorded")
-            host.track_worker(run_id, started, pid=None)
+            host.workers.track(run_id, started, pid=None)
             host.kernel.record_started(
                 run_id, session_path=str(session_path), host_id=host.host_id, pane_id=started.runtime_id
             )
         except BaseException:
-            host.untrack_worker(run_id)
+            host.workers.untrack(run_id)
             with contextlib.suppress(RuntimeError_):
                 await runtime.stop(started)
             raise
@@ -685,7 +696,7 @@ class ProcessWorkers:
                     continue
                 host.kernel.record_started(run_id, host_id=host.host_id, pane_id=pane.pane_id)
                 handle = RuntimeHandle(runtime_id=pane.pane_id, kind="tmux", run_id=run_id)
-                host.track_worker(run_id, handle, pid=pane.pid)
+                host.workers.track(run_id, handle, pid=pane.pid)
 
     async def aclose(self) -> None:
         """Nothing to close."""

@@ -1,7 +1,7 @@
 """The Ray runtime's start step (`RayWorkers`): hand a recorded generation to a Ray worker and record it.
 
 The composition root registers `RayWorkers` as the host's start step of kind `ray`
-(`Host.register_workers`); the launch pipeline (`_launch.py`) and a handoff call its `place`, then
+(`WorkerWatch.register`); the launch pipeline (`_launch.py`) and a handoff call its `place`, then
 `ready`. The host hands the agent's session file's bytes to the worker together with the agent's
 launch description (`host.protocol.WorkerLaunch`: `LaunchSteps.worker_launch`, the same one a tmux
 worker reads from its launch file, or a handoff's) and the host's settings in it; the worker keeps a private copy and streams its appends back
@@ -30,7 +30,9 @@ from corral.runtime import LaunchSpec, RemoteLaunch
 
 if TYPE_CHECKING:
     from corral._tracing._carrier import TraceCarrier
+    from corral.orchestration.host._launch import LaunchWorkers
     from corral.orchestration.host._ray_pump import PumpHost, RayPump
+    from corral.orchestration.host.ports import Extensions
     from corral.orchestration.host.protocol import WorkerLaunch
     from corral.orchestration.kernel._generations import Generations
     from corral.runtime import RuntimeHandle, Runtimes
@@ -49,11 +51,13 @@ class RayLaunchHost(Protocol):
     @property
     def runtime(self) -> Runtimes: ...
 
-    def track_worker(self, run_id: str, handle: RuntimeHandle, *, pid: int | None) -> None: ...
+    @property
+    def workers(self) -> LaunchWorkers: ...
+
+    @property
+    def extensions(self) -> Extensions: ...
 
     def changed(self) -> None: ...
-
-    def remote_state(self, run_id: str) -> tuple[object, ...]: ...
 
 
 @dataclass(frozen=True, slots=True)
@@ -107,7 +111,7 @@ async def place_on_ray(
         session_name=session_path.name,
         session_bytes=session_path.read_bytes(),
         trace=_tracing.current_carrier(),
-        pushed=host.remote_state(run_id),
+        pushed=host.extensions.remote_state(run_id),
     )
     return await ray_runtime(host.runtime).start(
         LaunchSpec(
@@ -141,7 +145,7 @@ def record_on_ray(
         # A moved agent's task was acknowledged long ago.
         with contextlib.suppress(OrchestrationError):
             host.kernel.record_ack(run_id, task.request_id, accepted=True)
-    host.track_worker(run_id, handle, pid=pid)
+    host.workers.track(run_id, handle, pid=pid)
     host.changed()
     current = host.kernel.get_generation(run_id)
     return generation if current is None else current

@@ -53,6 +53,8 @@ from corral.runtime import RuntimeError_, RuntimeHandle
 
 if TYPE_CHECKING:
     from corral.agent import AgentEvent
+    from corral.orchestration.host._launch import LaunchWorkers
+    from corral.orchestration.host.ports import Extensions
     from corral.orchestration.kernel._generations import Generations
     from corral.runtime import Runtimes
     from corral.runtime._ray import RayRuntime
@@ -113,19 +115,15 @@ class PumpHost(Protocol):
 
     host_id: str
 
-    def track_worker(self, run_id: str, handle: RuntimeHandle, *, pid: int | None) -> None: ...
+    @property
+    def workers(self) -> LaunchWorkers: ...
+
+    @property
+    def extensions(self) -> Extensions: ...
 
     def result_failed(self, run_id: str, message: str) -> None: ...
 
-    async def remote_result(self, run_id: str, session_path: Path | None) -> str | None: ...
-
     def agent_event(self, run_id: str, event: AgentEvent) -> None: ...
-
-    def remote_state(self, run_id: str) -> tuple[object, ...]: ...
-
-    def remote_fact(self, run_id: str, payload: object) -> None: ...
-
-    def remote_lost(self, run_id: str, diagnostic: str) -> None: ...
 
 
 @dataclass
@@ -209,7 +207,7 @@ class RayPump:
         if generation is None:
             return None, None
         ask = self.host.kernel.pending_ask(run_id)
-        pushed = self.host.remote_state(run_id)
+        pushed = self.host.extensions.remote_state(run_id)
         return generation, HostView(generation.phase, None if ask is None else ask.ask_id, pushed)
 
     async def tick(self, actor: str, mine: dict[str, _Tracked]) -> None:
@@ -258,7 +256,7 @@ class RayPump:
             last = 0
             for fact in found.facts:
                 if isinstance(fact, ResultFact):  # the features' last step on this machine, then stored
-                    note = await self.host.remote_result(run_id, tracked.session_path)
+                    note = await self.host.extensions.remote_result(run_id, tracked.session_path)
                     fault_point("after_remote_result")  # e.g. a patch landed, its result not stored yet
                     if note:
                         fact = dataclasses.replace(fact, text="\n\n".join(t for t in (fact.text, note) if t))
@@ -323,11 +321,11 @@ class RayPump:
             elif isinstance(fact, EventFact):
                 self.host.agent_event(run_id, fact.event)
             elif isinstance(fact, ExtensionFact):
-                self.host.remote_fact(run_id, fact.payload)
+                self.host.extensions.remote_fact(run_id, fact.payload)
             elif isinstance(fact, LostFact):
                 diagnostic = f"{fact.diagnostic} (on {self._where(tracked)})"
                 kernel.mark_presence(run_id, "lost", diagnostic=diagnostic)
-                self.host.remote_lost(run_id, diagnostic)
+                self.host.extensions.lost(run_id, diagnostic)
 
     def _where(self, tracked: _Tracked) -> str:
         return self.runtime.describe(tracked.handle)
@@ -347,7 +345,7 @@ class RayPump:
         diagnostic = f"{self._where(tracked)} no longer holds this agent"
         with contextlib.suppress(OrchestrationError):
             self.host.kernel.mark_presence(run_id, "lost", diagnostic=diagnostic)
-            self.host.remote_lost(run_id, diagnostic)
+            self.host.extensions.lost(run_id, diagnostic)
         return True
 
     def _worker_gone(self, actor: str, mine: dict[str, _Tracked], reason: str) -> None:
@@ -365,7 +363,7 @@ class RayPump:
             diagnostic = f"{self._where(tracked)} is gone: {reason}"
             with contextlib.suppress(OrchestrationError):
                 self.host.kernel.mark_presence(run_id, "lost", diagnostic=diagnostic)
-                self.host.remote_lost(run_id, diagnostic)
+                self.host.extensions.lost(run_id, diagnostic)
         self.host.changed()
 
 
@@ -416,5 +414,5 @@ async def settle_unplaced_on_ray(host: PumpHost, generations: list[GenerationRec
                 pid=pid if isinstance(pid, int) else None,
                 pane_id=handle.runtime_id,
             )
-            host.track_worker(run_id, handle, pid=pid if isinstance(pid, int) else None)
+            host.workers.track(run_id, handle, pid=pid if isinstance(pid, int) else None)
     host.changed()

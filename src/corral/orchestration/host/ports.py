@@ -8,8 +8,9 @@ meets them here:
   (`corral.orchestration.worktrees._extension.WorktreesExtension`). Every hook has a no-op
   default, so a feature overrides only what it needs (pydantic-ai's `AbstractCapability`,
   huey's signals). The host calls every extension it holds, in order; the first that
-  `deliver`s a result owns it. The composition root hands them to `Host(extensions=...)`, or a
-  feature registers itself the first time it is used (`Host.add_extension`).
+  `deliver`s a result owns it, through one `Extensions` (`Host.extensions`), which fans each hook
+  out. The composition root hands them to `Host(extensions=...)`, or a feature registers itself
+  the first time it is used (`host.extensions.add`).
 * `ToolProvider` — where a controller's tools (the `agent` and `teams` surfaces) and a managed
   child's own tools (`ask_owner`, the teams member tools) come from (pydantic-ai's
   `AbstractToolset`); implemented by `corral.orchestration.surfaces.SurfaceTools`.
@@ -19,9 +20,11 @@ The composition root (`corral.lead`) builds the host with both.
 
 from __future__ import annotations
 
-from collections.abc import Mapping, Sequence
+from collections.abc import Callable, Iterator, Mapping, Sequence
 from pathlib import Path
 from typing import TYPE_CHECKING, Protocol
+
+from corral.orchestration.errors import OrchestrationError
 
 if TYPE_CHECKING:
     from corral.agent import AgentEvent, AgentSession, AgentTool
@@ -30,7 +33,7 @@ if TYPE_CHECKING:
     from corral.orchestration.kernel._child import ManagedChild
     from corral.orchestration.kernel.records import GenerationRecord, ResultRecord
 
-__all__ = ["HandoffRefusal", "HostExtension", "ToolProvider"]
+__all__ = ["Extensions", "HandoffRefusal", "HostExtension", "ToolProvider"]
 
 HandoffRefusal = tuple[str, str]
 """Why a run may not move to a worker runtime now: `(reason code, one line for the person)`."""
@@ -134,6 +137,78 @@ class HostExtension:
     def remote_fact(self, run_id: str, payload: object) -> None:
         """A fact a Ray worker recorded for run `run_id` (a feature's own record; ignore other
         features' payloads). Make it durable: the worker drops it once the host confirms."""
+
+
+class Extensions:
+    """The features riding on a host's generations, in the order they were added: the one object
+    through which the host (and a feature's callers) fan a hook out to every extension.
+
+    Args:
+        extensions: The features the host starts with.
+        warn: Where a feature's failure to answer a read goes (`Host.warn`): the read then goes on
+            without that feature's part.
+    """
+
+    def __init__(self, extensions: Sequence[HostExtension] = (), *, warn: Callable[[str], None]) -> None:
+        self._all: list[HostExtension] = list(extensions)
+        self._warn = warn
+
+    def __iter__(self) -> Iterator[HostExtension]:
+        return iter(self._all)
+
+    def add(self, extension: HostExtension) -> None:
+        """Let a feature ride on the host's generations from now on (the root adds teams when first used)."""
+        self._all.append(extension)
+
+    def admitting(self, owner_session_id: str) -> None:
+        """Let every extension refuse a new agent of `owner_session_id` (raises `OrchestrationError`)."""
+        for extension in self._all:
+            extension.admitting(owner_session_id)
+
+    def result_notes(self, run_id: str) -> list[str]:
+        """The lines the extensions end the run's result text or report with (e.g. `budget_exhausted`)."""
+        return [note for e in self._all if (note := e.result_note(run_id))]
+
+    def status_fields(self, run_id: str) -> dict[str, object]:
+        """What the extensions add to the run's `list` record and teams status (e.g. its `budget`)."""
+        merged: dict[str, object] = {}
+        for extension in self._all:
+            try:
+                merged.update(extension.status_fields(run_id) or {})
+            except OrchestrationError as exc:
+                self._warn(f"status of run {run_id} could not be read ({exc})")
+        return merged
+
+    async def result_details(self, run_id: str) -> dict[str, object] | None:
+        """What the extensions add to a delivered result's details, or `None`."""
+        merged: dict[str, object] = {}
+        for extension in self._all:
+            try:
+                extra = await extension.result_details(run_id)
+            except OrchestrationError as exc:
+                self._warn(f"details of run {run_id} could not be read ({exc})")
+                continue
+            merged.update(extra or {})
+        return merged or None
+
+    async def remote_result(self, run_id: str, session_path: Path | None) -> str | None:
+        """`HostExtension.remote_result` of every extension: the lines a remote run's result gets."""
+        notes = [note for e in self._all if (note := await e.remote_result(run_id, session_path))]
+        return "\n".join(notes) or None
+
+    def remote_state(self, run_id: str) -> tuple[object, ...]:
+        """What the extensions push to the Ray worker of `run_id` with every pull."""
+        return tuple(state for e in self._all if (state := e.remote_state(run_id)) is not None)
+
+    def remote_fact(self, run_id: str, payload: object) -> None:
+        """A feature's fact from the Ray worker of `run_id`: every extension sees it."""
+        for extension in self._all:
+            extension.remote_fact(run_id, payload)
+
+    def lost(self, run_id: str, diagnostic: str) -> None:
+        """A run was marked `lost` (its Ray worker or node is gone, a handoff failed): every extension's `lost`."""
+        for extension in self._all:
+            extension.lost(run_id, diagnostic)
 
 
 class ToolProvider(Protocol):

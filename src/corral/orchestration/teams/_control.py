@@ -102,7 +102,7 @@ class TeamControl:
     # --- helpers ---------------------------------------------------------------------------------
 
     def _lead_id(self, caller: Caller) -> str:
-        if caller.scope != "lead" or caller.session_id not in self.host.lead_callers:
+        if caller.scope != "lead" or not self.host.runs.is_lead(caller.session_id):
             raise InvalidRequestError("Only the lead session can use this tool.")
         return caller.session_id
 
@@ -134,7 +134,7 @@ class TeamControl:
 
     async def deliver_lead_messages(self, lead_session_id: str) -> None:
         """Bring every undelivered `team-lead` message into the lead's session, once each."""
-        lead = self.host.owners.get(lead_session_id)
+        lead = self.host.runs.owner(lead_session_id)
         if lead is None:
             return
         for message in self.repos.roster.undelivered_lead_messages(lead_session_id):
@@ -234,7 +234,7 @@ class TeamControl:
             self.verifier.cancel(report_id(team_name(member.lead_session_id), member.name, run_id))
         for helper in repos.roster.team_members(member.lead_session_id, parent_run_id=run_id):
             await self.teardown(helper, reason=f"parent {member.name} stopped")
-        handle = host.handles.get(run_id)
+        handle = host.runs.runtime_handle(run_id)
         settled = True
         if handle is not None:
             stopping = asyncio.ensure_future(host.runtime.stop(handle))
@@ -447,7 +447,7 @@ class TeamControl:
                     report.run_id,
                     now - report.created_at,
                     _report_facts(report, await self._observed(report)),
-                    fields=self.host.status_fields(report.run_id),  # e.g. its budget (spent / limit)
+                    fields=self.host.extensions.status_fields(report.run_id),  # e.g. its budget
                 )
             )
         if agent_name is not None:
@@ -503,7 +503,7 @@ class TeamControl:
             rate_limit=rate_limit,
             awaiting_message=awaiting_message,
             report=None if report is None else _report_facts(report, await self._observed(report)),
-            fields=self.host.status_fields(member.run_id),  # e.g. its budget (spent / limit)
+            fields=self.host.extensions.status_fields(member.run_id),  # e.g. its budget (spent / limit)
         )
 
     # --- the rows a front end shows ---------------------------------------------------------------

@@ -153,9 +153,9 @@ class TeamsExtension(HostExtension):
         teams = self.teams
         host = self.host
         leads: set[str] = set()
-        for run_id in host.worker_runs:
+        for run_id in host.runs.worker_runs():
             member = self.teams.repos.roster.team_member(run_id)
-            if member is not None and member.lead_session_id in host.owners:
+            if member is not None and host.runs.is_owner(member.lead_session_id):
                 leads.add(member.lead_session_id)
         for lead in leads - self._relaying:
             if not self.teams.repos.roster.undelivered_lead_messages(lead):

@@ -415,7 +415,7 @@ class Teams:
     # --- spawn ---------------------------------------------------------------------------------
 
     def _lead(self, caller: Caller) -> str:
-        if caller.scope != "lead" or caller.session_id not in self.host.lead_callers:
+        if caller.scope != "lead" or not self.host.runs.is_lead(caller.session_id):
             raise InvalidRequestError("Only the lead session can spawn agents.")
         self.lead_sessions[caller.session_id] = caller.agent
         return caller.session_id
@@ -424,7 +424,7 @@ class Teams:
         self, caller: Caller, request: SpawnRequest, *, parent: TeamChild | None = None
     ) -> _Prepared:
         lead_session_id = self._lead(caller) if parent is None else parent.member.lead_session_id
-        self.host.admit_agent(caller.session_id)
+        self.host.extensions.admitting(caller.session_id)
         checks: tuple[CheckSpec, ...] = ()
         max_repair_attempts = 0
         if parent is None and request.checks is not None:
@@ -1059,7 +1059,7 @@ class Teams:
         if any(lead == owner_session_id for lead, _name in self.pending):
             return True
         return bool(
-            owner_session_id in self.host.owners
+            self.host.runs.is_owner(owner_session_id)
             and self.repos.roster.undelivered_lead_messages(owner_session_id)
         )
 

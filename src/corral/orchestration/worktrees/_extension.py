@@ -9,7 +9,7 @@ from collections.abc import Mapping, Sequence
 from typing import TYPE_CHECKING
 
 from corral.orchestration.errors import OrchestrationError
-from corral.orchestration.host.ports import HostExtension
+from corral.orchestration.host.ports import Extensions, HostExtension
 from corral.orchestration.worktrees._repository import Worktrees as WorktreeRows
 
 if TYPE_CHECKING:
@@ -62,12 +62,12 @@ class WorktreesExtension(HostExtension):
             return (f"interrupted merges could not be settled now ({exc}); `corral merge` retries",)
 
 
-def worktrees_of(extensions: list[HostExtension], db: Database) -> Worktrees:
+def worktrees_of(extensions: Extensions, db: Database) -> Worktrees:
     """The worktrees service among a host's `extensions`, registering the extension on first use."""
     extension = next((e for e in extensions if isinstance(e, WorktreesExtension)), None)
     if extension is None:
         extension = WorktreesExtension(WorktreeRows(db))
-        extensions.append(extension)
+        extensions.add(extension)
     return extension.trees
 
 
@@ -88,7 +88,7 @@ class IsolationStage:
 
     def __init__(
         self,
-        extensions: list[HostExtension],
+        extensions: Extensions,
         db: Database,
         *,
         name: str,

@@ -69,7 +69,7 @@ async def handle_request(
     if not isinstance(request_id, str) or not request_id:
         return None
     kind = str(request.get("type"))
-    caller = teams.host.lead_callers.get(lead_session_id)
+    caller = teams.host.runs.lead(lead_session_id)
     try:
         if caller is None:
             raise InvalidRequestError(

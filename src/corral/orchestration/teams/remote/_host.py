@@ -73,7 +73,7 @@ class NodeCheckExecutor:
         """Run `command` on the run's node; `OSError` when its worker cannot run it."""
         from corral.runtime import RuntimeError_
 
-        handle = self.host.handles.get(self.run_id)
+        handle = self.host.runs.runtime_handle(self.run_id)
         if handle is None or handle.kind != "ray":
             raise OSError(f"the agent's Ray worker is not attached to this host (run {self.run_id})")
         from corral.runtime._ray import ray_runtime
@@ -122,7 +122,7 @@ class NodeCheckExecutor:
         from corral.runtime import RuntimeError_
         from corral.runtime._ray import ray_runtime
 
-        handle = self.host.handles.get(self.run_id)
+        handle = self.host.runs.runtime_handle(self.run_id)
         if handle is not None:
             with contextlib.suppress(RuntimeError_):
                 await ray_runtime(self.host.runtime).call(handle, "cancel_check", self.run_id, token)

@@ -144,7 +144,9 @@ class TeamReports:
         fallback = child.fallback_report()
         status, source = fallback.status, fallback.source
         content = texts.fallback_content(fallback)
-        notes = self.host.result_notes(child.run_id)  # e.g. budget_exhausted: the final turn's report
+        notes = self.host.extensions.result_notes(
+            child.run_id
+        )  # e.g. budget_exhausted: the final turn's report
         if notes and status == "completed":
             content = "\n\n".join([content, *notes])
         work = await self._commit_work(child, content)
@@ -173,7 +175,7 @@ class TeamReports:
                 decision=decision,
                 work={
                     **({} if work is None else work.details()),
-                    **(await self.host.result_details(child.run_id) or {}),
+                    **(await self.host.extensions.result_details(child.run_id) or {}),
                 },
             )
         return False
@@ -358,7 +360,7 @@ class TeamReports:
 
     async def deliver_group_wakes(self, lead_session_id: str) -> None:
         """Send every planned group index to the lead once; a reserved wake is never sent again."""
-        lead = self.host.owners.get(lead_session_id)
+        lead = self.host.runs.owner(lead_session_id)
         if lead is None:
             return
         for delivery in self.groups.reserve_wakes(lead_session_id):
@@ -375,7 +377,7 @@ class TeamReports:
 
     def recover_groups(self, lead_session_id: str) -> list[str]:
         """After a restart: confirm wakes found in the lead's session; warn about unconfirmed ones."""
-        lead = self.host.owners.get(lead_session_id)
+        lead = self.host.runs.owner(lead_session_id)
         if lead is None:
             return []
         delivered = self.groups.find_wakes(lead_session_id, lead.session.entries)
@@ -385,7 +387,7 @@ class TeamReports:
         """Per-agent and combined tokens and cost of the lead's session and every teams agent's session."""
         from corral.orchestration.teams._costs import team_costs
 
-        lead = self.host.owners.get(lead_session_id)
+        lead = self.host.runs.owner(lead_session_id)
         lead_path = None if lead is None else lead.session.path
         agents: list[tuple[str, Path]] = []
         for member in self.repos.roster.team_members(lead_session_id, live_only=False):
