@@ -1,5 +1,5 @@
-"""The fake model behind the real agents: `FakeProviderServer` (Anthropic Messages, OpenAI Responses
-and Chat Completions, SSE, `TCP_NODELAY`) answering by trigger words.
+"""The fake model behind the real agents: `FakeProviderServer` (Anthropic Messages, OpenAI Responses,
+Chat Completions and Gemini, SSE, `TCP_NODELAY`) answering by trigger words.
 
 Only the model's decisions are scripted, from the last user message of each request (the trigger
 that appears last wins, since an agent may merge an interrupted prompt into the next one):
@@ -9,7 +9,8 @@ that appears last wins, since an agent may merge an interrupted prompt into the 
 * `SLOW` → a long reply streamed slowly (it stops when the agent hangs up);
 * `HELLO`, or anything else → `Hello from the fake model.`
 
-A request without tools (a title or summary an agent asks for on the side) gets a short text.
+A request without tools (a title or summary an agent asks for on the side) gets a short text; a
+request for JSON (Gemini CLI's model router) gets the routing answer it expects.
 """
 
 from __future__ import annotations
