@@ -8,8 +8,6 @@ import os
 import shutil
 from typing import NoReturn
 
-import pytest
-
 __all__ = ["require", "unavailable"]
 
 
@@ -21,6 +19,8 @@ def unavailable(reason: str, *, module_level: bool = False) -> NoReturn:
         module_level: Called while a test module is imported (skips the whole module).
     """
     __tracebackhide__ = True  # a skip is reported at its caller's line, not here
+    import pytest  # here, so installers that import this module run without pytest (`.ci/run`)
+
     if os.environ.get("CI") == "true":
         pytest.fail(f"{reason} (under CI=true this is a failure: .ci/run installs it)", pytrace=False)
     pytest.skip(reason, allow_module_level=module_level)

@@ -67,6 +67,7 @@ __all__ = [
     "AgentBudgetSettings",
     "BudgetSettings",
     "CompactionSettings",
+    "HarnessSettings",
     "ModelPriceSettings",
     "ModelSettings",
     "ProviderSettings",
@@ -397,6 +398,18 @@ class RaySettings(_Section):
     `CORRAL_HOME`, `CORRAL_SCRIPTS` and `XDG_CONFIG_HOME` always go. They cross the network unencrypted."""
 
 
+class HarnessSettings(_Section):
+    """`[harnesses.<name>]`: how corral starts the agents of a harness (`claude-code`, `codex`,
+    `opencode`, `gemini`, `goose` or `acp`; docs/harnesses.md)."""
+
+    command: list[str] | None = Field(default=None, min_length=1)
+    """The program and its arguments, replacing the preset's (e.g. `["/opt/acp/bin/claude-agent-acp"]`);
+    a definition's own `command` still wins (default: the preset's, found on `PATH`)."""
+    env: dict[str, str] = Field(default_factory=dict)
+    """Environment variables set for the agent, over corral's environment and the preset's own
+    settings (e.g. `ANTHROPIC_BASE_URL`; default none)."""
+
+
 class Settings(_Section):
     """All settings, with their defaults. Build with [`load_settings`][corral.settings.load_settings]."""
 
@@ -438,6 +451,9 @@ class Settings(_Section):
     """`[activity_colors]` table: the terminal app's activity palette (unset keys follow the theme)."""
     budget: BudgetSettings = Field(default_factory=BudgetSettings)
     """`[budget]` table: limits on the lead's tree of agents and on each agent (docs/fleet.md)."""
+    harnesses: dict[str, HarnessSettings] = Field(default_factory=dict)
+    """`[harnesses.<name>]` tables: the command and environment of a harness's agents
+    (docs/harnesses.md)."""
     isolation: Literal["shared", "worktree"] = "shared"
     """Where write agents work: `shared` (default: the lead's working tree) or `worktree` (each gets
     its own git worktree and branch `corral/<name>-<run>`, merged back with `corral merge`; see

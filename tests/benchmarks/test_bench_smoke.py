@@ -57,6 +57,11 @@ def _peer(out: dict[str, Any]) -> None:
     assert out["fake_server"]["listen_drops"] in (0, None), out
 
 
+def _harness(out: dict[str, Any]) -> None:
+    assert out["fake_agent"]["corral_overhead"]["n"] == 2, out
+    assert out["fan_out"]["agents"] == 2 and out["fan_out"]["corral_rss_mb"]["peak"] > 0, out
+
+
 def _tui(out: dict[str, Any]) -> None:
     # The agents must still be working when the keys are typed: else the loaded figure measures
     # an idle app.
@@ -111,6 +116,11 @@ SMOKES: dict[str, Smoke] = {
         ("--agents", "2,3", "--tool-calls", "1"),
         frozenset({"runs", "scaling", "exactly_once", "all_finalized"}),
         check=_fanout_sizes,
+    ),
+    "bench_harness": Smoke(
+        ("--iterations", "2", "--warmup", "1", "--real", "", "--agents", "2"),
+        frozenset({"fake_agent", "real_agents", "fan_out", "real_agents_missing"}),
+        check=_harness,
     ),
     "bench_http": Smoke(
         ("--agents", "2", "--requests", "2"),

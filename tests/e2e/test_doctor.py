@@ -24,8 +24,8 @@ from tests.runtime._tmux_fixtures import kill_server, require_tmux
 
 from .conftest import Env, RunCorral
 
-NAMES = ["data_root", "store", "sandbox", "tmux", "tmux_workers", "settings", "definitions"]
-"""Without a store; with one, `checks` follows `store`."""
+NAMES = ["data_root", "store", "sandbox", "tmux", "tmux_workers", "settings", "definitions", *["harness"] * 5]
+"""Without a store; with one, `checks` follows `store`. One `harness` line per preset."""
 
 
 def _private_home(env: Env) -> None:
@@ -279,3 +279,43 @@ def test_a_bad_flag_is_one_line_and_exit_2(corral: RunCorral) -> None:
     assert done.returncode == 2
     assert done.stdout == ""
     assert done.stderr.strip().splitlines() == ["corral: error: No such option: --bogus"]
+
+
+def test_each_preset_harness_is_listed_with_its_version_or_its_install_command(
+    cli_env: Env, corral: RunCorral, tmp_path: Path
+) -> None:
+    bin_dir = tmp_path / "bin"
+    bin_dir.mkdir()
+    # An npm install of the Claude adapter: the `.bin` link resolves into the package.
+    package = tmp_path / "node_modules" / "@agentclientprotocol" / "claude-agent-acp"
+    (package / "dist").mkdir(parents=True)
+    (package / "package.json").write_text(
+        json.dumps({"name": "@agentclientprotocol/claude-agent-acp", "version": "0.99.1"})
+    )
+    (package / "dist" / "index.js").write_text("#!/bin/sh\n")
+    (package / "dist" / "index.js").chmod(0o755)
+    (bin_dir / "claude-agent-acp").symlink_to(package / "dist" / "index.js")
+    # A native binary that says its version.
+    goose = tmp_path / "goose-dist" / "goose"
+    goose.parent.mkdir()
+    goose.write_text("#!/bin/sh\necho ' 1.52.0'\n")
+    goose.chmod(0o755)
+    cli_env.settings(f'[harnesses.goose]\ncommand = ["{goose}", "acp"]\n')
+
+    code, report = _report(corral, env={"PATH": f"{bin_dir}:/usr/bin:/bin"})
+
+    assert code == 0
+    lines = {c["message"].split(":")[0]: c for c in report["checks"] if c["name"] == "harness"}
+    assert set(lines) == {"claude-code", "codex", "opencode", "gemini", "goose"}
+    assert all(c["status"] == "ok" for c in lines.values())
+    claude = lines["claude-code"]["message"]
+    assert (
+        "version 0.99.1" in claude and "tested with @agentclientprotocol/claude-agent-acp@0.101.0" in claude
+    )
+    assert f"{goose}, version 1.52.0" in lines["goose"]["message"]
+    for name, install in (
+        ("codex", "npm install -g @zed-industries/codex-acp@0.16.0"),
+        ("opencode", "npm install -g opencode-ai@1.18.33"),
+        ("gemini", "npm install -g @google/gemini-cli@0.61.0"),
+    ):
+        assert "not found" in lines[name]["message"] and install in lines[name]["message"]

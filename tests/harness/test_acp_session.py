@@ -13,6 +13,8 @@ import os
 import sys
 from pathlib import Path
 
+import pytest
+
 from corral.agent import GuardVerdict, RequestEstimate
 from corral.harness.acp import (
     PLAN_ENTRY,
@@ -32,6 +34,7 @@ from corral.llm import (
     UserMessage,
 )
 from corral.session import CustomEntry, SessionManager
+from corral.settings import SettingsError, read_settings_file
 from tests._waits import eventually
 
 FAKE = Path(__file__).with_name("fake_acp_agent.py")
@@ -148,6 +151,41 @@ def test_presets_name_their_commands_and_a_command_replaces_the_preset() -> None
     assert preset_command("goose", ()).argv == ("goose", "acp")
     assert preset_command("gemini", ("/opt/gemini", "--acp")).argv == ("/opt/gemini", "--acp")
     assert preset_command("acp", ("/usr/bin/my-agent", "--stdio")).name == "my-agent"
+
+
+def test_harness_settings_replace_the_preset_command_and_set_the_environment_over_corrals(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    settings_file = tmp_path / "settings.toml"
+    settings_file.write_text(
+        '[harnesses.claude-code]\ncommand = ["/opt/acp/claude-agent-acp"]\n'
+        'env = { ANTHROPIC_BASE_URL = "http://127.0.0.1:9", ENABLE_TOOL_SEARCH = "true" }\n'
+    )
+    settings = read_settings_file(settings_file)
+    monkeypatch.setattr(os, "geteuid", lambda: 0)  # as root, Claude Code needs IS_SANDBOX=1
+    launch = preset_command("claude-code", (), settings.harnesses["claude-code"])
+    assert launch.argv == ("/opt/acp/claude-agent-acp",) and launch.name == "claude-code"
+    env = launch.environment(
+        {"IS_SANDBOX": "yes", "CLAUDE_CODE_DISABLE_NONESSENTIAL_TRAFFIC": "0", "HOME": "/h"}
+    )
+    assert env["IS_SANDBOX"] == "1"  # only `1` counts for Claude Code: the preset's wins
+    assert env["ENABLE_TOOL_SEARCH"] == "true"  # the settings' env wins over the preset's
+    assert env["CLAUDE_CODE_DISABLE_NONESSENTIAL_TRAFFIC"] == "0"  # corral's environment over the preset's
+    assert env["ANTHROPIC_BASE_URL"] == "http://127.0.0.1:9" and env["HOME"] == "/h"
+    # A definition's own command wins over the settings'.
+    assert preset_command("claude-code", ("/x/agent",), settings.harnesses["claude-code"]).argv == (
+        "/x/agent",
+    )
+    monkeypatch.setattr(os, "geteuid", lambda: 1000)
+    assert "IS_SANDBOX" not in preset_command("claude-code", ()).environment({})
+    assert preset_command("goose", ()).environment({})["GOOSE_MODE"] == "approve"
+
+
+def test_an_unknown_harness_settings_key_is_refused(tmp_path: Path) -> None:
+    settings_file = tmp_path / "settings.toml"
+    settings_file.write_text('[harnesses.goose]\nargs = ["acp"]\n')
+    with pytest.raises(SettingsError, match="args"):
+        read_settings_file(settings_file)
 
 
 def _logged(log: Path, method: str) -> list[dict[str, object]]:

@@ -1,14 +1,16 @@
 """A fake model-provider HTTP server on loopback, for testing the real provider code path.
 
 `FakeProviderServer` runs `http.server.ThreadingHTTPServer` in a background
-thread on `127.0.0.1` (random port) and speaks just enough of three wire APIs
-for the official SDKs to accept its answers:
+thread on `127.0.0.1` (random port) and speaks just enough of four wire APIs
+for the official SDKs (and the agents of `tests/harness/real`) to accept its answers:
 
 * OpenAI Responses: `POST /v1/responses` (SSE stream and plain JSON);
 * OpenAI Chat Completions: `POST /v1/chat/completions` (SSE chunks with a
   `stream_options.include_usage` usage chunk, and plain JSON);
 * Anthropic Messages: `POST /v1/messages` (SSE `message_start` … `message_stop`,
-  and plain JSON).
+  and plain JSON);
+* Gemini: `POST …/models/<model>:streamGenerateContent` (SSE `data:` chunks of candidates) and
+  `:generateContent` (plain JSON).
 
 Tests queue replies (`queue_text`, `queue_tool_call`, `queue_error`, or a whole
 `FakeReply`) which are served first-in first-out whatever the path, and read
@@ -43,7 +45,7 @@ __all__ = [
     "RecordedRequest",
 ]
 
-_Api = Literal["responses", "chat", "anthropic"]
+_Api = Literal["responses", "chat", "anthropic", "gemini"]
 
 
 @dataclass
@@ -201,6 +203,8 @@ class _Handler(BaseHTTPRequestHandler):
             api = "chat"
         elif path.endswith("/messages"):
             api = "anthropic"
+        elif path.endswith((":generateContent", ":streamGenerateContent")):
+            api = "gemini"
         else:
             self._send_json(404, {"error": {"message": f"unknown path {path}", "type": "not_found"}})
             return
@@ -223,6 +227,9 @@ class _Handler(BaseHTTPRequestHandler):
             return
         model = str(body.get("model", "fake-model")) if isinstance(body, dict) else "fake-model"
         stream = isinstance(body, dict) and bool(body.get("stream"))
+        if api == "gemini":  # the model and streaming are in the path
+            model = path.rpartition("/")[2].partition(":")[0]
+            stream = path.endswith(":streamGenerateContent")
         builder = _Builder(api, reply, model, fake._next_id())
         if not stream:
             self._send_json(200, builder.plain(), reply.headers)
@@ -355,6 +362,7 @@ class _Builder:
             "responses": self._responses_plain,
             "chat": self._chat_plain,
             "anthropic": self._anthropic_plain,
+            "gemini": self._gemini_plain,
         }[self.api]()
 
     def events(self) -> Iterator[tuple[str | None, Any]]:
@@ -362,7 +370,54 @@ class _Builder:
             return self._responses_events()
         if self.api == "chat":
             return self._chat_events()
+        if self.api == "gemini":
+            return self._gemini_events()
         return self._anthropic_events()
+
+    # --- Gemini -----------------------------------------------------------
+
+    def _gemini_usage(self) -> dict[str, Any]:
+        u = self.reply.usage
+        prompt = u.input + u.cache_read
+        return {
+            "promptTokenCount": prompt,
+            "candidatesTokenCount": u.output,
+            "totalTokenCount": prompt + u.output,
+            "cachedContentTokenCount": u.cache_read,
+        }
+
+    def _gemini_candidate(self, parts: list[dict[str, Any]], finish: bool) -> dict[str, Any]:
+        candidate: dict[str, Any] = {"content": {"role": "model", "parts": parts}, "index": 0}
+        if finish:
+            candidate["finishReason"] = "MAX_TOKENS" if self.reply.stop == "length" else "STOP"
+        return candidate
+
+    def _gemini_calls(self) -> list[dict[str, Any]]:
+        return [{"functionCall": {"name": name, "args": args}} for _, name, args in self.calls]
+
+    def _gemini_plain(self) -> Any:
+        parts: list[dict[str, Any]] = [{"text": self.text}] if self.text else []
+        return {
+            "candidates": [self._gemini_candidate(parts + self._gemini_calls(), True)],
+            "usageMetadata": self._gemini_usage(),
+            "modelVersion": self.model,
+        }
+
+    def _gemini_events(self) -> Iterator[tuple[str | None, Any]]:
+        def chunk(parts: list[dict[str, Any]], finish: bool = False) -> tuple[None, Any]:
+            body: dict[str, Any] = {
+                "candidates": [self._gemini_candidate(parts, finish)],
+                "modelVersion": self.model,
+            }
+            if finish:
+                body["usageMetadata"] = self._gemini_usage()
+            return None, body
+
+        for delta in self.thinking_deltas:
+            yield chunk([{"text": delta, "thought": True}])
+        for delta in self.text_deltas:
+            yield chunk([{"text": delta}])
+        yield chunk(self._gemini_calls(), finish=True)
 
     # --- OpenAI Responses -------------------------------------------------
 
@@ -747,7 +802,7 @@ class _Builder:
 
 
 class FakeProviderServer:
-    """A fake OpenAI / Anthropic endpoint on `127.0.0.1`, answering from a queue of replies.
+    """A fake OpenAI / Anthropic / Gemini endpoint on `127.0.0.1`, answering from a queue of replies.
 
     Use as a context manager (or call `start()` / `close()`)::
 
@@ -769,7 +824,7 @@ class FakeProviderServer:
         """Every request received, in arrival order."""
         self.default_reply: FakeReply | None = None
         """Served when the queue is empty (else the server answers 500)."""
-        self.wire_apis: set[str] = {"responses", "chat", "anthropic"}
+        self.wire_apis: set[str] = {"responses", "chat", "anthropic", "gemini"}
         """The wire APIs served; a POST to another's path answers 404 (as a server without it)."""
         self.models: list[str] | None = None
         """Model ids listed by `GET …/models` (`None`: that path answers 404)."""

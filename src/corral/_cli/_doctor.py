@@ -12,7 +12,9 @@ nodes with `runtime = "ray"`, assigned checks left `claimed` by a process
 that died (`corral checks list`), loading the settings (and `favorite_models`' tiers), each custom provider's endpoint
 (`GET /models`, and an empty `POST` to each OpenAI wire API to see which exist), and loading the agent
 definitions (each definition file that cannot be used is a `warn` naming its
-path and the problem). No prompt is
+path and the problem), and each preset harness's program (found on `PATH` or as
+`[harnesses.<name>]` sets it: its version, or the install command when it is
+missing; `ok` either way, since an agent nobody uses is not a problem). No prompt is
 sent, so it stays fast; the subprocess checks run concurrently.
 """
 
@@ -46,7 +48,7 @@ class Check:
 
     name: str
     """Which check: `data_root`, `store`, `checks`, `worktrees`, `sandbox`, `tmux`, `tmux_workers`, `ray_workers`,
-    `ray`, `settings`, `endpoint` or `definitions`."""
+    `ray`, `settings`, `endpoint`, `definitions` or `harness`."""
     status: CheckStatus
     """`ok`, `warn` or `fail`."""
     message: str
@@ -527,6 +529,75 @@ async def _check_endpoints(settings: Settings | None) -> list[Check]:
     return checks
 
 
+def _package_version(program: Path, package: str) -> str | None:
+    """The version in the `package.json` of npm package `package` that holds `program` (an npm
+    install's `.bin` link resolves into it), or `None`."""
+    for folder in program.resolve().parents:
+        manifest = folder / "package.json"
+        if manifest.is_file():
+            try:
+                data = json.loads(manifest.read_text())
+            except (OSError, ValueError):
+                return None
+            if isinstance(data, dict) and data.get("name") == package:
+                version = data.get("version")
+                return version if isinstance(version, str) else None
+            if isinstance(data, dict) and "name" in data:
+                return None  # another package's folder: not an npm install of this one
+    return None
+
+
+async def _program_version(program: str) -> str | None:
+    """What `program --version` prints (first line), or `None`."""
+    try:
+        process = await asyncio.create_subprocess_exec(
+            program,
+            "--version",
+            stdin=asyncio.subprocess.DEVNULL,
+            stdout=asyncio.subprocess.PIPE,
+            stderr=asyncio.subprocess.DEVNULL,
+            start_new_session=True,
+        )
+    except OSError:
+        return None
+    try:
+        out, _ = await asyncio.wait_for(process.communicate(), _TMUX_TIMEOUT_S)
+    except TimeoutError:
+        process.kill()
+        await process.wait()
+        return None
+    lines = out.decode(errors="replace").strip().splitlines()
+    return lines[0].strip() if process.returncode == 0 and lines else None
+
+
+async def _check_harness(name: str, settings: Settings | None) -> Check:
+    from corral.harness import ACP_PRESETS
+    from corral.harness.acp import preset_command
+
+    preset = ACP_PRESETS[name]
+    launch = preset_command(name, (), None if settings is None else settings.harnesses.get(name))
+    program = launch.argv[0]
+    found = shutil.which(program, path=launch.environment().get("PATH"))
+    if found is None:
+        return Check(
+            "harness",
+            "ok",
+            f"{name}: {program} not found, so `harness: {name}` agents cannot start; "
+            f"install it with `{preset.install_command}` (or set [harnesses.{name}] command)",
+        )
+    version = _package_version(Path(found), preset.package) or await _program_version(found)
+    tested = f"tested with {preset.package}@{preset.version}"
+    if version is None:
+        return Check("harness", "ok", f"{name}: {found} (version unknown; {tested})")
+    return Check("harness", "ok", f"{name}: {found}, version {version} ({tested})")
+
+
+async def _check_harnesses(settings: Settings | None) -> list[Check]:
+    from corral.harness import ACP_PRESETS
+
+    return list(await asyncio.gather(*(_check_harness(name, settings) for name in ACP_PRESETS)))
+
+
 async def run_checks(cwd: Path) -> list[Check]:
     """Run every check for the current data root and `cwd` (for the project settings).
 
@@ -535,7 +606,7 @@ async def run_checks(cwd: Path) -> list[Check]:
 
     Returns:
         The checks in a fixed order: data root, store, checks, sandbox, tmux, tmux workers, settings,
-        endpoint (per custom provider), definitions.
+        endpoint (per custom provider), definitions, harness (per preset).
     """
     from corral._paths import corral_home
     from corral.orchestration import default_store_path
@@ -578,6 +649,7 @@ async def run_checks(cwd: Path) -> list[Check]:
     checks += settings_checks
     checks += await _check_endpoints(settings)
     checks += _check_definitions(cwd)
+    checks += await _check_harnesses(settings)
     return checks
 
 

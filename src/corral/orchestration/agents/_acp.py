@@ -127,13 +127,15 @@ def acp_agent(
     session file; its `model` and `thinking` in `config`; `writable`: its file writes are answered)."""
     permissions.label = label
     stderr = None if session.path is None else session.path.with_suffix(".acp-stderr.log")
+    launch = preset_command(harness, command, settings.harnesses.get(harness))
     return AcpAgentSession(
-        command=preset_command(harness, command),
+        command=launch,
         session=session,
         cwd=cwd,
         settings=settings,
         agent_name=label,
         permissions=permissions,
+        env=launch.environment(),
         stderr_path=stderr,
         on_session=_session_ready,
         config=config,

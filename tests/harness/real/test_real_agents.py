@@ -1,0 +1,199 @@
+"""The real ACP agents from npm (pinned, `_install.py`) as corral managed agents, each against the
+scripted fake model (`_model.py`): delegate → streamed reply → the result delivered once; a permission
+request becomes the owner's ask, answered by a `reply` naming an option; `interrupt` sends
+`session/cancel` and ends the turn; `close` ends the agent's whole process tree.
+
+Each agent starts from its preset (`harness: <name>`, the program found on `PATH`), with the fake
+model's address in the environment the way a user would give it. A missing agent is `unavailable`
+(installed here on first use; `.ci/run` installs them ahead)."""
+
+from __future__ import annotations
+
+import asyncio
+import json
+import os
+import re
+import shutil
+import uuid
+from collections.abc import Iterator
+from pathlib import Path
+
+import pytest
+
+from corral.orchestration import ASK_TYPE, RESULT_TYPE
+from corral.orchestration.surfaces import CloseParams, DelegateParams, InterruptParams, ReplyParams
+from corral.session import SessionManager
+from tests._waits import eventually
+from tests.e2e._pi_real import cache_root
+from tests.harness.real._install import REAL_AGENTS, RealAgent, install, provider_environment
+from tests.harness.real._model import AFTER_TOOL, HELLO, ScriptedModel
+from tests.orchestration._host_helpers import Team, prepare_env, team, write_script
+
+LEAD = {"steps": [{"text": "noted"}], "on_exhausted": "repeat_last"}
+AGENT_WAIT = 180.0
+"""Bound on one step of a real agent (its start-up is seconds idle; the suite must hold at load 8+)."""
+MARK = "CORRAL_REAL_ACP_TEST"
+"""An environment variable every process of the agent's tree inherits: how the test finds them."""
+
+
+@pytest.fixture(params=list(REAL_AGENTS))
+def real_agent(request: pytest.FixtureRequest) -> RealAgent:
+    return install(str(request.param))
+
+
+@pytest.fixture
+def model() -> Iterator[ScriptedModel]:
+    with ScriptedModel() as scripted:
+        yield scripted
+
+
+@pytest.fixture
+def agent_env(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch, real_agent: RealAgent, model: ScriptedModel
+) -> Iterator[tuple[Path, str]]:
+    """A private corral home with the definition `real` of the agent's preset; returns it and the mark."""
+    prepare_env(tmp_path, monkeypatch)
+    monkeypatch.setenv("PATH", f"{real_agent.bin_dir}{os.pathsep}{os.environ['PATH']}")
+    monkeypatch.setenv("CORRAL_TEST_CACHE", str(cache_root()))  # before HOME moves
+    home = tmp_path / "agent-home"
+    home.mkdir()
+    monkeypatch.setenv("HOME", str(home))
+    for xdg in ("XDG_DATA_HOME", "XDG_STATE_HOME", "XDG_CACHE_HOME"):
+        monkeypatch.setenv(xdg, str(home / xdg.lower()))
+    mark = uuid.uuid4().hex
+    monkeypatch.setenv(MARK, mark)
+    provider = provider_environment(real_agent.harness, model.server, tmp_path)
+    for key, value in provider.items():
+        monkeypatch.setenv(key, value)
+    agents = tmp_path / "config" / "agents"
+    agents.mkdir(parents=True)
+    front = {
+        "name": "real",
+        "description": "a real ACP agent",
+        "harness": real_agent.harness,
+        "runtime": "inprocess",
+    }
+    (agents / "real.md").write_text(f"---\n{json.dumps(front)}\n---\n")
+    write_script(tmp_path, "lead", LEAD)
+    yield tmp_path, mark
+    if "CODEX_HOME" in provider:  # outside the test's tmp_path (Codex refuses /tmp)
+        shutil.rmtree(provider["CODEX_HOME"], ignore_errors=True)
+
+
+def _tree(mark: str) -> set[int]:
+    """Live processes whose environment carries `mark` (a dying process whose memory is gone has no
+    environment to read: `_gone` decides for the ones seen alive)."""
+    needle = f"{MARK}={mark}".encode()
+    found: set[int] = set()
+    for entry in Path("/proc").iterdir():
+        if not entry.name.isdigit() or int(entry.name) == os.getpid():
+            continue
+        try:
+            if needle in (entry / "environ").read_bytes().split(b"\0") and not _gone(int(entry.name)):
+                found.add(int(entry.name))
+        except OSError:
+            continue
+    return found
+
+
+def _gone(pid: int) -> bool:
+    """`pid` has exited and been reaped (a zombie counts as gone only when another process than this
+    one is its parent, which it may never reap)."""
+    try:
+        fields = Path(f"/proc/{pid}/stat").read_text().rpartition(")")[2].split()
+    except OSError:
+        return True
+    return fields[0] == "Z" and int(fields[1]) != os.getpid()
+
+
+def _all_gone(seen: set[int], mark: str) -> bool:
+    return all(_gone(pid) for pid in seen) and not _tree(mark)
+
+
+def _results(t: Team) -> list[str]:
+    return [str(entry["content"]) for entry in t.lead_entries(RESULT_TYPE)]
+
+
+async def _quiet(t: Team) -> None:
+    await asyncio.wait_for(t.host.wait_until_quiet(t.caller.session_id), AGENT_WAIT)
+
+
+ALLOW_ONCE = {
+    "claude-code": "Yes",
+    "goose": "allow_once",
+    "opencode": "Allow once",
+    "codex": "Yes, proceed",
+    "gemini": "Allow",
+}
+"""The name each agent gives its option that allows a tool call once (`reply` names it)."""
+
+
+def _options(ask: str) -> list[str]:
+    """The options an ask lists (`Options: Name (id x); y; …`), by name."""
+    listed = next(line for line in ask.splitlines() if line.startswith("Options: "))
+    return [re.sub(r" \(id [^)]+\)$", "", option) for option in listed.removeprefix("Options: ").split("; ")]
+
+
+@pytest.mark.timeout(900)
+async def test_a_real_agent_asks_streams_delivers_once_cancels_and_is_closed(
+    agent_env: tuple[Path, str], model: ScriptedModel, real_agent: RealAgent
+) -> None:
+    env, mark = agent_env
+    work = env / "work"
+    async with team(env, "lead") as t:
+        # 1. A permission request is an ask; the reply naming "allow once" lets the command run.
+        first = await t.controller.delegate(
+            t.caller, DelegateParams(definition="real", task="RUN_CMD touch made-by-agent.txt ;;")
+        )
+        try:
+            await eventually(lambda: bool(t.lead_entries(ASK_TYPE) or _results(t)), timeout=AGENT_WAIT)
+            assert len(t.lead_entries(ASK_TYPE)) == 1
+        except (TimeoutError, AssertionError):
+            stderr = Path(str(first.session_path)).with_suffix(".acp-stderr.log")
+            raise AssertionError(
+                f"no ask (results: {_results(t)}); model requests: {model.describe()}; stderr: "
+                f"{stderr.read_text()[-3000:] if stderr.exists() else ''}"
+            ) from None
+        seen = _tree(mark)  # the agent waits for the answer: its tree is alive
+        assert seen
+        ask = str(t.lead_entries(ASK_TYPE)[0]["content"])
+        assert "touch made-by-agent.txt" in ask
+        allow = ALLOW_ONCE[real_agent.harness]
+        assert allow in _options(ask), ask
+        await t.controller.reply(t.caller, ReplyParams(agent=first.agent, message=allow.upper()))
+        await _quiet(t)
+        results = _results(t)
+        assert len(results) == 1 and AFTER_TOOL in results[0], (results, model.describe())
+        assert (work / "made-by-agent.txt").exists()
+        assert t.lead_entries(RESULT_TYPE)[0]["details"]["request_id"] == first.request_id
+        await eventually(lambda: _all_gone(seen, mark), timeout=AGENT_WAIT)  # the assignment ended
+
+        # 2. An interrupt mid-stream sends session/cancel; the turn ends aborted, the new prompt answers.
+        second = await t.controller.delegate(t.caller, DelegateParams(definition="real", task="SLOW please"))
+        await eventually(lambda: model.saw("slow"), timeout=AGENT_WAIT)
+        seen = _tree(mark)
+        await t.controller.interrupt(
+            t.caller, InterruptParams(agent=second.agent, message="Stop that; just say HELLO.")
+        )
+        await _quiet(t)
+        results = _results(t)
+        assert len(results) == 2 and HELLO in results[1], (results, model.describe())
+        assert second.session_path is not None
+        with SessionManager.open(Path(second.session_path), read_only=True) as saved:
+            stops = [
+                getattr(m, "stop_reason", None)
+                for m in saved.build_context().messages
+                if m.role == "assistant"
+            ]
+        assert "aborted" in stops and stops[-1] == "stop"
+        await eventually(lambda: _all_gone(seen, mark), timeout=AGENT_WAIT)
+
+        # 3. close ends the agent's whole process tree, mid-turn.
+        third = await t.controller.delegate(t.caller, DelegateParams(definition="real", task="SLOW again"))
+        await eventually(lambda: model.served.count("slow") == 2, timeout=AGENT_WAIT)
+        seen = _tree(mark)
+        assert seen
+        closed = await t.controller.close(t.caller, CloseParams(agent=third.agent))
+        assert closed.closed == (third.agent,) and not closed.cleanup_errors
+        await eventually(lambda: _all_gone(seen, mark), timeout=AGENT_WAIT)
+        assert len(_results(t)) == 2
