@@ -8,8 +8,10 @@ every answer from the request alone:
 * a request that offers `spawn_swarm_agents` is the lead's (teams surface);
   its first turn spawns N agents in one `spawn_swarm_agents` call (N is read
   from the prompt, "a swarm of N read agents"); later turns answer "waiting"
-  until every agent's report marker (`BENCH-REPORT-<k>`) is in the lead's
-  messages, then one final text (`ALL <N> REPORTS IN`);
+  until every agent's report marker (`BENCH-REPORT-<k>`) has been in the lead's
+  messages (in this request or an earlier one of the run: a report shown in
+  full once may stand as a short reference after), then one final text
+  (`ALL <N> REPORTS IN`);
 * a request that offers `report_and_exit` is a read agent's: it calls
   `report_and_exit` with a ~1,500-character report for its part `k` (read
   from its prompt), and answers "done" once that call's result is in;
@@ -101,6 +103,9 @@ class _Counts:
     lead_tool_schema_chars: int = 0
     final_sent_at: float | None = None
     errors: list[str] = field(default_factory=list)
+    reports_seen: set[int] = field(default_factory=set)
+    """The report markers the lead's requests have carried so far: a program may send a report in
+    full once and a short reference after (corral does), as a model that read it needs no more."""
 
 
 class FakeModel:
@@ -160,8 +165,11 @@ class FakeModel:
                     ("spawn_swarm_agents", {"defaults": {"model_slot": "read-collect"}, "agents": agents})
                 ]
             return None, [("agent", {"action": "delegate", "definition": "scout", "task": t}) for t in tasks]
-        seen = {int(m) for m in MARKER_RE.findall(text)}
-        if len(seen) >= n:
+        with self.lock:
+            seen = self.counts.reports_seen
+            seen.update(int(m) for m in MARKER_RE.findall(text))
+            complete = len(seen) >= n
+        if complete:
             return FINAL_TEXT.format(n=n), []
         return "Waiting for the remaining reports.", []
 
