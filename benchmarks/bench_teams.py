@@ -168,7 +168,7 @@ async def _spawn_latency(root: Path, spawns: int, warmup: int) -> dict[str, Any]
         for index in range(warmup + spawns):
             request = parse_spawn({"name": f"r{index}", "prompt": "Review x.", "model_slot": "read-review"})
             begin = time.perf_counter()
-            outcome = await host.teams.spawn(caller, request)
+            outcome = await host.teams.spawning.spawn(caller, request)
             while len(first) <= index:
                 await asyncio.sleep(0)
             if index >= warmup:
@@ -218,7 +218,7 @@ async def _swarm(root: Path, members: int) -> dict[str, Any]:
     )
     try:
         begin = time.perf_counter()
-        outcome = await host.teams.spawn_swarm(caller, request)
+        outcome = await host.teams.spawning.spawn_swarm(caller, request)
         returned = time.perf_counter() - begin
         await all_in.wait()
         wall = max(delivered.values()) - begin
@@ -272,16 +272,19 @@ async def _burst(root: Path, burst: int, limit: int) -> dict[str, Any]:
     host, lead, caller, errors = await _start(root, settings)
     capacity = host.teams.capacity(caller.session_id)
     live = _PeakDict(lambda: capacity.snapshot().kinds["read"].active)
-    # The one live registry the spawn path, control and reports share (the host's tools find a
-    # member's `TeamChild` in it by run id).
-    host.teams.live = host.teams.control.live = host.teams.reports.live = live
+    # The one live registry the teams services share (the host's tools find a member's `TeamChild`
+    # in it by run id): every holder of it, the frozen `TeamContext` included, gets the counting one.
+    teams = host.teams
+    object.__setattr__(teams.context, "live", live)
+    for holder in (teams, teams.spawning, teams.control, teams.reports):
+        holder.live = live
     requests = [
         parse_spawn({"name": f"b{i}", "prompt": "Check one thing.", "model_slot": "read-collect"})
         for i in range(burst)
     ]
     try:
         begin = time.perf_counter()
-        outcomes = await asyncio.gather(*(host.teams.spawn(caller, r) for r in requests))
+        outcomes = await asyncio.gather(*(host.teams.spawning.spawn(caller, r) for r in requests))
         returned = time.perf_counter() - begin
         await host.wait_until_quiet(caller.session_id)
         drained = time.perf_counter() - begin
