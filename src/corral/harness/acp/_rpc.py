@@ -100,6 +100,8 @@ class AcpConnection:
         self._handlers: set[asyncio.Task[None]] = set()
         self._closed = False
         self._ended: str | None = None
+        self._reaper: asyncio.Task[None] | None = None
+        """After `abandon`: waits for the killed agent and closes its pipes."""
         self._reader = asyncio.get_running_loop().create_task(self._read(), name="corral-acp-reader")
 
     @classmethod
@@ -274,8 +276,7 @@ class AcpConnection:
         finally:
             self.kill(signal.SIGKILL, tree)
             self._finish()
-        with contextlib.suppress(TimeoutError):
-            await asyncio.wait_for(self._process.wait(), _KILL_GRACE_S)
+        await self._reap()
 
     def kill(self, sig: int = signal.SIGKILL, tree: Sequence[int] | None = None) -> None:
         """Send `sig` to the agent's process group and to each process of `tree` (default: its
@@ -287,11 +288,29 @@ class AcpConnection:
             with contextlib.suppress(ProcessLookupError, PermissionError):
                 os.kill(pid, sig)
 
-    def abandon(self) -> None:
-        """End the agent's process tree at once (SIGKILL) and the connection; synchronous."""
+    def abandon(self) -> asyncio.Task[None] | None:
+        """End the agent's process tree at once (SIGKILL) and the connection; synchronous. The process
+        is reaped and its pipes closed by a task on the running loop, when there is one: returned, so
+        a caller that can wait awaits it (pipes left open meet the garbage collector later)."""
         self._closed = True
         self.kill(signal.SIGKILL)
         self._finish()
+        if self._reaper is None:
+            with contextlib.suppress(RuntimeError):  # no running loop: nothing left to wait with
+                self._reaper = asyncio.get_running_loop().create_task(self._reap(), name="corral-acp-reap")
+        return self._reaper
+
+    async def _reap(self) -> None:
+        """Wait for the killed agent to exit, then close its pipes: a pipe left open is closed by
+        the garbage collector later, a `ResourceWarning` in whatever runs then."""
+        with contextlib.suppress(TimeoutError):
+            await asyncio.wait_for(self._process.wait(), _KILL_GRACE_S)
+        if self._process.returncode is not None:
+            # asyncio's `Process` has no public close; its transport closes the pipes (and, with
+            # the process reaped already, touches nothing else)
+            transport = getattr(self._process, "_transport", None)
+            if transport is not None:
+                transport.close()
 
     def _finish(self) -> None:
         self._end("the ACP connection was closed")

@@ -23,7 +23,7 @@ from __future__ import annotations
 import asyncio
 import json
 import logging
-from collections.abc import AsyncIterator, Callable, Mapping, Sequence
+from collections.abc import AsyncIterator, Awaitable, Callable, Mapping, Sequence
 from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
@@ -517,12 +517,14 @@ class AcpAgentSession(AgentSession):
         if self._conn is not None:
             await self._conn.close()
 
-    def kill(self) -> None:
-        """End the agent's process tree at once (SIGKILL, synchronous): for paths that cannot wait."""
+    def kill(self) -> Awaitable[None] | None:
+        """End the agent's process tree at once (SIGKILL, synchronous): for paths that cannot wait.
+        Returns the reaping of the killed process (its pipes closed), for a caller that can await it."""
         self._closed = True
         self._cancel_asks()
         if self._conn is not None:
-            self._conn.abandon()
+            return self._conn.abandon()
+        return None
 
     def _on_notification(self, method: str, params: Mapping[str, Any]) -> None:
         if method != "session/update" or params.get("sessionId") != self._acp_session_id:

@@ -188,10 +188,12 @@ class ManagedChild:
         agent's final text, before the result is stored; the line it returns (e.g. an isolated
         writer's branch) is appended to the result."""
         self._asking_mid_turn = False
-        self.on_ended: Callable[[], None] | None = None
+        self.on_ended: Callable[[], Awaitable[None] | None] | None = None
         """A port a harness sets: called once when the run ended, whichever way (result, close,
         failure, cancellation), to release what the agent holds outside corral (an ACP agent's
-        process tree); synchronous, so it runs on a cancelled run too."""
+        process tree). The call itself is synchronous, so the release happens on a cancelled run
+        too; what it returns, if anything, is awaited after it (the release's clean-up, e.g.
+        reaping the killed process and closing its pipes)."""
         self.on_reply: ReplyTaken | None = None
         """A port a harness sets whose agent asks the owner itself (an ACP agent's permission
         request): a reply to the pending ask goes to it instead of becoming the next prompt."""
@@ -263,7 +265,9 @@ class ManagedChild:
             await self._traced_run()
         finally:
             if self.on_ended is not None:
-                self.on_ended()
+                cleanup = self.on_ended()
+                if cleanup is not None:
+                    await cleanup
 
     async def _traced_run(self) -> None:
         tracer = _tracing.active
