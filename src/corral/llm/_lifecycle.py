@@ -37,6 +37,16 @@ class ModelLifecycle:
     source_url: str = ""
     """The provider's announcement."""
 
+    @classmethod
+    def from_deprecation(cls, deprecation: object) -> ModelLifecycle:
+        """A deprecation as pydantic-ai's catalogue records one (`retirement_date`, `replacement`,
+        `source_url`), read by attribute so a release of another shape gives what it has."""
+        return cls(
+            retirement=getattr(deprecation, "retirement_date", None),
+            replacement=getattr(deprecation, "replacement", None),
+            source_url=getattr(deprecation, "source_url", "") or "",
+        )
+
     def status(self, today: datetime.date | None = None) -> LifecycleStatus:
         """`retired` on and after the retirement date, else `deprecated`."""
         day = today or datetime.date.today()

@@ -24,6 +24,7 @@ from collections.abc import AsyncIterator
 from dataclasses import dataclass
 from typing import TYPE_CHECKING, Any, Literal
 
+from corral.llm._cost import calculate_cost
 from corral.llm._lifecycle import ModelLifecycle
 from corral.llm._messages import AssistantMessage, TextContent, ThinkingContent, ToolCall, Usage
 from corral.llm._model import (
@@ -53,7 +54,7 @@ from ._convert import (
     to_request_parameters,
 )
 from ._errors import endpoint_hint, error_message, unreachable_endpoint
-from ._text import pi_api_name
+from ._text import parse_arguments, parse_partial_arguments, pi_api_name
 
 if TYPE_CHECKING:
     from pydantic_ai.messages import ModelResponse, ModelResponsePart, ModelResponseStreamEvent
@@ -173,7 +174,7 @@ class _Translator:
             block.name = block.name or part.tool_name
             if part.args is not None:
                 args = _args_text(part.args)
-        block.arguments, block.raw_arguments = _parse_arguments(args)
+        block.arguments, block.raw_arguments = parse_arguments(args)
         return [ToolCallEndEvent(partial=self.partial, content_index=ci, tool_call=block)]
 
     def finish(self) -> list[AssistantMessageEvent]:
@@ -221,7 +222,7 @@ class _Translator:
         opened.args += text
         block = self.partial.content[opened.content_index]
         assert isinstance(block, ToolCall)
-        block.arguments = _parse_partial_arguments(opened.args, block.arguments)
+        block.arguments = parse_partial_arguments(opened.args, block.arguments)
         return [ToolCallDeltaEvent(partial=self.partial, content_index=opened.content_index, delta=text)]
 
 
@@ -235,26 +236,6 @@ def _args_text(args: object) -> str:
     if callable(dump):
         return json.dumps(dump(mode="json"))
     return json.dumps(args, default=str)
-
-
-def _parse_arguments(args: str) -> tuple[dict[str, Any], str | None]:
-    """The arguments object, and the raw text when it is not a JSON object (never silently `{}`)."""
-    if not args.strip():
-        return {}, None
-    try:
-        value = json.loads(args)
-    except ValueError:
-        return {}, args
-    return (value, None) if isinstance(value, dict) else ({}, args)
-
-
-def _parse_partial_arguments(text: str, current: dict[str, Any]) -> dict[str, Any]:
-    """The arguments parsed so far: the full JSON once it parses, else the last good value."""
-    try:
-        value = json.loads(text)
-    except ValueError:
-        return current
-    return value if isinstance(value, dict) else current
 
 
 def normalise_usage(usage: RequestUsage) -> Usage:
@@ -389,7 +370,7 @@ class PydanticAIModel(Model):
                 yield ours
         if response is not None:
             partial.usage = normalise_usage(response.usage)
-        partial.usage = _with_cost(self.info, partial.usage, self.pai_model.base_url)
+        partial.usage = calculate_cost(self.info, partial.usage, endpoint=self.pai_model.base_url)
         if failure is None and response is not None and response.finish_reason in ("content_filter", "error"):
             failure = RuntimeError(f"Provider stopped the reply: {response.finish_reason}")
         if failure is not None or response is None:
@@ -426,9 +407,3 @@ def _instrumentation() -> InstrumentationSettings | bool:
     from pydantic_ai.models.instrumented import InstrumentationSettings
 
     return InstrumentationSettings(tracer_provider=provider)
-
-
-def _with_cost(info: ModelInfo, usage: Usage, endpoint: str | None) -> Usage:
-    from corral.llm._cost import calculate_cost
-
-    return calculate_cost(info, usage, endpoint=endpoint)

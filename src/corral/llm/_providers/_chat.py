@@ -37,6 +37,7 @@ from typing import Any, Literal
 
 import httpx2
 
+from corral.llm._cost import calculate_cost
 from corral.llm._lifecycle import ModelLifecycle
 from corral.llm._messages import AssistantMessage, TextContent, ThinkingContent, ToolCall, Usage
 from corral.llm._model import (
@@ -70,7 +71,7 @@ from ._errors import (
     unreachable_endpoint,
 )
 from ._http import model_http_client
-from ._text import pi_api_name
+from ._text import parse_arguments, parse_partial_arguments, pi_api_name
 
 __all__ = ["ChatCompletionsModel"]
 
@@ -154,7 +155,7 @@ class _Reply:
             return [ThinkingEndEvent(partial=self.partial, content_index=index, content=content.thinking)]
         assert isinstance(block.key, int)
         self.ended_calls.add(block.key)
-        content.arguments, content.raw_arguments = _parse_arguments(block.args)
+        content.arguments, content.raw_arguments = parse_arguments(block.args)
         return [ToolCallEndEvent(partial=self.partial, content_index=index, tool_call=content)]
 
     def _text(self, text: str) -> list[AssistantMessageEvent]:
@@ -177,7 +178,7 @@ class _Reply:
         call = self.partial.content[block.content_index]
         assert isinstance(call, ToolCall)
         block.args += text
-        call.arguments = _parse_partial_arguments(block.args, call.arguments)
+        call.arguments = parse_partial_arguments(block.args, call.arguments)
         return [ToolCallDeltaEvent(partial=self.partial, content_index=block.content_index, delta=text)]
 
     # --- what a reply holds -------------------------------------------------------
@@ -330,26 +331,6 @@ def _split_think_tags(text: str) -> Iterator[tuple[Literal["text", "thinking"], 
         rest = "" if end < 0 else rest[end + len(_THINK_CLOSE) :]
 
 
-def _parse_arguments(args: str) -> tuple[dict[str, Any], str | None]:
-    """The arguments object, and the raw text when it is not a JSON object (never silently `{}`)."""
-    if not args.strip():
-        return {}, None
-    try:
-        value = json.loads(args)
-    except ValueError:
-        return {}, args
-    return (value, None) if isinstance(value, dict) else ({}, args)
-
-
-def _parse_partial_arguments(text: str, current: dict[str, Any]) -> dict[str, Any]:
-    """The arguments parsed so far: the full JSON once it parses, else the last good value."""
-    try:
-        value = json.loads(text)
-    except ValueError:
-        return current
-    return value if isinstance(value, dict) else current
-
-
 async def _sse_data(response: httpx2.Response) -> AsyncIterator[str]:
     """The `data` of each server-sent event (multi-line data joined), up to `[DONE]`.
 
@@ -487,7 +468,7 @@ class ChatCompletionsModel(Model):
                 + usage["output"]
                 + usage["cache_read"],
             )
-        partial.usage = _with_cost(self.info, partial.usage, self.base_url)
+        partial.usage = calculate_cost(self.info, partial.usage, endpoint=self.base_url)
         if failure is None and reply.finish_reason in ("content_filter", "error"):
             failure = RuntimeError(f"Provider stopped the reply: {reply.finish_reason}")
         if failure is not None:
@@ -567,14 +548,4 @@ def _openai_catalogue(model_id: str) -> ModelLifecycle | None:
     deprecation = OPENAI_MODEL_DEPRECATIONS.get(model_id)
     if deprecation is None:
         return None
-    return ModelLifecycle(
-        retirement=getattr(deprecation, "retirement_date", None),
-        replacement=getattr(deprecation, "replacement", None),
-        source_url=getattr(deprecation, "source_url", "") or "",
-    )
-
-
-def _with_cost(info: ModelInfo, usage: Usage, endpoint: str | None) -> Usage:
-    from corral.llm._cost import calculate_cost
-
-    return calculate_cost(info, usage, endpoint=endpoint)
+    return ModelLifecycle.from_deprecation(deprecation)

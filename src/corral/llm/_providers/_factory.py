@@ -178,8 +178,4 @@ def _catalogue_lifecycle(provider: Any, model_id: str) -> ModelLifecycle | None:
         return None
     if deprecation is None:
         return None
-    return ModelLifecycle(
-        retirement=getattr(deprecation, "retirement_date", None),
-        replacement=getattr(deprecation, "replacement", None),
-        source_url=getattr(deprecation, "source_url", "") or "",
-    )
+    return ModelLifecycle.from_deprecation(deprecation)

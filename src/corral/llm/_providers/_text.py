@@ -1,13 +1,15 @@
 """What every wire API's conversion shares, importable without any SDK.
 
 Pi's names for the wire APIs, the default reply cap, the synthetic result of a
-tool call that never got one, and the removal of text a JSON encoder cannot send
+tool call that never got one, the removal of text a JSON encoder cannot send
 (lone UTF-16 surrogates, from a tool's invalid output or a file written by Pi),
-like Pi's `sanitizeSurrogates`.
+like Pi's `sanitizeSurrogates`, and a streamed tool call's arguments read from
+their JSON text.
 """
 
 from __future__ import annotations
 
+import json
 import re
 from typing import Any
 
@@ -16,6 +18,8 @@ from corral.llm._model import ModelInfo
 __all__ = [
     "DEFAULT_MAX_TOKENS_CAP",
     "NO_RESULT_TEXT",
+    "parse_arguments",
+    "parse_partial_arguments",
     "pi_api_name",
     "sanitize_surrogates",
     "sanitize_value",
@@ -56,3 +60,23 @@ def sanitize_value(value: Any) -> Any:
     if isinstance(value, list):
         return [sanitize_value(item) for item in value]
     return value
+
+
+def parse_arguments(args: str) -> tuple[dict[str, Any], str | None]:
+    """A tool call's arguments object, and the raw text when it is not a JSON object (never silently `{}`)."""
+    if not args.strip():
+        return {}, None
+    try:
+        value = json.loads(args)
+    except ValueError:
+        return {}, args
+    return (value, None) if isinstance(value, dict) else ({}, args)
+
+
+def parse_partial_arguments(text: str, current: dict[str, Any]) -> dict[str, Any]:
+    """A streaming tool call's arguments so far: the full JSON once it parses, else the last good value."""
+    try:
+        value = json.loads(text)
+    except ValueError:
+        return current
+    return value if isinstance(value, dict) else current
