@@ -46,7 +46,14 @@ from corral.llm._messages import (
 )
 from corral.llm._model import LlmContext, ModelInfo, StreamOptions, ToolDefinition
 
-from ._text import DEFAULT_MAX_TOKENS_CAP, NO_RESULT_TEXT, pi_api_name, sanitize_surrogates, sanitize_value
+from ._text import (
+    DEFAULT_MAX_TOKENS_CAP,
+    NO_RESULT_TEXT,
+    continues,
+    pi_api_name,
+    sanitize_surrogates,
+    sanitize_value,
+)
 
 __all__ = ["ChatConversation", "encode_body", "request_body"]
 
@@ -278,16 +285,9 @@ class ChatConversation:
         self.rebuilds = 0
         """How many times the whole conversation was converted (the first request included)."""
 
-    def _matches(self, context: LlmContext) -> bool:
-        messages = context.messages
-        sources = self._sources
-        if self._system_prompt != context.system_prompt or len(messages) < len(sources):
-            return False
-        return all(ours is theirs for ours, theirs in zip(sources, messages, strict=False))
-
     def convert(self, context: LlmContext) -> list[Message]:
         """The request's messages for `context` (fresh dictionaries at the top level, shared below)."""
-        if not self._matches(context):
+        if not continues(self._system_prompt, self._sources, context):
             self.rebuilds += 1
             self._system_prompt = context.system_prompt
             self._sources = []

@@ -13,11 +13,13 @@ import json
 import re
 from typing import Any
 
-from corral.llm._model import ModelInfo
+from corral.llm._messages import AgentMessage
+from corral.llm._model import LlmContext, ModelInfo
 
 __all__ = [
     "DEFAULT_MAX_TOKENS_CAP",
     "NO_RESULT_TEXT",
+    "continues",
     "parse_arguments",
     "parse_partial_arguments",
     "pi_api_name",
@@ -80,3 +82,12 @@ def parse_partial_arguments(text: str, current: dict[str, Any]) -> dict[str, Any
     except ValueError:
         return current
     return value if isinstance(value, dict) else current
+
+
+def continues(system_prompt: str | None, sources: list[AgentMessage], context: LlmContext) -> bool:
+    """Whether `context` is the conversation converted so far (`system_prompt` and the very message
+    objects `sources`) with messages appended: then only the new ones need converting."""
+    messages = context.messages
+    if system_prompt != context.system_prompt or len(messages) < len(sources):
+        return False
+    return all(ours is theirs for ours, theirs in zip(sources, messages, strict=False))
