@@ -34,6 +34,7 @@ RANK = {
     "_version": 0,
     "_startup": 0,
     "_install": 0,
+    "_jsonlines": 0,
     "_tracing": 0,
     "settings": 1,
     "llm": 1,

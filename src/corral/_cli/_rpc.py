@@ -19,7 +19,6 @@ from __future__ import annotations
 
 import asyncio
 import json
-import math
 import os
 import re
 import signal
@@ -30,6 +29,7 @@ from collections.abc import Awaitable, Callable, Iterator
 from pathlib import Path
 from typing import Any, TextIO
 
+from corral._jsonlines import read_lines, reject_constant, valid_id
 from corral.agent import AgentBusyError, AgentSession
 from corral.agent.tools import BashTool, UserCommandResult, run_user_command
 from corral.errors import CorralError
@@ -70,42 +70,6 @@ class RpcInputError(CorralError):
 # --- input -------------------------------------------------------------------------------------------
 
 
-def _read_lines(loop: asyncio.AbstractEventLoop, queue: asyncio.Queue[bytes | None], fd: int) -> None:
-    """Read LF-framed lines from `fd` in a thread and hand them to the loop (`None` at end of input)."""
-    pending = bytearray()
-    try:
-        while True:
-            try:
-                chunk = os.read(fd, 65536)
-            except InterruptedError:  # pragma: no cover - retried by Python itself since PEP 475
-                continue
-            except OSError:
-                break
-            if not chunk:
-                break
-            pending += chunk
-            while (cut := pending.find(b"\n")) >= 0:
-                line = bytes(pending[:cut])
-                del pending[: cut + 1]
-                loop.call_soon_threadsafe(queue.put_nowait, line)
-        if pending:
-            loop.call_soon_threadsafe(queue.put_nowait, bytes(pending))
-    finally:
-        loop.call_soon_threadsafe(queue.put_nowait, None)
-
-
-def _reject_constant(name: str) -> Any:
-    raise ValueError(f"{name} is not JSON")
-
-
-def _finite_id(value: Any) -> bool:
-    if isinstance(value, bool):
-        return False
-    if isinstance(value, str | int):
-        return True
-    return isinstance(value, float) and math.isfinite(value)
-
-
 def parse_command(raw: bytes) -> dict[str, Any]:
     """One input line as a command object.
 
@@ -124,7 +88,7 @@ def parse_command(raw: bytes) -> dict[str, Any]:
             f"Failed to parse command: the line is not valid UTF-8 (byte {exc.start}); send UTF-8 JSON"
         ) from None
     try:
-        command = json.loads(text, parse_constant=_reject_constant)
+        command = json.loads(text, parse_constant=reject_constant)
         encoded = json.dumps(command, ensure_ascii=False)
     except RecursionError:
         raise RpcInputError("Failed to parse command: the JSON is nested too deeply") from None
@@ -136,7 +100,7 @@ def parse_command(raw: bytes) -> dict[str, Any]:
         command = json.loads(_LONE_SURROGATE.sub("\ufffd", encoded))
     if not isinstance(command, dict) or not isinstance(command.get("type"), str):
         raise RpcInputError('a command is a JSON object with a string "type"')
-    if "id" in command and command["id"] is not None and not _finite_id(command["id"]):
+    if "id" in command and command["id"] is not None and not valid_id(command["id"]):
         raise RpcInputError('"id" must be a string or a finite number')
     if isinstance(command.get("id"), float) and command["id"].is_integer() and abs(command["id"]) < 2**53:
         command["id"] = int(command["id"])
@@ -694,7 +658,7 @@ async def run_rpc_mode(launched: Launched, *, stdin_fd: int, out: TextIO) -> int
     server = RpcServer(launched, writer)
     loop = asyncio.get_running_loop()
     queue: asyncio.Queue[bytes | None] = asyncio.Queue()
-    reader = threading.Thread(target=_read_lines, args=(loop, queue, stdin_fd), daemon=True, name="rpc-stdin")
+    reader = threading.Thread(target=read_lines, args=(loop, queue, stdin_fd), daemon=True, name="rpc-stdin")
     reader.start()
     received: list[int] = []
     stop = asyncio.Event()

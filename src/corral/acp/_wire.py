@@ -13,12 +13,13 @@ from __future__ import annotations
 import asyncio
 import itertools
 import json
-import math
 import os
 import threading
 from collections.abc import Callable
 from dataclasses import dataclass
 from typing import Any
+
+from corral._jsonlines import read_lines, reject_constant, valid_id
 
 __all__ = [
     "INTERNAL_ERROR",
@@ -75,18 +76,6 @@ class Incoming:
     error: dict[str, Any] | None = None
 
 
-def _reject_constant(name: str) -> Any:
-    raise ValueError(f"{name} is not JSON")
-
-
-def _valid_id(value: object) -> bool:
-    if isinstance(value, bool):
-        return False
-    if isinstance(value, str | int):
-        return True
-    return isinstance(value, float) and math.isfinite(value)
-
-
 def parse_line(raw: bytes) -> Incoming:
     """One input line as a message.
 
@@ -101,7 +90,7 @@ def parse_line(raw: bytes) -> Incoming:
             PARSE_ERROR, f"the line is not valid UTF-8 (byte {exc.start}); send UTF-8 JSON"
         ) from None
     try:
-        message = json.loads(text, parse_constant=_reject_constant)
+        message = json.loads(text, parse_constant=reject_constant)
         json.dumps(message)  # integers past the digit limit fail here rather than when answering
     except RecursionError:
         raise RpcError(PARSE_ERROR, "the JSON is nested too deeply") from None
@@ -111,7 +100,7 @@ def parse_line(raw: bytes) -> Incoming:
         raise RpcError(INVALID_REQUEST, "a JSON-RPC message is a JSON object")
     has_id = "id" in message
     ident = message.get("id")
-    if has_id and ident is not None and not _valid_id(ident):
+    if has_id and ident is not None and not valid_id(ident):
         raise RpcError(INVALID_REQUEST, '"id" must be a string or a finite number')
     if message.get("jsonrpc") != "2.0":
         raise RpcError(INVALID_REQUEST, 'a JSON-RPC 2.0 message has "jsonrpc": "2.0"', data=_id_data(ident))
@@ -132,7 +121,7 @@ def parse_line(raw: bytes) -> Incoming:
 
 
 def _id_data(ident: object) -> object:
-    return {"id": ident} if _valid_id(ident) else None
+    return {"id": ident} if valid_id(ident) else None
 
 
 class Wire:
@@ -229,30 +218,5 @@ class Wire:
         """Read LF-framed lines in a daemon thread into `queue` (`None` at end of input)."""
         loop = asyncio.get_running_loop()
         threading.Thread(
-            target=_read_lines, args=(loop, queue, self._read_fd), name="corral-acp-stdin", daemon=True
+            target=read_lines, args=(loop, queue, self._read_fd), name="corral-acp-stdin", daemon=True
         ).start()
-
-
-def _read_lines(loop: asyncio.AbstractEventLoop, queue: asyncio.Queue[bytes | None], fd: int) -> None:
-    pending = bytearray()
-    try:
-        while True:
-            try:
-                chunk = os.read(fd, 65536)
-            except OSError:
-                break
-            if not chunk:
-                break
-            pending += chunk
-            while (cut := pending.find(b"\n")) >= 0:
-                line = bytes(pending[:cut])
-                del pending[: cut + 1]
-                loop.call_soon_threadsafe(queue.put_nowait, line)
-        if pending.strip():
-            loop.call_soon_threadsafe(queue.put_nowait, bytes(pending))
-    except RuntimeError:  # pragma: no cover - the loop closed under us at shutdown
-        return
-    try:
-        loop.call_soon_threadsafe(queue.put_nowait, None)
-    except RuntimeError:  # pragma: no cover
-        pass
