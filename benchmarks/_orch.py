@@ -66,6 +66,28 @@ async def start_host(root: Path, *, settings: Any = None, tracer: Any = None) ->
     return host, lead, caller
 
 
+def result_arrivals(lead: Any) -> dict[str, float]:
+    """Record when each `corral-agent-result` message reaches the lead (`perf_counter` time by request
+    id, filled as they arrive): subscribes to `lead`."""
+    from corral.agent import MessageEndEvent
+    from corral.llm import CustomMessage
+
+    arrived: dict[str, float] = {}
+
+    def on_lead(event: object) -> None:
+        message = getattr(event, "message", None)
+        if (
+            isinstance(event, MessageEndEvent)
+            and isinstance(message, CustomMessage)
+            and message.custom_type == "corral-agent-result"
+            and isinstance(message.details, dict)
+        ):
+            arrived[message.details["request_id"]] = time.perf_counter()
+
+    lead.subscribe(on_lead)
+    return arrived
+
+
 def result_counts(lead: Any) -> dict[str, int]:
     """`corral-agent-result` entries per request id in the lead's session file."""
     counts: dict[str, int] = {}

@@ -25,13 +25,13 @@ from typing import Any
 sys.path.insert(0, str(Path(__file__).resolve().parent))
 
 from _common import environment, summary_ms
-from _orch import data_root, result_counts, start_host
+from _orch import data_root, result_arrivals, result_counts, start_host
 
 SCRIPT = {"steps": [{"text": "noted"}], "on_exhausted": "repeat_last", "agents": {"*": [{"text": "done"}]}}
 
 
 async def _run(root: Path, iterations: int, warmup: int) -> tuple[list[float], list[float], bool]:
-    from corral.agent import MessageEndEvent, MessageStartEvent
+    from corral.agent import MessageStartEvent
     from corral.orchestration.agents import _delegation as _delegate
     from corral.orchestration.surfaces import DelegateParams
 
@@ -51,16 +51,7 @@ async def _run(root: Path, iterations: int, warmup: int) -> tuple[list[float], l
 
     _delegate.ManagedChild = Timed  # type: ignore[misc]
     host, lead, caller = await start_host(root)
-    delivered: dict[str, float] = {}
-
-    def on_lead(event: object) -> None:
-        if (
-            isinstance(event, MessageEndEvent)
-            and getattr(event.message, "custom_type", "") == "corral-agent-result"
-        ):
-            delivered[event.message.details["request_id"]] = time.perf_counter()  # type: ignore[attr-defined]
-
-    lead.subscribe(on_lead)
+    delivered = result_arrivals(lead)
     to_first: list[float] = []
     round_trip: list[float] = []
     try:

@@ -32,7 +32,7 @@ sys.path.insert(0, str(Path(__file__).resolve().parent))
 sys.path.insert(0, str(Path(__file__).resolve().parents[1]))  # the repository, for tests.harness
 
 from _common import environment, summary_ms
-from _orch import data_root, result_counts, start_host
+from _orch import data_root, result_arrivals, result_counts, start_host
 
 HERE = Path(__file__).resolve().parent
 SCRIPT = {"steps": [{"text": "noted"}], "on_exhausted": "repeat_last"}
@@ -101,22 +101,12 @@ def _rss_mb() -> float:
 
 
 async def _latency(root: Path, definition: str, task: str, iterations: int, warmup: int) -> dict[str, Any]:
-    from corral.agent import MessageEndEvent
     from corral.orchestration.surfaces import DelegateParams
 
     clock = _AgentClock()
     clock.install()
     host, lead, caller = await start_host(root)
-    delivered: dict[str, float] = {}
-
-    def on_lead(event: object) -> None:
-        if (
-            isinstance(event, MessageEndEvent)
-            and getattr(event.message, "custom_type", "") == "corral-agent-result"
-        ):
-            delivered[event.message.details["request_id"]] = time.perf_counter()  # type: ignore[attr-defined]
-
-    lead.subscribe(on_lead)
+    delivered = result_arrivals(lead)
     round_trip: list[float] = []
     agent: list[float] = []
     try:

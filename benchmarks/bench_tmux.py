@@ -28,15 +28,15 @@ from typing import Any
 sys.path.insert(0, str(Path(__file__).resolve().parent))
 
 from _common import environment, summary_ms
-from _orch import data_root, result_counts
+from _orch import data_root, result_arrivals, result_counts
 
 SCRIPT = {"steps": [{"text": "noted"}], "on_exhausted": "repeat_last", "agents": {"*": [{"text": "done"}]}}
 
 
 async def _run(root: Path, iterations: int, warmup: int) -> tuple[list[float], list[float], bool]:
-    from corral.agent import AgentSession, MessageEndEvent
+    from corral.agent import AgentSession
     from corral.lead._host import ComposedHost
-    from corral.llm import CustomMessage, ModelRegistry
+    from corral.llm import ModelRegistry
     from corral.orchestration import Repositories, load_roster
     from corral.orchestration.surfaces import DelegateParams
     from corral.session import SessionManager
@@ -56,18 +56,7 @@ async def _run(root: Path, iterations: int, warmup: int) -> tuple[list[float], l
         tmux_socket=root / "tmux.sock",
     )
     caller = await host.attach_lead(lead, surfaces=())
-    delivered: dict[str, float] = {}
-
-    def on_lead(event: object) -> None:
-        if (
-            isinstance(event, MessageEndEvent)
-            and isinstance(event.message, CustomMessage)
-            and event.message.custom_type == "corral-agent-result"
-            and isinstance(event.message.details, dict)
-        ):
-            delivered[event.message.details["request_id"]] = time.perf_counter()
-
-    lead.subscribe(on_lead)
+    delivered = result_arrivals(lead)
     ready: list[float] = []
     round_trip: list[float] = []
     try:
