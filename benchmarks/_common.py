@@ -16,6 +16,26 @@ def corral_command() -> list[str]:
     return [str(exe)] if exe.exists() else [sys.executable, "-m", "corral.cli"]
 
 
+def start_json_lines(argv: list[str], request: dict[str, Any]) -> tuple[Any, dict[str, Any], float, float]:
+    """Start `argv` (a stdio JSON-lines server: `corral mcp`, `corral acp`), send `request` and read the
+    first line it answers: `(process, answer, spawn time, seconds from spawn to the answer)`, times by
+    `perf_counter`. The process is left running with its stdin open for the caller."""
+    import json
+    import os
+    import subprocess
+    import time
+
+    start = time.perf_counter()
+    process = subprocess.Popen(
+        argv, stdin=subprocess.PIPE, stdout=subprocess.PIPE, stderr=subprocess.DEVNULL, env=dict(os.environ)
+    )
+    assert process.stdin is not None and process.stdout is not None
+    process.stdin.write((json.dumps(request) + "\n").encode())
+    process.stdin.flush()
+    answer = json.loads(process.stdout.readline())
+    return process, answer, start, time.perf_counter() - start
+
+
 def environment(script: str) -> dict[str, Any]:
     """Facts that make a figure comparable: Python, SQLite, platform, CPU count, script."""
     import os

@@ -32,7 +32,7 @@ from typing import Any
 
 sys.path.insert(0, str(Path(__file__).resolve().parent))
 
-from _common import corral_command, environment, summary_ms
+from _common import corral_command, environment, start_json_lines, summary_ms
 from _orch import data_root
 
 _DELEGATE = {"name": "agent", "args": {"action": "delegate", "definition": "scout", "task": "t"}}
@@ -60,19 +60,10 @@ def _startup(root: Path, runs: int) -> list[float]:
     request = {"jsonrpc": "2.0", "id": 1, "method": "initialize", "params": {"protocolVersion": 1}}
     samples: list[float] = []
     for _ in range(runs):
-        start = time.perf_counter()
-        process = subprocess.Popen(
-            [*CORRAL, "acp", "--cwd", str(root / "work"), "--model", "scripted/bench"],
-            stdin=subprocess.PIPE,
-            stdout=subprocess.PIPE,
-            stderr=subprocess.DEVNULL,
-            env=dict(os.environ),
+        process, answer, _, seconds = start_json_lines(
+            [*CORRAL, "acp", "--cwd", str(root / "work"), "--model", "scripted/bench"], request
         )
-        assert process.stdin is not None and process.stdout is not None
-        process.stdin.write((json.dumps(request) + "\n").encode())
-        process.stdin.flush()
-        answer = json.loads(process.stdout.readline())
-        samples.append(time.perf_counter() - start)
+        samples.append(seconds)
         assert answer.get("id") == 1 and answer["result"]["protocolVersion"] == 1, answer
         process.stdin.close()
         process.wait(timeout=30)

@@ -23,7 +23,6 @@ import asyncio
 import gc
 import json
 import os
-import subprocess
 import sys
 import time
 from pathlib import Path
@@ -31,7 +30,7 @@ from typing import Any
 
 sys.path.insert(0, str(Path(__file__).resolve().parent))
 
-from _common import corral_command, environment, summary_ms
+from _common import corral_command, environment, start_json_lines, summary_ms
 from _orch import data_root
 
 SCRIPT = {"steps": [{"text": "noted"}], "on_exhausted": "repeat_last", "agents": {"*": [{"text": "done"}]}}
@@ -148,19 +147,10 @@ def _startup(root: Path, runs: int) -> tuple[list[float], list[float]]:
     initialized: list[float] = []
     listed: list[float] = []
     for _ in range(runs):
-        start = time.perf_counter()
-        process = subprocess.Popen(
-            [*CORRAL, "mcp", "--cwd", str(root / "work")],
-            stdin=subprocess.PIPE,
-            stdout=subprocess.PIPE,
-            stderr=subprocess.DEVNULL,
-            env=dict(os.environ),
+        process, answer, start, seconds = start_json_lines(
+            [*CORRAL, "mcp", "--cwd", str(root / "work")], request
         )
-        assert process.stdin is not None and process.stdout is not None
-        process.stdin.write((json.dumps(request) + "\n").encode())
-        process.stdin.flush()
-        answer = json.loads(process.stdout.readline())
-        initialized.append(time.perf_counter() - start)
+        initialized.append(seconds)
         assert answer.get("id") == 1 and "result" in answer, answer
         process.stdin.write("".join(json.dumps(message) + "\n" for message in then).encode())
         process.stdin.flush()
