@@ -39,7 +39,8 @@ __all__ = ["Check", "CheckStatus", "doctor", "run_checks"]
 CheckStatus = Literal["ok", "warn", "fail"]
 """`ok`; `warn`: corral works, with less; `fail`: corral cannot work until it is fixed."""
 
-_TMUX_TIMEOUT_S = 10.0
+_VERSION_TIMEOUT_S = 10.0
+"""How long `--version` (tmux: `-V`) of a program the doctor checks may take."""
 
 
 @dataclass(frozen=True, slots=True)
@@ -150,27 +151,6 @@ async def _check_sandbox() -> Check:
     )
 
 
-async def _tmux_version(tmux: str) -> str | None:
-    try:
-        process = await asyncio.create_subprocess_exec(
-            tmux,
-            "-V",
-            stdin=asyncio.subprocess.DEVNULL,
-            stdout=asyncio.subprocess.PIPE,
-            stderr=asyncio.subprocess.DEVNULL,
-        )
-    except OSError:
-        return None
-    try:
-        out, _ = await asyncio.wait_for(process.communicate(), _TMUX_TIMEOUT_S)
-    except TimeoutError:
-        process.kill()
-        await process.wait()
-        return None
-    text = out.decode(errors="replace").strip()
-    return text if process.returncode == 0 and text else None
-
-
 async def _check_tmux() -> tuple[Check, bool]:
     tmux = shutil.which("tmux")
     if tmux is None:
@@ -183,7 +163,7 @@ async def _check_tmux() -> tuple[Check, bool]:
             ),
             False,
         )
-    version = await _tmux_version(tmux)
+    version = await _program_version(tmux, "-V")
     if version is None:
         return (
             Check(
@@ -547,12 +527,12 @@ def _package_version(program: Path, package: str) -> str | None:
     return None
 
 
-async def _program_version(program: str) -> str | None:
-    """What `program --version` prints (first line), or `None`."""
+async def _program_version(program: str, flag: str = "--version") -> str | None:
+    """What `program --version` (or its own `flag`, like tmux's `-V`) prints (first line), or `None`."""
     try:
         process = await asyncio.create_subprocess_exec(
             program,
-            "--version",
+            flag,
             stdin=asyncio.subprocess.DEVNULL,
             stdout=asyncio.subprocess.PIPE,
             stderr=asyncio.subprocess.DEVNULL,
@@ -561,7 +541,7 @@ async def _program_version(program: str) -> str | None:
     except OSError:
         return None
     try:
-        out, _ = await asyncio.wait_for(process.communicate(), _TMUX_TIMEOUT_S)
+        out, _ = await asyncio.wait_for(process.communicate(), _VERSION_TIMEOUT_S)
     except TimeoutError:
         process.kill()
         await process.wait()
