@@ -194,7 +194,7 @@ def _run_real(name: str, agent: Any, iterations: int) -> dict[str, Any]:
         with ScriptedModel() as model, data_root(SCRIPT, f"corral-bench-harness-{name}-") as root:
             provider = provider_environment(name, model.server, root)
             os.environ.update(provider)
-            os.environ["PATH"] = f"{agent.bin_dir}{os.pathsep}{os.environ['PATH']}"
+            os.environ["PATH"] = agent.search_path()
             os.environ["HOME"] = str(root / "agent-home")
             _define(root, "real", {"harness": name})
             out = asyncio.run(_latency(root, "real", "Say HELLO", iterations, 0))

@@ -10,6 +10,7 @@ install; later runs only check that the package is there. The versions are the p
 from __future__ import annotations
 
 import json
+import os
 import sys
 import uuid
 from dataclasses import dataclass
@@ -17,7 +18,7 @@ from pathlib import Path
 from typing import TYPE_CHECKING
 
 from corral.harness import ACP_PRESETS
-from tests.e2e._pi_real import _npm_install, cache_root, require_node
+from tests.e2e._pi_real import _npm_install, cache_root, node_for, require_node
 
 if TYPE_CHECKING:
     from tests.llm.fake_server import FakeProviderServer
@@ -49,6 +50,10 @@ class RealAgent:
         """The folder to put first on `PATH` so the preset's command finds the program."""
         return self.folder / self.bin_subdir
 
+    def search_path(self) -> str:
+        """`PATH` for the agent: its program's folder, then a Node new enough for it, then the rest."""
+        return os.pathsep.join((str(self.bin_dir), str(agent_node().parent), os.environ.get("PATH", "")))
+
     @property
     def marker(self) -> Path:
         return self.folder / "node_modules" / self.package / "package.json"
@@ -56,6 +61,16 @@ class RealAgent:
     def installed(self) -> bool:
         program = ACP_PRESETS[self.harness].command[0]
         return self.marker.exists() and (self.bin_dir / program).exists()
+
+
+AGENT_NODE = (20, 0)
+"""The Node the pinned agents ran with here (Claude's adapter declares `>= 22` and runs on 20); Debian's
+`nodejs` is 18, and then npm's Node 22 is used (`node_for`), as for Pi."""
+
+
+def agent_node() -> Path:
+    """A Node at least `AGENT_NODE`: the system's, else npm's Node 22 (installed on first use)."""
+    return node_for(require_node(), AGENT_NODE, "the ACP agents")
 
 
 REAL_AGENTS = {
@@ -75,7 +90,7 @@ def install(harness: str) -> RealAgent:
     """The agent of `harness`, installed if it was not (`unavailable` when npm is missing or fails)."""
     agent = REAL_AGENTS[harness]
     if not agent.installed():
-        require_node()
+        agent_node()
         _npm_install(agent.folder, f"{agent.package}@{agent.version}", agent.marker)
     return agent
 

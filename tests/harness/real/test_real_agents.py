@@ -53,7 +53,7 @@ def agent_env(
 ) -> Iterator[tuple[Path, str]]:
     """A private corral home with the definition `real` of the agent's preset; returns it and the mark."""
     prepare_env(tmp_path, monkeypatch)
-    monkeypatch.setenv("PATH", f"{real_agent.bin_dir}{os.pathsep}{os.environ['PATH']}")
+    monkeypatch.setenv("PATH", real_agent.search_path())
     monkeypatch.setenv("CORRAL_TEST_CACHE", str(cache_root()))  # before HOME moves
     home = tmp_path / "agent-home"
     home.mkdir()
