@@ -325,6 +325,20 @@ def _logged_agent(tmp_path: Path) -> tuple[AcpAgentSession, Path]:
     return AcpAgentSession(command=FAKE_COMMAND, session=session, cwd=tmp_path, env=env), log
 
 
+async def _guarded_prompt(
+    tmp_path: Path, verdict: GuardVerdict, text: str
+) -> tuple[AcpAgentSession, Path, _Guard]:
+    """One prompt of a logged agent under a guard answering `verdict`; the agent is closed after it."""
+    agent, log = _logged_agent(tmp_path)
+    guard = _Guard(verdict)
+    agent.set_request_guard(guard)
+    try:
+        await asyncio.wait_for(agent.prompt(text), WAIT)
+    finally:
+        await agent.close()
+    return agent, log, guard
+
+
 async def test_each_turn_tells_the_guard_its_tokens_and_the_growth_of_the_sessions_cost(
     tmp_path: Path,
 ) -> None:
@@ -349,37 +363,22 @@ async def test_each_turn_tells_the_guard_its_tokens_and_the_growth_of_the_sessio
 
 async def test_a_guard_that_stops_or_ends_the_budget_sends_no_prompt(tmp_path: Path) -> None:
     for verdict in (GuardVerdict("stop"), GuardVerdict("final", "The budget is exhausted.")):
-        agent, log = _logged_agent(tmp_path)
-        agent.set_request_guard(_Guard(verdict))
-        try:
-            await asyncio.wait_for(agent.prompt("hi"), WAIT)
-        finally:
-            await agent.close()
+        agent, log, _ = await _guarded_prompt(tmp_path, verdict, "hi")
         assert _logged(log, "session/prompt") == []
         notices = [m for m in agent.messages if isinstance(m, CustomMessage)]
         assert [n.content for n in notices] == ([verdict.text] if verdict.text else [])
 
 
 async def test_a_notice_goes_with_the_prompt(tmp_path: Path) -> None:
-    agent, log = _logged_agent(tmp_path)
-    agent.set_request_guard(_Guard(GuardVerdict("notice", "Wrap up: 80% of the budget is spent.")))
-    try:
-        await asyncio.wait_for(agent.prompt("hi"), WAIT)
-    finally:
-        await agent.close()
+    verdict = GuardVerdict("notice", "Wrap up: 80% of the budget is spent.")
+    agent, log, _ = await _guarded_prompt(tmp_path, verdict, "hi")
     (prompt,) = _logged(log, "session/prompt")
     assert prompt["params"]["prompt"][0]["text"] == "hi\n\nWrap up: 80% of the budget is spent."  # type: ignore[index]
     assert agent.last_assistant_text() == "Hello from the fake agent."
 
 
 async def test_a_time_limit_already_reached_sends_no_prompt(tmp_path: Path) -> None:
-    agent, log = _logged_agent(tmp_path)
-    guard = _Guard(GuardVerdict("go", time_left_ms=0))
-    agent.set_request_guard(guard)
-    try:
-        await asyncio.wait_for(agent.prompt("SLOW"), WAIT)
-    finally:
-        await agent.close()
+    agent, log, guard = await _guarded_prompt(tmp_path, GuardVerdict("go", time_left_ms=0), "SLOW")
     last = agent.messages[-1]
     assert isinstance(last, AssistantMessage) and last.stop_reason == "aborted"
     assert "time limit" in (last.error_message or "")
@@ -388,14 +387,8 @@ async def test_a_time_limit_already_reached_sends_no_prompt(tmp_path: Path) -> N
 
 
 async def test_a_time_limit_reached_during_a_turn_cancels_it(tmp_path: Path) -> None:
-    agent, log = _logged_agent(tmp_path)
-    guard = _Guard(GuardVerdict("go", time_left_ms=300))
-    agent.set_request_guard(guard)
-    try:
-        # the SLOW turn never ends on its own: the time limit ends it, whenever it falls
-        await asyncio.wait_for(agent.prompt("SLOW"), WAIT)
-    finally:
-        await agent.close()
+    # the SLOW turn never ends on its own: the time limit ends it, whenever it falls
+    agent, log, guard = await _guarded_prompt(tmp_path, GuardVerdict("go", time_left_ms=300), "SLOW")
     last = agent.messages[-1]
     assert isinstance(last, AssistantMessage) and last.stop_reason == "aborted"
     assert "time limit" in (last.error_message or "")
