@@ -84,6 +84,10 @@ class Recorder:
             if isinstance(u, AgentMessageChunk) and hasattr(u.content, "text")
         )
 
+    def agent_statuses(self, session_id: str) -> list[object]:
+        """The status of each agent's tool call (kind `think`) as the editor shows it now."""
+        return [c.get("status") for c in self.tool_calls(session_id).values() if c.get("kind") == "think"]
+
     def tool_calls(self, session_id: str) -> dict[str, dict[str, Any]]:
         """Each tool call as the editor would show it: its start merged with its updates."""
         calls: dict[str, dict[str, Any]] = {}

@@ -23,12 +23,7 @@ async def test_an_ask_is_a_permission_request_and_its_answer_reaches_the_agent(
         sid = (await conn.new_session(cwd=str(acp_env.work), mcp_servers=[])).session_id
         await conn.prompt(session_id=sid, prompt=[text_block("go")])
         await recorder.until(lambda: bool(recorder.asked))
-        await recorder.until(
-            lambda: (
-                [c.get("status") for c in recorder.tool_calls(sid).values() if c.get("kind") == "think"]
-                == ["completed"]
-            )
-        )
+        await recorder.until(lambda: recorder.agent_statuses(sid) == ["completed"])
         (asker,) = [c for c in recorder.tool_calls(sid).values() if c.get("kind") == "think"]
     (asked,) = recorder.asked
     assert "May I read README.md?" in asked.title

@@ -84,12 +84,7 @@ async def test_a_result_after_the_turn_streams_in_the_leads_wake_turn(acp_env: A
         assert "Waiting for the gate." in _all_progress(recorder, sid)
         (acp_env.work / "go").touch()
         await recorder.until(lambda: "Reader reported back." in recorder.text(sid))
-        await recorder.until(
-            lambda: (
-                [c["status"] for c in recorder.tool_calls(sid).values() if c.get("kind") == "think"]
-                == ["completed"]
-            )
-        )
+        await recorder.until(lambda: recorder.agent_statuses(sid) == ["completed"])
         (reader,) = [c for c in recorder.tool_calls(sid).values() if c.get("kind") == "think"]
     assert "The gate opened." in reader["text"]
 
@@ -107,12 +102,7 @@ async def test_load_replays_the_history_once_and_the_result_in_its_tool_call(acp
         await conn.initialize(protocol_version=1)
         sid = (await conn.new_session(cwd=str(acp_env.work), mcp_servers=[])).session_id
         await conn.prompt(session_id=sid, prompt=[text_block("what is in the README?")])
-        await recorder.until(
-            lambda: (
-                [c.get("status") for c in recorder.tool_calls(sid).values() if c.get("kind") == "think"]
-                == ["completed"]
-            )
-        )
+        await recorder.until(lambda: recorder.agent_statuses(sid) == ["completed"])
     replayed = Recorder()
     async with acp_env.server(recorder=replayed) as (conn, _process, _recorder):
         await conn.initialize(protocol_version=1)
@@ -133,12 +123,7 @@ async def test_a_spawned_teams_agent_is_a_tool_call_that_completes_with_its_repo
         await conn.initialize(protocol_version=1)
         sid = (await conn.new_session(cwd=str(acp_env.work), mcp_servers=[])).session_id
         await conn.prompt(session_id=sid, prompt=[text_block("review")])
-        await recorder.until(
-            lambda: (
-                [c.get("status") for c in recorder.tool_calls(sid).values() if c.get("kind") == "think"]
-                == ["completed"]
-            )
-        )
+        await recorder.until(lambda: recorder.agent_statuses(sid) == ["completed"])
         (lister,) = [c for c in recorder.tool_calls(sid).values() if c.get("kind") == "think"]
     assert lister["title"] == "spawn: lister"
     assert "The directory holds README.md." in lister["text"]
@@ -174,12 +159,7 @@ async def test_continue_reopens_the_newest_session_on_the_first_new_and_sigterm_
         await conn.initialize(protocol_version=1)
         sid = (await conn.new_session(cwd=str(acp_env.work), mcp_servers=[])).session_id
         await conn.prompt(session_id=sid, prompt=[text_block("what is in the README?")])
-        await recorder.until(
-            lambda: (
-                [c.get("status") for c in recorder.tool_calls(sid).values() if c.get("kind") == "think"]
-                == ["completed"]
-            )
-        )
+        await recorder.until(lambda: recorder.agent_statuses(sid) == ["completed"])
         process.send_signal(signal.SIGTERM)
         async with asyncio.timeout(WAIT):
             assert await process.wait() == 143

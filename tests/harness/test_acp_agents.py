@@ -98,13 +98,7 @@ async def test_interrupt_cancels_the_turn_and_the_assignment_goes_on(acp_env: Pa
         results = _results(t)
         assert len(results) == 1 and "Hello from the fake agent." in results[0]
         assert started.session_path is not None
-        with SessionManager.open(Path(started.session_path), read_only=True) as saved:
-            stops = [
-                getattr(m, "stop_reason", None)
-                for m in saved.build_context().messages
-                if m.role == "assistant"
-            ]
-        assert stops == ["aborted", "stop"]
+        assert _stop_reasons(started.session_path) == ["aborted", "stop"]
 
 
 @pytest.mark.parametrize(
@@ -234,13 +228,7 @@ async def test_steer_is_the_next_prompt_after_the_turn(acp_env: Path) -> None:
         assert texts[0] == f"WAIT {flag}" and "RECALL what you were asked" in texts[1] and len(texts) == 2
         assert not _logged(acp_env, "session/cancel")
         assert started.session_path is not None
-        with SessionManager.open(Path(started.session_path), read_only=True) as saved:
-            stops = [
-                getattr(m, "stop_reason", None)
-                for m in saved.build_context().messages
-                if m.role == "assistant"
-            ]
-        assert stops == ["stop", "stop"]
+        assert _stop_reasons(started.session_path) == ["stop", "stop"]
 
 
 async def test_an_agent_that_reports_no_usage_is_listed_unmetered(acp_env: Path) -> None:
@@ -318,3 +306,11 @@ async def test_a_read_only_definitions_agent_may_read_but_not_write(acp_env: Pat
         assert "read: the notes" in results[0]
         assert "refused: this agent is read-only" in results[1]
         assert not (work / "made.txt").exists()
+
+
+def _stop_reasons(session_path: str) -> list[object]:
+    """The stop reason of each assistant message in a saved session, in order."""
+    with SessionManager.open(Path(session_path), read_only=True) as saved:
+        return [
+            getattr(m, "stop_reason", None) for m in saved.build_context().messages if m.role == "assistant"
+        ]
