@@ -13,6 +13,9 @@ the ACP transport's.
   agent's `tool_call` to receiving the `tool_call_update` that completes it with the agent's result;
   beside it the same in process (the lead's `agent` tool call starting → the result message in the
   lead's session).
+- **cancel** (target ≤ 1 s): a prompt whose lead runs one tool and then waits on a model request
+  that would take ten minutes; from sending `session/cancel` once the tool completed to the
+  prompt's answer (`cancelled`), each in a new session.
 
 Prints one JSON object.
 """
@@ -36,22 +39,34 @@ from _common import corral_command, environment, start_json_lines, summary_ms
 from _orch import data_root
 
 _DELEGATE = {"name": "agent", "args": {"action": "delegate", "definition": "scout", "task": "t"}}
+_LS = {"name": "ls", "args": {"path": "."}}
 SCRIPT = {
     "steps": [
         {
-            "expect": {"tools_ok": True},
-            "text": "started",
+            "expect": {"last_user_contains": "hold", "tools_ok": True},
+            "delay_ms": 600_000,
+            "text": "never",
             "otherwise": {
-                "expect": {"last_user_contains": "Agent result"},
-                "text": "got it",
-                "otherwise": {"text": "delegating", "tool_calls": [_DELEGATE]},
+                "expect": {"last_user_contains": "hold"},
+                "text": "holding",
+                "tool_calls": [_LS],
+                "otherwise": {
+                    "expect": {"tools_ok": True},
+                    "text": "started",
+                    "otherwise": {
+                        "expect": {"last_user_contains": "Agent result"},
+                        "text": "got it",
+                        "otherwise": {"text": "delegating", "tool_calls": [_DELEGATE]},
+                    },
+                },
             },
         }
     ],
     "on_exhausted": "repeat_last",
     "agents": {"*": [{"text": "done"}]},
 }
-"""Each prompt delegates one scout and ends its turn; the result wakes the lead ("got it")."""
+"""Each prompt `go` delegates one scout and ends its turn; the result wakes the lead ("got it").
+A prompt `hold` runs `ls`, then waits ten minutes on its next model request unless cancelled."""
 CORRAL = corral_command()
 WAIT_S = 60.0
 
@@ -133,12 +148,8 @@ class _Editor:
         elif isinstance(update, ToolCallStart) and update.kind == "think":
             self.think = update.tool_call_id
             self.marks.setdefault("tool", now)
-        elif (
-            isinstance(update, ToolCallProgress)
-            and update.tool_call_id == self.think
-            and update.status == "completed"
-        ):
-            self.marks.setdefault("result", now)
+        elif isinstance(update, ToolCallProgress) and update.status == "completed":
+            self.marks.setdefault("result" if update.tool_call_id == self.think else "tool_done", now)
         self.changed.set()
 
     async def request_permission(self, *args: Any, **kwargs: Any) -> Any:
@@ -154,12 +165,15 @@ class _Editor:
                 await self.changed.wait()
 
 
-async def _over_acp(root: Path, iterations: int, warmup: int) -> tuple[list[float], list[float]]:
+async def _over_acp(
+    root: Path, iterations: int, warmup: int, cancels: int
+) -> tuple[list[float], list[float], list[float]]:
     import acp
 
     editor = _Editor()
     chunks: list[float] = []
     results: list[float] = []
+    cancelled: list[float] = []
     async with (
         acp.spawn_agent_process(
             editor,  # type: ignore[arg-type]
@@ -184,7 +198,20 @@ async def _over_acp(root: Path, iterations: int, warmup: int) -> tuple[list[floa
             if index >= warmup:
                 chunks.append(editor.marks["chunk"] - start)
                 results.append(editor.marks["result"] - editor.marks["tool"])
-    return chunks, results
+        for _ in range(cancels):  # each in a new session: the script's `ls` runs on its first prompt only
+            held = await conn.new_session(cwd=str(root / "work"), mcp_servers=[])
+            editor.marks.clear()
+            turn = asyncio.ensure_future(
+                conn.prompt(session_id=held.session_id, prompt=[acp.text_block("hold")])
+            )
+            await editor.until("tool_done")
+            start = time.perf_counter()
+            await conn.cancel(session_id=held.session_id)
+            async with asyncio.timeout(WAIT_S):
+                answer = await turn
+            cancelled.append(time.perf_counter() - start)
+            assert answer.stop_reason == "cancelled", answer
+    return chunks, results, cancelled
 
 
 def main() -> int:
@@ -192,6 +219,7 @@ def main() -> int:
     parser.add_argument("--iterations", type=int, default=20, help="timed prompts (default 20)")
     parser.add_argument("--warmup", type=int, default=2, help="untimed prompts first (default 2)")
     parser.add_argument("--startups", type=int, default=10, help="timed server start-ups (default 10)")
+    parser.add_argument("--cancels", type=int, default=10, help="timed cancels (default 10)")
     args = parser.parse_args()
     gc.collect()
     out: dict[str, Any] = {"benchmark": "acp"}
@@ -200,7 +228,9 @@ def main() -> int:
     with data_root(SCRIPT, "corral-bench-acp-") as root:
         chunk_in, result_in = asyncio.run(_in_process(root, args.iterations, args.warmup))
     with data_root(SCRIPT, "corral-bench-acp-") as root:
-        chunk_acp, result_acp = asyncio.run(_over_acp(root, args.iterations, args.warmup))
+        chunk_acp, result_acp, cancel_acp = asyncio.run(
+            _over_acp(root, args.iterations, args.warmup, args.cancels)
+        )
     out["prompt_to_first_chunk"] = {
         "in_process": summary_ms(chunk_in),
         "acp": {**summary_ms(chunk_acp), "target_p50_ms": 50},
@@ -212,6 +242,7 @@ def main() -> int:
         "overhead_p50_ms": round(shown["p50_ms"] - base["p50_ms"], 3),
         "target_overhead_p50_ms": 30,
     }
+    out["cancel_to_answer"] = {**summary_ms(cancel_acp), "target_p50_ms": 1000}
     out["environment"] = environment("bench_acp.py")
     print(json.dumps(out))
     return 0

@@ -128,8 +128,15 @@ SMOKES: dict[str, Smoke] = {
     ),
     "bench_loop": Smoke(("--turns", "5"), frozenset({"turns", "p50_ms", "p95_ms", "total_s"})),
     "bench_acp": Smoke(
-        ("--iterations", "2", "--warmup", "1", "--startups", "1"),
-        frozenset({"startup_to_initialize", "prompt_to_first_chunk", "delegate_to_result_shown"}),
+        ("--iterations", "2", "--warmup", "1", "--startups", "1", "--cancels", "2"),
+        frozenset(
+            {
+                "startup_to_initialize",
+                "prompt_to_first_chunk",
+                "delegate_to_result_shown",
+                "cancel_to_answer",
+            }
+        ),
     ),
     "bench_mcp": Smoke(
         ("--iterations", "2", "--warmup", "1", "--agents", "3", "--startups", "1"),
