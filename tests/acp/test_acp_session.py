@@ -39,7 +39,7 @@ async def test_a_prompt_streams_the_leads_turn_and_the_delegated_agent_completes
         (scout,) = [c for c in recorder.tool_calls(sid).values() if c.get("kind") == "think"]
         # `/agents` is answered by the server itself, without a model turn.
         commands = [u for u in recorder.of(sid) if isinstance(u, AvailableCommandsUpdate)]
-        assert [c.name for c in commands[0].available_commands] == ["agents"]
+        assert [c.name for c in commands[0].available_commands] == ["agents", "merge"]
         listed = await conn.prompt(session_id=sid, prompt=[text_block("/agents")])
         assert listed.stop_reason == "end_turn"
         assert recorder.text(sid).endswith("No agents.")  # its result was delivered: nothing is left

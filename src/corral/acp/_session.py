@@ -270,9 +270,12 @@ class LeadSession:
     # --- a prompt turn -----------------------------------------------------------------------------------
 
     async def prompt(self, text: str) -> str:
-        command = text.strip().split(maxsplit=1)
+        command = text.strip().split()
         if command and command[0] == "/agents":
             self.send(self.mapper.message_chunk(self.agents_text()))
+            return "end_turn"
+        if command and command[0] == "/merge":
+            self.send(self.mapper.message_chunk(await self.merge_text(command[1:])))
             return "end_turn"
         agent = self.launched.agent
         self.cancelled = False
@@ -311,6 +314,22 @@ class LeadSession:
             for row in agents.team_rows(agents.team_snapshot(), now_ms=int(time.time() * 1000)):
                 lines.append(f"- {row.name} ({row.tier}): {row.status or 'queued'}")
         return "\n".join(lines) if lines else "No agents."
+
+    async def merge_text(self, arguments: list[str]) -> str:
+        """`/merge <agent> [--discard]`: merge an isolated writer's branch into the working tree, or
+        drop it, as `corral merge` does (no model turn)."""
+        discard = "--discard" in arguments
+        names = [argument for argument in arguments if argument != "--discard"]
+        if len(names) != 1 or any(argument.startswith("-") for argument in names):
+            return "Usage: /merge <agent> [--discard] (the agent's label, name or run id)."
+        agents = self.launched.agents
+        if agents is None:
+            return "This lead has no agent surfaces, so no agent has a branch to merge."
+        try:
+            outcome = await agents.merge(names[0], discard=discard)
+        except CorralError as exc:
+            return f"merge failed: {exc}"
+        return outcome.message + "".join(f"\n  {path}" for path in outcome.paths)
 
     async def cancel(self) -> None:
         self.cancelled = True

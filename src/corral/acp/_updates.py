@@ -135,7 +135,13 @@ class UpdateMapper:
         return {
             "sessionUpdate": "available_commands_update",
             "availableCommands": [
-                {"name": "agents", "description": "List this lead's agents and their state (no model turn)"}
+                {"name": "agents", "description": "List this lead's agents and their state (no model turn)"},
+                {
+                    "name": "merge",
+                    "description": "Merge an isolated writer's branch into the working tree, or drop it "
+                    "with --discard (like corral merge; no model turn)",
+                    "input": {"hint": "<agent> [--discard]"},
+                },
             ],
         }
 
