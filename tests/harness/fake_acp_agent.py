@@ -22,7 +22,8 @@
 With `$FAKE_ACP_SESSIONS` (a directory) set it offers `loadSession`: each session's history (its
 prompts and answers) is kept in `<dir>/<sessionId>.json`, and `session/load` replays it as
 `session/update`s (an unknown id is refused). Every message it receives is appended to
-`$FAKE_ACP_LOG` (one JSON line each) when that is set.
+`$FAKE_ACP_LOG` (one JSON line each) when that is set. With `$FAKE_ACP_STAY` set it does not exit
+when its input closes (as Gemini CLI does not): only a signal ends it.
 """
 
 from __future__ import annotations
@@ -35,6 +36,7 @@ import sys
 from typing import Any
 
 LOG = os.environ.get("FAKE_ACP_LOG")
+STAY = bool(os.environ.get("FAKE_ACP_STAY"))
 SESSIONS = os.environ.get("FAKE_ACP_SESSIONS")
 
 
@@ -355,6 +357,8 @@ async def main() -> None:
         task = asyncio.ensure_future(agent.handle(message))
         tasks.add(task)
         task.add_done_callback(tasks.discard)
+    if STAY:
+        await asyncio.Event().wait()
     for child in agent.children:
         child.kill()
 

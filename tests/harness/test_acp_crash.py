@@ -3,6 +3,7 @@ is delivered exactly once, or the agent is lost — never a duplicate."""
 
 from __future__ import annotations
 
+import contextlib
 import json
 import os
 import signal
@@ -96,6 +97,46 @@ async def test_a_host_killed_mid_turn_leaves_a_lost_agent_and_no_result(tmp_path
     assert generation.presence == "lost" and generation.completed_request_id is None
     # The agent's stdin closed with its host; an agent that ends on end of input (the fake) is gone.
     await eventually(lambda: not Path(f"/proc/{agent_pid}").exists() or _zombie(agent_pid))
+
+
+async def test_an_agent_that_outlives_its_killed_host_is_ended_by_the_next_host(tmp_path: Path) -> None:
+    env = {**_setup(tmp_path), "FAKE_ACP_STAY": "1"}  # it does not exit when its input closes
+    pids = tmp_path / "pids"
+    driver = subprocess.Popen(
+        [sys.executable, str(DRIVER), str(tmp_path), f"SPAWN {pids} then wait"],
+        env=env,
+        stdout=subprocess.DEVNULL,
+        stderr=subprocess.DEVNULL,
+    )
+    try:
+        await eventually(lambda: pids.exists() and len(pids.read_text().split()) == 2, timeout=STARTUP_WAIT)
+        agent_pid, child_pid = (int(pid) for pid in pids.read_text().split())
+        held = list((tmp_path / "home" / "held").glob("*.json"))
+        assert [path.name.split("-")[0] for path in held] == [str(agent_pid)]  # recorded while it runs
+        driver.send_signal(signal.SIGKILL)
+        driver.wait(STARTUP_WAIT)
+    finally:
+        if driver.poll() is None:
+            driver.kill()
+            driver.wait()
+    try:
+        # Its host is gone and its input closed, and the agent and its child still run.
+        assert _running(agent_pid) and _running(child_pid)
+        resumed = _run(tmp_path, "unused", env)
+        assert resumed.returncode == 0 and "done" in resumed.stdout, resumed.stderr[-2000:]
+        await eventually(lambda: not _running(agent_pid) and not _running(child_pid))
+        assert list((tmp_path / "home" / "held").glob("*.json")) == []
+        with Repositories.open(tmp_path / "home" / "corral.db") as store:
+            (generation,) = store.kernel.generations(include_finalized=True)
+        assert generation.presence == "lost"
+    finally:
+        for pid in (agent_pid, child_pid):
+            with contextlib.suppress(ProcessLookupError):
+                os.kill(pid, signal.SIGKILL)
+
+
+def _running(pid: int) -> bool:
+    return Path(f"/proc/{pid}").exists() and not _zombie(pid)
 
 
 def _zombie(pid: int) -> bool:

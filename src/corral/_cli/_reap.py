@@ -1,4 +1,5 @@
-"""`corral agents reap`: orphaned tmux panes, Ray worker actors and agent worktrees, reported or removed."""
+"""`corral agents reap`: orphaned tmux panes, Ray worker actors, ACP agent processes and agent
+worktrees, reported or removed."""
 
 from __future__ import annotations
 
@@ -13,7 +14,8 @@ __all__ = ["reap"]
 async def reap(*, out: TextIO, dry_run: bool = False, force: bool = False, cwd: Path | None = None) -> int:
     """`corral agents reap`: report (and unless `dry_run`, remove) orphans: panes of the private tmux
     server, Ray worker actors of this data root that hold no live agent (when agents ran on Ray),
-    and agent worktrees and `corral/*` branches (`_worktrees.reap_worktrees`).
+    ACP agents' process groups whose host is gone (`corral._held`), and agent worktrees and
+    `corral/*` branches (`_worktrees.reap_worktrees`).
 
     Returns 0 when nothing is left orphaned, 1 when a pane could not be reaped, tmux failed, or a
     worktree with unmerged work was kept (without `force`).
@@ -23,6 +25,7 @@ async def reap(*, out: TextIO, dry_run: bool = False, force: bool = False, cwd: 
     store = Repositories.open(default_store_path())
     try:
         panes = await _reap_panes(store, out=out, dry_run=dry_run)
+        _reap_held(out=out, dry_run=dry_run)
         from corral.orchestration.host._ray_orphans import has_ray_generations
 
         if has_ray_generations(store.kernel):
@@ -35,6 +38,21 @@ async def reap(*, out: TextIO, dry_run: bool = False, force: bool = False, cwd: 
         return max(panes, trees)
     finally:
         store.close()
+
+
+def _reap_held(*, out: TextIO, dry_run: bool) -> None:
+    """Report (and unless `dry_run`, end) the process groups a dead host left running."""
+    from corral._held import HeldProcesses
+
+    orphans = [orphan for orphan in HeldProcesses().reap_orphans(dry_run=dry_run) if orphan.running]
+    verb = "orphan" if dry_run else "ended"
+    for orphan in orphans:
+        print(
+            f"{verb} {orphan.what} (process group {orphan.pgid}): its host process {orphan.host_pid} is gone",
+            file=out,
+        )
+    if orphans:
+        print(f"{len(orphans)} orphan agent process group(s){'' if dry_run else ' ended'}", file=out)
 
 
 async def _reap_ray(store: Repositories, *, out: TextIO, dry_run: bool, cwd: Path) -> int:

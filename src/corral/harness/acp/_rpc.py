@@ -24,7 +24,10 @@ from collections.abc import Awaitable, Callable, Mapping, Sequence
 from pathlib import Path
 from typing import IO, Any
 
-__all__ = ["AcpConnection", "AcpError", "process_tree"]
+from corral._held import HeldProcesses
+from corral._process import process_tree
+
+__all__ = ["AcpConnection", "AcpError"]
 
 _log = logging.getLogger("corral.harness.acp")
 
@@ -51,32 +54,6 @@ class AcpError(Exception):
         self.code = code
 
 
-def process_tree(pid: int) -> list[int]:
-    """`pid` and its descendants (read from `/proc`; just `[pid]` where there is no `/proc`)."""
-    children: dict[int, list[int]] = {}
-    try:
-        entries = os.listdir("/proc")
-    except OSError:
-        return [pid]
-    for entry in entries:
-        if not entry.isdigit():
-            continue
-        try:
-            stat = Path(f"/proc/{entry}/stat").read_text()
-        except OSError:
-            continue
-        # The command may hold spaces and parentheses: the fields after the last ')' are fixed.
-        fields = stat.rpartition(")")[2].split()
-        if len(fields) > 1:
-            children.setdefault(int(fields[1]), []).append(int(entry))
-    found, frontier = [pid], [pid]
-    while frontier:
-        for child in children.get(frontier.pop(), ()):
-            found.append(child)
-            frontier.append(child)
-    return found
-
-
 class AcpConnection:
     """A running ACP agent process and the JSON-RPC connection to it.
 
@@ -90,8 +67,11 @@ class AcpConnection:
         handler: RequestHandler,
         on_notification: NotificationHandler,
         stderr: IO[bytes] | None,
+        held: tuple[HeldProcesses, Path | None] | None = None,
     ) -> None:
         self._process = process
+        self._held = held
+        """Where the agent's process group is recorded until it is ended (`corral._held`)."""
         self._handler = handler
         self._on_notification = on_notification
         self._stderr = stderr
@@ -144,7 +124,12 @@ class AcpConnection:
             if stderr is not None:
                 stderr.close()
             raise
-        return cls(process, handler=handler, on_notification=on_notification, stderr=stderr)
+        held = HeldProcesses()
+        # recorded so that a later host ends it when this one dies before it could (`reap_orphans`)
+        record = held.hold(process.pid, what=f"ACP agent {Path(argv[0]).name}")
+        return cls(
+            process, handler=handler, on_notification=on_notification, stderr=stderr, held=(held, record)
+        )
 
     @property
     def pid(self) -> int:
@@ -315,6 +300,10 @@ class AcpConnection:
     def _finish(self) -> None:
         self._end("the ACP connection was closed")
         self._closed = True
+        if self._held is not None:  # its group was ended (`close`, `abandon`): nothing left to reap
+            held, record = self._held
+            held.release(record)
+            self._held = None
         for task in tuple(self._handlers):
             task.cancel()
         self._reader.cancel()

@@ -7,13 +7,16 @@ are delivered once and delivered but unfinalized generations are finalized (thro
 deliveries); a pending question of a child still running here is delivered. Nothing is guessed:
 a generation whose host may still be running stays as it is (its presence is `unknown`).
 Worker generations whose worker was never recorded are settled by their runtime's start step
-(`unplaced`).
+(`unplaced`). The first recovery in a process also ends the process groups (ACP agents) that a
+dead host of this data root left running (`corral._held`).
 """
 
 from __future__ import annotations
 
+import logging
 from typing import TYPE_CHECKING, Protocol
 
+from corral._held import HeldProcesses
 from corral.orchestration.host._watch import WatchHost
 from corral.runtime import RuntimeHandle
 
@@ -21,6 +24,8 @@ if TYPE_CHECKING:
     from corral.orchestration.kernel.records import GenerationRecord
 
 __all__ = ["Recovery", "RecoveryHost"]
+
+_log = logging.getLogger("corral.host")
 
 
 class RecoveryHost(WatchHost, Protocol):
@@ -36,10 +41,21 @@ class Recovery:
 
     def __init__(self, host: RecoveryHost) -> None:
         self.host = host
+        self._held_reaped = False
 
     def recover(self, owner_session_id: str) -> None:
         """Restart recovery for one owner session (see the module docstring)."""
         host = self.host
+        if not self._held_reaped:
+            self._held_reaped = True
+            for orphan in HeldProcesses().reap_orphans():
+                if orphan.running:
+                    _log.warning(
+                        "ended %s (process group %d), left running by host process %d, which is gone",
+                        orphan.what,
+                        orphan.pgid,
+                        orphan.host_pid,
+                    )
         for generation in host.tree(owner_session_id):
             if (
                 generation.presence != "lost"
