@@ -71,39 +71,12 @@ def test_a_result_stored_before_the_crash_is_delivered_once_after_restart(tmp_pa
     assert len(_lead_results(tmp_path)) == 1
 
 
-async def test_a_host_killed_mid_turn_leaves_a_lost_agent_and_no_result(tmp_path: Path) -> None:
-    env = _setup(tmp_path)
-    pids = tmp_path / "pids"
+async def _kill_host_mid_turn(root: Path, env: dict[str, str]) -> tuple[int, int]:
+    """Start the driver on a prompt that keeps the agent's turn going (with a `sleep` child), check the
+    agent's group is recorded as held, SIGKILL the driver; the agent's and its child's pids."""
+    pids = root / "pids"
     driver = subprocess.Popen(
-        [sys.executable, str(DRIVER), str(tmp_path), f"SPAWN {pids} then wait"],
-        env=env,
-        stdout=subprocess.DEVNULL,
-        stderr=subprocess.DEVNULL,
-    )
-    try:
-        await eventually(lambda: pids.exists() and len(pids.read_text().split()) == 2, timeout=STARTUP_WAIT)
-        agent_pid = int(pids.read_text().split()[0])
-        driver.send_signal(signal.SIGKILL)
-        driver.wait(STARTUP_WAIT)
-    finally:
-        if driver.poll() is None:
-            driver.kill()
-            driver.wait()
-    resumed = _run(tmp_path, "unused", env)
-    assert resumed.returncode == 0 and "done" in resumed.stdout, resumed.stderr[-2000:]
-    assert _lead_results(tmp_path) == []
-    with Repositories.open(tmp_path / "home" / "corral.db") as store:
-        (generation,) = store.kernel.generations(include_finalized=True)
-    assert generation.presence == "lost" and generation.completed_request_id is None
-    # The agent's stdin closed with its host; an agent that ends on end of input (the fake) is gone.
-    await eventually(lambda: not Path(f"/proc/{agent_pid}").exists() or _zombie(agent_pid))
-
-
-async def test_an_agent_that_outlives_its_killed_host_is_ended_by_the_next_host(tmp_path: Path) -> None:
-    env = {**_setup(tmp_path), "FAKE_ACP_STAY": "1"}  # it does not exit when its input closes
-    pids = tmp_path / "pids"
-    driver = subprocess.Popen(
-        [sys.executable, str(DRIVER), str(tmp_path), f"SPAWN {pids} then wait"],
+        [sys.executable, str(DRIVER), str(root), f"SPAWN {pids} then wait"],
         env=env,
         stdout=subprocess.DEVNULL,
         stderr=subprocess.DEVNULL,
@@ -111,7 +84,7 @@ async def test_an_agent_that_outlives_its_killed_host_is_ended_by_the_next_host(
     try:
         await eventually(lambda: pids.exists() and len(pids.read_text().split()) == 2, timeout=STARTUP_WAIT)
         agent_pid, child_pid = (int(pid) for pid in pids.read_text().split())
-        held = list((tmp_path / "home" / "held").glob("*.json"))
+        held = list((root / "home" / "held").glob("*.json"))
         assert [path.name.split("-")[0] for path in held] == [str(agent_pid)]  # recorded while it runs
         driver.send_signal(signal.SIGKILL)
         driver.wait(STARTUP_WAIT)
@@ -119,6 +92,30 @@ async def test_an_agent_that_outlives_its_killed_host_is_ended_by_the_next_host(
         if driver.poll() is None:
             driver.kill()
             driver.wait()
+    return agent_pid, child_pid
+
+
+def _lost_with_no_result(root: Path) -> bool:
+    with Repositories.open(root / "home" / "corral.db") as store:
+        (generation,) = store.kernel.generations(include_finalized=True)
+    return (
+        generation.presence == "lost" and generation.completed_request_id is None and not _lead_results(root)
+    )
+
+
+async def test_a_host_killed_mid_turn_leaves_a_lost_agent_and_no_result(tmp_path: Path) -> None:
+    env = _setup(tmp_path)
+    agent_pid, _child = await _kill_host_mid_turn(tmp_path, env)
+    resumed = _run(tmp_path, "unused", env)
+    assert resumed.returncode == 0 and "done" in resumed.stdout, resumed.stderr[-2000:]
+    assert _lost_with_no_result(tmp_path)
+    # The agent's stdin closed with its host; an agent that ends on end of input (the fake) is gone.
+    await eventually(lambda: not _running(agent_pid))
+
+
+async def test_an_agent_that_outlives_its_killed_host_is_ended_by_the_next_host(tmp_path: Path) -> None:
+    env = {**_setup(tmp_path), "FAKE_ACP_STAY": "1"}  # it does not exit when its input closes
+    agent_pid, child_pid = await _kill_host_mid_turn(tmp_path, env)
     try:
         # Its host is gone and its input closed, and the agent and its child still run.
         assert _running(agent_pid) and _running(child_pid)
@@ -126,9 +123,7 @@ async def test_an_agent_that_outlives_its_killed_host_is_ended_by_the_next_host(
         assert resumed.returncode == 0 and "done" in resumed.stdout, resumed.stderr[-2000:]
         await eventually(lambda: not _running(agent_pid) and not _running(child_pid))
         assert list((tmp_path / "home" / "held").glob("*.json")) == []
-        with Repositories.open(tmp_path / "home" / "corral.db") as store:
-            (generation,) = store.kernel.generations(include_finalized=True)
-        assert generation.presence == "lost"
+        assert _lost_with_no_result(tmp_path)
     finally:
         for pid in (agent_pid, child_pid):
             with contextlib.suppress(ProcessLookupError):
