@@ -612,7 +612,9 @@ def test_a_command_must_be_a_list_of_strings(layers: tuple[Path, Path, Path]) ->
         ("inheritSkills: true", "inherit"),
     ],
 )
-def test_skills_say_inherit_none_or_names(layers: tuple[Path, Path, Path], fields: str, choice: object) -> None:
+def test_skills_say_inherit_none_or_names(
+    layers: tuple[Path, Path, Path], fields: str, choice: object
+) -> None:
     write_def(layers[0], "a.md", f"name: a\n{fields}")
     defn = the(load(layers), "a")
     assert defn.skill_policy.choice == choice
