@@ -657,7 +657,7 @@ def skills_list(
     """List the skills agents here get: name, where it comes from (user or project directory) and its
     description; shadowed skills, malformed ones (INVALID, with the problem) and a project's skills
     not used until it is trusted are named after them."""
-    from corral._cli._skills import skills_list as run_list
+    from corral._cli.skills import skills_list as run_list
 
     raise typer.Exit(run_list(cwd=cwd or Path.cwd(), as_json=json_, out=sys.stdout))
 

@@ -169,3 +169,47 @@ async def test_a_nested_agent_never_gets_more_skills_than_its_parent(env: Path) 
         leaf = next(g for g in t.host.kernel.generations(include_finalized=True) if g.label == "leaf")
         assert leaf.session_path is not None
         assert "leaf has only pdf" in Path(leaf.session_path).read_text()
+
+
+async def test_a_worker_builds_the_agent_with_the_skills_its_launch_names(env: Path) -> None:
+    # What a tmux or Ray worker does with a launch (`build_launched_agent`): it finds the skills in the
+    # agent's cwd itself and keeps the ones named, for a definition's spec and a built agent alike.
+    from corral.llm import ModelRegistry
+    from corral.orchestration.agents._delegation import build_launched_agent
+    from corral.session import SessionManager
+    from corral.settings import Settings
+
+    write_script(env, "w", {"steps": [{"text": "hi"}]})
+    registry = ModelRegistry(Settings(), cwd=env / "work")
+    spec = ManagedAgentSpec(
+        label="helper",
+        definition="helper",
+        model_ref="scripted/w",
+        thinking="off",
+        tool_names=("read",),
+        body="",
+        system_prompt_mode="append",
+        skills=("lint", "gone"),
+    )
+    built = BuiltAgent(
+        model="scripted/w", thinking="off", system_prompt="exact", tools=("read",), skills=("pdf",)
+    )
+    for described, names in ((spec, ("lint",)), (built, ("pdf",))):
+        session = SessionManager.create(env / "work", sessions_root=env / "sessions")
+        agent = await build_launched_agent(
+            described,
+            session=session,
+            registry=registry,
+            settings=Settings(),
+            cwd=env / "work",
+            label="helper",
+        )
+        try:
+            assert skill_names_of(agent) == names
+            if described is spec:
+                assert "- lint: Lint the code the house way." in agent.system_prompt
+                assert "- pdf:" not in agent.system_prompt
+            else:
+                assert agent.system_prompt == "exact"
+        finally:
+            session.close()

@@ -385,7 +385,7 @@ def _check_definitions(cwd: Path) -> list[Check]:
 def _check_skills(cwd: Path) -> list[Check]:
     """`ok` with how many skills agents here get, or one `warn` per skill that could not be used
     (and for a project's skills not used until it is trusted)."""
-    from corral._cli._skills import skills_problems
+    from corral._cli.skills import skills_problems
     from corral.skills import discover_skills
 
     catalog = discover_skills(cwd)
