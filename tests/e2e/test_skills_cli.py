@@ -58,7 +58,7 @@ def test_skills_list_doctor_and_trust_show(corral: RunCorral, cli_env: Env) -> N
     assert [s["name"] for s in trusted["skills"]] == ["deploy", "pdf", "review"]
 
 
-def test_a_run_whose_lead_loads_a_skill(corral: RunCorral, cli_env: Env) -> None:
+def test_a_run_whose_lead_loads_a_skill_and_names_a_malformed_one(corral: RunCorral, cli_env: Env) -> None:
     _skill(
         cli_env.config / "corral" / "skills", "house", "name: house\ndescription: House rules.", "ALWAYS-TABS"
     )
@@ -70,6 +70,9 @@ def test_a_run_whose_lead_loads_a_skill(corral: RunCorral, cli_env: Env) -> None
         "  - expect: {context_contains: [ALWAYS-TABS]}\n"
         "    text: loaded the house rules\n",
     )
+    bad = _skill(cli_env.config / "corral" / "skills", "broken", "name: broken")
     run = corral("run", "--model", "scripted/lead", "--no-session", "-p", "go")
     assert run.returncode == 0, run.stderr
     assert run.stdout.strip() == "loaded the house rules"
+    # a malformed skill never breaks the run: it is named on stderr
+    assert f"corral: warning: skill {bad}: description is missing or empty" in run.stderr
