@@ -67,3 +67,13 @@ def fresh_rate_limiter() -> Iterator[None]:
     if isinstance(limiter, HostRateLimiter):
         limiter.reset()
     yield
+
+
+@pytest.fixture(autouse=True)
+def no_user_skills(tmp_path_factory: pytest.TempPathFactory, monkeypatch: pytest.MonkeyPatch) -> None:
+    """The developer's own Claude Code and Codex skills (`~/.claude/skills`, `~/.codex/skills`) never
+    reach an agent under test: both homes point at an empty directory (a test that wants skills
+    writes them and points the variables there)."""
+    empty = tmp_path_factory.getbasetemp() / "no-user-skills"
+    monkeypatch.setenv("CLAUDE_CONFIG_DIR", str(empty / "claude"))
+    monkeypatch.setenv("CODEX_HOME", str(empty / "codex"))

@@ -645,6 +645,23 @@ def agents_reap(
     raise typer.Exit(asyncio.run(reap(out=sys.stdout, dry_run=dry_run, force=force, cwd=Path.cwd())))
 
 
+skills_app = _command_group(
+    "skills", "List the skills (SKILL.md folders) agents here get, and any that could not be used."
+)
+
+
+@skills_app.command("list")
+def skills_list(
+    json_: Annotated[bool, typer.Option("--json", help="Print JSON.")] = False, cwd: CwdOpt = None
+) -> None:
+    """List the skills agents here get: name, where it comes from (user or project directory) and its
+    description; shadowed skills, malformed ones (INVALID, with the problem) and a project's skills
+    not used until it is trusted are named after them."""
+    from corral._cli.skills import skills_list as run_list
+
+    raise typer.Exit(run_list(cwd=cwd or Path.cwd(), as_json=json_, out=sys.stdout))
+
+
 @app.command()
 def merge(
     agent: Annotated[

@@ -5,9 +5,10 @@ A project directory is the one holding `.corral/`. Until the user trusts it
 of harmless settings (`corral.settings.UNTRUSTED_PROJECT_KEYS`). Trust is
 pinned to content: trusting records a SHA-256 digest of every pinned file
 (`PINNED_ENTRIES`: `.corral/settings.toml`, `.corral/SYSTEM.md`,
-`.corral/APPEND_SYSTEM.md` and every file below `.corral/scripts/` and
-`.corral/agents/`, symlinks followed while they stay inside the project; the
-Claude Code and Pi definitions in `.claude/agents/` and `.pi/agents/`; and the
+`.corral/APPEND_SYSTEM.md` and every file below `.corral/scripts/`,
+`.corral/agents/` and `.corral/skills/`, symlinks followed while they stay inside
+the project; the Claude Code and Pi definitions in `.claude/agents/` and
+`.pi/agents/`; the skills in `.claude/skills/` and `.agents/skills/`; and the
 program the project's `shell_path` names). A link out of the project is pinned
 by its target, never read. When one of them is edited, added or removed, the
 project is untrusted again until the user trusts it anew.
@@ -45,6 +46,7 @@ from corral.errors import CorralError, UsageError
 
 __all__ = [
     "FOREIGN_AGENT_DIRS",
+    "FOREIGN_SKILL_DIRS",
     "PINNED_ENTRIES",
     "TrustState",
     "TrustStoreError",
@@ -64,12 +66,16 @@ class TrustStoreError(CorralError):
 
 _TRUST_VERSION = 1
 
-PINNED_ENTRIES = ("settings.toml", "SYSTEM.md", "APPEND_SYSTEM.md", "scripts", "agents")
+PINNED_ENTRIES = ("settings.toml", "SYSTEM.md", "APPEND_SYSTEM.md", "scripts", "agents", "skills")
 """What trust covers, relative to `.corral/`: these files, and every file below these directories."""
 
 FOREIGN_AGENT_DIRS = (".claude/agents", ".pi/agents")
 """Claude Code's and Pi's project definition directories, relative to the project: pinned like
 `.corral/agents` (corral loads their definitions only in a trusted project)."""
+
+FOREIGN_SKILL_DIRS = (".claude/skills", ".agents/skills")
+"""Claude Code's and Codex's project skill directories, relative to the project: pinned like
+`.corral/skills` (corral offers their skills only in a trusted project; `corral.skills`)."""
 
 _MAX_PINNED_FILES = 10000
 """More files than this under `.corral/` cannot be trusted (the digest would be too slow to check)."""
@@ -105,8 +111,9 @@ def find_project_dir(cwd: Path) -> Path | None:
 
 def pinned_files(project: Path) -> dict[str, str]:
     """The files trust covers in `project` (relative path → `sha256:<hex>`), read now: the
-    `PINNED_ENTRIES` of `.corral/`, the Claude Code and Pi definitions (`FOREIGN_AGENT_DIRS`),
-    which count only in a trusted project too, and the program a project's `shell_path` names.
+    `PINNED_ENTRIES` of `.corral/`, the Claude Code and Pi definitions (`FOREIGN_AGENT_DIRS`) and
+    the Claude Code and Codex skills (`FOREIGN_SKILL_DIRS`), which count only in a trusted project
+    too, and the program a project's `shell_path` names.
 
     A file that cannot be read is pinned as `unreadable`; a directory walk follows symlinks that
     stay inside the project (each real directory once). A link in those directories that leaves the
@@ -120,7 +127,7 @@ def pinned_files(project: Path) -> dict[str, str]:
     real = Path(os.path.realpath(project))
     found: dict[str, str] = {}
     to_hash: dict[str, Path] = {}
-    paths = [f".corral/{entry}" for entry in PINNED_ENTRIES] + list(FOREIGN_AGENT_DIRS)
+    paths = [f".corral/{entry}" for entry in PINNED_ENTRIES] + [*FOREIGN_AGENT_DIRS, *FOREIGN_SKILL_DIRS]
     for relative in paths:
         path = real / relative
         if path.is_dir():

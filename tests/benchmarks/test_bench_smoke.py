@@ -163,6 +163,10 @@ SMOKES: dict[str, Smoke] = {
     "bench_sandbox": Smoke(
         ("--runs", "2"), frozenset({"runs", "unconfined", "sandbox", "legacy_ro_bind_root"}), needs=("bwrap",)
     ),
+    "bench_skills": Smoke(
+        ("--skills", "3", "--repeat", "1"),
+        frozenset({"skills", "section_chars", "described", "discover", "bodies_chars_kept_out"}),
+    ),
     "bench_session": Smoke(
         ("--entries", "50", "--tail-mb", "1", "--repeat", "1"), frozenset({"context", "tail"})
     ),

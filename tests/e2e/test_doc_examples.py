@@ -68,6 +68,9 @@ EXPECTED: dict[str, tuple[int, str]] = {
     "corral agents list": (0, "No agents."),
     "corral doctor": (0, "ok    store: orchestration store"),
     "corral checks list": (0, "No unresolved checks."),
+    # docs/skills.md
+    "corral skills list": (0, "No skills found."),
+    "corral skills list --json": (0, '"skills": []'),
     # docs/scripted-model.md
     'corral run --model scripted/hello -p "hi"': (0, "Hello from the scripted model."),
     # docs/agent-api.md, docs/settings.md

@@ -382,6 +382,22 @@ def _check_definitions(cwd: Path) -> list[Check]:
     ]
 
 
+def _check_skills(cwd: Path) -> list[Check]:
+    """`ok` with how many skills agents here get, or one `warn` per skill that could not be used
+    (and for a project's skills not used until it is trusted)."""
+    from corral._cli.skills import skills_problems
+    from corral.skills import discover_skills
+
+    catalog = discover_skills(cwd)
+    problems = skills_problems(catalog)
+    project = sum(1 for skill in catalog.skills if skill.layer == "project")
+    where = f" ({project} from the project)" if project else ""
+    checks = [
+        Check("skills", "ok", f"{len(catalog.skills)} skills found{where}; `corral skills list` lists them")
+    ]
+    return [*checks, *(Check("skills", "warn", line) for line in problems)] if problems else checks
+
+
 _ENDPOINT_TIMEOUT_S = 5.0
 
 
@@ -629,6 +645,7 @@ async def run_checks(cwd: Path) -> list[Check]:
     checks += settings_checks
     checks += await _check_endpoints(settings)
     checks += _check_definitions(cwd)
+    checks += _check_skills(cwd)
     checks += await _check_harnesses(settings)
     return checks
 

@@ -105,6 +105,21 @@ def _definition_lines(project: Path) -> list[str]:
     return lines
 
 
+def _skill_lines(project: Path) -> list[str]:
+    """The project's skills (`.corral/skills`, `.claude/skills`, `.agents/skills`) by name."""
+    from corral.skills import discover_skills
+
+    catalog = discover_skills(project, trusted=True)
+    names = [skill.name for skill in (*catalog.skills, *catalog.shadowed) if skill.layer == "project"]
+    lines = []
+    if names:
+        lines.append(
+            f"  skills (every agent may load their instructions and run their scripts): {', '.join(names)}"
+        )
+    lines += [f"  skill {issue}" for issue in catalog.issues if str(issue.path).startswith(str(project))]
+    return lines
+
+
 def trust_summary(project: Path, state: TrustState) -> str:
     """What trusting `project` lets take effect, one item a line, and whether it is trusted now."""
     real = state.project
@@ -118,6 +133,7 @@ def trust_summary(project: Path, state: TrustState) -> str:
     ]
     if scripts:
         lines.append(f"  scripted-model scripts (their steps run tools such as bash): {', '.join(scripts)}")
+    lines += _skill_lines(real)
     for name, effect in (("SYSTEM.md", "replaces the system prompt"), ("APPEND_SYSTEM.md", "is added to it")):
         if f".corral/{name}" in state.files:
             lines.append(f"  .corral/{name} {effect}")

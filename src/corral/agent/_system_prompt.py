@@ -6,10 +6,11 @@
    `<config>/SYSTEM.md`.
 2. The append text: `append`, else the project's `.corral/APPEND_SYSTEM.md`
    (trusted projects only), else `<config>/APPEND_SYSTEM.md`.
-3. `# Project Context`: the global `<config>/AGENTS.md` (or `CLAUDE.md`), then
+3. Further sections a caller adds (`sections`: the agent's `# Skills`, `corral.skills`).
+4. `# Project Context`: the global `<config>/AGENTS.md` (or `CLAUDE.md`), then
    one file per directory from the filesystem root down to `cwd`
    (`AGENTS.md` preferred over `CLAUDE.md`), each under `## <path>`.
-4. `Current date: YYYY-MM-DD` and `Current working directory: <cwd>`.
+5. `Current date: YYYY-MM-DD` and `Current working directory: <cwd>`.
 
 Every file read here may come from a repository someone else wrote, so it is read through
 `corral._confined`: only a regular file of at most `CONTEXT_FILE_MAX_BYTES`, outside `/proc`,
@@ -184,6 +185,7 @@ def build_system_prompt(
     now: datetime | None = None,
     custom_prompt: str | None = None,
     append: str | None = None,
+    sections: Sequence[str] = (),
 ) -> str:
     """Assemble the system prompt for a session in `cwd` with `tools` active.
 
@@ -194,6 +196,8 @@ def build_system_prompt(
         now: The date to state (default: today, local time).
         custom_prompt: Replaces the base prompt (and any `SYSTEM.md`).
         append: Appended after the base prompt (replaces any `APPEND_SYSTEM.md`).
+        sections: Further sections, after the append text and before the project context (the
+            agent's `# Skills`, `corral.skills`).
 
     Returns:
         The prompt text.
@@ -221,6 +225,7 @@ def build_system_prompt(
         )
     if append_text and append_text.strip():
         parts.append(append_text.strip("\n"))
+    parts += [section.strip("\n") for section in sections if section.strip()]
 
     context_files = _context_files(cwd, config_dir, project, user_roots)
     if context_files:

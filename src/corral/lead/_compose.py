@@ -35,7 +35,7 @@ from pathlib import Path
 from typing import TYPE_CHECKING, Literal
 
 from corral._paths import corral_home, ensure_private_dir
-from corral.agent import AgentSession, build_system_prompt
+from corral.agent import AgentSession, AgentTool, build_system_prompt
 from corral.agent.tools import ALL_TOOL_NAMES, create_builtin_tools
 from corral.errors import CorralError, UsageError
 from corral.llm import (
@@ -534,7 +534,7 @@ def _launch_session(opts: LaunchOptions, note: Callable[[str], None]) -> Launche
             raise UsageError(f"unknown tool {unknown[0]!r}: choose from {', '.join(ALL_TOOL_NAMES)}")
         surfaces = _surfaces(opts, settings)
         agent = _build_agent(
-            session, model, level, names, settings, cwd, program=opts.program, prompt=opts.prompt
+            session, model, level, names, settings, cwd, program=opts.program, prompt=opts.prompt, note=note
         )
     except BaseException:
         session.close()
@@ -611,9 +611,19 @@ def _build_agent(
     *,
     program: bool = False,
     prompt: PromptOverrides | None = None,
+    note: Callable[[str], None] | None = None,
 ) -> AgentSession:
+    from corral.skills import agent_catalog, skills_for_agent
+
     prompt = prompt or PromptOverrides()
-    tools = create_builtin_tools(cwd, shell_path=settings.shell_path, names=tool_names)
+    tools: list[AgentTool] = list(create_builtin_tools(cwd, shell_path=settings.shell_path, names=tool_names))
+    catalog = agent_catalog(cwd)  # the lead gets every skill found
+    if note is not None:  # a malformed skill is named once per start, never fatal
+        for issue in catalog.issues:
+            if issue.skipped:
+                note(f"skill {issue}; `corral skills list` lists the skills in use")
+    skill_tools, skills = skills_for_agent(catalog)
+    tools += skill_tools
     return (ProgramLeadSession if program else AgentSession)(
         session=session,
         model=model,
@@ -622,6 +632,10 @@ def _build_agent(
         cwd=cwd,
         settings=settings,
         system_prompt=build_system_prompt(
-            cwd=cwd, tools=tools, custom_prompt=prompt.system, append=prompt.append
+            cwd=cwd,
+            tools=tools,
+            custom_prompt=prompt.system,
+            append=prompt.append,
+            sections=() if skills is None else (skills,),
         ),
     )

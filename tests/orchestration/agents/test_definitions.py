@@ -151,7 +151,7 @@ def test_every_field_is_parsed(layers: tuple[Path, Path, Path]) -> None:
     )
     assert defn.permission == {"bash": "ask"}
     assert defn.skill_policy.skills == ("checklists",)
-    assert defn.skill_policy.skills_disabled is False
+    assert defn.skill_policy.choice == ("checklists",)
     assert defn.no_extensions is True and defn.extensions == ("./ext.ts",)
     assert defn.agents == ("scout",) and is_delegating(defn)
     assert defn.inherit_project_context is True and defn.inherit_global_context is False
@@ -174,7 +174,7 @@ def test_minimal_definition_defaults(layers: tuple[Path, Path, Path]) -> None:
         sources={"bundled": layers[0] / "minimal.md"},
     )
     assert defn.enabled and defn.model is None and defn.thinking is None and defn.runtime is None
-    assert defn.tool_policy.tools is None and defn.skill_policy.skills_disabled is True
+    assert defn.tool_policy.tools is None and defn.skill_policy.choice == "inherit"
     assert not is_delegating(defn)
 
 
@@ -243,7 +243,7 @@ INVALID = [
     ("name: x\npermission: [a]", "permission must be a mapping"),
     ("name: x\nnoSkills: maybe", "noSkills must be true or false"),
     ("name: x\ninheritSkills: 0", "inheritSkills must be true or false"),
-    ("name: x\nskills: one", "skills must be a list of strings"),
+    ("name: x\nskills: one", "skills must be inherit, none or a list of skill names"),
     ("name: x\nnoExtensions: 'true'", "noExtensions must be true or false"),
     ("name: x\nextensions: {a: 1}", "extensions must be a list of strings"),
     ("name: x\nagents: [scout, scout]", "agents names scout more than once"),
@@ -596,3 +596,34 @@ def test_a_command_must_be_a_list_of_strings(layers: tuple[Path, Path, Path]) ->
     assert [(i.path, "command must be a non-empty list" in i.problem) for i in roster.issues] == [
         (path, True)
     ]
+
+
+@pytest.mark.parametrize(
+    ("fields", "choice"),
+    [
+        ("", "inherit"),
+        ("skills: inherit", "inherit"),
+        ("skills: none", "none"),
+        ("skills: [pdf, review]", ("pdf", "review")),
+        ("skills: []", ()),
+        ("noSkills: true\nskills: [pdf]", "none"),  # Pi's noSkills wins
+        ("inheritSkills: false", "none"),
+        ("inheritSkills: false\nskills: [pdf]", ("pdf",)),
+        ("inheritSkills: true", "inherit"),
+    ],
+)
+def test_skills_say_inherit_none_or_names(
+    layers: tuple[Path, Path, Path], fields: str, choice: object
+) -> None:
+    write_def(layers[0], "a.md", f"name: a\n{fields}")
+    defn = the(load(layers), "a")
+    assert defn.skill_policy.choice == choice
+
+
+def test_a_claude_code_skills_list_maps_to_names(layers: tuple[Path, Path, Path], tmp_path: Path) -> None:
+    home = tmp_path / "home"
+    write_def(home / ".claude" / "agents", "r.md", "name: r\ndescription: d\nskills: pdf, review")
+    roster = load_roster(tmp_path, user_dir=layers[2], bundled_dir=layers[0], trust=False, home=home)
+    defn = the(roster, "r")
+    assert defn.format == "claude" and defn.skill_policy.choice == ("pdf", "review")
+    assert defn.metadata()["skills"] == ["pdf", "review"]

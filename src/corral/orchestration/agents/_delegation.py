@@ -54,6 +54,7 @@ if TYPE_CHECKING:
     from corral.orchestration.kernel._files import MessageHeading
     from corral.orchestration.workspaces._extension import SnapshotStage
     from corral.settings import Settings
+    from corral.skills import SkillCatalog
 
 __all__ = [
     "DEFINITION_ENTRY",
@@ -97,9 +98,14 @@ def _tool_names(defn: AgentDefinition) -> list[str]:
 
 
 def managed_agent_spec(
-    defn: AgentDefinition, label: str, model: Model, thinking: ThinkingLevel
+    defn: AgentDefinition,
+    label: str,
+    model: Model,
+    thinking: ThinkingLevel,
+    *,
+    skills: tuple[str, ...] = (),
 ) -> ManagedAgentSpec:
-    """The spec of a managed agent of definition `defn` on `model`."""
+    """The spec of a managed agent of definition `defn` on `model`, granted `skills`."""
     from corral.orchestration.host.protocol import ManagedAgentSpec
 
     return ManagedAgentSpec(
@@ -110,16 +116,32 @@ def managed_agent_spec(
         tool_names=tuple(_tool_names(defn)),
         body=defn.body.strip(),
         system_prompt_mode=defn.system_prompt_mode,
+        skills=skills,
     )
 
 
 def build_managed_agent(
-    spec: ManagedAgentSpec, *, session: SessionManager, model: Model, cwd: Path, settings: Settings
+    spec: ManagedAgentSpec,
+    *,
+    session: SessionManager,
+    model: Model,
+    cwd: Path,
+    settings: Settings,
+    skills: SkillCatalog | None = None,
 ) -> AgentSession:
-    """The managed agent's `AgentSession` (tools, system prompt); used in-process and by the tmux worker."""
+    """The managed agent's `AgentSession` (tools, system prompt); used in-process and by the tmux worker.
+
+    Its skills are `skills` (found by the host), else those of `spec.skills` found in `cwd` now (a
+    worker's own look: a granted skill missing here is left out).
+    """
+    from corral.skills import agent_catalog, skills_for_agent
+
     tools: list[AgentTool] = create_builtin_tools(
         cwd, shell_path=settings.shell_path, names=list(spec.tool_names)
     )
+    catalog = skills if skills is not None else agent_catalog(cwd, choice=spec.skills)
+    skill_tools, skills_text = skills_for_agent(catalog)
+    tools += skill_tools
     guidance = _MANAGED_GUIDANCE.format(label=spec.label, definition=spec.definition)
     body = spec.body
     replace = spec.system_prompt_mode == "replace"
@@ -128,6 +150,7 @@ def build_managed_agent(
         tools=tools,
         custom_prompt=body if replace and body else None,
         append="\n\n".join(part for part in (body if not replace else "", guidance) if part),
+        sections=() if skills_text is None else (skills_text,),
     )
     return AgentSession(
         session=session,
@@ -256,11 +279,11 @@ class Delegation:
             def record(draft: LaunchDraft) -> tuple[Recorded, Model, ThinkingLevel]:
                 return self._record_new(caller, params.label, defn, draft, fork_source, task_text)
 
-            steps = _ManagedSteps(host, defn, record)
+            steps = _ManagedSteps(host, defn, record, skill_ceiling=_skill_ceiling(caller))
             stages.extend(self._workspace_stages(steps, caller.scope == "lead" and is_delegating(defn)))
             plan = LaunchPlan("delegate", cwd, stages=stages, startup_s=_startup_s(params.timeout_ms))
             generation = await host.launcher.launch(plan, steps)
-            return _delegate_result("delegate", generation, steps.task)
+            return _delegate_result("delegate", generation, steps.task, steps.skill_names)
 
     def _record_new(
         self,
@@ -412,11 +435,11 @@ class Delegation:
                     ) from None
                 return Recorded(generation, task, session), model, thinking
 
-            steps = _ManagedSteps(host, defn, record)
+            steps = _ManagedSteps(host, defn, record, skill_ceiling=_skill_ceiling(caller))
             stages = self._workspace_stages(steps, caller.scope == "lead" and is_delegating(defn))
             plan = LaunchPlan("continue", cwd, stages=stages, startup_s=_startup_s(params.timeout_ms))
             generation = await host.launcher.launch(plan, steps)
-            return _delegate_result("continue", generation, steps.task)
+            return _delegate_result("continue", generation, steps.task, steps.skill_names)
 
     # --- shared -----------------------------------------------------------------------------------
 
@@ -586,10 +609,15 @@ class _ManagedSteps(LaunchSteps):
         host: Host,
         defn: AgentDefinition,
         record: Callable[[LaunchDraft], tuple[Recorded, Model, ThinkingLevel]],
+        *,
+        skill_ceiling: tuple[str, ...] | None = None,
     ) -> None:
         self.host = host
         self.defn = defn
         self._record = record
+        self.skill_ceiling = skill_ceiling
+        """The most skills the agent may get: its owner's (`None`: the lead's, every skill found)."""
+        self._skills: SkillCatalog | None = None
         self._recorded: Recorded | None = None
         self._model: Model | None = None
         self._thinking: ThinkingLevel = "off"
@@ -607,9 +635,33 @@ class _ManagedSteps(LaunchSteps):
         self._recorded, self._model, self._thinking = self._record(draft)
         return self._recorded
 
+    def skills(self, recorded: Recorded) -> SkillCatalog:
+        """The agent's skills, found in its cwd once: its definition's `skills`, never more than
+        its owner's. An ACP agent gets none of them (it has its own)."""
+        if self._skills is None:
+            from corral.skills import SkillCatalog, agent_catalog
+
+            if is_acp(self.defn.harness):
+                self._skills = SkillCatalog()
+            else:
+                self._skills = agent_catalog(
+                    Path(recorded.generation.cwd),
+                    choice=self.defn.skill_policy.choice,
+                    ceiling=self.skill_ceiling,
+                )
+        return self._skills
+
+    @property
+    def skill_names(self) -> tuple[str, ...]:
+        """The skills the agent got, by name (the delegate result names them)."""
+        return () if self._skills is None else tuple(s.name for s in self._skills.offered())
+
     def _spec(self, recorded: Recorded) -> ManagedAgentSpec:
         assert self._model is not None
-        return managed_agent_spec(self.defn, recorded.generation.label, self._model, self._thinking)
+        skills = tuple(skill.name for skill in self.skills(recorded).offered())
+        return managed_agent_spec(
+            self.defn, recorded.generation.label, self._model, self._thinking, skills=skills
+        )
 
     async def build(self, recorded: Recorded) -> ManagedChild:
         """The managed agent's session and child (its result gets the extensions' `work_done` lines)."""
@@ -624,6 +676,7 @@ class _ManagedSteps(LaunchSteps):
             model=self._model,
             cwd=Path(generation.cwd),
             settings=host.settings,
+            skills=self.skills(recorded),
         )
         child = ManagedChild(
             store=host.kernel,
@@ -724,7 +777,17 @@ def _same_file(given: Path, actual: Path, base: Path) -> bool:
         return False
 
 
-def _delegate_result(action: Any, generation: GenerationRecord, task: RequestRecord) -> DelegateResult:
+def _skill_ceiling(caller: Caller) -> tuple[str, ...] | None:
+    """The most skills an agent `caller` starts may get: the lead's are not limited (it has every
+    skill found), a delegating agent's are the skills it has itself."""
+    from corral.skills import skill_names_of
+
+    return None if caller.scope == "lead" else skill_names_of(caller.agent)
+
+
+def _delegate_result(
+    action: Any, generation: GenerationRecord, task: RequestRecord, skills: tuple[str, ...] = ()
+) -> DelegateResult:
     """The `delegate`/`continue` result of a started, acknowledged generation."""
     return DelegateResult(
         action,
@@ -736,4 +799,5 @@ def _delegate_result(action: Any, generation: GenerationRecord, task: RequestRec
         session_path=generation.session_path,
         request_id=task.request_id,
         run_id=generation.run_id,
+        skills=skills,
     )

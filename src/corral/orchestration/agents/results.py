@@ -37,10 +37,13 @@ class DelegateResult:
     _: KW_ONLY
     run_id: str = ""
     """Kept for callers; not part of `details`."""
+    skills: tuple[str, ...] = ()
+    """The skills the agent got, by name (docs/skills.md); in `details` only when there are any."""
 
     def to_details(self) -> dict[str, Any]:
-        """`{ok, action, agent, definition, owner_session_id, pane_id, session_id, session_path, request_id}`."""
-        return {
+        """`{ok, action, agent, definition, owner_session_id, pane_id, session_id, session_path, request_id}`,
+        plus `skills` when the agent got any."""
+        details: dict[str, Any] = {
             "ok": True,
             "action": self.action,
             "agent": self.agent,
@@ -51,6 +54,9 @@ class DelegateResult:
             "session_path": self.session_path,
             "request_id": self.request_id,
         }
+        if self.skills:
+            details["skills"] = list(self.skills)
+        return details
 
 
 @dataclass(frozen=True)

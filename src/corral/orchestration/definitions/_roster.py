@@ -65,6 +65,7 @@ from corral.llm._refs import parse_model_ref
 from corral.llm._registry import ModelRegistry
 from corral.orchestration.errors import InvalidRequestError
 from corral.settings import AgentBudgetSettings
+from corral.skills import SkillChoice
 from corral.trust import TrustStoreError, is_trusted, trust_store_path
 
 __all__ = [
@@ -126,22 +127,28 @@ class ToolPolicy:
 
 @dataclass(frozen=True)
 class SkillPolicy:
-    """Which skills an agent gets (`noSkills`, `inheritSkills`, `skills`)."""
+    """Which skills an agent gets (`skills: inherit | none | [names]`; Pi's `noSkills` and
+    `inheritSkills` map onto it). docs/skills.md has the rule."""
 
     _: KW_ONLY
     no_skills: bool | None = None
-    """Explicit `noSkills`; `None` when omitted."""
+    """Explicit `noSkills` (Pi); `None` when omitted. `true` gives no skills, whatever `skills` says."""
     inherit_skills: bool | None = None
-    """Explicit `inheritSkills`; `None` when omitted."""
-    skills: tuple[str, ...] = ()
-    """Skills passed unchanged to the agent."""
+    """Explicit `inheritSkills` (Pi); `None` when omitted. `false` without a `skills` list gives none."""
+    skills: SkillChoice | None = None
+    """`skills` as written: `inherit`, `none` or the names (a Claude Code file's list); `None` when omitted."""
 
     @property
-    def skills_disabled(self) -> bool:
-        """Whether skill discovery is off: `noSkills` if given, else off unless `inheritSkills`."""
-        if self.no_skills is not None:
-            return self.no_skills
-        return not self.inherit_skills
+    def choice(self) -> SkillChoice:
+        """What the agent asks for: `noSkills: true` → `none`; else `skills` when given; else
+        `inheritSkills: false` → `none`; else `inherit` (the default: its owner's skills)."""
+        if self.no_skills:
+            return "none"
+        if self.skills is not None:
+            return self.skills
+        if self.inherit_skills is False:
+            return "none"
+        return "inherit"
 
 
 @dataclass(frozen=True)
@@ -262,8 +269,8 @@ class AgentDefinition:
             out["noSkills"] = skills.no_skills
         if skills.inherit_skills is not None:
             out["inheritSkills"] = skills.inherit_skills
-        if skills.skills:
-            out["skills"] = list(skills.skills)
+        if skills.skills is not None:
+            out["skills"] = skills.skills if isinstance(skills.skills, str) else list(skills.skills)
         if self.no_extensions:
             out["noExtensions"] = True
         if self.extensions:
@@ -574,7 +581,7 @@ class _Merged:
             thinking=f.get("thinking"),
             tool_policy=tool_policy,
             skill_policy=SkillPolicy(
-                no_skills=f.get("noSkills"), inherit_skills=f.get("inheritSkills"), skills=f.get("skills", ())
+                no_skills=f.get("noSkills"), inherit_skills=f.get("inheritSkills"), skills=f.get("skills")
             ),
             agents=f.get("agents", ()),
             enabled=enabled,
@@ -717,18 +724,14 @@ class _DefinitionFileError(Exception):
 
 def _parse_file(path: Path, layer: DefinitionLayer, fmt: DefinitionFormat, models: ModelNames) -> _Raw:
     text = _read_text(path)
-    if text.startswith("\ufeff"):
-        text = text[1:]
-    lines = text.splitlines(keepends=True)
-    if not lines or lines[0].rstrip("\r\n") != "---":
-        raise _DefinitionFileError("must start with a `---` line that opens the YAML frontmatter")
-    close = next((i for i in range(1, len(lines)) if lines[i].rstrip("\r\n") == "---"), None)
-    if close is None:
-        raise _DefinitionFileError("the frontmatter is not closed; add a `---` line after it")
-    from corral.orchestration.definitions._frontmatter import FrontmatterError, load_frontmatter
+    from corral._frontmatter import FrontmatterError, load_frontmatter, split_frontmatter
 
     try:
-        data = copy.deepcopy(load_frontmatter("".join(lines[1:close])))
+        head, rest = split_frontmatter(text)
+    except FrontmatterError as exc:
+        raise _DefinitionFileError(exc.problem) from None
+    try:
+        data = copy.deepcopy(load_frontmatter(head))
     except FrontmatterError as exc:
         raise _DefinitionFileError(f"the frontmatter is not valid YAML: {exc.problem}") from None
     if not isinstance(data, dict):
@@ -744,7 +747,7 @@ def _parse_file(path: Path, layer: DefinitionLayer, fmt: DefinitionFormat, model
         fields = _validate_fields(data)
     except _DefinitionFileError as exc:
         raise _DefinitionFileError(exc.problem, name) from None
-    body = _absolute_body_refs("".join(lines[close + 1 :]).strip(), path.parent)
+    body = _absolute_body_refs(rest.strip(), path.parent)
     return _Raw(fields["name"], fields, body, path, layer, fmt, alias)
 
 
@@ -816,6 +819,15 @@ def _string_list(key: str, value: object, *, comma: bool = False, unique: bool =
         twice = sorted({item for item in items if items.count(item) > 1})
         raise _DefinitionFileError(f"{key} names {', '.join(twice)} more than once")
     return tuple(dict.fromkeys(items))
+
+
+def _skills(key: str, value: object, *, comma: bool = False) -> SkillChoice:
+    """`skills`: `inherit`, `none`, or a list of skill names (Claude Code's may be a comma list)."""
+    if value in ("inherit", "none"):
+        return "inherit" if value == "inherit" else "none"
+    if isinstance(value, str) and not comma:
+        raise _DefinitionFileError(f"{key} must be inherit, none or a list of skill names, got {value!r}")
+    return _string_list(key, value, comma=comma)
 
 
 def _argv(key: str, value: object) -> tuple[str, ...]:
@@ -893,7 +905,7 @@ _FIELDS: dict[str, _Validator] = {
     "permission": _mapping,
     "noSkills": _bool,
     "inheritSkills": _bool,
-    "skills": _string_list,
+    "skills": lambda k, v: _skills(k, v),
     "noExtensions": _bool,
     "extensions": _string_list,
     "agents": lambda k, v: _string_list(k, v, unique=True),
@@ -994,7 +1006,8 @@ def _foreign_fields(
         elif key == "disallowedTools":
             out["excludeTools"] = list(_foreign_tools(key, value, fmt))
         elif key == "skills":
-            out["skills"] = list(_string_list(key, value, comma=True))
+            choice = _skills(key, value, comma=True)
+            out["skills"] = choice if isinstance(choice, str) else list(choice)
         elif key == "model":
             ref, alias = _foreign_model(key, value, models)
             if ref is not None:

@@ -156,6 +156,7 @@ def _refusal(host: Host, run_id: str, runtime: str) -> tuple[str, str] | None:
 def _built_agent(child: ManagedChild) -> BuiltAgent:
     """The agent exactly as it runs here, for its worker to rebuild (`agent_from_description`)."""
     from corral.orchestration.host.protocol import BuiltAgent
+    from corral.skills import skill_names_of
 
     agent = child.agent
     info = agent.model.info
@@ -166,6 +167,7 @@ def _built_agent(child: ManagedChild) -> BuiltAgent:
         tools=tuple(tool.name for tool in agent.tools if tool.name in ALL_TOOL_NAMES),
         sandbox=any(isinstance(tool, BashTool) and tool.sandbox is not None for tool in agent.tools),
         ask_owner=any(tool.name == "ask_owner" for tool in agent.tools),
+        skills=skill_names_of(agent),
     )
 
 

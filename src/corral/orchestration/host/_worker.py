@@ -111,8 +111,9 @@ async def agent_from_description(
     label: str,
 ) -> AgentSession:
     """An agent exactly as its host described it to a worker (a handoff's, a Ray teams member's
-    `BuiltAgent`): its model, thinking level, system prompt, built-in tools (`None`: all) and, for a
-    read agent, its bash in the read-only sandbox, probed here first.
+    `BuiltAgent`): its model, thinking level, system prompt, built-in tools (`None`: all), its skills
+    (those of its names found here) and, for a read agent, its bash in the read-only sandbox, probed
+    here first.
 
     Raises:
         ValueError: The read-only sandbox does not work here (a read agent never runs without it).
@@ -134,6 +135,10 @@ async def agent_from_description(
         names=None if names is None else list(names),
         sandbox=sandbox,
     )
+    if described.skills:
+        from corral.skills import agent_catalog, skills_for_agent
+
+        tools += skills_for_agent(agent_catalog(cwd, choice=described.skills))[0]
     model = registry.create_model(registry.resolve(parse_model_ref(described.model)), cwd=cwd)
     return AgentSession(
         session=session,

@@ -9,9 +9,9 @@ error here, not a `KeyError` in another process.
 What it holds, and who owns each part:
 
 * **The agent** (`agent`): either `BuiltAgent`, the agent exactly as its host built it (model,
-  thinking level, system prompt, built-in tools, read sandbox; a handoff, a teams member), or
-  `ManagedAgentSpec`, a definition's parts that the worker builds the agent from
-  (`build_managed_agent`; `delegate`).
+  thinking level, system prompt, built-in tools, read sandbox, skills; a handoff, a teams member),
+  or `ManagedAgentSpec`, a definition's parts that the worker builds the agent from
+  (`build_managed_agent`; `delegate`). Both name the agent's skills; the worker finds them itself.
 * **How the run begins**: a new start acknowledges its task; a moved run (`resume_prompt` set)
   prompts that text once instead.
 * **The harness** (`harness`): what program runs the agent — `corral`, corral's own agent loop, is
@@ -105,6 +105,9 @@ class BuiltAgent:
     """Whether its `bash` runs in the read-only sandbox (a read agent; probed on the worker first)."""
     ask_owner: bool = False
     """Whether it has the `ask_owner` tool."""
+    skills: tuple[str, ...] = ()
+    """Its skills by name (the system prompt already lists them): the worker gives it the `skill`
+    tool over those it finds there (`corral.skills`)."""
 
     def to_json(self) -> dict[str, object]:
         """The agent as a JSON object."""
@@ -116,6 +119,7 @@ class BuiltAgent:
             "tools": None if self.tools is None else list(self.tools),
             "sandbox": self.sandbox,
             "askOwner": self.ask_owner,
+            "skills": list(self.skills),
         }
 
     @classmethod
@@ -132,6 +136,7 @@ class BuiltAgent:
             tools=_texts(data, "tools", "agent", optional=True),
             sandbox=_flag(data, "sandbox", "agent", default=False),
             ask_owner=_flag(data, "askOwner", "agent", default=False),
+            skills=_texts(data, "skills", "agent", optional=True) or (),
         )
 
 
@@ -155,6 +160,10 @@ class ManagedAgentSpec:
     """The definition's body (its instructions)."""
     system_prompt_mode: str
     """`append` (the body after the default system prompt) or `replace`."""
+    _: KW_ONLY
+    skills: tuple[str, ...] = ()
+    """The skills it was granted, by name (its definition's `skills`, never more than its owner's):
+    the worker finds them in the agent's cwd and lists those it finds (`corral.skills`)."""
 
     def to_json(self) -> dict[str, object]:
         """The spec as a JSON object."""
@@ -167,6 +176,7 @@ class ManagedAgentSpec:
             "toolNames": list(self.tool_names),
             "body": self.body,
             "systemPromptMode": self.system_prompt_mode,
+            "skills": list(self.skills),
         }
 
     @classmethod
@@ -184,6 +194,7 @@ class ManagedAgentSpec:
             tool_names=_texts(data, "toolNames", "agent") or (),
             body=_text(data, "body", "agent"),
             system_prompt_mode=_text(data, "systemPromptMode", "agent"),
+            skills=_texts(data, "skills", "agent", optional=True) or (),
         )
 
 

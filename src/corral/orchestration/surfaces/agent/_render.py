@@ -183,9 +183,12 @@ def render_result(details: Mapping[str, Any]) -> str:
         return render_transcript(details)
     if action in ("delegate", "continue"):
         verb = "Started" if action == "delegate" else "Continued session in"
+        skills = details.get("skills")
+        with_skills = f" · skills={', '.join(map(str, skills))}" if skills else ""
         return (
             f"{verb} agent {agent} (definition {_value(details, 'definition')}) · "
-            f"session={_value(details, 'session_id')} · request={_value(details, 'request_id')}.\n"
+            f"session={_value(details, 'session_id')} · request={_value(details, 'request_id')}"
+            f"{with_skills}.\n"
             "The task was accepted. Its result will be delivered to you as a message; do not poll."
         )
     if action == "steer":

@@ -29,6 +29,7 @@ from corral.orchestration.teams.results import SpawnResult
 from corral.orchestration.teams.roster.records import NewTeamMember, team_name
 from corral.orchestration.worktrees._extension import IsolationStage
 from corral.session import SessionManager
+from corral.skills import agent_catalog, skill_names_in, skill_names_of, skills_for_agent
 
 from . import READ_TIER_TOOL_NAMES
 
@@ -326,6 +327,7 @@ class SpawnSteps(LaunchSteps):
             system_prompt=system_prompt,
             tools=READ_TIER_TOOL_NAMES if read else None,
             sandbox=read and self.worker_sandbox is not None,
+            skills=skill_names_in(_tools),
         )
         workspace = identify(Path(recorded.generation.cwd), tree=False)
         return WorkerLaunch(
@@ -458,7 +460,16 @@ def agent_parts(
     else:
         delegation = _NO_DELEGATION
     common = _TEAM_GUIDANCE_COMMON.format(delegation=delegation)
-    system_prompt = build_system_prompt(cwd=prepared.cwd, tools=tools, append=f"{guidance}\n\n{common}")
+    # Its owner's skills: every skill found for a lead's member, its parent's for a nested helper.
+    ceiling = None if prepared.parent is None else skill_names_of(prepared.owner)
+    skill_tools, skills = skills_for_agent(agent_catalog(prepared.cwd, ceiling=ceiling))
+    tools += skill_tools
+    system_prompt = build_system_prompt(
+        cwd=prepared.cwd,
+        tools=tools,
+        append=f"{guidance}\n\n{common}",
+        sections=() if skills is None else (skills,),
+    )
     return tools, system_prompt
 
 
