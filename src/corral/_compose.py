@@ -30,7 +30,6 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import TYPE_CHECKING, ClassVar, Literal, Protocol, overload
 
-from corral.hooks import AgentIdentity, install_tool_policy
 from corral.orchestration.agents._delegation import build_launched_agent
 from corral.orchestration.budgets import BudgetsExtension
 from corral.orchestration.host.ports import HostExtension
@@ -43,6 +42,7 @@ from corral.orchestration.worktrees._extension import WorktreesExtension
 
 if TYPE_CHECKING:
     from corral.agent import AgentEvent
+    from corral.hooks import AgentIdentity
     from corral.llm import ModelRegistry
     from corral.orchestration import Host, Repositories
     from corral.orchestration.host.protocol import WorkerLaunch
@@ -116,6 +116,8 @@ def agent_identity(
     definition (a teams member's tier), its owner (the delegating agent's run, else the lead's session),
     and the lead at the top (`None` when `lookup` cannot walk that far: a Ray worker knows only its
     own generation)."""
+    from corral.hooks import AgentIdentity
+
     lead: str | None = generation.owner_session_id
     current, seen = generation, {generation.run_id}
     while current.parent_run_id is not None:
@@ -144,9 +146,13 @@ class PolicyExtension(HostExtension):
 
     def run_starting(self, generation: GenerationRecord, child: ManagedChild | None) -> None:
         """An in-process agent gets its gate (a worker's gets it where the worker builds it)."""
-        if child is not None:
-            identity = agent_identity(generation, self.host.kernel.get_generation)
-            install_tool_policy(child.agent, self.host.settings, identity)
+        settings = self.host.settings
+        if child is not None and settings.tool_policy:
+            from corral.hooks import install_tool_policy
+
+            install_tool_policy(
+                child.agent, settings, agent_identity(generation, self.host.kernel.get_generation)
+            )
 
 
 # --- the lead ------------------------------------------------------------------------------------
@@ -346,8 +352,10 @@ class WorkerComposition:
             cwd=cwd,
             label=generation.label,
         )
-        # The user's rules and hooks, from the settings the host sent in the launch.
-        install_tool_policy(agent, settings, agent_identity(generation, place.store.get_generation))
+        if settings.tool_policy:  # the user's rules and hooks, from the settings the host sent in the launch
+            from corral.hooks import install_tool_policy
+
+            install_tool_policy(agent, settings, agent_identity(generation, place.store.get_generation))
         part = launch.part(MemberLaunch)
         member: TeamChild | None = None
         port: MemberPort | None = None

@@ -58,7 +58,6 @@ from corral.errors import CorralError
 from corral.llm._errors import ModelRefError
 from corral.llm._model import ThinkingLevel
 from corral.llm._refs import parse_model_ref
-from corral.permissions import RuleError, parse_rule
 from corral.trust import find_project_dir, trust_state
 
 __all__ = [
@@ -536,12 +535,21 @@ class PermissionsSettings(_Section):
     @field_validator("allow", "ask", "deny")
     @classmethod
     def _check_rules(cls, value: list[str]) -> list[str]:
+        if not value:
+            return value
+        from corral.permissions import RuleError, parse_rule  # only where rules are set: start-up cost
+
         for text in value:
             try:
                 parse_rule(text)
             except RuleError as exc:
                 raise ValueError(str(exc)) from None
         return value
+
+    @property
+    def empty(self) -> bool:
+        """Whether every call is allowed without a look (no rule, default `allow`)."""
+        return not (self.allow or self.ask or self.deny) and self.default == "allow"
 
 
 class Settings(_Section):
@@ -629,6 +637,11 @@ class Settings(_Section):
             elif name not in BUILTIN_PROVIDER_NAMES and provider.base_url is None:
                 raise ValueError(f"providers.{name}.base_url: required for a custom provider")
         return self
+
+    @property
+    def tool_policy(self) -> bool:
+        """Whether `[permissions]` or `[hooks]` say anything: without them agents get no tool gate."""
+        return not (self.permissions.empty and self.hooks.empty)
 
     def resolved_shell_path(self) -> str:
         """The shell for the bash tool: `shell_path`, else `/bin/bash` if present, else `sh`."""

@@ -38,7 +38,6 @@ from corral._paths import corral_home, ensure_private_dir
 from corral.agent import AgentSession, build_system_prompt
 from corral.agent.tools import ALL_TOOL_NAMES, create_builtin_tools
 from corral.errors import CorralError, UsageError
-from corral.hooks import AgentIdentity, install_tool_policy
 from corral.llm import (
     CustomMessage,
     LlmError,
@@ -626,7 +625,10 @@ def _build_agent(
             cwd=cwd, tools=tools, custom_prompt=prompt.system, append=prompt.append
         ),
     )
-    # The user's rules and hooks bind the lead as they bind every agent it starts (corral/_compose.py).
-    lead = session.session_id
-    install_tool_policy(agent, settings, AgentIdentity(lead, "lead", "lead", None, lead))
+    if settings.tool_policy:
+        # The user's rules and hooks bind the lead as they bind every agent it starts (corral/_compose.py).
+        from corral.hooks import AgentIdentity, install_tool_policy
+
+        lead = session.session_id
+        install_tool_policy(agent, settings, AgentIdentity(lead, "lead", "lead", None, lead))
     return agent
