@@ -8,7 +8,8 @@ Settings come from two files, both optional:
    working directory.
 
 Tables are merged key by key and the project file wins; any other value
-(lists included) from the project file replaces the user's. Keys are
+(lists included) from the project file replaces the user's, except the lists
+of `[permissions]` and `[hooks]`, which add up. Keys are
 snake_case; an unknown key or a wrong value is a `SettingsError` naming the
 file and the key. Until the user trusts the project (`corral trust`, pinned to
 the files' content, see `corral.trust`), only the keys in
