@@ -111,3 +111,16 @@ def test_permissions_check_refuses_bad_input_in_one_line(corral: RunCorral, cli_
     cli_env.settings('[permissions]\ndeny = ["Bash(git push"]\n')
     bad = corral("permissions", "check", "bash", '{"command": "ls"}')
     assert bad.returncode == 2 and "'permissions.deny': 'Bash(git push' is not a permission rule" in bad.stderr
+
+
+def test_doctor_names_the_rules_and_hooks_that_apply(corral: RunCorral, cli_env: Env) -> None:
+    assert "policy" not in corral("doctor").stdout  # nothing set: nothing to name
+    cli_env.settings(SETTINGS)
+    done = corral("doctor", "--json")
+    [policy] = [c for c in json.loads(done.stdout)["checks"] if c["name"] == "policy"]
+    assert policy["status"] == "ok"
+    assert policy["message"] == (
+        "permissions: 0 allow, 1 ask, 1 deny rule(s), default allow; "
+        "PreToolUse hooks: Bash → `cat >/dev/null; echo 'checked by the hook' >&2` "
+        "(they bind every agent: the lead, its agents and their helpers)"
+    )
