@@ -734,7 +734,7 @@ def permissions_check(
     ] = False,
 ) -> None:
     """Say whether a tool call would be allowed, denied or asked about, and why."""
-    from corral._cli._permissions import permissions_check as run_check
+    from corral._cli.permissions import permissions_check as run_check
 
     raise typer.Exit(
         run_check(tool, tool_input, cwd=Path.cwd(), run_hooks=run_hooks, out=sys.stdout, warn=sys.stderr)
