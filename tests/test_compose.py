@@ -7,7 +7,7 @@ from dataclasses import replace
 from pathlib import Path
 from typing import TYPE_CHECKING, cast
 
-from corral._compose import ABSENT, FEATURES, Feature, LeadProcess, WorkerHooks, compose
+from corral._compose import ABSENT, FEATURES, Feature, LeadProcess, PolicyExtension, WorkerHooks, compose
 from corral._ray_worker import ray_place
 from corral._tmux.worker import tmux_place
 from corral.lead._host import ComposedHost
@@ -31,7 +31,13 @@ async def _features_by_kind(tmp_path: Path) -> dict[str, frozenset[Feature]]:
         lead = compose(LeadProcess(host, store))
         # The host carries one extension of each type the lead's composition builds.
         built = {type(extension) for extension in lead.extensions}
-        assert built == {WorktreesExtension, RateLimitsExtension, BudgetsExtension, WorkspacesExtension}
+        assert built == {
+            WorktreesExtension,
+            RateLimitsExtension,
+            BudgetsExtension,
+            WorkspacesExtension,
+            PolicyExtension,
+        }
         assert built <= {type(extension) for extension in host.extensions}
         generation = cast("GenerationRecord", None)  # read only by a teams member's port
         tmux = compose(tmux_place(store, generation, registry, Settings()))

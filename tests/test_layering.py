@@ -1,7 +1,7 @@
 """Meta-tests for conventions a reviewer would otherwise police: layering and public exports.
 
-Layers, lowest first: base (`errors`, `_paths`, `_units`, `_process`, `_version`, `_tracing`) ← `llm` and `settings` ← `session` ←
-`agent` (the substrate) ← `skills` ← `harness` (other agents driven as an `AgentSession`) ← `runtime` and the core, itself ranked by subpackage (`orchestration.errors` ← `definitions` ←
+Layers, lowest first: base (`errors`, `_paths`, `_units`, `_process`, `_version`, `_tracing`) ← `permissions` (rules) ←
+`llm` and `settings` ← `session` ← `agent` (the substrate) ← `skills`, `hooks` (every agent's tool gate) ← `harness` (other agents driven as an `AgentSession`) ← `runtime` and the core, itself ranked by subpackage (`orchestration.errors` ← `definitions` ←
 `store` ← `kernel` ← `host` ← `agents`, `teams` ← `surfaces` ← the package's re-exports and `Repositories`) ← `tui`, `cli`, `_cli`,
 `lead` (the Python API and the composition root), `_mcp` (front ends) ← the package's `__init__` (a façade that loads
 the Python API on first use). A module may import only from its own rank or below; no module takes part in an import
@@ -37,12 +37,16 @@ RANK = {
     "_jsonlines": 0,
     "_frontmatter": 0,
     "_tracing": 0,
+    # Permission rules: a leaf library the settings validate with (stdlib only).
+    "permissions": 0.5,
     "settings": 1,
     "llm": 1,
     "session": 2,
     "agent": 3,
     # Skills: the `skill` tool is an `AgentTool`; harnesses and the core build agents with it.
     "skills": 3.2,
+    # Hooks and every agent's tool gate (rules + hooks): above the agent loop whose port they fill.
+    "hooks": 3.2,
     "harness": 3.5,
     "runtime": 4,
     # The core, bottom up: the database, the agent-API kernel, the host, the two features that ride on
@@ -261,11 +265,13 @@ def test_sqlite_only_in_the_store() -> None:
         "corral.agent",
         "corral.agent.tools",
         "corral.harness.acp",
+        "corral.hooks",
         "corral.lead",
         "corral.orchestration.kernel",
         "corral.orchestration.store",
         "corral.orchestration.teams.roster",
         "corral.skills",
+        "corral.permissions",
     ],
 )
 def test_all_matches_public_names(package: str) -> None:

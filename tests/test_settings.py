@@ -115,6 +115,8 @@ _HOSTILE_SAMPLES = {
     "budget": "[budget]\ntree_tokens = 1\n",
     "ray": '[ray]\naddress = "203.0.113.9:6379"\n',
     "harnesses": '[harnesses.claude-code]\ncommand = ["/tmp/evil-agent"]\n',
+    "hooks": '[[hooks.PreToolUse]]\nhooks = [{ command = "/tmp/evil-hook" }]\n',
+    "permissions": '[permissions]\nallow = ["Bash"]\ndefault = "deny"\n',
 }
 _ALLOWED_SAMPLES = {
     "steering_mode": 'steering_mode = "all"\n',
@@ -296,6 +298,14 @@ def test_bad_toml_names_the_file(user_dir: Path, tmp_path: Path) -> None:
         ("[providers.anthropic]\nrequests_per_minute = -5\n", "'providers.anthropic.requests_per_minute'"),
         ('[providers.openai]\ntokens_per_minute = "lots"\n', "'providers.openai.tokens_per_minute'"),
         ("[providers.scripted]\nmax_concurrent_requests = 2\n", "only `models` may be set"),
+        ('[permissions]\ndeny = ["Bash(git push"]\n', "'permissions.deny': 'Bash(git push' is not a permission rule"),
+        ('[permissions]\ndefault = "never"\n', "'permissions.default'"),
+        ('[[hooks.PreToolUse]]\nmatcher = "("\nhooks = [{ command = "x" }]\n', "is not a regular expression"),
+        ('[[hooks.PreToolUse]]\nhooks = [{ type = "http", command = "x" }]\n', "hook type 'http' is not supported yet"),
+        ('[[hooks.PreToolUse]]\nhooks = []\n', "'hooks.PreToolUse.0.hooks'"),
+        ('[[hooks.Stop]]\nhooks = [{ command = "x" }]\n', "the Stop event is not supported yet"),
+        ('[[hooks.Whatever]]\nhooks = [{ command = "x" }]\n', "unknown key 'hooks.Whatever'"),
+        ('[[hooks.PreToolUse]]\nhooks = [{ command = "x", timeout = 0 }]\n', "'hooks.PreToolUse.0.hooks.0.timeout'"),
     ],
 )
 def test_bad_values_are_one_line_errors(user_dir: Path, tmp_path: Path, text: str, fragment: str) -> None:
@@ -405,3 +415,23 @@ def test_sandbox_env_passthrough_takes_exact_variable_names(
         load_settings(tmp_path)
     write(user_dir / "settings.toml", '[teams]\nsandbox_env_passthrough = ["NPM_TOKEN", "_x1"]\n')
     assert load_settings(tmp_path).teams.sandbox_env_passthrough == ["NPM_TOKEN", "_x1"]
+
+
+def test_a_project_adds_rules_and_hooks_to_the_user_s_and_cannot_drop_them(user_dir: Path, project: Path) -> None:
+    """As Claude Code merges them: the lists of `[permissions]` and `[hooks]` from a trusted project file
+    follow the user's instead of replacing them; single values still come from the project."""
+    write(
+        user_dir / "settings.toml",
+        '[permissions]\ndeny = ["Bash(git push:*)"]\n\n[[hooks.PreToolUse]]\nhooks = [{ command = "user-hook" }]\n',
+    )
+    write(
+        project / ".corral" / "settings.toml",
+        '[permissions]\ndeny = ["Read(.env)"]\ndefault = "ask"\n\n'
+        '[[hooks.PreToolUse]]\nmatcher = "bash"\nhooks = [{ command = "project-hook", timeout = 5 }]\n',
+    )
+    trust_project(project)
+    settings = load_settings(project)
+    assert settings.permissions.deny == ["Bash(git push:*)", "Read(.env)"]
+    assert settings.permissions.default == "ask"
+    assert [g.hooks[0].command for g in settings.hooks.pre_tool_use] == ["user-hook", "project-hook"]
+    assert settings.hooks.pre_tool_use[1].hooks[0].timeout == 5.0

@@ -1,7 +1,7 @@
 """One composition for every process that runs corral's agents: which features ride on it, and how.
 
 Three kinds of process run agents, and each carries the same features — rate limits, budgets, teams,
-`ask_owner`, worktrees, workspaces:
+`ask_owner`, worktrees, workspaces and the user's policy (permission rules and hooks):
 
 * the lead's process (`LeadProcess`: `corral run`, the app, the Python API, `corral mcp`; the host is
   `corral.lead._host.ComposedHost`): the features ride on its host as `HostExtension`s, and each of
@@ -32,6 +32,7 @@ from typing import TYPE_CHECKING, ClassVar, Literal, Protocol, overload
 
 from corral.orchestration.agents._delegation import build_launched_agent
 from corral.orchestration.budgets import BudgetsExtension
+from corral.orchestration.host.ports import HostExtension
 from corral.orchestration.kernel._child import ManagedChild
 from corral.orchestration.ratelimits import RateLimitsExtension
 from corral.orchestration.surfaces import AskOwnerTool
@@ -41,9 +42,9 @@ from corral.orchestration.worktrees._extension import WorktreesExtension
 
 if TYPE_CHECKING:
     from corral.agent import AgentEvent
+    from corral.hooks import AgentIdentity
     from corral.llm import ModelRegistry
     from corral.orchestration import Host, Repositories
-    from corral.orchestration.host.ports import HostExtension
     from corral.orchestration.host.protocol import WorkerLaunch
     from corral.orchestration.kernel._remote import ChildStore
     from corral.orchestration.kernel.records import AskRecord, GenerationRecord, RequestRecord
@@ -63,6 +64,7 @@ __all__ = [
     "Feature",
     "LeadComposition",
     "LeadProcess",
+    "PolicyExtension",
     "ProcessKind",
     "WorkerChild",
     "WorkerComposition",
@@ -71,14 +73,15 @@ __all__ = [
     "WorkerPlace",
     "WorkspacePatch",
     "WorktreeBranch",
+    "agent_identity",
     "compose",
 ]
 
-Feature = Literal["rate-limits", "budgets", "teams", "ask-owner", "worktrees", "workspaces"]
-"""A feature that rides on the agents of a process."""
+Feature = Literal["rate-limits", "budgets", "teams", "ask-owner", "worktrees", "workspaces", "policy"]
+"""A feature that rides on the agents of a process (`policy`: the user's permission rules and hooks)."""
 
 FEATURES: frozenset[Feature] = frozenset(
-    {"rate-limits", "budgets", "teams", "ask-owner", "worktrees", "workspaces"}
+    {"rate-limits", "budgets", "teams", "ask-owner", "worktrees", "workspaces", "policy"}
 )
 """Every feature; a kind of process gets all of them but its `ABSENT` ones."""
 
@@ -103,6 +106,55 @@ WorkDone = Callable[[str, str], Awaitable[str | None]]
 """A child's `on_work_done`: run once its work is done, before the result is stored; its text is a note."""
 
 
+# --- the user's policy, on every agent -------------------------------------------------------------
+
+
+def agent_identity(
+    generation: GenerationRecord, lookup: Callable[[str], GenerationRecord | None]
+) -> AgentIdentity:
+    """Who the agent of `generation` is in its tree, for its hooks' events: its run, label and
+    definition (a teams member's tier), its owner (the delegating agent's run, else the lead's session),
+    and the lead at the top (`None` when `lookup` cannot walk that far: a Ray worker knows only its
+    own generation)."""
+    from corral.hooks import AgentIdentity
+
+    lead: str | None = generation.owner_session_id
+    current, seen = generation, {generation.run_id}
+    while current.parent_run_id is not None:
+        parent = lookup(current.parent_run_id)
+        if parent is None or parent.run_id in seen:
+            lead = None
+            break
+        seen.add(parent.run_id)
+        current, lead = parent, parent.owner_session_id
+    return AgentIdentity(
+        generation.run_id,
+        generation.label,
+        generation.definition,
+        generation.parent_run_id or generation.owner_session_id,
+        lead,
+    )
+
+
+class PolicyExtension(HostExtension):
+    """The user's `[permissions]` and `[hooks]` on every in-process agent of a lead's host: managed
+    agents, nested helpers and teams members get their gate as their run starts (the lead gets its own
+    where it is built, `corral.lead._compose`; a worker's agents in `WorkerComposition.child`)."""
+
+    def __init__(self, host: Host) -> None:
+        self.host = host
+
+    def run_starting(self, generation: GenerationRecord, child: ManagedChild | None) -> None:
+        """An in-process agent gets its gate (a worker's gets it where the worker builds it)."""
+        settings = self.host.settings
+        if child is not None and settings.tool_policy:
+            from corral.hooks import install_tool_policy
+
+            install_tool_policy(
+                child.agent, settings, agent_identity(generation, self.host.kernel.get_generation)
+            )
+
+
 # --- the lead ------------------------------------------------------------------------------------
 
 
@@ -123,11 +175,12 @@ class LeadComposition:
     rate_limits: RateLimitsExtension
     budgets: BudgetsExtension
     workspaces: WorkspacesExtension
+    policy: PolicyExtension
 
     @property
     def extensions(self) -> tuple[HostExtension, ...]:
         """The extensions, in the order the host consults them."""
-        return (self.worktrees, self.rate_limits, self.budgets, self.workspaces)
+        return (self.worktrees, self.rate_limits, self.budgets, self.workspaces, self.policy)
 
     def features(self) -> frozenset[Feature]:
         """The features these extensions carry, with teams and `ask_owner`, which the host's tools give."""
@@ -136,6 +189,7 @@ class LeadComposition:
             RateLimitsExtension: "rate-limits",
             BudgetsExtension: "budgets",
             WorkspacesExtension: "workspaces",
+            PolicyExtension: "policy",
         }
         # Teams join on first use (`ComposedHost.teams`); `ask_owner` is a tool of the host's `SurfaceTools`.
         return frozenset({kinds[type(e)] for e in self.extensions} | {"teams", "ask-owner"})
@@ -165,6 +219,7 @@ def _lead(process: LeadProcess) -> LeadComposition:
         rate_limits=RateLimitsExtension(repositories.db, on_change=host.changed),
         budgets=BudgetsExtension(host),
         workspaces=WorkspacesExtension(claims_of=team_claims),
+        policy=PolicyExtension(host),
     )
 
 
@@ -216,7 +271,7 @@ class WorkerPlace:
 
     def features(self) -> frozenset[Feature]:
         """The features a worker child of this place gets."""
-        return frozenset({"rate-limits", "budgets", "teams", "ask-owner", self.brings_back.feature})
+        return frozenset({"rate-limits", "budgets", "teams", "ask-owner", "policy", self.brings_back.feature})
 
 
 class WorkerHooks:
@@ -297,6 +352,10 @@ class WorkerComposition:
             cwd=cwd,
             label=generation.label,
         )
+        if settings.tool_policy:  # the user's rules and hooks, from the settings the host sent in the launch
+            from corral.hooks import install_tool_policy
+
+            install_tool_policy(agent, settings, agent_identity(generation, place.store.get_generation))
         part = launch.part(MemberLaunch)
         member: TeamChild | None = None
         port: MemberPort | None = None

@@ -729,6 +729,35 @@ def checks_resolve(
     raise typer.Exit(run_resolve(check_id, reason=reason, force=force, out=sys.stdout))
 
 
+permissions_app = _command_group(
+    "permissions", "Check what the [permissions] rules and [hooks] of this directory's settings do."
+)
+
+
+@permissions_app.command("check")
+def permissions_check(
+    tool: Annotated[
+        str, typer.Argument(help="The tool: corral's name (bash, read, …) or Claude Code's (Bash, …).")
+    ],
+    tool_input: Annotated[
+        str,
+        typer.Argument(
+            metavar="INPUT-JSON", help='The call\'s input as a JSON object, e.g. \'{"command": "git push"}\'.'
+        ),
+    ],
+    run_hooks: Annotated[
+        bool,
+        typer.Option("--run-hooks", help="Also run the PreToolUse hooks that match (they may have effects)."),
+    ] = False,
+) -> None:
+    """Say whether a tool call would be allowed, denied or asked about, and why."""
+    from corral._cli.permissions import permissions_check as run_check
+
+    raise typer.Exit(
+        run_check(tool, tool_input, cwd=Path.cwd(), run_hooks=run_hooks, out=sys.stdout, warn=sys.stderr)
+    )
+
+
 @app.command()
 def trust(
     path: Annotated[

@@ -8,7 +8,8 @@ Settings come from two files, both optional:
    working directory.
 
 Tables are merged key by key and the project file wins; any other value
-(lists included) from the project file replaces the user's. Keys are
+(lists included) from the project file replaces the user's, except the lists
+of `[permissions]` and `[hooks]`, which add up. Keys are
 snake_case; an unknown key or a wrong value is a `SettingsError` naming the
 file and the key. Until the user trusts the project (`corral trust`, pinned to
 the files' content, see `corral.trust`), only the keys in
@@ -62,14 +63,20 @@ from corral.trust import find_project_dir, trust_state
 
 __all__ = [
     "BUILTIN_PROVIDER_NAMES",
+    "HOOK_EVENTS",
     "UNTRUSTED_PROJECT_KEYS",
     "ActivityColorsSettings",
     "AgentBudgetSettings",
     "BudgetSettings",
     "CompactionSettings",
     "HarnessSettings",
+    "HookCommandSettings",
+    "HookEvent",
+    "HookGroupSettings",
+    "HooksSettings",
     "ModelPriceSettings",
     "ModelSettings",
+    "PermissionsSettings",
     "ProviderSettings",
     "RetrySettings",
     "Settings",
@@ -410,6 +417,142 @@ class HarnessSettings(_Section):
     settings (e.g. `ANTHROPIC_BASE_URL`; default none)."""
 
 
+HookEvent = Literal["PreToolUse", "PostToolUse"]
+"""The hook events corral runs (docs/hooks.md)."""
+
+HOOK_EVENTS: tuple[HookEvent, ...] = ("PreToolUse", "PostToolUse")
+
+_CLAUDE_ONLY_EVENTS = (
+    "UserPromptSubmit",
+    "Stop",
+    "SubagentStart",
+    "SubagentStop",
+    "SessionStart",
+    "SessionEnd",
+    "PreCompact",
+    "PostCompact",
+    "Notification",
+    "PermissionRequest",
+    "PostToolUseFailure",
+)
+"""Claude Code's events corral does not run yet: named in the error, so a copied block says why."""
+
+
+class HookCommandSettings(_Section):
+    """One hook of a `[[hooks.<Event>]]` group: `{ type = "command", command = "…", timeout = 60 }`."""
+
+    type: Literal["command"] = "command"
+    """The hook's kind: `command` (a shell command; `http` is not supported yet)."""
+    command: str = Field(min_length=1)
+    """The shell command (run with `/bin/sh -c` in the agent's working directory); it reads the event
+    as JSON on stdin."""
+    timeout: float = Field(default=60.0, gt=0)
+    """Seconds before the hook is stopped and counts as failed (default `60`)."""
+    fail: Literal["closed", "open"] | None = None
+    """When it fails (times out, crashes, prints malformed JSON): `closed` blocks the call, `open` lets
+    it run (default: `[hooks] fail`)."""
+
+    @field_validator("timeout", mode="before")
+    @classmethod
+    def _int_is_float(cls, value: Any) -> Any:
+        return _float_of_int(value)
+
+    @field_validator("type", mode="before")
+    @classmethod
+    def _known_type(cls, value: Any) -> Any:
+        if isinstance(value, str) and value != "command":
+            raise ValueError(f'hook type {value!r} is not supported yet: use type = "command"')
+        return value
+
+
+class HookGroupSettings(_Section):
+    """`[[hooks.<Event>]]`: hooks for the tools whose names `matcher` matches."""
+
+    matcher: str = ""
+    """Which tools: a name (`bash`, `Bash`), names joined with `|` (`Edit|Write`), or a regular
+    expression (`mcp__github__.*`); empty or `*`: every tool. corral's and Claude Code's tool names
+    both match."""
+    hooks: list[HookCommandSettings] = Field(min_length=1)
+    """The hooks to run, in parallel."""
+
+    @field_validator("matcher")
+    @classmethod
+    def _check_matcher(cls, value: str) -> str:
+        if value and value != "*":
+            try:
+                re.compile(value)
+            except re.error as exc:
+                raise ValueError(f"matcher {value!r} is not a regular expression: {exc}") from None
+        return value
+
+
+class HooksSettings(_Section):
+    """`[hooks]`: commands run at agent events, in Claude Code's format (docs/hooks.md)."""
+
+    model_config = ConfigDict(extra="forbid", frozen=True, strict=True, populate_by_name=True)
+
+    pre_tool_use: list[HookGroupSettings] = Field(default_factory=list, alias="PreToolUse")
+    """`[[hooks.PreToolUse]]`: before a tool call runs; a hook may deny it, ask for approval or allow it."""
+    post_tool_use: list[HookGroupSettings] = Field(default_factory=list, alias="PostToolUse")
+    """`[[hooks.PostToolUse]]`: after a tool call ran; a hook may add context for the model."""
+    fail: Literal["closed", "open"] = "closed"
+    """What a failing PreToolUse hook (timed out, crashed, malformed output) does to the call:
+    `closed` (default) blocks it, `open` lets it run; either way the failure is reported."""
+
+    @model_validator(mode="before")
+    @classmethod
+    def _known_events(cls, data: Any) -> Any:
+        if isinstance(data, dict):
+            for key in data:
+                if key in _CLAUDE_ONLY_EVENTS:
+                    raise ValueError(
+                        f"the {key} event is not supported yet (corral runs {', '.join(HOOK_EVENTS)} hooks)"
+                    )
+        return data
+
+    def groups(self, event: HookEvent) -> list[HookGroupSettings]:
+        """The groups of `event`."""
+        return self.pre_tool_use if event == "PreToolUse" else self.post_tool_use
+
+    @property
+    def empty(self) -> bool:
+        """Whether no hook is set."""
+        return not (self.pre_tool_use or self.post_tool_use)
+
+
+class PermissionsSettings(_Section):
+    """`[permissions]`: which tool calls every agent may make, in Claude Code's rule syntax
+    (docs/permissions.md). Deny rules win, then ask, then allow."""
+
+    allow: list[str] = Field(default_factory=list)
+    """Rules that allow a call (e.g. `"Bash(git status)"`, `"Read"`)."""
+    ask: list[str] = Field(default_factory=list)
+    """Rules that need an approval first; with no one to ask (a headless run), the call is denied."""
+    deny: list[str] = Field(default_factory=list)
+    """Rules that deny a call (e.g. `"Bash(git push:*)"`, `"Edit(/secrets/**)"`, `"mcp__github"`)."""
+    default: Literal["allow", "ask", "deny"] = "allow"
+    """What a call no rule matches gets (default `allow`, as before there were rules)."""
+
+    @field_validator("allow", "ask", "deny")
+    @classmethod
+    def _check_rules(cls, value: list[str]) -> list[str]:
+        if not value:
+            return value
+        from corral.permissions import RuleError, parse_rule  # only where rules are set: start-up cost
+
+        for text in value:
+            try:
+                parse_rule(text)
+            except RuleError as exc:
+                raise ValueError(str(exc)) from None
+        return value
+
+    @property
+    def empty(self) -> bool:
+        """Whether every call is allowed without a look (no rule, default `allow`)."""
+        return not (self.allow or self.ask or self.deny) and self.default == "allow"
+
+
 class Settings(_Section):
     """All settings, with their defaults. Build with [`load_settings`][corral.settings.load_settings]."""
 
@@ -462,6 +605,10 @@ class Settings(_Section):
     merge: Literal["manual", "on-accept"] = "manual"
     """When an isolated writer's branch is merged: `manual` (default: `corral merge`) or `on-accept`
     (teams: when the lead records the report's acceptance)."""
+    hooks: HooksSettings = Field(default_factory=HooksSettings)
+    """`[hooks]`: commands run before and after every agent's tool calls (docs/hooks.md)."""
+    permissions: PermissionsSettings = Field(default_factory=PermissionsSettings)
+    """`[permissions]`: allow / ask / deny rules for every agent's tool calls (docs/permissions.md)."""
     agent_tool_style: Literal["multiplexed", "per-operation"] = "multiplexed"
     """Shape of the agent surface: `multiplexed` (default) offers one `agent` tool with an
     `action` field; `per-operation` offers `agent_list`, `agent_delegate`, … each with only its
@@ -491,6 +638,11 @@ class Settings(_Section):
             elif name not in BUILTIN_PROVIDER_NAMES and provider.base_url is None:
                 raise ValueError(f"providers.{name}.base_url: required for a custom provider")
         return self
+
+    @property
+    def tool_policy(self) -> bool:
+        """Whether `[permissions]` or `[hooks]` say anything: without them agents get no tool gate."""
+        return not (self.permissions.empty and self.hooks.empty)
 
     def resolved_shell_path(self) -> str:
         """The shell for the bash tool: `shell_path`, else `/bin/bash` if present, else `sh`."""
@@ -587,11 +739,19 @@ def _validate(data: dict[str, Any], source: str, *, partial: bool) -> Settings:
         raise _describe(exc, source) from None
 
 
-def _deep_merge(base: dict[str, Any], override: dict[str, Any]) -> dict[str, Any]:
+_JOINED_LISTS = ("hooks", "permissions")
+"""Tables whose lists the project file adds to the user's instead of replacing them (as Claude Code
+merges rules and hooks across its settings files): a project cannot drop the user's deny rules or
+hooks."""
+
+
+def _deep_merge(base: dict[str, Any], override: dict[str, Any], *, join: bool = False) -> dict[str, Any]:
     merged = dict(base)
     for key, value in override.items():
         if isinstance(value, dict) and isinstance(merged.get(key), dict):
-            merged[key] = _deep_merge(merged[key], value)
+            merged[key] = _deep_merge(merged[key], value, join=key in _JOINED_LISTS)
+        elif join and isinstance(value, list) and isinstance(merged.get(key), list):
+            merged[key] = [*merged[key], *value]
         else:
             merged[key] = value
     return merged

@@ -156,6 +156,10 @@ SMOKES: dict[str, Smoke] = {
         frozenset({"sizes", "runs", "results", "skipped", "fanout"}),
         check=_peer,
     ),
+    "bench_hooks": Smoke(
+        ("--rule-calls", "40", "--hook-calls", "2"),
+        frozenset({"rules", "gate_without_hooks", "python_hook", "shell_hook"}),
+    ),
     "bench_ratelimit": Smoke(
         ("--requests", "50", "--repeat", "1"),
         frozenset({"requests", "per_request_us", "stored_window_read_us", "contended_overhead_us"}),

@@ -94,6 +94,43 @@ EXPECTED: dict[str, tuple[int, str]] = {
     ),
     # docs/mcp.md
     MCP_HANDSHAKE: (0, '"name":"agent_delegate"'),
+    # docs/hooks.md
+    "mkdir -p ~/.config/corral ~/hooks": (0, ""),
+    """printf '#!/bin/sh\\ngrep -q "rm -rf" && { echo "no rm -rf here: delete the one directory by name" >&2; exit 2; }\\nexit 0\\n' > ~/hooks/no-rm.sh && chmod +x ~/hooks/no-rm.sh""": (
+        0,
+        "",
+    ),
+    """printf '[[hooks.PreToolUse]]\\nmatcher = "Bash"\\nhooks = [{ type = "command", command = "~/hooks/no-rm.sh" }]\\n' >> ~/.config/corral/settings.toml""": (
+        0,
+        "",
+    ),
+    """corral permissions check Bash '{"command": "rm -rf build"}' --run-hooks""": (
+        0,
+        "deny: no rm -rf here: delete the one directory by name",
+    ),
+    """corral permissions check bash '{"command": "ls"}' --run-hooks""": (
+        0,
+        "allow: no permission rule matches, and calls are allowed by default",
+    ),
+    # docs/permissions.md
+    "mkdir -p ~/.config/corral": (0, ""),
+    """printf '[permissions]\\ndeny = ["Bash(git push:*)", "Read(.env)"]\\nask = ["Bash(rm:*)"]\\n' >> ~/.config/corral/settings.toml""": (
+        0,
+        "",
+    ),
+    """corral permissions check Bash '{"command": "cd app && git push origin main"}'""": (
+        0,
+        "deny: the permission rule `Bash(git push:*)` denies it",
+    ),
+    """corral permissions check read '{"path": "config/.env"}'""": (0, "deny: the permission rule `Read(.env)` denies it"),
+    """corral permissions check bash '{"command": "rm -r build"}'""": (
+        0,
+        "ask: the permission rule `Bash(rm:*)` asks for approval",
+    ),
+    """corral permissions check bash '{"command": "git status"}'""": (
+        0,
+        "allow: no permission rule matches, and calls are allowed by default",
+    ),
 }
 
 

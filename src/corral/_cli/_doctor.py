@@ -360,7 +360,31 @@ def _check_settings(cwd: Path) -> tuple[Settings | None, list[Check]]:
     favorites = _check_favorites(settings)
     if favorites is not None:
         checks.append(favorites)
+    if settings.tool_policy:
+        checks.append(_check_policy(settings))
     return settings, checks
+
+
+def _check_policy(settings: Settings) -> Check:
+    """What binds every agent's tool calls: the `[permissions]` rules and the `[hooks]` commands."""
+    rules = settings.permissions
+    parts = [
+        f"permissions: {len(rules.allow)} allow, {len(rules.ask)} ask, {len(rules.deny)} deny rule(s), "
+        f"default {rules.default}"
+    ]
+    for event, groups in (
+        ("PreToolUse", settings.hooks.pre_tool_use),
+        ("PostToolUse", settings.hooks.post_tool_use),
+    ):
+        hooks = [
+            f"{group.matcher or '*'} → `{' '.join(hook.command.split())}`"
+            for group in groups
+            for hook in group.hooks
+        ]
+        if hooks:
+            parts.append(f"{event} hooks: {'; '.join(hooks)}")
+    text = "; ".join(parts)
+    return Check("policy", "ok", f"{text} (they bind every agent: the lead, its agents and their helpers)")
 
 
 def _check_definitions(cwd: Path) -> list[Check]:

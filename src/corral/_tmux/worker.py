@@ -35,7 +35,7 @@ from pathlib import Path
 from typing import TYPE_CHECKING, TextIO
 
 from corral import _tracing
-from corral._compose import WorkerChild, WorkerHooks, WorkerPlace, WorktreeBranch, compose
+from corral._compose import PolicyExtension, WorkerChild, WorkerHooks, WorkerPlace, WorktreeBranch, compose
 from corral.agent import (
     AgentSettledEvent,
     MessageEndEvent,
@@ -246,6 +246,7 @@ def tmux_place(
                 hooks.changed()
 
         local = _WorkerHost(kernel=store.kernel, registry=registry, settings=settings)
+        local.extensions.add(PolicyExtension(local))  # the nested helpers it starts here are bound too
         return Teams(local).members, member
 
     work_done = None

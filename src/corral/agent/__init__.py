@@ -25,6 +25,7 @@ from ._events import (
     TurnEndEvent,
     TurnStartEvent,
 )
+from ._gate import ToolApprover, ToolCheck, ToolGate, ToolVerdict
 from ._guard import GuardVerdict, RequestEstimate, RequestGuard
 from ._loop import SEEN_REFERENCE_KEY, RunOutcome
 from ._session import AgentSession, StreamingBehavior
@@ -66,14 +67,18 @@ __all__ = [
     "SessionStats",
     "StreamingBehavior",
     "TokenStats",
+    "ToolApprover",
     "ToolArgumentsError",
+    "ToolCheck",
     "ToolError",
     "ToolExecutionEndEvent",
     "ToolExecutionResult",
     "ToolExecutionStartEvent",
     "ToolExecutionUpdateEvent",
+    "ToolGate",
     "ToolResult",
     "ToolUpdate",
+    "ToolVerdict",
     "TurnEndEvent",
     "TurnStartEvent",
     "build_system_prompt",

@@ -69,11 +69,14 @@ from ._events import (
     TurnEndEvent,
     TurnStartEvent,
 )
+from ._gate import ToolApprover, ToolCheck, ToolGate, ToolVerdict
 from ._guard import GO, GuardVerdict, RequestEstimate, RequestGuard
 from ._tool import AgentTool, ToolError, ToolResult
 from ._validation import ToolArgumentsError, validate_tool_arguments
 
 if TYPE_CHECKING:
+    from pathlib import Path
+
     from corral._tracing._records import AttributeValue, Span
     from corral.session import SessionManager
 
@@ -141,6 +144,7 @@ class LoopMixin:
     """The run engine of `AgentSession` (state is declared here, set up by the session)."""
 
     _session: SessionManager
+    _cwd: Path
     _model: Model
     _thinking_level: ThinkingLevel
     _tools: dict[str, AgentTool]
@@ -168,6 +172,8 @@ class LoopMixin:
     _turn_token: object = None
     _turn_index: int = 0
     _request_guard: RequestGuard | None = None
+    _tool_gate: ToolGate | None = None
+    _tool_approver: ToolApprover | None = None
     _final_turn: bool = False
     _noticed_models: set[str]
     """The models this session has shown a `ModelNoticeEvent` for (set up by the session)."""
@@ -647,7 +653,25 @@ class LoopMixin:
                 },
             )
             token = tracer.activate(traced)  # what the tool starts (a delegated agent) runs under it
+        gate = self._tool_gate
+        check: ToolCheck | None = None
         try:
+            context = ""
+            if gate is not None:
+                check = ToolCheck(
+                    call.id, call.name, args, self._session.session_id, self._session.path, self._cwd
+                )
+                verdict = await self._gate_before(gate, check)
+                context = verdict.context
+                if verdict.decision != "allow":
+                    if traced is not None:
+                        traced.update({"corral.tool.decision": verdict.decision})
+                        traced.fail(verdict.reason[:500] or "denied")
+                    result = _with_context(
+                        ToolResult.text(f"{call.name} was not run: {verdict.reason}", is_error=True), context
+                    )
+                    self._emit_tool_end(call, result)
+                    return result
             try:
                 result = await tool.execute(call.id, args, on_update)
             except asyncio.CancelledError as exc:
@@ -665,12 +689,51 @@ class LoopMixin:
                 result = ToolResult.text(str(exc) or type(exc).__name__, is_error=True)
             if traced is not None and result.is_error:
                 traced.fail(_result_text(result)[:500] or "tool error")
+            if gate is not None and check is not None:
+                context = _joined(context, await self._gate_after(gate, check, result))
+            result = _with_context(result, context)
         finally:
             if traced is not None and tracer is not None:
                 tracer.deactivate(token)
                 traced.end()
         self._emit_tool_end(call, result)
         return result
+
+    async def _gate_before(self, gate: ToolGate, check: ToolCheck) -> ToolVerdict:
+        """The gate's verdict on `check`, with an `ask` answered by the approver (none: denied)."""
+        try:
+            verdict = await gate.before_tool(check)
+        except Exception as exc:
+            _log.exception("tool gate failed before %s", check.tool_name)
+            return ToolVerdict("deny", f"the tool policy could not be checked ({exc or type(exc).__name__})")
+        if verdict.decision != "ask":
+            return verdict
+        approver = self._tool_approver
+        asked = verdict.reason or "the tool policy asks for approval"
+        if approver is None:
+            return ToolVerdict(
+                "deny",
+                f"{asked}, and no one can approve it here (no owner or person to ask), so it was denied",
+                verdict.context,
+            )
+        try:
+            answer = await approver(check, verdict)
+        except Exception as exc:
+            _log.exception("tool approver failed on %s", check.tool_name)
+            return ToolVerdict(
+                "deny", f"{asked}; asking failed ({exc or type(exc).__name__})", verdict.context
+            )
+        if answer.decision == "allow":
+            return ToolVerdict("allow", answer.reason, _joined(verdict.context, answer.context))
+        reason = answer.reason or f"{asked}, and it was not approved"
+        return ToolVerdict("deny", reason, _joined(verdict.context, answer.context))
+
+    async def _gate_after(self, gate: ToolGate, check: ToolCheck, result: ToolResult) -> str:
+        try:
+            return await gate.after_tool(check, result) or ""
+        except Exception:
+            _log.exception("tool gate failed after %s", check.tool_name)
+            return ""
 
     def _emit_tool_end(self, call: ToolCall, result: ToolResult) -> None:
         self._emit(
@@ -756,6 +819,18 @@ class LoopMixin:
             self._end_message(message)
             messages.append(message)
         return messages
+
+
+def _joined(*texts: str) -> str:
+    return "\n\n".join(text for text in texts if text)
+
+
+def _with_context(result: ToolResult, context: str) -> ToolResult:
+    """`result` with the gate's `context` (hooks' `additionalContext`) as one more text block, set
+    apart by a blank line (providers join a result's text blocks)."""
+    if not context:
+        return result
+    return replace(result, content=[*result.content, TextContent(text=f"\n\n{context}")])
 
 
 def _result_text(result: ToolResult) -> str:

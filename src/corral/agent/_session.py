@@ -63,6 +63,7 @@ from ._events import (
     MessageEndEvent,
     MessageStartEvent,
 )
+from ._gate import ToolApprover, ToolGate
 from ._guard import RequestEstimate, RequestGuard
 from ._loop import ABORTED, Aborted, LoopMixin, RunAction, message_text, to_agent_message
 from ._stats import ContextUsage, SessionStats, compute_session_stats
@@ -168,6 +169,8 @@ class AgentSession(LoopMixin):
         """The span this agent's turns are recorded under (tracing on): the span current when the session
         was built (a lead's run), or its generation's span (set by the managed child)."""
         self._request_guard: RequestGuard | None = None
+        self._tool_gate: ToolGate | None = None
+        self._tool_approver: ToolApprover | None = None
         self._noticed_models: set[str] = set()
 
         is_new = not session.entries
@@ -380,6 +383,20 @@ class AgentSession(LoopMixin):
     def request_guard(self) -> RequestGuard | None:
         """The guard asked before every model request, if any."""
         return self._request_guard
+
+    def set_tool_gate(self, gate: ToolGate | None) -> None:
+        """Ask `gate` before every tool call from now on and tell it each result (`None`: every call
+        runs; see `ToolGate`)."""
+        self._tool_gate = gate
+
+    @property
+    def tool_gate(self) -> ToolGate | None:
+        """The gate asked before every tool call, if any."""
+        return self._tool_gate
+
+    def set_tool_approver(self, approver: ToolApprover | None) -> None:
+        """Who answers the gate's `ask` verdicts (`None`: no one, so they are denied; see `ToolGate`)."""
+        self._tool_approver = approver
 
     def _prompt_misfit(self) -> str | None:
         return self.context_overhead().error()

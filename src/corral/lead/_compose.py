@@ -624,7 +624,7 @@ def _build_agent(
                 note(f"skill {issue}; `corral skills list` lists the skills in use")
     skill_tools, skills = skills_for_agent(catalog)
     tools += skill_tools
-    return (ProgramLeadSession if program else AgentSession)(
+    agent = (ProgramLeadSession if program else AgentSession)(
         session=session,
         model=model,
         thinking_level=level,
@@ -639,3 +639,10 @@ def _build_agent(
             sections=() if skills is None else (skills,),
         ),
     )
+    if settings.tool_policy:
+        # The user's rules and hooks bind the lead as they bind every agent it starts (corral/_compose.py).
+        from corral.hooks import AgentIdentity, install_tool_policy
+
+        lead = session.session_id
+        install_tool_policy(agent, settings, AgentIdentity(lead, "lead", "lead", None, lead))
+    return agent

@@ -1,0 +1,126 @@
+"""The user's `[permissions]` through the real `corral` command: a headless run never waits on an `ask`
+(the lead's and a managed agent's calls are denied, saying why), and `corral permissions check` says
+what a call would get and why."""
+
+from __future__ import annotations
+
+import json
+import time
+
+from .conftest import Env, RunCorral
+
+SETTINGS = """
+[permissions]
+deny = ["Read(.env)"]
+ask = ["Bash(git push:*)"]
+
+[[hooks.PreToolUse]]
+matcher = "Bash"
+hooks = [{ type = "command", command = "cat >/dev/null; echo 'checked by the hook' >&2" }]
+"""
+
+ASKED = (
+    "bash was not run: the permission rule `Bash(git push:*)` asks for approval, and no one can approve it "
+    "here (no owner or person to ask), so it was denied"
+)
+
+
+def _tool_texts(env: Env, tool: str) -> list[str]:
+    found = []
+    for path in env.sessions():
+        for line in path.read_text().splitlines():
+            message = json.loads(line).get("message") or {}
+            if message.get("role") == "toolResult" and message.get("toolName") == tool:
+                found.append("".join(block.get("text", "") for block in message["content"]))
+    return found
+
+
+def test_a_headless_ask_is_denied_without_waiting(corral: RunCorral, cli_env: Env) -> None:
+    cli_env.settings(SETTINGS)
+    cli_env.script(
+        "pushes",
+        """
+steps:
+  - tool_calls: [{name: bash, args: {command: "git push origin main"}}]
+  - tool_calls: [{name: read, args: {path: sub/.env}}]
+  - text: "{{ last_tool_output }}"
+""",
+    )
+    started = time.monotonic()
+    done = corral("run", "--model", "scripted/pushes", "-p", "ship it", timeout=120)
+    assert done.returncode == 0, done.stderr
+    assert time.monotonic() - started < 60
+    assert done.stdout == "read was not run: the permission rule `Read(.env)` denies it\n"
+    assert _tool_texts(cli_env, "bash") == [ASKED]
+
+
+def test_a_managed_agent_s_ask_is_denied_in_a_headless_run(corral: RunCorral, cli_env: Env) -> None:
+    cli_env.settings(SETTINGS)
+    cli_env.script(
+        "lead",
+        """
+steps:
+  - tool_calls: [{name: agent, args: {action: delegate, definition: generalist, task: push}}]
+  - text: "waiting"
+  - text: "scout reported"
+on_exhausted: repeat_last
+agents:
+  generalist:
+    - tool_calls: [{name: bash, args: {command: "git push"}}]
+    - text: "{{ last_tool_output }}"
+""",
+    )
+    done = corral("run", "--model", "scripted/lead", "-p", "go", timeout=120)
+    assert done.returncode == 0, done.stderr
+    assert ASKED in _tool_texts(cli_env, "bash")
+
+
+def test_permissions_check_says_what_would_happen_and_why(corral: RunCorral, cli_env: Env) -> None:
+    cli_env.settings(SETTINGS)
+    denied = corral("permissions", "check", "Read", '{"path": "config/.env"}')
+    assert (denied.returncode, denied.stdout) == (
+        0,
+        "deny: the permission rule `Read(.env)` denies it\n",
+    )
+    asked = corral("permissions", "check", "bash", '{"command": "cd app && git push"}')
+    assert asked.stdout.splitlines() == [
+        "ask: the permission rule `Bash(git push:*)` asks for approval; with no one to ask (a headless run) "
+        "it is denied",
+        "hooks: 1 PreToolUse hook would run first and may deny it or ask: "
+        "`cat >/dev/null; echo 'checked by the hook' >&2` (--run-hooks runs them)",
+    ]
+    ran = corral("permissions", "check", "bash", '{"command": "ls"}', "--run-hooks")
+    assert ran.stdout.splitlines() == [
+        "allow: no permission rule matches, and calls are allowed by default",
+        "hooks: ran `cat >/dev/null; echo 'checked by the hook' >&2`",
+    ]
+    assert corral("permissions", "check", "grep", '{"pattern": "x"}').stdout == (
+        "allow: no permission rule matches, and calls are allowed by default\n"
+    )
+
+
+def test_permissions_check_refuses_bad_input_in_one_line(corral: RunCorral, cli_env: Env) -> None:
+    for args, message in [
+        (("bash", '{"command": '), "corral: error: the tool input is not JSON"),
+        (("bash", '["ls"]'), "corral: error: the tool input is not a JSON object"),
+        (("two words", "{}"), "corral: error: 'two words' is not a tool name"),
+    ]:
+        done = corral("permissions", "check", *args)
+        assert done.returncode == 2 and done.stdout == ""
+        assert done.stderr.startswith(message) and done.stderr.count("\n") == 1
+    cli_env.settings('[permissions]\ndeny = ["Bash(git push"]\n')
+    bad = corral("permissions", "check", "bash", '{"command": "ls"}')
+    assert bad.returncode == 2 and "'permissions.deny': 'Bash(git push' is not a permission rule" in bad.stderr
+
+
+def test_doctor_names_the_rules_and_hooks_that_apply(corral: RunCorral, cli_env: Env) -> None:
+    assert "policy" not in corral("doctor").stdout  # nothing set: nothing to name
+    cli_env.settings(SETTINGS)
+    done = corral("doctor", "--json")
+    [policy] = [c for c in json.loads(done.stdout)["checks"] if c["name"] == "policy"]
+    assert policy["status"] == "ok"
+    assert policy["message"] == (
+        "permissions: 0 allow, 1 ask, 1 deny rule(s), default allow; "
+        "PreToolUse hooks: Bash → `cat >/dev/null; echo 'checked by the hook' >&2` "
+        "(they bind every agent: the lead, its agents and their helpers)"
+    )
