@@ -1,7 +1,8 @@
 """Meta-tests for conventions a reviewer would otherwise police: layering and public exports.
 
 Layers, lowest first: base (`errors`, `_paths`, `_units`, `_process`, `_version`, `_tracing`) ← `llm` and `settings` ← `session` ←
-`agent` (the substrate) ← `harness` (other agents driven as an `AgentSession`) ← `runtime` and the core, itself ranked by subpackage (`orchestration.errors` ← `definitions` ←
+`agent` (the substrate) ← `harness` (other agents driven as an `AgentSession`) ← `mcp_servers` (MCP servers'
+tools as agent tools) ← `runtime` and the core, itself ranked by subpackage (`orchestration.errors` ← `definitions` ←
 `store` ← `kernel` ← `host` ← `agents`, `teams` ← `surfaces` ← the package's re-exports and `Repositories`) ← `tui`, `cli`, `_cli`,
 `lead` (the Python API and the composition root), `_mcp` (front ends) ← the package's `__init__` (a façade that loads
 the Python API on first use). A module may import only from its own rank or below; no module takes part in an import
@@ -41,6 +42,8 @@ RANK = {
     "session": 2,
     "agent": 3,
     "harness": 3.5,
+    # corral as an MCP client: the user's MCP servers as agent tools, above the agent loop, below the core.
+    "mcp_servers": 3.7,
     "runtime": 4,
     # The core, bottom up: the database, the agent-API kernel, the host, the two features that ride on
     # it, the tool surfaces that adapt them to the wire, and the package's re-exports.
@@ -259,6 +262,7 @@ def test_sqlite_only_in_the_store() -> None:
         "corral.agent.tools",
         "corral.harness.acp",
         "corral.lead",
+        "corral.mcp_servers",
         "corral.orchestration.kernel",
         "corral.orchestration.store",
         "corral.orchestration.teams.roster",

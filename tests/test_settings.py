@@ -115,6 +115,7 @@ _HOSTILE_SAMPLES = {
     "budget": "[budget]\ntree_tokens = 1\n",
     "ray": '[ray]\naddress = "203.0.113.9:6379"\n',
     "harnesses": '[harnesses.claude-code]\ncommand = ["/tmp/evil-agent"]\n',
+    "mcp_servers": '[mcp_servers.evil]\ncommand = "/tmp/evil-server"\n',
 }
 _ALLOWED_SAMPLES = {
     "steering_mode": 'steering_mode = "all"\n',

@@ -48,6 +48,7 @@ from corral.session import CustomEntry, CustomMessageEntry, SessionError, Sessio
 
 if TYPE_CHECKING:
     from corral.llm import ModelRegistry
+    from corral.mcp_servers import McpGrant, McpReport, McpServers
     from corral.orchestration.agents.commands import ContinueParams, DelegateParams
     from corral.orchestration.host._host import Host
     from corral.orchestration.host.protocol import AgentDescription, ManagedAgentSpec, WorkerLaunch
@@ -62,6 +63,7 @@ __all__ = [
     "build_managed_agent",
     "managed_agent_spec",
     "managed_header",
+    "mcp_grant",
 ]
 
 DEFINITION_ENTRY = "corral-agent-definition"
@@ -97,9 +99,9 @@ def _tool_names(defn: AgentDefinition) -> list[str]:
 
 
 def managed_agent_spec(
-    defn: AgentDefinition, label: str, model: Model, thinking: ThinkingLevel
+    defn: AgentDefinition, label: str, model: Model, thinking: ThinkingLevel, *, mcp: McpGrant | None = None
 ) -> ManagedAgentSpec:
-    """The spec of a managed agent of definition `defn` on `model`."""
+    """The spec of a managed agent of definition `defn` on `model` (with the MCP servers of `mcp`)."""
     from corral.orchestration.host.protocol import ManagedAgentSpec
 
     return ManagedAgentSpec(
@@ -110,6 +112,7 @@ def managed_agent_spec(
         tool_names=tuple(_tool_names(defn)),
         body=defn.body.strip(),
         system_prompt_mode=defn.system_prompt_mode,
+        mcp=mcp,
     )
 
 
@@ -149,10 +152,12 @@ async def build_launched_agent(
     settings: Settings,
     cwd: Path,
     label: str,
-) -> AgentSession:
+    mcp_servers: McpServers | None = None,
+) -> tuple[AgentSession, McpReport | None]:
     """The agent of a worker launch (`WorkerLaunch.agent`), on the tmux and Ray workers alike: built
     from its definition's spec (`build_managed_agent`), or rebuilt from its exact parts
-    (`agent_from_description`: a teams member, an agent moved there by a handoff).
+    (`agent_from_description`: a teams member, an agent moved there by a handoff); with the tools of
+    its MCP servers from the worker's own sessions (`mcp_servers`), and what it got of them.
 
     Raises:
         ValueError: A read agent's sandbox does not work here (it never runs without it).
@@ -162,10 +167,15 @@ async def build_launched_agent(
 
     if isinstance(described, ManagedAgentSpec):
         model = registry.create_model(registry.resolve(described.model_ref), cwd=cwd)
-        return build_managed_agent(described, session=session, model=model, cwd=cwd, settings=settings)
-    return await agent_from_description(
-        described, session=session, registry=registry, settings=settings, cwd=cwd, label=label
-    )
+        agent = build_managed_agent(described, session=session, model=model, cwd=cwd, settings=settings)
+    else:
+        agent = await agent_from_description(
+            described, session=session, registry=registry, settings=settings, cwd=cwd, label=label
+        )
+    report = None
+    if described.mcp is not None and described.mcp.servers and mcp_servers is not None:
+        report = await mcp_servers.give(agent, described.mcp)
+    return agent, report
 
 
 def _session_path_of(session_id: str, cwd: Path) -> str | None:
@@ -256,11 +266,11 @@ class Delegation:
             def record(draft: LaunchDraft) -> tuple[Recorded, Model, ThinkingLevel]:
                 return self._record_new(caller, params.label, defn, draft, fork_source, task_text)
 
-            steps = _ManagedSteps(host, defn, record)
+            steps = _ManagedSteps(host, defn, record, mcp=mcp_grant(host.mcp_servers, caller, defn))
             stages.extend(self._workspace_stages(steps, caller.scope == "lead" and is_delegating(defn)))
             plan = LaunchPlan("delegate", cwd, stages=stages, startup_s=_startup_s(params.timeout_ms))
             generation = await host.launcher.launch(plan, steps)
-            return _delegate_result("delegate", generation, steps.task)
+            return _delegate_result("delegate", generation, steps.task, steps.mcp_report)
 
     def _record_new(
         self,
@@ -412,11 +422,11 @@ class Delegation:
                     ) from None
                 return Recorded(generation, task, session), model, thinking
 
-            steps = _ManagedSteps(host, defn, record)
+            steps = _ManagedSteps(host, defn, record, mcp=mcp_grant(host.mcp_servers, caller, defn))
             stages = self._workspace_stages(steps, caller.scope == "lead" and is_delegating(defn))
             plan = LaunchPlan("continue", cwd, stages=stages, startup_s=_startup_s(params.timeout_ms))
             generation = await host.launcher.launch(plan, steps)
-            return _delegate_result("continue", generation, steps.task)
+            return _delegate_result("continue", generation, steps.task, steps.mcp_report)
 
     # --- shared -----------------------------------------------------------------------------------
 
@@ -586,10 +596,17 @@ class _ManagedSteps(LaunchSteps):
         host: Host,
         defn: AgentDefinition,
         record: Callable[[LaunchDraft], tuple[Recorded, Model, ThinkingLevel]],
+        *,
+        mcp: tuple[McpGrant, tuple[str, ...]] | None = None,
     ) -> None:
         self.host = host
         self.defn = defn
         self._record = record
+        self.mcp = mcp
+        """The agent's MCP grant and the servers its definition names that it does not get, or `None`
+        (no server configured)."""
+        self.mcp_report: McpReport | None = None
+        """What the agent got of its MCP servers, once built (or, on a worker, as this host lists them)."""
         self._recorded: Recorded | None = None
         self._model: Model | None = None
         self._thinking: ThinkingLevel = "off"
@@ -609,7 +626,10 @@ class _ManagedSteps(LaunchSteps):
 
     def _spec(self, recorded: Recorded) -> ManagedAgentSpec:
         assert self._model is not None
-        return managed_agent_spec(self.defn, recorded.generation.label, self._model, self._thinking)
+        grant = None if self.mcp is None else self.mcp[0]
+        return managed_agent_spec(
+            self.defn, recorded.generation.label, self._model, self._thinking, mcp=grant
+        )
 
     async def build(self, recorded: Recorded) -> ManagedChild:
         """The managed agent's session and child (its result gets the extensions' `work_done` lines)."""
@@ -625,6 +645,10 @@ class _ManagedSteps(LaunchSteps):
             cwd=Path(generation.cwd),
             settings=host.settings,
         )
+        servers = host.mcp_servers
+        if self.mcp is not None and servers is not None:
+            grant, missing = self.mcp
+            self.mcp_report = await servers.give(agent, grant, missing=missing)
         child = ManagedChild(
             store=host.kernel,
             agent=agent,
@@ -680,6 +704,19 @@ class _ManagedSteps(LaunchSteps):
             )
             self.host.install_surfaces(child.agent, caller, ("agent",))
 
+    async def before_worker(self, recorded: Recorded) -> None:
+        """An agent on a worker opens its own MCP sessions there; its result names the servers and
+        tools as this host's sessions list them (they are started here for that, if they were not)."""
+        servers = self.host.mcp_servers
+        if self.mcp is None or servers is None:
+            return
+        import dataclasses
+
+        grant, missing = self.mcp
+        toolset = await servers.toolset(grant, missing=missing)
+        servers.remember(recorded.session.session_id, grant)
+        self.mcp_report = dataclasses.replace(toolset.report, listed_here=False)
+
     def worker_launch(self, recorded: Recorded) -> WorkerLaunch:
         """The worker builds the agent from its spec; a remote worker first checks that its node
         shares the agent's workspace (workspaces' part: the cwd's path, git top and HEAD, and the
@@ -724,7 +761,24 @@ def _same_file(given: Path, actual: Path, base: Path) -> bool:
         return False
 
 
-def _delegate_result(action: Any, generation: GenerationRecord, task: RequestRecord) -> DelegateResult:
+def mcp_grant(
+    servers: McpServers | None, caller: Caller, defn: AgentDefinition
+) -> tuple[McpGrant, tuple[str, ...]] | None:
+    """The MCP servers an agent of `defn` started by `caller` gets: narrowed from the caller's (the
+    lead's: every enabled server; a delegating agent's: its own), read-only tools only for an agent
+    that cannot change files; with the names its definition asks for that the caller lacks. `None`
+    when no server is configured, or for an ACP agent (its own program; not yet given servers)."""
+    if servers is None or is_acp(defn.harness):
+        return None
+    from corral.mcp_servers import NO_MCP, narrow
+
+    parent = servers.lead_grant() if caller.scope == "lead" else servers.grant_of(caller.session_id) or NO_MCP
+    return narrow(parent, defn.mcp, read_only=not _writes(defn))
+
+
+def _delegate_result(
+    action: Any, generation: GenerationRecord, task: RequestRecord, mcp: McpReport | None = None
+) -> DelegateResult:
     """The `delegate`/`continue` result of a started, acknowledged generation."""
     return DelegateResult(
         action,
@@ -736,4 +790,5 @@ def _delegate_result(action: Any, generation: GenerationRecord, task: RequestRec
         session_path=generation.session_path,
         request_id=task.request_id,
         run_id=generation.run_id,
+        mcp=mcp,
     )

@@ -9,7 +9,10 @@ runtime's identity evidence: `pane_id` is the runtime id of the generation
 from __future__ import annotations
 
 from dataclasses import KW_ONLY, dataclass, field
-from typing import Any, Literal
+from typing import TYPE_CHECKING, Any, Literal
+
+if TYPE_CHECKING:
+    from corral.mcp_servers import McpReport
 
 __all__ = [
     "CloseResult",
@@ -37,10 +40,13 @@ class DelegateResult:
     _: KW_ONLY
     run_id: str = ""
     """Kept for callers; not part of `details`."""
+    mcp: McpReport | None = None
+    """What the agent got of its MCP servers (`None`: none is configured)."""
 
     def to_details(self) -> dict[str, Any]:
-        """`{ok, action, agent, definition, owner_session_id, pane_id, session_id, session_path, request_id}`."""
-        return {
+        """`{ok, action, agent, definition, owner_session_id, pane_id, session_id, session_path, request_id}`,
+        and `mcp` (`McpReport.to_details`) when the agent was given MCP servers."""
+        details: dict[str, Any] = {
             "ok": True,
             "action": self.action,
             "agent": self.agent,
@@ -51,6 +57,9 @@ class DelegateResult:
             "session_path": self.session_path,
             "request_id": self.request_id,
         }
+        if self.mcp is not None and self.mcp.servers:
+            details["mcp"] = self.mcp.to_details()
+        return details
 
 
 @dataclass(frozen=True)

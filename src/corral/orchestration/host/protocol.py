@@ -40,6 +40,7 @@ from typing import TYPE_CHECKING, ClassVar, Protocol, Self, TypeVar
 from corral.llm import THINKING_LEVELS, ThinkingLevel, as_thinking_level
 
 if TYPE_CHECKING:
+    from corral.mcp_servers import McpGrant
     from corral.settings import Settings
 
 __all__ = [
@@ -52,8 +53,9 @@ __all__ = [
     "WorkerLaunch",
 ]
 
-LAUNCH_VERSION = 1
-"""The version of the description this corral writes and reads."""
+LAUNCH_VERSION = 2
+"""The version of the description this corral writes (and the newest it reads). 2: the agent's MCP
+grant (`mcp`); a version-1 description (no grant) reads as an agent without MCP servers."""
 
 CORRAL_HARNESS = "corral"
 """The harness of corral's own agent loop (`AgentSession`), the one both workers run."""
@@ -105,6 +107,8 @@ class BuiltAgent:
     """Whether its `bash` runs in the read-only sandbox (a read agent; probed on the worker first)."""
     ask_owner: bool = False
     """Whether it has the `ask_owner` tool."""
+    mcp: McpGrant | None = None
+    """Its MCP servers (the worker opens its own sessions of them), or `None`: none."""
 
     def to_json(self) -> dict[str, object]:
         """The agent as a JSON object."""
@@ -116,6 +120,7 @@ class BuiltAgent:
             "tools": None if self.tools is None else list(self.tools),
             "sandbox": self.sandbox,
             "askOwner": self.ask_owner,
+            "mcp": None if self.mcp is None else self.mcp.to_json(),
         }
 
     @classmethod
@@ -132,6 +137,7 @@ class BuiltAgent:
             tools=_texts(data, "tools", "agent", optional=True),
             sandbox=_flag(data, "sandbox", "agent", default=False),
             ask_owner=_flag(data, "askOwner", "agent", default=False),
+            mcp=_grant(data),
         )
 
 
@@ -155,6 +161,9 @@ class ManagedAgentSpec:
     """The definition's body (its instructions)."""
     system_prompt_mode: str
     """`append` (the body after the default system prompt) or `replace`."""
+    _: KW_ONLY
+    mcp: McpGrant | None = None
+    """Its MCP servers (the worker opens its own sessions of them), or `None`: none."""
 
     def to_json(self) -> dict[str, object]:
         """The spec as a JSON object."""
@@ -167,6 +176,7 @@ class ManagedAgentSpec:
             "toolNames": list(self.tool_names),
             "body": self.body,
             "systemPromptMode": self.system_prompt_mode,
+            "mcp": None if self.mcp is None else self.mcp.to_json(),
         }
 
     @classmethod
@@ -184,6 +194,7 @@ class ManagedAgentSpec:
             tool_names=_texts(data, "toolNames", "agent") or (),
             body=_text(data, "body", "agent"),
             system_prompt_mode=_text(data, "systemPromptMode", "agent"),
+            mcp=_grant(data),
         )
 
 
@@ -366,6 +377,18 @@ def _texts(
     if not isinstance(value, list) or not all(isinstance(item, str) for item in value):
         raise LaunchError(f"the launch's {where} `{key}` is not a list of names")
     return tuple(value)
+
+
+def _grant(data: Mapping[str, object]) -> McpGrant | None:
+    value = data.get("mcp")
+    if value is None:
+        return None
+    from corral.mcp_servers import McpGrant
+
+    try:
+        return McpGrant.from_json(value)
+    except ValueError as exc:
+        raise LaunchError(f"the launch's agent `mcp`: {exc}") from None
 
 
 def _thinking(data: Mapping[str, object], where: str) -> ThinkingLevel:

@@ -86,7 +86,12 @@ def render_spawn(result: SpawnResult) -> str:
             " The read-only sandbox is not available here, so read-only is an instruction only "
             "(run `corral doctor`)."
         )
-    return text + " Its report arrives automatically as a new turn; end your turn to wait."
+    text += " Its report arrives automatically as a new turn; end your turn to wait."
+    if result.mcp is not None and result.mcp.servers:
+        from corral.mcp_servers.texts import report_text
+
+        text += f"\n{report_text(result.mcp.to_details())}"
+    return text
 
 
 def spawn_details(result: SpawnResult) -> dict[str, Any]:
@@ -120,6 +125,8 @@ def spawn_details(result: SpawnResult) -> dict[str, Any]:
         details["metadata"] = result.metadata
     if result.parent is not None:
         details["parent"] = result.parent
+    if result.mcp is not None and result.mcp.servers:
+        details["mcp"] = result.mcp.to_details()
     return details
 
 
