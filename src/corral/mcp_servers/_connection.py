@@ -90,6 +90,8 @@ class ServerConnection:
         self.crashes = 0
         self.server_version: str | None = None
         """`name version` of the server as it identified itself."""
+        self.protocol_version: str | None = None
+        """The protocol version negotiated (`2026-07-28` through `server/discover`, or a handshake era's)."""
         self._client: Client | None = None
         self._epoch = 0
         """Which start the current client is (a crash handled for one start is not handled twice)."""
@@ -170,6 +172,7 @@ class ServerConnection:
                 info = client.server_info
                 if info is not None:
                     self.server_version = f"{info.name} {info.version}"
+                self.protocol_version = client.protocol_version
                 tools = await _list_tools(client)
                 self._client = client
                 if not ready.done():

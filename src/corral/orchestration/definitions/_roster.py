@@ -1025,7 +1025,7 @@ def _foreign_fields(
         elif key == "skills":
             out["skills"] = list(_string_list(key, value, comma=True))
         elif key == "mcpServers":
-            out["mcp"] = _claude_mcp_servers(key, value)
+            out["mcp"] = list(_claude_mcp_servers(key, value))  # validated again as corral's `mcp`
         elif key == "model":
             ref, alias = _foreign_model(key, value, models)
             if ref is not None:
@@ -1035,7 +1035,7 @@ def _foreign_fields(
     return out, alias
 
 
-def _claude_mcp_servers(key: str, value: object) -> McpChoice:
+def _claude_mcp_servers(key: str, value: object) -> tuple[str, ...]:
     """Claude Code's `mcpServers`: the names of configured servers (a name alone, or a one-key mapping
     is an inline server, which corral does not take from a definition)."""
     if isinstance(value, str):
@@ -1051,7 +1051,8 @@ def _claude_mcp_servers(key: str, value: object) -> McpChoice:
                 f"{key}: the inline server {names} is not supported; configure it as [mcp_servers.{names}] "
                 "in corral's settings and list its name here"
             )
-    return _mcp(key, value)
+    chosen = _mcp(key, value)  # a list: names
+    return chosen if isinstance(chosen, tuple) else ()
 
 
 def _foreign_tools(key: str, value: object, fmt: DefinitionFormat) -> tuple[str, ...]:
