@@ -166,6 +166,8 @@ class Launched:
     `None` when none is configured. They start on the lead's first run."""
     mcp_report: McpReport | None = None
     """What the lead got of its MCP servers, once its first run started them."""
+    mcp_notice: Callable[[str], None] = field(default=lambda line: warn(line), repr=False)
+    """Where a line naming a server the lead did not get goes (default: stderr; the app shows a notice)."""
     _agents: LeadAgents | None = field(default=None, init=False, repr=False)
 
     @property
@@ -378,7 +380,7 @@ class Launched:
 
             self.mcp_report = report
             for line in failed_servers(report.to_details()):
-                warn(line)
+                self.mcp_notice(line)
 
         agent.add_tool_source(servers.source(grant, got))
 
@@ -580,10 +582,11 @@ def _launch_session(opts: LaunchOptions, note: Callable[[str], None]) -> Launche
         prompt=opts.prompt,
     )
     if settings.mcp_servers:
-        from corral.mcp_servers import McpServers
+        from corral.mcp_servers import McpServers, preload_sdk
 
         launched.mcp_servers = McpServers.from_settings(settings, cwd=cwd)
         launched._give_mcp(agent)
+        preload_sdk()  # the servers start with the lead's first run: their SDK loads meanwhile
     return launched
 
 

@@ -7,7 +7,14 @@ that names every server, those that failed included. The MCP SDK (the `mcp` extr
 when a server starts.
 """
 
-from ._connection import INSTALL_HINT, McpCallError, McpUnavailableError, ServerConnection, ServerState
+from ._connection import (
+    INSTALL_HINT,
+    McpCallError,
+    McpUnavailableError,
+    ServerConnection,
+    ServerState,
+    preload_sdk,
+)
 from ._grant import NO_MCP, McpChoice, McpGrant, lead_grant, narrow
 from ._pool import McpReport, McpServers, McpToolset, ServerOutcome
 from ._tool import McpTool, is_read_only, mcp_tool_name, tool_result
@@ -30,5 +37,6 @@ __all__ = [
     "lead_grant",
     "mcp_tool_name",
     "narrow",
+    "preload_sdk",
     "tool_result",
 ]

@@ -21,14 +21,18 @@ from __future__ import annotations
 
 import asyncio
 import contextlib
+import importlib
+import importlib.util
 import os
 import shutil
 import sys
+import threading
 from collections.abc import AsyncIterator
 from contextlib import AbstractAsyncContextManager, asynccontextmanager
 from pathlib import Path
 from typing import TYPE_CHECKING, Any, Literal, TextIO
 
+from corral import _startup
 from corral.errors import CorralError
 
 if TYPE_CHECKING:
@@ -37,7 +41,14 @@ if TYPE_CHECKING:
 
     from corral.settings import McpServerSettings
 
-__all__ = ["INSTALL_HINT", "McpCallError", "McpUnavailableError", "ServerConnection", "ServerState"]
+__all__ = [
+    "INSTALL_HINT",
+    "McpCallError",
+    "McpUnavailableError",
+    "ServerConnection",
+    "ServerState",
+    "preload_sdk",
+]
 
 INSTALL_HINT = "install corral[mcp] (the MCP SDK) to use MCP servers: pip install 'corral[mcp]'"
 """What a process without the `mcp` extra says when a server is configured."""
@@ -57,6 +68,50 @@ class McpUnavailableError(CorralError):
 
 class McpCallError(Exception):
     """A tool call failed; the message is what the agent reads."""
+
+
+_SDK_MODULES = ("mcp", "mcp.client.stdio", "mcp.client.streamable_http", "httpx2")
+"""What a server's start imports: the SDK's client and its transports (about a second of CPU)."""
+
+
+class _Preload:
+    """The SDK imported in a daemon thread while the front end starts (`preload_sdk`)."""
+
+    def __init__(self) -> None:
+        self.done = threading.Event()
+        self._release_gc = _startup.hold()  # a paused start-up collector waits for these modules
+        try:
+            threading.Thread(target=self._run, name="corral-mcp-sdk", daemon=True).start()
+        except BaseException:
+            self._release_gc()
+            raise
+
+    def _run(self) -> None:
+        try:
+            for name in _SDK_MODULES:
+                importlib.import_module(name)
+        except ImportError:
+            pass  # the start says so (`_require_sdk`)
+        finally:
+            self._release_gc()
+            self.done.set()
+
+
+_PRELOAD: _Preload | None = None
+
+
+def preload_sdk() -> None:
+    """Start importing the MCP SDK in the background (once per process); a server's start waits for
+    it without blocking the event loop."""
+    global _PRELOAD
+    if _PRELOAD is None and importlib.util.find_spec("mcp") is not None:
+        _PRELOAD = _Preload()
+
+
+async def _sdk_loaded() -> None:
+    """Wait (off the event loop) for a background import of the SDK to end."""
+    if _PRELOAD is not None and not _PRELOAD.done.is_set():
+        await asyncio.to_thread(_PRELOAD.done.wait)
 
 
 def _require_sdk() -> None:
@@ -119,6 +174,7 @@ class ServerConnection:
     async def _open(self) -> bool:
         """One start: the session task, its readiness within `startup_timeout_s`. Sets `state`;
         whether the server is ready."""
+        await _sdk_loaded()
         try:
             _require_sdk()
         except McpUnavailableError:
@@ -139,15 +195,15 @@ class ServerConnection:
         try:
             tools = await asyncio.wait_for(asyncio.shield(ready), timeout)
         except TimeoutError:
-            await self._end_task()
+            await self._end_task(graceful=False)
             self._fail(f"it did not start and list its tools within {timeout:g} s (startup_timeout_s)")
             return False
         except asyncio.CancelledError:
-            await self._end_task()
+            await self._end_task(graceful=False)
             self.state = "idle"
             raise
         except Exception as exc:
-            await self._end_task()
+            await self._end_task(graceful=False)
             self._fail(_describe(exc))
             return False
         self.tools = tools
@@ -341,17 +397,29 @@ class ServerConnection:
 
     # --- closing -----------------------------------------------------------------------------------
 
-    async def _end_task(self) -> None:
+    async def _end_task(self, *, graceful: bool = True) -> None:
+        """End the session's task: let it leave the client (`graceful`: within 10 s), else cancel it;
+        either way the SDK ends a stdio server's process (stdin closed, then its process group signalled)."""
         task, self._task = self._task, None
         if task is None:
             return
         self._stop.set()
-        try:
-            await asyncio.wait_for(asyncio.shield(task), 10)
-        except BaseException:
-            task.cancel()
-            with contextlib.suppress(BaseException):
-                await task
+        if graceful:
+            try:
+                await asyncio.wait_for(asyncio.shield(task), 10)
+                return
+            except TimeoutError:
+                pass
+            except asyncio.CancelledError:
+                task.cancel()
+                with contextlib.suppress(BaseException):
+                    await task
+                raise
+            except Exception:
+                return  # the task ended on its own failure: nothing is left to end
+        task.cancel()
+        with contextlib.suppress(BaseException):
+            await task
 
     async def aclose(self) -> None:
         """End the session (a stdio server's process with it) for good; the state stays for reports."""
