@@ -150,3 +150,29 @@ def test_good_server_settings_read_back(tmp_path: Path) -> None:
     assert servers["git"].transport == "stdio" and servers["git"].startup_timeout_s == 10.0
     assert servers["web"].transport == "http" and not servers["web"].enabled
     assert servers["git"].tool_timeout_s == 120.0
+
+
+def test_an_agent_handed_off_to_a_worker_keeps_its_grant(tmp_path: Path) -> None:
+    from types import SimpleNamespace
+
+    from corral.agent import AgentSession
+    from corral.llm import ModelRegistry
+    from corral.mcp_servers import McpServers
+    from corral.orchestration.host._handoff import _built_agent
+    from corral.session import SessionManager
+    from corral.settings import Settings
+
+    registry = ModelRegistry(Settings(), cwd=tmp_path)
+    model = registry.create_model(registry.resolve("scripted/hello"), cwd=tmp_path)
+    agent = AgentSession(
+        session=SessionManager.create(tmp_path, persist=False),
+        model=model,
+        thinking_level="off",
+        tools=[],
+        cwd=tmp_path,
+    )
+    servers = McpServers({"git": McpServerSettings(command="git-mcp")}, log_dir=None)
+    grant = McpGrant(("git",), read_only=True)
+    servers.remember(agent.session.session_id, grant)
+    built = _built_agent(SimpleNamespace(mcp_servers=servers), SimpleNamespace(agent=agent))  # type: ignore[arg-type]
+    assert built.mcp == grant
