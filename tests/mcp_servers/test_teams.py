@@ -46,3 +46,10 @@ async def test_members_inherit_the_leads_servers_and_a_read_tier_gets_read_only_
         reports = [await lead.next_item(timeout=WAIT), await lead.next_item(timeout=WAIT)]
         texts = sorted(item.text for item in reports if item is not None)
         assert any("read-only" in text for text in texts) and any("all tools" in text for text in texts)
+        swarm = await lead.call(
+            "spawn_swarm_agents",
+            {"agents": [{"name": "reader", "prompt": "a"}], "defaults": {"model_slot": "read-collect"}},
+        )
+        assert swarm.ok, swarm.text
+        assert "- reader: read, in-process, started; MCP: 7 tools (tiny)" in swarm.text
+        assert await lead.next_item(timeout=WAIT) is not None

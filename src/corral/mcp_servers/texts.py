@@ -7,7 +7,7 @@ from __future__ import annotations
 from collections.abc import Mapping
 from typing import Any
 
-__all__ = ["failed_servers", "report_text"]
+__all__ = ["failed_servers", "report_brief", "report_text"]
 
 _SHOWN_TOOLS = 8
 """Tool names a report line lists per server before `+N more`."""
@@ -52,3 +52,15 @@ def failed_servers(details: Mapping[str, Any]) -> list[str]:
         for name, outcome in servers.items()
         if outcome.get("state") != "ready"
     ]
+
+
+def report_brief(details: Mapping[str, Any] | None) -> str | None:
+    """`MCP: 12 tools (git, fs); not available: broken` — a swarm member's short form — or `None`."""
+    servers = (details or {}).get("servers") or {}
+    if not servers:
+        return None
+    ready = [name for name, outcome in servers.items() if outcome.get("state") == "ready"]
+    count = sum(len(outcome.get("tools") or ()) for outcome in servers.values())
+    text = f"MCP: {count} tool{'s' if count != 1 else ''}" + (f" ({', '.join(ready)})" if ready else "")
+    missing = [name for name in servers if name not in ready]
+    return text + (f"; not available: {', '.join(missing)}" if missing else "")

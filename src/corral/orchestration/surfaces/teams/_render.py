@@ -134,7 +134,12 @@ def _member_line(member: SpawnResult | SwarmFailure) -> str:
     if isinstance(member, SwarmFailure):
         return f"- {member.name}: failed — {member.error}"
     where = f"queued at position {member.queue_position}" if member.queued else "started"
-    return f"- {member.name}: {member.role}, {member.mode}, {where}"
+    line = f"- {member.name}: {member.role}, {member.mode}, {where}"
+    if member.mcp is not None and member.mcp.servers:
+        from corral.mcp_servers.texts import report_brief
+
+        line += f"; {report_brief(member.mcp.to_details())}"
+    return line
 
 
 def render_swarm(result: SwarmResult) -> str:
