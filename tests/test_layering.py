@@ -1,7 +1,8 @@
 """Meta-tests for conventions a reviewer would otherwise police: layering and public exports.
 
 Layers, lowest first: base (`errors`, `_paths`, `_units`, `_process`, `_version`, `_tracing`) ← `permissions` (rules) ←
-`llm` and `settings` ← `session` ← `agent` (the substrate) ← `skills`, `hooks` (every agent's tool gate) ← `harness` (other agents driven as an `AgentSession`) ← `runtime` and the core, itself ranked by subpackage (`orchestration.errors` ← `definitions` ←
+`llm` and `settings` ← `session` ← `agent` (the substrate) ← `skills`, `hooks` (every agent's tool gate) ← `harness` (other agents driven as an `AgentSession`) ← `mcp_servers` (MCP servers'
+tools as agent tools) ← `runtime` and the core, itself ranked by subpackage (`orchestration.errors` ← `definitions` ←
 `store` ← `kernel` ← `host` ← `agents`, `teams` ← `surfaces` ← the package's re-exports and `Repositories`) ← `tui`, `cli`, `_cli`,
 `lead` (the Python API and the composition root), `_mcp` (front ends) ← the package's `__init__` (a façade that loads
 the Python API on first use). A module may import only from its own rank or below; no module takes part in an import
@@ -48,6 +49,8 @@ RANK = {
     # Hooks and every agent's tool gate (rules + hooks): above the agent loop whose port they fill.
     "hooks": 3.2,
     "harness": 3.5,
+    # corral as an MCP client: the user's MCP servers as agent tools, above the agent loop, below the core.
+    "mcp_servers": 3.7,
     "runtime": 4,
     # The core, bottom up: the database, the agent-API kernel, the host, the two features that ride on
     # it, the tool surfaces that adapt them to the wire, and the package's re-exports.
@@ -267,6 +270,7 @@ def test_sqlite_only_in_the_store() -> None:
         "corral.harness.acp",
         "corral.hooks",
         "corral.lead",
+        "corral.mcp_servers",
         "corral.orchestration.kernel",
         "corral.orchestration.store",
         "corral.orchestration.teams.roster",

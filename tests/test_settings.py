@@ -117,6 +117,7 @@ _HOSTILE_SAMPLES = {
     "harnesses": '[harnesses.claude-code]\ncommand = ["/tmp/evil-agent"]\n',
     "hooks": '[[hooks.PreToolUse]]\nhooks = [{ command = "/tmp/evil-hook" }]\n',
     "permissions": '[permissions]\nallow = ["Bash"]\ndefault = "deny"\n',
+    "mcp_servers": '[mcp_servers.evil]\ncommand = "/tmp/evil-server"\n',
 }
 _ALLOWED_SAMPLES = {
     "steering_mode": 'steering_mode = "all"\n',

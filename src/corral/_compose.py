@@ -44,6 +44,7 @@ if TYPE_CHECKING:
     from corral.agent import AgentEvent
     from corral.hooks import AgentIdentity
     from corral.llm import ModelRegistry
+    from corral.mcp_servers import McpReport, McpServers
     from corral.orchestration import Host, Repositories
     from corral.orchestration.host.protocol import WorkerLaunch
     from corral.orchestration.kernel._remote import ChildStore
@@ -311,6 +312,8 @@ class WorkerChild:
     hooks: WorkerHooks
     member: TeamChild | None = None
     port: MemberPort | None = None
+    mcp: McpReport | None = None
+    """What the agent got of its MCP servers from the worker's own sessions, when it has any."""
 
 
 @dataclass(frozen=True)
@@ -333,24 +336,27 @@ class WorkerComposition:
         registry: ModelRegistry,
         settings: Settings,
         cwd: Path,
+        mcp_servers: McpServers | None = None,
     ) -> WorkerChild:
         """The agent as its host described it (built from its definition's spec, or rebuilt from its
         exact parts) and its child: a teams member's (`MemberLaunch`: the member tools over the place's
         port) or a managed agent's (`ask_owner` when its definition allows it); with the work brought
-        back and the budget guard as the place does them.
+        back and the budget guard as the place does them; its MCP servers' tools from the worker's
+        own sessions (`mcp_servers`, one per worker process).
 
         Raises:
             ValueError: The agent cannot be built as described (a read agent without its sandbox).
         """
         place = self.place
         hooks = WorkerHooks(place)
-        agent = await build_launched_agent(
+        agent, mcp = await build_launched_agent(
             launch.agent,
             session=session,
             registry=registry,
             settings=settings,
             cwd=cwd,
             label=generation.label,
+            mcp_servers=mcp_servers,
         )
         if settings.tool_policy:  # the user's rules and hooks, from the settings the host sent in the launch
             from corral.hooks import install_tool_policy
@@ -393,7 +399,7 @@ class WorkerComposition:
         if place.brings_back.work_done is not None:
             child.on_work_done = place.brings_back.work_done
         place.budget_guard(child)
-        return WorkerChild(child, hooks, member, port)
+        return WorkerChild(child, hooks, member, port, mcp)
 
 
 # --- the one function ----------------------------------------------------------------------------

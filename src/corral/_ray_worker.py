@@ -72,6 +72,7 @@ from corral.settings import Settings
 
 if TYPE_CHECKING:
     from corral._compose import MemberPort
+    from corral.mcp_servers import McpServers
     from corral.orchestration.teams.checks._checks import CheckExecution
     from corral.orchestration.teams.remote import RemoteTeams
     from corral.orchestration.teams.roster.records import TeamMemberRecord
@@ -133,6 +134,8 @@ class RayWorker:
         """The cancel events of check commands running here, by the host's token."""
         self._windows: dict[EndpointKey, float] = {}
         """The end of each endpoint's `Retry-After` window the host knows (pushed or reported)."""
+        self._mcp: dict[str, McpServers] = {}
+        """This worker process's MCP sessions, by the `[mcp_servers]` settings they were made from."""
 
     # --- placement -------------------------------------------------------------------------------
 
@@ -200,6 +203,7 @@ class RayWorker:
                 registry=registry,
                 settings=settings,
                 cwd=cwd,
+                mcp_servers=self._mcp_servers(settings, cwd),
             )
             child, port = composed.child, None
             if composed.member is not None:  # a teams member: its port answers for its run
@@ -396,10 +400,29 @@ class RayWorker:
         """The run ids this worker holds."""
         return sorted(self.runs)
 
+    def _mcp_servers(self, settings: Settings, cwd: Path) -> McpServers | None:
+        """The MCP sessions of this worker process for `settings` (made on first use), or `None`."""
+        if not settings.mcp_servers:
+            return None
+        import json
+
+        key = json.dumps(
+            {name: server.model_dump(mode="json") for name, server in settings.mcp_servers.items()},
+            sort_keys=True,
+        )
+        servers = self._mcp.get(key)
+        if servers is None:
+            from corral.mcp_servers import McpServers
+
+            servers = self._mcp[key] = McpServers.from_settings(settings, cwd=cwd)
+        return servers
+
     async def shutdown(self) -> None:
         """End every run and remove the local folder (before the actor is killed)."""
         for run_id in list(self.runs):
             await self.end(run_id)
+        for servers in self._mcp.values():
+            await servers.aclose()
         shutil.rmtree(self.folder, ignore_errors=True)
 
 

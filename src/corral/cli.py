@@ -758,6 +758,35 @@ def permissions_check(
     )
 
 
+mcp_servers_app = _command_group(
+    "mcp-servers",
+    "The MCP servers whose tools the agents get ([mcp_servers] in settings; docs/mcp-servers.md).",
+)
+
+
+@mcp_servers_app.command("list")
+def mcp_servers_list(
+    json_: Annotated[bool, typer.Option("--json", help="Print one JSON object.")] = False,
+) -> None:
+    """List each configured MCP server: transport, command or URL, enabled, and the settings file it is from."""
+    from corral._cli._mcp_servers import list_servers
+
+    raise typer.Exit(list_servers(Path.cwd(), as_json=json_, out=sys.stdout))
+
+
+@mcp_servers_app.command("check")
+def mcp_servers_check(
+    names: Annotated[
+        list[str] | None, typer.Argument(help="Servers to check (default: every enabled one).")
+    ] = None,
+    json_: Annotated[bool, typer.Option("--json", help="Print one JSON object.")] = False,
+) -> None:
+    """Start each server, list its tools (read-only ones marked) and stop it; exit 1 when one does not start."""
+    from corral._cli._mcp_servers import check_servers
+
+    raise typer.Exit(asyncio.run(check_servers(Path.cwd(), names or [], as_json=json_, out=sys.stdout)))
+
+
 @app.command()
 def trust(
     path: Annotated[

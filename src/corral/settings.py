@@ -74,6 +74,7 @@ __all__ = [
     "HookEvent",
     "HookGroupSettings",
     "HooksSettings",
+    "McpServerSettings",
     "ModelPriceSettings",
     "ModelSettings",
     "PermissionsSettings",
@@ -553,6 +554,61 @@ class PermissionsSettings(_Section):
         return not (self.allow or self.ask or self.deny) and self.default == "allow"
 
 
+_MCP_SERVER_NAME = re.compile(r"[A-Za-z0-9][A-Za-z0-9_-]*")
+
+
+class McpServerSettings(_Section):
+    """`[mcp_servers.<name>]`: an MCP server whose tools corral's agents get as `mcp__<name>__<tool>`
+    (docs/mcp-servers.md). Give `command` (a program corral starts and talks to over its stdin and
+    stdout) or `url` (a streamable HTTP endpoint), not both."""
+
+    command: str | None = Field(default=None, min_length=1)
+    """The program of a stdio server, e.g. `"npx"` or `"/usr/local/bin/mcp-server-git"`."""
+    args: list[str] = Field(default_factory=list)
+    """Its arguments (stdio only; default none)."""
+    env: dict[str, str] = Field(default_factory=dict)
+    """Environment variables it gets besides `HOME`, `LOGNAME`, `PATH`, `SHELL`, `TERM` and `USER`,
+    which it inherits (stdio only; default none)."""
+    cwd: str | None = None
+    """Its working directory (stdio only; default: the directory corral runs in)."""
+    url: str | None = None
+    """A streamable HTTP server's endpoint, `http://…` or `https://…`."""
+    headers: dict[str, str] = Field(default_factory=dict)
+    """HTTP headers sent with every request, e.g. `Authorization` (HTTP only; default none)."""
+    enabled: bool = True
+    """Whether agents get its tools (default `true`)."""
+    startup_timeout_s: float = Field(default=30.0, gt=0)
+    """Seconds it may take to start and list its tools (default `30`)."""
+    tool_timeout_s: float = Field(default=120.0, gt=0)
+    """Seconds one tool call may take before it fails (default `120`)."""
+
+    @field_validator("startup_timeout_s", "tool_timeout_s", mode="before")
+    @classmethod
+    def _int_is_float(cls, value: Any) -> Any:
+        return _float_of_int(value)
+
+    @model_validator(mode="after")
+    def _check_transport(self) -> McpServerSettings:
+        if (self.command is None) == (self.url is None):
+            raise ValueError(
+                "give `command` (a stdio server) or `url` (a streamable HTTP server), exactly one of them"
+            )
+        if self.url is not None:
+            stdio_only = [key for key in ("args", "env", "cwd") if getattr(self, key)]
+            if stdio_only:
+                raise ValueError(f"`{stdio_only[0]}` is for a stdio server (`command`), not one with a `url`")
+            if not self.url.startswith(("http://", "https://")):
+                raise ValueError(f"url {self.url!r} must start with http:// or https://")
+        elif self.headers:
+            raise ValueError("`headers` is for an HTTP server (`url`), not one with a `command`")
+        return self
+
+    @property
+    def transport(self) -> Literal["stdio", "http"]:
+        """`stdio` (a `command`) or `http` (a `url`)."""
+        return "stdio" if self.command is not None else "http"
+
+
 class Settings(_Section):
     """All settings, with their defaults. Build with [`load_settings`][corral.settings.load_settings]."""
 
@@ -597,6 +653,8 @@ class Settings(_Section):
     harnesses: dict[str, HarnessSettings] = Field(default_factory=dict)
     """`[harnesses.<name>]` tables: the command and environment of a harness's agents
     (docs/harnesses.md)."""
+    mcp_servers: dict[str, McpServerSettings] = Field(default_factory=dict)
+    """`[mcp_servers.<name>]` tables: MCP servers whose tools the agents get (docs/mcp-servers.md)."""
     isolation: Literal["shared", "worktree"] = "shared"
     """Where write agents work: `shared` (default: the lead's working tree) or `worktree` (each gets
     its own git worktree and branch `corral/<name>-<run>`, merged back with `corral merge`; see
@@ -622,6 +680,17 @@ class Settings(_Section):
                 parse_model_ref(value)
             except ModelRefError as exc:
                 raise ValueError(str(exc)) from None
+        return value
+
+    @field_validator("mcp_servers")
+    @classmethod
+    def _check_mcp_server_names(cls, value: dict[str, McpServerSettings]) -> dict[str, McpServerSettings]:
+        for name in value:
+            if _MCP_SERVER_NAME.fullmatch(name) is None or "__" in name:
+                raise ValueError(
+                    f"{name!r} is not a server name: use letters, digits, `-` and single `_` (its tools are "
+                    "named mcp__<server>__<tool>)"
+                )
         return value
 
     @model_validator(mode="after")

@@ -57,6 +57,11 @@ def _peer(out: dict[str, Any]) -> None:
     assert out["fake_server"]["listen_drops"] in (0, None), out
 
 
+def _shared_server(out: dict[str, Any]) -> None:
+    # Every agent of the lead's process is answered by the one server process its host started.
+    assert out["shared"]["server_processes"] == 1 and out["shared"]["agents"] == 3, out
+
+
 def _harness(out: dict[str, Any]) -> None:
     assert out["fake_agent"]["corral_overhead"]["n"] == 2, out
     assert out["fan_out"]["agents"] == 2 and out["fan_out"]["corral_rss_mb"]["peak"] > 0, out
@@ -150,6 +155,11 @@ SMOKES: dict[str, Smoke] = {
                 "startup_to_tools_list",
             }
         ),
+    ),
+    "bench_mcp_client": Smoke(
+        ("--iterations", "3", "--warmup", "1", "--agents", "3", "--calls", "1"),
+        frozenset({"overhead", "shared"}),
+        check=_shared_server,
     ),
     "bench_peer": Smoke(
         ("--n", "2", "--runs", "1", "--fanout", "3"),

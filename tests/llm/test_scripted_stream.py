@@ -505,7 +505,9 @@ async def test_last_custom_passes_over_a_later_note_without_details(tmp_path: Pa
     from corral.session import convert_to_llm
 
     model = make_model(tmp_path, "steps:\n  - text: 'status {{ last_custom.status }}'\n")
-    result = CustomMessage(custom_type="corral-agent-result", content="Agent result", details={"status": "done"})
+    result = CustomMessage(
+        custom_type="corral-agent-result", content="Agent result", details={"status": "done"}
+    )
     guidance = CustomMessage(custom_type="corral-delegation-guidance", content="wait for it", display=False)
     messages = convert_to_llm([UserMessage(content="go"), result, guidance])
     assert final(await collect(model, ctx(*messages))).text == "status done"

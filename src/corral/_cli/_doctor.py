@@ -49,7 +49,7 @@ class Check:
 
     name: str
     """Which check: `data_root`, `store`, `checks`, `worktrees`, `sandbox`, `tmux`, `tmux_workers`, `ray_workers`,
-    `ray`, `settings`, `endpoint`, `definitions` or `harness`."""
+    `ray`, `settings`, `mcp_servers`, `endpoint`, `definitions` or `harness`."""
     status: CheckStatus
     """`ok`, `warn` or `fail`."""
     message: str
@@ -618,6 +618,44 @@ async def _check_harnesses(settings: Settings | None) -> list[Check]:
     return list(await asyncio.gather(*(_check_harness(name, settings) for name in ACP_PRESETS)))
 
 
+def _check_mcp_servers(settings: Settings | None) -> list[Check]:
+    """One `mcp_servers` line when servers are configured: the SDK is there and each stdio server's
+    program is found (nothing is started; `corral mcp-servers check` starts them)."""
+    import importlib.util
+
+    if settings is None or not settings.mcp_servers:
+        return []
+    enabled = sorted(name for name, server in settings.mcp_servers.items() if server.enabled)
+    if importlib.util.find_spec("mcp") is None:
+        from corral.mcp_servers import INSTALL_HINT
+
+        return [
+            Check("mcp_servers", "warn", f"{len(enabled)} enabled, but no agent gets them: {INSTALL_HINT}")
+        ]
+    missing = []
+    for name in enabled:
+        server = settings.mcp_servers[name]
+        if server.command is not None and shutil.which(server.command, path=None) is None:
+            missing.append(f"{name} ({server.command!r} not found on PATH)")
+    if missing:
+        return [
+            Check(
+                "mcp_servers",
+                "warn",
+                f"{len(missing)} of {len(enabled)} enabled servers cannot start: {', '.join(missing)}; "
+                "agents are told which failed",
+            )
+        ]
+    names = ", ".join(enabled) or "none enabled"
+    return [
+        Check(
+            "mcp_servers",
+            "ok",
+            f"{names}: configured; `corral mcp-servers check` starts them and lists their tools",
+        )
+    ]
+
+
 async def run_checks(cwd: Path) -> list[Check]:
     """Run every check for the current data root and `cwd` (for the project settings).
 
@@ -626,7 +664,7 @@ async def run_checks(cwd: Path) -> list[Check]:
 
     Returns:
         The checks in a fixed order: data root, store, checks, sandbox, tmux, tmux workers, settings,
-        endpoint (per custom provider), definitions, harness (per preset).
+        MCP servers (when configured), endpoint (per custom provider), definitions, harness (per preset).
     """
     from corral._paths import corral_home
     from corral.orchestration import default_store_path
@@ -667,6 +705,7 @@ async def run_checks(cwd: Path) -> list[Check]:
         if store is not None:
             store.close()
     checks += settings_checks
+    checks += _check_mcp_servers(settings)
     checks += await _check_endpoints(settings)
     checks += _check_definitions(cwd)
     checks += _check_skills(cwd)

@@ -64,6 +64,7 @@ from corral.settings import Settings
 
 if TYPE_CHECKING:
     from corral._compose import MemberPort
+    from corral.mcp_servers import McpReport, McpServers
     from corral.orchestration.teams.roster.records import TeamMemberRecord
 
 __all__ = ["POLL_S", "main", "run_worker"]
@@ -159,16 +160,37 @@ async def run_worker(run_id: str, store_path: Path, launch_path: Path, *, out: T
         cwd = Path(generation.cwd)
         registry = ModelRegistry(settings, cwd=cwd)
         session = SessionManager.open(Path(generation.session_path))
+        mcp_servers = None
+        if settings.mcp_servers:  # this worker's own sessions of the agent's MCP servers
+            from corral.mcp_servers import McpServers
+
+            mcp_servers = McpServers.from_settings(settings, cwd=cwd)
         try:
-            composed, inbox = await _child(launch, store, generation, task, session, registry, settings, view)
+            composed, inbox = await _child(
+                launch, store, generation, task, session, registry, settings, view, mcp_servers
+            )
+            if composed.mcp is not None:
+                _show_mcp(view, composed.mcp)
             composed.child.agent.subscribe(view.on_event)
             heartbeat = Path(launch.heartbeat) if launch.heartbeat else None
             store.kernel.record_started(run_id, pid=os.getpid(), pane_id=os.environ.get("TMUX_PANE") or None)
             return await _serve(store, composed, view, heartbeat, inbox)
         finally:
+            if mcp_servers is not None:
+                await mcp_servers.aclose()
             session.close()
     finally:
         store.close()
+
+
+def _show_mcp(view: _View, report: McpReport) -> None:
+    """The pane's lines for the agent's MCP servers: what it got, and each server it did not get."""
+    from corral.mcp_servers.texts import failed_servers, report_text
+
+    details = report.to_details()
+    view.line(report_text(details) or "MCP servers: none")
+    for line in failed_servers(details):
+        print(f"corral worker: {line}", file=sys.stderr)
 
 
 async def _child(
@@ -180,6 +202,7 @@ async def _child(
     registry: ModelRegistry,
     settings: Settings,
     view: _View,
+    mcp_servers: McpServers | None = None,
 ) -> tuple[WorkerChild, Callable[[], None] | None]:
     """The agent as its host described it and its child, composed at this worker's place
     (`tmux_place`); a teams member's inbox poller (messages sent to it arrive in its store inbox,
@@ -194,6 +217,7 @@ async def _child(
             registry=registry,
             settings=settings,
             cwd=Path(generation.cwd),
+            mcp_servers=mcp_servers,
         )
     except ValueError as exc:  # fail closed: a read agent never continues without its sandbox
         raise WorkerError(str(exc)) from None

@@ -172,6 +172,8 @@ class AgentSession(LoopMixin):
         self._tool_gate: ToolGate | None = None
         self._tool_approver: ToolApprover | None = None
         self._noticed_models: set[str] = set()
+        self._tool_sources: list[Callable[[], Awaitable[Sequence[AgentTool]]]] = []
+        """Tools to resolve before the next run's first model request (`add_tool_source`)."""
 
         is_new = not session.entries
         context = session.build_context()
@@ -611,6 +613,18 @@ class AgentSession(LoopMixin):
         if self._tools.pop(name, None) is not None:
             self._tools_changed()
 
+    def add_tool_source(self, source: Callable[[], Awaitable[Sequence[AgentTool]]]) -> None:
+        """Tools that come from elsewhere (an MCP server): `source` is awaited once, at the start of the
+        next run, before its first model request, and the tools it returns are registered. It reports
+        its own failures (an empty list); an exception it raises ends that run like a model error would."""
+        self._tool_sources.append(source)
+
+    async def _resolve_tool_sources(self) -> None:
+        while self._tool_sources:
+            source = self._tool_sources.pop(0)
+            for tool in await source():
+                self.register_tool(tool)
+
     def _tools_changed(self) -> None:
         self._tool_definitions_cache = None
         self._built_system_prompt = None
@@ -734,6 +748,8 @@ class AgentSession(LoopMixin):
         self._retry_attempt = 0
         self._overflow_recovered = False
         try:
+            if self._tool_sources:
+                await self._resolve_tool_sources()
             if self._threshold_exceeded():
                 await self._compact("threshold", will_retry=False)
             while True:

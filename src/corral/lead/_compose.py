@@ -57,6 +57,7 @@ if TYPE_CHECKING:
     from collections.abc import AsyncIterator
 
     from corral.llm import AssistantMessageEvent, LlmContext, StreamOptions
+    from corral.mcp_servers import McpReport, McpServers
     from corral.orchestration import Caller, GenerationRecord
 
     from ._host import ComposedHost as Host
@@ -160,6 +161,13 @@ class Launched:
     the terminal app shows them as notices too."""
     prompt: PromptOverrides = field(default_factory=lambda: PromptOverrides())
     """The system prompt overrides the agent was built with."""
+    mcp_servers: McpServers | None = None
+    """This process's MCP servers (`[mcp_servers]`), shared by the lead and its in-process agents;
+    `None` when none is configured. They start on the lead's first run."""
+    mcp_report: McpReport | None = None
+    """What the lead got of its MCP servers, once its first run started them."""
+    mcp_notice: Callable[[str], None] = field(default=lambda line: warn(line), repr=False)
+    """Where a line naming a server the lead did not get goes (default: stderr; the app shows a notice)."""
     _agents: LeadAgents | None = field(default=None, init=False, repr=False)
 
     @property
@@ -211,6 +219,7 @@ class Launched:
             agent = _build_agent(
                 session, model, level, self.tool_names, self.settings, self.cwd, prompt=self.prompt
             )
+            self._give_mcp(agent)
         except BaseException:
             session.close()
             raise
@@ -241,6 +250,7 @@ class Launched:
             repositories=repositories,
             registry=self.registry,
             settings=self.settings,
+            mcp_servers=self.mcp_servers,
         )
         no_model = NO_AGENT_MODEL if self.model_source == "program" else None
         self.caller = await self.host.attach_lead(self.agent, surfaces=self.surfaces, no_model=no_model)
@@ -356,10 +366,30 @@ class Launched:
                 )
         return lines
 
+    def _give_mcp(self, agent: AgentSession) -> None:
+        """The lead gets every enabled MCP server: their tools join before its first model request
+        (the servers start then); a server that failed is named on stderr once."""
+        servers = self.mcp_servers
+        if servers is None or not self.has_model:
+            return
+        grant = servers.lead_grant()
+        servers.remember(agent.session.session_id, grant)
+
+        def got(report: McpReport) -> None:
+            from corral.mcp_servers.texts import failed_servers
+
+            self.mcp_report = report
+            for line in failed_servers(report.to_details()):
+                self.mcp_notice(line)
+
+        agent.add_tool_source(servers.source(grant, got))
+
     async def aclose(self) -> None:
-        """Stop managed agents that run in this process and close the store."""
+        """Stop managed agents that run in this process and close the store (and the MCP servers)."""
         if self.host is not None:
             await self.host.aclose()
+        if self.mcp_servers is not None:
+            await self.mcp_servers.aclose()
 
 
 def _lost_line(who: str, resume: str, generation: GenerationRecord) -> str:
@@ -539,7 +569,7 @@ def _launch_session(opts: LaunchOptions, note: Callable[[str], None]) -> Launche
     except BaseException:
         session.close()
         raise
-    return Launched(
+    launched = Launched(
         agent=agent,
         session=session,
         settings=settings,
@@ -551,6 +581,13 @@ def _launch_session(opts: LaunchOptions, note: Callable[[str], None]) -> Launche
         cwd=cwd,
         prompt=opts.prompt,
     )
+    if settings.mcp_servers:
+        from corral.mcp_servers import McpServers, preload_sdk
+
+        launched.mcp_servers = McpServers.from_settings(settings, cwd=cwd)
+        launched._give_mcp(agent)
+        preload_sdk()  # the servers start with the lead's first run: their SDK loads meanwhile
+    return launched
 
 
 def _surfaces(opts: LaunchOptions, settings: Settings) -> list[str]:

@@ -269,6 +269,7 @@ class CorralApp(App[int]):
         self.launched = launched
         for warning in launched.settings_warnings:  # e.g. an untrusted project's ignored keys
             self.notice(warning, kind="warning")
+        launched.mcp_notice = lambda line: self.notice(f"warning: {line}", kind="warning")
 
         def forward(event: AgentEvent) -> None:
             self.post_message(LeadEvent(event))

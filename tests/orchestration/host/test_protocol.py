@@ -19,6 +19,7 @@ from hypothesis import strategies as st
 from corral._ray_worker import RAY_WORKER_PARTS, RayWorker
 from corral._tmux.worker import WORKER_PARTS
 from corral.llm import THINKING_LEVELS
+from corral.mcp_servers import McpGrant
 from corral.orchestration import Repositories
 from corral.orchestration.host._ray_launch import RayLaunch
 from corral.orchestration.host._worker import read_launch_file, write_launch_file
@@ -41,6 +42,9 @@ PARTS = (MemberLaunch, WorkspaceLaunch)
 text = st.text(max_size=40)
 names = st.lists(st.sampled_from(["read", "bash", "edit", "write", "grep", "find", "ls"]), max_size=7)
 thinking = st.sampled_from(THINKING_LEVELS)
+grants = st.none() | st.builds(
+    McpGrant, st.lists(st.sampled_from(["git", "fs", "everything"]), max_size=3).map(tuple), st.booleans()
+)
 
 built_agents = st.builds(
     BuiltAgent,
@@ -50,6 +54,7 @@ built_agents = st.builds(
     tools=st.none() | names.map(tuple),
     sandbox=st.booleans(),
     ask_owner=st.booleans(),
+    mcp=grants,
 )
 defined_agents = st.builds(
     ManagedAgentSpec,
@@ -60,6 +65,7 @@ defined_agents = st.builds(
     tool_names=names.map(tuple),
     body=text,
     system_prompt_mode=st.sampled_from(["append", "replace"]),
+    mcp=grants,
 )
 members = st.builds(
     TeamMemberRecord,

@@ -57,7 +57,9 @@ async def test_a_queued_spawn_waits_for_the_endpoints_window(tmp_path: Path) -> 
         async with teams_env(tmp_path, "lead", settings=settings, registry=registry) as env:
             lead = env.caller.session_id
             await env.teams.spawning.spawn(env.caller, parse_spawn({"name": "first", "prompt": "p"}))
-            queued = await env.teams.spawning.spawn(env.caller, parse_spawn({"name": "second", "prompt": "p"}))
+            queued = await env.teams.spawning.spawn(
+                env.caller, parse_spawn({"name": "second", "prompt": "p"})
+            )
             assert queued.queued is True
 
             def second_started() -> bool:

@@ -87,7 +87,9 @@ async def test_agent_message_to_lead_is_delivered_once_and_wakes_it(tmp_path: Pa
         assert messages[0]["details"]["from"] == "a"
         # It is stored in the lead's inbox as read (delivered).
         details = inbox_details(
-            await env.teams.messages.read_inbox(env.caller, ReadInboxRequest(unread_only=False, mark_as_read=False))
+            await env.teams.messages.read_inbox(
+                env.caller, ReadInboxRequest(unread_only=False, mark_as_read=False)
+            )
         )
         assert [m["from"] for m in details["messages"]] == ["a"]
         assert details["messages"][0]["read"] is True
@@ -125,7 +127,9 @@ async def test_lead_message_steers_a_live_agent_and_missing_recipients_fail(tmp_
         with pytest.raises(InvalidRequestError, match="recipient is required"):
             await env.teams.messages.send_message(env.caller, SendMessageRequest(recipient=None, content="x"))
         with pytest.raises(TargetNotFoundError, match="agent is not running"):
-            await env.teams.messages.send_message(env.caller, SendMessageRequest(recipient="ghost", content="x"))
+            await env.teams.messages.send_message(
+                env.caller, SendMessageRequest(recipient="ghost", content="x")
+            )
         sent = await env.teams.messages.send_message(
             env.caller, SendMessageRequest(recipient="a", content="focus on auth")
         )

@@ -48,6 +48,7 @@ from corral.session import CustomEntry, CustomMessageEntry, SessionError, Sessio
 
 if TYPE_CHECKING:
     from corral.llm import ModelRegistry
+    from corral.mcp_servers import McpGrant, McpReport, McpServers
     from corral.orchestration.agents.commands import ContinueParams, DelegateParams
     from corral.orchestration.host._host import Host
     from corral.orchestration.host.protocol import AgentDescription, ManagedAgentSpec, WorkerLaunch
@@ -63,6 +64,7 @@ __all__ = [
     "build_managed_agent",
     "managed_agent_spec",
     "managed_header",
+    "mcp_grant",
 ]
 
 DEFINITION_ENTRY = "corral-agent-definition"
@@ -104,8 +106,10 @@ def managed_agent_spec(
     thinking: ThinkingLevel,
     *,
     skills: tuple[str, ...] = (),
+    mcp: McpGrant | None = None,
 ) -> ManagedAgentSpec:
-    """The spec of a managed agent of definition `defn` on `model`, granted `skills`."""
+    """The spec of a managed agent of definition `defn` on `model`, granted `skills` (and the MCP
+    servers of `mcp`)."""
     from corral.orchestration.host.protocol import ManagedAgentSpec
 
     return ManagedAgentSpec(
@@ -117,6 +121,7 @@ def managed_agent_spec(
         body=defn.body.strip(),
         system_prompt_mode=defn.system_prompt_mode,
         skills=skills,
+        mcp=mcp,
     )
 
 
@@ -172,10 +177,12 @@ async def build_launched_agent(
     settings: Settings,
     cwd: Path,
     label: str,
-) -> AgentSession:
+    mcp_servers: McpServers | None = None,
+) -> tuple[AgentSession, McpReport | None]:
     """The agent of a worker launch (`WorkerLaunch.agent`), on the tmux and Ray workers alike: built
     from its definition's spec (`build_managed_agent`), or rebuilt from its exact parts
-    (`agent_from_description`: a teams member, an agent moved there by a handoff).
+    (`agent_from_description`: a teams member, an agent moved there by a handoff); with the tools of
+    its MCP servers from the worker's own sessions (`mcp_servers`), and what it got of them.
 
     Raises:
         ValueError: A read agent's sandbox does not work here (it never runs without it).
@@ -185,10 +192,15 @@ async def build_launched_agent(
 
     if isinstance(described, ManagedAgentSpec):
         model = registry.create_model(registry.resolve(described.model_ref), cwd=cwd)
-        return build_managed_agent(described, session=session, model=model, cwd=cwd, settings=settings)
-    return await agent_from_description(
-        described, session=session, registry=registry, settings=settings, cwd=cwd, label=label
-    )
+        agent = build_managed_agent(described, session=session, model=model, cwd=cwd, settings=settings)
+    else:
+        agent = await agent_from_description(
+            described, session=session, registry=registry, settings=settings, cwd=cwd, label=label
+        )
+    report = None
+    if described.mcp is not None and described.mcp.servers and mcp_servers is not None:
+        report = await mcp_servers.give(agent, described.mcp)
+    return agent, report
 
 
 def _session_path_of(session_id: str, cwd: Path) -> str | None:
@@ -279,11 +291,13 @@ class Delegation:
             def record(draft: LaunchDraft) -> tuple[Recorded, Model, ThinkingLevel]:
                 return self._record_new(caller, params.label, defn, draft, fork_source, task_text)
 
-            steps = _ManagedSteps(host, defn, record, skill_ceiling=_skill_ceiling(caller))
+            steps = _ManagedSteps(host, defn, record, skill_ceiling=_skill_ceiling(caller),
+                mcp=mcp_grant(host.mcp_servers, caller, defn),
+            )
             stages.extend(self._workspace_stages(steps, caller.scope == "lead" and is_delegating(defn)))
             plan = LaunchPlan("delegate", cwd, stages=stages, startup_s=_startup_s(params.timeout_ms))
             generation = await host.launcher.launch(plan, steps)
-            return _delegate_result("delegate", generation, steps.task, steps.skill_names)
+            return _delegate_result("delegate", generation, steps.task, steps.skill_names, steps.mcp_report)
 
     def _record_new(
         self,
@@ -435,11 +449,13 @@ class Delegation:
                     ) from None
                 return Recorded(generation, task, session), model, thinking
 
-            steps = _ManagedSteps(host, defn, record, skill_ceiling=_skill_ceiling(caller))
+            steps = _ManagedSteps(host, defn, record, skill_ceiling=_skill_ceiling(caller),
+                mcp=mcp_grant(host.mcp_servers, caller, defn),
+            )
             stages = self._workspace_stages(steps, caller.scope == "lead" and is_delegating(defn))
             plan = LaunchPlan("continue", cwd, stages=stages, startup_s=_startup_s(params.timeout_ms))
             generation = await host.launcher.launch(plan, steps)
-            return _delegate_result("continue", generation, steps.task, steps.skill_names)
+            return _delegate_result("continue", generation, steps.task, steps.skill_names, steps.mcp_report)
 
     # --- shared -----------------------------------------------------------------------------------
 
@@ -611,6 +627,7 @@ class _ManagedSteps(LaunchSteps):
         record: Callable[[LaunchDraft], tuple[Recorded, Model, ThinkingLevel]],
         *,
         skill_ceiling: tuple[str, ...] | None = None,
+        mcp: tuple[McpGrant, tuple[str, ...]] | None = None,
     ) -> None:
         self.host = host
         self.defn = defn
@@ -618,6 +635,11 @@ class _ManagedSteps(LaunchSteps):
         self.skill_ceiling = skill_ceiling
         """The most skills the agent may get: its owner's (`None`: the lead's, every skill found)."""
         self._skills: SkillCatalog | None = None
+        self.mcp = mcp
+        """The agent's MCP grant and the servers its definition names that it does not get, or `None`
+        (no server configured)."""
+        self.mcp_report: McpReport | None = None
+        """What the agent got of its MCP servers, once built (or, on a worker, as this host lists them)."""
         self._recorded: Recorded | None = None
         self._model: Model | None = None
         self._thinking: ThinkingLevel = "off"
@@ -659,8 +681,9 @@ class _ManagedSteps(LaunchSteps):
     def _spec(self, recorded: Recorded) -> ManagedAgentSpec:
         assert self._model is not None
         skills = tuple(skill.name for skill in self.skills(recorded).offered())
+        grant = None if self.mcp is None else self.mcp[0]
         return managed_agent_spec(
-            self.defn, recorded.generation.label, self._model, self._thinking, skills=skills
+            self.defn, recorded.generation.label, self._model, self._thinking, skills=skills, mcp=grant
         )
 
     async def build(self, recorded: Recorded) -> ManagedChild:
@@ -678,6 +701,10 @@ class _ManagedSteps(LaunchSteps):
             settings=host.settings,
             skills=self.skills(recorded),
         )
+        servers = host.mcp_servers
+        if self.mcp is not None and servers is not None:
+            grant, missing = self.mcp
+            self.mcp_report = await servers.give(agent, grant, missing=missing)
         child = ManagedChild(
             store=host.kernel,
             agent=agent,
@@ -733,6 +760,19 @@ class _ManagedSteps(LaunchSteps):
             )
             self.host.install_surfaces(child.agent, caller, ("agent",))
 
+    async def before_worker(self, recorded: Recorded) -> None:
+        """An agent on a worker opens its own MCP sessions there; its result names the servers and
+        tools as this host's sessions list them (they are started here for that, if they were not)."""
+        servers = self.host.mcp_servers
+        if self.mcp is None or servers is None:
+            return
+        import dataclasses
+
+        grant, missing = self.mcp
+        toolset = await servers.toolset(grant, missing=missing)
+        servers.remember(recorded.session.session_id, grant)
+        self.mcp_report = dataclasses.replace(toolset.report, listed_here=False)
+
     def worker_launch(self, recorded: Recorded) -> WorkerLaunch:
         """The worker builds the agent from its spec; a remote worker first checks that its node
         shares the agent's workspace (workspaces' part: the cwd's path, git top and HEAD, and the
@@ -785,8 +825,27 @@ def _skill_ceiling(caller: Caller) -> tuple[str, ...] | None:
     return None if caller.scope == "lead" else skill_names_of(caller.agent)
 
 
+def mcp_grant(
+    servers: McpServers | None, caller: Caller, defn: AgentDefinition
+) -> tuple[McpGrant, tuple[str, ...]] | None:
+    """The MCP servers an agent of `defn` started by `caller` gets: narrowed from the caller's (the
+    lead's: every enabled server; a delegating agent's: its own), read-only tools only for an agent
+    that cannot change files; with the names its definition asks for that the caller lacks. `None`
+    when no server is configured, or for an ACP agent (its own program; not yet given servers)."""
+    if servers is None or is_acp(defn.harness):
+        return None
+    from corral.mcp_servers import NO_MCP, narrow
+
+    parent = servers.lead_grant() if caller.scope == "lead" else servers.grant_of(caller.session_id) or NO_MCP
+    return narrow(parent, defn.mcp, read_only=not _writes(defn))
+
+
 def _delegate_result(
-    action: Any, generation: GenerationRecord, task: RequestRecord, skills: tuple[str, ...] = ()
+    action: Any,
+    generation: GenerationRecord,
+    task: RequestRecord,
+    skills: tuple[str, ...] = (),
+    mcp: McpReport | None = None,
 ) -> DelegateResult:
     """The `delegate`/`continue` result of a started, acknowledged generation."""
     return DelegateResult(
@@ -800,4 +859,5 @@ def _delegate_result(
         request_id=task.request_id,
         run_id=generation.run_id,
         skills=skills,
+        mcp=mcp,
     )

@@ -9,7 +9,10 @@ runtime's identity evidence: `pane_id` is the runtime id of the generation
 from __future__ import annotations
 
 from dataclasses import KW_ONLY, dataclass, field
-from typing import Any, Literal
+from typing import TYPE_CHECKING, Any, Literal
+
+if TYPE_CHECKING:
+    from corral.mcp_servers import McpReport
 
 __all__ = [
     "CloseResult",
@@ -39,10 +42,13 @@ class DelegateResult:
     """Kept for callers; not part of `details`."""
     skills: tuple[str, ...] = ()
     """The skills the agent got, by name (docs/skills.md); in `details` only when there are any."""
+    mcp: McpReport | None = None
+    """What the agent got of its MCP servers (`None`: none is configured)."""
 
     def to_details(self) -> dict[str, Any]:
         """`{ok, action, agent, definition, owner_session_id, pane_id, session_id, session_path, request_id}`,
-        plus `skills` when the agent got any."""
+        plus `skills` when the agent got any and `mcp` (`McpReport.to_details`) when it was given MCP
+        servers."""
         details: dict[str, Any] = {
             "ok": True,
             "action": self.action,
@@ -56,6 +62,8 @@ class DelegateResult:
         }
         if self.skills:
             details["skills"] = list(self.skills)
+        if self.mcp is not None and self.mcp.servers:
+            details["mcp"] = self.mcp.to_details()
         return details
 
 

@@ -51,7 +51,7 @@ import stat
 from collections.abc import Callable, Mapping, Sequence
 from dataclasses import KW_ONLY, dataclass, field, replace
 from pathlib import Path
-from typing import Any, Literal
+from typing import TYPE_CHECKING, Any, Literal
 
 from pydantic import ValidationError
 
@@ -67,6 +67,9 @@ from corral.orchestration.errors import InvalidRequestError
 from corral.settings import AgentBudgetSettings
 from corral.skills import SkillChoice
 from corral.trust import TrustStoreError, is_trusted, trust_store_path
+
+if TYPE_CHECKING:
+    from corral.mcp_servers import McpChoice
 
 __all__ = [
     "AgentDefinition",
@@ -224,6 +227,9 @@ class AgentDefinition:
     budget: AgentBudgetSettings | None = None
     """Its agents' limits (`budget:` with `agent_tokens`, `agent_cost_usd`, `agent_minutes`); they
     replace the `[budget]` keys they set (docs/fleet.md)."""
+    mcp: McpChoice = "inherit"
+    """Its MCP servers (`mcp:`): `inherit` (default: those of the agent that starts it), `none`, or
+    the names of the ones it keeps of those (docs/mcp-servers.md). Claude Code's `mcpServers` maps here."""
     body: str = ""
     """The prompt text (the Markdown body), with relative `@file` lines made absolute."""
     layer: DefinitionLayer = "bundled"
@@ -287,6 +293,8 @@ class AgentDefinition:
             out["command"] = list(self.command)
         if self.budget is not None:
             out["budget"] = self.budget.model_dump(exclude_unset=True)
+        if self.mcp != "inherit":
+            out["mcp"] = self.mcp if isinstance(self.mcp, str) else list(self.mcp)
         return out
 
 
@@ -597,6 +605,7 @@ class _Merged:
             harness=f.get("harness", CORRAL_HARNESS),
             command=f.get("command", ()),
             budget=f.get("budget"),
+            mcp=f.get("mcp", "inherit"),
             body=self.body,
             layer=self.layer,
             path=self.path,
@@ -882,6 +891,24 @@ def _budget(key: str, value: object) -> AgentBudgetSettings:
         raise _DefinitionFileError(f"{key}.{where}: {error['msg']}") from None
 
 
+_MCP_SERVER_NAME = re.compile(r"[A-Za-z0-9][A-Za-z0-9_-]*")
+
+
+def _mcp(key: str, value: object) -> McpChoice:
+    """`mcp:` — `inherit`, `none`, or a list of `[mcp_servers]` names."""
+    if value in ("inherit", "none"):
+        return value  # type: ignore[return-value]
+    if not isinstance(value, list):
+        raise _DefinitionFileError(
+            f"{key} must be inherit, none or a list of MCP server names (from [mcp_servers]), got {value!r}"
+        )
+    names = _string_list(key, value, unique=True)
+    for name in names:
+        if _MCP_SERVER_NAME.fullmatch(name) is None or "__" in name:
+            raise _DefinitionFileError(f"{key}: {name!r} is not an MCP server name")
+    return names
+
+
 def _mapping(key: str, value: object) -> dict[str, Any]:
     if not isinstance(value, dict):
         raise _DefinitionFileError(f"{key} must be a mapping, got {value!r}")
@@ -914,6 +941,7 @@ _FIELDS: dict[str, _Validator] = {
     "runtime": lambda k, v: _choice(k, v, ("inprocess", "tmux", "ray")),
     "isolation": lambda k, v: _choice(k, v, ("shared", "worktree")),
     "budget": _budget,
+    "mcp": _mcp,
     "harness": _non_empty,
     "command": _argv,
 }
@@ -975,6 +1003,7 @@ _CLAUDE_FIELDS: tuple[str, ...] = (
     "color",
     "permissionMode",
     "skills",
+    "mcpServers",
 )
 _PI_FIELDS: tuple[str, ...] = ("name", "description", "tools", "model", "thinking")
 _INHERIT_ALIASES: tuple[str, ...] = ("sonnet", "opus", "haiku")
@@ -1008,6 +1037,8 @@ def _foreign_fields(
         elif key == "skills":
             choice = _skills(key, value, comma=True)
             out["skills"] = choice if isinstance(choice, str) else list(choice)
+        elif key == "mcpServers":
+            out["mcp"] = list(_claude_mcp_servers(key, value))  # validated again as corral's `mcp`
         elif key == "model":
             ref, alias = _foreign_model(key, value, models)
             if ref is not None:
@@ -1015,6 +1046,26 @@ def _foreign_fields(
         else:  # color, permissionMode: Claude Code's presentation and permission prompts
             _string(key, value)
     return out, alias
+
+
+def _claude_mcp_servers(key: str, value: object) -> tuple[str, ...]:
+    """Claude Code's `mcpServers`: the names of configured servers (a name alone, or a one-key mapping
+    is an inline server, which corral does not take from a definition)."""
+    if isinstance(value, str):
+        value = [value]
+    if isinstance(value, dict):
+        value = [value]
+    if not isinstance(value, list):
+        raise _DefinitionFileError(f"{key} must be a list of MCP server names, got {value!r}")
+    for item in value:
+        if isinstance(item, dict):
+            names = ", ".join(str(name) for name in item)
+            raise _DefinitionFileError(
+                f"{key}: the inline server {names} is not supported; configure it as [mcp_servers.{names}] "
+                "in corral's settings and list its name here"
+            )
+    chosen = _mcp(key, value)  # a list: names
+    return chosen if isinstance(chosen, tuple) else ()
 
 
 def _foreign_tools(key: str, value: object, fmt: DefinitionFormat) -> tuple[str, ...]:

@@ -153,13 +153,14 @@ def _refusal(host: Host, run_id: str, runtime: str) -> tuple[str, str] | None:
     return None
 
 
-def _built_agent(child: ManagedChild) -> BuiltAgent:
+def _built_agent(host: Host, child: ManagedChild) -> BuiltAgent:
     """The agent exactly as it runs here, for its worker to rebuild (`agent_from_description`)."""
     from corral.orchestration.host.protocol import BuiltAgent
     from corral.skills import skill_names_of
 
     agent = child.agent
     info = agent.model.info
+    servers = host.mcp_servers
     return BuiltAgent(
         model=f"{info.provider}/{info.id}",
         thinking=agent.thinking_level,
@@ -168,6 +169,7 @@ def _built_agent(child: ManagedChild) -> BuiltAgent:
         sandbox=any(isinstance(tool, BashTool) and tool.sandbox is not None for tool in agent.tools),
         ask_owner=any(tool.name == "ask_owner" for tool in agent.tools),
         skills=skill_names_of(agent),
+        mcp=None if servers is None else servers.grant_of(agent.session.session_id),
     )
 
 
@@ -216,7 +218,7 @@ async def _handoff(host: Host, run_id: str, runtime: str, ready_timeout: float) 
     from corral.orchestration.host.protocol import WorkerLaunch
 
     launch = WorkerLaunch(
-        _built_agent(child),
+        _built_agent(host, child),
         resume_prompt=texts.handed_off(HandedOff(runtime=runtime, carried=tuple(carried))),
         context_retirement=child.context_retirement,
     )

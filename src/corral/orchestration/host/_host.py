@@ -67,6 +67,7 @@ from corral.session import SessionError, SessionManager, SessionWriteError
 
 if TYPE_CHECKING:
     from corral.llm import ModelRegistry
+    from corral.mcp_servers import McpServers
     from corral.settings import Settings
 
 __all__ = ["RETIRED_ENTRY", "Deliveries", "Host", "Runtimes"]
@@ -113,6 +114,7 @@ class Host:
         tmux_socket: Path | None = None,
         extensions: Sequence[HostExtension] = (),
         tools: ToolProvider | None = None,
+        mcp_servers: McpServers | None = None,
     ) -> None:
         self.kernel = kernel
         """Generations, requests, asks and results: the kernel's repository (its `db` is the database)."""
@@ -126,6 +128,7 @@ class Host:
             settings = _Settings()
         self.settings: Settings = settings
         self.sessions_root = sessions_root
+        self._mcp_servers = mcp_servers
         self._read_roster = roster_loader or (lambda cwd: load_roster(cwd, models=self.model_names()))
         self.host_id = f"{uuid.uuid4()}"
         self.pid = os.getpid()
@@ -545,6 +548,16 @@ class Host:
 
     # --- shutdown -------------------------------------------------------------------------------------------
 
+    @property
+    def mcp_servers(self) -> McpServers | None:
+        """This process's MCP servers (`[mcp_servers]`; made on first use), or `None` when none is
+        configured."""
+        if self._mcp_servers is None and self.settings.mcp_servers:
+            from corral.mcp_servers import McpServers
+
+            self._mcp_servers = McpServers.from_settings(self.settings)
+        return self._mcp_servers
+
     async def aclose(self) -> None:
         """Stop every child and background task, release sessions, close the store."""
         if self._closed:
@@ -569,6 +582,8 @@ class Host:
                     )
         for child in self.runs.children():
             self.release(child.run_id)
+        if self._mcp_servers is not None:
+            await self._mcp_servers.aclose()
         self.kernel.db.close()
 
 

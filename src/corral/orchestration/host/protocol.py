@@ -40,6 +40,7 @@ from typing import TYPE_CHECKING, ClassVar, Protocol, Self, TypeVar
 from corral.llm import THINKING_LEVELS, ThinkingLevel, as_thinking_level
 
 if TYPE_CHECKING:
+    from corral.mcp_servers import McpGrant
     from corral.settings import Settings
 
 __all__ = [
@@ -52,8 +53,9 @@ __all__ = [
     "WorkerLaunch",
 ]
 
-LAUNCH_VERSION = 1
-"""The version of the description this corral writes and reads."""
+LAUNCH_VERSION = 2
+"""The version of the description this corral writes (and the newest it reads). 2: the agent's MCP
+grant (`mcp`); a version-1 description (no grant) reads as an agent without MCP servers."""
 
 CORRAL_HARNESS = "corral"
 """The harness of corral's own agent loop (`AgentSession`), the one both workers run."""
@@ -108,6 +110,8 @@ class BuiltAgent:
     skills: tuple[str, ...] = ()
     """Its skills by name (the system prompt already lists them): the worker gives it the `skill`
     tool over those it finds there (`corral.skills`)."""
+    mcp: McpGrant | None = None
+    """Its MCP servers (the worker opens its own sessions of them), or `None`: none."""
 
     def to_json(self) -> dict[str, object]:
         """The agent as a JSON object."""
@@ -120,6 +124,7 @@ class BuiltAgent:
             "sandbox": self.sandbox,
             "askOwner": self.ask_owner,
             "skills": list(self.skills),
+            "mcp": None if self.mcp is None else self.mcp.to_json(),
         }
 
     @classmethod
@@ -137,6 +142,7 @@ class BuiltAgent:
             sandbox=_flag(data, "sandbox", "agent", default=False),
             ask_owner=_flag(data, "askOwner", "agent", default=False),
             skills=_texts(data, "skills", "agent", optional=True) or (),
+            mcp=_grant(data),
         )
 
 
@@ -164,6 +170,8 @@ class ManagedAgentSpec:
     skills: tuple[str, ...] = ()
     """The skills it was granted, by name (its definition's `skills`, never more than its owner's):
     the worker finds them in the agent's cwd and lists those it finds (`corral.skills`)."""
+    mcp: McpGrant | None = None
+    """Its MCP servers (the worker opens its own sessions of them), or `None`: none."""
 
     def to_json(self) -> dict[str, object]:
         """The spec as a JSON object."""
@@ -177,6 +185,7 @@ class ManagedAgentSpec:
             "body": self.body,
             "systemPromptMode": self.system_prompt_mode,
             "skills": list(self.skills),
+            "mcp": None if self.mcp is None else self.mcp.to_json(),
         }
 
     @classmethod
@@ -195,6 +204,7 @@ class ManagedAgentSpec:
             body=_text(data, "body", "agent"),
             system_prompt_mode=_text(data, "systemPromptMode", "agent"),
             skills=_texts(data, "skills", "agent", optional=True) or (),
+            mcp=_grant(data),
         )
 
 
@@ -377,6 +387,18 @@ def _texts(
     if not isinstance(value, list) or not all(isinstance(item, str) for item in value):
         raise LaunchError(f"the launch's {where} `{key}` is not a list of names")
     return tuple(value)
+
+
+def _grant(data: Mapping[str, object]) -> McpGrant | None:
+    value = data.get("mcp")
+    if value is None:
+        return None
+    from corral.mcp_servers import McpGrant
+
+    try:
+        return McpGrant.from_json(value)
+    except ValueError as exc:
+        raise LaunchError(f"the launch's agent `mcp`: {exc}") from None
 
 
 def _thinking(data: Mapping[str, object], where: str) -> ThinkingLevel:

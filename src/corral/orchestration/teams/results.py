@@ -18,6 +18,7 @@ from dataclasses import KW_ONLY, dataclass, field
 from typing import TYPE_CHECKING, Literal
 
 if TYPE_CHECKING:
+    from corral.mcp_servers import McpReport
     from corral.orchestration.errors import ErrorCategory
     from corral.orchestration.teams._status import TeamPhase
     from corral.orchestration.teams.checks.records import CheckRecord
@@ -98,6 +99,8 @@ class SpawnResult:
     """The read sandbox is turned off in the settings (`teams.read_sandbox = "off"`)."""
     capacity: tuple[int, int] | None = None
     """A queued agent's kind: `(active, limit)` when it was queued; `None` when unknown or started."""
+    mcp: McpReport | None = None
+    """What it got of its MCP servers (started only; `None`: none is configured)."""
 
 
 @dataclass(frozen=True, slots=True)

@@ -133,9 +133,13 @@ async def test_without_repair_a_failed_check_does_not_block_the_report_and_passe
         },
     )
     async with teams_env(tmp_path, "lead") as env:
-        await env.teams.spawning.spawn(env.caller, parse_spawn({"name": "reader", "prompt": "p", "checks": CHECK}))
+        await env.teams.spawning.spawn(
+            env.caller, parse_spawn({"name": "reader", "prompt": "p", "checks": CHECK})
+        )
         passing = [{"name": "exists", "command": "test -f app.py", "timeoutSeconds": 20}]
-        await env.teams.spawning.spawn(env.caller, parse_spawn({"name": "writer", "prompt": "p", "checks": passing}))
+        await env.teams.spawning.spawn(
+            env.caller, parse_spawn({"name": "writer", "prompt": "p", "checks": passing})
+        )
         await env.quiet()
         by_name = {e["details"]["name"]: e["details"] for e in env.lead_custom(TEAM_REPORT_TYPE)}
         assert by_name["reader"]["verification"]["state"] == "failed"
@@ -153,7 +157,9 @@ async def test_checks_are_validated_and_repair_needs_checks(tmp_path: Path) -> N
     write_script(tmp_path, "lead", {"steps": [{"text": "x"}]})
     async with teams_env(tmp_path, "lead") as env:
         with pytest.raises(Exception, match="Repair policy requires explicitly assigned checks"):
-            await env.teams.spawning.spawn(env.caller, parse_spawn({"prompt": "p", "repair": {"maxAttempts": 1}}))
+            await env.teams.spawning.spawn(
+                env.caller, parse_spawn({"prompt": "p", "repair": {"maxAttempts": 1}})
+            )
         with pytest.raises(Exception, match="Invalid assigned check policy"):
             await env.teams.spawning.spawn(
                 env.caller,

@@ -185,12 +185,17 @@ def render_result(details: Mapping[str, Any]) -> str:
         verb = "Started" if action == "delegate" else "Continued session in"
         skills = details.get("skills")
         with_skills = f" · skills={', '.join(map(str, skills))}" if skills else ""
-        return (
+        text = (
             f"{verb} agent {agent} (definition {_value(details, 'definition')}) · "
             f"session={_value(details, 'session_id')} · request={_value(details, 'request_id')}"
             f"{with_skills}.\n"
             "The task was accepted. Its result will be delivered to you as a message; do not poll."
         )
+        if details.get("mcp"):
+            from corral.mcp_servers.texts import report_text
+
+            text += f"\n{report_text(details['mcp'])}"
+        return text
     if action == "steer":
         return (
             f"Steering accepted by agent {agent} (request={_value(details, 'request_id')}). "

@@ -86,7 +86,12 @@ def render_spawn(result: SpawnResult) -> str:
             " The read-only sandbox is not available here, so read-only is an instruction only "
             "(run `corral doctor`)."
         )
-    return text + " Its report arrives automatically as a new turn; end your turn to wait."
+    text += " Its report arrives automatically as a new turn; end your turn to wait."
+    if result.mcp is not None and result.mcp.servers:
+        from corral.mcp_servers.texts import report_text
+
+        text += f"\n{report_text(result.mcp.to_details())}"
+    return text
 
 
 def spawn_details(result: SpawnResult) -> dict[str, Any]:
@@ -120,6 +125,8 @@ def spawn_details(result: SpawnResult) -> dict[str, Any]:
         details["metadata"] = result.metadata
     if result.parent is not None:
         details["parent"] = result.parent
+    if result.mcp is not None and result.mcp.servers:
+        details["mcp"] = result.mcp.to_details()
     return details
 
 
@@ -127,7 +134,12 @@ def _member_line(member: SpawnResult | SwarmFailure) -> str:
     if isinstance(member, SwarmFailure):
         return f"- {member.name}: failed — {member.error}"
     where = f"queued at position {member.queue_position}" if member.queued else "started"
-    return f"- {member.name}: {member.role}, {member.mode}, {where}"
+    line = f"- {member.name}: {member.role}, {member.mode}, {where}"
+    if member.mcp is not None and member.mcp.servers:
+        from corral.mcp_servers.texts import report_brief
+
+        line += f"; {report_brief(member.mcp.to_details())}"
+    return line
 
 
 def render_swarm(result: SwarmResult) -> str:

@@ -34,6 +34,7 @@ from corral.skills import agent_catalog, skill_names_in, skill_names_of, skills_
 from . import READ_TIER_TOOL_NAMES
 
 if TYPE_CHECKING:
+    from corral.mcp_servers import McpGrant, McpReport, McpServers
     from corral.orchestration.host.protocol import WorkerLaunch
     from corral.orchestration.kernel.records import GenerationRecord
     from corral.orchestration.store import Tx
@@ -127,6 +128,7 @@ class SpawnLauncher:
             sandbox=None if steps.sandbox_state == "none" else steps.sandbox_state,
             run_id=generation.run_id,
             runtime=generation.runtime_kind,
+            mcp=steps.mcp_report,
         )
 
     async def _plan(self, prepared: _Prepared, admission: Admission) -> tuple[LaunchPlan, SpawnSteps]:
@@ -188,6 +190,11 @@ class SpawnSteps(LaunchSteps):
         self.mission = prepared.prompt
         """The run's first prompt (a continuation's or with the session-context note), for a worker."""
         self.worker_sandbox: ReadOnlySandbox | None = None
+        self.mcp = member_mcp_grant(self.context.host.mcp_servers, prepared)
+        """The member's MCP servers: its parent's (the lead's, or a nested helper's writer's), only
+        their read-only tools for a read tier; `None` when no server is configured."""
+        self.mcp_report: McpReport | None = None
+        """What it got of them, once built (on Ray: as this host lists them)."""
 
     def record(self, draft: LaunchDraft) -> Recorded:
         """The agent's session, then the generation, its task and the team member row in one transaction."""
@@ -276,6 +283,9 @@ class SpawnSteps(LaunchSteps):
         agent = _build_agent(
             host.registry, host.settings, prepared, session, self.member, sandbox, eligible=self.eligible
         )
+        servers = host.mcp_servers
+        if self.mcp is not None and servers is not None:
+            self.mcp_report = await servers.give(agent, self.mcp)
         run = TeamChild(
             store=context.host.kernel,
             agent=agent,
@@ -299,8 +309,16 @@ class SpawnSteps(LaunchSteps):
         return run.child
 
     async def before_worker(self, recorded: Recorded) -> None:
-        """On Ray: the same steps before the start as in-process (the worker gets the mission)."""
+        """On Ray: the same steps before the start as in-process (the worker gets the mission); the
+        member's MCP servers as this host lists them (its worker opens its own sessions)."""
         self.mission, self.worker_sandbox = await self._before_start(recorded)
+        servers = self.context.host.mcp_servers
+        if self.mcp is not None and servers is not None:
+            import dataclasses
+
+            toolset = await servers.toolset(self.mcp)
+            servers.remember(recorded.session.session_id, self.mcp)
+            self.mcp_report = dataclasses.replace(toolset.report, listed_here=False)
 
     def worker_launch(self, recorded: Recorded) -> WorkerLaunch:
         """A Ray worker's description of the member: its agent as built here (system prompt, model,
@@ -328,6 +346,7 @@ class SpawnSteps(LaunchSteps):
             tools=READ_TIER_TOOL_NAMES if read else None,
             sandbox=read and self.worker_sandbox is not None,
             skills=skill_names_in(_tools),
+            mcp=self.mcp,
         )
         workspace = identify(Path(recorded.generation.cwd), tree=False)
         return WorkerLaunch(
@@ -379,6 +398,23 @@ class SpawnSteps(LaunchSteps):
         if live is not None:
             live.admission = None
         self.launcher.remote.admissions.pop(recorded.generation.run_id, None)
+
+
+def member_mcp_grant(servers: McpServers | None, prepared: _Prepared) -> McpGrant | None:
+    """A member's MCP servers: those of the agent that spawns it (the lead: every enabled server; a
+    nested helper's writer: its own), only their read-only tools for a read tier. `None` when no
+    server is configured."""
+    if servers is None:
+        return None
+    from corral.mcp_servers import NO_MCP, narrow
+
+    parent = prepared.parent
+    if parent is None:
+        above = servers.lead_grant()
+    else:
+        above = servers.grant_of(parent.agent.session.session_id) or NO_MCP
+    grant, _missing = narrow(above, "inherit", read_only=prepared.tier.role == "read")
+    return grant
 
 
 def _isolated(settings: Settings, prepared: _Prepared) -> bool:
@@ -489,6 +525,7 @@ def spawn_result(
     run_id: str | None = None,
     capacity: tuple[int, int] | None = None,
     runtime: str = "inprocess",
+    mcp: McpReport | None = None,
 ) -> SpawnResult:
     """The answer to a spawn: queued (with its place) or launched (with its run, sandbox and runtime)."""
     role = prepared.tier.role
@@ -514,6 +551,7 @@ def spawn_result(
         sandbox_off=not queued and settings.teams.read_sandbox == "off",
         capacity=capacity,
         mode="ray" if runtime == "ray" else "in-process",
+        mcp=mcp,
     )
 
 
