@@ -196,7 +196,7 @@ async def test_a_worker_builds_the_agent_with_the_skills_its_launch_names(env: P
     )
     for described, names in ((spec, ("lint",)), (built, ("pdf",))):
         session = SessionManager.create(env / "work", sessions_root=env / "sessions")
-        agent = await build_launched_agent(
+        agent, _report = await build_launched_agent(
             described,
             session=session,
             registry=registry,

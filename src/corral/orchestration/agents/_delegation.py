@@ -291,7 +291,11 @@ class Delegation:
             def record(draft: LaunchDraft) -> tuple[Recorded, Model, ThinkingLevel]:
                 return self._record_new(caller, params.label, defn, draft, fork_source, task_text)
 
-            steps = _ManagedSteps(host, defn, record, skill_ceiling=_skill_ceiling(caller),
+            steps = _ManagedSteps(
+                host,
+                defn,
+                record,
+                skill_ceiling=_skill_ceiling(caller),
                 mcp=mcp_grant(host.mcp_servers, caller, defn),
             )
             stages.extend(self._workspace_stages(steps, caller.scope == "lead" and is_delegating(defn)))
@@ -449,7 +453,11 @@ class Delegation:
                     ) from None
                 return Recorded(generation, task, session), model, thinking
 
-            steps = _ManagedSteps(host, defn, record, skill_ceiling=_skill_ceiling(caller),
+            steps = _ManagedSteps(
+                host,
+                defn,
+                record,
+                skill_ceiling=_skill_ceiling(caller),
                 mcp=mcp_grant(host.mcp_servers, caller, defn),
             )
             stages = self._workspace_stages(steps, caller.scope == "lead" and is_delegating(defn))
