@@ -769,7 +769,7 @@ def mcp_servers_list(
     json_: Annotated[bool, typer.Option("--json", help="Print one JSON object.")] = False,
 ) -> None:
     """List each configured MCP server: transport, command or URL, enabled, and the settings file it is from."""
-    from corral._cli._mcp_servers import list_servers
+    from corral._cli.mcp_servers import list_servers
 
     raise typer.Exit(list_servers(Path.cwd(), as_json=json_, out=sys.stdout))
 
@@ -782,7 +782,7 @@ def mcp_servers_check(
     json_: Annotated[bool, typer.Option("--json", help="Print one JSON object.")] = False,
 ) -> None:
     """Start each server, list its tools (read-only ones marked) and stop it; exit 1 when one does not start."""
-    from corral._cli._mcp_servers import check_servers
+    from corral._cli.mcp_servers import check_servers
 
     raise typer.Exit(asyncio.run(check_servers(Path.cwd(), names or [], as_json=json_, out=sys.stdout)))
 

@@ -24,8 +24,8 @@ from tests.runtime._tmux_fixtures import kill_server, require_tmux
 
 from .conftest import Env, RunCorral
 
-NAMES = ["data_root", "store", "sandbox", "tmux", "tmux_workers", "settings", "definitions", *["harness"] * 5]
-"""Without a store; with one, `checks` follows `store`. One `harness` line per preset."""
+NAMES = ["data_root", "store", "sandbox", "tmux", "tmux_workers", "settings", "definitions", "skills", *["harness"] * 5]
+"""Without a store; with one, `checks` follows `store`. One `skills` line; one `harness` line per preset."""
 
 
 def _private_home(env: Env) -> None:
