@@ -5,7 +5,6 @@ what a call would get and why."""
 from __future__ import annotations
 
 import json
-import time
 
 from .conftest import Env, RunCorral
 
@@ -46,10 +45,8 @@ steps:
   - text: "{{ last_tool_output }}"
 """,
     )
-    started = time.monotonic()
-    done = corral("run", "--model", "scripted/pushes", "-p", "ship it", timeout=120)
+    done = corral("run", "--model", "scripted/pushes", "-p", "ship it", timeout=120)  # a hang fails here
     assert done.returncode == 0, done.stderr
-    assert time.monotonic() - started < 60
     assert done.stdout == "read was not run: the permission rule `Read(.env)` denies it\n"
     assert _tool_texts(cli_env, "bash") == [ASKED]
 

@@ -4,21 +4,30 @@ and how hooks and rules combine."""
 
 from __future__ import annotations
 
+import asyncio
 import json
 import sys
-import time
 from pathlib import Path
 from typing import Any
 
 import pytest
 
 from corral import _tracing
+from corral._process import stat_fields
 from corral._tracing._builtin import MemorySink
 from corral.agent import ToolCheck, ToolResult
 from corral.hooks import AgentIdentity, ToolPolicy, policy_of
 from corral.settings import Settings
+from tests._waits import eventually
 
 AGENT = AgentIdentity("run-1", "scout-1", "scout", "lead-session", "lead-session")
+WAIT_S = 60.0
+"""Bound on one gate call in these tests (hooks are Python or shell processes on a loaded machine)."""
+
+
+def _running(pid: int) -> bool:
+    fields = stat_fields(pid)
+    return fields is not None and fields[0] != "Z"
 
 
 def settings(
@@ -176,9 +185,9 @@ async def test_a_failing_hook_fails_closed_or_open_as_configured(
     tmp_path: Path, command: str, failure: str, fail: str, caplog: pytest.LogCaptureFixture
 ) -> None:
     g = gate(tmp_path, settings([group(command, timeout=0.5)], fail=fail))
-    started = time.monotonic()
-    verdict = await g.before_tool(check(tmp_path))
-    assert time.monotonic() - started < 10  # the slow one is stopped at its timeout
+    # the slow one is stopped at its timeout: its failure says so ("timed out after 0.5 s"), and the
+    # call is bounded so that a hook left running fails the test instead of hanging it
+    verdict = await asyncio.wait_for(g.before_tool(check(tmp_path)), WAIT_S)
     if fail == "closed":
         assert verdict.decision == "deny"
         assert failure in verdict.reason and "a failing hook blocks the call" in verdict.reason
@@ -195,12 +204,14 @@ async def test_a_hook_s_own_fail_setting_wins(tmp_path: Path) -> None:
 
 
 async def test_a_timed_out_hook_s_processes_are_gone(tmp_path: Path) -> None:
-    marker = tmp_path / "alive"
-    command = f"(sleep 3; touch {marker}) & sleep 30"
-    verdict = await gate(tmp_path, settings([group(command, timeout=0.3)])).before_tool(check(tmp_path))
+    marker, pid_file = tmp_path / "alive", tmp_path / "child.pid"
+    # a child in the hook's process group that would touch the marker much later, and its pid
+    command = f"(sleep 30; touch {marker}) & echo $! > {pid_file}; sleep 60"
+    verdict = await gate(tmp_path, settings([group(command, timeout=2)])).before_tool(check(tmp_path))
     assert verdict.decision == "deny"
-    time.sleep(3.5)
-    assert not marker.exists()  # its whole process group was stopped
+    child = int(pid_file.read_text())
+    await eventually(lambda: not _running(child))  # its whole process group was stopped
+    assert not marker.exists()
 
 
 @pytest.mark.parametrize(
@@ -226,14 +237,34 @@ async def test_matchers_match_corral_s_and_claude_code_s_names(tmp_path: Path, m
     assert (verdict.decision == "deny") is runs
 
 
+def _meet(tmp_path: Path, mine: str, other: str) -> str:
+    """Hook code that says it started (`<mine>.started`), counts its run (`<mine>.runs`) and waits
+    (bounded) until the `other` hook has started too: both can only get past it side by side."""
+    return (
+        "import pathlib, time\n"
+        f"here = pathlib.Path({str(tmp_path)!r})\n"
+        f"(here / '{mine}.started').touch()\n"
+        f"with open(here / '{mine}.runs', 'a') as runs: runs.write('x')\n"
+        "end = time.monotonic() + 30\n"
+        f"while not (here / '{other}.started').exists() and time.monotonic() < end: time.sleep(0.01)\n"
+        f"met = (here / '{other}.started').exists()\n"
+    )
+
+
 async def test_hooks_run_in_parallel_and_the_strictest_answer_wins(tmp_path: Path) -> None:
-    allow = python_hook(tmp_path, "import time; time.sleep(1); print(json.dumps({'decision': 'approve'}))", "a.py")
-    deny = python_hook(tmp_path, "import time; time.sleep(1); sys.stderr.write('second says no'); sys.exit(2)", "d.py")
+    allow = python_hook(
+        tmp_path, _meet(tmp_path, "a", "d") + "print(json.dumps({'decision': 'approve' if met else 'block'}))", "a.py"
+    )
+    deny = python_hook(
+        tmp_path,
+        _meet(tmp_path, "d", "a") + "sys.stderr.write('second says no' if met else 'ran alone'); sys.exit(2)",
+        "d.py",
+    )
     s = settings([group(allow), {"matcher": "Bash", "hooks": [{"command": deny}, {"command": deny}]}])
-    started = time.monotonic()
-    verdict = await gate(tmp_path, s).before_tool(check(tmp_path))
-    assert (verdict.decision, verdict.reason) == ("deny", "second says no")
-    assert time.monotonic() - started < 1.9  # side by side, and the duplicate ran once
+    verdict = await asyncio.wait_for(gate(tmp_path, s).before_tool(check(tmp_path)), WAIT_S)
+    assert (verdict.decision, verdict.reason) == ("deny", "second says no")  # side by side: each met the other
+    assert (tmp_path / "a.runs").read_text() == "x"
+    assert (tmp_path / "d.runs").read_text() == "x"  # the duplicate ran once
 
 
 async def test_rules_and_hooks_together(tmp_path: Path, caplog: pytest.LogCaptureFixture) -> None:

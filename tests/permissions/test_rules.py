@@ -4,7 +4,6 @@ gitignore-style paths, tool names of both programs, and the cost of one evaluati
 from __future__ import annotations
 
 import os
-import time
 from pathlib import Path
 
 import pytest
@@ -185,19 +184,24 @@ def test_bad_rules_say_why(text: str, message: str | None) -> None:
         parse_rule(text)
 
 
-def test_one_evaluation_costs_at_most_a_twentieth_of_a_millisecond() -> None:
-    """The target of issue 34: rules are evaluated in-process, ≤ 0.05 ms per call (the benchmark
-    measures it; here a generous bound that holds on a loaded machine)."""
+def test_evaluation_is_in_process_and_starts_nothing(monkeypatch: pytest.MonkeyPatch) -> None:
+    """Rules are evaluated in-process: no program runs and no thread waits (issue 34's ≤ 0.05 ms per
+    call is measured by `benchmarks/bench_hooks.py`, not asserted here)."""
+    import subprocess
+    import threading
+
+    def refuse(*args: object, **kwargs: object) -> None:
+        raise AssertionError("rule evaluation started a process or a thread")
+
     p = Permissions.parse(
         allow=["Bash(git status)", "Bash(ls:*)", "Read", "Edit(src/**)"],
         ask=["Bash(git push:*)"],
         deny=["Bash(rm -rf:*)", "Read(.env)", "Edit(/secrets/**)", "mcp__github"],
     )
     calls = [("bash", {"command": "git status && ls -la"}), ("read", {"path": "src/a.py"}), ("edit", {"path": "src/a.py"})]
-    rounds = 2000
-    started = time.perf_counter()
-    for _ in range(rounds):
-        for tool, arguments in calls:
-            p.check(tool, arguments, cwd=CWD)
-    per_call_ms = (time.perf_counter() - started) * 1000 / (rounds * len(calls))
-    assert per_call_ms < 0.5, per_call_ms
+    for name in ("Popen", "run"):
+        monkeypatch.setattr(subprocess, name, refuse)
+    monkeypatch.setattr(os, "fork", refuse)
+    monkeypatch.setattr(threading.Thread, "start", refuse)
+    decisions = [p.check(tool, arguments, cwd=CWD).decision for tool, arguments in calls]
+    assert decisions == ["allow", "allow", "allow"]
