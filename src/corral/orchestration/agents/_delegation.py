@@ -17,7 +17,7 @@ import os
 import re
 from collections.abc import Callable, Sequence
 from pathlib import Path
-from typing import TYPE_CHECKING, Any
+from typing import TYPE_CHECKING, Any, Literal
 
 from corral import _paths
 from corral.agent import AgentSession, AgentTool, build_system_prompt
@@ -291,17 +291,7 @@ class Delegation:
             def record(draft: LaunchDraft) -> tuple[Recorded, Model, ThinkingLevel]:
                 return self._record_new(caller, params.label, defn, draft, fork_source, task_text)
 
-            steps = _ManagedSteps(
-                host,
-                defn,
-                record,
-                skill_ceiling=_skill_ceiling(caller),
-                mcp=mcp_grant(host.mcp_servers, caller, defn),
-            )
-            stages.extend(self._workspace_stages(steps, caller.scope == "lead" and is_delegating(defn)))
-            plan = LaunchPlan("delegate", cwd, stages=stages, startup_s=_startup_s(params.timeout_ms))
-            generation = await host.launcher.launch(plan, steps)
-            return _delegate_result("delegate", generation, steps.task, steps.skill_names, steps.mcp_report)
+            return await self._launch("delegate", caller, defn, record, cwd, stages, params.timeout_ms)
 
     def _record_new(
         self,
@@ -453,19 +443,35 @@ class Delegation:
                     ) from None
                 return Recorded(generation, task, session), model, thinking
 
-            steps = _ManagedSteps(
-                host,
-                defn,
-                record,
-                skill_ceiling=_skill_ceiling(caller),
-                mcp=mcp_grant(host.mcp_servers, caller, defn),
-            )
-            stages = self._workspace_stages(steps, caller.scope == "lead" and is_delegating(defn))
-            plan = LaunchPlan("continue", cwd, stages=stages, startup_s=_startup_s(params.timeout_ms))
-            generation = await host.launcher.launch(plan, steps)
-            return _delegate_result("continue", generation, steps.task, steps.skill_names, steps.mcp_report)
+            return await self._launch("continue", caller, defn, record, cwd, [], params.timeout_ms)
 
     # --- shared -----------------------------------------------------------------------------------
+
+    async def _launch(
+        self,
+        action: Literal["delegate", "continue"],
+        caller: Caller,
+        defn: AgentDefinition,
+        record: Callable[[LaunchDraft], tuple[Recorded, Model, ThinkingLevel]],
+        cwd: Path,
+        stages: list[LaunchStage],
+        timeout_ms: int | None,
+    ) -> DelegateResult:
+        """Launch a managed generation of `defn` for `caller` through the host's pipeline — `stages`,
+        then a Ray agent's workspace snapshot, then `record` — granted its skills and MCP servers
+        under `caller`'s; the `delegate` or `continue` result."""
+        host = self.host
+        steps = _ManagedSteps(
+            host,
+            defn,
+            record,
+            skill_ceiling=_skill_ceiling(caller),
+            mcp=mcp_grant(host.mcp_servers, caller, defn),
+        )
+        stages = [*stages, *self._workspace_stages(steps, caller.scope == "lead" and is_delegating(defn))]
+        plan = LaunchPlan(action, cwd, stages=stages, startup_s=_startup_s(timeout_ms))
+        generation = await host.launcher.launch(plan, steps)
+        return _delegate_result(action, generation, steps.task, steps.skill_names, steps.mcp_report)
 
     def _isolated(self, defn: AgentDefinition) -> bool:
         """Whether a new agent of `defn` gets its own worktree: it can write (`write` or `edit`)
