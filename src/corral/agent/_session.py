@@ -621,8 +621,10 @@ class AgentSession(LoopMixin):
 
     async def _resolve_tool_sources(self) -> None:
         while self._tool_sources:
-            source = self._tool_sources.pop(0)
-            for tool in await source():
+            # removed only once its tools are in: a run cancelled while a server starts asks again next run
+            tools = await self._tool_sources[0]()
+            del self._tool_sources[0]
+            for tool in tools:
                 self.register_tool(tool)
 
     def _tools_changed(self) -> None:

@@ -343,7 +343,8 @@ class ServerConnection:
     def _timed_out(self, tool: str, timeout: float) -> str:
         return (
             f"the MCP server {self.name} did not answer the call of {tool} within {timeout:g} s "
-            "(tool_timeout_s); the call was cancelled"
+            "(tool_timeout_s); corral asked it to cancel the call, but it may still have done it: "
+            "check its effect before calling again"
         )
 
     async def _ready_client(self) -> tuple[Client, int]:
