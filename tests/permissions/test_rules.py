@@ -157,6 +157,15 @@ def test_mcp_agent_and_other_tool_names() -> None:
     assert decide(inert, "bash", command="curl example.com") == "allow"
 
 
+def test_a_bare_task_rule_covers_the_teams_spawns_too() -> None:
+    bare = Permissions.parse(deny=["Task"])
+    for tool in ("agent", "agent_delegate", "spawn_agent", "spawn_swarm_agents"):
+        assert decide(bare, tool, name="x", definition="scout", task="t") == "deny", tool
+    named = Permissions.parse(deny=["Agent(writer)"])  # a spawn names a tier, not a definition
+    assert decide(named, "spawn_agent", name="x", tier="junior", task="t") == "allow"
+    assert decide(named, "agent_delegate", definition="writer", task="t") == "deny"
+
+
 def test_default_decides_what_no_rule_matches() -> None:
     assert decide(Permissions.parse(default="ask"), "read", path="x") == "ask"
     verdict = Permissions.parse(default="deny").check("read", {"path": "x"}, cwd=CWD)

@@ -25,12 +25,14 @@ RULE_TOOLS: dict[str, tuple[str, ...]] = {
     "Grep": ("grep",),
     "Glob": ("find",),
     "LS": ("ls",),
-    "Task": ("agent", "agent_delegate"),
-    "Agent": ("agent", "agent_delegate"),
+    "Task": ("agent", "agent_delegate", "spawn_agent", "spawn_swarm_agents"),
+    "Agent": ("agent", "agent_delegate", "spawn_agent", "spawn_swarm_agents"),
 }
 """What a Claude Code tool name in a permission rule covers in corral: as in Claude Code, `Read` rules
 apply to every tool that reads files (grep, find, ls too) and `Edit` rules to every tool that edits
-them (write too); `Task`/`Agent` is the `agent` tool."""
+them (write too); `Task`/`Agent` covers every tool that starts an agent — the `agent` tool and the
+teams spawns (`Task(name)` matches a delegation of definition `name`; a spawn names a tier, not a
+definition, so only a bare `Task` covers it)."""
 
 
 def claude_name(tool: str) -> str | None:

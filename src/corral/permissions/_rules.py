@@ -58,6 +58,7 @@ _FILE_TOOLS = frozenset({"read", "grep", "find", "ls", "edit", "write"})
 _SEARCH_TOOLS = frozenset({"grep", "find", "ls"})
 """File tools whose `path` is optional (default: the working directory)."""
 _AGENT_TOOLS = frozenset({"agent", "agent_delegate"})
+"""The tools a `Task(name)` rule reads: those that delegate a definition (a teams spawn names a tier)."""
 
 _RULE = re.compile(r"^\s*([A-Za-z0-9_*.\-]+)\s*(?:\((.*)\))?\s*$", re.DOTALL)
 
@@ -226,8 +227,8 @@ def parse_rule(text: str) -> Rule:
         return Rule(text, tools, command=_command_pattern(spec))
     if tools <= _FILE_TOOLS:
         return Rule(text, tools, path=_path_pattern(spec, repr(text)))
-    if tools <= _AGENT_TOOLS:
-        return Rule(text, tools, agent=_name_pattern(spec.strip()))
+    if name in ("Task", "Agent") or tools <= _AGENT_TOOLS:
+        return Rule(text, tools & _AGENT_TOOLS, agent=_name_pattern(spec.strip()))
     raise RuleError(
         f"{text!r}: corral reads a specifier only for Bash, Read, Edit, Write and Task/Agent rules; "
         f"write {name!r} alone to cover every call"
