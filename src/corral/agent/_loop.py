@@ -658,9 +658,7 @@ class LoopMixin:
         try:
             context = ""
             if gate is not None:
-                check = ToolCheck(
-                    call.id, call.name, args, self._session.session_id, self._session.path, self._cwd
-                )
+                check = self._tool_check(call.id, call.name, args)
                 verdict = await self._gate_before(gate, check)
                 context = verdict.context
                 if verdict.decision != "allow":
@@ -698,6 +696,20 @@ class LoopMixin:
                 traced.end()
         self._emit_tool_end(call, result)
         return result
+
+    def _tool_check(self, call_id: str, tool_name: str, args: dict[str, Any]) -> ToolCheck:
+        return ToolCheck(call_id, tool_name, args, self._session.session_id, self._session.path, self._cwd)
+
+    async def check_tool_call(self, call_id: str, tool_name: str, args: dict[str, Any]) -> ToolVerdict | None:
+        """What this agent's tool gate says of a call made on its behalf outside its loop (a program
+        calling the lead's tools, `corral.lead.Lead.call`), as the loop asks before each call it runs:
+        `None` when it has no gate. A deny's reason is what to tell the caller."""
+        gate = self._tool_gate
+        return (
+            None
+            if gate is None
+            else await self._gate_before(gate, self._tool_check(call_id, tool_name, args))
+        )
 
     async def _gate_before(self, gate: ToolGate, check: ToolCheck) -> ToolVerdict:
         """The gate's verdict on `check`, with an `ask` answered by the approver (none: denied)."""

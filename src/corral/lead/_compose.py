@@ -624,6 +624,7 @@ def _program_lead(
         settings=settings,
         system_prompt="",
     )
+    _bind_policy(agent, settings)
     return Launched(
         agent=agent,
         session=session,
@@ -676,10 +677,15 @@ def _build_agent(
             sections=() if skills is None else (skills,),
         ),
     )
+    _bind_policy(agent, settings)
+    return agent
+
+
+def _bind_policy(agent: AgentSession, settings: Settings) -> None:
+    """The user's rules and hooks bind the lead — its model's calls, and a program's through
+    `Lead.call` — as they bind every agent it starts (corral/_compose.py)."""
     if settings.tool_policy:
-        # The user's rules and hooks bind the lead as they bind every agent it starts (corral/_compose.py).
         from corral.hooks import AgentIdentity, install_tool_policy
 
-        lead = session.session_id
+        lead = agent.session.session_id
         install_tool_policy(agent, settings, AgentIdentity(lead, "lead", "lead", None, lead))
-    return agent

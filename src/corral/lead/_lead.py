@@ -264,8 +264,13 @@ class Lead:
             return ToolOutcome(False, str(exc), details={"ok": False, "error": error})
         call_id = f"call-{uuid.uuid4().hex[:16]}"
         with _tool_span(self._trace_root, tool_name, call_id) as traced:
+            # the user's rules and hooks bind a program's calls as they bind the lead's model's
+            verdict = await self._launched.agent.check_tool_call(call_id, tool_name, checked)
             try:
-                result = await tool.execute(call_id, checked)
+                if verdict is not None and verdict.decision != "allow":
+                    result = ToolResult.text(f"{tool_name} was not run: {verdict.reason}", is_error=True)
+                else:
+                    result = await tool.execute(call_id, checked)
             except ToolError as exc:
                 result = ToolResult.text(str(exc), details=exc.details, is_error=True)
             if traced is not None and result.is_error:
