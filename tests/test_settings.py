@@ -420,7 +420,8 @@ def test_sandbox_env_passthrough_takes_exact_variable_names(
 
 def test_a_project_adds_rules_and_hooks_to_the_user_s_and_cannot_drop_them(user_dir: Path, project: Path) -> None:
     """As Claude Code merges them: the lists of `[permissions]` and `[hooks]` from a trusted project file
-    follow the user's instead of replacing them; single values still come from the project."""
+    follow the user's instead of replacing them; a single value from the project applies when it is
+    stricter (here `default = "ask"` over the user's `allow`)."""
     write(
         user_dir / "settings.toml",
         '[permissions]\ndeny = ["Bash(git push:*)"]\n\n[[hooks.PreToolUse]]\nhooks = [{ command = "user-hook" }]\n',
@@ -436,3 +437,22 @@ def test_a_project_adds_rules_and_hooks_to_the_user_s_and_cannot_drop_them(user_
     assert settings.permissions.default == "ask"
     assert [g.hooks[0].command for g in settings.hooks.pre_tool_use] == ["user-hook", "project-hook"]
     assert settings.hooks.pre_tool_use[1].hooks[0].timeout == 5.0
+
+
+@pytest.mark.parametrize(
+    ("user", "project_value", "kept"),
+    [
+        ('[permissions]\ndefault = "deny"\n', '[permissions]\ndefault = "allow"\n', ("deny", "closed")),
+        ('[permissions]\ndefault = "ask"\n', '[permissions]\ndefault = "deny"\n', ("deny", "closed")),
+        ('[hooks]\nfail = "closed"\n', '[hooks]\nfail = "open"\n', ("allow", "closed")),
+        ('[hooks]\nfail = "open"\n', '[hooks]\nfail = "closed"\n', ("allow", "closed")),
+    ],
+)
+def test_a_project_cannot_loosen_the_user_s_policy(
+    user_dir: Path, project: Path, user: str, project_value: str, kept: tuple[str, str]
+) -> None:
+    write(user_dir / "settings.toml", user)
+    write(project / ".corral" / "settings.toml", project_value)
+    trust_project(project)
+    settings = load_settings(project)
+    assert (settings.permissions.default, settings.hooks.fail) == kept

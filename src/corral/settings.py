@@ -810,8 +810,12 @@ def _validate(data: dict[str, Any], source: str, *, partial: bool) -> Settings:
 
 _JOINED_LISTS = ("hooks", "permissions")
 """Tables whose lists the project file adds to the user's instead of replacing them (as Claude Code
-merges rules and hooks across its settings files): a project cannot drop the user's deny rules or
-hooks."""
+merges rules and hooks across its settings files), and whose choices it may only make stricter
+(`_STRICTER`): a project cannot drop the user's deny rules or hooks, nor loosen them."""
+
+_STRICTER = {"default": ("allow", "ask", "deny"), "fail": ("open", "closed")}
+"""In a joined table, these keys' values from least to most strict: `[permissions] default` and
+`[hooks] fail`; the merge keeps the stricter of the user's and the project's."""
 
 
 def _deep_merge(base: dict[str, Any], override: dict[str, Any], *, join: bool = False) -> dict[str, Any]:
@@ -821,6 +825,8 @@ def _deep_merge(base: dict[str, Any], override: dict[str, Any], *, join: bool = 
             merged[key] = _deep_merge(merged[key], value, join=key in _JOINED_LISTS)
         elif join and isinstance(value, list) and isinstance(merged.get(key), list):
             merged[key] = [*merged[key], *value]
+        elif join and key in _STRICTER and {value, merged.get(key)} <= set(_STRICTER[key]):
+            merged[key] = max(value, merged[key], key=_STRICTER[key].index)
         else:
             merged[key] = value
     return merged
