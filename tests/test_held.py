@@ -102,26 +102,48 @@ def test_an_unwritable_data_root_records_nothing(tmp_path: Path, group: subproce
     assert HeldProcesses(tmp_path / "file" / "held").hold(group.pid, what="x") is None
 
 
-async def test_members_left_in_a_group_whose_leader_exited_are_ended(tmp_path: Path) -> None:
+async def _leaderless_group(tmp_path: Path, held: HeldProcesses) -> tuple[subprocess.Popen[bytes], int, Path]:
+    """A recorded group whose leader exited, leaving its child in the group: the leader, the child's
+    pid and the record."""
     code = "import subprocess, sys; c = subprocess.Popen(['sleep', '300']); print(c.pid, flush=True); sys.stdin.read()"
     leader = subprocess.Popen(
         [sys.executable, "-c", code], start_new_session=True, stdin=subprocess.PIPE, stdout=subprocess.PIPE
     )
     assert leader.stdout is not None and leader.stdin is not None
     member = int(leader.stdout.readline())
+    path = _orphan(held, leader.pid)
+    leader.stdin.close()
+    leader.wait(timeout=30)  # the leader is gone; its child stays in the group
+    leader.stdout.close()
+    assert _running(member)
+    return leader, member, path
+
+
+async def test_members_left_in_a_group_whose_leader_exited_are_ended(tmp_path: Path) -> None:
+    held = HeldProcesses(tmp_path / "held")
+    _leader, member, _path = await _leaderless_group(tmp_path, held)
     try:
-        held = HeldProcesses(tmp_path / "held")
-        _orphan(held, leader.pid)
-        leader.stdin.close()
-        leader.wait(timeout=30)  # the leader is gone; its child stays in the group
-        assert _running(member)
         [found] = held.reap_orphans()
         assert found.running
         await eventually(lambda: not _running(member))
     finally:
         with contextlib.suppress(ProcessLookupError):
             os.kill(member, signal.SIGKILL)
-        leader.stdout.close()
+
+
+async def test_a_record_from_an_earlier_boot_kills_nothing(tmp_path: Path) -> None:
+    held = HeldProcesses(tmp_path / "held")
+    _leader, member, path = await _leaderless_group(tmp_path, held)
+    try:
+        record = json.loads(path.read_text())
+        record["leader"]["bootId"] = "an-earlier-boot"  # this group id may be anyone's now
+        path.write_text(json.dumps(record))
+        [found] = held.reap_orphans()
+        assert not found.running
+        assert _running(member) and not path.exists()
+    finally:
+        with contextlib.suppress(ProcessLookupError):
+            os.kill(member, signal.SIGKILL)
 
 
 def _running(pid: int) -> bool:

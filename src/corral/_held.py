@@ -61,10 +61,14 @@ def _orphaned_members(leader: ProcessStamp) -> list[int]:
     """What is left of the group `leader` led: `[leader.pid]` when the leader is the recorded process
     (the whole group is signalled through it); else — the leader gone and its pid not reused, so
     the group id is still this group's (a new group needs a live leader with that pid) — the
-    members left in it; else nothing."""
+    members left in it; else nothing (after a reboot every process of the record is gone, and the
+    group id may be anyone's).
+
+    Left: within one boot, a group that emptied, whose pid then led a new group whose leader exited
+    too, would be taken for ours; that needs the pid space (4 M on 64-bit Linux) to wrap meanwhile."""
     if leader.alive():
         return [leader.pid]
-    if process_stamp(leader.pid) is not None:  # a later process has the pid: not ours
+    if process_stamp(leader.pid) is not None or not leader.same_boot():  # the pid is taken, or rebooted
         return []
     return _group_members(leader.pid)
 

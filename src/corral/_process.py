@@ -68,9 +68,13 @@ class ProcessStamp:
     start_ticks: int
     boot_id: str
 
+    def same_boot(self) -> bool:
+        """Whether the machine has not restarted since this process started."""
+        return self.boot_id == _boot_id()
+
     def alive(self) -> bool:
         """Whether this very process still exists (not a zombie, not a later one with its pid)."""
-        if self.boot_id != _boot_id():
+        if not self.same_boot():
             return False
         fields = stat_fields(self.pid)
         if fields is None or len(fields) < 20 or fields[0] == "Z":
