@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+from tests._ci import require
 from tests.orchestration.teams._git_helpers import GIT_ENV, git, make_repo
 
 from .conftest import AcpEnv, text_block
@@ -39,6 +40,7 @@ WRITER = {
 
 
 async def test_merge_applies_an_isolated_writers_branch_and_says_why_not(acp_env: AcpEnv) -> None:
+    require("git", "isolated writers work in git worktrees")
     make_repo(acp_env.work, {"app.py": "value = 1\n"})
     acp_env.vars.update(GIT_ENV)
     (acp_env.root / "config" / "corral" / "settings.toml").write_text('isolation = "worktree"\n')

@@ -34,7 +34,7 @@ from typing import Literal
 
 from corral._confined import Refused, confined_target, project_root, read_confined
 from corral._paths import config_home
-from corral.trust import FOREIGN_SKILL_DIRS, TrustStoreError, is_trusted
+from corral.trust import FOREIGN_SKILL_DIRS, TrustStoreError, trust_state
 
 __all__ = [
     "PROJECT_SKILL_DIRS",
@@ -248,14 +248,13 @@ def discover_skills(
 
 def _project_trusted(cwd: Path) -> tuple[bool, str | None]:
     """Whether the project at `cwd` is trusted now, and if not why (fails closed)."""
-    from corral.trust import trust_state
-
     try:
-        if is_trusted(cwd):
-            return True, None
-        changed = trust_state(cwd).changed
+        state = trust_state(cwd)  # once: it hashes every pinned file
     except TrustStoreError as exc:
         return False, f"the trust store cannot be read ({exc}), so the project's skills are not used"
+    if state.trusted:
+        return True, None
+    changed = state.changed
     if changed:
         return False, f"the project {cwd} is no longer trusted: {changed}; run `corral trust` there again"
     return False, None
