@@ -2,10 +2,15 @@
 
 from __future__ import annotations
 
+import asyncio
+
+import pytest
+from acp.exceptions import RequestError
+
 from tests._ci import require
 from tests.orchestration.teams._git_helpers import GIT_ENV, git, make_repo
 
-from .conftest import AcpEnv, text_block
+from .conftest import LATER, WAIT, AcpEnv, text_block
 
 WRITER = {
     "steps": [
@@ -72,3 +77,39 @@ async def test_merge_applies_an_isolated_writers_branch_and_says_why_not(acp_env
         assert git(acp_env.work, "branch", "--list", "corral/*") == ""
         # No model turn answered any of the commands: the script's second step is its last reply.
         assert recorder.text(sid).count("The writer is done.") == 1
+
+
+async def test_merge_waits_for_the_leads_own_turn_and_is_a_turn_of_its_own(acp_env: AcpEnv) -> None:
+    """A `/merge` sent while the lead's wake turn runs waits for it (its tools may be writing the files
+    the merge touches); meanwhile another prompt is refused, and `session/cancel` cancels the merge."""
+    busy = {
+        **LATER,
+        "steps": [
+            LATER["steps"][0],
+            {"text": "Reader is working."},
+            {  # the wake turn: a tool call the editor sees, then a model request busy until cancelled
+                "expect": {"context_contains": ["Agent result · agent=reader"]},
+                "tool_calls": [{"name": "ls", "args": {"path": "."}}],
+                "otherwise": {"text": "Reader is working."},
+            },
+            {"delay_ms": 600_000, "text": "never"},
+        ],
+    }
+    acp_env.script("busy", busy)
+    async with acp_env.server(model="scripted/busy") as (conn, _process, recorder):
+        await conn.initialize(protocol_version=1)
+        sid = (await conn.new_session(cwd=str(acp_env.work), mcp_servers=[])).session_id
+        await conn.prompt(session_id=sid, prompt=[text_block("start the reader")])
+        (acp_env.work / "go").touch()
+        await recorder.until(
+            lambda: any(str(c.get("title", "")).startswith("ls") for c in recorder.tool_calls(sid).values())
+        )  # the lead's wake turn is running
+        merge = asyncio.ensure_future(conn.prompt(session_id=sid, prompt=[text_block("/merge reader")]))
+        with pytest.raises(RequestError, match="a prompt turn is running"):
+            for _ in range(1000):  # until the server holds the merge as its turn (bounded)
+                await conn.prompt(session_id=sid, prompt=[text_block("/agents")])
+        assert not merge.done()  # waiting for the lead's wake turn
+        await conn.cancel(session_id=sid)
+        async with asyncio.timeout(WAIT):
+            answer = await merge
+        assert answer.stop_reason == "cancelled"

@@ -8,9 +8,9 @@ from __future__ import annotations
 
 import asyncio
 import contextlib
-from collections.abc import Callable
+from collections.abc import Callable, Coroutine
 from dataclasses import dataclass, field
-from typing import Any, Protocol
+from typing import Any, Protocol, TypeVar
 
 from corral.agent import (
     AgentEndEvent,
@@ -29,6 +29,8 @@ from corral.session import CustomEntry, CustomMessageEntry, MessageEntry
 
 from ._updates import Update, UpdateMapper
 from ._wire import RpcError, Wire
+
+_T = TypeVar("_T")
 
 
 class SessionServer(Protocol):
@@ -60,7 +62,7 @@ class LeadSession:
     mapper: UpdateMapper = field(default_factory=UpdateMapper)
     live: bool = False
     """The client knows the session: updates are sent (before that they are dropped; replay covers them)."""
-    turn: asyncio.Task[None] | None = None
+    turn: asyncio.Task[Any] | None = None
     cancelled: bool = False
     _log: ItemLog | None = None
     _shown: int = 0
@@ -274,19 +276,16 @@ class LeadSession:
         if command and command[0] == "/agents":
             self.send(self.mapper.message_chunk(self.agents_text()))
             return "end_turn"
-        if command and command[0] == "/merge":
-            self.send(self.mapper.message_chunk(await self.merge_text(command[1:])))
-            return "end_turn"
         agent = self.launched.agent
-        self.cancelled = False
-        self.turn = asyncio.ensure_future(agent.prompt_when_idle(text))
-        try:
-            await self.turn
-        except asyncio.CancelledError:
-            if not self.cancelled:
-                raise
-        finally:
-            self.turn = None
+        if command and command[0] == "/merge":
+            # a turn of its own, so no prompt runs beside it, and after the lead's own turn (a wake
+            # turn's tools may be writing the files it merges)
+            merged = await self._as_turn(self._merge_when_idle(command[1:]))
+            if merged is None:
+                return "cancelled"
+            self.send(self.mapper.message_chunk(merged))
+            return "end_turn"
+        await self._as_turn(agent.prompt_when_idle(text))
         self.drain()
         if self.cancelled:
             return "cancelled"
@@ -314,6 +313,25 @@ class LeadSession:
             for row in agents.team_rows(agents.team_snapshot(), now_ms=int(time.time() * 1000)):
                 lines.append(f"- {row.name} ({row.tier}): {row.status or 'queued'}")
         return "\n".join(lines) if lines else "No agents."
+
+    async def _as_turn(self, work: Coroutine[Any, Any, _T]) -> _T | None:
+        """Run `work` as this session's prompt turn (`session/cancel` cancels it; another prompt is
+        refused meanwhile); `None` when it was cancelled."""
+        self.cancelled = False
+        turn: asyncio.Task[_T] = asyncio.ensure_future(work)
+        self.turn = turn
+        try:
+            return await turn
+        except asyncio.CancelledError:
+            if not self.cancelled:
+                raise
+            return None
+        finally:
+            self.turn = None
+
+    async def _merge_when_idle(self, arguments: list[str]) -> str:
+        await self.launched.agent.wait_for_idle()
+        return await self.merge_text(arguments)
 
     async def merge_text(self, arguments: list[str]) -> str:
         """`/merge <agent> [--discard]`: merge an isolated writer's branch into the working tree, or
