@@ -100,6 +100,11 @@ LAZY = (
     "corral.orchestration.teams.repair.records",
     # The gitignore matcher of the find and grep tools (loaded by the first walk).
     "pathspec",
+    # Rules, hooks and MCP servers: only where the settings set them (none here).
+    "corral.permissions",
+    "corral.hooks",
+    "corral.mcp_servers",
+    "mcp",
 )
 LAZY_CODE = f"""\
 import sys
