@@ -207,7 +207,7 @@ async def _child(
     """The agent as its host described it and its child, composed at this worker's place
     (`tmux_place`); a teams member's inbox poller (messages sent to it arrive in its store inbox,
     the poller brings them into the session)."""
-    place = tmux_place(store, generation, registry, settings)
+    place = tmux_place(store, generation, registry, settings, mcp_servers)
     try:
         composed = await compose(place).child(
             launch,
@@ -244,14 +244,19 @@ async def _child(
 
 
 def tmux_place(
-    store: Repositories, generation: GenerationRecord, registry: ModelRegistry, settings: Settings
+    store: Repositories,
+    generation: GenerationRecord,
+    registry: ModelRegistry,
+    settings: Settings,
+    mcp_servers: McpServers | None = None,
 ) -> WorkerPlace:
     """Where a tmux worker's agent runs: on the lead's machine, over the shared store.
 
     Rate-limit waits are stored for the lead's status views; a question is recorded in the store; a
     teams member works over a `Teams` of a worker-local host on the same store (reports and messages
     are stored and the owner's host, polling the store, delivers them); an isolated writer commits
-    its work on its worktree branch; the budget is the row the host opened.
+    its work on its worktree branch; the budget is the row the host opened. `mcp_servers`: this
+    worker's sessions of the MCP servers, which the member's nested helpers share.
     """
     rate_limits = RateLimitsExtension(store.db)
 
@@ -269,7 +274,10 @@ def tmux_place(
             def result_stored(self, run_id: str, request_id: str) -> None:
                 hooks.changed()
 
-        local = _WorkerHost(kernel=store.kernel, registry=registry, settings=settings)
+        # the worker's own MCP sessions: the nested helpers it starts get the member's servers, no more
+        local = _WorkerHost(
+            kernel=store.kernel, registry=registry, settings=settings, mcp_servers=mcp_servers
+        )
         local.extensions.add(PolicyExtension(local))  # the nested helpers it starts here are bound too
         return Teams(local).members, member
 
