@@ -401,13 +401,20 @@ class RayWorker:
         return sorted(self.runs)
 
     def _mcp_servers(self, settings: Settings, cwd: Path) -> McpServers | None:
-        """The MCP sessions of this worker process for `settings` (made on first use), or `None`."""
+        """The MCP sessions of this worker process for `settings` in `cwd` (made on first use), or
+        `None`. Keyed by the directory too: a server without its own `cwd` runs in the agent's, and
+        two agents on a node may work in different ones (their workspace snapshots)."""
         if not settings.mcp_servers:
             return None
         import json
 
         key = json.dumps(
-            {name: server.model_dump(mode="json") for name, server in settings.mcp_servers.items()},
+            {
+                "cwd": str(cwd),
+                "servers": {
+                    name: server.model_dump(mode="json") for name, server in settings.mcp_servers.items()
+                },
+            },
             sort_keys=True,
         )
         servers = self._mcp.get(key)
