@@ -49,7 +49,9 @@ def gate(tmp_path: Path, s: Settings) -> ToolPolicy:
 
 
 def check(tmp_path: Path, tool: str = "bash", **arguments: Any) -> ToolCheck:
-    return ToolCheck("call-1", tool, arguments or {"command": "git push"}, "sess-1", tmp_path / "s.jsonl", tmp_path)
+    return ToolCheck(
+        "call-1", tool, arguments or {"command": "git push"}, "sess-1", tmp_path / "s.jsonl", tmp_path
+    )
 
 
 def python_hook(tmp_path: Path, body: str, name: str = "hook.py") -> str:
@@ -63,7 +65,9 @@ def group(command: str, matcher: str = "", **hook: Any) -> dict[str, Any]:
     return {"matcher": matcher, "hooks": [{"type": "command", "command": command, **hook}]}
 
 
-async def test_the_event_carries_claude_code_s_fields_and_the_agent_s_place_in_the_tree(tmp_path: Path) -> None:
+async def test_the_event_carries_claude_code_s_fields_and_the_agent_s_place_in_the_tree(
+    tmp_path: Path,
+) -> None:
     seen = tmp_path / "event.json"
     command = python_hook(
         tmp_path,
@@ -131,7 +135,10 @@ async def test_a_copied_claude_code_settings_json_hook_works_unchanged(tmp_path:
                 {
                     "matcher": "Bash",
                     "hooks": [
-                        {"type": "command", "command": f'{sys.executable} "$CLAUDE_PROJECT_DIR"/.claude/hooks/block-rm.py'}
+                        {
+                            "type": "command",
+                            "command": f'{sys.executable} "$CLAUDE_PROJECT_DIR"/.claude/hooks/block-rm.py',
+                        }
                     ],
                 }
             ]
@@ -148,16 +155,33 @@ async def test_a_copied_claude_code_settings_json_hook_works_unchanged(tmp_path:
 @pytest.mark.parametrize(
     ("output", "decision", "reason", "context"),
     [
-        ({"hookSpecificOutput": {"permissionDecision": "deny", "permissionDecisionReason": "nope"}}, "deny", "nope", ""),
-        ({"hookSpecificOutput": {"permissionDecision": "ask", "permissionDecisionReason": "sure?"}}, "ask", "sure?", ""),
-        ({"hookSpecificOutput": {"permissionDecision": "allow", "additionalContext": "be careful"}}, "allow", "", "be careful"),
+        (
+            {"hookSpecificOutput": {"permissionDecision": "deny", "permissionDecisionReason": "nope"}},
+            "deny",
+            "nope",
+            "",
+        ),
+        (
+            {"hookSpecificOutput": {"permissionDecision": "ask", "permissionDecisionReason": "sure?"}},
+            "ask",
+            "sure?",
+            "",
+        ),
+        (
+            {"hookSpecificOutput": {"permissionDecision": "allow", "additionalContext": "be careful"}},
+            "allow",
+            "",
+            "be careful",
+        ),
         ({"decision": "block", "reason": "old style"}, "deny", "old style", ""),
         ({"decision": "approve"}, "allow", "", ""),
         ({"continue": False, "stopReason": "stop everything"}, "deny", "stop everything", ""),
         ({"suppressOutput": True}, "allow", "", ""),
     ],
 )
-async def test_json_answers(tmp_path: Path, output: dict[str, Any], decision: str, reason: str, context: str) -> None:
+async def test_json_answers(
+    tmp_path: Path, output: dict[str, Any], decision: str, reason: str, context: str
+) -> None:
     command = python_hook(tmp_path, f"print(json.dumps({output!r}))")
     verdict = await gate(tmp_path, settings([group(command)])).before_tool(check(tmp_path))
     assert (verdict.decision, verdict.reason, verdict.context) == (decision, reason, context)
@@ -231,7 +255,9 @@ async def test_a_timed_out_hook_s_processes_are_gone(tmp_path: Path) -> None:
         ("spawn_agent", "spawn_agent", True),
     ],
 )
-async def test_matchers_match_corral_s_and_claude_code_s_names(tmp_path: Path, matcher: str, tool: str, runs: bool) -> None:
+async def test_matchers_match_corral_s_and_claude_code_s_names(
+    tmp_path: Path, matcher: str, tool: str, runs: bool
+) -> None:
     g = gate(tmp_path, settings([group("exit 2", matcher)]))
     verdict = await g.before_tool(check(tmp_path, tool, path="x"))
     assert (verdict.decision == "deny") is runs
@@ -253,7 +279,9 @@ def _meet(tmp_path: Path, mine: str, other: str) -> str:
 
 async def test_hooks_run_in_parallel_and_the_strictest_answer_wins(tmp_path: Path) -> None:
     allow = python_hook(
-        tmp_path, _meet(tmp_path, "a", "d") + "print(json.dumps({'decision': 'approve' if met else 'block'}))", "a.py"
+        tmp_path,
+        _meet(tmp_path, "a", "d") + "print(json.dumps({'decision': 'approve' if met else 'block'}))",
+        "a.py",
     )
     deny = python_hook(
         tmp_path,
@@ -262,14 +290,17 @@ async def test_hooks_run_in_parallel_and_the_strictest_answer_wins(tmp_path: Pat
     )
     s = settings([group(allow), {"matcher": "Bash", "hooks": [{"command": deny}, {"command": deny}]}])
     verdict = await asyncio.wait_for(gate(tmp_path, s).before_tool(check(tmp_path)), WAIT_S)
-    assert (verdict.decision, verdict.reason) == ("deny", "second says no")  # side by side: each met the other
+    assert (verdict.decision, verdict.reason) == (
+        "deny",
+        "second says no",
+    )  # side by side: each met the other
     assert (tmp_path / "a.runs").read_text() == "x"
     assert (tmp_path / "d.runs").read_text() == "x"  # the duplicate ran once
 
 
 async def test_rules_and_hooks_together(tmp_path: Path, caplog: pytest.LogCaptureFixture) -> None:
     marker = tmp_path / "ran"
-    approve = f"touch {marker}; echo '{{\"decision\": \"approve\"}}'"
+    approve = f'touch {marker}; echo \'{{"decision": "approve"}}\''
     s = settings([group(approve)], deny=["Bash(git push:*)"], ask=["Bash(rm:*)"], default="ask")
     g = gate(tmp_path, s)
     # a deny rule ends it there: no hook runs
@@ -324,14 +355,33 @@ async def test_each_hook_run_is_a_span(tmp_path: Path) -> None:
         await g.before_tool(check(tmp_path))
     finally:
         _tracing.shutdown()
-    spans = sorted((s for s in sink.spans if s.name == "corral.hook"), key=lambda s: str(s.attributes["corral.hook.command"]))
+    spans = sorted(
+        (s for s in sink.spans if s.name == "corral.hook"),
+        key=lambda s: str(s.attributes["corral.hook.command"]),
+    )
     assert [s.attributes["corral.hook.command"] for s in spans] == ["exit 1", "exit 2"]
     assert spans[0].error == "exited with 1" and spans[0].attributes["corral.hook.exit_code"] == 1
     assert spans[1].error is None and spans[1].attributes["corral.hook.decision"] == "deny"
-    assert all(s.attributes["corral.hook.event"] == "PreToolUse" and s.attributes["corral.agent"] == "scout-1" for s in spans)
+    assert all(
+        s.attributes["corral.hook.event"] == "PreToolUse" and s.attributes["corral.agent"] == "scout-1"
+        for s in spans
+    )
 
 
 def test_no_rules_and_no_hooks_means_no_gate(tmp_path: Path) -> None:
     assert policy_of(Settings()).empty
     assert not policy_of(settings([group("true")])).empty
     assert not policy_of(Settings.model_validate({"permissions": {"deny": ["Bash"]}})).empty
+
+
+async def test_a_hook_that_leaves_a_child_holding_its_output_is_read_and_the_child_ended(
+    tmp_path: Path,
+) -> None:
+    pid_file = tmp_path / "child.pid"
+    answer = json.dumps({"decision": "block", "reason": "nope"})
+    command = f"echo '{answer}'; sleep 300 & echo $! > {pid_file}"  # the child keeps the hook's stdout open
+    g = gate(tmp_path, settings([group(command, timeout=30)]))
+    verdict = await asyncio.wait_for(g.before_tool(check(tmp_path)), WAIT_S)
+    assert (verdict.decision, verdict.reason) == ("deny", "nope")  # its answer, not "timed out after 30 s"
+    child = int(pid_file.read_text())
+    await eventually(lambda: not _running(child))

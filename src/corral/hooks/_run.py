@@ -51,10 +51,11 @@ class HookRun:
     duration_ms: float
 
 
-async def _read(stream: asyncio.StreamReader | None) -> bytes:
+async def _read(stream: asyncio.StreamReader | None, kept: list[bytes]) -> None:
+    """Read `stream` to its end into `kept` (capped at `OUTPUT_CAP`); what was read stays in `kept`
+    when the read is cancelled."""
     if stream is None:
-        return b""
-    kept: list[bytes] = []
+        return
     size = 0
     while True:
         data = await stream.read(65536)
@@ -63,7 +64,6 @@ async def _read(stream: asyncio.StreamReader | None) -> bytes:
         if size < OUTPUT_CAP:
             kept.append(data[: OUTPUT_CAP - size])
         size += len(data)
-    return b"".join(kept)
 
 
 async def _feed(stdin: asyncio.StreamWriter | None, payload: bytes) -> None:
@@ -77,6 +77,36 @@ async def _feed(stdin: asyncio.StreamWriter | None, payload: bytes) -> None:
     finally:
         with contextlib.suppress(OSError):
             stdin.close()
+
+
+_DRAIN_S = 2.0
+"""How long after a hook exits its output may stay open (a background child holding it) before that
+child is ended."""
+
+
+async def _exited(process: asyncio.subprocess.Process) -> None:
+    """Return when `process` has exited, whoever still holds its pipes (asyncio's `wait()` also waits
+    for them to close). A pidfd is readable from the moment its process ends."""
+    try:
+        fd = os.pidfd_open(process.pid)
+    except ProcessLookupError:
+        return  # already exited and reaped
+    except OSError:  # no pidfd on this kernel: the pipes' end is the exit
+        await process.wait()
+        return
+    loop = asyncio.get_running_loop()
+    ended = loop.create_future()
+
+    def readable() -> None:
+        if not ended.done():
+            ended.set_result(None)
+
+    loop.add_reader(fd, readable)
+    try:
+        await ended
+    finally:
+        loop.remove_reader(fd)
+        os.close(fd)
 
 
 def _kill(process: asyncio.subprocess.Process) -> None:
@@ -116,11 +146,21 @@ async def run_command_hook(
         )
     except OSError as exc:
         return HookRun(command, None, "", "", f"could not start: {exc.strerror or exc}", ms())
-    io = asyncio.gather(
-        _feed(process.stdin, payload), _read(process.stdout), _read(process.stderr), process.wait()
-    )
+    out: list[bytes] = []
+    err: list[bytes] = []
+    io = [
+        asyncio.ensure_future(_feed(process.stdin, payload)),
+        asyncio.ensure_future(_read(process.stdout, out)),
+        asyncio.ensure_future(_read(process.stderr, err)),
+    ]
     try:
-        _, out, err, code = await asyncio.wait_for(io, timeout)
+        await asyncio.wait_for(_exited(process), timeout)
+        # The hook exited. A child it left in the background may still hold its output open: what the
+        # hook printed is read, and such a child is ended rather than holding the call to its timeout.
+        _, holding = await asyncio.wait(io, timeout=_DRAIN_S)
+        if holding:
+            _kill(process)
+        code = await process.wait()  # asyncio's wait returns once the pipes are closed too
     except TimeoutError:
         _kill(process)
         with contextlib.suppress(TimeoutError, ProcessLookupError):
@@ -131,7 +171,11 @@ async def run_command_hook(
         with contextlib.suppress(BaseException):
             await asyncio.wait_for(process.wait(), 5)
         raise
-    stdout, stderr = _text(out), _text(err)
+    finally:
+        for task in io:
+            task.cancel()
+        await asyncio.gather(*io, return_exceptions=True)
+    stdout, stderr = _text(b"".join(out)), _text(b"".join(err))
     failure: str | None = None
     if code < 0:
         failure = f"was killed by signal {-code}"
