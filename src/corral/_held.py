@@ -24,7 +24,7 @@ from dataclasses import dataclass
 from pathlib import Path
 
 from corral._paths import corral_home, ensure_private_dir
-from corral._process import ProcessStamp, process_stamp, stat_fields
+from corral._process import ProcessStamp, group_members, process_stamp, signal_group
 
 __all__ = ["HeldProcesses", "Orphan"]
 
@@ -70,19 +70,7 @@ def _orphaned_members(leader: ProcessStamp) -> list[int]:
         return [leader.pid]
     if process_stamp(leader.pid) is not None or not leader.same_boot():  # the pid is taken, or rebooted
         return []
-    return _group_members(leader.pid)
-
-
-def _group_members(pgid: int) -> list[int]:
-    """The processes in process group `pgid` now (from `/proc`)."""
-    members = []
-    with contextlib.suppress(OSError):
-        for entry in os.listdir("/proc"):
-            if entry.isdigit():
-                fields = stat_fields(entry)
-                if fields is not None and len(fields) > 2 and fields[0] != "Z" and int(fields[2]) == pgid:
-                    members.append(int(entry))
-    return members
+    return group_members(leader.pid)
 
 
 class HeldProcesses:
@@ -143,10 +131,10 @@ class HeldProcesses:
             found.append(Orphan(leader.pid, str(record.get("what", "")), host.pid, running=bool(members)))
             if not dry_run:
                 for pid in members:
-                    with contextlib.suppress(ProcessLookupError, PermissionError):
-                        if pid == leader.pid:
-                            os.killpg(pid, signal.SIGKILL)
-                        else:
+                    if pid == leader.pid:
+                        signal_group(pid, signal.SIGKILL)
+                    else:
+                        with contextlib.suppress(ProcessLookupError, PermissionError):
                             os.kill(pid, signal.SIGKILL)
                 self.release(path)
         return found

@@ -2,11 +2,24 @@
 
 from __future__ import annotations
 
+import asyncio
+import contextlib
 import os
+import signal
 from dataclasses import dataclass
 from pathlib import Path
 
-__all__ = ["ProcessStamp", "pid_alive", "process_stamp", "process_tree", "stat_fields"]
+__all__ = [
+    "ProcessStamp",
+    "children_by_parent",
+    "group_members",
+    "kill_group",
+    "pid_alive",
+    "process_stamp",
+    "process_tree",
+    "signal_group",
+    "stat_fields",
+]
 
 
 def pid_alive(pid: int) -> bool:
@@ -31,25 +44,59 @@ def stat_fields(pid: int | str) -> list[str] | None:
     return stat.rpartition(")")[2].split()
 
 
-def process_tree(pid: int) -> list[int]:
-    """`pid` and its descendants (read from `/proc`; just `[pid]` where there is no `/proc`)."""
-    children: dict[int, list[int]] = {}
+def _numbered() -> list[str]:
+    """The pids in `/proc` now (none where there is no `/proc`)."""
     try:
-        entries = os.listdir("/proc")
+        return [entry for entry in os.listdir("/proc") if entry.isdigit()]
     except OSError:
-        return [pid]
-    for entry in entries:
-        if not entry.isdigit():
-            continue
+        return []
+
+
+def children_by_parent() -> dict[int, list[int]]:
+    """Every process's children now, by parent pid (from `/proc`; empty where there is none)."""
+    children: dict[int, list[int]] = {}
+    for entry in _numbered():
         fields = stat_fields(entry)
         if fields is not None and len(fields) > 1:
             children.setdefault(int(fields[1]), []).append(int(entry))
+    return children
+
+
+def process_tree(pid: int) -> list[int]:
+    """`pid` and its descendants (read from `/proc`; just `[pid]` where there is no `/proc`)."""
+    children = children_by_parent()
     found, frontier = [pid], [pid]
     while frontier:
         for child in children.get(frontier.pop(), ()):
             found.append(child)
             frontier.append(child)
     return found
+
+
+def group_members(pgid: int) -> list[int]:
+    """The live (not zombie) processes in process group `pgid` now (from `/proc`)."""
+    members = []
+    for entry in _numbered():
+        fields = stat_fields(entry)
+        if fields is not None and len(fields) > 2 and fields[0] != "Z" and int(fields[2]) == pgid:
+            members.append(int(entry))
+    return members
+
+
+def signal_group(pgid: int, signum: int) -> None:
+    """Send `signum` to process group `pgid`; a group already gone (or not ours) is no error."""
+    with contextlib.suppress(ProcessLookupError, PermissionError):
+        os.killpg(pgid, signum)
+
+
+async def kill_group(process: asyncio.subprocess.Process, grace: float) -> None:
+    """End the process group `process` leads: SIGTERM, up to `grace` seconds for its leader to exit,
+    then SIGKILL whatever is left; returns once the leader is reaped."""
+    signal_group(process.pid, signal.SIGTERM)
+    with contextlib.suppress(TimeoutError):
+        await asyncio.wait_for(process.wait(), grace)
+    signal_group(process.pid, signal.SIGKILL)
+    await process.wait()
 
 
 def _boot_id() -> str:

@@ -18,6 +18,8 @@ from collections.abc import Mapping
 from dataclasses import dataclass
 from pathlib import Path
 
+from corral._process import signal_group
+
 __all__ = ["OUTPUT_CAP", "HookRun", "hook_environment", "run_command_hook"]
 
 OUTPUT_CAP = 1 << 20
@@ -109,11 +111,6 @@ async def _exited(process: asyncio.subprocess.Process) -> None:
         os.close(fd)
 
 
-def _kill(process: asyncio.subprocess.Process) -> None:
-    with contextlib.suppress(ProcessLookupError, PermissionError):
-        os.killpg(process.pid, signal.SIGKILL)
-
-
 def _text(data: bytes) -> str:
     return data.decode("utf-8", errors="replace")
 
@@ -159,15 +156,15 @@ async def run_command_hook(
         # hook printed is read, and such a child is ended rather than holding the call to its timeout.
         _, holding = await asyncio.wait(io, timeout=_DRAIN_S)
         if holding:
-            _kill(process)
+            signal_group(process.pid, signal.SIGKILL)
         code = await process.wait()  # asyncio's wait returns once the pipes are closed too
     except TimeoutError:
-        _kill(process)
+        signal_group(process.pid, signal.SIGKILL)
         with contextlib.suppress(TimeoutError, ProcessLookupError):
             await asyncio.wait_for(process.wait(), 5)
         return HookRun(command, None, "", "", f"timed out after {timeout:g} s", ms())
     except asyncio.CancelledError:
-        _kill(process)
+        signal_group(process.pid, signal.SIGKILL)
         with contextlib.suppress(BaseException):
             await asyncio.wait_for(process.wait(), 5)
         raise

@@ -23,7 +23,6 @@ from __future__ import annotations
 import asyncio
 import contextlib
 import hashlib
-import os
 import re
 import time
 from collections.abc import Callable, Sequence
@@ -31,7 +30,7 @@ from dataclasses import dataclass
 from pathlib import Path
 
 from corral._paths import corral_home, ensure_private_dir
-from corral._process import pid_alive
+from corral._process import children_by_parent, pid_alive
 from corral.runtime._base import (
     LaunchSpec,
     PresenceVerdict,
@@ -113,21 +112,6 @@ def _read_proc(pid: int, name: str) -> bytes | None:
         return Path(f"/proc/{pid}/{name}").read_bytes()
     except OSError:
         return None
-
-
-def _children_map() -> dict[int, list[int]]:
-    children: dict[int, list[int]] = {}
-    with contextlib.suppress(OSError):
-        for entry in os.scandir("/proc"):
-            if not entry.name.isdigit():
-                continue
-            stat = _read_proc(int(entry.name), "stat")
-            if stat is None:
-                continue
-            fields = stat[stat.rfind(b")") + 2 :].split()
-            if len(fields) > 1:
-                children.setdefault(int(fields[1]), []).append(int(entry.name))
-    return children
 
 
 def _evidence(pid: int) -> ProcessEvidence | None:
@@ -357,7 +341,7 @@ class TmuxRuntime:
         return bound_output(text_lines, max_lines=lines, max_bytes=max_bytes)
 
     def _process_tree(self, pid: int) -> list[ProcessEvidence]:
-        tree = _children_map()
+        tree = children_by_parent()
         found: list[ProcessEvidence] = []
         frontier = [pid]
         while frontier and len(found) < _MAX_PROCESSES:
@@ -462,7 +446,7 @@ class TmuxRuntime:
                 if raw is not None and wanted in b"\0" + raw:
                     return pane
                 if children is None:
-                    children = _children_map()
+                    children = children_by_parent()
                 pending.extend(children.get(pid, []))
         return None
 

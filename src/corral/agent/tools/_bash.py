@@ -21,7 +21,6 @@ the exception and can be read with `aborted_output(exc)`.
 from __future__ import annotations
 
 import asyncio
-import contextlib
 import os
 import secrets
 import shutil
@@ -32,6 +31,7 @@ from dataclasses import dataclass, field, replace
 from pathlib import Path
 from typing import TYPE_CHECKING, Any, BinaryIO
 
+from corral._process import kill_group
 from corral.agent._tool import AgentTool, ToolError, ToolResult, ToolUpdate
 from corral.llm import TextContent
 
@@ -247,22 +247,6 @@ class _PipeReader(asyncio.Protocol):
         self._output.eof.set()
 
 
-def _signal_group(pgid: int, signum: int) -> None:
-    with contextlib.suppress(ProcessLookupError, PermissionError):
-        os.killpg(pgid, signum)
-
-
-async def _kill_group(process: asyncio.subprocess.Process) -> None:
-    """SIGTERM the process group, wait for the shell (bounded), then SIGKILL what is left."""
-    _signal_group(process.pid, signal.SIGTERM)
-    try:
-        await asyncio.wait_for(process.wait(), KILL_GRACE_SECONDS)
-    except TimeoutError:
-        pass
-    _signal_group(process.pid, signal.SIGKILL)
-    await process.wait()
-
-
 class BashTool(AgentTool):
     """Run a shell command; tail-truncated output, full log past 50 KB, process-group kill."""
 
@@ -373,7 +357,7 @@ class BashTool(AgentTool):
         finally:
             if process.returncode is None:
                 # Left early (cancelled before supervision began, or an unexpected error): no orphans.
-                await asyncio.shield(asyncio.ensure_future(_kill_group(process)))
+                await asyncio.shield(asyncio.ensure_future(kill_group(process, KILL_GRACE_SECONDS)))
             self._running.pop(process.pid, None)
             if transport is not None:
                 transport.close()
@@ -390,7 +374,7 @@ class BashTool(AgentTool):
             else:
                 await process.wait()
         except TimeoutError:
-            await _kill_group(process)
+            await kill_group(process, KILL_GRACE_SECONDS)
             await _drain(output)
             output.finish()
             text, details = output.format(empty="")
@@ -398,7 +382,7 @@ class BashTool(AgentTool):
             raise ToolError(message, details=details or None) from None
         except asyncio.CancelledError as exc:
             # Shielded: a second cancel must not leave the group half-killed.
-            await asyncio.shield(asyncio.ensure_future(_kill_group(process)))
+            await asyncio.shield(asyncio.ensure_future(kill_group(process, KILL_GRACE_SECONDS)))
             await _drain(output)
             output.finish()
             text, _ = output.format(empty="")

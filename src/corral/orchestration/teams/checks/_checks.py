@@ -42,6 +42,7 @@ from collections.abc import Callable, Mapping, Sequence
 from dataclasses import KW_ONLY, dataclass
 from typing import TYPE_CHECKING, Any, Literal, Protocol
 
+from corral._process import kill_group, signal_group
 from corral.agent.tools import resolve_shell
 from corral.orchestration.errors import InvalidRequestError, OrchestrationError
 from corral.orchestration.kernel._faults import fault_point
@@ -280,20 +281,6 @@ class CheckExecutor(Protocol):
         ...
 
 
-def _signal_group(pgid: int, signum: int) -> None:
-    with contextlib.suppress(ProcessLookupError, PermissionError):
-        os.killpg(pgid, signum)
-
-
-async def _kill_group(process: asyncio.subprocess.Process) -> None:
-    """SIGTERM the group, wait (bounded) for the shell, then SIGKILL whatever is left."""
-    _signal_group(process.pid, signal.SIGTERM)
-    with contextlib.suppress(TimeoutError):
-        await asyncio.wait_for(process.wait(), KILL_GRACE_SECONDS)
-    _signal_group(process.pid, signal.SIGKILL)
-    await process.wait()
-
-
 class LocalShellExecutor:
     """Runs commands with the local shell (`/bin/bash`, else `bash`, else `sh`) in a new process group."""
 
@@ -340,19 +327,19 @@ class LocalShellExecutor:
                 if cancel_waiter is not None:
                     cancel_waiter.cancel()
             if cancel is not None and cancel.is_set():
-                await _kill_group(process)
+                await kill_group(process, KILL_GRACE_SECONDS)
                 return CheckExecution(None, cancelled=True)
             if not waiter.done():
-                await _kill_group(process)
+                await kill_group(process, KILL_GRACE_SECONDS)
                 return CheckExecution(None, timed_out=True)
         except asyncio.CancelledError:
-            await asyncio.shield(asyncio.ensure_future(_kill_group(process)))
+            await asyncio.shield(asyncio.ensure_future(kill_group(process, KILL_GRACE_SECONDS)))
             raise
         finally:
             if process.returncode is None:
-                await asyncio.shield(asyncio.ensure_future(_kill_group(process)))
+                await asyncio.shield(asyncio.ensure_future(kill_group(process, KILL_GRACE_SECONDS)))
             # Nothing the command started may outlive it.
-            _signal_group(process.pid, signal.SIGKILL)
+            signal_group(process.pid, signal.SIGKILL)
         code = process.returncode
         assert code is not None
         if code < 0:
