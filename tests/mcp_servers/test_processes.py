@@ -194,6 +194,43 @@ def test_stdio_servers_die_with_their_host_process(tmp_path: Path) -> None:
     asyncio.run(eventually(lambda: not _alive(server_pid), timeout=WAIT))
 
 
+def test_a_stdio_server_s_own_children_die_with_its_host(tmp_path: Path) -> None:
+    """A server started through a launcher (as `npx` and `uvx` start one) leaves a process of its own
+    in its group: a SIGKILLed host ends that one too, not only the process it started."""
+    helper_pid = tmp_path / "helper.pid"
+    launcher = f"sleep 3600 </dev/null >/dev/null 2>&1 & echo $! > {helper_pid}; exec {sys.executable} {TINY}"
+    host = textwrap.dedent(
+        f"""
+        import asyncio
+        from corral.mcp_servers import McpGrant, McpServers
+        from corral.settings import McpServerSettings
+
+        async def main():
+            config = McpServerSettings(command="/bin/sh", args=["-c", {launcher!r}])
+            servers = McpServers({{"tiny": config}}, log_dir=None)
+            toolset = await servers.toolset(McpGrant(("tiny",)))
+            pid = next(t for t in toolset.tools if t.name == "mcp__tiny__pid")
+            result = await pid.execute("1", {{}})
+            print(result.content[0].text, flush=True)
+            await asyncio.sleep(3600)
+
+        asyncio.run(main())
+        """
+    )
+    process = subprocess.Popen([sys.executable, "-c", host], stdout=subprocess.PIPE, text=True)
+    try:
+        assert process.stdout is not None
+        server_pid = int(process.stdout.readline())
+        helper = int(helper_pid.read_text())
+        assert _alive(server_pid) and _alive(helper)
+    finally:
+        process.send_signal(signal.SIGKILL)
+        process.wait()
+        if process.stdout is not None:
+            process.stdout.close()
+    asyncio.run(eventually(lambda: not _alive(server_pid) and not _alive(helper), timeout=WAIT))
+
+
 async def test_a_2026_era_server_is_spoken_to_through_discover(tmp_path: Path) -> None:
     servers = _servers(
         tmp_path, sdk={"command": sys.executable, "args": [str(SDK_SERVER)], "startup_timeout_s": 60}

@@ -6,8 +6,9 @@ The client lives in a task of its own (`_hold`), since the SDK's transports must
 in one task; calls come from the agents' tool tasks.
 
 * **Start**: the first `start()` spawns a stdio server (its program wrapped by `setpriv --pdeathsig
-  TERM` where that exists, so it dies with this process even when the process is killed; its stdin
-  closes then too) or connects to an HTTP one, and lists its tools, within `startup_timeout_s`. Its
+  TERM` and a shell that passes that signal to the server's process group, where `setpriv` exists,
+  so the server and any process it started end with this process even when the process is killed;
+  its stdin closes then too) or connects to an HTTP one, and lists its tools, within `startup_timeout_s`. Its
   stderr goes to `<data root>/mcp-servers/<name>.log`. A start that fails is final for this process:
   the problem names the reason (and the server's last stderr line).
 * **Crash**: the transport's end of stream marks the server gone. A call that finds it gone before
@@ -502,12 +503,26 @@ async def _http(url: str, headers: dict[str, str]) -> AsyncIterator[Any]:
         yield streams
 
 
+_GROUP_ENDS_WITH_HOST = (
+    'trap "trap - TERM; kill -TERM 0" TERM; exec 3<&0; "$@" <&3 3<&- & wait $! 2>/dev/null'
+)
+"""The shell between `setpriv` and a stdio server: `--pdeathsig` reaches only the process it execs,
+so this shell takes the signal when the host dies and passes it to the whole process group — a
+server started through `npx` or `uvx` ends with its launcher, not only the launcher. An
+asynchronous command's stdin would be `/dev/null`: the server gets the shell's through fd 3; the
+shell's own "Terminated" is kept out of the server's stderr log. The SDK's own ending (stdin
+closed, then SIGTERM and SIGKILL to the group) is unchanged."""
+
+
 def _die_with_host() -> list[str]:
-    """The wrapper that makes a stdio server die with this process (Linux `setpriv --pdeathsig`), or none."""
+    """The wrapper that makes a stdio server's process group end with this process (Linux `setpriv
+    --pdeathsig` and a shell that passes the signal on), or none."""
     if not sys.platform.startswith("linux"):
         return []
     setpriv = shutil.which("setpriv")
-    return [setpriv, "--pdeathsig", "TERM", "--"] if setpriv else []
+    if setpriv is None:
+        return []
+    return [setpriv, "--pdeathsig", "TERM", "--", "/bin/sh", "-c", _GROUP_ENDS_WITH_HOST, "mcp-server"]
 
 
 _DEVNULL: TextIO | None = None
