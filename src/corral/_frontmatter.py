@@ -43,7 +43,8 @@ def split_frontmatter(text: str) -> tuple[str, str]:
 
 
 def load_frontmatter(text: str) -> Any:
-    """The YAML of a frontmatter, parsed once per distinct text (callers get a deep copy).
+    """The YAML of a frontmatter, parsed once per distinct text. The value is the cache's own, shared
+    by every caller of the same text: a caller that changes it copies it first (`copy.deepcopy`).
 
     The roster is loaded again for every delegate (so an edited file takes effect at once), and so
     are an agent's skills; keyed by the text itself, the cache can never serve a stale parse, and a

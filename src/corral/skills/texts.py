@@ -1,6 +1,6 @@
 """What corral tells a model about skills, in corral's words: the system prompt's section, the
 `skill` tool's description, what it returns and its errors. One plain function per fact; the
-caps and the reading are `_prompt.py`'s and `_tool.py`'s."""
+caps and the reading are `_tool.py`'s (the discovery `_catalog.py`'s)."""
 
 from __future__ import annotations
 
