@@ -24,8 +24,19 @@ from tests.runtime._tmux_fixtures import kill_server, require_tmux
 
 from .conftest import Env, RunCorral
 
-NAMES = ["data_root", "store", "sandbox", "tmux", "tmux_workers", "settings", "definitions", "skills", *["harness"] * 5]
-"""Without a store; with one, `checks` follows `store`. One `skills` line; one `harness` line per preset."""
+NAMES = [
+    "data_root",
+    "store",
+    "sandbox",
+    "tmux",
+    "tmux_workers",
+    "agent_processes",
+    "settings",
+    "definitions",
+    "skills",
+    *["harness"] * 5,
+]
+"""Without a store (and with tmux on PATH); with a store, `checks` follows `store`. One `skills` line; one `harness` line per preset."""
 
 
 def _private_home(env: Env) -> None:

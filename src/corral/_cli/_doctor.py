@@ -228,6 +228,22 @@ async def _check_orphans(root: Path, store: Repositories | None) -> Check:
     )
 
 
+def _check_held(root: Path) -> Check:
+    """The agent process groups (ACP agents) recorded by a host that died with them still running."""
+    from corral._held import HeldProcesses
+
+    orphans = [o for o in HeldProcesses(root / "held").reap_orphans(dry_run=True) if o.running]
+    if not orphans:
+        return Check("agent_processes", "ok", "no agent process is left running by a host that died")
+    listed = ", ".join(f"{o.what} (process group {o.pgid}, host process {o.host_pid})" for o in orphans)
+    return Check(
+        "agent_processes",
+        "warn",
+        f"{len(orphans)} agent process group(s) left running by a host that died: {listed}; "
+        "run `corral agents reap` to end them (`--dry-run` lists them)",
+    )
+
+
 async def _check_ray_workers(store: Repositories, settings: Settings | None, ray: RayRuntime) -> Check:
     """This data root's Ray workers that hold no live agent (only when agents ran on Ray).
 
@@ -701,6 +717,7 @@ async def run_checks(cwd: Path) -> list[Check]:
         checks += [sandbox, tmux]
         if has_tmux:
             checks.append(await _check_orphans(root, store))
+        checks.append(_check_held(root))
     finally:
         if store is not None:
             store.close()
