@@ -22,7 +22,6 @@ import argparse
 import asyncio
 import json
 import sys
-import tempfile
 import time
 from pathlib import Path
 from typing import Any
@@ -30,6 +29,7 @@ from typing import Any
 sys.path.insert(0, str(Path(__file__).resolve().parent))
 
 from _common import environment, summary_ms
+from _orch import data_root
 
 TINY = Path(__file__).resolve().parents[1] / "tests" / "mcp_servers" / "tiny_server.py"
 WAIT_S = 120.0
@@ -72,60 +72,38 @@ async def _overhead(iterations: int, warmup: int) -> dict[str, Any]:
 
 
 async def _shared(agents: int, calls: int) -> dict[str, Any]:
-    import os
-
-    import yaml
-
     import corral
 
-    with tempfile.TemporaryDirectory(prefix="corral-bench-mcp-client-") as folder:
-        root = Path(folder)
-        for sub in ("work", "scripts", "config/corral", "home"):
-            (root / sub).mkdir(parents=True)
+    add = {"name": "mcp__tiny__add", "args": {"a": 1, "b": 2}}
+    steps = [
+        {"tool_calls": [{"name": "mcp__tiny__pid", "args": {}}]},
+        {"text": "pid {{ last_tool_output }}"},
+    ]
+    steps = [{"tool_calls": [add]} for _ in range(calls)] + steps
+    script = {"steps": [{"text": "noted"}], "on_exhausted": "repeat_last", "agents": {"*": steps}}
+    with data_root(script, "corral-bench-mcp-client-") as root:
+        (root / "config" / "corral").mkdir(parents=True)
         (root / "config" / "corral" / "settings.toml").write_text(
             'default_model = "scripted/bench"\n'
             f"[mcp_servers.tiny]\ncommand = {json.dumps(sys.executable)}\nargs = [{json.dumps(str(TINY))}]\n"
         )
-        add = {"name": "mcp__tiny__add", "args": {"a": 1, "b": 2}}
-        steps = [
-            {"tool_calls": [{"name": "mcp__tiny__pid", "args": {}}]},
-            {"text": "pid {{ last_tool_output }}"},
-        ]
-        steps = [{"tool_calls": [add]} for _ in range(calls)] + steps
-        script = {"steps": [{"text": "noted"}], "on_exhausted": "repeat_last", "agents": {"*": steps}}
-        (root / "scripts" / "bench.yaml").write_text(yaml.safe_dump(script))
-        saved = {name: os.environ.get(name) for name in ("CORRAL_HOME", "XDG_CONFIG_HOME", "CORRAL_SCRIPTS")}
-        os.environ.update(
-            CORRAL_HOME=str(root / "home"),
-            XDG_CONFIG_HOME=str(root / "config"),
-            CORRAL_SCRIPTS=str(root / "scripts"),
-        )
-        try:
-            async with corral.open_lead(root / "work") as lead:
-                start = time.perf_counter()
-                outs = await asyncio.gather(
-                    *(
-                        lead.call(
-                            "agent_delegate", {"definition": "generalist", "task": "t", "label": f"a{n}"}
-                        )
-                        for n in range(agents)
-                    )
+        async with corral.open_lead(root / "work") as lead:
+            start = time.perf_counter()
+            outs = await asyncio.gather(
+                *(
+                    lead.call("agent_delegate", {"definition": "generalist", "task": "t", "label": f"a{n}"})
+                    for n in range(agents)
                 )
-                assert all(out.ok for out in outs), [out.text for out in outs if not out.ok][:1]
-                results: list[str] = []
-                while len(results) < agents:
-                    item = await lead.next_item(timeout=WAIT_S)
-                    assert item is not None, f"{len(results)} of {agents} results arrived"
-                    if item.kind == "result":
-                        results.append(item.text)
-                wall = time.perf_counter() - start
-                extra = await lead.next_item(timeout=0)
-        finally:
-            for name, value in saved.items():
-                if value is None:
-                    os.environ.pop(name, None)
-                else:
-                    os.environ[name] = value
+            )
+            assert all(out.ok for out in outs), [out.text for out in outs if not out.ok][:1]
+            results: list[str] = []
+            while len(results) < agents:
+                item = await lead.next_item(timeout=WAIT_S)
+                assert item is not None, f"{len(results)} of {agents} results arrived"
+                if item.kind == "result":
+                    results.append(item.text)
+            wall = time.perf_counter() - start
+            extra = await lead.next_item(timeout=0)
     pids = {text.rsplit("pid ", 1)[-1].split()[0] for text in results}
     return {
         "agents": agents,
