@@ -1,4 +1,4 @@
-"""corral as an MCP client: one MCP tool call's overhead, and 50 agents sharing one server.
+"""corral as an MCP client: one MCP tool call's overhead, 50 agents sharing one server, tool search.
 
 The server is `tests/mcp_servers/tiny_server.py`, a local stdio MCP server on the standard library
 (the `initialize` era), so the figures are the SDK's and corral's cost, not a server's work.
@@ -12,6 +12,10 @@ The server is `tests/mcp_servers/tiny_server.py`, a local stdio MCP server on th
   delegation to the last result, how many server processes answered them (one: the lead's host
   starts the server once, on first use, and every agent shares its session), the calls made and
   `exactly_once` (every result delivered once).
+- **tool_search**: an agent given 80 MCP tools (`--tools`; tiny's 8 and `TINY_EXTRA_TOOLS` more):
+  the tool tokens of its first request when the tools are sent (`mcp_tool_search = "off"`) and when
+  they are searched for (`"on"`: one `mcp_tool_search` tool), corral's own estimate (4 characters a
+  token), and the first request's whole overhead (system prompt and tools) both ways.
 
 Prints one JSON object.
 """
@@ -22,6 +26,7 @@ import argparse
 import asyncio
 import json
 import sys
+import tempfile
 import time
 from pathlib import Path
 from typing import Any
@@ -114,16 +119,56 @@ async def _shared(agents: int, calls: int) -> dict[str, Any]:
     }
 
 
+async def _tool_search(tools: int) -> dict[str, Any]:
+    """The first request's tool tokens of an agent with `tools` MCP tools, sent and searched for."""
+    from corral.agent import AgentSession
+    from corral.llm import ModelRegistry
+    from corral.mcp_servers import McpGrant, McpServers
+    from corral.mcp_servers._search import tool_tokens
+    from corral.session import SessionManager
+    from corral.settings import McpServerSettings
+
+    base = 8  # tiny_server.py's own tools
+    config = McpServerSettings(
+        command=sys.executable, args=[str(TINY)], env={"TINY_EXTRA_TOOLS": str(tools - base)}
+    )
+    out: dict[str, Any] = {"mcp_tools": tools}
+    with tempfile.TemporaryDirectory(prefix="corral-bench-tool-search-") as folder:
+        root = Path(folder)
+        registry = ModelRegistry(cwd=root)
+        model = registry.create_model(registry.resolve("scripted/hello"), cwd=root)
+        for mode in ("off", "on"):
+            session = SessionManager.create(root, sessions_root=root / "sessions")
+            agent = AgentSession(session=session, model=model, thinking_level="off", tools=[], cwd=root)
+            servers = McpServers({"tiny": config}, cwd=root, log_dir=None, tool_search=mode)
+            try:
+                report = await servers.give(agent, McpGrant(("tiny",)))
+                assert len(report.tool_names) == tools and report.searched == (mode == "on")
+                key = "searched" if mode == "on" else "sent"
+                out[f"{key}_tool_tokens"] = tool_tokens(agent.tools)
+                out[f"{key}_first_request_overhead_tokens"] = agent.context_overhead().tokens
+            finally:
+                await servers.aclose()
+                session.close()
+    out["tool_tokens_saved_pct"] = round(100 * (1 - out["searched_tool_tokens"] / out["sent_tool_tokens"]), 1)
+    out["auto_engages_at_window"] = out["sent_tool_tokens"] * 10  # the default threshold, 10%
+    return out
+
+
 def main() -> int:
     parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     parser.add_argument("--iterations", type=int, default=500, help="calls measured (default 500)")
     parser.add_argument("--warmup", type=int, default=50, help="calls before measuring (default 50)")
     parser.add_argument("--agents", type=int, default=50, help="agents sharing the server (default 50)")
     parser.add_argument("--calls", type=int, default=5, help="`add` calls per agent (default 5)")
+    parser.add_argument(
+        "--tools", type=int, default=80, help="MCP tools for the tool-search figure (default 80)"
+    )
     args = parser.parse_args()
     out: dict[str, Any] = {**environment("bench_mcp_client.py")}
     out["overhead"] = asyncio.run(_overhead(args.iterations, args.warmup))
     out["shared"] = asyncio.run(_shared(args.agents, args.calls))
+    out["tool_search"] = asyncio.run(_tool_search(args.tools))
     print(json.dumps(out, indent=2))
     return 0
 

@@ -118,6 +118,8 @@ _HOSTILE_SAMPLES = {
     "hooks": '[[hooks.PreToolUse]]\nhooks = [{ command = "/tmp/evil-hook" }]\n',
     "permissions": '[permissions]\nallow = ["Bash"]\ndefault = "deny"\n',
     "mcp_servers": '[mcp_servers.evil]\ncommand = "/tmp/evil-server"\n',
+    "mcp_tool_search": 'mcp_tool_search = "on"\n',
+    "mcp_tool_search_threshold": "mcp_tool_search_threshold = 0.5\n",
 }
 _ALLOWED_SAMPLES = {
     "steering_mode": 'steering_mode = "all"\n',

@@ -655,6 +655,14 @@ class Settings(_Section):
     (docs/harnesses.md)."""
     mcp_servers: dict[str, McpServerSettings] = Field(default_factory=dict)
     """`[mcp_servers.<name>]` tables: MCP servers whose tools the agents get (docs/mcp-servers.md)."""
+    mcp_tool_search: Literal["auto", "on", "off"] = "auto"
+    """Whether an agent gets its MCP tools through the `mcp_tool_search` tool, which loads them on
+    demand, instead of all in every request: `auto` (default) when they would take more than
+    `mcp_tool_search_threshold` of the agent's context window, `on` always, `off` never
+    (docs/mcp-servers.md, "Tool search")."""
+    mcp_tool_search_threshold: float = Field(default=0.1, gt=0, le=1)
+    """With `mcp_tool_search = "auto"`: the share of the context window (0.1 = 10%) above which the
+    MCP tools are searched for instead of sent."""
     isolation: Literal["shared", "worktree"] = "shared"
     """Where write agents work: `shared` (default: the lead's working tree) or `worktree` (each gets
     its own git worktree and branch `corral/<name>-<run>`, merged back with `corral merge`; see

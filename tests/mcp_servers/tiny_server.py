@@ -9,6 +9,9 @@ only (it starts in a fraction of a second), the `initialize` handshake era (it a
   `image` (a 1×1 PNG), `fail` (an `isError` result);
 * `exit-at-start`: writes a line on stderr and exits before answering anything;
 * `hang-at-start`: never answers (a server that does not start in time).
+
+`$TINY_EXTRA_TOOLS=N` adds N read-only `lookup_<topic>_<n>` tools (a large server, for tool search),
+each answering `looked up <topic> <n>: <query>`.
 """
 
 from __future__ import annotations
@@ -45,6 +48,28 @@ TOOLS = [
 ]
 
 
+_TOPICS = ("weather", "invoice", "calendar", "ticket", "deployment", "customer", "repository", "metric")
+
+
+def _extra_tools(count: int) -> list[dict]:
+    tools = []
+    for n in range(count):
+        topic = _TOPICS[n % len(_TOPICS)]
+        description = (
+            f"Look up {topic} records (set {n}) by a free-text query. Returns the matching {topic} "
+            f"entries with their identifiers, owners, timestamps and status, newest first."
+        )
+        properties = {
+            "query": {"type": "string", "description": f"What to look for among the {topic} records."},
+            "limit": {"type": "integer", "description": "At most this many entries (default 10)."},
+        }
+        tools.append(_tool(f"lookup_{topic}_{n}", description, properties))
+    return tools
+
+
+TOOLS += _extra_tools(int(os.environ.get("TINY_EXTRA_TOOLS", "0")))
+
+
 def _text(text: str, *, error: bool = False) -> dict:
     return {"content": [{"type": "text", "text": text}], "isError": error}
 
@@ -71,6 +96,9 @@ def _call(name: str, args: dict) -> dict:
         return {"content": [{"type": "image", "data": _PNG, "mimeType": "image/png"}]}
     if name == "fail":
         return _text("the tool failed on purpose", error=True)
+    if name.startswith("lookup_") and any(tool["name"] == name for tool in TOOLS):
+        _, topic, n = name.split("_")
+        return _text(f"looked up {topic} {n}: {args.get('query', '')}")
     raise KeyError(name)
 
 

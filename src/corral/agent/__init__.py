@@ -33,7 +33,7 @@ from ._stats import ContextUsage, SessionStats, TokenStats, compute_session_stat
 from ._system_prompt import build_system_prompt, find_context_files
 from ._tool import AgentTool, ToolError, ToolResult, ToolUpdate
 from ._validation import ToolArgumentsError, validate_tool_arguments
-from ._window import ContextOverhead, describe_failed_reply, reply_note
+from ._window import ContextOverhead, describe_failed_reply, estimate_overhead_tokens, reply_note
 
 __all__ = [
     "SEEN_REFERENCE_KEY",
@@ -84,6 +84,7 @@ __all__ = [
     "build_system_prompt",
     "compute_session_stats",
     "describe_failed_reply",
+    "estimate_overhead_tokens",
     "find_context_files",
     "reply_note",
     "validate_tool_arguments",

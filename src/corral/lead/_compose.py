@@ -382,7 +382,7 @@ class Launched:
             for line in failed_servers(report.to_details()):
                 self.mcp_notice(line)
 
-        agent.add_tool_source(servers.source(grant, got))
+        agent.add_tool_source(servers.source(agent, grant, got))
 
     async def aclose(self) -> None:
         """Stop managed agents that run in this process and close the store (and the MCP servers)."""

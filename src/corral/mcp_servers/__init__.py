@@ -17,22 +17,26 @@ from ._connection import (
 )
 from ._grant import NO_MCP, McpChoice, McpGrant, lead_grant, narrow
 from ._pool import McpReport, McpServers, McpToolset, ServerOutcome
+from ._search import SEARCH_TOOL, McpToolSearch, ToolSearchMode
 from ._tool import McpTool, is_read_only, mcp_tool_name, tool_result
 
 __all__ = [
     "INSTALL_HINT",
     "NO_MCP",
+    "SEARCH_TOOL",
     "McpCallError",
     "McpChoice",
     "McpGrant",
     "McpReport",
     "McpServers",
     "McpTool",
+    "McpToolSearch",
     "McpToolset",
     "McpUnavailableError",
     "ServerConnection",
     "ServerOutcome",
     "ServerState",
+    "ToolSearchMode",
     "is_read_only",
     "lead_grant",
     "mcp_tool_name",

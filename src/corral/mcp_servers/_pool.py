@@ -12,12 +12,13 @@ from __future__ import annotations
 import asyncio
 import os
 from collections.abc import Awaitable, Callable, Mapping, Sequence
-from dataclasses import dataclass, field
+from dataclasses import dataclass, field, replace
 from pathlib import Path
 from typing import TYPE_CHECKING, Literal
 
 from ._connection import ServerConnection
 from ._grant import McpGrant, lead_grant
+from ._search import McpToolSearch, ToolSearchMode, deferred
 from ._tool import McpTool, is_read_only
 
 if TYPE_CHECKING:
@@ -63,6 +64,9 @@ class McpReport:
     """Whether only read-only tools were given (a read agent)."""
     listed_here: bool = True
     """`False`: the agent runs on a worker, which opens its own sessions; this is the host's listing."""
+    searched: bool = False
+    """Whether the agent gets the tools through `mcp_tool_search` (loaded on demand) rather than all
+    in every request."""
 
     @property
     def tool_names(self) -> tuple[str, ...]:
@@ -77,6 +81,8 @@ class McpReport:
         }
         if not self.listed_here:
             data["openedBy"] = "worker"
+        if self.searched:
+            data["toolSearch"] = True
         return data
 
 
@@ -96,6 +102,8 @@ class McpServers:
         cwd: Where stdio servers run (and a relative `cwd` setting is resolved); default: this
             process's working directory.
         log_dir: Where the servers' stderr logs go; default `<data root>/mcp-servers`, `None` keeps none.
+        tool_search: `mcp_tool_search`: whether agents get the tools through the search tool
+            (`auto`: above `tool_search_threshold` of their context window).
     """
 
     def __init__(
@@ -104,8 +112,12 @@ class McpServers:
         *,
         cwd: Path | None = None,
         log_dir: Path | Literal["default"] | None = "default",
+        tool_search: ToolSearchMode = "auto",
+        tool_search_threshold: float = 0.1,
     ) -> None:
         self.configs = dict(servers)
+        self.tool_search: ToolSearchMode = tool_search
+        self.tool_search_threshold = tool_search_threshold
         self._cwd = cwd if cwd is not None else Path(os.getcwd())
         if log_dir == "default":
             from corral._paths import corral_home
@@ -118,8 +130,13 @@ class McpServers:
 
     @classmethod
     def from_settings(cls, settings: Settings, *, cwd: Path | None = None) -> McpServers:
-        """The servers of `settings`' `[mcp_servers]`."""
-        return cls(settings.mcp_servers, cwd=cwd)
+        """The servers of `settings`' `[mcp_servers]`, with its tool search settings."""
+        return cls(
+            settings.mcp_servers,
+            cwd=cwd,
+            tool_search=settings.mcp_tool_search,
+            tool_search_threshold=settings.mcp_tool_search_threshold,
+        )
 
     def lead_grant(self) -> McpGrant:
         """Every enabled server: the lead's grant."""
@@ -201,25 +218,35 @@ class McpServers:
             outcomes.append(ServerOutcome(name, "missing", problem=problem))
         return McpToolset(tuple(tools), McpReport(tuple(outcomes), read_only=grant.read_only))
 
+    def offer(self, agent: AgentSession, toolset: McpToolset) -> tuple[list[AgentTool], McpReport]:
+        """What `agent` is given of `toolset`: its tools, or — when they would take too much of its
+        context window (`_search.deferred`) — the `mcp_tool_search` tool that loads them on demand."""
+        window = agent.model.info.context_window
+        tools = toolset.tools
+        if not deferred(tools, mode=self.tool_search, threshold=self.tool_search_threshold, window=window):
+            return list(tools), toolset.report
+        return [McpToolSearch(tools, agent.register_tool)], replace(toolset.report, searched=True)
+
     async def give(self, agent: AgentSession, grant: McpGrant, *, missing: Sequence[str] = ()) -> McpReport:
         """Start `grant`'s servers (those not started yet in this process), give `agent` their tools
-        and remember its grant (the agents it starts get no more); what it got."""
-        toolset = await self.toolset(grant, missing=missing)
-        for tool in toolset.tools:
+        (`offer`) and remember its grant (the agents it starts get no more); what it got."""
+        tools, report = self.offer(agent, await self.toolset(grant, missing=missing))
+        for tool in tools:
             agent.register_tool(tool)
         self.remember(agent.session.session_id, grant)
-        return toolset.report
+        return report
 
     def source(
-        self, grant: McpGrant, on_report: Callable[[McpReport], None] | None = None
+        self, agent: AgentSession, grant: McpGrant, on_report: Callable[[McpReport], None] | None = None
     ) -> Callable[[], Awaitable[Sequence[AgentTool]]]:
-        """An `AgentSession.add_tool_source` for `grant`: the servers start on the agent's first run."""
+        """An `add_tool_source` for `agent` and `grant`: the servers start on the agent's first run,
+        and it gets their tools as `offer` gives them."""
 
         async def tools() -> Sequence[AgentTool]:
-            toolset = await self.toolset(grant)
+            offered, report = self.offer(agent, await self.toolset(grant))
             if on_report is not None:
-                on_report(toolset.report)
-            return toolset.tools
+                on_report(report)
+            return offered
 
         return tools
 
