@@ -34,11 +34,13 @@ def test_list_and_check_say_where_each_server_is_from_and_what_it_offers(
     listed = corral("mcp-servers", "list", "--json")
     assert listed.returncode == 0, listed.stderr
     rows = {row["name"]: row for row in json.loads(listed.stdout)["servers"]}
-    assert rows["tiny"]["transport"] == "stdio" and rows["tiny"]["source"] == source
+    assert rows["tiny"]["transport"] == "stdio" and rows["tiny"]["file"] == source
+    assert rows["tiny"]["source"] == "user settings" and rows["tiny"]["state"] == "used"
     assert rows["web"] == {
         **rows["web"],
         "transport": "http",
         "enabled": False,
+        "state": "disabled",
         "target": "http://127.0.0.1:9/mcp",
     }
     checked = corral("mcp-servers", "check")

@@ -9,6 +9,8 @@ only (it starts in a fraction of a second), the `initialize` handshake era (it a
   `image` (a 1×1 PNG), `fail` (an `isError` result);
 * `exit-at-start`: writes a line on stderr and exits before answering anything;
 * `hang-at-start`: never answers (a server that does not start in time).
+
+With `$TINY_STARTED` set, it first appends its process id to that file.
 """
 
 from __future__ import annotations
@@ -104,6 +106,10 @@ def _answer(message: dict) -> dict | None:
 
 def main() -> None:
     mode = sys.argv[1] if len(sys.argv) > 1 else "ok"
+    started = os.environ.get("TINY_STARTED")
+    if started:  # the tests' evidence that corral started this server
+        with open(started, "a", encoding="utf-8") as handle:
+            handle.write(f"{os.getpid()}\n")
     if mode == "exit-at-start":
         print("tiny: cannot open my database /nonexistent/db", file=sys.stderr, flush=True)
         sys.exit(3)
