@@ -301,3 +301,49 @@ def test_bad_entries_are_ignored_with_one_line_each_and_a_broken_file_is_named(
     [warning] = warnings
     assert "\n" not in warning and ".codex/config.toml: not valid TOML" in warning
     assert warning.endswith("; its MCP servers are not used")
+
+
+def test_codexs_keys_map_to_corrals(mcp_env: McpEnv, monkeypatch: pytest.MonkeyPatch) -> None:
+    monkeypatch.setenv("PASSED_ON", "p")
+    monkeypatch.setenv("API_TOKEN", "t")
+    monkeypatch.delenv("NOT_SET_ANYWHERE", raising=False)
+    mcp_env.settings({})
+    _codex(
+        mcp_env.work,
+        "[mcp_servers.local]\n"
+        'command = "srv"\nargs = ["-v"]\ncwd = "tools"\nenv = { OWN = "o" }\n'
+        'env_vars = ["PASSED_ON", "NOT_SET_ANYWHERE"]\nstartup_timeout_ms = 2500\ntool_timeout_sec = 9\n'
+        "[mcp_servers.remote]\n"
+        'url = "https://r.test/mcp"\nhttp_headers = { X-One = "1" }\n'
+        'env_http_headers = { X-Token = "API_TOKEN" }\nenabled = false\n'
+        "[mcp_servers.tokenless]\n"
+        'url = "https://r.test/mcp"\nbearer_token_env_var = "NOT_SET_ANYWHERE"\n',
+    )
+    trust_project(mcp_env.work)
+    settings = load_settings(mcp_env.work)
+    local = settings.mcp_servers["local"]
+    assert local.cwd == str(mcp_env.work.resolve() / "tools")
+    assert local.env == {"PASSED_ON": "p", "OWN": "o"}
+    assert (local.startup_timeout_s, local.tool_timeout_s) == (2.5, 9.0)
+    remote = settings.mcp_servers["remote"]
+    assert remote.headers == {"X-One": "1", "X-Token": "t"} and not remote.enabled
+    [tokenless] = [e for e in settings.mcp_catalog.entries if e.name == "tokenless"]
+    assert tokenless.state == "ignored"
+    assert tokenless.reason == "bearer_token_env_var 'NOT_SET_ANYWHERE' is not set in the environment; set it"
+
+
+def test_an_untrusted_project_with_corral_settings_names_its_mcp_files_in_its_one_notice(
+    mcp_env: McpEnv,
+) -> None:
+    mcp_env.settings({})
+    (mcp_env.work / ".corral").mkdir()
+    (mcp_env.work / ".corral" / "settings.toml").write_text('[mcp_servers.evil]\ncommand = "/tmp/evil"\n')
+    _mcp_json(mcp_env.work, {"evil2": {"command": "/tmp/evil"}})
+    warnings: list[str] = []
+    settings = load_settings(mcp_env.work, on_warning=warnings.append)
+    assert settings.mcp_servers == {}
+    [notice] = warnings
+    assert "mcp_servers.evil in" in notice and "the MCP servers of its .mcp.json" in notice
+    assert (settings.mcp_catalog.untrusted or "").startswith(
+        "the MCP servers of .corral/settings.toml, .mcp.json are ignored"
+    )
