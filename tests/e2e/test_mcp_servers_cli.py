@@ -94,7 +94,7 @@ def test_a_projects_mcp_json_starts_only_once_trusted(cli_env: Env, corral: RunC
     assert not marker.exists()
     listed = corral("mcp-servers", "list")
     assert listed.returncode == 0, listed.stderr
-    assert "ignored: the MCP servers of .mcp.json are ignored: the project " in listed.stdout
+    assert listed.stdout.startswith("the MCP servers of .mcp.json are ignored: the project ")
     trusted = corral("trust")
     assert trusted.returncode == 0 and "MCP server proj (.mcp.json): starts " in trusted.stdout
     run = corral("run", "-p", "go")

@@ -78,7 +78,9 @@ async def test_an_untrusted_projects_mcp_json_starts_nothing(
     assert "the MCP servers of its .mcp.json and .codex/config.toml" in notice
     assert f"corral trust {real}" in notice
     [doctor] = _check_mcp_servers(load_settings(mcp_env.work))
-    assert doctor.status == "warn" and doctor.message.startswith("ignored: the MCP servers of .mcp.json")
+    assert doctor.status == "warn" and doctor.message.startswith(
+        "the MCP servers of .mcp.json, .codex/config.toml are ignored"
+    )
     shown = io.StringIO()
     trust(mcp_env.work, show=True, out=shown)  # what trusting would start, before it does
     assert (

@@ -626,7 +626,7 @@ def _check_mcp_servers(settings: Settings | None) -> list[Check]:
     if settings is None:
         return []
     catalog = settings.mcp_catalog
-    notes = [Check("mcp_servers", "warn", f"ignored: {catalog.untrusted}")] if catalog.untrusted else []
+    notes = [Check("mcp_servers", "warn", catalog.untrusted)] if catalog.untrusted else []
     notes += [Check("mcp_servers", "warn", f"not used: {problem}") for problem in catalog.problems]
     notes += [
         Check("mcp_servers", "warn", f"{entry.name} ({entry.source}, {entry.file}) ignored: {entry.reason}")

@@ -79,7 +79,7 @@ def list_servers(cwd: Path, *, as_json: bool, out: IO[str]) -> int:
         document["untrusted"] = catalog.untrusted
         out.write(json.dumps(document, indent=2) + "\n")
         return 0
-    if not rows:
+    if not rows and not catalog.problems and not catalog.untrusted:
         out.write(
             "No MCP servers configured: add [mcp_servers.<name>] to settings.toml (docs/mcp-servers.md).\n"
         )
@@ -92,7 +92,7 @@ def list_servers(cwd: Path, *, as_json: bool, out: IO[str]) -> int:
     for problem in catalog.problems:
         out.write(f"not used: {problem}\n")
     if catalog.untrusted:
-        out.write(f"ignored: {catalog.untrusted}\n")
+        out.write(f"{catalog.untrusted}\n")
     return 0
 
 
@@ -148,7 +148,7 @@ async def check_servers(cwd: Path, names: list[str], *, as_json: bool, out: IO[s
     if as_json:
         out.write(json.dumps({"servers": rows, "ok": ok}, indent=2) + "\n")
         return 0 if ok else 1
-    if not rows:
+    if not rows and not catalog.problems and not catalog.untrusted:
         out.write("No enabled MCP servers to check.\n")
     for row in rows:
         if row["state"] == "ready":
