@@ -17,6 +17,7 @@ from corral._cli._doctor import _check_mcp_servers
 from corral._cli._trust import trust
 from corral._cli.mcp_servers import list_servers
 from corral.lead import Launched
+from corral.llm import TextContent
 from corral.settings import SettingsError, load_settings
 from corral.trust import pinned_files, trust_project, trust_state
 
@@ -54,6 +55,18 @@ def _listing(cwd: Path) -> dict[str, object]:
     out = io.StringIO()
     assert list_servers(cwd, as_json=True, out=out) == 0
     return json.loads(out.getvalue())
+
+
+def _texts(launched: Launched) -> str:
+    """Every message text of the lead's session (delivered results included)."""
+    parts: list[str] = []
+    for message in launched.agent.messages:
+        content = getattr(message, "content", None)
+        if isinstance(content, str):
+            parts.append(content)
+        elif isinstance(content, list):
+            parts.extend(block.text for block in content if isinstance(block, TextContent))
+    return "\n".join(parts)
 
 
 async def _run(launched: Launched) -> None:
@@ -107,7 +120,9 @@ async def test_a_trusted_projects_servers_reach_the_lead_and_an_edit_untrusts(
         f'model = "o4"\n[mcp_servers.cx]\ncommand = "{sys.executable}"\nargs = ["{TINY}"]\n'
         f'env = {{ TINY_STARTED = "{marker}" }}\ntool_timeout_sec = 30\n',
     )
+    mcp_env.definition("helper", "description: Any task.\ntools: [read, bash]")
     trust_project(mcp_env.work)
+    delegate = {"action": "delegate", "definition": "helper", "task": "t", "label": "h"}
     mcp_env.script(
         [
             {
@@ -115,15 +130,26 @@ async def test_a_trusted_projects_servers_reach_the_lead_and_an_edit_untrusts(
                 "tool_calls": [
                     {"name": "mcp__tiny__add", "args": {"a": 40, "b": 2}},
                     {"name": "mcp__cx__echo", "args": {"message": "from codex"}},
+                    {"name": "agent", "args": delegate},
                 ],
             },
             {"expect": {"tools_ok": True, "context_contains": ["42", "Echo: from codex"]}, "text": "ok"},
-        ]
+        ],
+        agents={
+            "h": [
+                {"tool_calls": [{"name": "mcp__tiny__echo", "args": {"message": "from the helper"}}]},
+                {"expect": {"tools_ok": True}, "text": "helper said {{ last_tool_output }}"},
+            ]
+        },
     )
     launched = await mcp_env.lead()
     lead_of.append(launched)
     await _run(launched)
-    assert len(marker.read_text().split()) == 2  # both servers started, once each
+    assert launched.host is not None
+    await asyncio.wait_for(launched.host.wait_until_quiet(launched.session.session_id), WAIT)
+    # The helper inherited the project's servers; the host's one session of each served both agents.
+    assert "helper said Echo: from the helper" in _texts(launched)
+    assert len(marker.read_text().split()) == 2
     rows = {row["name"]: row for row in _listing(mcp_env.work)["servers"]}
     assert rows["tiny"]["source"] == ".mcp.json" and rows["tiny"]["state"] == "used"
     assert rows["tiny"]["target"] == f"{sys.executable} {TINY} ok"  # expanded, the default taken
