@@ -44,12 +44,18 @@ def test_pinned_files_are_the_documented_ones(project: Path) -> None:
     (dot / "notes.txt").write_text("not pinned")
     (dot / "cache").mkdir()
     (dot / "cache" / "y").write_text("not pinned")
+    (project / ".mcp.json").write_text("{}")
+    (project / ".codex").mkdir()
+    (project / ".codex" / "config.toml").write_text("")
+    (project / ".codex" / "other.toml").write_text("not pinned")
     assert sorted(pinned_files(project)) == [
+        ".codex/config.toml",
         ".corral/APPEND_SYSTEM.md",
         ".corral/SYSTEM.md",
         ".corral/agents/sub/x.md",
         ".corral/scripts/a.yaml",
         ".corral/settings.toml",
+        ".mcp.json",
     ]
     assert all(digest.startswith("sha256:") for digest in pinned_files(project).values())
 

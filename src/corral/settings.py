@@ -9,7 +9,10 @@ Settings come from two files, both optional:
 
 Tables are merged key by key and the project file wins; any other value
 (lists included) from the project file replaces the user's, except the lists
-of `[permissions]` and `[hooks]`, which add up. Keys are
+of `[permissions]` and `[hooks]`, which add up, and `[mcp_servers]`: whole
+servers, the user's winning a name, resolved with the trusted project's
+`.mcp.json` and `.codex/config.toml` and the `mcp_import`s into one catalog
+(`Settings.mcp_catalog`; docs/mcp-servers.md). Keys are
 snake_case; an unknown key or a wrong value is a `SettingsError` naming the
 file and the key. Until the user trusts the project (`corral trust`, pinned to
 the files' content, see `corral.trust`), only the keys in
@@ -37,17 +40,19 @@ context_window = 32768
 from __future__ import annotations
 
 import difflib
+import os
 import re
 import shutil
 import tomllib
 from collections.abc import Callable
 from pathlib import Path
-from typing import Any, Literal
+from typing import TYPE_CHECKING, Any, Literal
 
 from pydantic import (
     BaseModel,
     ConfigDict,
     Field,
+    PrivateAttr,
     ValidationError,
     ValidationInfo,
     field_validator,
@@ -59,11 +64,15 @@ from corral.errors import CorralError
 from corral.llm._errors import ModelRefError
 from corral.llm._model import ThinkingLevel
 from corral.llm._refs import parse_model_ref
-from corral.trust import find_project_dir, trust_state
+from corral.trust import FOREIGN_MCP_FILES, find_project_dir, trust_state
+
+if TYPE_CHECKING:
+    from corral._mcp_config import ForeignServer, McpServerCatalog, McpSource
 
 __all__ = [
     "BUILTIN_PROVIDER_NAMES",
     "HOOK_EVENTS",
+    "MCP_IMPORTS",
     "UNTRUSTED_PROJECT_KEYS",
     "ActivityColorsSettings",
     "AgentBudgetSettings",
@@ -87,6 +96,9 @@ __all__ = [
     "read_settings_file",
     "user_settings_path",
 ]
+
+MCP_IMPORTS = ("claude", "codex")
+"""What `mcp_import` may name: Claude Code's `~/.claude.json` and Codex's `~/.codex/config.toml`."""
 
 BUILTIN_PROVIDER_NAMES = ("anthropic", "openai", "scripted")
 """Providers corral knows without settings; a `[providers.<name>]` block for them extends them."""
@@ -608,6 +620,11 @@ class McpServerSettings(_Section):
         """`stdio` (a `command`) or `http` (a `url`)."""
         return "stdio" if self.command is not None else "http"
 
+    @property
+    def target(self) -> str:
+        """Its command line, or its URL."""
+        return self.url if self.url is not None else " ".join([self.command or "", *self.args])
+
 
 class Settings(_Section):
     """All settings, with their defaults. Build with [`load_settings`][corral.settings.load_settings]."""
@@ -654,7 +671,10 @@ class Settings(_Section):
     """`[harnesses.<name>]` tables: the command and environment of a harness's agents
     (docs/harnesses.md)."""
     mcp_servers: dict[str, McpServerSettings] = Field(default_factory=dict)
-    """`[mcp_servers.<name>]` tables: MCP servers whose tools the agents get (docs/mcp-servers.md)."""
+    """`[mcp_servers.<name>]` tables: MCP servers whose tools the agents get (docs/mcp-servers.md).
+    After `load_settings`, every server in effect: the user's, the imported ones (`mcp_import`) and a
+    trusted project's (its settings, `.mcp.json` and `.codex/config.toml`); `mcp_catalog` says where
+    each came from."""
     mcp_tool_search: Literal["auto", "on", "off"] = "auto"
     """Whether an agent gets its MCP tools through the `mcp_tool_search` tool, which loads them on
     demand, instead of all in every request: `auto` (default) when they would take more than
@@ -663,6 +683,11 @@ class Settings(_Section):
     mcp_tool_search_threshold: float = Field(default=0.1, gt=0, le=1)
     """With `mcp_tool_search = "auto"`: the share of the context window (0.1 = 10%) above which the
     MCP tools are searched for instead of sent."""
+    mcp_import: list[Literal["claude", "codex"]] = Field(default_factory=list)
+    """Other programs whose user-level MCP servers agents get too: `claude` (`~/.claude.json`, its
+    top-level and this project's `mcpServers`), `codex` (`~/.codex/config.toml`); read from the user
+    settings file only (default none)."""
+    _mcp_catalog: McpServerCatalog | None = PrivateAttr(default=None)
     isolation: Literal["shared", "worktree"] = "shared"
     """Where write agents work: `shared` (default: the lead's working tree) or `worktree` (each gets
     its own git worktree and branch `corral/<name>-<run>`, merged back with `corral merge`; see
@@ -700,6 +725,37 @@ class Settings(_Section):
                     "named mcp__<server>__<tool>)"
                 )
         return value
+
+    @field_validator("mcp_import", mode="before")
+    @classmethod
+    def _check_mcp_import(cls, value: Any) -> Any:
+        if not isinstance(value, list) or not all(item in MCP_IMPORTS for item in value):
+            raise ValueError(
+                f'give a list of "claude" and "codex" (the programs whose MCP servers to import), got {value!r}'
+            )
+        return value
+
+    @property
+    def mcp_catalog(self) -> McpServerCatalog:
+        """Every MCP server `load_settings` found, where it came from and its state (settings made
+        otherwise: `mcp_servers`, as user settings)."""
+        if self._mcp_catalog is not None:
+            return self._mcp_catalog
+        from corral._mcp_config import McpServerCatalog, McpServerEntry
+
+        return McpServerCatalog(
+            tuple(
+                McpServerEntry(
+                    name,
+                    "user settings",
+                    "settings",
+                    "used" if server.enabled else "disabled",
+                    server.transport,
+                    server.target,
+                )
+                for name, server in sorted(self.mcp_servers.items())
+            )
+        )
 
     @model_validator(mode="after")
     def _check_providers(self, info: ValidationInfo) -> Settings:
@@ -757,15 +813,28 @@ def _ignored_names(data: dict[str, Any]) -> list[str]:
 
 
 def _trust_notice(
-    path: Path | None, project_dir: Path, ignored: list[str], files: tuple[str, ...], changed: str | None
+    path: Path | None,
+    project_dir: Path,
+    ignored: list[str],
+    files: tuple[str, ...],
+    changed: str | None,
+    mcp_files: tuple[str, ...] = (),
 ) -> str | None:
     """One line: what of an untrusted project's `.corral/` is ignored, why, and what to do."""
     what: list[str] = []
     if ignored:
         what.append(f"{', '.join(ignored)} in {path}")
-    others = sorted({name.split("/")[1] for name in files if name != ".corral/settings.toml"})
+    others = sorted(
+        {
+            name.split("/")[1]
+            for name in files
+            if name != ".corral/settings.toml" and name not in FOREIGN_MCP_FILES and "/" in name
+        }
+    )
     if others:
         what.append(f"its .corral/ {', '.join(others)}")
+    if mcp_files:
+        what.append(f"the MCP servers of its {' and '.join(mcp_files)}")
     if not what and not changed:
         return None
     ignoring = f"; ignoring {' and '.join(what)}" if what else ""
@@ -885,12 +954,17 @@ def load_settings(
         project = None
     merged: dict[str, Any] = {}
     sources: list[str] = []
+    imports: list[str] = []
     if user.is_file():
         data = _read_toml(user)
-        _validate(data, str(user), partial=True)
+        imports = list(_validate(data, str(user), partial=True).mcp_import)
         merged = data
         sources.append(str(user))
     project_dir = project.parent.parent if project is not None else find_project_dir(start)
+    mcp_dir = Path(os.path.realpath(project_dir if project_dir is not None else start))
+    mcp_files = tuple(name for name in FOREIGN_MCP_FILES if os.path.lexists(mcp_dir / name))  # stat only
+    if project_dir is None and mcp_files:
+        project_dir = mcp_dir  # a project with no .corral/ whose .mcp.json needs trust
     state = trust_state(project_dir) if project_dir is not None and trusted is None else None
     project_trusted = bool(trusted) if state is None else state.trusted
     try:
@@ -901,24 +975,146 @@ def load_settings(
         project_data = {}  # an untrusted file has no effect, not even an error
         if on_warning is not None:
             on_warning(f"{str(exc).rstrip('.')}; ignored, as the project is not trusted")
-    if "favorite_models" in project_data:
-        project_data = {k: v for k, v in project_data.items() if k != "favorite_models"}
-        if on_warning is not None:
-            on_warning(
-                f"{project}: ignoring `favorite_models`; favorites are read from the user settings only"
-            )
+    for user_only, why in (
+        ("favorite_models", "favorites are read from the user settings only"),
+        ("mcp_import", "imports of other programs' MCP servers are read from the user settings only"),
+    ):
+        if user_only in project_data:
+            project_data = {k: v for k, v in project_data.items() if k != user_only}
+            if on_warning is not None:
+                on_warning(f"{project}: ignoring `{user_only}`; {why}")
+    untrusted_mcp: str | None = None
     if project_dir is not None and not project_trusted:
         ignored = _ignored_names(project_data)
+        ignored_mcp = (".corral/settings.toml",) if "mcp_servers" in project_data else ()
         project_data = {k: v for k, v in project_data.items() if k in UNTRUSTED_PROJECT_KEYS}
         files = state.files if state is not None else ()
         changed = state.changed if state is not None else None
-        notice = _trust_notice(project, project_dir, ignored, files, changed)
+        notice = _trust_notice(project, project_dir, ignored, files, changed, mcp_files)
         if on_warning is not None and notice is not None:
             on_warning(notice)
+        if ignored_mcp or mcp_files:
+            why = f"is no longer trusted: {changed}" if changed else "is not trusted"
+            untrusted_mcp = (
+                f"the MCP servers of {', '.join((*ignored_mcp, *mcp_files))} are ignored: the project "
+                f"{project_dir} {why}; review with `corral trust --show {project_dir}`, then run "
+                f"`corral trust {project_dir}` if you trust it"
+            )
     if project is not None:
         _validate(project_data, str(project), partial=True)
+    user_servers = merged.pop("mcp_servers", None) or {}
+    project_servers = project_data.pop("mcp_servers", None) or {}
+    if project is not None:
         merged = _deep_merge(merged, project_data)
         sources.append(str(project))
-    if not sources:
+    catalog = None
+    if user_servers or project_servers or imports or mcp_files or untrusted_mcp:
+        servers, catalog = _resolve_mcp_servers(
+            [
+                ("user settings", str(user), user_servers),
+                ("project settings", str(project), project_servers),
+            ],
+            imports,
+            mcp_dir,
+            mcp_files if project_trusted else (),
+            untrusted_mcp,
+        )
+        merged["mcp_servers"] = servers
+        for problem in catalog.problems:
+            if on_warning is not None:
+                on_warning(f"{problem}; its MCP servers are not used")
+    if not sources and catalog is None:
         return Settings()
-    return _validate(merged, " + ".join(sources), partial=False)
+    settings = _validate(merged, " + ".join(sources) or "settings", partial=False)
+    settings._mcp_catalog = catalog
+    return settings
+
+
+def _resolve_mcp_servers(
+    own: list[tuple[McpSource, str, dict[str, Any]]],
+    imports: list[str],
+    project: Path,
+    project_files: tuple[str, ...],
+    untrusted: str | None,
+) -> tuple[dict[str, Any], McpServerCatalog]:
+    """Every MCP server, by precedence: the user's `[mcp_servers]`, the imports in `mcp_import`'s
+    order, the (trusted) project's settings, `.mcp.json` and `.codex/config.toml`. The first of a name
+    wins and the others are shadowed; an entry that cannot be used is ignored with the reason.
+    Returns the tables of the servers in effect (the disabled ones included) and the catalog."""
+    from corral._mcp_config import (
+        FileServers,
+        ForeignServer,
+        McpServerCatalog,
+        McpServerEntry,
+        claude_json_path,
+        codex_config_path,
+        read_claude_json,
+        read_codex_config,
+        read_mcp_json,
+    )
+
+    user_source, user_file, user_servers = own[0]
+    layers: list[tuple[McpSource, str, tuple[ForeignServer, ...]]] = [
+        (user_source, user_file, tuple(ForeignServer(n, t) for n, t in user_servers.items()))
+    ]
+    problems: list[str] = []
+    for kind in dict.fromkeys(imports):
+        if kind == "claude":
+            path = claude_json_path()
+            got: FileServers = read_claude_json(path, project)
+        else:
+            path = codex_config_path()
+            got = read_codex_config(path, None)
+        layers.append(("imported claude" if kind == "claude" else "imported codex", str(path), got.servers))
+        problems += [got.problem] if got.problem else []
+    project_source, project_file, project_servers = own[1]
+    layers.append(
+        (project_source, project_file, tuple(ForeignServer(n, t) for n, t in project_servers.items()))
+    )
+    for name in project_files:
+        path = project / name
+        got = read_mcp_json(path, project) if name == ".mcp.json" else read_codex_config(path, project)
+        layers.append((".mcp.json" if name == ".mcp.json" else ".codex/config.toml", str(path), got.servers))
+        problems += [got.problem] if got.problem else []
+    winners: dict[str, tuple[str, str, dict[str, Any]]] = {}
+    entries: list[McpServerEntry] = []
+    for source, file, servers in layers:
+        for server in servers:
+            name = server.name
+            if server.table is None:
+                entries.append(
+                    McpServerEntry(name, source, file, "ignored", server.transport, None, server.problem)
+                )
+                continue
+            if _MCP_SERVER_NAME.fullmatch(name) is None or "__" in name:
+                reason = f"{name!r} is not a server name for corral: use letters, digits, `-` and single `_`"
+                entries.append(McpServerEntry(name, source, file, "ignored", server.transport, None, reason))
+                continue
+            try:
+                config = McpServerSettings.model_validate(server.table)
+            except ValidationError as exc:
+                error = exc.errors()[0]
+                key = ".".join(str(part) for part in error["loc"])
+                reason = f"{key + ': ' if key else ''}{error['msg'].removeprefix('Value error, ')}"
+                entries.append(McpServerEntry(name, source, file, "ignored", server.transport, None, reason))
+                continue
+            if name in winners:
+                first, first_file, _ = winners[name]
+                reason = f"by the server of that name in {first} ({first_file})"
+                entries.append(
+                    McpServerEntry(name, source, file, "shadowed", config.transport, config.target, reason)
+                )
+                continue
+            winners[name] = (source, file, server.table)
+            entries.append(
+                McpServerEntry(
+                    name,
+                    source,
+                    file,
+                    "used" if config.enabled else "disabled",
+                    config.transport,
+                    config.target,
+                )
+            )
+    tables = {name: table for name, (_, _, table) in winners.items()}
+    return tables, McpServerCatalog(tuple(entries), tuple(problems), untrusted)

@@ -8,8 +8,9 @@ pinned to content: trusting records a SHA-256 digest of every pinned file
 `.corral/APPEND_SYSTEM.md` and every file below `.corral/scripts/`,
 `.corral/agents/` and `.corral/skills/`, symlinks followed while they stay inside
 the project; the Claude Code and Pi definitions in `.claude/agents/` and
-`.pi/agents/`; the skills in `.claude/skills/` and `.agents/skills/`; and the
-program the project's `shell_path` names). A link out of the project is pinned
+`.pi/agents/`; the skills in `.claude/skills/` and `.agents/skills/`; the MCP
+servers of `.mcp.json` and `.codex/config.toml`; and the program the project's
+`shell_path` names). A link out of the project is pinned
 by its target, never read. When one of them is edited, added or removed, the
 project is untrusted again until the user trusts it anew.
 
@@ -46,6 +47,7 @@ from corral.errors import CorralError, UsageError
 
 __all__ = [
     "FOREIGN_AGENT_DIRS",
+    "FOREIGN_MCP_FILES",
     "FOREIGN_SKILL_DIRS",
     "PINNED_ENTRIES",
     "TrustState",
@@ -76,6 +78,11 @@ FOREIGN_AGENT_DIRS = (".claude/agents", ".pi/agents")
 FOREIGN_SKILL_DIRS = (".claude/skills", ".agents/skills")
 """Claude Code's and Codex's project skill directories, relative to the project: pinned like
 `.corral/skills` (corral offers their skills only in a trusted project; `corral.skills`)."""
+
+FOREIGN_MCP_FILES = (".mcp.json", ".codex/config.toml")
+"""Claude Code's and Codex's project MCP server files, relative to the project: pinned like
+`.corral/settings.toml` (corral starts their servers only in a trusted project; `corral.settings`).
+A link out of the project is pinned by its target, never read."""
 
 _MAX_PINNED_FILES = 10000
 """More files than this under `.corral/` cannot be trusted (the digest would be too slow to check)."""
@@ -112,8 +119,9 @@ def find_project_dir(cwd: Path) -> Path | None:
 def pinned_files(project: Path) -> dict[str, str]:
     """The files trust covers in `project` (relative path → `sha256:<hex>`), read now: the
     `PINNED_ENTRIES` of `.corral/`, the Claude Code and Pi definitions (`FOREIGN_AGENT_DIRS`) and
-    the Claude Code and Codex skills (`FOREIGN_SKILL_DIRS`), which count only in a trusted project
-    too, and the program a project's `shell_path` names.
+    the Claude Code and Codex skills (`FOREIGN_SKILL_DIRS`) and MCP server files
+    (`FOREIGN_MCP_FILES`), which count only in a trusted project too, and the program a project's
+    `shell_path` names.
 
     A file that cannot be read is pinned as `unreadable`; a directory walk follows symlinks that
     stay inside the project (each real directory once). A link in those directories that leaves the
@@ -138,6 +146,17 @@ def pinned_files(project: Path) -> dict[str, str]:
             _walk_pinned(real, path, found, to_hash)
         elif path.is_file():
             to_hash[relative] = path
+    for relative in FOREIGN_MCP_FILES:
+        path = real / relative
+        if not os.path.lexists(path):
+            continue
+        target = Path(os.path.realpath(path))
+        if not is_within(target, real):
+            found[relative] = f"link:{target}"
+        elif path.is_file():
+            to_hash[relative] = path
+        else:
+            found[relative] = "not a regular file"
     for key, file in to_hash.items():
         found[key] = _digest(file)
     shell = _project_shell_program(real)

@@ -34,11 +34,13 @@ def test_list_and_check_say_where_each_server_is_from_and_what_it_offers(
     listed = corral("mcp-servers", "list", "--json")
     assert listed.returncode == 0, listed.stderr
     rows = {row["name"]: row for row in json.loads(listed.stdout)["servers"]}
-    assert rows["tiny"]["transport"] == "stdio" and rows["tiny"]["source"] == source
+    assert rows["tiny"]["transport"] == "stdio" and rows["tiny"]["file"] == source
+    assert rows["tiny"]["source"] == "user settings" and rows["tiny"]["state"] == "used"
     assert rows["web"] == {
         **rows["web"],
         "transport": "http",
         "enabled": False,
+        "state": "disabled",
         "target": "http://127.0.0.1:9/mcp",
     }
     checked = corral("mcp-servers", "check")
@@ -74,3 +76,29 @@ def test_corral_run_calls_an_mcp_tool_and_names_a_server_that_failed(cli_env: En
     assert (
         "corral: warning: MCP server broken: failed to start: its command 'no-such-mcp-program'" in run.stderr
     )
+
+
+def test_a_projects_mcp_json_starts_only_once_trusted(cli_env: Env, corral: RunCorral) -> None:
+    marker = cli_env.project.parent / "started.txt"
+    cli_env.settings('default_model = "scripted/mcp"\n')
+    server = {"command": sys.executable, "args": [str(TINY)], "env": {"TINY_STARTED": str(marker)}}
+    (cli_env.project / ".mcp.json").write_text(json.dumps({"mcpServers": {"proj": server}}))
+    cli_env.script(
+        "mcp",
+        "steps:\n"
+        "  - tool_calls: [{name: mcp__proj__echo, args: {message: from the project}}]\n"
+        "  - {text: 'said {{ last_tool_output }}'}\n",
+    )
+    untrusted = corral("run", "-p", "go")
+    assert "the MCP servers of its .mcp.json" in untrusted.stderr and "corral trust" in untrusted.stderr
+    assert not marker.exists()
+    listed = corral("mcp-servers", "list")
+    assert listed.returncode == 0, listed.stderr
+    assert listed.stdout.startswith("the MCP servers of .mcp.json are ignored: the project ")
+    trusted = corral("trust")
+    assert trusted.returncode == 0 and "MCP server proj (.mcp.json): starts " in trusted.stdout
+    run = corral("run", "-p", "go")
+    assert run.returncode == 0, run.stderr
+    assert run.stdout.strip() == "said Echo: from the project" and marker.exists()
+    listed = corral("mcp-servers", "list")
+    assert "proj  stdio  used  " in listed.stdout and "    from .mcp.json (" in listed.stdout

@@ -12,6 +12,8 @@ only (it starts in a fraction of a second), the `initialize` handshake era (it a
 
 `$TINY_EXTRA_TOOLS=N` adds N read-only `lookup_<topic>_<n>` tools (a large server, for tool search),
 each answering `looked up <topic> <n>: <query>`.
+
+With `$TINY_STARTED` set, it first appends its process id to that file.
 """
 
 from __future__ import annotations
@@ -132,6 +134,10 @@ def _answer(message: dict) -> dict | None:
 
 def main() -> None:
     mode = sys.argv[1] if len(sys.argv) > 1 else "ok"
+    started = os.environ.get("TINY_STARTED")
+    if started:  # the tests' evidence that corral started this server
+        with open(started, "a", encoding="utf-8") as handle:
+            handle.write(f"{os.getpid()}\n")
     if mode == "exit-at-start":
         print("tiny: cannot open my database /nonexistent/db", file=sys.stderr, flush=True)
         sys.exit(3)

@@ -636,10 +636,26 @@ async def _check_harnesses(settings: Settings | None) -> list[Check]:
 
 def _check_mcp_servers(settings: Settings | None) -> list[Check]:
     """One `mcp_servers` line when servers are configured: the SDK is there and each stdio server's
-    program is found (nothing is started; `corral mcp-servers check` starts them)."""
+    program is found (nothing is started; `corral mcp-servers check` starts them); one `warn` line
+    for an untrusted project's ignored servers, a file that could not be used, and an ignored entry."""
+
+    if settings is None:
+        return []
+    catalog = settings.mcp_catalog
+    notes = [Check("mcp_servers", "warn", catalog.untrusted)] if catalog.untrusted else []
+    notes += [Check("mcp_servers", "warn", f"not used: {problem}") for problem in catalog.problems]
+    notes += [
+        Check("mcp_servers", "warn", f"{entry.name} ({entry.source}, {entry.file}) ignored: {entry.reason}")
+        for entry in catalog.entries
+        if entry.state == "ignored"
+    ]
+    return notes + _check_mcp_programs(settings)
+
+
+def _check_mcp_programs(settings: Settings) -> list[Check]:
     import importlib.util
 
-    if settings is None or not settings.mcp_servers:
+    if not settings.mcp_servers:
         return []
     enabled = sorted(name for name, server in settings.mcp_servers.items() if server.enabled)
     if importlib.util.find_spec("mcp") is None:

@@ -120,6 +120,26 @@ def _skill_lines(project: Path) -> list[str]:
     return lines
 
 
+def _mcp_lines(project: Path) -> list[str]:
+    """The project's MCP servers (its settings, `.mcp.json`, `.codex/config.toml`) and what each runs."""
+    catalog = load_settings(project, trusted=True).mcp_catalog
+    lines = []
+    for entry in catalog.entries:
+        if entry.source not in ("project settings", ".mcp.json", ".codex/config.toml"):
+            continue
+        what = {
+            "used": f"starts {entry.target} with your rights when an agent gets it"
+            if entry.transport == "stdio"
+            else f"connects to {entry.target}",
+            "disabled": "disabled",
+            "shadowed": f"shadowed {entry.reason}",
+            "ignored": f"ignored: {entry.reason}",
+        }[entry.state]
+        lines.append(f"  MCP server {entry.name} ({entry.source}): {what}")
+    lines += [f"  MCP file {problem}" for problem in catalog.problems if problem.startswith(str(project))]
+    return lines
+
+
 def trust_summary(project: Path, state: TrustState) -> str:
     """What trusting `project` lets take effect, one item a line, and whether it is trusted now."""
     real = state.project
@@ -134,6 +154,7 @@ def trust_summary(project: Path, state: TrustState) -> str:
     if scripts:
         lines.append(f"  scripted-model scripts (their steps run tools such as bash): {', '.join(scripts)}")
     lines += _skill_lines(real)
+    lines += _mcp_lines(real)
     for name, effect in (("SYSTEM.md", "replaces the system prompt"), ("APPEND_SYSTEM.md", "is added to it")):
         if f".corral/{name}" in state.files:
             lines.append(f"  .corral/{name} {effect}")

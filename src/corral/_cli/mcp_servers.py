@@ -1,5 +1,6 @@
-"""`corral mcp-servers list|check`: the configured MCP servers, where each came from, and (`check`)
-whether it starts and which tools it offers."""
+"""`corral mcp-servers list|check`: the MCP servers, where each came from and its state (from the
+resolution the runtime uses, `Settings.mcp_catalog`), and (`check`) whether it starts and which
+tools it offers."""
 
 from __future__ import annotations
 
@@ -11,78 +12,87 @@ from typing import IO, TYPE_CHECKING, Any
 from corral.errors import UsageError
 
 if TYPE_CHECKING:
+    from corral._mcp_config import McpServerCatalog, McpServerEntry
     from corral.settings import McpServerSettings, Settings
 
-__all__ = ["check_servers", "list_servers", "server_sources"]
+__all__ = ["check_servers", "list_servers", "server_catalog"]
 
 
-def server_sources(cwd: Path) -> tuple[Settings, dict[str, str]]:
-    """The settings for `cwd` and, per MCP server, the settings file that defines it (the project's
-    wins; an untrusted project's servers are not loaded at all, and a line on stderr says so).
+def server_catalog(cwd: Path) -> tuple[Settings, McpServerCatalog]:
+    """The settings for `cwd` and the catalog of its MCP servers, as the runtime resolves them
+    (`load_settings`): each server with its source and state; what was ignored is named on stderr.
 
     Raises:
         SettingsError: A settings file does not load.
     """
-    from corral.settings import (
-        SettingsError,
-        find_project_settings,
-        load_settings,
-        read_settings_file,
-        user_settings_path,
-    )
+    from corral.settings import load_settings
 
     settings = load_settings(cwd, on_warning=lambda line: print(f"corral: warning: {line}", file=sys.stderr))
-    sources: dict[str, str] = {}
-    user = user_settings_path()
-    files = [user] if user.is_file() else []
-    project = find_project_settings(cwd)
-    if project is not None and project.resolve() != user.resolve():
-        files.append(project)
-    for path in files:
-        try:
-            names = read_settings_file(path).mcp_servers
-        except SettingsError:  # an untrusted project's broken file: not loaded either
-            continue
-        for name in names:
-            if name in settings.mcp_servers:
-                sources[name] = str(path)
-    return settings, sources
+    return settings, settings.mcp_catalog
 
 
-def _where(server: McpServerSettings) -> str:
-    if server.url is not None:
-        return server.url
-    return " ".join([server.command or "", *server.args])
+def _entry_row(entry: McpServerEntry) -> dict[str, Any]:
+    return {
+        "name": entry.name,
+        "transport": entry.transport,
+        "target": entry.target,
+        "source": entry.source,
+        "file": entry.file,
+        "state": entry.state,
+        "reason": entry.reason,
+    }
 
 
-def _row(name: str, server: McpServerSettings, source: str | None) -> dict[str, Any]:
+def _row(name: str, server: McpServerSettings, entry: McpServerEntry | None) -> dict[str, Any]:
     return {
         "name": name,
         "transport": server.transport,
-        "target": _where(server),
+        "target": server.target,
         "enabled": server.enabled,
-        "source": source,
+        "source": None if entry is None else entry.source,
+        "file": None if entry is None else entry.file,
         "startupTimeoutS": server.startup_timeout_s,
         "toolTimeoutS": server.tool_timeout_s,
     }
 
 
+def _in_effect(catalog: McpServerCatalog) -> dict[str, McpServerEntry]:
+    return {entry.name: entry for entry in catalog.entries if entry.state in ("used", "disabled")}
+
+
 def list_servers(cwd: Path, *, as_json: bool, out: IO[str]) -> int:
-    """`corral mcp-servers list`: every configured server, without starting any."""
-    settings, sources = server_sources(cwd)
-    rows = [_row(name, server, sources.get(name)) for name, server in sorted(settings.mcp_servers.items())]
+    """`corral mcp-servers list`: every server found, its source and its state, without starting any."""
+    settings, catalog = server_catalog(cwd)
+    rows = []
+    for entry in catalog.entries:
+        row = _entry_row(entry)
+        server = settings.mcp_servers.get(entry.name) if entry.state in ("used", "disabled") else None
+        if server is not None:
+            row.update(
+                enabled=server.enabled,
+                startupTimeoutS=server.startup_timeout_s,
+                toolTimeoutS=server.tool_timeout_s,
+            )
+        rows.append(row)
     if as_json:
-        out.write(json.dumps({"servers": rows}, indent=2) + "\n")
+        document: dict[str, Any] = {"servers": rows, "problems": list(catalog.problems)}
+        document["untrusted"] = catalog.untrusted
+        out.write(json.dumps(document, indent=2) + "\n")
         return 0
-    if not rows:
+    if not rows and not catalog.problems and not catalog.untrusted:
         out.write(
             "No MCP servers configured: add [mcp_servers.<name>] to settings.toml (docs/mcp-servers.md).\n"
         )
-        return 0
     for row in rows:
-        state = "enabled" if row["enabled"] else "disabled"
-        out.write(f"{row['name']}  {row['transport']}  {state}  {row['target']}\n")
-        out.write(f"    from {row['source'] or 'settings'}\n")
+        state = row["state"]
+        if row["reason"]:
+            state += f": {row['reason']}"
+        out.write(f"{row['name']}  {row['transport'] or '?'}  {state}  {row['target'] or ''}".rstrip() + "\n")
+        out.write(f"    from {row['source']} ({row['file']})\n")
+    for problem in catalog.problems:
+        out.write(f"not used: {problem}\n")
+    if catalog.untrusted:
+        out.write(f"{catalog.untrusted}\n")
     return 0
 
 
@@ -97,7 +107,8 @@ async def check_servers(cwd: Path, names: list[str], *, as_json: bool, out: IO[s
     """
     from corral.mcp_servers import McpGrant, McpServers, is_read_only, mcp_tool_name
 
-    settings, sources = server_sources(cwd)
+    settings, catalog = server_catalog(cwd)
+    sources = _in_effect(catalog)
     unknown = [name for name in names if name not in settings.mcp_servers]
     if unknown:
         known = ", ".join(sorted(settings.mcp_servers)) or "none is configured"
@@ -137,7 +148,7 @@ async def check_servers(cwd: Path, names: list[str], *, as_json: bool, out: IO[s
     if as_json:
         out.write(json.dumps({"servers": rows, "ok": ok}, indent=2) + "\n")
         return 0 if ok else 1
-    if not rows:
+    if not rows and not catalog.problems and not catalog.untrusted:
         out.write("No enabled MCP servers to check.\n")
     for row in rows:
         if row["state"] == "ready":
@@ -155,5 +166,5 @@ async def check_servers(cwd: Path, names: list[str], *, as_json: bool, out: IO[s
             log = row.get("log")
             if log and Path(log).is_file() and Path(log).stat().st_size:
                 out.write(f"    its stderr: {log}\n")
-        out.write(f"    from {row['source'] or 'settings'}\n")
+        out.write(f"    from {row['source'] or 'settings'} ({row['file']})\n")
     return 0 if ok else 1
