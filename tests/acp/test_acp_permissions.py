@@ -130,3 +130,24 @@ async def test_cancelling_the_turn_ends_a_pending_ask(acp_env: AcpEnv) -> None:
             answer = await turn
     assert answer.stop_reason == "cancelled"
     assert all("hello-from-bash" not in call.get("text", "") for call in recorder.tool_calls(sid).values())
+
+
+async def test_a_hooks_ask_on_the_leads_call_asks_the_editors_user(acp_env: AcpEnv) -> None:
+    acp_env.script("echo", ECHO)
+    hook = acp_env.root / "ask-hook.sh"
+    answer = (
+        '{"hookSpecificOutput": {"hookEventName": "PreToolUse", "permissionDecision": "ask", '
+        '"permissionDecisionReason": "the ask hook wants a person to look"}}'
+    )
+    hook.write_text(f"#!/bin/sh\ncat >/dev/null\necho '{answer}'\n")
+    hook.chmod(0o755)
+    (acp_env.root / "config" / "corral" / "settings.toml").write_text(
+        f'[[hooks.PreToolUse]]\nmatcher = "Bash"\nhooks = [{{ type = "command", command = "{hook}" }}]\n'
+    )
+    recorder = Recorder(answer="reject")
+    sid = await _run(acp_env, recorder, "scripted/echo")
+    (asked,) = recorder.asked
+    assert "the ask hook wants a person to look" in asked.content[0].content.text
+    (call,) = recorder.tool_calls(sid).values()
+    assert call["status"] == "failed"
+    assert "the ask hook wants a person to look, and the user rejected it in the editor" in call["text"]
