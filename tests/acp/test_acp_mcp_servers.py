@@ -227,3 +227,22 @@ def _session_files(root: Path) -> list[Path]:
     return [
         path for path in root.rglob("*.jsonl") if "sessions" in path.parts and "scripts" not in path.parts
     ]
+
+
+async def test_session_load_gives_the_reopened_lead_the_editors_server(
+    acp_env: AcpEnv, everything: RealServer
+) -> None:
+    acp_env.script("hello", {"steps": [{"text": "Hello."}], "on_exhausted": "repeat_last"})
+    acp_env.script("echo", ECHO)
+    async with acp_env.server(model="scripted/hello") as (conn, _p, _r):
+        await conn.initialize(protocol_version=1)
+        sid = (await conn.new_session(cwd=str(acp_env.work), mcp_servers=[])).session_id
+        await conn.prompt(session_id=sid, prompt=[text_block("hi")])
+    recorder = Recorder()
+    async with acp_env.server(model="scripted/echo", recorder=recorder) as (conn, _p, _r):
+        await conn.initialize(protocol_version=1)
+        await conn.load_session(cwd=str(acp_env.work), session_id=sid, mcp_servers=[_stdio("ed", everything)])
+        await conn.prompt(session_id=sid, prompt=[text_block("echo")])
+    calls = [c for c in recorder.tool_calls(sid).values() if c.get("title") == "mcp__ed__echo"]
+    assert [call["status"] for call in calls] == ["completed"]
+    assert "Echo: hello from the editor" in calls[0]["text"]
