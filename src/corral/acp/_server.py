@@ -27,6 +27,7 @@ from typing import TYPE_CHECKING, Any
 from corral._version import __version__
 from corral.errors import CorralError
 
+from ._editor_mcp import editor_servers, give_editor_servers
 from ._wire import (
     INTERNAL_ERROR,
     INVALID_PARAMS,
@@ -40,6 +41,7 @@ from ._wire import (
 
 if TYPE_CHECKING:
     from corral.lead import LaunchOptions
+    from corral.settings import McpServerSettings
 
     from ._session import LeadSession
 
@@ -179,7 +181,7 @@ class AcpServer:
             "agentCapabilities": {
                 "loadSession": True,
                 "promptCapabilities": {"image": False, "audio": False, "embeddedContext": True},
-                "mcpCapabilities": {"http": False, "sse": False},
+                "mcpCapabilities": {"http": True, "sse": False},
             },
             "agentInfo": {"name": "corral", "title": "corral", "version": __version__},
             "authMethods": [],
@@ -189,7 +191,7 @@ class AcpServer:
         from corral.lead import LaunchOptions
 
         cwd = self._cwd(params)
-        _list_param(params, "mcpServers")
+        servers = editor_servers(_list_param(params, "mcpServers"))
         session, resumed = None, False
         if self._first_new:
             self._first_new = False
@@ -202,7 +204,8 @@ class AcpServer:
                 session=session,
                 continue_recent=resumed and session is None,
                 surfaces=self.options.surfaces,
-            )
+            ),
+            servers,
         )
         return {"sessionId": opened.session_id, **_session_state(opened)}
 
@@ -211,7 +214,7 @@ class AcpServer:
 
         session_id = _str_param(params, "sessionId")
         cwd = self._cwd(params)
-        _list_param(params, "mcpServers")
+        servers = editor_servers(_list_param(params, "mcpServers"))
         known = self.sessions.get(session_id)
         if known is not None:
             known.replay(again=True)
@@ -220,14 +223,16 @@ class AcpServer:
             opened = await self._open(
                 LaunchOptions(
                     cwd, model=self.options.model, session=session_id, surfaces=self.options.surfaces
-                )
+                ),
+                servers,
             )
         except CorralError as exc:
             raise RpcError(RESOURCE_NOT_FOUND, f"no lead session {session_id!r}: {exc}") from None
         opened.replay()
         return _session_state(opened)
 
-    async def _open(self, options: LaunchOptions) -> LeadSession:
+    async def _open(self, options: LaunchOptions, servers: dict[str, McpServerSettings]) -> LeadSession:
+        """Open the lead session `options` name, with the editor's MCP `servers` (see `_editor_mcp`)."""
         from corral.lead import launch_session
 
         from ._session import LeadSession
@@ -236,6 +241,7 @@ class AcpServer:
             launched = launch_session(options)
             session = LeadSession(launched, self)
             try:
+                give_editor_servers(launched, servers)
                 await launched.attach_host()
             except BaseException:
                 await session.aclose()

@@ -18,8 +18,10 @@ from corral.agent import (
     AgentSettledEvent,
     MessageEndEvent,
     MessageUpdateEvent,
+    ToolCheck,
     ToolExecutionEndEvent,
     ToolExecutionStartEvent,
+    ToolVerdict,
 )
 from corral.errors import CorralError
 from corral.lead import CURSOR_TYPE, ItemLog, Launched, LeadItem
@@ -27,6 +29,7 @@ from corral.llm import AssistantMessage, CustomMessage, TextContent, ToolCall
 from corral.orchestration.kernel import fault_point
 from corral.session import CustomEntry, CustomMessageEntry, MessageEntry
 
+from . import texts
 from ._updates import Update, UpdateMapper
 from ._wire import RpcError, Wire
 
@@ -46,11 +49,7 @@ class SessionServer(Protocol):
 
 __all__ = ["LeadSession", "SessionServer"]
 
-_ALLOW, _REJECT = "allow", "reject"
-_REJECTED = (
-    "No: the user rejected this through the editor (or did not answer in time); do not do it, "
-    "and say so in your result."
-)
+_ALLOW, _ALWAYS, _REJECT = "allow", "allow_always", "reject"
 
 
 @dataclass
@@ -70,6 +69,8 @@ class LeadSession:
     _unsubscribe: Callable[[], None] | None = None
     _children: dict[str, Callable[[], None]] = field(default_factory=dict)
     _asks: set[str] = field(default_factory=set)
+    _always: set[tuple[str, str]] = field(default_factory=set)
+    """(tool, why it asked) pairs the user chose "always allow" for, in this session."""
 
     @property
     def session_id(self) -> str:
@@ -89,7 +90,10 @@ class LeadSession:
         return self.server.wire.notify("session/update", {"sessionId": self.session_id, "update": update})
 
     def subscribe(self) -> None:
+        """Stream the lead's events to the client, and let the client's user answer its tool calls'
+        `ask` verdicts."""
         self._unsubscribe = self.launched.agent.subscribe(self._on_event)
+        self.launched.agent.set_tool_approver(self.approve_tool)
 
     def _on_event(self, event: object) -> None:
         if isinstance(event, MessageUpdateEvent):
@@ -231,8 +235,46 @@ class LeadSession:
 
         with contextlib.suppress(CorralError):
             await agents.controller.reply(
-                agents.caller, ReplyParams(agent=item.agent, message="Yes." if allowed else _REJECTED)
+                agents.caller,
+                ReplyParams(agent=item.agent, message="Yes." if allowed else texts.ASK_REJECTED),
             )
+
+    async def approve_tool(self, check: ToolCheck, verdict: ToolVerdict) -> ToolVerdict:
+        """The lead's tool call that the rules or a hook ask about: ask the editor's user with
+        `session/request_permission` (allow once, always allow for this session — the same tool
+        asked for the same reason —, or reject). Rejected, dismissed, unanswered within the ask
+        timeout, or a client that cannot ask: denied, saying which."""
+        asked = verdict.reason or "the tool policy asks for approval"
+        key = (check.tool_name, asked)
+        if key in self._always:
+            return ToolVerdict("allow", "the user always allows it in this session")
+        params = {
+            "sessionId": self.session_id,
+            "toolCall": UpdateMapper.permission_call(
+                check.call_id, check.tool_name, dict(check.arguments), asked
+            ),
+            "options": [
+                {"optionId": _ALLOW, "name": "Allow once", "kind": "allow_once"},
+                {"optionId": _ALWAYS, "name": "Always allow in this session", "kind": "allow_always"},
+                {"optionId": _REJECT, "name": "Reject", "kind": "reject_once"},
+            ],
+        }
+        timeout = self.server.ask_timeout
+        try:
+            answer = await self.server.wire.request("session/request_permission", params, timeout=timeout)
+        except TimeoutError:
+            return ToolVerdict("deny", texts.approval_unanswered(asked, timeout))
+        except RpcError as exc:
+            return ToolVerdict("deny", texts.approval_failed(asked, exc.message))
+        outcome = answer.get("outcome") if isinstance(answer, dict) else None
+        chosen = outcome.get("optionId") if isinstance(outcome, dict) else None
+        if chosen == _ALWAYS:
+            self._always.add(key)
+        if chosen in (_ALLOW, _ALWAYS):
+            return ToolVerdict("allow", "the user allowed it in the editor")
+        if chosen == _REJECT:
+            return ToolVerdict("deny", texts.approval_rejected(asked))
+        return ToolVerdict("deny", texts.approval_cancelled(asked))
 
     # --- replay ------------------------------------------------------------------------------------------
 
@@ -357,6 +399,7 @@ class LeadSession:
 
     async def aclose(self) -> None:
         self.live = False
+        self.launched.agent.set_tool_approver(None)
         for unsubscribe in self._children.values():
             unsubscribe()
         if self._unsubscribe is not None:

@@ -159,6 +159,20 @@ class UpdateMapper:
             "rawInput": args,
         }
 
+    @staticmethod
+    def permission_call(tool_call_id: str, tool_name: str, args: dict[str, Any], asked: str) -> Update:
+        """The `toolCall` of a `session/request_permission` for one of the lead's calls: the call the
+        editor already shows (same id), with why it asks and the call's input."""
+        shown = "\n".join(f"{key}: {value}" for key, value in args.items() if isinstance(value, str))
+        return {
+            "toolCallId": tool_call_id,
+            "title": _title(tool_name, args),
+            "kind": tool_kind(tool_name, args),
+            "status": "pending",
+            "rawInput": args,
+            "content": _text_content(f"{asked}.\n\n{shown}".rstrip()),
+        }
+
     def tool_ended(self, tool_call_id: str, text: str, details: object, *, is_error: bool) -> Update:
         """A tool call of the lead returned: done, unless it started an agent (then it waits for it)."""
         tool_name, args = self._args.pop(tool_call_id, ("", {}))
