@@ -144,4 +144,4 @@ def give_editor_servers(launched: Launched, servers: dict[str, McpServerSettings
         for line in failed_servers(report.to_details()):
             launched.mcp_notice(line)
 
-    agent.add_tool_source(pool.source(McpGrant(new), got))
+    agent.add_tool_source(pool.source(agent, McpGrant(new), got))
