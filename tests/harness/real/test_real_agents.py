@@ -23,6 +23,7 @@ import pytest
 from corral.orchestration import ASK_TYPE, RESULT_TYPE
 from corral.orchestration.surfaces import CloseParams, DelegateParams, InterruptParams, ReplyParams
 from corral.session import SessionManager
+from corral.settings import Settings
 from tests._waits import eventually
 from tests.e2e._pi_real import cache_root
 from tests.harness.real._install import REAL_AGENTS, RealAgent, install, provider_environment
@@ -197,3 +198,33 @@ async def test_a_real_agent_asks_streams_delivers_once_cancels_and_is_closed(
         assert closed.closed == (third.agent,) and not closed.cleanup_errors
         await eventually(lambda: _all_gone(seen, mark), timeout=AGENT_WAIT)
         assert len(_results(t)) == 2
+
+
+@pytest.mark.timeout(900)
+@pytest.mark.parametrize("real_agent", ["codex"], indirect=True)
+async def test_a_real_agents_permission_request_is_denied_by_the_users_rule_without_an_ask(
+    agent_env: tuple[Path, str], model: ScriptedModel, real_agent: RealAgent
+) -> None:
+    """Codex (its `approval_policy` asks before a command) asks permission for `rm -rf x`; the
+    `[permissions]` deny rule rejects it in corral, with no question to the owner, and x stays."""
+    env, _ = agent_env
+    work = env / "work"
+    (work / "x").mkdir()
+    (work / "x" / "keep.txt").write_text("kept")
+    settings = Settings.model_validate({"permissions": {"deny": ["Bash(rm:*)"]}})
+    async with team(env, "lead", settings=settings) as t:
+        started = await t.controller.delegate(
+            t.caller, DelegateParams(definition="real", task="RUN_CMD rm -rf x ;;")
+        )
+        await _quiet(t)
+        assert t.lead_entries(ASK_TYPE) == []
+        assert len(_results(t)) == 1, (model.describe(),)
+        assert (work / "x" / "keep.txt").read_text() == "kept"
+        assert started.session_path is not None
+        with SessionManager.open(Path(started.session_path), read_only=True) as saved:
+            shown = [
+                "".join(getattr(block, "text", "") for block in m.content)
+                for m in saved.build_context().messages
+                if m.role == "toolResult"
+            ]
+        assert any("the permission rule `Bash(rm:*)` denies it" in text for text in shown), shown
