@@ -14,6 +14,7 @@ import json
 import os
 import re
 import shutil
+import sys
 import uuid
 from collections.abc import Iterator
 from pathlib import Path
@@ -228,3 +229,30 @@ async def test_a_real_agents_permission_request_is_denied_by_the_users_rule_with
                 if m.role == "toolResult"
             ]
         assert any("the permission rule `Bash(rm:*)` denies it" in text for text in shown), shown
+
+
+@pytest.mark.timeout(900)
+@pytest.mark.parametrize("real_agent", ["codex"], indirect=True)
+async def test_a_real_agent_gets_the_users_mcp_server_and_offers_its_tools_to_its_model(
+    agent_env: tuple[Path, str], model: ScriptedModel, real_agent: RealAgent
+) -> None:
+    """`[mcp_servers.tiny]` reaches Codex through `session/new`: Codex starts the server itself and
+    its model is offered the server's tools."""
+    env, _ = agent_env
+    tiny = Path(__file__).parents[2] / "mcp_servers" / "tiny_server.py"
+    settings = Settings.model_validate(
+        {"mcp_servers": {"tiny": {"command": sys.executable, "args": [str(tiny)]}}}
+    )
+    async with team(env, "lead", settings=settings) as t:
+        await t.controller.delegate(t.caller, DelegateParams(definition="real", task="HELLO"))
+        await _quiet(t)
+        assert len(_results(t)) == 1
+    offered = {
+        f"{tool['name']}.{inner.get('name')}" if tool.get("type") == "namespace" else str(tool.get("name"))
+        for request in model.server.requests
+        for tool in (request.body.get("tools") or [] if isinstance(request.body, dict) else [])
+        if isinstance(tool, dict)
+        for inner in (tool.get("tools") or [{}] if tool.get("type") == "namespace" else [{}])
+        if isinstance(inner, dict)
+    }
+    assert {"mcp__tiny.echo", "mcp__tiny.add"} <= offered, offered  # Codex: a namespace per server
