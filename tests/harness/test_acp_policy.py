@@ -269,6 +269,14 @@ async def test_a_read_agent_gets_no_mcp_server_and_its_session_says_why(acp_env:
         ("fetch", "fetch", {"url": "https://x.test"}, None, [("WebFetch", None)]),
         ("other", "mcp__github__get_issue", {"n": 1}, None, [("mcp__github__get_issue", None)]),
         ("other", "Do a thing!", {}, None, [("other", None)]),
+        ("other", "shell · rm -rf x", {"command": "rm -rf x"}, None, [("bash", "rm -rf x")]),
+        (
+            "other",
+            "text_editor · a",
+            {"command": "view", "path": "/w/a"},
+            None,
+            [("read", "/w/a"), ("edit", "/w/a")],
+        ),
     ],
 )
 def test_acp_tool_calls_map_to_the_tools_rules_name(

@@ -32,7 +32,10 @@ KIND_TOOLS: dict[str, str] = {
 matcher may use Claude Code's: `Bash`, `Read`, `Edit`, `Grep`). Deleting and moving files change
 them, so `Edit` rules cover them as they do in Claude Code. A kind not listed (`think`,
 `switch_mode`, `other`) is judged by its title when that is a tool name (Claude Code's adapter
-titles an MCP call `mcp__server__tool`), else as a tool named `other`."""
+titles an MCP call `mcp__server__tool`); else, when it names files (`locations`, a path in
+`rawInput`), as both a `read` and an `edit` of each (the stricter answer wins); else, when its
+`rawInput` has a `command` (goose reports its shell as `other`), as `bash`; else as a tool named
+`other`."""
 
 PolicyCall = tuple[str, dict[str, Any]]
 """A tool name and its arguments, as the gate's `ToolCheck` takes them."""
@@ -84,7 +87,14 @@ def tool_calls(kind: str, title: str, raw_input: Mapping[str, Any], locations: o
     raw = dict(raw_input)
     if tool is None:
         name = title.strip()
-        return [(name if _TOOL_NAME.fullmatch(name) else "other", raw)]
+        if _TOOL_NAME.fullmatch(name):
+            return [(name, raw)]
+        paths = _paths(raw, locations)
+        if paths:  # an unclassified call on files: judged as reading and as changing each
+            return [(each, {**raw, "path": path}) for path in paths for each in ("read", "edit")]
+        if isinstance(raw.get("command") or raw.get("cmd"), str | list):  # goose's shell: kind `other`
+            return [("bash", {**raw, "command": _command(raw, title)})]
+        return [("other", raw)]
     if tool == "bash":
         return [("bash", {**raw, "command": _command(raw, title)})]
     if tool == "WebFetch":
