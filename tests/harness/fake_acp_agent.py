@@ -5,6 +5,9 @@
 * `TOOL`: a read tool call and its result, then the answer.
 * `PERMISSION`: an execute tool call that asks permission (Allow once / Reject); the answer says
   which option was selected (`permitted: <id>`, `denied: <outcome>`).
+* `RUN <command>` (to the end of the prompt): an execute tool call of that command (`rawInput`
+  `{"command": …}`, the title the command) that asks permission (Allow once / Always allow /
+  Reject), then runs the command in its cwd when allowed (`ran: <id>`, else `denied: <outcome>`).
 * `SLOW`: one chunk, then waits for `session/cancel` (answers `cancelled`).
 * `SPAWN <file>`: like `SLOW`, after starting a `sleep` child whose pid it writes to `<file>`.
 
@@ -21,7 +24,8 @@
 
 With `$FAKE_ACP_SESSIONS` (a directory) set it offers `loadSession`: each session's history (its
 prompts and answers) is kept in `<dir>/<sessionId>.json`, and `session/load` replays it as
-`session/update`s (an unknown id is refused). Every message it receives is appended to
+`session/update`s (an unknown id is refused). With `$FAKE_ACP_MCP_HTTP` set its `initialize` answer
+says it takes HTTP MCP servers (`mcpCapabilities.http`). Every message it receives is appended to
 `$FAKE_ACP_LOG` (one JSON line each) when that is set. With `$FAKE_ACP_STAY` set it does not exit
 when its input closes (as Gemini CLI does not): only a signal ends it.
 """
@@ -167,7 +171,10 @@ class Agent:
             self.client_caps = params.get("clientCapabilities") or {}
             result: Any = {
                 "protocolVersion": 1,
-                "agentCapabilities": {"loadSession": SESSIONS is not None},
+                "agentCapabilities": {
+                    "loadSession": SESSIONS is not None,
+                    "mcpCapabilities": {"http": bool(os.environ.get("FAKE_ACP_MCP_HTTP"))},
+                },
                 "agentInfo": {"name": "fake-acp-agent", "version": "1"},
                 "authMethods": [],
             }
@@ -213,6 +220,46 @@ class Agent:
             return
         self.send({"id": message["id"], "result": result})
 
+    async def run(self, sid: str, command: str) -> dict[str, Any]:
+        call = {
+            "toolCallId": "call-run",
+            "title": command,
+            "kind": "execute",
+            "rawInput": {"command": command},
+        }
+        self.update(sid, {"sessionUpdate": "tool_call", "status": "pending", **call})
+        answer = await self.request(
+            "session/request_permission",
+            {
+                "sessionId": sid,
+                "toolCall": call,
+                "options": [
+                    {"optionId": "allow-once", "name": "Allow once", "kind": "allow_once"},
+                    {"optionId": "allow-always", "name": "Always allow", "kind": "allow_always"},
+                    {"optionId": "reject-once", "name": "Reject", "kind": "reject_once"},
+                ],
+            },
+        )
+        outcome = (answer or {}).get("outcome", {})
+        if outcome.get("outcome") == "selected" and str(outcome.get("optionId")).startswith("allow"):
+            done = subprocess.run(command, shell=True, capture_output=True, text=True, check=False)
+            self.update(
+                sid,
+                {
+                    "sessionUpdate": "tool_call_update",
+                    "toolCallId": "call-run",
+                    "status": "completed" if done.returncode == 0 else "failed",
+                    "content": [{"type": "content", "content": {"type": "text", "text": done.stdout}}],
+                },
+            )
+            self.chunk(sid, f"ran: {outcome['optionId']}")
+        else:
+            self.update(
+                sid, {"sessionUpdate": "tool_call_update", "toolCallId": "call-run", "status": "failed"}
+            )
+            self.chunk(sid, f"denied: {outcome.get('optionId') or outcome.get('outcome')}")
+        return {"stopReason": "end_turn"}
+
     async def prompt(self, sid: str, text: str) -> dict[str, Any]:
         cancel = self.cancelled.setdefault(sid, asyncio.Event())
         cancel.clear()
@@ -252,6 +299,8 @@ class Agent:
                 return {"stopReason": "cancelled"}
             self.chunk(sid, " waited")
             return {"stopReason": "end_turn"}
+        if "RUN " in text:
+            return await self.run(sid, text.split("RUN ", 1)[1].strip())
         if "PERMISSION" in text:
             self.update(
                 sid,

@@ -4,7 +4,8 @@ reference implementation: the SDK validates every message corral's client sends 
 Prompt words: `TOOL` (a read tool call and its result), `PERMISSION` (asks; answers with the outcome),
 `SLOW` (writes `$SDK_ACP_MARK`, then waits for `session/cancel`), `READ <path>` / `WRITE <path> <text>`
 (the client's `fs/read_text_file` / `fs/write_text_file`), `WHO` (the session's id, whether it was
-loaded, its `model` config option); otherwise a thought, a plan and two chunks. It offers
+loaded, its `model` config option), `MCP` (the MCP servers its session was given, as the SDK parsed
+them: `<class>:<name>:<command or url>` each, `;`-joined); otherwise a thought, a plan and two chunks. It offers
 `loadSession` (any id it gave out before is loaded) and a `model` config option.
 """
 
@@ -22,6 +23,7 @@ from acp.schema import (
     Implementation,
     InitializeResponse,
     LoadSessionResponse,
+    McpCapabilities,
     NewSessionResponse,
     PermissionOption,
     PromptResponse,
@@ -38,6 +40,7 @@ class SdkAgent:
         self.cancelled: dict[str, asyncio.Event] = {}
         self.loaded: set[str] = set()
         self.model: dict[str, str] = {}
+        self.mcp: dict[str, list[Any]] = {}
 
     def on_connect(self, conn: Any) -> None:
         self.conn = conn
@@ -45,18 +48,22 @@ class SdkAgent:
     async def initialize(self, protocol_version: int, **kwargs: Any) -> InitializeResponse:
         return InitializeResponse(
             protocol_version=acp.PROTOCOL_VERSION,
-            agent_capabilities=AgentCapabilities(load_session=True),
+            agent_capabilities=AgentCapabilities(
+                load_session=True, mcp_capabilities=McpCapabilities(http=True)
+            ),
             agent_info=Implementation(name="sdk-fake", version="1"),
         )
 
     async def new_session(self, cwd: str, **kwargs: Any) -> NewSessionResponse:
         session_id = f"sdk-{os.getpid()}-{len(self.cancelled) + 1}"
         self.cancelled[session_id] = asyncio.Event()
+        self.mcp[session_id] = list(kwargs.get("mcp_servers") or [])
         return NewSessionResponse(session_id=session_id, config_options=self._options(session_id))
 
     async def load_session(self, cwd: str, session_id: str, **kwargs: Any) -> LoadSessionResponse:
         self.cancelled[session_id] = asyncio.Event()
         self.loaded.add(session_id)
+        self.mcp[session_id] = list(kwargs.get("mcp_servers") or [])
         return LoadSessionResponse(config_options=self._options(session_id))
 
     async def set_config_option(
@@ -90,6 +97,13 @@ class SdkAgent:
         text = "".join(getattr(block, "text", "") for block in prompt)
         cancel = self.cancelled[session_id]
         cancel.clear()
+        if "MCP" in text:
+            listed = ";".join(
+                f"{type(server).__name__}:{server.name}:{getattr(server, 'command', None) or getattr(server, 'url', '')}"
+                for server in self.mcp.get(session_id, [])
+            )
+            await self._send(session_id, helpers.update_agent_message_text(listed or "none"))
+            return PromptResponse(stop_reason="end_turn")
         if "SLOW" in text:
             await self._send(session_id, helpers.update_agent_message_text("working slowly..."))
             mark = os.environ.get("SDK_ACP_MARK")

@@ -104,3 +104,26 @@ async def test_the_sdk_agent_takes_session_load_config_options_and_file_answers(
         assert (tmp_path / "made.txt").read_text() == "made by the agent"
     finally:
         await agent.close()
+
+
+async def test_the_mcp_servers_corral_passes_are_valid_acp_and_reach_the_sdk_agent(tmp_path: Path) -> None:
+    from corral.harness.acp import McpServerSpec
+
+    session = SessionManager.create(tmp_path, sessions_root=tmp_path / "sessions")
+    agent = AcpAgentSession(
+        command=AcpCommand((sys.executable, str(AGENT)), "sdk"),
+        session=session,
+        cwd=tmp_path,
+        mcp_servers=[
+            McpServerSpec("tiny", command="tiny-mcp", args=("--x",), env={"K": "v"}),
+            McpServerSpec("here", command="other-mcp", cwd="/srv"),
+            McpServerSpec("web", url="https://mcp.example.com/mcp", headers={"Authorization": "Bearer t"}),
+        ],
+    )
+    try:
+        await asyncio.wait_for(agent.prompt("MCP"), WAIT)
+    finally:
+        await agent.close()
+    assert agent.last_assistant_text() == (
+        "McpServerStdio:tiny:tiny-mcp;McpServerStdio:here:/bin/sh;HttpMcpServer:web:https://mcp.example.com/mcp"
+    )

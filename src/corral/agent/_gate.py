@@ -60,6 +60,9 @@ class ToolVerdict:
     """Why (for `deny`, the text the model reads; for `ask`, what the approver is shown)."""
     context: str = ""
     """Text for the model, added to the call's result (a hook's `additionalContext`)."""
+    by_default: bool = False
+    """No rule and no hook decided: the policy's default did (`permissions.default`). A broker that
+    has its own way to ask (an ACP agent's permission request) asks rather than take a default allow."""
 
 
 ALLOW = ToolVerdict("allow")

@@ -21,6 +21,7 @@ the rule that made it are attributes of that span (`corral.permission.*`).
 from __future__ import annotations
 
 import asyncio
+import dataclasses
 import json
 import logging
 import re
@@ -329,6 +330,8 @@ class ToolPolicy:
         return HookAnswer("deny", f"{what} (a failing hook blocks the call)", failure=answer.failure)
 
     def _decided(self, verdict: ToolVerdict, ruled: RuleVerdict, *, by_hook: bool = False) -> ToolVerdict:
+        if not by_hook and ruled.rule is None:
+            verdict = dataclasses.replace(verdict, by_default=True)
         tracer = _tracing.active
         if tracer is not None:
             span = tracer.current()

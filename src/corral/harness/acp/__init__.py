@@ -5,7 +5,8 @@ into corral's session file; `_rpc.py` is the JSON-RPC connection to the agent pr
 process group; `close` ends the tree); `_permissions.py` turns the agent's permission requests into
 questions to the owner; `_texts.py` words the transcript a continued session is seeded with; `_config.py` maps the
 definition's model and thinking level to the agent's session config options; `_files.py` answers
-its file requests within its cwd;
+its file requests within its cwd; `_tools.py` maps its tool calls and file requests to the calls the
+user's permission rules and hooks judge; `_mcp.py` shapes the MCP servers it is given;
 `_commands.py` holds the command and the preset agents. docs/harnesses.md.
 """
 
@@ -13,6 +14,7 @@ from __future__ import annotations
 
 from ._commands import PRESETS, AcpCommand, preset_command
 from ._config import SessionConfig
+from ._mcp import McpServerSpec
 from ._permissions import (
     PermissionAsker,
     PermissionOption,
@@ -33,6 +35,7 @@ __all__ = [
     "AcpCommand",
     "AcpError",
     "AcpModel",
+    "McpServerSpec",
     "PermissionAsker",
     "PermissionOption",
     "PermissionRequest",

@@ -14,10 +14,12 @@ from dataclasses import dataclass
 from typing import Any, Protocol
 
 __all__ = [
+    "FILE_OPTIONS",
     "PermissionAsker",
     "PermissionOption",
     "PermissionRequest",
     "choose_option",
+    "file_request",
     "permission_question",
     "refusal",
 ]
@@ -63,6 +65,11 @@ class PermissionRequest:
         )
         return cls(title=title, tool_call_id=call_id, options=options)
 
+    def allow_once(self) -> PermissionOption | None:
+        """The option that allows once, or `None` (an agent that offers only `allow_always` would
+        stop asking for such calls, so corral's policy never picks that one for the owner)."""
+        return next((option for option in self.options if option.kind == "allow_once"), None)
+
     def rejection(self) -> PermissionOption | None:
         """The option that rejects once (else always), or `None` when the agent offered none."""
         for kind in ("reject_once", "reject_always"):
@@ -70,6 +77,18 @@ class PermissionRequest:
                 if option.kind == kind:
                     return option
         return None
+
+
+FILE_OPTIONS = (
+    PermissionOption("allow", "Allow", "allow_once"),
+    PermissionOption("reject", "Reject", "reject_once"),
+)
+"""The options of a question about a file request of the agent (ACP offers none for those)."""
+
+
+def file_request(title: str) -> PermissionRequest:
+    """A question about one of the agent's file requests, asked like a permission request."""
+    return PermissionRequest(title=title, tool_call_id="", options=FILE_OPTIONS)
 
 
 class PermissionAsker(Protocol):

@@ -23,6 +23,7 @@ from __future__ import annotations
 import asyncio
 import json
 import logging
+import os
 from collections.abc import AsyncIterator, Awaitable, Callable, Mapping, Sequence
 from pathlib import Path
 from typing import TYPE_CHECKING, Any
@@ -34,9 +35,11 @@ from corral.agent import (
     GuardVerdict,
     RequestEstimate,
     RunOutcome,
+    ToolCheck,
     ToolExecutionEndEvent,
     ToolExecutionResult,
     ToolExecutionStartEvent,
+    ToolVerdict,
     TurnEndEvent,
 )
 from corral.llm import (
@@ -60,9 +63,11 @@ from corral.session import CustomEntry, MessageEntry
 from ._commands import AcpCommand
 from ._config import SessionConfig, config_choices
 from ._files import FileAccess
-from ._permissions import PermissionAsker, PermissionOption, PermissionRequest
+from ._mcp import McpServerSpec, session_servers
+from ._permissions import PermissionAsker, PermissionOption, PermissionRequest, file_request
 from ._rpc import AcpConnection, AcpError
-from ._texts import seeded_prompt, transcript_seed
+from ._texts import denied_call, file_question, refused_file, seeded_prompt, transcript_seed
+from ._tools import PolicyCall, file_call, tool_calls
 
 if TYPE_CHECKING:
     from corral.llm import AssistantMessageEvent
@@ -153,6 +158,9 @@ class _ToolCallState:
         self.status = "pending"
         self.content: object = None
         self.raw_output: object = None
+        self.locations: object = None
+        self.note = ""
+        """What corral's policy did with the call (a denial's reason), shown before its result."""
         self.ended = False
         self.merge(fields)
 
@@ -169,6 +177,8 @@ class _ToolCallState:
             self.content = fields["content"]
         if "rawOutput" in fields:
             self.raw_output = fields["rawOutput"]
+        if isinstance(fields.get("locations"), list):
+            self.locations = fields["locations"]
 
     @property
     def done(self) -> bool:
@@ -188,7 +198,8 @@ class _ToolCallState:
                 if isinstance(self.raw_output, str)
                 else json.dumps(self.raw_output, ensure_ascii=False)
             )
-        return text or f"({self.status})"
+        text = text or f"({self.status})"
+        return f"{self.note}\n{text}" if self.note else text
 
 
 class _Turn:
@@ -203,6 +214,9 @@ class _Turn:
         self.usage: Usage | None = None
         self.session_cost: float | None = None
         """The session's cost so far in USD, as the agent's last `usage_update` said (cumulative)."""
+        self.approved: set[str] = set()
+        """Files (real paths) a permission request of this turn was allowed to touch: the agent's file
+        requests for them are not asked about again."""
 
     def update(self, update: Mapping[str, Any]) -> None:
         kind = update.get("sessionUpdate")
@@ -298,6 +312,13 @@ class _Turn:
         return message
 
 
+def _selected(choice: PermissionOption | None) -> dict[str, object]:
+    """A permission request's answer: the option chosen, or `cancelled` when there is none."""
+    if choice is None:
+        return {"outcome": {"outcome": "cancelled"}}
+    return {"outcome": {"outcome": "selected", "optionId": choice.option_id}}
+
+
 class AcpAgentSession(AgentSession):
     """An ACP agent process as an agent session (see the module docstring).
 
@@ -316,6 +337,15 @@ class AcpAgentSession(AgentSession):
             options where it offers them (`_config.py`).
         writable: Whether the agent's `fs/write_text_file` requests are answered (`False`: refused,
             and not offered in `initialize`); its reads are, within `cwd` (`_files.py`).
+        mcp_servers: The MCP servers the agent is given in `session/new` and `session/load`
+            (`_mcp.py`).
+        mcp_withheld: Servers its grant named that it is not given, with why (recorded with the
+            session, `mcpWithheld`, beside those its `initialize` answer cannot take).
+
+    The agent's tool gate (`set_tool_gate`: the user's permission rules and PreToolUse hooks, as
+    every agent of its place in the tree gets) judges its permission requests and file requests
+    before anyone is asked: a denial rejects the request, an allow by a rule or a hook approves it,
+    and the rest is asked as before (`_tools.py` maps ACP's tool calls to the tools rules name).
     """
 
     def __init__(
@@ -332,6 +362,8 @@ class AcpAgentSession(AgentSession):
         on_session: Callable[[str], None] | None = None,
         config: SessionConfig | None = None,
         writable: bool = True,
+        mcp_servers: Sequence[McpServerSpec] = (),
+        mcp_withheld: Mapping[str, str] | None = None,
     ) -> None:
         if settings is not None:
             settings = settings.model_copy(
@@ -363,6 +395,9 @@ class AcpAgentSession(AgentSession):
         """The definition's model and thinking level for the agent's session."""
         self.files = FileAccess(cwd, writable=writable)
         """Answers the agent's file requests, within its cwd."""
+        self.mcp_servers = tuple(mcp_servers)
+        """The MCP servers it is given (those its `initialize` answer cannot take are withheld)."""
+        self._mcp_withheld = dict(mcp_withheld or {})
         self._prior = list(self.messages)
         """The session's messages before this agent started (a `continue`): the seed of a new ACP
         session when the agent cannot load its earlier one."""
@@ -424,13 +459,15 @@ class AcpAgentSession(AgentSession):
             raise AcpError(f"the agent speaks ACP version {version!r}; corral speaks {PROTOCOL_VERSION}")
         caps = init.get("agentCapabilities") if isinstance(init, dict) else None
         can_load = isinstance(caps, dict) and caps.get("loadSession") is True
+        servers, withheld = session_servers(self.mcp_servers, caps)
+        withheld = {**self._mcp_withheld, **withheld}
         saved = self.saved_session_id()
         session_id: object = None
         how = "new"
         if saved is not None and can_load:
             try:
                 answer = await self._conn.request(
-                    "session/load", {"sessionId": saved, "cwd": str(self.cwd), "mcpServers": []}
+                    "session/load", {"sessionId": saved, "cwd": str(self.cwd), "mcpServers": servers}
                 )
             except AcpError as exc:
                 if self._conn.ended is not None:
@@ -440,7 +477,7 @@ class AcpAgentSession(AgentSession):
                 session_id, how = saved, "loaded"
                 self._session_cost = self._recorded_cost(saved)
         if session_id is None:
-            answer = await self._conn.request("session/new", {"cwd": str(self.cwd), "mcpServers": []})
+            answer = await self._conn.request("session/new", {"cwd": str(self.cwd), "mcpServers": servers})
             session_id = answer.get("sessionId") if isinstance(answer, dict) else None
             if not isinstance(session_id, str) or not session_id:
                 raise AcpError("the agent's session/new answer has no sessionId")
@@ -451,6 +488,10 @@ class AcpAgentSession(AgentSession):
         entry: dict[str, object] = {"sessionId": session_id, "how": how}
         if self._load_refused is not None:
             entry["loadRefused"] = self._load_refused
+        if servers:
+            entry["mcpServers"] = [str(server["name"]) for server in servers]
+        if withheld:
+            entry["mcpWithheld"] = withheld
         options = answer.get("configOptions") if isinstance(answer, dict) else None
         entry.update(await self._configure(self._conn, session_id, options))
         self.session.append_custom(SESSION_ENTRY, entry)
@@ -535,10 +576,13 @@ class AcpAgentSession(AgentSession):
 
     async def _on_request(self, method: str, params: Mapping[str, Any]) -> object:
         if method == "session/request_permission":
-            return await self._permission(PermissionRequest.from_params(params))
+            return await self._permission(PermissionRequest.from_params(params), params)
         if method == "fs/read_text_file":
+            await self._file_policy(method, params)
             return await asyncio.to_thread(self.files.read, params)
         if method == "fs/write_text_file":
+            if self.files.writable:
+                await self._file_policy(method, params)
             await asyncio.to_thread(self.files.write, params)
             return None
         if method.startswith("terminal/"):
@@ -549,23 +593,136 @@ class AcpAgentSession(AgentSession):
             )
         raise AcpError(f"Method not found: {method}", code=-32601)
 
-    async def _permission(self, request: PermissionRequest) -> object:
-        asker = self.permissions
-        choice: PermissionOption | None = None
-        if asker is not None and request.options and self._turn is not None:
-            task = asyncio.ensure_future(asker.ask(request))
-            self._asking.add(task)
+    # --- the user's policy over the agent's requests ----------------------------------------------
+
+    async def _judge(self, calls: Sequence[PolicyCall], call_id: str) -> tuple[str, ToolVerdict] | None:
+        """What the agent's tool gate says of `calls` (one ACP tool call or file request): the first
+        denial, else the first ask, else a default's answer, else the allow; with the tool it named.
+        `None` without a gate (no rules, no hooks)."""
+        gate = self.tool_gate
+        if gate is None or not calls:
+            return None
+        judged: list[tuple[str, ToolVerdict]] = []
+        for name, arguments in calls:
+            check = ToolCheck(call_id, name, arguments, self.session.session_id, self.session.path, self.cwd)
             try:
-                await asyncio.wait((task,))
-            finally:
-                self._asking.discard(task)
-            if task.cancelled():
+                verdict = await gate.before_tool(check)
+            except Exception as exc:  # a gate that fails denies (the policy could not be checked)
+                _log.exception("tool gate failed on the ACP agent's %s request", name)
+                verdict = ToolVerdict(
+                    "deny", f"the tool policy could not be checked ({exc or type(exc).__name__})"
+                )
+            if verdict.decision == "deny":
+                return name, verdict
+            judged.append((name, verdict))
+        asked = next((pair for pair in judged if pair[1].decision == "ask"), None)
+        defaulted = next((pair for pair in judged if pair[1].by_default), None)
+        return asked or defaulted or judged[0]
+
+    def _call_fields(self, params: Mapping[str, Any]) -> dict[str, Any]:
+        """The permission request's tool call, completed by what the turn's updates said of it."""
+        call = params.get("toolCall")
+        fields = dict(call) if isinstance(call, dict) else {}
+        state = None if self._turn is None else self._turn.calls.get(str(fields.get("toolCallId")))
+        if state is not None:
+            known: dict[str, object] = {"kind": state.kind, "title": state.title, "rawInput": state.raw_input}
+            if state.locations is not None:
+                known["locations"] = state.locations
+            for key, value in known.items():
+                if fields.get(key) in (None, "", {}, []):
+                    fields[key] = value
+        return fields
+
+    async def _permission(self, request: PermissionRequest, params: Mapping[str, Any]) -> object:
+        fields = self._call_fields(params)
+        raw = fields.get("rawInput")
+        calls = tool_calls(
+            str(fields.get("kind") or "other"),
+            str(fields.get("title") or ""),
+            raw if isinstance(raw, dict) else {},
+            fields.get("locations"),
+        )
+        judged = await self._judge(calls, request.tool_call_id)
+        choice: PermissionOption | None = None
+        if judged is not None:
+            name, verdict = judged
+            if verdict.decision == "deny":
+                self._note_call(fields, denied_call(name, verdict.reason))
+                return _selected(request.rejection())
+            if verdict.decision == "allow" and not verdict.by_default:
+                choice = request.allow_once()  # allowed by a rule or a hook: nobody is asked
+        asker = self.permissions
+        if choice is None and asker is not None and request.options and self._turn is not None:
+            cancelled, choice = await self._ask_owner(asker, request)
+            if cancelled:
                 return {"outcome": {"outcome": "cancelled"}}
-            choice = task.result()
         choice = choice or request.rejection()
-        if choice is None:
-            return {"outcome": {"outcome": "cancelled"}}
-        return {"outcome": {"outcome": "selected", "optionId": choice.option_id}}
+        if choice is not None and choice.kind.startswith("allow") and self._turn is not None:
+            self._turn.approved.update(
+                os.path.realpath(str(args["path"]))
+                for _, args in calls
+                if isinstance(args.get("path"), str) and os.path.isabs(str(args["path"]))
+            )
+        return _selected(choice)
+
+    async def _ask_owner(
+        self, asker: PermissionAsker, request: PermissionRequest
+    ) -> tuple[bool, PermissionOption | None]:
+        """`(cancelled, the owner's choice)`: `None` when nobody could answer; `cancelled` when the
+        question was cancelled (an abort, the time limit, close)."""
+        task = asyncio.ensure_future(asker.ask(request))
+        self._asking.add(task)
+        try:
+            await asyncio.wait((task,))
+        finally:
+            self._asking.discard(task)
+        if task.cancelled():
+            return True, None
+        return False, task.result()
+
+    def _note_call(self, fields: Mapping[str, Any], note: str) -> None:
+        """Show `note` with the tool call's result in the transcript (the call is recorded if the
+        agent asked about it before reporting it)."""
+        turn = self._turn
+        call_id = fields.get("toolCallId")
+        if turn is None or not isinstance(call_id, str) or not call_id:
+            return
+        if call_id not in turn.calls:
+            turn.update({**fields, "sessionUpdate": "tool_call", "status": "pending"})
+        state = turn.calls.get(call_id)
+        if state is not None:
+            state.note = note
+
+    async def _file_policy(self, method: str, params: Mapping[str, Any]) -> None:
+        """Judge an `fs/*` request by the agent's tool gate: a denial raises the error the agent gets;
+        an ask goes to the owner (unless a permission request of this turn already covered the file),
+        and with nobody to answer, or a rejection, the request is refused.
+
+        Raises:
+            AcpError: The policy refuses the request.
+        """
+        call = file_call(method, params)
+        judged = None if call is None else await self._judge([call], "")
+        if call is None or judged is None:
+            return
+        name, verdict = judged
+        path = str(call[1]["path"])
+        if verdict.decision == "deny":
+            raise AcpError(refused_file(name, path, verdict.reason), code=-32602)
+        if verdict.decision != "ask":
+            return
+        turn = self._turn
+        if turn is not None and os.path.isabs(path) and os.path.realpath(path) in turn.approved:
+            return
+        asker = self.permissions
+        choice = None
+        if asker is not None and turn is not None:
+            _, choice = await self._ask_owner(asker, file_request(file_question(name, path, verdict.reason)))
+        if choice is None or not choice.kind.startswith("allow"):
+            reason = verdict.reason if choice is None else f"{verdict.reason}, and it was not approved"
+            if choice is None:
+                reason += ", and no one could approve it"
+            raise AcpError(refused_file(name, path, reason), code=-32602)
 
     def _cancel_asks(self) -> None:
         for task in tuple(self._asking):

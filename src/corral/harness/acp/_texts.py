@@ -1,5 +1,6 @@
 """What corral says to an ACP agent in its own words: the transcript a continued session is seeded
-with when the agent cannot load its earlier session (`session/load`)."""
+with when the agent cannot load its earlier session (`session/load`), and what the user's policy
+(permission rules, PreToolUse hooks) did with the agent's permission and file requests."""
 
 from __future__ import annotations
 
@@ -7,7 +8,7 @@ from collections.abc import Sequence
 
 from corral.llm import AgentMessage, AssistantMessage, TextContent, ToolCall, ToolResultMessage, UserMessage
 
-__all__ = ["seeded_prompt", "transcript_seed"]
+__all__ = ["denied_call", "file_question", "refused_file", "seeded_prompt", "transcript_seed"]
 
 _RESULT_CHARS = 2000
 """A tool result is cut to this many characters in the seed."""
@@ -56,3 +57,18 @@ def seeded_prompt(seed: str, prompt: str) -> str:
         f"<transcript>\n{seed}\n</transcript>\n\n"
         f"Your new instruction:\n\n{prompt}"
     )
+
+
+def denied_call(tool: str, reason: str) -> str:
+    """A tool call the policy denied when the agent asked permission (shown with the call's result)."""
+    return f"{tool} was not run: {reason} (corral rejected the agent's permission request)"
+
+
+def refused_file(tool: str, path: str, reason: str) -> str:
+    """The error an `fs/*` request the policy denied gets (the agent reads it)."""
+    return f"{tool} {path} was refused: {reason}; corral's permission policy does not let this agent do it"
+
+
+def file_question(tool: str, path: str, reason: str) -> str:
+    """What the owner is asked about a file request the policy asks about."""
+    return f"{tool} {path} ({reason})"

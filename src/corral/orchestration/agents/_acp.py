@@ -20,6 +20,7 @@ from typing import TYPE_CHECKING
 
 from corral.harness.acp import (
     AcpAgentSession,
+    McpServerSpec,
     PermissionOption,
     PermissionRequest,
     SessionConfig,
@@ -32,11 +33,18 @@ from corral.orchestration.errors import InvalidRequestError, OrchestrationError
 from corral.orchestration.kernel import fault_point
 
 if TYPE_CHECKING:
+    from corral.mcp_servers import McpGrant
     from corral.orchestration.kernel.records import AskRecord
     from corral.session import SessionManager
     from corral.settings import Settings
 
-__all__ = ["OwnerPermissions", "acp_agent", "check_acp_launch"]
+__all__ = ["READ_AGENT_WITHHELD", "OwnerPermissions", "acp_agent", "acp_mcp_servers", "check_acp_launch"]
+
+READ_AGENT_WITHHELD = (
+    "a read agent: corral cannot keep another program's agent to a server's read-only tools, so it "
+    "gets no MCP server"
+)
+"""Why a read agent of an ACP harness gets none of its granted servers (recorded with its session)."""
 
 
 class OwnerPermissions:
@@ -122,10 +130,13 @@ def acp_agent(
     permissions: OwnerPermissions,
     config: SessionConfig,
     writable: bool,
+    mcp: McpGrant | None = None,
 ) -> AcpAgentSession:
     """The managed agent of an ACP definition's `harness` and `command` (its stderr goes next to its
-    session file; its `model` and `thinking` in `config`; `writable`: its file writes are answered)."""
+    session file; its `model` and `thinking` in `config`; `writable`: its file writes are answered;
+    `mcp`: the MCP servers its grant gives it, passed in `session/new`)."""
     permissions.label = label
+    servers, withheld = acp_mcp_servers(settings, mcp)
     stderr = None if session.path is None else session.path.with_suffix(".acp-stderr.log")
     launch = preset_command(harness, command, settings.harnesses.get(harness))
     return AcpAgentSession(
@@ -140,7 +151,27 @@ def acp_agent(
         on_session=_session_ready,
         config=config,
         writable=writable,
+        mcp_servers=servers,
+        mcp_withheld=withheld,
     )
+
+
+def acp_mcp_servers(
+    settings: Settings, grant: McpGrant | None
+) -> tuple[tuple[McpServerSpec, ...], dict[str, str]]:
+    """The MCP servers an ACP agent of `grant` is given (the enabled ones of `[mcp_servers]` it
+    names), and those withheld, with why: all of them for a read agent (`grant.read_only`), since
+    corral cannot filter another program's tools and no setting marks a whole server read-only."""
+    if grant is None:
+        return (), {}
+    if grant.read_only:
+        return (), dict.fromkeys(grant.servers, READ_AGENT_WITHHELD)
+    specs = []
+    for name in grant.servers:
+        config = settings.mcp_servers.get(name)
+        if config is not None and config.enabled:
+            specs.append(McpServerSpec.of(name, config))
+    return tuple(specs), {}
 
 
 def _session_ready(how: str) -> None:

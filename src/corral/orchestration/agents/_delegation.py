@@ -750,6 +750,7 @@ class _ManagedSteps(LaunchSteps):
             permissions=permissions,
             config=SessionConfig(self.defn.model, self.defn.thinking),
             writable=_writes(self.defn),
+            mcp=None if self.mcp is None else self.mcp[0],
         )
         child = ManagedChild(
             store=host.kernel, agent=agent, generation=generation, task=recorded.task, hooks=host
@@ -845,8 +846,9 @@ def mcp_grant(
     """The MCP servers an agent of `defn` started by `caller` gets: narrowed from the caller's (the
     lead's: every enabled server; a delegating agent's: its own), read-only tools only for an agent
     that cannot change files; with the names its definition asks for that the caller lacks. `None`
-    when no server is configured, or for an ACP agent (its own program; not yet given servers)."""
-    if servers is None or is_acp(defn.harness):
+    when no server is configured. An ACP agent gets the same grant: its servers are passed to its
+    program in `session/new` (`orchestration/agents/_acp.py`; none for a read agent)."""
+    if servers is None:
         return None
     from corral.mcp_servers import NO_MCP, narrow
 
