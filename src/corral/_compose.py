@@ -32,6 +32,7 @@ from typing import TYPE_CHECKING, ClassVar, Literal, Protocol, overload
 
 from corral.orchestration.agents._delegation import build_launched_agent
 from corral.orchestration.budgets import BudgetsExtension
+from corral.orchestration.host.permission_layers import host_layers
 from corral.orchestration.host.ports import HostExtension
 from corral.orchestration.kernel._child import ManagedChild
 from corral.orchestration.ratelimits import RateLimitsExtension
@@ -140,19 +141,26 @@ def agent_identity(
 class PolicyExtension(HostExtension):
     """The user's `[permissions]` and `[hooks]` on every in-process agent of a lead's host: managed
     agents, nested helpers and teams members get their gate as their run starts (the lead gets its own
-    where it is built, `corral.lead._compose`; a worker's agents in `WorkerComposition.child`)."""
+    where it is built, `corral.lead._compose`; a worker's agents in `WorkerComposition.child`), narrowed
+    by their own and their ancestors' definition or tier rules (`host.permission_layers`)."""
 
     def __init__(self, host: Host) -> None:
         self.host = host
 
     def run_starting(self, generation: GenerationRecord, child: ManagedChild | None) -> None:
         """An in-process agent gets its gate (a worker's gets it where the worker builds it)."""
-        settings = self.host.settings
-        if child is not None and settings.tool_policy:
+        if child is None:
+            return
+        host = self.host
+        layers = host_layers(host, generation)
+        if host.settings.tool_policy or layers:
             from corral.hooks import install_tool_policy
 
             install_tool_policy(
-                child.agent, settings, agent_identity(generation, self.host.kernel.get_generation)
+                child.agent,
+                host.settings,
+                agent_identity(generation, host.kernel.get_generation),
+                layers=layers,
             )
 
 
@@ -358,10 +366,17 @@ class WorkerComposition:
             label=generation.label,
             mcp_servers=mcp_servers,
         )
-        if settings.tool_policy:  # the user's rules and hooks, from the settings the host sent in the launch
+        if (
+            settings.tool_policy or launch.permissions
+        ):  # the user's rules and hooks, as the launch carries them
             from corral.hooks import install_tool_policy
 
-            install_tool_policy(agent, settings, agent_identity(generation, place.store.get_generation))
+            install_tool_policy(
+                agent,
+                settings,
+                agent_identity(generation, place.store.get_generation),
+                layers=launch.permissions,
+            )
         part = launch.part(MemberLaunch)
         member: TeamChild | None = None
         port: MemberPort | None = None
