@@ -13,12 +13,13 @@ import yaml
 
 from corral.agent import ToolCheck
 from corral.hooks import AgentIdentity, ToolPolicy, policy_of
-from corral.orchestration import RESULT_TYPE
+from corral.orchestration import ASK_TYPE, RESULT_TYPE
 from corral.orchestration.definitions._roster import load_roster
 from corral.orchestration.host.protocol import LaunchError, ManagedAgentSpec, WorkerLaunch
-from corral.orchestration.surfaces import DelegateParams
+from corral.orchestration.surfaces import DelegateParams, ReplyParams
 from corral.orchestration.surfaces.teams import parse_spawn
 from corral.settings import PermissionLayer, PermissionsSettings, Settings
+from tests._waits import eventually
 from tests.hooks.test_tree import LEAD, LS, SAW, tool_results
 from tests.orchestration._host_helpers import prepare_env, team, write_script
 from tests.runtime._tmux_fixtures import tmux_socket
@@ -220,4 +221,60 @@ async def test_a_tmux_worker_s_agent_gets_its_definition_s_rules(env: Path, tmux
         [result] = t.lead_entries(RESULT_TYPE)
     assert (
         "saw: ls was not run: the permission rule `LS` of definition `scout` denies it" in result["content"]
+    )
+
+
+# --- an `ask` goes to the owner ----------------------------------------------------------------------
+
+
+async def _asked(t: Any, label: str) -> dict[str, Any]:
+    """The one question the lead got (the child waits on it, so the host is quiet)."""
+    await t.quiet()
+    [ask] = t.lead_entries(ASK_TYPE)
+    assert ask["content"].count(f"{label} wants to run bash git push origin main: allow?") == 1
+    assert (
+        "reason: the permission rule `Bash(git push:*)` of definition `generalist` asks for approval"
+        in ask["content"]
+    )
+    return ask
+
+
+@pytest.mark.parametrize(("answer", "runs"), [("Yes.", True), ("no, not to main", False)])
+async def test_a_child_s_ask_is_answered_by_its_owner(env: Path, answer: str, runs: bool) -> None:
+    define(env, "generalist", {"ask": ["Bash(git push:*)"]})
+    write_script(env, "team", {**LEAD, "agents": {"generalist": [PUSH, SAW]}})
+    async with team(env, "team") as t:
+        started = await t.controller.delegate(t.caller, DelegateParams(definition="generalist", task="push"))
+        await _asked(t, "generalist")
+        await t.controller.reply(t.caller, ReplyParams(agent="generalist", message=answer))
+        await t.quiet()
+        generation = t.host.kernel.get_generation(started.run_id)
+        assert generation is not None
+        [result] = tool_results(generation.session_path, "bash")
+        [delivered] = t.lead_entries(RESULT_TYPE)
+    if runs:
+        assert "was not run" not in text_of(result)  # git ran (and failed: no repository here)
+    else:
+        assert result["isError"] is True
+        assert text_of(result) == "bash was not run: the owner did not approve it: no, not to main"
+    assert "saw: " in delivered["content"]  # the agent went on and finished
+
+
+async def test_an_unanswered_ask_is_denied_and_does_not_hang(
+    env: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    monkeypatch.setattr("corral._compose.ASK_TIMEOUT_S", 0.5)
+    define(env, "generalist", {"ask": ["Bash(git push:*)"]})
+    write_script(env, "team", {**LEAD, "agents": {"generalist": [PUSH, SAW]}})
+    async with team(env, "team") as t:
+        started = await t.controller.delegate(t.caller, DelegateParams(definition="generalist", task="push"))
+        await t.quiet()  # the lead does not answer; the call is denied when the wait ends
+        await eventually(lambda: bool(t.lead_entries(RESULT_TYPE)), t.host)
+        generation = t.host.kernel.get_generation(started.run_id)
+        assert generation is not None
+        [result] = tool_results(generation.session_path, "bash")
+    assert result["isError"] is True
+    assert text_of(result) == (
+        "bash was not run: the permission rule `Bash(git push:*)` of definition `generalist` asks for approval, "
+        "and its owner did not answer within 0.5 s, so it was denied"
     )
