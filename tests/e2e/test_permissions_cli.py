@@ -165,3 +165,32 @@ def test_doctor_names_the_rules_and_hooks_that_apply(corral: RunCorral, cli_env:
         "PreToolUse hooks: Bash → `cat >/dev/null; echo 'checked by the hook' >&2` "
         "(they bind every agent: the lead, its agents and their helpers)"
     )
+
+
+def test_permissions_check_for_an_agent_adds_its_definition_s_rules(corral: RunCorral, cli_env: Env) -> None:
+    cli_env.settings(
+        '[permissions]\ndeny = ["Read(.env)"]\n\n[teams.tier_permissions.read-review]\ndeny = ["Bash"]\n'
+    )
+    agents = cli_env.config / "corral" / "agents"
+    agents.mkdir(parents=True)
+    (agents / "releaser.md").write_text(
+        "---\nname: releaser\ndescription: Releases.\npermissions:\n"
+        "  allow: ['Read']\n  ask: ['Bash(git push:*)']\n---\nRelease.\n"
+    )
+    push = '{"command": "git push"}'
+    assert corral("permissions", "check", "bash", push).stdout.startswith("allow: ")  # the lead
+    asked = corral("permissions", "check", "bash", push, "--agent", "releaser")
+    assert asked.stdout == (
+        "ask: the permission rule `Bash(git push:*)` of definition `releaser` asks for approval; "
+        "the agent's owner is asked (a yes runs it)\n"
+    )
+    env_file = corral("permissions", "check", "read", '{"path": ".env"}', "--agent", "releaser")
+    assert (
+        env_file.stdout == "deny: the permission rule `Read(.env)` denies it\n"
+    )  # its allow does not beat it
+    tier = corral("permissions", "check", "bash", '{"command": "ls"}', "--agent", "read-review")
+    assert tier.stdout == "deny: the permission rule `Bash` of tier `read-review` denies it\n"
+    unknown = corral("permissions", "check", "bash", push, "--agent", "nobody")
+    assert unknown.returncode == 2 and unknown.stderr.startswith(
+        "corral: error: no definition or teams tier named"
+    )
