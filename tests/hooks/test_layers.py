@@ -5,6 +5,7 @@ parent. In-process children, nested helpers, teams members and tmux workers' age
 from __future__ import annotations
 
 import json
+import sys
 from pathlib import Path
 from typing import Any
 
@@ -278,3 +279,16 @@ async def test_an_unanswered_ask_is_denied_and_does_not_hang(
         "bash was not run: the permission rule `Bash(git push:*)` of definition `generalist` asks for approval, "
         "and its owner did not answer within 0.5 s, so it was denied"
     )
+
+
+async def test_a_hook_s_allow_does_not_answer_a_layer_s_default(tmp_path: Path) -> None:
+    allow = f'{sys.executable} -c "print(\'{{\\"decision\\": \\"approve\\"}}\')"'
+    hooks = {"PreToolUse": [{"matcher": "Bash", "hooks": [{"type": "command", "command": allow}]}]}
+    s = Settings.model_validate({"hooks": hooks, "permissions": {"default": "ask"}})
+    layer = PermissionLayer("tier `write-patch`", PermissionsSettings(default="ask"))
+    plain = await ToolPolicy(policy_of(s), AGENT, cwd=tmp_path).before_tool(call(tmp_path, "ls"))
+    assert plain.decision == "allow"  # the hook answers the settings' default
+    narrowed = await ToolPolicy(policy_of(s), AGENT, cwd=tmp_path, layers=[layer]).before_tool(
+        call(tmp_path, "ls")
+    )
+    assert narrowed.decision == "ask" and "the permissions default of tier `write-patch`" in narrowed.reason

@@ -232,10 +232,11 @@ _STRICTNESS = {"allow": 0, "ask": 1, "deny": 2}
 
 
 def _narrowed(verdict: RuleVerdict, other: RuleVerdict) -> RuleVerdict:
-    """The stricter of two layers' verdicts; on a tie, the one a rule made (so a layer's ask rule is
-    not taken for a default a hook's `allow` may answer)."""
+    """The stricter of two layers' verdicts; on a tie, the one a rule made, else the narrower layer's
+    default (so neither a layer's ask rule nor its default is taken for the settings' default, which a
+    hook's `allow` may answer)."""
     a, b = _STRICTNESS[verdict.decision], _STRICTNESS[other.decision]
-    if b > a or (b == a and verdict.default and not other.default):
+    if b > a or (b == a and verdict.default):
         return other
     return verdict
 
@@ -315,7 +316,9 @@ class ToolPolicy:
         if asked is not None:
             reason = asked.reason or "a PreToolUse hook asks for approval"
             return self._decided(ToolVerdict("ask", reason, context), ruled, by_hook=True)
-        if any(a.decision == "allow" for a in answers):
+        # a hook's `allow` stands in for an allow rule of the settings: it cannot answer a narrowing
+        # layer's default (an allow rule of the settings does not either)
+        if any(a.decision == "allow" for a in answers) and ruled.source is None:
             return self._decided(ToolVerdict("allow", "", context), ruled, by_hook=True)
         reason = ruled.reason(check.tool_name) if ruled.decision != "allow" else ""
         return self._decided(ToolVerdict(ruled.decision, reason, context), ruled)
