@@ -292,3 +292,20 @@ async def test_a_hook_s_allow_does_not_answer_a_layer_s_default(tmp_path: Path) 
         call(tmp_path, "ls")
     )
     assert narrowed.decision == "ask" and "the permissions default of tier `write-patch`" in narrowed.reason
+
+
+async def test_a_tmux_worker_s_ask_is_answered_by_its_owner(env: Path, tmux_socket: Path) -> None:
+    define(env, "scout", {"ask": ["LS"]})
+    write_script(env, "team", {**LEAD, "agents": {"scout": [LS, SAW]}})
+    settings = Settings.model_validate({"runtime": "tmux"})
+    async with team(env, "team", settings=settings, tmux_socket=tmux_socket) as t:
+        started = await t.controller.delegate(t.caller, DelegateParams(definition="scout", task="look"))
+        await eventually(lambda: bool(t.lead_entries(ASK_TYPE)), t.host)
+        [ask] = t.lead_entries(ASK_TYPE)
+        assert 'scout wants to run ls {"path": "."}: allow?' in ask["content"]
+        await t.controller.reply(t.caller, ReplyParams(agent="scout", message="not today"))
+        await eventually(lambda: bool(t.lead_entries(RESULT_TYPE)), t.host)
+        [delivered] = t.lead_entries(RESULT_TYPE)
+        generation = t.host.kernel.get_generation(started.run_id)
+    assert generation is not None and generation.runtime_kind == "tmux"
+    assert "saw: ls was not run: the owner did not approve it: not today" in delivered["content"]
