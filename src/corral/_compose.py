@@ -24,6 +24,8 @@ Tracing is each worker's entry (the pane's `TRACEPARENT`, the launch's trace car
 
 from __future__ import annotations
 
+import asyncio
+import contextlib
 import dataclasses
 from collections.abc import Awaitable, Callable
 from dataclasses import dataclass
@@ -32,6 +34,8 @@ from typing import TYPE_CHECKING, ClassVar, Literal, Protocol, overload
 
 from corral.orchestration.agents._delegation import build_launched_agent
 from corral.orchestration.budgets import BudgetsExtension
+from corral.orchestration.errors import OrchestrationError
+from corral.orchestration.host.permission_layers import host_layers
 from corral.orchestration.host.ports import HostExtension
 from corral.orchestration.kernel._child import ManagedChild
 from corral.orchestration.ratelimits import RateLimitsExtension
@@ -41,7 +45,7 @@ from corral.orchestration.workspaces._extension import WorkspacesExtension
 from corral.orchestration.worktrees._extension import WorktreesExtension
 
 if TYPE_CHECKING:
-    from corral.agent import AgentEvent
+    from corral.agent import AgentEvent, ToolCheck, ToolVerdict
     from corral.hooks import AgentIdentity
     from corral.llm import ModelRegistry
     from corral.mcp_servers import McpReport, McpServers
@@ -137,22 +141,103 @@ def agent_identity(
     )
 
 
+ASK_TIMEOUT_S = 600.0
+"""How long a managed agent's call waits for its owner's answer to an `ask` before it is denied."""
+
+
+class OwnerApprover:
+    """A managed agent's `ToolApprover`: an `ask` verdict becomes the agent's question to its owner,
+    through the kernel's mid-turn ask (`ManagedChild.record_ask(mid_turn=True)`, answered through
+    `on_reply`), delivered to the owner like an `ask_owner` question and answered with `reply`. A clear
+    yes (`hooks.texts.is_approval`) runs the call; any other answer denies it with the owner's words;
+    no answer within `timeout_s`, or an owner that cannot be asked, denies it — it never hangs."""
+
+    def __init__(
+        self,
+        child: ManagedChild,
+        *,
+        abandon_ask: Callable[[str, str], object] | None,
+        timeout_s: float = ASK_TIMEOUT_S,
+    ) -> None:
+        self.child = child
+        self.abandon_ask = abandon_ask
+        """The kernel's, for a question no longer waited on (`None`: a Ray worker's store, which
+        cannot; the question then stays open, and a late reply is refused)."""
+        self.timeout_s = timeout_s
+        self._open: tuple[str, asyncio.Future[str]] | None = None
+
+    async def __call__(self, check: ToolCheck, verdict: ToolVerdict) -> ToolVerdict:
+        """Ask the owner about `check`; its answer as a verdict."""
+        from corral.agent import ToolVerdict
+        from corral.hooks import texts
+
+        child = self.child
+        reason = verdict.reason or "the tool policy asks for approval"
+        question = texts.approval_question(child.label, check.tool_name, check.arguments, reason)
+        try:
+            ask = child.record_ask(question, mid_turn=True)
+        except OrchestrationError as exc:
+            return ToolVerdict("deny", texts.unanswered(reason, f"its owner could not be asked ({exc})"))
+        future: asyncio.Future[str] = asyncio.get_running_loop().create_future()
+        self._open = (ask.ask_id, future)
+        child.on_reply = self._reply
+        answered = False
+        try:
+            answer = await asyncio.wait_for(future, self.timeout_s)
+            answered = True
+        except TimeoutError:
+            return ToolVerdict(
+                "deny", texts.unanswered(reason, f"its owner did not answer within {self.timeout_s:g} s")
+            )
+        finally:
+            self._open = None
+            if child.on_reply == self._reply:
+                child.on_reply = None
+            if not answered and self.abandon_ask is not None:
+                with contextlib.suppress(OrchestrationError):
+                    self.abandon_ask(ask.run_id, ask.ask_id)
+            if not answered:
+                child.end_mid_turn_ask()
+        if texts.is_approval(answer):
+            return ToolVerdict("allow")
+        return ToolVerdict("deny", texts.not_approved(answer))
+
+    def _reply(self, ask: AskRecord, text: str) -> str | None:
+        """The child's `on_reply` while a question is open: the owner's answer."""
+        if self._open is None or self._open[0] != ask.ask_id:
+            return "The agent no longer waits for this answer."
+        future = self._open[1]
+        if not future.done():
+            future.set_result(text)
+        return None
+
+
 class PolicyExtension(HostExtension):
     """The user's `[permissions]` and `[hooks]` on every in-process agent of a lead's host: managed
     agents, nested helpers and teams members get their gate as their run starts (the lead gets its own
-    where it is built, `corral.lead._compose`; a worker's agents in `WorkerComposition.child`)."""
+    where it is built, `corral.lead._compose`; a worker's agents in `WorkerComposition.child`), narrowed
+    by their own and their ancestors' definition or tier rules (`host.permission_layers`)."""
 
     def __init__(self, host: Host) -> None:
         self.host = host
 
     def run_starting(self, generation: GenerationRecord, child: ManagedChild | None) -> None:
         """An in-process agent gets its gate (a worker's gets it where the worker builds it)."""
-        settings = self.host.settings
-        if child is not None and settings.tool_policy:
+        if child is None:
+            return
+        host = self.host
+        layers = host_layers(host, generation)
+        if host.settings.tool_policy or layers:
             from corral.hooks import install_tool_policy
 
             install_tool_policy(
-                child.agent, settings, agent_identity(generation, self.host.kernel.get_generation)
+                child.agent,
+                host.settings,
+                agent_identity(generation, host.kernel.get_generation),
+                layers=layers,
+            )
+            child.agent.set_tool_approver(
+                OwnerApprover(child, abandon_ask=host.kernel.abandon_ask, timeout_s=ASK_TIMEOUT_S)
             )
 
 
@@ -358,10 +443,16 @@ class WorkerComposition:
             label=generation.label,
             mcp_servers=mcp_servers,
         )
-        if settings.tool_policy:  # the user's rules and hooks, from the settings the host sent in the launch
+        approver = settings.tool_policy or bool(launch.permissions)
+        if approver:  # the user's rules and hooks, as the launch carries them
             from corral.hooks import install_tool_policy
 
-            install_tool_policy(agent, settings, agent_identity(generation, place.store.get_generation))
+            install_tool_policy(
+                agent,
+                settings,
+                agent_identity(generation, place.store.get_generation),
+                layers=launch.permissions,
+            )
         part = launch.part(MemberLaunch)
         member: TeamChild | None = None
         port: MemberPort | None = None
@@ -393,6 +484,12 @@ class WorkerComposition:
             )
             if launch.agent.ask_owner:
                 agent.register_tool(AskOwnerTool(place.questions, child, agent))
+        if approver:  # an `ask` goes to the agent's owner, as its questions do
+            agent.set_tool_approver(
+                OwnerApprover(
+                    child, abandon_ask=getattr(place.store, "abandon_ask", None), timeout_s=ASK_TIMEOUT_S
+                )
+            )
         child.context_retirement = launch.context_retirement
         child.resume_prompt = launch.resume_prompt  # a live agent moved here by a handoff
         hooks.child = child

@@ -749,12 +749,28 @@ def permissions_check(
         bool,
         typer.Option("--run-hooks", help="Also run the PreToolUse hooks that match (they may have effects)."),
     ] = False,
+    agent: Annotated[
+        str | None,
+        typer.Option(
+            "--agent",
+            metavar="DEFINITION",
+            help="Check it for an agent of this definition or teams tier (its permissions: narrow the settings').",
+        ),
+    ] = None,
 ) -> None:
     """Say whether a tool call would be allowed, denied or asked about, and why."""
     from corral._cli.permissions import permissions_check as run_check
 
     raise typer.Exit(
-        run_check(tool, tool_input, cwd=Path.cwd(), run_hooks=run_hooks, out=sys.stdout, warn=sys.stderr)
+        run_check(
+            tool,
+            tool_input,
+            cwd=Path.cwd(),
+            run_hooks=run_hooks,
+            out=sys.stdout,
+            warn=sys.stderr,
+            agent=agent,
+        )
     )
 
 

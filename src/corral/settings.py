@@ -45,6 +45,7 @@ import re
 import shutil
 import tomllib
 from collections.abc import Callable
+from dataclasses import dataclass
 from pathlib import Path
 from typing import TYPE_CHECKING, Any, Literal
 
@@ -271,6 +272,19 @@ class CapacitySettings(_Section):
 _ENV_NAME = re.compile(r"[A-Za-z_][A-Za-z0-9_]*")
 
 
+TeamTier = Literal[
+    "read-collect",
+    "read-review",
+    "read-analyze",
+    "read-critical",
+    "write-patch",
+    "write-feature",
+    "write-system",
+    "write-critical",
+]
+"""A teams intent tier, as `[teams.tier_*]` tables name them."""
+
+
 class TeamsSettings(_Section):
     """`[teams]` table: the teams surface."""
 
@@ -299,21 +313,13 @@ class TeamsSettings(_Section):
     tier_isolation: dict[str, Literal["shared", "worktree"]] = Field(default_factory=dict)
     """`[teams.tier_isolation]`: isolation per write tier, e.g. `write-system = "worktree"` (a tier not
     listed follows the top-level `isolation`; read tiers never get a worktree)."""
-    tier_budget: dict[
-        Literal[
-            "read-collect",
-            "read-review",
-            "read-analyze",
-            "read-critical",
-            "write-patch",
-            "write-feature",
-            "write-system",
-            "write-critical",
-        ],
-        AgentBudgetSettings,
-    ] = Field(default_factory=dict)
+    tier_budget: dict[TeamTier, AgentBudgetSettings] = Field(default_factory=dict)
     """`[teams.tier_budget.<tier>]`: `agent_*` limits for the agents of one tier (they replace the
     `[budget]` keys they set; docs/fleet.md)."""
+    tier_permissions: dict[TeamTier, PermissionsSettings] = Field(default_factory=dict)
+    """`[teams.tier_permissions.<tier>]`: `allow` / `ask` / `deny` rules (and `default`) that narrow
+    what the agents of one tier may do beyond `[permissions]`: they add denials and questions, never
+    loosen (docs/permissions.md). A project's lists add to the user's, as `[permissions]`' do."""
 
     @field_validator("sandbox_env_passthrough")
     @classmethod
@@ -564,6 +570,33 @@ class PermissionsSettings(_Section):
     def empty(self) -> bool:
         """Whether every call is allowed without a look (no rule, default `allow`)."""
         return not (self.allow or self.ask or self.deny) and self.default == "allow"
+
+
+@dataclass(frozen=True, slots=True)
+class PermissionLayer:
+    """Rules that narrow an agent's `[permissions]`: its definition's `permissions:` or its teams tier's
+    `[teams.tier_permissions.<tier>]`, or an ancestor's (docs/permissions.md). Each layer is checked on
+    its own and the strictest verdict wins, so a layer adds denials and questions but never loosens."""
+
+    source: str
+    """Where the rules come from, as a reason names it: ``definition `reviewer` `` or ``tier `read-review` ``."""
+    rules: PermissionsSettings
+    """The rules (checked when they were read)."""
+
+    def to_json(self) -> dict[str, object]:
+        """The layer as a JSON object (`from_json` reads it back)."""
+        return {"source": self.source, "rules": self.rules.model_dump(mode="json")}
+
+    @classmethod
+    def from_json(cls, data: object) -> PermissionLayer:
+        """The layer `to_json` wrote.
+
+        Raises:
+            ValueError: `data` is not such a layer (its rules included).
+        """
+        if not isinstance(data, dict) or not isinstance(data.get("source"), str):
+            raise ValueError(f"not a permission layer: {data!r}")
+        return cls(data["source"], PermissionsSettings.model_validate(data.get("rules", {})))
 
 
 _MCP_SERVER_NAME = re.compile(r"[A-Za-z0-9][A-Za-z0-9_-]*")
@@ -885,7 +918,7 @@ def _validate(data: dict[str, Any], source: str, *, partial: bool) -> Settings:
         raise _describe(exc, source) from None
 
 
-_JOINED_LISTS = ("hooks", "permissions")
+_JOINED_LISTS = ("hooks", "permissions", "tier_permissions")
 """Tables whose lists the project file adds to the user's instead of replacing them (as Claude Code
 merges rules and hooks across its settings files), and whose choices it may only make stricter
 (`_STRICTER`): a project cannot drop the user's deny rules or hooks, nor loosen them."""
@@ -899,7 +932,7 @@ def _deep_merge(base: dict[str, Any], override: dict[str, Any], *, join: bool = 
     merged = dict(base)
     for key, value in override.items():
         if isinstance(value, dict) and isinstance(merged.get(key), dict):
-            merged[key] = _deep_merge(merged[key], value, join=key in _JOINED_LISTS)
+            merged[key] = _deep_merge(merged[key], value, join=join or key in _JOINED_LISTS)
         elif join and isinstance(value, list) and isinstance(merged.get(key), list):
             merged[key] = [*merged[key], *value]
         elif join and key in _STRICTER and {value, merged.get(key)} <= set(_STRICTER[key]):

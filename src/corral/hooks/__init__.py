@@ -7,7 +7,15 @@ an agent (`corral.lead`, `corral._compose`).
 """
 
 from ._outcome import HookAnswer, read_answer
-from ._policy import AgentIdentity, Policy, ToolPolicy, install_tool_policy, policy_of, tool_input
+from ._policy import (
+    AgentIdentity,
+    Policy,
+    ToolPolicy,
+    compile_layers,
+    install_tool_policy,
+    policy_of,
+    tool_input,
+)
 from ._run import HookRun, hook_environment, run_command_hook
 
 __all__ = [
@@ -16,6 +24,7 @@ __all__ = [
     "HookRun",
     "Policy",
     "ToolPolicy",
+    "compile_layers",
     "hook_environment",
     "install_tool_policy",
     "policy_of",

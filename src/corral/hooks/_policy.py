@@ -41,9 +41,24 @@ from ._run import HookRun, hook_environment, run_command_hook
 
 if TYPE_CHECKING:
     from corral.agent import AgentSession
-    from corral.settings import HookCommandSettings, HookEvent, HooksSettings, PermissionsSettings, Settings
+    from corral.settings import (
+        HookCommandSettings,
+        HookEvent,
+        HooksSettings,
+        PermissionLayer,
+        PermissionsSettings,
+        Settings,
+    )
 
-__all__ = ["AgentIdentity", "Policy", "ToolPolicy", "install_tool_policy", "policy_of", "tool_input"]
+__all__ = [
+    "AgentIdentity",
+    "Policy",
+    "ToolPolicy",
+    "compile_layers",
+    "install_tool_policy",
+    "policy_of",
+    "tool_input",
+]
 
 _log = logging.getLogger("corral.hooks")
 
@@ -213,21 +228,71 @@ def _short(command: str) -> str:
 # --- the gate ------------------------------------------------------------------------------------
 
 
-class ToolPolicy:
-    """One agent's `ToolGate` over its process's `Policy`."""
+_STRICTNESS = {"allow": 0, "ask": 1, "deny": 2}
 
-    def __init__(self, policy: Policy, agent: AgentIdentity, *, cwd: Path) -> None:
+
+def _narrowed(verdict: RuleVerdict, other: RuleVerdict) -> RuleVerdict:
+    """The stricter of two layers' verdicts; on a tie, the one a rule made, else the narrower layer's
+    default (so neither a layer's ask rule nor its default is taken for the settings' default, which a
+    hook's `allow` may answer)."""
+    a, b = _STRICTNESS[verdict.decision], _STRICTNESS[other.decision]
+    if b > a or (b == a and verdict.default):
+        return other
+    return verdict
+
+
+def compile_layers(layers: Sequence[PermissionLayer]) -> tuple[tuple[str, Permissions], ...]:
+    """The narrowing layers' rules, compiled (their texts were checked when they were read); layers
+    that say nothing are dropped."""
+    return tuple(
+        (
+            layer.source,
+            Permissions.parse(
+                allow=layer.rules.allow,
+                ask=layer.rules.ask,
+                deny=layer.rules.deny,
+                default=layer.rules.default,
+            ),
+        )
+        for layer in layers
+        if not layer.rules.empty
+    )
+
+
+class ToolPolicy:
+    """One agent's `ToolGate` over its process's `Policy`, narrowed by its own and its ancestors'
+    `PermissionLayer`s (a definition's `permissions:`, a teams tier's): every layer is checked and the
+    strictest verdict stands, so a child never gets more than its parent."""
+
+    def __init__(
+        self,
+        policy: Policy,
+        agent: AgentIdentity,
+        *,
+        cwd: Path,
+        layers: Sequence[PermissionLayer] = (),
+    ) -> None:
         self.policy = policy
         self.agent = agent
+        self.layers = compile_layers(layers)
         project = find_project_dir(cwd) or cwd
         self.project = str(project)
         self._env = hook_environment(project)
 
     def rules(self, check: ToolCheck) -> RuleVerdict:
-        """What the `[permissions]` rules say about `check`."""
-        return self.policy.permissions.check(
-            check.tool_name, check.arguments, cwd=str(check.cwd), project=self.project
+        """What the `[permissions]` rules, narrowed by the agent's layers, say about `check`."""
+        cwd = str(check.cwd)
+        verdict = self.policy.permissions.check(
+            check.tool_name, check.arguments, cwd=cwd, project=self.project
         )
+        for source, rules in self.layers:
+            if verdict.decision == "deny":
+                break
+            other = rules.check(check.tool_name, check.arguments, cwd=cwd, project=self.project)
+            chosen = _narrowed(verdict, other)
+            if chosen is other:
+                verdict = dataclasses.replace(other, source=source)
+        return verdict
 
     async def before_tool(self, check: ToolCheck) -> ToolVerdict:
         """The rules, then the PreToolUse hooks (see the module docstring)."""
@@ -251,7 +316,9 @@ class ToolPolicy:
         if asked is not None:
             reason = asked.reason or "a PreToolUse hook asks for approval"
             return self._decided(ToolVerdict("ask", reason, context), ruled, by_hook=True)
-        if any(a.decision == "allow" for a in answers):
+        # a hook's `allow` stands in for an allow rule of the settings: it cannot answer a narrowing
+        # layer's default (an allow rule of the settings does not either)
+        if any(a.decision == "allow" for a in answers) and ruled.source is None:
             return self._decided(ToolVerdict("allow", "", context), ruled, by_hook=True)
         reason = ruled.reason(check.tool_name) if ruled.decision != "allow" else ""
         return self._decided(ToolVerdict(ruled.decision, reason, context), ruled)
@@ -351,13 +418,18 @@ class ToolPolicy:
 
 
 def install_tool_policy(
-    agent: AgentSession, settings: Settings, identity: AgentIdentity
+    agent: AgentSession,
+    settings: Settings,
+    identity: AgentIdentity,
+    *,
+    layers: Sequence[PermissionLayer] = (),
 ) -> ToolPolicy | None:
-    """Give `agent` the gate of `settings`' rules and hooks (none when they have neither)."""
+    """Give `agent` the gate of `settings`' rules and hooks narrowed by `layers` (its own and its
+    ancestors' definition or tier rules); none when all of them say nothing."""
     policy = policy_of(settings)
-    if policy.empty:
+    if policy.empty and all(layer.rules.empty for layer in layers):
         agent.set_tool_gate(None)
         return None
-    gate = ToolPolicy(policy, identity, cwd=agent.cwd)
+    gate = ToolPolicy(policy, identity, cwd=agent.cwd, layers=layers)
     agent.set_tool_gate(gate)
     return gate

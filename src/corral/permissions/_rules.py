@@ -316,20 +316,25 @@ class RuleVerdict:
     """The deciding rule as written; `None` when no rule matched (the default decided)."""
     default: bool = False
     """Whether `permissions.default` decided (no rule matched)."""
+    source: str | None = None
+    """Where the deciding rules come from when not `[permissions]`: a narrowing layer's source
+    (``definition `reviewer` ``, ``tier `read-review` ``)."""
 
     def reason(self, tool: str) -> str:
         """One line saying why, for the model and for `corral permissions check`."""
+        of = "" if self.source is None else f" of {self.source}"
         if self.rule is not None:
             if self.decision == "deny":
-                return f"the permission rule `{self.rule}` denies it"
+                return f"the permission rule `{self.rule}`{of} denies it"
             if self.decision == "ask":
-                return f"the permission rule `{self.rule}` asks for approval"
-            return f"the permission rule `{self.rule}` allows it"
+                return f"the permission rule `{self.rule}`{of} asks for approval"
+            return f"the permission rule `{self.rule}`{of} allows it"
+        default = "permissions.default" if self.source is None else f"the permissions default{of}"
         if self.decision == "allow":
             return "no permission rule matches, and calls are allowed by default"
         if self.decision == "ask":
-            return f"no permission rule allows this {tool} call, and permissions.default asks for approval"
-        return f"no permission rule allows this {tool} call, and permissions.default denies it"
+            return f"no permission rule allows this {tool} call, and {default} asks for approval"
+        return f"no permission rule allows this {tool} call, and {default} denies it"
 
 
 class _Where:

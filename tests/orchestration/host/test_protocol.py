@@ -34,10 +34,11 @@ from corral.orchestration.host.protocol import (
 from corral.orchestration.teams.launch import MemberLaunch
 from corral.orchestration.teams.roster.records import TeamMemberRecord
 from corral.orchestration.workspaces.records import Snapshot, WorkspaceIdentity, WorkspaceLaunch
-from corral.settings import Settings
+from corral.settings import PermissionLayer, PermissionsSettings, Settings
 from tests.orchestration._store_helpers import new_generation
 
 PARTS = (MemberLaunch, WorkspaceLaunch)
+_LAYER = PermissionLayer("definition `scout`", PermissionsSettings(deny=["Bash(git push:*)"], default="ask"))
 
 text = st.text(max_size=40)
 names = st.lists(st.sampled_from(["read", "bash", "edit", "write", "grep", "find", "ls"]), max_size=7)
@@ -130,6 +131,7 @@ def launches(draw: st.DrawFn) -> WorkerLaunch:
         parts=tuple(draw(st.permutations(parts))),
         settings=draw(st.none() | st.just(Settings()) | st.just(Settings(shell_path="/bin/sh"))),
         heartbeat=draw(st.none() | text),
+        permissions=draw(st.just(()) | st.just((_LAYER,))),
     )
 
 
@@ -154,6 +156,7 @@ def test_the_host_names_no_feature_in_the_description() -> None:
         "harness",
         "heartbeat",
         "parts",
+        "permissions",
         "resumePrompt",
         "settings",
         "version",

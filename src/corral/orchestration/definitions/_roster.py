@@ -64,7 +64,7 @@ from corral.llm._model import THINKING_LEVELS, ThinkingLevel, as_thinking_level
 from corral.llm._refs import parse_model_ref
 from corral.llm._registry import ModelRegistry
 from corral.orchestration.errors import InvalidRequestError
-from corral.settings import AgentBudgetSettings
+from corral.settings import AgentBudgetSettings, PermissionsSettings
 from corral.skills import SkillChoice
 from corral.trust import TrustStoreError, is_trusted, trust_store_path
 
@@ -230,6 +230,10 @@ class AgentDefinition:
     mcp: McpChoice = "inherit"
     """Its MCP servers (`mcp:`): `inherit` (default: those of the agent that starts it), `none`, or
     the names of the ones it keeps of those (docs/mcp-servers.md). Claude Code's `mcpServers` maps here."""
+    permissions: PermissionsSettings | None = None
+    """Its agents' own permission rules (`permissions:` with `allow`, `ask`, `deny`, `default`), which
+    narrow what they inherit from the agent that starts them (and `[permissions]`): never loosen
+    (docs/permissions.md). `None`: none of its own."""
     body: str = ""
     """The prompt text (the Markdown body), with relative `@file` lines made absolute."""
     layer: DefinitionLayer = "bundled"
@@ -295,6 +299,8 @@ class AgentDefinition:
             out["budget"] = self.budget.model_dump(exclude_unset=True)
         if self.mcp != "inherit":
             out["mcp"] = self.mcp if isinstance(self.mcp, str) else list(self.mcp)
+        if self.permissions is not None:
+            out["permissions"] = self.permissions.model_dump(exclude_defaults=True)
         return out
 
 
@@ -606,6 +612,7 @@ class _Merged:
             command=f.get("command", ()),
             budget=f.get("budget"),
             mcp=f.get("mcp", "inherit"),
+            permissions=f.get("permissions"),
             body=self.body,
             layer=self.layer,
             path=self.path,
@@ -909,6 +916,26 @@ def _mcp(key: str, value: object) -> McpChoice:
     return names
 
 
+def _permissions(key: str, value: object) -> PermissionsSettings:
+    """`permissions:` — a mapping of `allow`, `ask`, `deny` (lists of rules in Claude Code's syntax) and
+    `default` (`allow`, `ask` or `deny`); a bad rule is named in the one-line error."""
+    if not isinstance(value, dict):
+        raise _DefinitionFileError(
+            f"{key} must be a mapping of allow, ask, deny (rule lists) and default, got {value!r}"
+        )
+    try:
+        return PermissionsSettings.model_validate(value)
+    except ValidationError as exc:
+        error = exc.errors()[0]
+        where = ".".join(str(part) for part in error["loc"])
+        if error["type"] == "extra_forbidden":
+            raise _DefinitionFileError(
+                f"{key}.{where} is not a permissions key; use allow, ask, deny or default"
+            ) from None
+        message = str(error["msg"]).removeprefix("Value error, ")
+        raise _DefinitionFileError(f"{key}.{where}: {message}") from None
+
+
 def _mapping(key: str, value: object) -> dict[str, Any]:
     if not isinstance(value, dict):
         raise _DefinitionFileError(f"{key} must be a mapping, got {value!r}")
@@ -942,6 +969,7 @@ _FIELDS: dict[str, _Validator] = {
     "isolation": lambda k, v: _choice(k, v, ("shared", "worktree")),
     "budget": _budget,
     "mcp": _mcp,
+    "permissions": _permissions,
     "harness": _non_empty,
     "command": _argv,
 }

@@ -54,6 +54,7 @@ from corral.orchestration.errors import (
 )
 from corral.orchestration.host import _heap
 from corral.orchestration.host._worker import worker_argv, worker_env, write_launch_file
+from corral.orchestration.host.permission_layers import host_layers
 from corral.orchestration.kernel._faults import fault_point
 from corral.runtime import (
     LaunchSpec,
@@ -68,6 +69,7 @@ from corral.runtime import (
 if TYPE_CHECKING:
     from corral.agent import AgentSession
     from corral.orchestration.host._live import LiveRuns
+    from corral.orchestration.host.permission_layers import Definitions
     from corral.orchestration.host.protocol import WorkerLaunch
     from corral.orchestration.kernel._child import ManagedChild
     from corral.orchestration.kernel._generations import Generations
@@ -233,6 +235,8 @@ class LaunchHost(Protocol):
     def release(self, run_id: str) -> None: ...
 
     def changed(self) -> None: ...
+
+    def roster_loader(self, cwd: Path) -> Definitions: ...
 
     def warn(self, text: str) -> None: ...
 
@@ -608,7 +612,10 @@ class ProcessWorkers:
             runtime.launch_dir,
             run_id,
             dataclasses.replace(
-                launch, settings=host.settings, heartbeat=str(runtime.heartbeat_path(run_id))
+                launch,
+                settings=host.settings,
+                permissions=host_layers(host, generation),
+                heartbeat=str(runtime.heartbeat_path(run_id)),
             ),
         )
         started = await runtime.start(

@@ -24,6 +24,7 @@ from typing import TYPE_CHECKING, Protocol
 
 from corral import _tracing
 from corral.orchestration.errors import OrchestrationError
+from corral.orchestration.host.permission_layers import host_layers
 from corral.orchestration.kernel._faults import fault_point
 from corral.orchestration.kernel.records import GenerationRecord, RequestRecord
 from corral.runtime import LaunchSpec, RemoteLaunch
@@ -32,6 +33,7 @@ if TYPE_CHECKING:
     from corral._tracing._carrier import TraceCarrier
     from corral.orchestration.host._launch import LaunchWorkers
     from corral.orchestration.host._ray_pump import PumpHost, RayPump
+    from corral.orchestration.host.permission_layers import Definitions
     from corral.orchestration.host.ports import Extensions
     from corral.orchestration.host.protocol import WorkerLaunch
     from corral.orchestration.kernel._generations import Generations
@@ -58,6 +60,8 @@ class RayLaunchHost(Protocol):
     def extensions(self) -> Extensions: ...
 
     def changed(self) -> None: ...
+
+    def roster_loader(self, cwd: Path) -> Definitions: ...
 
 
 @dataclass(frozen=True, slots=True)
@@ -107,7 +111,9 @@ async def place_on_ray(
     payload = RayLaunch(
         generation=generation,
         task=task,
-        launch_json=dataclasses.replace(launch, settings=host.settings).to_json(),
+        launch_json=dataclasses.replace(
+            launch, settings=host.settings, permissions=host_layers(host, generation)
+        ).to_json(),
         session_name=session_path.name,
         session_bytes=session_path.read_bytes(),
         trace=_tracing.current_carrier(),

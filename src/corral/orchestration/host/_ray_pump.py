@@ -54,6 +54,7 @@ from corral.runtime import RuntimeError_, RuntimeHandle
 if TYPE_CHECKING:
     from corral.agent import AgentEvent
     from corral.orchestration.host._launch import LaunchWorkers
+    from corral.orchestration.host.permission_layers import Definitions
     from corral.orchestration.host.ports import Extensions
     from corral.orchestration.kernel._generations import Generations
     from corral.runtime import Runtimes
@@ -122,6 +123,8 @@ class PumpHost(Protocol):
     def extensions(self) -> Extensions: ...
 
     def result_failed(self, run_id: str, message: str) -> None: ...
+
+    def roster_loader(self, cwd: Path) -> Definitions: ...
 
     def agent_event(self, run_id: str, event: AgentEvent) -> None: ...
 

@@ -22,7 +22,9 @@ What it holds, and who owns each part:
   extension name (`LaunchPart.extension`): the teams member (`teams/launch.py`), the workspace a
   remote node must share (`workspaces/records.py`). The host carries them without knowing them; a
   worker names the part types it understands when it parses (`from_json(parts=...)`).
-* **What the start step adds**: the host's settings and (tmux) the heartbeat file.
+* **What the start step adds**: the host's settings, the permission layers that narrow the agent's
+  rules (its definition's or tier's and its ancestors', `host.permission_layers`) and (tmux) the
+  heartbeat file.
 
 Versioning: `version` is `LAUNCH_VERSION` when written. A reader refuses a description written by
 a newer corral (an unknown version), an unknown part and an unknown agent kind with a `LaunchError`
@@ -41,7 +43,7 @@ from corral.llm import THINKING_LEVELS, ThinkingLevel, as_thinking_level
 
 if TYPE_CHECKING:
     from corral.mcp_servers import McpGrant
-    from corral.settings import Settings
+    from corral.settings import PermissionLayer, Settings
 
 __all__ = [
     "CORRAL_HARNESS",
@@ -53,9 +55,11 @@ __all__ = [
     "WorkerLaunch",
 ]
 
-LAUNCH_VERSION = 2
+LAUNCH_VERSION = 3
 """The version of the description this corral writes (and the newest it reads). 2: the agent's MCP
-grant (`mcp`); a version-1 description (no grant) reads as an agent without MCP servers."""
+grant (`mcp`); a version-1 description (no grant) reads as an agent without MCP servers. 3: the
+permission layers that narrow the agent's `[permissions]` (`permissions`); an older description
+reads as none (the settings' rules alone)."""
 
 CORRAL_HARNESS = "corral"
 """The harness of corral's own agent loop (`AgentSession`), the one both workers run."""
@@ -234,6 +238,9 @@ class WorkerLaunch:
     """The host's settings (added by the start step)."""
     heartbeat: str | None = None
     """The file a `corral worker` touches about once a second (tmux), or `None`."""
+    permissions: tuple[PermissionLayer, ...] = ()
+    """What narrows the agent's `[permissions]`: its ancestors' and its own definition or tier rules
+    (added by the start step; the worker's gate checks each, the strictest verdict wins)."""
     harness: str = CORRAL_HARNESS
     """What program runs the agent (`corral`: corral's own agent loop); not where it runs."""
     version: int = LAUNCH_VERSION
@@ -280,6 +287,7 @@ class WorkerLaunch:
             "parts": {part.extension: part.to_json() for part in self.parts},
             "settings": None if self.settings is None else self.settings.model_dump(mode="json"),
             "heartbeat": self.heartbeat,
+            "permissions": [layer.to_json() for layer in self.permissions],
         }
         return json.dumps(data, ensure_ascii=False)
 
@@ -356,6 +364,7 @@ class WorkerLaunch:
             parts=tuple(typed),
             settings=settings,
             heartbeat=heartbeat,
+            permissions=_layers(data),
             harness=harness,
             version=version,
         )
@@ -369,6 +378,21 @@ def _text(data: Mapping[str, object], key: str, where: str) -> str:
     if not isinstance(value, str):
         raise LaunchError(f"the launch's {where} `{key}` is missing or not text")
     return value
+
+
+def _layers(data: Mapping[str, object]) -> tuple[PermissionLayer, ...]:
+    """The launch's permission layers (none in a description older than version 3)."""
+    value = data.get("permissions")
+    if not value:
+        return ()
+    if not isinstance(value, list):
+        raise LaunchError("the launch's `permissions` is not a list of permission layers")
+    from corral.settings import PermissionLayer
+
+    try:
+        return tuple(PermissionLayer.from_json(item) for item in value)
+    except ValueError as exc:
+        raise LaunchError(f"the launch's `permissions` are not valid: {exc}") from None
 
 
 def _flag(data: Mapping[str, object], key: str, where: str, *, default: bool) -> bool:
