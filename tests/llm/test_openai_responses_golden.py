@@ -7,6 +7,15 @@ from the pydantic-ai path (`OpenAIResponsesModel` over the openai SDK) corral us
 its own Responses client (`corral.llm._providers._responses`), so the client sends what
 pydantic-ai sent and reads replies as it did. `CORRAL_UPDATE_GOLDEN=1` rewrites the file from
 what the code does now (review the diff: a change there is a change on the wire).
+
+One entry differs from the recording on purpose: `dropped_stream`. The openai SDK reported a
+stream cut mid-reply as a failure to connect, so the line said `cannot reach <url> (is the
+server running? ...)`; corral's client says `Connection error.`, as its Chat Completions
+client does, which the retry classifier treats the same (retryable).
+
+The `reasoning_model_*` requests go to OpenAI reasoning models, which keep pydantic-ai's
+client (`corral.llm._openai_reasoning`): they pin what that path sends (encrypted
+reasoning asked for with `include`, reasoning items sent back with their ids).
 """
 
 from __future__ import annotations

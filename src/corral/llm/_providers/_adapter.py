@@ -47,13 +47,9 @@ from corral.llm._model import (
     ToolCallStartEvent,
 )
 
-from ._convert import (
-    IncrementalConversion,
-    responses_reasoning_signature,
-    to_model_settings,
-    to_request_parameters,
-)
+from ._convert import IncrementalConversion, to_model_settings, to_request_parameters
 from ._errors import endpoint_hint, error_message, unreachable_endpoint
+from ._responses_request import responses_reasoning_signature
 from ._text import parse_arguments, parse_partial_arguments, pi_api_name
 
 if TYPE_CHECKING:

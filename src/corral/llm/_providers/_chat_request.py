@@ -21,7 +21,7 @@ sent before corral had its own client, byte for byte, key order included
 - A user message of text only goes to a compatible server as one string.
 - Tool schemas are sent as pydantic-ai's OpenAI transformer (not strict) left them:
   `title`, `$schema` and `discriminator` dropped, `$defs` last, single-member unions
-  merged into their parent (`_tool_schema`).
+  merged into their parent (`tool_schema`).
 """
 
 from __future__ import annotations
@@ -55,7 +55,7 @@ from ._text import (
     sanitize_value,
 )
 
-__all__ = ["ChatConversation", "encode_body", "request_body"]
+__all__ = ["ChatConversation", "encode_body", "request_body", "tool_schema"]
 
 _REASONING_FIELDS = ("reasoning", "reasoning_content")
 """The reasoning fields sent back as fields; reasoning recorded under another name goes back as `<think>` text."""
@@ -352,7 +352,7 @@ def _tool(tool: ToolDefinition) -> Message:
         "function": {
             "name": tool.name,
             "description": tool.description or "",
-            "parameters": _tool_schema(tool.parameters),
+            "parameters": tool_schema(tool.parameters),
         },
     }
 
@@ -360,7 +360,7 @@ def _tool(tool: ToolDefinition) -> Message:
 # --- tool schemas ----------------------------------------------------------------
 
 
-def _tool_schema(schema: dict[str, Any]) -> dict[str, Any]:
+def tool_schema(schema: dict[str, Any]) -> dict[str, Any]:
     """`schema` as pydantic-ai's `OpenAIJsonSchemaTransformer` (`strict=False`) sends it."""
     schema = deepcopy(schema)
     defs = schema.pop("$defs", None)
