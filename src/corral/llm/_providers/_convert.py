@@ -69,6 +69,7 @@ from ._responses_request import parse_responses_signature
 from ._text import (
     DEFAULT_MAX_TOKENS_CAP,
     NO_RESULT_TEXT,
+    MessageFeed,
     continues,
     pi_api_name,
     sanitize_surrogates,
@@ -131,7 +132,7 @@ def _tool_return_part(message: ToolResultMessage, *, error_flag: bool) -> ToolRe
     )
 
 
-class _Converter:
+class _Converter(MessageFeed):
     """Builds the pydantic-ai history for one model (`info`) talking through `pai_provider`."""
 
     def __init__(self, info: ModelInfo, pai_provider: str) -> None:
@@ -235,19 +236,6 @@ class _Converter:
             self.parts.append(part)
 
 
-def _feed(converter: _Converter, message: AgentMessage) -> None:
-    if isinstance(message, UserMessage):
-        converter.user(message)
-    elif isinstance(message, AssistantMessage):
-        converter.assistant(message)
-    elif isinstance(message, ToolResultMessage):
-        converter.tool_result(message)
-    else:
-        # The agent loop converts other roles before a request; anything left is sent as user text.
-        text = getattr(message, "content", None) or getattr(message, "summary", None) or ""
-        converter.user(UserMessage(content=text if isinstance(text, str | list) else str(text)))
-
-
 def _finish(converter: _Converter, done: list[ModelMessage]) -> list[ModelMessage]:
     """The request's messages: `done`, then the pending parts (and synthetic results for open calls).
 
@@ -323,7 +311,7 @@ class IncrementalConversion:
         converter = self._converter
         fresh = context.messages[len(self._sources) :]
         for message in fresh:
-            _feed(converter, message)
+            converter.feed(message)
             self._sources.append(message)
         if converter.messages:
             finished = converter.messages

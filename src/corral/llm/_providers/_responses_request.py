@@ -34,7 +34,6 @@ from collections.abc import Sequence
 from typing import Any
 
 from corral.llm._messages import (
-    AgentMessage,
     AssistantMessage,
     ImageContent,
     TextContent,
@@ -42,13 +41,14 @@ from corral.llm._messages import (
     ToolResultMessage,
     UserMessage,
 )
-from corral.llm._model import LlmContext, ModelInfo, StreamOptions, ToolDefinition
+from corral.llm._model import ModelInfo, StreamOptions, ToolDefinition
 
 from ._chat_request import tool_schema
 from ._text import (
     DEFAULT_MAX_TOKENS_CAP,
     NO_RESULT_TEXT,
-    continues,
+    KeptConversion,
+    MessageFeed,
     pi_api_name,
     sanitize_surrogates,
     sanitize_value,
@@ -131,7 +131,7 @@ def _no_result(call_id: str) -> Item:
 # --- the conversation ---------------------------------------------------------
 
 
-class _Converter:
+class _Converter(MessageFeed):
     """Responses input items for one model, fed the conversation message by message."""
 
     def __init__(self, info: ModelInfo) -> None:
@@ -199,56 +199,24 @@ class _Converter:
         self.items.extend(items)
         self.open_calls = [block.id for block in message.tool_calls]
 
-    def feed(self, message: AgentMessage) -> None:
-        if isinstance(message, UserMessage):
-            self.user(message)
-        elif isinstance(message, AssistantMessage):
-            self.assistant(message)
-        elif isinstance(message, ToolResultMessage):
-            self.tool_result(message)
-        else:
-            # The agent loop converts other roles before a request; anything left is sent as user text.
-            text = getattr(message, "content", None) or getattr(message, "summary", None) or ""
-            self.user(UserMessage(content=text if isinstance(text, str | list) else str(text)))
-
     def request_items(self) -> list[Item]:
         """The request's items: those so far, then results for calls still open; never empty."""
         items = [*self.items, *(_no_result(call_id) for call_id in self.open_calls)]
         return items or [{"role": "user", "content": ""}]
 
 
-class ResponsesConversation:
-    """One conversation's input items, request after request, converting only what is new.
+class ResponsesConversation(KeptConversion[_Converter, list[Item]]):
+    """One conversation's Responses input items, request after request, converting only what is new
+    (see `KeptConversion`)."""
 
-    The agent loop's context only grows between requests; the items already converted stay.
-    Anything else — a compaction or a branch switch replacing messages, another system
-    prompt — is seen by comparing the context with the messages converted last time (by
-    identity, in order), and the whole conversation is converted afresh.
-    """
+    def _fresh(self, system_prompt: str) -> _Converter:
+        converter = _Converter(self.info)
+        if system_prompt:
+            converter.items.append({"role": "system", "content": sanitize_surrogates(system_prompt)})
+        return converter
 
-    def __init__(self, info: ModelInfo) -> None:
-        self.info = info
-        self._system_prompt: str | None = None
-        self._sources: list[AgentMessage] = []
-        self._converter = _Converter(info)
-        self.rebuilds = 0
-        """How many times the whole conversation was converted (the first request included)."""
-
-    def convert(self, context: LlmContext) -> list[Item]:
-        """The request's input items for `context`."""
-        if not continues(self._system_prompt, self._sources, context):
-            self.rebuilds += 1
-            self._system_prompt = context.system_prompt
-            self._sources = []
-            self._converter = _Converter(self.info)
-            if context.system_prompt:
-                self._converter.items.append(
-                    {"role": "system", "content": sanitize_surrogates(context.system_prompt)}
-                )
-        for message in context.messages[len(self._sources) :]:
-            self._converter.feed(message)
-            self._sources.append(message)
-        return self._converter.request_items()
+    def _request(self, converter: _Converter) -> list[Item]:
+        return converter.request_items()
 
 
 # --- the body -----------------------------------------------------------------

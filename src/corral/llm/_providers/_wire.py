@@ -47,7 +47,7 @@ from ._errors import (
 from ._http import model_http_client
 from ._text import pi_api_name
 
-__all__ = ["OpenAIWireModel", "ReplyReader", "error_body", "parse_json", "sse_data"]
+__all__ = ["OpenAIWireModel", "ReplyReader", "error_body", "parse_json", "reply_end", "sse_data"]
 
 _KEPT_CONVERSIONS = 8
 """Sessions whose converted history a model keeps (the least recently used one goes first)."""
@@ -132,6 +132,41 @@ def _openai_catalogue(model_id: str) -> ModelLifecycle | None:
     if deprecation is None:
         return None
     return ModelLifecycle.from_deprecation(deprecation)
+
+
+def reply_end(
+    info: ModelInfo,
+    partial: AssistantMessage,
+    failure: BaseException | None,
+    finish_reason: str | None,
+    *,
+    base_url: str | None,
+) -> DoneEvent | ErrorEvent:
+    """The event that ends a reply: `ErrorEvent` for a failure (or a reply the provider stopped),
+    its one-line message with a hint where one fits, else `DoneEvent` with the stop reason.
+
+    Every provider model ends its replies here (corral's own clients and `PydanticAIModel`).
+    """
+    if failure is None and finish_reason in ("content_filter", "error"):
+        failure = RuntimeError(f"Provider stopped the reply: {finish_reason}")
+    if failure is not None:
+        partial.stop_reason = "error"
+        partial.error_message = error_message(failure)
+        hint = unreachable_endpoint(failure, base_url) or endpoint_hint(
+            failure, api=info.api, provider=info.provider, base_url=base_url
+        )
+        if hint is not None:
+            partial.error_message = f"{partial.error_message.rstrip('.')}: {hint}"
+        return ErrorEvent(reason="error", error=partial)
+    reason: Literal["stop", "length", "toolUse"]
+    if finish_reason == "length":
+        reason = "length"
+    elif partial.tool_calls:
+        reason = "toolUse"
+    else:
+        reason = "stop"
+    partial.stop_reason = reason
+    return DoneEvent(reason=reason, message=partial)
 
 
 class OpenAIWireModel(Model, Generic[Conversion]):
@@ -265,27 +300,7 @@ class OpenAIWireModel(Model, Generic[Conversion]):
                 total_tokens=uncached + usage["output"] + usage["cache_read"],
             )
         partial.usage = calculate_cost(self.info, partial.usage, endpoint=self.base_url)
-        if failure is None and reply.finish_reason in ("content_filter", "error"):
-            failure = RuntimeError(f"Provider stopped the reply: {reply.finish_reason}")
-        if failure is not None:
-            partial.stop_reason = "error"
-            partial.error_message = error_message(failure)
-            hint = unreachable_endpoint(failure, self.base_url) or endpoint_hint(
-                failure, api=self.info.api, provider=self.info.provider, base_url=self.base_url
-            )
-            if hint is not None:
-                partial.error_message = f"{partial.error_message.rstrip('.')}: {hint}"
-            yield ErrorEvent(reason="error", error=partial)
-            return
-        reason: Literal["stop", "length", "toolUse"]
-        if reply.finish_reason == "length":
-            reason = "length"
-        elif partial.tool_calls:
-            reason = "toolUse"
-        else:
-            reason = "stop"
-        partial.stop_reason = reason
-        yield DoneEvent(reason=reason, message=partial)
+        yield reply_end(self.info, partial, failure, reply.finish_reason, base_url=self.base_url)
 
     async def _send(self, request: httpx2.Request) -> httpx2.Response:
         try:
