@@ -38,20 +38,17 @@ from corral.llm._model import (
     LlmContext,
     StreamOptions,
     TextDeltaEvent,
-    TextEndEvent,
     TextStartEvent,
     ThinkingDeltaEvent,
-    ThinkingEndEvent,
     ThinkingStartEvent,
     ToolCallDeltaEvent,
-    ToolCallEndEvent,
     ToolCallStartEvent,
 )
 
 from ._chat_request import ChatConversation, request_body
 from ._errors import ModelHTTPError, ModelResponseError
-from ._text import parse_arguments, parse_partial_arguments
-from ._wire import OpenAIWireModel
+from ._text import parse_partial_arguments
+from ._wire import BlockReply, OpenAIWireModel, StreamedBlock
 
 __all__ = ["ChatCompletionsModel"]
 
@@ -71,17 +68,6 @@ _FINISH_REASONS: dict[str, str] = {
 
 
 @dataclass
-class _Block:
-    """The content block being streamed."""
-
-    content_index: int
-    key: object
-    """What feeds it: a reasoning field, `"text"`, `"think-tag"` or a tool call's index."""
-    args: str = ""
-    """A tool call's argument text so far."""
-
-
-@dataclass
 class _PendingCall:
     """A tool call whose chunks came before its name (it starts once the name arrives)."""
 
@@ -89,16 +75,13 @@ class _PendingCall:
     args: str = ""
 
 
-class _Reply:
+class _Reply(BlockReply):
     """One reply being read: `partial` kept current, and the events it makes."""
 
     def __init__(self, partial: AssistantMessage) -> None:
-        self.partial = partial
-        self.current: _Block | None = None
+        super().__init__(partial)
         self.ended_calls: set[int] = set()
         self.pending_calls: dict[int, _PendingCall] = {}
-        self.finish_reason: str | None = None
-        self.usage: dict[str, int] = {"input": 0, "output": 0, "cache_read": 0}
 
     # --- blocks ---------------------------------------------------------------
 
@@ -107,7 +90,7 @@ class _Reply:
     ) -> list[AssistantMessageEvent]:
         events = self.end()
         index = len(self.partial.content)
-        self.current = _Block(index, key)
+        self.current = StreamedBlock(index, key)
         if kind == "text":
             self.partial.content.append(TextContent(text=""))
             events.append(TextStartEvent(partial=self.partial, content_index=index))
@@ -119,21 +102,9 @@ class _Reply:
             events.append(ThinkingStartEvent(partial=self.partial, content_index=index))
         return events
 
-    def end(self) -> list[AssistantMessageEvent]:
-        """End the block being streamed, if any."""
-        block, self.current = self.current, None
-        if block is None:
-            return []
-        index = block.content_index
-        content = self.partial.content[index]
-        if isinstance(content, TextContent):
-            return [TextEndEvent(partial=self.partial, content_index=index, content=content.text)]
-        if isinstance(content, ThinkingContent):
-            return [ThinkingEndEvent(partial=self.partial, content_index=index, content=content.thinking)]
+    def _call_ended(self, block: StreamedBlock) -> None:
         assert isinstance(block.key, int)
         self.ended_calls.add(block.key)
-        content.arguments, content.raw_arguments = parse_arguments(block.args)
-        return [ToolCallEndEvent(partial=self.partial, content_index=index, tool_call=content)]
 
     def _text(self, text: str) -> list[AssistantMessageEvent]:
         assert self.current is not None
@@ -203,7 +174,7 @@ class _Reply:
         events = self.end()
         content_index = len(self.partial.content)
         self.partial.content.append(ToolCall(id=pending.call_id or f"pyd_ai_{uuid.uuid4().hex}", name=name))
-        self.current = _Block(content_index, index)
+        self.current = StreamedBlock(content_index, index)
         events.append(ToolCallStartEvent(partial=self.partial, content_index=content_index))
         if pending.args:
             events.extend(self._args(pending.args))

@@ -27,7 +27,6 @@ replies are pinned by `tests/llm/golden/openai_responses.json`):
 from __future__ import annotations
 
 import uuid
-from dataclasses import dataclass
 from typing import Any, Literal
 
 from corral.llm._messages import AssistantMessage, TextContent, ThinkingContent, ToolCall
@@ -36,20 +35,17 @@ from corral.llm._model import (
     LlmContext,
     StreamOptions,
     TextDeltaEvent,
-    TextEndEvent,
     TextStartEvent,
     ThinkingDeltaEvent,
-    ThinkingEndEvent,
     ThinkingStartEvent,
     ToolCallDeltaEvent,
-    ToolCallEndEvent,
     ToolCallStartEvent,
 )
 
 from ._errors import ModelHTTPError, ModelResponseError
 from ._responses_request import ResponsesConversation, request_body, responses_reasoning_signature
-from ._text import parse_arguments, parse_partial_arguments
-from ._wire import OpenAIWireModel
+from ._text import parse_partial_arguments
+from ._wire import BlockReply, OpenAIWireModel, StreamedBlock
 
 __all__ = ["ResponsesModel"]
 
@@ -63,26 +59,15 @@ _FINISH_REASONS: dict[str, str] = {
 """A response's `incomplete_details.reason` (else its `status`), as the reply's outcome."""
 
 
-@dataclass
-class _Block:
-    """The content block being streamed."""
+class _Reply(BlockReply):
+    """One Responses reply being read: `partial` kept current, and the events it makes.
 
-    content_index: int
-    key: tuple[str, str, int]
-    """What feeds it: (`reasoning`, item id, summary index), (`text`, item id, content index) or
-    (`call`, item id, 0)."""
-    args: str = ""
-    """A tool call's argument text so far."""
-
-
-class _Reply:
-    """One Responses reply being read: `partial` kept current, and the events it makes."""
+    A block's key is (`reasoning`, item id, summary index), (`text`, item id, content index) or
+    (`call`, item id, 0).
+    """
 
     def __init__(self, partial: AssistantMessage) -> None:
-        self.partial = partial
-        self.current: _Block | None = None
-        self.usage: dict[str, int] = {"input": 0, "output": 0, "cache_read": 0}
-        self.finish_reason: str | None = None
+        super().__init__(partial)
         self.reasoning: dict[str, int] = {}
         """Reasoning item id → the content index of its first thinking block (the one signed)."""
 
@@ -93,7 +78,7 @@ class _Reply:
     ) -> list[AssistantMessageEvent]:
         events = self.end()
         index = len(self.partial.content)
-        self.current = _Block(index, key)
+        self.current = StreamedBlock(index, key)
         if kind == "text":
             self.partial.content.append(TextContent(text=""))
             events.append(TextStartEvent(partial=self.partial, content_index=index))
@@ -108,20 +93,6 @@ class _Reply:
             self.partial.content.append(ToolCall(id=fields["call_id"], name=fields["name"]))
             events.append(ToolCallStartEvent(partial=self.partial, content_index=index))
         return events
-
-    def end(self) -> list[AssistantMessageEvent]:
-        """End the block being streamed, if any."""
-        block, self.current = self.current, None
-        if block is None:
-            return []
-        index = block.content_index
-        content = self.partial.content[index]
-        if isinstance(content, TextContent):
-            return [TextEndEvent(partial=self.partial, content_index=index, content=content.text)]
-        if isinstance(content, ThinkingContent):
-            return [ThinkingEndEvent(partial=self.partial, content_index=index, content=content.thinking)]
-        content.arguments, content.raw_arguments = parse_arguments(block.args)
-        return [ToolCallEndEvent(partial=self.partial, content_index=index, tool_call=content)]
 
     def _delta(self, key: tuple[str, str, int], text: str, **start: Any) -> list[AssistantMessageEvent]:
         """`text` added to the block `key` names, started first when it is not the one streaming."""

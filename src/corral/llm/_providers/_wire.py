@@ -16,13 +16,14 @@ import asyncio
 import functools
 import json
 from collections.abc import AsyncIterator, Mapping
+from dataclasses import dataclass
 from typing import Any, Generic, Literal, Protocol, TypeVar
 
 import httpx2
 
 from corral.llm._cost import calculate_cost
 from corral.llm._lifecycle import ModelLifecycle
-from corral.llm._messages import AssistantMessage, Usage
+from corral.llm._messages import AssistantMessage, TextContent, ThinkingContent, Usage
 from corral.llm._model import (
     AssistantMessageEvent,
     DoneEvent,
@@ -32,6 +33,9 @@ from corral.llm._model import (
     ModelInfo,
     StartEvent,
     StreamOptions,
+    TextEndEvent,
+    ThinkingEndEvent,
+    ToolCallEndEvent,
 )
 from corral.llm._ratelimit import EndpointKey, RateLimits
 
@@ -45,9 +49,18 @@ from ._errors import (
     unreachable_endpoint,
 )
 from ._http import model_http_client
-from ._text import pi_api_name
+from ._text import parse_arguments, pi_api_name
 
-__all__ = ["OpenAIWireModel", "ReplyReader", "error_body", "parse_json", "reply_end", "sse_data"]
+__all__ = [
+    "BlockReply",
+    "OpenAIWireModel",
+    "ReplyReader",
+    "StreamedBlock",
+    "error_body",
+    "parse_json",
+    "reply_end",
+    "sse_data",
+]
 
 _KEPT_CONVERSIONS = 8
 """Sessions whose converted history a model keeps (the least recently used one goes first)."""
@@ -75,6 +88,46 @@ class ReplyReader(Protocol):
 
 
 Conversion = TypeVar("Conversion")
+
+
+@dataclass
+class StreamedBlock:
+    """The content block of a reply being streamed."""
+
+    content_index: int
+    key: Any
+    """What feeds it (each reader has its own keys: a reasoning field, an output item, a call index)."""
+    args: str = ""
+    """A tool call's argument text so far."""
+
+
+class BlockReply:
+    """A reply read block by block into `partial`: one block streams at a time, and ends when
+    another starts or the reply ends (`end`)."""
+
+    def __init__(self, partial: AssistantMessage) -> None:
+        self.partial = partial
+        self.current: StreamedBlock | None = None
+        self.finish_reason: str | None = None
+        self.usage: dict[str, int] = {"input": 0, "output": 0, "cache_read": 0}
+
+    def _call_ended(self, block: StreamedBlock) -> None:
+        """A tool call's block ended (a reader that must ignore its late chunks remembers it)."""
+
+    def end(self) -> list[AssistantMessageEvent]:
+        """End the block being streamed, if any."""
+        block, self.current = self.current, None
+        if block is None:
+            return []
+        index = block.content_index
+        content = self.partial.content[index]
+        if isinstance(content, TextContent):
+            return [TextEndEvent(partial=self.partial, content_index=index, content=content.text)]
+        if isinstance(content, ThinkingContent):
+            return [ThinkingEndEvent(partial=self.partial, content_index=index, content=content.thinking)]
+        self._call_ended(block)
+        content.arguments, content.raw_arguments = parse_arguments(block.args)
+        return [ToolCallEndEvent(partial=self.partial, content_index=index, tool_call=content)]
 
 
 async def sse_data(response: httpx2.Response) -> AsyncIterator[str]:
