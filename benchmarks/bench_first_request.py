@@ -1,14 +1,19 @@
-"""Process start → the first model request: `corral run -p hi` against a local Chat Completions server.
+"""Process start → the first model request: `corral run -p hi` against a local Chat Completions
+(default) or Responses (`--api openai-responses`) server.
 
 Each sample starts a fresh `corral run --model local/bench --no-session -p hi` whose custom provider
-(`[providers.local]`, `api = "openai-chat"`, as docs/settings.md "Local models") points at the fake
-server of `tests/llm/fake_server.py`, run in this process on loopback with zero latency. When the
+(`[providers.local]`, `api = "openai-chat"` or `"openai-responses"`, as docs/settings.md "Local
+models") points at the fake server of `tests/llm/fake_server.py`, run in this process on loopback
+with zero latency. When the
 request arrives, the server's thread reads the child's CPU time so far (user + system, every
 thread's, from `/proc/<pid>/stat`: 10 ms ticks) and the wall time since the child was spawned; the
 process then finishes its run.
 
-Prints one JSON object: CPU and wall milliseconds to the first request (p50 and spread), the load
-average before and after, and the environment. Target: ≤ 300 ms of wall time at p50 (issue 30).
+One more run, in a Python wrapper with an audit hook, counts the modules loaded when the first
+request connects (and whether pydantic-ai or an SDK is among them).
+
+Prints one JSON object: CPU and wall milliseconds to the first request (p50 and spread), the modules
+loaded then, the load average before and after, and the environment. Target: ≤ 300 ms of wall time at p50 (issue 30).
 """
 
 from __future__ import annotations
@@ -32,7 +37,7 @@ from tests.llm.fake_server import FakeProviderServer, FakeReply, RecordedRequest
 SETTINGS = """\
 [providers.local]
 base_url = "{base_url}"
-api = "openai-chat"
+api = "{api}"
 max_tokens_field = "max_tokens"
 
 [[providers.local.models]]
@@ -80,9 +85,42 @@ def sample(cmd: list[str], env: dict[str, str], cwd: Path, server: FakeProviderS
     return probe.cpu, probe.wall
 
 
+MODULES = """\
+import sys
+seen = []
+SDK = ("pydantic_ai", "openai", "anthropic", "pydantic_graph", "griffe")
+def connecting(event, args):
+    if event == "socket.connect" and not seen:
+        seen.append((len(sys.modules), sorted({m.split(".")[0] for m in sys.modules} & set(SDK))))
+sys.addaudithook(connecting)
+from corral.cli import main
+code = main(["run", "--model", "local/bench", "--no-session", "-p", "hi"])
+print("MODULES", seen[0][0], ",".join(seen[0][1]) or "-")
+raise SystemExit(code)
+"""
+
+
+def modules_at_first_request(env: dict[str, str], cwd: Path) -> dict[str, object]:
+    """How many modules a run has loaded when its first request connects, and which SDKs among them."""
+    done = subprocess.run(
+        [sys.executable, "-c", MODULES], env=env, cwd=cwd, capture_output=True, text=True, timeout=120
+    )
+    line = next((line for line in done.stdout.splitlines() if line.startswith("MODULES ")), None)
+    if done.returncode != 0 or line is None:
+        raise SystemExit(f"module count failed ({done.returncode}): {done.stderr[-500:]}")
+    _, count, sdks = line.split(" ")
+    return {"count": int(count), "sdk_packages": [] if sdks == "-" else sdks.split(",")}
+
+
 def main() -> int:
     parser = argparse.ArgumentParser(description=__doc__)
     parser.add_argument("--runs", type=int, default=15, help="samples (default 15)")
+    parser.add_argument(
+        "--api",
+        choices=("openai-chat", "openai-responses"),
+        default="openai-chat",
+        help="the wire API of the local provider (default openai-chat)",
+    )
     args = parser.parse_args()
     root = Path(tempfile.mkdtemp(prefix="corral-bench-first-request-"))
     load_before = [round(x, 2) for x in os.getloadavg()]
@@ -96,7 +134,7 @@ def main() -> int:
         with FakeProviderServer() as server:
             server.default_reply = FakeReply(text="ok")
             (root / "config" / "corral" / "settings.toml").write_text(
-                SETTINGS.format(base_url=server.base_url)
+                SETTINGS.format(base_url=server.base_url, api=args.api)
             )
             sample(cmd, env, project, server)  # warm the OS file cache, not Python
             cpu, wall = [], []
@@ -104,10 +142,14 @@ def main() -> int:
                 c, w = sample(cmd, env, project, server)
                 cpu.append(c)
                 wall.append(w)
+            server.responder = None
+            modules = modules_at_first_request(env, project)
         result = {
             "benchmark": "first_request",
+            "api": args.api,
             "cpu_to_first_request": summary_ms(cpu),
             "wall_to_first_request": summary_ms(wall),
+            "modules_at_first_request": modules,
             "targets_ms": {"wall_to_first_request_p50": 300},
             "load_average": {"before": load_before, "after": [round(x, 2) for x in os.getloadavg()]},
             "env": environment("benchmarks/bench_first_request.py"),

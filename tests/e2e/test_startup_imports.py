@@ -121,12 +121,14 @@ def test_a_plain_run_leaves_ray_workspaces_and_unused_teams_repositories_unloade
 
 
 @pytest.fixture
-def local_model(cli_env: Env) -> Iterator[FakeProviderServer]:
-    """A Chat Completions server on 127.0.0.1, configured as the custom provider `local/bench`."""
+def local_model(cli_env: Env, request: pytest.FixtureRequest) -> Iterator[FakeProviderServer]:
+    """A fake server on 127.0.0.1, configured as the custom provider `local/bench` speaking the API
+    the test's `api` parameter names (Chat Completions when it has none)."""
+    api = getattr(request, "param", "openai-chat")
     with FakeProviderServer() as server:
         server.default_reply = FakeReply(text="ok")
         cli_env.settings(
-            f'[providers.local]\nbase_url = "{server.base_url}"\napi = "openai-chat"\n\n'
+            f'[providers.local]\nbase_url = "{server.base_url}"\napi = "{api}"\n\n'
             '[[providers.local.models]]\nid = "bench"\ncontext_window = 8192\nmax_tokens = 256\n'
         )
         yield server
@@ -195,7 +197,7 @@ import sys
 
 # genai-prices' price table; the scripted model and its script format (a real provider needs neither);
 # YAML (read with the first agent definition file, none here); pydantic-ai and the SDKs (corral speaks
-# Chat Completions itself).
+# Chat Completions and the Responses API itself).
 NEVER = ("genai_prices.data", "corral.llm._scripted", "corral.llm._script_format", "yaml")
 NO_SDK = ("pydantic_ai", "openai", "anthropic", "pydantic_graph", "griffe")
 
@@ -221,11 +223,14 @@ raise SystemExit(code)
 """
 
 
+@pytest.mark.parametrize("local_model", ["openai-chat", "openai-responses"], indirect=True)
 def test_the_first_request_goes_out_without_the_price_table_the_scripted_model_or_an_sdk(
     cli_env: Env, local_model: FakeProviderServer
 ) -> None:
     # corral prices a reply after it arrives, so the first request goes out without genai-prices'
-    # table; the scripted model's modules and YAML load on first use only. A Chat Completions model is
-    # corral's own client: neither pydantic-ai nor the openai SDK is imported, then or later.
+    # table; the scripted model's modules and YAML load on first use only. A Chat Completions or
+    # Responses model (other than OpenAI's reasoning models) is corral's own client: neither
+    # pydantic-ai nor the openai SDK is imported, then or later.
     assert _last_line(cli_env, FIRST_REQUEST) == "loaded at the first request: [] at exit: []"
     assert len(local_model.requests) == 1
+    assert local_model.requests[0].path.endswith(("/chat/completions", "/responses"))

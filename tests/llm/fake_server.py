@@ -111,6 +111,11 @@ class FakeReply:
     llama.cpp's server does."""
     headers: dict[str, str] = field(default_factory=dict)
     """Extra response headers (`retry-after`, rate-limit headers, …)."""
+    drop_after: int | None = None
+    """Stream this many events, then close the connection without ending the body (a dropped stream)."""
+    failed: bool = False
+    """Responses only: end the stream with `response.failed` (its `error` carries `error_message`)
+    instead of `response.completed`."""
 
 
 @dataclass
@@ -261,6 +266,9 @@ class _Handler(BaseHTTPRequestHandler):
         try:
             for index, (name, data) in enumerate(events):
                 if delay and index and fake._closing.wait(delay):
+                    self.close_connection = True
+                    return
+                if reply.drop_after is not None and index == reply.drop_after:
                     self.close_connection = True
                     return
                 if reply.fail_after is not None and index == reply.fail_after:
@@ -602,6 +610,11 @@ class _Builder:
                     arguments=item["arguments"],
                 )
             yield ev("response.output_item.done", output_index=out_index, item=item)
+        if self.reply.failed:
+            failed = self._responses_object("failed", items, usage=True)
+            failed["error"] = {"code": "server_error", "message": self.reply.error_message}
+            yield ev("response.failed", response=failed)
+            return
         status = self._final_status()
         final = "response.incomplete" if status == "incomplete" else "response.completed"
         yield ev(final, response=self._responses_object(status, items, usage=True))

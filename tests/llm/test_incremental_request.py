@@ -27,7 +27,7 @@ from corral.llm import (
     Model,
     StreamOptions,
 )
-from corral.llm._providers import ChatCompletionsModel, create_provider_model
+from corral.llm._providers import ChatCompletionsModel, ResponsesModel, create_provider_model
 from corral.llm._providers._adapter import PydanticAIModel
 from corral.session import SessionManager
 from corral.settings import Settings
@@ -39,7 +39,7 @@ from .fake_server import FakeProviderServer, FakeReply, FakeToolCall
 __all__ = ["server"]
 
 
-ProviderModel = ChatCompletionsModel | PydanticAIModel
+ProviderModel = ChatCompletionsModel | ResponsesModel | PydanticAIModel
 """The provider models that keep a conversion per session (`_conversions`)."""
 
 
@@ -50,7 +50,7 @@ def _model(
     model = create_provider_model(
         make_info(api, id=model_id, provider=provider), api_key="k", base_url=base_url
     )
-    assert isinstance(model, ChatCompletionsModel | PydanticAIModel)
+    assert isinstance(model, ChatCompletionsModel | ResponsesModel | PydanticAIModel)
     return model
 
 

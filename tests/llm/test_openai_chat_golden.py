@@ -12,7 +12,6 @@ diff: a change there is a change on the wire).
 from __future__ import annotations
 
 import json
-import os
 from collections.abc import Callable
 from dataclasses import dataclass, field
 from pathlib import Path
@@ -23,7 +22,6 @@ import pytest
 from corral.llm import (
     AgentMessage,
     AssistantMessage,
-    AssistantMessageEvent,
     ImageContent,
     LlmContext,
     StreamOptions,
@@ -34,35 +32,20 @@ from corral.llm import (
     ToolResultMessage,
     UserMessage,
 )
-from corral.llm._messages import to_json_dict
 from corral.llm._providers import create_provider_model
 
+from ._golden import HEADERS, check_golden, event_record
 from ._provider_contract import PNG_1PX, READ_TOOL, collect, make_info, server
 from .fake_server import FakeProviderServer, FakeReply, FakeToolCall, FakeUsage
 
 __all__ = ["server"]
 
 GOLDEN = Path(__file__).with_name("golden") / "openai_chat.json"
-UPDATE = os.environ.get("CORRAL_UPDATE_GOLDEN") == "1"
 MODEL_ID = "fake-model-1"
-
-HEADERS = ("authorization", "content-type", "accept", "x-team", "x-trace")
-"""The request headers pinned (the SDK's own `x-stainless-*` and user agent are not)."""
-
-
-def _golden() -> dict[str, Any]:
-    return json.loads(GOLDEN.read_text()) if GOLDEN.exists() else {"requests": {}, "replies": {}}
 
 
 def _check(section: str, name: str, got: Any) -> None:
-    data = _golden()
-    if UPDATE:
-        data[section][name] = got
-        GOLDEN.parent.mkdir(exist_ok=True)
-        GOLDEN.write_text(json.dumps(data, indent=1, ensure_ascii=False) + "\n")
-        return
-    assert name in data[section], f"no golden {section}/{name}: record with CORRAL_UPDATE_GOLDEN=1"
-    assert got == data[section][name]
+    check_golden(GOLDEN, section, name, got)
 
 
 def reply(*content: Any, provider: str = "fake", stop: str = "toolUse", **fields: Any) -> AssistantMessage:
@@ -138,7 +121,7 @@ def _hi(system: str = "") -> LlmContext:
     return LlmContext(system, [UserMessage(content="hi")])
 
 
-def _builtin_tools() -> list[ToolDefinition]:
+def builtin_tools() -> list[ToolDefinition]:
     from corral.agent.tools import ALL_TOOL_NAMES, create_builtin_tools
 
     return [tool.definition() for tool in create_builtin_tools(Path("/tmp"), names=ALL_TOOL_NAMES)]
@@ -163,7 +146,7 @@ NESTED_TOOL = ToolDefinition(
 
 
 REQUESTS: dict[str, Callable[[], RequestCase]] = {
-    "builtin_tools": lambda: RequestCase(LlmContext("", [UserMessage(content="hi")], _builtin_tools())),
+    "builtin_tools": lambda: RequestCase(LlmContext("", [UserMessage(content="hi")], builtin_tools())),
     "nested_schema_tool": lambda: RequestCase(LlmContext("", [UserMessage(content="hi")], [NESTED_TOOL])),
     "image_only_prompt_and_image_only_result": lambda: RequestCase(
         LlmContext(
@@ -309,21 +292,6 @@ async def test_request_bytes(server: FakeProviderServer, name: str) -> None:
     )
 
 
-def _event_record(event: AssistantMessageEvent) -> dict[str, Any]:
-    data: dict[str, Any] = {"type": event.type}
-    for name in ("content_index", "delta", "content", "reason"):
-        value = getattr(event, name, None)
-        if value is not None:
-            data[name] = value
-    tool_call = getattr(event, "tool_call", None)
-    if tool_call is not None:
-        data["tool_call"] = to_json_dict(tool_call)
-    message = getattr(event, "message", None) or getattr(event, "error", None)
-    if message is not None:
-        data["message"] = {k: v for k, v in to_json_dict(message).items() if k != "timestamp"}
-    return data
-
-
 @dataclass
 class ReplyCase:
     reply: FakeReply
@@ -415,7 +383,7 @@ async def test_reply_events(server: FakeProviderServer, name: str) -> None:
         events = await collect(model, LlmContext("", [UserMessage(content="hi")], [READ_TOOL]), options)
     finally:
         await model.aclose()  # type: ignore[attr-defined]
-    records = [_event_record(event) for event in events]
+    records = [event_record(event) for event in events]
     text = json.dumps(records).replace(server.base_url, "<base_url>")
     _check("replies", name, json.loads(text))
 
@@ -425,7 +393,7 @@ async def test_unreachable_endpoint_event() -> None:
         url = gone.base_url
     model = create_provider_model(make_info("openai-chat", id=MODEL_ID), api_key="k", base_url=url)
     events = await collect(model, LlmContext("", [UserMessage(content="hi")]))
-    records = json.loads(json.dumps([_event_record(event) for event in events]).replace(url, "<base_url>"))
+    records = json.loads(json.dumps([event_record(event) for event in events]).replace(url, "<base_url>"))
     _check("replies", "unreachable", records)
 
 
@@ -466,7 +434,7 @@ def _schemas() -> dict[str, dict[str, Any]]:
         name: str
         children: list[Tree] = []
 
-    schemas = {f"builtin.{tool.name}": dict(tool.parameters) for tool in _builtin_tools()}
+    schemas = {f"builtin.{tool.name}": dict(tool.parameters) for tool in builtin_tools()}
     schemas["agent"] = agent_tool_schema()
     schemas["ask_owner"] = ask_owner_schema()
     schemas.update({f"operation.{action}": operation_tool_schema(action) for action in ACTIONS})

@@ -1,6 +1,6 @@
 """pydantic-ai's own instrumentation, when asked for, nests under corral's model-request span (a real
-OpenAI Responses request to a fake server on loopback; Chat Completions does not go through
-pydantic-ai); off by default."""
+OpenAI Responses request for an OpenAI reasoning model, which still goes through pydantic-ai, to a
+fake server on loopback; Chat Completions and other Responses models do not); off by default."""
 
 from __future__ import annotations
 
@@ -40,7 +40,9 @@ async def _one_request(
     _tracing.setup(otel_provider=provider, pydantic_ai=pydantic_ai, environ={})
     try:
         server.queue_text("hello")
-        model = create_provider_model(make_info("openai-responses"), api_key="k", base_url=server.base_url)
+        model = create_provider_model(
+            make_info("openai-responses", id="gpt-5-mini"), api_key="k", base_url=server.base_url
+        )
         session = SessionManager.create(tmp_path, sessions_root=tmp_path / "sessions")
         agent = AgentSession(session=session, model=model, thinking_level="off", tools=[], cwd=tmp_path)
         await agent.prompt("hi")
@@ -53,7 +55,7 @@ async def _one_request(
 
 
 def _corral_chat(spans: list[ReadableSpan]) -> ReadableSpan:
-    [chat] = [s for s in spans if s.name == "chat fake-model-1" and (s.attributes or {}).get("corral.agent")]
+    [chat] = [s for s in spans if s.name == "chat gpt-5-mini" and (s.attributes or {}).get("corral.agent")]
     return chat
 
 
@@ -74,4 +76,4 @@ async def test_pydantic_ai_records_nothing_unless_asked(server: FakeProviderServ
     chat = _corral_chat(spans)
     assert chat.context is not None
     assert not [s for s in spans if s.parent is not None and s.parent.span_id == chat.context.span_id]
-    assert {s.name for s in spans} == {"corral.turn", "chat fake-model-1"}
+    assert {s.name for s in spans} == {"corral.turn", "chat gpt-5-mini"}

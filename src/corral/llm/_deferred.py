@@ -27,10 +27,10 @@ from corral import _startup
 
 from ._messages import AssistantMessage
 from ._model import AssistantMessageEvent, ErrorEvent, LlmContext, Model, ModelInfo, StreamOptions
+from ._openai_reasoning import serves_model
 
 if TYPE_CHECKING:
     from ._lifecycle import ModelLifecycle
-    from ._model import ApiKind
 
 __all__ = ["DeferredProviderModel", "preload_provider"]
 
@@ -44,8 +44,16 @@ _SDK_MODULES: dict[str, tuple[str, ...]] = {
 }
 """What a wire API's first request needs imported, beside `corral.llm._providers`.
 
-Chat Completions needs nothing more: corral's own client (`_providers/_chat.py`) imports no SDK.
+Chat Completions needs nothing more: corral's own client (`_providers/_chat.py`) imports no SDK;
+nor does the Responses API, but for OpenAI's reasoning models (`_sdk_modules`).
 """
+
+
+def _sdk_modules(info: ModelInfo) -> tuple[str, ...]:
+    """What `info`'s first request needs imported: nothing for a model corral's own client serves."""
+    if info.api == "openai-responses" and serves_model(info.id):
+        return ()
+    return _SDK_MODULES.get(info.api, ())
 
 
 class _Preload:
@@ -85,16 +93,18 @@ class _Preload:
 
 
 _lock = threading.Lock()
-_preloads: dict[tuple[str, bool], _Preload] = {}
+_preloads: dict[tuple[tuple[str, ...], bool], _Preload] = {}
 
 
-def preload_provider(api: ApiKind, *, secure: bool) -> _Preload:
-    """Start importing what `api`'s requests need (once per API per process); `secure` also loads TLS."""
-    key = (api, secure)
+def preload_provider(info: ModelInfo, *, secure: bool) -> _Preload:
+    """Start importing what `info`'s requests need (once per set of modules per process); `secure`
+    also loads TLS."""
+    modules = _sdk_modules(info)
+    key = (modules, secure)
     with _lock:
         preload = _preloads.get(key)
         if preload is None or (preload.done.is_set() and preload.error is not None):
-            preload = _preloads[key] = _Preload(_SDK_MODULES.get(api, ()), secure)
+            preload = _preloads[key] = _Preload(modules, secure)
         return preload
 
 
@@ -110,7 +120,7 @@ class DeferredProviderModel(Model):
     def __init__(self, info: ModelInfo, build: Callable[[], Model], *, secure: bool) -> None:
         super().__init__(info)
         self._build = build
-        self._preload = preload_provider(info.api, secure=secure)
+        self._preload = preload_provider(info, secure=secure)
         self._model: Model | None = None
 
     @property

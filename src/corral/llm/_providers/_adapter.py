@@ -29,7 +29,6 @@ from corral.llm._lifecycle import ModelLifecycle
 from corral.llm._messages import AssistantMessage, TextContent, ThinkingContent, ToolCall, Usage
 from corral.llm._model import (
     AssistantMessageEvent,
-    DoneEvent,
     ErrorEvent,
     LlmContext,
     Model,
@@ -47,14 +46,10 @@ from corral.llm._model import (
     ToolCallStartEvent,
 )
 
-from ._convert import (
-    IncrementalConversion,
-    responses_reasoning_signature,
-    to_model_settings,
-    to_request_parameters,
-)
-from ._errors import endpoint_hint, error_message, unreachable_endpoint
+from ._convert import IncrementalConversion, to_model_settings, to_request_parameters
+from ._responses_request import responses_reasoning_signature
 from ._text import parse_arguments, parse_partial_arguments, pi_api_name
+from ._wire import reply_end
 
 if TYPE_CHECKING:
     from pydantic_ai.messages import ModelResponse, ModelResponsePart, ModelResponseStreamEvent
@@ -371,30 +366,13 @@ class PydanticAIModel(Model):
         if response is not None:
             partial.usage = normalise_usage(response.usage)
         partial.usage = calculate_cost(self.info, partial.usage, endpoint=self.pai_model.base_url)
-        if failure is None and response is not None and response.finish_reason in ("content_filter", "error"):
-            failure = RuntimeError(f"Provider stopped the reply: {response.finish_reason}")
-        if failure is not None or response is None:
+        if failure is None and response is None:
             partial.stop_reason = "error"
-            partial.error_message = error_message(failure) if failure is not None else "No response"
-            unreachable = None if failure is None else unreachable_endpoint(failure, self.pai_model.base_url)
-            hint = unreachable
-            if failure is not None and hint is None:
-                hint = endpoint_hint(
-                    failure, api=self.info.api, provider=self.info.provider, base_url=self.pai_model.base_url
-                )
-            if hint is not None:
-                partial.error_message = f"{partial.error_message.rstrip('.')}: {hint}"
+            partial.error_message = "No response"
             yield ErrorEvent(reason="error", error=partial)
             return
-        reason: Literal["stop", "length", "toolUse"]
-        if response.finish_reason == "length":
-            reason = "length"
-        elif partial.tool_calls:
-            reason = "toolUse"
-        else:
-            reason = "stop"
-        partial.stop_reason = reason
-        yield DoneEvent(reason=reason, message=partial)
+        finish_reason = response.finish_reason if response is not None else None
+        yield reply_end(self.info, partial, failure, finish_reason, base_url=self.pai_model.base_url)
 
 
 def _instrumentation() -> InstrumentationSettings | bool:

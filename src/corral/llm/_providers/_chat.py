@@ -27,56 +27,30 @@ replies are pinned by `tests/llm/golden/openai_chat.json`):
 
 from __future__ import annotations
 
-import asyncio
-import functools
-import json
 import uuid
-from collections.abc import AsyncIterator, Iterator, Mapping
+from collections.abc import Iterator
 from dataclasses import dataclass
 from typing import Any, Literal
 
-import httpx2
-
-from corral.llm._cost import calculate_cost
-from corral.llm._lifecycle import ModelLifecycle
-from corral.llm._messages import AssistantMessage, TextContent, ThinkingContent, ToolCall, Usage
+from corral.llm._messages import AssistantMessage, TextContent, ThinkingContent, ToolCall
 from corral.llm._model import (
     AssistantMessageEvent,
-    DoneEvent,
-    ErrorEvent,
     LlmContext,
-    Model,
-    ModelInfo,
-    StartEvent,
     StreamOptions,
     TextDeltaEvent,
-    TextEndEvent,
     TextStartEvent,
     ThinkingDeltaEvent,
-    ThinkingEndEvent,
     ThinkingStartEvent,
     ToolCallDeltaEvent,
-    ToolCallEndEvent,
     ToolCallStartEvent,
 )
-from corral.llm._ratelimit import EndpointKey, RateLimits
 
-from ._chat_request import ChatConversation, encode_body, request_body
-from ._errors import (
-    ModelConnectionError,
-    ModelHTTPError,
-    ModelResponseError,
-    endpoint_hint,
-    error_message,
-    unreachable_endpoint,
-)
-from ._http import model_http_client
-from ._text import parse_arguments, parse_partial_arguments, pi_api_name
+from ._chat_request import ChatConversation, request_body
+from ._errors import ModelHTTPError, ModelResponseError
+from ._text import parse_partial_arguments
+from ._wire import BlockReply, OpenAIWireModel, StreamedBlock
 
 __all__ = ["ChatCompletionsModel"]
-
-_KEPT_CONVERSIONS = 8
-"""Sessions whose converted history a model keeps (the least recently used one goes first)."""
 
 _REASONING_FIELDS = ("reasoning", "reasoning_content")
 """Where a reply's reasoning arrives, in the order they are looked at (the first one present wins)."""
@@ -94,17 +68,6 @@ _FINISH_REASONS: dict[str, str] = {
 
 
 @dataclass
-class _Block:
-    """The content block being streamed."""
-
-    content_index: int
-    key: object
-    """What feeds it: a reasoning field, `"text"`, `"think-tag"` or a tool call's index."""
-    args: str = ""
-    """A tool call's argument text so far."""
-
-
-@dataclass
 class _PendingCall:
     """A tool call whose chunks came before its name (it starts once the name arrives)."""
 
@@ -112,16 +75,13 @@ class _PendingCall:
     args: str = ""
 
 
-class _Reply:
+class _Reply(BlockReply):
     """One reply being read: `partial` kept current, and the events it makes."""
 
     def __init__(self, partial: AssistantMessage) -> None:
-        self.partial = partial
-        self.current: _Block | None = None
+        super().__init__(partial)
         self.ended_calls: set[int] = set()
         self.pending_calls: dict[int, _PendingCall] = {}
-        self.finish_reason: str | None = None
-        self.usage: dict[str, int] = {"input": 0, "output": 0, "cache_read": 0}
 
     # --- blocks ---------------------------------------------------------------
 
@@ -130,7 +90,7 @@ class _Reply:
     ) -> list[AssistantMessageEvent]:
         events = self.end()
         index = len(self.partial.content)
-        self.current = _Block(index, key)
+        self.current = StreamedBlock(index, key)
         if kind == "text":
             self.partial.content.append(TextContent(text=""))
             events.append(TextStartEvent(partial=self.partial, content_index=index))
@@ -142,21 +102,9 @@ class _Reply:
             events.append(ThinkingStartEvent(partial=self.partial, content_index=index))
         return events
 
-    def end(self) -> list[AssistantMessageEvent]:
-        """End the block being streamed, if any."""
-        block, self.current = self.current, None
-        if block is None:
-            return []
-        index = block.content_index
-        content = self.partial.content[index]
-        if isinstance(content, TextContent):
-            return [TextEndEvent(partial=self.partial, content_index=index, content=content.text)]
-        if isinstance(content, ThinkingContent):
-            return [ThinkingEndEvent(partial=self.partial, content_index=index, content=content.thinking)]
+    def _call_ended(self, block: StreamedBlock) -> None:
         assert isinstance(block.key, int)
         self.ended_calls.add(block.key)
-        content.arguments, content.raw_arguments = parse_arguments(block.args)
-        return [ToolCallEndEvent(partial=self.partial, content_index=index, tool_call=content)]
 
     def _text(self, text: str) -> list[AssistantMessageEvent]:
         assert self.current is not None
@@ -226,7 +174,7 @@ class _Reply:
         events = self.end()
         content_index = len(self.partial.content)
         self.partial.content.append(ToolCall(id=pending.call_id or f"pyd_ai_{uuid.uuid4().hex}", name=name))
-        self.current = _Block(content_index, index)
+        self.current = StreamedBlock(content_index, index)
         events.append(ToolCallStartEvent(partial=self.partial, content_index=content_index))
         if pending.args:
             events.extend(self._args(pending.args))
@@ -331,32 +279,7 @@ def _split_think_tags(text: str) -> Iterator[tuple[Literal["text", "thinking"], 
         rest = "" if end < 0 else rest[end + len(_THINK_CLOSE) :]
 
 
-async def _sse_data(response: httpx2.Response) -> AsyncIterator[str]:
-    """The `data` of each server-sent event (multi-line data joined), up to `[DONE]`.
-
-    The body is read to its end even after `[DONE]`, so the connection goes back to the pool.
-    """
-    lines: list[str] = []
-    done = False
-    async for line in response.aiter_lines():
-        if done:
-            continue
-        if not line:
-            if lines:
-                data = "\n".join(lines)
-                lines = []
-                if data == "[DONE]":
-                    done = True
-                    continue
-                yield data
-            continue
-        if line.startswith("data:"):
-            lines.append(line[5:].removeprefix(" "))
-    if not done and lines and (data := "\n".join(lines)) != "[DONE]":
-        yield data
-
-
-class ChatCompletionsModel(Model):
+class ChatCompletionsModel(OpenAIWireModel[ChatConversation]):
     """A corral model speaking the OpenAI Chat Completions API over HTTP; see the module docstring.
 
     Args:
@@ -369,183 +292,17 @@ class ChatCompletionsModel(Model):
             replays it as events, for endpoints that cannot stream.
     """
 
-    def __init__(
-        self,
-        info: ModelInfo,
-        *,
-        api_key: str,
-        endpoint: str,
-        rate_limit: tuple[EndpointKey, RateLimits],
-        headers: Mapping[str, str] | None = None,
-        streaming: bool = True,
-    ) -> None:
-        super().__init__(info)
-        self.streaming = streaming
-        self.base_url = endpoint.rstrip("/") + "/"
-        """The endpoint as errors and the price catalogue see it (one trailing slash)."""
-        self._url = f"{self.base_url}chat/completions"
-        self._client = model_http_client(headers, rate_limit=rate_limit)
-        self._headers = {"Authorization": f"Bearer {api_key}", "Accept": "application/json"}
-        self._conversions: dict[str | None, ChatConversation] = {}
+    API_NAME = "Chat Completions"
+    PATH = "chat/completions"
 
-    @property
-    def lifecycle(self) -> ModelLifecycle | None:
-        """The built-in table's, else (for OpenAI's own endpoint) pydantic-ai's deprecation catalogue."""
-        return super().lifecycle or (
-            _openai_catalogue(self.info.id) if self.info.provider == "openai" else None
-        )
+    def _new_conversion(self) -> ChatConversation:
+        return ChatConversation(self.info)
 
-    def _conversion(self, session_id: str | None) -> ChatConversation:
-        """The conversion kept for one session's requests (a model may serve several sessions)."""
-        conversion = self._conversions.pop(session_id, None) or ChatConversation(self.info)
-        self._conversions[session_id] = conversion  # most recent last
-        while len(self._conversions) > _KEPT_CONVERSIONS:
-            del self._conversions[next(iter(self._conversions))]
-        return conversion
+    def _body(
+        self, conversion: ChatConversation, context: LlmContext, options: StreamOptions
+    ) -> dict[str, Any]:
+        messages = conversion.convert(context)
+        return request_body(self.info, messages, context.tools, options, stream=self.streaming)
 
-    async def aclose(self) -> None:
-        """Close this model's HTTP client (the pooled connections belong to their loop)."""
-        await self._client.aclose()
-
-    async def stream(
-        self, context: LlmContext, options: StreamOptions
-    ) -> AsyncIterator[AssistantMessageEvent]:
-        """Stream one reply; see [`Model.stream`][corral.llm.Model.stream]."""
-        partial = AssistantMessage(
-            content=[], api=pi_api_name(self.info), provider=self.info.provider, model=self.info.id
-        )
-        reply = _Reply(partial)
-        failure: BaseException | None = None
-        answered = False
-        try:
-            messages = self._conversion(options.session_id).convert(context)
-            body = request_body(self.info, messages, context.tools, options, stream=self.streaming)
-            request = self._client.build_request(
-                "POST",
-                self._url,
-                content=encode_body(body),
-                headers={**self._headers, "Content-Type": "application/json"},
-            )
-            response = await self._send(request)
-            try:
-                if response.status_code >= 400:
-                    await response.aread()
-                    raise ModelHTTPError(response.status_code, body=_error_body(response))
-                if self.streaming:
-                    async for data in self._read(_sse_data(response)):
-                        events = reply.chunk(_json(data))
-                        if not answered:
-                            # The reply starts with its first chunk (an error there is the only event).
-                            yield StartEvent(partial=partial)
-                            answered = True
-                        for event in events:
-                            yield event
-                    if not answered:
-                        raise ModelResponseError("Streamed response ended without content or tool calls")
-                else:
-                    whole = _json((await self._read_body(response)).decode())
-                    events = reply.whole(whole)
-                    yield StartEvent(partial=partial)
-                    answered = True
-                    for event in events:
-                        yield event
-            finally:
-                await response.aclose()
-        except asyncio.CancelledError:
-            raise
-        except Exception as exc:
-            failure = exc
-        if failure is None:
-            for event in reply.end():
-                yield event
-        if answered:
-            usage = reply.usage
-            partial.usage = Usage(
-                input=max(0, usage["input"] - usage["cache_read"]),
-                output=usage["output"],
-                cache_read=usage["cache_read"],
-                total_tokens=max(0, usage["input"] - usage["cache_read"])
-                + usage["output"]
-                + usage["cache_read"],
-            )
-        partial.usage = calculate_cost(self.info, partial.usage, endpoint=self.base_url)
-        if failure is None and reply.finish_reason in ("content_filter", "error"):
-            failure = RuntimeError(f"Provider stopped the reply: {reply.finish_reason}")
-        if failure is not None:
-            partial.stop_reason = "error"
-            partial.error_message = error_message(failure)
-            hint = unreachable_endpoint(failure, self.base_url) or endpoint_hint(
-                failure, api=self.info.api, provider=self.info.provider, base_url=self.base_url
-            )
-            if hint is not None:
-                partial.error_message = f"{partial.error_message.rstrip('.')}: {hint}"
-            yield ErrorEvent(reason="error", error=partial)
-            return
-        reason: Literal["stop", "length", "toolUse"]
-        if reply.finish_reason == "length":
-            reason = "length"
-        elif partial.tool_calls:
-            reason = "toolUse"
-        else:
-            reason = "stop"
-        partial.stop_reason = reason
-        yield DoneEvent(reason=reason, message=partial)
-
-    async def _send(self, request: httpx2.Request) -> httpx2.Response:
-        try:
-            return await self._client.send(request, stream=True)
-        except httpx2.TimeoutException:
-            raise ModelConnectionError("Request timed out.") from None
-        except httpx2.HTTPError:
-            raise ModelConnectionError("Connection error.") from None
-
-    async def _read(self, data: AsyncIterator[str]) -> AsyncIterator[str]:
-        """`data`, with a broken or timed-out connection as `ModelConnectionError`."""
-        try:
-            async for item in data:
-                yield item
-        except httpx2.TimeoutException:
-            raise ModelConnectionError("Request timed out.") from None
-        except httpx2.HTTPError:
-            raise ModelConnectionError("Connection error.") from None
-
-    async def _read_body(self, response: httpx2.Response) -> bytes:
-        try:
-            return await response.aread()
-        except httpx2.TimeoutException:
-            raise ModelConnectionError("Request timed out.") from None
-        except httpx2.HTTPError:
-            raise ModelConnectionError("Connection error.") from None
-
-
-def _json(text: str) -> Any:
-    try:
-        return json.loads(text)
-    except ValueError:
-        raise ModelResponseError(
-            f"Chat Completions sent something that is not JSON: {text[:200]!r}"
-        ) from None
-
-
-def _error_body(response: httpx2.Response) -> Any:
-    """An error response's body as the SDKs kept it: the `error` object when there is one, else the text."""
-    try:
-        body = response.json()
-    except ValueError:
-        return response.text
-    if isinstance(body, dict) and isinstance(body.get("error"), dict):
-        return body["error"]
-    return body
-
-
-@functools.cache
-def _openai_catalogue(model_id: str) -> ModelLifecycle | None:
-    """The deprecation pydantic-ai's catalogue lists for an OpenAI model id (imports pydantic-ai; cached)."""
-    try:
-        from pydantic_ai.providers._model_deprecations import OPENAI_MODEL_DEPRECATIONS
-    except ImportError:
-        return None
-    deprecation = OPENAI_MODEL_DEPRECATIONS.get(model_id)
-    if deprecation is None:
-        return None
-    return ModelLifecycle.from_deprecation(deprecation)
+    def _reader(self, partial: AssistantMessage) -> _Reply:
+        return _Reply(partial)

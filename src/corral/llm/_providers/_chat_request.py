@@ -21,7 +21,7 @@ sent before corral had its own client, byte for byte, key order included
 - A user message of text only goes to a compatible server as one string.
 - Tool schemas are sent as pydantic-ai's OpenAI transformer (not strict) left them:
   `title`, `$schema` and `discriminator` dropped, `$defs` last, single-member unions
-  merged into their parent (`_tool_schema`).
+  merged into their parent (`tool_schema`).
 """
 
 from __future__ import annotations
@@ -35,7 +35,6 @@ from copy import deepcopy
 from typing import Any
 
 from corral.llm._messages import (
-    AgentMessage,
     AssistantMessage,
     ImageContent,
     TextContent,
@@ -44,18 +43,19 @@ from corral.llm._messages import (
     ToolResultMessage,
     UserMessage,
 )
-from corral.llm._model import LlmContext, ModelInfo, StreamOptions, ToolDefinition
+from corral.llm._model import ModelInfo, StreamOptions, ToolDefinition
 
 from ._text import (
     DEFAULT_MAX_TOKENS_CAP,
     NO_RESULT_TEXT,
-    continues,
+    KeptConversion,
+    MessageFeed,
     pi_api_name,
     sanitize_surrogates,
     sanitize_value,
 )
 
-__all__ = ["ChatConversation", "encode_body", "request_body"]
+__all__ = ["ChatConversation", "encode_body", "request_body", "tool_schema"]
 
 _REASONING_FIELDS = ("reasoning", "reasoning_content")
 """The reasoning fields sent back as fields; reasoning recorded under another name goes back as `<think>` text."""
@@ -119,7 +119,7 @@ class _Request:
         return [*self.messages, {"role": "user", "content": list(self.files)}]
 
 
-class _Converter:
+class _Converter(MessageFeed):
     """Chat Completions messages for one model, fed the conversation message by message."""
 
     def __init__(self, info: ModelInfo) -> None:
@@ -242,18 +242,6 @@ class _Converter:
         )
         return {"id": block.id, "type": "function", "function": {"name": block.name, "arguments": arguments}}
 
-    def feed(self, message: AgentMessage) -> None:
-        if isinstance(message, UserMessage):
-            self.user(message)
-        elif isinstance(message, AssistantMessage):
-            self.assistant(message)
-        elif isinstance(message, ToolResultMessage):
-            self.tool_result(message)
-        else:
-            # The agent loop converts other roles before a request; anything left is sent as user text.
-            text = getattr(message, "content", None) or getattr(message, "summary", None) or ""
-            self.user(UserMessage(content=text if isinstance(text, str | list) else str(text)))
-
     def messages(self) -> list[Message]:
         """The request's messages: those done, then the turn being gathered (and results for open calls)."""
         tail = self.request.messages + self.synthetic_results()
@@ -266,40 +254,20 @@ class _Converter:
         return result or [{"role": "user", "content": ""}]
 
 
-class ChatConversation:
-    """One conversation's messages, request after request, converting only what is new.
+class ChatConversation(KeptConversion[_Converter, list[Message]]):
+    """One conversation's Chat Completions messages, request after request, converting only what is
+    new (see `KeptConversion`); `convert` gives fresh dictionaries at the top level, shared below."""
 
-    The agent loop's context only grows between requests; the messages already
-    converted keep their Chat Completions form. Anything else — a compaction or a
-    branch switch replacing messages, another system prompt — is seen by comparing
-    the context with the messages converted last time (by identity, in order), and
-    the whole conversation is converted afresh. The result is always what a fresh
-    conversion would send.
-    """
+    def _fresh(self, system_prompt: str) -> _Converter:
+        converter = _Converter(self.info)
+        if system_prompt:
+            converter.request.messages.append(
+                {"role": "system", "content": sanitize_surrogates(system_prompt)}
+            )
+        return converter
 
-    def __init__(self, info: ModelInfo) -> None:
-        self.info = info
-        self._system_prompt: str | None = None
-        self._sources: list[AgentMessage] = []
-        self._converter = _Converter(info)
-        self.rebuilds = 0
-        """How many times the whole conversation was converted (the first request included)."""
-
-    def convert(self, context: LlmContext) -> list[Message]:
-        """The request's messages for `context` (fresh dictionaries at the top level, shared below)."""
-        if not continues(self._system_prompt, self._sources, context):
-            self.rebuilds += 1
-            self._system_prompt = context.system_prompt
-            self._sources = []
-            self._converter = _Converter(self.info)
-            if context.system_prompt:
-                self._converter.request.messages.append(
-                    {"role": "system", "content": sanitize_surrogates(context.system_prompt)}
-                )
-        for message in context.messages[len(self._sources) :]:
-            self._converter.feed(message)
-            self._sources.append(message)
-        return self._converter.messages()
+    def _request(self, converter: _Converter) -> list[Message]:
+        return converter.messages()
 
 
 # --- the body -----------------------------------------------------------------
@@ -352,7 +320,7 @@ def _tool(tool: ToolDefinition) -> Message:
         "function": {
             "name": tool.name,
             "description": tool.description or "",
-            "parameters": _tool_schema(tool.parameters),
+            "parameters": tool_schema(tool.parameters),
         },
     }
 
@@ -360,7 +328,7 @@ def _tool(tool: ToolDefinition) -> Message:
 # --- tool schemas ----------------------------------------------------------------
 
 
-def _tool_schema(schema: dict[str, Any]) -> dict[str, Any]:
+def tool_schema(schema: dict[str, Any]) -> dict[str, Any]:
     """`schema` as pydantic-ai's `OpenAIJsonSchemaTransformer` (`strict=False`) sends it."""
     schema = deepcopy(schema)
     defs = schema.pop("$defs", None)

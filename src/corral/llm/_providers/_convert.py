@@ -29,7 +29,6 @@ as Pi stores it, so the item id and the encrypted reasoning both round-trip.
 from __future__ import annotations
 
 import base64
-import json
 from collections.abc import Sequence
 from typing import Any, Literal, cast
 
@@ -66,9 +65,11 @@ from corral.llm._messages import (
 )
 from corral.llm._model import LlmContext, ModelInfo, StreamOptions, ThinkingLevel, ToolDefinition
 
+from ._responses_request import parse_responses_signature
 from ._text import (
     DEFAULT_MAX_TOKENS_CAP,
     NO_RESULT_TEXT,
+    MessageFeed,
     continues,
     pi_api_name,
     sanitize_surrogates,
@@ -78,7 +79,6 @@ from ._text import (
 __all__ = [
     "ANTHROPIC_THINKING_BUDGETS",
     "IncrementalConversion",
-    "responses_reasoning_signature",
     "to_model_messages",
     "to_model_settings",
     "to_request_parameters",
@@ -95,31 +95,6 @@ ANTHROPIC_THINKING_BUDGETS: dict[ThinkingLevel, int] = {
 
 _MIN_OUTPUT_TOKENS = 1024
 """Output room kept beside a thinking budget when the model's cap squeezes them."""
-
-
-def responses_reasoning_signature(item_id: str | None, encrypted: str | None) -> str | None:
-    """The thinking signature stored for an OpenAI Responses reasoning item."""
-    if item_id is None and encrypted is None:
-        return None
-    item: dict[str, Any] = {"type": "reasoning", "id": item_id, "summary": []}
-    if encrypted is not None:
-        item["encrypted_content"] = encrypted
-    return json.dumps(item, separators=(",", ":"))
-
-
-def _parse_responses_signature(signature: str) -> tuple[str | None, str | None]:
-    try:
-        item = json.loads(signature)
-    except ValueError:
-        return None, signature
-    if not isinstance(item, dict):
-        return None, signature
-    item_id = item.get("id")
-    encrypted = item.get("encrypted_content")
-    return (
-        item_id if isinstance(item_id, str) else None,
-        encrypted if isinstance(encrypted, str) else None,
-    )
 
 
 # --- messages ---------------------------------------------------------------
@@ -157,7 +132,7 @@ def _tool_return_part(message: ToolResultMessage, *, error_flag: bool) -> ToolRe
     )
 
 
-class _Converter:
+class _Converter(MessageFeed):
     """Builds the pydantic-ai history for one model (`info`) talking through `pai_provider`."""
 
     def __init__(self, info: ModelInfo, pai_provider: str) -> None:
@@ -236,7 +211,7 @@ class _Converter:
             elif not thinking.strip():
                 return []
         if signature is not None and self.info.api == "openai-responses":
-            part_id, signature = _parse_responses_signature(signature)
+            part_id, signature = parse_responses_signature(signature)
         if not thinking and signature is None:
             return []
         return [ThinkingPart(thinking, id=part_id, signature=signature, provider_name=self.pai_provider)]
@@ -259,19 +234,6 @@ class _Converter:
         part = _user_part(message)
         if part is not None:
             self.parts.append(part)
-
-
-def _feed(converter: _Converter, message: AgentMessage) -> None:
-    if isinstance(message, UserMessage):
-        converter.user(message)
-    elif isinstance(message, AssistantMessage):
-        converter.assistant(message)
-    elif isinstance(message, ToolResultMessage):
-        converter.tool_result(message)
-    else:
-        # The agent loop converts other roles before a request; anything left is sent as user text.
-        text = getattr(message, "content", None) or getattr(message, "summary", None) or ""
-        converter.user(UserMessage(content=text if isinstance(text, str | list) else str(text)))
 
 
 def _finish(converter: _Converter, done: list[ModelMessage]) -> list[ModelMessage]:
@@ -349,7 +311,7 @@ class IncrementalConversion:
         converter = self._converter
         fresh = context.messages[len(self._sources) :]
         for message in fresh:
-            _feed(converter, message)
+            converter.feed(message)
             self._sources.append(message)
         if converter.messages:
             finished = converter.messages

@@ -1,7 +1,9 @@
 """`create_provider_model`: the model that talks to a registry entry's endpoint.
 
-Chat Completions (`openai-chat`) gets corral's own client (`_chat`); the Responses and
-Anthropic APIs get a pydantic-ai model and provider, wrapped in `PydanticAIModel`.
+Chat Completions (`openai-chat`) gets corral's own client (`_chat`), and so does the Responses
+API (`openai-responses`, `_responses`) for every model but OpenAI's reasoning models
+(`serves_model`), whose requests pydantic-ai shapes by its per-model profile. Those and the
+Anthropic API get a pydantic-ai model and provider, wrapped in `PydanticAIModel`.
 """
 
 from __future__ import annotations
@@ -13,10 +15,12 @@ from typing import TYPE_CHECKING, Any
 
 from corral.llm._lifecycle import ModelLifecycle
 from corral.llm._model import Model, ModelInfo
+from corral.llm._openai_reasoning import serves_model
 from corral.llm._ratelimit import PUBLIC_ENDPOINTS, EndpointKey, RateLimits
 
 from ._chat import ChatCompletionsModel
 from ._http import model_http_client
+from ._responses import ResponsesModel
 
 if TYPE_CHECKING:
     from pydantic_ai.models import Model as PaiModel
@@ -65,8 +69,9 @@ def create_provider_model(
     """Build the model that talks to `info`'s endpoint over HTTP.
 
     Dispatches on `info.api`: `openai-chat` → corral's `ChatCompletionsModel`,
-    `openai-responses` → pydantic-ai's `OpenAIResponsesModel`, `anthropic` →
-    `AnthropicModel`, each with its provider given `base_url` and `api_key`.
+    `openai-responses` → corral's `ResponsesModel` (pydantic-ai's `OpenAIResponsesModel` for
+    OpenAI's reasoning models), `anthropic` → pydantic-ai's `AnthropicModel`, each with its
+    provider given `base_url` and `api_key`.
     The key is resolved by the caller; `None` sends a placeholder rather
     than falling back to environment variables.
 
@@ -92,6 +97,10 @@ def create_provider_model(
     stream = info.stream if streaming is None else streaming
     if info.api == "openai-chat":
         return ChatCompletionsModel(
+            info, api_key=key, endpoint=endpoint, rate_limit=rate_limit, headers=headers, streaming=stream
+        )
+    if info.api == "openai-responses" and serves_model(info.id):
+        return ResponsesModel(
             info, api_key=key, endpoint=endpoint, rate_limit=rate_limit, headers=headers, streaming=stream
         )
     from ._adapter import PydanticAIModel
