@@ -270,13 +270,21 @@ _SHELL_C = re.compile(r"(?:ba|z|da|k)?sh -[a-z]*c[a-z]* (.+)", re.DOTALL)
 """`sh -c '…'`, `bash -lc "…"`: a shell running a command string, whose commands a rule sees too."""
 
 
+def _program_named(command: str) -> str:
+    """`command` with its program named without its directory: `/bin/rm -f x` is `rm -f x`."""
+    first, space, rest = command.partition(" ")
+    name = first.rpartition("/")[2]
+    return f"{name}{space}{rest}" if name and name != first else command
+
+
 def _simple_commands(command: str, *, depth: int) -> list[tuple[str, str]]:
-    """Each simple command as written and without its wrappers, with those of `sh -c` strings after it."""
+    """Each simple command as written and without its wrappers, with those of `sh -c` strings after it
+    (`/bin/bash -lc '…'` too)."""
     found: list[tuple[str, str]] = []
     for part in split_command(command):
         bare = _unwrapped(part)
         found.append((part, bare))
-        inner = _SHELL_C.fullmatch(bare)
+        inner = _SHELL_C.fullmatch(_program_named(bare))
         if inner is not None and depth > 0:
             text = inner.group(1)
             if len(text) >= 2 and text[0] == text[-1] and text[0] in "'\"":
@@ -293,7 +301,7 @@ def _unwrapped(command: str) -> str:
         word = words[i]
         if _ASSIGNMENT.match(word):
             i += 1
-        elif word in _WRAPPERS:
+        elif word.rpartition("/")[2] in _WRAPPERS:  # `sudo`, `/usr/bin/env` alike
             i += 1
             while i < len(words) and (words[i].startswith("-") or _ASSIGNMENT.match(words[i])):
                 i += 1  # the wrapper's options (`nice -n 5`: the number is skipped below)
@@ -425,13 +433,14 @@ def _path_matches(
 class _Call:
     """One call's facts, computed once and only when a rule needs them."""
 
-    __slots__ = ("_commands", "_paths", "arguments", "tool", "where")
+    __slots__ = ("_commands", "_paths", "_strict", "arguments", "tool", "where")
 
     def __init__(self, tool: str, arguments: Mapping[str, Any], where: _Where) -> None:
         self.tool = tool
         self.arguments = arguments
         self.where = where
         self._commands: list[tuple[str, str]] | None = None
+        self._strict: list[tuple[str, str]] | None = None
         self._paths: tuple[str, ...] | None = None
 
     def commands(self) -> list[tuple[str, str]]:
@@ -440,6 +449,16 @@ class _Call:
             command = self.arguments.get("command")
             self._commands = _simple_commands(command if isinstance(command, str) else "", depth=3)
         return self._commands
+
+    def denied_commands(self) -> list[tuple[str, str]]:
+        """`commands`, and each one whose program is a path also by the program's name (`/bin/rm x`
+        as `rm x`): what a deny or ask rule is matched against. An allow rule is not — `Bash(rm:*)`
+        does not allow `./rm`."""
+        if self._strict is None:
+            commands = self.commands()
+            named = [(n, n) for _, bare in commands if (n := _program_named(bare)) != bare]
+            self._strict = commands + named
+        return self._strict
 
     def paths(self) -> tuple[str, ...]:
         """A file tool's path, normalised, and with its symlinks resolved when that differs."""
@@ -468,7 +487,8 @@ def _matches(rule: Rule, call: _Call, *, every: bool) -> bool:
         return True
     if rule.command is not None:
         regex = rule.command
-        return any(_command_hit(regex, command) for command in call.commands())
+        commands = call.commands() if every else call.denied_commands()
+        return any(_command_hit(regex, command) for command in commands)
     if rule.path is not None:
         paths = call.paths()
         directory = call.tool in _SEARCH_TOOLS
