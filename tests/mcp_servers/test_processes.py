@@ -159,46 +159,9 @@ async def test_results_map_errors_images_and_structured_content(tmp_path: Path) 
         await servers.aclose()
 
 
-def test_stdio_servers_die_with_their_host_process(tmp_path: Path) -> None:
-    """A host killed with SIGKILL closes nothing: its servers still end (`setpriv --pdeathsig`, and
-    their stdin closes)."""
-    host = textwrap.dedent(
-        f"""
-        import asyncio, sys
-        from pathlib import Path
-        from corral.mcp_servers import McpGrant, McpServers
-        from corral.settings import McpServerSettings
-
-        async def main():
-            config = McpServerSettings(command=sys.executable, args=[{str(TINY)!r}])
-            servers = McpServers({{"tiny": config}}, log_dir=None)
-            toolset = await servers.toolset(McpGrant(("tiny",)))
-            pid = next(t for t in toolset.tools if t.name == "mcp__tiny__pid")
-            result = await pid.execute("1", {{}})
-            print(result.content[0].text, flush=True)
-            await asyncio.sleep(3600)
-
-        asyncio.run(main())
-        """
-    )
-    process = subprocess.Popen([sys.executable, "-c", host], stdout=subprocess.PIPE, text=True)
-    try:
-        assert process.stdout is not None
-        server_pid = int(process.stdout.readline())
-        assert _alive(server_pid)
-    finally:
-        process.send_signal(signal.SIGKILL)
-        process.wait()
-        if process.stdout is not None:
-            process.stdout.close()
-    asyncio.run(eventually(lambda: not _alive(server_pid), timeout=WAIT))
-
-
-def test_a_stdio_server_s_own_children_die_with_its_host(tmp_path: Path) -> None:
-    """A server started through a launcher (as `npx` and `uvx` start one) leaves a process of its own
-    in its group: a SIGKILLed host ends that one too, not only the process it started."""
-    helper_pid = tmp_path / "helper.pid"
-    launcher = f"sleep 3600 </dev/null >/dev/null 2>&1 & echo $! > {helper_pid}; exec {sys.executable} {TINY}"
+def _server_of_a_killed_host(command: str, args: list[str], *, also: Path | None = None) -> list[int]:
+    """Start a host process whose `tiny` server runs `command args`, read the server's pid (and the
+    pid the server's launcher wrote to `also`), SIGKILL the host; those pids, alive before the kill."""
     host = textwrap.dedent(
         f"""
         import asyncio
@@ -206,7 +169,7 @@ def test_a_stdio_server_s_own_children_die_with_its_host(tmp_path: Path) -> None
         from corral.settings import McpServerSettings
 
         async def main():
-            config = McpServerSettings(command="/bin/sh", args=["-c", {launcher!r}])
+            config = McpServerSettings(command={command!r}, args={args!r})
             servers = McpServers({{"tiny": config}}, log_dir=None)
             toolset = await servers.toolset(McpGrant(("tiny",)))
             pid = next(t for t in toolset.tools if t.name == "mcp__tiny__pid")
@@ -220,15 +183,32 @@ def test_a_stdio_server_s_own_children_die_with_its_host(tmp_path: Path) -> None
     process = subprocess.Popen([sys.executable, "-c", host], stdout=subprocess.PIPE, text=True)
     try:
         assert process.stdout is not None
-        server_pid = int(process.stdout.readline())
-        helper = int(helper_pid.read_text())
-        assert _alive(server_pid) and _alive(helper)
+        pids = [int(process.stdout.readline())]
+        if also is not None:
+            pids.append(int(also.read_text()))
+        assert all(_alive(pid) for pid in pids)
     finally:
         process.send_signal(signal.SIGKILL)
         process.wait()
         if process.stdout is not None:
             process.stdout.close()
-    asyncio.run(eventually(lambda: not _alive(server_pid) and not _alive(helper), timeout=WAIT))
+    return pids
+
+
+def test_stdio_servers_die_with_their_host_process(tmp_path: Path) -> None:
+    """A host killed with SIGKILL closes nothing: its servers still end (`setpriv --pdeathsig`, and
+    their stdin closes)."""
+    [server] = _server_of_a_killed_host(sys.executable, [str(TINY)])
+    asyncio.run(eventually(lambda: not _alive(server), timeout=WAIT))
+
+
+def test_a_stdio_server_s_own_children_die_with_its_host(tmp_path: Path) -> None:
+    """A server started through a launcher (as `npx` and `uvx` start one) leaves a process of its own
+    in its group: a SIGKILLed host ends that one too, not only the process it started."""
+    helper_pid = tmp_path / "helper.pid"
+    launcher = f"sleep 3600 </dev/null >/dev/null 2>&1 & echo $! > {helper_pid}; exec {sys.executable} {TINY}"
+    server, helper = _server_of_a_killed_host("/bin/sh", ["-c", launcher], also=helper_pid)
+    asyncio.run(eventually(lambda: not _alive(server) and not _alive(helper), timeout=WAIT))
 
 
 async def test_a_2026_era_server_is_spoken_to_through_discover(tmp_path: Path) -> None:
