@@ -17,17 +17,20 @@ from corral._process import ProcessStamp, process_stamp
 
 __all__ = ["SLEEPER", "gone_host", "group", "orphan_record"]
 
-SLEEPER = [sys.executable, "-c", "import time; time.sleep(300)"]
+SLEEPER = [sys.executable, "-c", "import sys; sys.stdin.read()"]
+"""A process that runs until its stdin closes (or it is killed)."""
 
 
 @pytest.fixture
 def group() -> Iterator[subprocess.Popen[bytes]]:
     """A process leading its own group, as an ACP agent does."""
-    process = subprocess.Popen(SLEEPER, start_new_session=True)
+    process = subprocess.Popen(SLEEPER, stdin=subprocess.PIPE, start_new_session=True)
     yield process
     if process.poll() is None:
         os.killpg(process.pid, signal.SIGKILL)
     process.wait()
+    assert process.stdin is not None
+    process.stdin.close()
 
 
 def gone_host() -> ProcessStamp:

@@ -175,7 +175,7 @@ def _server_of_a_killed_host(command: str, args: list[str], *, also: Path | None
             pid = next(t for t in toolset.tools if t.name == "mcp__tiny__pid")
             result = await pid.execute("1", {{}})
             print(result.content[0].text, flush=True)
-            await asyncio.sleep(3600)
+            await asyncio.Event().wait()  # until the test kills this host
 
         asyncio.run(main())
         """

@@ -8,7 +8,7 @@ only (it starts in a fraction of a second), the `initialize` handshake era (it a
   read-only), `crash` (exits the process mid-call), `slow` (sleeps `seconds`), `pid` (its process id),
   `image` (a 1×1 PNG), `fail` (an `isError` result);
 * `exit-at-start`: writes a line on stderr and exits before answering anything;
-* `hang-at-start`: never answers (a server that does not start in time).
+* `hang-at-start`: never answers, and exits when its stdin closes (a server that does not start in time).
 
 `$TINY_EXTRA_TOOLS=N` adds N read-only `lookup_<topic>_<n>` tools (a large server, for tool search),
 each answering `looked up <topic> <n>: <query>`.
@@ -142,7 +142,9 @@ def main() -> None:
         print("tiny: cannot open my database /nonexistent/db", file=sys.stderr, flush=True)
         sys.exit(3)
     if mode == "hang-at-start":
-        time.sleep(3600)
+        for _ in sys.stdin:  # read what the client sends, answer nothing, end when it closes
+            pass
+        return
     for line in sys.stdin:
         if not line.strip():
             continue
