@@ -240,17 +240,25 @@ def _claude_servers(
     return [_claude_server(str(name), spec, environ, base) for name, spec in servers.items()], None
 
 
-def read_mcp_json(path: Path, project: Path, environ: Mapping[str, str] | None = None) -> FileServers:
-    """A project's `.mcp.json` (Claude Code's format), read confined to `project`."""
-    text, problem = _read(path, [project], PROJECT_FILE_MAX_BYTES)
+def _json_object(path: Path, roots: list[Path] | None, cap: int) -> tuple[dict[str, Any] | None, str | None]:
+    """The JSON object in `path` (read as `_read` reads), or `None` and the one-line problem."""
+    text, problem = _read(path, roots, cap)
     if text is None:
-        return FileServers(problem=problem)
+        return None, problem
     try:
         data = json.loads(text)
     except json.JSONDecodeError as exc:
-        return FileServers(problem=f"{path}: not valid JSON ({exc.msg}, line {exc.lineno}); fix it")
+        return None, f"{path}: not valid JSON ({exc.msg}, line {exc.lineno}); fix it"
     if not isinstance(data, dict):
-        return FileServers(problem=f'{path}: not an object of the form {{"mcpServers": {{…}}}}')
+        return None, f'{path}: not a JSON object (Claude Code\'s form is {{"mcpServers": {{…}}}})'
+    return data, None
+
+
+def read_mcp_json(path: Path, project: Path, environ: Mapping[str, str] | None = None) -> FileServers:
+    """A project's `.mcp.json` (Claude Code's format), read confined to `project`."""
+    data, problem = _json_object(path, [project], PROJECT_FILE_MAX_BYTES)
+    if data is None:
+        return FileServers(problem=problem)
     servers, problem = _claude_servers(
         data.get("mcpServers"), str(path), environ if environ is not None else os.environ, project
     )
@@ -264,15 +272,9 @@ def read_claude_json(path: Path, project: Path, environ: Mapping[str, str] | Non
         return FileServers(
             problem=f'{path}: not found (mcp_import = ["claude"] reads Claude Code\'s servers there)'
         )
-    text, problem = _read(path, None, USER_FILE_MAX_BYTES)
-    if text is None:
+    data, problem = _json_object(path, None, USER_FILE_MAX_BYTES)
+    if data is None:
         return FileServers(problem=problem)
-    try:
-        data = json.loads(text)
-    except json.JSONDecodeError as exc:
-        return FileServers(problem=f"{path}: not valid JSON ({exc.msg}, line {exc.lineno})")
-    if not isinstance(data, dict):
-        return FileServers(problem=f"{path}: not a JSON object")
     env = environ if environ is not None else os.environ
     projects = data.get("projects")
     local: object = None

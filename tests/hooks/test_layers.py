@@ -309,3 +309,18 @@ async def test_a_tmux_worker_s_ask_is_answered_by_its_owner(env: Path, tmux_sock
         generation = t.host.kernel.get_generation(started.run_id)
     assert generation is not None and generation.runtime_kind == "tmux"
     assert "saw: ls was not run: the owner did not approve it: not today" in delivered["content"]
+
+
+def test_a_definition_whose_roster_cannot_be_read_denies_every_call(tmp_path: Path) -> None:
+    """Fail closed: an agent whose definitions cannot be read keeps no fewer rules than it had."""
+    from types import SimpleNamespace
+
+    from corral.orchestration.host.permission_layers import own_layer
+
+    def unreadable(cwd: Path) -> Any:
+        raise OSError(f"{cwd}: permission denied")
+
+    generation: Any = SimpleNamespace(definition="releaser", cwd=str(tmp_path))
+    layer = own_layer(generation, Settings(), unreadable)
+    assert layer is not None and layer.rules.default == "deny"
+    assert layer.source.startswith("definition `releaser` (its rules cannot be read now:")

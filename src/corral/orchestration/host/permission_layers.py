@@ -14,7 +14,7 @@ worker's agent in its launch (`WorkerLaunch.permissions`, added by the start ste
 
 from __future__ import annotations
 
-import contextlib
+import logging
 from collections.abc import Callable
 from pathlib import Path
 from typing import TYPE_CHECKING, Protocol
@@ -24,6 +24,8 @@ if TYPE_CHECKING:
     from corral.settings import PermissionLayer, PermissionsSettings, Settings
 
 __all__ = ["DefinedRules", "Definitions", "LayersHost", "host_layers", "own_layer", "permission_layers"]
+
+_log = logging.getLogger(__name__)
 
 
 class DefinedRules(Protocol):
@@ -57,10 +59,16 @@ def own_layer(
     tier = settings.teams.tier_permissions.get(generation.definition)  # type: ignore[call-overload]
     if tier is not None:
         return PermissionLayer(f"tier `{generation.definition}`", tier)
-    with contextlib.suppress(Exception):  # a roster that cannot load adds nothing (the settings still bind)
+    try:
         defn = roster_loader(Path(generation.cwd)).get(generation.definition)
-        if defn is not None and defn.permissions is not None:
-            return PermissionLayer(f"definition `{generation.definition}`", defn.permissions)
+    except Exception as exc:  # fail closed: a definition's denies must not vanish with its roster
+        from corral.settings import PermissionsSettings as Rules
+
+        _log.warning("agent definitions in %s cannot be read (%s): its calls are denied", generation.cwd, exc)
+        where = f"definition `{generation.definition}` (its rules cannot be read now: {exc})"
+        return PermissionLayer(where, Rules(default="deny"))
+    if defn is not None and defn.permissions is not None:
+        return PermissionLayer(f"definition `{generation.definition}`", defn.permissions)
     return None
 
 
