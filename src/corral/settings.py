@@ -93,6 +93,7 @@ __all__ = [
     "Settings",
     "SettingsError",
     "find_project_settings",
+    "is_mcp_server_name",
     "load_settings",
     "read_settings_file",
     "user_settings_path",
@@ -602,6 +603,12 @@ class PermissionLayer:
 _MCP_SERVER_NAME = re.compile(r"[A-Za-z0-9][A-Za-z0-9_-]*")
 
 
+def is_mcp_server_name(name: str) -> bool:
+    """Whether `name` can name an MCP server: letters, digits, `-` and single `_`, starting with a
+    letter or digit (its tools are `mcp__<server>__<tool>`, so no `__`)."""
+    return _MCP_SERVER_NAME.fullmatch(name) is not None and "__" not in name
+
+
 class McpServerSettings(_Section):
     """`[mcp_servers.<name>]`: an MCP server whose tools corral's agents get as `mcp__<name>__<tool>`
     (docs/mcp-servers.md). Give `command` (a program corral starts and talks to over its stdin and
@@ -752,7 +759,7 @@ class Settings(_Section):
     @classmethod
     def _check_mcp_server_names(cls, value: dict[str, McpServerSettings]) -> dict[str, McpServerSettings]:
         for name in value:
-            if _MCP_SERVER_NAME.fullmatch(name) is None or "__" in name:
+            if not is_mcp_server_name(name):
                 raise ValueError(
                     f"{name!r} is not a server name: use letters, digits, `-` and single `_` (its tools are "
                     "named mcp__<server>__<tool>)"
@@ -1119,7 +1126,7 @@ def _resolve_mcp_servers(
                     McpServerEntry(name, source, file, "ignored", server.transport, None, server.problem)
                 )
                 continue
-            if _MCP_SERVER_NAME.fullmatch(name) is None or "__" in name:
+            if not is_mcp_server_name(name):
                 reason = f"{name!r} is not a server name for corral: use letters, digits, `-` and single `_`"
                 entries.append(McpServerEntry(name, source, file, "ignored", server.transport, None, reason))
                 continue

@@ -187,6 +187,7 @@ async def test_an_agent_the_lead_delegates_inherits_the_editors_server(
 
 BAD: list[tuple[Any, str]] = [
     (McpServerStdio(name="bad name", command="/bin/true", args=[], env=[]), "mcpServers[1]: name 'bad name'"),
+    (McpServerStdio(name="a__b", command="/bin/true", args=[], env=[]), "mcpServers[1]: name 'a__b'"),
     (McpServerStdio(name="empty", command="", args=[], env=[]), "mcpServers[1] (empty): 'command' must be"),
     (
         McpServerStdio(name="marker", command="/bin/true", args=[], env=[]),
@@ -203,7 +204,7 @@ BAD: list[tuple[Any, str]] = [
 ]
 
 
-@pytest.mark.parametrize(("bad", "message"), BAD, ids=["name", "command", "twice", "url", "sse"])
+@pytest.mark.parametrize(("bad", "message"), BAD, ids=["name", "double-underscore", "command", "twice", "url", "sse"])
 async def test_a_bad_entry_is_invalid_params_and_opens_nothing(
     acp_env: AcpEnv, bad: Any, message: str
 ) -> None:

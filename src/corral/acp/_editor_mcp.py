@@ -12,7 +12,6 @@ Bad entries are refused whole (`-32602`, one line naming the entry) before anyth
 
 from __future__ import annotations
 
-import re
 from typing import TYPE_CHECKING, Any
 
 from ._wire import INVALID_PARAMS, RpcError
@@ -23,9 +22,6 @@ if TYPE_CHECKING:
     from corral.settings import McpServerSettings
 
 __all__ = ["editor_servers", "give_editor_servers"]
-
-_NAME = re.compile(r"[A-Za-z0-9][A-Za-z0-9_-]*")
-"""A server name, as `[mcp_servers.<name>]` takes it (the tools are `mcp__<name>__<tool>`)."""
 
 
 def editor_servers(entries: list[Any]) -> dict[str, McpServerSettings]:
@@ -38,7 +34,7 @@ def editor_servers(entries: list[Any]) -> dict[str, McpServerSettings]:
         return {}
     from pydantic import ValidationError
 
-    from corral.settings import McpServerSettings
+    from corral.settings import McpServerSettings, is_mcp_server_name
 
     servers: dict[str, McpServerSettings] = {}
     for index, entry in enumerate(entries):
@@ -46,10 +42,10 @@ def editor_servers(entries: list[Any]) -> dict[str, McpServerSettings]:
         if not isinstance(entry, dict):
             raise RpcError(INVALID_PARAMS, f"{where}: each MCP server is an object with a name")
         name = entry.get("name")
-        if not isinstance(name, str) or not _NAME.fullmatch(name):
+        if not isinstance(name, str) or not is_mcp_server_name(name):
             raise RpcError(
                 INVALID_PARAMS,
-                f"{where}: name {name!r} must be letters, digits, '_' or '-' (starting with a letter or digit)",
+                f"{where}: name {name!r} must be letters, digits, '-' and single '_' (starting with a letter or digit)",
             )
         where = f"{where} ({name})"
         if name in servers:
