@@ -4,8 +4,9 @@ It imports no SDK: the body comes from `_chat_request`, goes out through the sha
 pools and rate limiter (`_http`), and the reply — server-sent events, or one JSON
 object when the model was made with `streaming=False` — becomes corral's events
 here. That keeps pydantic-ai and the openai SDK (over a second of imports) off the
-way to a Chat Completions model's first request; the Responses and Anthropic APIs
-still go through pydantic-ai (`_adapter`).
+way to a Chat Completions model's first request (the Responses API has its own client,
+`_responses`; the Anthropic API and OpenAI's reasoning families still go through pydantic-ai,
+`_adapter`).
 
 Reading a reply, as pydantic-ai's `OpenAIChatModel` read it (the events of recorded
 replies are pinned by `tests/llm/golden/openai_chat.json`):
@@ -48,7 +49,7 @@ from corral.llm._model import (
 from ._chat_request import ChatConversation, request_body
 from ._errors import ModelHTTPError, ModelResponseError
 from ._text import parse_partial_arguments
-from ._wire import BlockReply, OpenAIWireModel, StreamedBlock
+from ._wire import BlockReply, OpenAIWireModel, StreamedBlock, count
 
 __all__ = ["ChatCompletionsModel"]
 
@@ -185,9 +186,9 @@ class _Reply(BlockReply):
             return
         details = usage.get("prompt_tokens_details")
         cached = details.get("cached_tokens") if isinstance(details, dict) else None
-        self.usage["input"] += _count(usage.get("prompt_tokens"))
-        self.usage["output"] += _count(usage.get("completion_tokens"))
-        self.usage["cache_read"] += _count(cached)
+        self.usage["input"] += count(usage.get("prompt_tokens"))
+        self.usage["output"] += count(usage.get("completion_tokens"))
+        self.usage["cache_read"] += count(cached)
 
     def chunk(self, data: Any) -> list[AssistantMessageEvent]:
         """The events of one streamed chunk."""
@@ -256,10 +257,6 @@ class _Reply(BlockReply):
                 self.tool_call(index, call.get("id"), function.get("name"), function.get("arguments"))
             )
         return events + self.end()
-
-
-def _count(value: Any) -> int:
-    return value if isinstance(value, int) else 0
 
 
 def _split_think_tags(text: str) -> Iterator[tuple[Literal["text", "thinking"], str]]:

@@ -45,7 +45,7 @@ from corral.llm._model import (
 from ._errors import ModelHTTPError, ModelResponseError
 from ._responses_request import ResponsesConversation, request_body, responses_reasoning_signature
 from ._text import parse_partial_arguments
-from ._wire import BlockReply, OpenAIWireModel, StreamedBlock
+from ._wire import BlockReply, OpenAIWireModel, StreamedBlock, count
 
 __all__ = ["ResponsesModel"]
 
@@ -142,9 +142,9 @@ class _Reply(BlockReply):
             details = usage.get("input_tokens_details")
             cached = details.get("cached_tokens") if isinstance(details, dict) else None
             self.usage = {
-                "input": _count(usage.get("input_tokens")),
-                "output": _count(usage.get("output_tokens")),
-                "cache_read": _count(cached),
+                "input": count(usage.get("input_tokens")),
+                "output": count(usage.get("output_tokens")),
+                "cache_read": count(cached),
             }
         details = response.get("incomplete_details")
         reason = details.get("reason") if isinstance(details, dict) else response.get("status")
@@ -157,10 +157,10 @@ class _Reply(BlockReply):
             raise ModelResponseError(f"Responses event is not an object: {data!r}")
         kind = data.get("type")
         if kind == "response.output_text.delta":
-            key = ("text", str(data.get("item_id")), _count(data.get("content_index")))
+            key = ("text", str(data.get("item_id")), count(data.get("content_index")))
             return self._delta(key, str(data.get("delta") or ""))
         if kind in ("response.reasoning_summary_text.delta", "response.reasoning_summary_part.added"):
-            key = ("reasoning", str(data.get("item_id")), _count(data.get("summary_index")))
+            key = ("reasoning", str(data.get("item_id")), count(data.get("summary_index")))
             part = data.get("part")
             text = (
                 data.get("delta")
@@ -247,10 +247,6 @@ class _Reply(BlockReply):
                     )
                 )
         return events + self.end()
-
-
-def _count(value: Any) -> int:
-    return value if isinstance(value, int) else 0
 
 
 class ResponsesModel(OpenAIWireModel[ResponsesConversation]):

@@ -56,6 +56,7 @@ __all__ = [
     "OpenAIWireModel",
     "ReplyReader",
     "StreamedBlock",
+    "count",
     "error_body",
     "parse_json",
     "reply_end",
@@ -153,6 +154,11 @@ async def sse_data(response: httpx2.Response) -> AsyncIterator[str]:
             lines.append(line[5:].removeprefix(" "))
     if not done and lines and (data := "\n".join(lines)) != "[DONE]":
         yield data
+
+
+def count(value: Any) -> int:
+    """A usage count from a reply (`0` when absent or not a whole number)."""
+    return value if isinstance(value, int) else 0
 
 
 def parse_json(text: str, api: str) -> Any:
