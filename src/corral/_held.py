@@ -106,6 +106,10 @@ class HeldProcesses:
             with contextlib.suppress(FileNotFoundError):
                 path.unlink()
 
+    def running_orphans(self, *, dry_run: bool = False) -> list[Orphan]:
+        """`reap_orphans`, keeping the groups that were still running (those a user is told about)."""
+        return [orphan for orphan in self.reap_orphans(dry_run=dry_run) if orphan.running]
+
     def reap_orphans(self, *, dry_run: bool = False) -> list[Orphan]:
         """End the recorded groups whose host is gone (SIGKILL to the group) and forget them; with
         `dry_run`, only find them. A record that cannot be read is removed (kept by `dry_run`)."""

@@ -232,7 +232,7 @@ def _check_held(root: Path) -> Check:
     """The agent process groups (ACP agents) recorded by a host that died with them still running."""
     from corral._held import HeldProcesses
 
-    orphans = [o for o in HeldProcesses(root / "held").reap_orphans(dry_run=True) if o.running]
+    orphans = HeldProcesses(root / "held").running_orphans(dry_run=True)
     if not orphans:
         return Check("agent_processes", "ok", "no agent process is left running by a host that died")
     listed = ", ".join(f"{o.what} (process group {o.pgid}, host process {o.host_pid})" for o in orphans)

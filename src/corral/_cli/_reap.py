@@ -44,7 +44,7 @@ def _reap_held(*, out: TextIO, dry_run: bool) -> None:
     """Report (and unless `dry_run`, end) the process groups a dead host left running."""
     from corral._held import HeldProcesses
 
-    orphans = [orphan for orphan in HeldProcesses().reap_orphans(dry_run=dry_run) if orphan.running]
+    orphans = HeldProcesses().running_orphans(dry_run=dry_run)
     verb = "orphan" if dry_run else "ended"
     for orphan in orphans:
         print(
