@@ -33,7 +33,7 @@ from typing import TYPE_CHECKING, Any, Literal
 from corral import _tracing
 from corral.agent import ToolCheck, ToolResult, ToolVerdict
 from corral.llm import TextContent
-from corral.permissions import Permissions, RuleVerdict, claude_name, names_of
+from corral.permissions import Permissions, RuleVerdict, claude_name, names_of, stricter
 from corral.trust import find_project_dir
 
 from ._outcome import HookAnswer, read_answer
@@ -228,19 +228,6 @@ def _short(command: str) -> str:
 # --- the gate ------------------------------------------------------------------------------------
 
 
-_STRICTNESS = {"allow": 0, "ask": 1, "deny": 2}
-
-
-def _narrowed(verdict: RuleVerdict, other: RuleVerdict) -> RuleVerdict:
-    """The stricter of two layers' verdicts; on a tie, the one a rule made, else the narrower layer's
-    default (so neither a layer's ask rule nor its default is taken for the settings' default, which a
-    hook's `allow` may answer)."""
-    a, b = _STRICTNESS[verdict.decision], _STRICTNESS[other.decision]
-    if b > a or (b == a and verdict.default):
-        return other
-    return verdict
-
-
 def compile_layers(layers: Sequence[PermissionLayer]) -> tuple[tuple[str, Permissions], ...]:
     """The narrowing layers' rules, compiled (their texts were checked when they were read); layers
     that say nothing are dropped."""
@@ -289,8 +276,9 @@ class ToolPolicy:
             if verdict.decision == "deny":
                 break
             other = rules.check(check.tool_name, check.arguments, cwd=cwd, project=self.project)
-            chosen = _narrowed(verdict, other)
-            if chosen is other:
+            # on a tie the one a rule made, else the narrower layer's default: neither a layer's ask
+            # rule nor its default is taken for the settings' default, which a hook's `allow` may answer
+            if stricter(verdict, other) is other:
                 verdict = dataclasses.replace(other, source=source)
         return verdict
 

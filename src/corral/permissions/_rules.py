@@ -597,5 +597,7 @@ class Permissions:
 
 
 def stricter(a: RuleVerdict, b: RuleVerdict) -> RuleVerdict:
-    """The stricter of two verdicts (deny over ask over allow; `a` on a tie)."""
-    return b if _STRICTNESS[b.decision] > _STRICTNESS[a.decision] else a
+    """The stricter of two verdicts (deny over ask over allow); on a tie, the one a rule made (`b` when
+    `a` is a default's), else `a`."""
+    a_rank, b_rank = _STRICTNESS[a.decision], _STRICTNESS[b.decision]
+    return b if b_rank > a_rank or (b_rank == a_rank and a.default) else a
